@@ -1,0 +1,184 @@
+/**
+ * The structural rules of DESIGN.md §2, as a pure checker over `{path, text}` pairs so that the
+ * tidy test can run it both on the real tree and on fixtures that must fail.
+ */
+
+export interface SourceFile {
+  /** Path relative to the repository root, with forward slashes, e.g. `src/core/ledger.ts`. */
+  readonly path: string
+  readonly text: string
+}
+
+export interface Violation {
+  readonly path: string
+  readonly line: number
+  readonly rule: "import" | "global"
+  readonly detail: string
+}
+
+const stripComments = (text: string): string =>
+  // Keep line structure so line numbers stay right.
+  text
+    .replace(/\/\*[\s\S]*?\*\//g, (block) => block.replace(/[^\n]/g, " "))
+    .replace(/(^|[^:"'`\\])\/\/.*$/gm, (_m, lead: string) => lead)
+
+/** Every import/export specifier in a file, with its 1-based line. */
+export const importSpecifiers = (text: string): Array<{ readonly specifier: string; readonly line: number }> => {
+  const code = stripComments(text)
+  const found: Array<{ specifier: string; line: number }> = []
+  const patterns = [
+    /\bimport\s+(?:type\s+)?[^"'`;]*?\bfrom\s*["']([^"']+)["']/g,
+    /\bexport\s+(?:type\s+)?[^"'`;]*?\bfrom\s*["']([^"']+)["']/g,
+    /\bimport\s*["']([^"']+)["']/g,
+    /\bimport\s*\(\s*["']([^"']+)["']\s*\)/g,
+    /\brequire\s*\(\s*["']([^"']+)["']\s*\)/g
+  ]
+  for (const pattern of patterns) {
+    for (const match of code.matchAll(pattern)) {
+      const index = match.index ?? 0
+      found.push({ specifier: match[1] ?? "", line: code.slice(0, index).split("\n").length })
+    }
+  }
+  return found.sort((a, b) => a.line - b.line)
+}
+
+const normalize = (parts: ReadonlyArray<string>): string => {
+  const out: Array<string> = []
+  for (const part of parts) {
+    if (part === "" || part === ".") continue
+    if (part === "..") out.pop()
+    else out.push(part)
+  }
+  return out.join("/")
+}
+
+/** Resolves a relative specifier against the importing file's folder. */
+export const resolveRelative = (fromPath: string, specifier: string): string =>
+  normalize([...fromPath.split("/").slice(0, -1), ...specifier.split("/")])
+
+type Area =
+  | "core"
+  | "wire"
+  | "actor"
+  | "transport"
+  | "runtime"
+  | "averaging"
+  | "train"
+  | "cli"
+  | "actors"
+  | "other"
+
+const areaOf = (path: string): Area => {
+  if (path.startsWith("src/core/")) return "core"
+  if (path.startsWith("src/wire/")) return "wire"
+  if (path.startsWith("src/actor/")) return "actor"
+  if (path.startsWith("src/transport/runtime/")) return "runtime"
+  if (path.startsWith("src/transport/")) return "transport"
+  if (path.startsWith("src/averaging/")) return "averaging"
+  if (path.startsWith("src/train/")) return "train"
+  if (path === "src/cli.ts") return "cli"
+  if (path.startsWith("actors/")) return "actors"
+  return "other"
+}
+
+/** Which areas each area may import (relative imports), per DESIGN.md §2. */
+const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
+  core: ["core"],
+  wire: ["core", "wire"],
+  actor: ["core", "wire", "actor"],
+  transport: ["core", "wire", "actor", "transport", "runtime"],
+  runtime: ["core", "wire", "actor", "transport", "runtime"],
+  averaging: ["core", "wire", "actor", "averaging"],
+  train: ["core", "train", "runtime"],
+  // The command line is the entry point that composes everything, actors included.
+  cli: ["core", "wire", "actor", "transport", "runtime", "averaging", "train", "actors"],
+  actors: ["core", "wire", "actor", "transport", "runtime", "averaging", "train", "actors"],
+  other: []
+}
+
+/** Which packages (bare specifiers, by package name) each area may import. */
+const allowedPackages: Record<Area, ReadonlyArray<string>> = {
+  core: [],
+  wire: ["effect", "cbor-x"],
+  actor: ["effect", "nanoid"],
+  transport: ["effect", "nanoid"],
+  runtime: ["*"],
+  averaging: ["effect"],
+  train: ["effect"],
+  cli: ["effect", "nanoid"],
+  actors: ["effect", "nanoid"],
+  other: ["*"]
+}
+
+const packageName = (specifier: string): string => {
+  const parts = specifier.split("/")
+  return specifier.startsWith("@") ? parts.slice(0, 2).join("/") : (parts[0] ?? specifier)
+}
+
+const runtimeSpecific = (specifier: string): boolean =>
+  specifier.startsWith("node:") || specifier.startsWith("bun:") || specifier === "ws" || specifier.startsWith("jsr:") ||
+  specifier.startsWith("npm:")
+
+/** Globals banned in `src/core`: the core takes time as `nowMs` and randomness as a seed. */
+const coreBannedGlobals: ReadonlyArray<{ readonly name: string; readonly pattern: RegExp }> = [
+  { name: "Date.now", pattern: /\bDate\s*\.\s*now\b/ },
+  { name: "new Date", pattern: /\bnew\s+Date\b/ },
+  { name: "Math.random", pattern: /\bMath\s*\.\s*random\b/ },
+  { name: "setTimeout", pattern: /\bsetTimeout\b/ },
+  { name: "setInterval", pattern: /\bsetInterval\b/ },
+  { name: "performance", pattern: /\bperformance\b/ },
+  { name: "process", pattern: /(?<![.\w$])process\b/ },
+  { name: "crypto", pattern: /(?<![.\w$])crypto\s*\./ }
+]
+
+/** Runtime globals banned everywhere outside `src/transport/runtime/`. */
+const runtimeGlobals: ReadonlyArray<{ readonly name: string; readonly pattern: RegExp }> = [
+  { name: "Bun", pattern: /(?<![.\w$])Bun\s*\./ },
+  { name: "Deno", pattern: /(?<![.\w$])Deno\s*\./ }
+]
+
+const stripStrings = (code: string): string =>
+  code.replace(/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`/g, (s) => s.replace(/[^\n]/g, " "))
+
+/** Checks every rule on the given files; an empty result means the tree is tidy. */
+export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation> => {
+  const violations: Array<Violation> = []
+  for (const file of files) {
+    const area = areaOf(file.path)
+    if (area === "other") continue
+    for (const { specifier, line } of importSpecifiers(file.text)) {
+      if (specifier.startsWith(".")) {
+        const target = resolveRelative(file.path, specifier)
+        const targetArea = areaOf(target)
+        if (!allowedAreas[area].includes(targetArea)) {
+          violations.push({ path: file.path, line, rule: "import", detail: `${area} may not import ${target}` })
+        }
+        continue
+      }
+      if (runtimeSpecific(specifier) && area !== "runtime") {
+        violations.push({
+          path: file.path,
+          line,
+          rule: "import",
+          detail: `${specifier} is runtime-specific: only src/transport/runtime/ may import it`
+        })
+        continue
+      }
+      const allowed = allowedPackages[area]
+      if (!allowed.includes("*") && !allowed.includes(packageName(specifier))) {
+        violations.push({ path: file.path, line, rule: "import", detail: `${area} may not import package ${specifier}` })
+      }
+    }
+    if (area === "runtime") continue
+    const lines = stripStrings(stripComments(file.text)).split("\n")
+    const banned = area === "core" ? [...coreBannedGlobals, ...runtimeGlobals] : runtimeGlobals
+    lines.forEach((text, index) => {
+      for (const { name, pattern } of banned) {
+        if (pattern.test(text)) {
+          violations.push({ path: file.path, line: index + 1, rule: "global", detail: `${name} is banned in ${area}` })
+        }
+      }
+    })
+  }
+  return violations
+}

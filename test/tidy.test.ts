@@ -1,0 +1,70 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { join, relative } from "node:path"
+import { describe, expect, it } from "vitest"
+import * as Tidy from "./tidy-rules.ts"
+
+const root = join(import.meta.dirname, "..")
+
+const walk = (dir: string): Array<string> =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) return walk(path)
+    return /\.(ts|mts|js|mjs)$/.test(entry.name) ? [path] : []
+  })
+
+const load = (base: string, dirs: ReadonlyArray<string>): Array<Tidy.SourceFile> =>
+  dirs.flatMap((dir) => {
+    let paths: Array<string>
+    try {
+      paths = walk(join(base, dir))
+    } catch {
+      return []
+    }
+    return paths.map((path) => ({ path: relative(base, path).split("\\").join("/"), text: readFileSync(path, "utf8") }))
+  })
+
+describe("tidy: DESIGN.md §2 import rules and banned globals", () => {
+  it("the real tree has no violations", () => {
+    const files = load(root, ["src", "actors"])
+    expect(files.length).toBeGreaterThan(0)
+    expect(Tidy.check(files)).toEqual([])
+  })
+
+  it("flags every forbidden import and global in the fixture tree", () => {
+    const files = load(join(root, "test/fixtures/tidy"), ["src", "actors"])
+    const found = [...Tidy.check(files)]
+      .sort((a, b) => a.path.localeCompare(b.path) || a.line - b.line)
+      .map((v) => `${v.path}:${v.line} ${v.rule} ${v.detail}`)
+    expect(found).toEqual([
+      "src/core/bad.ts:2 import core may not import src/wire/codec.ts",
+      "src/core/bad.ts:3 import core may not import package effect",
+      "src/core/bad.ts:4 import node:fs is runtime-specific: only src/transport/runtime/ may import it",
+      "src/core/bad.ts:5 import core may not import actors/coordinator.ts",
+      "src/core/bad.ts:8 global Date.now is banned in core",
+      "src/core/bad.ts:9 global Math.random is banned in core",
+      "src/core/bad.ts:10 global setTimeout is banned in core",
+      "src/core/bad.ts:11 global setInterval is banned in core",
+      "src/core/bad.ts:12 global performance is banned in core",
+      "src/core/bad.ts:13 global process is banned in core",
+      "src/transport/bad-transport.ts:1 import ws is runtime-specific: only src/transport/runtime/ may import it",
+      "src/transport/bad-transport.ts:3 global Bun is banned in transport",
+      "src/wire/bad-wire.ts:1 import wire may not import src/actor/kit.ts"
+    ])
+  })
+
+  it("ignores mentions in comments and strings", () => {
+    const text = [
+      "// Date.now and Math.random are banned here",
+      "/* setTimeout(process.exit) */",
+      'export const note = "performance matters"',
+      "export const x = 1"
+    ].join("\n")
+    expect(Tidy.check([{ path: "src/core/ok.ts", text }])).toEqual([])
+  })
+
+  it("resolves relative specifiers across folders", () => {
+    expect(Tidy.resolveRelative("src/core/a.ts", "../wire/b.ts")).toBe("src/wire/b.ts")
+    expect(Tidy.resolveRelative("actors/x.ts", "../src/core/y.ts")).toBe("src/core/y.ts")
+    expect(Tidy.check([{ path: "src/core/a.ts", text: 'import * as B from "./b.ts"' }])).toEqual([])
+  })
+})
