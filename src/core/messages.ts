@@ -1,0 +1,259 @@
+/**
+ * The messages exchanged between ranks and the coordinator, as plain data (DESIGN.md §4).
+ *
+ * These are the core's view of the protocol: `src/wire` gives each one a schema and a CBOR
+ * encoding, and must keep these names and fields. Every number is a non-negative safe integer
+ * unless its docstring says otherwise; offsets and sizes count samples of the epoch's permutation.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * A rank index in `[0, worldSize)`, fixed for the whole run.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Rank = number
+
+/**
+ * Why the coordinator told the survivors to save and stop (DESIGN.md §1, §3.6).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type SaveReason = "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall"
+
+/**
+ * All save reasons, in wire order.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const saveReasons: ReadonlyArray<SaveReason> = [
+  "GracefulShutdown",
+  "FailureLimitReached",
+  "SingleSurvivor",
+  "AllRanksLost",
+  "ReduceStall"
+]
+
+// ---------------------------------------------------------------------------------------------
+// Rank to coordinator
+// ---------------------------------------------------------------------------------------------
+
+/** First frame of a rank after it connects. @since 0.1.0 @category rank-to-coordinator */
+export interface Hello {
+  readonly _tag: "Hello"
+}
+
+/** Fills the gaps between other frames so that liveness stays fresh. @since 0.1.0 @category rank-to-coordinator */
+export interface Heartbeat {
+  readonly _tag: "Heartbeat"
+}
+
+/**
+ * Training progress. Never commits anything (DESIGN.md §3.3).
+ *
+ * - `samplesDone`: samples of the rank's static assignment list trained so far in `epoch`.
+ * - `msPerBatch`: the rank's latest wall time per batch in milliseconds (a finite float); `0` or
+ *   less means "no measurement" and does not calibrate the rank.
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export interface Progress {
+  readonly _tag: "Progress"
+  readonly epoch: number
+  readonly samplesDone: number
+  readonly msPerBatch: number
+}
+
+/** A progressive-mode chunk `[offset, offset + size)` of `epoch` was trained. @since 0.1.0 @category rank-to-coordinator */
+export interface ChunkDone {
+  readonly _tag: "ChunkDone"
+  readonly epoch: number
+  readonly offset: number
+  readonly size: number
+}
+
+/**
+ * An averaging contribution: commits the rank's static list up to `samplesDone` (static mode) or
+ * every chunk it completed so far (progressive mode) when the coordinator receives it.
+ *
+ * `params` is the rank's model parameters (`Float32Array`, possibly empty with the ring backend,
+ * which averages among the ranks themselves).
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export interface Params {
+  readonly _tag: "Params"
+  readonly epoch: number
+  readonly round: number
+  readonly samplesDone: number
+  readonly params: Float32Array
+}
+
+/** The rank is leaving cleanly; never counted as a failure. @since 0.1.0 @category rank-to-coordinator */
+export interface Exiting {
+  readonly _tag: "Exiting"
+}
+
+/** Outcome of a `Checkpoint{version}`; `detail` explains a failure. @since 0.1.0 @category rank-to-coordinator */
+export interface CheckpointResult {
+  readonly _tag: "CheckpointResult"
+  readonly version: number
+  readonly ok: boolean
+  readonly detail: string
+}
+
+/** Outcome of an `Eval{epoch}`: `accuracy` in `[0, 1]` and `loss` (finite floats). @since 0.1.0 @category rank-to-coordinator */
+export interface EvalResult {
+  readonly _tag: "EvalResult"
+  readonly epoch: number
+  readonly accuracy: number
+  readonly loss: number
+}
+
+/** The rank joined ring `generation` and is ready to reduce. @since 0.1.0 @category rank-to-coordinator */
+export interface RingReady {
+  readonly _tag: "RingReady"
+  readonly generation: number
+}
+
+/**
+ * Every message a rank sends to the coordinator.
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export type ToCoordinator =
+  | Hello
+  | Heartbeat
+  | Progress
+  | ChunkDone
+  | Params
+  | Exiting
+  | CheckpointResult
+  | EvalResult
+  | RingReady
+
+// ---------------------------------------------------------------------------------------------
+// Coordinator to rank
+// ---------------------------------------------------------------------------------------------
+
+/** The rank's partition `[offset, offset + size)` of `epoch` (static mode); `size` may be 0. @since 0.1.0 @category coordinator-to-rank */
+export interface StartEpoch {
+  readonly _tag: "StartEpoch"
+  readonly epoch: number
+  readonly offset: number
+  readonly size: number
+}
+
+/** Append `[offset, offset + size)` of `epoch` to the rank's list; ignored for another epoch. @since 0.1.0 @category coordinator-to-rank */
+export interface ExtendPartition {
+  readonly _tag: "ExtendPartition"
+  readonly epoch: number
+  readonly offset: number
+  readonly size: number
+}
+
+/** A progressive-mode chunk `[offset, offset + size)` of `epoch`. @since 0.1.0 @category coordinator-to-rank */
+export interface AssignChunk {
+  readonly _tag: "AssignChunk"
+  readonly epoch: number
+  readonly offset: number
+  readonly size: number
+}
+
+/** Asks a rank for its contribution to `round`. @since 0.1.0 @category coordinator-to-rank */
+export interface RequestParams {
+  readonly _tag: "RequestParams"
+  readonly round: number
+}
+
+/** The averaged parameters of a closed `round` (empty with the ring backend). @since 0.1.0 @category coordinator-to-rank */
+export interface Update {
+  readonly _tag: "Update"
+  readonly round: number
+  readonly params: Float32Array
+}
+
+/** Which rank holds each callback role (DESIGN.md §3.5). @since 0.1.0 @category coordinator-to-rank */
+export interface SetRoles {
+  readonly _tag: "SetRoles"
+  readonly checkpoint: Rank
+  readonly eval: Rank
+  readonly epochFn: Rank
+}
+
+/** Save checkpoint `version` (the index of the epoch just ended). @since 0.1.0 @category coordinator-to-rank */
+export interface Checkpoint {
+  readonly _tag: "Checkpoint"
+  readonly version: number
+}
+
+/** Evaluate the model after `epoch`. @since 0.1.0 @category coordinator-to-rank */
+export interface Eval {
+  readonly _tag: "Eval"
+  readonly epoch: number
+}
+
+/** `rank` is dead: abort any collective that involves it (ring backend). @since 0.1.0 @category coordinator-to-rank */
+export interface DeclareDead {
+  readonly _tag: "DeclareDead"
+  readonly rank: Rank
+}
+
+/**
+ * Join ring `generation` as `ringRank` of `ringSize`; `peers` lists the ring's ranks in ring order
+ * (ascending rank order), so `peers[ringRank]` is the receiver.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export interface FormRing {
+  readonly _tag: "FormRing"
+  readonly generation: number
+  readonly ringRank: number
+  readonly ringSize: number
+  readonly peers: ReadonlyArray<Rank>
+}
+
+/** Save through the user's save callback, then exit cleanly. @since 0.1.0 @category coordinator-to-rank */
+export interface ShutdownWithSave {
+  readonly _tag: "ShutdownWithSave"
+  readonly reason: SaveReason
+}
+
+/** The run is over: exit cleanly. @since 0.1.0 @category coordinator-to-rank */
+export interface Shutdown {
+  readonly _tag: "Shutdown"
+}
+
+/** The coordinator's own liveness beacon. @since 0.1.0 @category coordinator-to-rank */
+export interface CoordHeartbeat {
+  readonly _tag: "CoordHeartbeat"
+}
+
+/**
+ * Every message the coordinator sends to a rank.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export type ToRank =
+  | StartEpoch
+  | ExtendPartition
+  | AssignChunk
+  | RequestParams
+  | Update
+  | SetRoles
+  | Checkpoint
+  | Eval
+  | DeclareDead
+  | FormRing
+  | ShutdownWithSave
+  | Shutdown
+  | CoordHeartbeat
