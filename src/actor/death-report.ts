@@ -1,0 +1,94 @@
+/**
+ * Death reports: how a supervisor tells the coordinator that a rank ended (DESIGN.md §1, §5).
+ *
+ * A supervisor never restarts anything; it turns each way a rank's worker, process or socket can
+ * end into one `DeathReport{rank, cause}` and the coordinator decides. Any end of a rank that did
+ * not first announce `Exiting` is a death, whatever its exit code (TOOLCHAIN.md §7: Bun can exit 0
+ * after an unhandled rejection).
+ *
+ * @since 0.1.0
+ */
+import type { Rank } from "../core/messages.ts"
+import { Cause, Exit } from "effect"
+
+/** The rank's host ended with exit `code` (an integer; 0 included) and no crash was seen. @since 0.1.0 @category model */
+export interface Exited {
+  readonly _tag: "Exited"
+  readonly code: number
+}
+
+/** The rank's host crashed: an uncaught error or a defect; `error` is its message. @since 0.1.0 @category model */
+export interface Crashed {
+  readonly _tag: "Crashed"
+  readonly error: string
+}
+
+/**
+ * The rank's host was killed: an OS signal name (`"SIGKILL"`, `"SIGTERM"`) for a process,
+ * `"terminate"` for a worker thread the supervisor terminated, `"interrupt"` for an actor fiber.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Killed {
+  readonly _tag: "Killed"
+  readonly signal: string
+}
+
+/** The rank's connection closed with WebSocket close `closeCode` (1000..4999; 1006 when abnormal). @since 0.1.0 @category model */
+export interface Disconnected {
+  readonly _tag: "Disconnected"
+  readonly closeCode: number
+}
+
+/**
+ * Every way a rank can end, as seen by its supervisor (DESIGN.md §5).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type DeathCause = Exited | Crashed | Killed | Disconnected
+
+/**
+ * A supervisor's report that `rank`'s worker, process or socket ended without `Exiting`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface DeathReport {
+  readonly _tag: "DeathReport"
+  readonly rank: Rank
+  readonly cause: DeathCause
+}
+
+/** `Exited{code}`. @since 0.1.0 @category constructors */
+export const exited = (code: number): DeathCause => ({ _tag: "Exited", code })
+
+/** `Crashed{error}`. @since 0.1.0 @category constructors */
+export const crashed = (error: string): DeathCause => ({ _tag: "Crashed", error })
+
+/** `Killed{signal}`. @since 0.1.0 @category constructors */
+export const killed = (signal: string): DeathCause => ({ _tag: "Killed", signal })
+
+/** `Disconnected{closeCode}`. @since 0.1.0 @category constructors */
+export const disconnected = (closeCode: number): DeathCause => ({ _tag: "Disconnected", closeCode })
+
+/** `DeathReport{rank, cause}`. @since 0.1.0 @category constructors */
+export const make = (rank: Rank, cause: DeathCause): DeathReport => ({ _tag: "DeathReport", rank, cause })
+
+/** The message of an unknown thrown value: `Error.message`, else `String(value)`. @since 0.1.0 @category utils */
+export const errorMessage = (error: unknown): string =>
+  error instanceof Error ? error.message : typeof error === "string" ? error : String(error)
+
+/**
+ * How an actor fiber's end reads as a death cause: success is `Exited{0}`, interruption only is
+ * `Killed{"interrupt"}`, a failure or defect is `Crashed{message}` of the squashed cause.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fromExit = (exit: Exit.Exit<unknown, unknown>): DeathCause => {
+  if (Exit.isSuccess(exit)) return exited(0)
+  if (Cause.hasInterruptsOnly(exit.cause)) return killed("interrupt")
+  return crashed(errorMessage(Cause.squash(exit.cause)))
+}
