@@ -1,0 +1,104 @@
+/**
+ * The runtime-neutral shapes of the raw channels that `node.ts`, `bun.ts` and `deno.ts` provide:
+ * worker threads, child processes and WebSocket servers and clients. Transports in
+ * `src/transport` build on these; nothing here touches a runtime global.
+ *
+ * @since 0.1.0
+ */
+
+/**
+ * Callbacks of a raw worker or child process, as seen by its parent. `exit` comes last, after
+ * every message the child posted before it ended has been passed to `message`.
+ * `signal` is set when a process was killed by a signal.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ChildHandlers {
+  readonly message: (message: Uint8Array) => void
+  readonly error: (error: unknown) => void
+  readonly exit: (code: number | null, signal: string | null) => void
+}
+
+/** A raw worker or child process: `post` one message; `kill` it (`terminate()` or a signal). @since 0.1.0 @category model */
+export interface RawChild {
+  readonly post: (message: Uint8Array) => void
+  readonly kill: (signal?: string) => void
+}
+
+/**
+ * Worker limits passed to `new Worker`, in MiB; Bun ignores them (TOOLCHAIN.md §7).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ResourceLimits {
+  readonly maxOldGenerationSizeMb?: number
+  readonly maxYoungGenerationSizeMb?: number
+}
+
+/**
+ * The child's side of a worker or process link: its rank and data from the parent, `post` to the
+ * parent, and callbacks. `beforeExit` hooks run synchronously when the child calls
+ * `process.exit` so that queued frames still go out.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ParentLink {
+  readonly rank: number
+  readonly data: unknown
+  readonly post: (message: Uint8Array) => void
+  readonly onMessage: (callback: (message: Uint8Array) => void) => void
+  readonly onClose: (callback: () => void) => void
+  readonly onExit: (callback: () => void) => void
+  readonly close: () => void
+}
+
+/** One raw server-side WebSocket connection. @since 0.1.0 @category model */
+export interface RawSocket {
+  readonly send: (data: Uint8Array | string) => void
+  readonly close: (code: number, reason: string) => void
+}
+
+/**
+ * Callbacks of one WebSocket connection. `message` gets binary data as `Uint8Array` and text as
+ * `string`; `close` comes last with the close code (1006 when the connection dropped).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface SocketHandlers {
+  readonly message: (data: Uint8Array | string) => void
+  readonly close: (code: number) => void
+}
+
+/**
+ * What a raw WebSocket server needs: bind `host:port` (0 = any free port), refuse messages over
+ * `maxPayloadBytes` with close code 1009, and call `open` for each new connection.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ServeOptions {
+  readonly host: string
+  readonly port: number
+  readonly maxPayloadBytes: number
+  readonly open: (socket: RawSocket) => SocketHandlers
+}
+
+/** A listening raw WebSocket server: its bound port and how to stop it. @since 0.1.0 @category model */
+export interface RawServer {
+  readonly port: number
+  readonly close: () => Promise<void>
+}
+
+/**
+ * A raw WebSocket client; `open` fires once connected, then messages, then `close` once.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ClientHandlers extends SocketHandlers {
+  readonly open: () => void
+}

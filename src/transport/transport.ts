@@ -1,0 +1,251 @@
+/**
+ * The Transport contract shared by every transport (DESIGN.md §5).
+ *
+ * A transport is one endpoint: it sends opaque frames (`Uint8Array`, normally CBOR from
+ * `src/wire`) to peers and delivers, on one ordered inbox, every frame it receives as
+ * `Frame{peer, bytes, arrivedMs}` in the order the peer sent them, then `Ended{peer, cause}` once
+ * the peer is gone, after its last frame. Frames queued together go out batched, several per
+ * underlying message.
+ *
+ * @since 0.1.0
+ */
+import type { Rank } from "../core/messages.ts"
+import { Context, Data } from "effect"
+import type { Cause, Effect, Queue, Stream } from "effect"
+import type * as DeathReport from "../actor/death-report.ts"
+
+/**
+ * A transport peer: a rank index in `[0, worldSize)`, or `coordinatorPeer` (-1).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Peer = Rank
+
+/** The coordinator's peer id, `-1`: ranks send to it; it is never a rank index. @since 0.1.0 @category model */
+export const coordinatorPeer: Peer = -1
+
+/**
+ * One frame received from `peer`; `arrivedMs` is the transport's clock (integer milliseconds)
+ * when the underlying message arrived: the frame's `nowMs` (DESIGN.md §3.10).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Frame {
+  readonly _tag: "Frame"
+  readonly peer: Peer
+  readonly bytes: Uint8Array
+  readonly arrivedMs: number
+}
+
+/**
+ * A frame from `peer` that its inspector rejected (DESIGN.md §3.10 "a frame that fails to decode"):
+ * it still shows the peer is alive, it is counted in `Stats.badFrames`, and the transport's
+ * `badFramePolicy` decides whether the connection stays open. `error` is the inspector's error,
+ * normally a `WireError`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface BadFrame {
+  readonly _tag: "BadFrame"
+  readonly peer: Peer
+  readonly error: unknown
+  readonly arrivedMs: number
+}
+
+/**
+ * `peer` ended: delivered once, after every frame it sent before it ended.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Ended {
+  readonly _tag: "Ended"
+  readonly peer: Peer
+  readonly cause: DeathReport.DeathCause
+}
+
+/** Everything a transport delivers, in order per peer. @since 0.1.0 @category model */
+export type Event = Frame | BadFrame | Ended
+
+/**
+ * Counters of one endpoint, integers >= 0. `messages*` count underlying messages (batches),
+ * `frames*` count frames; `framesSent / messagesSent` is the batching factor.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Stats {
+  readonly framesSent: number
+  readonly messagesSent: number
+  readonly framesReceived: number
+  readonly messagesReceived: number
+  readonly badFrames: number
+  readonly overflows: number
+}
+
+/**
+ * Why a transport operation failed.
+ *
+ * - `UnknownPeer`: no link to `peer` was ever made.
+ * - `PeerGone`: `peer` ended; nothing more can be sent to it.
+ * - `FrameTooLarge`: `bytes` exceeds `frameBytesMax` (bytes).
+ * - `Closed`: the endpoint itself was closed.
+ * - `ConnectFailed` / `Refused`: a client could not join; `closeCode` is the server's refusal code.
+ * - `SpawnFailed`: a worker or process could not be started.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type TransportErrorReason =
+  | { readonly _tag: "UnknownPeer"; readonly peer: Peer }
+  | { readonly _tag: "PeerGone"; readonly peer: Peer }
+  | { readonly _tag: "FrameTooLarge"; readonly peer: Peer; readonly bytes: number; readonly frameBytesMax: number }
+  | { readonly _tag: "Closed" }
+  | { readonly _tag: "ConnectFailed"; readonly detail: string }
+  | { readonly _tag: "Refused"; readonly closeCode: number; readonly detail: string }
+  | { readonly _tag: "SpawnFailed"; readonly detail: string }
+
+/**
+ * An expected transport failure, tagged `TransportError`, with its `reason`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class TransportError extends Data.TaggedError("TransportError")<{
+  readonly reason: TransportErrorReason
+}> {}
+
+/**
+ * One endpoint of a transport.
+ *
+ * - `self`: this endpoint's peer id.
+ * - `peers`: peers with an open link now, ascending.
+ * - `send(peer, frame)`: queues `frame` for `peer`; it is handed to the channel by the end of the
+ *   current microtask, or at once when a batch fills. Fails with `TransportError`
+ *   (`UnknownPeer`, `PeerGone`, `FrameTooLarge`, `Closed`).
+ * - `flush`: hands every queued frame to its channel now.
+ * - `inbox`: received events in order; ends (`Cause.Done`) when the endpoint closes.
+ * - `events`: `inbox` as a stream (one consumer).
+ * - `stats`: counters.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TransportShape {
+  readonly self: Peer
+  readonly peers: Effect.Effect<ReadonlyArray<Peer>>
+  readonly send: (peer: Peer, frame: Uint8Array) => Effect.Effect<void, TransportError>
+  readonly flush: Effect.Effect<void>
+  readonly inbox: Queue.Dequeue<Event, Cause.Done>
+  readonly events: Stream.Stream<Event>
+  readonly stats: Effect.Effect<Stats>
+}
+
+/**
+ * The Transport service (DESIGN.md §5): provide one of the in-memory, worker-thread,
+ * child-process or WebSocket endpoints.
+ *
+ * @since 0.1.0
+ * @category services
+ */
+export class Transport extends Context.Service<Transport, TransportShape>()("cohort/transport/Transport") {}
+
+/**
+ * What an inspector says about one received frame:
+ *
+ * - `undefined`: the frame is good.
+ * - `{_tag: "Bad", error, closeCode}`: undecodable or invalid; counted, surfaced as `BadFrame`,
+ *   and under `badFramePolicy: "close"` the link closes with `closeCode`.
+ * - `{_tag: "Impersonation", claimed}`: the frame says it comes from another rank; never
+ *   delivered, and the link always closes with `CloseCode.RankMismatch`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Verdict =
+  | undefined
+  | { readonly _tag: "Bad"; readonly error: unknown; readonly closeCode: number }
+  | { readonly _tag: "Impersonation"; readonly claimed: Peer }
+
+/**
+ * Inspects a frame from `peer` before it is delivered; must not throw.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
+
+/**
+ * Options every transport takes, with defaults:
+ *
+ * - `messageBytesMax` (default `messageBytesMaxDefault`, 16 MiB): the largest underlying message
+ *   (one batch); WebSocket `maxPayload`. A frame may be at most `messageBytesMax - 8` bytes.
+ * - `batchFramesMax` (default 1024): frames per batch before it is flushed at once.
+ * - `batchBytesMax` (default 256 KiB): bytes per batch before it is flushed at once.
+ * - `inboxFramesMax` (default 1 Mi frames): received frames waiting in the inbox; a message that
+ *   finds it full closes its link with `CloseCode.InboxOverflow`, counted in `Stats.overflows`.
+ * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the
+ *   link; `"close"` also closes the link with the verdict's close code.
+ * - `inspect` (default none: frames are opaque): see `Inspect`.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Options {
+  readonly messageBytesMax?: number
+  readonly batchFramesMax?: number
+  readonly batchBytesMax?: number
+  readonly inboxFramesMax?: number
+  readonly badFramePolicy?: "drop" | "close"
+  readonly inspect?: Inspect
+}
+
+/** Default `messageBytesMax`: 16 MiB. @since 0.1.0 @category options */
+export const messageBytesMaxDefault = 16 * 1024 * 1024
+
+/** Default `batchFramesMax`: 1024 frames. @since 0.1.0 @category options */
+export const batchFramesMaxDefault = 1024
+
+/** Default `batchBytesMax`: 256 KiB. @since 0.1.0 @category options */
+export const batchBytesMaxDefault = 256 * 1024
+
+/** Default `inboxFramesMax`: 1,048,576 frames. @since 0.1.0 @category options */
+export const inboxFramesMaxDefault = 1024 * 1024
+
+/**
+ * Close codes a transport uses (WebSocket close codes; worker and process links report them in
+ * `Disconnected{closeCode}` when the transport itself closed the link):
+ *
+ * | code | name | when |
+ * |---|---|---|
+ * | 1000 | Normal | the endpoint closed the link on purpose |
+ * | 1006 | Abnormal | the connection dropped without a close frame |
+ * | 1009 | MessageTooBig | a message over `messageBytesMax` |
+ * | 4000 | BadJoin | the first message was not a join |
+ * | 4001 | WrongToken | the join carried the wrong run token |
+ * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
+ * | 4003 | DuplicateRank | the rank already has a live connection |
+ * | 4004 | JoinTimeout | no join within `joinTimeoutMs` |
+ * | 4005 | RankMismatch | a frame claimed another rank than the connection's |
+ * | 4006 | InboxOverflow | the receiver's inbox held `inboxFramesMax` frames |
+ * | 4007 | BadBatch | a batch that does not parse |
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const CloseCode = {
+  Normal: 1000,
+  Abnormal: 1006,
+  MessageTooBig: 1009,
+  BadJoin: 4000,
+  WrongToken: 4001,
+  RankOutOfRange: 4002,
+  DuplicateRank: 4003,
+  JoinTimeout: 4004,
+  RankMismatch: 4005,
+  InboxOverflow: 4006,
+  BadBatch: 4007
+} as const
