@@ -1,0 +1,358 @@
+/**
+ * The progressive-mode chunk pool of one epoch (DESIGN.md §3.7).
+ *
+ * Each rank owns a reservation span `[cursor, end)` that it consumes front to back; thieves take
+ * from the tail of the largest remaining span, so owner and thieves can meet but never overlap.
+ * Forfeited and rolled-back chunks go to the `reclaimed` queue, which is served first.
+ *
+ * Kept from floDl's `chunk_pool.rs`: reclaimed first, own span, tail steal, rollback to the front,
+ * forfeit to the back in dispatch order. Fixed: a completion is credited only when it matches a
+ * chunk the sender holds exactly (floDl credited counts); a chunk is committed only by the holder's
+ * next averaging contribution, and `forfeit` returns done-but-uncommitted chunks too; the largest
+ * span is found through a tournament tree in O(log worldSize) instead of an O(worldSize) scan.
+ *
+ * @since 0.1.0
+ */
+import type { Rank } from "./messages.ts"
+
+const FREE = 0
+const OUTSTANDING = 1
+const DONE = 2
+const NONE = -1
+
+/**
+ * A contiguous range of the epoch's permutation, in samples.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Range {
+  readonly offset: number
+  readonly size: number
+}
+
+/**
+ * The pool's state. Per rank: span `cursor`/`end`, a list of held chunks in dispatch order
+ * (`head`/`tail` into the chunk table) and the count of outstanding ones (`inflight`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Pool {
+  readonly epoch: number
+  readonly total: number
+  readonly worldSize: number
+  readonly cursor: Float64Array
+  readonly end: Float64Array
+  readonly tree: Int32Array
+  readonly leaves: number
+  readonly head: Int32Array
+  readonly tail: Int32Array
+  readonly inflight: Int32Array
+  readonly chunkOffset: Array<number>
+  readonly chunkSize: Array<number>
+  readonly chunkState: Array<number>
+  readonly chunkNext: Array<number>
+  readonly freeChunks: Array<number>
+  readonly reclaimed: Array<Range>
+  reclaimedHead: number
+  residueTotal: number
+  reclaimedTotal: number
+  outstandingTotal: number
+  doneTotal: number
+}
+
+/** Samples left in `rank`'s own span. O(1). @since 0.1.0 @category queries */
+export const residue = (pool: Pool, rank: Rank): number => pool.end[rank]! - pool.cursor[rank]!
+
+const better = (pool: Pool, a: number, b: number): number => {
+  if (a === NONE) return b
+  if (b === NONE) return a
+  const ra = residue(pool, a)
+  const rb = residue(pool, b)
+  return rb > ra || (rb === ra && b < a) ? b : a
+}
+
+const updateTree = (pool: Pool, rank: Rank): void => {
+  let node = (pool.leaves + rank) >> 1
+  while (node >= 1) {
+    pool.tree[node] = better(pool, pool.tree[2 * node]!, pool.tree[2 * node + 1]!)
+    node >>= 1
+  }
+}
+
+/**
+ * A pool for `epoch` of `total` samples whose spans have the given sizes, laid out contiguously in
+ * rank order from offset 0 (`spanSizes.length` is the world size; a dead rank gets 0).
+ * O(worldSize).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (epoch: number, spanSizes: ReadonlyArray<number>): Pool => {
+  const worldSize = spanSizes.length
+  let leaves = 1
+  while (leaves < worldSize) leaves <<= 1
+  const pool: Pool = {
+    epoch,
+    total: 0,
+    worldSize,
+    cursor: new Float64Array(worldSize),
+    end: new Float64Array(worldSize),
+    tree: new Int32Array(2 * leaves).fill(NONE),
+    leaves,
+    head: new Int32Array(worldSize).fill(NONE),
+    tail: new Int32Array(worldSize).fill(NONE),
+    inflight: new Int32Array(worldSize),
+    chunkOffset: [],
+    chunkSize: [],
+    chunkState: [],
+    chunkNext: [],
+    freeChunks: [],
+    reclaimed: [],
+    reclaimedHead: 0,
+    residueTotal: 0,
+    reclaimedTotal: 0,
+    outstandingTotal: 0,
+    doneTotal: 0
+  }
+  let offset = 0
+  for (let r = 0; r < worldSize; r++) {
+    pool.cursor[r] = offset
+    offset += spanSizes[r]!
+    pool.end[r] = offset
+    pool.tree[leaves + r] = r
+  }
+  for (let node = leaves - 1; node >= 1; node--) pool.tree[node] = better(pool, pool.tree[2 * node]!, pool.tree[2 * node + 1]!)
+  ;(pool as { total: number }).total = offset
+  pool.residueTotal = offset
+  return pool
+}
+
+const reclaimedFront = (pool: Pool): Range | undefined =>
+  pool.reclaimedHead < pool.reclaimed.length ? pool.reclaimed[pool.reclaimedHead] : undefined
+
+const pushReclaimedFront = (pool: Pool, range: Range): void => {
+  if (pool.reclaimedHead > 0) pool.reclaimed[--pool.reclaimedHead] = range
+  else pool.reclaimed.unshift(range)
+  pool.reclaimedTotal += range.size
+}
+
+const pushReclaimedBack = (pool: Pool, range: Range): void => {
+  pool.reclaimed.push(range)
+  pool.reclaimedTotal += range.size
+}
+
+const popReclaimedFront = (pool: Pool): Range | undefined => {
+  const front = reclaimedFront(pool)
+  if (front === undefined) return undefined
+  pool.reclaimedHead += 1
+  pool.reclaimedTotal -= front.size
+  if (pool.reclaimedHead > 1024 && pool.reclaimedHead * 2 > pool.reclaimed.length) {
+    pool.reclaimed.splice(0, pool.reclaimedHead)
+    pool.reclaimedHead = 0
+  }
+  return front
+}
+
+/** The reclaimed queue, front first. @since 0.1.0 @category queries */
+export const reclaimed = (pool: Pool): ReadonlyArray<Range> => pool.reclaimed.slice(pool.reclaimedHead)
+
+const hold = (pool: Pool, rank: Rank, offset: number, size: number): Range => {
+  const id = pool.freeChunks.pop() ?? pool.chunkOffset.length
+  pool.chunkOffset[id] = offset
+  pool.chunkSize[id] = size
+  pool.chunkState[id] = OUTSTANDING
+  pool.chunkNext[id] = NONE
+  if (pool.tail[rank] === NONE) pool.head[rank] = id
+  else pool.chunkNext[pool.tail[rank]!] = id
+  pool.tail[rank] = id
+  pool.inflight[rank]! += 1
+  pool.outstandingTotal += size
+  return { offset, size }
+}
+
+/**
+ * Takes the next chunk of at most `size` samples for `rank`: the front of the reclaimed queue
+ * (splitting it, the rest staying at the front), else the front of the rank's own span, else the
+ * tail of the largest remaining span (ties to the lower rank). `undefined` when nothing is left.
+ * The chunk is recorded as outstanding on `rank`. O(log worldSize).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const take = (pool: Pool, rank: Rank, size: number): Range | undefined => {
+  if (size <= 0) return undefined
+  const front = popReclaimedFront(pool)
+  if (front !== undefined) {
+    const actual = Math.min(size, front.size)
+    if (actual < front.size) pushReclaimedFront(pool, { offset: front.offset + actual, size: front.size - actual })
+    return hold(pool, rank, front.offset, actual)
+  }
+  const own = residue(pool, rank)
+  if (own > 0) {
+    const actual = Math.min(size, own)
+    const offset = pool.cursor[rank]!
+    pool.cursor[rank] = offset + actual
+    pool.residueTotal -= actual
+    updateTree(pool, rank)
+    return hold(pool, rank, offset, actual)
+  }
+  const donor = pool.tree[1]!
+  if (donor === NONE) return undefined
+  const donorResidue = residue(pool, donor)
+  if (donorResidue <= 0) return undefined
+  const actual = Math.min(size, donorResidue)
+  const offset = pool.end[donor]! - actual
+  pool.end[donor] = offset
+  pool.residueTotal -= actual
+  updateTree(pool, donor)
+  return hold(pool, rank, offset, actual)
+}
+
+const unlinkChunk = (pool: Pool, rank: Rank, id: number, prev: number): void => {
+  const next = pool.chunkNext[id]!
+  if (prev === NONE) pool.head[rank] = next
+  else pool.chunkNext[prev] = next
+  if (pool.tail[rank] === id) pool.tail[rank] = prev
+  pool.chunkState[id] = FREE
+  pool.freeChunks.push(id)
+}
+
+/**
+ * Undoes a take whose `AssignChunk` could not be sent: the newest outstanding chunk of `rank`
+ * equal to `[offset, offset + size)` is dropped; its samples go back to the rank's span when they
+ * were its last take from it, otherwise to the front of the reclaimed queue. Returns false (and
+ * changes nothing) when `rank` holds no such outstanding chunk. O(chunks held by rank).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const rollback = (pool: Pool, rank: Rank, offset: number, size: number): boolean => {
+  let found = NONE
+  let foundPrev = NONE
+  for (let id = pool.head[rank]!, prev = NONE; id !== NONE; prev = id, id = pool.chunkNext[id]!) {
+    if (pool.chunkState[id] === OUTSTANDING && pool.chunkOffset[id] === offset && pool.chunkSize[id] === size) {
+      found = id
+      foundPrev = prev
+    }
+  }
+  if (found === NONE) return false
+  unlinkChunk(pool, rank, found, foundPrev)
+  pool.inflight[rank]! -= 1
+  pool.outstandingTotal -= size
+  if (pool.cursor[rank] === offset + size) {
+    pool.cursor[rank] = offset
+    pool.residueTotal += size
+    updateTree(pool, rank)
+  } else {
+    pushReclaimedFront(pool, { offset, size })
+  }
+  return true
+}
+
+/**
+ * Credits a `ChunkDone`: marks `rank`'s outstanding chunk `[offset, offset + size)` as done (not
+ * yet committed). Returns false when `rank` holds no such outstanding chunk; nothing changes then.
+ * O(chunks held by rank).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const complete = (pool: Pool, rank: Rank, offset: number, size: number): boolean => {
+  for (let id = pool.head[rank]!; id !== NONE; id = pool.chunkNext[id]!) {
+    if (pool.chunkState[id] === OUTSTANDING && pool.chunkOffset[id] === offset && pool.chunkSize[id] === size) {
+      pool.chunkState[id] = DONE
+      pool.inflight[rank]! -= 1
+      pool.outstandingTotal -= size
+      pool.doneTotal += size
+      return true
+    }
+  }
+  return false
+}
+
+/**
+ * Commits every done chunk of `rank` (its averaging contribution arrived), calling `onCommit` for
+ * each in dispatch order; outstanding chunks stay. Returns the samples committed. O(chunks held).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void): number => {
+  let committed = 0
+  for (let id = pool.head[rank]!, prev = NONE; id !== NONE; ) {
+    const next = pool.chunkNext[id]!
+    if (pool.chunkState[id] === DONE) {
+      const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
+      unlinkChunk(pool, rank, id, prev)
+      pool.doneTotal -= range.size
+      committed += range.size
+      onCommit(range)
+    } else {
+      prev = id
+    }
+    id = next
+  }
+  return committed
+}
+
+/**
+ * Moves every uncommitted chunk of `rank` (outstanding, or done but not committed), in dispatch
+ * order, to the back of the reclaimed queue and returns them. The rank's own span residue stays
+ * for thieves. Idempotent. O(chunks held).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const forfeit = (pool: Pool, rank: Rank): Array<Range> => {
+  const moved: Array<Range> = []
+  for (let id = pool.head[rank]!; id !== NONE; ) {
+    const next = pool.chunkNext[id]!
+    const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
+    if (pool.chunkState[id] === DONE) pool.doneTotal -= range.size
+    else pool.outstandingTotal -= range.size
+    pool.chunkState[id] = FREE
+    pool.freeChunks.push(id)
+    pushReclaimedBack(pool, range)
+    moved.push(range)
+    id = next
+  }
+  pool.head[rank] = NONE
+  pool.tail[rank] = NONE
+  pool.inflight[rank] = 0
+  return moved
+}
+
+/** Chunks `rank` holds that are not done yet. O(1). @since 0.1.0 @category queries */
+export const inflight = (pool: Pool, rank: Rank): number => pool.inflight[rank]!
+
+/** True when `rank` holds any chunk not yet committed. O(1). @since 0.1.0 @category queries */
+export const holdsUncommitted = (pool: Pool, rank: Rank): boolean => pool.head[rank] !== NONE
+
+/** Samples not yet handed out: span residues plus reclaimed ranges. O(1). @since 0.1.0 @category queries */
+export const remaining = (pool: Pool): number => pool.residueTotal + pool.reclaimedTotal
+
+/**
+ * True when nothing is left in spans or the reclaimed queue, nothing is outstanding and every done
+ * chunk is committed (DESIGN.md §3.7). O(1).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const isDone = (pool: Pool): boolean =>
+  pool.residueTotal === 0 && pool.reclaimedTotal === 0 && pool.outstandingTotal === 0 && pool.doneTotal === 0
+
+/**
+ * The chunks `rank` holds, in dispatch order, with whether each is done. O(chunks held).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const held = (pool: Pool, rank: Rank): Array<Range & { readonly done: boolean }> => {
+  const out: Array<Range & { readonly done: boolean }> = []
+  for (let id = pool.head[rank]!; id !== NONE; id = pool.chunkNext[id]!) {
+    out.push({ offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]!, done: pool.chunkState[id] === DONE })
+  }
+  return out
+}

@@ -1,0 +1,251 @@
+/**
+ * The coordinator's options, their defaults, and validation (DESIGN.md §1, §3).
+ *
+ * Validation returns a reason instead of throwing: the core never throws for expected conditions.
+ *
+ * @since 0.1.0
+ */
+import type { Rank } from "./messages.ts"
+
+/**
+ * `{absolute: n}`: unrecoverable once `n` ranks died. `{fraction: f}`: once
+ * `ceil(clamp(f, 0, 1) * worldSize)` died (DESIGN.md §3.6).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type FailureLimit = { readonly absolute: number } | { readonly fraction: number }
+
+/**
+ * `{rank: n}` pins the callback roles to rank `min(n, worldSize - 1)`; `"fastest"` follows the
+ * rank with the best smoothed throughput (DESIGN.md §3.5).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type RolePolicy = "fastest" | { readonly rank: Rank }
+
+/**
+ * Options of a run, as given by the user. Every field but `worldSize`, `epochSamples` and `epochs`
+ * has a default.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Options {
+  /** Ranks at formation, `>= 1` (`>= 2` with the ring backend). */
+  readonly worldSize: number
+  /** Samples per epoch, `>= 1`. */
+  readonly epochSamples: number
+  /** Epochs to train, `>= 1`. */
+  readonly epochs: number
+  /** `static` (whole partitions, default) or `progressive` (chunks on demand). */
+  readonly mode?: "static" | "progressive"
+  /** `cpu` (coordinator-mediated mean, default) or `ring` (peer all-reduce, needs 2 ranks). */
+  readonly backend?: "cpu" | "ring"
+  /** A rank is stale after this many ms without a frame (strictly more). Default 10000. */
+  readonly heartbeatTimeoutMs?: number
+  /** Default: none (only the backend limits apply). */
+  readonly failureLimit?: FailureLimit
+  /** How a dead rank's remainder is split: `equal` (default) or `throughput`. */
+  readonly redistribution?: "equal" | "throughput"
+  /** Static partitions in proportion to these weights, one per rank; default equal split. */
+  readonly partitionRatios?: ReadonlyArray<number>
+  /** Default `"fastest"`. */
+  readonly rolePolicy?: RolePolicy
+  /** Samples per training batch. Default 32. */
+  readonly batchSize?: number
+  /** Progressive chunk length in samples. Default `4 * batchSize`. */
+  readonly chunkSamples?: number
+  /** Progressive chunks a rank may hold at once. Default 2. */
+  readonly chunksInflightMax?: number
+  /** Eval after every this many epochs; 0 never. Default 1. */
+  readonly evalEveryEpochs?: number
+  /** Checkpoint after every this many epochs; 0 never. Default 1. */
+  readonly checkpointEveryEpochs?: number
+  /** Alert repeats of one (class, path) within this many ms fold into one record. Default 10000. */
+  readonly alertCollapseMs?: number
+  /** Host name of each rank, for alert paths when ranks span more than one host. */
+  readonly rankHosts?: ReadonlyArray<string>
+  /** A ring rendezvous not complete after this many ms is retried. Default 5000. */
+  readonly ringRendezvousTimeoutMs?: number
+  /** Ring rendezvous attempts before the run saves and stops (`ReduceStall`). Default 3. */
+  readonly ringRendezvousAttemptsMax?: number
+  /** An averaging round open this long saves and stops the run (`ReduceStall`); 0 never. Default 600000. */
+  readonly roundStallMs?: number
+}
+
+/**
+ * Options with every default filled in.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Config {
+  readonly worldSize: number
+  readonly epochSamples: number
+  readonly epochs: number
+  readonly mode: "static" | "progressive"
+  readonly backend: "cpu" | "ring"
+  readonly heartbeatTimeoutMs: number
+  readonly failureLimit: FailureLimit | undefined
+  readonly redistribution: "equal" | "throughput"
+  readonly partitionRatios: ReadonlyArray<number> | undefined
+  readonly rolePolicy: RolePolicy
+  readonly batchSize: number
+  readonly chunkSamples: number
+  readonly chunksInflightMax: number
+  readonly evalEveryEpochs: number
+  readonly checkpointEveryEpochs: number
+  readonly alertCollapseMs: number
+  readonly rankHosts: ReadonlyArray<string> | undefined
+  readonly ringRendezvousTimeoutMs: number
+  readonly ringRendezvousAttemptsMax: number
+  readonly roundStallMs: number
+}
+
+/**
+ * Default values, in one place for docs and the CLI.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const defaults = {
+  mode: "static",
+  backend: "cpu",
+  heartbeatTimeoutMs: 10_000,
+  redistribution: "equal",
+  rolePolicy: "fastest",
+  batchSize: 32,
+  chunkBatches: 4,
+  chunksInflightMax: 2,
+  evalEveryEpochs: 1,
+  checkpointEveryEpochs: 1,
+  alertCollapseMs: 10_000,
+  ringRendezvousTimeoutMs: 5_000,
+  ringRendezvousAttemptsMax: 3,
+  roundStallMs: 600_000
+} as const
+
+/**
+ * A validation failure: which option and why.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Invalid {
+  readonly _tag: "Invalid"
+  readonly option: string
+  readonly reason: string
+}
+
+const isCount = (n: unknown, min: number): n is number => typeof n === "number" && Number.isSafeInteger(n) && n >= min
+
+/**
+ * Fills defaults and validates. Returns the config, or `Invalid{option, reason}` for the first bad
+ * option (e.g. a ring backend with `worldSize < 2`, DESIGN.md §3.6).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): Config | Invalid => {
+  const invalid = (option: string, reason: string): Invalid => ({ _tag: "Invalid", option, reason })
+  const o = options
+  if (!isCount(o.worldSize, 1)) return invalid("worldSize", `must be an integer >= 1, got ${String(o.worldSize)}`)
+  if (!isCount(o.epochSamples, 1)) return invalid("epochSamples", `must be an integer >= 1, got ${String(o.epochSamples)}`)
+  if (!isCount(o.epochs, 1)) return invalid("epochs", `must be an integer >= 1, got ${String(o.epochs)}`)
+  const backend = o.backend ?? defaults.backend
+  if (backend !== "cpu" && backend !== "ring") return invalid("backend", `must be cpu or ring, got ${String(backend)}`)
+  if (backend === "ring" && o.worldSize < 2) {
+    return invalid("backend", `the ring backend needs worldSize >= 2, got ${o.worldSize}`)
+  }
+  const mode = o.mode ?? defaults.mode
+  if (mode !== "static" && mode !== "progressive") return invalid("mode", `must be static or progressive, got ${String(mode)}`)
+  const heartbeatTimeoutMs = o.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
+  if (!(typeof heartbeatTimeoutMs === "number" && heartbeatTimeoutMs > 0 && Number.isFinite(heartbeatTimeoutMs))) {
+    return invalid("heartbeatTimeoutMs", `must be a positive number of ms, got ${String(heartbeatTimeoutMs)}`)
+  }
+  const limit = o.failureLimit
+  if (limit !== undefined) {
+    if ("absolute" in limit) {
+      if (!isCount(limit.absolute, 0)) return invalid("failureLimit", `absolute must be an integer >= 0, got ${String(limit.absolute)}`)
+    } else if (!(typeof limit.fraction === "number" && Number.isFinite(limit.fraction))) {
+      return invalid("failureLimit", `fraction must be a finite number, got ${String(limit.fraction)}`)
+    }
+  }
+  const redistribution = o.redistribution ?? defaults.redistribution
+  if (redistribution !== "equal" && redistribution !== "throughput") {
+    return invalid("redistribution", `must be equal or throughput, got ${String(redistribution)}`)
+  }
+  const ratios = o.partitionRatios
+  if (ratios !== undefined) {
+    if (ratios.length !== o.worldSize) return invalid("partitionRatios", `needs ${o.worldSize} entries, got ${ratios.length}`)
+    if (!ratios.every((w) => Number.isFinite(w) && w >= 0) || !ratios.some((w) => w > 0)) {
+      return invalid("partitionRatios", "must be finite, non-negative and not all zero")
+    }
+  }
+  const rolePolicy = o.rolePolicy ?? defaults.rolePolicy
+  if (rolePolicy !== "fastest" && !(typeof rolePolicy === "object" && isCount(rolePolicy.rank, 0))) {
+    return invalid("rolePolicy", `must be "fastest" or {rank: n} with n >= 0`)
+  }
+  const batchSize = o.batchSize ?? defaults.batchSize
+  if (!isCount(batchSize, 1)) return invalid("batchSize", `must be an integer >= 1, got ${String(batchSize)}`)
+  const chunkSamples = o.chunkSamples ?? defaults.chunkBatches * batchSize
+  if (!isCount(chunkSamples, 1)) return invalid("chunkSamples", `must be an integer >= 1, got ${String(chunkSamples)}`)
+  const chunksInflightMax = o.chunksInflightMax ?? defaults.chunksInflightMax
+  if (!isCount(chunksInflightMax, 1)) return invalid("chunksInflightMax", `must be an integer >= 1, got ${String(chunksInflightMax)}`)
+  const evalEveryEpochs = o.evalEveryEpochs ?? defaults.evalEveryEpochs
+  if (!isCount(evalEveryEpochs, 0)) return invalid("evalEveryEpochs", `must be an integer >= 0`)
+  const checkpointEveryEpochs = o.checkpointEveryEpochs ?? defaults.checkpointEveryEpochs
+  if (!isCount(checkpointEveryEpochs, 0)) return invalid("checkpointEveryEpochs", `must be an integer >= 0`)
+  const alertCollapseMs = o.alertCollapseMs ?? defaults.alertCollapseMs
+  if (!(alertCollapseMs >= 0 && Number.isFinite(alertCollapseMs))) return invalid("alertCollapseMs", "must be >= 0")
+  if (o.rankHosts !== undefined && o.rankHosts.length !== o.worldSize) {
+    return invalid("rankHosts", `needs ${o.worldSize} entries, got ${o.rankHosts.length}`)
+  }
+  const ringRendezvousTimeoutMs = o.ringRendezvousTimeoutMs ?? defaults.ringRendezvousTimeoutMs
+  if (!(ringRendezvousTimeoutMs > 0)) return invalid("ringRendezvousTimeoutMs", "must be > 0")
+  const ringRendezvousAttemptsMax = o.ringRendezvousAttemptsMax ?? defaults.ringRendezvousAttemptsMax
+  if (!isCount(ringRendezvousAttemptsMax, 1)) return invalid("ringRendezvousAttemptsMax", "must be an integer >= 1")
+  const roundStallMs = o.roundStallMs ?? defaults.roundStallMs
+  if (!(roundStallMs >= 0 && Number.isFinite(roundStallMs))) return invalid("roundStallMs", "must be >= 0")
+  return {
+    worldSize: o.worldSize,
+    epochSamples: o.epochSamples,
+    epochs: o.epochs,
+    mode,
+    backend,
+    heartbeatTimeoutMs,
+    failureLimit: limit,
+    redistribution,
+    partitionRatios: ratios,
+    rolePolicy,
+    batchSize,
+    chunkSamples,
+    chunksInflightMax,
+    evalEveryEpochs,
+    checkpointEveryEpochs,
+    alertCollapseMs,
+    rankHosts: o.rankHosts,
+    ringRendezvousTimeoutMs,
+    ringRendezvousAttemptsMax,
+    roundStallMs
+  }
+}
+
+/**
+ * The number of failures at which the run is unrecoverable: `absolute n` gives `n`;
+ * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)`, the product rounded to 9 decimal places
+ * before the ceiling so that 0.07 of 100 is 7 (DESIGN.md §3.6; fixes floating-point noise in
+ * floDl's `Percent`). `undefined` when there is no limit.
+ *
+ * @since 0.1.0
+ * @category failure-limit
+ */
+export const failureLimitCount = (limit: FailureLimit | undefined, worldSize: number): number | undefined => {
+  if (limit === undefined) return undefined
+  if ("absolute" in limit) return limit.absolute
+  const fraction = Math.min(1, Math.max(0, limit.fraction))
+  const product = Math.round(fraction * worldSize * 1e9) / 1e9
+  return Math.ceil(product)
+}

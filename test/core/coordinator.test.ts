@@ -1,0 +1,452 @@
+import { describe, expect, it } from "vitest"
+import * as Config from "../../src/core/config.ts"
+import * as Coordinator from "../../src/core/coordinator.ts"
+import * as Roles from "../../src/core/roles.ts"
+import { deliveries, frame, heartbeat, make, params, ranges, report, tags, tick } from "./harness.ts"
+
+describe("static redistribution (equal split)", () => {
+  it("worldSize 3: stale rank 2 with nothing committed gives (20,5) to rank 0 and (25,5) to rank 1", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    const started = Coordinator.start(s)
+    expect(ranges(s, started, "StartEpoch")).toEqual([[0, 0, 10], [1, 10, 10], [2, 20, 10]])
+    heartbeat(s, 900, [0, 1])
+    expect(tick(s, 1000)).toEqual([]) // exactly the timeout is not stale
+    const cmds = tick(s, 1001)
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 20, 5], [1, 25, 5]])
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition"]) // roles stay on rank 0
+    expect(Coordinator.failures(s)).toEqual([2])
+    expect(Coordinator.activeCount(s)).toBe(2)
+  })
+
+  it("worldSize 4: rank 2 committed 96 of 250, its remainder (596,154) splits 52, 51, 51", () => {
+    const s = make({ worldSize: 4, epochSamples: 1000, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s)
+    expect(params(s, 2, 10, 96).filter((c) => c._tag === "AverageRound")).toEqual([])
+    heartbeat(s, 500, [0, 1, 3])
+    const cmds = tick(s, 1011)
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 596, 52], [1, 648, 51], [3, 699, 51]])
+    expect(Coordinator.assignment(s, 0)).toEqual([[0, 250], [596, 52]])
+  })
+
+  const fiveRanks = (order: ReadonlyArray<number>) => {
+    const s = make({ worldSize: 5, epochSamples: 1000, epochs: 1, heartbeatTimeoutMs: 10_000 })
+    Coordinator.start(s)
+    params(s, 1, 5, 60)
+    params(s, 3, 6, 140)
+    for (const r of order) report(s, r, 7)
+    const cmds = tick(s, 8)
+    return { s, cmds }
+  }
+
+  it("worldSize 5: ranks 3 and 1 reported in one tick; only ranks 0, 2, 4 receive their remainders", () => {
+    const { s, cmds } = fiveRanks([3, 1])
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [0, 740, 20], [2, 760, 20], [4, 780, 20],
+      [0, 260, 47], [2, 307, 47], [4, 354, 46]
+    ])
+    expect(s.deaths.map((d) => [d.rank, d.detector, d.remainderSamples, d.extensions])).toEqual([
+      [3, "supervisor", 60, 3],
+      [1, "supervisor", 140, 3]
+    ])
+  })
+
+  it("worldSize 5: reversing the report order gives the same messages, in the reversed batch order", () => {
+    const { s, cmds } = fiveRanks([1, 3])
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [0, 260, 47], [2, 307, 47], [4, 354, 46],
+      [0, 740, 20], [2, 760, 20], [4, 780, 20]
+    ])
+  })
+
+  it("a rank reported dead twice and then stale is declared once, and {absolute: 2} does not shut down", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 100, failureLimit: { absolute: 2 } })
+    Coordinator.start(s)
+    report(s, 1, 50)
+    report(s, 1, 60)
+    heartbeat(s, 150, [0, 2])
+    const cmds = tick(s, 200) // rank 1 is also stale by now
+    expect(tags(cmds).filter((t) => t === "Alert:RankLost")).toHaveLength(1)
+    expect(tags(cmds)).not.toContain("Broadcast:ShutdownWithSave")
+    expect(s.counters.reportsDropped).toBe(1)
+    expect(report(s, 1, 210)).toEqual([])
+    expect(tick(s, 220)).toEqual([])
+    expect(s.counters.reportsDropped).toBe(2)
+    expect(Coordinator.failures(s)).toEqual([1])
+  })
+
+  it("an extension a survivor received is part of its remainder when it dies too", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s)
+    report(s, 2, 1)
+    tick(s, 1) // rank 0 gets (20,5), rank 1 gets (25,5)
+    params(s, 1, 2, 12) // rank 1 committed its 10 and 2 of its extension
+    report(s, 1, 3)
+    const cmds = tick(s, 3)
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 27, 3]])
+    expect(Coordinator.assignment(s, 0)).toEqual([[0, 10], [20, 5], [27, 3]])
+  })
+})
+
+describe("failure limit and backend limits", () => {
+  it("computes the limit from absolute and fraction forms", () => {
+    expect(Config.failureLimitCount({ fraction: 0.2 }, 10)).toBe(2)
+    expect(Config.failureLimitCount({ fraction: 0.2 }, 11)).toBe(3)
+    expect(Config.failureLimitCount({ fraction: 0.2 }, 5)).toBe(1)
+    expect(Config.failureLimitCount({ fraction: 0.07 }, 100)).toBe(7)
+    expect(Config.failureLimitCount({ fraction: 0 }, 10)).toBe(0)
+    expect(Config.failureLimitCount({ fraction: 2.5 }, 7)).toBe(7)
+    expect(Config.failureLimitCount({ fraction: -1 }, 7)).toBe(0)
+    expect(Config.failureLimitCount({ absolute: 5 }, 3)).toBe(5)
+    expect(Config.failureLimitCount(undefined, 3)).toBeUndefined()
+  })
+
+  it("{fraction: 0} trips on the first death", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, failureLimit: { fraction: 0 } })
+    Coordinator.start(s)
+    report(s, 3, 1)
+    const cmds = tick(s, 1)
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "ShutdownWithSave")).toEqual([
+      [0, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }],
+      [1, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }],
+      [2, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }]
+    ])
+  })
+
+  it("{fraction: 2.5} clamps to worldSize: only losing every rank trips it, before the backend check", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, failureLimit: { fraction: 2.5 } })
+    Coordinator.start(s)
+    report(s, 0, 1)
+    report(s, 1, 1)
+    expect(tags(tick(s, 1))).not.toContain("RunEnded")
+    report(s, 2, 2)
+    tick(s, 2)
+    expect(s.outcome?.reason).toBe("FailureLimitReached")
+  })
+
+  it("{absolute: 5} at worldSize 3 never trips; losing everyone ends the cpu run as AllRanksLost", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, failureLimit: { absolute: 5 } })
+    Coordinator.start(s)
+    for (const r of [0, 1, 2]) report(s, r, 1)
+    const cmds = tick(s, 1)
+    expect(s.outcome?.reason).toBe("AllRanksLost")
+    expect(deliveries(s, cmds)).toEqual([])
+  })
+
+  it("worldSize 4, cpu, {absolute: 2}: ranks 0 and 1 stale in one tick shut down ranks 2 and 3 once, with no extension", () => {
+    const s = make({ worldSize: 4, epochSamples: 100, epochs: 2, heartbeatTimeoutMs: 100, failureLimit: { absolute: 2 } })
+    Coordinator.start(s)
+    params(s, 2, 10, 5)
+    heartbeat(s, 90, [2, 3])
+    const cmds = tick(s, 101)
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Alert:RankLost", "Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(deliveries(s, cmds)).toEqual([
+      [2, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }],
+      [3, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }]
+    ])
+    expect(s.outcome?.status).toBe("unrecoverable")
+    expect(s.outcome?.failures).toEqual([0, 1])
+    expect(s.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[0, 50], [55, 45]] })
+    report(s, 2, 120)
+    const later = tick(s, 120)
+    expect(tags(later)).toEqual(["Alert:RankLost"])
+    expect(Coordinator.failures(s)).toEqual([0, 1, 2])
+  })
+
+  it("ring, worldSize 3: two deaths give SingleSurvivor, after DeclareDead for each", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
+    const started = Coordinator.start(s)
+    expect(deliveries(s, started).filter(([, m]) => m._tag === "FormRing")).toEqual([
+      [0, { _tag: "FormRing", generation: 0, ringRank: 0, ringSize: 3, peers: [0, 1, 2] }],
+      [1, { _tag: "FormRing", generation: 0, ringRank: 1, ringSize: 3, peers: [0, 1, 2] }],
+      [2, { _tag: "FormRing", generation: 0, ringRank: 2, ringSize: 3, peers: [0, 1, 2] }]
+    ])
+    report(s, 0, 1)
+    report(s, 2, 1)
+    const cmds = tick(s, 1)
+    expect(tags(cmds)).toEqual([
+      "Alert:RankLost", "Alert:RankLost", "Broadcast:DeclareDead", "Broadcast:DeclareDead", "Broadcast:ShutdownWithSave", "RunEnded"
+    ])
+    expect(deliveries(s, cmds).map(([to, m]) => [to, m._tag])).toEqual([[1, "DeclareDead"], [1, "DeclareDead"], [1, "ShutdownWithSave"]])
+    expect(s.outcome?.reason).toBe("SingleSurvivor")
+  })
+
+  it("ring: a recoverable death re-forms the ring at the next generation among the survivors", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
+    Coordinator.start(s)
+    report(s, 1, 1)
+    const cmds = tick(s, 1)
+    expect(tags(cmds)).toEqual([
+      "Alert:RankLost", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:FormRing", "Send:FormRing"
+    ])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "FormRing")).toEqual([
+      [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 2, peers: [0, 2] }],
+      [2, { _tag: "FormRing", generation: 1, ringRank: 1, ringSize: 2, peers: [0, 2] }]
+    ])
+  })
+
+  it("refuses a ring with fewer than 2 ranks", () => {
+    expect(Coordinator.make({ worldSize: 1, epochSamples: 10, epochs: 1, backend: "ring" }, 0)).toEqual({
+      _tag: "Invalid",
+      option: "backend",
+      reason: "the ring backend needs worldSize >= 2, got 1"
+    })
+  })
+})
+
+describe("clean exits", () => {
+  it.each(["stale", "reported"] as const)("a rank that sent Exiting and then is %s is not a failure; activeCount drops once", (how) => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 100 })
+    Coordinator.start(s)
+    params(s, 1, 10, 10)
+    frame(s, 1, 20, { _tag: "Exiting" })
+    expect(Coordinator.activeCount(s)).toBe(2)
+    if (how === "reported") report(s, 1, 30)
+    heartbeat(s, 90, [0, 2])
+    expect(tags(tick(s, 130))).toEqual([])
+    expect(Coordinator.activeCount(s)).toBe(2)
+    expect(Coordinator.failures(s)).toEqual([])
+  })
+
+  it("a clean exit with uncommitted work hands its remainder on like a death, without a RankLost alert", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s)
+    params(s, 2, 1, 4)
+    const cmds = frame(s, 2, 2, { _tag: "Exiting" })
+    expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:ExtendPartition", "Send:ExtendPartition"].filter((t) => t !== "Broadcast:SetRoles"))
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 24, 3], [1, 27, 3]])
+    expect(s.exits).toEqual([2])
+  })
+
+  it("Exiting from a dead rank changes nothing", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s)
+    report(s, 2, 1)
+    tick(s, 1)
+    expect(frame(s, 2, 2, { _tag: "Exiting" })).toEqual([])
+    expect(Coordinator.activeCount(s)).toBe(2)
+    expect(s.counters.framesFromDead).toBe(1)
+  })
+})
+
+describe("late frames from a dead rank", () => {
+  it("are ignored and counted: no credit, no liveness, no dispatch", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
+    Coordinator.start(s)
+    report(s, 1, 1)
+    tick(s, 1)
+    expect(params(s, 1, 2, 10)).toEqual([])
+    expect(frame(s, 1, 3, { _tag: "Heartbeat" })).toEqual([])
+    expect(Coordinator.committedSamples(s, 1)).toBe(0)
+    expect(s.counters.framesFromDead).toBe(2)
+  })
+})
+
+describe("epochs, rounds and the audit", () => {
+  it("runs two epochs over the survivors, closing rounds and auditing each epoch exactly", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, evalEveryEpochs: 1, checkpointEveryEpochs: 1 })
+    Coordinator.start(s)
+    expect(params(s, 0, 1, 10).map((c) => c._tag)).toEqual([]) // waits for ranks 1 and 2
+    params(s, 1, 2, 10)
+    report(s, 2, 3)
+    const death = tick(s, 3) // rank 2 died with nothing committed; the round can close without it
+    expect(tags(death)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition", "AverageRound"])
+    params(s, 0, 4, 15)
+    const end = params(s, 1, 5, 15)
+    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    const summary = end.find((c) => c._tag === "EpochEnded")!
+    expect(summary._tag === "EpochEnded" && summary.summary).toMatchObject({
+      epoch: 0, epochSamples: 30, samplesCommitted: 30, lost: 0, duplicated: 0, exits: []
+    })
+    expect(ranges(s, end, "StartEpoch")).toEqual([[0, 0, 15], [1, 15, 15]])
+    params(s, 0, 6, 15)
+    const last = params(s, 1, 7, 15)
+    expect(tags(last)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Broadcast:Shutdown", "RunEnded"])
+    expect(s.outcome).toMatchObject({ status: "completed", epochsCompleted: 2, failures: [2], uncommitted: undefined })
+    expect(s.outcome?.epochs.map((e) => [e.lost, e.duplicated, e.samplesCommitted])).toEqual([[0, 0, 30], [0, 0, 30]])
+  })
+
+  it("ignores and counts Params for another epoch and clamps samplesDone above the list", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
+    Coordinator.start(s)
+    expect(params(s, 0, 1, 5, 3)).toEqual([])
+    expect(s.counters.framesWrongEpoch).toBe(1)
+    const cmds = params(s, 0, 2, 99)
+    expect(tags(cmds)).toEqual(["Alert:Overflow"])
+    expect(Coordinator.committedSamples(s, 0)).toBe(10)
+    expect(s.counters.samplesDoneClamped).toBe(1)
+  })
+
+  it("splits the epoch by explicit ratios: [1, 3] over 12 gives 3 and 9", () => {
+    const s = make({ worldSize: 2, epochSamples: 12, epochs: 1, partitionRatios: [1, 3] })
+    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([[0, 0, 3], [1, 3, 9]])
+  })
+
+  it("gives an empty partition to a survivor when there are more ranks than samples", () => {
+    const s = make({ worldSize: 4, epochSamples: 2, epochs: 1 })
+    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([[0, 0, 1], [1, 1, 1], [2, 2, 0], [3, 2, 0]])
+  })
+})
+
+describe("callback roles", () => {
+  const calibrate = (s: Coordinator.State, ms: ReadonlyArray<number>) =>
+    ms.flatMap((v, r) => frame(s, r, 1, { _tag: "Progress", epoch: 0, samplesDone: 1, msPerBatch: v }))
+
+  it("fastest with smoothed [10, 5, 20]: rank 1 holds the roles; when it dies they move to rank 0", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    const started = Coordinator.start(s)
+    expect(deliveries(s, started)[0]).toEqual([0, { _tag: "SetRoles", checkpoint: 0, eval: 0, epochFn: 0 }])
+    const cmds = calibrate(s, [10, 5, 20])
+    expect(deliveries(s, cmds)).toEqual([0, 1, 2].map((r) => [r, { _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }]))
+    expect(calibrate(s, [1, 50, 1])).toEqual([]) // roles stay put once resolved
+    report(s, 1, 2)
+    const death = tick(s, 2)
+    expect(deliveries(s, death).filter(([, m]) => m._tag === "SetRoles")).toEqual(
+      [0, 2].map((r) => [r, { _tag: "SetRoles", checkpoint: 0, eval: 0, epochFn: 0 }])
+    )
+  })
+
+  it("fastest smooths over the last 5 reports", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
+    Coordinator.start(s)
+    for (const v of [100, 100, 100, 1, 1, 1, 1, 1]) frame(s, 0, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: v })
+    expect(Roles.smoothedMsPerBatch(s.calibration, 0)).toBe(1) // the mean of all 8 would be 38.125
+    const cmds = frame(s, 1, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 2 })
+    expect(cmds).toEqual([]) // every rank calibrated: rank 0 (1 ms) is fastest and already holds the roles
+    expect(s.roles).toEqual({ checkpoint: 0, eval: 0, epochFn: 0 })
+  })
+
+  it("pinned {rank: 2}: checkpoint moves to the lowest live rank; eval stays and is skipped with a warning", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, rolePolicy: { rank: 2 }, alertCollapseMs: 0 })
+    Coordinator.start(s)
+    report(s, 2, 1)
+    const death = tick(s, 1)
+    expect(deliveries(s, death).filter(([, m]) => m._tag === "SetRoles")).toEqual(
+      [0, 1].map((r) => [r, { _tag: "SetRoles", checkpoint: 0, eval: 2, epochFn: 2 }])
+    )
+    params(s, 0, 2, 15)
+    const end = params(s, 1, 3, 15)
+    expect(tags(end)).toEqual([
+      "AverageRound", "EpochEnded", "Alert:CallbackSkipped", "Send:Checkpoint", "Alert:CallbackSkipped", "Send:StartEpoch", "Send:StartEpoch"
+    ])
+  })
+
+  it("clamps a pinned rank to worldSize - 1", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, rolePolicy: { rank: 9 } })
+    expect(s.roles).toEqual({ checkpoint: 2, eval: 2, epochFn: 2 })
+  })
+
+  it("a failed checkpoint fails over to the lowest live rank not yet tried, and the role moves with it", () => {
+    const s = make({ worldSize: 3, epochSamples: 3, epochs: 2, rolePolicy: { rank: 1 } })
+    Coordinator.start(s)
+    for (const r of [0, 1, 2]) params(s, r, 1, 1)
+    const failed = frame(s, 1, 2, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" })
+    expect(deliveries(s, failed)).toEqual([
+      [0, { _tag: "SetRoles", checkpoint: 0, eval: 1, epochFn: 1 }],
+      [1, { _tag: "SetRoles", checkpoint: 0, eval: 1, epochFn: 1 }],
+      [2, { _tag: "SetRoles", checkpoint: 0, eval: 1, epochFn: 1 }],
+      [0, { _tag: "Checkpoint", version: 0 }]
+    ])
+    report(s, 0, 3)
+    const death = tick(s, 3)
+    expect(deliveries(s, death).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[2, { _tag: "Checkpoint", version: 0 }]])
+    expect(frame(s, 2, 4, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" }).map((c) => c._tag === "Alert" && c.alert.class)).toEqual(["CheckpointFailed"])
+    expect(frame(s, 2, 5, { _tag: "CheckpointResult", version: 0, ok: true, detail: "" })).toEqual([])
+    expect(s.counters.staleCallbackResults).toBe(1)
+  })
+})
+
+describe("progressive mode", () => {
+  it("fills every survivor at the start, refills after ChunkDone, and reclaims a dead rank's chunks", () => {
+    const s = make({ worldSize: 2, epochSamples: 40, epochs: 1, mode: "progressive", chunkSamples: 5, chunksInflightMax: 2 })
+    const started = Coordinator.start(s)
+    expect(ranges(s, started, "AssignChunk")).toEqual([[0, 0, 5], [0, 5, 5], [1, 20, 5], [1, 25, 5]])
+    const refill = frame(s, 1, 1, { _tag: "ChunkDone", epoch: 0, offset: 20, size: 5 })
+    expect(ranges(s, refill, "AssignChunk")).toEqual([[1, 30, 5]])
+    expect(frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 20, size: 5 })).toEqual([]) // not its chunk
+    expect(s.counters.chunkDoneUnmatched).toBe(1)
+    frame(s, 0, 2, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 5 })
+    frame(s, 0, 2, { _tag: "ChunkDone", epoch: 0, offset: 5, size: 5 })
+    report(s, 1, 3)
+    const death = tick(s, 3)
+    expect(s.deaths[0]?.remainderSamples).toBe(15) // (20,5) done but uncommitted, (25,5) and (30,5) outstanding
+    expect(ranges(s, death, "AssignChunk")).toEqual([])
+  })
+
+  it("finishes the epoch only when every done chunk is committed, with a clean audit after a death", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1, mode: "progressive", chunkSamples: 5, chunksInflightMax: 1 })
+    Coordinator.start(s) // rank 0 (0,5), rank 1 (10,5)
+    frame(s, 1, 1, { _tag: "ChunkDone", epoch: 0, offset: 10, size: 5 }) // rank 1 gets (15,5)
+    report(s, 1, 2)
+    tick(s, 2) // (10,5) done but uncommitted and (15,5) go back to the pool
+    const held: Array<readonly [number, number]> = [[0, 5]]
+    const done: Array<readonly [number, number]> = []
+    while (held.length > 0 && done.length < 10) {
+      const [offset, size] = held.shift()!
+      done.push([offset, size])
+      const cmds = frame(s, 0, 3 + done.length, { _tag: "ChunkDone", epoch: 0, offset, size })
+      for (const [, o, z] of ranges(s, cmds, "AssignChunk")) held.push([o, z])
+    }
+    expect(done).toEqual([[0, 5], [10, 5], [15, 5], [5, 5]]) // reclaimed first, in dispatch order, then its own span
+    const end = params(s, 0, 60, 0)
+    const summary = end.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([20, 0, 0])
+  })
+
+  it("rolls back a chunk whose send failed and offers it to another idle survivor", () => {
+    const s = make({ worldSize: 2, epochSamples: 10, epochs: 1, mode: "progressive", chunkSamples: 5, chunksInflightMax: 1 })
+    Coordinator.start(s) // rank 0 (0,5), rank 1 (5,5)
+    frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 5 }) // rank 0: nothing left of its own; steals nothing (rank 1's span is empty)
+    const cmds = Coordinator.step(s, {
+      _tag: "SendFailed",
+      rank: 1,
+      nowMs: 2,
+      message: { _tag: "AssignChunk", epoch: 0, offset: 5, size: 5 },
+      reason: "worker gone"
+    })
+    expect(tags(cmds)).toEqual(["Alert:ControlDrop", "Send:AssignChunk"])
+    expect(ranges(s, cmds, "AssignChunk")).toEqual([[0, 5, 5]])
+  })
+})
+
+describe("liveness", () => {
+  it("declares stale ranks least recently seen first, ties to the lower rank", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, heartbeatTimeoutMs: 100 })
+    Coordinator.start(s)
+    heartbeat(s, 20, [3])
+    heartbeat(s, 10, [2])
+    heartbeat(s, 30, [1]) // order of sighting: 3@20, 2@20 (clock never runs back), 1@30; rank 0 never
+    const cmds = tick(s, 200)
+    expect(s.deaths.map((d) => d.rank)).toEqual([0, 2, 3, 1])
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Alert:RankLost", "Alert:RankLost", "Alert:RankLost", "RunEnded"])
+  })
+
+  it("a bad frame still shows the rank is alive, and is counted", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1, heartbeatTimeoutMs: 100 })
+    Coordinator.start(s)
+    expect(Coordinator.step(s, { _tag: "BadFrame", rank: 1, nowMs: 90, reason: "MalformedCbor" })).toEqual([])
+    heartbeat(s, 90, [0])
+    expect(tick(s, 150)).toEqual([])
+    expect(s.counters.badFrames).toBe(1)
+  })
+
+  it("drops death reports for ranks out of range", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
+    Coordinator.start(s)
+    expect(report(s, 7, 1)).toEqual([])
+    expect(report(s, -1, 1)).toEqual([])
+    expect(frame(s, 9, 1, { _tag: "Heartbeat" })).toEqual([])
+    expect(s.counters.reportsDropped).toBe(2)
+    expect(s.counters.framesOutOfRange).toBe(1)
+  })
+
+  it("a tick in which nothing expires examines one list entry at worldSize 10 and 1,000,000", () => {
+    const work = (worldSize: number) => {
+      const s = make({ worldSize, epochSamples: worldSize, epochs: 1, heartbeatTimeoutMs: 1000 })
+      const before = Coordinator.scanWork(s)
+      for (let t = 1; t <= 5; t++) tick(s, t * 100)
+      return Coordinator.scanWork(s) - before
+    }
+    expect(work(10)).toBe(5)
+    expect(work(1_000_000)).toBe(5)
+  })
+})
