@@ -1,0 +1,287 @@
+/**
+ * The CBOR codec for frames (DESIGN.md §4), on cbor-x with the fixed structures table.
+ *
+ * Layout of one frame: the CBOR array `[protocolVersion, structuresVersion, from, message]`, where
+ * `from` is the sender (a rank, or `-1` for the coordinator) and `message` is a cbor-x record: tag
+ * `0xE000 + structure` over the array `[id, ...fields]` in the table's order (`Structures`).
+ * `params` travel as CBOR tag 85 (little-endian `Float32Array`). A batch (one transport message
+ * carrying several frames) is the frames' bytes back to back: a CBOR sequence (RFC 8742).
+ *
+ * Decoding never throws. It checks `messageBytesMax` first, then pre-scans the bytes without
+ * allocating (bounds on every length and count, versions first, only the protocol's tags and
+ * shapes), then lets cbor-x decode, then validates the message against its schema.
+ *
+ * @since 0.1.0
+ */
+import { Decoder, Encoder } from "cbor-x"
+import type { Options } from "cbor-x"
+import { Effect, Result, Schema, SchemaIssue } from "effect"
+import * as Frame from "./frame.ts"
+import * as Scan from "./internal/scan.ts"
+import * as Limits from "./limits.ts"
+import * as MessageSchema from "./schema.ts"
+import * as Structures from "./structures.ts"
+import * as WireError from "./wire-error.ts"
+
+/**
+ * Options for decoding.
+ *
+ * - `messageBytesMax`: integer bytes; default `Limits.defaults.messageBytesMax` (16 MiB). A longer
+ *   message is rejected with `FrameTooLarge` before any decoding.
+ * - `from`: the sender the connection is bound to (DESIGN.md §5); a frame naming another sender
+ *   gets `SenderMismatch`. Also the rank reported in errors. Default: accept any sender.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface DecodeOptions {
+  readonly messageBytesMax?: number
+  readonly from?: Frame.Sender
+}
+
+// cbor-x reads `int64AsNumber` (8-byte integers as numbers, not BigInt) but does not declare it.
+interface DecoderOptions extends Options {
+  readonly int64AsNumber?: boolean
+}
+
+// cbor-x attaches readers and transition trees to the structures it is given: each side gets its
+// own deep copy, and the exported table stays untouched.
+const copyStructures = (): Array<Array<string>> => Structures.structures.map((keys) => [...keys])
+
+const encoder = new Encoder({
+  structures: copyStructures(),
+  // Every object the codec encodes has a shape from the table; never grow the shared table.
+  maxSharedStructures: Structures.structures.length
+})
+
+const decoderOptions: DecoderOptions = {
+  structures: copyStructures(),
+  // Decoded Float32Arrays own their memory: never views into a transport's (reusable) buffer.
+  copyBuffers: true,
+  int64AsNumber: true
+}
+const decoder = new Decoder(decoderOptions)
+
+interface Row {
+  readonly id: number
+  readonly fields: ReadonlyArray<string>
+}
+
+const rows: ReadonlyMap<string, Row> = new Map(
+  Structures.messages.map((entry, id) => [entry.tag, { id, fields: entry.fields }])
+)
+
+const validators = Structures.messages.map((entry) => Schema.decodeUnknownResult(MessageSchema.byTag[entry.tag]))
+
+const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
+
+const senderWireId = (from: Frame.Sender): number => (from === "coordinator" ? Structures.coordinatorWireId : from)
+
+const toWire = (frame: Frame.Frame): ReadonlyArray<unknown> => {
+  const message = frame.message as unknown as Readonly<Record<string, unknown>>
+  const row = rows.get(frame.message._tag)
+  if (row === undefined) throw new Error(`Codec.encode: unknown message tag ${String(frame.message._tag)}`)
+  // Keys in table order, so that cbor-x picks the agreed structure whatever order the caller used.
+  const body: Record<string, unknown> = { _tag: row.id }
+  for (const field of row.fields) body[field] = message[field]
+  return [Structures.protocolVersion, Structures.structuresVersion, senderWireId(frame.from), body]
+}
+
+/**
+ * Encodes one frame to CBOR bytes (a fresh `Uint8Array` with its own `ArrayBuffer`, safe to
+ * transfer). Does not validate field values: the receiver does. Throws only on a message whose
+ * `_tag` is not in the protocol (impossible for well-typed callers).
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encode = (frame: Frame.Frame): Uint8Array => {
+  const view = encoder.encode(toWire(frame))
+  const out = new Uint8Array(view.length)
+  out.set(view)
+  return out
+}
+
+/**
+ * Concatenates encoded frames into one transport message (a CBOR sequence); `decodeBatch` splits
+ * it again. A fresh `Uint8Array`.
+ *
+ * @since 0.1.0
+ * @category batching
+ */
+export const concat = (encoded: ReadonlyArray<Uint8Array>): Uint8Array => {
+  let total = 0
+  for (const part of encoded) total += part.length
+  const out = new Uint8Array(total)
+  let at = 0
+  for (const part of encoded) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+/**
+ * Encodes several frames into one transport message: the same bytes as `concat(frames.map(encode))`
+ * with a single copy. An empty list gives an empty message.
+ *
+ * @since 0.1.0
+ * @category batching
+ */
+export const encodeBatch = (frames: ReadonlyArray<Frame.Frame>): Uint8Array =>
+  // cbor-x never overwrites bytes it has returned (it moves on to a new buffer), so the views stay
+  // valid until copied.
+  concat(frames.map((frame) => encoder.encode(toWire(frame))))
+
+const errorRank = (options: DecodeOptions | undefined, from: number | undefined): number | undefined => {
+  if (options?.from !== undefined) return options.from === "coordinator" ? undefined : options.from
+  return from !== undefined && from >= 0 ? from : undefined
+}
+
+const failure = (
+  reason: WireError.Reason,
+  options: DecodeOptions | undefined,
+  from: number | undefined
+): Result.Result<Frame.Frame, WireError.WireError> =>
+  Result.fail(new WireError.WireError({ reason, rank: errorRank(options, from) }))
+
+const tooLarge = (
+  bytes: Uint8Array,
+  options: DecodeOptions | undefined
+): Result.Result<Frame.Frame, WireError.WireError> | undefined => {
+  const bytesMax = options?.messageBytesMax ?? Limits.defaults.messageBytesMax
+  return bytes.length > bytesMax
+    ? failure({ _tag: "FrameTooLarge", bytes: bytes.length, bytesMax }, options, undefined)
+    : undefined
+}
+
+const describe = (error: unknown): string =>
+  error instanceof Error ? error.message : typeof error === "string" ? error : "unknown error"
+
+/** Decodes a frame that the scanner accepted: cbor-x, then the message table, then the schema. */
+const materialize = (
+  bytes: Uint8Array,
+  start: number,
+  scanned: Scan.Scanned,
+  options: DecodeOptions | undefined
+): Result.Result<Frame.Frame, WireError.WireError> => {
+  const from = scanned.from
+  let raw: unknown
+  try {
+    // Always a fresh view: cbor-x caches a DataView on the object it is given.
+    raw = decoder.decode(bytes.subarray(start, scanned.end))
+  } catch (error) {
+    return failure({ _tag: "MalformedCbor", offset: start, detail: `cbor-x: ${describe(error)}` }, options, from)
+  }
+  const body = Array.isArray(raw) && raw.length === 4 ? (raw[3] as unknown) : undefined
+  if (typeof body !== "object" || body === null || from === undefined) {
+    return failure({ _tag: "MalformedCbor", offset: start, detail: "cbor-x returned an unexpected value" }, options, from)
+  }
+  const record = body as Record<string, unknown>
+  const id = record["_tag"]
+  const entry = typeof id === "number" ? Structures.messages[id] : undefined
+  if (entry === undefined) {
+    return failure({ _tag: "UnknownTag", kind: "message", tag: typeof id === "number" ? id : -1 }, options, from)
+  }
+  const idNumber = id as number
+  if (Structures.structureOf[idNumber] !== scanned.structure) {
+    return failure(
+      { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent as structure ${scanned.structure}` },
+      options,
+      from
+    )
+  }
+  const fromCoordinator = from === Structures.coordinatorWireId
+  if (fromCoordinator !== (entry.direction === "toRank")) {
+    const sender = fromCoordinator ? "the coordinator" : "a rank"
+    return failure(
+      { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent by ${sender}` },
+      options,
+      from
+    )
+  }
+  record["_tag"] = entry.tag
+  const validated = validators[idNumber]!(record)
+  if (Result.isFailure(validated)) {
+    const first = formatIssue(validated.failure.issue).issues[0]
+    const path = (first?.path ?? []).map((key) => (typeof key === "number" ? key : String(key)))
+    return failure({ _tag: "SchemaMismatch", path, message: first?.message ?? "invalid message" }, options, from)
+  }
+  const message = validated.success
+  return Result.succeed(
+    fromCoordinator
+      ? Frame.fromCoordinator(message as Frame.CoordinatorFrame["message"])
+      : Frame.fromRank(from, message as Frame.RankFrame["message"])
+  )
+}
+
+/**
+ * Decodes exactly one frame from a transport message; never throws.
+ *
+ * Fails with `WireError` and one of: `FrameTooLarge` (longer than `messageBytesMax`), `Truncated`,
+ * `MalformedCbor` (including bytes left after the frame), `UnknownTag`, `SchemaMismatch`,
+ * `VersionMismatch`, `SenderMismatch`.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decode = (
+  bytes: Uint8Array,
+  options?: DecodeOptions
+): Result.Result<Frame.Frame, WireError.WireError> => {
+  const large = tooLarge(bytes, options)
+  if (large !== undefined) return large
+  const expected = options?.from === undefined ? undefined : senderWireId(options.from)
+  const scanned = Scan.scanFrame(bytes, 0, expected)
+  if (scanned.reason !== undefined) return failure(scanned.reason, options, scanned.from)
+  if (scanned.end !== bytes.length) {
+    return failure(
+      { _tag: "MalformedCbor", offset: scanned.end, detail: "bytes after the frame (a batch needs decodeBatch)" },
+      options,
+      scanned.from
+    )
+  }
+  return materialize(bytes, 0, scanned, options)
+}
+
+/**
+ * Decodes every frame of a transport message (a batch), in order; never throws.
+ *
+ * Each frame gives a success or a `WireError` (reasons as for `decode`). A bad frame whose end is
+ * known (a schema mismatch, an unknown tag, a wrong sender) does not stop the batch; a frame whose
+ * end is unknown (`Truncated`, `MalformedCbor`, `VersionMismatch`) ends it. `FrameTooLarge` is
+ * checked on the whole message and gives a single error. An empty message gives `[]`.
+ *
+ * @since 0.1.0
+ * @category batching
+ */
+export const decodeBatch = (
+  bytes: Uint8Array,
+  options?: DecodeOptions
+): Array<Result.Result<Frame.Frame, WireError.WireError>> => {
+  const large = tooLarge(bytes, options)
+  if (large !== undefined) return [large]
+  const expected = options?.from === undefined ? undefined : senderWireId(options.from)
+  const results: Array<Result.Result<Frame.Frame, WireError.WireError>> = []
+  let start = 0
+  while (start < bytes.length) {
+    const scanned = Scan.scanFrame(bytes, start, expected)
+    if (scanned.reason !== undefined) {
+      results.push(failure(scanned.reason, options, scanned.from))
+      if (scanned.fatal) break
+    } else {
+      results.push(materialize(bytes, start, scanned, options))
+    }
+    start = scanned.end
+  }
+  return results
+}
+
+/**
+ * `decode` as an `Effect` that fails with `WireError` (for actors: `Effect.catchTag("WireError")`).
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeEffect = (bytes: Uint8Array, options?: DecodeOptions): Effect.Effect<Frame.Frame, WireError.WireError> =>
+  Effect.fromResult(decode(bytes, options))

@@ -1,0 +1,267 @@
+/**
+ * One `Schema` per message of DESIGN.md §4, and one union per direction.
+ *
+ * The schemas mirror `src/core/messages.ts` exactly (same `_tag`s, same fields); the type-level
+ * checks at the end of this file fail to compile if they drift apart. Every frame is validated
+ * against its message's schema after CBOR decoding (`Codec.decode`).
+ *
+ * Field rules: ranks, epochs, rounds, versions, generations, offsets, sizes and sample counts are
+ * non-negative safe integers; `msPerBatch` and `loss` are finite floats; `accuracy` is a float in
+ * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list).
+ *
+ * @since 0.1.0
+ */
+import type * as Messages from "../core/messages.ts"
+import { Schema } from "effect"
+
+/**
+ * A non-negative safe integer (`0 <= n <= Number.MAX_SAFE_INTEGER`): ranks, epochs, offsets, sizes.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const Count = Schema.Natural
+
+/**
+ * A finite float (no `NaN`, no infinities), e.g. `msPerBatch` in milliseconds.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const Finite = Schema.Finite
+
+/**
+ * Model parameters: a `Float32Array` of any length (empty with the ring backend). A number list is
+ * rejected.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const Params = Schema.declare((input: unknown): input is Float32Array => input instanceof Float32Array, {
+  expected: "Float32Array"
+})
+
+/**
+ * A save reason (DESIGN.md §1): one of `Messages.saveReasons`.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const SaveReason = Schema.Literals([
+  "GracefulShutdown",
+  "FailureLimitReached",
+  "SingleSurvivor",
+  "AllRanksLost",
+  "ReduceStall"
+])
+
+// ---------------------------------------------------------------------------------------------
+// Rank to coordinator
+// ---------------------------------------------------------------------------------------------
+
+/** `Hello`: a rank's first frame. @since 0.1.0 @category rank-to-coordinator */
+export const Hello = Schema.TaggedStruct("Hello", {})
+
+/** `Heartbeat`: fills the gaps between frames (DESIGN.md §3.1). @since 0.1.0 @category rank-to-coordinator */
+export const Heartbeat = Schema.TaggedStruct("Heartbeat", {})
+
+/** `Progress{epoch, samplesDone, msPerBatch}`; `msPerBatch` finite, `<= 0` means no measurement. @since 0.1.0 @category rank-to-coordinator */
+export const Progress = Schema.TaggedStruct("Progress", { epoch: Count, samplesDone: Count, msPerBatch: Finite })
+
+/** `ChunkDone{epoch, offset, size}`: a progressive-mode chunk was trained (DESIGN.md §3.7). @since 0.1.0 @category rank-to-coordinator */
+export const ChunkDone = Schema.TaggedStruct("ChunkDone", { epoch: Count, offset: Count, size: Count })
+
+/**
+ * `Params{epoch, round, samplesDone, params}`: an averaging contribution (DESIGN.md §3.3);
+ * `params` is a `Float32Array`.
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export const ParamsMessage = Schema.TaggedStruct("Params", {
+  epoch: Count,
+  round: Count,
+  samplesDone: Count,
+  params: Params
+})
+
+/** `Exiting`: a clean exit, never a failure. @since 0.1.0 @category rank-to-coordinator */
+export const Exiting = Schema.TaggedStruct("Exiting", {})
+
+/** `CheckpointResult{version, ok, detail}`; `detail` is free text. @since 0.1.0 @category rank-to-coordinator */
+export const CheckpointResult = Schema.TaggedStruct("CheckpointResult", {
+  version: Count,
+  ok: Schema.Boolean,
+  detail: Schema.String
+})
+
+/** `EvalResult{epoch, accuracy, loss}`: `accuracy` in `[0, 1]`, `loss` finite. @since 0.1.0 @category rank-to-coordinator */
+export const EvalResult = Schema.TaggedStruct("EvalResult", {
+  epoch: Count,
+  accuracy: Finite.check(Schema.isBetween({ minimum: 0, maximum: 1 })),
+  loss: Finite
+})
+
+/** `RingReady{generation}` (ring backend). @since 0.1.0 @category rank-to-coordinator */
+export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
+
+/**
+ * Every message a rank sends to the coordinator.
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export const ToCoordinator = Schema.Union([
+  Hello,
+  Heartbeat,
+  Progress,
+  ChunkDone,
+  ParamsMessage,
+  Exiting,
+  CheckpointResult,
+  EvalResult,
+  RingReady
+])
+
+// ---------------------------------------------------------------------------------------------
+// Coordinator to rank
+// ---------------------------------------------------------------------------------------------
+
+/** `StartEpoch{epoch, offset, size}`: the rank's partition; `size` may be 0 (DESIGN.md §3.10). @since 0.1.0 @category coordinator-to-rank */
+export const StartEpoch = Schema.TaggedStruct("StartEpoch", { epoch: Count, offset: Count, size: Count })
+
+/** `ExtendPartition{epoch, offset, size}`: a slice of a dead rank's remainder (DESIGN.md §3.4). @since 0.1.0 @category coordinator-to-rank */
+export const ExtendPartition = Schema.TaggedStruct("ExtendPartition", { epoch: Count, offset: Count, size: Count })
+
+/** `AssignChunk{epoch, offset, size}` (progressive mode, DESIGN.md §3.7). @since 0.1.0 @category coordinator-to-rank */
+export const AssignChunk = Schema.TaggedStruct("AssignChunk", { epoch: Count, offset: Count, size: Count })
+
+/** `RequestParams{round}`. @since 0.1.0 @category coordinator-to-rank */
+export const RequestParams = Schema.TaggedStruct("RequestParams", { round: Count })
+
+/** `Update{round, params}`: averaged parameters as a `Float32Array`. @since 0.1.0 @category coordinator-to-rank */
+export const Update = Schema.TaggedStruct("Update", { round: Count, params: Params })
+
+/** `SetRoles{checkpoint, eval, epochFn}`: the rank of each callback role (DESIGN.md §3.5). @since 0.1.0 @category coordinator-to-rank */
+export const SetRoles = Schema.TaggedStruct("SetRoles", { checkpoint: Count, eval: Count, epochFn: Count })
+
+/** `Checkpoint{version}`. @since 0.1.0 @category coordinator-to-rank */
+export const Checkpoint = Schema.TaggedStruct("Checkpoint", { version: Count })
+
+/** `Eval{epoch}`. @since 0.1.0 @category coordinator-to-rank */
+export const Eval = Schema.TaggedStruct("Eval", { epoch: Count })
+
+/** `DeclareDead{rank}` (ring backend, DESIGN.md §3.2). @since 0.1.0 @category coordinator-to-rank */
+export const DeclareDead = Schema.TaggedStruct("DeclareDead", { rank: Count })
+
+/**
+ * `FormRing{generation, ringRank, ringSize, peers}` (DESIGN.md §3.10 "Ring re-rendezvous").
+ * Beyond the field rules: `peers.length === ringSize`, `ringRank < ringSize`, and `peers` is
+ * strictly ascending (ring order is ascending rank order).
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export const FormRing = Schema.TaggedStruct("FormRing", {
+  generation: Count,
+  ringRank: Count,
+  ringSize: Count,
+  peers: Schema.Array(Count)
+}).check(
+  Schema.makeFilter((ring) => {
+    if (ring.peers.length !== ring.ringSize) {
+      return { path: ["peers"], issue: `expected ringSize (${ring.ringSize}) ranks, got ${ring.peers.length}` }
+    }
+    if (ring.ringRank >= ring.ringSize) {
+      return { path: ["ringRank"], issue: `expected a ringRank below ringSize (${ring.ringSize}), got ${ring.ringRank}` }
+    }
+    for (let i = 1; i < ring.peers.length; i++) {
+      if (ring.peers[i]! <= ring.peers[i - 1]!) {
+        return { path: ["peers", i], issue: "expected peers in strictly ascending rank order" }
+      }
+    }
+    return undefined
+  })
+)
+
+/** `ShutdownWithSave{reason}` (DESIGN.md §3.6). @since 0.1.0 @category coordinator-to-rank */
+export const ShutdownWithSave = Schema.TaggedStruct("ShutdownWithSave", { reason: SaveReason })
+
+/** `Shutdown`: the run is over. @since 0.1.0 @category coordinator-to-rank */
+export const Shutdown = Schema.TaggedStruct("Shutdown", {})
+
+/** `CoordHeartbeat`: the coordinator's liveness beacon. @since 0.1.0 @category coordinator-to-rank */
+export const CoordHeartbeat = Schema.TaggedStruct("CoordHeartbeat", {})
+
+/**
+ * Every message the coordinator sends to a rank.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export const ToRank = Schema.Union([
+  StartEpoch,
+  ExtendPartition,
+  AssignChunk,
+  RequestParams,
+  Update,
+  SetRoles,
+  Checkpoint,
+  Eval,
+  DeclareDead,
+  FormRing,
+  ShutdownWithSave,
+  Shutdown,
+  CoordHeartbeat
+])
+
+/**
+ * Each message's schema by `_tag`, for decoding a frame whose tag is already known.
+ *
+ * @since 0.1.0
+ * @category registry
+ */
+export const byTag = {
+  Hello,
+  Heartbeat,
+  Progress,
+  ChunkDone,
+  Params: ParamsMessage,
+  Exiting,
+  CheckpointResult,
+  EvalResult,
+  RingReady,
+  StartEpoch,
+  ExtendPartition,
+  AssignChunk,
+  RequestParams,
+  Update,
+  SetRoles,
+  Checkpoint,
+  Eval,
+  DeclareDead,
+  FormRing,
+  ShutdownWithSave,
+  Shutdown,
+  CoordHeartbeat
+} as const
+
+/**
+ * Any message's `_tag`, in either direction.
+ *
+ * @since 0.1.0
+ * @category registry
+ */
+export type Tag = keyof typeof byTag
+
+// ---------------------------------------------------------------------------------------------
+// Type-level checks: decoded values are exactly the core's message types, and back.
+// ---------------------------------------------------------------------------------------------
+
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
+
+const toCoordinatorMatchesCore: Equals<typeof ToCoordinator.Type, Messages.ToCoordinator> = true
+const toRankMatchesCore: Equals<typeof ToRank.Type, Messages.ToRank> = true
+const tagsMatchCore: Equals<Tag, Messages.ToCoordinator["_tag"] | Messages.ToRank["_tag"]> = true
+const saveReasonMatchesCore: Equals<typeof SaveReason.Type, Messages.SaveReason> = true
+void [toCoordinatorMatchesCore, toRankMatchesCore, tagsMatchCore, saveReasonMatchesCore]

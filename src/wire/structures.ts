@@ -1,0 +1,186 @@
+/**
+ * The fixed tables both peers agree on: message ids and cbor-x record `structures` (DESIGN.md §4,
+ * TOOLCHAIN.md §2).
+ *
+ * A frame's message is a cbor-x record: CBOR tag `0xE000 + structure` over an array of values in
+ * the structure's key order. The first key is always `_tag`, whose value on the wire is the
+ * message's id (its index in `messages`), so messages with the same fields share one structure.
+ *
+ * Versioning: every frame starts with `[protocolVersion, structuresVersion, ...]`. Any change to
+ * `messages` (ids, fields or their order) changes `fingerprint`; a test pins the fingerprint to
+ * `structuresVersion`, so the table cannot change without bumping the version, and a peer with
+ * another table gets `VersionMismatch` instead of misreading records.
+ *
+ * @since 0.1.0
+ */
+import type * as Schema from "./schema.ts"
+
+/**
+ * Version of the frame envelope and codec rules; bump on any change to how frames are laid out.
+ *
+ * @since 0.1.0
+ * @category versions
+ */
+export const protocolVersion = 1
+
+/**
+ * Version of the `messages`/`structures` tables; bump on any change to them (the fingerprint test
+ * says when).
+ *
+ * @since 0.1.0
+ * @category versions
+ */
+export const structuresVersion = 1
+
+/**
+ * Who sends a message: a rank (`toCoordinator`) or the coordinator (`toRank`).
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export type Direction = "toCoordinator" | "toRank"
+
+/**
+ * One row of the message table: the `_tag`, its direction, and its fields in wire order.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export interface MessageEntry {
+  readonly tag: Schema.Tag
+  readonly direction: Direction
+  readonly fields: ReadonlyArray<string>
+}
+
+/**
+ * The message table; a message's wire id is its index. Append only, and bump `structuresVersion`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const messages: ReadonlyArray<MessageEntry> = [
+  // rank to coordinator: ids 0..8
+  { tag: "Hello", direction: "toCoordinator", fields: [] },
+  { tag: "Heartbeat", direction: "toCoordinator", fields: [] },
+  { tag: "Progress", direction: "toCoordinator", fields: ["epoch", "samplesDone", "msPerBatch"] },
+  { tag: "ChunkDone", direction: "toCoordinator", fields: ["epoch", "offset", "size"] },
+  { tag: "Params", direction: "toCoordinator", fields: ["epoch", "round", "samplesDone", "params"] },
+  { tag: "Exiting", direction: "toCoordinator", fields: [] },
+  { tag: "CheckpointResult", direction: "toCoordinator", fields: ["version", "ok", "detail"] },
+  { tag: "EvalResult", direction: "toCoordinator", fields: ["epoch", "accuracy", "loss"] },
+  { tag: "RingReady", direction: "toCoordinator", fields: ["generation"] },
+  // coordinator to rank: ids 9..21
+  { tag: "StartEpoch", direction: "toRank", fields: ["epoch", "offset", "size"] },
+  { tag: "ExtendPartition", direction: "toRank", fields: ["epoch", "offset", "size"] },
+  { tag: "AssignChunk", direction: "toRank", fields: ["epoch", "offset", "size"] },
+  { tag: "RequestParams", direction: "toRank", fields: ["round"] },
+  { tag: "Update", direction: "toRank", fields: ["round", "params"] },
+  { tag: "SetRoles", direction: "toRank", fields: ["checkpoint", "eval", "epochFn"] },
+  { tag: "Checkpoint", direction: "toRank", fields: ["version"] },
+  { tag: "Eval", direction: "toRank", fields: ["epoch"] },
+  { tag: "DeclareDead", direction: "toRank", fields: ["rank"] },
+  { tag: "FormRing", direction: "toRank", fields: ["generation", "ringRank", "ringSize", "peers"] },
+  { tag: "ShutdownWithSave", direction: "toRank", fields: ["reason"] },
+  { tag: "Shutdown", direction: "toRank", fields: [] },
+  { tag: "CoordHeartbeat", direction: "toRank", fields: [] }
+]
+
+const keysOf = (entry: MessageEntry): ReadonlyArray<string> => ["_tag", ...entry.fields]
+
+const buildStructures = (): {
+  readonly structures: ReadonlyArray<ReadonlyArray<string>>
+  readonly structureOf: ReadonlyArray<number>
+} => {
+  const structures: Array<ReadonlyArray<string>> = []
+  const index = new Map<string, number>()
+  const structureOf = messages.map((entry) => {
+    const keys = keysOf(entry)
+    const key = keys.join("\u0000")
+    let id = index.get(key)
+    if (id === undefined) {
+      id = structures.length
+      structures.push(keys)
+      index.set(key, id)
+    }
+    return id
+  })
+  return { structures, structureOf }
+}
+
+const built = buildStructures()
+
+/**
+ * The cbor-x `structures` table: each entry is a key list starting with `_tag`, deduplicated from
+ * `messages` in first-appearance order. Hand cbor-x a deep copy (it attaches readers to the arrays).
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const structures: ReadonlyArray<ReadonlyArray<string>> = built.structures
+
+/**
+ * The structure index of each message id: `structures[structureOf[id]]` is `["_tag", ...fields]`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const structureOf: ReadonlyArray<number> = built.structureOf
+
+/**
+ * The CBOR tag of structure 0; structure `s` is tag `recordTagBase + s` (cbor-x's record tags).
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const recordTagBase = 0xe000
+
+/**
+ * The CBOR tag of a little-endian `Float32Array` (RFC 8746), which carries `params`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const float32Tag = 85
+
+/**
+ * The sender id of the coordinator on the wire (`-1`, like `Transport.coordinatorPeer`); ranks
+ * are sent as themselves.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const coordinatorWireId = -1
+
+/**
+ * Message id by `_tag`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const idOf: ReadonlyMap<Schema.Tag, number> = new Map(messages.map((entry, id) => [entry.tag, id]))
+
+/**
+ * 32-bit FNV-1a hash of a string's UTF-16 code units, as an unsigned integer.
+ *
+ * @since 0.1.0
+ * @category versions
+ */
+export const fnv1a32 = (text: string): number => {
+  let hash = 0x811c9dc5
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i)
+    hash = Math.imul(hash, 0x01000193)
+  }
+  return hash >>> 0
+}
+
+/**
+ * Fingerprint of the message table (ids, tags, directions and field order): an unsigned 32-bit
+ * integer that a test pins next to `structuresVersion`.
+ *
+ * @since 0.1.0
+ * @category versions
+ */
+export const fingerprint: number = fnv1a32(
+  JSON.stringify(messages.map((entry) => [entry.tag, entry.direction, entry.fields]))
+)
