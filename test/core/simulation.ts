@@ -1,0 +1,323 @@
+/**
+ * A seeded simulation of a whole cluster around the coordinator core: simulated ranks that train
+ * their lists batch by batch, contribute to averaging rounds, complete chunks and heartbeat, on a
+ * simulated clock and network, with faults (kills reported by a supervisor, hangs caught by
+ * staleness, clean exits, late frames from dead ranks).
+ *
+ * Invariant checks live here, apart from the code they check: each step's commands are checked
+ * as they come out, and the whole run is checked at the end. A failure throws with the seed first
+ * and then the event log.
+ */
+import { uniformInt } from "pure-rand/distribution/uniformInt"
+import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus"
+import * as Audit from "../../src/core/audit.ts"
+import type * as Config from "../../src/core/config.ts"
+import * as Coordinator from "../../src/core/coordinator.ts"
+import type { Rank, ToCoordinator, ToRank } from "../../src/core/messages.ts"
+
+export interface Scenario {
+  readonly seed: number
+  readonly options: Config.Options
+  /** Faults to inject during the safety phase. */
+  readonly kills: number
+  readonly hangs: number
+  readonly exits: number
+  readonly lateFrames: number
+  /** Batches between averaging contributions. */
+  readonly averageEvery: number
+  /** Steps of the safety phase (faults happen here); the liveness phase follows without faults. */
+  readonly safetySteps: number
+}
+
+interface SimRank {
+  readonly rank: Rank
+  state: "running" | "killed" | "hung" | "exited"
+  epoch: number
+  /** Static: the list's entries; progressive: chunks held in order. */
+  entries: Array<[number, number]>
+  trained: number
+  batchesSinceContribution: number
+  contributedUpTo: number
+  waitingUpdate: boolean
+  /** Progressive: chunks done since the last contribution. */
+  doneSinceContribution: number
+  chunkProgress: number
+  outbox: Array<ToCoordinator>
+  shutdown: boolean
+}
+
+export interface SimResult {
+  readonly state: Coordinator.State
+  readonly log: ReadonlyArray<string>
+  readonly shutdownWithSaveCount: number
+  readonly commandCount: number
+}
+
+const HEARTBEAT_TIMEOUT_MS = 300
+
+/** Runs a scenario; throws with the seed and the event log when an invariant breaks. */
+export const run = (scenario: Scenario): SimResult => {
+  const rng = xoroshiro128plus(scenario.seed)
+  const rand = (lo: number, hi: number) => uniformInt(rng, lo, hi)
+  const log: Array<string> = []
+  const fail = (why: string): never => {
+    throw new Error(`simulation failed (seed ${scenario.seed}): ${why}\noptions ${JSON.stringify(scenario.options)}\n${log.slice(-80).join("\n")}`)
+  }
+  const options = { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, alertCollapseMs: 0, ...scenario.options }
+  const made = Coordinator.make(options, 0)
+  if ("_tag" in made) return fail(`invalid options ${made.option}: ${made.reason}`)
+  const state = made
+  const { worldSize, batchSize = 32 } = options
+  const progressive = options.mode === "progressive"
+  let nowMs = 0
+  let shutdownWithSaveCount = 0
+  let commandCount = 0
+  const declaredDead = new Set<Rank>()
+  const ranks: Array<SimRank> = Array.from({ length: worldSize }, (_, rank) => ({
+    rank,
+    state: "running",
+    epoch: 0,
+    entries: [],
+    trained: 0,
+    batchesSinceContribution: 0,
+    contributedUpTo: 0,
+    waitingUpdate: false,
+    doneSinceContribution: 0,
+    chunkProgress: 0,
+    outbox: [],
+    shutdown: false
+  }))
+  const pendingReports: Array<Rank> = []
+
+  const deliver = (to: Rank, message: ToRank): void => {
+    const r = ranks[to]!
+    if (r.state !== "running") return
+    switch (message._tag) {
+      case "StartEpoch":
+        r.epoch = message.epoch
+        r.entries = message.size > 0 ? [[message.offset, message.size]] : []
+        r.trained = 0
+        r.contributedUpTo = 0
+        r.batchesSinceContribution = 0
+        return
+      case "ExtendPartition":
+        if (message.epoch === r.epoch) r.entries.push([message.offset, message.size])
+        return
+      case "AssignChunk":
+        if (message.epoch !== r.epoch) {
+          r.epoch = message.epoch
+          r.doneSinceContribution = 0
+          r.batchesSinceContribution = 0
+        }
+        r.entries.push([message.offset, message.size])
+        return
+      case "Update":
+        r.waitingUpdate = false
+        return
+      case "ShutdownWithSave":
+      case "Shutdown":
+        r.shutdown = true
+        r.outbox.push({ _tag: "Exiting" })
+        return
+      case "Checkpoint":
+        r.outbox.push({ _tag: "CheckpointResult", version: message.version, ok: true, detail: "" })
+        return
+      case "Eval":
+        r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
+        return
+      case "FormRing":
+        r.outbox.push({ _tag: "RingReady", generation: message.generation })
+        return
+      default:
+        return
+    }
+  }
+
+  const apply = (cmds: ReadonlyArray<Coordinator.Command>, what: string): void => {
+    for (const cmd of cmds) {
+      commandCount += 1
+      if (cmd._tag === "Send") {
+        if (Coordinator.isDead(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to dead rank ${cmd.to}`)
+        if (!Coordinator.isLive(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to exited rank ${cmd.to}`)
+        log.push(`  -> ${cmd.to} ${JSON.stringify(cmd.message)}`)
+        deliver(cmd.to, cmd.message)
+      } else if (cmd._tag === "Broadcast") {
+        if (cmd.message._tag === "ShutdownWithSave") shutdownWithSaveCount += 1
+        log.push(`  -> * ${JSON.stringify(cmd.message)}`)
+        for (const to of Coordinator.survivors(state)) deliver(to, cmd.message)
+      } else if (cmd._tag === "AverageRound") {
+        log.push(`  round ${cmd.round} closed by [${cmd.contributors.join(",")}]`)
+        for (const to of Coordinator.survivors(state)) deliver(to, { _tag: "Update", round: cmd.round, params: new Float32Array(0) })
+      } else if (cmd._tag === "Alert") {
+        log.push(`  alert ${cmd.alert.class} ${cmd.alert.path} ${cmd.alert.detail}`)
+      } else {
+        log.push(`  ${cmd._tag}`)
+      }
+    }
+    if (shutdownWithSaveCount > 1) fail(`${what}: ShutdownWithSave sent ${shutdownWithSaveCount} times`)
+    const live = Coordinator.survivors(state).length
+    if (Coordinator.activeCount(state) !== live) fail(`${what}: activeCount ${Coordinator.activeCount(state)} but ${live} survivors`)
+    if (live !== worldSize - state.membership.failures - state.membership.exits) fail(`${what}: survivors do not add up`)
+    for (const r of Coordinator.failures(state)) declaredDead.add(r)
+  }
+
+  const step = (input: Coordinator.Input, what: string): void => {
+    log.push(`t=${nowMs} ${what}`)
+    apply(Coordinator.step(state, input), what)
+  }
+
+  const listLength = (r: SimRank) => r.entries.reduce((sum, [, size]) => sum + size, 0)
+
+  /** One unit of work of a running rank: train a batch, or contribute. */
+  const work = (r: SimRank): void => {
+    if (r.state !== "running" || r.shutdown || r.waitingUpdate) return
+    if (progressive) {
+      const chunk = r.entries[0]
+      if (chunk !== undefined) {
+        r.chunkProgress = Math.min(chunk[1], r.chunkProgress + batchSize)
+        r.batchesSinceContribution += 1
+        r.outbox.push({ _tag: "Progress", epoch: r.epoch, samplesDone: 0, msPerBatch: 1 + r.rank })
+        if (r.chunkProgress === chunk[1]) {
+          r.entries.shift()
+          r.chunkProgress = 0
+          r.doneSinceContribution += 1
+          r.outbox.push({ _tag: "ChunkDone", epoch: r.epoch, offset: chunk[0], size: chunk[1] })
+        }
+      }
+      const idle = r.entries.length === 0
+      if (r.doneSinceContribution > 0 && (idle || r.batchesSinceContribution >= scenario.averageEvery)) {
+        r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: 0, params: new Float32Array(0) })
+        r.doneSinceContribution = 0
+        r.batchesSinceContribution = 0
+        r.waitingUpdate = true
+      }
+      return
+    }
+    const length = listLength(r)
+    if (r.trained < length) {
+      r.trained = Math.min(length, r.trained + batchSize)
+      r.batchesSinceContribution += 1
+      r.outbox.push({ _tag: "Progress", epoch: r.epoch, samplesDone: r.trained, msPerBatch: 1 + r.rank })
+    }
+    const idle = r.trained >= length
+    if (r.trained > r.contributedUpTo && (idle || r.batchesSinceContribution >= scenario.averageEvery)) {
+      r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: r.trained, params: new Float32Array(0) })
+      r.contributedUpTo = r.trained
+      r.batchesSinceContribution = 0
+      r.waitingUpdate = true
+    }
+  }
+
+  /** Delivers the oldest frame of one rank; a killed rank's report follows its last frame. */
+  const flushOne = (r: SimRank): boolean => {
+    const message = r.outbox.shift()
+    if (message === undefined) return false
+    step({ _tag: "Frame", rank: r.rank, nowMs, message }, `frame from ${r.rank}: ${message._tag}`)
+    if (message._tag === "Exiting") {
+      r.state = "exited"
+      r.outbox = []
+    }
+    return true
+  }
+
+  const flushAll = (): void => {
+    for (const r of ranks) while (flushOne(r));
+    for (const rank of pendingReports.splice(0)) {
+      step({ _tag: "DeathReport", rank, nowMs, cause: { _tag: "Killed", signal: "SIGKILL" } }, `death report for ${rank}`)
+    }
+  }
+
+  const tick = (): void => {
+    nowMs += rand(1, 60)
+    for (const r of ranks) if (r.state === "running" && !r.shutdown) r.outbox.push({ _tag: "Heartbeat" })
+    flushAll() // the shell applies every frame already in the mailbox before each tick
+    step({ _tag: "Tick", nowMs }, "tick")
+  }
+
+  apply(Coordinator.start(state), "start")
+  let kills = scenario.kills
+  let hangs = scenario.hangs
+  let exits = scenario.exits
+  let lateFrames = scenario.lateFrames
+
+  const pickRunning = (): SimRank | undefined => {
+    const running = ranks.filter((r) => r.state === "running" && !r.shutdown)
+    return running.length === 0 ? undefined : running[rand(0, running.length - 1)]
+  }
+
+  // Safety phase: random work, deliveries, ticks and faults.
+  for (let i = 0; i < scenario.safetySteps && state.phase === "running"; i++) {
+    const action = rand(0, 99)
+    if (action < 45) {
+      const r = pickRunning()
+      if (r !== undefined) work(r)
+    } else if (action < 75) {
+      const r = ranks[rand(0, worldSize - 1)]!
+      flushOne(r)
+    } else if (action < 90) {
+      tick()
+    } else if (action < 93 && kills > 0) {
+      const r = pickRunning()
+      if (r !== undefined) {
+        kills -= 1
+        log.push(`t=${nowMs} FAULT kill ${r.rank}`)
+        while (flushOne(r));
+        r.state = "killed"
+        pendingReports.push(r.rank)
+      }
+    } else if (action < 95 && hangs > 0) {
+      const r = pickRunning()
+      if (r !== undefined) {
+        hangs -= 1
+        log.push(`t=${nowMs} FAULT hang ${r.rank}`)
+        r.state = "hung"
+        r.outbox = []
+      }
+    } else if (action < 97 && exits > 0) {
+      const r = pickRunning()
+      if (r !== undefined) {
+        exits -= 1
+        log.push(`t=${nowMs} FAULT clean exit of ${r.rank}`)
+        r.outbox.push({ _tag: "Exiting" })
+        r.shutdown = true
+      }
+    } else if (lateFrames > 0 && declaredDead.size > 0) {
+      lateFrames -= 1
+      const dead = [...declaredDead][rand(0, declaredDead.size - 1)]!
+      const before = state.counters.framesFromDead
+      const late: ToCoordinator = rand(0, 1) === 0
+        ? { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone: 1e9, params: new Float32Array(0) }
+        : { _tag: "ChunkDone", epoch: state.epoch, offset: 0, size: 1 }
+      step({ _tag: "Frame", rank: dead, nowMs, message: late }, `late ${late._tag} from dead rank ${dead}`)
+      if (state.counters.framesFromDead !== before + 1) fail("a late frame from a dead rank was not counted")
+    }
+  }
+
+  // Liveness phase: no new faults; the run must end.
+  for (let i = 0; state.phase === "running"; i++) {
+    if (i > 200_000) fail("the run did not converge")
+    for (const r of ranks) work(r)
+    flushAll()
+    if (i % 4 === 0) tick()
+  }
+
+  // End-of-run checks.
+  const outcome = state.outcome!
+  for (const summary of outcome.epochs) {
+    if (summary.lost !== 0 || summary.duplicated !== 0 || summary.samplesCommitted !== options.epochSamples) {
+      fail(`epoch ${summary.epoch} audit: ${JSON.stringify(summary)}`)
+    }
+  }
+  if (outcome.status === "completed") {
+    if (outcome.epochs.length !== options.epochs) fail(`completed after ${outcome.epochs.length} of ${options.epochs} epochs`)
+  } else {
+    const uncommitted = outcome.uncommitted
+    if (uncommitted === undefined) return fail("an unrecoverable outcome without uncommitted ranges")
+    const tiled = Audit.make(state.log.epoch, options.epochSamples)
+    for (let i = 0; i < state.log.offsets.length; i++) Audit.record(tiled, -1, state.log.offsets[i]!, state.log.sizes[i]!)
+    for (const [offset, size] of uncommitted.ranges) Audit.record(tiled, -2, offset, size)
+    const check = Audit.audit(tiled)
+    if (check.lost !== 0 || check.duplicated !== 0) fail(`committed + uncommitted do not tile the epoch: ${JSON.stringify(check)}`)
+  }
+  return { state, log, shutdownWithSaveCount, commandCount }
+}
