@@ -273,6 +273,11 @@ const version = (
   return undefined
 }
 
+const float64At = (at: number): number =>
+  new DataView(src.buffer, src.byteOffset + at, 8).getFloat64(0)
+
+const isRank = (value: number): boolean => Number.isSafeInteger(value) && value >= 0
+
 // Reads `major` through a call: TypeScript would otherwise keep a narrowing from before `head()`.
 const majorNow = (): number => major
 
@@ -309,8 +314,11 @@ const scanBody = (expectedFrom: number | undefined): { readonly fatal: WireError
   const senderMajor = majorNow()
   if (senderMajor === 0 && arg <= Number.MAX_SAFE_INTEGER) from = arg
   else if (senderMajor === 1 && arg === 0) from = Structures.coordinatorWireId
-  else {
-    soft = mismatch(["from"], "expected a rank (an unsigned integer) or -1 for the coordinator")
+  else if (senderMajor === 7 && info === 27 && isRank(float64At(pos - 8))) {
+    // cbor-x writes integers of 2^32 and above as float64.
+    from = float64At(pos - 8)
+  } else {
+    soft = mismatch(["from"], "expected a rank (a non-negative safe integer) or -1 for the coordinator")
     bad = skipContent()
     return result(bad ?? skipItems(1))
   }

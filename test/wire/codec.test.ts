@@ -1,0 +1,92 @@
+import { Effect, Exit, Result } from "effect"
+import fc from "fast-check"
+import { describe, expect, it } from "vitest"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
+import * as Arb from "./arbitraries.ts"
+
+const seed = 0x5eed4
+
+const roundTrip = (frame: Frame.Frame): void => {
+  const bytes = Codec.encode(frame)
+  expect(Codec.decode(bytes)).toEqual(Result.succeed(frame))
+}
+
+describe("Codec: decode(encode(frame)) equals the frame", () => {
+  for (const [tag, message] of Object.entries(Arb.toCoordinator)) {
+    it(`round trips ${tag} from any rank`, () => {
+      fc.assert(fc.property(Arb.rankFrame(message), roundTrip), { seed, numRuns: 60 })
+    })
+  }
+  for (const [tag, message] of Object.entries(Arb.toRank)) {
+    it(`round trips ${tag} from the coordinator`, () => {
+      fc.assert(fc.property(Arb.coordinatorFrame(message), roundTrip), { seed, numRuns: 60 })
+    })
+  }
+
+  it("round trips batches of any frames, in order", () => {
+    fc.assert(
+      fc.property(fc.array(Arb.frame, { maxLength: 8 }), (frames) => {
+        const bytes = Codec.encodeBatch(frames)
+        expect(bytes).toEqual(Codec.concat(frames.map(Codec.encode)))
+        expect(Codec.decodeBatch(bytes)).toEqual(frames.map((frame) => Result.succeed(frame)))
+      }),
+      { seed, numRuns: 200 }
+    )
+  })
+
+  it("carries params as a Float32Array with every bit pattern intact, in its own buffer", () => {
+    const bits = new Uint32Array([0x7fc00001, 0xffffffff, 0x80000000, 0x00000001, 0x3f800000])
+    const frame = Frame.fromRank(2, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: new Float32Array(bits.buffer) })
+    const bytes = Codec.encode(frame)
+    const decoded = Result.getOrThrow(Codec.decode(bytes))
+    expect(decoded.message._tag).toBe("Params")
+    const params = decoded.message._tag === "Params" ? decoded.message.params : new Float32Array(0)
+    expect(params).toBeInstanceOf(Float32Array)
+    expect([...new Uint32Array(params.buffer, params.byteOffset, params.length)]).toEqual([...bits])
+    expect(params.buffer).not.toBe(bytes.buffer)
+    expect(params.byteLength).toBe(params.buffer.byteLength)
+  })
+
+  it("gives -0 back as 0 (cbor-x writes integral numbers as integers)", () => {
+    const frame = Frame.fromRank(0, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: -0 })
+    const decoded = Result.getOrThrow(Codec.decode(Codec.encode(frame)))
+    expect(decoded.message).toEqual({ _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 0 })
+  })
+
+  it("encodes fields in table order whatever order the caller built them in", () => {
+    const ordered = Frame.fromCoordinator({ _tag: "ExtendPartition", epoch: 1, offset: 2, size: 3 })
+    const shuffled = Frame.fromCoordinator({ size: 3, offset: 2, _tag: "ExtendPartition", epoch: 1 })
+    expect(Codec.encode(shuffled)).toEqual(Codec.encode(ordered))
+  })
+
+  it("drops fields that are not part of the message", () => {
+    const message = { _tag: "Eval", epoch: 4, secret: "not sent" } as const
+    const bytes = Codec.encode(Frame.fromCoordinator(message))
+    expect(Codec.decode(bytes)).toEqual(Result.succeed(Frame.fromCoordinator({ _tag: "Eval", epoch: 4 })))
+  })
+
+  it("returns a fresh, exactly sized buffer for every encode", () => {
+    const a = Codec.encode(Frame.fromRank(1, { _tag: "Heartbeat" }))
+    const b = Codec.encode(Frame.fromRank(1, { _tag: "Heartbeat" }))
+    expect(a.buffer).not.toBe(b.buffer)
+    expect(a.buffer.byteLength).toBe(9)
+    expect(Object.getPrototypeOf(a)).toBe(Uint8Array.prototype)
+  })
+
+  it("accepts a frame from the sender the connection is bound to", () => {
+    const bytes = Codec.encode(Frame.fromRank(6, { _tag: "Hello" }))
+    expect(Codec.decode(bytes, { from: 6 })).toEqual(Result.succeed(Frame.fromRank(6, { _tag: "Hello" })))
+    const down = Codec.encode(Frame.fromCoordinator({ _tag: "Shutdown" }))
+    expect(Codec.decode(down, { from: "coordinator" })).toEqual(Result.succeed(Frame.fromCoordinator({ _tag: "Shutdown" })))
+  })
+
+  it("decodeEffect succeeds with the frame and fails with the WireError", () => {
+    const good = Codec.encode(Frame.fromRank(3, { _tag: "Exiting" }))
+    expect(Effect.runSync(Codec.decodeEffect(good))).toEqual(Frame.fromRank(3, { _tag: "Exiting" }))
+    const exit = Effect.runSyncExit(
+      Codec.decodeEffect(good.subarray(0, 4)).pipe(Effect.catchTag("WireError", (error) => Effect.succeed(error.reason)))
+    )
+    expect(exit).toEqual(Exit.succeed({ _tag: "Truncated", bytes: 4, bytesNeeded: 5 }))
+  })
+})

@@ -1,0 +1,50 @@
+/**
+ * One instance of every message of DESIGN.md §4, each in a frame, for the golden vectors and the
+ * hand-written tests. Values are chosen to exercise every CBOR width the encoder uses: 1-, 2-, 3-,
+ * 5- and 9-byte integers, float64, UTF-8 text of 1 to 4 bytes per code point, and Float32Array
+ * bit patterns (NaN, -0, infinities, a subnormal) built from bits, not from arithmetic, so that every
+ * runtime holds the same bytes.
+ */
+import type * as Messages from "../../src/core/messages.ts"
+import * as Frame from "../../src/wire/frame.ts"
+
+const float32FromBits = (bits: ReadonlyArray<number>): Float32Array => new Float32Array(new Uint32Array(bits).buffer)
+
+/** 1, -2.5, NaN (quiet, payload 1), -0, +Infinity, -Infinity, the smallest subnormal, 3.4e38. */
+export const params = float32FromBits([
+  0x3f800000, 0xc0200000, 0x7fc00001, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7f7fc99e
+])
+
+/** Every message type, keyed by `_tag`, in a frame from its usual sender. */
+export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Messages.ToRank["_tag"]]: Frame.Frame } = {
+  Hello: Frame.fromRank(0, { _tag: "Hello" }),
+  Heartbeat: Frame.fromRank(17, { _tag: "Heartbeat" }),
+  Progress: Frame.fromRank(3, { _tag: "Progress", epoch: 2, samplesDone: 4096, msPerBatch: 12.375 }),
+  ChunkDone: Frame.fromRank(255, { _tag: "ChunkDone", epoch: 1, offset: 65_535, size: 128 }),
+  Params: Frame.fromRank(1, { _tag: "Params", epoch: 3, round: 41, samplesDone: 70_000, params }),
+  Exiting: Frame.fromRank(256, { _tag: "Exiting" }),
+  CheckpointResult: Frame.fromRank(2, {
+    _tag: "CheckpointResult",
+    version: 5,
+    ok: false,
+    detail: "disk full: é ✓ 𝄞"
+  }),
+  EvalResult: Frame.fromRank(4, { _tag: "EvalResult", epoch: 9, accuracy: 0.9375, loss: 0.1 }),
+  RingReady: Frame.fromRank(65_536, { _tag: "RingReady", generation: 3 }),
+  StartEpoch: Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 0 }),
+  ExtendPartition: Frame.fromCoordinator({ _tag: "ExtendPartition", epoch: 7, offset: 123_456_789, size: 4096 }),
+  AssignChunk: Frame.fromCoordinator({ _tag: "AssignChunk", epoch: 2, offset: 2 ** 40 + 3, size: 256 }),
+  RequestParams: Frame.fromCoordinator({ _tag: "RequestParams", round: 24 }),
+  Update: Frame.fromCoordinator({ _tag: "Update", round: 41, params: new Float32Array(0) }),
+  SetRoles: Frame.fromCoordinator({ _tag: "SetRoles", checkpoint: 0, eval: 1, epochFn: 23 }),
+  Checkpoint: Frame.fromCoordinator({ _tag: "Checkpoint", version: 5 }),
+  Eval: Frame.fromCoordinator({ _tag: "Eval", epoch: 9 }),
+  DeclareDead: Frame.fromCoordinator({ _tag: "DeclareDead", rank: 1_000_000 }),
+  FormRing: Frame.fromCoordinator({ _tag: "FormRing", generation: 4, ringRank: 1, ringSize: 3, peers: [0, 2, 1000] }),
+  ShutdownWithSave: Frame.fromCoordinator({ _tag: "ShutdownWithSave", reason: "FailureLimitReached" }),
+  Shutdown: Frame.fromCoordinator({ _tag: "Shutdown" }),
+  CoordHeartbeat: Frame.fromCoordinator({ _tag: "CoordHeartbeat" })
+}
+
+/** The golden batch: three frames in one transport message. */
+export const batch: ReadonlyArray<Frame.Frame> = [frames.Heartbeat, frames.Progress, frames.Params]

@@ -1,0 +1,27 @@
+/**
+ * Writes the golden vectors in test/wire/vectors/ from test/wire/fixtures.ts.
+ *
+ * Run only when the wire format changes on purpose (after bumping `Structures.protocolVersion` or
+ * `structuresVersion`): `node --import tsx test/wire/write-vectors.ts --force`. Without `--force`
+ * it refuses to overwrite an existing file, so the vectors stay the reference the tests check.
+ */
+import { existsSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Fixtures from "./fixtures.ts"
+
+const dir = join(import.meta.dirname, "vectors")
+const force = process.argv.includes("--force")
+const files: Array<readonly [string, Uint8Array]> = [
+  ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
+  ["batch.cbor", Codec.encodeBatch(Fixtures.batch)]
+]
+for (const [name, bytes] of files) {
+  const path = join(dir, name)
+  if (existsSync(path) && !force) {
+    console.log(`kept ${name} (exists; pass --force to overwrite)`)
+    continue
+  }
+  writeFileSync(path, bytes)
+  console.log(`wrote ${name} (${bytes.length} bytes)`)
+}
