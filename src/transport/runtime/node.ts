@@ -90,3 +90,50 @@ export const workerParent = (): Types.ParentLink | undefined => {
     close: () => port.close()
   }
 }
+
+/**
+ * A `ws` WebSocket server on `host:port` (Node). Messages over `maxPayloadBytes` close the
+ * connection with 1009, reported to `close` as 1009.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =>
+  new Promise((resolve, reject) => {
+    const server = new WebSocketServer({ host: options.host, port: options.port, maxPayload: options.maxPayloadBytes })
+    server.on("error", reject)
+    server.on("connection", (socket) => {
+      let tooBig = false
+      const handlers = options.open({
+        send: (data) => socket.send(data),
+        close: (code, reason) => socket.close(code, reason)
+      })
+      socket.on("error", (error: Error & { code?: string }) => {
+        if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") tooBig = true
+      })
+      socket.on("message", (data, isBinary) =>
+        handlers.message(isBinary ? bytesOf(Array.isArray(data) ? Buffer.concat(data) : data) : String(data)))
+      socket.on("close", (code) => handlers.close(tooBig ? 1009 : code))
+    })
+    server.on("listening", () => {
+      const address = server.address()
+      resolve({
+        port: typeof address === "object" && address !== null ? address.port : options.port,
+        close: () =>
+          new Promise<void>((done) => {
+            for (const client of server.clients) client.terminate()
+            server.close(() => done())
+          })
+      })
+    })
+  })
+
+/**
+ * The WebSocket client constructor for this runtime: `ws` under Node, the global one under Bun
+ * and Deno (TOOLCHAIN.md §3).
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const webSocketClass = (): typeof globalThis.WebSocket =>
+  (Runtime.detect() === "node" ? WsClient : globalThis.WebSocket) as unknown as typeof globalThis.WebSocket

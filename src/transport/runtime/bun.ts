@@ -1,0 +1,63 @@
+/**
+ * Bun APIs: the WebSocket server on `Bun.serve` (TOOLCHAIN.md §3, §6).
+ *
+ * @since 0.1.0
+ */
+import type * as Types from "./types.ts"
+
+interface BunSocket {
+  data: { handlers?: Types.SocketHandlers }
+  send(data: Uint8Array | string): void
+  close(code?: number, reason?: string): void
+}
+
+interface BunServer {
+  readonly port: number
+  upgrade(request: Request, options: { data: unknown }): boolean
+  stop(closeActive?: boolean): Promise<void> | void
+}
+
+interface BunGlobal {
+  serve(options: {
+    hostname: string
+    port: number
+    fetch(request: Request, server: BunServer): Response | undefined
+    websocket: {
+      maxPayloadLength: number
+      open(ws: BunSocket): void
+      message(ws: BunSocket, message: string | Uint8Array): void
+      close(ws: BunSocket, code: number, reason: string): void
+    }
+  }): BunServer
+}
+
+/**
+ * A WebSocket server on `Bun.serve`; Bun closes a connection whose message exceeds
+ * `maxPayloadBytes` with 1009, reported to `close` as 1009.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawServer> => {
+  const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun
+  const server = bun.serve({
+    hostname: options.host,
+    port: options.port,
+    fetch: (request, server) =>
+      server.upgrade(request, { data: {} }) ? undefined : new Response("WebSocket upgrade required", { status: 426 }),
+    websocket: {
+      maxPayloadLength: options.maxPayloadBytes,
+      open: (ws) => {
+        ws.data.handlers = options.open({ send: (data) => ws.send(data), close: (code, reason) => ws.close(code, reason) })
+      },
+      message: (ws, message) =>
+        ws.data.handlers?.message(
+          typeof message === "string" ? message : new Uint8Array(message.buffer, message.byteOffset, message.byteLength)
+        ),
+      // Bun sends 1009 to the client but reports 1006 to the server, with this reason, when a
+      // message exceeds maxPayloadLength (Bun 1.4.5).
+      close: (ws, code, reason) => ws.data.handlers?.close(reason === "Received too big message" ? 1009 : code)
+    }
+  })
+  return { port: server.port, close: async () => void (await server.stop(true)) }
+}

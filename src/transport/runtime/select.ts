@@ -1,0 +1,59 @@
+/**
+ * Picks this runtime's implementation of each raw channel (DESIGN.md §5): the WebSocket server
+ * is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno.
+ *
+ * @since 0.1.0
+ */
+import * as Bun from "./bun.ts"
+import * as Deno from "./deno.ts"
+import * as Runtime from "./detect.ts"
+import * as Node from "./node.ts"
+import type * as Types from "./types.ts"
+
+/** Starts this runtime's WebSocket server. @since 0.1.0 @category sockets */
+export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> => {
+  switch (Runtime.detect()) {
+    case "bun":
+      return Bun.serveWs(options)
+    case "deno":
+      return Deno.serveWs(options)
+    default:
+      return Node.serveWs(options)
+  }
+}
+
+/**
+ * Opens a WebSocket client to `url` with this runtime's constructor; binary messages arrive as
+ * `Uint8Array`, text as `string`. `drop` ends the connection without a close handshake where the
+ * runtime allows it (`ws`'s `terminate`), else closes with 1000.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const connectWs = (
+  url: string,
+  handlers: Types.ClientHandlers
+): Types.RawSocket & { readonly drop: () => void } => {
+  const Ctor = Node.webSocketClass()
+  const socket = new Ctor(url)
+  socket.binaryType = "arraybuffer"
+  let closed = false
+  socket.onopen = () => handlers.open()
+  socket.onmessage = (event: MessageEvent) =>
+    handlers.message(typeof event.data === "string" ? event.data : new Uint8Array(event.data as ArrayBuffer))
+  socket.onerror = () => {}
+  socket.onclose = (event: CloseEvent) => {
+    if (closed) return
+    closed = true
+    handlers.close(event.code)
+  }
+  return {
+    send: (data) => socket.send(data as Uint8Array<ArrayBuffer> | string),
+    close: (code, reason) => socket.close(code, reason),
+    drop: () => {
+      const terminate = (socket as unknown as { terminate?: () => void }).terminate
+      if (typeof terminate === "function") terminate.call(socket)
+      else socket.close(1000, "dropped")
+    }
+  }
+}

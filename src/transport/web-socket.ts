@@ -1,0 +1,257 @@
+/**
+ * The WebSocket transport: the coordinator serves, ranks connect (DESIGN.md §5).
+ *
+ * The server is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno; the client is
+ * `ws` on Node and the global `WebSocket` elsewhere (all in `src/transport/runtime/`). A client
+ * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
+ * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
+ * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
+ * never comes back), `JoinTimeout` 4004. Nothing reaches the inbox before a join is accepted.
+ * After the join, frames travel as binary batches; a message over `messageBytesMax` closes with
+ * 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
+ *
+ * @since 0.1.0
+ */
+import { Effect, Scope } from "effect"
+import * as DeathReport from "../actor/death-report.ts"
+import * as Hub from "./internal/hub.ts"
+import * as Select from "./runtime/select.ts"
+import type * as RuntimeTypes from "./runtime/types.ts"
+import * as Transport from "./transport.ts"
+
+/**
+ * Server options, beside `Transport.Options`:
+ *
+ * - `runToken`: the secret every join must carry (required).
+ * - `worldSize`: ranks accepted are `[0, worldSize)` (required).
+ * - `host`: the address to bind; default `"127.0.0.1"` (loopback only).
+ * - `port`: default `0` (any free port; read it from `ServerHandle.port`).
+ * - `joinTimeoutMs`: milliseconds a connection may take to join; default `joinTimeoutMsDefault` (5000).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface ServerOptions extends Transport.Options {
+  readonly runToken: string
+  readonly worldSize: number
+  readonly host?: string
+  readonly port?: number
+  readonly joinTimeoutMs?: number
+}
+
+/** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
+export const joinTimeoutMsDefault = 5000
+
+/** Default bind address: loopback. @since 0.1.0 @category options */
+export const hostDefault = "127.0.0.1"
+
+/**
+ * A listening server: its endpoint (peer id `coordinatorPeer`), bound `host` and `port`, `url`
+ * (`ws://host:port/`) and counters of refused joins by close code.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ServerHandle {
+  readonly transport: Transport.TransportShape
+  readonly host: string
+  readonly port: number
+  readonly url: string
+  readonly refusals: Effect.Effect<Readonly<Record<number, number>>>
+}
+
+const encoder = new TextEncoder()
+
+// Compares without an early exit so that the time taken does not reveal the matching prefix.
+const sameToken = (a: string, b: string): boolean => {
+  const x = encoder.encode(a)
+  const y = encoder.encode(b)
+  let diff = x.length ^ y.length
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0)
+  return diff === 0
+}
+
+const parseJoin = (data: Uint8Array | string): { readonly token: string; readonly rank: unknown } | undefined => {
+  if (typeof data !== "string" || data.length > 4096) return undefined
+  try {
+    const value = JSON.parse(data) as { token?: unknown; rank?: unknown }
+    return typeof value === "object" && value !== null && typeof value.token === "string"
+      ? { token: value.token, rank: value.rank }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Starts a server in the current scope; closing the scope closes every connection and the
+ * listener. Fails with `TransportError` `ConnectFailed` when it cannot bind.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Transport.TransportError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const hub = yield* Hub.make(Transport.coordinatorPeer, options)
+    const host = options.host ?? hostDefault
+    const joinTimeoutMs = options.joinTimeoutMs ?? joinTimeoutMsDefault
+    const joined = new Set<Transport.Peer>()
+    const refusals: Record<number, number> = {}
+    const timers = new Set<ReturnType<typeof setTimeout>>()
+
+    const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers => {
+      let link: Hub.Link | undefined
+      let refused = false
+      const refuse = (code: number, reason: string) => {
+        if (refused) return
+        refused = true
+        refusals[code] = (refusals[code] ?? 0) + 1
+        socket.close(code, reason)
+      }
+      const timer = setTimeout(() => refuse(Transport.CloseCode.JoinTimeout, "join timeout"), joinTimeoutMs)
+      timers.add(timer)
+      const settle = () => {
+        clearTimeout(timer)
+        timers.delete(timer)
+      }
+      return {
+        message: (data) => {
+          if (link !== undefined) {
+            if (typeof data === "string") return link.close(Transport.CloseCode.BadBatch)
+            return link.receive(data)
+          }
+          if (refused) return
+          settle()
+          const join = parseJoin(data)
+          if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
+          if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          const rank = join.rank
+          if (typeof rank !== "number" || !Number.isInteger(rank) || rank < 0 || rank >= options.worldSize) {
+            return refuse(Transport.CloseCode.RankOutOfRange, "rank out of range")
+          }
+          if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
+          joined.add(rank)
+          link = hub.attach(rank, {
+            post: (message) => socket.send(message),
+            close: (code) => socket.close(code, "closed by coordinator")
+          })
+          socket.send(JSON.stringify({ welcome: rank }))
+        },
+        close: (code) => {
+          settle()
+          link?.end(DeathReport.disconnected(code))
+        }
+      }
+    }
+
+    const server = yield* Effect.tryPromise({
+      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open }),
+      catch: (error) =>
+        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        for (const timer of timers) clearTimeout(timer)
+        hub.flushAll()
+        await server.close()
+        hub.shutdown()
+      })
+    )
+    return {
+      transport: hub.transport,
+      host,
+      port: server.port,
+      url: `ws://${host}:${server.port}/`,
+      refusals: Effect.sync(() => ({ ...refusals }))
+    }
+  })
+
+/**
+ * Client options, beside `Transport.Options`: the server `url`, the `runToken` and the `rank` to
+ * join as.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface ClientOptions extends Transport.Options {
+  readonly url: string
+  readonly runToken: string
+  readonly rank: Transport.Peer
+}
+
+/**
+ * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), `close(code)` to
+ * leave with a close handshake, and `drop` to cut the connection without one where the runtime
+ * can (`ws` under Node; elsewhere it closes with 1000).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ClientHandle {
+  readonly transport: Transport.TransportShape
+  readonly close: (closeCode?: number) => Effect.Effect<void>
+  readonly drop: Effect.Effect<void>
+}
+
+/**
+ * Connects and joins as `rank`; closing the scope closes the connection with 1000. Fails with
+ * `TransportError`: `Refused{closeCode}` when the server refuses the join, `ConnectFailed` when
+ * the connection fails first.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Transport.TransportError, Scope.Scope> =>
+  Effect.gen(function*() {
+    const hub = yield* Hub.make(options.rank, options)
+    let link: Hub.Link | undefined
+    let closed: (() => void) | undefined
+    const done = new Promise<void>((resolve) => (closed = resolve))
+    const socket = yield* Effect.callback<RuntimeTypes.RawSocket & { readonly drop: () => void }, Transport.TransportError>(
+      (resume) => {
+        let welcomed = false
+        const raw = Select.connectWs(options.url, {
+          open: () => raw.send(JSON.stringify({ token: options.runToken, rank: options.rank })),
+          message: (data) => {
+            if (link !== undefined) {
+              if (typeof data !== "string") link.receive(data)
+              return
+            }
+            if (!welcomed && typeof data === "string") {
+              welcomed = true
+              link = hub.attach(Transport.coordinatorPeer, {
+                post: (message) => raw.send(message),
+                close: (code) => raw.close(code, "closed by rank")
+              })
+              resume(Effect.succeed(raw))
+            }
+          },
+          close: (code) => {
+            closed?.()
+            if (link !== undefined) return link.end(DeathReport.disconnected(code))
+            resume(Effect.fail(
+              new Transport.TransportError({
+                reason: code === Transport.CloseCode.Abnormal
+                  ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
+                  : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
+              })
+            ))
+          }
+        })
+      }
+    )
+    const close = (closeCode: number = Transport.CloseCode.Normal) =>
+      Effect.promise(() => {
+        link?.close(closeCode)
+        return done
+      })
+    yield* Effect.addFinalizer(() => Effect.andThen(close(), Effect.sync(() => hub.shutdown())))
+    return {
+      transport: hub.transport,
+      close,
+      drop: Effect.promise(() => {
+        socket.drop()
+        return done
+      })
+    }
+  })

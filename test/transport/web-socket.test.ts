@@ -1,0 +1,165 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Queue } from "effect"
+import * as DeathReport from "../../src/actor/death-report.ts"
+import * as Runtime from "../../src/transport/runtime/detect.ts"
+import * as Select from "../../src/transport/runtime/select.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as Worker from "../../src/transport/worker.ts"
+import { contractSuite } from "./contract.ts"
+import * as Script from "./rank-script.ts"
+
+const runtime = Runtime.detect()
+const runToken = "run-token-7f3a"
+
+contractSuite({
+  name: `WebSocket (${runtime})`,
+  exitCause: DeathReport.disconnected(1000),
+  closedCause: (code) => DeathReport.disconnected(code),
+  start: (ranks, options) =>
+    Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ ...options, runToken, worldSize: ranks })
+      for (let rank = 0; rank < ranks; rank++) {
+        const client = yield* WebSocket.connect({ url: server.url, runToken, rank })
+        const leave = (how: Script.Leave) => {
+          if (how !== "hang") Effect.runFork(client.close(how === "exit7" ? 4007 : 1000))
+        }
+        yield* Effect.forkScoped(Script.run(client.transport, leave))
+      }
+      return server.transport
+    })
+})
+
+/** A claimed-sender frame for the impersonation test: `[0x02, rank]`. */
+const claimFrame = (rank: number) => Uint8Array.of(2, rank)
+const claimInspect: Transport.Inspect = (peer, frame) =>
+  frame[0] === 2 && frame[1] !== peer ? { _tag: "Impersonation", claimed: frame[1] ?? -1 } : undefined
+
+/** A raw client that sends `first` once open and resolves with the close code it gets. */
+const rawJoin = (url: string, first: Uint8Array | string | undefined) =>
+  Effect.promise(() =>
+    new Promise<number>((resolve) => {
+      const socket = Select.connectWs(url, {
+        open: () => {
+          if (first !== undefined) socket.send(first)
+        },
+        message: () => {},
+        close: resolve
+      })
+    })
+  )
+
+const refusedWith = <R>(effect: Effect.Effect<unknown, Transport.TransportError, R>) =>
+  Effect.map(Effect.flip(effect), (error) => error.reason._tag === "Refused" ? error.reason.closeCode : -1)
+
+describe(`WebSocket security (${runtime}): refusals with close codes, nothing reaches the inbox`, () => {
+  it.effect("the server binds to 127.0.0.1 unless told otherwise", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
+      assert.strictEqual(server.host, "127.0.0.1")
+      assert.strictEqual(server.url, `ws://127.0.0.1:${server.port}/`)
+    })))
+
+  it.effect("a join with the wrong token is refused with 4001", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
+      const code = yield* refusedWith(WebSocket.connect({ url: server.url, runToken: "run-token-7f3b", rank: 0 }))
+      assert.strictEqual(code, Transport.CloseCode.WrongToken)
+      assert.deepStrictEqual(yield* server.refusals, { 4001: 1 })
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+      assert.deepStrictEqual(yield* server.transport.peers, [])
+    })))
+
+  it.effect("a join with a rank out of range, negative or fractional, is refused with 4002", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
+      for (const rank of [2, -1, 0.5]) {
+        assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank })), 4002)
+      }
+      assert.deepStrictEqual(yield* server.refusals, { 4002: 3 })
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+    })))
+
+  it.effect("a second connection for a live rank is refused with 4003 and the first keeps working", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
+      const first = yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4003)
+      yield* first.transport.send(Transport.coordinatorPeer, Script.dataFrame(9))
+      const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.deepStrictEqual(event._tag === "Frame" && [event.peer, Script.indexOf(event.bytes)], [1, 9])
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+    })))
+
+  it.effect("a first message that is not a join is refused with 4000; no join in time with 4004", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2, joinTimeoutMs: 50 })
+      assert.strictEqual(yield* rawJoin(server.url, Script.dataFrame(0)), 4000)
+      assert.strictEqual(yield* rawJoin(server.url, "{not json"), 4000)
+      assert.strictEqual(yield* rawJoin(server.url, undefined), 4004)
+      assert.deepStrictEqual(yield* server.refusals, { 4000: 2, 4004: 1 })
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+    })))
+
+  it.effect("a message over messageBytesMax closes the connection with 1009 and never reaches the inbox", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, messageBytesMax: 1024 })
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      yield* client.transport.send(Transport.coordinatorPeer, new Uint8Array(2048))
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.disconnected(1009)
+      })
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(client.transport.inbox)), {
+        _tag: "Ended",
+        peer: Transport.coordinatorPeer,
+        cause: DeathReport.disconnected(1009)
+      })
+      assert.strictEqual((yield* server.transport.stats).framesReceived, 0)
+    })))
+
+  it.effect("a frame claiming another rank's id closes the connection with 4005 and is not delivered", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2, inspect: claimInspect })
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(0))
+      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(1))
+      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(0))
+      const first = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.deepStrictEqual(first._tag === "Frame" && [...first.bytes], [2, 0])
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.disconnected(Transport.CloseCode.RankMismatch)
+      })
+      assert.strictEqual((yield* server.transport.stats).framesReceived, 1)
+    })))
+})
+
+describe(`WebSocket supervision (${runtime})`, () => {
+  it.effect("a rank whose connection drops is Disconnected 1006, after its last frame", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
+      const host = yield* Worker.host()
+      yield* host.spawn({
+        entry: new URL("./fixtures/ws-rank.ts", import.meta.url),
+        rank: 0,
+        data: { url: server.url, runToken, rank: 0 }
+      })
+      // The worker's own link to the host is not used; the WebSocket is.
+      const ws = server.transport
+      while ((yield* ws.peers).length === 0) yield* Effect.yieldNow
+      yield* ws.send(0, Script.command({ op: "burst", n: 300, bytes: 32, then: "hang" }))
+      for (let i = 0; i < 300; i++) {
+        const event = yield* Effect.orDie(Queue.take(ws.inbox))
+        assert.strictEqual(event._tag === "Frame" && Script.indexOf(event.bytes), i)
+      }
+      yield* host.terminate(0)
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(ws.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.disconnected(Transport.CloseCode.Abnormal)
+      })
+    })))
+})
