@@ -1,0 +1,93 @@
+/**
+ * The transport supervisor: reads a transport's ordered events and turns every end of a rank
+ * into a `DeathReport{rank, cause}`, unless the rank announced `Exiting` first (DESIGN.md §3.10,
+ * §5). Any end without a prior `Exiting` is a death, whatever the exit code. Because a transport
+ * delivers a peer's end after its last frame, the report comes after every frame the rank sent.
+ * It never restarts anything; the coordinator decides.
+ *
+ * @since 0.1.0
+ */
+import { Stream } from "effect"
+import * as DeathReport from "../actor/death-report.ts"
+import type * as Transport from "./transport.ts"
+
+/**
+ * A rank that announced `Exiting` and then ended: a clean exit, never a failure.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Left {
+  readonly _tag: "Left"
+  readonly rank: Transport.Peer
+  readonly cause: DeathReport.DeathCause
+}
+
+/**
+ * What the coordinator's mailbox receives from a supervised transport, in order per rank.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Inbound = Transport.Frame | Transport.BadFrame | DeathReport.DeathReport | Left
+
+/**
+ * Supervisor options. `isExiting(frame)`: whether a frame is the rank's `Exiting` announcement
+ * (with `src/wire`, decode and compare the message tag); must not throw.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Options {
+  readonly isExiting: (frame: Uint8Array) => boolean
+}
+
+/**
+ * A supervisor's state over one transport. `classify` maps each event in delivery order;
+ * `exiting(rank)` records an `Exiting` learnt another way (e.g. already decoded by the caller).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Supervisor {
+  readonly classify: (event: Transport.Event) => Inbound
+  readonly exiting: (rank: Transport.Peer) => void
+}
+
+/**
+ * Makes a supervisor. Exited ranks are remembered in a set bounded by the number of ranks.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): Supervisor => {
+  const exited = new Set<Transport.Peer>()
+  return {
+    exiting: (rank) => void exited.add(rank),
+    classify: (event) => {
+      switch (event._tag) {
+        case "Frame":
+          if (options.isExiting(event.bytes)) exited.add(event.peer)
+          return event
+        case "BadFrame":
+          return event
+        case "Ended":
+          return exited.has(event.peer)
+            ? { _tag: "Left", rank: event.peer, cause: event.cause }
+            : DeathReport.make(event.peer, event.cause)
+      }
+    }
+  }
+}
+
+/**
+ * The supervised inbound stream of `transport`: frames, bad frames, death reports and clean
+ * exits, in delivery order.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const supervise = (transport: Transport.TransportShape, options: Options): Stream.Stream<Inbound> => {
+  const supervisor = make(options)
+  return Stream.map(transport.events, supervisor.classify)
+}
