@@ -1,23 +1,26 @@
 /**
  * Static-mode assignments of one epoch: each rank's ordered list of ranges (its partition, then
- * each extension in the order sent), its committed position in that list, and the remainder that
- * a death hands to the survivors (DESIGN.md §3.3).
+ * each extension in the order sent), how much of it is still uncommitted, and the remainder that a
+ * death hands to the survivors (DESIGN.md §3.3).
  *
  * Fixes floDl gap 7.2.7: extensions are part of the list, so a survivor that received slices and
  * then dies hands them on too, and the remainder is one range per list entry.
  *
- * Memory: the partition is derived from the rank's index in the epoch's plan (equal split) or
- * read from per-rank arrays (ratio plans); only extensions are stored sparsely.
+ * Memory: 16 bytes per rank. The partition is derived from the rank's index in the epoch's plan
+ * (equal split) or read from per-rank arrays (ratio plans only); extensions live in one growable
+ * typed table shared by all ranks (20 bytes per extension), linked newest first per rank.
  *
  * @since 0.1.0
  */
 import type { Rank } from "./messages.ts"
 import * as Split from "./split.ts"
 
+const NONE = -1
+
 /**
  * - `planIndex[r]`: `r`'s position among the epoch's planned ranks, or `-1` (no partition).
- * - `committed[r]`: samples of `r`'s list committed so far.
- * - `extensions`: flat `[offset, size, offset, size, ...]` per rank that received any, with their total.
+ * - `uncommitted[r]`: samples of `r`'s list not yet committed.
+ * - `extHead[r]`: newest extension of `r` in the extension table, or `-1`.
  *
  * @since 0.1.0
  * @category model
@@ -29,8 +32,12 @@ export interface Assignments {
   readonly planIndex: Int32Array
   readonly ratioOffsets: Float64Array | undefined
   readonly ratioSizes: Float64Array | undefined
-  readonly committed: Float64Array
-  readonly extensions: Map<Rank, { readonly ranges: Array<number>; total: number }>
+  readonly uncommitted: Float64Array
+  readonly extHead: Int32Array
+  extOffset: Float64Array
+  extSize: Float64Array
+  extNext: Int32Array
+  extCount: number
   committedTotal: number
 }
 
@@ -48,10 +55,8 @@ export const make = (
   planned: ReadonlyArray<Rank>,
   ratios: ReadonlyArray<number> | undefined
 ): Assignments => {
-  const planIndex = new Int32Array(worldSize).fill(-1)
-  planned.forEach((rank, i) => {
-    planIndex[rank] = i
-  })
+  const planIndex = new Int32Array(worldSize).fill(NONE)
+  const uncommitted = new Float64Array(worldSize)
   let ratioOffsets: Float64Array | undefined
   let ratioSizes: Float64Array | undefined
   const weights = ratios === undefined ? undefined : planned.map((r) => ratios[r]!)
@@ -66,17 +71,26 @@ export const make = (
       offset += sizes[i]!
     })
   }
-  return {
+  const a: Assignments = {
     epoch,
     epochSamples,
     planCount: planned.length,
     planIndex,
     ratioOffsets,
     ratioSizes,
-    committed: new Float64Array(worldSize),
-    extensions: new Map(),
+    uncommitted,
+    extHead: new Int32Array(worldSize).fill(NONE),
+    extOffset: new Float64Array(64),
+    extSize: new Float64Array(64),
+    extNext: new Int32Array(64),
+    extCount: 0,
     committedTotal: 0
   }
+  planned.forEach((rank, i) => {
+    planIndex[rank] = i
+    uncommitted[rank] = partition(a, rank)[1]
+  })
+  return a
 }
 
 /** `rank`'s partition `[offset, size]` (size 0 when it has none). O(1). @since 0.1.0 @category queries */
@@ -87,37 +101,56 @@ export const partition = (a: Assignments, rank: Rank): readonly [offset: number,
   return Split.equalPart(a.epochSamples, a.planCount, index)
 }
 
-/** Samples in `rank`'s whole list. O(1). @since 0.1.0 @category queries */
-export const assignedLength = (a: Assignments, rank: Rank): number =>
-  partition(a, rank)[1] + (a.extensions.get(rank)?.total ?? 0)
-
 /** True when `rank` has assigned samples not yet committed. O(1). @since 0.1.0 @category queries */
-export const hasUncommitted = (a: Assignments, rank: Rank): boolean => a.committed[rank]! < assignedLength(a, rank)
+export const hasUncommitted = (a: Assignments, rank: Rank): boolean => a.uncommitted[rank]! > 0
 
 /**
- * Calls `f(offset, size)` for each entry of `rank`'s list, partition first, in order; stops when
- * `f` returns false. O(entries).
+ * Calls `f(offset, size)` for each entry of `rank`'s list in order, partition first.
+ * O(entries).
  *
  * @since 0.1.0
  * @category queries
  */
-export const forEachEntry = (a: Assignments, rank: Rank, f: (offset: number, size: number) => boolean | void): void => {
+export const forEachEntry = (a: Assignments, rank: Rank, f: (offset: number, size: number) => void): void => {
   const [offset, size] = partition(a, rank)
-  if (size > 0 && f(offset, size) === false) return
-  const ext = a.extensions.get(rank)
-  if (ext === undefined) return
-  for (let i = 0; i < ext.ranges.length; i += 2) if (f(ext.ranges[i]!, ext.ranges[i + 1]!) === false) return
+  if (size > 0) f(offset, size)
+  const newestFirst: Array<number> = []
+  for (let e = a.extHead[rank]!; e !== NONE; e = a.extNext[e]!) newestFirst.push(e)
+  for (let i = newestFirst.length - 1; i >= 0; i--) f(a.extOffset[newestFirst[i]!]!, a.extSize[newestFirst[i]!]!)
 }
 
-/** Appends `[offset, offset + size)` to `rank`'s list. O(1). @since 0.1.0 @category mutations */
+/** Samples in `rank`'s whole list. O(entries). @since 0.1.0 @category queries */
+export const assignedLength = (a: Assignments, rank: Rank): number => {
+  let total = partition(a, rank)[1]
+  for (let e = a.extHead[rank]!; e !== NONE; e = a.extNext[e]!) total += a.extSize[e]!
+  return total
+}
+
+/** Samples of `rank`'s list committed so far. O(entries). @since 0.1.0 @category queries */
+export const committed = (a: Assignments, rank: Rank): number => assignedLength(a, rank) - a.uncommitted[rank]!
+
+const grow = (a: Assignments): void => {
+  const capacity = a.extOffset.length * 2
+  const offsets = new Float64Array(capacity)
+  offsets.set(a.extOffset)
+  const sizes = new Float64Array(capacity)
+  sizes.set(a.extSize)
+  const next = new Int32Array(capacity)
+  next.set(a.extNext)
+  a.extOffset = offsets
+  a.extSize = sizes
+  a.extNext = next
+}
+
+/** Appends `[offset, offset + size)` to `rank`'s list. O(1) amortized. @since 0.1.0 @category mutations */
 export const extend = (a: Assignments, rank: Rank, offset: number, size: number): void => {
-  let ext = a.extensions.get(rank)
-  if (ext === undefined) {
-    ext = { ranges: [], total: 0 }
-    a.extensions.set(rank, ext)
-  }
-  ext.ranges.push(offset, size)
-  ext.total += size
+  if (a.extCount === a.extOffset.length) grow(a)
+  const e = a.extCount++
+  a.extOffset[e] = offset
+  a.extSize[e] = size
+  a.extNext[e] = a.extHead[rank]!
+  a.extHead[rank] = e
+  a.uncommitted[rank]! += size
 }
 
 /**
@@ -134,12 +167,11 @@ export const rangesBetween = (a: Assignments, rank: Rank, from: number, to: numb
     const end = Math.min(to, position + size)
     if (end > start) f(offset + (start - position), end - start)
     position += size
-    return position < to
   })
 }
 
 /**
- * The outcome of a commit: how far the rank's committed position moved, and whether the reported
+ * The outcome of a commit: the committed position before and after, and whether the reported
  * `samplesDone` exceeded the list and was clamped.
  *
  * @since 0.1.0
@@ -161,11 +193,11 @@ export interface Commit {
  */
 export const commit = (a: Assignments, rank: Rank, samplesDone: number, onRange: (offset: number, size: number) => void): Commit => {
   const length = assignedLength(a, rank)
+  const before = length - a.uncommitted[rank]!
   const target = Math.min(samplesDone, length)
-  const before = a.committed[rank]!
   if (target > before) {
     rangesBetween(a, rank, before, target, onRange)
-    a.committed[rank] = target
+    a.uncommitted[rank] = length - target
     a.committedTotal += target - before
   }
   return { committedBefore: before, committedAfter: Math.max(before, target), clamped: samplesDone > length }
@@ -180,6 +212,7 @@ export const commit = (a: Assignments, rank: Rank, samplesDone: number, onRange:
  */
 export const remainder = (a: Assignments, rank: Rank): Array<readonly [offset: number, size: number]> => {
   const out: Array<readonly [number, number]> = []
-  rangesBetween(a, rank, a.committed[rank]!, Number.POSITIVE_INFINITY, (offset, size) => out.push([offset, size]))
+  const length = assignedLength(a, rank)
+  rangesBetween(a, rank, length - a.uncommitted[rank]!, length, (offset, size) => out.push([offset, size]))
   return out
 }

@@ -46,7 +46,7 @@ export interface Options {
   /** A rank is stale after this many ms without a frame (strictly more). Default 10000. */
   readonly heartbeatTimeoutMs?: number
   /** Default: none (only the backend limits apply). */
-  readonly failureLimit?: FailureLimit
+  readonly failureLimit?: FailureLimit | undefined
   /** How a dead rank's remainder is split: `equal` (default) or `throughput`. */
   readonly redistribution?: "equal" | "throughput"
   /** Static partitions in proportion to these weights, one per rank; default equal split. */

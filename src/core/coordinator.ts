@@ -59,6 +59,9 @@ export type Input =
  *
  * - `Send`: deliver `message` to rank `to`.
  * - `Broadcast`: deliver `message` to every survivor as of this step (`survivors(state)`).
+ * - `ExtendPartitions`: deliver `ExtendPartition{epoch, offset: offsets[i], size: sizes[i]}` to
+ *   `ranks[i]` for each `i` in order: the slices of one remainder range of rank `from`, kept in
+ *   typed arrays so that a death costs O(min(R, S)) without an object per slice.
  * - `Alert`: record and show an alert.
  * - `AverageRound`: round `round` closed; average `params` (one per contributor, in contribution
  *   order) with the averaging backend and broadcast `Update{round, mean}` to the survivors.
@@ -71,6 +74,15 @@ export type Input =
 export type Command =
   | { readonly _tag: "Send"; readonly to: Rank; readonly message: ToRank; readonly reason: string }
   | { readonly _tag: "Broadcast"; readonly message: ToRank; readonly reason: string }
+  | {
+    readonly _tag: "ExtendPartitions"
+    readonly epoch: number
+    readonly from: Rank
+    readonly ranks: Int32Array
+    readonly offsets: Float64Array
+    readonly sizes: Float64Array
+    readonly reason: string
+  }
   | { readonly _tag: "Alert"; readonly alert: Alerts.Alert }
   | {
     readonly _tag: "AverageRound"
@@ -329,7 +341,8 @@ export const isDead = (state: State, rank: Rank): boolean => Membership.isDead(s
 export const isLive = (state: State, rank: Rank): boolean => Membership.isLive(state.membership, rank)
 
 /** Samples of `rank`'s current static list committed so far (0 in progressive mode). @since 0.1.0 @category queries */
-export const committedSamples = (state: State, rank: Rank): number => state.assignments?.committed[rank] ?? 0
+export const committedSamples = (state: State, rank: Rank): number =>
+  state.assignments === undefined ? 0 : Assignments.committed(state.assignments, rank)
 
 /** `rank`'s current static list: partition then extensions, as `[offset, size]`. @since 0.1.0 @category queries */
 export const assignment = (state: State, rank: Rank): Array<readonly [number, number]> => {
@@ -391,6 +404,16 @@ const tracked = <A>(state: State, rank: Rank, mutate: () => A): A => {
     if (state.contributed[rank] === 0) state.pendingRequired += delta
   }
   return result
+}
+
+/** Appends an extension to a survivor's list, keeping the round counters right. O(1). */
+const extendLive = (state: State, a: Assignments.Assignments, rank: Rank, offset: number, size: number): void => {
+  const had = Assignments.hasUncommitted(a, rank)
+  Assignments.extend(a, rank, offset, size)
+  if (!had && size > 0) {
+    state.uncommittedLive += 1
+    if (state.contributed[rank] === 0) state.pendingRequired += 1
+  }
 }
 
 /** A live rank leaves the live set: it no longer holds up rounds. Call before unlinking it. */
@@ -766,21 +789,16 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
     const throughput = config.redistribution === "throughput" && state.calibration.calibratedLive === survivorCount
     const ranks = throughput ? Membership.survivors(membership) : []
     const weights = throughput ? ranks.map((r) => 1 / Roles.smoothedMsPerBatch(state.calibration, r)!) : []
+    const nextLive = (from: number) => Membership.nextLive(membership, from)
     for (const { rank: from, death, ranges } of remainders) {
+      const reason = `remainder of rank ${from} (${throughput ? "throughput" : "equal"} split over ${survivorCount} survivors)`
       for (const [offset, size] of ranges) {
         const slices = throughput
           ? Split.splitProportional(offset, size, ranks, weights)
-          : Split.splitEqual(offset, size, survivorCount, config.worldSize, (from) => Membership.nextLive(membership, from))
-        for (const slice of slices) {
-          tracked(state, slice.rank, () => Assignments.extend(a, slice.rank, slice.offset, slice.size))
-          send(
-            cmds,
-            slice.rank,
-            { _tag: "ExtendPartition", epoch: state.epoch, offset: slice.offset, size: slice.size },
-            `remainder of rank ${from} (${throughput ? "throughput" : "equal"} split)`
-          )
-        }
-        if (death !== undefined) death.extensions += slices.length
+          : Split.splitEqual(offset, size, survivorCount, config.worldSize, nextLive)
+        for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
+        cmds.push({ _tag: "ExtendPartitions", epoch: state.epoch, from, ...slices, reason })
+        if (death !== undefined) death.extensions += slices.ranks.length
       }
     }
   }

@@ -42,21 +42,23 @@ export const proportionalSizes = (total: number, weights: ReadonlyArray<number>)
 }
 
 /**
- * One slice of a split remainder range: `size` samples at `offset` for `rank`.
+ * The slices of one split range, as parallel typed arrays: slice `i` gives `sizes[i]` samples at
+ * `offsets[i]` to `ranks[i]`. Zero-size slices are never produced.
  *
  * @since 0.1.0
  * @category redistribution
  */
-export interface Slice {
-  readonly rank: Rank
-  readonly offset: number
-  readonly size: number
+export interface Slices {
+  readonly ranks: Int32Array
+  readonly offsets: Float64Array
+  readonly sizes: Float64Array
 }
 
 /**
- * Splits `[offset, offset + size)` equally over survivors in ascending order, visiting only the
- * first `min(size, survivorCount)` of them (slices of 0 are not produced). `nextSurvivor(from)`
- * returns the lowest survivor `>= from` (or a value `>= worldSize`). O(min(R, S) + skipped).
+ * Splits `[offset, offset + size)` equally over survivors in ascending order (the first
+ * `size mod survivorCount` get one more), visiting only the first `min(size, survivorCount)` of
+ * them. `nextSurvivor(from)` returns the lowest survivor `>= from` (or a value `>= worldSize`).
+ * O(min(R, S) + skipped), with no allocation per slice.
  *
  * @since 0.1.0
  * @category redistribution
@@ -67,19 +69,24 @@ export const splitEqual = (
   survivorCount: number,
   worldSize: number,
   nextSurvivor: (from: number) => number
-): Array<Slice> => {
-  const slices: Array<Slice> = []
-  if (size <= 0 || survivorCount <= 0) return slices
-  const visit = Math.min(size, survivorCount)
+): Slices => {
+  const count = size <= 0 || survivorCount <= 0 ? 0 : Math.min(size, survivorCount)
+  const ranks = new Int32Array(count)
+  const offsets = new Float64Array(count)
+  const sizes = new Float64Array(count)
+  const quotient = Math.floor(size / survivorCount)
+  const extra = size % survivorCount
   let cursor = offset
   let rank = nextSurvivor(0)
-  for (let i = 0; i < visit && rank < worldSize; i++) {
-    const [, part] = equalPart(size, survivorCount, i)
-    slices.push({ rank, offset: cursor, size: part })
+  for (let i = 0; i < count && rank < worldSize; i++) {
+    const part = quotient + (i < extra ? 1 : 0)
+    ranks[i] = rank
+    offsets[i] = cursor
+    sizes[i] = part
     cursor += part
     rank = nextSurvivor(rank + 1)
   }
-  return slices
+  return { ranks, offsets, sizes }
 }
 
 /**
@@ -95,14 +102,25 @@ export const splitProportional = (
   size: number,
   ranks: ReadonlyArray<Rank>,
   throughputs: ReadonlyArray<number>
-): Array<Slice> => {
-  const sizes = proportionalSizes(size, throughputs)
-  const slices: Array<Slice> = []
+): Slices => {
+  const parts = proportionalSizes(size, throughputs)
+  const count = parts.filter((p) => p > 0).length
+  const out = { ranks: new Int32Array(count), offsets: new Float64Array(count), sizes: new Float64Array(count) }
   let cursor = offset
-  ranks.forEach((rank, i) => {
-    const part = sizes[i]!
-    if (part > 0) slices.push({ rank, offset: cursor, size: part })
+  let i = 0
+  ranks.forEach((rank, k) => {
+    const part = parts[k]!
+    if (part > 0) {
+      out.ranks[i] = rank
+      out.offsets[i] = cursor
+      out.sizes[i] = part
+      i += 1
+    }
     cursor += part
   })
-  return slices
+  return out
 }
+
+/** The slices as `{rank, offset, size}` records, for tests and logs. O(slices). @since 0.1.0 @category redistribution */
+export const toArray = (slices: Slices): Array<{ readonly rank: Rank; readonly offset: number; readonly size: number }> =>
+  Array.from(slices.ranks, (rank, i) => ({ rank, offset: slices.offsets[i]!, size: slices.sizes[i]! }))

@@ -28,6 +28,9 @@ export const deliveries = (state: Coordinator.State, cmds: ReadonlyArray<Coordin
   for (const cmd of cmds) {
     if (cmd._tag === "Send") out.push([cmd.to, cmd.message])
     else if (cmd._tag === "Broadcast") for (const r of Coordinator.survivors(state)) out.push([r, cmd.message])
+    else if (cmd._tag === "ExtendPartitions") {
+      cmd.ranks.forEach((to, i) => out.push([to, { _tag: "ExtendPartition", epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }]))
+    }
   }
   return out
 }
@@ -41,7 +44,13 @@ export const ranges = (
   deliveries(state, cmds).flatMap(([to, m]) => (m._tag === tag ? [[to, m.offset, m.size] as const] : []))
 
 export const tags = (cmds: ReadonlyArray<Coordinator.Command>): Array<string> =>
-  cmds.map((c) => (c._tag === "Send" || c._tag === "Broadcast" ? `${c._tag}:${c.message._tag}` : c._tag === "Alert" ? `Alert:${c.alert.class}` : c._tag))
+  cmds.flatMap((c) => {
+    if (c._tag === "Send" || c._tag === "Broadcast") return [`${c._tag}:${c.message._tag}`]
+    if (c._tag === "Alert") return [`Alert:${c.alert.class}`]
+    // One tag per slice, so that expectations read like the messages that go out.
+    if (c._tag === "ExtendPartitions") return Array.from(c.ranks, () => "Send:ExtendPartition")
+    return [c._tag]
+  })
 
 /** Keeps every listed rank fresh at `nowMs`. */
 export const heartbeat = (state: Coordinator.State, nowMs: number, ranks: ReadonlyArray<Rank>): void => {

@@ -19,12 +19,20 @@ describe("splits (DESIGN.md §3.4)", () => {
     const m = Membership.make(10)
     Membership.declareDead(m, 0)
     Membership.declareDead(m, 2)
-    const slices = Split.splitEqual(100, 3, m.activeCount, 10, (from) => Membership.nextLive(m, from))
+    const slices = Split.toArray(Split.splitEqual(100, 3, m.activeCount, 10, (from) => Membership.nextLive(m, from)))
     expect(slices).toEqual([{ rank: 1, offset: 100, size: 1 }, { rank: 3, offset: 101, size: 1 }, { rank: 4, offset: 102, size: 1 }])
   })
 
+  it("an equal split of a large range gives every survivor a slice, the first ones one more", () => {
+    const m = Membership.make(4)
+    Membership.declareDead(m, 2)
+    expect(Split.toArray(Split.splitEqual(596, 154, 3, 4, (from) => Membership.nextLive(m, from)))).toEqual([
+      { rank: 0, offset: 596, size: 52 }, { rank: 1, offset: 648, size: 51 }, { rank: 3, offset: 699, size: 51 }
+    ])
+  })
+
   it("a throughput split is proportional and contiguous in rank order", () => {
-    expect(Split.splitProportional(50, 10, [1, 4, 6], [1, 3, 1])).toEqual([
+    expect(Split.toArray(Split.splitProportional(50, 10, [1, 4, 6], [1, 3, 1]))).toEqual([
       { rank: 1, offset: 50, size: 2 },
       { rank: 4, offset: 52, size: 6 },
       { rank: 6, offset: 58, size: 2 }
