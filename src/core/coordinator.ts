@@ -59,9 +59,10 @@ export type Input =
  *
  * - `Send`: deliver `message` to rank `to`.
  * - `Broadcast`: deliver `message` to every survivor as of this step (`survivors(state)`).
- * - `ExtendPartitions`: deliver `ExtendPartition{epoch, offset: offsets[i], size: sizes[i]}` to
- *   `ranks[i]` for each `i` in order: the slices of one remainder range of rank `from`, kept in
- *   typed arrays so that a death costs O(min(R, S)) without an object per slice.
+ * - `SendRanges`: deliver `{_tag: kind, epoch, offset: offsets[i], size: sizes[i]}` to `ranks[i]`
+ *   for each `i` in order (`kind` is `StartEpoch`, `ExtendPartition` or `AssignChunk`). Range
+ *   messages travel in bulk as typed arrays, so that a death costs O(min(R, S)) and an epoch start
+ *   O(worldSize) without an object per message.
  * - `Alert`: record and show an alert.
  * - `AverageRound`: round `round` closed; average `params` (one per contributor, in contribution
  *   order) with the averaging backend and broadcast `Update{round, mean}` to the survivors.
@@ -75,9 +76,9 @@ export type Command =
   | { readonly _tag: "Send"; readonly to: Rank; readonly message: ToRank; readonly reason: string }
   | { readonly _tag: "Broadcast"; readonly message: ToRank; readonly reason: string }
   | {
-    readonly _tag: "ExtendPartitions"
+    readonly _tag: "SendRanges"
+    readonly kind: "StartEpoch" | "ExtendPartition" | "AssignChunk"
     readonly epoch: number
-    readonly from: Rank
     readonly ranks: Int32Array
     readonly offsets: Float64Array
     readonly sizes: Float64Array
@@ -435,13 +436,18 @@ const announceEpochFn = (state: State, cmds: Array<Command>): void => {
   }
 }
 
-const fill = (state: State, cmds: Array<Command>, rank: Rank, reason: string): void => {
+const sendRanges = (state: State, cmds: Array<Command>, kind: "StartEpoch" | "AssignChunk", out: Split.SliceBuilder, reason: string): void => {
+  if (out.count > 0) cmds.push({ _tag: "SendRanges", kind, epoch: state.epoch, ...out.build(), reason })
+}
+
+/** Tops `rank` up to `chunksInflightMax` outstanding chunks. */
+const fill = (state: State, out: Split.SliceBuilder, rank: Rank): void => {
   const pool = state.pool!
   const { chunkSamples, chunksInflightMax } = state.config
   while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
     const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
     if (chunk === undefined) return
-    send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, reason)
+    out.push(rank, chunk.offset, chunk.size)
   }
 }
 
@@ -449,9 +455,11 @@ const fill = (state: State, cmds: Array<Command>, rank: Rank, reason: string): v
 const wake = (state: State, cmds: Array<Command>, reason: string, except?: Rank): void => {
   if (state.pool === undefined || ChunkPool.remaining(state.pool) === 0) return
   const pool = state.pool
+  const out = new Split.SliceBuilder()
   Membership.forEachSurvivor(state.membership, (rank) => {
-    if (rank !== except && ChunkPool.inflight(pool, rank) === 0 && ChunkPool.remaining(pool) > 0) fill(state, cmds, rank, reason)
+    if (rank !== except && ChunkPool.inflight(pool, rank) === 0 && ChunkPool.remaining(pool) > 0) fill(state, out, rank)
   })
+  sendRanges(state, cmds, "AssignChunk", out, reason)
 }
 
 const startEpoch = (state: State, cmds: Array<Command>): void => {
@@ -468,11 +476,13 @@ const startEpoch = (state: State, cmds: Array<Command>): void => {
     state.pool = undefined
     const a = Assignments.make(state.epoch, config.epochSamples, config.worldSize, planned, config.partitionRatios)
     state.assignments = a
+    const out = new Split.SliceBuilder()
     for (const rank of planned) {
       const [offset, size] = Assignments.partition(a, rank)
       if (size > 0) state.uncommittedLive += 1
-      send(cmds, rank, { _tag: "StartEpoch", epoch: state.epoch, offset, size }, `plan epoch ${state.epoch} over ${planned.length} survivors`)
+      out.push(rank, offset, size) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
     }
+    sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} survivors`)
   } else {
     state.assignments = undefined
     const spans = new Array<number>(config.worldSize).fill(0)
@@ -480,7 +490,9 @@ const startEpoch = (state: State, cmds: Array<Command>): void => {
       spans[rank] = Split.equalPart(config.epochSamples, planned.length, i)[1]
     })
     state.pool = ChunkPool.make(state.epoch, spans)
-    for (const rank of planned) fill(state, cmds, rank, `open epoch ${state.epoch}: fill up to ${config.chunksInflightMax} chunks`)
+    const out = new Split.SliceBuilder()
+    for (const rank of planned) fill(state, out, rank)
+    sendRanges(state, cmds, "AssignChunk", out, `open epoch ${state.epoch}: fill every survivor up to ${config.chunksInflightMax} chunks`)
   }
   state.pendingRequired = state.uncommittedLive
 }
@@ -797,7 +809,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
           ? Split.splitProportional(offset, size, ranks, weights)
           : Split.splitEqual(offset, size, survivorCount, config.worldSize, nextLive)
         for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
-        cmds.push({ _tag: "ExtendPartitions", epoch: state.epoch, from, ...slices, reason })
+        cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...slices, reason })
         if (death !== undefined) death.extensions += slices.ranks.length
       }
     }
@@ -887,7 +899,9 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.chunkDoneUnmatched += 1
         return
       }
-      fill(state, cmds, rank, `refill after chunk (${message.offset},${message.size})`)
+      const out = new Split.SliceBuilder()
+      fill(state, out, rank)
+      sendRanges(state, cmds, "AssignChunk", out, `refill rank ${rank} after chunk (${message.offset},${message.size})`)
       return
     }
     case "Params": {

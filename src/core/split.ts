@@ -124,3 +124,46 @@ export const splitProportional = (
 /** The slices as `{rank, offset, size}` records, for tests and logs. O(slices). @since 0.1.0 @category redistribution */
 export const toArray = (slices: Slices): Array<{ readonly rank: Rank; readonly offset: number; readonly size: number }> =>
   Array.from(slices.ranks, (rank, i) => ({ rank, offset: slices.offsets[i]!, size: slices.sizes[i]! }))
+
+/**
+ * Collects slices one at a time into growable typed arrays, for senders that do not know the
+ * count ahead (chunk fills). `build()` returns views of the filled part. O(1) amortized per push.
+ *
+ * @since 0.1.0
+ * @category redistribution
+ */
+export class SliceBuilder {
+  private ranks = new Int32Array(16)
+  private offsets = new Float64Array(16)
+  private sizes = new Float64Array(16)
+  /** Slices pushed so far. */
+  count = 0
+
+  /** Adds one slice. */
+  push(rank: Rank, offset: number, size: number): void {
+    if (this.count === this.ranks.length) {
+      const ranks = new Int32Array(this.count * 2)
+      ranks.set(this.ranks)
+      const offsets = new Float64Array(this.count * 2)
+      offsets.set(this.offsets)
+      const sizes = new Float64Array(this.count * 2)
+      sizes.set(this.sizes)
+      this.ranks = ranks
+      this.offsets = offsets
+      this.sizes = sizes
+    }
+    this.ranks[this.count] = rank
+    this.offsets[this.count] = offset
+    this.sizes[this.count] = size
+    this.count += 1
+  }
+
+  /** The slices pushed so far. */
+  build(): Slices {
+    return {
+      ranks: this.ranks.subarray(0, this.count),
+      offsets: this.offsets.subarray(0, this.count),
+      sizes: this.sizes.subarray(0, this.count)
+    }
+  }
+}

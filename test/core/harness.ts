@@ -28,8 +28,8 @@ export const deliveries = (state: Coordinator.State, cmds: ReadonlyArray<Coordin
   for (const cmd of cmds) {
     if (cmd._tag === "Send") out.push([cmd.to, cmd.message])
     else if (cmd._tag === "Broadcast") for (const r of Coordinator.survivors(state)) out.push([r, cmd.message])
-    else if (cmd._tag === "ExtendPartitions") {
-      cmd.ranks.forEach((to, i) => out.push([to, { _tag: "ExtendPartition", epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }]))
+    else if (cmd._tag === "SendRanges") {
+      cmd.ranks.forEach((to, i) => out.push([to, { _tag: cmd.kind, epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }]))
     }
   }
   return out
@@ -48,7 +48,7 @@ export const tags = (cmds: ReadonlyArray<Coordinator.Command>): Array<string> =>
     if (c._tag === "Send" || c._tag === "Broadcast") return [`${c._tag}:${c.message._tag}`]
     if (c._tag === "Alert") return [`Alert:${c.alert.class}`]
     // One tag per slice, so that expectations read like the messages that go out.
-    if (c._tag === "ExtendPartitions") return Array.from(c.ranks, () => "Send:ExtendPartition")
+    if (c._tag === "SendRanges") return Array.from(c.ranks, () => `Send:${c.kind}`)
     return [c._tag]
   })
 

@@ -145,10 +145,10 @@ export const run = (scenario: Scenario): SimResult => {
         if (cmd.message._tag === "ShutdownWithSave") shutdownWithSaveCount += 1
         log.push(`  -> * ${JSON.stringify(cmd.message)}`)
         for (const to of Coordinator.survivors(state)) deliver(to, cmd.message)
-      } else if (cmd._tag === "ExtendPartitions") {
+      } else if (cmd._tag === "SendRanges") {
         cmd.ranks.forEach((to, i) => {
-          if (!Coordinator.isLive(state, to)) fail(`${what}: ExtendPartition sent to rank ${to}, which is not live`)
-          const message: ToRank = { _tag: "ExtendPartition", epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }
+          if (!Coordinator.isLive(state, to)) fail(`${what}: ${cmd.kind} sent to rank ${to}, which is not live`)
+          const message: ToRank = { _tag: cmd.kind, epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }
           log.push(`  -> ${to} ${JSON.stringify(message)}`)
           deliver(to, message)
         })
