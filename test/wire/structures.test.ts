@@ -1,0 +1,46 @@
+import { describe, expect, it } from "vitest"
+import * as Messages from "../../src/core/messages.ts"
+import * as MessageSchema from "../../src/wire/schema.ts"
+import * as Structures from "../../src/wire/structures.ts"
+
+describe("Structures: the fixed tables both peers agree on", () => {
+  it("pins the table fingerprint to the structures version (change one, bump the other and the vectors)", () => {
+    expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
+      structuresVersion: 1,
+      fingerprint: 0xe11fc37f
+    })
+    expect(Structures.protocolVersion).toBe(1)
+  })
+
+  it("lists every message once, with its schema's fields", () => {
+    expect(Structures.messages.map((entry) => entry.tag).sort()).toEqual(Object.keys(MessageSchema.byTag).sort())
+    for (const entry of Structures.messages) {
+      const fields = Object.keys(MessageSchema.byTag[entry.tag].fields).filter((key) => key !== "_tag")
+      expect([entry.tag, [...entry.fields].sort()]).toEqual([entry.tag, fields.sort()])
+    }
+  })
+
+  it("gives each message the direction of its union", () => {
+    const toCoordinator = MessageSchema.ToCoordinator.members.map((member) => member.fields._tag.schema.literal)
+    const toRank = MessageSchema.ToRank.members.map((member) => member.fields._tag.schema.literal)
+    expect(Structures.messages.filter((e) => e.direction === "toCoordinator").map((e) => e.tag)).toEqual(toCoordinator)
+    expect(Structures.messages.filter((e) => e.direction === "toRank").map((e) => e.tag)).toEqual(toRank)
+  })
+
+  it("derives 15 structures, each starting with _tag, shared by messages with the same fields", () => {
+    expect(Structures.structures.length).toBe(15)
+    expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
+    expect(Structures.structureOf).toEqual([0, 0, 1, 2, 3, 0, 4, 5, 6, 2, 2, 2, 7, 8, 9, 10, 11, 12, 13, 14, 0, 0])
+    expect(Structures.structures[2]).toEqual(["_tag", "epoch", "offset", "size"])
+  })
+
+  it("accepts exactly the core's save reasons, in wire order", () => {
+    expect(MessageSchema.SaveReason.literals).toEqual(Messages.saveReasons)
+  })
+
+  it("hashes with FNV-1a", () => {
+    expect(Structures.fnv1a32("")).toBe(0x811c9dc5)
+    expect(Structures.fnv1a32("a")).toBe(0xe40c292c)
+    expect(Structures.fnv1a32("foobar")).toBe(0xbf9cf968)
+  })
+})

@@ -1,0 +1,39 @@
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { Result } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Fixtures from "./fixtures.ts"
+
+const dir = join(import.meta.dirname, "vectors")
+const read = (name: string): Uint8Array => new Uint8Array(readFileSync(join(dir, name)))
+const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+
+describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
+  it("has exactly one vector per message, plus the batch", () => {
+    expect(readdirSync(dir).sort()).toEqual([...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor"].sort())
+  })
+
+  for (const [tag, frame] of Object.entries(Fixtures.frames)) {
+    it(`${tag}: encodes to the vector byte for byte, and the vector decodes to the frame`, () => {
+      const golden = read(`${tag}.cbor`)
+      expect(hex(Codec.encode(frame))).toBe(hex(golden))
+      expect(Codec.decode(golden)).toEqual(Result.succeed(frame))
+    })
+  }
+
+  it("batch: three frames back to back", () => {
+    const golden = read("batch.cbor")
+    expect(hex(Codec.encodeBatch(Fixtures.batch))).toBe(hex(golden))
+    expect(Codec.decodeBatch(golden)).toEqual(Fixtures.batch.map((frame) => Result.succeed(frame)))
+  })
+
+  it("pins a few vectors in the test itself, so the files cannot drift with the code", () => {
+    expect(hex(read("Heartbeat.cbor"))).toBe("84010111d9e0008101")
+    expect(hex(read("ExtendPartition.cbor"))).toBe("84010120d9e002840a071a075bcd15191000")
+    expect(hex(read("Params.cbor"))).toBe(
+      "84010101d9e00385040318291a00011170d855582000" +
+        "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
+    )
+  })
+})
