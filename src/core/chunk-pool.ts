@@ -9,7 +9,9 @@
  * forfeit to the back in dispatch order. Fixed: a completion is credited only when it matches a
  * chunk the sender holds exactly (floDl credited counts); a chunk is committed only by the holder's
  * next averaging contribution, and `forfeit` returns done-but-uncommitted chunks too; the largest
- * span is found through a tournament tree in O(log worldSize) instead of an O(worldSize) scan.
+ * span is found through a tournament tree in O(log worldSize) instead of an O(worldSize) scan, and
+ * idle ranks (nothing in flight) are found through a two-level bitset instead of a scan of every
+ * rank, so that waking them after a death costs O(woken + worldSize / 1024) at worst.
  *
  * @since 0.1.0
  */
@@ -49,6 +51,12 @@ export interface Pool {
   readonly head: Int32Array
   readonly tail: Int32Array
   readonly inflight: Int32Array
+  /** Ranks that left the epoch (dead, exited, or not planned): never idle, never refilled. */
+  readonly retired: Uint8Array
+  /** Bit `r` set when rank `r` is not retired and holds no outstanding chunk. */
+  readonly idleWords: Uint32Array
+  /** Bit `w` set when `idleWords[w]` is not zero. */
+  readonly idleSummary: Uint32Array
   readonly chunkOffset: Array<number>
   readonly chunkSize: Array<number>
   readonly chunkState: Array<number>
@@ -81,15 +89,66 @@ const updateTree = (pool: Pool, rank: Rank): void => {
   }
 }
 
+const setIdle = (pool: Pool, rank: Rank): void => {
+  if (pool.retired[rank] === 1) return
+  const word = rank >>> 5
+  pool.idleWords[word]! |= 1 << (rank & 31)
+  pool.idleSummary[word >>> 5]! |= 1 << (word & 31)
+}
+
+const clearIdle = (pool: Pool, rank: Rank): void => {
+  const word = rank >>> 5
+  pool.idleWords[word]! &= ~(1 << (rank & 31))
+  if (pool.idleWords[word] === 0) pool.idleSummary[word >>> 5]! &= ~(1 << (word & 31))
+}
+
+const lowestBit = (bits: number): number => 31 - Math.clz32(bits & -bits)
+
 /**
- * A pool for `epoch` of `total` samples whose spans have the given sizes, laid out contiguously in
- * rank order from offset 0 (`spanSizes.length` is the world size; a dead rank gets 0).
- * O(worldSize).
+ * The lowest idle rank `>= from` (not retired, nothing outstanding), or `worldSize` when there is
+ * none. O(1 + worldSize / 1024) at worst.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const nextIdle = (pool: Pool, from: number): number => {
+  const w = pool.worldSize
+  if (from >= w) return w
+  let word = from >>> 5
+  const bits = pool.idleWords[word]! & (-1 << (from & 31))
+  if (bits !== 0) return (word << 5) + lowestBit(bits)
+  word += 1
+  for (let block = word >>> 5; block < pool.idleSummary.length; block++) {
+    const summary = block === word >>> 5 ? pool.idleSummary[block]! & (-1 << (word & 31)) : pool.idleSummary[block]!
+    if (summary !== 0) {
+      const found = (block << 5) + lowestBit(summary)
+      return Math.min(w, (found << 5) + lowestBit(pool.idleWords[found]!))
+    }
+  }
+  return w
+}
+
+/**
+ * Takes `rank` out of the epoch (it died or exited): it is never idle again. Call after
+ * `forfeit`. O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const retire = (pool: Pool, rank: Rank): void => {
+  pool.retired[rank] = 1
+  clearIdle(pool, rank)
+}
+
+/**
+ * A pool for `epoch` whose spans have the given sizes, laid out contiguously in rank order from
+ * offset 0 (`spanSizes.length` is the world size); the ranks in `retired` (dead or exited before
+ * the epoch, span 0) are never idle. O(worldSize).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (epoch: number, spanSizes: ReadonlyArray<number>): Pool => {
+export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: ReadonlyArray<Rank> = []): Pool => {
   const worldSize = spanSizes.length
   let leaves = 1
   while (leaves < worldSize) leaves <<= 1
@@ -104,6 +163,9 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>): Pool => {
     head: new Int32Array(worldSize).fill(NONE),
     tail: new Int32Array(worldSize).fill(NONE),
     inflight: new Int32Array(worldSize),
+    retired: new Uint8Array(worldSize),
+    idleWords: new Uint32Array(Math.ceil(worldSize / 32)),
+    idleSummary: new Uint32Array(Math.ceil(worldSize / 1024)),
     chunkOffset: [],
     chunkSize: [],
     chunkState: [],
@@ -123,6 +185,8 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>): Pool => {
     pool.end[r] = offset
     pool.tree[leaves + r] = r
   }
+  for (const rank of retired) pool.retired[rank] = 1
+  for (let r = 0; r < worldSize; r++) setIdle(pool, r)
   for (let node = leaves - 1; node >= 1; node--) pool.tree[node] = better(pool, pool.tree[2 * node]!, pool.tree[2 * node + 1]!)
   ;(pool as { total: number }).total = offset
   pool.residueTotal = offset
@@ -167,6 +231,7 @@ const hold = (pool: Pool, rank: Rank, offset: number, size: number): Range => {
   if (pool.tail[rank] === NONE) pool.head[rank] = id
   else pool.chunkNext[pool.tail[rank]!] = id
   pool.tail[rank] = id
+  if (pool.inflight[rank] === 0) clearIdle(pool, rank)
   pool.inflight[rank]! += 1
   pool.outstandingTotal += size
   return { offset, size }
@@ -240,6 +305,7 @@ export const rollback = (pool: Pool, rank: Rank, offset: number, size: number): 
   if (found === NONE) return false
   unlinkChunk(pool, rank, found, foundPrev)
   pool.inflight[rank]! -= 1
+  if (pool.inflight[rank] === 0) setIdle(pool, rank)
   pool.outstandingTotal -= size
   if (pool.cursor[rank] === offset + size) {
     pool.cursor[rank] = offset
@@ -264,6 +330,7 @@ export const complete = (pool: Pool, rank: Rank, offset: number, size: number): 
     if (pool.chunkState[id] === OUTSTANDING && pool.chunkOffset[id] === offset && pool.chunkSize[id] === size) {
       pool.chunkState[id] = DONE
       pool.inflight[rank]! -= 1
+      if (pool.inflight[rank] === 0) setIdle(pool, rank)
       pool.outstandingTotal -= size
       pool.doneTotal += size
       return true
@@ -321,6 +388,7 @@ export const forfeit = (pool: Pool, rank: Rank): Array<Range> => {
   pool.head[rank] = NONE
   pool.tail[rank] = NONE
   pool.inflight[rank] = 0
+  setIdle(pool, rank)
   return moved
 }
 

@@ -456,9 +456,9 @@ const wake = (state: State, cmds: Array<Command>, reason: string, except?: Rank)
   if (state.pool === undefined || ChunkPool.remaining(state.pool) === 0) return
   const pool = state.pool
   const out = new Split.SliceBuilder()
-  Membership.forEachSurvivor(state.membership, (rank) => {
-    if (rank !== except && ChunkPool.inflight(pool, rank) === 0 && ChunkPool.remaining(pool) > 0) fill(state, out, rank)
-  })
+  for (let rank = ChunkPool.nextIdle(pool, 0); rank < pool.worldSize && ChunkPool.remaining(pool) > 0; rank = ChunkPool.nextIdle(pool, rank + 1)) {
+    if (rank !== except) fill(state, out, rank)
+  }
   sendRanges(state, cmds, "AssignChunk", out, reason)
 }
 
@@ -489,7 +489,9 @@ const startEpoch = (state: State, cmds: Array<Command>): void => {
     planned.forEach((rank, i) => {
       spans[rank] = Split.equalPart(config.epochSamples, planned.length, i)[1]
     })
-    state.pool = ChunkPool.make(state.epoch, spans)
+    const gone: Array<Rank> = []
+    for (let r = 0; r < config.worldSize; r++) if (!Membership.isLive(membership, r)) gone.push(r)
+    state.pool = ChunkPool.make(state.epoch, spans, gone)
     const out = new Split.SliceBuilder()
     for (const rank of planned) fill(state, out, rank)
     sendRanges(state, cmds, "AssignChunk", out, `open epoch ${state.epoch}: fill every survivor up to ${config.chunksInflightMax} chunks`)
@@ -817,6 +819,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
   if (state.pool !== undefined) {
     for (const { rank, death } of remainders) {
       const moved = ChunkPool.forfeit(state.pool, rank)
+      ChunkPool.retire(state.pool, rank)
       if (death !== undefined) death.remainderSamples = moved.reduce((sum, r) => sum + r.size, 0)
     }
   }

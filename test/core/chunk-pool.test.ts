@@ -71,4 +71,18 @@ describe("chunk pool (DESIGN.md §3.7)", () => {
     expect(ChunkPool.take(pool, 1, 100)).toEqual({ offset: 20, size: 4 })
     expect(ChunkPool.take(pool, 1, 100)).toBeUndefined()
   })
+
+  it("finds idle ranks through the bitset, skipping retired and busy ones, across word and block edges", () => {
+    const pool = ChunkPool.make(0, new Array(3000).fill(1), [5, 1100])
+    expect(ChunkPool.nextIdle(pool, 5)).toBe(6)
+    for (let r = 0; r < 3000; r++) if (r !== 31 && r !== 2047 && r !== 2999) ChunkPool.take(pool, r, 1)
+    expect(ChunkPool.nextIdle(pool, 0)).toBe(31)
+    expect(ChunkPool.nextIdle(pool, 32)).toBe(2047)
+    expect(ChunkPool.nextIdle(pool, 2048)).toBe(2999)
+    expect(ChunkPool.nextIdle(pool, 3000)).toBe(3000)
+    ChunkPool.complete(pool, 1024, 1024, 1)
+    expect(ChunkPool.nextIdle(pool, 32)).toBe(1024)
+    ChunkPool.retire(pool, 1024)
+    expect(ChunkPool.nextIdle(pool, 32)).toBe(2047)
+  })
 })
