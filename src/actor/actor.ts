@@ -9,7 +9,13 @@
  *
  * @since 0.1.0
  */
-import { Cause, Data, Deferred, Effect, Exit, Queue, Scope } from "effect"
+import * as Cause from "effect/Cause"
+import * as Data from "effect/Data"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 
 /**
  * What `tell` does when the mailbox holds `capacity` messages:

@@ -9,7 +9,8 @@
  * @since 0.1.0
  */
 import type { Rank } from "../core/messages.ts"
-import { Cause, Exit } from "effect"
+import * as Cause from "effect/Cause"
+import * as Exit from "effect/Exit"
 
 /** The rank's host ended with exit `code` (an integer; 0 included) and no crash was seen. @since 0.1.0 @category model */
 export interface Exited {

@@ -5,7 +5,9 @@
  * @since 0.1.0
  */
 import type { Rank } from "../core/messages.ts"
-import { Effect, Queue, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import type * as Actor from "./actor.ts"
 import * as DeathReport from "./death-report.ts"
 

@@ -10,7 +10,10 @@
  *
  * @since 0.1.0
  */
-import { Clock, Effect, Queue, Scope } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Transport from "./transport.ts"

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { Stream } from "effect"
+import * as Stream from "effect/Stream"
 import * as DeathReport from "../actor/death-report.ts"
 import type * as Transport from "./transport.ts"
 

@@ -10,8 +10,12 @@
  * @since 0.1.0
  */
 import type { Rank } from "../core/messages.ts"
-import { Context, Data } from "effect"
-import type { Cause, Effect, Queue, Stream } from "effect"
+import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import type * as Cause from "effect/Cause"
+import type * as Effect from "effect/Effect"
+import type * as Queue from "effect/Queue"
+import type * as Stream from "effect/Stream"
 import type * as DeathReport from "../actor/death-report.ts"
 
 /**

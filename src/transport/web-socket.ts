@@ -12,7 +12,8 @@
  *
  * @since 0.1.0
  */
-import { Effect, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Select from "./runtime/select.ts"

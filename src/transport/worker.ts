@@ -11,9 +11,9 @@
  *
  * @since 0.1.0
  */
-import { Effect, Scope } from "effect"
-import * as DeathReport from "../actor/death-report.ts"
-import * as Hub from "./internal/hub.ts"
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import * as Children from "./internal/children.ts"
 import * as NodeRuntime from "./runtime/node.ts"
 import type * as RuntimeTypes from "./runtime/types.ts"
 import * as Transport from "./transport.ts"
@@ -37,7 +37,8 @@ export interface SpawnOptions {
 }
 
 /**
- * The coordinator's side: its endpoint, `spawn` to start a rank's worker, `terminate` to stop one
+ * The coordinator's side: its endpoint, `spawn` to start a rank's worker (fails with
+ * `TransportError` `SpawnFailed`, e.g. for a rank that already has one), `terminate` to stop one
  * (its end reads `Killed{"terminate"}`). Closing the scope terminates every worker and waits for
  * them to exit.
  *
@@ -50,14 +51,6 @@ export interface WorkerHost {
   readonly terminate: (rank: Transport.Peer) => Effect.Effect<void>
 }
 
-interface Child {
-  readonly raw: RuntimeTypes.RawChild
-  readonly exited: Promise<void>
-  terminated: boolean
-  closedWith: number | undefined
-  error: unknown
-}
-
 /**
  * Makes the coordinator's worker host (peer id `coordinatorPeer`); `options` as `Transport.Options`.
  *
@@ -65,83 +58,27 @@ interface Child {
  * @category constructors
  */
 export const host = (options?: Transport.Options): Effect.Effect<WorkerHost, never, Scope.Scope> =>
-  Effect.gen(function*() {
-    const hub = yield* Hub.make(Transport.coordinatorPeer, options)
-    const children = new Map<Transport.Peer, Child>()
-
-    const spawn = (spawnOptions: SpawnOptions) =>
-      Effect.suspend(() => {
-        const rank = spawnOptions.rank
-        if (children.has(rank)) {
-          return Effect.fail(
-            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: `rank ${rank} already has a worker` } })
-          )
-        }
-        return Effect.try({
-          try: () => {
-            let resolveExit: () => void = () => {}
-            const exited = new Promise<void>((resolve) => (resolveExit = resolve))
-            const child: Child = { raw: undefined as never, exited, terminated: false, closedWith: undefined, error: undefined }
-            let link: Hub.Link | undefined
-            const raw = NodeRuntime.spawnWorker(
-              {
-                entry: String(spawnOptions.entry),
-                rank,
-                data: spawnOptions.data,
-                ...(spawnOptions.resourceLimits === undefined ? {} : { resourceLimits: spawnOptions.resourceLimits })
-              },
-              {
-                message: (message) => link?.receive(message),
-                error: (error) => {
-                  if (child.error === undefined) child.error = error ?? "unknown error"
-                },
-                exit: (code) => {
-                  link?.end(
-                    child.closedWith !== undefined
-                      ? DeathReport.disconnected(child.closedWith)
-                      : child.terminated
-                      ? DeathReport.killed("terminate")
-                      : child.error !== undefined
-                      ? DeathReport.crashed(DeathReport.errorMessage(child.error))
-                      : DeathReport.exited(code ?? 0)
-                  )
-                  resolveExit()
-                }
-              }
-            )
-            ;(child as { raw: RuntimeTypes.RawChild }).raw = raw
-            children.set(rank, child)
-            link = hub.attach(rank, {
-              post: raw.post,
-              close: (closeCode) => {
-                child.closedWith = closeCode
-                raw.kill()
-              }
-            })
+  Effect.map(
+    Children.make<SpawnOptions>(
+      (rank, spawnOptions, handlers) =>
+        NodeRuntime.spawnWorker(
+          {
+            entry: String(spawnOptions.entry),
+            rank,
+            data: spawnOptions.data,
+            ...(spawnOptions.resourceLimits === undefined ? {} : { resourceLimits: spawnOptions.resourceLimits })
           },
-          catch: (error) =>
-            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: DeathReport.errorMessage(error) } })
-        })
-      })
-
-    const terminate = (rank: Transport.Peer) =>
-      Effect.promise(() => {
-        const child = children.get(rank)
-        if (child === undefined) return Promise.resolve()
-        if (child.closedWith === undefined) child.terminated = true
-        child.raw.kill()
-        return child.exited
-      })
-
-    yield* Effect.addFinalizer(() =>
-      Effect.promise(async () => {
-        hub.flushAll()
-        await Promise.all([...children.keys()].map((rank) => Effect.runPromise(terminate(rank))))
-        hub.shutdown()
-      })
-    )
-    return { transport: hub.transport, spawn, terminate }
-  })
+          handlers
+        ),
+      () => "terminate",
+      options
+    ),
+    (children) => ({
+      transport: children.transport,
+      spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
+      terminate: (rank) => children.kill(rank)
+    })
+  )
 
 /**
  * A worker's side: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its rank and
@@ -166,20 +103,16 @@ export interface WorkerRank {
  * @category constructors
  */
 export const connect = (options?: Transport.Options): Effect.Effect<WorkerRank, Transport.TransportError> =>
-  Effect.gen(function*() {
+  Effect.suspend(() => {
     const parent = NodeRuntime.workerParent()
     if (parent === undefined) {
-      return yield* Effect.fail(
+      return Effect.fail(
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort worker" } })
       )
     }
-    const hub = yield* Hub.make(parent.rank, options)
-    const link = hub.attach(Transport.coordinatorPeer, {
-      post: parent.post,
-      close: () => parent.close()
-    })
-    parent.onMessage(link.receive)
-    parent.onClose(() => link.end(DeathReport.disconnected(Transport.CloseCode.Abnormal)))
-    parent.onExit(() => hub.flushAll())
-    return { transport: hub.transport, rank: parent.rank, data: parent.data }
+    return Effect.map(Children.connect(parent, options), (transport) => ({
+      transport,
+      rank: parent.rank,
+      data: parent.data
+    }))
   })

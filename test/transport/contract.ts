@@ -3,7 +3,9 @@
  * end after the last frame, bad frames under both policies, and send errors.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Queue, Scope } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Scope from "effect/Scope"
 import type * as DeathReport from "../../src/actor/death-report.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Script from "./rank-script.ts"

@@ -1,5 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Fiber, Queue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
 import { TestClock } from "effect/testing"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Memory from "../../src/transport/memory.ts"

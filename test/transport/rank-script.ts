@@ -3,7 +3,8 @@
  * JSON commands from the coordinator. Data frames are `[0x01, u32 index LE, padding]`; a bad frame
  * is `[0xff]`; replies are JSON text.
  */
-import { Effect, Queue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import * as Transport from "../../src/transport/transport.ts"
 
 /** How a scripted rank leaves after a burst. */

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Stream } from "effect"
+import * as Effect from "effect/Effect"
+import * as Stream from "effect/Stream"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Memory from "../../src/transport/memory.ts"
 import * as Supervisor from "../../src/transport/supervisor.ts"

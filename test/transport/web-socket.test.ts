@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Queue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Runtime from "../../src/transport/runtime/detect.ts"
 import * as Select from "../../src/transport/runtime/select.ts"

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Queue } from "effect"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Runtime from "../../src/transport/runtime/detect.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -107,7 +108,7 @@ describe(`worker-thread supervision (${runtime}): one death report per way to di
         const host = yield* Worker.host()
         yield* host.spawn({ entry, rank: 0 })
         const error = yield* Effect.flip(host.spawn({ entry, rank: 0 }))
-        assert.deepStrictEqual(error.reason, { _tag: "SpawnFailed", detail: "rank 0 already has a worker" })
+        assert.deepStrictEqual(error.reason, { _tag: "SpawnFailed", detail: "rank 0 already has a child" })
         return host
       }))
       const error = yield* Effect.flip(host.transport.send(0, Script.dataFrame(0)))

@@ -7,8 +7,11 @@
  * @since 0.1.0
  * @internal
  */
-import { Clock, Effect, Queue, Stream } from "effect"
-import type { Cause } from "effect"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import type * as Cause from "effect/Cause"
 import type * as DeathReport from "../../actor/death-report.ts"
 import * as Transport from "../transport.ts"
 import * as Batch from "./batch.ts"

@@ -5,6 +5,8 @@
  * @since 0.1.0
  */
 import { spawn as spawnProcess } from "node:child_process"
+import { writeSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Runtime from "./detect.ts"
@@ -137,3 +139,107 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
  */
 export const webSocketClass = (): typeof globalThis.WebSocket =>
   (Runtime.detect() === "node" ? WsClient : globalThis.WebSocket) as unknown as typeof globalThis.WebSocket
+
+const childEnv = "COHORT_CHILD_RANK"
+const childDataEnv = "COHORT_CHILD_DATA"
+
+/** Splits a byte stream of `u32 LE length` + message records into messages. */
+const reader = (deliver: (message: Uint8Array) => void): ((chunk: Uint8Array) => void) => {
+  let pending = new Uint8Array(0)
+  return (chunk) => {
+    let buffer = pending.byteLength === 0 ? chunk : concat(pending, chunk)
+    let at = 0
+    while (buffer.byteLength - at >= 4) {
+      const length = new DataView(buffer.buffer, buffer.byteOffset + at, 4).getUint32(0, true)
+      if (buffer.byteLength - at - 4 < length) break
+      deliver(buffer.slice(at + 4, at + 4 + length))
+      at += 4 + length
+    }
+    pending = buffer.slice(at)
+    buffer = pending
+  }
+}
+
+const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(a.byteLength + b.byteLength)
+  out.set(a, 0)
+  out.set(b, a.byteLength)
+  return out
+}
+
+const record = (message: Uint8Array): Uint8Array => {
+  const out = new Uint8Array(4 + message.byteLength)
+  new DataView(out.buffer).setUint32(0, message.byteLength, true)
+  out.set(message, 4)
+  return out
+}
+
+/**
+ * Starts a child process running the TypeScript module `entry` (a `file:` URL) on this runtime:
+ * `node --import tsx`, `bun`, or `deno run -A`. Messages travel over the child's stdin/stdout
+ * as `u32 LE length` records; stderr is inherited. `exit` fires on `close`, after stdout has been
+ * read to its end, so every message the child wrote comes first. `kill` sends `signal`
+ * (default `"SIGKILL"`).
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const spawnChild = (
+  options: { readonly entry: string; readonly rank: number; readonly data: unknown },
+  handlers: Types.ChildHandlers
+): Types.RawChild => {
+  const path = fileURLToPath(options.entry)
+  const args = Runtime.detect() === "deno"
+    ? ["run", "-A", path]
+    : Runtime.detect() === "bun"
+    ? [path]
+    : ["--import", import.meta.resolve("tsx"), path]
+  const child = spawnProcess(process.execPath, args, {
+    stdio: ["pipe", "pipe", "inherit"],
+    env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
+  })
+  const read = reader(handlers.message)
+  child.stdout?.on("data", (chunk: Uint8Array) => read(chunk))
+  child.stdin?.on("error", () => {})
+  child.on("error", (error) => handlers.error(error))
+  child.on("close", (code, signal) => handlers.exit(code, signal))
+  return {
+    post: (message) => void child.stdin?.write(record(message)),
+    kill: (signal) => void child.kill((signal ?? "SIGKILL") as NodeJS.Signals)
+  }
+}
+
+/**
+ * Inside a child process started by `spawnChild`: the link to the parent over stdin/stdout, or
+ * `undefined` elsewhere. Writes are synchronous (`writeSync` on fd 1), so nothing written is
+ * lost when the child exits.
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const processParent = (): Types.ParentLink | undefined => {
+  const rank = process.env[childEnv]
+  if (rank === undefined) return undefined
+  return {
+    rank: Number(rank),
+    data: JSON.parse(process.env[childDataEnv] ?? "null") as unknown,
+    post: (message) => {
+      const bytes = record(message)
+      for (let at = 0; at < bytes.byteLength;) {
+        try {
+          at += writeSync(1, bytes, at)
+        } catch (error) {
+          // A non-blocking stdout pipe that is full: wait for the parent to read.
+          if ((error as { code?: string }).code !== "EAGAIN") throw error
+        }
+      }
+    },
+    onMessage: (callback) => {
+      const read = reader(callback)
+      process.stdin.on("data", (chunk: Uint8Array) => read(chunk))
+    },
+    onClose: (callback) => void process.stdin.on("end", callback),
+    onExit: processExitHooks(),
+    close: () => process.stdin.destroy()
+  }
+}

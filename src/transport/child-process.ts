@@ -1,0 +1,101 @@
+/**
+ * The child-process transport, for process-per-rank runs: the coordinator's endpoint hosts one
+ * child process per rank on the current runtime (`node --import tsx`, `bun`, `deno run -A`),
+ * talking over the child's stdin/stdout (DESIGN.md §5). The child's stderr is inherited; it must
+ * not write to stdout itself.
+ *
+ * A child's end is delivered after its stdout has been read to the end, so every frame it wrote
+ * comes first. Causes (TOOLCHAIN.md §7): killed by the host or the OS → `Killed{signal}`; the
+ * host closed the link → `Disconnected{closeCode}`; otherwise `Exited{code}` whatever the code (a
+ * process that throws or rejects exits 1: `Exited{1}`; a process cannot report its error).
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import * as Children from "./internal/children.ts"
+import * as NodeRuntime from "./runtime/node.ts"
+import * as Transport from "./transport.ts"
+
+/**
+ * How to start one rank's process: `entry` (a `file:` URL of a TypeScript module), `rank`, and
+ * JSON-serialisable `data` (default `null`), read by the child from `connect().data`.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface SpawnOptions {
+  readonly entry: string | URL
+  readonly rank: Transport.Peer
+  readonly data?: unknown
+}
+
+/**
+ * The coordinator's side: its endpoint, `spawn` (fails with `TransportError` `SpawnFailed`) and
+ * `kill(rank, signal = "SIGKILL")`, whose end reads `Killed{signal}`. Closing the scope kills
+ * every child with SIGKILL and waits for it.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ProcessHost {
+  readonly transport: Transport.TransportShape
+  readonly spawn: (options: SpawnOptions) => Effect.Effect<void, Transport.TransportError>
+  readonly kill: (rank: Transport.Peer, signal?: string) => Effect.Effect<void>
+}
+
+/**
+ * Makes the coordinator's process host (peer id `coordinatorPeer`); `options` as `Transport.Options`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const host = (options?: Transport.Options): Effect.Effect<ProcessHost, never, Scope.Scope> =>
+  Effect.map(
+    Children.make<SpawnOptions>(
+      (rank, spawnOptions, handlers) =>
+        NodeRuntime.spawnChild({ entry: String(spawnOptions.entry), rank, data: spawnOptions.data }, handlers),
+      (signal) => signal ?? "SIGKILL",
+      options
+    ),
+    (children) => ({
+      transport: children.transport,
+      spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
+      kill: (rank, signal) => children.kill(rank, signal)
+    })
+  )
+
+/**
+ * A child process's side: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), rank and data.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ProcessRank {
+  readonly transport: Transport.TransportShape
+  readonly rank: Transport.Peer
+  readonly data: unknown
+}
+
+/**
+ * Inside a process started by `ProcessHost.spawn`: connects to the host. Frames still queued when
+ * the process calls `process.exit` are written first. Fails with `TransportError` `ConnectFailed`
+ * elsewhere.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const connect = (options?: Transport.Options): Effect.Effect<ProcessRank, Transport.TransportError> =>
+  Effect.suspend(() => {
+    const parent = NodeRuntime.processParent()
+    if (parent === undefined) {
+      return Effect.fail(
+        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort child process" } })
+      )
+    }
+    return Effect.map(Children.connect(parent, options), (transport) => ({
+      transport,
+      rank: parent.rank,
+      data: parent.data
+    }))
+  })

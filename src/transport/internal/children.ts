@@ -1,0 +1,140 @@
+/**
+ * A host of child ranks (worker threads or processes): one hub link per rank, the death cause of
+ * each end, and termination of every child when the scope closes.
+ *
+ * @since 0.1.0
+ * @internal
+ */
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import * as DeathReport from "../../actor/death-report.ts"
+import type * as RuntimeTypes from "../runtime/types.ts"
+import * as Transport from "../transport.ts"
+import * as Hub from "./hub.ts"
+
+/** Starts one raw child for `rank`. @since 0.1.0 @category internal */
+export type SpawnRaw<O> = (rank: Transport.Peer, options: O, handlers: RuntimeTypes.ChildHandlers) => RuntimeTypes.RawChild
+
+/** A host. @since 0.1.0 @category internal */
+export interface Host<O> {
+  readonly transport: Transport.TransportShape
+  readonly spawn: (rank: Transport.Peer, options: O) => Effect.Effect<void, Transport.TransportError>
+  readonly kill: (rank: Transport.Peer, signal?: string) => Effect.Effect<void>
+}
+
+interface Child {
+  raw: RuntimeTypes.RawChild | undefined
+  readonly exited: Promise<void>
+  killedWith: string | undefined
+  closedWith: number | undefined
+  error: unknown
+}
+
+/**
+ * Makes a host. Causes: the host closed the link → `Disconnected{closeCode}`; the host killed
+ * it → `Killed{killSignal}` (`"terminate"` for workers); the OS killed it → `Killed{signal}`; an
+ * `error` was seen → `Crashed{message}`; else `Exited{code}`.
+ *
+ * @since 0.1.0
+ * @category internal
+ */
+export const make = <O>(
+  spawnRaw: SpawnRaw<O>,
+  killSignal: (signal: string | undefined) => string,
+  options?: Transport.Options
+): Effect.Effect<Host<O>, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const hub = yield* Hub.make(Transport.coordinatorPeer, options)
+    const children = new Map<Transport.Peer, Child>()
+
+    const spawn = (rank: Transport.Peer, spawnOptions: O) =>
+      Effect.suspend(() => {
+        if (children.has(rank)) {
+          return Effect.fail(
+            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: `rank ${rank} already has a child` } })
+          )
+        }
+        return Effect.try({
+          try: () => {
+            let resolveExit: () => void = () => {}
+            const child: Child = {
+              raw: undefined,
+              exited: new Promise<void>((resolve) => (resolveExit = resolve)),
+              killedWith: undefined,
+              closedWith: undefined,
+              error: undefined
+            }
+            let link: Hub.Link | undefined
+            child.raw = spawnRaw(rank, spawnOptions, {
+              message: (message) => link?.receive(message),
+              error: (error) => {
+                child.error ??= error ?? "unknown error"
+              },
+              exit: (code, signal) => {
+                link?.end(
+                  child.closedWith !== undefined
+                    ? DeathReport.disconnected(child.closedWith)
+                    : child.killedWith !== undefined
+                    ? DeathReport.killed(child.killedWith)
+                    : signal !== null
+                    ? DeathReport.killed(signal)
+                    : child.error !== undefined
+                    ? DeathReport.crashed(DeathReport.errorMessage(child.error))
+                    : DeathReport.exited(code ?? 0)
+                )
+                resolveExit()
+              }
+            })
+            const raw = child.raw
+            children.set(rank, child)
+            link = hub.attach(rank, {
+              post: raw.post,
+              close: (closeCode) => {
+                child.closedWith = closeCode
+                raw.kill()
+              }
+            })
+          },
+          catch: (error) =>
+            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: DeathReport.errorMessage(error) } })
+        })
+      })
+
+    const killNow = (rank: Transport.Peer, signal?: string): Promise<void> => {
+      const child = children.get(rank)
+      if (child === undefined) return Promise.resolve()
+      if (child.closedWith === undefined) child.killedWith ??= killSignal(signal)
+      child.raw?.kill(signal)
+      return child.exited
+    }
+
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        hub.flushAll()
+        await Promise.all([...children.keys()].map((rank) => killNow(rank)))
+        hub.shutdown()
+      })
+    )
+    return { transport: hub.transport, spawn, kill: (rank, signal) => Effect.promise(() => killNow(rank, signal)) }
+  })
+
+/**
+ * The child's side: a hub for its rank linked to `coordinatorPeer` through `parent`. Queued
+ * frames are flushed when the child calls `process.exit`; the parent's end reads
+ * `Disconnected{1006}`.
+ *
+ * @since 0.1.0
+ * @category internal
+ */
+export const connect = (
+  parent: RuntimeTypes.ParentLink,
+  options?: Transport.Options
+): Effect.Effect<Transport.TransportShape> =>
+  Effect.gen(function*() {
+    const hub = yield* Hub.make(parent.rank, options)
+    const link = hub.attach(Transport.coordinatorPeer, { post: parent.post, close: () => parent.close() })
+    parent.onMessage(link.receive)
+    parent.onClose(() => link.end(DeathReport.disconnected(Transport.CloseCode.Abnormal)))
+    parent.onExit(() => hub.flushAll())
+    return hub.transport
+  })

@@ -1,0 +1,74 @@
+/**
+ * File access for code outside `src/transport/runtime/` (the bundled workload's dataset loading
+ * and model saves). `node:fs/promises` and `node:module` behave the same on Node 20, Bun and Deno
+ * (with `-A`), so one file serves all three runtimes.
+ *
+ * Paths are file-system paths (absolute, or relative to the working directory) with `/`
+ * separators. Every function rejects with the runtime's own `Error` (its `code` is `ENOENT`,
+ * `EACCES`, ... as on Node) when the operating system refuses; none retries.
+ *
+ * @since 0.1.0
+ */
+import { access, mkdir as mkdirFs, readFile as readFileFs, writeFile as writeFileFs } from "node:fs/promises"
+import { createRequire } from "node:module"
+
+/**
+ * Reads a whole file as bytes.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readFile = async (path: string): Promise<Uint8Array> => {
+  const buffer = await readFileFs(path)
+  return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+}
+
+/**
+ * Writes `data` to `path`, replacing the file if it exists; a string is written as UTF-8. The
+ * parent folder must exist (see `mkdir`).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const writeFile = async (path: string, data: Uint8Array | string): Promise<void> => {
+  await writeFileFs(path, data)
+}
+
+/**
+ * Creates a folder and any missing parents; succeeds if it already exists.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const mkdir = async (path: string): Promise<void> => {
+  await mkdirFs(path, { recursive: true })
+}
+
+/**
+ * Whether `path` exists (file or folder). Never rejects: any failure to see it gives `false`.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const exists = async (path: string): Promise<boolean> => {
+  try {
+    await access(path)
+    return true
+  } catch {
+    return false
+  }
+}
+
+/**
+ * The file-system path of a file inside an installed package, resolved with Node's package
+ * resolution from the module at `fromUrl` (pass `import.meta.url`), e.g.
+ * `resolvePackageFile("mnist/src/digits/0.json", import.meta.url)`. Uses `createRequire` because
+ * `import.meta.resolve` is unavailable for transformed modules under vitest on Deno.
+ *
+ * Throws the runtime's `MODULE_NOT_FOUND` error when the package or file is missing.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const resolvePackageFile = (specifier: string, fromUrl: string): string =>
+  createRequire(fromUrl).resolve(specifier)

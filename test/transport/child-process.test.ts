@@ -1,0 +1,70 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as DeathReport from "../../src/actor/death-report.ts"
+import * as ChildProcess from "../../src/transport/child-process.ts"
+import * as Runtime from "../../src/transport/runtime/detect.ts"
+import { contractSuite } from "./contract.ts"
+import * as Script from "./rank-script.ts"
+
+const entry = new URL("./fixtures/child-rank.ts", import.meta.url)
+const runtime = Runtime.detect()
+
+contractSuite({
+  name: `child processes (${runtime})`,
+  exitCause: DeathReport.exited(0),
+  closedCause: (code) => DeathReport.disconnected(code),
+  start: (ranks, options) =>
+    Effect.gen(function*() {
+      const host = yield* ChildProcess.host(options)
+      for (let rank = 0; rank < ranks; rank++) yield* host.spawn({ entry, rank })
+      return host.transport
+    })
+})
+
+const burstThen = (how: Script.Leave, n: number) =>
+  Effect.gen(function*() {
+    const host = yield* ChildProcess.host()
+    yield* host.spawn({ entry, rank: 0 })
+    yield* host.transport.send(0, Script.command({ op: "burst", n, bytes: 32, then: how }))
+    const frames: Array<number> = []
+    for (let i = 0; i < n; i++) {
+      const event = yield* Effect.orDie(Queue.take(host.transport.inbox))
+      frames.push(event._tag === "Frame" ? Script.indexOf(event.bytes) : -1)
+    }
+    assert.deepStrictEqual(frames, Array.from({ length: n }, (_, i) => i))
+    return host
+  })
+
+describe(`child-process supervision (${runtime}): one death report per way to die, after the last frame`, () => {
+  it.effect("a child killed with SIGKILL is Killed SIGKILL, after its last frame", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* burstThen("hang", 400)
+      yield* host.kill(0, "SIGKILL")
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.killed("SIGKILL")
+      })
+    })))
+
+  it.effect("a child that calls process.exit(7) right after writing is Exited 7, after its last frame", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* burstThen("exit7", 2500)
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.exited(7)
+      })
+    })))
+
+  it.effect("a child that throws exits 1 and is Exited 1 (a process cannot report its error)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* burstThen("throw", 50)
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.exited(1)
+      })
+    })))
+})
