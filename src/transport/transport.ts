@@ -233,7 +233,7 @@ export const inboxFramesMaxDefault = 1024 * 1024
  * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
  * | 4003 | DuplicateRank | the rank already has a live connection |
  * | 4004 | JoinTimeout | no join within `joinTimeoutMs` |
- * | 4005 | RankMismatch | a frame claimed another rank than the connection's |
+ * | 1008 | RankMismatch | a frame claimed another rank than the connection's (policy violation, as `WireError.closeCodeOf` gives for `SenderMismatch`) |
  * | 4006 | InboxOverflow | the receiver's inbox held `inboxFramesMax` frames |
  * | 4007 | BadBatch | a batch that does not parse |
  *
@@ -249,7 +249,7 @@ export const CloseCode = {
   RankOutOfRange: 4002,
   DuplicateRank: 4003,
   JoinTimeout: 4004,
-  RankMismatch: 4005,
+  RankMismatch: 1008,
   InboxOverflow: 4006,
   BadBatch: 4007
 } as const

@@ -6,6 +6,10 @@ import * as Runtime from "../../src/transport/runtime/detect.ts"
 import * as Select from "../../src/transport/runtime/select.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as WireFrames from "../../src/transport/wire-frames.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
+import type * as WireError from "../../src/wire/wire-error.ts"
 import * as Worker from "../../src/transport/worker.ts"
 import { contractSuite } from "./contract.ts"
 import * as Script from "./rank-script.ts"
@@ -30,11 +34,6 @@ contractSuite({
       return server.transport
     })
 })
-
-/** A claimed-sender frame for the impersonation test: `[0x02, rank]`. */
-const claimFrame = (rank: number) => Uint8Array.of(2, rank)
-const claimInspect: Transport.Inspect = (peer, frame) =>
-  frame[0] === 2 && frame[1] !== peer ? { _tag: "Impersonation", claimed: frame[1] ?? -1 } : undefined
 
 /** A raw client that sends `first` once open and resolves with the close code it gets. */
 const rawJoin = (url: string, first: Uint8Array | string | undefined) =>
@@ -120,21 +119,46 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual((yield* server.transport.stats).framesReceived, 0)
     })))
 
-  it.effect("a frame claiming another rank's id closes the connection with 4005 and is not delivered", () =>
+  it.effect("a wire frame claiming another rank's id closes the connection with 1008 and is not delivered", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* WebSocket.serve({ runToken, worldSize: 2, inspect: claimInspect })
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2, inspect: WireFrames.inspect() })
       const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
-      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(0))
-      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(1))
-      yield* client.transport.send(Transport.coordinatorPeer, claimFrame(0))
+      const heartbeat = (from: number) => Codec.encode(Frame.fromRank(from, { _tag: "Heartbeat" }))
+      yield* client.transport.send(Transport.coordinatorPeer, heartbeat(0))
+      yield* client.transport.send(Transport.coordinatorPeer, heartbeat(1))
+      yield* client.transport.send(Transport.coordinatorPeer, heartbeat(0))
       const first = yield* Effect.orDie(Queue.take(server.transport.inbox))
-      assert.deepStrictEqual(first._tag === "Frame" && [...first.bytes], [2, 0])
+      assert.deepStrictEqual(first._tag === "Frame" && [...first.bytes], [...heartbeat(0)])
       assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
         _tag: "Ended",
         peer: 0,
-        cause: DeathReport.disconnected(Transport.CloseCode.RankMismatch)
+        cause: DeathReport.disconnected(1008)
       })
       assert.strictEqual((yield* server.transport.stats).framesReceived, 1)
+    })))
+
+  it.effect("a frame that fails to decode is a WireError; the close policy closes with its close code 1002", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 1,
+        inspect: WireFrames.inspect(),
+        badFramePolicy: "close"
+      })
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      const good = Codec.encode(Frame.fromRank(0, { _tag: "Exiting" }))
+      yield* client.transport.send(Transport.coordinatorPeer, good.subarray(0, good.length - 1))
+      const bad = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.strictEqual(bad._tag, "BadFrame")
+      const error = (bad as Transport.BadFrame).error as WireError.WireError
+      assert.deepStrictEqual([error._tag, error.reason._tag, error.rank], ["WireError", "Truncated", 0])
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.disconnected(1002)
+      })
+      assert.isTrue(WireFrames.isExiting(good))
+      assert.isFalse(WireFrames.isExiting(Codec.encode(Frame.fromRank(0, { _tag: "Hello" }))))
     })))
 })
 
