@@ -104,7 +104,7 @@ const allowedPackages: Record<Area, ReadonlyArray<string>> = {
   transport: ["effect", "nanoid"],
   runtime: ["*"],
   averaging: ["effect"],
-  train: ["effect", "pure-rand"],
+  train: ["effect", "pure-rand", "mnist"],
   cli: ["effect", "nanoid"],
   actors: ["effect", "nanoid"],
   other: ["*"]
