@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Cause from "effect/Cause"
 import * as Queue from "effect/Queue"
 import { TestClock } from "effect/testing"
 import * as DeathReport from "../../src/actor/death-report.ts"
@@ -127,5 +128,53 @@ describe("in-memory transport faults", () => {
       assert.deepStrictEqual(frameIndices(yield* drain(b, 4)), [0, 1, 2, "Ended"])
       assert.deepStrictEqual(yield* drain(c, 1), [{ _tag: "Ended", peer: 0, cause: DeathReport.killed("SIGKILL") }])
       assert.deepStrictEqual(yield* b.peers, [2])
+    })))
+})
+
+describe("in-memory transport bounds and lifetimes", () => {
+  it.effect("a message that finds the inbox full closes its link with 4006 and is counted as an overflow", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const network = yield* Memory.make
+      const a = yield* network.endpoint(0, { inboxFramesMax: 2 })
+      const b = yield* network.endpoint(1, { batchFramesMax: 1 })
+      yield* sendAll(b, 0, [0, 1, 2])
+      assert.deepStrictEqual(yield* drain(a, 3), [
+        { _tag: "Frame", peer: 1, bytes: Script.dataFrame(0), arrivedMs: 0 },
+        { _tag: "Frame", peer: 1, bytes: Script.dataFrame(1), arrivedMs: 0 },
+        { _tag: "Ended", peer: 1, cause: DeathReport.disconnected(Transport.CloseCode.InboxOverflow) }
+      ])
+      assert.strictEqual((yield* a.stats).overflows, 1)
+      assert.deepStrictEqual(yield* drain(b, 1), [
+        { _tag: "Ended", peer: 0, cause: DeathReport.disconnected(Transport.CloseCode.InboxOverflow) }
+      ])
+    })))
+
+  it.effect("closing an endpoint's scope makes it leave: the others see Disconnected 1000 and its inbox ends", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const network = yield* Memory.make
+      const a = yield* network.endpoint(0)
+      const b = yield* Effect.scoped(Effect.gen(function*() {
+        const b = yield* network.endpoint(1)
+        yield* b.send(0, Script.dataFrame(4))
+        return b
+      }))
+      assert.deepStrictEqual(frameIndices(yield* drain(a, 2)), [4, "Ended"])
+      const error = yield* Effect.flip(b.send(0, Script.dataFrame(5)))
+      assert.deepStrictEqual(error.reason, { _tag: "Closed" })
+      const end = yield* Effect.flip(Queue.take(b.inbox))
+      assert.isTrue(Cause.isDone(end))
+    })))
+
+  it.effect("a program written against the Transport service runs on an in-memory endpoint", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const network = yield* Memory.make
+      const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
+      const rank = yield* network.endpoint(0)
+      const hello = Effect.gen(function*() {
+        const transport = yield* Transport.Transport
+        yield* transport.send(Transport.coordinatorPeer, Script.dataFrame(transport.self + 10))
+      })
+      yield* Effect.provideService(hello, Transport.Transport, rank)
+      assert.deepStrictEqual(frameIndices(yield* drain(coordinator, 1)), [10])
     })))
 })
