@@ -168,7 +168,7 @@ const softmax = (model: Model, label: number): number => {
     sum += delta[c]!
   }
   for (let c = 0; c < classes; c++) delta[c] = delta[c]! / sum
-  return ExactMath.log(sum) + max - logits[label]!
+  return ExactMath.log(sum) + (max - logits[label]!)
 }
 
 const checkIndex = (data: Samples, index: number): void => {

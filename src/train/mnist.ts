@@ -24,7 +24,7 @@
 import * as Files from "../transport/runtime/files.ts"
 import * as DigitsJson from "./internal/digits-json.ts"
 import * as Permutation from "./permutation.ts"
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 /**
  * Pixels per image: 28 × 28 = 784.

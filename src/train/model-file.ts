@@ -11,7 +11,7 @@
  * @since 0.1.0
  */
 import * as Files from "../transport/runtime/files.ts"
-import { Data } from "effect"
+import * as Data from "effect/Data"
 
 /**
  * File name of the raw parameters inside the folder.
