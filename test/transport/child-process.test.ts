@@ -5,9 +5,10 @@ import * as DeathReport from "../../src/actor/death-report.ts"
 import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Runtime from "../../src/transport/runtime/detect.ts"
 import { contractSuite } from "./contract.ts"
+import * as Fixture from "./fixtures/entry.ts"
 import * as Script from "./rank-script.ts"
 
-const entry = new URL("./fixtures/child-rank.ts", import.meta.url)
+const entry = await Fixture.entry("child-rank")
 const runtime = Runtime.detect()
 
 contractSuite({
@@ -22,10 +23,10 @@ contractSuite({
     })
 })
 
-const burstThen = (how: Script.Leave, n: number) =>
+const burstThen = (how: Script.Leave, n: number, from: URL = entry) =>
   Effect.gen(function*() {
     const host = yield* ChildProcess.host()
-    yield* host.spawn({ entry, rank: 0 })
+    yield* host.spawn({ entry: from, rank: 0 })
     yield* host.transport.send(0, Script.command({ op: "burst", n, bytes: 32, then: how }))
     const frames: Array<number> = []
     for (let i = 0; i < n; i++) {
@@ -55,6 +56,16 @@ describe(`child-process supervision (${runtime}): one death report per way to di
         _tag: "Ended",
         peer: 0,
         cause: DeathReport.exited(7)
+      })
+    })))
+
+  it.effect(`a TypeScript entry starts as it is (${runtime === "node" ? "node --import tsx" : runtime}) and exits 0 after its frames`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* burstThen("exit0", 3, Fixture.typescript("child-rank"))
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+        _tag: "Ended",
+        peer: 0,
+        cause: DeathReport.exited(0)
       })
     })))
 

@@ -12,6 +12,7 @@ import * as Frame from "../../src/wire/frame.ts"
 import type * as WireError from "../../src/wire/wire-error.ts"
 import * as Worker from "../../src/transport/worker.ts"
 import { contractSuite } from "./contract.ts"
+import * as Fixture from "./fixtures/entry.ts"
 import * as Script from "./rank-script.ts"
 
 const runtime = Runtime.detect()
@@ -171,7 +172,7 @@ describe(`WebSocket supervision (${runtime})`, () => {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
       const host = yield* Worker.host()
       yield* host.spawn({
-        entry: new URL("./fixtures/ws-rank.ts", import.meta.url),
+        entry: yield* Effect.promise(() => Fixture.entry("ws-rank")),
         rank: 0,
         data: { url: server.url, runToken, rank: 0 }
       })

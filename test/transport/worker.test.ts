@@ -6,9 +6,10 @@ import * as Runtime from "../../src/transport/runtime/detect.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Worker from "../../src/transport/worker.ts"
 import { contractSuite } from "./contract.ts"
+import * as Fixture from "./fixtures/entry.ts"
 import * as Script from "./rank-script.ts"
 
-const entry = new URL("./fixtures/worker-rank.ts", import.meta.url)
+const entry = await Fixture.entry("worker-rank")
 
 contractSuite({
   name: `worker threads (${Runtime.detect()})`,
@@ -65,6 +66,13 @@ describe(`worker-thread supervision (${runtime}): one death report per way to di
     Effect.scoped(Effect.gen(function*() {
       const { frames, ended } = yield* dieAfterBurst("exit0", 10)
       assert.deepStrictEqual(frames, upTo(10))
+      assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
+    })))
+
+  it.effect(`a TypeScript entry starts as it is (${runtime === "node" ? "through the tsx bootstrap" : "natively"}) and exits 0 after its frames`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { frames, ended } = yield* dieAfterBurst("exit0", 3, { entry: Fixture.typescript("worker-rank") })
+      assert.deepStrictEqual(frames, upTo(3))
       assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
     })))
 

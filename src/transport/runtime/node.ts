@@ -21,10 +21,14 @@ const bytesOf = (data: unknown): Uint8Array =>
     ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
     : new Uint8Array(0)
 
+// Node 20 runs TypeScript entries only through tsx; built `.mjs`/`.js` entries load directly.
+const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[cm]?ts$/.test(new URL(entry).pathname)
+
 /**
- * Starts a worker thread running the TypeScript module `entry` (a `file:` URL) with a dedicated
- * message port. Under Node 20 the entry loads through `worker-bootstrap.mjs` (tsx); Bun and Deno
- * load it directly. On exit, messages still queued on the port are drained synchronously before
+ * Starts a worker thread running the module `entry` (a `file:` URL; TypeScript, or JavaScript
+ * such as an esbuild bundle) (a `file:` URL) with a dedicated
+ * message port. Under Node 20 a TypeScript entry loads through `worker-bootstrap.mjs` (tsx); Bun and
+ * Deno load it directly, as every runtime does a JavaScript entry. On exit, messages still queued on the port are drained synchronously before
  * `handlers.exit`, so no frame posted before the end is lost (Deno delivers some only this way).
  *
  * @since 0.1.0
@@ -40,8 +44,7 @@ export const spawnWorker = (
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const { port1, port2 } = new MessageChannel()
-  const node = Runtime.detect() === "node"
-  const url = node ? new URL("./worker-bootstrap.mjs", import.meta.url) : new URL(options.entry)
+  const url = needsTsx(options.entry) ? new URL("./worker-bootstrap.mjs", import.meta.url) : new URL(options.entry)
   const worker = new Worker(url, {
     workerData: { cohortEntry: options.entry, cohortRank: options.rank, cohortData: options.data, cohortPort: port2 },
     transferList: [port2],
@@ -175,8 +178,8 @@ const record = (message: Uint8Array): Uint8Array => {
 }
 
 /**
- * Starts a child process running the TypeScript module `entry` (a `file:` URL) on this runtime:
- * `node --import tsx`, `bun`, or `deno run -A`. Messages travel over the child's stdin/stdout
+ * Starts a child process running the module `entry` (a `file:` URL) on this runtime:
+ * `node` (with `--import tsx` for a TypeScript entry), `bun`, or `deno run -A`. Messages travel over the child's stdin/stdout
  * as `u32 LE length` records; stderr is inherited. `exit` fires on `close`, after stdout has been
  * read to its end, so every message the child wrote comes first. `kill` sends `signal`
  * (default `"SIGKILL"`).
@@ -193,7 +196,9 @@ export const spawnChild = (
     ? ["run", "-A", path]
     : Runtime.detect() === "bun"
     ? [path]
-    : ["--import", import.meta.resolve("tsx"), path]
+    : needsTsx(options.entry)
+    ? ["--import", import.meta.resolve("tsx"), path]
+    : [path]
   const child = spawnProcess(process.execPath, args, {
     stdio: ["pipe", "pipe", "inherit"],
     env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
