@@ -221,21 +221,23 @@ export const inboxFramesMaxDefault = 1024 * 1024
 
 /**
  * Close codes a transport uses (WebSocket close codes; worker and process links report them in
- * `Disconnected{closeCode}` when the transport itself closed the link):
+ * `Disconnected{closeCode}` when the transport itself closed the link). A bad frame under
+ * `badFramePolicy: "close"` closes with its verdict's code instead (with `WireFrames.inspect`:
+ * `WireError.closeCode`, 1002 / 1008 / 1009).
  *
  * | code | name | when |
  * |---|---|---|
  * | 1000 | Normal | the endpoint closed the link on purpose |
  * | 1006 | Abnormal | the connection dropped without a close frame |
+ * | 1008 | RankMismatch | a frame claimed another rank than the connection's: a policy violation, the code `WireError.closeCodeOf` gives `SenderMismatch` |
  * | 1009 | MessageTooBig | a message over `messageBytesMax` |
  * | 4000 | BadJoin | the first message was not a join |
  * | 4001 | WrongToken | the join carried the wrong run token |
  * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
- * | 4003 | DuplicateRank | the rank already has a live connection |
+ * | 4003 | DuplicateRank | the rank already joined this server (a live rank, or a dead one: deaths are permanent) |
  * | 4004 | JoinTimeout | no join within `joinTimeoutMs` |
- * | 1008 | RankMismatch | a frame claimed another rank than the connection's (policy violation, as `WireError.closeCodeOf` gives for `SenderMismatch`) |
- * | 4006 | InboxOverflow | the receiver's inbox held `inboxFramesMax` frames |
- * | 4007 | BadBatch | a batch that does not parse |
+ * | 4005 | InboxOverflow | the receiver's inbox held `inboxFramesMax` frames |
+ * | 4006 | BadBatch | a batch that does not parse |
  *
  * @since 0.1.0
  * @category model
@@ -243,13 +245,13 @@ export const inboxFramesMaxDefault = 1024 * 1024
 export const CloseCode = {
   Normal: 1000,
   Abnormal: 1006,
+  RankMismatch: 1008,
   MessageTooBig: 1009,
   BadJoin: 4000,
   WrongToken: 4001,
   RankOutOfRange: 4002,
   DuplicateRank: 4003,
   JoinTimeout: 4004,
-  RankMismatch: 1008,
-  InboxOverflow: 4006,
-  BadBatch: 4007
+  InboxOverflow: 4005,
+  BadBatch: 4006
 } as const

@@ -6,7 +6,9 @@
  * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
  * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
  * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
- * never comes back), `JoinTimeout` 4004. Nothing reaches the inbox before a join is accepted.
+ * never comes back), `JoinTimeout` 4004. A joined rank's frame that names another sender (with
+ * `WireFrames.inspect`) closes with 1008 and is not delivered. Nothing reaches the inbox before a
+ * join is accepted.
  * After the join, frames travel as binary batches; a message over `messageBytesMax` closes with
  * 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *

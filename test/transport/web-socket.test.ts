@@ -28,7 +28,7 @@ contractSuite({
       for (let rank = 0; rank < ranks; rank++) {
         const client = yield* WebSocket.connect({ url: server.url, runToken, rank })
         const leave = (how: Script.Leave) => {
-          if (how !== "hang") Effect.runFork(client.close(how === "exit7" ? 4007 : 1000))
+          if (how !== "hang") Effect.runFork(client.close(1000))
         }
         yield* Effect.forkScoped(Script.run(client.transport, leave))
       }
@@ -81,7 +81,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
     })))
 
-  it.effect("a second connection for a live rank is refused with 4003 and the first keeps working", () =>
+  it.effect("a second connection for a live rank is refused with 4003, the first keeps working, and a dead rank cannot rejoin", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
       const first = yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
@@ -90,6 +90,15 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
       assert.deepStrictEqual(event._tag === "Frame" && [event.peer, Script.indexOf(event.bytes)], [1, 9])
       assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+      // A rank whose connection ended cannot join again: a death is permanent.
+      yield* first.close()
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
+        _tag: "Ended",
+        peer: 1,
+        cause: DeathReport.disconnected(1000)
+      })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4003)
+      assert.deepStrictEqual(yield* server.refusals, { 4003: 2 })
     })))
 
   it.effect("a first message that is not a join is refused with 4000; no join in time with 4004", () =>
