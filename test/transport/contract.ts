@@ -1,6 +1,6 @@
 /**
  * The one contract suite every transport passes (DESIGN.md §5): ordering both ways, batching,
- * end after the last frame, bad frames under both policies, and send errors.
+ * end after the last frame, bad frames as `WireError` under both policies, and send errors.
  */
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
@@ -8,6 +8,10 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import type * as DeathReport from "../../src/actor/death-report.ts"
 import * as Transport from "../../src/transport/transport.ts"
+import * as WireFrames from "../../src/transport/wire-frames.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
+import * as WireError from "../../src/wire/wire-error.ts"
 import * as Script from "./rank-script.ts"
 
 export interface Harness {
@@ -41,7 +45,26 @@ const ask = (t: Transport.TransportShape, rank: Transport.Peer) =>
     return Script.parseReply((event as Transport.Frame).bytes)
   })
 
-const options: Transport.Options = { inspect: Script.inspect }
+/** A valid wire frame from `rank`. */
+const wireHeartbeat = (rank: number): Uint8Array => Codec.encode(Frame.fromRank(rank, { _tag: "Heartbeat" }))
+
+/** A wire frame from `rank` cut one byte short: a `WireError` with reason `Truncated`. */
+const wireTruncated = (rank: number): Uint8Array => wireHeartbeat(rank).slice(0, -1)
+
+/** The close code `WireError.closeCode` gives a truncated frame (protocol error). */
+const badCloseCode = 1002
+
+const wire = WireFrames.inspect()
+
+/** The suite's inspector: the script's data frames and JSON replies pass; the wire codec checks the rest. */
+const inspect: Transport.Inspect = (peer, frame) => frame[0] === 1 || frame[0] === 0x7b ? undefined : wire(peer, frame)
+
+const sendBad = Script.command({
+  op: "send",
+  frames: [wireHeartbeat(0), wireTruncated(0), wireHeartbeat(0)].map((f) => [...f])
+})
+
+const options: Transport.Options = { inspect }
 
 export const contractSuite = (harness: Harness): void => {
   describe(`transport contract: ${harness.name}`, () => {
@@ -89,32 +112,34 @@ export const contractSuite = (harness: Harness): void => {
         assert.deepStrictEqual(error.reason, { _tag: "PeerGone", peer: 0 })
       })))
 
-    it.effect("a bad frame is counted and surfaced in order, and the drop policy keeps the link", () =>
+    it.effect("a frame that fails to decode is surfaced in order as a WireError, and the drop policy keeps the link", () =>
       Effect.scoped(Effect.gen(function*() {
         const t = yield* harness.start(1, options)
-        yield* t.send(0, Script.command({ op: "bad" }))
+        yield* t.send(0, sendBad)
         const first = yield* nextFrom(t, 0)
-        assert.strictEqual(first._tag === "Frame" && Script.indexOf(first.bytes), 0)
+        assert.deepStrictEqual(first._tag === "Frame" && [...first.bytes], [...wireHeartbeat(0)])
         const bad = yield* nextFrom(t, 0)
-        assert.deepStrictEqual(bad._tag === "BadFrame" && [bad.peer, bad.error], [0, "bad test frame"])
+        assert.strictEqual(bad._tag, "BadFrame")
+        const error = (bad as Transport.BadFrame).error as WireError.WireError
+        assert.deepStrictEqual([error._tag, error.reason._tag, error.rank], ["WireError", "Truncated", 0])
         const third = yield* nextFrom(t, 0)
-        assert.strictEqual(third._tag === "Frame" && Script.indexOf(third.bytes), 1)
+        assert.deepStrictEqual(third._tag === "Frame" && [...third.bytes], [...wireHeartbeat(0)])
         assert.strictEqual((yield* t.stats).badFrames, 1)
         assert.strictEqual((yield* ask(t, 0)).received, 0)
       })))
 
-    it.effect("the close policy closes the link with the verdict's close code at the bad frame", () =>
+    it.effect("the close policy closes the link at the bad frame with its WireError close code", () =>
       Effect.scoped(Effect.gen(function*() {
         const t = yield* harness.start(1, { ...options, badFramePolicy: "close" })
-        yield* t.send(0, Script.command({ op: "bad" }))
+        yield* t.send(0, sendBad)
         const first = yield* nextFrom(t, 0)
-        assert.strictEqual(first._tag === "Frame" && Script.indexOf(first.bytes), 0)
+        assert.strictEqual(first._tag, "Frame")
         const bad = yield* nextFrom(t, 0)
-        assert.strictEqual(bad._tag, "BadFrame")
+        assert.strictEqual(bad._tag === "BadFrame" && WireError.closeCode(bad.error as WireError.WireError), 1002)
         assert.deepStrictEqual(yield* nextFrom(t, 0), {
           _tag: "Ended",
           peer: 0,
-          cause: harness.closedCause(Script.badCloseCode)
+          cause: harness.closedCause(badCloseCode)
         })
         assert.strictEqual((yield* t.stats).framesReceived, 1)
       })))

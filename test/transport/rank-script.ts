@@ -1,7 +1,8 @@
 /**
  * A scripted rank for transport tests: it runs on the rank's endpoint of any transport and obeys
- * JSON commands from the coordinator. Data frames are `[0x01, u32 index LE, padding]`; a bad frame
- * is `[0xff]`; replies are JSON text.
+ * JSON commands from the coordinator. Data frames are `[0x01, u32 index LE, padding]`; replies are
+ * JSON text; `send` makes it send the given frames verbatim (e.g. wire frames built by the test).
+ * It imports no codec, so worker and process fixtures start fast.
  */
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
@@ -12,7 +13,7 @@ export type Leave = "exit0" | "exit7" | "throw" | "reject" | "hang" | "oom"
 
 export type Command =
   | { readonly op: "burst"; readonly n: number; readonly bytes: number; readonly then?: Leave }
-  | { readonly op: "bad" }
+  | { readonly op: "send"; readonly frames: ReadonlyArray<ReadonlyArray<number>> }
   | { readonly op: "stats" }
 
 export interface Reply {
@@ -35,14 +36,6 @@ export const dataFrame = (index: number, bytes = 8): Uint8Array => {
 
 export const indexOf = (frame: Uint8Array): number =>
   frame[0] === 1 ? new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(1, true) : -1
-
-export const badFrame = (): Uint8Array => Uint8Array.of(0xff)
-
-export const badCloseCode = 4100
-
-/** The test inspector: `[0xff, ...]` is bad with close code 4100. */
-export const inspect: Transport.Inspect = (_peer, frame) =>
-  frame[0] === 0xff ? { _tag: "Bad", error: "bad test frame", closeCode: badCloseCode } : undefined
 
 export const parseReply = (frame: Uint8Array): Reply => JSON.parse(decoder.decode(frame)) as Reply
 
@@ -71,10 +64,8 @@ export const run = (transport: Transport.TransportShape, leave: (how: Leave) => 
           }
           break
         }
-        case "bad": {
-          yield* Effect.orDie(transport.send(to, dataFrame(0)))
-          yield* Effect.orDie(transport.send(to, badFrame()))
-          yield* Effect.orDie(transport.send(to, dataFrame(1)))
+        case "send": {
+          for (const frame of c.frames) yield* Effect.orDie(transport.send(to, Uint8Array.from(frame)))
           break
         }
         case "stats": {
