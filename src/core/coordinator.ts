@@ -902,9 +902,13 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.chunkDoneUnmatched += 1
         return
       }
-      const out = new Split.SliceBuilder()
-      fill(state, out, rank)
-      sendRanges(state, cmds, "AssignChunk", out, `refill rank ${rank} after chunk (${message.offset},${message.size})`)
+      // A refill is at most chunksInflightMax chunks for one rank: plain Sends are cheaper than typed arrays here.
+      const { chunkSamples, chunksInflightMax } = state.config
+      while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
+        const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
+        if (chunk === undefined) break
+        send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, "refill after ChunkDone")
+      }
       return
     }
     case "Params": {

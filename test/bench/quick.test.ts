@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest"
+import * as Forfeit from "../../bench/forfeit.ts"
+import * as Redistribution from "../../bench/redistribution.ts"
+import * as Tick from "../../bench/tick.ts"
+
+// The quick benches run in CI so that they never rot; they check results, never speed.
+describe("quick benchmarks", () => {
+  it("tick: the core examines one list entry per tick at every size", () => {
+    const { rows, markdown } = Tick.run(true)
+    expect(rows.map((r) => [r.worldSize, r.coreExaminedPerTick])).toEqual([[1_000, 1], [10_000, 1]])
+    expect(markdown).toContain("| worldSize |")
+  })
+
+  it("redistribution: every death's messages equal the baseline's", () => {
+    const { rows } = Redistribution.run(true)
+    expect(rows.map((r) => [r.worldSize, r.remainder, r.deaths])).toEqual([[1_000, 16, 20], [1_000, 4_096, 20], [10_000, 16, 20], [10_000, 4_096, 20]])
+    expect(rows.filter((r) => r.remainder === 16).map((r) => r.messagesChecked)).toEqual([320, 320])
+    // With 4,096 samples over 9,980 to 9,999 survivors, each death sends 4,096 one-sample slices of
+    // its partition, plus one slice per one-sample extension it had received from earlier deaths (88).
+    expect(rows.find((r) => r.worldSize === 10_000 && r.remainder === 4_096)?.messagesChecked).toBe(20 * 4_096 + 88)
+    for (const r of rows) expect(r.stateBytesPerRank).toBeLessThanOrEqual(64)
+  })
+
+  it("forfeit: every forfeited chunk is reclaimed and re-dispatched, and the epoch audit is clean", () => {
+    const { rows } = Forfeit.run(true)
+    expect(rows.map((r) => [r.worldSize, r.inflight, r.chunksReclaimed, r.redispatchCompletions, r.lost, r.duplicated])).toEqual([
+      [1_000, 1, 100, 100, 0, 0],
+      [1_000, 8, 800, 800, 0, 0]
+    ])
+  })
+})
