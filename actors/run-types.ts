@@ -1,0 +1,144 @@
+/**
+ * The public shapes of a training run: its options, the events it emits while running, and its
+ * result. `actors/launcher.ts` implements `run(options)`; the CLI and library users build on these.
+ *
+ * @since 0.1.0
+ */
+import type * as Alerts from "../src/core/alerts.ts"
+import type * as Config from "../src/core/config.ts"
+import type * as Coordinator from "../src/core/coordinator.ts"
+import type { Rank } from "../src/core/messages.ts"
+
+/**
+ * When to kill a rank's worker (or process): `atSeconds` after the run started, or once the
+ * survivors have trained `atFraction` (0..1) of epoch `atEpoch`.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export type KillSpec =
+  | { readonly rank: Rank; readonly atSeconds: number }
+  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
+
+/**
+ * When a rank stops responding while its worker stays alive (only heartbeats can catch it).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface HangSpec {
+  readonly rank: Rank
+  readonly atSeconds: number
+}
+
+/**
+ * Options of `run`. Only `trainer` is required.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface RunOptions {
+  /** The trainer module: a path or `file:` URL of a module exporting `trainSamples` and `createTrainer`. */
+  readonly trainer: string
+  /** Ranks, `>= 1`. Default 4. */
+  readonly worldSize?: number
+  /** Epochs, `>= 1`. Default 3. */
+  readonly epochs?: number
+  /** `static` (default) or `progressive`. */
+  readonly mode?: "static" | "progressive"
+  /** Rank hosts: `worker` threads (default) or child `process`es. */
+  readonly transport?: "worker" | "process"
+  /** Kills to inject. Default none. */
+  readonly kills?: ReadonlyArray<KillSpec>
+  /** Hangs to inject. Default none. */
+  readonly hangs?: ReadonlyArray<HangSpec>
+  /** Stale after this many ms without a frame. Default 10000. */
+  readonly heartbeatTimeoutMs?: number
+  /** A rank sends a `Heartbeat` when it sent nothing for this long. Default 1000. */
+  readonly heartbeatIntervalMs?: number
+  /** Coordinator tick period. Default 100. */
+  readonly tickMs?: number
+  /** Default none. */
+  readonly failureLimit?: Config.FailureLimit | undefined
+  /** Default `"fastest"`. */
+  readonly rolePolicy?: Config.RolePolicy
+  /** Seed of the permutation and the model. Default 1. */
+  readonly seed?: number
+  /** Samples per batch. Default 32. */
+  readonly batchSize?: number
+  /** Batches between averaging contributions. Default 8. */
+  readonly averageEverySteps?: number
+  /** Where runs are written: `<outDir>/<runId>/`. Default `runs`. */
+  readonly outDir?: string
+  /** Default a fresh nanoid. */
+  readonly runId?: string
+  /** Called with every event as it happens (progress, alerts, deaths, epochs). */
+  readonly onEvent?: (event: RunEvent) => void
+}
+
+/**
+ * What a rank is doing, as the coordinator sees it.
+ *
+ * @since 0.1.0
+ * @category events
+ */
+export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | "exited"
+
+/**
+ * Events emitted while a run goes on, and written to `events.ndjson` (one JSON object per line,
+ * `ms` = milliseconds since the run started).
+ *
+ * @since 0.1.0
+ * @category events
+ */
+export type RunEvent =
+  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" }
+  | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
+  | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
+  | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }
+  | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
+  | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
+  | { readonly type: "decision"; readonly ms: number; readonly detail: string }
+  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome }
+
+/**
+ * A death with wall-clock timings: `detectedMs` from the injected fault (if any) to the
+ * coordinator's declaration, and `recoveredMs` from the fault to the moment the survivors were
+ * handed the dead rank's remainder (its slices sent, or its chunks back in the pool).
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface DeathTiming {
+  readonly rank: Rank
+  readonly epoch: number
+  readonly detector: "supervisor" | "heartbeat"
+  readonly cause: string
+  readonly faultMs: number | undefined
+  readonly declaredMs: number
+  readonly recoveredMs: number
+  readonly detectedAfterFaultMs: number | undefined
+  readonly recoveredAfterFaultMs: number | undefined
+  readonly remainderSamples: number
+}
+
+/**
+ * The result of a run, also written to `summary.json`.
+ *
+ * - `exitCode`: 0 completed with clean audits; 1 unrecoverable (the survivors saved and stopped);
+ *   4 an audit found lost or duplicated samples.
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface RunResult {
+  readonly runId: string
+  readonly runDir: string
+  readonly outcome: Coordinator.Outcome
+  readonly deaths: ReadonlyArray<DeathTiming>
+  readonly alerts: ReadonlyArray<Alerts.Alert>
+  readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined }>
+  readonly finalAccuracy: number | undefined
+  readonly durationMs: number
+  readonly exitCode: 0 | 1 | 4
+}
