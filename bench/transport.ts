@@ -9,6 +9,9 @@
  *   client under Deno; both ends in this process);
  * - in-memory: Cohort only (no raw channel to compare with).
  *
+ * The `+ wire decode` rows also decode and validate every received frame with `src/wire`'s codec
+ * (bound to the sender), the work the coordinator does on each frame; the raw rows never decode.
+ *
  * Every stream uses the same flow control as TOOLCHAIN.md §6: the receiver acknowledges every
  * 10,000 frames and the sender keeps at most 2 windows in flight. Frames are a pre-encoded CBOR
  * `Progress` frame from `src/wire` (about 20 bytes); raw messages are a small object (worker) or a
@@ -20,9 +23,10 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { isMainThread, MessageChannel, type MessagePort, Worker as NodeWorker, workerData } from "node:worker_threads"
+import { isMainThread, MessageChannel, Worker as NodeWorker } from "node:worker_threads"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
 import * as Memory from "../src/transport/memory.ts"
 import * as Runtime from "../src/transport/runtime/detect.ts"
 import * as Select from "../src/transport/runtime/select.ts"
@@ -35,32 +39,28 @@ import * as Frame from "../src/wire/frame.ts"
 const window = 10_000
 const ackBytes = Uint8Array.of(0xac)
 const frame = Codec.encode(Frame.fromRank(0, { _tag: "Progress", epoch: 3, samplesDone: 123_456, msPerBatch: 1.5 }))
-const rawObject = (i: number) => ({ type: "Heartbeat", rank: 17, step: i, ts: 1.7e12 })
 const nowMs = () => performance.now()
 
 // ---------------------------------------------------------------------------------------------
 // Worker roles (this file is also the worker entry)
 // ---------------------------------------------------------------------------------------------
 
-interface RawWorkerData {
-  readonly benchRaw: true
-  readonly port: MessagePort
-  readonly n: number
+// The raw sender is plain JavaScript (an `eval` worker), so it starts without tsx or effect:
+// `n` small objects over the port it is given, at most 2 windows ahead of the acks.
+const rawSenderSource = `
+const { workerData } = require("node:worker_threads")
+const { port, n, window } = workerData
+let sent = 0
+let acked = 0
+const pump = () => {
+  while (sent < n && sent - acked < 2 * window) port.postMessage({ type: "Heartbeat", rank: 17, step: sent++, ts: 1.7e12 })
 }
-
-/** Raw sender: `n` small objects over `port`, at most 2 windows ahead of the acks. */
-const rawSender = (data: RawWorkerData): void => {
-  let sent = 0
-  let acked = 0
-  const pump = () => {
-    while (sent < data.n && sent - acked < 2 * window) data.port.postMessage(rawObject(sent++))
-  }
-  data.port.on("message", () => {
-    acked += window
-    pump()
-  })
+port.on("message", () => {
+  acked += window
   pump()
-}
+})
+pump()
+`
 
 /** Cohort sender inside a worker: `n` frames to the coordinator, windowed on ack frames. */
 const transportSender = (t: Transport.TransportShape, n: number) =>
@@ -90,14 +90,12 @@ const transportSender = (t: Transport.TransportShape, n: number) =>
 // Measurements: each returns frames per second, receiver side, from first send to last arrival
 // ---------------------------------------------------------------------------------------------
 
-const bootstrap = new URL("../src/transport/runtime/worker-bootstrap.mjs", import.meta.url)
-
 const rawWorker = (n: number): Promise<number> =>
   new Promise((resolve, reject) => {
     const { port1, port2 } = new MessageChannel()
-    const node = Runtime.detect() === "node"
-    const worker = new NodeWorker(node ? bootstrap : new URL(import.meta.url), {
-      workerData: { cohortEntry: import.meta.url, benchRaw: true, port: port2, n },
+    const worker = new NodeWorker(rawSenderSource, {
+      eval: true,
+      workerData: { port: port2, n, window },
       transferList: [port2]
     })
     let received = 0
@@ -115,16 +113,18 @@ const rawWorker = (n: number): Promise<number> =>
     worker.on("error", reject)
   })
 
-const cohortWorker = (n: number): Promise<number> =>
+const cohortWorker = (decode: boolean) => (n: number): Promise<number> =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const host = yield* Worker.host()
     yield* host.spawn({ entry: import.meta.url, rank: 0, data: { benchTransport: true, n } })
     const t = host.transport
-    return yield* receive(t, 0, n)
+    return yield* receive(t, 0, n, decode)
   })))
 
-/** Counts `n` frames from `peer` on `t`, acking each window; frames per second. */
-const receive = (t: Transport.TransportShape, peer: Transport.Peer, n: number) =>
+let decoded = 0
+
+/** Counts `n` frames from `peer` on `t`, acking each window, decoding each with the wire codec when `decode`; frames per second. */
+const receive = (t: Transport.TransportShape, peer: Transport.Peer, n: number, decode = false) =>
   Effect.gen(function*() {
     let received = 0
     let started = 0
@@ -134,6 +134,7 @@ const receive = (t: Transport.TransportShape, peer: Transport.Peer, n: number) =
         if (event._tag !== "Frame") return yield* Effect.die(new Error(`unexpected ${event._tag}`))
         if (received === 0) started = nowMs()
         received += 1
+        if (decode && Result.isSuccess(Codec.decode(event.bytes, { from: peer }))) decoded += 1
         if (received % window === 0) yield* t.send(peer, ackBytes)
       }
     }
@@ -184,13 +185,13 @@ const rawWebSocket = async (n: number): Promise<number> => {
   return rate
 }
 
-const cohortWebSocket = (n: number): Promise<number> =>
+const cohortWebSocket = (decode: boolean) => (n: number): Promise<number> =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
     const runToken = "bench-token"
     const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
     const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
     yield* Effect.forkScoped(transportSender(client.transport, n))
-    return yield* receive(server.transport, 0, n)
+    return yield* receive(server.transport, 0, n, decode)
   })))
 
 const cohortMemory = (n: number): Promise<number> =>
@@ -215,7 +216,7 @@ const main = async () => {
   const args = process.argv.slice(2)
   const quick = args.includes("--quick")
   const reps = quick ? 1 : 3
-  const nWorker = quick ? 100_000 : 1_000_000
+  const nWorker = quick ? 60_000 : 1_000_000
   const nSocket = quick ? 60_000 : 300_000
   const runtime = Runtime.detect()
   const startedMs = nowMs()
@@ -226,8 +227,7 @@ const main = async () => {
     return median(rates)
   }
   const rows: Array<{ transport: string; frames: number; rawPerSec?: number; cohortPerSec: number; ratio?: number }> = []
-  const add = async (transport: string, n: number, cohort: (n: number) => Promise<number>, raw?: (n: number) => Promise<number>) => {
-    const rawPerSec = raw === undefined ? undefined : await measure(raw, n)
+  const add = async (transport: string, n: number, cohort: (n: number) => Promise<number>, rawPerSec?: number) => {
     const cohortPerSec = await measure(cohort, n)
     rows.push({
       transport,
@@ -236,8 +236,12 @@ const main = async () => {
       ...(rawPerSec === undefined ? {} : { rawPerSec, ratio: cohortPerSec / rawPerSec })
     })
   }
-  await add("worker threads", nWorker, cohortWorker, rawWorker)
-  await add("WebSocket", nSocket, cohortWebSocket, rawWebSocket)
+  const rawWorkerPerSec = await measure(rawWorker, nWorker)
+  await add("worker threads", nWorker, cohortWorker(false), rawWorkerPerSec)
+  await add("worker threads + wire decode", nWorker, cohortWorker(true), rawWorkerPerSec)
+  const rawSocketPerSec = await measure(rawWebSocket, nSocket)
+  await add("WebSocket", nSocket, cohortWebSocket(false), rawSocketPerSec)
+  await add("WebSocket + wire decode", nSocket, cohortWebSocket(true), rawSocketPerSec)
   await add("in-memory", nSocket, cohortMemory)
 
   console.log(
@@ -249,7 +253,7 @@ const main = async () => {
   for (const row of rows) {
     console.log(`| ${row.transport} | ${fmt(row.frames)} | ${fmt(row.rawPerSec)} | ${fmt(row.cohortPerSec)} | ${fmt(row.ratio)} |`)
   }
-  console.log(`total ${((nowMs() - startedMs) / 1000).toFixed(1)} s`)
+  console.log(`total ${((nowMs() - startedMs) / 1000).toFixed(1)} s (${decoded} frames decoded by the wire codec)`)
   if (!args.includes("--no-json")) {
     const path = join(import.meta.dirname, "results", `transport.${runtime}.json`)
     mkdirSync(dirname(path), { recursive: true })
@@ -263,8 +267,6 @@ const main = async () => {
 
 if (isMainThread) {
   await main()
-} else if ((workerData as Partial<RawWorkerData> | null)?.benchRaw === true) {
-  rawSender(workerData as RawWorkerData)
 } else {
   const { data, transport } = await Effect.runPromise(Worker.connect())
   await Effect.runPromise(transportSender(transport, (data as { readonly n: number }).n))
