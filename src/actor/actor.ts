@@ -154,6 +154,8 @@ export const spawn = <S, M, E = never, R = never>(
       const ended: Exit.Exit<void, E> = Exit.isSuccess(exit) ? Exit.void : Exit.failCause(exit.cause)
       Deferred.doneUnsafe(done, Exit.succeed(ended))
       Queue.shutdownUnsafe(mailbox)
+      // An actor that ended on its own releases its scope from the parent at once.
+      Effect.runFork(Scope.close(scope, Exit.void))
     })
     yield* Scope.addFinalizer(scope, Queue.shutdown(mailbox))
 
