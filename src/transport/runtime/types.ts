@@ -39,7 +39,7 @@ export interface ResourceLimits {
 
 /**
  * The child's side of a worker or process link: its rank and data from the parent, `post` to the
- * parent, and callbacks. `beforeExit` hooks run synchronously when the child calls
+ * parent, and callbacks. `onExit` hooks run synchronously when the child calls
  * `process.exit` so that queued frames still go out.
  *
  * @since 0.1.0
