@@ -839,16 +839,23 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Starts the run: announces the roles to every rank, forms the ring (ring backend), and plans
- * epoch 0 (`StartEpoch` per rank, or the first chunks). Call once, before any `step`; a second
- * call returns nothing.
+ * Starts the run at `nowMs` (default: the time given to `make`): every rank counts as seen then,
+ * the roles are announced to every rank, the ring is formed (ring backend), and epoch 0 is planned
+ * (`StartEpoch` per rank, or the first chunks). Call once, before any `step`; a second call
+ * returns nothing. The shell calls it when every rank has joined, so that slow starts (loading a
+ * dataset) never look like stale ranks.
  *
  * @since 0.1.0
  * @category steps
  */
-export const start = (state: State): Array<Command> => {
+export const start = (state: State, nowMs?: number): Array<Command> => {
   const cmds: Array<Command> = []
   if (state.started) return cmds
+  if (nowMs !== undefined && nowMs > state.clockMs) {
+    state.clockMs = nowMs
+    state.liveness.lastSeenMs.fill(nowMs) // all equal: the list order stays valid
+    state.epochStartedMs = nowMs
+  }
   broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`)
   formRing(state, cmds, "initial ring")
   state.started = true
@@ -872,8 +879,9 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   }
   Liveness.touch(state.liveness, rank, state.clockMs)
   if (state.phase !== "running") {
-    // After the end, exits are recorded and everything else decides nothing.
+    // After the end, exits and the last eval are recorded; everything else decides nothing.
     if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
+    else if (message._tag === "EvalResult") state.evals.push({ epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
     else if (message._tag !== "Heartbeat" && message._tag !== "Hello") counters.framesAfterEnd += 1
     return
   }

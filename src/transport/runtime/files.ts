@@ -11,6 +11,8 @@
  */
 import { access, mkdir as mkdirFs, readFile as readFileFs, writeFile as writeFileFs } from "node:fs/promises"
 import { createRequire } from "node:module"
+import { resolve as resolvePath } from "node:path"
+import { pathToFileURL } from "node:url"
 
 /**
  * Reads a whole file as bytes.
@@ -72,3 +74,20 @@ export const exists = async (path: string): Promise<boolean> => {
  */
 export const resolvePackageFile = (specifier: string, fromUrl: string): string =>
   createRequire(fromUrl).resolve(specifier)
+
+/**
+ * A `file:` URL for a path (relative paths resolve against the working directory); a string that
+ * already is a `file:` URL is returned as it is.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const fileUrl = (path: string): string => (path.startsWith("file:") ? path : pathToFileURL(resolvePath(path)).href)
+
+/**
+ * An absolute path for `path` (resolved against the working directory).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const absolutePath = (path: string): string => resolvePath(path)

@@ -1,0 +1,260 @@
+/**
+ * The coordinator actor: the shell around the core state machine (DESIGN.md §3, §3.10).
+ *
+ * It owns the core's state and reads one mailbox in order: frames, bad frames, death reports and
+ * clean exits from the supervised transport, and ticks from a schedule (`tickMs`). Each input is
+ * one `Coordinator.step`; the commands that come out are carried out over the transport at once.
+ * A death report wakes the coordinator: it queues a tick behind whatever is already in the
+ * mailbox, so every frame that arrived before it is applied first and the whole drained set of
+ * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Result from "effect/Result"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import * as Actor from "../src/actor/actor.ts"
+import * as Cpu from "../src/averaging/cpu.ts"
+import * as Core from "../src/core/coordinator.ts"
+import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as Supervisor from "../src/transport/supervisor.ts"
+import type * as Transport from "../src/transport/transport.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
+import * as Codec from "../src/wire/codec.ts"
+import * as Frame from "../src/wire/frame.ts"
+
+/**
+ * Observers of what the coordinator does; each is called synchronously inside the actor, so it
+ * must be quick and must not throw.
+ *
+ * - `onFrame`: a decoded frame from a live or late rank, before the core sees it.
+ * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
+ * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
+ *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Hooks {
+  readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
+  readonly onCommand?: (command: Core.Command, state: Core.State) => void
+  readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+}
+
+/**
+ * - `state`: a core state made with `Core.make` (not started).
+ * - `transport`: the coordinator's endpoint (a worker or process host's).
+ * - `tickMs`: tick period in ms (default 100).
+ * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000).
+ * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
+ *   ready) before the run fails to form (default 120000). The core starts when the last one did.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Options {
+  readonly state: Core.State
+  readonly transport: Transport.TransportShape
+  readonly tickMs?: number
+  readonly coordHeartbeatMs?: number
+  readonly formationTimeoutMs?: number
+  readonly hooks?: Hooks
+}
+
+/**
+ * The run did not form: a rank ended before every rank joined, or the formation timed out. floDl
+ * kills every rank in this case too: a half-formed run has nothing to recover (reference §7.1.5).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class FormationError extends Error {
+  readonly _tag = "FormationError"
+}
+
+/**
+ * A running coordinator: `outcome` completes when the run ends (completed or unrecoverable), or
+ * fails with `FormationError` when the run never formed;
+ * `state` is the live core state (read it, never write it).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Handle {
+  readonly outcome: Deferred.Deferred<Core.Outcome, FormationError>
+  readonly state: Core.State
+  readonly stats: Effect.Effect<Actor.MailboxStats>
+}
+
+type Message =
+  | { readonly _tag: "Start" }
+  | { readonly _tag: "Inbound"; readonly event: Supervisor.Inbound }
+  | { readonly _tag: "Tick" }
+
+/**
+ * Starts the coordinator in the current scope: sends the run's first commands, then serves its
+ * mailbox until the scope closes.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { state, transport } = options
+    const hooks = options.hooks ?? {}
+    const tickMs = options.tickMs ?? 100
+    const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
+    const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
+    const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
+    const joined = new Set<Rank>()
+    let formingSinceMs: number | undefined
+    let lastBeatMs = 0
+    let self: Actor.ActorRef<Message, never> | undefined
+
+    const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array): Effect.Effect<void> =>
+      transport.send(rank, bytes).pipe(
+        Effect.catch((error) =>
+          Effect.gen(function*() {
+            const nowMs = yield* Clock.currentTimeMillis
+            const more = Core.step(state, { _tag: "SendFailed", rank, nowMs, message, reason: error.reason._tag })
+            yield* execute(more)
+          })
+        )
+      )
+
+    const deliver = (rank: Rank, message: ToRank): Effect.Effect<void> => sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)))
+
+    const broadcast = (message: ToRank): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const bytes = Codec.encode(Frame.fromCoordinator(message))
+        for (const rank of Core.survivors(state)) yield* sendTo(rank, message, bytes)
+      })
+
+    const execute = (commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        for (const command of commands) {
+          switch (command._tag) {
+            case "Send":
+              yield* deliver(command.to, command.message)
+              break
+            case "Broadcast":
+              yield* broadcast(command.message)
+              break
+            case "SendRanges":
+              for (let i = 0; i < command.ranks.length; i++) {
+                const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
+                yield* deliver(command.ranks[i]!, message)
+              }
+              break
+            case "AverageRound": {
+              const averaged = Cpu.mean(command.params)
+              // A contribution of the wrong length cannot be averaged: keep the first one's values.
+              const params = Cpu.isError(averaged) ? command.params[0] ?? new Float32Array(0) : averaged
+              yield* broadcast({ _tag: "Update", round: command.round, params })
+              break
+            }
+            case "Alert":
+            case "EpochEnded":
+              break
+            case "RunEnded":
+              yield* Deferred.succeed(outcome, command.outcome)
+              break
+          }
+          hooks.onCommand?.(command, state)
+        }
+      })
+
+    const stepAndExecute = (input: Core.Input): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const deathsBefore = state.deaths.length
+        yield* execute(Core.step(state, input))
+        if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
+          hooks.onDeclared(state.deaths.slice(deathsBefore), yield* Clock.currentTimeMillis)
+        }
+      })
+
+    /** Before the run starts: wait for every rank's Hello; any end of a rank fails the run. */
+    const form = (message: Message): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        const nowMs = yield* Clock.currentTimeMillis
+        if (message._tag === "Inbound") {
+          const event = message.event
+          if (event._tag === "Frame") {
+            const decoded = Codec.decode(event.bytes, { from: event.peer })
+            if (Result.isSuccess(decoded) && decoded.success.message._tag === "Hello") joined.add(event.peer)
+          } else if (event._tag === "DeathReport" || event._tag === "Left") {
+            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(event.cause)}`))
+            return
+          }
+        }
+        if (joined.size >= state.config.worldSize) {
+          yield* execute(Core.start(state, nowMs))
+        } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
+          const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+          yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
+        }
+      })
+
+    const receive = (_: void, message: Message): Effect.Effect<void> =>
+      Effect.gen(function*() {
+        if (message._tag === "Start") {
+          formingSinceMs = yield* Clock.currentTimeMillis
+          return
+        }
+        if (!state.started) {
+          yield* form(message)
+          return
+        }
+        if (message._tag === "Tick") {
+          const nowMs = yield* Clock.currentTimeMillis
+          yield* stepAndExecute({ _tag: "Tick", nowMs })
+          if (nowMs - lastBeatMs >= coordHeartbeatMs && state.phase === "running") {
+            lastBeatMs = nowMs
+            yield* broadcast({ _tag: "CoordHeartbeat" })
+          }
+          return
+        }
+        const event = message.event
+        switch (event._tag) {
+          case "Frame": {
+            const decoded = Codec.decode(event.bytes, { from: event.peer })
+            if (Result.isFailure(decoded)) {
+              yield* stepAndExecute({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
+              return
+            }
+            const frameMessage = decoded.success.message as ToCoordinator
+            hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs)
+            yield* stepAndExecute({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
+            return
+          }
+          case "BadFrame":
+            yield* stepAndExecute({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
+            return
+          case "DeathReport": {
+            const nowMs = yield* Clock.currentTimeMillis
+            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: event.cause })
+            // Wake: a tick queued behind everything already in the mailbox.
+            if (self !== undefined) yield* self.tell({ _tag: "Tick" }).pipe(Effect.ignore)
+            return
+          }
+          case "Left":
+            return
+        }
+      })
+
+    const actor = yield* Actor.spawn<void, Message>("coordinator", {
+      initial: undefined,
+      receive,
+      mailbox: { capacity: 65_536, whenFull: "suspend" }
+    })
+    self = actor
+    yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
+    yield* Stream.runForEach(Supervisor.supervise(transport, { isExiting: WireFrames.isExiting }), (event) =>
+      actor.tell({ _tag: "Inbound", event }).pipe(Effect.ignore)).pipe(Effect.forkScoped)
+    yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
+    return { outcome, state, stats: actor.stats }
+  })

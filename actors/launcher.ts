@@ -1,0 +1,306 @@
+/**
+ * The launcher: starts the coordinator and `worldSize` ranks (worker threads or child processes),
+ * supervises them, feeds their ends to the coordinator as death reports, injects the faults it was
+ * asked for, and writes the run's event log and summary under `<outDir>/<runId>/` (issue 6).
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
+import { nanoid } from "nanoid"
+import type * as Alerts from "../src/core/alerts.ts"
+import * as Core from "../src/core/coordinator.ts"
+import type { Rank } from "../src/core/messages.ts"
+import * as Trainer from "../src/train/trainer.ts"
+import * as ChildProcess from "../src/transport/child-process.ts"
+import * as Files from "../src/transport/runtime/files.ts"
+import * as Worker from "../src/transport/worker.ts"
+import * as Coordinator from "./coordinator.ts"
+import type * as RankActor from "./rank.ts"
+import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+
+/**
+ * Why a run could not start: bad options, or a trainer module that cannot be loaded.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class LaunchError extends Error {
+  readonly _tag = "LaunchError"
+  constructor(readonly option: string, readonly reason: string) {
+    super(`${option}: ${reason}`)
+  }
+}
+
+/**
+ * Defaults of `RunOptions`.
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const defaults = {
+  worldSize: 4,
+  epochs: 3,
+  mode: "static",
+  transport: "worker",
+  heartbeatTimeoutMs: 10_000,
+  heartbeatIntervalMs: 1_000,
+  tickMs: 100,
+  seed: 1,
+  batchSize: 32,
+  averageEverySteps: 8,
+  outDir: "runs",
+  /** How long the launcher waits for ranks to save and exit after the run ended. */
+  exitGraceMs: 15_000
+} as const
+
+/**
+ * Loads and checks a trainer module in the calling thread. Rejects with `LaunchError` (option
+ * `trainer`) when the file is missing, fails to load, or does not export the trainer contract.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const loadTrainer = async (trainer: string): Promise<{ readonly url: string; readonly module: Trainer.TrainerModule }> => {
+  const url = Files.fileUrl(trainer)
+  if (!trainer.startsWith("file:") && !(await Files.exists(Files.absolutePath(trainer)))) {
+    throw new LaunchError("trainer", `no such file: ${trainer}`)
+  }
+  let loaded: unknown
+  try {
+    loaded = await import(url)
+  } catch (error) {
+    throw new LaunchError("trainer", `cannot load ${trainer}: ${error instanceof Error ? error.message : String(error)}`)
+  }
+  const module = Trainer.validateTrainerModule(loaded)
+  if (typeof module === "string") throw new LaunchError("trainer", `${trainer}: ${module}`)
+  return { url, module }
+}
+
+const check = (ok: boolean, option: string, reason: string): void => {
+  if (!ok) throw new LaunchError(option, reason)
+}
+
+/**
+ * Runs a training run to its end and returns its result; the event log and summary are written
+ * under `<outDir>/<runId>/`. Rejects with `LaunchError` for bad options or a bad trainer; a run
+ * that ends unrecoverable resolves normally with `exitCode` 1.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const run = async (options: RunOptions): Promise<RunResult> => {
+  const worldSize = options.worldSize ?? defaults.worldSize
+  const epochs = options.epochs ?? defaults.epochs
+  const mode = options.mode ?? defaults.mode
+  const transportKind = options.transport ?? defaults.transport
+  const kills = options.kills ?? []
+  const hangs = options.hangs ?? []
+  const batchSize = options.batchSize ?? defaults.batchSize
+  check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
+  check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
+  for (const fault of [...kills, ...hangs]) {
+    check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
+  }
+  const { url: trainerUrl, module } = await loadTrainer(options.trainer)
+  const made = Core.make({
+    worldSize,
+    epochSamples: module.trainSamples,
+    epochs,
+    mode,
+    batchSize,
+    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs,
+    failureLimit: options.failureLimit,
+    rolePolicy: options.rolePolicy ?? "fastest"
+  }, Date.now())
+  if ("_tag" in made) throw new LaunchError(made.option, made.reason)
+  const state = made
+  const runId = options.runId ?? nanoid(10)
+  const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
+  await Files.mkdir(runDir)
+  const runDirAbsolute = Files.absolutePath(runDir)
+
+  const events: Array<RunEvent> = []
+  const alerts: Array<Alerts.Alert> = []
+  const deaths: Array<DeathTiming> = []
+  const faultAt = new Map<Rank, number>()
+  const trainedInEpoch = new Map<Rank, number>()
+  const lastProgressEventMs = new Map<Rank, number>()
+  let startedMs = Date.now()
+  const emit = (event: RunEvent, log = true): void => {
+    if (log) events.push(event)
+    options.onEvent?.(event)
+  }
+  const sinceStart = (ms: number): number => Math.round(ms - startedMs)
+
+  const rankState = (rank: Rank): RankState => {
+    if (Core.isDead(state, rank)) return "dead"
+    if (!Core.isLive(state, rank)) return "exited"
+    return state.contributed[rank] === 1 ? "waiting" : "training"
+  }
+
+  const hooks: Coordinator.Hooks = {
+    onFrame: (rank, message, nowMs) => {
+      if (message._tag === "Progress" && message.epoch === state.epoch) {
+        if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
+        const last = lastProgressEventMs.get(rank) ?? 0
+        const progress: RunEvent = {
+          type: "progress",
+          ms: sinceStart(nowMs),
+          rank,
+          epoch: message.epoch,
+          samplesDone: message.samplesDone,
+          samplesPerSecond: message.msPerBatch > 0 ? (batchSize * 1000) / message.msPerBatch : 0,
+          state: rankState(rank)
+        }
+        // The log keeps at most one progress line per rank per second; observers see them all.
+        emit(progress, nowMs - last >= 1000)
+        if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
+      } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
+        trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
+      }
+    },
+    onCommand: (command) => {
+      const ms = sinceStart(Date.now())
+      switch (command._tag) {
+        case "Alert":
+          alerts.push(command.alert)
+          emit({ type: "alert", ms, alert: command.alert })
+          return
+        case "EpochEnded": {
+          trainedInEpoch.clear()
+          emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
+          return
+        }
+        case "RunEnded":
+          emit({ type: "ended", ms, outcome: command.outcome })
+          return
+        case "Send":
+          emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` }, command.message._tag !== "AssignChunk")
+          return
+        case "Broadcast":
+          if (command.message._tag !== "CoordHeartbeat" && command.message._tag !== "Update") {
+            emit({ type: "decision", ms, detail: `${command.message._tag} to every survivor: ${command.reason}` })
+          }
+          return
+        case "SendRanges":
+          emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
+          return
+        case "AverageRound":
+          return
+      }
+    },
+    onDeclared: (declared, recoveredMs) => {
+      for (const death of declared) {
+        const faultMs = faultAt.get(death.rank)
+        const timing: DeathTiming = {
+          rank: death.rank,
+          epoch: death.epoch,
+          detector: death.detector,
+          cause: death.cause,
+          faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
+          declaredMs: sinceStart(death.declaredAtMs),
+          recoveredMs: sinceStart(recoveredMs),
+          detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
+          recoveredAfterFaultMs: faultMs === undefined ? undefined : recoveredMs - faultMs,
+          remainderSamples: death.remainderSamples
+        }
+        deaths.push(timing)
+        emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
+      }
+    }
+  }
+
+  const program = Effect.gen(function*() {
+    startedMs = yield* Clock.currentTimeMillis
+    const host = transportKind === "worker"
+      ? yield* Effect.map(Worker.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: h.terminate }))
+      : yield* Effect.map(ChildProcess.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: (r: Rank) => h.kill(r) }))
+    const entry = new URL(transportKind === "worker" ? "./rank-worker.ts" : "./rank-process.ts", import.meta.url).href
+    emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
+    for (let rank = 0; rank < worldSize; rank++) {
+      const hang = hangs.find((h) => h.rank === rank)
+      const data: RankActor.RankData = {
+        trainer: trainerUrl,
+        worldSize,
+        seed: options.seed ?? defaults.seed,
+        batchSize,
+        averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+        heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaults.heartbeatIntervalMs,
+        hangAtUnixMs: hang === undefined ? undefined : startedMs + hang.atSeconds * 1000,
+        saveDir: `${runDirAbsolute}/save`,
+        checkpointDir: `${runDirAbsolute}/checkpoints`
+      }
+      yield* host.spawn({ entry, rank, data }).pipe(Effect.orDie)
+    }
+    const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
+
+    // Fault injection: kills by time or by progress into an epoch, hangs by time (the rank hangs itself).
+    const pendingKills = new Set<KillSpec>(kills)
+    const pendingHangs = new Set(hangs)
+    const faults = Effect.gen(function*() {
+      const now = yield* Clock.currentTimeMillis
+      for (const kill of pendingKills) {
+        const due = "atSeconds" in kill
+          ? now - startedMs >= kill.atSeconds * 1000
+          : state.phase === "running" && (state.epoch > kill.atEpoch || (state.epoch === kill.atEpoch &&
+            [...trainedInEpoch.values()].reduce((a, b) => a + b, 0) >= kill.atFraction * module.trainSamples))
+        if (!due) continue
+        pendingKills.delete(kill)
+        if (!Core.isLive(state, kill.rank)) continue
+        faultAt.set(kill.rank, yield* Clock.currentTimeMillis)
+        emit({ type: "fault", ms: sinceStart(now), rank: kill.rank, fault: "kill" })
+        yield* host.kill(kill.rank)
+      }
+      for (const hang of pendingHangs) {
+        if (now - startedMs < hang.atSeconds * 1000) continue
+        pendingHangs.delete(hang)
+        faultAt.set(hang.rank, startedMs + hang.atSeconds * 1000)
+        emit({ type: "fault", ms: sinceStart(now), rank: hang.rank, fault: "hang" })
+      }
+    })
+    yield* faults.pipe(Effect.repeat(Schedule.spaced(5)), Effect.forkScoped)
+
+    const outcome = yield* Deferred.await(coordinator.outcome).pipe(
+      Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
+    )
+    // Let the survivors save and exit; whoever is still there after the grace period is stopped.
+    const deadline = (yield* Clock.currentTimeMillis) + defaults.exitGraceMs
+    while ((yield* host.transport.peers).length > 0 && (yield* Clock.currentTimeMillis) < deadline) {
+      yield* Effect.sleep(20)
+    }
+    return outcome
+  })
+
+  const exit = await Effect.runPromiseExit(Effect.scoped(program))
+  if (exit._tag === "Failure") {
+    const error = Cause.squash(exit.cause)
+    throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
+  }
+  const outcome = exit.value
+  // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
+  const evals = state.evals
+  const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
+  const epochsWithAccuracy = outcome.epochs.map((summary) => ({ ...summary, accuracy: accuracyOf.get(summary.epoch) }))
+  for (const event of events) {
+    if (event.type === "epoch") (event as { accuracy: number | undefined }).accuracy = accuracyOf.get(event.summary.epoch)
+  }
+  const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
+  const result: RunResult = {
+    runId,
+    runDir,
+    outcome,
+    deaths,
+    alerts,
+    epochs: epochsWithAccuracy,
+    finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
+    durationMs: Date.now() - startedMs,
+    exitCode: !auditClean ? 4 : outcome.status === "completed" ? 0 : 1
+  }
+  await Files.writeFile(`${runDir}/events.ndjson`, events.map((e) => JSON.stringify(e)).join("\n") + "\n")
+  await Files.writeFile(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
+  return result
+}

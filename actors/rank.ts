@@ -1,0 +1,273 @@
+/**
+ * The rank actor: one training rank's loop, run inside its worker thread or child process
+ * (DESIGN.md §3.3, §3.5, §3.7, §4; issue 6).
+ *
+ * It takes `StartEpoch`, `ExtendPartition` and `AssignChunk`, trains batch by batch through the
+ * user's trainer, reports `Progress` after every batch and `ChunkDone` after every chunk, and
+ * contributes `Params` every `averageEverySteps` batches or when it runs out of work, then waits
+ * for the round's `Update`. A contribution is what commits its samples. It sends a `Heartbeat`
+ * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
+ * asked, and on `ShutdownWithSave` saves through the trainer, announces `Exiting` and leaves.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
+import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as Permutation from "../src/train/permutation.ts"
+import * as Trainer from "../src/train/trainer.ts"
+import * as Transport from "../src/transport/transport.ts"
+import * as Codec from "../src/wire/codec.ts"
+import * as Frame from "../src/wire/frame.ts"
+
+/**
+ * What the launcher hands each rank (structured-cloneable / JSON).
+ *
+ * - `trainer`: the trainer module's `file:` URL.
+ * - `hangAtUnixMs`: wall-clock ms at which the rank stops responding (its worker stays alive).
+ * - `saveDir`: where `ShutdownWithSave` saves (`<saveDir>/rank<r>`); `checkpointDir` likewise.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RankData {
+  readonly trainer: string
+  readonly worldSize: number
+  readonly seed: number
+  readonly batchSize: number
+  readonly averageEverySteps: number
+  readonly heartbeatIntervalMs: number
+  readonly hangAtUnixMs: number | undefined
+  readonly saveDir: string
+  readonly checkpointDir: string
+}
+
+/**
+ * The rank's link to the coordinator, as a transport's `connect()` gives it.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Link {
+  readonly transport: Transport.TransportShape
+  readonly rank: Rank
+  readonly data: unknown
+}
+
+interface Chunk {
+  readonly offset: number
+  readonly size: number
+  progress: number
+}
+
+const toCoordinator = Transport.coordinatorPeer
+
+/**
+ * Runs the rank until the coordinator says stop (then calls `leave(0)`), the coordinator's link
+ * ends (`leave(0)` too: there is nobody left to train for), or a hang is injected (never returns).
+ * A trainer that fails to load or throws ends the rank with a defect: its supervisor reports it.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const run = (link: Link, leave: (code: number) => void): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { transport, rank } = link
+    const data = link.data as RankData
+    const module = Trainer.validateTrainerModule(yield* Effect.promise(() => import(data.trainer)))
+    if (typeof module === "string") return yield* Effect.die(new Error(`rank ${rank}: ${module}`))
+    const trainer = yield* Effect.promise(async () => module.createTrainer({ rank, worldSize: data.worldSize, seed: data.seed }))
+    const checked = Trainer.validateTrainer(trainer)
+    if (typeof checked === "string") return yield* Effect.die(new Error(`rank ${rank}: ${checked}`))
+
+    let lastSentMs = 0
+    const send = (message: ToCoordinator) =>
+      Effect.gen(function*() {
+        lastSentMs = yield* Clock.currentTimeMillis
+        yield* transport.send(toCoordinator, Codec.encode(Frame.fromRank(rank, message))).pipe(Effect.ignore)
+      })
+
+    // Training state for the current epoch.
+    let epoch = -1
+    let order: Uint32Array = new Uint32Array(0)
+    const entries: Array<readonly [number, number]> = [] // static: partition, then extensions
+    let trained = 0
+    let contributedUpTo = 0
+    const chunks: Array<Chunk> = [] // progressive: chunks held, in order
+    let chunksDoneSinceContribution = 0
+    let batchesSinceContribution = 0
+    let waitingUpdate = false
+    let round = 0
+    let stopping: { readonly save: boolean; readonly reason: string } | undefined
+
+    const enterEpoch = (next: number): void => {
+      epoch = next
+      order = Permutation.permutation(data.seed, next, module.trainSamples)
+      entries.length = 0
+      chunks.length = 0
+      trained = 0
+      contributedUpTo = 0
+      chunksDoneSinceContribution = 0
+      batchesSinceContribution = 0
+    }
+    const listLength = (): number => entries.reduce((sum, [, size]) => sum + size, 0)
+    const hasWork = (): boolean => chunks.length > 0 || trained < listLength()
+
+    const handle = (message: ToRank) =>
+      Effect.gen(function*() {
+        switch (message._tag) {
+          case "StartEpoch":
+            enterEpoch(message.epoch)
+            if (message.size > 0) entries.push([message.offset, message.size])
+            return
+          case "ExtendPartition":
+            if (message.epoch === epoch) entries.push([message.offset, message.size])
+            return
+          case "AssignChunk":
+            if (message.epoch > epoch) enterEpoch(message.epoch)
+            if (message.epoch === epoch) chunks.push({ offset: message.offset, size: message.size, progress: 0 })
+            return
+          case "Update":
+            if (message.params.length > 0) trainer.setParams(message.params)
+            round = message.round + 1
+            waitingUpdate = false
+            return
+          case "Checkpoint": {
+            const dir = `${data.checkpointDir}/v${message.version}`
+            const saved = yield* Effect.tryPromise(async () => trainer.save(dir)).pipe(Effect.result)
+            yield* send({
+              _tag: "CheckpointResult",
+              version: message.version,
+              ok: Result.isSuccess(saved),
+              detail: Result.isSuccess(saved) ? dir : String(saved.failure.cause ?? saved.failure)
+            })
+            return
+          }
+          case "Eval": {
+            if (trainer.evaluate === undefined) return
+            const evaluate = trainer.evaluate.bind(trainer)
+            const result = yield* Effect.promise(async () => evaluate())
+            yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
+            return
+          }
+          case "FormRing":
+            yield* send({ _tag: "RingReady", generation: message.generation })
+            return
+          case "ShutdownWithSave":
+            stopping = { save: true, reason: message.reason }
+            return
+          case "Shutdown":
+            stopping = { save: false, reason: "Shutdown" }
+            return
+          case "SetRoles":
+          case "DeclareDead":
+          case "RequestParams":
+          case "CoordHeartbeat":
+            return
+        }
+      })
+
+    /** Applies one transport event; returns false when the coordinator's link ended. */
+    const apply = (event: Transport.Event) =>
+      Effect.gen(function*() {
+        if (event._tag === "Ended") return event.peer !== toCoordinator
+        if (event._tag !== "Frame") return true
+        const decoded = Codec.decode(event.bytes, { from: "coordinator" })
+        if (Result.isFailure(decoded)) return true // counted by the transport's inspector
+        yield* handle(decoded.success.message as ToRank)
+        return true
+      })
+
+    const contribute = (samplesDone: number) =>
+      Effect.gen(function*() {
+        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
+        batchesSinceContribution = 0
+        waitingUpdate = true
+      })
+
+    const trainOne = Effect.gen(function*() {
+      const started = yield* Clock.currentTimeMillis
+      const chunk = chunks[0]
+      let indices: Uint32Array
+      if (chunk !== undefined) {
+        const n = Math.min(data.batchSize, chunk.size - chunk.progress)
+        indices = order.subarray(chunk.offset + chunk.progress, chunk.offset + chunk.progress + n)
+        chunk.progress += n
+      } else {
+        // Map the next batch of list positions to permutation positions, across entries.
+        const n = Math.min(data.batchSize, listLength() - trained)
+        indices = new Uint32Array(n)
+        let position = 0
+        let filled = 0
+        for (const [offset, size] of entries) {
+          const from = Math.max(trained, position)
+          const to = Math.min(trained + n, position + size)
+          for (let p = from; p < to; p++) indices[filled++] = order[offset + (p - position)]!
+          position += size
+        }
+        trained += n
+      }
+      yield* Effect.promise(async () => trainer.trainBatch(indices))
+      batchesSinceContribution += 1
+      const msPerBatch = (yield* Clock.currentTimeMillis) - started
+      yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(msPerBatch, 0.001) })
+      if (chunk !== undefined && chunk.progress >= chunk.size) {
+        chunks.shift()
+        chunksDoneSinceContribution += 1
+        yield* send({ _tag: "ChunkDone", epoch, offset: chunk.offset, size: chunk.size })
+      }
+      const outOfWork = !hasWork()
+      if (chunk !== undefined || chunksDoneSinceContribution > 0) {
+        if (chunksDoneSinceContribution > 0 && (outOfWork || batchesSinceContribution >= data.averageEverySteps)) {
+          chunksDoneSinceContribution = 0
+          yield* contribute(0)
+        }
+      } else if (trained > contributedUpTo && (outOfWork || batchesSinceContribution >= data.averageEverySteps)) {
+        contributedUpTo = trained
+        yield* contribute(trained)
+      }
+    })
+
+    yield* send({ _tag: "Hello" })
+    while (true) {
+      if (data.hangAtUnixMs !== undefined && (yield* Clock.currentTimeMillis) >= data.hangAtUnixMs) {
+        return yield* Effect.never // stop responding; the worker stays alive
+      }
+      // Apply everything already delivered.
+      for (let event = Queue.takeUnsafe(transport.inbox); event !== undefined; event = Queue.takeUnsafe(transport.inbox)) {
+        if (event._tag === "Failure" || !(yield* apply(event.value))) {
+          leave(0)
+          return
+        }
+      }
+      if (stopping !== undefined) {
+        if (stopping.save) yield* Effect.tryPromise(async () => trainer.save(`${data.saveDir}/rank${rank}`)).pipe(Effect.ignore)
+        yield* send({ _tag: "Exiting" })
+        yield* transport.flush
+        leave(0)
+        return
+      }
+      const now = yield* Clock.currentTimeMillis
+      if (now - lastSentMs >= data.heartbeatIntervalMs) yield* send({ _tag: "Heartbeat" })
+      if (!waitingUpdate && hasWork()) {
+        yield* trainOne
+        yield* Effect.sleep(0) // let the event loop deliver frames and timers between batches
+        continue
+      }
+      // Nothing to do until the coordinator speaks: wait, heartbeating on time.
+      const event = yield* Queue.take(transport.inbox).pipe(
+        Effect.timeoutOption(data.heartbeatIntervalMs),
+        Effect.catch(() => Effect.succeed(undefined))
+      )
+      if (event === undefined) {
+        leave(0)
+        return
+      }
+      if (event._tag === "Some" && !(yield* apply(event.value))) {
+        leave(0)
+        return
+      }
+    }
+  })
