@@ -105,7 +105,8 @@ const allowedPackages: Record<Area, ReadonlyArray<string>> = {
   runtime: ["*"],
   averaging: ["effect"],
   train: ["effect", "pure-rand", "mnist"],
-  cli: ["effect", "nanoid"],
+  // The command line parses with commander and draws progress bars with cli-progress.
+  cli: ["effect", "nanoid", "commander", "cli-progress"],
   actors: ["effect", "nanoid"],
   other: ["*"]
 }
