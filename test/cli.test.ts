@@ -1,0 +1,843 @@
+import { tmpdir } from "node:os"
+import { beforeAll, describe, expect, it } from "vitest"
+import type * as RunTypes from "../actors/run-types.ts"
+import * as Cli from "../src/cli.ts"
+import type * as Alerts from "../src/core/alerts.ts"
+import type * as Coordinator from "../src/core/coordinator.ts"
+import * as Runtime from "../src/transport/runtime/detect.ts"
+import * as Files from "../src/transport/runtime/files.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+interface Captured {
+  readonly io: Cli.Io
+  readonly out: () => string
+  readonly err: () => string
+}
+
+const capture = (): Captured => {
+  let out = ""
+  let err = ""
+  return {
+    io: {
+      out: (text) => {
+        out += text
+      },
+      err: (text) => {
+        err += text
+      },
+      isTerminal: false,
+      progressStream: () => {
+        throw new Error("no terminal in tests")
+      }
+    },
+    out: () => out,
+    err: () => err
+  }
+}
+
+const noLaunch: Cli.Launch = () => Promise.reject(new Error("the launcher must not be called"))
+
+const runMain = async (argv: ReadonlyArray<string>, launch: Cli.Launch = noLaunch) => {
+  const captured = capture()
+  const code = await Cli.main(argv, captured.io, launch)
+  return { code, out: captured.out(), err: captured.err() }
+}
+
+const counters: Coordinator.Counters = {
+  framesFromDead: 0,
+  framesFromExited: 0,
+  framesOutOfRange: 0,
+  framesWrongEpoch: 0,
+  framesAfterEnd: 0,
+  badFrames: 0,
+  reportsDropped: 0,
+  samplesDoneClamped: 0,
+  chunkDoneUnmatched: 0,
+  staleCallbackResults: 0,
+  staleRingReady: 0,
+  sendFailures: 0
+}
+
+const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({
+  rank,
+  epoch,
+  detector: "supervisor",
+  cause: "killed by terminate",
+  reportedAtMs: 0,
+  declaredAtMs: 0,
+  remainderSamples: 1200,
+  extensions: 3
+})
+
+const summary = (epoch: number, deaths: ReadonlyArray<Coordinator.Death> = [], lost = 0, duplicated = 0): Coordinator.EpochSummary => ({
+  epoch,
+  epochSamples: 8000,
+  samplesCommitted: 8000 - lost + duplicated,
+  lost,
+  duplicated,
+  deaths,
+  exits: [],
+  startedAtMs: epoch * 10_000,
+  endedAtMs: epoch * 10_000 + 9_000
+})
+
+const killTiming: RunTypes.DeathTiming = {
+  rank: 2,
+  epoch: 1,
+  detector: "supervisor",
+  cause: "killed by terminate",
+  faultMs: 12_345,
+  declaredMs: 12_346,
+  recoveredMs: 12_348,
+  detectedAfterFaultMs: 1.25,
+  recoveredAfterFaultMs: 3.5,
+  remainderSamples: 1200
+}
+
+const rankLost: Alerts.Alert = {
+  ts: 12_346,
+  severity: "critical",
+  path: "root/rank2",
+  class: "RankLost",
+  detail: "rank 2 lost: killed by terminate",
+  count: 1
+}
+
+const completedEpochs = [summary(0), summary(1, [coreDeath(2, 1)]), summary(2)]
+
+const completed: RunTypes.RunResult = {
+  runId: "abc123",
+  runDir: "runs/abc123",
+  outcome: {
+    status: "completed",
+    reason: undefined,
+    detail: "all epochs done",
+    endedAtMs: 30_000,
+    epochsCompleted: 3,
+    failures: [2],
+    exits: [0, 1, 3],
+    epochs: completedEpochs,
+    evals: [],
+    uncommitted: undefined,
+    counters
+  },
+  deaths: [killTiming],
+  alerts: [rankLost],
+  epochs: [
+    { ...completedEpochs[0]!, accuracy: 0.9105 },
+    { ...completedEpochs[1]!, accuracy: 0.93504 },
+    { ...completedEpochs[2]!, accuracy: 0.942 }
+  ],
+  finalAccuracy: 0.942,
+  durationMs: 41_234,
+  exitCode: 0
+}
+
+const stoppedTiming: RunTypes.DeathTiming = {
+  rank: 1,
+  epoch: 0,
+  detector: "supervisor",
+  cause: "killed by terminate",
+  faultMs: 3_000,
+  declaredMs: 3_002,
+  recoveredMs: 3_002,
+  detectedAfterFaultMs: 2,
+  recoveredAfterFaultMs: undefined,
+  remainderSamples: 1400
+}
+
+const unrecoverable: RunTypes.RunResult = {
+  runId: "zz9",
+  runDir: "runs/zz9",
+  outcome: {
+    status: "unrecoverable",
+    reason: "FailureLimitReached",
+    detail: "1 failures reached the failure limit of 1",
+    endedAtMs: 3_002,
+    epochsCompleted: 0,
+    failures: [1],
+    exits: [0, 2, 3],
+    epochs: [],
+    evals: [],
+    uncommitted: { epoch: 0, ranges: [[600, 1400], [2600, 1400], [4600, 1400], [6600, 1400]] },
+    counters
+  },
+  deaths: [stoppedTiming],
+  alerts: [],
+  epochs: [],
+  finalAccuracy: undefined,
+  durationMs: 3_500,
+  exitCode: 1
+}
+
+const auditFailed: RunTypes.RunResult = {
+  ...completed,
+  deaths: [],
+  alerts: [],
+  outcome: { ...completed.outcome, failures: [] },
+  epochs: [{ ...summary(0), accuracy: 0.9 }, { ...summary(1, [], 5, 2), accuracy: 0.91 }, { ...summary(2), accuracy: 0.92 }],
+  finalAccuracy: 0.92,
+  exitCode: 4
+}
+
+const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> => [
+  {
+    type: "started",
+    ms: 0,
+    runId: result.runId,
+    runDir: result.runDir,
+    worldSize: 4,
+    epochs: 3,
+    epochSamples: 8000,
+    mode: "static",
+    transport: "worker"
+  },
+  ...result.alerts.map((alert): RunTypes.RunEvent => ({ type: "alert", ms: alert.ts, alert })),
+  ...result.deaths.map((death): RunTypes.RunEvent => ({ type: "death", ms: death.declaredMs, death })),
+  ...result.epochs.map((e): RunTypes.RunEvent => ({
+    type: "epoch",
+    ms: e.endedAtMs,
+    summary: { ...e, accuracy: undefined } as Coordinator.EpochSummary,
+    accuracy: e.accuracy
+  })),
+  { type: "ended", ms: result.durationMs, outcome: result.outcome }
+]
+
+let scratch = ""
+
+beforeAll(async () => {
+  scratch = `${tmpdir()}/cohort-cli-test-${Runtime.detect()}-${Math.random().toString(36).slice(2)}`
+  await Files.mkdir(scratch)
+  await Files.writeFile(`${scratch}/no-factory.mjs`, "export const trainSamples = 10\n")
+  await Files.writeFile(
+    `${scratch}/good-trainer.mjs`,
+    [
+      "export const trainSamples = 10",
+      "export const createTrainer = () => ({",
+      "  trainBatch: () => ({ loss: 0 }),",
+      "  getParams: () => new Float32Array(1),",
+      "  setParams: () => undefined,",
+      "  save: () => undefined",
+      "})",
+      ""
+    ].join("\n")
+  )
+  await Files.writeFile(`${scratch}/broken-trainer.mjs`, "export const = 1\n")
+})
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+describe("parse", () => {
+  it("fills every default of demo, including the default kill of rank 2 at 40% of epoch 1", () => {
+    expect(Cli.parse(["demo"])).toEqual({
+      command: "demo",
+      options: {
+        trainer: undefined,
+        worldSize: 4,
+        epochs: 3,
+        mode: "static",
+        transport: "worker",
+        kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+        hangs: [],
+        heartbeatTimeoutMs: 10_000,
+        failureLimit: undefined,
+        rolePolicy: "fastest",
+        seed: 1,
+        outDir: "runs",
+        json: false
+      }
+    })
+  })
+
+  it("reads every flag of demo", () => {
+    const parsed = Cli.parse([
+      "demo",
+      "--world-size",
+      "6",
+      "--epochs",
+      "2",
+      "--mode",
+      "progressive",
+      "--transport",
+      "process",
+      "--kill",
+      "5@2.5",
+      "--hang",
+      "1@5",
+      "--heartbeat-timeout-ms",
+      "2000",
+      "--failure-limit",
+      "0.5",
+      "--role-policy",
+      "3",
+      "--seed",
+      "42",
+      "--out",
+      "/tmp/my-runs",
+      "--json"
+    ])
+    expect(parsed).toEqual({
+      command: "demo",
+      options: {
+        trainer: undefined,
+        worldSize: 6,
+        epochs: 2,
+        mode: "progressive",
+        transport: "process",
+        kills: [{ rank: 5, atSeconds: 2.5 }],
+        hangs: [{ rank: 1, atSeconds: 5 }],
+        heartbeatTimeoutMs: 2000,
+        failureLimit: { fraction: 0.5 },
+        rolePolicy: { rank: 3 },
+        seed: 42,
+        outDir: "/tmp/my-runs",
+        json: true
+      }
+    })
+  })
+
+  it("accepts --flag=value as well as --flag value", () => {
+    expect(Cli.parse(["demo", "--world-size=2", "--kill=1@3"])).toMatchObject({
+      options: { worldSize: 2, kills: [{ rank: 1, atSeconds: 3 }] }
+    })
+  })
+
+  it("collects repeated --kill and --hang in order; --kill replaces the default kill", () => {
+    expect(Cli.parse(["demo", "--kill", "1@3", "--kill", "3@0", "--hang", "0@1", "--hang", "2@7.25"])).toMatchObject({
+      options: {
+        kills: [{ rank: 1, atSeconds: 3 }, { rank: 3, atSeconds: 0 }],
+        hangs: [{ rank: 0, atSeconds: 1 }, { rank: 2, atSeconds: 7.25 }]
+      }
+    })
+  })
+
+  it("--no-kill removes the demo's kill", () => {
+    expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
+  })
+
+  it("moves the demo's kill to the last rank and epoch for small runs, and drops it for one rank", () => {
+    expect(Cli.parse(["demo", "--world-size", "2", "--epochs", "1"])).toMatchObject({
+      options: { kills: [{ rank: 1, atEpoch: 0, atFraction: 0.4 }] }
+    })
+    expect(Cli.parse(["demo", "--world-size", "3"])).toMatchObject({
+      options: { kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }] }
+    })
+    expect(Cli.parse(["demo", "--world-size", "1"])).toMatchObject({ options: { kills: [] } })
+  })
+
+  it("run takes --trainer and has no default kill", () => {
+    expect(Cli.parse(["run", "--trainer", "./my-trainer.ts", "--epochs", "1"])).toEqual({
+      command: "run",
+      options: {
+        trainer: "./my-trainer.ts",
+        worldSize: 4,
+        epochs: 1,
+        mode: "static",
+        transport: "worker",
+        kills: [],
+        hangs: [],
+        heartbeatTimeoutMs: 10_000,
+        failureLimit: undefined,
+        rolePolicy: "fastest",
+        seed: 1,
+        outDir: "runs",
+        json: false
+      }
+    })
+  })
+
+  it("reads --failure-limit as a count (integer >= 0) or a fraction in (0, 1)", () => {
+    const limit = (text: string) => {
+      const parsed = Cli.parse(["demo", "--failure-limit", text])
+      return "options" in parsed && parsed.command !== "report" ? parsed.options.failureLimit : parsed
+    }
+    expect(limit("1")).toEqual({ absolute: 1 })
+    expect(limit("0")).toEqual({ absolute: 0 })
+    expect(limit("12")).toEqual({ absolute: 12 })
+    expect(limit("0.5")).toEqual({ fraction: 0.5 })
+    expect(limit(".25")).toEqual({ fraction: 0.25 })
+    for (const bad of ["1.5", "1.0", "-1", "0.0", "half", ""]) {
+      expect(limit(bad)).toEqual({
+        error: `--failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '${bad}'`
+      })
+    }
+  })
+
+  it("reads --role-policy as fastest or a rank", () => {
+    expect(Cli.parse(["demo", "--role-policy", "fastest"])).toMatchObject({ options: { rolePolicy: "fastest" } })
+    expect(Cli.parse(["demo", "--role-policy", "0"])).toMatchObject({ options: { rolePolicy: { rank: 0 } } })
+    expect(Cli.parse(["demo", "--role-policy", "slowest"])).toEqual({
+      error: "--role-policy must be fastest or a rank (an integer >= 0), got 'slowest'"
+    })
+  })
+
+  it("reads report with its run directory and --json", () => {
+    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false } })
+    expect(Cli.parse(["report", "--json", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: true }
+    })
+  })
+
+  it("reads help, -h, --help and no arguments as help", () => {
+    for (const argv of [[], ["help"], ["--help"], ["-h"], ["demo", "--help"], ["report", "-h"]]) {
+      expect(Cli.parse(argv)).toEqual({ command: "help" })
+    }
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Bad input: one line on stderr, exit code 2
+// ---------------------------------------------------------------------------------------------
+
+describe("bad input gives one line on stderr and exit code 2", () => {
+  const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
+    ["an unknown flag", ["demo", "--bogus"], "cohort: unknown option '--bogus'"],
+    [
+      "a misspelt flag",
+      ["demo", "--wrold-size", "3"],
+      "cohort: unknown option '--wrold-size' (did you mean --world-size?)"
+    ],
+    ["an unknown flag before the command", ["--verbose", "demo"], "cohort: unknown option '--verbose'"],
+    ["an unknown command", ["train"], "cohort: unknown command 'train'"],
+    ["a misspelt command", ["dmeo"], "cohort: unknown command 'dmeo' (did you mean demo?)"],
+    ["an extra argument", ["demo", "now"], "cohort: too many arguments for 'demo'. Expected 0 arguments but got 1."],
+    ["a flag without its value", ["demo", "--world-size"], "cohort: option '--world-size <n>' argument missing"],
+    ["--world-size 0", ["demo", "--world-size", "0"], "cohort: --world-size must be an integer >= 1, got '0'"],
+    ["--world-size 2.5", ["demo", "--world-size", "2.5"], "cohort: --world-size must be an integer >= 1, got '2.5'"],
+    ["--epochs 0", ["demo", "--epochs", "0"], "cohort: --epochs must be an integer >= 1, got '0'"],
+    [
+      "--kill 9@1 with 4 ranks",
+      ["demo", "--kill", "9@1"],
+      "cohort: --kill 9@1: rank 9 is out of range for 4 ranks (0 to 3)"
+    ],
+    [
+      "--kill of a rank that --world-size leaves out",
+      ["demo", "--world-size", "2", "--kill", "2@1"],
+      "cohort: --kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)"
+    ],
+    ["--kill -1@1", ["demo", "--kill", "-1@1"], "cohort: --kill -1@1: rank -1 is out of range for 4 ranks (0 to 3)"],
+    ["a malformed --kill", ["demo", "--kill", "two@1"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got 'two@1'"],
+    ["a --kill without seconds", ["demo", "--kill", "2"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got '2'"],
+    ["negative seconds", ["demo", "--kill", "2@-1"], "cohort: --kill 2@-1: seconds must be >= 0"],
+    ["a --hang out of range", ["demo", "--hang", "4@5"], "cohort: --hang 4@5: rank 4 is out of range for 4 ranks (0 to 3)"],
+    ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5), got '1@soon'"],
+    ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
+    ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
+    ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker or process, got 'tcp'"],
+    [
+      "a zero heartbeat timeout",
+      ["demo", "--heartbeat-timeout-ms", "0"],
+      "cohort: --heartbeat-timeout-ms must be an integer >= 1, got '0'"
+    ],
+    [
+      "a failure limit above 1 that is not an integer",
+      ["demo", "--failure-limit", "1.5"],
+      "cohort: --failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '1.5'"
+    ],
+    ["a negative seed", ["demo", "--seed", "-1"], "cohort: --seed must be an integer from 0 to 4294967295, got '-1'"],
+    ["a seed above 32 bits", ["demo", "--seed", "4294967296"], "cohort: --seed must be an integer from 0 to 4294967295, got '4294967296'"],
+    ["an empty --out", ["demo", "--out", ""], "cohort: --out needs a folder path"],
+    ["run without --trainer", ["run"], "cohort: run needs --trainer FILE"],
+    ["--trainer on demo", ["demo", "--trainer", "x.ts"], "cohort: unknown option '--trainer'"],
+    ["report without RUN_DIR", ["report"], "cohort: missing required argument 'RUN_DIR'"]
+  ]
+
+  for (const [name, argv, message] of cases) {
+    it(name, async () => {
+      const { code, out, err } = await runMain(argv)
+      expect({ code, out, err }).toEqual({ code: 2, out: "", err: `${message}\n` })
+    })
+  }
+
+  it("a missing trainer file", async () => {
+    const { code, out, err } = await runMain(["run", "--trainer", `${scratch}/nowhere.ts`])
+    expect({ code, out, err }).toEqual({ code: 2, out: "", err: `cohort: trainer file not found: ${scratch}/nowhere.ts\n` })
+  })
+
+  it("a trainer that does not export the factory", async () => {
+    const { code, out, err } = await runMain(["run", "--trainer", `${scratch}/no-factory.mjs`])
+    expect({ code, out, err }).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${scratch}/no-factory.mjs: the trainer module does not export createTrainer\n`
+    })
+  })
+
+  it("a trainer that does not load", async () => {
+    const { code, out, err } = await runMain(["run", "--trainer", `${scratch}/broken-trainer.mjs`])
+    expect(code).toBe(2)
+    expect(out).toBe("")
+    expect(err).toMatch(new RegExp(`^cohort: cannot import the trainer module ${scratch}/broken-trainer\\.mjs: .+\\n$`))
+  })
+
+  it("a missing run directory for report", async () => {
+    const { code, out, err } = await runMain(["report", `${scratch}/no-such-run`])
+    expect({ code, out, err }).toEqual({ code: 2, out: "", err: `cohort: no run directory at ${scratch}/no-such-run\n` })
+  })
+
+  it("a folder that is not a run directory for report", async () => {
+    const { code, out, err } = await runMain(["report", scratch])
+    expect({ code, out, err }).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${scratch} has neither summary.json nor events.ndjson; is it a run directory?\n`
+    })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// help
+// ---------------------------------------------------------------------------------------------
+
+describe("help", () => {
+  it("prints the help text on stdout with exit code 0", async () => {
+    const { code, out, err } = await runMain(["help"])
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(out).toBe(Cli.helpText())
+    expect(out.startsWith(`cohort: elastic data-parallel training for TypeScript (runtime: ${Runtime.describe()})\n`)).toBe(true)
+  })
+
+  it("documents every flag with its default and every exit code", () => {
+    const text = Cli.helpText()
+    for (
+      const flag of [
+        "--trainer FILE",
+        "--world-size N",
+        "(default 4)",
+        "--epochs N",
+        "(default 3)",
+        "--mode static|progressive",
+        "(default static)",
+        "--transport worker|process",
+        "(default worker)",
+        "--kill RANK@SECONDS",
+        "demo default: rank 2 killed 40% into epoch 1",
+        "--hang RANK@SECONDS",
+        "--no-kill",
+        "--heartbeat-timeout-ms N",
+        "(default 10000)",
+        "--failure-limit N|F",
+        "(default none",
+        "--role-policy fastest|N",
+        "(default fastest)",
+        "--seed N",
+        "(default 1)",
+        "--out DIR",
+        "(default runs)",
+        "--json"
+      ]
+    ) {
+      expect(text).toContain(flag)
+    }
+    for (const code of [0, 1, 2, 3, 4]) expect(text).toMatch(new RegExp(`^  ${code}  \\S`, "m"))
+    expect(Math.max(...text.split("\n").map((line) => line.length))).toBeLessThanOrEqual(100)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------------------------
+
+describe("renderResult", () => {
+  it("renders a completed run as a table per epoch, the deaths, the alerts and the outcome", () => {
+    expect(Cli.renderResult(completed)).toEqual({
+      out: [
+        "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
+        "    0               8000     0           0       0             -            -         0.9105",
+        "    1               8000     0           0       1           1.3          3.5         0.9350",
+        "    2               8000     0           0       0             -            -         0.9420",
+        "deaths:",
+        "  rank 2 in epoch 1 (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
+        "alerts:",
+        "  critical RankLost root/rank2: rank 2 lost: killed by terminate",
+        "outcome: completed 3 epochs in 41.2 s; failures: rank 2; final test accuracy 0.9420; every audit clean",
+        "run directory: runs/abc123",
+        ""
+      ].join("\n"),
+      err: undefined
+    })
+  })
+
+  it("renders an unrecoverable run with the stopped epoch, its uncommitted ranges and a one-line reason", () => {
+    expect(Cli.renderResult(unrecoverable)).toEqual({
+      out: [
+        "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
+        "    0            stopped     -           -       1           2.0            -              -",
+        "uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)",
+        "deaths:",
+        "  rank 1 in epoch 0 (supervisor): killed by terminate; detected 2.0 ms after the fault; 1400 samples moved to the survivors",
+        "outcome: unrecoverable (FailureLimitReached) after 0 completed epochs in 3.5 s; failures: rank 1; final test accuracy -; every audit clean",
+        "run directory: runs/zz9",
+        ""
+      ].join("\n"),
+      err: "cohort: run stopped: FailureLimitReached: 1 failures reached the failure limit of 1; survivors saved under runs/zz9/save"
+    })
+  })
+
+  it("names the failed audits", () => {
+    const rendered = Cli.renderResult(auditFailed)
+    expect(rendered.err).toBe("cohort: audit failed: epoch 1 lost 5, duplicated 2")
+    expect(rendered.out).toContain("    1               7997     5           2       0             -            -         0.9100\n")
+    expect(rendered.out).toContain("; audit failed in epoch 1 (lost 5, duplicated 2)\n")
+  })
+
+  it("lists several deaths of one epoch in the timing columns and at most 8 uncommitted ranges", () => {
+    const hang: RunTypes.DeathTiming = {
+      ...stoppedTiming,
+      rank: 3,
+      detector: "heartbeat",
+      cause: "no frame for 10001 ms",
+      detectedAfterFaultMs: 10_150.04,
+      recoveredAfterFaultMs: 10_151
+    }
+    const ranges = Array.from({ length: 10 }, (_, i) => [i * 100, 10] as const)
+    const result: RunTypes.RunResult = {
+      ...unrecoverable,
+      deaths: [stoppedTiming, hang],
+      outcome: { ...unrecoverable.outcome, failures: [1, 3], uncommitted: { epoch: 0, ranges } }
+    }
+    const out = Cli.renderResult(result).out
+    expect(out).toContain("    0            stopped     -           -       2  2.0, 10150.0   -, 10151.0              -\n")
+    expect(out).toContain(
+      "uncommitted in epoch 0: 100 samples in 10 ranges: [0, 10), [100, 110), [200, 210), [300, 310), [400, 410), [500, 510), [600, 610), [700, 710), and 2 more\n"
+    )
+    expect(out).toContain("failures: ranks 1, 3;")
+  })
+})
+
+describe("lineView", () => {
+  it("prints timestamped lines and at most one progress line per rank per second", () => {
+    let text = ""
+    const view = Cli.lineView((line) => {
+      text += line
+    })
+    const progress = (ms: number, rank: number, samplesDone: number): RunTypes.RunEvent => ({
+      type: "progress",
+      ms,
+      rank,
+      epoch: 0,
+      samplesDone,
+      samplesPerSecond: 312.4,
+      state: "training"
+    })
+    for (
+      const event of [
+        eventsOf(completed)[0]!,
+        progress(500, 0, 64),
+        progress(900, 0, 96),
+        progress(950, 1, 64),
+        progress(1500, 0, 160),
+        progress(1600, 0, 192),
+        { type: "fault", ms: 12_345, rank: 2, fault: "kill" },
+        { type: "alert", ms: 12_346, alert: { ...rankLost, count: 3 } },
+        { type: "death", ms: 12_346, death: killTiming },
+        { type: "decision", ms: 12_346, detail: "rank 2's 1200 samples go to ranks 0, 1, 3" },
+        { type: "epoch", ms: 20_000, summary: completedEpochs[1]!, accuracy: undefined },
+        { type: "ended", ms: 3_002, outcome: unrecoverable.outcome }
+      ] satisfies ReadonlyArray<RunTypes.RunEvent>
+    ) {
+      view.onEvent(event)
+    }
+    view.stop()
+    expect(text).toBe(
+      [
+        "[   0.0s] run abc123: 4 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/abc123",
+        "[   0.5s] rank 0 epoch 0: 64 samples done, 312 samples/s, training",
+        "[   0.9s] rank 1 epoch 0: 64 samples done, 312 samples/s, training",
+        "[   1.5s] rank 0 epoch 0: 160 samples done, 312 samples/s, training",
+        "[  12.3s] rank 2 killed (injected fault)",
+        "[  12.3s] alert critical RankLost root/rank2: rank 2 lost: killed by terminate (3 times)",
+        "[  12.3s] rank 2 lost (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
+        "[  12.3s] decision: rank 2's 1200 samples go to ranks 0, 1, 3",
+        "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy -",
+        "[   3.0s] run ended: unrecoverable (FailureLimitReached): 1 failures reached the failure limit of 1",
+        ""
+      ].join("\n")
+    )
+  })
+})
+
+describe("barsView", () => {
+  it("draws one bar per rank and prints other events above the bars", () => {
+    let written = ""
+    const stream = {
+      isTTY: true,
+      columns: 120,
+      write: (chunk: string) => {
+        written += chunk
+        return true
+      }
+    } as unknown as NodeJS.WritableStream
+    const view = Cli.barsView(stream)
+    const [started] = eventsOf(completed)
+    view.onEvent(started!)
+    view.onEvent({ type: "progress", ms: 900, rank: 1, epoch: 0, samplesDone: 640, samplesPerSecond: 700.2, state: "training" })
+    view.onEvent({ type: "death", ms: 12_346, death: killTiming })
+    view.stop()
+    const plain = written.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")
+    expect(plain).toContain("[  12.3s] rank 2 lost (supervisor): killed by terminate;")
+    expect(plain).toContain("rank 1 [")
+    expect(plain).toContain("] 640/2000 samples | epoch 0 | 700 samples/s | training")
+    expect(plain).toMatch(/rank 2 \[[^\]]*\] 0\/2000 samples \| epoch 0 \| 0 samples\/s \| dead/)
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// demo and run with a stand-in launcher
+// ---------------------------------------------------------------------------------------------
+
+describe("demo and run", () => {
+  const fakeLaunch = (result: RunTypes.RunResult, seen: Array<RunTypes.RunOptions>): Cli.Launch => (options) => {
+    seen.push(options)
+    for (const event of eventsOf(result)) options.onEvent?.(event)
+    return Promise.resolve(result)
+  }
+
+  it("demo runs the bundled trainer with the parsed options and prints the events, then the table", async () => {
+    const seen: Array<RunTypes.RunOptions> = []
+    const { code, out, err } = await runMain(["demo", "--seed", "7"], fakeLaunch(completed, seen))
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(seen).toHaveLength(1)
+    const options = seen[0]!
+    expect(options.trainer).toMatch(/^file:\/\/.*\/src\/train\/mnist-trainer\.ts$/)
+    expect({ ...options, trainer: "", onEvent: undefined }).toEqual({
+      trainer: "",
+      worldSize: 4,
+      epochs: 3,
+      mode: "static",
+      transport: "worker",
+      kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+      hangs: [],
+      heartbeatTimeoutMs: 10_000,
+      failureLimit: undefined,
+      rolePolicy: "fastest",
+      seed: 7,
+      outDir: "runs",
+      onEvent: undefined
+    })
+    expect(out).toBe(
+      [
+        "[   0.0s] run abc123: 4 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/abc123",
+        "[  12.3s] alert critical RankLost root/rank2: rank 2 lost: killed by terminate",
+        "[  12.3s] rank 2 lost (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
+        "[   9.0s] epoch 0 done: 8000 samples committed, lost 0, duplicated 0, 0 deaths, test accuracy 0.9105",
+        "[  19.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy 0.9350",
+        "[  29.0s] epoch 2 done: 8000 samples committed, lost 0, duplicated 0, 0 deaths, test accuracy 0.9420",
+        "[  41.2s] run ended: completed",
+        ""
+      ].join("\n") + Cli.renderResult(completed).out
+    )
+  })
+
+  it("run passes the trainer as an absolute path and exits 1 with one line when the run is unrecoverable", async () => {
+    const seen: Array<RunTypes.RunOptions> = []
+    const { code, out, err } = await runMain(
+      ["run", "--trainer", `${scratch}/good-trainer.mjs`, "--failure-limit", "1", "--kill", "1@3"],
+      fakeLaunch(unrecoverable, seen)
+    )
+    expect(seen.map((o) => [o.trainer, o.kills, o.failureLimit])).toEqual([
+      [`${scratch}/good-trainer.mjs`, [{ rank: 1, atSeconds: 3 }], { absolute: 1 }]
+    ])
+    expect(code).toBe(1)
+    expect(out.endsWith(Cli.renderResult(unrecoverable).out)).toBe(true)
+    expect(err).toBe(`${Cli.renderResult(unrecoverable).err}\n`)
+  })
+
+  it("exits 4 when an audit failed", async () => {
+    const { code, err } = await runMain(["demo", "--no-kill"], fakeLaunch(auditFailed, []))
+    expect({ code, err }).toEqual({ code: 4, err: "cohort: audit failed: epoch 1 lost 5, duplicated 2\n" })
+  })
+
+  it("--json prints only the result as JSON on stdout and the events on stderr", async () => {
+    const { code, out, err } = await runMain(["demo", "--json"], fakeLaunch(completed, []))
+    expect(code).toBe(0)
+    expect(JSON.parse(out)).toEqual(JSON.parse(JSON.stringify(completed)))
+    expect(err.split("\n")[0]).toBe(
+      "[   0.0s] run abc123: 4 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/abc123"
+    )
+  })
+
+  it("exits 3 with one line when the launcher fails", async () => {
+    const { code, out, err } = await runMain(["demo"], () => Promise.reject(new Error("worldSize: bad\nstack")))
+    expect({ code, out, err }).toEqual({ code: 3, out: "", err: "cohort: the run failed: worldSize: bad\n" })
+  })
+})
+
+// ---------------------------------------------------------------------------------------------
+// report
+// ---------------------------------------------------------------------------------------------
+
+describe("report", () => {
+  const writeRun = async (name: string, result: RunTypes.RunResult, files: { summary: boolean; events: boolean }) => {
+    const dir = `${scratch}/${name}`
+    await Files.mkdir(dir)
+    if (files.summary) await Files.writeFile(`${dir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
+    if (files.events) {
+      await Files.writeFile(`${dir}/events.ndjson`, eventsOf(result).map((e) => JSON.stringify(e)).join("\n") + "\n")
+    }
+    return dir
+  }
+
+  it("prints a finished run's summary again from summary.json, with the run's exit code", async () => {
+    const dir = await writeRun("run-summary", completed, { summary: true, events: true })
+    const { code, out, err } = await runMain(["report", dir])
+    expect({ code, out, err }).toEqual({ code: 0, out: Cli.renderResult(completed, dir).out, err: "" })
+    expect(out.endsWith(`run directory: ${dir}\n`)).toBe(true)
+  })
+
+  it("rebuilds the same summary from events.ndjson alone", async () => {
+    for (const [name, result] of [["events-completed", completed], ["events-stopped", unrecoverable], ["events-audit", auditFailed]] as const) {
+      const dir = await writeRun(name, result, { summary: false, events: true })
+      const rendered = Cli.renderResult(result, dir)
+      const { code, out, err } = await runMain(["report", dir])
+      expect({ code, out, err }).toEqual({
+        code: result.exitCode,
+        out: rendered.out,
+        err: rendered.err === undefined ? "" : `${rendered.err}\n`
+      })
+    }
+  })
+
+  it("--json prints the result read", async () => {
+    const dir = await writeRun("run-json", unrecoverable, { summary: true, events: false })
+    const { code, out } = await runMain(["report", "--json", `${dir}/`])
+    expect(code).toBe(1)
+    expect(JSON.parse(out)).toEqual(JSON.parse(JSON.stringify(unrecoverable)))
+  })
+
+  it("says which line of events.ndjson is broken, and when the run did not finish", async () => {
+    const broken = `${scratch}/broken-events`
+    await Files.mkdir(broken)
+    await Files.writeFile(`${broken}/events.ndjson`, `${JSON.stringify(eventsOf(completed)[0])}\n{not json\n`)
+    expect(await runMain(["report", broken])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${broken}/events.ndjson line 2 is not JSON\n`
+    })
+    const unfinished = `${scratch}/unfinished`
+    await Files.mkdir(unfinished)
+    await Files.writeFile(`${unfinished}/events.ndjson`, `${JSON.stringify(eventsOf(completed)[0])}\n`)
+    expect(await runMain(["report", unfinished])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${unfinished}/events.ndjson has no ended event: the run did not finish\n`
+    })
+  })
+
+  it("refuses a summary.json that is not a run summary", async () => {
+    const dir = `${scratch}/bad-summary`
+    await Files.mkdir(dir)
+    await Files.writeFile(`${dir}/summary.json`, `{"runId": 3}\n`)
+    expect(await runMain(["report", dir])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${dir}/summary.json is not a Cohort run summary\n`
+    })
+  })
+})
