@@ -230,7 +230,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         batchSize,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
         heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaults.heartbeatIntervalMs,
-        hangAtUnixMs: hang === undefined ? undefined : startedMs + hang.atSeconds * 1000,
+        hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`
       }
@@ -238,14 +238,18 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     }
     const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
 
-    // Fault injection: kills by time or by progress into an epoch, hangs by time (the rank hangs itself).
+    // Fault injection, timed from the moment training started (every rank joined): kills by time
+    // or by progress into an epoch; hangs by time (the rank hangs itself, this only records it).
     const pendingKills = new Set<KillSpec>(kills)
     const pendingHangs = new Set(hangs)
+    let trainingSinceMs: number | undefined
     const faults = Effect.gen(function*() {
       const now = yield* Clock.currentTimeMillis
+      if (!state.started) return
+      trainingSinceMs ??= now
       for (const kill of pendingKills) {
         const due = "atSeconds" in kill
-          ? now - startedMs >= kill.atSeconds * 1000
+          ? now - trainingSinceMs >= kill.atSeconds * 1000
           : state.phase === "running" && (state.epoch > kill.atEpoch || (state.epoch === kill.atEpoch &&
             [...trainedInEpoch.values()].reduce((a, b) => a + b, 0) >= kill.atFraction * module.trainSamples))
         if (!due) continue
@@ -256,9 +260,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         yield* host.kill(kill.rank)
       }
       for (const hang of pendingHangs) {
-        if (now - startedMs < hang.atSeconds * 1000) continue
+        if (now - trainingSinceMs < hang.atSeconds * 1000) continue
         pendingHangs.delete(hang)
-        faultAt.set(hang.rank, startedMs + hang.atSeconds * 1000)
+        faultAt.set(hang.rank, trainingSinceMs + hang.atSeconds * 1000)
         emit({ type: "fault", ms: sinceStart(now), rank: hang.rank, fault: "hang" })
       }
     })
@@ -267,7 +271,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
-    // Let the survivors save and exit; whoever is still there after the grace period is stopped.
+    // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
+    // and exit, and whoever is still there after it is stopped with the scope.
+    for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
     const deadline = (yield* Clock.currentTimeMillis) + defaults.exitGraceMs
     while ((yield* host.transport.peers).length > 0 && (yield* Clock.currentTimeMillis) < deadline) {
       yield* Effect.sleep(20)

@@ -26,7 +26,8 @@ import * as Frame from "../src/wire/frame.ts"
  * What the launcher hands each rank (structured-cloneable / JSON).
  *
  * - `trainer`: the trainer module's `file:` URL.
- * - `hangAtUnixMs`: wall-clock ms at which the rank stops responding (its worker stays alive).
+ * - `hangAfterMs`: ms after the run started (the rank's first epoch plan arrived) at which the rank
+ *   stops responding while its worker stays alive (fault injection; `undefined` never).
  * - `saveDir`: where `ShutdownWithSave` saves (`<saveDir>/rank<r>`); `checkpointDir` likewise.
  *
  * @since 0.1.0
@@ -39,7 +40,7 @@ export interface RankData {
   readonly batchSize: number
   readonly averageEverySteps: number
   readonly heartbeatIntervalMs: number
-  readonly hangAtUnixMs: number | undefined
+  readonly hangAfterMs: number | undefined
   readonly saveDir: string
   readonly checkpointDir: string
 }
@@ -101,8 +102,10 @@ export const run = (link: Link, leave: (code: number) => void): Effect.Effect<vo
     let waitingUpdate = false
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
+    let hangAtMs = Number.POSITIVE_INFINITY
 
     const enterEpoch = (next: number): void => {
+      if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
       epoch = next
       order = Permutation.permutation(data.seed, next, module.trainSamples)
       entries.length = 0
@@ -232,7 +235,7 @@ export const run = (link: Link, leave: (code: number) => void): Effect.Effect<vo
 
     yield* send({ _tag: "Hello" })
     while (true) {
-      if (data.hangAtUnixMs !== undefined && (yield* Clock.currentTimeMillis) >= data.hangAtUnixMs) {
+      if ((yield* Clock.currentTimeMillis) >= hangAtMs) {
         return yield* Effect.never // stop responding; the worker stays alive
       }
       // Apply everything already delivered.

@@ -10,8 +10,8 @@ import type * as Coordinator from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
 
 /**
- * When to kill a rank's worker (or process): `atSeconds` after the run started, or once the
- * survivors have trained `atFraction` (0..1) of epoch `atEpoch`.
+ * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
+ * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`.
  *
  * @since 0.1.0
  * @category options
@@ -21,7 +21,8 @@ export type KillSpec =
   | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
 
 /**
- * When a rank stops responding while its worker stays alive (only heartbeats can catch it).
+ * When a rank stops responding while its worker stays alive (only heartbeats can catch it):
+ * `atSeconds` after training started.
  *
  * @since 0.1.0
  * @category options
