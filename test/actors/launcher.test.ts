@@ -1,0 +1,73 @@
+import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Launcher from "../../actors/launcher.ts"
+import type { RunOptions } from "../../actors/run-types.ts"
+
+const tiny = fileURLToPath(new URL("../fixtures/trainers/tiny.ts", import.meta.url))
+const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
+afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+
+const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 1500, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
+
+type Result = Awaited<ReturnType<typeof Launcher.run>>
+
+const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+
+describe("end to end: real workers, a real trainer module, injected faults", () => {
+  it("a killed worker and a hung one are declared by their detectors and every epoch's audit is clean", async () => {
+    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 4, epochs: 2, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }], hangs: [{ rank: 2, atSeconds: 0.3 }] })
+    expect(result.exitCode).toBe(0)
+    expect(result.outcome.status).toBe("completed")
+    expect(clean(result)).toEqual([[0, 600, 0, 0], [1, 600, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "heartbeat"]])
+    expect(result.deaths.find((d) => d.rank === 1)?.cause).toBe("killed by terminate")
+    expect(result.outcome.failures).toEqual([1, 2])
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
+    expect(events[0]?.type).toBe("started")
+    expect(events.filter((e) => e.type === "epoch")).toHaveLength(2)
+    expect(events.filter((e) => e.type === "death")).toHaveLength(2)
+    expect(JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8")).exitCode).toBe(0)
+  })
+
+  it("progressive mode reclaims a killed rank's chunks with a clean audit", async () => {
+    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 600, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[0, "supervisor"]])
+  })
+
+  it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
+    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    expect(result.exitCode).toBe(1)
+    expect(result.outcome.reason).toBe("FailureLimitReached")
+    expect([...result.outcome.exits].sort()).toEqual([0, 2])
+    for (const rank of [0, 2]) expect(existsSync(join(result.runDir, "save", `rank${rank}`, "tiny.json"))).toBe(true)
+    expect(existsSync(join(result.runDir, "save", "rank1"))).toBe(false)
+    const uncommitted = result.outcome.uncommitted!
+    expect(uncommitted.epoch).toBe(0)
+    expect(uncommitted.ranges.length).toBeGreaterThan(0)
+    const total = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
+    expect(total).toBeGreaterThan(0)
+    expect(total).toBeLessThan(600)
+  })
+
+  it("runs ranks as child processes too", async () => {
+    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 2, epochs: 1, transport: "process", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 600, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
+  })
+
+  it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
+    const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
+    expect(await bad({ trainer: tiny, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
+    expect(await bad({ trainer: tiny, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
+    expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
+    const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
+    expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)
+  })
+})
+
