@@ -98,11 +98,13 @@ Options of demo and run:
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
   --transport worker|process  ranks as worker threads or child processes (default worker)
-  --kill RANK@SECONDS         kill RANK's worker SECONDS after the start; repeatable; replaces the
-                              demo's kill (demo default: rank 2 killed 40% into epoch 1, or the
-                              last rank and epoch if there are fewer; none with one rank)
-  --hang RANK@SECONDS         RANK stops responding SECONDS after the start while its worker
-                              stays alive, so only heartbeats catch it; repeatable (default none)
+  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
+                              replaces the demo's kill (demo default: rank 2 killed 40% into
+                              epoch 1, or the last rank and epoch if there are fewer; none with
+                              one rank)
+  --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
+                              worker stays alive, so only heartbeats catch it; repeatable
+                              (default none)
   --no-kill                   no kill at all (removes the demo's kill)
   --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
@@ -593,45 +595,63 @@ export const renderResult = (
   runDir: string = result.runDir
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
-  const deathsIn = (epoch: number): ReadonlyArray<RunTypes.DeathTiming> => result.deaths.filter((d) => d.epoch === epoch)
-  const timings = (deaths: ReadonlyArray<RunTypes.DeathTiming>, pick: (d: RunTypes.DeathTiming) => number | undefined) =>
-    deaths.length === 0 ? "-" : deaths.map((d) => msText(pick(d))).join(", ")
-  const row = (epoch: number, cells: readonly [string, string, string], accuracy: string): ReadonlyArray<string> => {
-    const deaths = deathsIn(epoch)
-    return [
-      String(epoch),
-      ...cells,
-      String(deaths.length),
-      timings(deaths, (d) => d.detectedAfterFaultMs),
-      timings(deaths, (d) => d.recoveredAfterFaultMs),
-      accuracy
-    ]
+  // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
+  // carries the last epoch's number but belongs to no row (DESIGN.md §3.6).
+  const shown = new Set<RunTypes.DeathTiming>()
+  const timingOf = (epoch: number, rank: number): RunTypes.DeathTiming | undefined => {
+    const timing = result.deaths.find((d) => d.epoch === epoch && d.rank === rank && !shown.has(d))
+    if (timing !== undefined) shown.add(timing)
+    return timing
   }
+  const timings = (deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>, pick: (d: RunTypes.DeathTiming) => number | undefined) =>
+    deaths.length === 0 ? "-" : deaths.map((d) => msText(d === undefined ? undefined : pick(d))).join(", ")
+  const row = (
+    epoch: number,
+    cells: readonly [string, string, string],
+    deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>,
+    accuracy: string
+  ): ReadonlyArray<string> => [
+    String(epoch),
+    ...cells,
+    String(deaths.length),
+    timings(deaths, (d) => d.detectedAfterFaultMs),
+    timings(deaths, (d) => d.recoveredAfterFaultMs),
+    accuracy
+  ]
   const rows = result.epochs.map((e) =>
-    row(e.epoch, [String(e.samplesCommitted), String(e.lost), String(e.duplicated)], accuracyText(e.accuracy))
+    row(
+      e.epoch,
+      [String(e.samplesCommitted), String(e.lost), String(e.duplicated)],
+      e.deaths.map((death) => timingOf(e.epoch, death.rank)),
+      accuracyText(e.accuracy)
+    )
   )
-  const stopped = outcome.status === "unrecoverable" && outcome.uncommitted !== undefined &&
-      !result.epochs.some((e) => e.epoch === outcome.uncommitted?.epoch)
-    ? outcome.uncommitted
-    : undefined
-  if (stopped !== undefined) rows.push(row(stopped.epoch, ["stopped", "-", "-"], "-"))
+  // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
+  const stoppedEpoch = outcome.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
+    const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
+    for (const death of deaths) shown.add(death)
+    rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
+  }
+  const stopped = outcome.status === "unrecoverable" ? outcome.uncommitted : undefined
   const lines: Array<string> = []
   if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
   else lines.push("no epoch finished")
   if (stopped !== undefined) {
     const samples = stopped.ranges.reduce((sum, [, size]) => sum + size, 0)
-    const shown = stopped.ranges.slice(0, 8).map(([offset, size]) => `[${offset}, ${offset + size})`)
+    const listed = stopped.ranges.slice(0, 8).map(([offset, size]) => `[${offset}, ${offset + size})`)
     const more = stopped.ranges.length > 8 ? `, and ${stopped.ranges.length - 8} more` : ""
     lines.push(
       `uncommitted in epoch ${stopped.epoch}: ${plural(samples, "sample")} in ${plural(stopped.ranges.length, "range")}${
-        shown.length > 0 ? `: ${shown.join(", ")}${more}` : ""
+        listed.length > 0 ? `: ${listed.join(", ")}${more}` : ""
       }`
     )
   }
   if (result.deaths.length > 0) {
     lines.push("deaths:")
     for (const death of result.deaths) {
-      lines.push(`  rank ${death.rank} in epoch ${death.epoch} (${death.detector}): ${deathText(death)}`)
+      const when = shown.has(death) ? `in epoch ${death.epoch}` : "after the run ended"
+      lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
     }
   }
   if (result.alerts.length > 0) {
@@ -751,7 +771,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
  * @category report
  */
 export const readRun = async (runDir: string): Promise<RunTypes.RunResult | string> => {
-  const dir = runDir.replace(/\/+$/, "") || runDir
+  const dir = runDir.replace(/(.)\/+$/, "$1")
   if (!(await Files.exists(dir))) return `no run directory at ${runDir}`
   const summaryPath = `${dir}/summary.json`
   if (await Files.exists(summaryPath)) {
@@ -899,7 +919,7 @@ const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
   const result = await readRun(options.runDir)
   if (typeof result === "string") return usage(io, result)
-  return finish(io, result, options.json, options.runDir)
+  return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))
 }
 
 /**

@@ -609,6 +609,15 @@ describe("renderResult", () => {
     )
     expect(out).toContain("failures: ranks 1, 3;")
   })
+
+  it("counts a death declared after the run ended in no epoch and says so", () => {
+    const late: RunTypes.DeathTiming = { ...killTiming, rank: 1, epoch: 2, detectedAfterFaultMs: 833, recoveredAfterFaultMs: 834, remainderSamples: 0 }
+    const out = Cli.renderResult({ ...completed, deaths: [killTiming, late] }).out
+    expect(out).toContain("    2               8000     0           0       0             -            -         0.9420\n")
+    expect(out).toContain(
+      "  rank 1 after the run ended (supervisor): killed by terminate; detected 833.0 ms after the fault; 0 samples moved to the survivors 834.0 ms after the fault\n"
+    )
+  })
 })
 
 describe("lineView", () => {
