@@ -100,8 +100,7 @@ Options of demo and run:
   --transport worker|process  ranks as worker threads or child processes (default worker)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
-                              epoch 1, or the last rank and epoch if there are fewer; none with
-                              one rank)
+                              epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
   --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
                               worker stays alive, so only heartbeats catch it; repeatable
                               (default none)

@@ -517,7 +517,7 @@ describe("help", () => {
         "--transport worker|process",
         "(default worker)",
         "--kill RANK@SECONDS",
-        "demo default: rank 2 killed 40% into epoch 1",
+        "demo default: rank 2 killed 40% into",
         "--hang RANK@SECONDS",
         "--no-kill",
         "--heartbeat-timeout-ms N",
