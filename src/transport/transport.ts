@@ -231,6 +231,7 @@ export const inboxFramesMaxDefault = 1024 * 1024
  * | 1006 | Abnormal | the connection dropped without a close frame |
  * | 1008 | RankMismatch | a frame claimed another rank than the connection's: a policy violation, the code `WireError.closeCodeOf` gives `SenderMismatch` |
  * | 1009 | MessageTooBig | a message over `messageBytesMax` |
+ * | 1013 | TryAgainLater | a WebSocket server already has `pendingJoinsMax` connections waiting to join |
  * | 4000 | BadJoin | the first message was not a join |
  * | 4001 | WrongToken | the join carried the wrong run token |
  * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
@@ -247,6 +248,7 @@ export const CloseCode = {
   Abnormal: 1006,
   RankMismatch: 1008,
   MessageTooBig: 1009,
+  TryAgainLater: 1013,
   BadJoin: 4000,
   WrongToken: 4001,
   RankOutOfRange: 4002,

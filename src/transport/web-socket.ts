@@ -6,11 +6,10 @@
  * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
  * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
  * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
- * never comes back), `JoinTimeout` 4004. A joined rank's frame that names another sender (with
- * `WireFrames.inspect`) closes with 1008 and is not delivered. Nothing reaches the inbox before a
- * join is accepted.
- * After the join, frames travel as binary batches; a message over `messageBytesMax` closes with
- * 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
+ * never comes back), `JoinTimeout` 4004, and `TryAgainLater` 1013 past `pendingJoinsMax`. A joined
+ * rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
+ * delivered. Nothing reaches the inbox before a join is accepted. After the join, frames travel as
+ * binary batches; a message over `messageBytesMax` closes with 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *
  * @since 0.1.0
  */
@@ -30,6 +29,8 @@ import * as Transport from "./transport.ts"
  * - `host`: the address to bind; default `"127.0.0.1"` (loopback only).
  * - `port`: default `0` (any free port; read it from `ServerHandle.port`).
  * - `joinTimeoutMs`: milliseconds a connection may take to join; default `joinTimeoutMsDefault` (5000).
+ * - `pendingJoinsMax`: connections open but not yet joined; one more is refused with
+ *   `CloseCode.TryAgainLater` (1013); default `pendingJoinsMaxDefault` (64).
  *
  * @since 0.1.0
  * @category options
@@ -40,10 +41,14 @@ export interface ServerOptions extends Transport.Options {
   readonly host?: string
   readonly port?: number
   readonly joinTimeoutMs?: number
+  readonly pendingJoinsMax?: number
 }
 
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
 export const joinTimeoutMsDefault = 5000
+
+/** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
+export const pendingJoinsMaxDefault = 64
 
 /** Default bind address: loopback. @since 0.1.0 @category options */
 export const hostDefault = "127.0.0.1"
@@ -98,6 +103,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
     const host = options.host ?? hostDefault
     const joinTimeoutMs = options.joinTimeoutMs ?? joinTimeoutMsDefault
+    const pendingJoinsMax = options.pendingJoinsMax ?? pendingJoinsMaxDefault
+    let pending = 0
     const joined = new Set<Transport.Peer>()
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
@@ -111,9 +118,18 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         refusals[code] = (refusals[code] ?? 0) + 1
         socket.close(code, reason)
       }
+      if (pending >= pendingJoinsMax) {
+        refuse(Transport.CloseCode.TryAgainLater, "too many pending joins")
+        return { message: () => {}, close: () => {} }
+      }
+      pending += 1
       const timer = setTimeout(() => refuse(Transport.CloseCode.JoinTimeout, "join timeout"), joinTimeoutMs)
       timers.add(timer)
+      let settled = false
       const settle = () => {
+        if (settled) return
+        settled = true
+        pending -= 1
         clearTimeout(timer)
         timers.delete(timer)
       }

@@ -114,6 +114,15 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* Queue.size(impatient.transport.inbox), 0)
     })))
 
+  it.effect("a connection past pendingJoinsMax is refused with 1013 before it can join", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, pendingJoinsMax: 0 })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 0 })), 1013)
+      assert.deepStrictEqual(yield* server.refusals, { 1013: 1 })
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+      assert.strictEqual(WebSocket.pendingJoinsMaxDefault, 64)
+    })))
+
   it.effect("a message over messageBytesMax closes the connection with 1009 and never reaches the inbox", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1, messageBytesMax: 1024 })
