@@ -10,7 +10,7 @@ const tiny = fileURLToPath(new URL("../fixtures/trainers/tiny.ts", import.meta.u
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 1500, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
+const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
