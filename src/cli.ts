@@ -503,6 +503,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
     CliProgress.Presets.shades_classic
   )
   const bars = new Map<number, RankBar>()
+  const dead = new Set<number>()
   let epochSamples = 0
   let live = 0
   const rankWidth = { value: 1 }
@@ -543,7 +544,14 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
         }
         case "death": {
           live = Math.max(0, live - 1)
+          dead.add(event.death.rank)
           bars.get(event.death.rank)?.bar.update({ state: "dead", speed: 0 })
+          log(event)
+          return
+        }
+        case "ended": {
+          const state = event.outcome.status === "completed" ? "done" : "stopped"
+          for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })
           log(event)
           return
         }
