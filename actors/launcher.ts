@@ -195,7 +195,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     },
     onDeclared: (declared, recoveredMs) => {
       for (const death of declared) {
-        const faultMs = faultAt.get(death.rank)
+        // A hung rank's fault is best timed by its last frame: the moment it went silent.
+        const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
+          ? state.liveness.lastSeenMs[death.rank]
+          : faultAt.get(death.rank)
         const timing: DeathTiming = {
           rank: death.rank,
           epoch: death.epoch,

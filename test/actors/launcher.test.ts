@@ -7,6 +7,7 @@ import * as Launcher from "../../actors/launcher.ts"
 import type { RunOptions } from "../../actors/run-types.ts"
 
 const tiny = fileURLToPath(new URL("../fixtures/trainers/tiny.ts", import.meta.url))
+const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
@@ -18,10 +19,20 @@ const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCo
 
 describe("end to end: real workers, a real trainer module, injected faults", () => {
   it("a killed worker and a hung one are declared by their detectors and every epoch's audit is clean", async () => {
-    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 4, epochs: 2, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }], hangs: [{ rank: 2, atSeconds: 0.3 }] })
+    // 4,800 samples at 4 ms per batch of 8 over 2 to 4 ranks: each epoch lasts well over the
+    // 2 s heartbeat timeout, so the hang (at 0.3 s) is caught during the run on every runtime.
+    const result = await Launcher.run({
+      ...fast,
+      heartbeatTimeoutMs: 2000,
+      trainer: steady,
+      worldSize: 4,
+      epochs: 2,
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }],
+      hangs: [{ rank: 2, atSeconds: 0.3 }]
+    })
     expect(result.exitCode).toBe(0)
     expect(result.outcome.status).toBe("completed")
-    expect(clean(result)).toEqual([[0, 600, 0, 0], [1, 600, 0, 0]])
+    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "heartbeat"]])
     expect(result.deaths.find((d) => d.rank === 1)?.cause).toBe("killed by terminate")
     expect(result.outcome.failures).toEqual([1, 2])

@@ -1,0 +1,83 @@
+/**
+ * Failover with real worker threads (issue 7): ranks are killed one at a time (their supervisor
+ * reports the death) and others hang (only heartbeats catch them). Reports the time from each kill
+ * to the survivors being handed its remainder (median, p99), and from each hang to its
+ * declaration, against the heartbeat timeout.
+ *
+ * The ranks run `bench/trainers/waiting.ts`, which waits 2 ms per batch instead of computing.
+ *
+ * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
+ */
+import { fileURLToPath } from "node:url"
+import * as Launcher from "../actors/launcher.ts"
+import type { HangSpec, KillSpec } from "../actors/run-types.ts"
+import * as Lib from "./lib.ts"
+
+export interface Result {
+  readonly worldSize: number
+  readonly kills: number
+  readonly hangs: number
+  readonly heartbeatTimeoutMs: number
+  readonly killToDeclaredMs: { readonly median: number; readonly p99: number }
+  readonly killToRecoveredMs: { readonly median: number; readonly p99: number }
+  readonly hangToDeclaredMs: { readonly median: number; readonly p99: number }
+  readonly lost: number
+  readonly duplicated: number
+  readonly startupAndRunMs: number
+}
+
+/** Runs one cluster with the faults; `quick` uses 6 ranks, 3 kills and 1 hang. */
+export const run = async (quick: boolean): Promise<{ readonly result: Result; readonly markdown: string }> => {
+  const kills = quick ? 3 : 20
+  const hangs = quick ? 1 : 5
+  const worldSize = kills + hangs + (quick ? 2 : 3)
+  const heartbeatTimeoutMs = 2000
+  const killSpecs: Array<KillSpec> = Array.from({ length: kills }, (_, i) => ({ rank: i, atSeconds: 0.5 + i * 0.25 }))
+  const hangSpecs: Array<HangSpec> = Array.from({ length: hangs }, (_, i) => ({ rank: kills + i, atSeconds: 0.5 + i * 0.5 }))
+  const started = Lib.nowMs()
+  const outcome = await Launcher.run({
+    trainer: fileURLToPath(new URL("./trainers/waiting.ts", import.meta.url)),
+    worldSize,
+    epochs: quick ? 1 : 2,
+    batchSize: 16,
+    heartbeatTimeoutMs,
+    heartbeatIntervalMs: 250,
+    tickMs: 50,
+    kills: killSpecs,
+    hangs: hangSpecs,
+    outDir: fileURLToPath(new URL("./results/runs", import.meta.url))
+  })
+  const killed = outcome.deaths.filter((d) => d.detector === "supervisor")
+  const hung = outcome.deaths.filter((d) => d.detector === "heartbeat")
+  const result: Result = {
+    worldSize,
+    kills: killed.length,
+    hangs: hung.length,
+    heartbeatTimeoutMs,
+    killToDeclaredMs: Lib.percentiles(killed.map((d) => d.detectedAfterFaultMs ?? Number.NaN)),
+    killToRecoveredMs: Lib.percentiles(killed.map((d) => d.recoveredAfterFaultMs ?? Number.NaN)),
+    hangToDeclaredMs: Lib.percentiles(hung.map((d) => d.detectedAfterFaultMs ?? Number.NaN)),
+    lost: outcome.epochs.reduce((sum, e) => sum + e.lost, 0),
+    duplicated: outcome.epochs.reduce((sum, e) => sum + e.duplicated, 0),
+    startupAndRunMs: Lib.nowMs() - started
+  }
+  const markdown = Lib.table(
+    ["worldSize", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
+    [[
+      worldSize,
+      result.kills,
+      result.killToDeclaredMs.median,
+      result.killToRecoveredMs.median,
+      result.killToRecoveredMs.p99,
+      result.hangs,
+      `${Lib.fmt(result.hangToDeclaredMs.median)} (${heartbeatTimeoutMs})`,
+      result.lost,
+      result.duplicated
+    ]]
+  )
+  return { result, markdown }
+}
+
+if (Lib.isMain(import.meta.url)) {
+  console.log((await run(Lib.isQuick())).markdown)
+}

@@ -1,0 +1,33 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Cli from "../../src/cli.ts"
+
+const outDir = mkdtempSync(join(tmpdir(), "cohort-demo-"))
+afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+
+describe("cohort demo", () => {
+  it("trains the bundled digits for one epoch on 4 worker ranks with a clean audit", async () => {
+    const out: Array<string> = []
+    const err: Array<string> = []
+    const io: Cli.Io = {
+      out: (text) => void out.push(text),
+      err: (text) => void err.push(text),
+      isTerminal: false,
+      progressStream: () => {
+        throw new Error("no progress bars without a terminal")
+      }
+    }
+    const code = await Cli.main(["demo", "--epochs", "1", "--out", outDir, "--json"], io)
+    expect(code).toBe(0)
+    const result = JSON.parse(out.join("")) as {
+      readonly exitCode: number
+      readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number; readonly accuracy: number }>
+    }
+    expect(result.exitCode).toBe(0)
+    expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
+    // One epoch of the bundled MLP over 8,000 digits reaches about 0.89 test accuracy.
+    expect(result.epochs[0]!.accuracy).toBeGreaterThan(0.85)
+  })
+})
