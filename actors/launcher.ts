@@ -194,6 +194,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       }
     },
     onDeclared: (declared, recoveredMs) => {
+      // Called right after the declaring step: if the run is over, that batch moved nothing.
+      const redistributed = state.phase === "running"
       for (const death of declared) {
         // A hung rank's fault is best timed by its last frame: the moment it went silent.
         const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
@@ -208,8 +210,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           declaredMs: sinceStart(death.declaredAtMs),
           recoveredMs: sinceStart(recoveredMs),
           detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
-          recoveredAfterFaultMs: faultMs === undefined ? undefined : recoveredMs - faultMs,
-          remainderSamples: death.remainderSamples
+          recoveredAfterFaultMs: faultMs === undefined || !redistributed ? undefined : recoveredMs - faultMs,
+          remainderSamples: death.remainderSamples,
+          redistributed
         }
         deaths.push(timing)
         emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })

@@ -103,9 +103,10 @@ export type RunEvent =
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome }
 
 /**
- * A death with wall-clock timings: `detectedMs` from the injected fault (if any) to the
- * coordinator's declaration, and `recoveredMs` from the fault to the moment the survivors were
- * handed the dead rank's remainder (its slices sent, or its chunks back in the pool).
+ * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
+ * hang, the rank's last frame) to the coordinator's declaration, and `recoveredAfterFaultMs` from
+ * the fault to the moment the survivors were handed the dead rank's remainder (its slices given to
+ * the transport, or its chunks back in the pool); `undefined` when nothing was redistributed.
  *
  * @since 0.1.0
  * @category result
@@ -121,6 +122,8 @@ export interface DeathTiming {
   readonly detectedAfterFaultMs: number | undefined
   readonly recoveredAfterFaultMs: number | undefined
   readonly remainderSamples: number
+  /** False when the death ended the run (or came after its end): nothing moved then (DESIGN.md §3.2). */
+  readonly redistributed: boolean
 }
 
 /**

@@ -393,10 +393,13 @@ const ranksText = (ranks: ReadonlyArray<number>): string =>
 const deathText = (death: RunTypes.DeathTiming): string => {
   const parts = [`${death.cause}`]
   if (death.detectedAfterFaultMs !== undefined) parts.push(`detected ${msText(death.detectedAfterFaultMs)} ms after the fault`)
-  parts.push(
-    `${plural(death.remainderSamples, "sample")} moved to the survivors` +
-      (death.recoveredAfterFaultMs !== undefined ? ` ${msText(death.recoveredAfterFaultMs)} ms after the fault` : "")
-  )
+  if (death.redistributed === false) parts.push(`${plural(death.remainderSamples, "sample")} left uncommitted (the run stopped)`)
+  else {
+    parts.push(
+      `${plural(death.remainderSamples, "sample")} moved to the survivors` +
+        (death.recoveredAfterFaultMs !== undefined ? ` ${msText(death.recoveredAfterFaultMs)} ms after the fault` : "")
+    )
+  }
   return parts.join("; ")
 }
 

@@ -94,7 +94,8 @@ const killTiming: RunTypes.DeathTiming = {
   recoveredMs: 12_348,
   detectedAfterFaultMs: 1.25,
   recoveredAfterFaultMs: 3.5,
-  remainderSamples: 1200
+  remainderSamples: 1200,
+  redistributed: true
 }
 
 const rankLost: Alerts.Alert = {
@@ -146,7 +147,8 @@ const stoppedTiming: RunTypes.DeathTiming = {
   recoveredMs: 3_002,
   detectedAfterFaultMs: 2,
   recoveredAfterFaultMs: undefined,
-  remainderSamples: 1400
+  remainderSamples: 1400,
+  redistributed: false
 }
 
 const unrecoverable: RunTypes.RunResult = {
@@ -571,7 +573,7 @@ describe("renderResult", () => {
         "    0            stopped     -           -       1           2.0            -              -",
         "uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)",
         "deaths:",
-        "  rank 1 in epoch 0 (supervisor): killed by terminate; detected 2.0 ms after the fault; 1400 samples moved to the survivors",
+        "  rank 1 in epoch 0 (supervisor): killed by terminate; detected 2.0 ms after the fault; 1400 samples left uncommitted (the run stopped)",
         "outcome: unrecoverable (FailureLimitReached) after 0 completed epochs in 3.5 s; failures: rank 1; final test accuracy -; every audit clean",
         "run directory: runs/zz9",
         ""
@@ -611,11 +613,11 @@ describe("renderResult", () => {
   })
 
   it("counts a death declared after the run ended in no epoch and says so", () => {
-    const late: RunTypes.DeathTiming = { ...killTiming, rank: 1, epoch: 2, detectedAfterFaultMs: 833, recoveredAfterFaultMs: 834, remainderSamples: 0 }
+    const late: RunTypes.DeathTiming = { ...killTiming, rank: 1, epoch: 2, detectedAfterFaultMs: 833, recoveredAfterFaultMs: undefined, remainderSamples: 0, redistributed: false }
     const out = Cli.renderResult({ ...completed, deaths: [killTiming, late] }).out
     expect(out).toContain("    2               8000     0           0       0             -            -         0.9420\n")
     expect(out).toContain(
-      "  rank 1 after the run ended (supervisor): killed by terminate; detected 833.0 ms after the fault; 0 samples moved to the survivors 834.0 ms after the fault\n"
+      "  rank 1 after the run ended (supervisor): killed by terminate; detected 833.0 ms after the fault; 0 samples left uncommitted (the run stopped)\n"
     )
   })
 })
