@@ -78,6 +78,6 @@ export const run = async (quick: boolean): Promise<{ readonly result: Result; re
   return { result, markdown }
 }
 
-if (Lib.isMain(import.meta.url)) {
+if (Lib.isMain("failover")) {
   console.log((await run(Lib.isQuick())).markdown)
 }

@@ -3,8 +3,7 @@
  * Benchmarks report; they never fail on a number.
  */
 import { mkdirSync, writeFileSync } from "node:fs"
-import { join, resolve } from "node:path"
-import { pathToFileURL } from "node:url"
+import { basename, join } from "node:path"
 import * as Runtime from "../src/transport/runtime/detect.ts"
 
 /** Monotonic milliseconds. */
@@ -80,8 +79,16 @@ export const typedArrayBytes = (root: unknown): number => {
   return bytes
 }
 
-/** True when the module with this `import.meta.url` is the script being run. */
-export const isMain = (url: string): boolean => {
+/**
+ * True when the script being run is the bench file named `name` (`"tick"` for `bench/tick.ts`).
+ * By name, not by `import.meta.url`: in a bundle every module shares the bundle's URL.
+ */
+export const isMain = (name: string): boolean => {
   const script = process.argv[1]
-  return script !== undefined && pathToFileURL(resolve(script)).href === url
+  return script !== undefined && basename(script).replace(/\.[cm]?[jt]s$/, "") === name
+}
+
+/** A progress line on stderr, so that stdout keeps only the tables. */
+export const note = (text: string): void => {
+  process.stderr.write(`${text}\n`)
 }

@@ -98,6 +98,7 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
       // 100 deaths, fewer where each death sends a million messages (keeps the run under a minute).
       const deaths = Math.min(quick ? 20 : 100, Math.max(3, Math.floor(2e7 / Math.min(remainder, worldSize))))
       Lib.collectGarbage()
+      Lib.note(`redistribution: worldSize ${worldSize}, remainder ${remainder}, ${deaths} deaths`)
       rows.push(measure(worldSize, remainder, deaths))
     }
   }
@@ -108,7 +109,7 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
   return { rows, markdown }
 }
 
-if (Lib.isMain(import.meta.url)) {
+if (Lib.isMain("redistribution")) {
   const { markdown } = run(Lib.isQuick())
   console.log(markdown)
 }

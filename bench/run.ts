@@ -3,6 +3,7 @@
  * `bench/results/<runtime>-<date>.json`. Benchmarks report; they never fail on a number, only on
  * a wrong result (a message that differs from the baseline, an audit that is not clean).
  */
+import * as Failover from "./failover.ts"
 import * as Forfeit from "./forfeit.ts"
 import * as Lib from "./lib.ts"
 import * as Redistribution from "./redistribution.ts"
@@ -12,16 +13,18 @@ const quick = Lib.isQuick()
 const env = Lib.environment()
 console.log(`# Cohort benchmarks (${quick ? "quick" : "full"}) on ${env.runtime}, ${env.platform}\n`)
 const results: Record<string, unknown> = { quick }
-const sections: Array<readonly [string, (quick: boolean) => { readonly rows: ReadonlyArray<unknown>; readonly markdown: string }]> = [
+type Section = (quick: boolean) => { readonly markdown: string } | Promise<{ readonly markdown: string }>
+const sections: Array<readonly [string, Section]> = [
   ["tick", Tick.run],
   ["redistribution", Redistribution.run],
-  ["forfeit", Forfeit.run]
+  ["forfeit", Forfeit.run],
+  ["failover", Failover.run]
 ]
 for (const [name, run] of sections) {
   const started = Lib.nowMs()
   console.log(`## ${name}\n`)
-  const { rows, markdown } = run(quick)
+  const { markdown, ...data } = await run(quick)
   console.log(`${markdown}\n\n(${((Lib.nowMs() - started) / 1000).toFixed(1)} s)\n`)
-  results[name] = rows
+  results[name] = data
 }
 console.log(`results: ${Lib.writeResults(results, quick)}`)

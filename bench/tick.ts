@@ -58,6 +58,7 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
   measure(1_000, 100_000, 200_000) // warm-up
   const rows = sizes.map((worldSize) => {
     Lib.collectGarbage()
+    Lib.note(`tick: worldSize ${worldSize}`)
     return measure(worldSize, quick ? 20_000 : 200_000, quick ? 100_000 : 1_000_000)
   })
   const markdown = Lib.table(
@@ -67,6 +68,6 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
   return { rows, markdown }
 }
 
-if (Lib.isMain(import.meta.url)) {
+if (Lib.isMain("tick")) {
   console.log(run(Lib.isQuick()).markdown)
 }

@@ -34,8 +34,10 @@ export interface Range {
 }
 
 /**
- * The pool's state. Per rank: span `cursor`/`end`, a list of held chunks in dispatch order
- * (`head`/`tail` into the chunk table) and the count of outstanding ones (`inflight`).
+ * The pool's state. Per rank: span `cursor`/`end`; two lists into the chunk table, outstanding
+ * chunks (`head`/`tail`, at most `chunksInflightMax` long) and done-but-uncommitted ones
+ * (`doneHead`/`doneTail`), so that crediting a completion never scans the done ones; every chunk's
+ * dispatch sequence number (`chunkSeq`) restores dispatch order when both lists are forfeited.
  *
  * @since 0.1.0
  * @category model
@@ -50,6 +52,8 @@ export interface Pool {
   readonly leaves: number
   readonly head: Int32Array
   readonly tail: Int32Array
+  readonly doneHead: Int32Array
+  readonly doneTail: Int32Array
   readonly inflight: Int32Array
   /** Ranks that left the epoch (dead, exited, or not planned): never idle, never refilled. */
   readonly retired: Uint8Array
@@ -61,9 +65,11 @@ export interface Pool {
   readonly chunkSize: Array<number>
   readonly chunkState: Array<number>
   readonly chunkNext: Array<number>
+  readonly chunkSeq: Array<number>
   readonly freeChunks: Array<number>
   readonly reclaimed: Array<Range>
   reclaimedHead: number
+  nextSeq: number
   residueTotal: number
   reclaimedTotal: number
   outstandingTotal: number
@@ -162,6 +168,8 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: R
     leaves,
     head: new Int32Array(worldSize).fill(NONE),
     tail: new Int32Array(worldSize).fill(NONE),
+    doneHead: new Int32Array(worldSize).fill(NONE),
+    doneTail: new Int32Array(worldSize).fill(NONE),
     inflight: new Int32Array(worldSize),
     retired: new Uint8Array(worldSize),
     idleWords: new Uint32Array(Math.ceil(worldSize / 32)),
@@ -170,9 +178,11 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: R
     chunkSize: [],
     chunkState: [],
     chunkNext: [],
+    chunkSeq: [],
     freeChunks: [],
     reclaimed: [],
     reclaimedHead: 0,
+    nextSeq: 0,
     residueTotal: 0,
     reclaimedTotal: 0,
     outstandingTotal: 0,
@@ -227,10 +237,8 @@ const hold = (pool: Pool, rank: Rank, offset: number, size: number): Range => {
   pool.chunkOffset[id] = offset
   pool.chunkSize[id] = size
   pool.chunkState[id] = OUTSTANDING
-  pool.chunkNext[id] = NONE
-  if (pool.tail[rank] === NONE) pool.head[rank] = id
-  else pool.chunkNext[pool.tail[rank]!] = id
-  pool.tail[rank] = id
+  pool.chunkSeq[id] = pool.nextSeq++
+  append(pool, pool.head, pool.tail, rank, id)
   if (pool.inflight[rank] === 0) clearIdle(pool, rank)
   pool.inflight[rank]! += 1
   pool.outstandingTotal += size
@@ -275,11 +283,22 @@ export const take = (pool: Pool, rank: Rank, size: number): Range | undefined =>
   return hold(pool, rank, offset, actual)
 }
 
-const unlinkChunk = (pool: Pool, rank: Rank, id: number, prev: number): void => {
+const append = (pool: Pool, head: Int32Array, tail: Int32Array, rank: Rank, id: number): void => {
+  pool.chunkNext[id] = NONE
+  if (tail[rank] === NONE) head[rank] = id
+  else pool.chunkNext[tail[rank]!] = id
+  tail[rank] = id
+}
+
+/** Removes chunk `id` (after `prev`) from one of `rank`'s lists; does not free it. */
+const unlink = (pool: Pool, head: Int32Array, tail: Int32Array, rank: Rank, id: number, prev: number): void => {
   const next = pool.chunkNext[id]!
-  if (prev === NONE) pool.head[rank] = next
+  if (prev === NONE) head[rank] = next
   else pool.chunkNext[prev] = next
-  if (pool.tail[rank] === id) pool.tail[rank] = prev
+  if (tail[rank] === id) tail[rank] = prev
+}
+
+const free = (pool: Pool, id: number): void => {
   pool.chunkState[id] = FREE
   pool.freeChunks.push(id)
 }
@@ -303,7 +322,8 @@ export const rollback = (pool: Pool, rank: Rank, offset: number, size: number): 
     }
   }
   if (found === NONE) return false
-  unlinkChunk(pool, rank, found, foundPrev)
+  unlink(pool, pool.head, pool.tail, rank, found, foundPrev)
+  free(pool, found)
   pool.inflight[rank]! -= 1
   if (pool.inflight[rank] === 0) setIdle(pool, rank)
   pool.outstandingTotal -= size
@@ -326,9 +346,11 @@ export const rollback = (pool: Pool, rank: Rank, offset: number, size: number): 
  * @category mutations
  */
 export const complete = (pool: Pool, rank: Rank, offset: number, size: number): boolean => {
-  for (let id = pool.head[rank]!; id !== NONE; id = pool.chunkNext[id]!) {
-    if (pool.chunkState[id] === OUTSTANDING && pool.chunkOffset[id] === offset && pool.chunkSize[id] === size) {
+  for (let id = pool.head[rank]!, prev = NONE; id !== NONE; prev = id, id = pool.chunkNext[id]!) {
+    if (pool.chunkOffset[id] === offset && pool.chunkSize[id] === size) {
+      unlink(pool, pool.head, pool.tail, rank, id, prev)
       pool.chunkState[id] = DONE
+      append(pool, pool.doneHead, pool.doneTail, rank, id)
       pool.inflight[rank]! -= 1
       if (pool.inflight[rank] === 0) setIdle(pool, rank)
       pool.outstandingTotal -= size
@@ -348,20 +370,26 @@ export const complete = (pool: Pool, rank: Rank, offset: number, size: number): 
  */
 export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void): number => {
   let committed = 0
-  for (let id = pool.head[rank]!, prev = NONE; id !== NONE; ) {
+  for (let id = pool.doneHead[rank]!; id !== NONE; ) {
     const next = pool.chunkNext[id]!
-    if (pool.chunkState[id] === DONE) {
-      const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
-      unlinkChunk(pool, rank, id, prev)
-      pool.doneTotal -= range.size
-      committed += range.size
-      onCommit(range)
-    } else {
-      prev = id
-    }
+    const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
+    free(pool, id)
+    pool.doneTotal -= range.size
+    committed += range.size
+    onCommit(range)
     id = next
   }
+  pool.doneHead[rank] = NONE
+  pool.doneTail[rank] = NONE
   return committed
+}
+
+/** `rank`'s chunk ids, outstanding and done, in dispatch order. O(chunks held). */
+const heldIds = (pool: Pool, rank: Rank): Array<number> => {
+  const ids: Array<number> = []
+  for (let id = pool.head[rank]!; id !== NONE; id = pool.chunkNext[id]!) ids.push(id)
+  for (let id = pool.doneHead[rank]!; id !== NONE; id = pool.chunkNext[id]!) ids.push(id)
+  return ids.sort((a, b) => pool.chunkSeq[a]! - pool.chunkSeq[b]!)
 }
 
 /**
@@ -374,19 +402,18 @@ export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void)
  */
 export const forfeit = (pool: Pool, rank: Rank): Array<Range> => {
   const moved: Array<Range> = []
-  for (let id = pool.head[rank]!; id !== NONE; ) {
-    const next = pool.chunkNext[id]!
+  for (const id of heldIds(pool, rank)) {
     const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
     if (pool.chunkState[id] === DONE) pool.doneTotal -= range.size
     else pool.outstandingTotal -= range.size
-    pool.chunkState[id] = FREE
-    pool.freeChunks.push(id)
+    free(pool, id)
     pushReclaimedBack(pool, range)
     moved.push(range)
-    id = next
   }
   pool.head[rank] = NONE
   pool.tail[rank] = NONE
+  pool.doneHead[rank] = NONE
+  pool.doneTail[rank] = NONE
   pool.inflight[rank] = 0
   setIdle(pool, rank)
   return moved
@@ -396,7 +423,7 @@ export const forfeit = (pool: Pool, rank: Rank): Array<Range> => {
 export const inflight = (pool: Pool, rank: Rank): number => pool.inflight[rank]!
 
 /** True when `rank` holds any chunk not yet committed. O(1). @since 0.1.0 @category queries */
-export const holdsUncommitted = (pool: Pool, rank: Rank): boolean => pool.head[rank] !== NONE
+export const holdsUncommitted = (pool: Pool, rank: Rank): boolean => pool.head[rank] !== NONE || pool.doneHead[rank] !== NONE
 
 /** Samples not yet handed out: span residues plus reclaimed ranges. O(1). @since 0.1.0 @category queries */
 export const remaining = (pool: Pool): number => pool.residueTotal + pool.reclaimedTotal
@@ -417,10 +444,5 @@ export const isDone = (pool: Pool): boolean =>
  * @since 0.1.0
  * @category queries
  */
-export const held = (pool: Pool, rank: Rank): Array<Range & { readonly done: boolean }> => {
-  const out: Array<Range & { readonly done: boolean }> = []
-  for (let id = pool.head[rank]!; id !== NONE; id = pool.chunkNext[id]!) {
-    out.push({ offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]!, done: pool.chunkState[id] === DONE })
-  }
-  return out
-}
+export const held = (pool: Pool, rank: Rank): Array<Range & { readonly done: boolean }> =>
+  heldIds(pool, rank).map((id) => ({ offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]!, done: pool.chunkState[id] === DONE }))

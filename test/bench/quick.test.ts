@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import * as Failover from "../../bench/failover.ts"
 import * as Forfeit from "../../bench/forfeit.ts"
 import * as Redistribution from "../../bench/redistribution.ts"
 import * as Tick from "../../bench/tick.ts"
@@ -27,5 +28,10 @@ describe("quick benchmarks", () => {
       [1_000, 1, 100, 100, 0, 0],
       [1_000, 8, 800, 800, 0, 0]
     ])
+  })
+
+  it("failover: real workers are killed and hung, each caught by its detector, with clean audits", async () => {
+    const { result } = await Failover.run(true)
+    expect([result.worldSize, result.kills, result.hangs, result.lost, result.duplicated]).toEqual([6, 3, 1, 0, 0])
   })
 })
