@@ -16,6 +16,7 @@ import * as Core from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as Bundle from "../src/transport/runtime/bundle.ts"
 import * as Files from "../src/transport/runtime/files.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
@@ -82,6 +83,23 @@ export const loadTrainer = async (trainer: string): Promise<{ readonly url: stri
 
 const check = (ok: boolean, option: string, reason: string): void => {
   if (!ok) throw new LaunchError(option, reason)
+}
+
+/**
+ * The entry each rank starts: the TypeScript entry under Bun and Deno; under Node, a bundle of it
+ * with the trainer compiled in (see `src/transport/runtime/bundle.ts`), falling back to the
+ * TypeScript entry (through tsx) if the bundle cannot be built.
+ */
+const rankEntry = async (transport: "worker" | "process", trainerUrl: string): Promise<string> => {
+  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : "./rank-process.ts", import.meta.url)
+  if (!Bundle.needed()) return entry.href
+  // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
+  const source = [
+    `import * as trainer from ${JSON.stringify(Files.pathOf(trainerUrl))}`,
+    `import { main } from ${JSON.stringify(Files.pathOf(entry.href).replace(/\.ts$/, "-main.ts"))}`,
+    `await main(async () => trainer)`
+  ].join("\n")
+  return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
 }
 
 /**
@@ -225,7 +243,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     const host = transportKind === "worker"
       ? yield* Effect.map(Worker.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: h.terminate }))
       : yield* Effect.map(ChildProcess.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: (r: Rank) => h.kill(r) }))
-    const entry = new URL(transportKind === "worker" ? "./rank-worker.ts" : "./rank-process.ts", import.meta.url).href
+    const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
     emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
     for (let rank = 0; rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)

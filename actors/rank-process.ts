@@ -1,15 +1,8 @@
 /**
- * Entry of a rank's child process: connects to the launcher's process host and runs the rank.
+ * Entry of a rank's process (TypeScript, for Bun, Deno, or Node through tsx).
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
-import * as ChildProcess from "../src/transport/child-process.ts"
-import * as Rank from "./rank.ts"
+import { main } from "./rank-process-main.ts"
 
-const program = Effect.gen(function*() {
-  const link = yield* ChildProcess.connect()
-  yield* Rank.run(link, (code) => process.exit(code))
-})
-
-await Effect.runPromise(Effect.orDie(program))
+await main()

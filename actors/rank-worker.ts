@@ -1,15 +1,8 @@
 /**
- * Entry of a rank's worker thread: connects to the launcher's worker host and runs the rank.
+ * Entry of a rank's worker (TypeScript, for Bun, Deno, or Node through tsx).
  *
  * @since 0.1.0
  */
-import * as Effect from "effect/Effect"
-import * as Worker from "../src/transport/worker.ts"
-import * as Rank from "./rank.ts"
+import { main } from "./rank-worker-main.ts"
 
-const program = Effect.gen(function*() {
-  const link = yield* Worker.connect()
-  yield* Rank.run(link, (code) => process.exit(code))
-})
-
-await Effect.runPromise(Effect.orDie(program))
+await main()

@@ -68,16 +68,21 @@ const toCoordinator = Transport.coordinatorPeer
 /**
  * Runs the rank until the coordinator says stop (then calls `leave(0)`), the coordinator's link
  * ends (`leave(0)` too: there is nobody left to train for), or a hang is injected (never returns).
+ * `loadTrainer` imports the trainer module (a bundled entry passes the module it has built in).
  * A trainer that fails to load or throws ends the rank with a defect: its supervisor reports it.
  *
  * @since 0.1.0
  * @category rank
  */
-export const run = (link: Link, leave: (code: number) => void): Effect.Effect<void> =>
+export const run = (
+  link: Link,
+  leave: (code: number) => void,
+  loadTrainer: (url: string) => Promise<unknown> = (url) => import(url)
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     const { transport, rank } = link
     const data = link.data as RankData
-    const module = Trainer.validateTrainerModule(yield* Effect.promise(() => import(data.trainer)))
+    const module = Trainer.validateTrainerModule(yield* Effect.promise(() => loadTrainer(data.trainer)))
     if (typeof module === "string") return yield* Effect.die(new Error(`rank ${rank}: ${module}`))
     const trainer = yield* Effect.promise(async () => module.createTrainer({ rank, worldSize: data.worldSize, seed: data.seed }))
     const checked = Trainer.validateTrainer(trainer)

@@ -12,7 +12,7 @@
 import { access, mkdir as mkdirFs, readFile as readFileFs, writeFile as writeFileFs } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { resolve as resolvePath } from "node:path"
-import { pathToFileURL } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 
 /**
  * Reads a whole file as bytes.
@@ -91,3 +91,11 @@ export const fileUrl = (path: string): string => (path.startsWith("file:") ? pat
  * @category files
  */
 export const absolutePath = (path: string): string => resolvePath(path)
+
+/**
+ * The file-system path of a `file:` URL; any other string is returned as it is.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const pathOf = (url: string): string => (url.startsWith("file:") ? fileURLToPath(url) : url)
