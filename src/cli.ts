@@ -859,11 +859,11 @@ const usage = (io: Io, message: string): number => {
 const demoTrainer = (): string => new URL("./train/mnist-trainer.ts", import.meta.url).href
 
 const loadTrainer = async (io: Io, given: string): Promise<string | number> => {
-  const path = Terminal.resolvePath(given)
+  const path = Files.absolutePath(given)
   if (!(await Files.exists(path))) return usage(io, `trainer file not found: ${given}`)
   let mod: unknown
   try {
-    mod = await import(Terminal.fileUrl(path))
+    mod = await import(Files.fileUrl(path))
   } catch (error) {
     return usage(io, `cannot import the trainer module ${given}: ${firstLine(error)}`)
   }

@@ -6,8 +6,6 @@
  *
  * @since 0.1.0
  */
-import { resolve } from "node:path"
-import { pathToFileURL } from "node:url"
 
 /**
  * Writes `text` to standard output as is (the caller adds line ends).
@@ -56,21 +54,3 @@ export const stdoutColumns = (): number => {
  * @category terminal
  */
 export const stdoutStream = (): NodeJS.WritableStream => process.stdout
-
-/**
- * `path` made absolute against the current working directory (an absolute path is only
- * normalized). Never touches the file system.
- *
- * @since 0.1.0
- * @category paths
- */
-export const resolvePath = (path: string): string => resolve(process.cwd(), path)
-
-/**
- * The `file:` URL of an absolute file-system path, for `import()`; characters such as spaces and
- * `#` are escaped.
- *
- * @since 0.1.0
- * @category paths
- */
-export const fileUrl = (absolutePath: string): string => pathToFileURL(absolutePath).href
