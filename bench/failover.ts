@@ -8,7 +8,6 @@
  *
  * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
  */
-import { fileURLToPath } from "node:url"
 import * as Launcher from "../actors/launcher.ts"
 import type { HangSpec, KillSpec } from "../actors/run-types.ts"
 import * as Lib from "./lib.ts"
@@ -36,7 +35,7 @@ export const run = async (quick: boolean): Promise<{ readonly result: Result; re
   const hangSpecs: Array<HangSpec> = Array.from({ length: hangs }, (_, i) => ({ rank: kills + i, atSeconds: 0.5 + i * 0.5 }))
   const started = Lib.nowMs()
   const outcome = await Launcher.run({
-    trainer: fileURLToPath(new URL("./trainers/waiting.ts", import.meta.url)),
+    trainer: "bench/trainers/waiting.ts",
     worldSize,
     epochs: quick ? 1 : 2,
     batchSize: 16,
@@ -45,7 +44,7 @@ export const run = async (quick: boolean): Promise<{ readonly result: Result; re
     tickMs: 50,
     kills: killSpecs,
     hangs: hangSpecs,
-    outDir: fileURLToPath(new URL("./results/runs", import.meta.url))
+    outDir: "bench/results/runs"
   })
   const killed = outcome.deaths.filter((d) => d.detector === "supervisor")
   const hung = outcome.deaths.filter((d) => d.detector === "heartbeat")
@@ -79,5 +78,8 @@ export const run = async (quick: boolean): Promise<{ readonly result: Result; re
 }
 
 if (Lib.isMain("failover")) {
-  console.log((await run(Lib.isQuick())).markdown)
+  const quick = Lib.isQuick()
+  const { result, markdown } = await run(quick)
+  console.log(`## failover\n\n${markdown}\n`)
+  console.log(`results: ${Lib.writeResults({ failover: { result } }, quick)}`)
 }

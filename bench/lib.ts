@@ -2,7 +2,7 @@
  * Small helpers shared by the benchmarks: timing, percentiles, markdown tables, results files.
  * Benchmarks report; they never fail on a number.
  */
-import { mkdirSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import * as Runtime from "../src/transport/runtime/detect.ts"
 
@@ -45,13 +45,18 @@ export const environment = () => ({
   date: new Date().toISOString()
 })
 
-/** Writes `bench/results/<runtime>-<date>[-quick].json` and returns its path. */
+/**
+ * Writes `bench/results/<runtime>-<date>[-quick].json` (relative to the working directory, the
+ * project root under `npm run`), merging into that day's file so that separately run sections
+ * end up together, and returns its path.
+ */
 export const writeResults = (results: Record<string, unknown>, quick: boolean): string => {
-  const dir = join(import.meta.dirname, "results")
+  const dir = join(process.cwd(), "bench", "results")
   mkdirSync(dir, { recursive: true })
   const date = new Date().toISOString().slice(0, 10)
   const file = join(dir, `${Runtime.detect()}-${date}${quick ? "-quick" : ""}.json`)
-  writeFileSync(file, `${JSON.stringify({ environment: environment(), ...results }, null, 2)}\n`)
+  const earlier = existsSync(file) ? (JSON.parse(readFileSync(file, "utf8")) as Record<string, unknown>) : {}
+  writeFileSync(file, `${JSON.stringify({ ...earlier, environment: environment(), ...results }, null, 2)}\n`)
   return file
 }
 
