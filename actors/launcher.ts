@@ -49,6 +49,8 @@ export const defaults = {
   transport: "worker",
   heartbeatTimeoutMs: 10_000,
   heartbeatIntervalMs: 1_000,
+  /** A rank reports `Progress` at most this often. */
+  progressIntervalMs: 100,
   tickMs: 100,
   seed: 1,
   batchSize: 32,
@@ -254,6 +256,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         batchSize,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
         heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaults.heartbeatIntervalMs,
+        progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`

@@ -3,7 +3,8 @@
  * (DESIGN.md §3.3, §3.5, §3.7, §4; issue 6).
  *
  * It takes `StartEpoch`, `ExtendPartition` and `AssignChunk`, trains batch by batch through the
- * user's trainer, reports `Progress` after every batch and `ChunkDone` after every chunk, and
+ * user's trainer, reports `Progress` at most every `progressIntervalMs` (so that many fast ranks do
+ * not flood the coordinator) and `ChunkDone` after every chunk, and
  * contributes `Params` every `averageEverySteps` batches or when it runs out of work, then waits
  * for the round's `Update`. A contribution is what commits its samples. It sends a `Heartbeat`
  * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
@@ -40,6 +41,8 @@ export interface RankData {
   readonly batchSize: number
   readonly averageEverySteps: number
   readonly heartbeatIntervalMs: number
+  /** A `Progress` goes out at most this often (ms); batches in between are reported by the next. */
+  readonly progressIntervalMs: number
   readonly hangAfterMs: number | undefined
   readonly saveDir: string
   readonly checkpointDir: string
@@ -89,6 +92,7 @@ export const run = (
     if (typeof checked === "string") return yield* Effect.die(new Error(`rank ${rank}: ${checked}`))
 
     let lastSentMs = 0
+    let lastProgressMs = 0
     const send = (message: ToCoordinator) =>
       Effect.gen(function*() {
         lastSentMs = yield* Clock.currentTimeMillis
@@ -219,8 +223,11 @@ export const run = (
       }
       yield* Effect.promise(async () => trainer.trainBatch(indices))
       batchesSinceContribution += 1
-      const msPerBatch = (yield* Clock.currentTimeMillis) - started
-      yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(msPerBatch, 0.001) })
+      const finished = yield* Clock.currentTimeMillis
+      if (finished - lastProgressMs >= data.progressIntervalMs) {
+        lastProgressMs = finished
+        yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(finished - started, 0.001) })
+      }
       if (chunk !== undefined && chunk.progress >= chunk.size) {
         chunks.shift()
         chunksDoneSinceContribution += 1
