@@ -13,6 +13,7 @@
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as References from "effect/References"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
@@ -168,6 +169,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
       })
 
+    // One step's commands go out without yielding to the event loop in between, so that a death's
+    // extensions reach the transport together, before any further input is read.
     const stepAndExecute = (input: Core.Input): Effect.Effect<void> =>
       Effect.gen(function*() {
         const deathsBefore = state.deaths.length
@@ -175,7 +178,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
           hooks.onDeclared(state.deaths.slice(deathsBefore), yield* Clock.currentTimeMillis)
         }
-      })
+      }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
 
     /** Before the run starts: wait for every rank's Hello; any end of a rank fails the run. */
     const form = (message: Message): Effect.Effect<void> =>
