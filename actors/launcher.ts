@@ -179,6 +179,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         // The log keeps at most one progress line per rank per second; observers see them all.
         emit(progress, nowMs - last >= 1000)
         if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
+      } else if (message._tag === "Params" && message.epoch === state.epoch && mode === "static") {
+        trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
       }

@@ -6,7 +6,6 @@ import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunOptions } from "../../actors/run-types.ts"
 
-const tiny = fileURLToPath(new URL("../fixtures/trainers/tiny.ts", import.meta.url))
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
@@ -44,38 +43,38 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("progressive mode reclaims a killed rank's chunks with a clean audit", async () => {
-    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }] })
     expect(result.exitCode).toBe(0)
-    expect(clean(result)).toEqual([[0, 600, 0, 0]])
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[0, "supervisor"]])
   })
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
-    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
     expect(result.exitCode).toBe(1)
     expect(result.outcome.reason).toBe("FailureLimitReached")
     expect([...result.outcome.exits].sort()).toEqual([0, 2])
-    for (const rank of [0, 2]) expect(existsSync(join(result.runDir, "save", `rank${rank}`, "tiny.json"))).toBe(true)
+    for (const rank of [0, 2]) expect(existsSync(join(result.runDir, "save", `rank${rank}`, "steady.json"))).toBe(true)
     expect(existsSync(join(result.runDir, "save", "rank1"))).toBe(false)
     const uncommitted = result.outcome.uncommitted!
     expect(uncommitted.epoch).toBe(0)
     expect(uncommitted.ranges.length).toBeGreaterThan(0)
     const total = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
     expect(total).toBeGreaterThan(0)
-    expect(total).toBeLessThan(600)
+    expect(total).toBeLessThan(4800)
   })
 
   it("runs ranks as child processes too", async () => {
-    const result = await Launcher.run({ ...fast, trainer: tiny, worldSize: 2, epochs: 1, transport: "process", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, transport: "process", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
     expect(result.exitCode).toBe(0)
-    expect(clean(result)).toEqual([[0, 600, 0, 0]])
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
-    expect(await bad({ trainer: tiny, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
-    expect(await bad({ trainer: tiny, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
+    expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
+    expect(await bad({ trainer: steady, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
     expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)
