@@ -152,9 +152,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               }
               break
             case "AverageRound": {
+              // The core leaves unusable contributions out; with none left, the Update carries no
+              // parameters and ranks keep their own.
               const averaged = Cpu.mean(command.params)
-              // A contribution of the wrong length cannot be averaged: keep the first one's values.
-              const params = Cpu.isError(averaged) ? command.params[0] ?? new Float32Array(0) : averaged
+              const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
               yield* broadcast({ _tag: "Update", round: command.round, params })
               break
             }

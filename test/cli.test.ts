@@ -58,7 +58,8 @@ const counters: Coordinator.Counters = {
   chunkDoneUnmatched: 0,
   staleCallbackResults: 0,
   staleRingReady: 0,
-  sendFailures: 0
+  sendFailures: 0,
+  paramsRejected: 0
 }
 
 const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({

@@ -9,12 +9,14 @@ import type { Rank } from "./messages.ts"
 /**
  * Alert classes: `RankLost` (critical), `ControlDrop` (critical, a control send failed),
  * `Overflow` (warn, a rank reported more than it was given), `CallbackSkipped` (warn, a callback
- * fell due on a dead rank), `CheckpointFailed` (warn, no live rank could save a checkpoint).
+ * fell due on a dead rank), `CheckpointFailed` (warn, no live rank could save a checkpoint),
+ * `BadParams` (warn, a contribution of the wrong length or with non-finite values was left out of
+ * its round's average).
  *
  * @since 0.1.0
  * @category model
  */
-export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed"
+export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams"
 
 /** @since 0.1.0 @category model */
 export type Severity = "critical" | "warn"

@@ -180,8 +180,9 @@ export const make = (options: Options): Config | Invalid => {
   const ratios = o.partitionRatios
   if (ratios !== undefined) {
     if (ratios.length !== o.worldSize) return invalid("partitionRatios", `needs ${o.worldSize} entries, got ${ratios.length}`)
-    if (!ratios.every((w) => Number.isFinite(w) && w >= 0) || !ratios.some((w) => w > 0)) {
-      return invalid("partitionRatios", "must be finite, non-negative and not all zero")
+    const sum = ratios.reduce((a, b) => a + b, 0)
+    if (!ratios.every((w) => Number.isFinite(w) && w >= 0) || !(sum > 0 && Number.isFinite(sum))) {
+      return invalid("partitionRatios", "must be finite, non-negative, not all zero, with a finite sum")
     }
   }
   const rolePolicy = o.rolePolicy ?? defaults.rolePolicy

@@ -64,8 +64,9 @@ export type Input =
  *   messages travel in bulk as typed arrays, so that a death costs O(min(R, S)) and an epoch start
  *   O(worldSize) without an object per message.
  * - `Alert`: record and show an alert.
- * - `AverageRound`: round `round` closed; average `params` (one per contributor, in contribution
- *   order) with the averaging backend and broadcast `Update{round, mean}` to the survivors.
+ * - `AverageRound`: round `round` closed; average `params` (the usable contributions, in
+ *   contribution order; possibly none) with the averaging backend and broadcast
+ *   `Update{round, mean}` to the survivors (an empty `params` when there is nothing to average).
  * - `EpochEnded`: the epoch's audit and summary.
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
  *
@@ -148,6 +149,7 @@ export interface Counters {
   staleCallbackResults: number
   staleRingReady: number
   sendFailures: number
+  paramsRejected: number
 }
 
 /**
@@ -223,7 +225,8 @@ export interface State {
   readonly multiHost: boolean
   readonly counters: Counters
   readonly contributed: Uint8Array
-  readonly contributions: Map<Rank, Float32Array>
+  /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
+  readonly contributions: Map<Rank, Float32Array | undefined>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>
@@ -251,6 +254,8 @@ export interface State {
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
   pendingRequired: number
   checkpoint: PendingCheckpoint | undefined
+  /** Parameter count of the first contribution of the run; later ones must match it. */
+  paramsLength: number | undefined
 }
 
 /**
@@ -261,6 +266,7 @@ export interface State {
  * @category constructors
  */
 export const make = (options: Config.Options, nowMs: number): State | Config.Invalid => {
+  if (!Number.isFinite(nowMs)) return { _tag: "Invalid", option: "nowMs", reason: `must be a finite number of ms, got ${nowMs}` }
   const config = Config.make(options)
   if ("_tag" in config) return config
   const w = config.worldSize
@@ -285,7 +291,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
       chunkDoneUnmatched: 0,
       staleCallbackResults: 0,
       staleRingReady: 0,
-      sendFailures: 0
+      sendFailures: 0,
+      paramsRejected: 0
     },
     contributed: new Uint8Array(w),
     contributions: new Map(),
@@ -315,7 +322,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     roundOpenedMs: undefined,
     uncommittedLive: 0,
     pendingRequired: 0,
-    checkpoint: undefined
+    checkpoint: undefined,
+    paramsLength: undefined
   }
 }
 
@@ -573,7 +581,7 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
 const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
   if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
   const contributors = [...state.contributions.keys()]
-  const params = [...state.contributions.values()]
+  const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
   cmds.push({
     _tag: "AverageRound",
     epoch: state.epoch,
@@ -607,7 +615,16 @@ const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32
     state.contributed[rank] = 1
     if (hasUncommitted(state, rank)) state.pendingRequired -= 1
   }
-  state.contributions.set(rank, params)
+  state.paramsLength ??= params.length
+  let usable = params.length === state.paramsLength
+  for (let i = 0; usable && i < params.length; i++) usable = Number.isFinite(params[i]!)
+  if (!usable) {
+    state.counters.paramsRejected += 1
+    const why = params.length === state.paramsLength ? "non-finite values" : `${params.length} values instead of ${state.paramsLength}`
+    alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s parameters for round ${state.round} left out of the average: ${why}`)
+  }
+  // The samples are committed either way: they were trained; only the parameters are not averaged.
+  state.contributions.set(rank, usable ? params : undefined)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
 }
@@ -924,7 +941,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.framesWrongEpoch += 1
         return
       }
-      onParams(state, rank, message.samplesDone, message.params, cmds)
+      // The wire guarantees a safe integer; through the library API a fraction is rounded down.
+      onParams(state, rank, Math.floor(message.samplesDone), message.params, cmds)
       return
     }
     case "Exiting": {
@@ -1017,7 +1035,8 @@ const onSendFailed = (state: State, rank: Rank, message: ToRank, reason: string,
  */
 export const step = (state: State, input: Input): Array<Command> => {
   const cmds: Array<Command> = []
-  if (input.nowMs > state.clockMs) state.clockMs = input.nowMs
+  // The clock never runs back, and a time that is not a finite number is ignored (NaN > x is false).
+  if (input.nowMs > state.clockMs && Number.isFinite(input.nowMs)) state.clockMs = input.nowMs
   switch (input._tag) {
     case "Frame":
       onFrame(state, input.rank, input.message, cmds)

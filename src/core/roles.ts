@@ -11,6 +11,12 @@
 import type { Rank } from "./messages.ts"
 import * as Membership from "./membership.ts"
 
+/** Reports are clamped to `[msPerBatchMin, msPerBatchMax]` (1 µs to about 11.6 days). @since 0.1.0 @category calibration */
+export const msPerBatchMin = 0.001
+
+/** @since 0.1.0 @category calibration */
+export const msPerBatchMax = 1e9
+
 /** Reports averaged into a rank's smoothed ms per batch. @since 0.1.0 @category calibration */
 export const windowSize = 5
 
@@ -41,7 +47,7 @@ export const makeCalibration = (worldSize: number): Calibration => ({
 export const isCalibrated = (c: Calibration, rank: Rank): boolean => c.filled[rank]! > 0
 
 /**
- * Records one positive, finite `msPerBatch` report of a live rank. Returns true when this made the
+ * Records one positive, finite `msPerBatch` report of a live rank (clamped, see `msPerBatchMin`). Returns true when this made the
  * rank calibrated for the first time. O(1).
  *
  * @since 0.1.0
@@ -50,7 +56,8 @@ export const isCalibrated = (c: Calibration, rank: Rank): boolean => c.filled[ra
 export const report = (c: Calibration, rank: Rank, msPerBatch: number): boolean => {
   if (!(msPerBatch > 0 && Number.isFinite(msPerBatch))) return false
   const position = c.position[rank]!
-  c.window[rank * windowSize + position] = msPerBatch
+  // Clamped into what a float32 holds without reaching 0 or Infinity, so throughputs stay finite.
+  c.window[rank * windowSize + position] = Math.min(msPerBatchMax, Math.max(msPerBatchMin, msPerBatch))
   c.position[rank] = (position + 1) % windowSize
   const first = c.filled[rank] === 0
   if (c.filled[rank]! < windowSize) c.filled[rank]! += 1

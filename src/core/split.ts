@@ -21,7 +21,8 @@ export const equalPart = (total: number, count: number, index: number): readonly
 }
 
 /**
- * Sizes proportional to `weights` (non-negative, finite, not all zero) that sum to `total`:
+ * Sizes proportional to `weights` that sum to `total` (an equal split when the weights are not all
+ * finite and non-negative with a finite, positive sum):
  * floors first, then the leftover samples one each to the largest fractional parts, ties to the
  * lower index ("largest remainder"). Ratios [1, 3] over 12 give [3, 9]. O(n log n).
  *
@@ -30,6 +31,10 @@ export const equalPart = (total: number, count: number, index: number): readonly
  */
 export const proportionalSizes = (total: number, weights: ReadonlyArray<number>): Array<number> => {
   const sum = weights.reduce((a, b) => a + b, 0)
+  if (!(sum > 0 && Number.isFinite(sum)) || !weights.every((w) => w >= 0 && Number.isFinite(w))) {
+    // Unusable weights (a zero or infinite sum): an equal split keeps every sample somewhere.
+    return weights.map((_, i) => equalPart(total, weights.length, i)[1])
+  }
   const sizes = weights.map((w) => Math.floor((total * w) / sum))
   let leftover = total - sizes.reduce((a, b) => a + b, 0)
   if (leftover > 0) {

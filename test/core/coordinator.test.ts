@@ -450,3 +450,60 @@ describe("liveness", () => {
     expect(work(1_000_000)).toBe(5)
   })
 })
+
+describe("hostile inputs through the library API", () => {
+  it("extreme msPerBatch reports keep the throughput split whole", () => {
+    const s = make({ worldSize: 3, epochSamples: 90, epochs: 1, redistribution: "throughput" })
+    Coordinator.start(s)
+    for (const [r, ms] of [[0, 1e-46], [1, 2], [2, 1e39]] as const) {
+      frame(s, r, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: ms })
+    }
+    report(s, 2, 2)
+    const slices = ranges(s, tick(s, 2), "ExtendPartition")
+    expect(slices.reduce((sum, [, , size]) => sum + size, 0)).toBe(30)
+    expect(slices.map(([rank]) => rank)).toEqual([0]) // 1 µs per batch against 2 ms: rank 0 takes everything
+  })
+
+  it("rounds a fractional samplesDone down, so the audit stays exact", () => {
+    const s = make({ worldSize: 2, epochSamples: 10, epochs: 1 })
+    Coordinator.start(s)
+    params(s, 0, 1, 2.5)
+    expect(Coordinator.committedSamples(s, 0)).toBe(2)
+    params(s, 1, 1, 5)
+    report(s, 0, 2)
+    tick(s, 2)
+    const end = params(s, 1, 3, 8)
+    const summary = end.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([10, 0, 0])
+  })
+
+  it("leaves parameters of the wrong length or with NaN out of the average, with an alert, and still commits", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, alertCollapseMs: 0 })
+    Coordinator.start(s)
+    frame(s, 0, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([1, 2]) })
+    const short = frame(s, 1, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([1]) })
+    expect(tags(short)).toEqual(["Alert:BadParams"])
+    const close = frame(s, 2, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([Number.NaN, 0]) })
+    const round = close.find((c) => c._tag === "AverageRound")
+    expect(round?._tag === "AverageRound" && [round.contributors, round.params]).toEqual([[0, 1, 2], [new Float32Array([1, 2])]])
+    expect(s.counters.paramsRejected).toBe(2)
+    expect(close.some((c) => c._tag === "EpochEnded")).toBe(true)
+  })
+
+  it("refuses a start time that is not a finite number, and ignores such times later", () => {
+    expect(Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1 }, Number.NaN)).toEqual({
+      _tag: "Invalid", option: "nowMs", reason: "must be a finite number of ms, got NaN"
+    })
+    const s = make({ worldSize: 2, epochSamples: 2, epochs: 1, heartbeatTimeoutMs: 100 })
+    Coordinator.start(s)
+    tick(s, Number.NaN)
+    expect(s.clockMs).toBe(0)
+    expect(tags(tick(s, 101))).toEqual(["Alert:RankLost", "Alert:RankLost", "RunEnded"])
+  })
+
+  it("refuses ratios whose sum is not finite", () => {
+    expect(Coordinator.make({ worldSize: 2, epochSamples: 2, epochs: 1, partitionRatios: [1e308, 1e308] }, 0)).toEqual({
+      _tag: "Invalid", option: "partitionRatios", reason: "must be finite, non-negative, not all zero, with a finite sum"
+    })
+  })
+})
