@@ -21,7 +21,7 @@ import * as Files from "../src/transport/runtime/files.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import type * as RankActor from "./rank.ts"
-import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult, SkippedFault } from "./run-types.ts"
 
 /**
  * Why a run could not start: bad options, or a trainer module that cannot be loaded.
@@ -146,6 +146,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const events: Array<RunEvent> = []
   const alerts: Array<Alerts.Alert> = []
   const deaths: Array<DeathTiming> = []
+  const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
   const lastProgressEventMs = new Map<Rank, number>()
@@ -269,6 +270,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
 
     // Fault injection, timed from the moment training started (every rank joined): kills by time
     // or by progress into an epoch; hangs by time (the rank hangs itself, this only records it).
+    const skip = (skipped: SkippedFault, now: number): void => {
+      skippedFaults.push(skipped)
+      emit({ type: "fault-skipped", ms: sinceStart(now), skipped })
+    }
     const pendingKills = new Set<KillSpec>(kills)
     const pendingHangs = new Set(hangs)
     let trainingSinceMs: number | undefined
@@ -283,7 +288,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
             [...trainedInEpoch.values()].reduce((a, b) => a + b, 0) >= kill.atFraction * module.trainSamples))
         if (!due) continue
         pendingKills.delete(kill)
-        if (!Core.isLive(state, kill.rank)) continue
+        if (!Core.isLive(state, kill.rank)) {
+          skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `rank ${kill.rank} had already left` }, now)
+          continue
+        }
         faultAt.set(kill.rank, yield* Clock.currentTimeMillis)
         emit({ type: "fault", ms: sinceStart(now), rank: kill.rank, fault: "kill" })
         yield* host.kill(kill.rank)
@@ -291,6 +299,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       for (const hang of pendingHangs) {
         if (now - trainingSinceMs < hang.atSeconds * 1000) continue
         pendingHangs.delete(hang)
+        if (!Core.isLive(state, hang.rank)) {
+          skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `rank ${hang.rank} had already left` }, now)
+          continue
+        }
         faultAt.set(hang.rank, trainingSinceMs + hang.atSeconds * 1000)
         emit({ type: "fault", ms: sinceStart(now), rank: hang.rank, fault: "hang" })
       }
@@ -300,6 +312,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
+    // Faults still waiting when the run ended never happened: say so.
+    const endedMs = yield* Clock.currentTimeMillis
+    const trained = trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - trainingSinceMs) / 1000).toFixed(1)} s of training`
+    for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
     // and exit, and whoever is still there after it is stopped with the scope.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
@@ -331,6 +348,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     runDir,
     outcome,
     deaths,
+    skippedFaults,
     alerts,
     epochs: epochsWithAccuracy,
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,

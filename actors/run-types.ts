@@ -97,6 +97,7 @@ export type RunEvent =
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
   | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }
+  | { readonly type: "fault-skipped"; readonly ms: number; readonly skipped: SkippedFault }
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
@@ -127,6 +128,20 @@ export interface DeathTiming {
 }
 
 /**
+ * A requested fault that never happened: the run ended first, or its rank had already left.
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface SkippedFault {
+  readonly rank: Rank
+  readonly fault: "kill" | "hang"
+  /** The request as given: `atSeconds`, or `atEpoch` and `atFraction`. */
+  readonly spec: KillSpec | HangSpec
+  readonly reason: string
+}
+
+/**
  * The result of a run, also written to `summary.json`.
  *
  * - `exitCode`: 0 completed with clean audits; 1 unrecoverable (the survivors saved and stopped);
@@ -140,6 +155,8 @@ export interface RunResult {
   readonly runDir: string
   readonly outcome: Coordinator.Outcome
   readonly deaths: ReadonlyArray<DeathTiming>
+  /** Requested kills and hangs that never happened (say so: a silent no-op misleads). */
+  readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
   readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined }>
   readonly finalAccuracy: number | undefined

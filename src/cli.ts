@@ -427,6 +427,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return alertText(event.alert)
     case "fault":
       return `rank ${event.rank} ${event.fault === "kill" ? "killed" : "hung"} (injected fault)`
+    case "fault-skipped":
+      return `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
@@ -680,12 +682,17 @@ export const renderResult = (
       `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
   )
   lines.push(`run directory: ${runDir}`)
-  const err = outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; survivors saved under ${runDir}/${saveFolder}`
+  const skipped = (result.skippedFaults ?? []).map((f) =>
+    `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
+  )
+  const stoppedLine = outcome.status === "unrecoverable"
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}` +
+      (outcome.exits.length > 0 ? `; survivors saved under ${runDir}/${saveFolder}` : "; no survivor was left to save")
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
-  return { out: lines.join("\n") + "\n", err }
+  const errLines = [...skipped, ...(stoppedLine === undefined ? [] : [stoppedLine])]
+  return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -721,6 +728,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
+  const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
   const lines = text.split("\n")
@@ -740,6 +748,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     switch (e.type) {
       case "started":
         started = e
+        break
+      case "fault-skipped":
+        skippedFaults.push(e.skipped)
         break
       case "death":
         deaths.push(e.death)
@@ -764,6 +775,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     runDir: started.runDir,
     outcome: ended.outcome,
     deaths,
+    skippedFaults,
     alerts,
     epochs,
     finalAccuracy: epochs.at(-1)?.accuracy,

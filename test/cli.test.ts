@@ -135,7 +135,8 @@ const completed: RunTypes.RunResult = {
   ],
   finalAccuracy: 0.942,
   durationMs: 41_234,
-  exitCode: 0
+  exitCode: 0,
+  skippedFaults: []
 }
 
 const stoppedTiming: RunTypes.DeathTiming = {
@@ -173,7 +174,8 @@ const unrecoverable: RunTypes.RunResult = {
   epochs: [],
   finalAccuracy: undefined,
   durationMs: 3_500,
-  exitCode: 1
+  exitCode: 1,
+  skippedFaults: []
 }
 
 const auditFailed: RunTypes.RunResult = {
@@ -853,5 +855,12 @@ describe("report", () => {
       out: "",
       err: `cohort: ${dir}/summary.json is not a Cohort run summary\n`
     })
+  })
+
+  it("warns about requested faults that never happened", () => {
+    const skipped: RunTypes.SkippedFault = { rank: 1, fault: "kill", spec: { rank: 1, atSeconds: 3 }, reason: "the run ended after 2.1 s of training" }
+    expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
+      "cohort: warning: --kill 1@3 did not happen: the run ended after 2.1 s of training"
+    )
   })
 })
