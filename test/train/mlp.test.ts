@@ -21,7 +21,7 @@ const START = new Float32Array([
 ])
 
 describe("the MLP and its SGD step", () => {
-  it("counts 784 * 64 + 64 + 64 * 10 + 10 = 50,890 parameters for the bundled shape", () => {
+  it("counts 784 * 64 + 64 + 64 * 10 + 10 = 50,890 parameters for a 784-64-10 network", () => {
     expect(Mlp.paramCount({ inputs: 784, hidden: 64, classes: 10 })).toBe(50_890)
     expect(Mlp.paramCount(TINY)).toBe(18)
   })
