@@ -56,6 +56,8 @@ export const defaults = {
   batchSize: 32,
   averageEverySteps: 8,
   outDir: "runs",
+  /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
+  worldSizeMax: 1024,
   /** How long the launcher waits for ranks to save and exit after the run ended. */
   exitGraceMs: 15_000
 } as const
@@ -121,6 +123,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const hangs = options.hangs ?? []
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
+  check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
   check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
@@ -150,6 +153,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
   const lastProgressEventMs = new Map<Rank, number>()
+  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
   let startedMs = Date.now()
   const emit = (event: RunEvent, log = true): void => {
     if (log) events.push(event)
@@ -168,13 +172,20 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       if (message._tag === "Progress" && message.epoch === state.epoch) {
         if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
         const last = lastProgressEventMs.get(rank) ?? 0
+        // Samples per second from successive reports (a batch's own time says nothing about the
+        // waits between batches).
+        const previous = lastRate.get(rank)
+        const rate = previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
+          ? ((message.samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
+          : message.msPerBatch > 0 ? (batchSize * 1000) / message.msPerBatch : 0
+        lastRate.set(rank, { epoch: message.epoch, samples: message.samplesDone, ms: nowMs })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
           rank,
           epoch: message.epoch,
           samplesDone: message.samplesDone,
-          samplesPerSecond: message.msPerBatch > 0 ? (batchSize * 1000) / message.msPerBatch : 0,
+          samplesPerSecond: Math.max(0, rate),
           state: rankState(rank)
         }
         // The log keeps at most one progress line per rank per second; observers see them all.
@@ -202,7 +213,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           emit({ type: "ended", ms, outcome: command.outcome })
           return
         case "Send":
-          emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` }, command.message._tag !== "AssignChunk")
+          // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
+          if (command.message._tag !== "AssignChunk") {
+            emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` })
+          }
           return
         case "Broadcast":
           if (command.message._tag !== "CoordHeartbeat" && command.message._tag !== "Update") {

@@ -20,6 +20,7 @@ export const percentiles = (values: ReadonlyArray<number>): { readonly median: n
 /** Formats a number for a table: 3 significant digits, thousands separators for large values. */
 export const fmt = (value: number): string => {
   if (!Number.isFinite(value)) return String(value)
+  if (Number.isInteger(value)) return value.toLocaleString("en-US")
   if (Math.abs(value) >= 1000) return Math.round(value).toLocaleString("en-US")
   if (Math.abs(value) >= 1) return value.toPrecision(3)
   return value.toPrecision(2)

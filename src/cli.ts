@@ -931,6 +931,11 @@ const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions
     result = await run(toRunOptions(options, trainer, view.onEvent))
   } catch (error) {
     view.stop()
+    // The launcher's refusal of an option is bad input; anything else is a failed run.
+    const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
+      ? (error as { readonly option: string }).option
+      : undefined
+    if (option !== undefined && option !== "formation" && option !== "run") return usage(io, firstLine(error))
     io.err(`cohort: the run failed: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
