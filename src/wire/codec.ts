@@ -245,12 +245,22 @@ export const decode = (
 }
 
 /**
+ * Failed frames after which `decodeBatch` drops the rest of a message.
+ *
+ * @since 0.1.0
+ * @category batching
+ */
+export const batchErrorsMax = 64
+
+/**
  * Decodes every frame of a transport message (a batch), in order; never throws.
  *
  * Each frame gives a success or a `WireError` (reasons as for `decode`). A bad frame whose end is
  * known (a schema mismatch, an unknown tag, a wrong sender) does not stop the batch; a frame whose
  * end is unknown (`Truncated`, `MalformedCbor`, `VersionMismatch`) ends it. `FrameTooLarge` is
- * checked on the whole message and gives a single error. An empty message gives `[]`.
+ * checked on the whole message and gives a single error. An empty message gives `[]`. After
+ * `batchErrorsMax` failed frames the rest of the message is dropped: a message of junk costs a
+ * bounded amount of work and memory, however many tiny frames it seems to hold.
  *
  * @since 0.1.0
  * @category batching
@@ -264,11 +274,13 @@ export const decodeBatch = (
   const expected = options?.from === undefined ? undefined : senderWireId(options.from)
   const results: Array<Result.Result<Frame.Frame, WireError.WireError>> = []
   let start = 0
+  let errors = 0
   while (start < bytes.length) {
     const scanned = Scan.scanFrame(bytes, start, expected)
     if (scanned.reason !== undefined) {
       results.push(failure(scanned.reason, options, scanned.from))
-      if (scanned.fatal) break
+      errors += 1
+      if (scanned.fatal || errors >= batchErrorsMax) break
     } else {
       results.push(materialize(bytes, start, scanned, options))
     }

@@ -430,3 +430,12 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
   })
 })
+
+describe("decodeBatch on a message of junk", () => {
+  it("stops after batchErrorsMax failed frames", () => {
+    const junk = new Uint8Array(1 << 20).fill(0x80)
+    const results = Codec.decodeBatch(junk)
+    expect(results).toHaveLength(Codec.batchErrorsMax)
+    expect(results.every((r) => r._tag === "Failure")).toBe(true)
+  })
+})
