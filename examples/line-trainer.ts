@@ -1,12 +1,12 @@
 /**
- * An example trainer module: fits y = 3x + 1 by minibatch SGD on 4,096 synthetic points. It shows
+ * An example trainer module: fits y = 3x + 1 by minibatch SGD on 262,144 synthetic points. It shows
  * the whole contract a Cohort trainer implements; run it with
  * `node bin/cohort.mjs run --trainer examples/line-trainer.ts`.
  */
 import type { Trainer, TrainerContext } from "../src/train/trainer.ts"
 
 /** The training set size: the coordinator plans every epoch over `[0, trainSamples)`. */
-export const trainSamples = 4096
+export const trainSamples = 262_144
 
 const xOf = (index: number): number => (index / trainSamples) * 2 - 1
 const yOf = (index: number): number => 3 * xOf(index) + 1 + 0.01 * Math.sin(index)
