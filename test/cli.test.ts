@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
 import * as Cli from "../src/cli.ts"
 import type * as Alerts from "../src/core/alerts.ts"
-import type * as Coordinator from "../src/core/coordinator.ts"
+import * as Coordinator from "../src/core/coordinator.ts"
 import * as Runtime from "../src/transport/runtime/detect.ts"
 import * as Files from "../src/transport/runtime/files.ts"
 
@@ -46,21 +46,7 @@ const runMain = async (argv: ReadonlyArray<string>, launch: Cli.Launch = noLaunc
   return { code, out: captured.out(), err: captured.err() }
 }
 
-const counters: Coordinator.Counters = {
-  framesFromDead: 0,
-  framesFromExited: 0,
-  framesOutOfRange: 0,
-  framesWrongEpoch: 0,
-  framesAfterEnd: 0,
-  badFrames: 0,
-  reportsDropped: 0,
-  samplesDoneClamped: 0,
-  chunkDoneUnmatched: 0,
-  staleCallbackResults: 0,
-  staleRingReady: 0,
-  sendFailures: 0,
-  paramsRejected: 0
-}
+const counters: Coordinator.Counters = Coordinator.zeroCounters()
 
 const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({
   rank,

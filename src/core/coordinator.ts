@@ -182,6 +182,28 @@ export interface EvalRecord {
   readonly loss: number
 }
 
+/**
+ * Counters with every count at zero.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export const zeroCounters = (): Counters => ({
+  framesFromDead: 0,
+  framesFromExited: 0,
+  framesOutOfRange: 0,
+  framesWrongEpoch: 0,
+  framesAfterEnd: 0,
+  badFrames: 0,
+  reportsDropped: 0,
+  samplesDoneClamped: 0,
+  chunkDoneUnmatched: 0,
+  staleCallbackResults: 0,
+  staleRingReady: 0,
+  sendFailures: 0,
+  paramsRejected: 0
+})
+
 // ---------------------------------------------------------------------------------------------
 // State
 // ---------------------------------------------------------------------------------------------
@@ -279,21 +301,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     calibration: Roles.makeCalibration(w),
     lane: Alerts.make(config.alertCollapseMs),
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
-    counters: {
-      framesFromDead: 0,
-      framesFromExited: 0,
-      framesOutOfRange: 0,
-      framesWrongEpoch: 0,
-      framesAfterEnd: 0,
-      badFrames: 0,
-      reportsDropped: 0,
-      samplesDoneClamped: 0,
-      chunkDoneUnmatched: 0,
-      staleCallbackResults: 0,
-      staleRingReady: 0,
-      sendFailures: 0,
-      paramsRejected: 0
-    },
+    counters: zeroCounters(),
     contributed: new Uint8Array(w),
     contributions: new Map(),
     deaths: [],
