@@ -125,6 +125,13 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
   check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
+  const positive = (value: number | undefined, option: string, integer: boolean): void => {
+    if (value === undefined) return
+    check(value > 0 && Number.isFinite(value) && (!integer || Number.isSafeInteger(value)), option, `must be ${integer ? "an integer" : "a number"} > 0, got ${value}`)
+  }
+  positive(options.heartbeatIntervalMs, "heartbeatIntervalMs", false)
+  positive(options.tickMs, "tickMs", false)
+  positive(options.averageEverySteps, "averageEverySteps", true)
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
@@ -157,7 +164,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   let startedMs = Date.now()
   const emit = (event: RunEvent, log = true): void => {
     if (log) events.push(event)
-    options.onEvent?.(event)
+    try {
+      options.onEvent?.(event)
+    } catch {
+      // An observer that throws must not stop the coordinator; the event is still logged.
+    }
   }
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
 
