@@ -91,6 +91,15 @@ export interface Handle {
   readonly stats: Effect.Effect<Actor.MailboxStats>
 }
 
+/** Runs an observer; one that throws must never take the coordinator down with it. */
+const observe = (f: () => void): void => {
+  try {
+    f()
+  } catch {
+    // ignored: observers only watch
+  }
+}
+
 type Message =
   | { readonly _tag: "Start" }
   | { readonly _tag: "Inbound"; readonly event: Supervisor.Inbound }
@@ -166,7 +175,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               yield* Deferred.succeed(outcome, command.outcome)
               break
           }
-          hooks.onCommand?.(command, state)
+          observe(() => hooks.onCommand?.(command, state))
         }
       })
 
@@ -177,7 +186,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         const deathsBefore = state.deaths.length
         yield* execute(Core.step(state, input))
         if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
-          hooks.onDeclared(state.deaths.slice(deathsBefore), yield* Clock.currentTimeMillis)
+          const declared = state.deaths.slice(deathsBefore)
+          const nowMs = yield* Clock.currentTimeMillis
+          observe(() => hooks.onDeclared?.(declared, nowMs))
         }
       }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
 
@@ -231,7 +242,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               return
             }
             const frameMessage = decoded.success.message as ToCoordinator
-            hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs)
+            observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
             yield* stepAndExecute({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
             return
           }
