@@ -54,7 +54,7 @@ export const defaults = {
   tickMs: 100,
   seed: 1,
   batchSize: 32,
-  averageEverySteps: 8,
+  averageEverySteps: 32,
   outDir: "runs",
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,
