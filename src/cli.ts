@@ -794,7 +794,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
  */
 export const readRun = async (runDir: string): Promise<RunTypes.RunResult | string> => {
   const dir = runDir.replace(/(.)\/+$/, "$1")
-  if (!(await Files.exists(dir))) return `no run directory at ${runDir}`
+  if (!(await Files.exists(dir))) return `no run directory at ${runDir}${runDir.includes("/") ? "" : ` (runs are written to runs/<runId> unless --out says otherwise)`}`
   const summaryPath = `${dir}/summary.json`
   if (await Files.exists(summaryPath)) {
     let value: unknown

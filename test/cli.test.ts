@@ -145,7 +145,7 @@ const unrecoverable: RunTypes.RunResult = {
   outcome: {
     status: "unrecoverable",
     reason: "FailureLimitReached",
-    detail: "1 failures reached the failure limit of 1",
+    detail: "1 failure reached the failure limit of 1",
     endedAtMs: 3_002,
     epochsCompleted: 0,
     failures: [1],
@@ -567,7 +567,7 @@ describe("renderResult", () => {
         "run directory: runs/zz9",
         ""
       ].join("\n"),
-      err: "cohort: run stopped: FailureLimitReached: 1 failures reached the failure limit of 1; survivors saved under runs/zz9/save"
+      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; survivors saved under runs/zz9/save"
     })
   })
 
@@ -656,7 +656,7 @@ describe("lineView", () => {
         "[  12.3s] rank 2 lost (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
         "[  12.3s] decision: rank 2's 1200 samples go to ranks 0, 1, 3",
         "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy -",
-        "[   3.0s] run ended: unrecoverable (FailureLimitReached): 1 failures reached the failure limit of 1",
+        "[   3.0s] run ended: unrecoverable (FailureLimitReached): 1 failure reached the failure limit of 1",
         ""
       ].join("\n")
     )

@@ -703,7 +703,8 @@ const unrecoverableReason = (state: State, checkFailureLimit: boolean): { reason
   if (checkFailureLimit) {
     const limit = Config.failureLimitCount(config.failureLimit, config.worldSize)
     if (limit !== undefined && membership.failures >= limit) {
-      return { reason: "FailureLimitReached", detail: `${membership.failures} failures reached the failure limit of ${limit}` }
+      const failures = `${membership.failures} ${membership.failures === 1 ? "failure" : "failures"}`
+      return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}` }
     }
   }
   if (config.backend === "ring" && membership.activeCount < 2) {
@@ -810,7 +811,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
   // 3. (decided before anything is sent) Is the run now unrecoverable?
   const verdict = unrecoverableReason(state, anyDeath)
   if (verdict === undefined && Roles.differ(rolesBefore, state.roles)) {
-    broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `roles move away from ranks ${batch.map((d) => d.rank).join(", ")}`)
+    broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `roles move away from ${batch.length === 1 ? "rank" : "ranks"} ${batch.map((d) => d.rank).join(", ")}`)
   }
   // 2. Ring: abort in-flight collectives.
   if (state.ring !== undefined) {
