@@ -97,11 +97,14 @@ const check = (ok: boolean, option: string, reason: string): void => {
 const rankEntry = async (transport: "worker" | "process", trainerUrl: string): Promise<string> => {
   const entry = new URL(transport === "worker" ? "./rank-worker.ts" : "./rank-process.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
+  const host = new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url)
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
+  const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   const source = [
-    `import * as trainer from ${JSON.stringify(Files.pathOf(trainerUrl))}`,
-    `import { main } from ${JSON.stringify(Files.pathOf(entry.href).replace(/\.ts$/, "-main.ts"))}`,
-    `await main(async () => trainer)`
+    `import * as trainer from ${path(trainerUrl)}`,
+    `import * as Host from ${path(host)}`,
+    `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
+    `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
 }

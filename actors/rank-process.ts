@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
-import { main } from "./rank-process-main.ts"
+import * as ChildProcess from "../src/transport/child-process.ts"
+import * as Rank from "./rank.ts"
 
-await main()
+await Rank.main(ChildProcess.connect())

@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
-import { main } from "./rank-worker-main.ts"
+import * as Worker from "../src/transport/worker.ts"
+import * as Rank from "./rank.ts"
 
-await main()
+await Rank.main(Worker.connect())

@@ -286,3 +286,20 @@ export const run = (
       }
     }
   })
+
+/**
+ * A rank entry's whole body: connects with `connect` (a transport's rank-side `connect()`), runs
+ * the rank, and leaves the process or worker with its exit code. `loadTrainer` imports the trainer
+ * module (bundled entries pass the module they contain). A failure to connect is a defect: the
+ * rank ends and its supervisor reports it.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const main = (
+  connect: Effect.Effect<Link, Transport.TransportError>,
+  loadTrainer?: (url: string) => Promise<unknown>
+): Promise<void> =>
+  Effect.runPromise(
+    Effect.orDie(Effect.flatMap(connect, (link) => run(link, (code) => process.exit(code), loadTrainer)))
+  )
