@@ -33,7 +33,9 @@ interface Child {
 /**
  * Makes a host. Causes: the host closed the link → `Disconnected{closeCode}`; the host killed
  * it → `Killed{killSignal}` (`"terminate"` for workers); the OS killed it → `Killed{signal}`; an
- * `error` was seen → `Crashed{message}`; else `Exited{code}`.
+ * `error` was seen → `Crashed{message}`; else `Exited{code}`. The end is reported when the raw
+ * channel says `closed` if its cause is one of the first three already (a worker's channel
+ * closes well before its exit event), else at `exit`.
  *
  * @since 0.1.0
  * @category internal
@@ -65,22 +67,41 @@ export const make = <O>(
               error: undefined
             }
             let link: Hub.Link | undefined
+            let ended = false
+            const end = (cause: DeathReport.DeathCause): void => {
+              if (ended) return
+              ended = true
+              link?.end(cause)
+            }
+            // What is known of the end before the exit code: the host closed the link, the host
+            // killed it, or the child reported an error.
+            const knownCause = (): DeathReport.DeathCause | undefined =>
+              child.closedWith !== undefined
+                ? DeathReport.disconnected(child.closedWith)
+                : child.killedWith !== undefined
+                ? DeathReport.killed(child.killedWith)
+                : child.error !== undefined
+                ? DeathReport.crashed(DeathReport.errorMessage(child.error))
+                : undefined
             child.raw = spawnRaw(rank, spawnOptions, {
               message: (message) => link?.receive(message),
               error: (error) => {
                 child.error ??= error ?? "unknown error"
               },
+              // The channel closed ahead of the exit event: every message is in, so the end is
+              // reported now when its cause is already known; otherwise the exit code decides.
+              closed: () => {
+                const cause = knownCause()
+                if (cause !== undefined) end(cause)
+              },
               exit: (code, signal) => {
-                link?.end(
-                  child.closedWith !== undefined
-                    ? DeathReport.disconnected(child.closedWith)
-                    : child.killedWith !== undefined
-                    ? DeathReport.killed(child.killedWith)
+                const known = knownCause()
+                end(
+                  known !== undefined && known._tag !== "Crashed"
+                    ? known
                     : signal !== null
                     ? DeathReport.killed(signal)
-                    : child.error !== undefined
-                    ? DeathReport.crashed(DeathReport.errorMessage(child.error))
-                    : DeathReport.exited(code ?? 0)
+                    : known ?? DeathReport.exited(code ?? 0)
                 )
                 resolveExit()
               }

@@ -26,10 +26,12 @@ const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[
 
 /**
  * Starts a worker thread running the module `entry` (a `file:` URL; TypeScript, or JavaScript
- * such as an esbuild bundle) (a `file:` URL) with a dedicated
- * message port. Under Node 20 a TypeScript entry loads through `worker-bootstrap.mjs` (tsx); Bun and
- * Deno load it directly, as every runtime does a JavaScript entry. On exit, messages still queued on the port are drained synchronously before
- * `handlers.exit`, so no frame posted before the end is lost (Deno delivers some only this way).
+ * such as an esbuild bundle) with a dedicated message port. Under Node 20 a TypeScript entry
+ * loads through `worker-bootstrap.mjs` (tsx); Bun and Deno load it directly, as every runtime
+ * does a JavaScript entry. `handlers.closed` fires when the port closes (the worker's side is
+ * gone and every message it posted was delivered). If `exit` comes first, messages still queued
+ * on the port are drained synchronously before `handlers.exit`, so no frame posted before the
+ * end is lost.
  *
  * @since 0.1.0
  * @category workers
@@ -50,13 +52,28 @@ export const spawnWorker = (
     transferList: [port2],
     ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } })
   })
+  // The runtime closes our port once the worker's port is gone; every message the worker posted
+  // is queued ahead of that close, so 'close' comes after the last 'message' (checked under the
+  // three runtimes with workers killed, crashing and exiting mid-burst). The port must not be
+  // read from inside its own 'close' handler: `receiveMessageOnPort` there crashed Node 20.
+  let closed = false
+  let exited = false
   port1.on("message", (data: unknown) => handlers.message(bytesOf(data)))
+  port1.on("close", () => {
+    // After `exit` the port closes because we closed it: nothing to tell.
+    if (exited) return
+    closed = true
+    handlers.closed?.()
+  })
   worker.on("error", (error) => handlers.error(error))
   worker.on("exit", (code) => {
-    for (let next = receiveMessageOnPort(port1); next !== undefined; next = receiveMessageOnPort(port1)) {
-      handlers.message(bytesOf(next.message))
+    exited = true
+    if (!closed) {
+      for (let next = receiveMessageOnPort(port1); next !== undefined; next = receiveMessageOnPort(port1)) {
+        handlers.message(bytesOf(next.message))
+      }
+      port1.close()
     }
-    port1.close()
     handlers.exit(code, null)
   })
   return {

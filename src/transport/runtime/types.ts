@@ -11,12 +11,20 @@
  * every message the child posted before it ended has been passed to `message`.
  * `signal` is set when a process was killed by a signal.
  *
+ * `closed` (optional; worker threads only) comes as soon as the child's end of the channel is
+ * gone, if that is before `exit`: every message the child posted has already been passed to
+ * `message`, and no more will come; `exit` still follows. Under Node and Bun a terminated
+ * worker's channel usually closes 1–5 ms after `terminate()`, while its `exit` event follows
+ * 5–400 ms later on a loaded machine. When `exit` comes first (Deno for an idle worker, Node now
+ * and then under load), there is no `closed`.
+ *
  * @since 0.1.0
  * @category model
  */
 export interface ChildHandlers {
   readonly message: (message: Uint8Array) => void
   readonly error: (error: unknown) => void
+  readonly closed?: () => void
   readonly exit: (code: number | null, signal: string | null) => void
 }
 
