@@ -125,57 +125,68 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
 
-    const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array): Effect.Effect<void> =>
-      transport.send(rank, bytes).pipe(
-        Effect.catch((error) =>
-          Effect.gen(function*() {
-            const nowMs = yield* Clock.currentTimeMillis
-            const more = Core.step(state, { _tag: "SendFailed", rank, nowMs, message, reason: error.reason._tag })
-            yield* execute(more)
-          })
-        )
-      )
+    // Frames are handed to the transport synchronously (a death can send thousands of
+    // extensions); each refusal is fed back to the core as `SendFailed` once its command is out.
+    interface Refused {
+      readonly rank: Rank
+      readonly message: ToRank
+      readonly reason: string
+    }
+    const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
+      const error = transport.sendUnsafe(rank, bytes)
+      if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
+    }
 
-    const deliver = (rank: Rank, message: ToRank): Effect.Effect<void> => sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)))
+    const deliver = (rank: Rank, message: ToRank, refused: Array<Refused>): void =>
+      sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)), refused)
 
-    const broadcast = (message: ToRank): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        const bytes = Codec.encode(Frame.fromCoordinator(message))
-        for (const rank of Core.survivors(state)) yield* sendTo(rank, message, bytes)
+    const broadcast = (message: ToRank, refused: Array<Refused>): void => {
+      const bytes = Codec.encode(Frame.fromCoordinator(message))
+      for (const rank of Core.survivors(state)) sendTo(rank, message, bytes, refused)
+    }
+
+    const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        switch (command._tag) {
+          case "Send":
+            deliver(command.to, command.message, refused)
+            break
+          case "Broadcast":
+            broadcast(command.message, refused)
+            break
+          case "SendRanges":
+            for (let i = 0; i < command.ranks.length; i++) {
+              const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
+              deliver(command.ranks[i]!, message, refused)
+            }
+            break
+          case "AverageRound": {
+            // The core leaves unusable contributions out; with none left, the Update carries no
+            // parameters and ranks keep their own.
+            const averaged = Cpu.mean(command.params)
+            const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
+            broadcast({ _tag: "Update", round: command.round, params }, refused)
+            break
+          }
+          case "Alert":
+          case "EpochEnded":
+            break
+          case "RunEnded":
+            return Deferred.succeed(outcome, command.outcome)
+        }
+        return Effect.void
       })
 
     const execute = (commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
       Effect.gen(function*() {
         for (const command of commands) {
-          switch (command._tag) {
-            case "Send":
-              yield* deliver(command.to, command.message)
-              break
-            case "Broadcast":
-              yield* broadcast(command.message)
-              break
-            case "SendRanges":
-              for (let i = 0; i < command.ranks.length; i++) {
-                const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
-                yield* deliver(command.ranks[i]!, message)
-              }
-              break
-            case "AverageRound": {
-              // The core leaves unusable contributions out; with none left, the Update carries no
-              // parameters and ranks keep their own.
-              const averaged = Cpu.mean(command.params)
-              const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
-              yield* broadcast({ _tag: "Update", round: command.round, params })
-              break
-            }
-            case "Alert":
-            case "EpochEnded":
-              break
-            case "RunEnded":
-              yield* Deferred.succeed(outcome, command.outcome)
-              break
-          }
+          const refused: Array<Refused> = []
+          yield* carryOut(command, refused)
           observe(() => hooks.onCommand?.(command, state))
+          for (const { rank, message, reason } of refused) {
+            const nowMs = yield* Clock.currentTimeMillis
+            yield* execute(Core.step(state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+          }
         }
       })
 
@@ -229,7 +240,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           yield* stepAndExecute({ _tag: "Tick", nowMs })
           if (nowMs - lastBeatMs >= coordHeartbeatMs && state.phase === "running") {
             lastBeatMs = nowMs
-            yield* broadcast({ _tag: "CoordHeartbeat" })
+            yield* execute([{ _tag: "Broadcast", message: { _tag: "CoordHeartbeat" }, reason: "coordinator heartbeat" }])
           }
           return
         }

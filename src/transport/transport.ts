@@ -130,6 +130,8 @@ export class TransportError extends Data.TaggedError("TransportError")<{
  * - `send(peer, frame)`: queues `frame` for `peer`; it is handed to the channel by the end of the
  *   current microtask, or at once when a batch fills. Fails with `TransportError`
  *   (`UnknownPeer`, `PeerGone`, `FrameTooLarge`, `Closed`).
+ * - `sendUnsafe(peer, frame)`: the same, synchronously, returning the `TransportError` instead of
+ *   failing (`undefined` when queued); for callers that send thousands of frames in one step.
  * - `flush`: hands every queued frame to its channel now.
  * - `inbox`: received events in order; ends (`Cause.Done`) when the endpoint closes.
  * - `events`: `inbox` as a stream (one consumer).
@@ -142,6 +144,7 @@ export interface TransportShape {
   readonly self: Peer
   readonly peers: Effect.Effect<ReadonlyArray<Peer>>
   readonly send: (peer: Peer, frame: Uint8Array) => Effect.Effect<void, TransportError>
+  readonly sendUnsafe: (peer: Peer, frame: Uint8Array) => TransportError | undefined
   readonly flush: Effect.Effect<void>
   readonly inbox: Queue.Dequeue<Event, Cause.Done>
   readonly events: Stream.Stream<Event>

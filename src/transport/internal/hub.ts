@@ -151,35 +151,34 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
     }
 
     const closed = new Transport.TransportError({ reason: { _tag: "Closed" } })
+    const sendUnsafe = (peer: Transport.Peer, frame: Uint8Array): Transport.TransportError | undefined => {
+      if (!open) return closed
+      const state = links.get(peer)
+      if (state === undefined) return new Transport.TransportError({ reason: { _tag: "UnknownPeer", peer } })
+      if (state.ended || state.closing) return new Transport.TransportError({ reason: { _tag: "PeerGone", peer } })
+      if (frame.byteLength > resolved.frameBytesMax) {
+        return new Transport.TransportError({
+          reason: { _tag: "FrameTooLarge", peer, bytes: frame.byteLength, frameBytesMax: resolved.frameBytesMax }
+        })
+      }
+      if (
+        state.outbox.length > 0 &&
+        Batch.size(state.outbox.length + 1, state.outboxBytes + frame.byteLength) > resolved.batchBytesMax
+      ) flush(state)
+      state.outbox.push(frame)
+      state.outboxBytes += frame.byteLength
+      if (state.outbox.length >= resolved.batchFramesMax) flush(state)
+      else if (!state.scheduled) {
+        state.scheduled = true
+        queueMicrotask(() => flush(state))
+      }
+      return undefined
+    }
+
     const send = (peer: Transport.Peer, frame: Uint8Array): Effect.Effect<void, Transport.TransportError> =>
       Effect.suspend(() => {
-        if (!open) return Effect.fail(closed)
-        const state = links.get(peer)
-        if (state === undefined) {
-          return Effect.fail(new Transport.TransportError({ reason: { _tag: "UnknownPeer", peer } }))
-        }
-        if (state.ended || state.closing) {
-          return Effect.fail(new Transport.TransportError({ reason: { _tag: "PeerGone", peer } }))
-        }
-        if (frame.byteLength > resolved.frameBytesMax) {
-          return Effect.fail(
-            new Transport.TransportError({
-              reason: { _tag: "FrameTooLarge", peer, bytes: frame.byteLength, frameBytesMax: resolved.frameBytesMax }
-            })
-          )
-        }
-        if (
-          state.outbox.length > 0 &&
-          Batch.size(state.outbox.length + 1, state.outboxBytes + frame.byteLength) > resolved.batchBytesMax
-        ) flush(state)
-        state.outbox.push(frame)
-        state.outboxBytes += frame.byteLength
-        if (state.outbox.length >= resolved.batchFramesMax) flush(state)
-        else if (!state.scheduled) {
-          state.scheduled = true
-          queueMicrotask(() => flush(state))
-        }
-        return Effect.void
+        const error = sendUnsafe(peer, frame)
+        return error === undefined ? Effect.void : Effect.fail(error)
       })
 
     const flushAll = (): void => {
@@ -192,6 +191,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
         [...links.entries()].filter(([, s]) => !s.ended && !s.closing).map(([p]) => p).sort((a, b) => a - b)
       ),
       send,
+      sendUnsafe,
       flush: Effect.sync(flushAll),
       inbox,
       events: Stream.fromQueue(inbox),
