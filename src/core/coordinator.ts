@@ -62,7 +62,8 @@ export type Input =
  * - `SendRanges`: deliver `{_tag: kind, epoch, offset: offsets[i], size: sizes[i]}` to `ranks[i]`
  *   for each `i` in order (`kind` is `StartEpoch`, `ExtendPartition` or `AssignChunk`). Range
  *   messages travel in bulk as typed arrays, so that a death costs O(min(R, S)) and an epoch start
- *   O(worldSize) without an object per message.
+ *   O(worldSize) without an object per message: one command per epoch start, per chunk fill, and
+ *   per dead rank's remainder (all its ranges).
  * - `Alert`: record and show an alert.
  * - `AverageRound`: round `round` closed; average `params` (the usable contributions, in
  *   contribution order; possibly none) with the averaging backend and broadcast
@@ -830,16 +831,25 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
     const ranks = throughput ? Membership.survivors(membership) : []
     const weights = throughput ? ranks.map((r) => 1 / Roles.smoothedMsPerBatch(state.calibration, r)!) : []
     const nextLive = (from: number) => Membership.nextLive(membership, from)
+    // One command per dead rank, its ranges' slices in range order: a remainder of thousands of
+    // small ranges (deaths chained on deaths) is still one command.
     for (const { rank: from, death, ranges } of remainders) {
-      const reason = `remainder of rank ${from} (${throughput ? "throughput" : "equal"} split over ${survivorCount} survivors)`
+      const reason = `remainder of rank ${from} in ${ranges.length} ${ranges.length === 1 ? "range" : "ranges"} (${throughput ? "throughput" : "equal"} split over ${survivorCount} survivors)`
+      const out = ranges.length === 1 ? undefined : new Split.SliceBuilder()
+      let only: Split.Slices | undefined
       for (const [offset, size] of ranges) {
         const slices = throughput
           ? Split.splitProportional(offset, size, ranks, weights)
           : Split.splitEqual(offset, size, survivorCount, config.worldSize, nextLive)
-        for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
-        cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...slices, reason })
-        if (death !== undefined) death.extensions += slices.ranks.length
+        for (let i = 0; i < slices.ranks.length; i++) {
+          extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
+          out?.push(slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
+        }
+        only = slices
       }
+      const all = out === undefined ? only : out.build()
+      if (all !== undefined && all.ranks.length > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...all, reason })
+      if (death !== undefined && all !== undefined) death.extensions += all.ranks.length
     }
   }
   if (state.pool !== undefined) {

@@ -85,6 +85,20 @@ describe("static redistribution (equal split)", () => {
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 27, 3]])
     expect(Coordinator.assignment(s, 0)).toEqual([[0, 10], [20, 5], [27, 3]])
   })
+
+  it("a remainder of several ranges goes out as one SendRanges per dead rank, its slices in range order", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1 })
+    Coordinator.start(s)
+    report(s, 3, 1)
+    tick(s, 1) // rank 3's (30,10) over 0, 1, 2: (30,4), (34,3), (37,3)
+    report(s, 0, 2)
+    const cmds = tick(s, 2) // rank 0 holds (0,10) and (30,4), nothing committed
+    const sends = cmds.filter((c) => c._tag === "SendRanges")
+    expect(sends).toHaveLength(1)
+    expect(sends[0]!._tag === "SendRanges" && sends[0]!.reason).toBe("remainder of rank 0 in 2 ranges (equal split over 2 survivors)")
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[1, 0, 5], [2, 5, 5], [1, 30, 2], [2, 32, 2]])
+    expect(s.deaths.map((d) => d.extensions)).toEqual([3, 4])
+  })
 })
 
 describe("failure limit and backend limits", () => {
