@@ -55,6 +55,7 @@ export const defaults = {
   seed: 1,
   batchSize: 32,
   averageEverySteps: 32,
+  rankNice: 10,
   outDir: "runs",
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,
@@ -135,6 +136,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   positive(options.heartbeatIntervalMs, "heartbeatIntervalMs", false)
   positive(options.tickMs, "tickMs", false)
   positive(options.averageEverySteps, "averageEverySteps", true)
+  const rankNice = options.rankNice ?? defaults.rankNice
+  check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
@@ -292,7 +295,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`
       }
-      yield* host.spawn({ entry, rank, data }).pipe(Effect.orDie)
+      yield* host.spawn({ entry, rank, data, nice: rankNice }).pipe(Effect.orDie)
     }
     const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
 

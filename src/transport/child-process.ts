@@ -18,8 +18,9 @@ import * as NodeRuntime from "./runtime/node.ts"
 import * as Transport from "./transport.ts"
 
 /**
- * How to start one rank's process: `entry` (a `file:` URL of a TypeScript module), `rank`, and
- * JSON-serialisable `data` (default `null`), read by the child from `connect().data`.
+ * How to start one rank's process: `entry` (a `file:` URL of a TypeScript module), `rank`,
+ * JSON-serialisable `data` (default `null`), read by the child from `connect().data`, and `nice`,
+ * the process's nice value, 0 to 19 (default 0: the parent's).
  *
  * @since 0.1.0
  * @category options
@@ -28,6 +29,7 @@ export interface SpawnOptions {
   readonly entry: string | URL
   readonly rank: Transport.Peer
   readonly data?: unknown
+  readonly nice?: number
 }
 
 /**
@@ -54,7 +56,10 @@ export const host = (options?: Transport.Options): Effect.Effect<ProcessHost, ne
   Effect.map(
     Children.make<SpawnOptions>(
       (rank, spawnOptions, handlers) =>
-        NodeRuntime.spawnChild({ entry: String(spawnOptions.entry), rank, data: spawnOptions.data }, handlers),
+        NodeRuntime.spawnChild(
+          { entry: String(spawnOptions.entry), rank, data: spawnOptions.data, ...(spawnOptions.nice === undefined ? {} : { nice: spawnOptions.nice }) },
+          handlers
+        ),
       (signal) => signal ?? "SIGKILL",
       options
     ),

@@ -25,6 +25,9 @@ import * as Transport from "./transport.ts"
  * - `rank`: the rank it hosts; its peer id.
  * - `data`: structured-cloneable data the worker reads from `connect().data` (default `undefined`).
  * - `resourceLimits`: V8 heap limits in MiB (default none); Bun ignores them.
+ * - `nice`: the worker thread's nice value, 0 to 19 (default 0): above 0 the rank yields a busy
+ *   CPU to the coordinator's thread. Linux only (a nice value is per thread there); elsewhere
+ *   ignored.
  *
  * @since 0.1.0
  * @category options
@@ -34,6 +37,7 @@ export interface SpawnOptions {
   readonly rank: Transport.Peer
   readonly data?: unknown
   readonly resourceLimits?: RuntimeTypes.ResourceLimits
+  readonly nice?: number
 }
 
 /**
@@ -66,7 +70,8 @@ export const host = (options?: Transport.Options): Effect.Effect<WorkerHost, nev
             entry: String(spawnOptions.entry),
             rank,
             data: spawnOptions.data,
-            ...(spawnOptions.resourceLimits === undefined ? {} : { resourceLimits: spawnOptions.resourceLimits })
+            ...(spawnOptions.resourceLimits === undefined ? {} : { resourceLimits: spawnOptions.resourceLimits }),
+            ...(spawnOptions.nice === undefined ? {} : { nice: spawnOptions.nice })
           },
           handlers
         ),

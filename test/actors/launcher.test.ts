@@ -1,5 +1,5 @@
-import { mkdtempSync, readFileSync, existsSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { getPriority, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -14,12 +14,21 @@ const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalM
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
+/** Threads of this process whose nice value is `nice` (Linux `/proc`; field 19 of a task's stat). */
+const threadsAtNice = (nice: number): number =>
+  readdirSync("/proc/self/task").filter((task) => {
+    const stat = readFileSync(`/proc/self/task/${task}/stat`, "utf8")
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) === nice
+  }).length
+
 const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 describe("end to end: real workers, a real trainer module, injected faults", () => {
   it("a killed worker and a hung one are declared by their detectors and every epoch's audit is clean", async () => {
     // 4,800 samples at 4 ms per batch of 8 over 2 to 4 ranks: each epoch lasts well over the
     // 2 s heartbeat timeout, so the hang (at 0.3 s) is caught during the run on every runtime.
+    let niceThreads: number | undefined
+    const launcherNice = getPriority(0)
     const result = await Launcher.run({
       ...fast,
       heartbeatTimeoutMs: 2000,
@@ -27,8 +36,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       worldSize: 4,
       epochs: 2,
       kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }],
-      hangs: [{ rank: 2, atSeconds: 0.3 }]
+      hangs: [{ rank: 2, atSeconds: 0.3 }],
+      onEvent: (event) => {
+        if (event.type === "progress" && niceThreads === undefined) niceThreads = threadsAtNice(10)
+      }
     })
+    // The ranks' threads run at the default rank nice value, 10 (Linux: a nice value per thread);
+    // threads a rank starts afterwards inherit it (Bun's workers start 4 more), the launcher's not.
+    if (process.platform === "linux" && launcherNice < 10) {
+      expect(niceThreads).toBeGreaterThanOrEqual(4)
+      expect(getPriority(0)).toBe(launcherNice)
+    }
     expect(result.exitCode).toBe(0)
     expect(result.outcome.status).toBe("completed")
     expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
@@ -79,6 +97,8 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(await bad({ trainer: steady, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
     expect(await bad({ trainer: steady, averageEverySteps: 0 })).toBe("LaunchError averageEverySteps: must be an integer > 0, got 0")
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
+    expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")
+    expect(await bad({ trainer: steady, rankNice: 2.5 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 2.5")
     expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)

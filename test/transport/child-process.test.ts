@@ -79,3 +79,13 @@ describe(`child-process supervision (${runtime}): one death report per way to di
       })
     })))
 })
+
+describe(`child-process priority (${runtime})`, () => {
+  it.effect("a child started with nice 7 runs at nice 7", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* ChildProcess.host()
+      yield* host.spawn({ entry, rank: 0, nice: 7 })
+      // A launcher already running above nice 7 keeps its own value: the child is never raised.
+      assert.strictEqual(yield* Script.niceOf(host.transport), Math.max(7, Script.ownNice()))
+    })))
+})

@@ -4,6 +4,7 @@
  * JSON text; `send` makes it send the given frames verbatim (e.g. wire frames built by the test).
  * It imports no codec, so worker and process fixtures start fast.
  */
+import { getPriority } from "node:os"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Transport from "../../src/transport/transport.ts"
@@ -15,6 +16,7 @@ export type Command =
   | { readonly op: "burst"; readonly n: number; readonly bytes: number; readonly then?: Leave }
   | { readonly op: "send"; readonly frames: ReadonlyArray<ReadonlyArray<number>> }
   | { readonly op: "stats" }
+  | { readonly op: "nice" }
 
 export interface Reply {
   readonly received: number
@@ -38,6 +40,19 @@ export const indexOf = (frame: Uint8Array): number =>
   frame[0] === 1 ? new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(1, true) : -1
 
 export const parseReply = (frame: Uint8Array): Reply => JSON.parse(decoder.decode(frame)) as Reply
+
+/** The calling thread's nice value (Linux), or the process's. */
+export const ownNice = (): number => getPriority(0)
+
+/** Asks the rank behind `transport`'s peer 0 for its nice value and waits for the answer. */
+export const niceOf = (transport: Transport.TransportShape): Effect.Effect<number> =>
+  Effect.gen(function*() {
+    yield* Effect.orDie(transport.send(0, command({ op: "nice" })))
+    while (true) {
+      const event = yield* Effect.orDie(Queue.take(transport.inbox))
+      if (event._tag === "Frame") return (JSON.parse(decoder.decode(event.bytes)) as { readonly nice: number }).nice
+    }
+  })
 
 /** Runs the script until the coordinator's link ends or the rank leaves. */
 export const run = (transport: Transport.TransportShape, leave: (how: Leave) => void): Effect.Effect<void> =>
@@ -66,6 +81,11 @@ export const run = (transport: Transport.TransportShape, leave: (how: Leave) => 
         }
         case "send": {
           for (const frame of c.frames) yield* Effect.orDie(transport.send(to, Uint8Array.from(frame)))
+          break
+        }
+        case "nice": {
+          // The calling thread's nice value on Linux (a worker's own), the process's elsewhere.
+          yield* Effect.orDie(transport.send(to, encoder.encode(JSON.stringify({ nice: getPriority(0) }))))
           break
         }
         case "stats": {

@@ -110,6 +110,15 @@ describe(`worker-thread supervision (${runtime}): one death report per way to di
       })))
   }
 
+  it.effect(`a worker started with nice 7 runs its thread at nice 7${process.platform === "linux" ? "" : " (Linux only: 0 here)"}, the host's thread stays as it was`, () =>
+    Effect.scoped(Effect.gen(function*() {
+      const hostNice = Script.ownNice()
+      const host = yield* Worker.host()
+      yield* host.spawn({ entry, rank: 0, nice: 7 })
+      assert.strictEqual(yield* Script.niceOf(host.transport), process.platform === "linux" ? Math.max(7, hostNice) : hostNice)
+      assert.strictEqual(Script.ownNice(), hostNice)
+    })))
+
   it.effect("closing the host's scope terminates its workers; a second spawn of one rank is refused", () =>
     Effect.gen(function*() {
       const host = yield* Effect.scoped(Effect.gen(function*() {

@@ -6,6 +6,7 @@
  */
 import { spawn as spawnProcess } from "node:child_process"
 import { writeSync } from "node:fs"
+import { getPriority, setPriority } from "node:os"
 import { fileURLToPath } from "node:url"
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
@@ -31,7 +32,10 @@ const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[
  * does a JavaScript entry. `handlers.closed` fires when the port closes (the worker's side is
  * gone and every message it posted was delivered). If `exit` comes first, messages still queued
  * on the port are drained synchronously before `handlers.exit`, so no frame posted before the
- * end is lost.
+ * end is lost. `nice` (0–19, default 0): the worker thread lowers its own scheduling priority to
+ * this nice value when it connects (`workerParent`), so that the coordinator's thread wins a busy
+ * CPU; Linux only, where a nice value is per thread (elsewhere it would lower the whole process,
+ * coordinator included).
  *
  * @since 0.1.0
  * @category workers
@@ -42,13 +46,20 @@ export const spawnWorker = (
     readonly rank: number
     readonly data: unknown
     readonly resourceLimits?: Types.ResourceLimits
+    readonly nice?: number
   },
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const { port1, port2 } = new MessageChannel()
   const url = needsTsx(options.entry) ? new URL("./worker-bootstrap.mjs", import.meta.url) : new URL(options.entry)
   const worker = new Worker(url, {
-    workerData: { cohortEntry: options.entry, cohortRank: options.rank, cohortData: options.data, cohortPort: port2 },
+    workerData: {
+      cohortEntry: options.entry,
+      cohortRank: options.rank,
+      cohortData: options.data,
+      cohortPort: port2,
+      cohortNice: options.nice ?? 0
+    },
     transferList: [port2],
     ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } })
   })
@@ -86,6 +97,23 @@ interface CohortWorkerData {
   readonly cohortRank: number
   readonly cohortData: unknown
   readonly cohortPort: MessagePort
+  readonly cohortNice: number
+}
+
+/**
+ * Lowers the priority of `pid` (0: the calling thread on Linux) to nice value `nice`, never
+ * raising it: a nice value already above `nice` (say, the launcher itself ran under `nice`) stays.
+ * Raising a nice value needs no privilege; a refusal leaves the priority as it was, which only
+ * costs speed.
+ */
+const lowerPriority = (pid: number, nice: number): void => {
+  if (!(nice > 0)) return
+  try {
+    const target = Math.min(19, Math.floor(nice))
+    if (getPriority(pid) < target) setPriority(pid, target)
+  } catch {
+    // Not allowed here (a sandbox, an exotic platform): run at the inherited priority.
+  }
 }
 
 const processExitHooks = (): ((callback: () => void) => void) => (callback) => {
@@ -102,6 +130,7 @@ export const workerParent = (): Types.ParentLink | undefined => {
   const data = workerData as Partial<CohortWorkerData> | null
   const port = data?.cohortPort
   if (data === null || port === undefined) return undefined
+  if (process.platform === "linux") lowerPriority(0, data.cohortNice ?? 0)
   return {
     rank: data.cohortRank ?? -1,
     data: data.cohortData,
@@ -199,13 +228,14 @@ const record = (message: Uint8Array): Uint8Array => {
  * `node` (with `--import tsx` for a TypeScript entry), `bun`, or `deno run -A`. Messages travel over the child's stdin/stdout
  * as `u32 LE length` records; stderr is inherited. `exit` fires on `close`, after stdout has been
  * read to its end, so every message the child wrote comes first. `kill` sends `signal`
- * (default `"SIGKILL"`).
+ * (default `"SIGKILL"`). `nice` (0–19, default 0): the child process's nice value, set by the
+ * parent right after the start.
  *
  * @since 0.1.0
  * @category processes
  */
 export const spawnChild = (
-  options: { readonly entry: string; readonly rank: number; readonly data: unknown },
+  options: { readonly entry: string; readonly rank: number; readonly data: unknown; readonly nice?: number },
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const path = fileURLToPath(options.entry)
@@ -220,6 +250,7 @@ export const spawnChild = (
     stdio: ["pipe", "pipe", "inherit"],
     env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
   })
+  if (child.pid !== undefined) lowerPriority(child.pid, options.nice ?? 0)
   const read = reader(handlers.message)
   child.stdout?.on("data", (chunk: Uint8Array) => read(chunk))
   child.stdin?.on("error", () => {})
