@@ -835,21 +835,18 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
     // small ranges (deaths chained on deaths) is still one command.
     for (const { rank: from, death, ranges } of remainders) {
       const reason = `remainder of rank ${from} in ${ranges.length} ${ranges.length === 1 ? "range" : "ranges"} (${throughput ? "throughput" : "equal"} split over ${survivorCount} survivors)`
-      const out = ranges.length === 1 ? undefined : new Split.SliceBuilder()
-      let only: Split.Slices | undefined
+      const parts: Array<Split.Slices> = []
       for (const [offset, size] of ranges) {
         const slices = throughput
           ? Split.splitProportional(offset, size, ranks, weights)
           : Split.splitEqual(offset, size, survivorCount, config.worldSize, nextLive)
-        for (let i = 0; i < slices.ranks.length; i++) {
-          extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
-          out?.push(slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
-        }
-        only = slices
+        for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
+        parts.push(slices)
       }
-      const all = out === undefined ? only : out.build()
-      if (all !== undefined && all.ranks.length > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...all, reason })
-      if (death !== undefined && all !== undefined) death.extensions += all.ranks.length
+      if (parts.length === 0) continue
+      const all = Split.concat(parts)
+      if (all.ranks.length > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...all, reason })
+      if (death !== undefined) death.extensions += all.ranks.length
     }
   }
   if (state.pool !== undefined) {

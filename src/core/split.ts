@@ -126,6 +126,28 @@ export const splitProportional = (
   return out
 }
 
+/**
+ * The slices of `parts` one after the other, in order: `parts[0]` itself when it is the only one,
+ * else one copy of each array. O(total slices), three allocations.
+ *
+ * @since 0.1.0
+ * @category redistribution
+ */
+export const concat = (parts: ReadonlyArray<Slices>): Slices => {
+  if (parts.length === 1) return parts[0]!
+  let total = 0
+  for (const part of parts) total += part.ranks.length
+  const out = { ranks: new Int32Array(total), offsets: new Float64Array(total), sizes: new Float64Array(total) }
+  let at = 0
+  for (const part of parts) {
+    out.ranks.set(part.ranks, at)
+    out.offsets.set(part.offsets, at)
+    out.sizes.set(part.sizes, at)
+    at += part.ranks.length
+  }
+  return out
+}
+
 /** The slices as `{rank, offset, size}` records, for tests and logs. O(slices). @since 0.1.0 @category redistribution */
 export const toArray = (slices: Slices): Array<{ readonly rank: Rank; readonly offset: number; readonly size: number }> =>
   Array.from(slices.ranks, (rank, i) => ({ rank, offset: slices.offsets[i]!, size: slices.sizes[i]! }))

@@ -38,6 +38,15 @@ describe("splits (DESIGN.md §3.4)", () => {
       { rank: 6, offset: 58, size: 2 }
     ])
   })
+
+  it("concat keeps the slices of several ranges in order, and returns a lone part as it is", () => {
+    const a = Split.splitEqual(0, 5, 2, 2, (from) => from)
+    const b = Split.splitEqual(40, 1, 2, 2, (from) => from)
+    expect(Split.toArray(Split.concat([a, b]))).toEqual([
+      { rank: 0, offset: 0, size: 3 }, { rank: 1, offset: 3, size: 2 }, { rank: 0, offset: 40, size: 1 }
+    ])
+    expect(Split.concat([a])).toBe(a)
+  })
 })
 
 describe("membership", () => {
