@@ -33,9 +33,10 @@ interface Child {
 /**
  * Makes a host. Causes: the host closed the link → `Disconnected{closeCode}`; the host killed
  * it → `Killed{killSignal}` (`"terminate"` for workers); the OS killed it → `Killed{signal}`; an
- * `error` was seen → `Crashed{message}`; else `Exited{code}`. The end is reported when the raw
- * channel says `closed` if its cause is one of the first three already (a worker's channel
- * closes well before its exit event), else at `exit`.
+ * `error` was seen → `Crashed{message}`; else `Exited{code}`. The end is reported as soon as the
+ * raw channel says `closed` (a worker's port closes well before its exit event) if the host had
+ * closed the link or killed the child, or an `error` was seen; otherwise at `exit`, which brings
+ * the exit code or signal.
  *
  * @since 0.1.0
  * @category internal
