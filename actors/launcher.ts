@@ -10,7 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { nanoid } from "nanoid"
+import { customAlphabet } from "nanoid"
 import type * as Alerts from "../src/core/alerts.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
@@ -86,6 +86,9 @@ export const loadTrainer = async (trainer: string): Promise<{ readonly url: stri
   return { url, module }
 }
 
+/** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
+const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 10)
+
 const check = (ok: boolean, option: string, reason: string): void => {
   if (!ok) throw new LaunchError(option, reason)
 }
@@ -154,7 +157,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   }, Date.now())
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   const state = made
-  const runId = options.runId ?? nanoid(10)
+  const runId = options.runId ?? runIdOf()
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
   await Files.mkdir(runDir)
   const runDirAbsolute = Files.absolutePath(runDir)

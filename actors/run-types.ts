@@ -79,7 +79,7 @@ export interface RunOptions {
   readonly rankNice?: number
   /** Where runs are written: `<outDir>/<runId>/`. Default `runs`. */
   readonly outDir?: string
-  /** Default a fresh nanoid. */
+  /** Default 10 random letters and digits (never starting with `-`). */
   readonly runId?: string
   /** Called with every event as it happens (progress, alerts, deaths, epochs). */
   readonly onEvent?: (event: RunEvent) => void

@@ -219,6 +219,9 @@ const oneOf = <A extends string>(flag: string, text: string | undefined, choices
   return found
 }
 
+const outOfRange = (rank: number, worldSize: number): string =>
+  `rank ${rank} is out of range for ${worldSize} ${worldSize === 1 ? "rank" : "ranks"} (0 to ${worldSize - 1})`
+
 const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))$/
 
 const faultSpec = (flag: string, text: string, worldSize: number): { readonly rank: number; readonly atSeconds: number } => {
@@ -227,7 +230,7 @@ const faultSpec = (flag: string, text: string, worldSize: number): { readonly ra
   const rank = Number(match[1])
   const atSeconds = Number(match[2])
   if (rank < 0 || rank >= worldSize) {
-    throw new UsageError(`${flag} ${text}: rank ${rank} is out of range for ${worldSize} ranks (0 to ${worldSize - 1})`)
+    throw new UsageError(`${flag} ${text}: ${outOfRange(rank, worldSize)}`)
   }
   if (atSeconds < 0) throw new UsageError(`${flag} ${text}: seconds must be >= 0`)
   return { rank, atSeconds }
@@ -241,11 +244,14 @@ const failureLimit = (text: string | undefined): Config.FailureLimit | undefined
   throw new UsageError(`--failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '${text}'`)
 }
 
-const rolePolicy = (text: string | undefined): Config.RolePolicy => {
+const rolePolicy = (text: string | undefined, worldSize: number): Config.RolePolicy => {
   if (text === undefined || text === "fastest") return "fastest"
   const rank = Number(text)
-  if (integerPattern.test(text) && Number.isSafeInteger(rank)) return { rank }
-  throw new UsageError(`--role-policy must be fastest or a rank (an integer >= 0), got '${text}'`)
+  if (!integerPattern.test(text) || !Number.isSafeInteger(rank)) {
+    throw new UsageError(`--role-policy must be fastest or a rank (an integer >= 0), got '${text}'`)
+  }
+  if (rank >= worldSize) throw new UsageError(`--role-policy ${text}: ${outOfRange(rank, worldSize)}`)
+  return { rank }
 }
 
 const seedMax = 4_294_967_295
@@ -287,7 +293,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
     hangs,
     heartbeatTimeoutMs,
     failureLimit: failureLimit(raw.failureLimit),
-    rolePolicy: rolePolicy(raw.rolePolicy),
+    rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
     json: raw.json === true

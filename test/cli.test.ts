@@ -1,5 +1,6 @@
+import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
 import * as Cli from "../src/cli.ts"
 import type * as Alerts from "../src/core/alerts.ts"
@@ -199,6 +200,10 @@ const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> 
 
 let scratch = ""
 
+afterAll(() => {
+  if (scratch !== "") rmSync(scratch, { recursive: true, force: true })
+})
+
 beforeAll(async () => {
   scratch = `${tmpdir()}/cohort-cli-test-${Runtime.detect()}-${Math.random().toString(36).slice(2)}`
   await Files.mkdir(scratch)
@@ -364,6 +369,10 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--role-policy", "0"])).toMatchObject({ options: { rolePolicy: { rank: 0 } } })
     expect(Cli.parse(["demo", "--role-policy", "slowest"])).toEqual({
       error: "--role-policy must be fastest or a rank (an integer >= 0), got 'slowest'"
+    })
+    expect(Cli.parse(["demo", "--role-policy", "9"])).toEqual({ error: "--role-policy 9: rank 9 is out of range for 4 ranks (0 to 3)" })
+    expect(Cli.parse(["demo", "--world-size", "1", "--role-policy", "1"])).toEqual({
+      error: "--role-policy 1: rank 1 is out of range for 1 rank (0 to 0)"
     })
   })
 

@@ -575,8 +575,9 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
     else failoverCheckpoint(state, cmds, `its holder ${holder} is not live`, true)
   }
   if (number >= config.epochs) {
-    broadcast(cmds, { _tag: "Shutdown" }, `all ${config.epochs} epochs trained`)
-    finish(state, cmds, "completed", undefined, `all ${config.epochs} epochs trained and audited`, false)
+    const trained = config.epochs === 1 ? "the one epoch trained" : `all ${config.epochs} epochs trained`
+    broadcast(cmds, { _tag: "Shutdown" }, trained)
+    finish(state, cmds, "completed", undefined, `${trained} and audited`, false)
     return
   }
   state.epoch = number

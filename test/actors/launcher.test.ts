@@ -53,6 +53,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "heartbeat"]])
     expect(result.deaths.find((d) => d.rank === 1)?.cause).toBe("killed by terminate")
     expect(result.outcome.failures).toEqual([1, 2])
+    expect(result.runId).toMatch(/^[0-9A-Za-z]{10}$/) // never starts with "-", so `cohort report ID` works
     const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
     expect(events[0]?.type).toBe("started")
     expect(events.filter((e) => e.type === "epoch")).toHaveLength(2)
