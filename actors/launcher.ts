@@ -171,6 +171,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const lastProgressEventMs = new Map<Rank, number>()
   const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
   let startedMs = Date.now()
+  let epochStartedMs = startedMs
   const emit = (event: RunEvent, log = true): void => {
     if (log) events.push(event)
     try {
@@ -195,9 +196,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         // Samples per second from successive reports (a batch's own time says nothing about the
         // waits between batches).
         const previous = lastRate.get(rank)
+        // The first report of an epoch counts from the epoch's start (a batch's own time leaves
+        // out every wait, and a tiny model trains a batch in microseconds).
         const rate = previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
           ? ((message.samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
-          : message.msPerBatch > 0 ? (batchSize * 1000) / message.msPerBatch : 0
+          : nowMs > epochStartedMs ? (message.samplesDone * 1000) / (nowMs - epochStartedMs) : 0
         lastRate.set(rank, { epoch: message.epoch, samples: message.samplesDone, ms: nowMs })
         const progress: RunEvent = {
           type: "progress",
@@ -244,6 +247,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           }
           return
         case "SendRanges":
+          if (command.kind === "StartEpoch") epochStartedMs = Date.now()
           emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
           return
         case "AverageRound":
