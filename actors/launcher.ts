@@ -55,7 +55,7 @@ export const defaults = {
   seed: 1,
   batchSize: 32,
   averageEverySteps: 32,
-  rankNice: 10,
+  rankNice: 0,
   outDir: "runs",
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,

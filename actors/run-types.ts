@@ -71,10 +71,11 @@ export interface RunOptions {
   readonly averageEverySteps?: number
   /**
    * Nice value of the ranks' threads (worker transport, Linux only) or processes, 0 to 19.
-   * Default 10: busy ranks yield the CPU to the coordinator's thread, which every rank waits on
-   * for failure handling and averaging. With 28 ranks on 2 cores it halved the median time from a
-   * kill to the remainder being sent under Deno (17 → 8 ms) and cut the p99 under Node and Bun.
-   * 0 leaves the ranks at the launcher's priority.
+   * Default 0: the ranks keep the launcher's priority. Above 0, busy ranks yield the CPU to the
+   * coordinator's thread, which every rank waits on for failure handling and averaging: with 28
+   * ranks on 2 cores, nice 10 took the median from a kill to the remainder being sent under Deno
+   * from 15–52 ms to 6–10 ms. The price: the ranks also yield to every other process at normal
+   * priority; with two CPU-bound neighbours an epoch of the demo took 2–2.7x as long at nice 10.
    */
   readonly rankNice?: number
   /** Where runs are written: `<outDir>/<runId>/`. Default `runs`. */

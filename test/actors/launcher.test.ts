@@ -37,11 +37,12 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       epochs: 2,
       kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }],
       hangs: [{ rank: 2, atSeconds: 0.3 }],
+      rankNice: 10,
       onEvent: (event) => {
         if (event.type === "progress" && niceThreads === undefined) niceThreads = threadsAtNice(10)
       }
     })
-    // The ranks' threads run at the default rank nice value, 10 (Linux: a nice value per thread);
+    // The ranks' threads run at the rank nice value asked for, 10 (Linux: a nice value per thread);
     // threads a rank starts afterwards inherit it (Bun's workers start 4 more), the launcher's not.
     if (process.platform === "linux" && launcherNice < 10) {
       expect(niceThreads).toBeGreaterThanOrEqual(4)

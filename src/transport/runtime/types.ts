@@ -8,7 +8,10 @@
 
 /**
  * Callbacks of a raw worker or child process, as seen by its parent. `exit` comes last, after
- * every message the child posted before it ended has been passed to `message`.
+ * every message the child posted before it ended has been passed to `message`, with one known
+ * exception: Deno fires a terminated worker's `exit` inside `terminate()`, and one message it was
+ * already reading can come after the drain and is lost (the rank is being killed; the samples it
+ * reported there are simply trained again by the survivors).
  * `signal` is set when a process was killed by a signal.
  *
  * `closed` (optional; worker threads only) comes as soon as the child's end of the channel is
