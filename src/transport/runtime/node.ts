@@ -32,9 +32,11 @@ const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[
  * does a JavaScript entry. `handlers.closed` fires when the port closes (the worker's side is
  * gone and every message it posted was delivered). If `exit` comes first, messages still queued
  * on the port are drained synchronously before `handlers.exit`, so no frame posted before the
- * end is lost (but see `ChildHandlers` for Deno's `terminate()`). `nice` (0–19, default 0): the worker thread lowers its own scheduling priority to
- * this nice value when it connects (`workerParent`), so that the coordinator's thread wins a busy
- * CPU; Linux only, where a nice value is per thread (elsewhere it would lower the whole process,
+ * end is lost (but see `ChildHandlers` for Deno's `terminate()`).
+ *
+ * `nice` (0–19, default 0): the worker thread lowers its own scheduling priority to this nice
+ * value when it connects (`workerParent`), so that the coordinator's thread wins a busy CPU.
+ * Linux only, where a nice value is per thread (elsewhere it would lower the whole process,
  * coordinator included).
  *
  * @since 0.1.0
