@@ -13,7 +13,7 @@ import type { Rank } from "../core/messages.ts"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import type * as Cause from "effect/Cause"
-import type * as Effect from "effect/Effect"
+import * as Effect from "effect/Effect"
 import type * as Queue from "effect/Queue"
 import type * as Stream from "effect/Stream"
 import type * as DeathReport from "../actor/death-report.ts"
@@ -150,6 +150,21 @@ export interface TransportShape {
   readonly events: Stream.Stream<Event>
   readonly stats: Effect.Effect<Stats>
 }
+
+/**
+ * `TransportShape.send` made from a `sendUnsafe`: the refusal becomes the effect's failure.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const sendFromUnsafe = (
+  sendUnsafe: (peer: Peer, frame: Uint8Array) => TransportError | undefined
+): ((peer: Peer, frame: Uint8Array) => Effect.Effect<void, TransportError>) =>
+(peer, frame) =>
+  Effect.suspend(() => {
+    const error = sendUnsafe(peer, frame)
+    return error === undefined ? Effect.void : Effect.fail(error)
+  })
 
 /**
  * The Transport service (DESIGN.md §5): provide one of the in-memory, worker-thread,

@@ -28,10 +28,7 @@ const recordingTransport = (refuse: number) =>
     const transport: Transport.TransportShape = {
       self: Transport.coordinatorPeer,
       peers: Effect.succeed([]),
-      send: (peer, frame) => Effect.suspend(() => {
-        const error = sendUnsafe(peer, frame)
-        return error === undefined ? Effect.void : Effect.fail(error)
-      }),
+      send: Transport.sendFromUnsafe(sendUnsafe),
       sendUnsafe,
       flush: Effect.void,
       inbox,

@@ -175,12 +175,6 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       return undefined
     }
 
-    const send = (peer: Transport.Peer, frame: Uint8Array): Effect.Effect<void, Transport.TransportError> =>
-      Effect.suspend(() => {
-        const error = sendUnsafe(peer, frame)
-        return error === undefined ? Effect.void : Effect.fail(error)
-      })
-
     const flushAll = (): void => {
       for (const state of links.values()) flush(state)
     }
@@ -190,7 +184,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       peers: Effect.sync(() =>
         [...links.entries()].filter(([, s]) => !s.ended && !s.closing).map(([p]) => p).sort((a, b) => a - b)
       ),
-      send,
+      send: Transport.sendFromUnsafe(sendUnsafe),
       sendUnsafe,
       flush: Effect.sync(flushAll),
       inbox,
