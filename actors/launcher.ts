@@ -16,8 +16,8 @@ import * as Core from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
-import * as Bundle from "../src/transport/runtime/bundle.ts"
-import * as Files from "../src/transport/runtime/files.ts"
+import * as Bundle from "../src/platform/bundle.ts"
+import * as Files from "../src/platform/files.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import type * as RankActor from "./rank.ts"
@@ -95,7 +95,7 @@ const check = (ok: boolean, option: string, reason: string): void => {
 
 /**
  * The entry each rank starts: the TypeScript entry under Bun and Deno; under Node, a bundle of it
- * with the trainer compiled in (see `src/transport/runtime/bundle.ts`), falling back to the
+ * with the trainer compiled in (see `src/platform/bundle.ts`), falling back to the
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 const rankEntry = async (transport: "worker" | "process", trainerUrl: string): Promise<string> => {

@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
 import { Decoder, Encoder, isNativeAccelerationEnabled } from "cbor-x"
 import { Result } from "effect"
-import * as Runtime from "../src/transport/runtime/detect.ts"
+import * as Runtime from "../src/platform/detect.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
 

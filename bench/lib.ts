@@ -4,7 +4,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
-import * as Runtime from "../src/transport/runtime/detect.ts"
+import * as Runtime from "../src/platform/detect.ts"
 
 /** Monotonic milliseconds. */
 export const nowMs = (): number => performance.now()

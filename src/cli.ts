@@ -17,9 +17,9 @@ import type * as Alerts from "./core/alerts.ts"
 import * as Config from "./core/config.ts"
 import type * as Coordinator from "./core/coordinator.ts"
 import * as Trainer from "./train/trainer.ts"
-import * as Runtime from "./transport/runtime/detect.ts"
-import * as Files from "./transport/runtime/files.ts"
-import * as Terminal from "./transport/runtime/terminal.ts"
+import * as Runtime from "./platform/detect.ts"
+import * as Files from "./platform/files.ts"
+import * as Terminal from "./platform/terminal.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Exit codes, defaults, help

@@ -5,8 +5,8 @@ import type * as RunTypes from "../actors/run-types.ts"
 import * as Cli from "../src/cli.ts"
 import type * as Alerts from "../src/core/alerts.ts"
 import * as Coordinator from "../src/core/coordinator.ts"
-import * as Runtime from "../src/transport/runtime/detect.ts"
-import * as Files from "../src/transport/runtime/files.ts"
+import * as Runtime from "../src/platform/detect.ts"
+import * as Files from "../src/platform/files.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

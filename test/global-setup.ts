@@ -1,4 +1,4 @@
-import * as Runtime from "../src/transport/runtime/detect.ts"
+import * as Runtime from "../src/platform/detect.ts"
 
 // Printed once per suite run so that `npm test` shows which runtime each pass ran on.
 export default function setup(): void {

@@ -61,7 +61,7 @@ type Area =
   | "wire"
   | "actor"
   | "transport"
-  | "runtime"
+  | "platform"
   | "averaging"
   | "train"
   | "cli"
@@ -72,11 +72,11 @@ const areaOf = (path: string): Area => {
   if (path.startsWith("src/core/")) return "core"
   if (path.startsWith("src/wire/")) return "wire"
   if (path.startsWith("src/actor/")) return "actor"
-  if (path.startsWith("src/transport/runtime/")) return "runtime"
+  if (path.startsWith("src/platform/")) return "platform"
   if (path.startsWith("src/transport/")) return "transport"
   if (path.startsWith("src/averaging/")) return "averaging"
   if (path.startsWith("src/train/")) return "train"
-  if (path === "src/cli.ts") return "cli"
+  if (path === "src/cli.ts" || path.startsWith("src/cli/")) return "cli"
   if (path.startsWith("actors/")) return "actors"
   return "other"
 }
@@ -85,14 +85,14 @@ const areaOf = (path: string): Area => {
 const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   core: ["core"],
   wire: ["core", "wire"],
-  actor: ["core", "wire", "actor"],
-  transport: ["core", "wire", "actor", "transport", "runtime"],
-  runtime: ["core", "wire", "actor", "transport", "runtime"],
-  averaging: ["core", "wire", "actor", "averaging"],
-  train: ["core", "train", "runtime"],
+  actor: ["core", "wire", "actor", "platform"],
+  transport: ["core", "wire", "actor", "transport", "platform"],
+  platform: ["core", "wire", "actor", "transport", "platform"],
+  averaging: ["core", "wire", "actor", "averaging", "platform"],
+  train: ["core", "train", "platform"],
   // The command line is the entry point that composes everything, actors included.
-  cli: ["core", "wire", "actor", "transport", "runtime", "averaging", "train", "actors"],
-  actors: ["core", "wire", "actor", "transport", "runtime", "averaging", "train", "actors"],
+  cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
+  actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
   other: []
 }
 
@@ -102,7 +102,7 @@ const allowedPackages: Record<Area, ReadonlyArray<string>> = {
   wire: ["effect", "cbor-x"],
   actor: ["effect", "nanoid"],
   transport: ["effect", "nanoid"],
-  runtime: ["*"],
+  platform: ["*"],
   averaging: ["effect"],
   train: ["effect", "pure-rand", "mnist"],
   // The command line parses with commander and draws progress bars with cli-progress.
@@ -132,7 +132,7 @@ const coreBannedGlobals: ReadonlyArray<{ readonly name: string; readonly pattern
   { name: "crypto", pattern: /(?<![.\w$])crypto\s*\./ }
 ]
 
-/** Runtime globals banned everywhere outside `src/transport/runtime/`. */
+/** Runtime globals banned everywhere outside `src/platform/`. */
 const runtimeGlobals: ReadonlyArray<{ readonly name: string; readonly pattern: RegExp }> = [
   { name: "Bun", pattern: /(?<![.\w$])Bun\s*\./ },
   { name: "Deno", pattern: /(?<![.\w$])Deno\s*\./ }
@@ -156,12 +156,12 @@ export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation
         }
         continue
       }
-      if (runtimeSpecific(specifier) && area !== "runtime") {
+      if (runtimeSpecific(specifier) && area !== "platform") {
         violations.push({
           path: file.path,
           line,
           rule: "import",
-          detail: `${specifier} is runtime-specific: only src/transport/runtime/ may import it`
+          detail: `${specifier} is runtime-specific: only src/platform/ may import it`
         })
         continue
       }
@@ -170,7 +170,7 @@ export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation
         violations.push({ path: file.path, line, rule: "import", detail: `${area} may not import package ${specifier}` })
       }
     }
-    if (area === "runtime") continue
+    if (area === "platform") continue
     const lines = stripStrings(stripComments(file.text)).split("\n")
     const banned = area === "core" ? [...coreBannedGlobals, ...runtimeGlobals] : runtimeGlobals
     lines.forEach((text, index) => {

@@ -38,7 +38,7 @@ describe("tidy: DESIGN.md §2 import rules and banned globals", () => {
     expect(found).toEqual([
       "src/core/bad.ts:2 import core may not import src/wire/codec.ts",
       "src/core/bad.ts:3 import core may not import package effect",
-      "src/core/bad.ts:4 import node:fs is runtime-specific: only src/transport/runtime/ may import it",
+      "src/core/bad.ts:4 import node:fs is runtime-specific: only src/platform/ may import it",
       "src/core/bad.ts:5 import core may not import actors/coordinator.ts",
       "src/core/bad.ts:8 global Date.now is banned in core",
       "src/core/bad.ts:9 global Math.random is banned in core",
@@ -46,7 +46,7 @@ describe("tidy: DESIGN.md §2 import rules and banned globals", () => {
       "src/core/bad.ts:11 global setInterval is banned in core",
       "src/core/bad.ts:12 global performance is banned in core",
       "src/core/bad.ts:13 global process is banned in core",
-      "src/transport/bad-transport.ts:1 import ws is runtime-specific: only src/transport/runtime/ may import it",
+      "src/transport/bad-transport.ts:1 import ws is runtime-specific: only src/platform/ may import it",
       "src/transport/bad-transport.ts:3 global Bun is banned in transport",
       "src/wire/bad-wire.ts:1 import wire may not import src/actor/kit.ts"
     ])

@@ -21,7 +21,7 @@
  *
  * @since 0.1.0
  */
-import * as Files from "../transport/runtime/files.ts"
+import * as Files from "../platform/files.ts"
 import * as DigitsJson from "./internal/digits-json.ts"
 import * as Permutation from "./permutation.ts"
 import * as Data from "effect/Data"

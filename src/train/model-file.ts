@@ -6,11 +6,11 @@
  * - `model.json`: `{"format": "cohort-model", "version": 1, "params": <count>, ...meta}`, where
  *   `meta` is whatever the trainer adds (shape, hyper-parameters, samples trained).
  *
- * All I/O goes through `src/transport/runtime/files.ts`.
+ * All I/O goes through `src/platform/files.ts`.
  *
  * @since 0.1.0
  */
-import * as Files from "../transport/runtime/files.ts"
+import * as Files from "../platform/files.ts"
 import * as Data from "effect/Data"
 
 /**

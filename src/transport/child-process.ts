@@ -14,7 +14,7 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
-import * as NodeRuntime from "./runtime/node.ts"
+import * as NodeRuntime from "../platform/node.ts"
 import * as Transport from "./transport.ts"
 
 /**

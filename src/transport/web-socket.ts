@@ -2,7 +2,7 @@
  * The WebSocket transport: the coordinator serves, ranks connect (DESIGN.md §5).
  *
  * The server is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno; the client is
- * `ws` on Node and the global `WebSocket` elsewhere (all in `src/transport/runtime/`). A client
+ * `ws` on Node and the global `WebSocket` elsewhere (all in `src/platform/`). A client
  * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
  * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
  * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
@@ -17,8 +17,8 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import * as Hub from "./internal/hub.ts"
-import * as Select from "./runtime/select.ts"
-import type * as RuntimeTypes from "./runtime/types.ts"
+import * as Select from "../platform/select.ts"
+import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
 
 /**

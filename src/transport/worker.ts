@@ -14,8 +14,8 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
-import * as NodeRuntime from "./runtime/node.ts"
-import type * as RuntimeTypes from "./runtime/types.ts"
+import * as NodeRuntime from "../platform/node.ts"
+import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
 
 /**

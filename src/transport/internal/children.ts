@@ -8,7 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../../actor/death-report.ts"
-import type * as RuntimeTypes from "../runtime/types.ts"
+import type * as RuntimeTypes from "../../platform/types.ts"
 import * as Transport from "../transport.ts"
 import * as Hub from "./hub.ts"
 

@@ -1,5 +1,5 @@
 /**
- * File access for code outside `src/transport/runtime/` (the bundled workload's dataset loading
+ * File access for code outside `src/platform/` (the bundled workload's dataset loading
  * and model saves). `node:fs/promises` and `node:module` behave the same on Node 20, Bun and Deno
  * (with `-A`), so one file serves all three runtimes.
  *

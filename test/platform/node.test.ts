@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest"
-import * as Runtime from "../../../src/transport/runtime/detect.ts"
-import * as NodeRuntime from "../../../src/transport/runtime/node.ts"
-import type * as RuntimeTypes from "../../../src/transport/runtime/types.ts"
+import * as Runtime from "../../src/platform/detect.ts"
+import * as NodeRuntime from "../../src/platform/node.ts"
+import type * as RuntimeTypes from "../../src/platform/types.ts"
 
 const runtime = Runtime.detect()
-const entry = new URL("../fixtures/raw-stream.mjs", import.meta.url).href
+const entry = new URL("../transport/fixtures/raw-stream.mjs", import.meta.url).href
 
 /** Starts the streaming worker, terminates it once `killAfter` messages arrived, and records what follows. */
 const terminateMidStream = (killAfter: number) =>

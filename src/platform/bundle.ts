@@ -40,7 +40,7 @@ export const bundle = async (source: string, resolveDir: string): Promise<string
   })
   const code = result.outputFiles[0]!.contents
   const hash = createHash("sha256").update(code).digest("hex").slice(0, 16)
-  const folder = join(dirname(fileURLToPath(import.meta.url)), "../../../node_modules/.cache/cohort")
+  const folder = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.cache/cohort")
   const file = join(folder, `rank-entry.${hash}.mjs`)
   if (!existsSync(file)) {
     mkdirSync(folder, { recursive: true })

@@ -1,6 +1,6 @@
 import { basename } from "node:path"
 import { describe, expect, it } from "vitest"
-import * as Runtime from "../../../src/transport/runtime/detect.ts"
+import * as Runtime from "../../src/platform/detect.ts"
 
 // The runner's own binary is the independent witness of which runtime we are on.
 const expectedRuntime = (): string => {
