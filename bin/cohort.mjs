@@ -4,5 +4,5 @@ if (globalThis.Bun === undefined && globalThis.Deno === undefined) {
   const { register } = await import("tsx/esm/api")
   register()
 }
-const { main } = await import("../src/cli.ts")
+const { main } = await import("../src/cli/index.ts")
 process.exitCode = await main(process.argv.slice(2))

@@ -91,7 +91,7 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   averaging: ["core", "wire", "actor", "averaging", "platform"],
   train: ["core", "train", "platform"],
   // The command line is the entry point that composes everything, actors included.
-  cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
+  cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
   actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
   other: []
 }

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Cli from "../../src/cli.ts"
+import * as Cli from "../../src/cli/index.ts"
 
 const outDir = mkdtempSync(join(tmpdir(), "cohort-demo-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))

@@ -1,0 +1,17 @@
+/**
+ * The `cohort` command line: `demo`, `run --trainer FILE`, `report RUN_DIR` and `help`.
+ *
+ * `main` parses with `commander` (whose own output and `process.exit` are switched off: every
+ * error becomes one `cohort: ...` line on stderr and exit code 2), then runs the launcher
+ * (imported lazily, so that `help`, `report` and bad input never load the training stack), shows
+ * each run's events as they happen (progress bars from `cli-progress` when stdout is a terminal,
+ * timestamped lines otherwise) and ends with a table per epoch. All output goes through an `Io`
+ * object, so that tests can capture it. One file per responsibility: `parse.ts`, `render.ts`,
+ * `read-run.ts`, `main.ts`.
+ *
+ * @since 0.1.0
+ */
+export * from "./main.ts"
+export * from "./parse.ts"
+export * from "./read-run.ts"
+export * from "./render.ts"

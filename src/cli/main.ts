@@ -1,0 +1,166 @@
+/**
+ * The `cohort` command line's entry: runs `demo`, `run`, `report` and `help` through an `Io`.
+ *
+ * @since 0.1.0
+ */
+import type * as RunTypes from "../../actors/run-types.ts"
+import * as Trainer from "../train/trainer.ts"
+import * as Files from "../platform/files.ts"
+import * as Terminal from "../platform/terminal.ts"
+import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
+import { readRun } from "./read-run.ts"
+import { barsView, lineView, renderResult } from "./render.ts"
+
+// ---------------------------------------------------------------------------------------------
+// main
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is
+ * (line ends included); `progressStream` is where the bars draw when `isTerminal`.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface Io {
+  readonly out: (text: string) => void
+  readonly err: (text: string) => void
+  readonly isTerminal: boolean
+  readonly progressStream: () => NodeJS.WritableStream
+}
+
+/**
+ * The real terminal: standard output and standard error.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const terminalIo = (): Io => ({
+  out: Terminal.writeStdout,
+  err: Terminal.writeStderr,
+  isTerminal: Terminal.stdoutIsTerminal(),
+  progressStream: Terminal.stdoutStream
+})
+
+/**
+ * Runs a training run: `run` of `actors/launcher.ts`, or a stand-in in tests.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export type Launch = (options: RunTypes.RunOptions) => Promise<RunTypes.RunResult>
+
+
+const usage = (io: Io, message: string): number => {
+  io.err(`cohort: ${message}\n`)
+  return ExitCode.usage
+}
+
+/** The bundled workload's trainer module, as a `file:` URL (the launcher accepts paths or URLs). */
+const demoTrainer = (): string => new URL("../train/mnist-trainer.ts", import.meta.url).href
+
+const loadTrainer = async (io: Io, given: string): Promise<string | number> => {
+  const path = Files.absolutePath(given)
+  if (!(await Files.exists(path))) return usage(io, `trainer file not found: ${given}`)
+  let mod: unknown
+  try {
+    mod = await import(Files.fileUrl(path))
+  } catch (error) {
+    return usage(io, `cannot import the trainer module ${given}: ${firstLine(error)}`)
+  }
+  const checked = Trainer.validateTrainerModule(mod)
+  return typeof checked === "string" ? usage(io, `${given}: ${checked}`) : path
+}
+
+const loadLauncher = async (): Promise<Launch> => {
+  const launcher = await import("../../actors/launcher.ts")
+  return launcher.run
+}
+
+const toRunOptions = (options: RunCommandOptions, trainer: string, onEvent: (event: RunTypes.RunEvent) => void): RunTypes.RunOptions => ({
+  trainer,
+  worldSize: options.worldSize,
+  epochs: options.epochs,
+  mode: options.mode,
+  transport: options.transport,
+  kills: options.kills,
+  hangs: options.hangs,
+  heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+  failureLimit: options.failureLimit,
+  rolePolicy: options.rolePolicy,
+  seed: options.seed,
+  outDir: options.outDir,
+  onEvent
+})
+
+const finish = (io: Io, result: RunTypes.RunResult, json: boolean, runDir?: string): number => {
+  const rendered = renderResult(result, runDir)
+  io.out(json ? `${JSON.stringify(result, null, 2)}\n` : rendered.out)
+  if (rendered.err !== undefined) io.err(`${rendered.err}\n`)
+  return result.exitCode
+}
+
+const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions, launch: Launch | undefined): Promise<number> => {
+  let trainer = demoTrainer()
+  if (command === "run") {
+    const loaded = await loadTrainer(io, options.trainer ?? "")
+    if (typeof loaded === "number") return loaded
+    trainer = loaded
+  }
+  let run: Launch
+  try {
+    run = launch ?? (await loadLauncher())
+  } catch (error) {
+    io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
+  let result: RunTypes.RunResult
+  try {
+    result = await run(toRunOptions(options, trainer, view.onEvent))
+  } catch (error) {
+    view.stop()
+    // The launcher's refusal of an option is bad input; anything else is a failed run.
+    const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
+      ? (error as { readonly option: string }).option
+      : undefined
+    if (option !== undefined && option !== "formation" && option !== "run") return usage(io, firstLine(error))
+    io.err(`cohort: the run failed: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  view.stop()
+  return finish(io, result, options.json)
+}
+
+const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
+  const result = await readRun(options.runDir)
+  if (typeof result === "string") return usage(io, result)
+  return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))
+}
+
+/**
+ * Runs the command line on `argv` (the arguments after the program name) and returns the exit
+ * code (`ExitCode`). Bad input writes one `cohort: ...` line to `io.err` and returns 2; nothing
+ * here throws for bad input or calls `process.exit`.
+ *
+ * `launch` replaces the launcher (tests); by default `actors/launcher.ts` is imported when a run
+ * starts.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), launch?: Launch): Promise<number> => {
+  const parsed = parse(argv)
+  if ("error" in parsed) return usage(io, parsed.error)
+  switch (parsed.command) {
+    case "help":
+      io.out(helpText())
+      return ExitCode.ok
+    case "demo":
+    case "run":
+      return train(io, parsed.command, parsed.options, launch)
+    case "report":
+      return report(io, parsed.options)
+  }
+}
+

@@ -1,0 +1,375 @@
+/**
+ * Exit codes, defaults, help text and argument parsing of the `cohort` command line.
+ *
+ * @since 0.1.0
+ */
+import * as Commander from "commander"
+import type * as RunTypes from "../../actors/run-types.ts"
+import * as Config from "../core/config.ts"
+import * as Runtime from "../platform/detect.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Exit codes, defaults, help
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Exit codes of the `cohort` command. A run's own codes (0, 1, 4) are `RunResult.exitCode`.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const ExitCode = {
+  /** The command finished; for a run (or the run `report` reads), every epoch's audit passed. */
+  ok: 0,
+  /** The run was unrecoverable: the survivors saved their state and stopped (DESIGN.md §3.6). */
+  unrecoverable: 1,
+  /** Bad input: an unknown command or flag, an invalid value, a missing file or folder. */
+  usage: 2,
+  /** The run could not be carried out: the launcher is missing or failed before a result. */
+  unavailable: 3,
+  /** An epoch's audit found lost or duplicated samples (DESIGN.md §3.8). */
+  auditFailed: 4
+} as const
+
+/**
+ * Defaults of the `demo` and `run` flags. The demo's default kill is `demoKill`.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const defaults = {
+  worldSize: 4,
+  epochs: 3,
+  mode: "static",
+  transport: "worker",
+  heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
+  rolePolicy: "fastest",
+  seed: 1,
+  outDir: "runs"
+} as const
+
+/**
+ * The demo's default kill: rank 2's worker, 40% into epoch 1 (epochs count from 0). With fewer
+ * ranks or epochs it moves to the last rank and the last epoch; with one rank there is none,
+ * since nobody would survive it.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const demoKill = (worldSize: number, epochs: number): ReadonlyArray<RunTypes.KillSpec> =>
+  worldSize < 2 ? [] : [{ rank: Math.min(2, worldSize - 1), atEpoch: Math.min(1, epochs - 1), atFraction: 0.4 }]
+
+/** Where the survivors of a save-and-shutdown write their state, under the run directory. */
+/** The folder, under a run's directory, where survivors save after a save-and-shutdown. @since 0.1.0 @category cli */
+export const saveFolder = "save"
+
+/** The first non-empty line of an error's message. @since 0.1.0 @category cli */
+export const firstLine = (error: unknown): string => {
+  const text = error instanceof Error ? error.message : String(error)
+  return text.split("\n").find((line) => line.trim() !== "")?.trim() ?? "unknown error"
+}
+
+/**
+ * The text of `cohort help` (also `-h` and `--help` anywhere, and no arguments at all).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const helpText = (): string =>
+  `cohort: elastic data-parallel training for TypeScript (runtime: ${Runtime.describe()})
+
+Usage:
+  cohort demo [options]                train the bundled workload (handwritten digits, 8000
+                                       training samples) and kill a rank mid-run
+  cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
+  cohort report [--json] RUN_DIR       print a finished run's summary again from RUN_DIR
+  cohort help                          print this help (also -h, --help)
+
+Options of demo and run:
+  --trainer FILE              run only: the trainer module, a path from the current folder; it
+                              must export trainSamples and createTrainer
+  --world-size N              ranks, N >= 1 (default 4)
+  --epochs N                  epochs, N >= 1; they count from 0 (default 3)
+  --mode static|progressive   whole partitions, or small chunks on demand (default static)
+  --transport worker|process  ranks as worker threads or child processes (default worker)
+  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
+                              replaces the demo's kill (demo default: rank 2 killed 40% into
+                              epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
+  --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
+                              worker stays alive, so only heartbeats catch it; repeatable
+                              (default none)
+  --no-kill                   no kill at all (removes the demo's kill)
+  --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
+  --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
+                              of the ranks (0 < F < 1) (default none: stop when no rank is left)
+  --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N
+                              (default fastest)
+  --seed N                    seed of the data order and the model, 0 to 4294967295 (default 1)
+  --out DIR                   write the run to DIR/<runId>/ (default runs)
+  --json                      print the result as JSON on stdout instead of tables (progress
+                              lines then go to stderr)
+
+The end table has one row per epoch: samples committed, lost and duplicated (the audit; both
+must be 0), deaths, detection ms (from the injected fault to the declared death), recovery ms
+(from the fault to the survivors holding the dead rank's remainder) and test accuracy.
+
+Exit codes:
+  0  the run completed and every epoch's audit passed (report: the run it reads did)
+  1  the run was unrecoverable: the survivors saved their state and stopped
+  2  bad input: unknown command or flag, invalid value, missing trainer file or run directory
+  3  the run could not be carried out: the launcher is missing or failed
+  4  an epoch's audit found lost or duplicated samples
+`
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * The options of `demo` and `run`, every default filled in. `trainer` is the path as given
+ * (`run` only; `undefined` for `demo`, which trains the bundled workload).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface RunCommandOptions {
+  readonly trainer: string | undefined
+  readonly worldSize: number
+  readonly epochs: number
+  readonly mode: "static" | "progressive"
+  readonly transport: "worker" | "process"
+  readonly kills: ReadonlyArray<RunTypes.KillSpec>
+  readonly hangs: ReadonlyArray<RunTypes.HangSpec>
+  readonly heartbeatTimeoutMs: number
+  readonly failureLimit: Config.FailureLimit | undefined
+  readonly rolePolicy: Config.RolePolicy
+  readonly seed: number
+  readonly outDir: string
+  readonly json: boolean
+}
+
+/**
+ * The options of `report`: the run directory as given, and `--json`.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface ReportCommandOptions {
+  readonly runDir: string
+  readonly json: boolean
+}
+
+/**
+ * What `parse` found: a command with its options, or `error`, one line without the `cohort: `
+ * prefix (e.g. `--world-size must be an integer >= 1, got '0'`).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export type Parsed =
+  | { readonly command: "help" }
+  | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
+  | { readonly command: "report"; readonly options: ReportCommandOptions }
+  | { readonly error: string }
+
+interface RawRunOptions {
+  readonly trainer?: string
+  readonly worldSize?: string
+  readonly epochs?: string
+  readonly mode?: string
+  readonly transport?: string
+  readonly kill?: ReadonlyArray<string> | false
+  readonly hang?: ReadonlyArray<string>
+  readonly heartbeatTimeoutMs?: string
+  readonly failureLimit?: string
+  readonly rolePolicy?: string
+  readonly seed?: string
+  readonly out?: string
+  readonly json?: boolean
+}
+
+class UsageError extends Error {}
+
+const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
+  ...(Array.isArray(previous) ? (previous as ReadonlyArray<string>) : []),
+  value
+]
+
+const integerPattern = /^\d+$/
+
+const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
+  if (text === undefined) return fallback
+  const value = Number(text)
+  if (!integerPattern.test(text) || !Number.isSafeInteger(value) || value < min) {
+    throw new UsageError(`${flag} must be an integer >= ${min}, got '${text}'`)
+  }
+  return value
+}
+
+const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
+  if (text === undefined) return fallback
+  const found = choices.find((choice) => choice === text)
+  if (found === undefined) throw new UsageError(`${flag} must be ${choices.join(" or ")}, got '${text}'`)
+  return found
+}
+
+const outOfRange = (rank: number, worldSize: number): string =>
+  `rank ${rank} is out of range for ${worldSize} ${worldSize === 1 ? "rank" : "ranks"} (0 to ${worldSize - 1})`
+
+const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))$/
+
+const faultSpec = (flag: string, text: string, worldSize: number): { readonly rank: number; readonly atSeconds: number } => {
+  const match = faultSpecPattern.exec(text)
+  if (match === null) throw new UsageError(`${flag} expects RANK@SECONDS (e.g. 2@5), got '${text}'`)
+  const rank = Number(match[1])
+  const atSeconds = Number(match[2])
+  if (rank < 0 || rank >= worldSize) {
+    throw new UsageError(`${flag} ${text}: ${outOfRange(rank, worldSize)}`)
+  }
+  if (atSeconds < 0) throw new UsageError(`${flag} ${text}: seconds must be >= 0`)
+  return { rank, atSeconds }
+}
+
+const failureLimit = (text: string | undefined): Config.FailureLimit | undefined => {
+  if (text === undefined) return undefined
+  const value = Number(text)
+  if (integerPattern.test(text) && Number.isSafeInteger(value)) return { absolute: value }
+  if (/^\d*\.\d+$/.test(text) && value > 0 && value < 1) return { fraction: value }
+  throw new UsageError(`--failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '${text}'`)
+}
+
+const rolePolicy = (text: string | undefined, worldSize: number): Config.RolePolicy => {
+  if (text === undefined || text === "fastest") return "fastest"
+  const rank = Number(text)
+  if (!integerPattern.test(text) || !Number.isSafeInteger(rank)) {
+    throw new UsageError(`--role-policy must be fastest or a rank (an integer >= 0), got '${text}'`)
+  }
+  if (rank >= worldSize) throw new UsageError(`--role-policy ${text}: ${outOfRange(rank, worldSize)}`)
+  return { rank }
+}
+
+const seedMax = 4_294_967_295
+
+const seed = (text: string | undefined): number => {
+  if (text === undefined) return defaults.seed
+  const value = Number(text)
+  if (!integerPattern.test(text) || value > seedMax) {
+    throw new UsageError(`--seed must be an integer from 0 to ${seedMax}, got '${text}'`)
+  }
+  return value
+}
+
+const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
+  if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
+  if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
+  if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
+  const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
+  const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
+  const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
+  const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
+  const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
+    ? []
+    : raw.kill !== undefined
+    ? raw.kill.map((text) => faultSpec("--kill", text, worldSize))
+    : command === "demo"
+    ? demoKill(worldSize, epochs)
+    : []
+  const hangs = (raw.hang ?? []).map((text) => faultSpec("--hang", text, worldSize))
+  const heartbeatTimeoutMs = integerAtLeast("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1, defaults.heartbeatTimeoutMs)
+  if (raw.out === "") throw new UsageError("--out needs a folder path")
+  return {
+    trainer: raw.trainer,
+    worldSize,
+    epochs,
+    mode,
+    transport,
+    kills,
+    hangs,
+    heartbeatTimeoutMs,
+    failureLimit: failureLimit(raw.failureLimit),
+    rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
+    seed: seed(raw.seed),
+    outDir: raw.out ?? defaults.outDir,
+    json: raw.json === true
+  }
+}
+
+const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
+  if (argv.length === 0 || argv[0] === "help") return true
+  const end = argv.indexOf("--")
+  return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === "-h" || arg === "--help")
+}
+
+/** Commander's messages start with `error: ` and put a suggestion on a second line. */
+const oneLine = (message: string): string =>
+  message.replace(/^error: /, "").replace(/\n\(Did you mean/g, " (did you mean").replace(/\s*\n\s*/g, " ").trim()
+
+/**
+ * Parses `argv` (the arguments after the program name) into a command with its options filled in
+ * and checked, or an error line. Never throws and never exits.
+ *
+ * Checks, in this order: the command and flags (commander: unknown command or flag, missing
+ * value, extra arguments), then `--trainer`, `--kill` with `--no-kill`, `--world-size`,
+ * `--epochs`, `--mode`, `--transport`, each `--kill`, each `--hang` (format, rank in
+ * `[0, worldSize)`, seconds >= 0), `--heartbeat-timeout-ms`, `--out`, `--failure-limit`,
+ * `--role-policy`, `--seed`. Files are not looked at here (see `main`).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const parse = (argv: ReadonlyArray<string>): Parsed => {
+  if (isHelpRequest(argv)) return { command: "help" }
+  let parsed: Parsed | undefined
+  const program = new Commander.Command("cohort")
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} })
+    .helpOption(false)
+    .helpCommand(false)
+    .showSuggestionAfterError(true)
+  const addRunCommand = (name: "demo" | "run"): void => {
+    let sawKill = false
+    let sawNoKill = false
+    const command = program.command(name)
+    if (name === "run") command.option("--trainer <file>")
+    command
+      .option("--world-size <n>")
+      .option("--epochs <n>")
+      .option("--mode <mode>")
+      .option("--transport <kind>")
+      .option("--kill <spec>", "", collect)
+      .option("--no-kill")
+      .option("--hang <spec>", "", collect)
+      .option("--heartbeat-timeout-ms <ms>")
+      .option("--failure-limit <limit>")
+      .option("--role-policy <policy>")
+      .option("--seed <n>")
+      .option("--out <dir>")
+      .option("--json")
+      .on("option:kill", () => {
+        sawKill = true
+      })
+      .on("option:no-kill", () => {
+        sawNoKill = true
+      })
+      .action((raw: RawRunOptions) => {
+        parsed = { command: name, options: runOptions(name, raw, sawKill && sawNoKill) }
+      })
+  }
+  addRunCommand("demo")
+  addRunCommand("run")
+  program
+    .command("report")
+    .argument("<RUN_DIR>")
+    .option("--json")
+    .action((runDir: string, raw: { readonly json?: boolean }) => {
+      parsed = { command: "report", options: { runDir, json: raw.json === true } }
+    })
+  try {
+    program.parse([...argv], { from: "user" })
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof Commander.CommanderError) return { error: oneLine(error.message) }
+    return { error: oneLine(String(error)) }
+  }
+  return parsed ?? { error: "no command given; try 'cohort help'" }
+}
+

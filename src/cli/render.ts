@@ -1,0 +1,332 @@
+/**
+ * What the `cohort` command line prints: live event lines and progress bars, and the end tables.
+ *
+ * @since 0.1.0
+ */
+import * as CliProgress from "cli-progress"
+import type * as RunTypes from "../../actors/run-types.ts"
+import type * as Alerts from "../core/alerts.ts"
+import { saveFolder } from "./parse.ts"
+
+// ---------------------------------------------------------------------------------------------
+// Rendering
+// ---------------------------------------------------------------------------------------------
+
+const seconds = (ms: number): string => `${(ms / 1000).toFixed(1).padStart(6)}s`
+
+const stamp = (ms: number): string => `[${seconds(ms)}]`
+
+const msText = (ms: number | undefined): string => (ms === undefined ? "-" : ms.toFixed(1))
+
+const accuracyText = (accuracy: number | undefined): string => (accuracy === undefined ? "-" : accuracy.toFixed(4))
+
+const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`
+
+const ranksText = (ranks: ReadonlyArray<number>): string =>
+  ranks.length === 0 ? "none" : `${ranks.length === 1 ? "rank" : "ranks"} ${ranks.join(", ")}`
+
+const deathText = (death: RunTypes.DeathTiming): string => {
+  const parts = [`${death.cause}`]
+  if (death.detectedAfterFaultMs !== undefined) parts.push(`detected ${msText(death.detectedAfterFaultMs)} ms after the fault`)
+  if (death.redistributed === false) parts.push(`${plural(death.remainderSamples, "sample")} left uncommitted (the run stopped)`)
+  else {
+    parts.push(
+      `${plural(death.remainderSamples, "sample")} moved to the survivors` +
+        (death.recoveredAfterFaultMs !== undefined ? ` ${msText(death.recoveredAfterFaultMs)} ms after the fault` : "")
+    )
+  }
+  return parts.join("; ")
+}
+
+const alertText = (alert: Alerts.Alert): string =>
+  `alert ${alert.severity} ${alert.class} ${alert.path}: ${alert.detail}${alert.count > 1 ? ` (${alert.count} times)` : ""}`
+
+/**
+ * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
+ * terminate; ...`. The same words serve the timestamped lines and the lines above the bars.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const eventText = (event: RunTypes.RunEvent): string => {
+  switch (event.type) {
+    case "started":
+      return `run ${event.runId}: ${plural(event.worldSize, "rank")} as ${
+        event.transport === "worker" ? "worker threads" : "child processes"
+      }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}`
+    case "progress":
+      return `rank ${event.rank} epoch ${event.epoch}: ${event.samplesDone} samples done, ${
+        Math.round(event.samplesPerSecond)
+      } samples/s, ${event.state}`
+    case "alert":
+      return alertText(event.alert)
+    case "fault":
+      return `rank ${event.rank} ${event.fault === "kill" ? "killed" : "hung"} (injected fault)`
+    case "fault-skipped":
+      return `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+    case "death":
+      return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
+    case "epoch": {
+      const s = event.summary
+      return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${
+        plural(s.deaths.length, "death")
+      }, test accuracy ${accuracyText(event.accuracy)}`
+    }
+    case "decision":
+      return `decision: ${event.detail}`
+    case "ended":
+      return event.outcome.status === "completed"
+        ? "run ended: completed"
+        : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
+  }
+}
+
+/**
+ * A live view of a run: `onEvent` for each event as it happens, `stop` once the run is over.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export interface LiveView {
+  readonly onEvent: (event: RunTypes.RunEvent) => void
+  readonly stop: () => void
+}
+
+/**
+ * Timestamped lines (`[  12.3s] rank 2 lost (supervisor): ...`), one per event, except progress:
+ * at most one line per rank per `progressEveryMs` (default 1000) of run time.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const lineView = (write: (text: string) => void, progressEveryMs = 1000): LiveView => {
+  const lastProgressMs = new Map<number, number>()
+  return {
+    onEvent: (event) => {
+      if (event.type === "progress") {
+        const last = lastProgressMs.get(event.rank)
+        if (last !== undefined && event.ms - last < progressEveryMs) return
+        lastProgressMs.set(event.rank, event.ms)
+      }
+      write(`${stamp(event.ms)} ${eventText(event)}\n`)
+    },
+    stop: () => {}
+  }
+}
+
+interface RankBar {
+  readonly bar: CliProgress.SingleBar
+  epoch: number
+  total: number
+}
+
+/**
+ * One `cli-progress` bar per rank (rank, epoch, samples done of its expected share, samples/s,
+ * state) on `stream`; every other event is printed above the bars as a timestamped line. A bar's
+ * total starts as the rank's equal share of the epoch among the live ranks and grows when the
+ * rank is handed more (extensions, chunks).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const barsView = (stream: NodeJS.WritableStream): LiveView => {
+  const multibar = new CliProgress.MultiBar(
+    {
+      stream,
+      format: "rank {rank} [{bar}] {value}/{total} samples | epoch {epoch} | {speed} samples/s | {state}",
+      hideCursor: false,
+      clearOnComplete: false,
+      stopOnComplete: false,
+      autopadding: true,
+      barsize: 24
+    },
+    CliProgress.Presets.shades_classic
+  )
+  const bars = new Map<number, RankBar>()
+  const dead = new Set<number>()
+  let epochSamples = 0
+  let live = 0
+  const rankWidth = { value: 1 }
+  const share = (): number => Math.max(1, Math.ceil(epochSamples / Math.max(1, live)))
+  const log = (event: RunTypes.RunEvent): void => multibar.log(`${stamp(event.ms)} ${eventText(event)}\n`)
+  return {
+    onEvent: (event) => {
+      switch (event.type) {
+        case "started": {
+          epochSamples = event.epochSamples
+          live = event.worldSize
+          rankWidth.value = String(event.worldSize - 1).length
+          for (let rank = 0; rank < event.worldSize; rank++) {
+            const payload = { rank: String(rank).padStart(rankWidth.value), epoch: 0, speed: 0, state: "starting" }
+            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share() })
+          }
+          log(event)
+          return
+        }
+        case "progress": {
+          const entry = bars.get(event.rank)
+          if (entry === undefined) return
+          if (event.epoch !== entry.epoch) {
+            entry.epoch = event.epoch
+            entry.total = share()
+            entry.bar.setTotal(entry.total)
+          }
+          if (event.samplesDone > entry.total) {
+            entry.total = event.samplesDone
+            entry.bar.setTotal(entry.total)
+          }
+          entry.bar.update(event.samplesDone, {
+            epoch: event.epoch,
+            speed: Math.round(event.samplesPerSecond),
+            state: event.state
+          })
+          return
+        }
+        case "death": {
+          live = Math.max(0, live - 1)
+          dead.add(event.death.rank)
+          bars.get(event.death.rank)?.bar.update({ state: "dead", speed: 0 })
+          log(event)
+          return
+        }
+        case "ended": {
+          const state = event.outcome.status === "completed" ? "done" : "stopped"
+          for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })
+          log(event)
+          return
+        }
+        default:
+          log(event)
+      }
+    },
+    stop: () => {
+      // stop() draws the bars a last time but drops log lines not yet drawn: draw them first.
+      if (bars.size > 0) multibar.update()
+      multibar.stop()
+    }
+  }
+}
+
+const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>): string =>
+    cells.map((cell, column) => cell.padStart(widths[column] ?? 0)).join("  ")
+  return [line(headers), ...rows.map(line)].join("\n") + "\n"
+}
+
+const epochHeaders = [
+  "epoch",
+  "samples committed",
+  "lost",
+  "duplicated",
+  "deaths",
+  "detection ms",
+  "recovery ms",
+  "test accuracy"
+]
+
+const failedAudits = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
+  result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
+
+/**
+ * What a finished run prints: `out` (the table per epoch, deaths, alerts, the outcome line and
+ * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
+ * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
+ * (`report` shows the folder it read).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderResult = (
+  result: RunTypes.RunResult,
+  runDir: string = result.runDir
+): { readonly out: string; readonly err: string | undefined } => {
+  const outcome = result.outcome
+  // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
+  // carries the last epoch's number but belongs to no row (DESIGN.md §3.6).
+  const shown = new Set<RunTypes.DeathTiming>()
+  const timingOf = (epoch: number, rank: number): RunTypes.DeathTiming | undefined => {
+    const timing = result.deaths.find((d) => d.epoch === epoch && d.rank === rank && !shown.has(d))
+    if (timing !== undefined) shown.add(timing)
+    return timing
+  }
+  const timings = (deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>, pick: (d: RunTypes.DeathTiming) => number | undefined) =>
+    deaths.length === 0 ? "-" : deaths.map((d) => msText(d === undefined ? undefined : pick(d))).join(", ")
+  const row = (
+    epoch: number,
+    cells: readonly [string, string, string],
+    deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>,
+    accuracy: string
+  ): ReadonlyArray<string> => [
+    String(epoch),
+    ...cells,
+    String(deaths.length),
+    timings(deaths, (d) => d.detectedAfterFaultMs),
+    timings(deaths, (d) => d.recoveredAfterFaultMs),
+    accuracy
+  ]
+  const rows = result.epochs.map((e) =>
+    row(
+      e.epoch,
+      [String(e.samplesCommitted), String(e.lost), String(e.duplicated)],
+      e.deaths.map((death) => timingOf(e.epoch, death.rank)),
+      accuracyText(e.accuracy)
+    )
+  )
+  // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
+  const stoppedEpoch = outcome.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
+    const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
+    for (const death of deaths) shown.add(death)
+    rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
+  }
+  const stopped = outcome.status === "unrecoverable" ? outcome.uncommitted : undefined
+  const lines: Array<string> = []
+  if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
+  else lines.push("no epoch finished")
+  if (stopped !== undefined) {
+    const samples = stopped.ranges.reduce((sum, [, size]) => sum + size, 0)
+    const listed = stopped.ranges.slice(0, 8).map(([offset, size]) => `[${offset}, ${offset + size})`)
+    const more = stopped.ranges.length > 8 ? `, and ${stopped.ranges.length - 8} more` : ""
+    lines.push(
+      `uncommitted in epoch ${stopped.epoch}: ${plural(samples, "sample")} in ${plural(stopped.ranges.length, "range")}${
+        listed.length > 0 ? `: ${listed.join(", ")}${more}` : ""
+      }`
+    )
+  }
+  if (result.deaths.length > 0) {
+    lines.push("deaths:")
+    for (const death of result.deaths) {
+      const when = shown.has(death) ? `in epoch ${death.epoch}` : "after the run ended"
+      lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
+    }
+  }
+  if (result.alerts.length > 0) {
+    lines.push("alerts:")
+    for (const alert of result.alerts) lines.push(`  ${alertText(alert).replace(/^alert /, "")}`)
+  }
+  const failed = failedAudits(result)
+  const audits = failed.length === 0
+    ? "every audit clean"
+    : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
+  const head = outcome.status === "completed"
+    ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
+    : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
+  lines.push(
+    `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
+      `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
+  )
+  lines.push(`run directory: ${runDir}`)
+  const skipped = (result.skippedFaults ?? []).map((f) =>
+    `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
+  )
+  const stoppedLine = outcome.status === "unrecoverable"
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}` +
+      (outcome.exits.length > 0 ? `; survivors saved under ${runDir}/${saveFolder}` : "; no survivor was left to save")
+    : failed.length > 0
+    ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
+    : undefined
+  const errLines = [...skipped, ...(stoppedLine === undefined ? [] : [stoppedLine])]
+  return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
+}
+
