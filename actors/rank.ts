@@ -245,7 +245,7 @@ export const run = (
       }
     })
 
-    yield* send({ _tag: "Hello" })
+    yield* send({ _tag: "Hello", paramsLength: trainer.getParams().length })
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= hangAtMs) {
         return yield* Effect.never // stop responding; the worker stays alive

@@ -16,7 +16,7 @@ import type { Rank } from "./messages.ts"
  * @since 0.1.0
  * @category model
  */
-export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams"
+export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall"
 
 /** @since 0.1.0 @category model */
 export type Severity = "critical" | "warn"

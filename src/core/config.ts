@@ -45,6 +45,15 @@ export interface Options {
   readonly backend?: "cpu" | "ring"
   /** A rank is stale after this many ms without a frame (strictly more). Default 10000. */
   readonly heartbeatTimeoutMs?: number
+  /**
+   * A gap longer than this many ms between two consecutive inputs is a stall of the coordinator
+   * itself (its thread or process did not run): liveness pauses for the whole gap and a
+   * `CoordinatorStall` warn alert records it, so that the coordinator's own stall never makes live
+   * ranks look stale, whatever its length (DESIGN.md §3.10). The shell must give the core an input
+   * (a tick) at least twice per this period. Default 0: off, for callers that step the core with
+   * their own irregular times; the coordinator actor turns it on (`heartbeatTimeoutMs / 4`).
+   */
+  readonly coordinatorStallMs?: number
   /** Default: none (only the backend limits apply). */
   readonly failureLimit?: FailureLimit | undefined
   /** How a dead rank's remainder is split: `equal` (default) or `throughput`. */
@@ -88,6 +97,7 @@ export interface Config {
   readonly mode: "static" | "progressive"
   readonly backend: "cpu" | "ring"
   readonly heartbeatTimeoutMs: number
+  readonly coordinatorStallMs: number
   readonly failureLimit: FailureLimit | undefined
   readonly redistribution: "equal" | "throughput"
   readonly partitionRatios: ReadonlyArray<number> | undefined
@@ -165,6 +175,10 @@ export const make = (options: Options): Config | Invalid => {
   if (!(typeof heartbeatTimeoutMs === "number" && heartbeatTimeoutMs > 0 && Number.isFinite(heartbeatTimeoutMs))) {
     return invalid("heartbeatTimeoutMs", `must be a positive number of ms, got ${String(heartbeatTimeoutMs)}`)
   }
+  const coordinatorStallMs = o.coordinatorStallMs ?? 0
+  if (!(typeof coordinatorStallMs === "number" && coordinatorStallMs >= 0 && Number.isFinite(coordinatorStallMs))) {
+    return invalid("coordinatorStallMs", `must be a number of ms >= 0 (0: off), got ${String(coordinatorStallMs)}`)
+  }
   const limit = o.failureLimit
   if (limit !== undefined) {
     if ("absolute" in limit) {
@@ -217,6 +231,7 @@ export const make = (options: Options): Config | Invalid => {
     mode,
     backend,
     heartbeatTimeoutMs,
+    coordinatorStallMs,
     failureLimit: limit,
     redistribution,
     partitionRatios: ratios,

@@ -42,7 +42,15 @@ export type DeathCause =
  * - `BadFrame`: a frame from `rank` that failed to decode; it still shows the rank is alive.
  * - `DeathReport`: a supervisor saw `rank` end; queued and declared by the next `Tick`.
  * - `SendFailed`: the shell could not deliver `message` to `rank`.
+ * - `Seen`: the transport received a frame from `rank` at `nowMs` that is still queued behind other
+ *   links' frames; it refreshes the rank's liveness like a frame (DESIGN.md §3.10: frames that
+ *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
+ *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
+ *
+ * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)
+ * is first read as a stall of the coordinator itself: liveness pauses for the gap and a
+ * `CoordinatorStall` warn alert says how long it was.
  *
  * @since 0.1.0
  * @category inputs
@@ -52,6 +60,7 @@ export type Input =
   | { readonly _tag: "BadFrame"; readonly rank: Rank; readonly nowMs: number; readonly reason: string }
   | { readonly _tag: "DeathReport"; readonly rank: Rank; readonly nowMs: number; readonly cause: DeathCause }
   | { readonly _tag: "SendFailed"; readonly rank: Rank; readonly nowMs: number; readonly message: ToRank; readonly reason: string }
+  | { readonly _tag: "Seen"; readonly rank: Rank; readonly nowMs: number }
   | { readonly _tag: "Tick"; readonly nowMs: number }
 
 /**
@@ -151,6 +160,7 @@ export interface Counters {
   staleRingReady: number
   sendFailures: number
   paramsRejected: number
+  coordinatorStalls: number
 }
 
 /**
@@ -202,7 +212,8 @@ export const zeroCounters = (): Counters => ({
   staleCallbackResults: 0,
   staleRingReady: 0,
   sendFailures: 0,
-  paramsRejected: 0
+  paramsRejected: 0,
+  coordinatorStalls: 0
 })
 
 // ---------------------------------------------------------------------------------------------
@@ -277,7 +288,10 @@ export interface State {
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
   pendingRequired: number
   checkpoint: PendingCheckpoint | undefined
-  /** Parameter count of the first contribution of the run; later ones must match it. */
+  /**
+   * Parameter count every contribution must have: agreed at formation (`start`'s `paramsLength`,
+   * from the ranks' `Hello`s), else the first contribution's.
+   */
   paramsLength: number | undefined
 }
 
@@ -345,6 +359,17 @@ export const survivors = (state: State): Array<Rank> => Membership.survivors(sta
 
 /** Calls `f` for each survivor, ascending, without allocating. @since 0.1.0 @category queries */
 export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => Membership.forEachSurvivor(state.membership, f)
+
+/**
+ * The live ranks a `Tick` at `nowMs` would find stale, least recently seen first: the shell asks its
+ * transport whether a frame from any of them is already in and, if so, sends `Seen` first
+ * (DESIGN.md §3.10). O(expired + 1).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const expiring = (state: State, nowMs: number): Array<Rank> =>
+  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
 
 /** Ranks neither dead nor exited. @since 0.1.0 @category queries */
 export const activeCount = (state: State): number => state.membership.activeCount
@@ -873,6 +898,18 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
 // ---------------------------------------------------------------------------------------------
 
 /**
+ * Options of `start`. `paramsLength`: the parameter count agreed at formation (DESIGN.md §4
+ * `Hello`); a contribution with another count is left out of the average (`BadParams`). Default:
+ * the first contribution's count.
+ *
+ * @since 0.1.0
+ * @category steps
+ */
+export interface StartOptions {
+  readonly paramsLength?: number
+}
+
+/**
  * Starts the run at `nowMs` (default: the time given to `make`): every rank counts as seen then,
  * the roles are announced to every rank, the ring is formed (ring backend), and epoch 0 is planned
  * (`StartEpoch` per rank, or the first chunks). Call once, before any `step`; a second call
@@ -882,13 +919,16 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
  * @since 0.1.0
  * @category steps
  */
-export const start = (state: State, nowMs?: number): Array<Command> => {
+export const start = (state: State, nowMs?: number, options: StartOptions = {}): Array<Command> => {
   const cmds: Array<Command> = []
   if (state.started) return cmds
   if (nowMs !== undefined && nowMs > state.clockMs) {
     state.clockMs = nowMs
-    state.liveness.lastSeenMs.fill(nowMs) // all equal: the list order stays valid
+    state.liveness.lastSeenMs.fill(nowMs - state.liveness.pausedMs) // all equal: the list order stays valid
     state.epochStartedMs = nowMs
+  }
+  if (options.paramsLength !== undefined && Number.isSafeInteger(options.paramsLength) && options.paramsLength >= 0) {
+    state.paramsLength = options.paramsLength
   }
   broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`)
   formRing(state, cmds, "initial ring")
@@ -1012,7 +1052,7 @@ const onTick = (state: State, cmds: Array<Command>): void => {
   for (const rank of Liveness.expired(state.liveness, state.clockMs, config.heartbeatTimeoutMs)) {
     if (inBatch.has(rank)) continue
     inBatch.add(rank)
-    const silentMs = state.clockMs - state.liveness.lastSeenMs[rank]!
+    const silentMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
     batch.push({ rank, kind: "death", detector: "heartbeat", cause: `no frame for ${silentMs} ms (timeout ${config.heartbeatTimeoutMs} ms)`, reportedAtMs: state.clockMs })
   }
   if (batch.length > 0) declareBatch(state, batch, cmds)
@@ -1029,6 +1069,17 @@ const onTick = (state: State, cmds: Array<Command>): void => {
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)
   }
+}
+
+/**
+ * The coordinator itself did not run for `gapMs` (its thread was blocked or its process stopped):
+ * whatever the ranks sent meanwhile is still on its way in, so their silence during the gap is not
+ * theirs. Liveness pauses for the gap; the rest of the core is unchanged (DESIGN.md §3.10).
+ */
+const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
+  Liveness.pause(state.liveness, gapMs)
+  state.counters.coordinatorStalls += 1
+  alert(state, cmds, "CoordinatorStall", "root", `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms); ranks' silence during it is not counted`)
 }
 
 const onSendFailed = (state: State, rank: Rank, message: ToRank, reason: string, cmds: Array<Command>): void => {
@@ -1053,7 +1104,12 @@ const onSendFailed = (state: State, rank: Rank, message: ToRank, reason: string,
 export const step = (state: State, input: Input): Array<Command> => {
   const cmds: Array<Command> = []
   // The clock never runs back, and a time that is not a finite number is ignored (NaN > x is false).
-  if (input.nowMs > state.clockMs && Number.isFinite(input.nowMs)) state.clockMs = input.nowMs
+  if (input.nowMs > state.clockMs && Number.isFinite(input.nowMs)) {
+    const gapMs = input.nowMs - state.clockMs
+    state.clockMs = input.nowMs
+    const stallMs = state.config.coordinatorStallMs
+    if (stallMs > 0 && gapMs > stallMs && state.started) onStall(state, gapMs, cmds)
+  }
   switch (input._tag) {
     case "Frame":
       onFrame(state, input.rank, input.message, cmds)
@@ -1068,6 +1124,9 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     case "SendFailed":
       onSendFailed(state, input.rank, input.message, input.reason, cmds)
+      break
+    case "Seen":
+      if (Membership.isLive(state.membership, input.rank)) Liveness.touch(state.liveness, input.rank, state.clockMs)
       break
     case "Tick":
       onTick(state, cmds)

@@ -6,6 +6,10 @@
  * the back on each sighting keeps the list sorted by `lastSeenMs`. The staleness scan then costs
  * O(expired ranks + 1), not O(worldSize) as in floDl's full scan.
  *
+ * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
+ * clock for a stall of the coordinator itself (DESIGN.md §3.10). It adds to `pausedMs`, which
+ * shifts every sighting at once, so a pause is O(1) and the list order is unchanged.
+ *
  * @since 0.1.0
  */
 import type { Rank } from "./messages.ts"
@@ -14,7 +18,9 @@ const NONE = -1
 const UNLINKED = -2
 
 /**
- * - `lastSeenMs[r]`: integer or fractional monotonic milliseconds of the last frame from `r`.
+ * - `lastSeenMs[r]`: the last frame from `r`, in monotonic milliseconds minus `pausedMs` at the
+ *   time (the liveness clock); read it with `lastSeen`.
+ * - `pausedMs`: total ms the liveness clock was paused for coordinator stalls.
  * - `prev`/`next`: list links (`-1` at the ends, `-2` once a rank left the list).
  *
  * @since 0.1.0
@@ -26,6 +32,7 @@ export interface Liveness {
   readonly next: Int32Array
   head: number
   tail: number
+  pausedMs: number
   /** Count of list entries examined by scans: lets tests count work instead of timing it. */
   examined: number
 }
@@ -49,6 +56,7 @@ export const make = (worldSize: number, nowMs: number): Liveness => {
     next,
     head: worldSize > 0 ? 0 : NONE,
     tail: worldSize > 0 ? worldSize - 1 : NONE,
+    pausedMs: 0,
     examined: 0
   }
 }
@@ -74,7 +82,7 @@ const detach = (l: Liveness, rank: Rank): void => {
  */
 export const touch = (l: Liveness, rank: Rank, nowMs: number): void => {
   if (!isWatched(l, rank)) return
-  l.lastSeenMs[rank] = nowMs
+  l.lastSeenMs[rank] = nowMs - l.pausedMs
   if (l.tail === rank) return
   detach(l, rank)
   l.prev[rank] = l.tail
@@ -83,6 +91,25 @@ export const touch = (l: Liveness, rank: Rank, nowMs: number): void => {
   else l.next[l.tail] = rank
   l.tail = rank
 }
+
+/**
+ * Pauses the liveness clock for `ms` (a stall of the coordinator): every watched rank's silence
+ * stops growing for that long. O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const pause = (l: Liveness, ms: number): void => {
+  if (ms > 0 && Number.isFinite(ms)) l.pausedMs += ms
+}
+
+/**
+ * How long `rank` has been silent at `nowMs`, in ms, not counting pauses.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const silentMs = (l: Liveness, rank: Rank, nowMs: number): number => nowMs - l.pausedMs - l.lastSeenMs[rank]!
 
 /** Stops watching a rank (it died or exited). O(1). @since 0.1.0 @category mutations */
 export const unwatch = (l: Liveness, rank: Rank): void => {
@@ -93,7 +120,7 @@ export const unwatch = (l: Liveness, rank: Rank): void => {
 }
 
 /**
- * The watched ranks that are stale at `nowMs` (`nowMs - lastSeenMs > timeoutMs`, strictly), least
+ * The watched ranks that are stale at `nowMs` (silent for more than `timeoutMs`, strictly), least
  * recently seen first, ties to the lower rank. Does not unwatch them. O(expired + 1), plus a sort
  * of the expired ones.
  *
@@ -102,9 +129,10 @@ export const unwatch = (l: Liveness, rank: Rank): void => {
  */
 export const expired = (l: Liveness, nowMs: number, timeoutMs: number): Array<Rank> => {
   const out: Array<Rank> = []
+  const clockMs = nowMs - l.pausedMs
   for (let r = l.head; r !== NONE; r = l.next[r]!) {
     l.examined += 1
-    if (!(nowMs - l.lastSeenMs[r]! > timeoutMs)) break
+    if (!(clockMs - l.lastSeenMs[r]! > timeoutMs)) break
     out.push(r)
   }
   if (out.length > 1) out.sort((a, b) => l.lastSeenMs[a]! - l.lastSeenMs[b]! || a - b)

@@ -42,9 +42,14 @@ export const saveReasons: ReadonlyArray<SaveReason> = [
 // Rank to coordinator
 // ---------------------------------------------------------------------------------------------
 
-/** First frame of a rank after it connects. @since 0.1.0 @category rank-to-coordinator */
+/**
+ * First frame of a rank, once its trainer is ready. `paramsLength`: its parameter count (values in
+ * `getParams()`); the coordinator agrees one count for the run at formation and refuses a rank
+ * whose count differs (DESIGN.md §4). @since 0.1.0 @category rank-to-coordinator
+ */
 export interface Hello {
   readonly _tag: "Hello"
+  readonly paramsLength: number
 }
 
 /** Fills the gaps between other frames so that liveness stays fresh. @since 0.1.0 @category rank-to-coordinator */

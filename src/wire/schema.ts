@@ -59,8 +59,11 @@ export const SaveReason = Schema.Literals([
 // Rank to coordinator
 // ---------------------------------------------------------------------------------------------
 
-/** `Hello`: a rank's first frame. @since 0.1.0 @category rank-to-coordinator */
-export const Hello = Schema.TaggedStruct("Hello", {})
+/**
+ * `Hello{paramsLength}`: a rank's first frame, once its trainer is ready; `paramsLength` is its
+ * parameter count, agreed at formation (DESIGN.md §4). @since 0.1.0 @category rank-to-coordinator
+ */
+export const Hello = Schema.TaggedStruct("Hello", { paramsLength: Count })
 
 /** `Heartbeat`: fills the gaps between frames (DESIGN.md §3.1). @since 0.1.0 @category rank-to-coordinator */
 export const Heartbeat = Schema.TaggedStruct("Heartbeat", {})

@@ -30,7 +30,7 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 1
+export const structuresVersion = 2
 
 /**
  * Who sends a message: a rank (`toCoordinator`) or the coordinator (`toRank`).
@@ -60,7 +60,7 @@ export interface MessageEntry {
  */
 export const messages: ReadonlyArray<MessageEntry> = [
   // rank to coordinator: ids 0..8
-  { tag: "Hello", direction: "toCoordinator", fields: [] },
+  { tag: "Hello", direction: "toCoordinator", fields: ["paramsLength"] },
   { tag: "Heartbeat", direction: "toCoordinator", fields: [] },
   { tag: "Progress", direction: "toCoordinator", fields: ["epoch", "samplesDone", "msPerBatch"] },
   { tag: "ChunkDone", direction: "toCoordinator", fields: ["epoch", "offset", "size"] },

@@ -36,7 +36,7 @@ const recordingTransport = (refuse: number) =>
       stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0 })
     }
     const hello = (rank: number) =>
-      Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello" })), arrivedMs: 0 })
+      Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 2 })), arrivedMs: 0 })
     return { transport, sent, hello }
   })
 

@@ -180,7 +180,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
         cause: DeathReport.disconnected(1002)
       })
       assert.isTrue(WireFrames.isExiting(good))
-      assert.isFalse(WireFrames.isExiting(Codec.encode(Frame.fromRank(0, { _tag: "Hello" }))))
+      assert.isFalse(WireFrames.isExiting(Codec.encode(Frame.fromRank(0, { _tag: "Hello", paramsLength: 2 }))))
     })))
 })
 

@@ -27,7 +27,7 @@ const range = { epoch: count, offset: count, size: count }
 
 /** Every rank-to-coordinator message, by `_tag`. */
 export const toCoordinator: { readonly [Tag in Messages.ToCoordinator["_tag"]]: fc.Arbitrary<Messages.ToCoordinator> } = {
-  Hello: fc.constant({ _tag: "Hello" }),
+  Hello: fc.record({ _tag: fc.constant("Hello"), paramsLength: count }),
   Heartbeat: fc.constant({ _tag: "Heartbeat" }),
   Progress: fc.record({ _tag: fc.constant("Progress"), epoch: count, samplesDone: count, msPerBatch: finite }),
   ChunkDone: fc.record({ _tag: fc.constant("ChunkDone"), ...range }),

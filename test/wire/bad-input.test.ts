@@ -101,18 +101,18 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     it("checks the whole batch, as one error", () => {
       const bytes = Codec.encodeBatch([Fixtures.frames.Hello, Fixtures.frames.Heartbeat])
       const results = Codec.decodeBatch(bytes, { messageBytesMax: 17 })
-      expect(results.map((r) => failure(r).reason)).toEqual([{ _tag: "FrameTooLarge", bytes: 18, bytesMax: 17 }])
+      expect(results.map((r) => failure(r).reason)).toEqual([{ _tag: "FrameTooLarge", bytes: 23, bytesMax: 17 }])
     })
   })
 
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57359 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57360 })
     })
 
     it("a message id beyond the message table", () => {
-      const bytes = C.frame(C.uint(1), C.record(0, Structures.messages.length))
+      const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), Structures.messages.length))
       expect(reasonOf(bytes)).toEqual({ _tag: "UnknownTag", kind: "message", tag: 22 })
     })
 
@@ -135,13 +135,13 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
   describe("VersionMismatch", () => {
     it("another protocol version", () => {
-      const bytes = C.frame(C.uint(1), C.record(0, id("Heartbeat")), { protocol: 2 })
+      const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { protocol: 2 })
       expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "protocol", got: 2, want: 1 })
     })
 
     it("another structures table", () => {
-      const bytes = C.frame(C.uint(1), C.record(0, id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 1 })
+      const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 2 })
     })
 
     it("is found first, whatever a later version puts after the versions", () => {
@@ -150,14 +150,14 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
 
     it("maps to close code 1008", () => {
-      const result = Codec.decode(C.frame(C.uint(1), C.record(0, id("Heartbeat")), { protocol: 2 }))
+      const result = Codec.decode(C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { protocol: 2 }))
       expect(Result.isFailure(result) && WireError.closeCode(result.failure)).toBe(1008)
     })
   })
 
   describe("SchemaMismatch", () => {
     it("a negative rank as sender", () => {
-      expect(reasonOf(C.frame(C.nint(-2), C.record(0, id("Heartbeat"))))).toEqual({
+      expect(reasonOf(C.frame(C.nint(-2), C.record(structure("Heartbeat"), id("Heartbeat"))))).toEqual({
         _tag: "SchemaMismatch",
         path: ["from"],
         message: "expected a rank (a non-negative safe integer) or -1 for the coordinator"
@@ -165,7 +165,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
 
     it("a fractional rank as sender", () => {
-      expect(reasonOf(C.frame(C.f64(1.5), C.record(0, id("Heartbeat"))))).toEqual({
+      expect(reasonOf(C.frame(C.f64(1.5), C.record(structure("Heartbeat"), id("Heartbeat"))))).toEqual({
         _tag: "SchemaMismatch",
         path: ["from"],
         message: "expected a rank (a non-negative safe integer) or -1 for the coordinator"
@@ -265,12 +265,12 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
 
     it("a message sent in the wrong direction", () => {
-      expect(reasonOf(C.frame(coordinator, C.record(0, id("Heartbeat"))))).toEqual({
+      expect(reasonOf(C.frame(coordinator, C.record(structure("Heartbeat"), id("Heartbeat"))))).toEqual({
         _tag: "SchemaMismatch",
         path: ["_tag"],
         message: "Heartbeat is not sent by the coordinator"
       })
-      expect(reasonOf(C.frame(C.uint(4), C.record(0, id("Shutdown"))))).toEqual({
+      expect(reasonOf(C.frame(C.uint(4), C.record(structure("Shutdown"), id("Shutdown"))))).toEqual({
         _tag: "SchemaMismatch",
         path: ["_tag"],
         message: "Shutdown is not sent by a rank"
@@ -279,7 +279,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("a message id under another message's structure", () => {
       const bytes = C.frame(coordinator, C.record(structure("DeclareDead"), id("Eval"), C.uint(1)))
-      expect(reasonOf(bytes)).toEqual({ _tag: "SchemaMismatch", path: ["_tag"], message: "Eval is not sent as structure 12" })
+      expect(reasonOf(bytes)).toEqual({ _tag: "SchemaMismatch", path: ["_tag"], message: "Eval is not sent as structure 13" })
     })
 
     it("a record with the wrong number of values, a map, a nested array, not a frame at all", () => {
@@ -287,7 +287,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(reasonOf(short)).toEqual({
         _tag: "SchemaMismatch",
         path: ["message"],
-        message: "expected structure 11 as an array of 2 values"
+        message: "expected structure 12 as an array of 2 values"
       })
       const map = C.frame(coordinator, C.record(structure("Eval"), id("Eval"), [0xa1, ...C.text("a"), ...C.uint(1)]))
       expect(reasonOf(map)).toEqual({
@@ -305,7 +305,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         path: [],
         message: "expected a frame: an array [protocolVersion, structuresVersion, from, message]"
       })
-      expect(reasonOf(new Uint8Array([...C.head(4, 3), ...C.uint(1), ...C.uint(1), ...C.uint(0)]))).toEqual({
+      expect(reasonOf(new Uint8Array([...C.head(4, 3), ...C.uint(1), ...C.uint(2), ...C.uint(0)]))).toEqual({
         _tag: "SchemaMismatch",
         path: [],
         message: "expected a frame of 4 items, got 3"
@@ -343,7 +343,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       const bytes = Codec.encodeBatch([Fixtures.frames.Hello, Fixtures.frames.Hello])
       expect(reasonOf(bytes)).toEqual({
         _tag: "MalformedCbor",
-        offset: 9,
+        offset: 14,
         detail: "bytes after the frame (a batch needs decodeBatch)"
       })
     })
@@ -411,16 +411,16 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("stop at a frame whose end is unknown", () => {
       const hello = Codec.encode(Fixtures.frames.Hello)
-      const other = C.frame(C.uint(1), C.record(0, id("Heartbeat")), { protocol: 7 })
+      const other = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { protocol: 7 })
       const results = Codec.decodeBatch(Codec.concat([hello, other, hello]))
       expect(results.length).toBe(2)
       expect(results[0]).toEqual(Result.succeed(Fixtures.frames.Hello))
       expect(failure(results[1]!).reason).toEqual({ _tag: "VersionMismatch", field: "protocol", got: 7, want: 1 })
-      const cut = Codec.decodeBatch(Codec.concat([hello, hello]).subarray(0, 12))
+      const cut = Codec.decodeBatch(Codec.concat([hello, hello]).subarray(0, hello.length + 3))
       expect(cut.map((r) => (Result.isSuccess(r) ? "ok" : r.failure.reason))).toEqual([
         "ok",
         // The cut frame has read its versions; its last two items need at least two more bytes.
-        { _tag: "Truncated", bytes: 12, bytesNeeded: 14 }
+        { _tag: "Truncated", bytes: 17, bytesNeeded: 19 }
       ])
     })
 

@@ -75,8 +75,8 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
   })
 
   it("accepts a frame from the sender the connection is bound to", () => {
-    const bytes = Codec.encode(Frame.fromRank(6, { _tag: "Hello" }))
-    expect(Codec.decode(bytes, { from: 6 })).toEqual(Result.succeed(Frame.fromRank(6, { _tag: "Hello" })))
+    const bytes = Codec.encode(Frame.fromRank(6, { _tag: "Hello", paramsLength: 2 }))
+    expect(Codec.decode(bytes, { from: 6 })).toEqual(Result.succeed(Frame.fromRank(6, { _tag: "Hello", paramsLength: 2 })))
     const down = Codec.encode(Frame.fromCoordinator({ _tag: "Shutdown" }))
     expect(Codec.decode(down, { from: "coordinator" })).toEqual(Result.succeed(Frame.fromCoordinator({ _tag: "Shutdown" })))
   })

@@ -17,7 +17,7 @@ export const params = float32FromBits([
 
 /** Every message type, keyed by `_tag`, in a frame from its usual sender. */
 export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Messages.ToRank["_tag"]]: Frame.Frame } = {
-  Hello: Frame.fromRank(0, { _tag: "Hello" }),
+  Hello: Frame.fromRank(0, { _tag: "Hello", paramsLength: 407_050 }),
   Heartbeat: Frame.fromRank(17, { _tag: "Heartbeat" }),
   Progress: Frame.fromRank(3, { _tag: "Progress", epoch: 2, samplesDone: 4096, msPerBatch: 12.375 }),
   ChunkDone: Frame.fromRank(255, { _tag: "ChunkDone", epoch: 1, offset: 65_535, size: 128 }),

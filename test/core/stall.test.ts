@@ -1,0 +1,101 @@
+import { describe, expect, it } from "vitest"
+import * as Coordinator from "../../src/core/coordinator.ts"
+import { heartbeat, make, tags, tick } from "./harness.ts"
+
+describe("a stall of the coordinator itself never makes live ranks look stale (DESIGN.md §3.10)", () => {
+  const threeRanks = () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000, coordinatorStallMs: 250 })
+    Coordinator.start(s, 0)
+    return s
+  }
+
+  it("a 3000 ms gap between ticks pauses liveness: no death, one CoordinatorStall alert with the gap", () => {
+    const s = threeRanks()
+    for (let t = 100; t <= 900; t += 100) expect(tick(s, t)).toEqual([])
+    heartbeat(s, 900, [0, 1, 2])
+    const cmds = tick(s, 3900)
+    expect(tags(cmds)).toEqual(["Alert:CoordinatorStall"])
+    const alert = cmds[0]!._tag === "Alert" ? cmds[0]!.alert : undefined
+    expect(alert).toEqual({
+      ts: 3900,
+      severity: "warn",
+      path: "root",
+      class: "CoordinatorStall",
+      detail: "the coordinator did not run for 3000 ms (stall threshold 250 ms); ranks' silence during it is not counted",
+      count: 1
+    })
+    expect(s.counters.coordinatorStalls).toBe(1)
+    expect(Coordinator.failures(s)).toEqual([])
+  })
+
+  it("after the stall, silence counts again from where it stopped: a rank still silent is stale 1000 ms later", () => {
+    const s = threeRanks()
+    heartbeat(s, 100, [0, 1, 2])
+    tick(s, 200)
+    tick(s, 3200) // stall of 3000 ms: every rank has been silent 100 ms of running time
+    for (let t = 3300; t <= 4100; t += 100) {
+      heartbeat(s, t, [0, 1])
+      expect(tags(tick(s, t))).toEqual([])
+    }
+    heartbeat(s, 4200, [0, 1])
+    // Rank 2 was last seen at 100: 100 ms before the stall and 1001 ms after it.
+    const cmds = tick(s, 4201)
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition"])
+    expect(s.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[2, "heartbeat", "no frame for 1101 ms (timeout 1000 ms)"]])
+  })
+
+  it("any stall length: an 11 s gap with the default 10 s timeout declares nobody", () => {
+    const s = make({ worldSize: 2, epochSamples: 30, epochs: 1, coordinatorStallMs: 2500 })
+    Coordinator.start(s, 0)
+    tick(s, 100)
+    expect(tags(tick(s, 11_100))).toEqual(["Alert:CoordinatorStall"])
+    expect(Coordinator.failures(s)).toEqual([])
+  })
+
+  it("gaps at or under coordinatorStallMs are ordinary time: a silent rank is declared on schedule", () => {
+    const s = threeRanks()
+    for (let t = 250; t <= 1000; t += 250) {
+      heartbeat(s, t, [0, 1])
+      expect(tags(tick(s, t))).toEqual([])
+    }
+    heartbeat(s, 1001, [0, 1])
+    expect(tags(tick(s, 1001))).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition"])
+    expect(s.counters.coordinatorStalls).toBe(0)
+  })
+
+  it("is off by default in the core: a caller that steps time by hand sees plain staleness", () => {
+    const s = make({ worldSize: 2, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s, 0)
+    expect(tags(tick(s, 5000))).toEqual(["Alert:RankLost", "Alert:RankLost", "RunEnded"])
+  })
+
+  it("rejects a negative coordinatorStallMs", () => {
+    expect(Coordinator.make({ worldSize: 2, epochSamples: 30, epochs: 1, coordinatorStallMs: -1 }, 0)).toEqual({
+      _tag: "Invalid",
+      option: "coordinatorStallMs",
+      reason: "must be a number of ms >= 0 (0: off), got -1"
+    })
+  })
+})
+
+describe("Seen: a frame the transport holds but the core has not applied yet refreshes liveness", () => {
+  it("expiring names the ranks a tick would declare; Seen for one of them keeps it alive", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s, 0)
+    heartbeat(s, 500, [0])
+    expect(Coordinator.expiring(s, 1001)).toEqual([1, 2])
+    expect(Coordinator.step(s, { _tag: "Seen", rank: 2, nowMs: 990 })).toEqual([])
+    const cmds = tick(s, 1001)
+    expect(s.deaths.map((d) => d.rank)).toEqual([1])
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition"])
+  })
+
+  it("Seen for a dead rank changes nothing", () => {
+    const s = make({ worldSize: 2, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s, 0)
+    tick(s, 1001)
+    expect(Coordinator.failures(s)).toEqual([0, 1])
+    expect(Coordinator.step(s, { _tag: "Seen", rank: 0, nowMs: 1002 })).toEqual([])
+    expect(Coordinator.expiring(s, 5000)).toEqual([])
+  })
+})
