@@ -1,12 +1,22 @@
 /**
  * The coordinator actor: the shell around the core state machine (DESIGN.md §3, §3.10).
  *
- * It owns the core's state and reads one mailbox in order: frames, bad frames, death reports and
- * clean exits from the supervised transport, and ticks from a schedule (`tickMs`). Each input is
- * one `Coordinator.step`; the commands that come out are carried out over the transport at once.
+ * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
+ * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
+ * `Coordinator.step`; the commands that come out are carried out over the transport at once.
  * A death report wakes the coordinator: it queues a tick behind whatever is already in the
  * mailbox, so every frame that arrived before it is applied first and the whole drained set of
  * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
+ *
+ * Its own stalls never kill ranks (DESIGN.md §3.10): the core pauses liveness for any gap between
+ * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
+ * before each tick the ranks the core is about to find stale are checked against the transport's
+ * arrival times: a rank whose frame already arrived but still waits behind other links' frames is
+ * `Seen`, not declared.
+ *
+ * At formation every rank's `Hello` gives its parameter count; the count most ranks gave (ties to
+ * the lowest rank's) is the run's, and a rank that gave another is refused: declared dead at once
+ * (`Refused`) and its link closed with `CloseCode.ParamsMismatch`.
  *
  * @since 0.1.0
  */
@@ -22,11 +32,12 @@ import * as Actor from "../src/actor/actor.ts"
 import * as Cpu from "../src/averaging/cpu.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as DeathReport from "../src/actor/death-report.ts"
 import * as Supervisor from "../src/transport/supervisor.ts"
-import type * as Transport from "../src/transport/transport.ts"
-import * as WireFrames from "../src/transport/wire-frames.ts"
+import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
+import type * as WireError from "../src/wire/wire-error.ts"
 
 /**
  * Observers of what the coordinator does; each is called synchronously inside the actor, so it
@@ -49,7 +60,8 @@ export interface Hooks {
 /**
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
- * - `tickMs`: tick period in ms (default 100).
+ * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
+ *   that is on (a longer period is shortened to it).
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000).
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
  *   ready) before the run fails to form (default 120000). The core starts when the last one did.
@@ -100,6 +112,36 @@ const observe = (f: () => void): void => {
   }
 }
 
+/** A frame's decoded content: what the transport's inspector decoded, else decoded here once. */
+const decodeFrame = (event: Transport.Frame): Result.Result<Frame.Frame, WireError.WireError> =>
+  isDecodedFrame(event.decoded) ? Result.succeed(event.decoded) : Codec.decode(event.bytes, { from: event.peer })
+
+const isDecodedFrame = (value: unknown): value is Frame.Frame =>
+  typeof value === "object" && value !== null && "from" in value && "message" in value
+
+/**
+ * The run's parameter count from the ranks' `Hello`s: the count most ranks gave, ties to the one
+ * the lowest rank gave. One rank cannot impose its count on the others.
+ */
+const agreedParamsLength = (joined: ReadonlyMap<Rank, number>): number | undefined => {
+  const votes = new Map<number, { count: number; lowestRank: Rank }>()
+  for (const [rank, length] of joined) {
+    const vote = votes.get(length)
+    if (vote === undefined) votes.set(length, { count: 1, lowestRank: rank })
+    else {
+      vote.count += 1
+      vote.lowestRank = Math.min(vote.lowestRank, rank)
+    }
+  }
+  let best: { length: number; count: number; lowestRank: Rank } | undefined
+  for (const [length, vote] of votes) {
+    if (best === undefined || vote.count > best.count || (vote.count === best.count && vote.lowestRank < best.lowestRank)) {
+      best = { length, ...vote }
+    }
+  }
+  return best?.length
+}
+
 type Message =
   | { readonly _tag: "Start" }
   | { readonly _tag: "Inbound"; readonly event: Supervisor.Inbound }
@@ -116,11 +158,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
   Effect.gen(function*() {
     const { state, transport } = options
     const hooks = options.hooks ?? {}
-    const tickMs = options.tickMs ?? 100
+    const stallMs = state.config.coordinatorStallMs
+    const tickMs = stallMs > 0 ? Math.min(options.tickMs ?? 100, stallMs / 2) : (options.tickMs ?? 100)
     const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
     const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
     const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
-    const joined = new Set<Rank>()
+    /** Each joined rank's parameter count, from its `Hello`. */
+    const joined = new Map<Rank, number>()
     let formingSinceMs: number | undefined
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
@@ -210,15 +254,24 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         if (message._tag === "Inbound") {
           const event = message.event
           if (event._tag === "Frame") {
-            const decoded = Codec.decode(event.bytes, { from: event.peer })
-            if (Result.isSuccess(decoded) && decoded.success.message._tag === "Hello") joined.add(event.peer)
-          } else if (event._tag === "DeathReport" || event._tag === "Left") {
+            const decoded = decodeFrame(event)
+            const message = Result.isSuccess(decoded) ? decoded.success.message : undefined
+            if (message?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, message.paramsLength)
+          } else if (event._tag === "DeathReport") {
             yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(event.cause)}`))
             return
           }
         }
         if (joined.size >= state.config.worldSize) {
-          yield* execute(Core.start(state, nowMs))
+          const paramsLength = agreedParamsLength(joined)
+          yield* execute(Core.start(state, nowMs, paramsLength === undefined ? {} : { paramsLength }))
+          for (const [rank, length] of joined) {
+            if (length === paramsLength) continue
+            const reason = `its Hello gave ${length} parameters; the run agreed on ${paramsLength} (the count most ranks gave)`
+            yield* stepAndExecute({ _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(reason) })
+            transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
+          }
+          if ([...joined.values()].some((length) => length !== paramsLength)) yield* stepAndExecute({ _tag: "Tick", nowMs })
         } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
           const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
@@ -237,6 +290,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
         if (message._tag === "Tick") {
           const nowMs = yield* Clock.currentTimeMillis
+          // Frames that arrived but wait behind other links' frames count before the scan.
+          for (const rank of Core.expiring(state, nowMs)) {
+            const arrivedMs = transport.lastArrivalMs(rank)
+            if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
+              yield* stepAndExecute({ _tag: "Seen", rank, nowMs: arrivedMs })
+            }
+          }
           yield* stepAndExecute({ _tag: "Tick", nowMs })
           if (nowMs - lastBeatMs >= coordHeartbeatMs && state.phase === "running") {
             lastBeatMs = nowMs
@@ -247,7 +307,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         const event = message.event
         switch (event._tag) {
           case "Frame": {
-            const decoded = Codec.decode(event.bytes, { from: event.peer })
+            const decoded = decodeFrame(event)
             if (Result.isFailure(decoded)) {
               yield* stepAndExecute({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
               return
@@ -267,8 +327,6 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             if (self !== undefined) yield* self.tell({ _tag: "Tick" }).pipe(Effect.ignore)
             return
           }
-          case "Left":
-            return
         }
       })
 
@@ -279,7 +337,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     })
     self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
-    yield* Stream.runForEach(Supervisor.supervise(transport, { isExiting: WireFrames.isExiting }), (event) =>
+    yield* Stream.runForEach(Supervisor.supervise(transport), (event) =>
       actor.tell({ _tag: "Inbound", event }).pipe(Effect.ignore)).pipe(Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
     return { outcome, state, stats: actor.stats }

@@ -13,6 +13,7 @@ import * as Schedule from "effect/Schedule"
 import { customAlphabet } from "nanoid"
 import type * as Alerts from "../src/core/alerts.ts"
 import * as Core from "../src/core/coordinator.ts"
+import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
@@ -48,6 +49,7 @@ export const defaults = {
   mode: "static",
   transport: "worker",
   heartbeatTimeoutMs: 10_000,
+  /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
   heartbeatIntervalMs: 1_000,
   /** A rank reports `Progress` at most this often. */
   progressIntervalMs: 100,
@@ -144,6 +146,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
+  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const made = Core.make({
     worldSize,
@@ -151,7 +154,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     epochs,
     mode,
     batchSize,
-    heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs,
+    heartbeatTimeoutMs,
+    coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest"
   }, Date.now())
@@ -260,7 +264,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       for (const death of declared) {
         // A hung rank's fault is best timed by its last frame: the moment it went silent.
         const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
-          ? state.liveness.lastSeenMs[death.rank]
+          ? death.declaredAtMs - Liveness.silentMs(state.liveness, death.rank, death.declaredAtMs)
           : faultAt.get(death.rank)
         const timing: DeathTiming = {
           rank: death.rank,
@@ -296,7 +300,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         seed: options.seed ?? defaults.seed,
         batchSize,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
-        heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaults.heartbeatIntervalMs,
+        heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
         progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
         saveDir: `${runDirAbsolute}/save`,

@@ -55,8 +55,14 @@ export interface RunOptions {
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Stale after this many ms without a frame. Default 10000. */
   readonly heartbeatTimeoutMs?: number
-  /** A rank sends a `Heartbeat` when it sent nothing for this long. Default 1000. */
+  /** A rank sends a `Heartbeat` when it sent nothing for this long. Default `min(1000, heartbeatTimeoutMs / 4)`. */
   readonly heartbeatIntervalMs?: number
+  /**
+   * A gap of more than this many ms between two inputs of the coordinator is its own stall: the
+   * ranks' silence during it is not counted, and a `CoordinatorStall` warn alert says how long it
+   * was (DESIGN.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
+   */
+  readonly coordinatorStallMs?: number
   /** Coordinator tick period. Default 100. */
   readonly tickMs?: number
   /** Default none. */

@@ -43,12 +43,22 @@ export interface Disconnected {
 }
 
 /**
- * Every way a rank can end, as seen by its supervisor (DESIGN.md §5).
+ * The coordinator refused the rank at formation (`reason` says why, e.g. a parameter count other
+ * than the run's) and closed its link. @since 0.1.0 @category model
+ */
+export interface Refused {
+  readonly _tag: "Refused"
+  readonly reason: string
+}
+
+/**
+ * Every way a rank can end, as seen by its supervisor (DESIGN.md §5), or its refusal by the
+ * coordinator.
  *
  * @since 0.1.0
  * @category model
  */
-export type DeathCause = Exited | Crashed | Killed | Disconnected
+export type DeathCause = Exited | Crashed | Killed | Disconnected | Refused
 
 /**
  * A supervisor's report that `rank`'s worker, process or socket ended without `Exiting`.
@@ -73,6 +83,9 @@ export const killed = (signal: string): DeathCause => ({ _tag: "Killed", signal 
 
 /** `Disconnected{closeCode}`. @since 0.1.0 @category constructors */
 export const disconnected = (closeCode: number): DeathCause => ({ _tag: "Disconnected", closeCode })
+
+/** `Refused{reason}`. @since 0.1.0 @category constructors */
+export const refused = (reason: string): DeathCause => ({ _tag: "Refused", reason })
 
 /** `DeathReport{rank, cause}`. @since 0.1.0 @category constructors */
 export const make = (rank: Rank, cause: DeathCause): DeathReport => ({ _tag: "DeathReport", rank, cause })

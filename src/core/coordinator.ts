@@ -33,6 +33,7 @@ export type DeathCause =
   | { readonly _tag: "Crashed"; readonly error: string }
   | { readonly _tag: "Killed"; readonly signal: string }
   | { readonly _tag: "Disconnected"; readonly closeCode: number }
+  | { readonly _tag: "Refused"; readonly reason: string }
 
 /**
  * One input to the core. `nowMs` is the arrival time stamped by the transport (monotonic ms);
@@ -427,6 +428,8 @@ const causeText = (cause: DeathCause): string => {
       return `killed by ${cause.signal}`
     case "Disconnected":
       return `disconnected (close code ${cause.closeCode})`
+    case "Refused":
+      return `refused: ${cause.reason}`
   }
 }
 

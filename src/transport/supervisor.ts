@@ -1,9 +1,12 @@
 /**
  * The transport supervisor: reads a transport's ordered events and turns every end of a rank
- * into a `DeathReport{rank, cause}`, unless the rank announced `Exiting` first (DESIGN.md §3.10,
- * §5). Any end without a prior `Exiting` is a death, whatever the exit code. Because a transport
- * delivers a peer's end after its last frame, the report comes after every frame the rank sent.
- * It never restarts anything; the coordinator decides.
+ * into a `DeathReport{rank, cause}` (DESIGN.md §3.10, §5). Because a transport delivers a peer's
+ * end after its last frame, the report comes after every frame the rank sent. Whether the end was
+ * clean is the core's decision, not the supervisor's: a rank whose `Exiting` the core accepted has
+ * already left the run, and the core drops (and counts) the report; any other end is a death,
+ * whatever the exit code. The supervisor never reads frames, so a frame it cannot judge (a spoofed
+ * or malformed `Exiting`) can never make a death look clean. It never restarts anything; the
+ * coordinator decides.
  *
  * @since 0.1.0
  */
@@ -12,82 +15,28 @@ import * as DeathReport from "../actor/death-report.ts"
 import type * as Transport from "./transport.ts"
 
 /**
- * A rank that announced `Exiting` and then ended: a clean exit, never a failure.
- *
- * @since 0.1.0
- * @category model
- */
-export interface Left {
-  readonly _tag: "Left"
-  readonly rank: Transport.Peer
-  readonly cause: DeathReport.DeathCause
-}
-
-/**
  * What the coordinator's mailbox receives from a supervised transport, in order per rank.
  *
  * @since 0.1.0
  * @category model
  */
-export type Inbound = Transport.Frame | Transport.BadFrame | DeathReport.DeathReport | Left
+export type Inbound = Transport.Frame | Transport.BadFrame | DeathReport.DeathReport
 
 /**
- * Supervisor options. `isExiting(frame)`: whether a frame is the rank's `Exiting` announcement
- * (with `src/wire`, decode and compare the message tag); must not throw.
- *
- * @since 0.1.0
- * @category options
- */
-export interface Options {
-  readonly isExiting: (frame: Uint8Array) => boolean
-}
-
-/**
- * A supervisor's state over one transport. `classify` maps each event in delivery order;
- * `exiting(rank)` records an `Exiting` learnt another way (e.g. already decoded by the caller).
- *
- * @since 0.1.0
- * @category model
- */
-export interface Supervisor {
-  readonly classify: (event: Transport.Event) => Inbound
-  readonly exiting: (rank: Transport.Peer) => void
-}
-
-/**
- * Makes a supervisor. Exited ranks are remembered in a set bounded by the number of ranks.
+ * Maps one transport event: frames pass, an end becomes a `DeathReport`.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options): Supervisor => {
-  const exited = new Set<Transport.Peer>()
-  return {
-    exiting: (rank) => void exited.add(rank),
-    classify: (event) => {
-      switch (event._tag) {
-        case "Frame":
-          if (options.isExiting(event.bytes)) exited.add(event.peer)
-          return event
-        case "BadFrame":
-          return event
-        case "Ended":
-          return exited.has(event.peer)
-            ? { _tag: "Left", rank: event.peer, cause: event.cause }
-            : DeathReport.make(event.peer, event.cause)
-      }
-    }
-  }
-}
+export const classify = (event: Transport.Event): Inbound =>
+  event._tag === "Ended" ? DeathReport.make(event.peer, event.cause) : event
 
 /**
- * The supervised inbound stream of `transport`: frames, bad frames, death reports and clean
- * exits, in delivery order.
+ * The supervised inbound stream of `transport`: frames, bad frames and death reports, in delivery
+ * order.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const supervise = (transport: Transport.TransportShape, options: Options): Stream.Stream<Inbound> => {
-  const supervisor = make(options)
-  return Stream.map(transport.events, supervisor.classify)
-}
+export const supervise = (transport: Transport.TransportShape): Stream.Stream<Inbound> =>
+  Stream.map(transport.events, classify)

@@ -31,7 +31,8 @@ export const coordinatorPeer: Peer = -1
 
 /**
  * One frame received from `peer`; `arrivedMs` is the transport's clock (integer milliseconds)
- * when the underlying message arrived: the frame's `nowMs` (DESIGN.md §3.10).
+ * when the underlying message arrived: the frame's `nowMs` (DESIGN.md §3.10). `decoded` is what
+ * the inspector decoded from `bytes`, when it returned `Decoded` (so a consumer decodes once).
  *
  * @since 0.1.0
  * @category model
@@ -41,6 +42,7 @@ export interface Frame {
   readonly peer: Peer
   readonly bytes: Uint8Array
   readonly arrivedMs: number
+  readonly decoded?: unknown
 }
 
 /**
@@ -76,7 +78,9 @@ export type Event = Frame | BadFrame | Ended
 
 /**
  * Counters of one endpoint, integers >= 0. `messages*` count underlying messages (batches),
- * `frames*` count frames; `framesSent / messagesSent` is the batching factor.
+ * `frames*` count frames; `framesSent / messagesSent` is the batching factor. `overflows` counts
+ * links closed for `InboxOverflow`, `refusedMessages` links closed for `TooManyFrames`,
+ * `MessageTooBig` or `BadBatch`.
  *
  * @since 0.1.0
  * @category model
@@ -88,6 +92,7 @@ export interface Stats {
   readonly messagesReceived: number
   readonly badFrames: number
   readonly overflows: number
+  readonly refusedMessages: number
 }
 
 /**
@@ -136,6 +141,10 @@ export class TransportError extends Data.TaggedError("TransportError")<{
  * - `inbox`: received events in order; ends (`Cause.Done`) when the endpoint closes.
  * - `events`: `inbox` as a stream (one consumer).
  * - `stats`: counters.
+ * - `lastArrivalMs(peer)`: when the last message from `peer` arrived (the transport's clock, ms),
+ *   even if its frames still wait behind other links' (DESIGN.md §3.10); `undefined` before any.
+ * - `disconnect(peer, closeCode)`: closes the link to `peer` from this side with `closeCode`; its
+ *   end is delivered later as usual. Nothing for an unknown or ended peer.
  *
  * @since 0.1.0
  * @category model
@@ -149,6 +158,8 @@ export interface TransportShape {
   readonly inbox: Queue.Dequeue<Event, Cause.Done>
   readonly events: Stream.Stream<Event>
   readonly stats: Effect.Effect<Stats>
+  readonly lastArrivalMs: (peer: Peer) => number | undefined
+  readonly disconnect: (peer: Peer, closeCode: number) => void
 }
 
 /**
@@ -179,6 +190,8 @@ export class Transport extends Context.Service<Transport, TransportShape>()("coh
  * What an inspector says about one received frame:
  *
  * - `undefined`: the frame is good.
+ * - `{_tag: "Decoded", value}`: the frame is good and decodes to `value`, delivered with it as
+ *   `Frame.decoded`.
  * - `{_tag: "Bad", error, closeCode}`: undecodable or invalid; counted, surfaced as `BadFrame`,
  *   and under `badFramePolicy: "close"` the link closes with `closeCode`.
  * - `{_tag: "Impersonation", claimed}`: the frame says it comes from another rank; never
@@ -189,6 +202,7 @@ export class Transport extends Context.Service<Transport, TransportShape>()("coh
  */
 export type Verdict =
   | undefined
+  | { readonly _tag: "Decoded"; readonly value: unknown }
   | { readonly _tag: "Bad"; readonly error: unknown; readonly closeCode: number }
   | { readonly _tag: "Impersonation"; readonly claimed: Peer }
 
@@ -207,8 +221,19 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  *   (one batch); WebSocket `maxPayload`. A frame may be at most `messageBytesMax - 8` bytes.
  * - `batchFramesMax` (default 1024): frames per batch before it is flushed at once.
  * - `batchBytesMax` (default 256 KiB): bytes per batch before it is flushed at once.
- * - `inboxFramesMax` (default 1 Mi frames): received frames waiting in the inbox; a message that
- *   finds it full closes its link with `CloseCode.InboxOverflow`, counted in `Stats.overflows`.
+ * - `messageFramesMax` (default 4096): frames in one received message (batch); a message whose
+ *   header declares more closes its link with `CloseCode.TooManyFrames` before any frame is built
+ *   (a peer's `batchFramesMax` must not exceed it).
+ * - `inboxFramesMax` (default 1 Mi frames): received frames not yet taken by the consumer, over all
+ *   links; a message that would go past it closes its link with `CloseCode.InboxOverflow`, counted
+ *   in `Stats.overflows`.
+ * - `linkFramesMax` (default 64 Ki frames): received frames of one link waiting behind other links'
+ *   frames; a message that would go past it closes that link with `CloseCode.InboxOverflow`.
+ *
+ * Received frames wait per link and are handed to the inbox in turns, at most 64 frames of a link
+ * per turn, while the inbox holds fewer than 1024 frames; each run of turns lasts at most about
+ * 4 ms before the event loop gets to run timers and other links' I/O. So one link's backlog delays
+ * another link's frames by at most one turn per backlogged link, never by the whole backlog.
  * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the
  *   link; `"close"` also closes the link with the verdict's close code.
  * - `inspect` (default none: frames are opaque): see `Inspect`.
@@ -218,9 +243,11 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  */
 export interface Options {
   readonly messageBytesMax?: number
+  readonly messageFramesMax?: number
   readonly batchFramesMax?: number
   readonly batchBytesMax?: number
   readonly inboxFramesMax?: number
+  readonly linkFramesMax?: number
   readonly badFramePolicy?: "drop" | "close"
   readonly inspect?: Inspect
 }
@@ -236,6 +263,12 @@ export const batchBytesMaxDefault = 256 * 1024
 
 /** Default `inboxFramesMax`: 1,048,576 frames. @since 0.1.0 @category options */
 export const inboxFramesMaxDefault = 1024 * 1024
+
+/** Default `messageFramesMax`: 4096 frames per received message. @since 0.1.0 @category options */
+export const messageFramesMaxDefault = 4096
+
+/** Default `linkFramesMax`: 65,536 frames waiting per link. @since 0.1.0 @category options */
+export const linkFramesMaxDefault = 64 * 1024
 
 /**
  * Close codes a transport uses (WebSocket close codes; worker and process links report them in
@@ -255,8 +288,10 @@ export const inboxFramesMaxDefault = 1024 * 1024
  * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
  * | 4003 | DuplicateRank | the rank already joined this server (a live rank, or a dead one: deaths are permanent) |
  * | 4004 | JoinTimeout | no join within `joinTimeoutMs` |
- * | 4005 | InboxOverflow | the receiver's inbox held `inboxFramesMax` frames |
+ * | 4005 | InboxOverflow | the receiver held `inboxFramesMax` frames, or `linkFramesMax` of this link |
  * | 4006 | BadBatch | a batch that does not parse |
+ * | 4007 | TooManyFrames | a message whose header declares more than `messageFramesMax` frames |
+ * | 4008 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
  *
  * @since 0.1.0
  * @category model
@@ -273,5 +308,7 @@ export const CloseCode = {
   DuplicateRank: 4003,
   JoinTimeout: 4004,
   InboxOverflow: 4005,
-  BadBatch: 4006
+  BadBatch: 4006,
+  TooManyFrames: 4007,
+  ParamsMismatch: 4008
 } as const

@@ -1,5 +1,5 @@
 /**
- * Wire integration: an `Inspect` and an `isExiting` built on the CBOR codec of `src/wire`, so a
+ * Wire integration: an `Inspect` built on the CBOR codec of `src/wire`, so a
  * transport surfaces bad frames as `WireError` and refuses impersonation (DESIGN.md §3.10, §4, §5).
  *
  * @since 0.1.0
@@ -13,14 +13,14 @@ import * as Transport from "./transport.ts"
  * An inspector that decodes each frame with `Codec.decode`, bound to the connection's peer
  * (`from`: the rank, or the coordinator for `coordinatorPeer`):
  *
- * - a good frame passes;
+ * - a good frame passes as `Decoded` with its `Frame` (so its consumer need not decode it again);
  * - `SenderMismatch` (the frame names another sender) is `Impersonation`: never delivered, the
  *   link closes with `CloseCode.RankMismatch` (1008, the close code `WireError.closeCodeOf` gives);
  * - any other `WireError` is `Bad` with `WireError.closeCode(error)` (1002 or 1009, 1008 for a
  *   version mismatch), applied under `badFramePolicy: "close"`.
  *
  * `messageBytesMax` (bytes, default the wire's 16 MiB) is checked per frame before decoding.
- * The frame is decoded once here and again by its consumer; inspection costs one decode.
+ * The frame is decoded once, here.
  *
  * @since 0.1.0
  * @category inspect
@@ -30,19 +30,8 @@ export const inspect = (options: { readonly messageBytesMax?: number } = {}): Tr
     from: peer === Transport.coordinatorPeer ? "coordinator" : peer,
     ...(options.messageBytesMax === undefined ? {} : { messageBytesMax: options.messageBytesMax })
   })
-  if (Result.isSuccess(result)) return undefined
+  if (Result.isSuccess(result)) return { _tag: "Decoded", value: result.success }
   const error = result.failure
   if (error.reason._tag === "SenderMismatch") return { _tag: "Impersonation", claimed: error.reason.got }
   return { _tag: "Bad", error, closeCode: WireError.closeCode(error) }
-}
-
-/**
- * Whether `frame` decodes to an `Exiting` message: the supervisor's `isExiting` option.
- *
- * @since 0.1.0
- * @category inspect
- */
-export const isExiting = (frame: Uint8Array): boolean => {
-  const result = Codec.decode(frame)
-  return Result.isSuccess(result) && result.success.message._tag === "Exiting"
 }

@@ -33,7 +33,9 @@ const recordingTransport = (refuse: number) =>
       flush: Effect.void,
       inbox,
       events: Stream.fromQueue(inbox),
-      stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0 })
+      stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }),
+      lastArrivalMs: () => undefined,
+      disconnect: () => {}
     }
     const hello = (rank: number) =>
       Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 2 })), arrivedMs: 0 })

@@ -7,11 +7,8 @@ import * as Supervisor from "../../src/transport/supervisor.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Script from "./rank-script.ts"
 
-const exitingFrame = Uint8Array.of(0xee)
-const isExiting = (frame: Uint8Array) => frame.length === 1 && frame[0] === 0xee
-
 describe("transport supervisor (DESIGN.md §3.10, §5)", () => {
-  it.effect("an end without Exiting is one death report after the rank's last frame; with Exiting it is a clean exit", () =>
+  it.effect("every end is one death report after the rank's last frame, whatever the rank sent before it", () =>
     Effect.scoped(Effect.gen(function*() {
       const network = yield* Memory.make
       const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
@@ -21,29 +18,24 @@ describe("transport supervisor (DESIGN.md §3.10, §5)", () => {
       yield* r0.send(Transport.coordinatorPeer, Script.dataFrame(1))
       yield* network.kill(0, DeathReport.exited(0))
       yield* r1.send(Transport.coordinatorPeer, Script.dataFrame(5))
-      yield* r1.send(Transport.coordinatorPeer, exitingFrame)
+      // Whatever a rank claims (here an Exiting look-alike), the supervisor reports its end: only
+      // the core, which knows whether it accepted an Exiting, may call the end clean.
+      yield* r1.send(Transport.coordinatorPeer, Uint8Array.of(0xee))
       yield* network.kill(1, DeathReport.exited(0))
-      const inbound = yield* Supervisor.supervise(coordinator, { isExiting }).pipe(Stream.take(6), Stream.runCollect)
+      const inbound = yield* Supervisor.supervise(coordinator).pipe(Stream.take(6), Stream.runCollect)
       const perRank = (rank: number) =>
         inbound
           .filter((i) => (i._tag === "Frame" || i._tag === "BadFrame" ? i.peer : i.rank) === rank)
           .map((i) => (i._tag === "Frame" ? Script.indexOf(i.bytes) : i))
       assert.deepStrictEqual(perRank(0), [0, 1, DeathReport.make(0, DeathReport.exited(0))])
-      assert.deepStrictEqual(perRank(1), [5, -1, { _tag: "Left", rank: 1, cause: DeathReport.exited(0) }])
+      assert.deepStrictEqual(perRank(1), [5, -1, DeathReport.make(1, DeathReport.exited(0))])
     })))
 
-  it("a bad frame passes through and an exiting recorded by the caller makes the end clean", () => {
-    const supervisor = Supervisor.make({ isExiting })
+  it("a bad frame passes through unchanged", () => {
     const bad: Transport.BadFrame = { _tag: "BadFrame", peer: 3, error: "x", arrivedMs: 1 }
-    assert.strictEqual(supervisor.classify(bad), bad)
-    supervisor.exiting(3)
-    assert.deepStrictEqual(supervisor.classify({ _tag: "Ended", peer: 3, cause: DeathReport.killed("SIGKILL") }), {
-      _tag: "Left",
-      rank: 3,
-      cause: DeathReport.killed("SIGKILL")
-    })
+    assert.strictEqual(Supervisor.classify(bad), bad)
     assert.deepStrictEqual(
-      supervisor.classify({ _tag: "Ended", peer: 4, cause: DeathReport.crashed("boom") }),
+      Supervisor.classify({ _tag: "Ended", peer: 4, cause: DeathReport.crashed("boom") }),
       DeathReport.make(4, DeathReport.crashed("boom"))
     )
   })

@@ -23,6 +23,10 @@ export const encode = (frames: ReadonlyArray<Uint8Array>, payloadBytes: number):
   return out
 }
 
+/** The frame count a batch's header declares; `undefined` when the header is missing. @since 0.1.0 @category internal */
+export const count = (message: Uint8Array): number | undefined =>
+  message.byteLength < 4 ? undefined : new DataView(message.buffer, message.byteOffset, 4).getUint32(0, true)
+
 /** Decodes a batch into views on `message`; `undefined` when it does not parse exactly. @since 0.1.0 @category internal */
 export const decode = (message: Uint8Array): Array<Uint8Array> | undefined => {
   if (message.byteLength < 4) return undefined

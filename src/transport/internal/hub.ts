@@ -14,6 +14,7 @@ import * as Stream from "effect/Stream"
 import type * as Cause from "effect/Cause"
 import type * as DeathReport from "../../actor/death-report.ts"
 import * as Transport from "../transport.ts"
+import * as Schedule from "../../platform/schedule.ts"
 import * as Batch from "./batch.ts"
 
 /** How the hub reaches one peer's channel. `close` asks the channel to close; its end is reported later through `Link.end`. @since 0.1.0 @category internal */
@@ -48,10 +49,12 @@ export interface Hub {
 /** Options with defaults applied. @since 0.1.0 @category internal */
 export interface Resolved {
   readonly messageBytesMax: number
+  readonly messageFramesMax: number
   readonly frameBytesMax: number
   readonly batchFramesMax: number
   readonly batchBytesMax: number
   readonly inboxFramesMax: number
+  readonly linkFramesMax: number
   readonly badFramePolicy: "drop" | "close"
   readonly inspect: Transport.Inspect | undefined
 }
@@ -61,23 +64,50 @@ export const resolve = (options: Transport.Options = {}): Resolved => {
   const messageBytesMax = options.messageBytesMax ?? Transport.messageBytesMaxDefault
   return {
     messageBytesMax,
+    messageFramesMax: Math.max(1, options.messageFramesMax ?? Transport.messageFramesMaxDefault),
     frameBytesMax: messageBytesMax - Batch.size(1, 0),
     batchFramesMax: Math.max(1, options.batchFramesMax ?? Transport.batchFramesMaxDefault),
     batchBytesMax: Math.min(messageBytesMax, options.batchBytesMax ?? Transport.batchBytesMaxDefault),
     inboxFramesMax: options.inboxFramesMax ?? Transport.inboxFramesMaxDefault,
+    linkFramesMax: Math.max(1, options.linkFramesMax ?? Transport.linkFramesMaxDefault),
     badFramePolicy: options.badFramePolicy ?? "drop",
     inspect: options.inspect
   }
 }
 
+/** Frames of one received message still to hand to the inbox. */
+interface Received {
+  readonly frames: ReadonlyArray<Uint8Array>
+  next: number
+  readonly arrivedMs: number
+}
+
 interface LinkState {
+  readonly peer: Transport.Peer
   readonly port: Port
   outbox: Array<Uint8Array>
   outboxBytes: number
   scheduled: boolean
   closing: boolean
   ended: boolean
+  /** Received messages waiting for their turn, oldest first, and their frame count. */
+  readonly received: Array<Received>
+  waitingFrames: number
+  /** In the ready ring. */
+  ready: boolean
+  /** The link's end, held until its waiting frames are delivered. */
+  endCause: DeathReport.DeathCause | undefined
+  lastArrivalMs: number | undefined
 }
+
+/** Frames of one link handed to the inbox per turn. */
+const turnFrames = 64
+/** The pump hands frames over while the inbox holds fewer than this. */
+const inboxLowFrames = 1024
+/** A run of turns lasts about this long before the event loop gets to run. */
+const runBudgetMs = 4
+/** How long the pump waits for the consumer when the inbox is full. */
+const fullRetryMs = 1
 
 /** Makes a hub for endpoint `self`. @since 0.1.0 @category internal */
 export const make = (self: Transport.Peer, options: Transport.Options = {}): Effect.Effect<Hub> =>
@@ -87,8 +117,13 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
     const inbox = yield* Queue.unbounded<Transport.Event, Cause.Done>()
     const links = new Map<Transport.Peer, LinkState>()
     const handles = new Map<Transport.Peer, Link>()
-    const stats = { framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0 }
+    const stats = { framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }
     let open = true
+    /** Links with frames waiting, in turn order. */
+    const ring: Array<LinkState> = []
+    let waitingTotal = 0
+    let pumping = false
+    let pumpScheduled = false
 
     const flush = (state: LinkState): void => {
       state.scheduled = false
@@ -101,6 +136,13 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       state.port.post(message)
     }
 
+    /** Drops what a link still has waiting (it broke a rule, or it was closed). */
+    const discardWaiting = (state: LinkState): void => {
+      waitingTotal -= state.waitingFrames
+      state.waitingFrames = 0
+      state.received.length = 0
+    }
+
     const closeLink = (state: LinkState, closeCode: number): void => {
       if (state.closing || state.ended) return
       flush(state)
@@ -108,42 +150,148 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       state.port.close(closeCode)
     }
 
+    const deliverEnd = (state: LinkState): void => {
+      const cause = state.endCause
+      if (cause === undefined || state.waitingFrames > 0) return
+      state.endCause = undefined
+      if (open) Queue.offerUnsafe(inbox, { _tag: "Ended", peer: state.peer, cause })
+    }
+
+    /** Hands up to `turnFrames` of one link's waiting frames to the inbox, through the inspector. */
+    const turn = (state: LinkState): void => {
+      let budget = turnFrames
+      while (budget > 0 && state.received.length > 0) {
+        const message = state.received[0]!
+        while (budget > 0 && message.next < message.frames.length) {
+          const bytes = message.frames[message.next]!
+          message.next += 1
+          state.waitingFrames -= 1
+          waitingTotal -= 1
+          budget -= 1
+          const verdict = resolved.inspect?.(state.peer, bytes)
+          if (verdict === undefined) {
+            stats.framesReceived += 1
+            Queue.offerUnsafe(inbox, { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs })
+          } else if (verdict._tag === "Decoded") {
+            stats.framesReceived += 1
+            Queue.offerUnsafe(inbox, { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs, decoded: verdict.value })
+          } else if (verdict._tag === "Impersonation") {
+            discardWaiting(state)
+            closeLink(state, Transport.CloseCode.RankMismatch)
+            return
+          } else {
+            stats.badFrames += 1
+            Queue.offerUnsafe(inbox, { _tag: "BadFrame", peer: state.peer, error: verdict.error, arrivedMs: message.arrivedMs })
+            if (resolved.badFramePolicy === "close") {
+              discardWaiting(state)
+              closeLink(state, verdict.closeCode)
+              return
+            }
+          }
+        }
+        if (message.next >= message.frames.length) state.received.shift()
+      }
+    }
+
+    /**
+     * Hands waiting frames to the inbox, one turn per ready link in ring order, while the inbox has
+     * room and the run's time budget lasts; then yields to the event loop and goes on later.
+     */
+    const pump = (): void => {
+      pumpScheduled = false
+      if (pumping || !open) return
+      pumping = true
+      const startedMs = clock.currentTimeMillisUnsafe()
+      try {
+        while (ring.length > 0) {
+          if (Queue.sizeUnsafe(inbox) >= inboxLowFrames) {
+            schedulePump(fullRetryMs)
+            return
+          }
+          const state = ring.shift()!
+          turn(state)
+          if (state.waitingFrames > 0) ring.push(state)
+          else {
+            state.ready = false
+            deliverEnd(state)
+          }
+          if (ring.length > 0 && clock.currentTimeMillisUnsafe() - startedMs >= runBudgetMs) {
+            schedulePump(0)
+            return
+          }
+        }
+      } finally {
+        pumping = false
+      }
+    }
+
+    const schedulePump = (delayMs: number): void => {
+      if (pumpScheduled) return
+      pumpScheduled = true
+      if (delayMs === 0) Schedule.afterIo(pump)
+      else Schedule.after(delayMs, pump)
+    }
+
     const attach = (peer: Transport.Peer, port: Port): Link => {
-      const state: LinkState = { port, outbox: [], outboxBytes: 0, scheduled: false, closing: false, ended: false }
+      const state: LinkState = {
+        peer,
+        port,
+        outbox: [],
+        outboxBytes: 0,
+        scheduled: false,
+        closing: false,
+        ended: false,
+        received: [],
+        waitingFrames: 0,
+        ready: false,
+        endCause: undefined,
+        lastArrivalMs: undefined
+      }
       links.set(peer, state)
+      const refuse = (closeCode: number): void => {
+        stats.refusedMessages += 1
+        closeLink(state, closeCode)
+      }
       const link: Link = {
         flush: () => flush(state),
         close: (closeCode) => closeLink(state, closeCode),
         receive: (message) => {
           if (state.closing || state.ended || !open) return
           const arrivedMs = clock.currentTimeMillisUnsafe()
-          if (message.byteLength > resolved.messageBytesMax) return closeLink(state, Transport.CloseCode.MessageTooBig)
+          state.lastArrivalMs = arrivedMs
+          if (message.byteLength > resolved.messageBytesMax) return refuse(Transport.CloseCode.MessageTooBig)
+          // The header is checked before any frame view is built (a 16 MiB message can declare
+          // four million empty frames).
+          const declared = Batch.count(message)
+          if (declared === undefined) return refuse(Transport.CloseCode.BadBatch)
+          if (declared > resolved.messageFramesMax) return refuse(Transport.CloseCode.TooManyFrames)
           const frames = Batch.decode(message)
-          if (frames === undefined) return closeLink(state, Transport.CloseCode.BadBatch)
+          if (frames === undefined) return refuse(Transport.CloseCode.BadBatch)
           stats.messagesReceived += 1
-          if (Queue.sizeUnsafe(inbox) + frames.length > resolved.inboxFramesMax) {
+          if (frames.length === 0) return
+          if (
+            Queue.sizeUnsafe(inbox) + waitingTotal + frames.length > resolved.inboxFramesMax ||
+            state.waitingFrames + frames.length > resolved.linkFramesMax
+          ) {
             stats.overflows += 1
             return closeLink(state, Transport.CloseCode.InboxOverflow)
           }
-          for (const bytes of frames) {
-            const verdict = resolved.inspect?.(peer, bytes)
-            if (verdict === undefined) {
-              stats.framesReceived += 1
-              Queue.offerUnsafe(inbox, { _tag: "Frame", peer, bytes, arrivedMs })
-            } else if (verdict._tag === "Impersonation") {
-              return closeLink(state, Transport.CloseCode.RankMismatch)
-            } else {
-              stats.badFrames += 1
-              Queue.offerUnsafe(inbox, { _tag: "BadFrame", peer, error: verdict.error, arrivedMs })
-              if (resolved.badFramePolicy === "close") return closeLink(state, verdict.closeCode)
-            }
+          state.received.push({ frames, next: 0, arrivedMs })
+          state.waitingFrames += frames.length
+          waitingTotal += frames.length
+          if (!state.ready) {
+            state.ready = true
+            ring.push(state)
           }
+          // With no backlog this delivers at once, as a message arrives; a backlog waits its turn.
+          if (!pumpScheduled) pump()
         },
         end: (cause) => {
           if (state.ended) return
           state.ended = true
           state.outbox = []
-          if (open) Queue.offerUnsafe(inbox, { _tag: "Ended", peer, cause })
+          state.endCause = cause
+          deliverEnd(state)
         }
       }
       handles.set(peer, link)
@@ -189,7 +337,12 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       flush: Effect.sync(flushAll),
       inbox,
       events: Stream.fromQueue(inbox),
-      stats: Effect.sync(() => ({ ...stats }))
+      stats: Effect.sync(() => ({ ...stats })),
+      lastArrivalMs: (peer) => links.get(peer)?.lastArrivalMs,
+      disconnect: (peer, closeCode) => {
+        const state = links.get(peer)
+        if (state !== undefined) closeLink(state, closeCode)
+      }
     }
 
     return {
