@@ -1,0 +1,99 @@
+import { assert, describe, it } from "@effect/vitest"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as DeathReport from "../../src/actor/death-report.ts"
+import * as Batch from "../../src/transport/internal/batch.ts"
+import * as Hub from "../../src/transport/internal/hub.ts"
+import * as Transport from "../../src/transport/transport.ts"
+
+/** A frame that names its link and its index: `[link, index >> 8, index & 0xff]`. */
+const frame = (link: number, index: number) => Uint8Array.of(link, index >> 8, index & 0xff)
+const message = (link: number, from: number, count: number) =>
+  Batch.encode(Array.from({ length: count }, (_, i) => frame(link, from + i)), 3 * count)
+
+/** A port that records the close codes asked of it (unit test: the hub is the unit). */
+const port = (closes: Array<number>): Hub.Port => ({ post: () => {}, close: (code) => void closes.push(code) })
+
+const takeAll = (hub: Hub.Hub, n: number) =>
+  Effect.gen(function*() {
+    const out: Array<Transport.Event> = []
+    for (let i = 0; i < n; i++) out.push(yield* Effect.orDie(Queue.take(hub.transport.inbox)))
+    return out
+  })
+
+describe("hub: per-link fairness and frame bounds (DESIGN.md §3.10, issue: one rank never takes down the run)", () => {
+  it.live("one link's 60,000-frame backlog delays another link's frame by at most one turn, not the backlog", () =>
+    Effect.gen(function*() {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      const closes: Array<number> = []
+      const flood = hub.attach(0, port(closes))
+      const honest = hub.attach(1, port(closes))
+      for (let m = 0; m < 60; m++) flood.receive(message(0, m * 1000, 1000))
+      honest.receive(message(1, 0, 1))
+      flood.end(DeathReport.killed("SIGKILL"))
+      const events = yield* takeAll(hub, 60_002)
+      const honestAt = events.findIndex((e) => e._tag === "Frame" && e.bytes[0] === 1)
+      // The pump stops once the inbox holds 1024 frames (it gets there within one 64-frame turn),
+      // or earlier when its 4 ms run ends; the honest frame then waits for at most one flood turn.
+      assert.isAtMost(honestAt, 1024 + 64 + 64)
+      // Each link's frames stay in order, and the flood's end comes after its last frame.
+      const floodIndices = events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
+        .map((e) => (e as Transport.Frame).bytes[1]! * 256 + (e as Transport.Frame).bytes[2]!)
+      assert.strictEqual(floodIndices.length, 60_000)
+      assert.isTrue(floodIndices.every((v, i) => v === (i & 0xffff)))
+      assert.deepStrictEqual(events[60_001], { _tag: "Ended", peer: 0, cause: DeathReport.killed("SIGKILL") })
+      assert.deepStrictEqual(closes, [])
+    }))
+
+  it.live("frames keep their arrival stamp while they wait, and lastArrivalMs is the latest message's", () =>
+    Effect.gen(function*() {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      const link = hub.attach(3, port([]))
+      assert.strictEqual(hub.transport.lastArrivalMs(3), undefined)
+      const before = Date.now()
+      link.receive(message(3, 0, 2))
+      const [first] = yield* takeAll(hub, 1)
+      assert.strictEqual(first!._tag, "Frame")
+      const arrivedMs = (first as Transport.Frame).arrivedMs
+      assert.isAtLeast(arrivedMs, before)
+      assert.strictEqual(hub.transport.lastArrivalMs(3), arrivedMs)
+      assert.strictEqual(hub.transport.lastArrivalMs(4), undefined)
+    }))
+
+  it.live("a header declaring more than messageFramesMax frames closes the link with 4007 before any frame is built", () =>
+    Effect.gen(function*() {
+      const hub = yield* Hub.make(Transport.coordinatorPeer, { messageFramesMax: 4096 })
+      const closes: Array<number> = []
+      const link = hub.attach(0, port(closes))
+      // 4,194,303 empty frames: a 16 MiB message that would otherwise build four million views.
+      const huge = new Uint8Array(4 + 4 * 4_194_303)
+      new DataView(huge.buffer).setUint32(0, 4_194_303, true)
+      link.receive(huge)
+      assert.deepStrictEqual(closes, [Transport.CloseCode.TooManyFrames])
+      const stats = yield* hub.transport.stats
+      assert.deepStrictEqual([stats.messagesReceived, stats.refusedMessages, stats.framesReceived], [0, 1, 0])
+      // Exactly messageFramesMax is accepted on another link.
+      const other = hub.attach(1, port(closes))
+      other.receive(message(1, 0, 4096))
+      assert.deepStrictEqual(closes, [Transport.CloseCode.TooManyFrames])
+      assert.strictEqual((yield* takeAll(hub, 4096)).length, 4096)
+    }))
+
+  it.live("a link whose waiting frames would pass linkFramesMax is closed with 4005; the others are untouched", () =>
+    Effect.gen(function*() {
+      const hub = yield* Hub.make(Transport.coordinatorPeer, { linkFramesMax: 2500 })
+      const closes: Array<number> = []
+      const flood = hub.attach(0, port(closes))
+      const honest = hub.attach(1, port([]))
+      // 1024 go straight to the inbox and 976 wait; then 1976 wait; 1000 more would make 2976.
+      flood.receive(message(0, 0, 2000))
+      flood.receive(message(0, 2000, 1000))
+      assert.deepStrictEqual(closes, [])
+      flood.receive(message(0, 3000, 1000))
+      assert.deepStrictEqual(closes, [Transport.CloseCode.InboxOverflow])
+      honest.receive(message(1, 0, 1))
+      const events = yield* takeAll(hub, 3001)
+      assert.strictEqual(events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0).length, 3000)
+      assert.strictEqual((yield* hub.transport.stats).overflows, 1)
+    }))
+})
