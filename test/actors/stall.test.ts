@@ -1,0 +1,95 @@
+// The coordinator's own stall is never read as the ranks' silence (DESIGN.md §3.10): a blocked
+// coordinator thread, a stopped coordinator process. Real workers and real processes.
+import { spawn, spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Launcher from "../../actors/launcher.ts"
+import type { RunOptions, RunResult } from "../../actors/run-types.ts"
+import * as Runtime from "../../src/platform/detect.ts"
+
+const runtime = Runtime.detect()
+const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
+const outDir = mkdtempSync(join(tmpdir(), "cohort-stall-"))
+afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+
+const busyFor = (ms: number): void => {
+  const until = Date.now() + ms
+  while (Date.now() < until) {
+    // the coordinator's thread does nothing else
+  }
+}
+
+const audits = (result: RunResult) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+const stalls = (result: RunResult) => result.alerts.filter((a) => a.class === "CoordinatorStall")
+const stallMs = (detail: string): number => Number(/did not run for (\d+(?:\.\d+)?) ms/.exec(detail)?.[1])
+
+describe(`a stalled coordinator declares nobody (${runtime})`, () => {
+  const blockedOnce = async (blockMs: number, options: Partial<RunOptions>): Promise<RunResult> => {
+    let blocked = false
+    return Launcher.run({
+      trainer: steady,
+      worldSize: 3,
+      epochs: 3,
+      batchSize: 8,
+      averageEverySteps: 4,
+      outDir,
+      ...options,
+      onEvent: (event) => {
+        if (!blocked && event.type === "progress") {
+          blocked = true
+          busyFor(blockMs)
+        }
+      }
+    })
+  }
+
+  it("an observer that blocks the coordinator's thread for 3 s with a 1 s heartbeat timeout: no death, a CoordinatorStall alert", async () => {
+    const result = await blockedOnce(3000, { heartbeatTimeoutMs: 1000 })
+    expect(result.deaths).toEqual([])
+    expect(result.exitCode).toBe(0)
+    expect(audits(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
+    const longest = Math.max(...stalls(result).map((a) => stallMs(a.detail)))
+    expect(longest).toBeGreaterThanOrEqual(3000)
+    expect(stalls(result).every((a) => a.severity === "warn" && a.path === "root")).toBe(true)
+  }, 60_000)
+
+  it("an 11 s block with the default 10 s heartbeat timeout: no death", async () => {
+    const result = await blockedOnce(11_000, {})
+    expect(result.deaths).toEqual([])
+    expect(result.exitCode).toBe(0)
+    expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(11_000)
+  }, 90_000)
+
+  it("the coordinator's process stopped with SIGSTOP for 3 s while its rank processes heartbeat: exit 0, no death", async () => {
+    const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
+    const child = spawn(process.execPath, [
+      ...args, "run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "25",
+      "--heartbeat-timeout-ms", "1000", "--no-kill", "--json", "--out", outDir
+    ], { stdio: ["ignore", "pipe", "pipe"] })
+    let stdout = ""
+    let stderr = ""
+    let stopped = false
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
+    child.stderr.on("data", (chunk: Buffer) => {
+      stderr += chunk.toString()
+      // Stop it once training is under way: the first progress line.
+      if (!stopped && / progress| rank \d+ .*samples/.test(stderr)) {
+        stopped = true
+        // kill(1): Deno's ChildProcess.kill cannot send SIGCONT.
+        spawnSync("kill", ["-STOP", String(child.pid)])
+        setTimeout(() => spawnSync("kill", ["-CONT", String(child.pid)]), 3000)
+      }
+    })
+    const code = await exit
+    expect(stopped).toBe(true)
+    const result = JSON.parse(stdout) as RunResult
+    expect(result.deaths).toEqual([])
+    expect(code).toBe(0)
+    expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(2900)
+  }, 120_000)
+})
