@@ -370,9 +370,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     const error = Cause.squash(exit.cause)
     throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
   }
-  // The outcome is the core's snapshot at the end of the run; the clean exits that followed it
-  // (survivors leaving after their save) belong in the result too.
-  const outcome: Core.Outcome = { ...exit.value, exits: [...state.exits] }
+  // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
+  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.
+  const outcome: Core.Outcome = { ...exit.value, exits: [...state.exits], deaths: [...state.deaths] }
   // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
   const evals = state.evals
   const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))

@@ -57,7 +57,8 @@ const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({
   reportedAtMs: 0,
   declaredAtMs: 0,
   remainderSamples: 1200,
-  extensions: 3
+  extensions: 3,
+  afterEnd: false
 })
 
 const summary = (epoch: number, deaths: ReadonlyArray<Coordinator.Death> = [], lost = 0, duplicated = 0): Coordinator.EpochSummary => ({
@@ -108,6 +109,7 @@ const completed: RunTypes.RunResult = {
     epochsCompleted: 3,
     failures: [2],
     exits: [0, 1, 3],
+    deaths: [coreDeath(2, 1)],
     epochs: completedEpochs,
     evals: [],
     uncommitted: undefined,
@@ -151,6 +153,7 @@ const unrecoverable: RunTypes.RunResult = {
     epochsCompleted: 0,
     failures: [1],
     exits: [0, 2, 3],
+    deaths: [coreDeath(1, 0)],
     epochs: [],
     evals: [],
     uncommitted: { epoch: 0, ranges: [[600, 1400], [2600, 1400], [4600, 1400], [6600, 1400]] },
