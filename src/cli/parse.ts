@@ -49,6 +49,16 @@ export const defaults = {
 } as const
 
 /**
+ * Defaults of the `report` flags: `fileBytesMax` (`--file-bytes-max`, 256 MiB), the largest
+ * `summary.json` or `events.ndjson` read; a larger file is refused, not read in part (the demo
+ * writes about 100 kB).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const reportDefaults = { fileBytesMax: 268_435_456 } as const
+
+/**
  * The demo's default kill: rank 2's worker, 40% into epoch 1 (epochs count from 0). With fewer
  * ranks or epochs it moves to the last rank and the last epoch; with one rank there is none,
  * since nobody would survive it.
@@ -82,7 +92,9 @@ Usage:
   cohort demo [options]                train the bundled workload (handwritten digits, 8000
                                        training samples) and kill a rank mid-run
   cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
-  cohort report [--json] RUN_DIR       print a finished run's summary again from RUN_DIR
+  cohort report [--json] [--file-bytes-max N] RUN_DIR
+                                       print a finished run's summary again from RUN_DIR;
+                                       files above N bytes are not read (default 268435456)
   cohort help                          print this help (also -h, --help)
 
 Options of demo and run:
@@ -149,7 +161,7 @@ export interface RunCommandOptions {
 }
 
 /**
- * The options of `report`: the run directory as given, and `--json`.
+ * The options of `report`: the run directory as given, `--json` and `--file-bytes-max`.
  *
  * @since 0.1.0
  * @category parsing
@@ -157,6 +169,8 @@ export interface RunCommandOptions {
 export interface ReportCommandOptions {
   readonly runDir: string
   readonly json: boolean
+  /** `--file-bytes-max`: the largest file read, in bytes (default 268435456, 256 MiB). */
+  readonly fileBytesMax: number
 }
 
 /**
@@ -361,8 +375,10 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .command("report")
     .argument("<RUN_DIR>")
     .option("--json")
-    .action((runDir: string, raw: { readonly json?: boolean }) => {
-      parsed = { command: "report", options: { runDir, json: raw.json === true } }
+    .option("--file-bytes-max <n>")
+    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
+      const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
+      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
     })
   try {
     program.parse([...argv], { from: "user" })

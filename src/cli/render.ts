@@ -7,6 +7,7 @@ import * as CliProgress from "cli-progress"
 import type * as RunTypes from "../../actors/run-types.ts"
 import type * as Alerts from "../core/alerts.ts"
 import { saveFolder } from "./parse.ts"
+import type { PartialRun } from "./read-run.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -225,20 +226,21 @@ const epochHeaders = [
   "test accuracy"
 ]
 
-const failedAudits = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
+const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
 /**
  * What a finished run prints: `out` (the table per epoch, deaths, alerts, the outcome line and
  * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
  * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
- * (`report` shows the folder it read).
+ * (`report` shows the folder it read). A `PartialRun` (a journal cut before the run ended) shows
+ * what was read, an unknown outcome, and a warning line saying where the journal stops.
  *
  * @since 0.1.0
  * @category rendering
  */
 export const renderResult = (
-  result: RunTypes.RunResult,
+  result: RunTypes.RunResult | PartialRun,
   runDir: string = result.runDir
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
@@ -274,13 +276,13 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  const stoppedEpoch = outcome.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  const stoppedEpoch = outcome?.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
     rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
   }
-  const stopped = outcome.status === "unrecoverable" ? outcome.uncommitted : undefined
+  const stopped = outcome?.status === "unrecoverable" ? outcome.uncommitted : undefined
   const lines: Array<string> = []
   if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
   else lines.push("no epoch finished")
@@ -309,18 +311,29 @@ export const renderResult = (
   const audits = failed.length === 0
     ? "every audit clean"
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
-  const head = outcome.status === "completed"
-    ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
-    : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
-  lines.push(
-    `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
-      `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
-  )
+  if (outcome === undefined) {
+    const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)
+    lines.push(
+      `outcome: unknown: the journal ${result.cut} (${(result.durationMs / 1000).toFixed(1)} s into the run), before the run ended; ` +
+        `${plural(result.epochs.length, "epoch")} finished; deaths so far: ${ranksText(deadRanks)}; ` +
+        `last test accuracy ${accuracyText(result.finalAccuracy)}; ${audits === "every audit clean" ? "every audit read clean" : audits}`
+    )
+  } else {
+    const head = outcome.status === "completed"
+      ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
+      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
+    lines.push(
+      `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
+        `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
+    )
+  }
   lines.push(`run directory: ${runDir}`)
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
-  const stoppedLine = outcome.status === "unrecoverable"
+  const stoppedLine = outcome === undefined
+    ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
+    : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}` +
       (outcome.exits.length > 0 ? `; survivors saved under ${runDir}/${saveFolder}` : "; no survivor was left to save")
     : failed.length > 0
