@@ -164,6 +164,7 @@ const unrecoverable: RunTypes.RunResult = {
   alerts: [],
   epochs: [],
   finalAccuracy: undefined,
+  saves: { saved: [0, 2, 3], notSaved: [] },
   durationMs: 3_500,
   exitCode: 1,
   skippedFaults: []
@@ -199,7 +200,7 @@ const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> 
     summary: { ...e, accuracy: undefined } as Coordinator.EpochSummary,
     accuracy: e.accuracy
   })),
-  { type: "ended", ms: result.durationMs, outcome: result.outcome }
+  { type: "ended", ms: result.durationMs, outcome: result.outcome, saves: result.saves }
 ]
 
 let scratch = ""
@@ -585,8 +586,17 @@ describe("renderResult", () => {
         "run directory: runs/zz9",
         ""
       ].join("\n"),
-      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; survivors saved under runs/zz9/save"
+      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under runs/zz9/save"
     })
+  })
+
+  it("says which survivors saved and which did not finish their save", () => {
+    const stopped = "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; "
+    const errOf = (saves: RunTypes.RunResult["saves"]) => Cli.renderResult({ ...unrecoverable, saves }).err
+    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save`)
+    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save`)
+    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save`)
+    expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save`)
   })
 
   it("names the failed audits", () => {
@@ -657,6 +667,7 @@ describe("lineView", () => {
         { type: "death", ms: 12_346, death: killTiming },
         { type: "decision", ms: 12_346, detail: "rank 2's 1200 samples go to ranks 0, 1, 3" },
         { type: "epoch", ms: 20_000, summary: completedEpochs[1]!, accuracy: undefined },
+        { type: "eval", ms: 20_400, epoch: 1, rank: 3, accuracy: 0.93504, loss: 0.21 },
         { type: "ended", ms: 3_002, outcome: unrecoverable.outcome }
       ] satisfies ReadonlyArray<RunTypes.RunEvent>
     ) {
@@ -673,7 +684,8 @@ describe("lineView", () => {
         "[  12.3s] alert critical RankLost root/rank2: rank 2 lost: killed by terminate (3 times)",
         "[  12.3s] rank 2 lost (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
         "[  12.3s] decision: rank 2's 1200 samples go to ranks 0, 1, 3",
-        "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy -",
+        "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy pending",
+        "[  20.4s] epoch 1 test accuracy 0.9350 (eval on rank 3, loss 0.2100)",
         "[   3.0s] run ended: unrecoverable (FailureLimitReached): 1 failure reached the failure limit of 1",
         ""
       ].join("\n")

@@ -176,7 +176,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   if (ended === undefined) {
     return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
   }
-  return { ...read, outcome: ended.outcome, durationMs: ended.ms, exitCode: exitCodeOf(ended.outcome, epochs) }
+  return { ...read, outcome: ended.outcome, saves: ended.saves, durationMs: ended.ms, exitCode: exitCodeOf(ended.outcome, epochs) }
 }
 
 /**

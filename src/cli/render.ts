@@ -69,10 +69,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
       const s = event.summary
+      // The eval runs after the epoch ends: live, its accuracy follows on its own line.
       return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${
         plural(s.deaths.length, "death")
-      }, test accuracy ${accuracyText(event.accuracy)}`
+      }, test accuracy ${event.accuracy === undefined ? "pending" : accuracyText(event.accuracy)}`
     }
+    case "eval":
+      return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
     case "ended":
@@ -226,6 +229,18 @@ const epochHeaders = [
   "test accuracy"
 ]
 
+/** Which survivors saved after a save-and-shutdown, and which did not. */
+const savesText = (saves: RunTypes.RunResult["saves"], folder: string): string => {
+  // A summary written before `saves` existed: only the request is known.
+  if (saves === undefined) return `survivors were asked to save under ${folder}`
+  const { saved, notSaved } = saves
+  if (saved.length === 0 && notSaved.length === 0) return "no survivor was left to save"
+  const parts: Array<string> = []
+  if (saved.length > 0) parts.push(`${ranksText(saved)} saved under ${folder}`)
+  if (notSaved.length > 0) parts.push(`${ranksText(notSaved)} did not finish ${notSaved.length === 1 ? "its" : "their"} save`)
+  return parts.join("; ")
+}
+
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
@@ -334,8 +349,7 @@ export const renderResult = (
   const stoppedLine = outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
     : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}` +
-      (outcome.exits.length > 0 ? `; survivors saved under ${runDir}/${saveFolder}` : "; no survivor was left to save")
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined

@@ -5,7 +5,7 @@
  *
  * The schemas follow `actors/run-types.ts` and `src/core/coordinator.ts`. Fields that are
  * `undefined` in memory are absent in JSON, so they are optional keys here; fields added after
- * the first release (`skippedFaults`, `Outcome.deaths`, `Death.afterEnd`) are optional too, so
+ * the first release (`skippedFaults`, `saves`, `Outcome.deaths`, `Death.afterEnd`) are optional too, so
  * older runs still read. Strings that are only printed (alert classes, detectors, causes) are any
  * string; values the report branches on (`outcome.status`, `exitCode`, event `type`) are literals.
  *
@@ -91,6 +91,8 @@ const SkippedFault = Schema.Struct({
   reason: Schema.String
 })
 
+const Saves = Schema.Struct({ saved: Schema.Array(Count), notSaved: Schema.Array(Count) })
+
 const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite) })
 
 /**
@@ -108,6 +110,7 @@ export const RunResult = Schema.Struct({
   alerts: Schema.Array(Alert),
   epochs: Schema.Array(EpochRow),
   finalAccuracy: optional(Schema.Finite),
+  saves: optional(Saves),
   durationMs: Ms,
   exitCode: Schema.Literals([0, 1, 4])
 })
@@ -137,8 +140,9 @@ export const RunEvent = Schema.Union([
   event("fault-skipped", { skipped: SkippedFault }),
   event("death", { death: DeathTiming }),
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
+  event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
-  event("ended", { outcome: Outcome })
+  event("ended", { outcome: Outcome, saves: optional(Saves) })
 ])
 
 /** The event types `RunEvent` knows; a line of another type is skipped (a newer writer). @since 0.1.0 @category schemas */
