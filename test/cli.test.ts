@@ -419,6 +419,7 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a flag without its value", ["demo", "--world-size"], "cohort: option '--world-size <n>' argument missing"],
     ["--world-size 0", ["demo", "--world-size", "0"], "cohort: --world-size must be an integer >= 1, got '0'"],
     ["--world-size 2.5", ["demo", "--world-size", "2.5"], "cohort: --world-size must be an integer >= 1, got '2.5'"],
+    ["--world-size 1025", ["demo", "--world-size", "1025"], "cohort: --world-size must be at most 1024 (the ranks one machine starts), got '1025'"],
     ["--epochs 0", ["demo", "--epochs", "0"], "cohort: --epochs must be an integer >= 1, got '0'"],
     [
       "--kill 9@1 with 4 ranks",

@@ -100,7 +100,7 @@ Usage:
 Options of demo and run:
   --trainer FILE              run only: the trainer module, a path from the current folder; it
                               must export trainSamples and createTrainer
-  --world-size N              ranks, N >= 1 (default 4)
+  --world-size N              ranks, 1 to 1024 on one machine (default 4)
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
   --transport worker|process  ranks as worker threads or child processes (default worker)
@@ -278,6 +278,8 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
+  // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
+  if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
   const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
