@@ -176,15 +176,37 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
-  const emit = (event: RunEvent, log = true): void => {
-    if (log) events.push(event)
+  // Events go out in the order they happened, with times that never run back. A step that declares
+  // deaths has its commands (alerts, decisions, the run's end) carried out before the deaths are
+  // reported (`onDeclared` needs the time the remainders went out), so its events are held until
+  // the deaths are emitted: a death reads before what it caused. A frame that waited in the mailbox
+  // carries its arrival time, which may be earlier than an event already emitted; it takes that
+  // event's time instead.
+  let lastEventMs = 0
+  let deathsEmitted = 0
+  const held: Array<readonly [RunEvent, boolean]> = []
+  const emitNow = (event: RunEvent, log: boolean): void => {
+    const ordered = event.ms < lastEventMs ? { ...event, ms: lastEventMs } : event
+    lastEventMs = ordered.ms
+    if (log) events.push(ordered)
     try {
-      options.onEvent?.(event)
+      options.onEvent?.(ordered)
     } catch {
       // An observer that throws must not stop the coordinator; the event is still logged.
     }
   }
+  const emit = (event: RunEvent, log = true): void => {
+    if (event.type !== "death" && state.deaths.length > deathsEmitted) held.push([event, log])
+    else emitNow(event, log)
+  }
+  const releaseHeld = (): void => {
+    deathsEmitted = state.deaths.length
+    for (const [event, log] of held.splice(0)) emitNow(event, log)
+  }
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
+
+  /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
+  let askedToSave: ReadonlyArray<Rank> = []
 
   const rankState = (rank: Rank): RankState => {
     if (Core.isDead(state, rank)) return "dead"
@@ -222,6 +244,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
+      } else if (message._tag === "EvalResult" && Core.isLive(state, rank)) {
+        // The epoch's line went out with its accuracy pending; this is the accuracy.
+        emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
       }
     },
     onCommand: (command) => {
@@ -237,6 +262,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           return
         }
         case "RunEnded":
+          if (command.outcome.status === "unrecoverable") askedToSave = Core.survivors(state)
           emit({ type: "ended", ms, outcome: command.outcome })
           return
         case "Send":
@@ -282,6 +308,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         deaths.push(timing)
         emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
       }
+      releaseHeld()
     }
   }
 
@@ -370,13 +397,14 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   })
 
   const exit = await Effect.runPromiseExit(Effect.scoped(program))
+  releaseHeld()
   if (exit._tag === "Failure") {
     const error = Cause.squash(exit.cause)
     throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
   }
-  // The outcome is the core's snapshot at the end of the run; the clean exits that followed it
-  // (survivors leaving after their save) belong in the result too.
-  const outcome: Core.Outcome = { ...exit.value, exits: [...state.exits] }
+  // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
+  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.
+  const outcome: Core.Outcome = { ...exit.value, exits: [...state.exits], deaths: [...state.deaths] }
   // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
   const evals = state.evals
   const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
@@ -384,6 +412,16 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   for (const event of events) {
     if (event.type === "epoch") (event as { accuracy: number | undefined }).accuracy = accuracyOf.get(event.summary.epoch)
   }
+  // A survivor finished its save when it announced its exit (ranks save first) and its save is on
+  // disk; one that died, hung past the grace period, or wrote nothing did not.
+  const saved: Array<Rank> = []
+  const notSaved: Array<Rank> = []
+  for (const rank of askedToSave) {
+    const done = state.exits.includes(rank) && (await Files.exists(`${runDirAbsolute}/save/rank${rank}`))
+    ;(done ? saved : notSaved).push(rank)
+  }
+  const saves = outcome.status === "unrecoverable" ? { saved, notSaved } : undefined
+  for (const event of events) if (event.type === "ended") (event as { saves: RunResult["saves"] }).saves = saves
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
   const result: RunResult = {
     runId,
@@ -394,6 +432,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     alerts,
     epochs: epochsWithAccuracy,
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
+    saves,
     durationMs: Date.now() - startedMs,
     exitCode: !auditClean ? 4 : outcome.status === "completed" ? 0 : 1
   }

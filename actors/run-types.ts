@@ -102,7 +102,11 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
 
 /**
  * Events emitted while a run goes on, and written to `events.ndjson` (one JSON object per line,
- * `ms` = milliseconds since the run started).
+ * `ms` = milliseconds since the run started). Events come in the order they happened and `ms`
+ * never decreases; a death comes before the decisions and alerts it caused. An `epoch` event is
+ * emitted when the epoch ends, before its eval (live, its `accuracy` is `undefined`; the log gets
+ * it filled in at the end of the run); `eval` follows when the eval result arrives. Likewise the
+ * log's `ended` event gets `saves` (see `RunResult`) once the survivors have saved.
  *
  * @since 0.1.0
  * @category events
@@ -115,8 +119,9 @@ export type RunEvent =
   | { readonly type: "fault-skipped"; readonly ms: number; readonly skipped: SkippedFault }
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
+  | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
-  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome }
+  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"] }
 
 /**
  * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
@@ -175,6 +180,13 @@ export interface RunResult {
   readonly alerts: ReadonlyArray<Alerts.Alert>
   readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined }>
   readonly finalAccuracy: number | undefined
+  /**
+   * For an unrecoverable run: the survivors asked to save (`ShutdownWithSave`) that finished
+   * (announced their exit with the save on disk under `<runDir>/save/rank<r>`), and those that did
+   * not (died, were still running when the launcher stopped them, or wrote nothing). `undefined`
+   * when no save was asked (a completed run), or in a summary written before this field existed.
+   */
+  readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4
 }

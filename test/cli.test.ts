@@ -1,4 +1,5 @@
-import { rmSync } from "node:fs"
+import { execFileSync } from "node:child_process"
+import { rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
@@ -57,7 +58,8 @@ const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({
   reportedAtMs: 0,
   declaredAtMs: 0,
   remainderSamples: 1200,
-  extensions: 3
+  extensions: 3,
+  afterEnd: false
 })
 
 const summary = (epoch: number, deaths: ReadonlyArray<Coordinator.Death> = [], lost = 0, duplicated = 0): Coordinator.EpochSummary => ({
@@ -108,6 +110,7 @@ const completed: RunTypes.RunResult = {
     epochsCompleted: 3,
     failures: [2],
     exits: [0, 1, 3],
+    deaths: [coreDeath(2, 1)],
     epochs: completedEpochs,
     evals: [],
     uncommitted: undefined,
@@ -151,6 +154,7 @@ const unrecoverable: RunTypes.RunResult = {
     epochsCompleted: 0,
     failures: [1],
     exits: [0, 2, 3],
+    deaths: [coreDeath(1, 0)],
     epochs: [],
     evals: [],
     uncommitted: { epoch: 0, ranges: [[600, 1400], [2600, 1400], [4600, 1400], [6600, 1400]] },
@@ -160,6 +164,7 @@ const unrecoverable: RunTypes.RunResult = {
   alerts: [],
   epochs: [],
   finalAccuracy: undefined,
+  saves: { saved: [0, 2, 3], notSaved: [] },
   durationMs: 3_500,
   exitCode: 1,
   skippedFaults: []
@@ -195,7 +200,7 @@ const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> 
     summary: { ...e, accuracy: undefined } as Coordinator.EpochSummary,
     accuracy: e.accuracy
   })),
-  { type: "ended", ms: result.durationMs, outcome: result.outcome }
+  { type: "ended", ms: result.durationMs, outcome: result.outcome, saves: result.saves }
 ]
 
 let scratch = ""
@@ -377,10 +382,14 @@ describe("parse", () => {
   })
 
   it("reads report with its run directory and --json", () => {
-    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false } })
+    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456 } })
     expect(Cli.parse(["report", "--json", "runs/abc"])).toEqual({
       command: "report",
-      options: { runDir: "runs/abc", json: true }
+      options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456 }
+    })
+    expect(Cli.parse(["report", "--file-bytes-max", "1000", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 1000 }
     })
   })
 
@@ -410,6 +419,7 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a flag without its value", ["demo", "--world-size"], "cohort: option '--world-size <n>' argument missing"],
     ["--world-size 0", ["demo", "--world-size", "0"], "cohort: --world-size must be an integer >= 1, got '0'"],
     ["--world-size 2.5", ["demo", "--world-size", "2.5"], "cohort: --world-size must be an integer >= 1, got '2.5'"],
+    ["--world-size 1025", ["demo", "--world-size", "1025"], "cohort: --world-size must be at most 1024 (the ranks one machine starts), got '1025'"],
     ["--epochs 0", ["demo", "--epochs", "0"], "cohort: --epochs must be an integer >= 1, got '0'"],
     [
       "--kill 9@1 with 4 ranks",
@@ -445,7 +455,8 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["an empty --out", ["demo", "--out", ""], "cohort: --out needs a folder path"],
     ["run without --trainer", ["run"], "cohort: run needs --trainer FILE"],
     ["--trainer on demo", ["demo", "--trainer", "x.ts"], "cohort: unknown option '--trainer'"],
-    ["report without RUN_DIR", ["report"], "cohort: missing required argument 'RUN_DIR'"]
+    ["report without RUN_DIR", ["report"], "cohort: missing required argument 'RUN_DIR'"],
+    ["report --file-bytes-max 0", ["report", "--file-bytes-max", "0", "runs/x"], "cohort: --file-bytes-max must be an integer >= 1, got '0'"]
   ]
 
   for (const [name, argv, message] of cases) {
@@ -576,8 +587,17 @@ describe("renderResult", () => {
         "run directory: runs/zz9",
         ""
       ].join("\n"),
-      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; survivors saved under runs/zz9/save"
+      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under runs/zz9/save"
     })
+  })
+
+  it("says which survivors saved and which did not finish their save", () => {
+    const stopped = "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; "
+    const errOf = (saves: RunTypes.RunResult["saves"]) => Cli.renderResult({ ...unrecoverable, saves }).err
+    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save`)
+    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save`)
+    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save`)
+    expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save`)
   })
 
   it("names the failed audits", () => {
@@ -648,6 +668,7 @@ describe("lineView", () => {
         { type: "death", ms: 12_346, death: killTiming },
         { type: "decision", ms: 12_346, detail: "rank 2's 1200 samples go to ranks 0, 1, 3" },
         { type: "epoch", ms: 20_000, summary: completedEpochs[1]!, accuracy: undefined },
+        { type: "eval", ms: 20_400, epoch: 1, rank: 3, accuracy: 0.93504, loss: 0.21 },
         { type: "ended", ms: 3_002, outcome: unrecoverable.outcome }
       ] satisfies ReadonlyArray<RunTypes.RunEvent>
     ) {
@@ -664,7 +685,8 @@ describe("lineView", () => {
         "[  12.3s] alert critical RankLost root/rank2: rank 2 lost: killed by terminate (3 times)",
         "[  12.3s] rank 2 lost (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
         "[  12.3s] decision: rank 2's 1200 samples go to ranks 0, 1, 3",
-        "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy -",
+        "[  20.0s] epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy pending",
+        "[  20.4s] epoch 1 test accuracy 0.9350 (eval on rank 3, loss 0.2100)",
         "[   3.0s] run ended: unrecoverable (FailureLimitReached): 1 failure reached the failure limit of 1",
         ""
       ].join("\n")
@@ -836,8 +858,13 @@ describe("report", () => {
     await Files.writeFile(`${unfinished}/events.ndjson`, `${JSON.stringify(eventsOf(completed)[0])}\n`)
     expect(await runMain(["report", unfinished])).toEqual({
       code: 2,
-      out: "",
-      err: `cohort: ${unfinished}/events.ndjson has no ended event: the run did not finish\n`
+      out: [
+        "no epoch finished",
+        "outcome: unknown: the journal ends after line 1 (0.0 s into the run), before the run ended; 0 epochs finished; deaths so far: none; last test accuracy -; every audit read clean",
+        `run directory: ${unfinished}`,
+        ""
+      ].join("\n"),
+      err: `cohort: warning: ${unfinished}/events.ndjson ends after line 1: the report shows the run as far as it was read; its outcome is unknown\n`
     })
   })
 
@@ -848,8 +875,135 @@ describe("report", () => {
     expect(await runMain(["report", dir])).toEqual({
       code: 2,
       out: "",
-      err: `cohort: ${dir}/summary.json is not a Cohort run summary\n`
+      err: `cohort: ${dir}/summary.json is not a Cohort run summary: runId: Expected string\n`
     })
+  })
+
+  const writeSummary = async (name: string, value: unknown): Promise<string> => {
+    const dir = `${scratch}/${name}`
+    await Files.mkdir(dir)
+    await Files.writeFile(`${dir}/summary.json`, JSON.stringify(value))
+    return dir
+  }
+
+  const badSummaries: ReadonlyArray<readonly [string, unknown, string]> = [
+    ["an epoch without fields", { ...completed, epochs: [{}] }, "epochs[0].epoch: Missing key"],
+    ["finalAccuracy null", { ...completed, finalAccuracy: null }, "finalAccuracy: Expected number | undefined"],
+    ["an alert that is null", { ...completed, alerts: [null] }, "alerts[0]: Expected object"],
+    ["a death with a negative rank", { ...completed, deaths: [{ ...killTiming, rank: -1 }] }, "deaths[0].rank: Expected a value greater than or equal to 0"],
+    ["an unknown outcome status", { ...completed, outcome: { ...completed.outcome, status: "fine" } }, `outcome.status: Expected "completed" | "unrecoverable"`]
+  ]
+  for (const [name, value, field] of badSummaries) {
+    it(`names the first bad field of a summary.json with ${name}, exit 2`, async () => {
+      const dir = await writeSummary(`bad-${name.replaceAll(" ", "-")}`, value)
+      expect(await runMain(["report", dir])).toEqual({
+        code: 2,
+        out: "",
+        err: `cohort: ${dir}/summary.json is not a Cohort run summary: ${field}\n`
+      })
+    })
+  }
+
+  it("names the line and field of an ended event without outcome in events.ndjson, exit 2", async () => {
+    const dir = `${scratch}/ended-without-outcome`
+    await Files.mkdir(dir)
+    const lines = eventsOf(completed).map((e) => JSON.stringify(e.type === "ended" ? { type: "ended", ms: e.ms } : e))
+    await Files.writeFile(`${dir}/events.ndjson`, lines.join("\n") + "\n")
+    expect(await runMain(["report", dir])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${dir}/events.ndjson line 7 is not a valid ended event: outcome: Missing key\n`
+    })
+  })
+
+  it("reads only regular files: a summary.json linked to /dev/zero or a named pipe is refused at once, exit 2", async () => {
+    const zero = `${scratch}/summary-dev-zero`
+    await Files.mkdir(zero)
+    symlinkSync("/dev/zero", `${zero}/summary.json`)
+    expect(await runMain(["report", zero])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${zero}/summary.json is not a regular file (it is a device); report reads only regular files\n`
+    })
+    const pipe = `${scratch}/summary-fifo`
+    await Files.mkdir(pipe)
+    execFileSync("mkfifo", [`${pipe}/summary.json`])
+    expect(await runMain(["report", pipe])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${pipe}/summary.json is not a regular file (it is a fifo); report reads only regular files\n`
+    })
+    const events = `${scratch}/events-fifo`
+    await Files.mkdir(events)
+    execFileSync("mkfifo", [`${events}/events.ndjson`])
+    expect(await runMain(["report", events])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${events}/events.ndjson is not a regular file (it is a fifo); report reads only regular files\n`
+    })
+  })
+
+  it("refuses a file above --file-bytes-max without reading it, exit 2", async () => {
+    const dir = await writeSummary("summary-too-large", completed)
+    const bytes = JSON.stringify(completed).length
+    expect(await runMain(["report", "--file-bytes-max", String(bytes - 1), dir])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: ${dir}/summary.json is larger than ${bytes - 1} bytes (--file-bytes-max); it was not read\n`
+    })
+    const exact = await runMain(["report", "--file-bytes-max", String(bytes), dir])
+    expect(exact.code).toBe(0)
+  })
+
+  it("strips control characters from every string it prints from a file", async () => {
+    const hostile: RunTypes.RunResult = {
+      ...completed,
+      runDir: "runs/\x1b]0;owned\x07abc",
+      alerts: [{ ...rankLost, detail: "rank 2 lost\x1b[2J\x1b[H\noutcome: every audit clean\u202e", path: "root/\x9brank2" }],
+      deaths: [{ ...killTiming, cause: "killed\r\x1b[1A\x1b[2Kby terminate\x00" }]
+    }
+    const dir = await writeSummary("hostile", hostile)
+    const { code, out, err } = await runMain(["report", dir])
+    expect({ code, err }).toEqual({ code: 0, err: "" })
+    expect(out).toContain("  critical RankLost root/rank2: rank 2 lost[2J[H outcome: every audit clean\n")
+    expect(out).toContain("  rank 2 in epoch 1 (supervisor): killed [1A[2Kby terminate; detected 1.3 ms after the fault;")
+    expect(out.replaceAll("\n", "")).not.toMatch(/[\p{Cc}\u202e]/u)
+    const json = await runMain(["report", "--json", dir])
+    expect(JSON.parse(json.out).runDir).toBe("runs/]0;ownedabc")
+    const events = `${scratch}/hostile-events`
+    await Files.mkdir(events)
+    await Files.writeFile(`${events}/events.ndjson`, eventsOf(hostile).map((e) => JSON.stringify(e)).join("\n") + "\n")
+    const fromEvents = await runMain(["report", events])
+    expect(fromEvents.out).toContain("  critical RankLost root/rank2: rank 2 lost[2J[H outcome: every audit clean\n")
+    expect(fromEvents.out.replaceAll("\n", "")).not.toMatch(/[\p{Cc}\u202e]/u)
+  })
+
+  it("reads every whole line of a journal cut mid-line, warns where it was cut, and reports what was read, exit 2", async () => {
+    const dir = `${scratch}/cut-journal`
+    await Files.mkdir(dir)
+    const text = eventsOf(completed).map((e) => JSON.stringify(e)).join("\n") + "\n"
+    await Files.writeFile(`${dir}/events.ndjson`, text.slice(0, text.length - 40))
+    const { code, out, err } = await runMain(["report", dir])
+    expect(code).toBe(2)
+    expect(err).toBe(`cohort: warning: ${dir}/events.ndjson was cut in line 7: the report shows the run as far as it was read; its outcome is unknown\n`)
+    expect(out).toBe(
+      [
+        "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
+        "    0               8000     0           0       0             -            -         0.9105",
+        "    1               8000     0           0       1           1.3          3.5         0.9350",
+        "    2               8000     0           0       0             -            -         0.9420",
+        "deaths:",
+        "  rank 2 in epoch 1 (supervisor): killed by terminate; detected 1.3 ms after the fault; 1200 samples moved to the survivors 3.5 ms after the fault",
+        "alerts:",
+        "  critical RankLost root/rank2: rank 2 lost: killed by terminate",
+        "outcome: unknown: the journal was cut in line 7 (29.0 s into the run), before the run ended; 3 epochs finished; deaths so far: rank 2; last test accuracy 0.9420; every audit read clean",
+        `run directory: ${dir}`,
+        ""
+      ].join("\n")
+    )
+    const json = await runMain(["report", "--json", dir])
+    expect(json.code).toBe(2)
+    expect(JSON.parse(json.out)).toMatchObject({ runId: "abc123", journal: `${dir}/events.ndjson`, cut: "was cut in line 7", durationMs: 29_000 })
   })
 
   it("warns about requested faults that never happened", () => {

@@ -8,7 +8,7 @@ import * as Trainer from "../train/trainer.ts"
 import * as Files from "../platform/files.ts"
 import * as Terminal from "../platform/terminal.ts"
 import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
-import { readRun } from "./read-run.ts"
+import { type PartialRun, readRun } from "./read-run.ts"
 import { barsView, lineView, renderResult } from "./render.ts"
 
 // ---------------------------------------------------------------------------------------------
@@ -93,11 +93,12 @@ const toRunOptions = (options: RunCommandOptions, trainer: string, onEvent: (eve
   onEvent
 })
 
-const finish = (io: Io, result: RunTypes.RunResult, json: boolean, runDir?: string): number => {
+const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: boolean, runDir?: string): number => {
   const rendered = renderResult(result, runDir)
   io.out(json ? `${JSON.stringify(result, null, 2)}\n` : rendered.out)
   if (rendered.err !== undefined) io.err(`${rendered.err}\n`)
-  return result.exitCode
+  // A journal cut before the run ended is a bad file, even though part of it was shown.
+  return result.outcome === undefined ? ExitCode.usage : result.exitCode
 }
 
 const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions, launch: Launch | undefined): Promise<number> => {
@@ -133,7 +134,7 @@ const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions
 }
 
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
-  const result = await readRun(options.runDir)
+  const result = await readRun(options.runDir, { fileBytesMax: options.fileBytesMax })
   if (typeof result === "string") return usage(io, result)
   return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))
 }

@@ -49,6 +49,16 @@ export const defaults = {
 } as const
 
 /**
+ * Defaults of the `report` flags: `fileBytesMax` (`--file-bytes-max`, 256 MiB), the largest
+ * `summary.json` or `events.ndjson` read; a larger file is refused, not read in part (the demo
+ * writes about 100 kB).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const reportDefaults = { fileBytesMax: 268_435_456 } as const
+
+/**
  * The demo's default kill: rank 2's worker, 40% into epoch 1 (epochs count from 0). With fewer
  * ranks or epochs it moves to the last rank and the last epoch; with one rank there is none,
  * since nobody would survive it.
@@ -82,13 +92,15 @@ Usage:
   cohort demo [options]                train the bundled workload (handwritten digits, 8000
                                        training samples) and kill a rank mid-run
   cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
-  cohort report [--json] RUN_DIR       print a finished run's summary again from RUN_DIR
+  cohort report [--json] [--file-bytes-max N] RUN_DIR
+                                       print a finished run's summary again from RUN_DIR;
+                                       files above N bytes are not read (default 268435456)
   cohort help                          print this help (also -h, --help)
 
 Options of demo and run:
   --trainer FILE              run only: the trainer module, a path from the current folder; it
                               must export trainSamples and createTrainer
-  --world-size N              ranks, N >= 1 (default 4)
+  --world-size N              ranks, 1 to 1024 on one machine (default 4)
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
   --transport worker|process  ranks as worker threads or child processes (default worker)
@@ -149,7 +161,7 @@ export interface RunCommandOptions {
 }
 
 /**
- * The options of `report`: the run directory as given, and `--json`.
+ * The options of `report`: the run directory as given, `--json` and `--file-bytes-max`.
  *
  * @since 0.1.0
  * @category parsing
@@ -157,6 +169,8 @@ export interface RunCommandOptions {
 export interface ReportCommandOptions {
   readonly runDir: string
   readonly json: boolean
+  /** `--file-bytes-max`: the largest file read, in bytes (default 268435456, 256 MiB). */
+  readonly fileBytesMax: number
 }
 
 /**
@@ -264,6 +278,8 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
+  // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
+  if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
   const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
@@ -361,8 +377,10 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .command("report")
     .argument("<RUN_DIR>")
     .option("--json")
-    .action((runDir: string, raw: { readonly json?: boolean }) => {
-      parsed = { command: "report", options: { runDir, json: raw.json === true } }
+    .option("--file-bytes-max <n>")
+    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
+      const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
+      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
     })
   try {
     program.parse([...argv], { from: "user" })

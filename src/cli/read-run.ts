@@ -1,64 +1,153 @@
 /**
  * Reading a finished run back from its folder (`summary.json`, else `events.ndjson`) for `cohort report`.
  *
+ * A run folder may hold anything: every file is opened only if it is a regular file of at most
+ * `fileBytesMax` bytes (`reportDefaults`), checked against `run-schema.ts`, and every string in it is made printable
+ * (`printable`) before the report shows it.
+ *
  * @since 0.1.0
  */
 import type * as RunTypes from "../../actors/run-types.ts"
 import type * as Alerts from "../core/alerts.ts"
-import type * as Coordinator from "../core/coordinator.ts"
 import * as Files from "../platform/files.ts"
-import { firstLine } from "./parse.ts"
+import { firstLine, reportDefaults } from "./parse.ts"
+import * as RunSchema from "./run-schema.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Reading a finished run (report)
 // ---------------------------------------------------------------------------------------------
 
-const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
+/**
+ * Options of `readRun`.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export interface ReadRunOptions {
+  /** Largest file read, in bytes. Default `reportDefaults.fileBytesMax`. */
+  readonly fileBytesMax?: number
+}
 
-const looksLikeResult = (value: unknown): value is RunTypes.RunResult =>
-  isRecord(value) && typeof value.runId === "string" && typeof value.runDir === "string" && isRecord(value.outcome) &&
-  (value.outcome.status === "completed" || value.outcome.status === "unrecoverable") &&
-  Array.isArray(value.outcome.failures) && typeof value.outcome.epochsCompleted === "number" &&
-  Array.isArray(value.epochs) && Array.isArray(value.deaths) && Array.isArray(value.alerts) &&
-  typeof value.durationMs === "number" && (value.exitCode === 0 || value.exitCode === 1 || value.exitCode === 4)
+/**
+ * What a journal (`events.ndjson`) cut before its `ended` event still tells: the run as far as it
+ * was read, without an outcome. `durationMs` is the last event's `ms`; `journal` is the file read;
+ * `cut` says where it stops (`was cut in line 22`, or `ends after line 21`).
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export interface PartialRun extends Omit<RunTypes.RunResult, "outcome" | "exitCode"> {
+  readonly outcome: undefined
+  readonly journal: string
+  readonly cut: string
+}
+
+// C0 and C1 control characters (ESC starts terminal sequences; a newline fakes a line) and the
+// Unicode direction overrides (they reorder what a terminal shows).
+const controlCharacters = /[\p{Cc}\u200E\u200F\u202A-\u202E\u2066-\u2069]/gu
+const whitespaceControls = /[\t\n\v\f\r]/g
+
+/**
+ * `text` without control characters, safe to print: tabs and line ends become a space, every other
+ * C0/C1 control character (ESC, BEL, ...) and Unicode direction override is removed.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const printable = (text: string): string => text.replace(whitespaceControls, " ").replace(controlCharacters, "")
+
+/** A copy of a parsed JSON value with every string (keys too) made printable. */
+const printableDeep = (value: unknown): unknown => {
+  if (typeof value === "string") return printable(value)
+  if (Array.isArray(value)) return value.map(printableDeep)
+  if (typeof value === "object" && value !== null) {
+    return Object.fromEntries(Object.entries(value).map(([key, entry]) => [printable(key), printableDeep(entry)]))
+  }
+  return value
+}
+
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === "object" && value !== null
 
 const decoder = new TextDecoder()
 
-const readText = async (path: string): Promise<string> => decoder.decode(await Files.readFile(path))
+/** The text of a regular file of at most `bytesMax` bytes, or an error line. */
+const readText = async (path: string, bytesMax: number): Promise<{ readonly text: string } | string> => {
+  let read: Files.RegularFileRead
+  try {
+    read = await Files.readRegularFile(path, bytesMax)
+  } catch (error) {
+    return `cannot read ${path}: ${firstLine(error)}`
+  }
+  switch (read._tag) {
+    case "NotRegular":
+      return `${path} is not a regular file (it is a ${read.kind}); report reads only regular files`
+    case "TooLarge":
+      return `${path} is larger than ${bytesMax} bytes (--file-bytes-max); it was not read`
+    case "Read":
+      return { text: decoder.decode(read.bytes) }
+  }
+}
 
-const exitCodeOf = (outcome: Coordinator.Outcome, epochs: RunTypes.RunResult["epochs"]): 0 | 1 | 4 =>
+const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.RunResult["epochs"]): 0 | 1 | 4 =>
   epochs.some((e) => e.lost !== 0 || e.duplicated !== 0) ? 4 : outcome.status === "unrecoverable" ? 1 : 0
 
 /**
  * Rebuilds a run's result from the lines of its `events.ndjson`: the run from `started`, deaths,
  * alerts and epochs (with accuracy) in order, the outcome and duration from `ended`. The final
- * accuracy is the last finished epoch's. Returns an error line when a line is not a JSON event
- * or the log has no `started` or no `ended` event (the run did not finish).
+ * accuracy is the last finished epoch's. Lines of unknown event types are skipped.
+ *
+ * A journal without its `ended` event gives a `PartialRun` of every whole line before that: the
+ * last line may be cut short (it has no line end and is not a whole event). Returns an error line
+ * when a whole line is not JSON or not a valid run event (naming the line and its first bad
+ * field), or there is no `started` event. Strings are returned as they are (see `readRun`).
  *
  * @since 0.1.0
  * @category report
  */
-export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | string => {
+export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | PartialRun | string => {
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
+  let lastMs = 0
+  let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
   const lines = text.split("\n")
+  let lastLine = 0
   for (let index = 0; index < lines.length; index++) {
     const line = (lines[index] ?? "").trim()
     if (line === "") continue
+    // Only the last piece can lack its line end: a write cut short.
+    const whole = index < lines.length - 1
+    const bad = (why: string): string | undefined => {
+      if (whole || ended !== undefined) return `${source} line ${index + 1} ${why}`
+      cut = `was cut in line ${index + 1}`
+      return undefined
+    }
     let event: unknown
     try {
       event = JSON.parse(line)
     } catch {
-      return `${source} line ${index + 1} is not JSON`
+      const error = bad("is not JSON")
+      if (error !== undefined) return error
+      break
     }
-    if (!isRecord(event) || typeof event.type !== "string" || typeof event.ms !== "number") {
-      return `${source} line ${index + 1} is not a run event`
+    if (!isRecord(event) || typeof event.type !== "string") {
+      const error = bad("is not a run event")
+      if (error !== undefined) return error
+      break
     }
-    const e = event as RunTypes.RunEvent
+    if (!RunSchema.eventTypes.has(event.type)) continue
+    const checked = RunSchema.validateRunEvent(event)
+    if ("bad" in checked) {
+      const error = bad(`is not a valid ${event.type} event: ${checked.bad}`)
+      if (error !== undefined) return error
+      break
+    }
+    const e = checked.ok
+    lastLine = index + 1
+    lastMs = Math.max(lastMs, e.ms)
     switch (e.type) {
       case "started":
         started = e
@@ -83,52 +172,50 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     }
   }
   if (started === undefined) return `${source} has no started event`
-  if (ended === undefined) return `${source} has no ended event: the run did not finish`
-  return {
-    runId: started.runId,
-    runDir: started.runDir,
-    outcome: ended.outcome,
-    deaths,
-    skippedFaults,
-    alerts,
-    epochs,
-    finalAccuracy: epochs.at(-1)?.accuracy,
-    durationMs: ended.ms,
-    exitCode: exitCodeOf(ended.outcome, epochs)
+  const read = { runId: started.runId, runDir: started.runDir, deaths, skippedFaults, alerts, epochs, finalAccuracy: epochs.at(-1)?.accuracy }
+  if (ended === undefined) {
+    return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
   }
+  return { ...read, outcome: ended.outcome, saves: ended.saves, durationMs: ended.ms, exitCode: exitCodeOf(ended.outcome, epochs) }
 }
 
 /**
  * Reads a finished run from its folder: `summary.json` (the `RunResult`) when present, else
- * `events.ndjson` through `resultFromEvents`. Returns an error line when the folder or both files
- * are missing, or a file is not what a run writes.
+ * `events.ndjson` through `resultFromEvents` (possibly a `PartialRun`). Every string of the result
+ * is `printable`. Returns an error line (printable too) when the folder or both files are missing,
+ * a file is not a regular file (a named pipe, a link to a device) or is larger than
+ * `fileBytesMax`, is not JSON, or does not match `run-schema.ts` (the first bad field is named).
  *
  * @since 0.1.0
  * @category report
  */
-export const readRun = async (runDir: string): Promise<RunTypes.RunResult | string> => {
+export const readRun = async (runDir: string, options: ReadRunOptions = {}): Promise<RunTypes.RunResult | PartialRun | string> => {
+  const found = await readRunRaw(runDir, options.fileBytesMax ?? reportDefaults.fileBytesMax)
+  return typeof found === "string" ? printable(found) : (printableDeep(found) as RunTypes.RunResult | PartialRun)
+}
+
+const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.RunResult | PartialRun | string> => {
   const dir = runDir.replace(/(.)\/+$/, "$1")
-  if (!(await Files.exists(dir))) return `no run directory at ${runDir}${runDir.includes("/") ? "" : ` (runs are written to runs/<runId> unless --out says otherwise)`}`
+  const dirKind = await Files.kind(dir)
+  if (dirKind === "missing") return `no run directory at ${runDir}${runDir.includes("/") ? "" : ` (runs are written to runs/<runId> unless --out says otherwise)`}`
+  if (dirKind !== "directory") return `${runDir} is not a folder; report reads a run directory`
   const summaryPath = `${dir}/summary.json`
-  if (await Files.exists(summaryPath)) {
+  if ((await Files.kind(summaryPath)) !== "missing") {
+    const read = await readText(summaryPath, bytesMax)
+    if (typeof read === "string") return read
     let value: unknown
     try {
-      value = JSON.parse(await readText(summaryPath))
+      value = JSON.parse(read.text)
     } catch (error) {
       return `cannot read ${summaryPath}: ${firstLine(error)}`
     }
-    return looksLikeResult(value) ? value : `${summaryPath} is not a Cohort run summary`
+    const checked = RunSchema.validateRunResult(value)
+    return "ok" in checked ? checked.ok : `${summaryPath} is not a Cohort run summary: ${checked.bad}`
   }
   const eventsPath = `${dir}/events.ndjson`
-  if (await Files.exists(eventsPath)) {
-    let text: string
-    try {
-      text = await readText(eventsPath)
-    } catch (error) {
-      return `cannot read ${eventsPath}: ${firstLine(error)}`
-    }
-    return resultFromEvents(text, eventsPath)
+  if ((await Files.kind(eventsPath)) !== "missing") {
+    const read = await readText(eventsPath, bytesMax)
+    return typeof read === "string" ? read : resultFromEvents(read.text, eventsPath)
   }
   return `${runDir} has neither summary.json nor events.ndjson; is it a run directory?`
 }
-

@@ -7,6 +7,7 @@ import * as CliProgress from "cli-progress"
 import type * as RunTypes from "../../actors/run-types.ts"
 import type * as Alerts from "../core/alerts.ts"
 import { saveFolder } from "./parse.ts"
+import type { PartialRun } from "./read-run.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -68,10 +69,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
       const s = event.summary
+      // The eval runs after the epoch ends: live, its accuracy follows on its own line.
       return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${
         plural(s.deaths.length, "death")
-      }, test accuracy ${accuracyText(event.accuracy)}`
+      }, test accuracy ${event.accuracy === undefined ? "pending" : accuracyText(event.accuracy)}`
     }
+    case "eval":
+      return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
     case "ended":
@@ -225,20 +229,33 @@ const epochHeaders = [
   "test accuracy"
 ]
 
-const failedAudits = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
+/** Which survivors saved after a save-and-shutdown, and which did not. */
+const savesText = (saves: RunTypes.RunResult["saves"], folder: string): string => {
+  // A summary written before `saves` existed: only the request is known.
+  if (saves === undefined) return `survivors were asked to save under ${folder}`
+  const { saved, notSaved } = saves
+  if (saved.length === 0 && notSaved.length === 0) return "no survivor was left to save"
+  const parts: Array<string> = []
+  if (saved.length > 0) parts.push(`${ranksText(saved)} saved under ${folder}`)
+  if (notSaved.length > 0) parts.push(`${ranksText(notSaved)} did not finish ${notSaved.length === 1 ? "its" : "their"} save`)
+  return parts.join("; ")
+}
+
+const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
 /**
  * What a finished run prints: `out` (the table per epoch, deaths, alerts, the outcome line and
  * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
  * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
- * (`report` shows the folder it read).
+ * (`report` shows the folder it read). A `PartialRun` (a journal cut before the run ended) shows
+ * what was read, an unknown outcome, and a warning line saying where the journal stops.
  *
  * @since 0.1.0
  * @category rendering
  */
 export const renderResult = (
-  result: RunTypes.RunResult,
+  result: RunTypes.RunResult | PartialRun,
   runDir: string = result.runDir
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
@@ -274,13 +291,13 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  const stoppedEpoch = outcome.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  const stoppedEpoch = outcome?.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
     rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
   }
-  const stopped = outcome.status === "unrecoverable" ? outcome.uncommitted : undefined
+  const stopped = outcome?.status === "unrecoverable" ? outcome.uncommitted : undefined
   const lines: Array<string> = []
   if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
   else lines.push("no epoch finished")
@@ -309,20 +326,30 @@ export const renderResult = (
   const audits = failed.length === 0
     ? "every audit clean"
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
-  const head = outcome.status === "completed"
-    ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
-    : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
-  lines.push(
-    `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
-      `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
-  )
+  if (outcome === undefined) {
+    const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)
+    lines.push(
+      `outcome: unknown: the journal ${result.cut} (${(result.durationMs / 1000).toFixed(1)} s into the run), before the run ended; ` +
+        `${plural(result.epochs.length, "epoch")} finished; deaths so far: ${ranksText(deadRanks)}; ` +
+        `last test accuracy ${accuracyText(result.finalAccuracy)}; ${audits === "every audit clean" ? "every audit read clean" : audits}`
+    )
+  } else {
+    const head = outcome.status === "completed"
+      ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
+      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
+    lines.push(
+      `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
+        `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
+    )
+  }
   lines.push(`run directory: ${runDir}`)
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
-  const stoppedLine = outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}` +
-      (outcome.exits.length > 0 ? `; survivors saved under ${runDir}/${saveFolder}` : "; no survivor was left to save")
+  const stoppedLine = outcome === undefined
+    ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
+    : outcome.status === "unrecoverable"
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined

@@ -112,6 +112,8 @@ export type Command =
  * A declared death. `detector` is `supervisor` (a death report) or `heartbeat` (staleness);
  * `reportedAtMs` is the report's arrival (or the tick that found it stale), `declaredAtMs` the
  * tick that declared it; `remainderSamples` and `extensions` describe what moved to survivors.
+ * `afterEnd` is true for a death declared after the run ended: it is recorded (alert, ledger,
+ * `State.deaths`) but belongs to no epoch and decides nothing (DESIGN.md §3.6).
  *
  * @since 0.1.0
  * @category outcome
@@ -125,11 +127,13 @@ export interface Death {
   readonly declaredAtMs: number
   remainderSamples: number
   extensions: number
+  readonly afterEnd: boolean
 }
 
 /**
  * One finished epoch: the audit (`lost` and `duplicated` must be 0), its deaths and clean exits,
- * and its start and end times in core ms.
+ * and its start and end times in core ms. Once emitted (`EpochEnded`) a summary never changes: its
+ * lists are copies, not the live state's.
  *
  * @since 0.1.0
  * @category outcome
@@ -166,8 +170,10 @@ export interface Counters {
 
 /**
  * The run's outcome: `completed`, or `unrecoverable` with the save `reason`; the failures (ranks
- * in the ledger, ascending), clean exits, per-epoch summaries, eval results, and, when the run
- * ended mid-epoch, that epoch's uncommitted ranges so that a resumed run can train exactly those.
+ * in the ledger, ascending), clean exits, every death of the run in declaration order (as of the
+ * end; a shell that reports later deaths reads `State.deaths`, where they carry `afterEnd`),
+ * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
+ * ranges so that a resumed run can train exactly those.
  *
  * @since 0.1.0
  * @category outcome
@@ -180,6 +186,7 @@ export interface Outcome {
   readonly epochsCompleted: number
   readonly failures: ReadonlyArray<Rank>
   readonly exits: ReadonlyArray<Rank>
+  readonly deaths: ReadonlyArray<Death>
   readonly epochs: ReadonlyArray<EpochSummary>
   readonly evals: ReadonlyArray<EvalRecord>
   readonly uncommitted: { readonly epoch: number; readonly ranges: ReadonlyArray<readonly [offset: number, size: number]> } | undefined
@@ -567,6 +574,7 @@ const finish = (
     epochsCompleted: state.summaries.length,
     failures: Membership.deadRanks(state.membership),
     exits: [...state.exits],
+    deaths: [...state.deaths],
     epochs: [...state.summaries],
     evals: [...state.evals],
     uncommitted: midEpoch ? { epoch: state.epoch, ranges: Audit.uncommitted(state.log) } : undefined,
@@ -581,8 +589,8 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
   const result = Audit.audit(state.log)
   const summary: EpochSummary = {
     ...result,
-    deaths: state.epochDeaths,
-    exits: state.epochExits,
+    deaths: [...state.epochDeaths],
+    exits: [...state.epochExits],
     startedAtMs: state.epochStartedMs,
     endedAtMs: state.clockMs
   }
@@ -720,7 +728,8 @@ const maybeResolveFastest = (state: State): boolean => {
   state.roles.checkpoint = next
   state.roles.eval = next
   state.roles.epochFn = next
-  if (state.checkpoint !== undefined) state.roles.checkpoint = state.checkpoint.rank
+  // A pending checkpoint may finish where it is (its result is matched against `checkpoint.rank`),
+  // but the role moves with the resolution: the next checkpoint goes to the fastest (DESIGN.md §3.5).
   return Roles.differ(before, state.roles)
 }
 
@@ -810,14 +819,16 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
         reportedAtMs: d.reportedAtMs,
         declaredAtMs: state.clockMs,
         remainderSamples: 0,
-        extensions: 0
+        extensions: 0,
+        afterEnd: !running
       }
       state.deaths.push(death)
-      state.epochDeaths.push(death)
+      // After the end the epoch is closed (completed) or stopped (its deaths are in the outcome).
+      if (running) state.epochDeaths.push(death)
       alert(state, alerts, "RankLost", path(state, d.rank), `rank ${d.rank} lost (${d.detector}): ${d.cause}`)
     } else {
       state.exits.push(d.rank)
-      state.epochExits.push(d.rank)
+      if (running) state.epochExits.push(d.rank)
     }
     const ranges = running && state.assignments !== undefined ? Assignments.remainder(state.assignments, d.rank) : []
     if (death !== undefined) death.remainderSamples = ranges.reduce((sum, [, size]) => sum + size, 0)

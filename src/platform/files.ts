@@ -9,7 +9,8 @@
  *
  * @since 0.1.0
  */
-import { access, mkdir as mkdirFs, readFile as readFileFs, writeFile as writeFileFs } from "node:fs/promises"
+import { constants as fsConstants } from "node:fs"
+import { access, mkdir as mkdirFs, open, readFile as readFileFs, stat, writeFile as writeFileFs } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { resolve as resolvePath } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -23,6 +24,78 @@ import { fileURLToPath, pathToFileURL } from "node:url"
 export const readFile = async (path: string): Promise<Uint8Array> => {
   const buffer = await readFileFs(path)
   return new Uint8Array(buffer.buffer, buffer.byteOffset, buffer.byteLength)
+}
+
+/**
+ * What `readRegularFile` found: the bytes; or `NotRegular` (`kind`: `directory`, `fifo`, `device`,
+ * `socket` or `other`; symbolic links are followed, so a link to `/dev/zero` is a `device`); or
+ * `TooLarge` (`bytes`: the size seen, above `bytesMax`).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export type RegularFileRead =
+  | { readonly _tag: "Read"; readonly bytes: Uint8Array }
+  | { readonly _tag: "NotRegular"; readonly kind: "directory" | "fifo" | "device" | "socket" | "other" }
+  | { readonly _tag: "TooLarge"; readonly bytes: number; readonly bytesMax: number }
+
+const kindOf = (info: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }) =>
+  info.isDirectory() ? "directory" as const
+  : info.isFIFO() ? "fifo" as const
+  : info.isCharacterDevice() || info.isBlockDevice() ? "device" as const
+  : info.isSocket() ? "socket" as const
+  : "other" as const
+
+/**
+ * Reads a whole regular file of at most `bytesMax` bytes. The file is opened without blocking
+ * (`O_NONBLOCK`: a named pipe with no writer never hangs the caller) and checked on the open handle,
+ * so that it cannot be swapped between the check and the read; reading stops past `bytesMax`
+ * bytes, so a file that grows meanwhile is still bounded. Rejects with the runtime's `Error`
+ * (`ENOENT`, `EACCES`, ...) when the file cannot be opened or read.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readRegularFile = async (path: string, bytesMax: number): Promise<RegularFileRead> => {
+  const handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK)
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) return { _tag: "NotRegular", kind: kindOf(info) }
+    if (info.size > bytesMax) return { _tag: "TooLarge", bytes: info.size, bytesMax }
+    let buffer = new Uint8Array(info.size + 1)
+    let length = 0
+    for (;;) {
+      if (length === buffer.length) {
+        // The file grew since the check: keep reading, still bounded by bytesMax + 1.
+        const grown = new Uint8Array(Math.min(bytesMax + 1, buffer.length * 2))
+        grown.set(buffer)
+        buffer = grown
+      }
+      const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null)
+      if (bytesRead === 0) break
+      length += bytesRead
+      if (length > bytesMax) return { _tag: "TooLarge", bytes: length, bytesMax }
+    }
+    return { _tag: "Read", bytes: buffer.subarray(0, length) }
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
+ * What is at `path` (symbolic links followed): `file`, `directory`, `other` (a pipe, device or
+ * socket), or `missing` when nothing is there or it cannot be seen. Never rejects.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const kind = async (path: string): Promise<"file" | "directory" | "other" | "missing"> => {
+  try {
+    const info = await stat(path)
+    return info.isFile() ? "file" : info.isDirectory() ? "directory" : "other"
+  } catch {
+    return "missing"
+  }
 }
 
 /**

@@ -29,5 +29,19 @@ describe("cohort demo", () => {
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     // One epoch of the bundled MLP over 8,000 digits reaches about 0.89 test accuracy.
     expect(result.epochs[0]!.accuracy).toBeGreaterThan(0.85)
+    // The live lines (on stderr with --json) follow time, a death comes before what it caused, and
+    // the epoch's accuracy, pending when the epoch ends, follows on its own line.
+    const lines = err.join("").trimEnd().split("\n")
+    const seconds = lines.map((line) => Number(/^\[\s*([\d.]+)s\]/.exec(line)?.[1]))
+    expect(seconds.every((s, i) => Number.isFinite(s) && (i === 0 || s >= seconds[i - 1]!))).toBe(true)
+    const index = (pattern: RegExp): number => lines.findIndex((line) => pattern.test(line))
+    const death = index(/\] rank 2 lost \(supervisor\): killed by terminate;/)
+    expect(death).toBeGreaterThan(0)
+    expect(index(/\] alert critical RankLost root\/rank2: rank 2 lost/)).toBeGreaterThan(death)
+    expect(index(/\] decision: \d+ × ExtendPartition: remainder of rank 2 /)).toBeGreaterThan(death)
+    const epochLine = index(/\] epoch 0 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy pending$/)
+    expect(epochLine).toBeGreaterThan(death)
+    const evalLine = index(new RegExp(`\\] epoch 0 test accuracy ${result.epochs[0]!.accuracy.toFixed(4)} \\(eval on rank [013], loss \\d+\\.\\d{4}\\)$`))
+    expect(evalLine).toBeGreaterThan(epochLine)
   })
 })

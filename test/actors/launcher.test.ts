@@ -76,6 +76,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.exitCode).toBe(1)
     expect(result.outcome.reason).toBe("FailureLimitReached")
     expect([...result.outcome.exits].sort()).toEqual([0, 2])
+    expect(result.saves).toEqual({ saved: [0, 2], notSaved: [] })
     for (const rank of [0, 2]) expect(existsSync(join(result.runDir, "save", `rank${rank}`, "steady.json"))).toBe(true)
     expect(existsSync(join(result.runDir, "save", "rank1"))).toBe(false)
     const uncommitted = result.outcome.uncommitted!
@@ -84,6 +85,14 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const total = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
     expect(total).toBeGreaterThan(0)
     expect(total).toBeLessThan(4800)
+  })
+
+  it("says which survivor did not finish its save: rank 2's save fails", async () => {
+    const failing = fileURLToPath(new URL("../fixtures/trainers/save-fails-on-rank-2.ts", import.meta.url))
+    const result = await Launcher.run({ ...fast, trainer: failing, worldSize: 3, epochs: 1, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    expect(result.exitCode).toBe(1)
+    expect(result.saves).toEqual({ saved: [0], notSaved: [2] })
+    expect(result.skippedFaults).toEqual([])
   })
 
   it("runs ranks as child processes too", async () => {

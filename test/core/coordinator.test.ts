@@ -369,6 +369,74 @@ describe("callback roles", () => {
   })
 })
 
+describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
+  it("every role moves to the fastest rank; the pending checkpoint 0 finishes on rank 0 and checkpoint 1 goes to rank 1", () => {
+    const s = make({ worldSize: 2, epochSamples: 4, epochs: 2 })
+    Coordinator.start(s)
+    expect(params(s, 0, 100, 2)).toEqual([]) // the round waits for rank 1
+    const end0 = params(s, 1, 100, 2)
+    expect(tags(end0)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(deliveries(s, end0).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[0, { _tag: "Checkpoint", version: 0 }]])
+    expect(frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 50 })).toEqual([])
+    const resolved = frame(s, 1, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 10 })
+    expect(deliveries(s, resolved)).toEqual([0, 1].map((r) => [r, { _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }]))
+    expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
+    // Checkpoint 0 is still rank 0's to finish: its result is accepted, not counted as stale.
+    expect(frame(s, 0, 250, { _tag: "CheckpointResult", version: 0, ok: true, detail: "" })).toEqual([])
+    expect(s.counters.staleCallbackResults).toBe(0)
+    expect(s.checkpoint).toBeUndefined()
+    params(s, 0, 300, 2)
+    const end1 = params(s, 1, 300, 2)
+    expect(deliveries(s, end1).filter(([, m]) => m._tag === "Checkpoint" || m._tag === "Eval")).toEqual([
+      [1, { _tag: "Eval", epoch: 1 }],
+      [1, { _tag: "Checkpoint", version: 1 }]
+    ])
+  })
+})
+
+describe("deaths after the end (DESIGN.md §3.6, §3.8)", () => {
+  it("a death reported after the run completed changes no emitted summary and is recorded with afterEnd", () => {
+    const s = make({ worldSize: 2, epochSamples: 4, epochs: 1 })
+    Coordinator.start(s)
+    params(s, 0, 100, 2)
+    const end = params(s, 1, 100, 2)
+    const epochEnded = end.find((c) => c._tag === "EpochEnded")
+    const runEnded = end.find((c) => c._tag === "RunEnded")
+    if (epochEnded?._tag !== "EpochEnded" || runEnded?._tag !== "RunEnded") throw new Error("the run did not end")
+    expect(runEnded.outcome.status).toBe("completed")
+    report(s, 1, 200)
+    const late = tick(s, 200)
+    expect(tags(late)).toEqual(["Alert:RankLost"])
+    expect(epochEnded.summary.deaths).toEqual([])
+    expect(runEnded.outcome.epochs[0]!.deaths).toEqual([])
+    expect(runEnded.outcome.deaths).toEqual([])
+    expect(Coordinator.failures(s)).toEqual([1])
+    expect(s.deaths).toEqual([{
+      rank: 1,
+      epoch: 0,
+      detector: "supervisor",
+      cause: "killed by SIGKILL",
+      reportedAtMs: 200,
+      declaredAtMs: 200,
+      remainderSamples: 0,
+      extensions: 0,
+      afterEnd: true
+    }])
+  })
+
+  it("a death in a run keeps afterEnd false and is in its epoch's summary and the outcome", () => {
+    const s = make({ worldSize: 2, epochSamples: 4, epochs: 1 })
+    Coordinator.start(s)
+    report(s, 1, 50)
+    tick(s, 50)
+    const end = params(s, 0, 100, 4)
+    const runEnded = end.find((c) => c._tag === "RunEnded")
+    if (runEnded?._tag !== "RunEnded") throw new Error("the run did not end")
+    expect(runEnded.outcome.epochs[0]!.deaths.map((d) => [d.rank, d.afterEnd])).toEqual([[1, false]])
+    expect(runEnded.outcome.deaths.map((d) => [d.rank, d.afterEnd, d.remainderSamples])).toEqual([[1, false, 2]])
+  })
+})
+
 describe("progressive mode", () => {
   it("fills every survivor at the start, refills after ChunkDone, and reclaims a dead rank's chunks", () => {
     const s = make({ worldSize: 2, epochSamples: 40, epochs: 1, mode: "progressive", chunkSamples: 5, chunksInflightMax: 2 })

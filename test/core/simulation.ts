@@ -73,6 +73,8 @@ export const run = (scenario: Scenario): SimResult => {
   let shutdownWithSaveCount = 0
   let commandCount = 0
   const declaredDead = new Set<Rank>()
+  /** Every emitted epoch summary with its text when emitted: a summary never changes afterwards. */
+  const emitted: Array<readonly [Coordinator.EpochSummary, string]> = []
   const ranks: Array<SimRank> = Array.from({ length: worldSize }, (_, rank) => ({
     rank,
     state: "running",
@@ -155,6 +157,9 @@ export const run = (scenario: Scenario): SimResult => {
       } else if (cmd._tag === "AverageRound") {
         log.push(`  round ${cmd.round} closed by [${cmd.contributors.join(",")}]`)
         for (const to of Coordinator.survivors(state)) deliver(to, { _tag: "Update", round: cmd.round, params: new Float32Array(0) })
+      } else if (cmd._tag === "EpochEnded") {
+        emitted.push([cmd.summary, JSON.stringify(cmd.summary)])
+        log.push(`  EpochEnded`)
       } else if (cmd._tag === "Alert") {
         log.push(`  alert ${cmd.alert.class} ${cmd.alert.path} ${cmd.alert.detail}`)
       } else {
@@ -306,6 +311,25 @@ export const run = (scenario: Scenario): SimResult => {
     for (const r of ranks) work(r)
     flushAll()
     if (i % 4 === 0) tick()
+  }
+
+  // After the end: a rank still live dies; it is recorded with afterEnd and changes no summary.
+  const lateVictim = ranks.find((r) => Coordinator.isLive(state, r.rank))
+  if (lateVictim !== undefined && rand(0, 1) === 0) {
+    nowMs += 1
+    step({ _tag: "DeathReport", rank: lateVictim.rank, nowMs, cause: { _tag: "Killed", signal: "SIGKILL" } }, `death report for ${lateVictim.rank} after the end`)
+    step({ _tag: "Tick", nowMs }, "tick")
+    const recorded = state.deaths.at(-1)
+    if (recorded?.rank !== lateVictim.rank || !recorded.afterEnd) fail(`the death of rank ${lateVictim.rank} after the end is not recorded with afterEnd`)
+  }
+  for (const [summary, text] of emitted) {
+    if (JSON.stringify(summary) !== text) fail(`epoch ${summary.epoch}'s summary changed after it was emitted: ${text} -> ${JSON.stringify(summary)}`)
+  }
+  for (const death of state.deaths) {
+    const inEpochs = state.summaries.some((e) => e.deaths.includes(death))
+    // A death of the epoch an unrecoverable run stopped in belongs to no summary either.
+    const inStoppedEpoch = !death.afterEnd && state.phase === "unrecoverable" && death.epoch === state.epoch
+    if (death.afterEnd ? inEpochs : !inEpochs && !inStoppedEpoch) fail(`death of rank ${death.rank} (afterEnd ${death.afterEnd}) is ${inEpochs ? "" : "not "}in an epoch summary`)
   }
 
   // End-of-run checks.
