@@ -78,7 +78,8 @@ export class FormationError extends Error {
 }
 
 /**
- * A running coordinator: `outcome` completes when the run ends (completed or unrecoverable), or
+ * A running coordinator: `outcome` completes when the run ends (completed or unrecoverable), after
+ * the hooks saw every command and declared death of the step that ended it, or
  * fails with `FormationError` when the run never formed;
  * `state` is the live core state (read it, never write it).
  *
@@ -124,6 +125,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let formingSinceMs: number | undefined
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
+    let ended: Core.Outcome | undefined
 
     // Frames are handed to the transport synchronously (a death can send thousands of
     // extensions); each refusal is fed back to the core as `SendFailed` once its command is out.
@@ -172,7 +174,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           case "EpochEnded":
             break
           case "RunEnded":
-            return Deferred.succeed(outcome, command.outcome)
+            // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
+            // close this actor's scope at once, and must not cut the last step short.
+            ended = command.outcome
+            break
         }
         return Effect.void
       })
@@ -190,6 +195,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
       })
 
+    /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
+    const settle = Effect.suspend(() => (ended === undefined ? Effect.void : Deferred.succeed(outcome, ended)))
+
     // One step's commands go out without yielding to the event loop in between, so that a death's
     // extensions reach the transport together, before any further input is read.
     const stepAndExecute = (input: Core.Input): Effect.Effect<void> =>
@@ -201,6 +209,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           const nowMs = yield* Clock.currentTimeMillis
           observe(() => hooks.onDeclared?.(declared, nowMs))
         }
+        yield* settle
       }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
 
     /** Before the run starts: wait for every rank's Hello; any end of a rank fails the run. */
@@ -219,6 +228,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
         if (joined.size >= state.config.worldSize) {
           yield* execute(Core.start(state, nowMs))
+          yield* settle
         } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
           const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))

@@ -164,7 +164,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
 
   const events: Array<RunEvent> = []
   const alerts: Array<Alerts.Alert> = []
-  const deaths: Array<DeathTiming> = []
+  // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
+  // list: `state.deaths`, DESIGN.md §3.2, §3.6).
+  const timings = new Map<Core.Death, DeathTiming>()
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
@@ -233,7 +235,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           return
         }
         case "RunEnded":
-          emit({ type: "ended", ms, outcome: command.outcome })
+          // The `ended` event closes the journal once the run is over, survivors' exits included.
           return
         case "Send":
           // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
@@ -257,28 +259,32 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
-      for (const death of declared) {
-        // A hung rank's fault is best timed by its last frame: the moment it went silent.
-        const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
-          ? state.liveness.lastSeenMs[death.rank]
-          : faultAt.get(death.rank)
-        const timing: DeathTiming = {
-          rank: death.rank,
-          epoch: death.epoch,
-          detector: death.detector,
-          cause: death.cause,
-          faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
-          declaredMs: sinceStart(death.declaredAtMs),
-          recoveredMs: sinceStart(recoveredMs),
-          detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
-          recoveredAfterFaultMs: faultMs === undefined || !redistributed ? undefined : recoveredMs - faultMs,
-          remainderSamples: death.remainderSamples,
-          redistributed
-        }
-        deaths.push(timing)
-        emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
-      }
+      for (const death of declared) record(death, recoveredMs, redistributed)
     }
+  }
+
+  /** Times a declared death and logs it, once per death. */
+  const record = (death: Core.Death, recoveredMs: number, redistributed: boolean): void => {
+    if (timings.has(death)) return
+    // A hung rank's fault is best timed by its last frame: the moment it went silent.
+    const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
+      ? state.liveness.lastSeenMs[death.rank]
+      : faultAt.get(death.rank)
+    const timing: DeathTiming = {
+      rank: death.rank,
+      epoch: death.epoch,
+      detector: death.detector,
+      cause: death.cause,
+      faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
+      declaredMs: sinceStart(death.declaredAtMs),
+      recoveredMs: sinceStart(recoveredMs),
+      detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
+      recoveredAfterFaultMs: faultMs === undefined || !redistributed ? undefined : recoveredMs - faultMs,
+      remainderSamples: death.remainderSamples,
+      redistributed
+    }
+    timings.set(death, timing)
+    emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
   }
 
   const program = Effect.gen(function*() {
@@ -356,10 +362,14 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
-    // and exit, and whoever is still there after it is stopped with the scope.
+    // and exit, and whoever is still there after it is stopped with the scope. The wait also lets
+    // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
+    // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
     const deadline = (yield* Clock.currentTimeMillis) + defaults.exitGraceMs
-    while ((yield* host.transport.peers).length > 0 && (yield* Clock.currentTimeMillis) < deadline) {
+    while (
+      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) && (yield* Clock.currentTimeMillis) < deadline
+    ) {
       yield* Effect.sleep(20)
     }
     return outcome
@@ -380,6 +390,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   for (const event of events) {
     if (event.type === "epoch") (event as { accuracy: number | undefined }).accuracy = accuracyOf.get(event.summary.epoch)
   }
+  // Deaths the hook did not see (declared by a step the coordinator's stop cut short) came after
+  // the end: nothing moved for them.
+  for (const death of state.deaths) record(death, death.declaredAtMs, false)
+  const deaths = state.deaths.map((death) => timings.get(death)!)
+  emit({ type: "ended", ms: sinceStart(Date.now()), outcome })
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
   const result: RunResult = {
     runId,
