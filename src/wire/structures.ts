@@ -30,7 +30,7 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 1
+export const structuresVersion = 2
 
 /**
  * Who sends a message: a rank (`toCoordinator`) or the coordinator (`toRank`).
@@ -82,7 +82,9 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "FormRing", direction: "toRank", fields: ["generation", "ringRank", "ringSize", "peers"] },
   { tag: "ShutdownWithSave", direction: "toRank", fields: ["reason"] },
   { tag: "Shutdown", direction: "toRank", fields: [] },
-  { tag: "CoordHeartbeat", direction: "toRank", fields: [] }
+  { tag: "CoordHeartbeat", direction: "toRank", fields: [] },
+  // appended in structures version 2: ids 22..
+  { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] }
 ]
 
 const keysOf = (entry: MessageEntry): ReadonlyArray<string> => ["_tag", ...entry.fields]

@@ -108,12 +108,12 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57359 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57360 })
     })
 
     it("a message id beyond the message table", () => {
       const bytes = C.frame(C.uint(1), C.record(0, Structures.messages.length))
-      expect(reasonOf(bytes)).toEqual({ _tag: "UnknownTag", kind: "message", tag: 22 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "UnknownTag", kind: "message", tag: 23 })
     })
 
     it("a cbor-x record definition, so a peer can never redefine the shared structures", () => {
@@ -141,7 +141,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(0, id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 1 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 2 })
     })
 
     it("is found first, whatever a later version puts after the versions", () => {
@@ -239,7 +239,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(reasonOf(save)).toEqual({
         _tag: "SchemaMismatch",
         path: ["reason"],
-        message: 'Expected "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall"'
+        message: 'Expected "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall" | "TrainerFault"'
       })
     })
 
@@ -305,7 +305,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         path: [],
         message: "expected a frame: an array [protocolVersion, structuresVersion, from, message]"
       })
-      expect(reasonOf(new Uint8Array([...C.head(4, 3), ...C.uint(1), ...C.uint(1), ...C.uint(0)]))).toEqual({
+      expect(reasonOf(new Uint8Array([...C.head(4, 3), ...C.uint(1), ...C.uint(2), ...C.uint(0)]))).toEqual({
         _tag: "SchemaMismatch",
         path: [],
         message: "expected a frame of 4 items, got 3"
