@@ -289,7 +289,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     })
     self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
-    yield* Stream.runForEach(Supervisor.supervise(transport, { isExiting: WireFrames.isExiting }), (event) =>
+    yield* Stream.runForEach(Supervisor.supervise(transport, { isExiting: WireFrames.isExiting, crashOf: WireFrames.crashOf }), (event) =>
       actor.tell({ _tag: "Inbound", event }).pipe(Effect.ignore)).pipe(Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
     return { outcome, state, stats: actor.stats }

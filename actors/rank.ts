@@ -12,10 +12,13 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
+import * as DeathReport from "../src/actor/death-report.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as Trainer from "../src/train/trainer.ts"
@@ -293,6 +296,12 @@ export const run = (
  * module (bundled entries pass the module they contain). A failure to connect is a defect: the
  * rank ends and its supervisor reports it.
  *
+ * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
+ * `Crashing{error, stack}`, and exits with code 1: its supervisor then declares it
+ * `Crashed{error, stack}`. This is how a child process reports its error at all, and how a
+ * worker's stack reaches the coordinator under Deno, whose worker `error` event carries none
+ * (issue C1). Nothing is printed: the coordinator shows the error once.
+ *
  * @since 0.1.0
  * @category rank
  */
@@ -301,5 +310,18 @@ export const main = (
   loadTrainer?: (url: string) => Promise<unknown>
 ): Promise<void> =>
   Effect.runPromise(
-    Effect.orDie(Effect.flatMap(connect, (link) => run(link, (code) => process.exit(code), loadTrainer)))
+    Effect.gen(function*() {
+      const link = yield* Effect.orDie(connect)
+      const exit = yield* Effect.exit(run(link, (code) => process.exit(code), loadTrainer))
+      if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return
+      const error = Cause.squash(exit.cause)
+      const crashing: ToCoordinator = {
+        _tag: "Crashing",
+        error: DeathReport.errorMessage(error),
+        stack: DeathReport.errorStack(error) ?? ""
+      }
+      yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
+      yield* link.transport.flush
+      process.exit(1)
+    })
   )

@@ -32,14 +32,21 @@ export interface Left {
 export type Inbound = Transport.Frame | Transport.BadFrame | DeathReport.DeathReport | Left
 
 /**
- * Supervisor options. `isExiting(frame)`: whether a frame is the rank's `Exiting` announcement
- * (with `src/wire`, decode and compare the message tag); must not throw.
+ * Supervisor options; both must not throw.
+ *
+ * - `isExiting(frame)`: whether a frame is the rank's `Exiting` announcement (with `src/wire`,
+ *   decode and compare the message tag).
+ * - `crashOf(frame)`: the `{error, stack}` of a rank's `Crashing` frame, its last words before it
+ *   exits on an uncaught error, else `undefined` (default: never). The rank's end is then reported
+ *   as `Crashed{error, stack}` instead of the `Exited{code}` (or stackless `Crashed`) its host
+ *   saw; an end by the host or a signal (`Killed`, `Disconnected`) stays what it was (issue C1).
  *
  * @since 0.1.0
  * @category options
  */
 export interface Options {
   readonly isExiting: (frame: Uint8Array) => boolean
+  readonly crashOf?: (frame: Uint8Array) => { readonly error: string; readonly stack: string } | undefined
 }
 
 /**
@@ -55,26 +62,37 @@ export interface Supervisor {
 }
 
 /**
- * Makes a supervisor. Exited ranks are remembered in a set bounded by the number of ranks.
+ * Makes a supervisor. Exited ranks, and the crash of each rank that sent `Crashing` until its
+ * end, are remembered in a set and a map bounded by the number of ranks.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (options: Options): Supervisor => {
   const exited = new Set<Transport.Peer>()
+  const crashes = new Map<Transport.Peer, { readonly error: string; readonly stack: string }>()
+  const causeOf = (peer: Transport.Peer, cause: DeathReport.DeathCause): DeathReport.DeathCause => {
+    const crash = crashes.get(peer)
+    if (crash === undefined) return cause
+    crashes.delete(peer)
+    return cause._tag === "Exited" || cause._tag === "Crashed" ? DeathReport.crashed(crash.error, crash.stack) : cause
+  }
   return {
     exiting: (rank) => void exited.add(rank),
     classify: (event) => {
       switch (event._tag) {
-        case "Frame":
+        case "Frame": {
           if (options.isExiting(event.bytes)) exited.add(event.peer)
+          const crash = options.crashOf?.(event.bytes)
+          if (crash !== undefined) crashes.set(event.peer, crash)
           return event
+        }
         case "BadFrame":
           return event
         case "Ended":
           return exited.has(event.peer)
-            ? { _tag: "Left", rank: event.peer, cause: event.cause }
-            : DeathReport.make(event.peer, event.cause)
+            ? { _tag: "Left", rank: event.peer, cause: causeOf(event.peer, event.cause) }
+            : DeathReport.make(event.peer, causeOf(event.peer, event.cause))
       }
     }
   }

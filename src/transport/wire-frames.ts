@@ -44,5 +44,28 @@ export const inspect = (options: { readonly messageBytesMax?: number } = {}): Tr
  */
 export const isExiting = (frame: Uint8Array): boolean => {
   const result = Codec.decode(frame)
+  lastFrame = frame
+  lastResult = result
   return Result.isSuccess(result) && result.success.message._tag === "Exiting"
 }
+
+/**
+ * The `{error, stack}` of a `Crashing` frame, else `undefined`: the supervisor's `crashOf` option.
+ * Called on the same frame right after `isExiting`, it reuses that decode.
+ *
+ * @since 0.1.0
+ * @category inspect
+ */
+export const crashOf = (frame: Uint8Array): { readonly error: string; readonly stack: string } | undefined => {
+  const result = frame === lastFrame && lastResult !== undefined ? lastResult : Codec.decode(frame)
+  lastFrame = undefined
+  lastResult = undefined
+  if (Result.isFailure(result)) return undefined
+  const message = result.success.message
+  return message._tag === "Crashing" ? { error: message.error, stack: message.stack } : undefined
+}
+
+// The supervisor asks `isExiting` and then `crashOf` about each frame: `isExiting` keeps its
+// decode for the `crashOf` call on the same frame that follows it, which takes it.
+let lastFrame: Uint8Array | undefined
+let lastResult: ReturnType<typeof Codec.decode> | undefined

@@ -82,7 +82,7 @@ export const make = <O>(
                 : child.killedWith !== undefined
                 ? DeathReport.killed(child.killedWith)
                 : child.error !== undefined
-                ? DeathReport.crashed(DeathReport.errorMessage(child.error))
+                ? DeathReport.crashedBy(child.error)
                 : undefined
             child.raw = spawnRaw(rank, spawnOptions, {
               message: (message) => link?.receive(message),
