@@ -153,7 +153,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     batchSize,
     heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs,
     failureLimit: options.failureLimit,
-    rolePolicy: options.rolePolicy ?? "fastest"
+    rolePolicy: options.rolePolicy ?? "fastest",
+    ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
   }, Date.now())
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   const state = made
@@ -275,6 +276,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       epoch: death.epoch,
       detector: death.detector,
       cause: death.cause,
+      ...(death.stack === undefined ? {} : { stack: death.stack }),
       faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
       declaredMs: sinceStart(death.declaredAtMs),
       recoveredMs: sinceStart(recoveredMs),
