@@ -93,6 +93,55 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
+  const alwaysFails = fileURLToPath(new URL("../fixtures/trainers/always-fails.ts", import.meta.url))
+  type Event = { readonly type: string; readonly death?: { readonly rank: number; readonly stack?: string }; readonly outcome?: { readonly reason?: string } }
+  const journal = (result: Result): Array<Event> =>
+    readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+  /** The top frame of the trainer's throw, as each runtime prints it. */
+  const trainerFrame = /^Error: trainBatch always fails\n\s+at (Object\.)?trainBatch \(/
+
+  for (const transport of ["worker", "process"] as const) {
+    it(`a trainer that throws on every batch stops the run after its second crash with TrainerFault and the stack (${transport})`, async () => {
+      const result = await Launcher.run({ ...fast, trainer: alwaysFails, worldSize: 3, epochs: 1, transport })
+      expect(result.exitCode).toBe(1)
+      expect(result.outcome.reason).toBe("TrainerFault")
+      // The first two crashes declared are the pair named; the third rank may crash too, after the end.
+      const [first, second] = result.deaths
+      expect(result.outcome.detail).toBe(`the trainer failed the same way on ranks ${first!.rank} and ${second!.rank}: trainBatch always fails`)
+      expect(result.outcome.repeatedCrash?.ranks).toEqual([first!.rank, second!.rank])
+      expect(result.outcome.repeatedCrash?.stack).toMatch(trainerFrame)
+      for (const death of result.deaths) {
+        expect([death.detector, death.cause]).toEqual(["supervisor", "crashed: trainBatch always fails"])
+        expect(death.stack).toMatch(trainerFrame)
+      }
+      // C2: every declared death (each raised its RankLost alert) is listed, in the result, the
+      // summary and the journal, whether it ended the run or came after the end.
+      const lost = result.alerts.filter((a) => a.class === "RankLost").map((a) => Number(a.path.replace("root/rank", "")))
+      expect(result.deaths.map((d) => d.rank)).toEqual(lost)
+      expect(result.deaths.length).toBeGreaterThanOrEqual(2)
+      for (const rank of result.outcome.failures) expect(lost).toContain(rank)
+      const summary = JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8")) as { deaths: Array<{ rank: number; stack: string }> }
+      expect(summary.deaths.map((d) => d.rank)).toEqual(result.deaths.map((d) => d.rank))
+      const events = journal(result)
+      expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank)).toEqual(result.deaths.map((d) => d.rank))
+      expect(events.find((e) => e.type === "death")?.death?.stack).toMatch(trainerFrame)
+      expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "TrainerFault" } })
+    })
+  }
+
+  it("with onRepeatedCrash continue every rank crashes, and all 4 deaths are listed with their detector and cause", async () => {
+    const result = await Launcher.run({ ...fast, trainer: alwaysFails, worldSize: 4, epochs: 1, onRepeatedCrash: "continue" })
+    expect(result.exitCode).toBe(1)
+    expect([result.outcome.reason, result.outcome.detail]).toEqual(["AllRanksLost", "no survivor left"])
+    expect(result.outcome.failures).toEqual([0, 1, 2, 3])
+    expect(result.deaths.map((d) => d.rank).sort()).toEqual([0, 1, 2, 3])
+    expect(new Set(result.deaths.map((d) => `${d.detector}: ${d.cause}`))).toEqual(new Set(["supervisor: crashed: trainBatch always fails"]))
+    const events = journal(result)
+    expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank).sort()).toEqual([0, 1, 2, 3])
+    expect(events.filter((e) => e.type === "ended")).toHaveLength(1)
+    expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "AllRanksLost" } })
+  })
+
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
     expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")

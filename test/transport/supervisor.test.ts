@@ -47,4 +47,37 @@ describe("transport supervisor (DESIGN.md §3.10, §5)", () => {
       DeathReport.make(4, DeathReport.crashed("boom"))
     )
   })
+
+  it("a rank's Crashing frame turns its exit into Crashed{error, stack}; a kill stays a kill", () => {
+    const stack = "Error: trainBatch always fails\n    at Object.trainBatch (file:///t.ts:9:13)\n    at run (rank.ts:1:1)"
+    const crashing = (frame: Uint8Array) => (frame[0] === 0xcc ? { error: "trainBatch always fails", stack } : undefined)
+    const supervisor = Supervisor.make({ isExiting, crashOf: crashing })
+    for (const peer of [1, 2, 3]) {
+      const frame: Transport.Frame = { _tag: "Frame", peer, bytes: Uint8Array.of(0xcc), arrivedMs: 1 }
+      assert.strictEqual(supervisor.classify(frame), frame)
+    }
+    const crashed = DeathReport.crashed("trainBatch always fails", stack)
+    assert.deepStrictEqual(crashed, {
+      _tag: "Crashed",
+      error: "trainBatch always fails",
+      stack,
+      fingerprint: "trainBatch always fails\nat Object.trainBatch (file:///t.ts:9:13)"
+    })
+    assert.deepStrictEqual(supervisor.classify({ _tag: "Ended", peer: 1, cause: DeathReport.exited(1) }), DeathReport.make(1, crashed))
+    assert.deepStrictEqual(supervisor.classify({ _tag: "Ended", peer: 2, cause: DeathReport.crashed("exit") }), DeathReport.make(2, crashed))
+    assert.deepStrictEqual(
+      supervisor.classify({ _tag: "Ended", peer: 3, cause: DeathReport.killed("SIGKILL") }),
+      DeathReport.make(3, DeathReport.killed("SIGKILL"))
+    )
+    // Without a Crashing frame first, an exit is an exit.
+    assert.deepStrictEqual(supervisor.classify({ _tag: "Ended", peer: 4, cause: DeathReport.exited(1) }), DeathReport.make(4, DeathReport.exited(1)))
+  })
+
+  it("two crashes are the same error when their message and top stack frame agree", () => {
+    assert.strictEqual(DeathReport.topFrame("Error: x\n    at a (f.ts:1:2)\n    at b (g.ts:3:4)"), "at a (f.ts:1:2)")
+    assert.strictEqual(DeathReport.topFrame("no frames here"), "")
+    assert.strictEqual(DeathReport.fingerprintOf("x", "Error: x\n    at a (f.ts:1:2)\n    at c (h.ts:5:6)"), "x\nat a (f.ts:1:2)")
+    assert.strictEqual(DeathReport.fingerprintOf("x", undefined), "x\n")
+    assert.deepStrictEqual(DeathReport.crashedBy("plain text"), { _tag: "Crashed", error: "plain text", fingerprint: "plain text\n" })
+  })
 })
