@@ -56,6 +56,11 @@ export const defaults = {
   batchSize: 32,
   averageEverySteps: 32,
   rankNice: 0,
+  /**
+   * Each rank's memory limit in MiB (0: none): enough for a few ranks of the bundled model beside
+   * the coordinator on a small machine, and a bound on a rank that allocates without end (issue C3).
+   */
+  rankMemoryMb: 1024,
   outDir: "runs",
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,
@@ -141,6 +146,13 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   positive(options.averageEverySteps, "averageEverySteps", true)
   const rankNice = options.rankNice ?? defaults.rankNice
   check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
+  const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
+  check(rankMemoryMb === 0 || (Number.isSafeInteger(rankMemoryMb) && rankMemoryMb >= 16), "rankMemoryMb", `must be 0 (no limit) or an integer >= 16, got ${rankMemoryMb}`)
+  // Node and Deno enforce the limit on the heap in V8 (worker `resourceLimits`,
+  // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
+  // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
+  const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
+  const heapCheckMb = heapLimitMb
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
@@ -292,8 +304,17 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const program = Effect.gen(function*() {
     startedMs = yield* Clock.currentTimeMillis
     const host = transportKind === "worker"
-      ? yield* Effect.map(Worker.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: h.terminate }))
-      : yield* Effect.map(ChildProcess.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: (r: Rank) => h.kill(r) }))
+      ? yield* Effect.map(Worker.host(), (h) => ({
+        transport: h.transport,
+        spawn: (o: Worker.SpawnOptions) =>
+          h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
+        kill: h.terminate
+      }))
+      : yield* Effect.map(ChildProcess.host(), (h) => ({
+        transport: h.transport,
+        spawn: (o: ChildProcess.SpawnOptions) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
+        kill: (r: Rank) => h.kill(r)
+      }))
     const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
     emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
     for (let rank = 0; rank < worldSize; rank++) {
@@ -307,6 +328,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         heartbeatIntervalMs: options.heartbeatIntervalMs ?? defaults.heartbeatIntervalMs,
         progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
+        heapCheckMb,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`
       }

@@ -20,6 +20,8 @@ import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as DeathReport from "../src/actor/death-report.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as BunRuntime from "../src/platform/bun.ts"
+import * as NodeRuntime from "../src/platform/node.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -47,6 +49,14 @@ export interface RankData {
   /** A `Progress` goes out at most this often (ms); batches in between are reported by the next. */
   readonly progressIntervalMs: number
   readonly hangAfterMs: number | undefined
+  /**
+   * A memory limit in MiB that the rank enforces itself, checking its engine's memory (heap and
+   * typed arrays, `engineMemoryBytes`) after each batch, at most every `progressIntervalMs`: over
+   * it (after a full collection under Bun), the rank crashes with an out-of-memory error. It
+   * complements V8's heap limit, which counts no typed array and which Bun lacks (issue C3);
+   * `undefined`: no check.
+   */
+  readonly heapCheckMb?: number | undefined
   readonly saveDir: string
   readonly checkpointDir: string
 }
@@ -115,6 +125,8 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    const heapCheckMb = data.heapCheckMb
+    let lastHeapCheckMs = 0
 
     const enterEpoch = (next: number): void => {
       if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
@@ -227,6 +239,20 @@ export const run = (
       yield* Effect.promise(async () => trainer.trainBatch(indices))
       batchesSinceContribution += 1
       const finished = yield* Clock.currentTimeMillis
+      if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
+        lastHeapCheckMs = finished
+        // Over the limit: measure again after a full collection, so garbage never kills a rank.
+        const over = NodeRuntime.engineMemoryBytes() / 2 ** 20 > heapCheckMb
+        if (over) BunRuntime.collectGarbage()
+        const heapMb = NodeRuntime.engineMemoryBytes() / 2 ** 20
+        if (over && heapMb > heapCheckMb) {
+          return yield* Effect.die(
+            Object.assign(new Error(`out of memory: ${Math.round(heapMb)} MiB over the rank memory limit of ${heapCheckMb} MiB`), {
+              code: NodeRuntime.outOfMemoryCode
+            })
+          )
+        }
+      }
       if (finished - lastProgressMs >= data.progressIntervalMs) {
         lastProgressMs = finished
         yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(finished - started, 0.001) })

@@ -142,6 +142,24 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "AllRanksLost" } })
   })
 
+  const leaks = fileURLToPath(new URL("../fixtures/trainers/leaks-on-rank-1.ts", import.meta.url))
+  for (const transport of ["worker", "process"] as const) {
+    // Every runtime enforces rankMemoryMb here: rank 1 keeps 4 MiB of typed arrays per batch,
+    // which V8's heap limit never counts, so it is the rank's own check between batches (heap and
+    // typed arrays) that stops it, under Node, Bun and Deno alike.
+    it(`a rank that allocates without end dies Crashed out of memory at rankMemoryMb 64 while the others finish (${transport})`, async () => {
+      const started = Date.now()
+      const result = await Launcher.run({ ...fast, trainer: leaks, worldSize: 3, epochs: 1, transport, rankMemoryMb: 64 })
+      expect(result.exitCode).toBe(0)
+      expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+      expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "supervisor"]])
+      expect(result.deaths[0]!.cause).toMatch(/^crashed: out of memory: \d+ MiB over the rank memory limit of 64 MiB$/)
+      // 64 MiB is reached in about 16 of rank 1's 200 batches: it dies mid-epoch and its remainder moves.
+      expect(result.deaths[0]!.redistributed).toBe(true)
+      expect(Date.now() - started).toBeLessThan(60_000)
+    })
+  }
+
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
     expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
@@ -150,6 +168,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
     expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")
     expect(await bad({ trainer: steady, rankNice: 2.5 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 2.5")
+    expect(await bad({ trainer: steady, rankMemoryMb: 8 })).toBe("LaunchError rankMemoryMb: must be 0 (no limit) or an integer >= 16, got 8")
     expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)
