@@ -90,7 +90,8 @@ export class FormationError extends Error {
 }
 
 /**
- * A running coordinator: `outcome` completes when the run ends (completed or unrecoverable), or
+ * A running coordinator: `outcome` completes when the run ends (completed or unrecoverable), after
+ * the hooks saw every command and declared death of the step that ended it, or
  * fails with `FormationError` when the run never formed;
  * `state` is the live core state (read it, never write it).
  *
@@ -163,11 +164,26 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
     const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
     const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
+    /**
+     * Each rank's `Crashing{error, stack}`, its last frame before it exits on an uncaught error:
+     * its end is then reported as `Crashed{error, stack}` instead of the `Exited{code}` (or the
+     * stackless `Crashed`) its host saw; an end by a signal or the host (`Killed`,
+     * `Disconnected`) stays what it was. The frame is read here, where every frame is decoded
+     * anyway; the supervisor reads none (issue C1).
+     */
+    const crashes = new Map<Rank, { readonly error: string; readonly stack: string }>()
+    const causeOf = (rank: Rank, cause: DeathReport.DeathCause): DeathReport.DeathCause => {
+      const crash = crashes.get(rank)
+      if (crash === undefined) return cause
+      crashes.delete(rank)
+      return cause._tag === "Exited" || cause._tag === "Crashed" ? DeathReport.crashed(crash.error, crash.stack) : cause
+    }
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()
     let formingSinceMs: number | undefined
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
+    let ended: Core.Outcome | undefined
 
     // Frames are handed to the transport synchronously (a death can send thousands of
     // extensions); each refusal is fed back to the core as `SendFailed` once its command is out.
@@ -216,7 +232,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           case "EpochEnded":
             break
           case "RunEnded":
-            return Deferred.succeed(outcome, command.outcome)
+            // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
+            // close this actor's scope at once, and must not cut the last step short.
+            ended = command.outcome
+            break
         }
         return Effect.void
       })
@@ -234,6 +253,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
       })
 
+    /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
+    const settle = Effect.suspend(() => (ended === undefined ? Effect.void : Deferred.succeed(outcome, ended)))
+
     // One step's commands go out without yielding to the event loop in between, so that a death's
     // extensions reach the transport together, before any further input is read.
     const stepAndExecute = (input: Core.Input): Effect.Effect<void> =>
@@ -245,6 +267,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           const nowMs = yield* Clock.currentTimeMillis
           observe(() => hooks.onDeclared?.(declared, nowMs))
         }
+        yield* settle
       }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
 
     /** Before the run starts: wait for every rank's Hello; any end of a rank fails the run. */
@@ -257,8 +280,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             const decoded = decodeFrame(event)
             const message = Result.isSuccess(decoded) ? decoded.success.message : undefined
             if (message?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, message.paramsLength)
+            if (message?._tag === "Crashing") crashes.set(event.peer, { error: message.error, stack: message.stack })
           } else if (event._tag === "DeathReport") {
-            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(event.cause)}`))
+            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(causeOf(event.rank, event.cause))}`))
             return
           }
         }
@@ -272,6 +296,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
           }
           if ([...joined.values()].some((length) => length !== paramsLength)) yield* stepAndExecute({ _tag: "Tick", nowMs })
+          yield* settle
         } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
           const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
@@ -313,6 +338,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               return
             }
             const frameMessage = decoded.success.message as ToCoordinator
+            if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
             observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
             yield* stepAndExecute({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
             return
@@ -322,7 +348,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             return
           case "DeathReport": {
             const nowMs = yield* Clock.currentTimeMillis
-            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: event.cause })
+            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
             // Wake: a tick queued behind everything already in the mailbox.
             if (self !== undefined) yield* self.tell({ _tag: "Tick" }).pipe(Effect.ignore)
             return

@@ -58,6 +58,11 @@ export const defaults = {
   batchSize: 32,
   averageEverySteps: 32,
   rankNice: 0,
+  /**
+   * Each rank's memory limit in MiB (0: none): enough for a few ranks of the bundled model beside
+   * the coordinator on a small machine, and a bound on a rank that allocates without end (issue C3).
+   */
+  rankMemoryMb: 1024,
   outDir: "runs",
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,
@@ -143,6 +148,13 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   positive(options.averageEverySteps, "averageEverySteps", true)
   const rankNice = options.rankNice ?? defaults.rankNice
   check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
+  const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
+  check(rankMemoryMb === 0 || (Number.isSafeInteger(rankMemoryMb) && rankMemoryMb >= 16), "rankMemoryMb", `must be 0 (no limit) or an integer >= 16, got ${rankMemoryMb}`)
+  // Node and Deno enforce the limit on the heap in V8 (worker `resourceLimits`,
+  // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
+  // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
+  const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
+  const heapCheckMb = heapLimitMb
   for (const fault of [...kills, ...hangs]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
@@ -157,7 +169,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
     failureLimit: options.failureLimit,
-    rolePolicy: options.rolePolicy ?? "fastest"
+    rolePolicy: options.rolePolicy ?? "fastest",
+    ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
   }, Date.now())
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   const state = made
@@ -168,7 +181,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
 
   const events: Array<RunEvent> = []
   const alerts: Array<Alerts.Alert> = []
-  const deaths: Array<DeathTiming> = []
+  // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
+  // list: `state.deaths`, DESIGN.md §3.2, §3.6).
+  const timings = new Map<Core.Death, DeathTiming>()
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
@@ -263,7 +278,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         }
         case "RunEnded":
           if (command.outcome.status === "unrecoverable") askedToSave = Core.survivors(state)
-          emit({ type: "ended", ms, outcome: command.outcome })
+          // The `ended` event closes the journal once the run is over, survivors' exits included.
           return
         case "Send":
           // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
@@ -287,36 +302,50 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
-      for (const death of declared) {
-        // A hung rank's fault is best timed by its last frame: the moment it went silent.
-        const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
-          ? death.declaredAtMs - Liveness.silentMs(state.liveness, death.rank, death.declaredAtMs)
-          : faultAt.get(death.rank)
-        const timing: DeathTiming = {
-          rank: death.rank,
-          epoch: death.epoch,
-          detector: death.detector,
-          cause: death.cause,
-          faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
-          declaredMs: sinceStart(death.declaredAtMs),
-          recoveredMs: sinceStart(recoveredMs),
-          detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
-          recoveredAfterFaultMs: faultMs === undefined || !redistributed ? undefined : recoveredMs - faultMs,
-          remainderSamples: death.remainderSamples,
-          redistributed
-        }
-        deaths.push(timing)
-        emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
-      }
+      for (const death of declared) record(death, recoveredMs, redistributed)
       releaseHeld()
     }
+  }
+
+  /** Times a declared death and logs it, once per death. */
+  const record = (death: Core.Death, recoveredMs: number, redistributed: boolean): void => {
+    if (timings.has(death)) return
+    // A hung rank's fault is best timed by its last frame: the moment it went silent.
+    const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
+      ? death.declaredAtMs - Liveness.silentMs(state.liveness, death.rank, death.declaredAtMs)
+      : faultAt.get(death.rank)
+    const timing: DeathTiming = {
+      rank: death.rank,
+      epoch: death.epoch,
+      detector: death.detector,
+      cause: death.cause,
+      ...(death.stack === undefined ? {} : { stack: death.stack }),
+      faultMs: faultMs === undefined ? undefined : sinceStart(faultMs),
+      declaredMs: sinceStart(death.declaredAtMs),
+      recoveredMs: sinceStart(recoveredMs),
+      detectedAfterFaultMs: faultMs === undefined ? undefined : death.declaredAtMs - faultMs,
+      recoveredAfterFaultMs: faultMs === undefined || !redistributed ? undefined : recoveredMs - faultMs,
+      remainderSamples: death.remainderSamples,
+      redistributed
+    }
+    timings.set(death, timing)
+    emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
   }
 
   const program = Effect.gen(function*() {
     startedMs = yield* Clock.currentTimeMillis
     const host = transportKind === "worker"
-      ? yield* Effect.map(Worker.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: h.terminate }))
-      : yield* Effect.map(ChildProcess.host(), (h) => ({ transport: h.transport, spawn: h.spawn, kill: (r: Rank) => h.kill(r) }))
+      ? yield* Effect.map(Worker.host(), (h) => ({
+        transport: h.transport,
+        spawn: (o: Worker.SpawnOptions) =>
+          h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
+        kill: h.terminate
+      }))
+      : yield* Effect.map(ChildProcess.host(), (h) => ({
+        transport: h.transport,
+        spawn: (o: ChildProcess.SpawnOptions) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
+        kill: (r: Rank) => h.kill(r)
+      }))
     const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
     emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
     for (let rank = 0; rank < worldSize; rank++) {
@@ -330,6 +359,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
         progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
+        heapCheckMb,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`
       }
@@ -387,10 +417,14 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
-    // and exit, and whoever is still there after it is stopped with the scope.
+    // and exit, and whoever is still there after it is stopped with the scope. The wait also lets
+    // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
+    // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
     const deadline = (yield* Clock.currentTimeMillis) + defaults.exitGraceMs
-    while ((yield* host.transport.peers).length > 0 && (yield* Clock.currentTimeMillis) < deadline) {
+    while (
+      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) && (yield* Clock.currentTimeMillis) < deadline
+    ) {
       yield* Effect.sleep(20)
     }
     return outcome
@@ -421,7 +455,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     ;(done ? saved : notSaved).push(rank)
   }
   const saves = outcome.status === "unrecoverable" ? { saved, notSaved } : undefined
-  for (const event of events) if (event.type === "ended") (event as { saves: RunResult["saves"] }).saves = saves
+  // Deaths the hook did not see (declared by a step the coordinator's stop cut short) came after
+  // the end: nothing moved for them.
+  for (const death of state.deaths) record(death, death.declaredAtMs, false)
+  const deaths = state.deaths.map((death) => timings.get(death)!)
+  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves })
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
   const result: RunResult = {
     runId,

@@ -12,11 +12,16 @@
  *
  * @since 0.1.0
  */
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
+import * as DeathReport from "../src/actor/death-report.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as BunRuntime from "../src/platform/bun.ts"
+import * as NodeRuntime from "../src/platform/node.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -44,6 +49,14 @@ export interface RankData {
   /** A `Progress` goes out at most this often (ms); batches in between are reported by the next. */
   readonly progressIntervalMs: number
   readonly hangAfterMs: number | undefined
+  /**
+   * A memory limit in MiB that the rank enforces itself, checking its engine's memory (heap and
+   * typed arrays, `engineMemoryBytes`) after each batch, at most every `progressIntervalMs`: over
+   * it (after a full collection under Bun), the rank crashes with an out-of-memory error. It
+   * complements V8's heap limit, which counts no typed array and which Bun lacks (issue C3);
+   * `undefined`: no check.
+   */
+  readonly heapCheckMb?: number | undefined
   readonly saveDir: string
   readonly checkpointDir: string
 }
@@ -112,6 +125,8 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    const heapCheckMb = data.heapCheckMb
+    let lastHeapCheckMs = 0
 
     const enterEpoch = (next: number): void => {
       if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
@@ -224,6 +239,20 @@ export const run = (
       yield* Effect.promise(async () => trainer.trainBatch(indices))
       batchesSinceContribution += 1
       const finished = yield* Clock.currentTimeMillis
+      if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
+        lastHeapCheckMs = finished
+        // Over the limit: measure again after a full collection, so garbage never kills a rank.
+        const over = NodeRuntime.engineMemoryBytes() / 2 ** 20 > heapCheckMb
+        if (over) BunRuntime.collectGarbage()
+        const heapMb = NodeRuntime.engineMemoryBytes() / 2 ** 20
+        if (over && heapMb > heapCheckMb) {
+          return yield* Effect.die(
+            Object.assign(new Error(`out of memory: ${Math.round(heapMb)} MiB over the rank memory limit of ${heapCheckMb} MiB`), {
+              code: NodeRuntime.outOfMemoryCode
+            })
+          )
+        }
+      }
       if (finished - lastProgressMs >= data.progressIntervalMs) {
         lastProgressMs = finished
         yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(finished - started, 0.001) })
@@ -293,6 +322,12 @@ export const run = (
  * module (bundled entries pass the module they contain). A failure to connect is a defect: the
  * rank ends and its supervisor reports it.
  *
+ * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
+ * `Crashing{error, stack}`, and exits with code 1: its supervisor then declares it
+ * `Crashed{error, stack}`. This is how a child process reports its error at all, and how a
+ * worker's stack reaches the coordinator under Deno, whose worker `error` event carries none
+ * (issue C1). Nothing is printed: the coordinator shows the error once.
+ *
  * @since 0.1.0
  * @category rank
  */
@@ -301,5 +336,18 @@ export const main = (
   loadTrainer?: (url: string) => Promise<unknown>
 ): Promise<void> =>
   Effect.runPromise(
-    Effect.orDie(Effect.flatMap(connect, (link) => run(link, (code) => process.exit(code), loadTrainer)))
+    Effect.gen(function*() {
+      const link = yield* Effect.orDie(connect)
+      const exit = yield* Effect.exit(run(link, (code) => process.exit(code), loadTrainer))
+      if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return
+      const error = Cause.squash(exit.cause)
+      const crashing: ToCoordinator = {
+        _tag: "Crashing",
+        error: DeathReport.errorMessage(error),
+        stack: DeathReport.errorStack(error) ?? ""
+      }
+      yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
+      yield* link.transport.flush
+      process.exit(1)
+    })
   )

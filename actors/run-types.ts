@@ -69,6 +69,23 @@ export interface RunOptions {
   readonly failureLimit?: Config.FailureLimit | undefined
   /** Default `"fastest"`. */
   readonly rolePolicy?: Config.RolePolicy
+  /**
+   * When a second rank crashes with the same error (same message and top stack frame): `stop`
+   * (default) saves and stops the run with `TrainerFault`; `continue` treats it as any death and
+   * keeps redistributing (issue C1; `Config.onRepeatedCrash`).
+   */
+  readonly onRepeatedCrash?: "stop" | "continue"
+  /**
+   * Each rank's memory limit in MiB, an integer >= 16, or 0 for none. Default 1024, which leaves
+   * room for a few ranks and the coordinator on a small machine. A rank over it is declared
+   * `Crashed` with an out-of-memory reason (issue C3). Enforced as V8's old-generation limit:
+   * `resourceLimits.maxOldGenerationSizeMb` for worker threads (Node, Deno) and
+   * `--max-old-space-size` for child processes (Node; `--v8-flags=` under Deno). Bun ignores both
+   * (its engine is JavaScriptCore): there the supervisor samples a rank process's resident memory
+   * and kills it over the limit, and a worker rank checks its own heap between batches (so a single
+   * batch that allocates without end is not stopped under Bun). See `actors/launcher.ts`.
+   */
+  readonly rankMemoryMb?: number
   /** Seed of the permutation and the model. Default 1. */
   readonly seed?: number
   /** Samples per batch. Default 32. */
@@ -137,6 +154,8 @@ export interface DeathTiming {
   readonly epoch: number
   readonly detector: "supervisor" | "heartbeat"
   readonly cause: string
+  /** The error's stack trace of a crashed rank, when its supervisor learnt it (issue C1). */
+  readonly stack?: string | undefined
   readonly faultMs: number | undefined
   readonly declaredMs: number
   readonly recoveredMs: number

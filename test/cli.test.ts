@@ -248,6 +248,8 @@ describe("parse", () => {
         heartbeatTimeoutMs: 10_000,
         failureLimit: undefined,
         rolePolicy: "fastest",
+        onRepeatedCrash: "stop",
+        rankMemoryMb: 1024,
         seed: 1,
         outDir: "runs",
         json: false
@@ -276,6 +278,10 @@ describe("parse", () => {
       "0.5",
       "--role-policy",
       "3",
+      "--on-repeated-crash",
+      "continue",
+      "--rank-memory-mb",
+      "64",
       "--seed",
       "42",
       "--out",
@@ -295,6 +301,8 @@ describe("parse", () => {
         heartbeatTimeoutMs: 2000,
         failureLimit: { fraction: 0.5 },
         rolePolicy: { rank: 3 },
+        onRepeatedCrash: "continue",
+        rankMemoryMb: 64,
         seed: 42,
         outDir: "/tmp/my-runs",
         json: true
@@ -345,6 +353,8 @@ describe("parse", () => {
         heartbeatTimeoutMs: 10_000,
         failureLimit: undefined,
         rolePolicy: "fastest",
+        onRepeatedCrash: "stop",
+        rankMemoryMb: 1024,
         seed: 1,
         outDir: "runs",
         json: false
@@ -450,6 +460,9 @@ describe("bad input gives one line on stderr and exit code 2", () => {
       ["demo", "--failure-limit", "1.5"],
       "cohort: --failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '1.5'"
     ],
+    ["a bad --on-repeated-crash", ["demo", "--on-repeated-crash", "retry"], "cohort: --on-repeated-crash must be stop or continue, got 'retry'"],
+    ["a rank memory limit below 16 MiB", ["demo", "--rank-memory-mb", "8"], "cohort: --rank-memory-mb must be an integer >= 16, got '8'"],
+    ["a rank memory limit that is not an integer", ["demo", "--rank-memory-mb", "1.5"], "cohort: --rank-memory-mb must be an integer >= 16, got '1.5'"],
     ["a negative seed", ["demo", "--seed", "-1"], "cohort: --seed must be an integer from 0 to 4294967295, got '-1'"],
     ["a seed above 32 bits", ["demo", "--seed", "4294967296"], "cohort: --seed must be an integer from 0 to 4294967295, got '4294967296'"],
     ["an empty --out", ["demo", "--out", ""], "cohort: --out needs a folder path"],
@@ -750,6 +763,8 @@ describe("demo and run", () => {
       heartbeatTimeoutMs: 10_000,
       failureLimit: undefined,
       rolePolicy: "fastest",
+      onRepeatedCrash: "stop",
+      rankMemoryMb: 1024,
       seed: 7,
       outDir: "runs",
       onEvent: undefined
@@ -1004,6 +1019,56 @@ describe("report", () => {
     const json = await runMain(["report", "--json", dir])
     expect(json.code).toBe(2)
     expect(JSON.parse(json.out)).toMatchObject({ runId: "abc123", journal: `${dir}/events.ndjson`, cut: "was cut in line 7", durationMs: 29_000 })
+  })
+
+  it("reads --rank-memory-mb 0 as no limit", () => {
+    expect(Cli.parse(["demo", "--rank-memory-mb", "0"])).toMatchObject({ options: { rankMemoryMb: 0 } })
+  })
+
+  const stack = "Error: trainBatch always fails\n    at Object.trainBatch (file:///t.ts:9:13)\n    at run (rank.ts:1:1)"
+  const crashTiming = (rank: number): RunTypes.DeathTiming => ({
+    ...stoppedTiming,
+    rank,
+    cause: "crashed: trainBatch always fails",
+    stack,
+    faultMs: undefined,
+    detectedAfterFaultMs: undefined,
+    recoveredAfterFaultMs: undefined
+  })
+
+  it("a TrainerFault stops with one line naming the error on stderr first, then its stack, once", () => {
+    const stopped: RunTypes.RunResult = {
+      ...unrecoverable,
+      outcome: {
+        ...unrecoverable.outcome,
+        reason: "TrainerFault",
+        detail: "the trainer failed the same way on ranks 1 and 0: trainBatch always fails",
+        failures: [0, 1],
+        exits: [2],
+        repeatedCrash: { ranks: [1, 0], error: "trainBatch always fails", stack }
+      },
+      deaths: [crashTiming(1), crashTiming(0)],
+      skippedFaults: [{ rank: 2, fault: "kill", spec: { rank: 2, atSeconds: 3 }, reason: "the run ended after 0.1 s of training" }]
+    }
+    expect(Cli.renderResult(stopped).err).toBe(
+      [
+        "cohort: run stopped: TrainerFault: the trainer failed the same way on ranks 1 and 0: trainBatch always fails; survivors saved under runs/zz9/save",
+        "Error: trainBatch always fails",
+        "    at Object.trainBatch (file:///t.ts:9:13)",
+        "    at run (rank.ts:1:1)",
+        "cohort: warning: --kill 2@3 did not happen: the run ended after 0.1 s of training"
+      ].join("\n")
+    )
+  })
+
+  it("a crash that did not stop the run is shown once too, as a warning with its stack", () => {
+    expect(Cli.renderResult({ ...completed, deaths: [killTiming, crashTiming(3)] }).err).toBe(
+      ["cohort: warning: rank 3 crashed: trainBatch always fails", stack].join("\n")
+    )
+    const repeated = { ...completed, outcome: { ...completed.outcome, repeatedCrash: { ranks: [3, 1] as const, error: "trainBatch always fails", stack } } }
+    expect(Cli.renderResult(repeated).err).toBe(
+      ["cohort: warning: the trainer failed the same way on ranks 3 and 1: trainBatch always fails", stack].join("\n")
+    )
   })
 
   it("warns about requested faults that never happened", () => {

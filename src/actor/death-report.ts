@@ -18,10 +18,20 @@ export interface Exited {
   readonly code: number
 }
 
-/** The rank's host crashed: an uncaught error or a defect; `error` is its message. @since 0.1.0 @category model */
+/**
+ * The rank's host crashed: an uncaught error or a defect. `error` is its message; `stack` its stack
+ * trace when the supervisor learnt one (the rank's `Crashing` frame, or a worker's `error` event
+ * under Node and Bun; Deno's carries none); `fingerprint` is `fingerprintOf(error, stack)`, which
+ * the coordinator compares to find a trainer that fails the same way on two ranks (issue C1).
+ *
+ * @since 0.1.0
+ * @category model
+ */
 export interface Crashed {
   readonly _tag: "Crashed"
   readonly error: string
+  readonly stack?: string
+  readonly fingerprint?: string
 }
 
 /**
@@ -75,8 +85,49 @@ export interface DeathReport {
 /** `Exited{code}`. @since 0.1.0 @category constructors */
 export const exited = (code: number): DeathCause => ({ _tag: "Exited", code })
 
-/** `Crashed{error}`. @since 0.1.0 @category constructors */
-export const crashed = (error: string): DeathCause => ({ _tag: "Crashed", error })
+/**
+ * The top frame of a stack trace: its first line that starts with `at ` once trimmed (V8 under
+ * Node and Deno, and JavaScriptCore under Bun, print frames that way), e.g.
+ * `at Object.trainBatch (file:///trainer.ts:9:13)`; `""` when there is none.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const topFrame = (stack: string): string => {
+  for (const line of stack.split("\n")) {
+    const trimmed = line.trim()
+    if (trimmed.startsWith("at ")) return trimmed
+  }
+  return ""
+}
+
+/**
+ * What makes two crashes "the same error": the message and the top stack frame, as one string
+ * (`message`, a newline, the frame; the frame is `""` without a stack).
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const fingerprintOf = (error: string, stack: string | undefined): string =>
+  `${error}\n${stack === undefined ? "" : topFrame(stack)}`
+
+/**
+ * `Crashed{error, stack, fingerprint}`; `stack` is left out when `undefined` or empty.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const crashed = (error: string, stack?: string): DeathCause =>
+  stack === undefined || stack === ""
+    ? { _tag: "Crashed", error, fingerprint: fingerprintOf(error, undefined) }
+    : { _tag: "Crashed", error, stack, fingerprint: fingerprintOf(error, stack) }
+
+/** The stack of an unknown thrown value: `Error.stack` when it is a string, else `undefined`. @since 0.1.0 @category utils */
+export const errorStack = (error: unknown): string | undefined =>
+  error instanceof Error && typeof error.stack === "string" ? error.stack : undefined
+
+/** `Crashed` for an unknown thrown value: its message and, for an `Error`, its stack. @since 0.1.0 @category constructors */
+export const crashedBy = (error: unknown): DeathCause => crashed(errorMessage(error), errorStack(error))
 
 /** `Killed{signal}`. @since 0.1.0 @category constructors */
 export const killed = (signal: string): DeathCause => ({ _tag: "Killed", signal })
@@ -96,7 +147,7 @@ export const errorMessage = (error: unknown): string =>
 
 /**
  * How an actor fiber's end reads as a death cause: success is `Exited{0}`, interruption only is
- * `Killed{"interrupt"}`, a failure or defect is `Crashed{message}` of the squashed cause.
+ * `Killed{"interrupt"}`, a failure or defect is `Crashed` of the squashed cause (`crashedBy`).
  *
  * @since 0.1.0
  * @category constructors
@@ -104,5 +155,5 @@ export const errorMessage = (error: unknown): string =>
 export const fromExit = (exit: Exit.Exit<unknown, unknown>): DeathCause => {
   if (Exit.isSuccess(exit)) return exited(0)
   if (Cause.hasInterruptsOnly(exit.cause)) return killed("interrupt")
-  return crashed(errorMessage(Cause.squash(exit.cause)))
+  return crashedBy(Cause.squash(exit.cause))
 }

@@ -88,6 +88,8 @@ const toRunOptions = (options: RunCommandOptions, trainer: string, onEvent: (eve
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,
+  onRepeatedCrash: options.onRepeatedCrash,
+  rankMemoryMb: options.rankMemoryMb,
   seed: options.seed,
   outDir: options.outDir,
   onEvent

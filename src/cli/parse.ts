@@ -45,7 +45,10 @@ export const defaults = {
   heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
   rolePolicy: "fastest",
   seed: 1,
-  outDir: "runs"
+  outDir: "runs",
+  onRepeatedCrash: Config.defaults.onRepeatedCrash,
+  /** Same as the launcher's `defaults.rankMemoryMb`. */
+  rankMemoryMb: 1024
 } as const
 
 /**
@@ -116,6 +119,12 @@ Options of demo and run:
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N
                               (default fastest)
+  --on-repeated-crash stop|continue
+                              when a second rank crashes with the same error (message and top
+                              stack frame), save and stop the run (TrainerFault) or go on
+                              (default stop)
+  --rank-memory-mb N          each rank's heap limit in MiB, N >= 16, 0 for none; a rank over it
+                              is declared crashed: out of memory (default 1024)
   --seed N                    seed of the data order and the model, 0 to 4294967295 (default 1)
   --out DIR                   write the run to DIR/<runId>/ (default runs)
   --json                      print the result as JSON on stdout instead of tables (progress
@@ -155,6 +164,8 @@ export interface RunCommandOptions {
   readonly heartbeatTimeoutMs: number
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
+  readonly onRepeatedCrash: "stop" | "continue"
+  readonly rankMemoryMb: number
   readonly seed: number
   readonly outDir: string
   readonly json: boolean
@@ -197,6 +208,8 @@ interface RawRunOptions {
   readonly heartbeatTimeoutMs?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
+  readonly onRepeatedCrash?: string
+  readonly rankMemoryMb?: string
   readonly seed?: string
   readonly out?: string
   readonly json?: boolean
@@ -293,6 +306,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   const hangs = (raw.hang ?? []).map((text) => faultSpec("--hang", text, worldSize))
   const heartbeatTimeoutMs = integerAtLeast("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1, defaults.heartbeatTimeoutMs)
   if (raw.out === "") throw new UsageError("--out needs a folder path")
+  const rankMemoryMb = raw.rankMemoryMb === "0" ? 0 : integerAtLeast("--rank-memory-mb", raw.rankMemoryMb, 16, defaults.rankMemoryMb)
   return {
     trainer: raw.trainer,
     worldSize,
@@ -304,6 +318,8 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
     heartbeatTimeoutMs,
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
+    onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
+    rankMemoryMb,
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
     json: raw.json === true
@@ -328,7 +344,7 @@ const oneLine = (message: string): string =>
  * value, extra arguments), then `--trainer`, `--kill` with `--no-kill`, `--world-size`,
  * `--epochs`, `--mode`, `--transport`, each `--kill`, each `--hang` (format, rank in
  * `[0, worldSize)`, seconds >= 0), `--heartbeat-timeout-ms`, `--out`, `--failure-limit`,
- * `--role-policy`, `--seed`. Files are not looked at here (see `main`).
+ * `--role-policy`, `--on-repeated-crash`, `--rank-memory-mb`, `--seed`. Files are not looked at here (see `main`).
  *
  * @since 0.1.0
  * @category parsing
@@ -358,6 +374,8 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--heartbeat-timeout-ms <ms>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
+      .option("--on-repeated-crash <action>")
+      .option("--rank-memory-mb <mb>")
       .option("--seed <n>")
       .option("--out <dir>")
       .option("--json")

@@ -241,6 +241,24 @@ const savesText = (saves: RunTypes.RunResult["saves"], folder: string): string =
   return parts.join("; ")
 }
 
+/**
+ * The stack of the run's first crash, printed once: the repeated crash that stopped the run
+ * (`TrainerFault`), else the first crashed death that carried a stack. For a run that was not
+ * stopped by it, a `cohort: warning:` line says whose crash it is.
+ */
+const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<string> => {
+  const outcome = result.outcome
+  const repeated = outcome?.repeatedCrash
+  if (repeated !== undefined) {
+    const head = outcome?.reason === "TrainerFault"
+      ? []
+      : [`cohort: warning: the trainer failed the same way on ranks ${repeated.ranks[0]} and ${repeated.ranks[1]}: ${repeated.error}`]
+    return [...head, ...(repeated.stack === undefined ? [] : [repeated.stack])]
+  }
+  const crashed = result.deaths.find((death) => death.stack !== undefined)
+  return crashed === undefined ? [] : [`cohort: warning: rank ${crashed.rank} ${crashed.cause}`, crashed.stack!]
+}
+
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
@@ -353,7 +371,8 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
-  const errLines = [...skipped, ...(stoppedLine === undefined ? [] : [stoppedLine])]
+  // The trainer's error, once: the stop line names it, its stack follows (issue C1).
+  const errLines = [...(stoppedLine === undefined ? [] : [stoppedLine]), ...crashLines(result), ...skipped]
   return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }
 

@@ -82,6 +82,13 @@ export interface Options {
   readonly ringRendezvousAttemptsMax?: number
   /** An averaging round open this long saves and stops the run (`ReduceStall`); 0 never. Default 600000. */
   readonly roundStallMs?: number
+  /**
+   * When a second rank crashes with the same error as an earlier one (same message and top stack
+   * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
+   * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
+   * hand to the survivors; `continue` treats it as any death (issue C1).
+   */
+  readonly onRepeatedCrash?: "stop" | "continue"
 }
 
 /**
@@ -112,6 +119,7 @@ export interface Config {
   readonly ringRendezvousTimeoutMs: number
   readonly ringRendezvousAttemptsMax: number
   readonly roundStallMs: number
+  readonly onRepeatedCrash: "stop" | "continue"
 }
 
 /**
@@ -134,7 +142,8 @@ export const defaults = {
   alertCollapseMs: 10_000,
   ringRendezvousTimeoutMs: 5_000,
   ringRendezvousAttemptsMax: 3,
-  roundStallMs: 600_000
+  roundStallMs: 600_000,
+  onRepeatedCrash: "stop"
 } as const
 
 /**
@@ -224,6 +233,10 @@ export const make = (options: Options): Config | Invalid => {
   if (!isCount(ringRendezvousAttemptsMax, 1)) return invalid("ringRendezvousAttemptsMax", "must be an integer >= 1")
   const roundStallMs = o.roundStallMs ?? defaults.roundStallMs
   if (!(roundStallMs >= 0 && Number.isFinite(roundStallMs))) return invalid("roundStallMs", "must be >= 0")
+  const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
+  if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
+    return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
+  }
   return {
     worldSize: o.worldSize,
     epochSamples: o.epochSamples,
@@ -245,7 +258,8 @@ export const make = (options: Options): Config | Invalid => {
     rankHosts: o.rankHosts,
     ringRendezvousTimeoutMs,
     ringRendezvousAttemptsMax,
-    roundStallMs
+    roundStallMs,
+    onRepeatedCrash
   }
 }
 

@@ -30,7 +30,14 @@ import * as Split from "./split.ts"
  */
 export type DeathCause =
   | { readonly _tag: "Exited"; readonly code: number }
-  | { readonly _tag: "Crashed"; readonly error: string }
+  | {
+    readonly _tag: "Crashed"
+    readonly error: string
+    /** The error's stack trace, when the supervisor learnt it. */
+    readonly stack?: string
+    /** What makes two crashes the same error (message and top stack frame), computed by the supervisor. */
+    readonly fingerprint?: string
+  }
   | { readonly _tag: "Killed"; readonly signal: string }
   | { readonly _tag: "Disconnected"; readonly closeCode: number }
   | { readonly _tag: "Refused"; readonly reason: string }
@@ -114,6 +121,7 @@ export type Command =
  * tick that declared it; `remainderSamples` and `extensions` describe what moved to survivors.
  * `afterEnd` is true for a death declared after the run ended: it is recorded (alert, ledger,
  * `State.deaths`) but belongs to no epoch and decides nothing (DESIGN.md §3.6).
+ * `stack` is the error's stack trace of a `Crashed` death whose report carried one.
  *
  * @since 0.1.0
  * @category outcome
@@ -123,6 +131,7 @@ export interface Death {
   readonly epoch: number
   readonly detector: "supervisor" | "heartbeat"
   readonly cause: string
+  readonly stack?: string | undefined
   readonly reportedAtMs: number
   readonly declaredAtMs: number
   remainderSamples: number
@@ -169,11 +178,27 @@ export interface Counters {
 }
 
 /**
+ * The first repeated crash of a run: `ranks` are the earlier rank and the one that crashed the same
+ * way (same message and top stack frame), in the order they were declared; `error` the message and
+ * `stack` the earlier rank's stack trace, if known (issue C1).
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface RepeatedCrash {
+  readonly ranks: readonly [first: Rank, second: Rank]
+  readonly error: string
+  readonly stack: string | undefined
+}
+
+/**
  * The run's outcome: `completed`, or `unrecoverable` with the save `reason`; the failures (ranks
  * in the ledger, ascending), clean exits, every death of the run in declaration order (as of the
  * end; a shell that reports later deaths reads `State.deaths`, where they carry `afterEnd`),
  * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
  * ranges so that a resumed run can train exactly those.
+ * `repeatedCrash` is the first crash seen on two ranks before the end (whatever
+ * `onRepeatedCrash` made of it), else `undefined`.
  *
  * @since 0.1.0
  * @category outcome
@@ -191,6 +216,7 @@ export interface Outcome {
   readonly evals: ReadonlyArray<EvalRecord>
   readonly uncommitted: { readonly epoch: number; readonly ranges: ReadonlyArray<readonly [offset: number, size: number]> } | undefined
   readonly counters: Readonly<Counters>
+  readonly repeatedCrash?: RepeatedCrash | undefined
 }
 
 /** An `EvalResult` as received. @since 0.1.0 @category outcome */
@@ -227,6 +253,12 @@ export const zeroCounters = (): Counters => ({
 // ---------------------------------------------------------------------------------------------
 // State
 // ---------------------------------------------------------------------------------------------
+
+interface CrashRecord {
+  readonly rank: Rank
+  readonly error: string
+  readonly stack: string | undefined
+}
 
 interface PendingReport {
   readonly rank: Rank
@@ -274,6 +306,9 @@ export interface State {
   readonly summaries: Array<EpochSummary>
   readonly evals: Array<EvalRecord>
   readonly pendingReports: Array<PendingReport>
+  /** The first rank declared crashed with each crash fingerprint (sparse: crashed ranks only). */
+  readonly crashes: Map<string, CrashRecord>
+  repeatedCrash: RepeatedCrash | undefined
   readonly ring: Ring | undefined
   clockMs: number
   started: boolean
@@ -332,6 +367,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     summaries: [],
     evals: [],
     pendingReports: [],
+    crashes: new Map(),
+    repeatedCrash: undefined,
     ring: config.backend === "ring"
       ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
       : undefined,
@@ -578,7 +615,8 @@ const finish = (
     epochs: [...state.summaries],
     evals: [...state.evals],
     uncommitted: midEpoch ? { epoch: state.epoch, ranges: Audit.uncommitted(state.log) } : undefined,
-    counters: { ...state.counters }
+    counters: { ...state.counters },
+    repeatedCrash: state.repeatedCrash
   }
   state.outcome = outcome
   cmds.push({ _tag: "RunEnded", outcome })
@@ -739,6 +777,14 @@ const maybeResolveFastest = (state: State): boolean => {
 
 const unrecoverableReason = (state: State, checkFailureLimit: boolean): { reason: SaveReason; detail: string } | undefined => {
   const { config, membership } = state
+  // A trainer that fails the same way on two ranks has a bug: name it before the limits it trips.
+  const repeated = state.repeatedCrash
+  if (checkFailureLimit && repeated !== undefined && config.onRepeatedCrash === "stop") {
+    return {
+      reason: "TrainerFault",
+      detail: `the trainer failed the same way on ranks ${repeated.ranks[0]} and ${repeated.ranks[1]}: ${repeated.error}`
+    }
+  }
   if (checkFailureLimit) {
     const limit = Config.failureLimitCount(config.failureLimit, config.worldSize)
     if (limit !== undefined && membership.failures >= limit) {
@@ -792,6 +838,16 @@ interface Departure {
   readonly detector: "supervisor" | "heartbeat"
   readonly cause: string
   readonly reportedAtMs: number
+  /** A `Crashed` report's error, stack and fingerprint. */
+  readonly crash?: { readonly error: string; readonly stack: string | undefined; readonly fingerprint: string | undefined }
+}
+
+/** Records a crash while the run goes on; the first one seen on a second rank is the repeat. */
+const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure["crash"]>): void => {
+  if (crash.fingerprint === undefined) return
+  const first = state.crashes.get(crash.fingerprint)
+  if (first === undefined) state.crashes.set(crash.fingerprint, { rank, error: crash.error, stack: crash.stack })
+  else state.repeatedCrash ??= { ranks: [first.rank, rank], error: first.error, stack: first.stack ?? crash.stack }
 }
 
 /**
@@ -816,6 +872,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
         epoch: state.epoch,
         detector: d.detector,
         cause: d.cause,
+        stack: d.crash?.stack,
         reportedAtMs: d.reportedAtMs,
         declaredAtMs: state.clockMs,
         remainderSamples: 0,
@@ -825,6 +882,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
       state.deaths.push(death)
       // After the end the epoch is closed (completed) or stopped (its deaths are in the outcome).
       if (running) state.epochDeaths.push(death)
+      if (running && d.crash !== undefined) noteCrash(state, d.rank, d.crash)
       alert(state, alerts, "RankLost", path(state, d.rank), `rank ${d.rank} lost (${d.detector}): ${d.cause}`)
     } else {
       state.exits.push(d.rank)
@@ -976,6 +1034,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   switch (message._tag) {
     case "Hello":
     case "Heartbeat":
+    case "Crashing": // the coordinator actor folds it into the rank's death report
       return
     case "Progress": {
       if (message.epoch !== state.epoch) {
@@ -1061,7 +1120,15 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       continue
     }
     inBatch.add(report.rank)
-    batch.push({ rank: report.rank, kind: "death", detector: "supervisor", cause: causeText(report.cause), reportedAtMs: report.nowMs })
+    const cause = report.cause
+    batch.push({
+      rank: report.rank,
+      kind: "death",
+      detector: "supervisor",
+      cause: causeText(cause),
+      reportedAtMs: report.nowMs,
+      ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
+    })
   }
   for (const rank of Liveness.expired(state.liveness, state.clockMs, config.heartbeatTimeoutMs)) {
     if (inBatch.has(rank)) continue

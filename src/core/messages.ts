@@ -17,12 +17,20 @@
 export type Rank = number
 
 /**
- * Why the coordinator told the survivors to save and stop (DESIGN.md §1, §3.6).
+ * Why the coordinator told the survivors to save and stop (DESIGN.md §1, §3.6). `TrainerFault`:
+ * two ranks crashed with the same error (same message and top stack frame), a bug in the trainer
+ * that redistribution would only spread to the survivors (issue C1; `Config.onRepeatedCrash`).
  *
  * @since 0.1.0
  * @category model
  */
-export type SaveReason = "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall"
+export type SaveReason =
+  | "GracefulShutdown"
+  | "FailureLimitReached"
+  | "SingleSurvivor"
+  | "AllRanksLost"
+  | "ReduceStall"
+  | "TrainerFault"
 
 /**
  * All save reasons, in wire order.
@@ -35,7 +43,8 @@ export const saveReasons: ReadonlyArray<SaveReason> = [
   "FailureLimitReached",
   "SingleSurvivor",
   "AllRanksLost",
-  "ReduceStall"
+  "ReduceStall",
+  "TrainerFault"
 ]
 
 // ---------------------------------------------------------------------------------------------
@@ -128,6 +137,22 @@ export interface RingReady {
 }
 
 /**
+ * The rank is ending because of an uncaught error: its last frame before it exits (issue C1).
+ * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
+ * when it has none). Informative only: the supervisor folds it into the rank's death report
+ * (`Crashed{error, stack}`), which is what the coordinator declares; a process cannot report its
+ * error any other way (DESIGN.md §5).
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export interface Crashing {
+  readonly _tag: "Crashing"
+  readonly error: string
+  readonly stack: string
+}
+
+/**
  * Every message a rank sends to the coordinator.
  *
  * @since 0.1.0
@@ -143,6 +168,7 @@ export type ToCoordinator =
   | CheckpointResult
   | EvalResult
   | RingReady
+  | Crashing
 
 // ---------------------------------------------------------------------------------------------
 // Coordinator to rank

@@ -32,6 +32,18 @@ interface BunGlobal {
 }
 
 /**
+ * Runs Bun's garbage collector to completion (`Bun.gc(true)`) so that a heap measurement that
+ * follows counts live objects only; does nothing on other runtimes.
+ *
+ * @since 0.1.0
+ * @category memory
+ */
+export const collectGarbage = (): void => {
+  const bun = (globalThis as unknown as { Bun?: { gc?: (force: boolean) => void } }).Bun
+  bun?.gc?.(true)
+}
+
+/**
  * A WebSocket server on `Bun.serve`; Bun closes a connection whose message exceeds
  * `maxPayloadBytes` with 1009, reported to `close` as 1009.
  *

@@ -191,6 +191,35 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
 export const webSocketClass = (): typeof globalThis.WebSocket =>
   (Runtime.detect() === "node" ? WsClient : globalThis.WebSocket) as unknown as typeof globalThis.WebSocket
 
+/**
+ * The error code of a rank ended for going over its memory limit, beside Node's and Deno's
+ * `ERR_WORKER_OUT_OF_MEMORY` for a worker past its `resourceLimits` (issue C3).
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const outOfMemoryCode = "ERR_RANK_OUT_OF_MEMORY"
+
+/** Whether `error` says its rank ran out of memory (a worker's or a process's). @since 0.1.0 @category processes */
+export const isOutOfMemory = (error: unknown): boolean => {
+  const code = (error as { readonly code?: unknown } | undefined)?.code
+  return code === outOfMemoryCode || code === "ERR_WORKER_OUT_OF_MEMORY"
+}
+
+/**
+ * The memory the calling thread's JavaScript engine holds for it, in bytes, per worker thread
+ * (each has its own heap) or per process: the heap in use plus the memory outside it
+ * (`ArrayBuffer`s and typed arrays, which V8's heap limit does not count) under Node and Deno;
+ * the heap in use under Bun, whose figure already counts them.
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const engineMemoryBytes = (): number => {
+  const usage = process.memoryUsage()
+  return Runtime.detect() === "bun" ? usage.heapUsed : usage.heapUsed + usage.external
+}
+
 const childEnv = "COHORT_CHILD_RANK"
 const childDataEnv = "COHORT_CHILD_DATA"
 
@@ -233,21 +262,27 @@ const record = (message: Uint8Array): Uint8Array => {
  * (default `"SIGKILL"`). `nice` (0–19, default 0): the child process's nice value, set by the
  * parent right after the start.
  *
+ * `heapLimitMb` (default none): V8's old-generation limit in MiB, `--max-old-space-size` under
+ * Node and `--v8-flags=--max-old-space-size` under Deno (Bun has no such limit and ignores it).
+ * V8 aborts a process at its limit (Node: `SIGABRT`, Deno: `SIGTRAP`, after printing its last
+ * GCs on stderr); such an end is passed to `handlers.error` as an out-of-memory error (code
+ * `outOfMemoryCode`) before `exit`.
+ *
  * @since 0.1.0
  * @category processes
  */
 export const spawnChild = (
-  options: { readonly entry: string; readonly rank: number; readonly data: unknown; readonly nice?: number },
+  options: { readonly entry: string; readonly rank: number; readonly data: unknown; readonly nice?: number; readonly heapLimitMb?: number },
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const path = fileURLToPath(options.entry)
-  const args = Runtime.detect() === "deno"
-    ? ["run", "-A", path]
-    : Runtime.detect() === "bun"
+  const limit = options.heapLimitMb
+  const runtime = Runtime.detect()
+  const args = runtime === "deno"
+    ? ["run", "-A", ...(limit === undefined ? [] : [`--v8-flags=--max-old-space-size=${limit}`]), path]
+    : runtime === "bun"
     ? [path]
-    : needsTsx(options.entry)
-    ? ["--import", import.meta.resolve("tsx"), path]
-    : [path]
+    : [...(limit === undefined ? [] : [`--max-old-space-size=${limit}`]), ...(needsTsx(options.entry) ? ["--import", import.meta.resolve("tsx")] : []), path]
   const child = spawnProcess(process.execPath, args, {
     stdio: ["pipe", "pipe", "inherit"],
     env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
@@ -257,7 +292,13 @@ export const spawnChild = (
   child.stdout?.on("data", (chunk: Uint8Array) => read(chunk))
   child.stdin?.on("error", () => {})
   child.on("error", (error) => handlers.error(error))
-  child.on("close", (code, signal) => handlers.exit(code, signal))
+  child.on("close", (code, signal) => {
+    // V8's fatal out-of-memory abort; with a heap limit set, reaching it is what aborts a rank.
+    if (limit !== undefined && runtime !== "bun" && (signal === "SIGABRT" || signal === "SIGTRAP")) {
+      handlers.error(Object.assign(new Error(`out of memory: the rank's process aborted (${signal}) at its heap limit of ${limit} MiB`), { code: outOfMemoryCode }))
+    }
+    handlers.exit(code, signal)
+  })
   return {
     post: (message) => void child.stdin?.write(record(message)),
     kill: (signal) => void child.kill((signal ?? "SIGKILL") as NodeJS.Signals)

@@ -6,8 +6,10 @@
  *
  * A child's end is delivered after its stdout has been read to the end, so every frame it wrote
  * comes first. Causes (TOOLCHAIN.md §7): killed by the host or the OS → `Killed{signal}`; the
- * host closed the link → `Disconnected{closeCode}`; otherwise `Exited{code}` whatever the code (a
- * process that throws or rejects exits 1: `Exited{1}`; a process cannot report its error).
+ * host closed the link → `Disconnected{closeCode}`; past its heap limit → `Crashed` (out of
+ * memory); otherwise `Exited{code}` whatever the code (a process that throws or rejects exits 1:
+ * `Exited{1}`; a Cohort rank reports its error itself, in a `Crashing` frame, see
+ * `Supervisor.Options.crashOf`).
  *
  * @since 0.1.0
  */
@@ -30,6 +32,11 @@ export interface SpawnOptions {
   readonly rank: Transport.Peer
   readonly data?: unknown
   readonly nice?: number
+  /**
+   * V8's heap limit of the process in MiB (default none), enforced by Node and Deno; reaching it
+   * ends the rank as `Crashed` with an out-of-memory reason. Bun ignores it (issue C3).
+   */
+  readonly heapLimitMb?: number
 }
 
 /**
@@ -57,7 +64,13 @@ export const host = (options?: Transport.Options): Effect.Effect<ProcessHost, ne
     Children.make<SpawnOptions>(
       (rank, spawnOptions, handlers) =>
         NodeRuntime.spawnChild(
-          { entry: String(spawnOptions.entry), rank, data: spawnOptions.data, ...(spawnOptions.nice === undefined ? {} : { nice: spawnOptions.nice }) },
+          {
+            entry: String(spawnOptions.entry),
+            rank,
+            data: spawnOptions.data,
+            ...(spawnOptions.nice === undefined ? {} : { nice: spawnOptions.nice }),
+            ...(spawnOptions.heapLimitMb === undefined ? {} : { heapLimitMb: spawnOptions.heapLimitMb })
+          },
           handlers
         ),
       (signal) => signal ?? "SIGKILL",

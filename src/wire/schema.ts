@@ -52,7 +52,8 @@ export const SaveReason = Schema.Literals([
   "FailureLimitReached",
   "SingleSurvivor",
   "AllRanksLost",
-  "ReduceStall"
+  "ReduceStall",
+  "TrainerFault"
 ])
 
 // ---------------------------------------------------------------------------------------------
@@ -109,6 +110,15 @@ export const EvalResult = Schema.TaggedStruct("EvalResult", {
 export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 
 /**
+ * `Crashing{error, stack}`: a rank's last frame before it exits on an uncaught error; both free
+ * text (`stack` is `""` when the error had none), bounded by the frame limit (issue C1).
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, stack: Schema.String })
+
+/**
  * Every message a rank sends to the coordinator.
  *
  * @since 0.1.0
@@ -123,7 +133,8 @@ export const ToCoordinator = Schema.Union([
   Exiting,
   CheckpointResult,
   EvalResult,
-  RingReady
+  RingReady,
+  Crashing
 ])
 
 // ---------------------------------------------------------------------------------------------
@@ -234,6 +245,7 @@ export const byTag = {
   CheckpointResult,
   EvalResult,
   RingReady,
+  Crashing,
   StartEpoch,
   ExtendPartition,
   AssignChunk,

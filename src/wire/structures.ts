@@ -82,7 +82,9 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "FormRing", direction: "toRank", fields: ["generation", "ringRank", "ringSize", "peers"] },
   { tag: "ShutdownWithSave", direction: "toRank", fields: ["reason"] },
   { tag: "Shutdown", direction: "toRank", fields: [] },
-  { tag: "CoordHeartbeat", direction: "toRank", fields: [] }
+  { tag: "CoordHeartbeat", direction: "toRank", fields: [] },
+  // appended in structures version 2: ids 22..
+  { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] }
 ]
 
 const keysOf = (entry: MessageEntry): ReadonlyArray<string> => ["_tag", ...entry.fields]

@@ -138,7 +138,9 @@ describe("actor kit (DESIGN.md §5)", () => {
       yield* ref.tell("spawn")
       yield* ref.tell("die")
       const report = yield* Queue.take(supervisor.reports)
-      assert.deepStrictEqual(report, DeathReport.make(3, DeathReport.crashed("broken invariant")))
+      const stack = report.cause._tag === "Crashed" ? report.cause.stack : undefined
+      assert.match(stack ?? "", /^Error: broken invariant\n\s+at /)
+      assert.deepStrictEqual(report, DeathReport.make(3, DeathReport.crashed("broken invariant", stack)))
       const exit = yield* ref.await
       assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
       assert.isTrue(Actor.isStopped(yield* (yield* Deferred.await(childRef)).await))

@@ -6,7 +6,8 @@ import * as Result from "effect/Result"
 import * as Stream from "effect/Stream"
 import * as Coordinator from "../../actors/coordinator.ts"
 import * as Core from "../../src/core/coordinator.ts"
-import type { ToRank } from "../../src/core/messages.ts"
+import * as DeathReport from "../../src/actor/death-report.ts"
+import type { ToCoordinator, ToRank } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
@@ -19,6 +20,7 @@ const recordingTransport = (refuse: number) =>
   Effect.gen(function*() {
     const inbox = yield* Queue.unbounded<Transport.Event, never>()
     const sent: Array<readonly [number, ToRank]> = []
+    const disconnected: Array<readonly [number, number]> = []
     const sendUnsafe = (peer: number, frame: Uint8Array): Transport.TransportError | undefined => {
       if (peer === refuse) return new Transport.TransportError({ reason: { _tag: "PeerGone", peer } })
       const decoded = Codec.decode(frame, { from: "coordinator" })
@@ -35,11 +37,11 @@ const recordingTransport = (refuse: number) =>
       events: Stream.fromQueue(inbox),
       stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }),
       lastArrivalMs: () => undefined,
-      disconnect: () => {}
+      disconnect: (peer, code) => void disconnected.push([peer, code])
     }
     const hello = (rank: number) =>
       Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 2 })), arrivedMs: 0 })
-    return { transport, sent, hello }
+    return { transport, sent, hello, disconnected }
   })
 
 describe("coordinator actor", () => {
@@ -69,5 +71,53 @@ describe("coordinator actor", () => {
       // Both refusals raise ControlDrop for rank 1; the alert lane folds the second into the first.
       assert.deepStrictEqual(alerts, ["ControlDrop: SetRoles to rank 1 failed: PeerGone"])
       assert.isFalse(yield* Deferred.isDone(handle.outcome))
+    })))
+
+  const started = (worldSize: number) =>
+    Effect.gen(function*() {
+      const made = Core.make({ worldSize, epochSamples: 30, epochs: 1 }, 0)
+      if ("_tag" in made) return yield* Effect.die(made.reason)
+      const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
+      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+      const frame = (rank: number, message: ToCoordinator) =>
+        Queue.offer(transport.inbox as Queue.Queue<Transport.Event, never>, {
+          _tag: "Frame",
+          peer: rank,
+          bytes: Codec.encode(Frame.fromRank(rank, message)),
+          arrivedMs: 0
+        })
+      const end = (rank: number, cause: DeathReport.DeathCause) =>
+        Queue.offer(transport.inbox as Queue.Queue<Transport.Event, never>, { _tag: "Ended", peer: rank, cause })
+      return { handle, sent, hello, frame, end, disconnected }
+    })
+
+  it.live("a rank's Crashing frame turns its exit into Crashed{error, stack}; a kill stays a kill", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, hello, frame, end } = yield* started(4)
+      for (const rank of [0, 1, 2, 3]) yield* hello(rank)
+      const stack = "Error: trainBatch always fails\n    at Object.trainBatch (file:///t.ts:9:13)"
+      yield* frame(1, { _tag: "Crashing", error: "trainBatch always fails", stack })
+      yield* end(1, DeathReport.exited(1))
+      yield* frame(2, { _tag: "Crashing", error: "other", stack: "" })
+      yield* end(2, DeathReport.killed("SIGKILL"))
+      while (handle.state.deaths.length < 2) yield* Effect.sleep(1)
+      assert.deepStrictEqual(handle.state.deaths.map((d) => [d.rank, d.cause, d.stack]), [
+        [1, "crashed: trainBatch always fails", stack],
+        [2, "killed by SIGKILL", undefined]
+      ])
+    })))
+
+  it.live("the parameter count most ranks gave in Hello is the run's; a rank that gave another is refused at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, frame, disconnected } = yield* started(3)
+      yield* frame(0, { _tag: "Hello", paramsLength: 1 })
+      yield* frame(1, { _tag: "Hello", paramsLength: 407_050 })
+      yield* frame(2, { _tag: "Hello", paramsLength: 407_050 })
+      while (handle.state.deaths.length < 1) yield* Effect.sleep(1)
+      assert.deepStrictEqual(handle.state.deaths.map((d) => [d.rank, d.detector, d.cause]), [
+        [0, "supervisor", "refused: its Hello gave 1 parameters; the run agreed on 407050 (the count most ranks gave)"]
+      ])
+      assert.deepStrictEqual(disconnected, [[0, Transport.CloseCode.ParamsMismatch]])
+      assert.strictEqual(handle.state.paramsLength, 407_050)
     })))
 })

@@ -102,6 +102,73 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
+  const alwaysFails = fileURLToPath(new URL("../fixtures/trainers/always-fails.ts", import.meta.url))
+  type Event = { readonly type: string; readonly death?: { readonly rank: number; readonly stack?: string }; readonly outcome?: { readonly reason?: string } }
+  const journal = (result: Result): Array<Event> =>
+    readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+  /** The top frame of the trainer's throw, as each runtime prints it. */
+  const trainerFrame = /^Error: trainBatch always fails\n\s+at (Object\.)?trainBatch \(/
+
+  for (const transport of ["worker", "process"] as const) {
+    it(`a trainer that throws on every batch stops the run after its second crash with TrainerFault and the stack (${transport})`, async () => {
+      const result = await Launcher.run({ ...fast, trainer: alwaysFails, worldSize: 3, epochs: 1, transport })
+      expect(result.exitCode).toBe(1)
+      expect(result.outcome.reason).toBe("TrainerFault")
+      // The first two crashes declared are the pair named; the third rank may crash too, after the end.
+      const [first, second] = result.deaths
+      expect(result.outcome.detail).toBe(`the trainer failed the same way on ranks ${first!.rank} and ${second!.rank}: trainBatch always fails`)
+      expect(result.outcome.repeatedCrash?.ranks).toEqual([first!.rank, second!.rank])
+      expect(result.outcome.repeatedCrash?.stack).toMatch(trainerFrame)
+      for (const death of result.deaths) {
+        expect([death.detector, death.cause]).toEqual(["supervisor", "crashed: trainBatch always fails"])
+        expect(death.stack).toMatch(trainerFrame)
+      }
+      // C2: every declared death (each raised its RankLost alert) is listed, in the result, the
+      // summary and the journal, whether it ended the run or came after the end.
+      const lost = result.alerts.filter((a) => a.class === "RankLost").map((a) => Number(a.path.replace("root/rank", "")))
+      expect(result.deaths.map((d) => d.rank)).toEqual(lost)
+      expect(result.deaths.length).toBeGreaterThanOrEqual(2)
+      for (const rank of result.outcome.failures) expect(lost).toContain(rank)
+      const summary = JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8")) as { deaths: Array<{ rank: number; stack: string }> }
+      expect(summary.deaths.map((d) => d.rank)).toEqual(result.deaths.map((d) => d.rank))
+      const events = journal(result)
+      expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank)).toEqual(result.deaths.map((d) => d.rank))
+      expect(events.find((e) => e.type === "death")?.death?.stack).toMatch(trainerFrame)
+      expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "TrainerFault" } })
+    })
+  }
+
+  it("with onRepeatedCrash continue every rank crashes, and all 4 deaths are listed with their detector and cause", async () => {
+    const result = await Launcher.run({ ...fast, trainer: alwaysFails, worldSize: 4, epochs: 1, onRepeatedCrash: "continue" })
+    expect(result.exitCode).toBe(1)
+    expect([result.outcome.reason, result.outcome.detail]).toEqual(["AllRanksLost", "no survivor left"])
+    expect(result.outcome.failures).toEqual([0, 1, 2, 3])
+    expect(result.deaths.map((d) => d.rank).sort()).toEqual([0, 1, 2, 3])
+    expect(new Set(result.deaths.map((d) => `${d.detector}: ${d.cause}`))).toEqual(new Set(["supervisor: crashed: trainBatch always fails"]))
+    const events = journal(result)
+    expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank).sort()).toEqual([0, 1, 2, 3])
+    expect(events.filter((e) => e.type === "ended")).toHaveLength(1)
+    expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "AllRanksLost" } })
+  })
+
+  const leaks = fileURLToPath(new URL("../fixtures/trainers/leaks-on-rank-1.ts", import.meta.url))
+  for (const transport of ["worker", "process"] as const) {
+    // Every runtime enforces rankMemoryMb here: rank 1 keeps 4 MiB of typed arrays per batch,
+    // which V8's heap limit never counts, so it is the rank's own check between batches (heap and
+    // typed arrays) that stops it, under Node, Bun and Deno alike.
+    it(`a rank that allocates without end dies Crashed out of memory at rankMemoryMb 64 while the others finish (${transport})`, async () => {
+      const started = Date.now()
+      const result = await Launcher.run({ ...fast, trainer: leaks, worldSize: 3, epochs: 1, transport, rankMemoryMb: 64 })
+      expect(result.exitCode).toBe(0)
+      expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+      expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "supervisor"]])
+      expect(result.deaths[0]!.cause).toMatch(/^crashed: out of memory: \d+ MiB over the rank memory limit of 64 MiB$/)
+      // 64 MiB is reached in about 16 of rank 1's 200 batches: it dies mid-epoch and its remainder moves.
+      expect(result.deaths[0]!.redistributed).toBe(true)
+      expect(Date.now() - started).toBeLessThan(60_000)
+    })
+  }
+
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
     expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
@@ -110,6 +177,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
     expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")
     expect(await bad({ trainer: steady, rankNice: 2.5 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 2.5")
+    expect(await bad({ trainer: steady, rankMemoryMb: 8 })).toBe("LaunchError rankMemoryMb: must be 0 (no limit) or an integer >= 16, got 8")
     expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)

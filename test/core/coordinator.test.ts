@@ -207,6 +207,86 @@ describe("failure limit and backend limits", () => {
   })
 })
 
+describe("repeated crashes: a trainer bug stops the run (TrainerFault)", () => {
+  const stackAt = (frame: string) => `Error: trainBatch always fails\n    at ${frame}\n    at run (rank.ts:1:1)`
+  const top = "Object.trainBatch (file:///t.ts:9:13)"
+  const crash = (s: Coordinator.State, rank: number, nowMs: number, frame = top) =>
+    Coordinator.step(s, {
+      _tag: "DeathReport",
+      rank,
+      nowMs,
+      cause: { _tag: "Crashed", error: "trainBatch always fails", stack: stackAt(frame), fingerprint: `trainBatch always fails\nat ${frame}` }
+    })
+
+  it("worldSize 4: rank 1 crashes and its remainder moves; rank 0 crashing the same way saves and stops the run", () => {
+    const s = make({ worldSize: 4, epochSamples: 100, epochs: 2 })
+    Coordinator.start(s)
+    crash(s, 1, 5)
+    expect(tags(tick(s, 5))).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition", "Send:ExtendPartition"])
+    crash(s, 0, 9)
+    const cmds = tick(s, 9)
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(deliveries(s, cmds)).toEqual([
+      [2, { _tag: "ShutdownWithSave", reason: "TrainerFault" }],
+      [3, { _tag: "ShutdownWithSave", reason: "TrainerFault" }]
+    ])
+    expect(s.outcome?.reason).toBe("TrainerFault")
+    expect(s.outcome?.detail).toBe("the trainer failed the same way on ranks 1 and 0: trainBatch always fails")
+    expect(s.outcome?.repeatedCrash).toEqual({ ranks: [1, 0], error: "trainBatch always fails", stack: stackAt(top) })
+    expect(s.deaths.map((d) => [d.rank, d.cause, d.stack])).toEqual([
+      [1, "crashed: trainBatch always fails", stackAt(top)],
+      [0, "crashed: trainBatch always fails", stackAt(top)]
+    ])
+  })
+
+  it("the same message from another top frame is another error: the run goes on", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s)
+    crash(s, 2, 1)
+    tick(s, 1)
+    crash(s, 0, 2, "Object.evaluate (file:///t.ts:20:5)")
+    expect(tags(tick(s, 2))).toEqual(["Alert:RankLost", "Broadcast:SetRoles", "Send:ExtendPartition", "Send:ExtendPartition"])
+    expect(s.phase).toBe("running")
+    expect(s.repeatedCrash).toBe(undefined)
+  })
+
+  it("two ranks crashing the same way in one tick name a TrainerFault before the failure limit they also reach", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, failureLimit: { absolute: 2 } })
+    Coordinator.start(s)
+    crash(s, 2, 1)
+    crash(s, 1, 1)
+    tick(s, 1)
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["TrainerFault", "the trainer failed the same way on ranks 2 and 1: trainBatch always fails"])
+  })
+
+  it("with onRepeatedCrash continue the crashes are deaths like any other, and the outcome still names the repeat", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, onRepeatedCrash: "continue" })
+    Coordinator.start(s)
+    crash(s, 1, 1)
+    tick(s, 1)
+    crash(s, 0, 2)
+    // Rank 0's remainder: its partition and the extension it got from rank 1, both to rank 2.
+    expect(tags(tick(s, 2))).toEqual(["Alert:RankLost", "Broadcast:SetRoles", "Send:ExtendPartition", "Send:ExtendPartition"])
+    crash(s, 2, 3)
+    tick(s, 3)
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["AllRanksLost", "no survivor left"])
+    expect(s.outcome?.repeatedCrash?.ranks).toEqual([1, 0])
+  })
+
+  it("crashes without a fingerprint, and crashes after the end, decide nothing", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s)
+    for (const rank of [0, 1]) Coordinator.step(s, { _tag: "DeathReport", rank, nowMs: 1, cause: { _tag: "Crashed", error: "boom" } })
+    tick(s, 1)
+    expect(s.phase).toBe("running")
+    expect(Config.make({ worldSize: 1, epochSamples: 1, epochs: 1, onRepeatedCrash: "retry" as "stop" })).toEqual({
+      _tag: "Invalid",
+      option: "onRepeatedCrash",
+      reason: "must be stop or continue, got retry"
+    })
+  })
+})
+
 describe("clean exits", () => {
   it.each(["stale", "reported"] as const)("a rank that sent Exiting and then is %s is not a failure; activeCount drops once", (how) => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 100 })

@@ -23,10 +23,10 @@ contractSuite({
     })
 })
 
-const burstThen = (how: Script.Leave, n: number, from: URL = entry) =>
+const burstThen = (how: Script.Leave, n: number, from: URL = entry, heapLimitMb?: number) =>
   Effect.gen(function*() {
     const host = yield* ChildProcess.host()
-    yield* host.spawn({ entry: from, rank: 0 })
+    yield* host.spawn({ entry: from, rank: 0, ...(heapLimitMb === undefined ? {} : { heapLimitMb }) })
     yield* host.transport.send(0, Script.command({ op: "burst", n, bytes: 32, then: how }))
     const frames: Array<number> = []
     for (let i = 0; i < n; i++) {
@@ -81,6 +81,26 @@ describe(`child-process supervision (${runtime}): one death report per way to di
 })
 
 describe(`child-process priority (${runtime})`, () => {
+  if (runtime === "bun") {
+    it.effect("bun has no heap limit for a child: past 32 MiB of heap it runs on and is Exited 0", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const host = yield* burstThen("oom", 5, entry, 32)
+        assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), { _tag: "Ended", peer: 0, cause: DeathReport.exited(0) })
+      })))
+  } else {
+    it.effect(`a child past its heap limit is Crashed out of memory (${runtime} aborts it with ${runtime === "deno" ? "SIGTRAP" : "SIGABRT"})`, () =>
+      Effect.scoped(Effect.gen(function*() {
+        const host = yield* burstThen("oom", 5, entry, 32)
+        const ended = yield* Effect.orDie(Queue.take(host.transport.inbox))
+        const signal = runtime === "deno" ? "SIGTRAP" : "SIGABRT"
+        assert.deepStrictEqual(ended, {
+          _tag: "Ended",
+          peer: 0,
+          cause: DeathReport.crashed(`out of memory: the rank's process aborted (${signal}) at its heap limit of 32 MiB`)
+        })
+      })), 30_000)
+  }
+
   it.effect("a child started with nice 7 runs at nice 7", () =>
     Effect.scoped(Effect.gen(function*() {
       const host = yield* ChildProcess.host()

@@ -39,4 +39,12 @@ describe("transport supervisor (DESIGN.md §3.10, §5)", () => {
       DeathReport.make(4, DeathReport.crashed("boom"))
     )
   })
+
+  it("two crashes are the same error when their message and top stack frame agree", () => {
+    assert.strictEqual(DeathReport.topFrame("Error: x\n    at a (f.ts:1:2)\n    at b (g.ts:3:4)"), "at a (f.ts:1:2)")
+    assert.strictEqual(DeathReport.topFrame("no frames here"), "")
+    assert.strictEqual(DeathReport.fingerprintOf("x", "Error: x\n    at a (f.ts:1:2)\n    at c (h.ts:5:6)"), "x\nat a (f.ts:1:2)")
+    assert.strictEqual(DeathReport.fingerprintOf("x", undefined), "x\n")
+    assert.deepStrictEqual(DeathReport.crashedBy("plain text"), { _tag: "Crashed", error: "plain text", fingerprint: "plain text\n" })
+  })
 })

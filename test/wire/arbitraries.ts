@@ -21,7 +21,8 @@ const saveReason = fc.constantFrom<Messages.SaveReason>(
   "FailureLimitReached",
   "SingleSurvivor",
   "AllRanksLost",
-  "ReduceStall"
+  "ReduceStall",
+  "TrainerFault"
 )
 const range = { epoch: count, offset: count, size: count }
 
@@ -40,7 +41,12 @@ export const toCoordinator: { readonly [Tag in Messages.ToCoordinator["_tag"]]: 
     detail: fc.string({ unit: "binary", maxLength: 40 })
   }),
   EvalResult: fc.record({ _tag: fc.constant("EvalResult"), epoch: count, accuracy: unit, loss: finite }),
-  RingReady: fc.record({ _tag: fc.constant("RingReady"), generation: count })
+  RingReady: fc.record({ _tag: fc.constant("RingReady"), generation: count }),
+  Crashing: fc.record({
+    _tag: fc.constant("Crashing"),
+    error: fc.string({ unit: "binary", maxLength: 40 }),
+    stack: fc.string({ unit: "binary", maxLength: 80 })
+  })
 }
 
 const formRing = fc

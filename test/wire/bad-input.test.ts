@@ -108,12 +108,12 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57360 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57361 })
     })
 
     it("a message id beyond the message table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), Structures.messages.length))
-      expect(reasonOf(bytes)).toEqual({ _tag: "UnknownTag", kind: "message", tag: 22 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "UnknownTag", kind: "message", tag: 23 })
     })
 
     it("a cbor-x record definition, so a peer can never redefine the shared structures", () => {
@@ -239,7 +239,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(reasonOf(save)).toEqual({
         _tag: "SchemaMismatch",
         path: ["reason"],
-        message: 'Expected "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall"'
+        message: 'Expected "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall" | "TrainerFault"'
       })
     })
 

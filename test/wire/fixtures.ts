@@ -31,6 +31,11 @@ export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Message
   }),
   EvalResult: Frame.fromRank(4, { _tag: "EvalResult", epoch: 9, accuracy: 0.9375, loss: 0.1 }),
   RingReady: Frame.fromRank(65_536, { _tag: "RingReady", generation: 3 }),
+  Crashing: Frame.fromRank(5, {
+    _tag: "Crashing",
+    error: "trainBatch always fails: é ✓ 𝄞",
+    stack: "Error: trainBatch always fails\n    at Object.trainBatch (file:///trainer.ts:9:13)"
+  }),
   StartEpoch: Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 0 }),
   ExtendPartition: Frame.fromCoordinator({ _tag: "ExtendPartition", epoch: 7, offset: 123_456_789, size: 4096 }),
   AssignChunk: Frame.fromCoordinator({ _tag: "AssignChunk", epoch: 2, offset: 2 ** 40 + 3, size: 256 }),

@@ -8,6 +8,7 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../../actor/death-report.ts"
+import * as NodeRuntime from "../../platform/node.ts"
 import type * as RuntimeTypes from "../../platform/types.ts"
 import * as Transport from "../transport.ts"
 import * as Hub from "./hub.ts"
@@ -32,8 +33,9 @@ interface Child {
 
 /**
  * Makes a host. Causes: the host closed the link → `Disconnected{closeCode}`; the host killed
- * it → `Killed{killSignal}` (`"terminate"` for workers); the OS killed it → `Killed{signal}`; an
- * `error` was seen → `Crashed{message}`; else `Exited{code}`. The end is reported as soon as the
+ * it → `Killed{killSignal}` (`"terminate"` for workers); the OS killed it → `Killed{signal}`,
+ * unless the raw child said it ran out of memory (`Crashed`); an `error` was seen →
+ * `Crashed{message}`; else `Exited{code}`. The end is reported as soon as the
  * raw channel says `closed` (a worker's port closes well before its exit event) if the host had
  * closed the link or killed the child, or an `error` was seen; otherwise at `exit`, which brings
  * the exit code or signal.
@@ -82,7 +84,9 @@ export const make = <O>(
                 : child.killedWith !== undefined
                 ? DeathReport.killed(child.killedWith)
                 : child.error !== undefined
-                ? DeathReport.crashed(DeathReport.errorMessage(child.error))
+                ? NodeRuntime.isOutOfMemory(child.error)
+                  ? DeathReport.crashed(DeathReport.errorMessage(child.error)) // made by this side: its stack says nothing of the rank
+                  : DeathReport.crashedBy(child.error)
                 : undefined
             child.raw = spawnRaw(rank, spawnOptions, {
               message: (message) => link?.receive(message),
@@ -100,7 +104,7 @@ export const make = <O>(
                 end(
                   known !== undefined && known._tag !== "Crashed"
                     ? known
-                    : signal !== null
+                    : signal !== null && !NodeRuntime.isOutOfMemory(child.error)
                     ? DeathReport.killed(signal)
                     : known ?? DeathReport.exited(code ?? 0)
                 )
