@@ -139,7 +139,7 @@ export interface RingReady {
 /**
  * The rank is ending because of an uncaught error: its last frame before it exits (issue C1).
  * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
- * when it has none). Informative only: the supervisor folds it into the rank's death report
+ * when it has none). Informative only: the coordinator actor folds it into the rank's death report
  * (`Crashed{error, stack}`), which is what the coordinator declares; a process cannot report its
  * error any other way (DESIGN.md §5).
  *

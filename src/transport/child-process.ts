@@ -9,7 +9,7 @@
  * host closed the link → `Disconnected{closeCode}`; past its heap limit → `Crashed` (out of
  * memory); otherwise `Exited{code}` whatever the code (a process that throws or rejects exits 1:
  * `Exited{1}`; a Cohort rank reports its error itself, in a `Crashing` frame, see
- * `Supervisor.Options.crashOf`).
+ * the coordinator actor).
  *
  * @since 0.1.0
  */
