@@ -104,7 +104,11 @@ const rankEntry = async (transport: "worker" | "process", trainerUrl: string): P
   const host = new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url)
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
+  // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
+  // in import order), so that even its top-level prints stay off the coordinator's stdout.
+  const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = [
+    ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
     `import * as Host from ${path(host)}`,
     `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
