@@ -8,6 +8,7 @@ import { spawn as spawnProcess } from "node:child_process"
 import { Console } from "node:console"
 import { createReadStream, type ReadStream, writeSync } from "node:fs"
 import { Socket } from "node:net"
+import { Writable } from "node:stream"
 import { getPriority, setPriority } from "node:os"
 import { fileURLToPath } from "node:url"
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
@@ -156,7 +157,16 @@ export const redirectWorkerOutput = (): void => {
   }
   process.stdout.write = writer(1) as typeof process.stdout.write
   process.stderr.write = writer(2) as typeof process.stderr.write
-  const sink = new Console({ stdout: { write: writer(1) } as never, stderr: { write: writer(2) } as never })
+  // Console writes synchronously into these (each write is posted at once, never queued).
+  const streamOf = (stream: 1 | 2): Writable =>
+    new Writable({
+      decodeStrings: false,
+      write: (chunk: unknown, _encoding, done) => {
+        post(stream, chunk)
+        done()
+      }
+    })
+  const sink = new Console({ stdout: streamOf(1), stderr: streamOf(2) })
   const target = console as unknown as Record<string, unknown>
   const source = sink as unknown as Record<string, unknown>
   for (const method of consoleMethods) {
