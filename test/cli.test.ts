@@ -905,4 +905,17 @@ describe(`cohort run --json as a real process (${Runtime.detect()}): stdout is e
       expect(err).toMatch(/^\[rank [01]\] save to \/.*\/checkpoints\/v0: slope [-0-9.e]+, intercept [-0-9.e]+$/m)
     }, 120_000)
   }
+
+  it("with a trainer module that prints while it loads, in the command's process and in every worker", async () => {
+    const example = fileURLToPath(new URL("../examples/line-trainer.ts", import.meta.url))
+    // `.mts`: outside the repository no package.json says "type": "module", and tsx would load a `.ts` as CommonJS.
+    const trainer = `${scratch}/loud-trainer.mts`
+    await Files.writeFile(trainer, `export * from ${JSON.stringify(example)}\nconsole.log("loading the line trainer")\n`)
+    const { code, out, err } = await runCli(["run", "--trainer", trainer, "--json", "--world-size", "2", "--epochs", "1", "--out", `${scratch}/real-loud`])
+    expect([code, (JSON.parse(out) as RunTypes.RunResult).exitCode]).toEqual([0, 0])
+    const lines = err.split("\n")
+    for (const rank of [0, 1]) expect(lines).toContain(`[rank ${rank}] loading the line trainer`)
+    // The command itself imports the trainer to check it: its print goes to stderr unprefixed.
+    expect(lines).toContain("loading the line trainer")
+  }, 120_000)
 })
