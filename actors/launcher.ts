@@ -1,7 +1,8 @@
 /**
  * The launcher: starts the coordinator and `worldSize` ranks (worker threads or child processes),
  * supervises them, feeds their ends to the coordinator as death reports, injects the faults it was
- * asked for, and writes the run's event log and summary under `<outDir>/<runId>/` (issue 6).
+ * asked for, and writes the run's event log and summary under `<outDir>/<runId>/` (issue 6), and
+ * what each rank printed under `<outDir>/<runId>/ranks/rank<N>.log`.
  *
  * @since 0.1.0
  */
@@ -19,6 +20,7 @@ import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
+import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import type * as RankActor from "./rank.ts"
@@ -111,7 +113,11 @@ const rankEntry = async (transport: "worker" | "process", trainerUrl: string): P
   const host = new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url)
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
+  // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
+  // in import order), so that even its top-level prints stay off the coordinator's stdout.
+  const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = [
+    ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
     `import * as Host from ${path(host)}`,
     `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
@@ -176,7 +182,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const state = made
   const runId = options.runId ?? runIdOf()
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
-  await Files.mkdir(runDir)
+  await Files.mkdir(`${runDir}/ranks`)
   const runDirAbsolute = Files.absolutePath(runDir)
 
   const events: Array<RunEvent> = []
@@ -222,6 +228,24 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
 
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   let askedToSave: ReadonlyArray<Rank> = []
+  // What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
+  // `ranks/rank<N>.log`, opened at a rank's first line (a silent rank has no log).
+  const forward = options.onRankOutput ?? RankOutput.writeToStderr
+  const rankLogs = new Map<Rank, Files.Appender>()
+  const onOutput = (rank: Rank, line: string): void => {
+    try {
+      forward(rank, line)
+    } catch {
+      // An observer that throws must not stop the coordinator; the line is still logged.
+    }
+    let log = rankLogs.get(rank)
+    if (log === undefined) {
+      log = Files.openAppend(`${runDir}/ranks/rank${rank}.log`)
+      rankLogs.set(rank, log)
+    }
+    log.write(`${line}\n`)
+  }
+  const closeRankLogs = () => Promise.all([...rankLogs.values()].map((log) => log.close()))
 
   const rankState = (rank: Rank): RankState => {
     if (Core.isDead(state, rank)) return "dead"
@@ -335,13 +359,13 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const program = Effect.gen(function*() {
     startedMs = yield* Clock.currentTimeMillis
     const host = transportKind === "worker"
-      ? yield* Effect.map(Worker.host(), (h) => ({
+      ? yield* Effect.map(Worker.host({ onOutput }), (h) => ({
         transport: h.transport,
         spawn: (o: Worker.SpawnOptions) =>
           h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
         kill: h.terminate
       }))
-      : yield* Effect.map(ChildProcess.host(), (h) => ({
+      : yield* Effect.map(ChildProcess.host({ onOutput }), (h) => ({
         transport: h.transport,
         spawn: (o: ChildProcess.SpawnOptions) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
         kill: (r: Rank) => h.kill(r)
@@ -432,6 +456,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
 
   const exit = await Effect.runPromiseExit(Effect.scoped(program))
   releaseHeld()
+  // Every rank has ended with the scope, so every line it printed was forwarded.
+  await closeRankLogs()
   if (exit._tag === "Failure") {
     const error = Cause.squash(exit.cause)
     throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))

@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import "../src/platform/redirect-worker-output.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Rank from "./rank.ts"
 

@@ -107,6 +107,13 @@ export interface RunOptions {
   readonly runId?: string
   /** Called with every event as it happens (progress, alerts, deaths, epochs). */
   readonly onEvent?: (event: RunEvent) => void
+  /**
+   * Called with each line a rank prints (stdout and stderr, `console.*`; without its line end),
+   * within the bounds of `src/transport/rank-output.ts` (4096 bytes a line, 100 lines per rank
+   * per second; the rest is cut or dropped with a note). Default: `[rank N] line` on the
+   * coordinator's stderr. The same lines also go to `<outDir>/<runId>/ranks/rank<N>.log`.
+   */
+  readonly onRankOutput?: (rank: Rank, line: string) => void
 }
 
 /**

@@ -1,6 +1,7 @@
-import { execFileSync } from "node:child_process"
+import { execFileSync, spawn } from "node:child_process"
 import { rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
 import * as Cli from "../src/cli/index.ts"
@@ -752,7 +753,7 @@ describe("demo and run", () => {
     expect(seen).toHaveLength(1)
     const options = seen[0]!
     expect(options.trainer).toMatch(/^file:\/\/.*\/src\/train\/mnist-trainer\.ts$/)
-    expect({ ...options, trainer: "", onEvent: undefined }).toEqual({
+    expect({ ...options, trainer: "", onEvent: undefined, onRankOutput: undefined }).toEqual({
       trainer: "",
       worldSize: 4,
       epochs: 3,
@@ -767,7 +768,8 @@ describe("demo and run", () => {
       rankMemoryMb: 1024,
       seed: 7,
       outDir: "runs",
-      onEvent: undefined
+      onEvent: undefined,
+      onRankOutput: undefined
     })
     expect(out).toBe(
       [
@@ -809,6 +811,17 @@ describe("demo and run", () => {
     expect(err.split("\n")[0]).toBe(
       "[   0.0s] run abc123: 4 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/abc123"
     )
+  })
+
+  it("--json sends what ranks print to stderr as [rank N] lines, never to stdout", async () => {
+    const launch: Cli.Launch = (options) => {
+      options.onRankOutput?.(1, "save to somewhere")
+      return Promise.resolve(completed)
+    }
+    const { code, out, err } = await runMain(["demo", "--json"], launch)
+    expect(code).toBe(0)
+    expect(JSON.parse(out)).toEqual(JSON.parse(JSON.stringify(completed)))
+    expect(err.split("\n")).toContain("[rank 1] save to somewhere")
   })
 
   it("exits 3 with one line when the launcher fails", async () => {
@@ -1077,4 +1090,50 @@ describe("report", () => {
       "cohort: warning: --kill 1@3 did not happen: the run ended after 2.1 s of training"
     )
   })
+})
+
+// ---------------------------------------------------------------------------------------------
+// the real command, as a child process
+// ---------------------------------------------------------------------------------------------
+
+/** Runs `bin/cohort.mjs` with `args` on this runtime in the repository folder; stdout and stderr piped. */
+const runCli = (args: ReadonlyArray<string>) =>
+  new Promise<{ readonly code: number | null; readonly out: string; readonly err: string }>((resolve, reject) => {
+    const root = fileURLToPath(new URL("..", import.meta.url))
+    const bin = fileURLToPath(new URL("../bin/cohort.mjs", import.meta.url))
+    const child = spawn(process.execPath, [...(Runtime.detect() === "deno" ? ["run", "-A"] : []), bin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    let out = ""
+    let err = ""
+    child.stdout.on("data", (chunk: Uint8Array) => (out += new TextDecoder().decode(chunk)))
+    child.stderr.on("data", (chunk: Uint8Array) => (err += new TextDecoder().decode(chunk)))
+    child.on("error", reject)
+    child.on("close", (code) => resolve({ code, out, err }))
+  })
+
+describe(`cohort run --json as a real process (${Runtime.detect()}): stdout is exactly one JSON document`, () => {
+  for (const transport of ["worker", "process"] as const) {
+    it(`with the README's line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async () => {
+      const { code, out, err } = await runCli([
+        "run", "--trainer", "examples/line-trainer.ts", "--json", "--world-size", "2", "--epochs", "1",
+        "--transport", transport, "--out", `${scratch}/real-${transport}`
+      ])
+      const result = JSON.parse(out) as RunTypes.RunResult
+      expect([code, result.exitCode, result.outcome.status, result.deaths]).toEqual([0, 0, "completed", []])
+      // The trainer's line went to stderr, prefixed with its rank.
+      expect(err).toMatch(/^\[rank [01]\] save to \/.*\/checkpoints\/v0: slope [-0-9.e]+, intercept [-0-9.e]+$/m)
+    }, 120_000)
+  }
+
+  it("with a trainer module that prints while it loads, in the command's process and in every worker", async () => {
+    const example = fileURLToPath(new URL("../examples/line-trainer.ts", import.meta.url))
+    // `.mts`: outside the repository no package.json says "type": "module", and tsx would load a `.ts` as CommonJS.
+    const trainer = `${scratch}/loud-trainer.mts`
+    await Files.writeFile(trainer, `export * from ${JSON.stringify(example)}\nconsole.log("loading the line trainer")\n`)
+    const { code, out, err } = await runCli(["run", "--trainer", trainer, "--json", "--world-size", "2", "--epochs", "1", "--out", `${scratch}/real-loud`])
+    expect([code, (JSON.parse(out) as RunTypes.RunResult).exitCode]).toEqual([0, 0])
+    const lines = err.split("\n")
+    for (const rank of [0, 1]) expect(lines).toContain(`[rank ${rank}] loading the line trainer`)
+    // The command itself imports the trainer to check it: its print goes to stderr unprefixed.
+    expect(lines).toContain("loading the line trainer")
+  }, 120_000)
 })

@@ -7,6 +7,7 @@ import type * as RunTypes from "../../actors/run-types.ts"
 import * as Trainer from "../train/trainer.ts"
 import * as Files from "../platform/files.ts"
 import * as Terminal from "../platform/terminal.ts"
+import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { type PartialRun, readRun } from "./read-run.ts"
 import { barsView, lineView, renderResult } from "./render.ts"
@@ -77,7 +78,12 @@ const loadLauncher = async (): Promise<Launch> => {
   return launcher.run
 }
 
-const toRunOptions = (options: RunCommandOptions, trainer: string, onEvent: (event: RunTypes.RunEvent) => void): RunTypes.RunOptions => ({
+const toRunOptions = (
+  options: RunCommandOptions,
+  trainer: string,
+  onEvent: (event: RunTypes.RunEvent) => void,
+  onRankOutput: (rank: number, line: string) => void
+): RunTypes.RunOptions => ({
   trainer,
   worldSize: options.worldSize,
   epochs: options.epochs,
@@ -92,8 +98,20 @@ const toRunOptions = (options: RunCommandOptions, trainer: string, onEvent: (eve
   rankMemoryMb: options.rankMemoryMb,
   seed: options.seed,
   outDir: options.outDir,
-  onEvent
+  onEvent,
+  onRankOutput
 })
+
+/**
+ * Sends `console.log`, `info` and `debug` of this process to stderr until the returned function
+ * restores them. Under `--json` the trainer module is imported here too (to check it), and what it
+ * prints while loading must not reach stdout, which holds only the result.
+ */
+const consoleToStderr = (): (() => void) => {
+  const saved = { log: console.log, info: console.info, debug: console.debug }
+  console.log = console.info = console.debug = console.error
+  return () => void Object.assign(console, saved)
+}
 
 const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: boolean, runDir?: string): number => {
   const rendered = renderResult(result, runDir)
@@ -104,6 +122,16 @@ const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: boolean, 
 }
 
 const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions, launch: Launch | undefined): Promise<number> => {
+  if (!options.json) return trainWith(io, command, options, launch)
+  const restore = consoleToStderr()
+  try {
+    return await trainWith(io, command, options, launch)
+  } finally {
+    restore()
+  }
+}
+
+const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOptions, launch: Launch | undefined): Promise<number> => {
   let trainer = demoTrainer()
   if (command === "run") {
     const loaded = await loadTrainer(io, options.trainer ?? "")
@@ -120,7 +148,8 @@ const train = async (io: Io, command: "demo" | "run", options: RunCommandOptions
   const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   let result: RunTypes.RunResult
   try {
-    result = await run(toRunOptions(options, trainer, view.onEvent))
+    // What ranks print goes to stderr as `[rank N] line` (never stdout: under --json it holds only the result).
+    result = await run(toRunOptions(options, trainer, view.onEvent, (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`)))
   } catch (error) {
     view.stop()
     // The launcher's refusal of an option is bad input; anything else is a failed run.

@@ -127,8 +127,11 @@ Options of demo and run:
                               is declared crashed: out of memory (default 1024)
   --seed N                    seed of the data order and the model, 0 to 4294967295 (default 1)
   --out DIR                   write the run to DIR/<runId>/ (default runs)
-  --json                      print the result as JSON on stdout instead of tables (progress
-                              lines then go to stderr)
+  --json                      print the result as JSON on stdout instead of tables, and nothing
+                              else (progress lines then go to stderr)
+
+What the ranks print goes to stderr as "[rank N] line" lines (at most 4096 bytes a line and 100
+lines per rank per second) and to DIR/<runId>/ranks/rank<N>.log.
 
 The end table has one row per epoch: samples committed, lost and duplicated (the audit; both
 must be 0), deaths, detection ms (from the injected fault to the declared death), recovery ms

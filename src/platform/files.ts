@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import { constants as fsConstants } from "node:fs"
+import { constants as fsConstants, createWriteStream } from "node:fs"
 import { access, mkdir as mkdirFs, open, readFile as readFileFs, stat, writeFile as writeFileFs } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { resolve as resolvePath } from "node:path"
@@ -107,6 +107,46 @@ export const kind = async (path: string): Promise<"file" | "directory" | "other"
  */
 export const writeFile = async (path: string, data: Uint8Array | string): Promise<void> => {
   await writeFileFs(path, data)
+}
+
+/**
+ * A file open for appending text: `write` queues `text` (UTF-8) without waiting; `close` resolves
+ * once everything queued is written, or the file could not be. Write errors are swallowed (a log
+ * that cannot be written must not stop its writer), and later writes are dropped.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export interface Appender {
+  readonly write: (text: string) => void
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Opens `path` for appending (created if missing; the parent folder must exist).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const openAppend = (path: string): Appender => {
+  const stream = createWriteStream(path, { flags: "a" })
+  let failed = false
+  const closed = new Promise<void>((resolve) => {
+    stream.on("close", resolve)
+    stream.on("error", () => {
+      failed = true
+      resolve()
+    })
+  })
+  return {
+    write: (text) => {
+      if (!failed) stream.write(text)
+    },
+    close: () => {
+      if (!failed) stream.end()
+      return closed
+    }
+  }
 }
 
 /**

@@ -5,7 +5,10 @@
  * @since 0.1.0
  */
 import { spawn as spawnProcess } from "node:child_process"
-import { writeSync } from "node:fs"
+import { Console } from "node:console"
+import { createReadStream, type ReadStream, writeSync } from "node:fs"
+import { Socket } from "node:net"
+import { Writable } from "node:stream"
 import { getPriority, setPriority } from "node:os"
 import { fileURLToPath } from "node:url"
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
@@ -34,6 +37,13 @@ const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[
  * on the port are drained synchronously before `handlers.exit`, so no frame posted before the
  * end is lost (but see `ChildHandlers` for Deno's `terminate()`).
  *
+ * What the worker prints (`console.*`, `process.stdout.write`, `process.stderr.write`) travels on
+ * a second port of its own to `handlers.output`, never to this process's stdout: the worker
+ * redirects it when it connects (`workerParent`), or earlier through `redirectWorkerOutput`.
+ * Node and Bun would forward a worker's stdio with `new Worker(url, {stdout: true})`, but Deno
+ * 2.9.6 sends `console.log` of a worker straight to the real stdout, so one redirect serves all
+ * three runtimes. Output still queued when the worker exits is drained before `handlers.exit`.
+ *
  * `nice` (0–19, default 0): the worker thread lowers its own scheduling priority to this nice
  * value when it connects (`workerParent`), so that the coordinator's thread wins a busy CPU.
  * Linux only, where a nice value is per thread (elsewhere it would lower the whole process,
@@ -53,6 +63,7 @@ export const spawnWorker = (
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const { port1, port2 } = new MessageChannel()
+  const output = new MessageChannel()
   const url = needsTsx(options.entry) ? new URL("./worker-bootstrap.mjs", import.meta.url) : new URL(options.entry)
   const worker = new Worker(url, {
     workerData: {
@@ -60,9 +71,10 @@ export const spawnWorker = (
       cohortRank: options.rank,
       cohortData: options.data,
       cohortPort: port2,
+      cohortOutput: output.port2,
       cohortNice: options.nice ?? 0
     },
-    transferList: [port2],
+    transferList: [port2, output.port2],
     ...(options.resourceLimits === undefined ? {} : { resourceLimits: { ...options.resourceLimits } })
   })
   // The runtime closes our port once the worker's port is gone; every message the worker posted
@@ -72,6 +84,11 @@ export const spawnWorker = (
   let closed = false
   let exited = false
   port1.on("message", (data: unknown) => handlers.message(bytesOf(data)))
+  const printed = (data: unknown): void => {
+    const [stream, bytes] = data as [number, Uint8Array]
+    handlers.output?.(stream === 2 ? "stderr" : "stdout", bytesOf(bytes))
+  }
+  output.port1.on("message", printed)
   port1.on("close", () => {
     // After `exit` the port closes because we closed it: nothing to tell.
     if (exited) return
@@ -87,6 +104,10 @@ export const spawnWorker = (
       }
       port1.close()
     }
+    for (let next = receiveMessageOnPort(output.port1); next !== undefined; next = receiveMessageOnPort(output.port1)) {
+      printed(next.message)
+    }
+    output.port1.close()
     handlers.exit(code, null)
   })
   return {
@@ -99,7 +120,59 @@ interface CohortWorkerData {
   readonly cohortRank: number
   readonly cohortData: unknown
   readonly cohortPort: MessagePort
+  readonly cohortOutput: MessagePort
   readonly cohortNice: number
+}
+
+const consoleMethods = [
+  "log", "info", "debug", "warn", "error", "trace", "dir", "dirxml", "table", "assert",
+  "group", "groupCollapsed", "groupEnd", "count", "countReset", "time", "timeEnd", "timeLog"
+] as const
+let outputRedirected = false
+
+/**
+ * Inside a worker started by `spawnWorker`: sends everything the worker prints through
+ * `console` or `process.stdout` / `process.stderr` to the parent's `handlers.output` instead of
+ * the process's stdout and stderr. Idempotent; does nothing outside such a worker. Rank entries
+ * call it before the trainer module loads so that its top-level prints are caught too;
+ * `workerParent` calls it as well.
+ *
+ * @since 0.1.0
+ * @category workers
+ */
+export const redirectWorkerOutput = (): void => {
+  const port = (workerData as Partial<CohortWorkerData> | null)?.cohortOutput
+  if (outputRedirected || port === undefined) return
+  outputRedirected = true
+  const encoder = new TextEncoder()
+  const post = (stream: 1 | 2, chunk: unknown): void => {
+    const bytes = typeof chunk === "string" ? encoder.encode(chunk) : bytesOf(chunk).slice()
+    if (bytes.byteLength > 0) port.postMessage([stream, bytes], [bytes.buffer as ArrayBuffer])
+  }
+  const writer = (stream: 1 | 2) => (chunk: unknown, encodingOrDone?: unknown, done?: unknown): boolean => {
+    post(stream, chunk)
+    const callback = typeof encodingOrDone === "function" ? encodingOrDone : done
+    if (typeof callback === "function") queueMicrotask(() => (callback as () => void)())
+    return true
+  }
+  process.stdout.write = writer(1) as typeof process.stdout.write
+  process.stderr.write = writer(2) as typeof process.stderr.write
+  // Console writes synchronously into these (each write is posted at once, never queued).
+  const streamOf = (stream: 1 | 2): Writable =>
+    new Writable({
+      decodeStrings: false,
+      write: (chunk: unknown, _encoding, done) => {
+        post(stream, chunk)
+        done()
+      }
+    })
+  const sink = new Console({ stdout: streamOf(1), stderr: streamOf(2) })
+  const target = console as unknown as Record<string, unknown>
+  const source = sink as unknown as Record<string, unknown>
+  for (const method of consoleMethods) {
+    const fn = source[method]
+    if (typeof fn === "function") target[method] = (fn as (...args: Array<unknown>) => unknown).bind(sink)
+  }
 }
 
 /**
@@ -132,6 +205,7 @@ export const workerParent = (): Types.ParentLink | undefined => {
   const data = workerData as Partial<CohortWorkerData> | null
   const port = data?.cohortPort
   if (data === null || port === undefined) return undefined
+  redirectWorkerOutput()
   if (process.platform === "linux") lowerPriority(0, data.cohortNice ?? 0)
   return {
     rank: data.cohortRank ?? -1,
@@ -223,28 +297,62 @@ export const engineMemoryBytes = (): number => {
 const childEnv = "COHORT_CHILD_RANK"
 const childDataEnv = "COHORT_CHILD_DATA"
 
-/** Splits a byte stream of `u32 LE length` + message records into messages. */
-const reader = (deliver: (message: Uint8Array) => void): ((chunk: Uint8Array) => void) => {
-  let pending = new Uint8Array(0)
-  return (chunk) => {
-    let buffer = pending.byteLength === 0 ? chunk : concat(pending, chunk)
-    let at = 0
-    while (buffer.byteLength - at >= 4) {
-      const length = new DataView(buffer.buffer, buffer.byteOffset + at, 4).getUint32(0, true)
-      if (buffer.byteLength - at - 4 < length) break
-      deliver(buffer.slice(at + 4, at + 4 + length))
-      at += 4 + length
-    }
-    pending = buffer.slice(at)
-    buffer = pending
-  }
-}
+/**
+ * The file descriptor of a child process's frame channel: a socket pair set up by `spawnChild`
+ * (the child's stdio entry 3), carrying frames both ways. Its stdin is `/dev/null`; its stdout and
+ * stderr are the rank's own output.
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const frameFd = 3
 
-const concat = (a: Uint8Array, b: Uint8Array): Uint8Array => {
-  const out = new Uint8Array(a.byteLength + b.byteLength)
-  out.set(a, 0)
-  out.set(b, a.byteLength)
-  return out
+/**
+ * Splits a byte stream of `u32 LE length` + message records into messages, copying each byte
+ * once: a record's body is allocated when its header is read and filled as chunks arrive.
+ * A header over `recordBytesMax` calls `oversized(length)` before anything of the record is
+ * buffered, and every later byte is ignored.
+ */
+const reader = (
+  deliver: (message: Uint8Array) => void,
+  recordBytesMax = Number.POSITIVE_INFINITY,
+  oversized: (lengthBytes: number) => void = () => {}
+): ((chunk: Uint8Array) => void) => {
+  const header = new Uint8Array(4)
+  let headerFilled = 0
+  let body: Uint8Array | undefined
+  let bodyFilled = 0
+  let stopped = false
+  return (chunk) => {
+    let at = 0
+    while (!stopped && at < chunk.byteLength) {
+      if (body === undefined) {
+        const taken = Math.min(4 - headerFilled, chunk.byteLength - at)
+        header.set(chunk.subarray(at, at + taken), headerFilled)
+        headerFilled += taken
+        at += taken
+        if (headerFilled < 4) return
+        headerFilled = 0
+        const length = new DataView(header.buffer).getUint32(0, true)
+        if (length > recordBytesMax) {
+          stopped = true
+          oversized(length)
+          return
+        }
+        body = new Uint8Array(length)
+        bodyFilled = 0
+      }
+      const taken = Math.min(body.byteLength - bodyFilled, chunk.byteLength - at)
+      body.set(chunk.subarray(at, at + taken), bodyFilled)
+      bodyFilled += taken
+      at += taken
+      if (bodyFilled === body.byteLength) {
+        const message = body
+        body = undefined
+        deliver(message)
+      }
+    }
+  }
 }
 
 const record = (message: Uint8Array): Uint8Array => {
@@ -256,9 +364,14 @@ const record = (message: Uint8Array): Uint8Array => {
 
 /**
  * Starts a child process running the module `entry` (a `file:` URL) on this runtime:
- * `node` (with `--import tsx` for a TypeScript entry), `bun`, or `deno run -A`. Messages travel over the child's stdin/stdout
- * as `u32 LE length` records; stderr is inherited. `exit` fires on `close`, after stdout has been
- * read to its end, so every message the child wrote comes first. `kill` sends `signal`
+ * `node` (with `--import tsx` for a TypeScript entry), `bun`, or `deno run -A`. Messages travel
+ * both ways as `u32 LE length` records on a channel of their own, the child's fd 3 (`frameFd`; a
+ * socket pair, the same on Node 20, Bun 1.4.5 and Deno 2.9.6), never on stdout. The child's stdin
+ * is `/dev/null`; what it writes to stdout and stderr goes to `handlers.output`. A record whose
+ * header announces more than `messageBytesMax` bytes (default unbounded) calls
+ * `handlers.oversized` before any of it is buffered, and the channel is read no further.
+ * `exit` fires on `close`, after the frame channel, stdout and stderr have been read to their
+ * end, so every message and every line the child wrote comes first. `kill` sends `signal`
  * (default `"SIGKILL"`). `nice` (0–19, default 0): the child process's nice value, set by the
  * parent right after the start.
  *
@@ -272,7 +385,14 @@ const record = (message: Uint8Array): Uint8Array => {
  * @category processes
  */
 export const spawnChild = (
-  options: { readonly entry: string; readonly rank: number; readonly data: unknown; readonly nice?: number; readonly heapLimitMb?: number },
+  options: {
+    readonly entry: string
+    readonly rank: number
+    readonly data: unknown
+    readonly nice?: number
+    readonly heapLimitMb?: number
+    readonly messageBytesMax?: number
+  },
   handlers: Types.ChildHandlers
 ): Types.RawChild => {
   const path = fileURLToPath(options.entry)
@@ -284,13 +404,17 @@ export const spawnChild = (
     ? [path]
     : [...(limit === undefined ? [] : [`--max-old-space-size=${limit}`]), ...(needsTsx(options.entry) ? ["--import", import.meta.resolve("tsx")] : []), path]
   const child = spawnProcess(process.execPath, args, {
-    stdio: ["pipe", "pipe", "inherit"],
+    stdio: ["ignore", "pipe", "pipe", "pipe"],
     env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
   })
   if (child.pid !== undefined) lowerPriority(child.pid, options.nice ?? 0)
-  const read = reader(handlers.message)
-  child.stdout?.on("data", (chunk: Uint8Array) => read(chunk))
-  child.stdin?.on("error", () => {})
+  const frames = child.stdio[3] as NodeJS.ReadWriteStream | null | undefined
+  const read = reader(handlers.message, options.messageBytesMax, (length) => handlers.oversized?.(length))
+  frames?.on("data", (chunk: Uint8Array) => read(chunk))
+  frames?.on("error", () => {})
+  // Always read stdout and stderr, so that a child never blocks on a full pipe.
+  child.stdout?.on("data", (chunk: Uint8Array) => handlers.output?.("stdout", chunk))
+  child.stderr?.on("data", (chunk: Uint8Array) => handlers.output?.("stderr", chunk))
   child.on("error", (error) => handlers.error(error))
   child.on("close", (code, signal) => {
     // V8's fatal out-of-memory abort; with a heap limit set, reaching it is what aborts a rank.
@@ -300,15 +424,16 @@ export const spawnChild = (
     handlers.exit(code, signal)
   })
   return {
-    post: (message) => void child.stdin?.write(record(message)),
+    post: (message) => void frames?.write(record(message)),
     kill: (signal) => void child.kill((signal ?? "SIGKILL") as NodeJS.Signals)
   }
 }
 
 /**
- * Inside a child process started by `spawnChild`: the link to the parent over stdin/stdout, or
- * `undefined` elsewhere. Writes are synchronous (`writeSync` on fd 1), so nothing written is
- * lost when the child exits.
+ * Inside a child process started by `spawnChild`: the link to the parent over the frame channel
+ * (`frameFd`), or `undefined` elsewhere. Writes are synchronous (`writeSync`), so nothing
+ * written is lost when the child exits. The child's stdout and stderr stay free for its own
+ * output.
  *
  * @since 0.1.0
  * @category processes
@@ -316,6 +441,16 @@ export const spawnChild = (
 export const processParent = (): Types.ParentLink | undefined => {
   const rank = process.env[childEnv]
   if (rank === undefined) return undefined
+  // Reading the fd: under Node a `net.Socket` (event-loop reads; `createReadStream` would block a
+  // thread-pool thread in read(2), and Node joins those threads at exit, so `process.exit` hung).
+  // Under Bun a `net.Socket` on the fd fails with ECONNRESET and under Deno it takes the fd away
+  // from `writeSync`; `createReadStream` works on both and lets them exit. The fd stays open for
+  // writes after the end.
+  let input: ReadStream | Socket | undefined
+  const frames = (): ReadStream | Socket =>
+    (input ??= Runtime.detect() === "node"
+      ? new Socket({ fd: frameFd, readable: true, writable: false, allowHalfOpen: true })
+      : createReadStream("", { fd: frameFd, autoClose: false }))
   return {
     rank: Number(rank),
     data: JSON.parse(process.env[childDataEnv] ?? "null") as unknown,
@@ -323,7 +458,7 @@ export const processParent = (): Types.ParentLink | undefined => {
       const bytes = record(message)
       for (let at = 0; at < bytes.byteLength;) {
         try {
-          at += writeSync(1, bytes, at)
+          at += writeSync(frameFd, bytes, at)
         } catch (error) {
           // A non-blocking stdout pipe that is full: wait for the parent to read.
           if ((error as { code?: string }).code !== "EAGAIN") throw error
@@ -332,10 +467,10 @@ export const processParent = (): Types.ParentLink | undefined => {
     },
     onMessage: (callback) => {
       const read = reader(callback)
-      process.stdin.on("data", (chunk: Uint8Array) => read(chunk))
+      frames().on("data", (chunk: Uint8Array | string) => read(chunk as Uint8Array))
     },
-    onClose: (callback) => void process.stdin.on("end", callback),
+    onClose: (callback) => void frames().on("end", callback),
     onExit: processExitHooks(),
-    close: () => process.stdin.destroy()
+    close: () => void frames().destroy()
   }
 }

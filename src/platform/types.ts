@@ -29,6 +29,17 @@ export interface ChildHandlers {
   readonly error: (error: unknown) => void
   readonly closed?: () => void
   readonly exit: (code: number | null, signal: string | null) => void
+  /**
+   * Raw bytes the child wrote to its stdout or stderr, in order per stream; never frames. Every
+   * chunk comes before `exit`.
+   */
+  readonly output?: (stream: "stdout" | "stderr", chunk: Uint8Array) => void
+  /**
+   * A child process's record header announced `lengthBytes`, over the `messageBytesMax` it was
+   * started with: nothing of that record was buffered and nothing more is read from its frame
+   * channel. The handler decides (the host closes the link with `CloseCode.MessageTooBig`).
+   */
+  readonly oversized?: (lengthBytes: number) => void
 }
 
 /** A raw worker or child process: `post` one message; `kill` it (`terminate()` or a signal). @since 0.1.0 @category model */

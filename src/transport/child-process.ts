@@ -1,15 +1,18 @@
 /**
  * The child-process transport, for process-per-rank runs: the coordinator's endpoint hosts one
  * child process per rank on the current runtime (`node --import tsx`, `bun`, `deno run -A`),
- * talking over the child's stdin/stdout (DESIGN.md §5). The child's stderr is inherited; it must
- * not write to stdout itself.
+ * talking over a channel of its own, the child's fd 3 (DESIGN.md §5). The child's stdout and
+ * stderr are its own: trainer code may print, and every line goes to the host's `onOutput`
+ * (default: `[rank N] line` on the coordinator's stderr; bounds in `rank-output.ts`). A record
+ * whose header announces more than `messageBytesMax` closes the link before anything of it is
+ * buffered: `Disconnected{1009}` (`CloseCode.MessageTooBig`).
  *
- * A child's end is delivered after its stdout has been read to the end, so every frame it wrote
- * comes first. Causes (TOOLCHAIN.md §7): killed by the host or the OS → `Killed{signal}`; the
+ * A child's end is delivered after its frame channel has been read to the end, so every frame it
+ * wrote comes first. Causes (TOOLCHAIN.md §7): killed by the host or the OS → `Killed{signal}`; the
  * host closed the link → `Disconnected{closeCode}`; past its heap limit → `Crashed` (out of
  * memory); otherwise `Exited{code}` whatever the code (a process that throws or rejects exits 1:
- * `Exited{1}`; a Cohort rank reports its error itself, in a `Crashing` frame, see
- * the coordinator actor).
+ * `Exited{1}`; a Cohort rank reports its error itself, in a `Crashing` frame, which the
+ * coordinator actor folds into its death report).
  *
  * @since 0.1.0
  */
@@ -17,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
 import * as NodeRuntime from "../platform/node.ts"
+import type * as RankOutput from "./rank-output.ts"
 import * as Transport from "./transport.ts"
 
 /**
@@ -54,12 +58,13 @@ export interface ProcessHost {
 }
 
 /**
- * Makes the coordinator's process host (peer id `coordinatorPeer`); `options` as `Transport.Options`.
+ * Makes the coordinator's process host (peer id `coordinatorPeer`); `options` as `Transport.Options`,
+ * plus `RankOutput.Options` for what the ranks print (default: `[rank N] line` on stderr).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const host = (options?: Transport.Options): Effect.Effect<ProcessHost, never, Scope.Scope> =>
+export const host = (options?: Transport.Options & RankOutput.Options): Effect.Effect<ProcessHost, never, Scope.Scope> =>
   Effect.map(
     Children.make<SpawnOptions>(
       (rank, spawnOptions, handlers) =>
@@ -68,6 +73,7 @@ export const host = (options?: Transport.Options): Effect.Effect<ProcessHost, ne
             entry: String(spawnOptions.entry),
             rank,
             data: spawnOptions.data,
+            messageBytesMax: options?.messageBytesMax ?? Transport.messageBytesMaxDefault,
             ...(spawnOptions.nice === undefined ? {} : { nice: spawnOptions.nice }),
             ...(spawnOptions.heapLimitMb === undefined ? {} : { heapLimitMb: spawnOptions.heapLimitMb })
           },

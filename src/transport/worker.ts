@@ -9,6 +9,10 @@
  * `Disconnected{closeCode}`; an `error` event was seen (throw, rejection, out of memory) →
  * `Crashed{message}`; otherwise `Exited{code}`, whatever the code.
  *
+ * What a worker prints (`console.*`, `process.stdout.write`, ...) goes on a second port to the
+ * host's `onOutput` (default: `[rank N] line` on the coordinator's stderr; bounds in
+ * `rank-output.ts`), never to the coordinator's stdout.
+ *
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
@@ -16,6 +20,7 @@ import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
+import type * as RankOutput from "./rank-output.ts"
 import * as Transport from "./transport.ts"
 
 /**
@@ -56,12 +61,13 @@ export interface WorkerHost {
 }
 
 /**
- * Makes the coordinator's worker host (peer id `coordinatorPeer`); `options` as `Transport.Options`.
+ * Makes the coordinator's worker host (peer id `coordinatorPeer`); `options` as `Transport.Options`,
+ * plus `RankOutput.Options` for what the ranks print (default: `[rank N] line` on stderr).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const host = (options?: Transport.Options): Effect.Effect<WorkerHost, never, Scope.Scope> =>
+export const host = (options?: Transport.Options & RankOutput.Options): Effect.Effect<WorkerHost, never, Scope.Scope> =>
   Effect.map(
     Children.make<SpawnOptions>(
       (rank, spawnOptions, handlers) =>

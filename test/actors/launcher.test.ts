@@ -4,9 +4,11 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
+import * as Files from "../../src/platform/files.ts"
 import type { RunOptions } from "../../actors/run-types.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
@@ -168,6 +170,29 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(Date.now() - started).toBeLessThan(60_000)
     })
   }
+  it("the README's line trainer, which prints in save(), completes as child processes with no death; its lines reach onRankOutput and ranks/rank<N>.log", async () => {
+    const printed: Array<readonly [number, string]> = []
+    const result = await Launcher.run({
+      trainer: lineTrainer,
+      worldSize: 3,
+      epochs: 2,
+      transport: "process",
+      outDir,
+      onRankOutput: (rank, line) => printed.push([rank, line])
+    })
+    expect(result.deaths).toEqual([])
+    expect(result.outcome.status).toBe("completed")
+    expect(clean(result)).toEqual([[0, 262_144, 0, 0], [1, 262_144, 0, 0]])
+    expect(result.exitCode).toBe(0)
+    // The checkpoint holder saves after each epoch: one line per version, from whichever rank held the role.
+    const checkpoints = join(Files.absolutePath(result.runDir), "checkpoints")
+    expect(printed.map(([, line]) => line.replace(/: slope .*$/, ""))).toEqual([`save to ${checkpoints}/v0`, `save to ${checkpoints}/v1`])
+    for (const rank of [0, 1, 2]) {
+      const lines = printed.filter(([r]) => r === rank).map(([, line]) => `${line}\n`).join("")
+      const log = join(result.runDir, "ranks", `rank${rank}.log`)
+      expect(existsSync(log) ? readFileSync(log, "utf8") : "").toBe(lines)
+    }
+  }, 120_000)
 
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)

@@ -4,6 +4,7 @@ import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import * as Transport from "../../src/transport/transport.ts"
 import { contractSuite } from "./contract.ts"
 import * as Fixture from "./fixtures/entry.ts"
 import * as Script from "./rank-script.ts"
@@ -107,5 +108,67 @@ describe(`child-process priority (${runtime})`, () => {
       yield* host.spawn({ entry, rank: 0, nice: 7 })
       // A launcher already running above nice 7 keeps its own value: the child is never raised.
       assert.strictEqual(yield* Script.niceOf(host.transport), Math.max(7, Script.ownNice()))
+    })))
+})
+
+describe(`child-process output (${runtime}): frames on a channel of their own, prints as lines`, () => {
+  it.effect("what a rank prints on stdout and stderr reaches onOutput line by line, bounded, and its frames are untouched", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const lines: Array<readonly [number, string]> = []
+      const host = yield* ChildProcess.host({ onOutput: (rank, line) => lines.push([rank, line]) })
+      yield* host.spawn({ entry, rank: 0 })
+      const { replies, ended } = yield* Script.printAndExit(host.transport)
+      // One reply per print and the burst's 2 frames: nothing printed was taken for a frame.
+      assert.strictEqual(replies, Script.prints.length + 2)
+      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 0, cause: DeathReport.exited(0) })
+      const isStderr = (line: string) => Script.printedLines.stderr.includes(line)
+      assert.deepStrictEqual(lines.filter(([, line]) => !isStderr(line)), Script.printedLines.stdout.map((line) => [0, line] as const))
+      assert.deepStrictEqual(lines.filter(([, line]) => isStderr(line)), Script.printedLines.stderr.map((line) => [0, line] as const))
+    })))
+
+  it.effect("a rank printing 100,000 lines at once gets 100 through in its first second; the rest is dropped and counted exactly", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const lines: Array<string> = []
+      const host = yield* ChildProcess.host({ onOutput: (_rank, line) => lines.push(line) })
+      yield* host.spawn({ entry, rank: 0 })
+      const text = Array.from({ length: 100_000 }, (_, i) => `line ${i}\n`).join("")
+      yield* host.transport.send(0, Script.command({ op: "print", to: "stdout", text }))
+      yield* host.transport.send(0, Script.command({ op: "burst", n: 1, bytes: 8, then: "exit0" }))
+      while ((yield* Effect.orDie(Queue.take(host.transport.inbox)))._tag !== "Ended") {}
+      const note = /^\((\d+) lines? dropped: over 100 lines per second\)$/
+      const forwarded = lines.filter((line) => !note.test(line))
+      const dropped = lines.reduce((sum, line) => sum + Number(note.exec(line)?.[1] ?? 0), 0)
+      assert.deepStrictEqual(forwarded.slice(0, 100), Array.from({ length: 100 }, (_, i) => `line ${i}`))
+      assert.match(lines[100]!, note)
+      // Reading 1.3 MB takes well under a second; a loaded machine may open a few more windows.
+      assert.isAtMost(forwarded.length, 1000)
+      assert.strictEqual(forwarded.length + dropped, 100_000)
+    })))
+
+  it.effect("a record header claiming 1 GiB closes that rank at once with MessageTooBig (1009); the other ranks live on", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const host = yield* ChildProcess.host()
+      for (let rank = 0; rank < 3; rank++) yield* host.spawn({ entry, rank })
+      // Every rank is up (answers) before rank 1 misbehaves.
+      for (let rank = 0; rank < 3; rank++) yield* host.transport.send(rank, Script.command({ op: "print", to: "stdout", text: "" }))
+      for (let i = 0; i < 3; i++) assert.strictEqual((yield* Effect.orDie(Queue.take(host.transport.inbox)))._tag, "Frame")
+      const started = Date.now()
+      yield* host.transport.send(1, Script.command({ op: "raw", lengthBytes: 1 << 30, bytes: 64 << 20 }))
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+        _tag: "Ended",
+        peer: 1,
+        cause: DeathReport.disconnected(Transport.CloseCode.MessageTooBig)
+      })
+      // Measured 30-65 ms (Node, Bun, Deno; load average 8 on 2 cores); the bound leaves room for a loaded machine, far below the 6-10 s stall
+      // of a reader that buffers the record.
+      assert.isBelow(Date.now() - started, 3000)
+      for (const rank of [0, 2]) {
+        yield* host.transport.send(rank, Script.command({ op: "burst", n: 50, bytes: 32 }))
+        for (let i = 0; i < 50; i++) {
+          const event = yield* Effect.orDie(Queue.take(host.transport.inbox))
+          assert.deepStrictEqual(event._tag === "Frame" && [event.peer, Script.indexOf(event.bytes)], [rank, i])
+        }
+      }
+      assert.deepStrictEqual(yield* host.transport.peers, [0, 2])
     })))
 })

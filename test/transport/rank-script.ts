@@ -17,6 +17,10 @@ export type Command =
   | { readonly op: "send"; readonly frames: ReadonlyArray<ReadonlyArray<number>> }
   | { readonly op: "stats" }
   | { readonly op: "nice" }
+  /** Prints `text` through `console.log`/`console.error` (a line end added) or `process.stdout`/`stderr.write` (as is). */
+  | { readonly op: "print"; readonly to: "log" | "error" | "stdout" | "stderr"; readonly text: string }
+  /** Writes raw bytes on the frame channel (processes only): a record header announcing `lengthBytes`, then `bytes` zeros. */
+  | { readonly op: "raw"; readonly lengthBytes: number; readonly bytes: number }
 
 export interface Reply {
   readonly received: number
@@ -55,7 +59,11 @@ export const niceOf = (transport: Transport.TransportShape): Effect.Effect<numbe
   })
 
 /** Runs the script until the coordinator's link ends or the rank leaves. */
-export const run = (transport: Transport.TransportShape, leave: (how: Leave) => void): Effect.Effect<void> =>
+export const run = (
+  transport: Transport.TransportShape,
+  leave: (how: Leave) => void,
+  writeRaw?: (bytes: Uint8Array) => void
+): Effect.Effect<void> =>
   Effect.gen(function*() {
     const to = Transport.coordinatorPeer
     let received = 0
@@ -88,11 +96,66 @@ export const run = (transport: Transport.TransportShape, leave: (how: Leave) => 
           yield* Effect.orDie(transport.send(to, encoder.encode(JSON.stringify({ nice: getPriority(0) }))))
           break
         }
+        case "print": {
+          if (c.to === "log") console.log(c.text)
+          else if (c.to === "error") console.error(c.text)
+          else {
+            // Waits until the text is handed to the OS: a process that exits right after a big
+            // write to a full pipe loses what Node still queued.
+            const stream = c.to === "stdout" ? process.stdout : process.stderr
+            yield* Effect.callback<void>((resume) => void stream.write(c.text, () => resume(Effect.void)))
+          }
+          yield* Effect.orDie(transport.send(to, encoder.encode(JSON.stringify({ printed: c.text.length }))))
+          break
+        }
+        case "raw": {
+          const header = new Uint8Array(4)
+          new DataView(header.buffer).setUint32(0, c.lengthBytes, true)
+          writeRaw?.(header)
+          // In 1 MiB writes: the host stops reading after the header, so these block until it kills us.
+          for (let left = c.bytes; left > 0; left -= 1 << 20) writeRaw?.(new Uint8Array(Math.min(left, 1 << 20)))
+          break
+        }
         case "stats": {
           const stats = yield* transport.stats
           yield* Effect.orDie(transport.send(to, encoder.encode(JSON.stringify({ received, inOrder, stats }))))
           break
         }
       }
+    }
+  })
+
+/** The prints of `printAndExit`, one command each: both console methods, both raw streams, a line end split over two writes, CRLF, a line of 10,000 bytes, a last line without end. */
+export const prints: ReadonlyArray<Command> = [
+  { op: "print", to: "log", text: "hello from console.log" },
+  { op: "print", to: "error", text: "oops from console.error" },
+  { op: "print", to: "stdout", text: "partial " },
+  { op: "print", to: "stdout", text: "line\r\nsecond line\n" },
+  { op: "print", to: "stdout", text: `${"y".repeat(10_000)}\n` },
+  { op: "print", to: "stderr", text: "no line end" }
+]
+
+/** The lines `prints` gives, stdout's then stderr's, each in order (with the default 4096-byte line bound). */
+export const printedLines = {
+  stdout: ["hello from console.log", "partial line", "second line", `${"y".repeat(4096)}… (5904 bytes cut)`],
+  stderr: ["oops from console.error", "no line end"]
+}
+
+/**
+ * Runs `prints` on `rank` of `transport`, then makes it exit 0; returns the frames' count and the
+ * end, once the end arrived (every line is forwarded before it).
+ */
+export const printAndExit = (
+  transport: Transport.TransportShape,
+  rank = 0
+): Effect.Effect<{ readonly replies: number; readonly ended: Transport.Event }> =>
+  Effect.gen(function*() {
+    for (const c of prints) yield* Effect.orDie(transport.send(rank, command(c)))
+    yield* Effect.orDie(transport.send(rank, command({ op: "burst", n: 2, bytes: 8, then: "exit0" })))
+    let replies = 0
+    while (true) {
+      const event = yield* Effect.orDie(Queue.take(transport.inbox))
+      if (event._tag === "Ended") return { replies, ended: event }
+      if (event._tag === "Frame") replies += 1
     }
   })

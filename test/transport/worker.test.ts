@@ -145,3 +145,19 @@ describe(`worker-thread supervision (${runtime}): one death report per way to di
       assert.deepStrictEqual(Transport.coordinatorPeer, -1)
     }))
 })
+
+describe(`worker-thread output (${runtime}): prints go to onOutput, never to the host's stdout`, () => {
+  it.effect("what a worker prints through console and process.stdout/stderr reaches onOutput line by line, bounded", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const lines: Array<readonly [number, string]> = []
+      const host = yield* Worker.host({ onOutput: (rank, line) => lines.push([rank, line]) })
+      yield* host.spawn({ entry, rank: 3 })
+      const { replies, ended } = yield* Script.printAndExit(host.transport, 3)
+      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
+      assert.strictEqual(replies, Script.prints.length + 2)
+      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
+      const isStderr = (line: string) => Script.printedLines.stderr.includes(line)
+      assert.deepStrictEqual(lines.filter(([, line]) => !isStderr(line)), Script.printedLines.stdout.map((line) => [3, line] as const))
+      assert.deepStrictEqual(lines.filter(([, line]) => isStderr(line)), Script.printedLines.stderr.map((line) => [3, line] as const))
+    })))
+})

@@ -10,6 +10,7 @@ import * as Scope from "effect/Scope"
 import * as DeathReport from "../../actor/death-report.ts"
 import * as NodeRuntime from "../../platform/node.ts"
 import type * as RuntimeTypes from "../../platform/types.ts"
+import * as RankOutput from "../rank-output.ts"
 import * as Transport from "../transport.ts"
 import * as Hub from "./hub.ts"
 
@@ -38,7 +39,9 @@ interface Child {
  * `Crashed{message}`; else `Exited{code}`. The end is reported as soon as the
  * raw channel says `closed` (a worker's port closes well before its exit event) if the host had
  * closed the link or killed the child, or an `error` was seen; otherwise at `exit`, which brings
- * the exit code or signal.
+ * the exit code or signal. A process record over `messageBytesMax` (`handlers.oversized`) closes
+ * the link with `CloseCode.MessageTooBig`: `Disconnected{1009}`. What each child prints goes
+ * through a `RankOutput` splitter to `options.onOutput`; its last lines are forwarded before its end.
  *
  * @since 0.1.0
  * @category internal
@@ -46,7 +49,7 @@ interface Child {
 export const make = <O>(
   spawnRaw: SpawnRaw<O>,
   killSignal: (signal: string | undefined) => string,
-  options?: Transport.Options
+  options?: Transport.Options & RankOutput.Options
 ): Effect.Effect<Host<O>, never, Scope.Scope> =>
   Effect.gen(function*() {
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
@@ -88,8 +91,16 @@ export const make = <O>(
                   ? DeathReport.crashed(DeathReport.errorMessage(child.error)) // made by this side: its stack says nothing of the rank
                   : DeathReport.crashedBy(child.error)
                 : undefined
+            const lines = RankOutput.make(rank, options)
+            // The host closes the link itself (not the hub): the link is gone with this child.
+            const closeWith = (closeCode: number): void => {
+              child.closedWith ??= closeCode
+              child.raw?.kill()
+            }
             child.raw = spawnRaw(rank, spawnOptions, {
               message: (message) => link?.receive(message),
+              output: lines.push,
+              oversized: () => closeWith(Transport.CloseCode.MessageTooBig),
               error: (error) => {
                 child.error ??= error ?? "unknown error"
               },
@@ -100,6 +111,7 @@ export const make = <O>(
                 if (cause !== undefined) end(cause)
               },
               exit: (code, signal) => {
+                lines.end()
                 const known = knownCause()
                 end(
                   known !== undefined && known._tag !== "Crashed"
