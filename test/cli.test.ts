@@ -1061,11 +1061,12 @@ describe("report", () => {
         repeatedCrash: { ranks: [1, 0], error: "trainBatch always fails", stack }
       },
       deaths: [crashTiming(1), crashTiming(0)],
+      saves: { saved: [2], notSaved: [] },
       skippedFaults: [{ rank: 2, fault: "kill", spec: { rank: 2, atSeconds: 3 }, reason: "the run ended after 0.1 s of training" }]
     }
     expect(Cli.renderResult(stopped).err).toBe(
       [
-        "cohort: run stopped: TrainerFault: the trainer failed the same way on ranks 1 and 0: trainBatch always fails; survivors saved under runs/zz9/save",
+        "cohort: run stopped: TrainerFault: the trainer failed the same way on ranks 1 and 0: trainBatch always fails; rank 2 saved under runs/zz9/save",
         "Error: trainBatch always fails",
         "    at Object.trainBatch (file:///t.ts:9:13)",
         "    at run (rank.ts:1:1)",
