@@ -27,7 +27,7 @@ import * as References from "effect/References"
 import * as Result from "effect/Result"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import * as Stream from "effect/Stream"
+import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
 import * as Cpu from "../src/averaging/cpu.ts"
 import * as Core from "../src/core/coordinator.ts"
@@ -143,9 +143,16 @@ const agreedParamsLength = (joined: ReadonlyMap<Rank, number>): number | undefin
   return best?.length
 }
 
+/**
+ * The coordinator's mailbox holds this many messages (a batch of inbound events is one) before the
+ * transport waits (back-pressure), and a batch holds at most `inboundBatchMax` events.
+ */
+const mailboxCapacity = 8
+const inboundBatchMax = 64
+
 type Message =
   | { readonly _tag: "Start" }
-  | { readonly _tag: "Inbound"; readonly event: Supervisor.Inbound }
+  | { readonly _tag: "Inbound"; readonly events: ReadonlyArray<Supervisor.Inbound> }
   | { readonly _tag: "Tick" }
 
 /**
@@ -159,6 +166,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
   Effect.gen(function*() {
     const { state, transport } = options
     const hooks = options.hooks ?? {}
+    const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
     const tickMs = stallMs > 0 ? Math.min(options.tickMs ?? 100, stallMs / 2) : (options.tickMs ?? 100)
     const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
@@ -258,10 +266,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
 
     // One step's commands go out without yielding to the event loop in between, so that a death's
     // extensions reach the transport together, before any further input is read.
-    const stepAndExecute = (input: Core.Input): Effect.Effect<void> =>
+    const afterStep = (commands: ReadonlyArray<Core.Command>, deathsBefore: number): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const deathsBefore = state.deaths.length
-        yield* execute(Core.step(state, input))
+        yield* execute(commands)
         if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
           const declared = state.deaths.slice(deathsBefore)
           const nowMs = yield* Clock.currentTimeMillis
@@ -270,22 +277,49 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         yield* settle
       }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
 
-    /** Before the run starts: wait for every rank's Hello; any end of a rank fails the run. */
+    /**
+     * Steps the core now; returns the effect that carries out what it decided, or `undefined`
+     * when it decided nothing (most frames: a heartbeat, a progress report), so that a stream of
+     * such frames costs no effect per frame.
+     */
+    const stepNow = (input: Core.Input): Effect.Effect<void> | undefined => {
+      const deathsBefore = state.deaths.length
+      const commands = Core.step(state, input)
+      return commands.length === 0 && state.deaths.length === deathsBefore ? undefined : afterStep(commands, deathsBefore)
+    }
+
+    const stepAndExecute = (input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(input) ?? Effect.void)
+
+    /**
+     * Before the run starts: wait for every rank's Hello; any end of a rank fails the run. The run
+     * starts at the Hello that completes it; the rest of its batch is then ordinary input.
+     */
     const form = (message: Message): Effect.Effect<void> =>
       Effect.gen(function*() {
-        const nowMs = yield* Clock.currentTimeMillis
-        if (message._tag === "Inbound") {
-          const event = message.event
-          if (event._tag === "Frame") {
-            const decoded = decodeFrame(event)
-            const message = Result.isSuccess(decoded) ? decoded.success.message : undefined
-            if (message?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, message.paramsLength)
-            if (message?._tag === "Crashing") crashes.set(event.peer, { error: message.error, stack: message.stack })
-          } else if (event._tag === "DeathReport") {
+        if (message._tag !== "Inbound") return yield* formed(yield* Clock.currentTimeMillis)
+        for (const event of message.events) {
+          if (state.started || (yield* Deferred.isDone(outcome))) {
+            const effect = state.started ? inbound(event) : undefined
+            if (effect !== undefined) yield* effect
+            continue
+          }
+          if (event._tag === "DeathReport") {
             yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(causeOf(event.rank, event.cause))}`))
             return
           }
+          if (event._tag === "Frame") {
+            const decoded = decodeFrame(event)
+            const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
+            if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
+            if (frameMessage?._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
+          }
+          yield* formed(yield* Clock.currentTimeMillis)
         }
+      })
+
+    /** Starts the run once every rank joined, or fails it once the formation timed out. */
+    const formed = (nowMs: number): Effect.Effect<void> =>
+      Effect.gen(function*() {
         if (joined.size >= state.config.worldSize) {
           const paramsLength = agreedParamsLength(joined)
           yield* execute(Core.start(state, nowMs, paramsLength === undefined ? {} : { paramsLength }))
@@ -329,42 +363,54 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           }
           return
         }
-        const event = message.event
-        switch (event._tag) {
-          case "Frame": {
-            const decoded = decodeFrame(event)
-            if (Result.isFailure(decoded)) {
-              yield* stepAndExecute({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
-              return
-            }
-            const frameMessage = decoded.success.message as ToCoordinator
-            if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
-            observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
-            yield* stepAndExecute({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
-            return
-          }
-          case "BadFrame":
-            yield* stepAndExecute({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
-            return
-          case "DeathReport": {
-            const nowMs = yield* Clock.currentTimeMillis
-            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
-            // Wake: a tick queued behind everything already in the mailbox.
-            if (self !== undefined) yield* self.tell({ _tag: "Tick" }).pipe(Effect.ignore)
-            return
-          }
+        for (const event of message.events) {
+          const effect = inbound(event)
+          if (effect !== undefined) yield* effect
         }
       })
+
+    /** One input from the transport, once the run started: stepped at once; its commands' effect, if any. */
+    function inbound(event: Supervisor.Inbound): Effect.Effect<void> | undefined {
+      switch (event._tag) {
+        case "Frame": {
+          const decoded = decodeFrame(event)
+          if (Result.isFailure(decoded)) {
+            return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
+          }
+          const frameMessage = decoded.success.message as ToCoordinator
+          if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
+          observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
+          return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
+        }
+        case "BadFrame":
+          return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
+        case "DeathReport":
+          return Effect.gen(function*() {
+            const nowMs = yield* Clock.currentTimeMillis
+            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
+            // Wake: a tick queued behind everything already in the mailbox, told from a fiber of
+            // its own: the mailbox may be full (a flood), and the actor never waits on itself.
+            if (self !== undefined) yield* Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope)
+          })
+      }
+    }
 
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,
       receive,
-      mailbox: { capacity: 65_536, whenFull: "suspend" }
+      // A small mailbox: inputs beyond it wait in the transport, per link, where one link's backlog
+      // cannot hold back another's frames or a death report (Transport.Options).
+      mailbox: { capacity: mailboxCapacity, whenFull: "suspend" }
     })
     self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
-    yield* Stream.runForEach(Supervisor.supervise(transport), (event) =>
-      actor.tell({ _tag: "Inbound", event }).pipe(Effect.ignore)).pipe(Effect.forkScoped)
+    // Inbound events go to the mailbox in batches (one effect per batch, not per frame).
+    yield* Effect.gen(function*() {
+      while (true) {
+        const events = yield* Queue.takeBetween(transport.inbox, 1, inboundBatchMax)
+        yield* actor.tell({ _tag: "Inbound", events: events.map(Supervisor.classify) })
+      }
+    }).pipe(Effect.ignore, Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
     return { outcome, state, stats: actor.stats }
   })

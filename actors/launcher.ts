@@ -141,6 +141,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const transportKind = options.transport ?? defaults.transport
   const kills = options.kills ?? []
   const hangs = options.hangs ?? []
+  const floods = options.floods ?? []
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
@@ -161,8 +162,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
   const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
   const heapCheckMb = heapLimitMb
-  for (const fault of [...kills, ...hangs]) {
+  for (const fault of [...kills, ...hangs, ...floods]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
+  }
+  for (const flood of floods) {
+    check(flood.framesPerSecond > 0 && Number.isFinite(flood.framesPerSecond), "floods", `framesPerSecond must be > 0, got ${flood.framesPerSecond}`)
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
@@ -374,6 +378,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
     for (let rank = 0; rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
+      const flood = floods.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
         trainer: trainerUrl,
         worldSize,
@@ -383,6 +388,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
         progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
+        flood: flood === undefined ? undefined : { afterMs: flood.atSeconds * 1000, framesPerSecond: flood.framesPerSecond },
         heapCheckMb,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`

@@ -50,6 +50,11 @@ export interface RankData {
   readonly progressIntervalMs: number
   readonly hangAfterMs: number | undefined
   /**
+   * Fault injection of a hostile rank (`FloodSpec`): `afterMs` after the run started, send
+   * `framesPerSecond` extra `Heartbeat` frames, in bursts every 10 ms; `undefined` never.
+   */
+  readonly flood?: { readonly afterMs: number; readonly framesPerSecond: number } | undefined
+  /**
    * A memory limit in MiB that the rank enforces itself, checking its engine's memory (heap and
    * typed arrays, `engineMemoryBytes`) after each batch, at most every `progressIntervalMs`: over
    * it (after a full collection under Bun), the rank crashes with an out-of-memory error. It
@@ -125,11 +130,24 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    // A hostile rank's flood (fault injection): bursts of Heartbeats on a timer of its own.
+    const floodFrom = (afterMs: number, framesPerSecond: number): void => {
+      const heartbeat = Codec.encode(Frame.fromRank(rank, { _tag: "Heartbeat" }))
+      const perBurst = Math.max(1, Math.round(framesPerSecond / 100))
+      setTimeout(() => {
+        const timer = setInterval(() => {
+          for (let i = 0; i < perBurst; i++) {
+            if (transport.sendUnsafe(toCoordinator, heartbeat) !== undefined) return clearInterval(timer)
+          }
+        }, 10)
+      }, afterMs)
+    }
     const heapCheckMb = data.heapCheckMb
     let lastHeapCheckMs = 0
 
     const enterEpoch = (next: number): void => {
       if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
+      if (epoch < 0 && data.flood !== undefined) floodFrom(data.flood.afterMs, data.flood.framesPerSecond)
       epoch = next
       order = Permutation.permutation(data.seed, next, module.trainSamples)
       entries.length = 0

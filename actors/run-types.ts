@@ -33,6 +33,22 @@ export interface HangSpec {
 }
 
 /**
+ * A hostile rank, for tests and benchmarks: from `atSeconds` after training started, `rank` sends
+ * `framesPerSecond` extra `Heartbeat` frames (in bursts every 10 ms) on top of its training, as a
+ * buggy or malicious rank that holds the run token may. The coordinator's per-link bounds decide
+ * what happens to it (`Transport.Options.linkFramesMax`): a rate it keeps up with costs the others
+ * one turn per backlog; a faster one closes the rank's link (`InboxOverflow`).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface FloodSpec {
+  readonly rank: Rank
+  readonly atSeconds: number
+  readonly framesPerSecond: number
+}
+
+/**
  * Options of `run`. Only `trainer` is required.
  *
  * @since 0.1.0
@@ -53,6 +69,8 @@ export interface RunOptions {
   readonly kills?: ReadonlyArray<KillSpec>
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
+  /** Floods to inject (hostile ranks). Default none. */
+  readonly floods?: ReadonlyArray<FloodSpec>
   /** Stale after this many ms without a frame. Default 10000. */
   readonly heartbeatTimeoutMs?: number
   /** A rank sends a `Heartbeat` when it sent nothing for this long. Default `min(1000, heartbeatTimeoutMs / 4)`. */

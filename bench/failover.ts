@@ -7,6 +7,12 @@
  *
  * The ranks run `bench/trainers/waiting.ts`, which waits 2 ms per batch instead of computing.
  *
+ * The hostile row (issue: one rank never takes down the run) runs the same cluster while its last
+ * rank floods the coordinator with `Heartbeat` frames at its maximum allowed rate: the highest rate,
+ * doubling from 50,000 frames/s, at which a short calibration run keeps the flooder's link open
+ * (faster, its backlog passes `linkFramesMax` and the coordinator closes it). The honest ranks'
+ * kill → remainder-sent median is compared with the quiet run's, as a ratio.
+ *
  * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
  */
 import * as Launcher from "../actors/launcher.ts"
@@ -16,6 +22,10 @@ import * as Lib from "./lib.ts"
 export interface Result {
   readonly worldSize: number
   readonly rankNice: number
+  /** Flood of the last rank in frames/s; 0 for none. */
+  readonly floodFramesPerSecond: number
+  /** Whether the flooder's link was closed during the run (its backlog passed the bound). */
+  readonly flooderClosed: boolean
   readonly kills: number
   readonly hangs: number
   readonly heartbeatTimeoutMs: number
@@ -27,11 +37,15 @@ export interface Result {
   readonly startupAndRunMs: number
 }
 
-/** One cluster with the faults, its ranks at nice `rankNice`; `quick` uses 6 ranks, 3 kills and 1 hang. */
-const measure = async (quick: boolean, rankNice: number): Promise<Result> => {
+/**
+ * One cluster with the faults, its ranks at nice `rankNice`; `quick` uses 7 ranks, 3 kills and 1
+ * hang. Its last rank is never killed; with `floodFramesPerSecond` > 0 it floods from 0.3 s.
+ */
+const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 0): Promise<Result> => {
   const kills = quick ? 3 : 20
   const hangs = quick ? 1 : 5
-  const worldSize = kills + hangs + (quick ? 2 : 3)
+  const worldSize = kills + hangs + (quick ? 3 : 4)
+  const flooder = worldSize - 1
   const heartbeatTimeoutMs = 2000
   const killSpecs: Array<KillSpec> = Array.from({ length: kills }, (_, i) => ({ rank: i, atSeconds: 0.5 + i * 0.25 }))
   const hangSpecs: Array<HangSpec> = Array.from({ length: hangs }, (_, i) => ({ rank: kills + i, atSeconds: 0.5 + i * 0.5 }))
@@ -47,13 +61,17 @@ const measure = async (quick: boolean, rankNice: number): Promise<Result> => {
     rankNice,
     kills: killSpecs,
     hangs: hangSpecs,
-    outDir: "bench/results/runs"
+    floods: floodFramesPerSecond > 0 ? [{ rank: flooder, atSeconds: 0.3, framesPerSecond: floodFramesPerSecond }] : [],
+    outDir: "bench/results/runs",
+    onRankOutput: () => {}
   })
-  const killed = outcome.deaths.filter((d) => d.detector === "supervisor")
+  const killed = outcome.deaths.filter((d) => d.detector === "supervisor" && d.rank !== flooder)
   const hung = outcome.deaths.filter((d) => d.detector === "heartbeat")
   return {
     worldSize,
     rankNice,
+    floodFramesPerSecond,
+    flooderClosed: outcome.deaths.some((d) => d.rank === flooder),
     kills: killed.length,
     hangs: hung.length,
     heartbeatTimeoutMs,
@@ -67,17 +85,55 @@ const measure = async (quick: boolean, rankNice: number): Promise<Result> => {
 }
 
 /**
- * Runs the cluster with the ranks at the default priority (`result`) and, in the full run, again
- * with `rankNice: 10` (`niced`), where busy ranks yield the CPU to the coordinator's thread.
+ * The flood rate the coordinator keeps up with: doubling from 50,000 frames/s, the last rate at
+ * which a 6-rank, 1-epoch run (flood from 0.3 s) ends with the flooder's link still open.
  */
-export const run = async (quick: boolean): Promise<{ readonly result: Result; readonly niced?: Result; readonly markdown: string }> => {
+const maxAllowedFloodRate = async (): Promise<number> => {
+  let allowed = 0
+  for (let rate = 50_000; rate <= 3_200_000; rate *= 2) {
+    const outcome = await Launcher.run({
+      trainer: "bench/trainers/waiting.ts",
+      worldSize: 6,
+      epochs: 1,
+      batchSize: 16,
+      heartbeatTimeoutMs: 2000,
+      heartbeatIntervalMs: 250,
+      tickMs: 50,
+      floods: [{ rank: 5, atSeconds: 0.3, framesPerSecond: rate }],
+      outDir: "bench/results/runs",
+      onRankOutput: () => {}
+    })
+    if (outcome.deaths.some((d) => d.rank === 5)) break
+    allowed = rate
+  }
+  return allowed
+}
+
+/**
+ * Runs the cluster with the ranks at the default priority (`result`), then the same cluster with
+ * its last rank flooding at the maximum allowed rate (`hostile`, with `hostileRatio`: its kill →
+ * remainder-sent median over the quiet one) and, in the full run, again with `rankNice: 10`
+ * (`niced`), where busy ranks yield the CPU to the coordinator's thread.
+ */
+export const run = async (quick: boolean): Promise<{
+  readonly result: Result
+  readonly hostile: Result
+  readonly hostileRatio: number
+  readonly niced?: Result
+  readonly markdown: string
+}> => {
   const result = await measure(quick, 0)
+  // The quick run (and the test that runs it) skips the calibration: 100,000 frames/s.
+  const floodRate = quick ? 100_000 : await maxAllowedFloodRate()
+  const hostile = await measure(quick, 0, floodRate)
+  const hostileRatio = hostile.killToRecoveredMs.median / result.killToRecoveredMs.median
   const niced = quick ? undefined : await measure(quick, 10)
   const markdown = Lib.table(
-    ["worldSize", "rank nice", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
-    [result, ...(niced === undefined ? [] : [niced])].map((r) => [
+    ["worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
+    [result, hostile, ...(niced === undefined ? [] : [niced])].map((r) => [
       r.worldSize,
       r.rankNice,
+      r.floodFramesPerSecond === 0 ? "-" : `${r.floodFramesPerSecond}${r.flooderClosed ? " (closed)" : ""}`,
       r.kills,
       r.killToDeclaredMs.median,
       r.killToRecoveredMs.median,
@@ -88,7 +144,10 @@ export const run = async (quick: boolean): Promise<{ readonly result: Result; re
       r.duplicated
     ])
   )
-  return niced === undefined ? { result, markdown } : { result, niced, markdown }
+  const ratioLine = `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
+  return niced === undefined
+    ? { result, hostile, hostileRatio, markdown: markdown + ratioLine }
+    : { result, hostile, hostileRatio, niced, markdown: markdown + ratioLine }
 }
 
 if (Lib.isMain("failover")) {

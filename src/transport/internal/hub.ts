@@ -103,11 +103,12 @@ interface LinkState {
 /** Frames of one link handed to the inbox per turn. */
 const turnFrames = 64
 /** The pump hands frames over while the inbox holds fewer than this. */
-const inboxLowFrames = 1024
+const inboxLowFrames = 256
 /** A run of turns lasts about this long before the event loop gets to run. */
 const runBudgetMs = 4
-/** How long the pump waits for the consumer when the inbox is full. */
+/** How long the pump waits for the consumer when the inbox stayed full for `fullPollsMax` turns of the event loop. */
 const fullRetryMs = 1
+const fullPollsMax = 8
 
 /** Makes a hub for endpoint `self`. @since 0.1.0 @category internal */
 export const make = (self: Transport.Peer, options: Transport.Options = {}): Effect.Effect<Hub> =>
@@ -124,6 +125,8 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
     let waitingTotal = 0
     let pumping = false
     let pumpScheduled = false
+    /** Turns of the event loop the inbox stayed full; the pump polls each turn, then every ms. */
+    let fullPolls = 0
 
     const flush = (state: LinkState): void => {
       state.scheduled = false
@@ -205,9 +208,11 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       try {
         while (ring.length > 0) {
           if (Queue.sizeUnsafe(inbox) >= inboxLowFrames) {
-            schedulePump(fullRetryMs)
+            fullPolls += 1
+            schedulePump(fullPolls > fullPollsMax ? fullRetryMs : 0)
             return
           }
+          fullPolls = 0
           const state = ring.shift()!
           turn(state)
           if (state.waitingFrames > 0) ring.push(state)
