@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -316,6 +317,56 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       })
       assert.isTrue(WireFrames.isExiting(good))
       assert.isFalse(WireFrames.isExiting(Codec.encode(Frame.fromRank(0, { _tag: "Hello" }))))
+    })))
+})
+
+/**
+ * `sockets` loops, each opening a socket to `url` again as soon as the last one closed, until
+ * `durationMs` has passed: one loop in ten sends a join without a token, the others send nothing
+ * (so that they hold a pending-join slot until the join timeout). Resolves
+ * with the count of close codes seen, once every socket has closed.
+ */
+const flood = (url: string, sockets: number, durationMs: number) =>
+  Effect.promise(async () => {
+    const codes: Record<number, number> = {}
+    const endMs = performance.now() + durationMs
+    await Promise.all(Array.from({ length: sockets }, async (_, i) => {
+      while (performance.now() < endMs) {
+        const code = await rawJoinPromise(url, i % 10 === 0 ? JSON.stringify({ rank: 0 }) : undefined)
+        codes[code] = (codes[code] ?? 0) + 1
+      }
+    }))
+    return codes
+  })
+
+describe(`WebSocket join floods (${runtime})`, () => {
+  it.live("80 token-less sockets reconnecting from one address for 2 s are refused with 4000, 4004 and 4008; every real rank joins meanwhile", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const worldSize = 4
+      const server = yield* WebSocket.serve({ runToken, worldSize, host: "::", joinTimeoutMs: 1000 })
+      const flooding = yield* Effect.forkChild(flood(`ws://[::1]:${server.port}/`, 80, 2000))
+      yield* sleep(200)
+      const clients = yield* Effect.all(
+        Array.from({ length: worldSize }, (_, rank) =>
+          WebSocket.connect({ url: `ws://127.0.0.1:${server.port}/`, runToken, rank })),
+        { concurrency: "unbounded" }
+      )
+      // The flood was still on when every rank had joined.
+      assert.isUndefined(flooding.pollUnsafe())
+      for (const [rank, client] of clients.entries()) {
+        yield* client.transport.send(Transport.coordinatorPeer, Script.dataFrame(rank))
+      }
+      const seen: Array<number> = []
+      for (let i = 0; i < worldSize; i++) {
+        const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
+        if (event._tag === "Frame") seen.push(event.peer)
+      }
+      assert.deepStrictEqual(seen.sort(), [0, 1, 2, 3])
+      const codes = yield* Fiber.join(flooding)
+      // Every flood socket was refused by the server, with the code the server counted.
+      assert.deepStrictEqual(Object.keys(codes).sort(), ["4000", "4004", "4008"])
+      assert.deepStrictEqual(yield* server.refusals, codes)
+      assert.deepStrictEqual(yield* server.transport.peers, [0, 1, 2, 3])
     })))
 })
 
