@@ -77,7 +77,7 @@ export const hostDefault = "127.0.0.1"
 
 /**
  * A listening server: its endpoint (peer id `coordinatorPeer`), bound `host` and `port`, `url`
- * (`ws://host:port/`) and counters of refused joins by close code.
+ * (`ws://host:port/`, an IPv6 host in brackets) and counters of refused joins by close code.
  *
  * @since 0.1.0
  * @category model
@@ -238,8 +238,9 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
  * - `joinTimeoutMs` (integer milliseconds > 0; default `connectJoinTimeoutMsDefault`, 30000): how
  *   long `connect` keeps retrying refusals that say "try again later" (`TryAgainLater` 1013,
  *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
- *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry starts after it; the last
- *   refusal is the error.
+ *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
+ *   passed since the first attempt; the last refusal is then the error. An attempt the server
+ *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
  *
  * @since 0.1.0
  * @category options
