@@ -10,8 +10,7 @@
  * `AddressBusy` 4008 past `pendingJoinsPerAddressMax`; the first message decides at once, so a
  * connection without the token holds a pending-join slot no longer than its first message.
  * `connect` retries 1013 and 4008 with jittered exponential back-off; every other refusal is
- * final. A joined
- * rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
+ * final. A joined rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
  * delivered. Nothing reaches the inbox before a join is accepted. After the join, frames travel as
  * binary batches; a message over `messageBytesMax` closes with 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *
@@ -164,7 +163,11 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       }
       pending += 1
       pendingByAddress.set(address, fromAddress + 1)
-      const timer = setTimeout(() => refuse(Transport.CloseCode.JoinTimeout, "join timeout"), joinTimeoutMs)
+      // A timed-out connection frees its slot at once, not when its close completes.
+      const timer = setTimeout(() => {
+        settle()
+        refuse(Transport.CloseCode.JoinTimeout, "join timeout")
+      }, joinTimeoutMs)
       timers.add(timer)
       let settled = false
       const settle = () => {
