@@ -84,7 +84,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(server.url, `ws://127.0.0.1:${server.port}/`)
     })))
 
-  it.effect("a join with the wrong token is refused with 4001", () =>
+  it.effect("a join with the wrong token is refused with 4001, once: connect does not retry it", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
       const code = yield* refusedWith(WebSocket.connect({ url: server.url, runToken: "run-token-7f3a-5c1e9c", rank: 0 }))
