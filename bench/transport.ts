@@ -188,7 +188,7 @@ const rawWebSocket = async (n: number): Promise<number> => {
 
 const cohortWebSocket = (decode: boolean) => (n: number): Promise<number> =>
   Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const runToken = "bench-token"
+    const runToken = "bench-run-token-0001"
     const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
     const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
     yield* Effect.forkScoped(transportSender(client.transport, n))

@@ -6,7 +6,7 @@
 import type * as Types from "./types.ts"
 
 interface BunSocket {
-  data: { handlers?: Types.SocketHandlers }
+  data: { remoteAddress: string; handlers?: Types.SocketHandlers }
   send(data: Uint8Array | string): void
   close(code?: number, reason?: string): void
 }
@@ -14,6 +14,7 @@ interface BunSocket {
 interface BunServer {
   readonly port: number
   upgrade(request: Request, options: { data: unknown }): boolean
+  requestIP(request: Request): { readonly address: string } | null
   stop(closeActive?: boolean): Promise<void> | void
 }
 
@@ -56,11 +57,14 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
     hostname: options.host,
     port: options.port,
     fetch: (request, server) =>
-      server.upgrade(request, { data: {} }) ? undefined : new Response("WebSocket upgrade required", { status: 426 }),
+      server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } }) ? undefined : new Response("WebSocket upgrade required", { status: 426 }),
     websocket: {
       maxPayloadLength: options.maxPayloadBytes,
       open: (ws) => {
-        ws.data.handlers = options.open({ send: (data) => ws.send(data), close: (code, reason) => ws.close(code, reason) })
+        ws.data.handlers = options.open(
+          { send: (data) => ws.send(data), close: (code, reason) => ws.close(code, reason) },
+          ws.data.remoteAddress
+        )
       },
       message: (ws, message) =>
         ws.data.handlers?.message(

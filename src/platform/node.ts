@@ -229,12 +229,12 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
   new Promise((resolve, reject) => {
     const server = new WebSocketServer({ host: options.host, port: options.port, maxPayload: options.maxPayloadBytes })
     server.on("error", reject)
-    server.on("connection", (socket) => {
+    server.on("connection", (socket, request) => {
       let tooBig = false
       const handlers = options.open({
         send: (data) => socket.send(data),
         close: (code, reason) => socket.close(code, reason)
-      })
+      }, request.socket.remoteAddress ?? "")
       socket.on("error", (error: Error & { code?: string }) => {
         if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") tooBig = true
       })

@@ -24,7 +24,8 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
 
 /**
  * Opens a WebSocket client to `url` with this runtime's constructor; binary messages arrive as
- * `Uint8Array`, text as `string`. `drop` ends the connection without a close handshake where the
+ * `Uint8Array`, text as `string`; `close` gets 1006 for a connection that ended without a close
+ * frame on every runtime. `drop` ends the connection without a close handshake where the
  * runtime allows it (`ws`'s `terminate`), else closes with 1000.
  *
  * @since 0.1.0
@@ -45,7 +46,8 @@ export const connectWs = (
   socket.onclose = (event: CloseEvent) => {
     if (closed) return
     closed = true
-    handlers.close(event.code)
+    // Deno's client reports a connection reset before the close frame as code 0; the protocol says 1006.
+    handlers.close(event.code === 0 ? 1006 : event.code)
   }
   return {
     send: (data) => socket.send(data as Uint8Array<ArrayBuffer> | string),

@@ -97,7 +97,13 @@ export interface SocketHandlers {
 
 /**
  * What a raw WebSocket server needs: bind `host:port` (0 = any free port), refuse messages over
- * `maxPayloadBytes` with close code 1009, and call `open` for each new connection.
+ * `maxPayloadBytes` with close code 1009, and call `open` for each new connection with the peer's
+ * IP address as the runtime reports it (`"127.0.0.1"`, `"::1"`, or `"::ffff:127.0.0.1"` for an
+ * IPv4 peer of a dual-stack listener; `""` when unknown).
+ *
+ * A server closes a connection with the close handshake: the peer receives the close code even
+ * when it was still sending (under Deno the close frame waits until the peer goes quiet; see
+ * `deno.ts`).
  *
  * @since 0.1.0
  * @category model
@@ -106,7 +112,7 @@ export interface ServeOptions {
   readonly host: string
   readonly port: number
   readonly maxPayloadBytes: number
-  readonly open: (socket: RawSocket) => SocketHandlers
+  readonly open: (socket: RawSocket, remoteAddress: string) => SocketHandlers
 }
 
 /** A listening raw WebSocket server: its bound port and how to stop it. @since 0.1.0 @category model */

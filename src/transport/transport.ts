@@ -104,6 +104,8 @@ export interface Stats {
  * - `Closed`: the endpoint itself was closed.
  * - `ConnectFailed` / `Refused`: a client could not join; `closeCode` is the server's refusal code.
  * - `SpawnFailed`: a worker or process could not be started.
+ * - `TokenTooShort`: a WebSocket server was given a `runToken` of `length` characters, under
+ *   `runTokenLengthMin` (16): a short token can be guessed.
  *
  * @since 0.1.0
  * @category errors
@@ -116,6 +118,7 @@ export type TransportErrorReason =
   | { readonly _tag: "ConnectFailed"; readonly detail: string }
   | { readonly _tag: "Refused"; readonly closeCode: number; readonly detail: string }
   | { readonly _tag: "SpawnFailed"; readonly detail: string }
+  | { readonly _tag: "TokenTooShort"; readonly length: number; readonly runTokenLengthMin: number }
 
 /**
  * An expected transport failure, tagged `TransportError`, with its `reason`.
@@ -282,7 +285,7 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 1006 | Abnormal | the connection dropped without a close frame |
  * | 1008 | RankMismatch | a frame claimed another rank than the connection's: a policy violation, the code `WireError.closeCodeOf` gives `SenderMismatch` |
  * | 1009 | MessageTooBig | a message over `messageBytesMax` |
- * | 1013 | TryAgainLater | a WebSocket server already has `pendingJoinsMax` connections waiting to join |
+ * | 1013 | TryAgainLater | a WebSocket server already has `pendingJoinsMax` connections waiting to join (a client retries it) |
  * | 4000 | BadJoin | the first message was not a join |
  * | 4001 | WrongToken | the join carried the wrong run token |
  * | 4002 | RankOutOfRange | the join's rank is not in `[0, worldSize)` |
@@ -291,7 +294,8 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4005 | InboxOverflow | the receiver held `inboxFramesMax` frames, or `linkFramesMax` of this link |
  * | 4006 | BadBatch | a batch that does not parse |
  * | 4007 | TooManyFrames | a message whose header declares more than `messageFramesMax` frames |
- * | 4008 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
+ * | 4008 | AddressBusy | a WebSocket server already has `pendingJoinsPerAddressMax` connections from this IP address waiting to join (a client retries it) |
+ * | 4009 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
  *
  * @since 0.1.0
  * @category model
@@ -310,5 +314,6 @@ export const CloseCode = {
   InboxOverflow: 4005,
   BadBatch: 4006,
   TooManyFrames: 4007,
-  ParamsMismatch: 4008
+  AddressBusy: 4008,
+  ParamsMismatch: 4009
 } as const

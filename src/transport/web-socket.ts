@@ -6,14 +6,19 @@
  * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
  * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
  * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
- * never comes back), `JoinTimeout` 4004, and `TryAgainLater` 1013 past `pendingJoinsMax`. A joined
- * rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
+ * never comes back), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
+ * `AddressBusy` 4008 past `pendingJoinsPerAddressMax`; the first message decides at once, so a
+ * connection without the token holds a pending-join slot no longer than its first message.
+ * `connect` retries 1013 and 4008 with jittered exponential back-off; every other refusal is
+ * final. A joined rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
  * delivered. Nothing reaches the inbox before a join is accepted. After the join, frames travel as
  * binary batches; a message over `messageBytesMax` closes with 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *
  * @since 0.1.0
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import * as Hub from "./internal/hub.ts"
@@ -24,13 +29,22 @@ import * as Transport from "./transport.ts"
 /**
  * Server options, beside `Transport.Options`:
  *
- * - `runToken`: the secret every join must carry (required).
+ * - `runToken`: the secret every join must carry (required), at least `runTokenLengthMin` (16)
+ *   characters; a shorter one fails `serve` with `TransportError` `TokenTooShort`. Compared in
+ *   constant time.
  * - `worldSize`: ranks accepted are `[0, worldSize)` (required).
  * - `host`: the address to bind; default `"127.0.0.1"` (loopback only).
  * - `port`: default `0` (any free port; read it from `ServerHandle.port`).
  * - `joinTimeoutMs`: milliseconds a connection may take to join; default `joinTimeoutMsDefault` (5000).
  * - `pendingJoinsMax`: connections open but not yet joined; one more is refused with
  *   `CloseCode.TryAgainLater` (1013); default `pendingJoinsMaxDefault` (64).
+ * - `pendingJoinsPerAddressMax` (integer >= 0; default `pendingJoinsPerAddressMaxDefault`, 16):
+ *   connections open but not yet joined from one IP address (an IPv4 peer of a dual-stack
+ *   listener counts as its IPv4 address); one more from that address is refused with
+ *   `CloseCode.AddressBusy` (4008), so that one host flooding the server with connections that
+ *   never join holds at most this many of the `pendingJoinsMax` slots and ranks on other hosts
+ *   still join. A code of its own rather than 1013, so that `refusals` tells a busy address from
+ *   a full server; `connect` retries both.
  *
  * @since 0.1.0
  * @category options
@@ -42,6 +56,7 @@ export interface ServerOptions extends Transport.Options {
   readonly port?: number
   readonly joinTimeoutMs?: number
   readonly pendingJoinsMax?: number
+  readonly pendingJoinsPerAddressMax?: number
 }
 
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
@@ -50,12 +65,18 @@ export const joinTimeoutMsDefault = 5000
 /** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
 export const pendingJoinsMaxDefault = 64
 
+/** Default `pendingJoinsPerAddressMax`: 16 connections from one IP address. @since 0.1.0 @category options */
+export const pendingJoinsPerAddressMaxDefault = 16
+
+/** The shortest `runToken` `serve` accepts: 16 characters. @since 0.1.0 @category options */
+export const runTokenLengthMin = 16
+
 /** Default bind address: loopback. @since 0.1.0 @category options */
 export const hostDefault = "127.0.0.1"
 
 /**
  * A listening server: its endpoint (peer id `coordinatorPeer`), bound `host` and `port`, `url`
- * (`ws://host:port/`) and counters of refused joins by close code.
+ * (`ws://host:port/`, an IPv6 host in brackets) and counters of refused joins by close code.
  *
  * @since 0.1.0
  * @category model
@@ -79,6 +100,10 @@ const sameToken = (a: string, b: string): boolean => {
   return diff === 0
 }
 
+// A v4-mapped IPv6 address ("::ffff:127.0.0.1") is the same peer as its IPv4 address.
+const addressKey = (remoteAddress: string): string =>
+  remoteAddress.toLowerCase().startsWith("::ffff:") && remoteAddress.includes(".") ? remoteAddress.slice(7) : remoteAddress
+
 const parseJoin = (data: Uint8Array | string): { readonly token: string; readonly rank: unknown } | undefined => {
   if (typeof data !== "string" || data.length > 4096) return undefined
   try {
@@ -93,23 +118,32 @@ const parseJoin = (data: Uint8Array | string): { readonly token: string; readonl
 
 /**
  * Starts a server in the current scope; closing the scope closes every connection and the
- * listener. Fails with `TransportError` `ConnectFailed` when it cannot bind.
+ * listener. Fails with `TransportError`: `TokenTooShort` for a `runToken` under
+ * `runTokenLengthMin` characters, `ConnectFailed` when it cannot bind.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Transport.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
+    if (options.runToken.length < runTokenLengthMin) {
+      return yield* new Transport.TransportError({
+        reason: { _tag: "TokenTooShort", length: options.runToken.length, runTokenLengthMin }
+      })
+    }
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
     const host = options.host ?? hostDefault
     const joinTimeoutMs = options.joinTimeoutMs ?? joinTimeoutMsDefault
     const pendingJoinsMax = options.pendingJoinsMax ?? pendingJoinsMaxDefault
+    const pendingJoinsPerAddressMax = options.pendingJoinsPerAddressMax ?? pendingJoinsPerAddressMaxDefault
     let pending = 0
+    const pendingByAddress = new Map<string, number>()
     const joined = new Set<Transport.Peer>()
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
 
-    const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers => {
+    const open = (socket: RuntimeTypes.RawSocket, remoteAddress: string): RuntimeTypes.SocketHandlers => {
+      const address = addressKey(remoteAddress)
       let link: Hub.Link | undefined
       let refused = false
       const refuse = (code: number, reason: string) => {
@@ -122,14 +156,27 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         refuse(Transport.CloseCode.TryAgainLater, "too many pending joins")
         return { message: () => {}, close: () => {} }
       }
+      const fromAddress = pendingByAddress.get(address) ?? 0
+      if (fromAddress >= pendingJoinsPerAddressMax) {
+        refuse(Transport.CloseCode.AddressBusy, "too many pending joins from this address")
+        return { message: () => {}, close: () => {} }
+      }
       pending += 1
-      const timer = setTimeout(() => refuse(Transport.CloseCode.JoinTimeout, "join timeout"), joinTimeoutMs)
+      pendingByAddress.set(address, fromAddress + 1)
+      // A timed-out connection frees its slot at once, not when its close completes.
+      const timer = setTimeout(() => {
+        settle()
+        refuse(Transport.CloseCode.JoinTimeout, "join timeout")
+      }, joinTimeoutMs)
       timers.add(timer)
       let settled = false
       const settle = () => {
         if (settled) return
         settled = true
         pending -= 1
+        const left = (pendingByAddress.get(address) ?? 1) - 1
+        if (left === 0) pendingByAddress.delete(address)
+        else pendingByAddress.set(address, left)
         clearTimeout(timer)
         timers.delete(timer)
       }
@@ -180,14 +227,23 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       transport: hub.transport,
       host,
       port: server.port,
-      url: `ws://${host}:${server.port}/`,
+      url: `ws://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
       refusals: Effect.sync(() => ({ ...refusals }))
     }
   })
 
 /**
- * Client options, beside `Transport.Options`: the server `url`, the `runToken` and the `rank` to
- * join as.
+ * Client options, beside `Transport.Options`:
+ *
+ * - `url`: the server's `ws://host:port/` (required).
+ * - `runToken`: the server's run token (required).
+ * - `rank`: the rank to join as (required).
+ * - `joinTimeoutMs` (integer milliseconds > 0; default `connectJoinTimeoutMsDefault`, 30000): how
+ *   long `connect` keeps retrying refusals that say "try again later" (`TryAgainLater` 1013,
+ *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
+ *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
+ *   passed since the first attempt; the last refusal is then the error. An attempt the server
+ *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
  *
  * @since 0.1.0
  * @category options
@@ -196,7 +252,28 @@ export interface ClientOptions extends Transport.Options {
   readonly url: string
   readonly runToken: string
   readonly rank: Transport.Peer
+  readonly joinTimeoutMs?: number
 }
+
+/** Default client `joinTimeoutMs`: 30000 ms. @since 0.1.0 @category options */
+export const connectJoinTimeoutMsDefault = 30_000
+
+/** The first delay before `connect` retries a 1013 or 4008 refusal: 20 ms. @since 0.1.0 @category options */
+export const joinRetryDelayMsBase = 20
+
+/** The longest delay between two join attempts of `connect`: 1000 ms. @since 0.1.0 @category options */
+export const joinRetryDelayMsMax = 1000
+
+/**
+ * Whether `connect` retries a refusal with this close code: only the two "try again later"
+ * codes, `TryAgainLater` (1013) and `AddressBusy` (4008). A wrong token, a rank out of range or
+ * taken, a bad join or a join timeout is final.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const isRetryableRefusal = (closeCode: number): boolean =>
+  closeCode === Transport.CloseCode.TryAgainLater || closeCode === Transport.CloseCode.AddressBusy
 
 /**
  * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), `close(code)` to
@@ -212,10 +289,13 @@ export interface ClientHandle {
   readonly drop: Effect.Effect<void>
 }
 
+type JoinedSocket = RuntimeTypes.RawSocket & { readonly drop: () => void }
+
 /**
- * Connects and joins as `rank`; closing the scope closes the connection with 1000. Fails with
- * `TransportError`: `Refused{closeCode}` when the server refuses the join, `ConnectFailed` when
- * the connection fails first.
+ * Connects and joins as `rank`; closing the scope closes the connection with 1000. A refusal
+ * with `TryAgainLater` (1013) or `AddressBusy` (4008) is retried (see `ClientOptions`), any
+ * other is final. Fails with `TransportError`: `Refused{closeCode}` when the server refuses the
+ * join (the last refusal, once retries are spent), `ConnectFailed` when the connection fails first.
  *
  * @since 0.1.0
  * @category constructors
@@ -226,39 +306,56 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
     let link: Hub.Link | undefined
     let closed: (() => void) | undefined
     const done = new Promise<void>((resolve) => (closed = resolve))
-    const socket = yield* Effect.callback<RuntimeTypes.RawSocket & { readonly drop: () => void }, Transport.TransportError>(
-      (resume) => {
-        let welcomed = false
-        const raw = Select.connectWs(options.url, {
-          open: () => raw.send(JSON.stringify({ token: options.runToken, rank: options.rank })),
-          message: (data) => {
-            if (link !== undefined) {
-              if (typeof data !== "string") link.receive(data)
-              return
-            }
-            if (!welcomed && typeof data === "string") {
-              welcomed = true
-              link = hub.attach(Transport.coordinatorPeer, {
-                post: (message) => raw.send(message),
-                close: (code) => raw.close(code, "closed by rank")
-              })
-              resume(Effect.succeed(raw))
-            }
-          },
-          close: (code) => {
-            closed?.()
-            if (link !== undefined) return link.end(DeathReport.disconnected(code))
-            resume(Effect.fail(
-              new Transport.TransportError({
-                reason: code === Transport.CloseCode.Abnormal
-                  ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
-                  : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
-              })
-            ))
+    // One join attempt: resolves once welcomed; a refusal or failure closes only this attempt's socket.
+    const attempt = Effect.callback<JoinedSocket, Transport.TransportError>((resume) => {
+      let welcomed = false
+      let ended = false
+      const raw = Select.connectWs(options.url, {
+        open: () => raw.send(JSON.stringify({ token: options.runToken, rank: options.rank })),
+        message: (data) => {
+          if (link !== undefined) {
+            if (welcomed && typeof data !== "string") link.receive(data)
+            return
           }
-        })
-      }
+          if (!welcomed && typeof data === "string") {
+            welcomed = true
+            link = hub.attach(Transport.coordinatorPeer, {
+              post: (message) => raw.send(message),
+              close: (code) => raw.close(code, "closed by rank")
+            })
+            resume(Effect.succeed(raw))
+          }
+        },
+        close: (code) => {
+          ended = true
+          if (welcomed) {
+            closed?.()
+            return link?.end(DeathReport.disconnected(code))
+          }
+          resume(Effect.fail(
+            new Transport.TransportError({
+              reason: code === Transport.CloseCode.Abnormal
+                ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
+                : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
+            })
+          ))
+        }
+      })
+      // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
+      return Effect.sync(() => {
+        if (!welcomed && !ended) raw.drop()
+      })
+    })
+    const joinTimeoutMs = options.joinTimeoutMs ?? connectJoinTimeoutMsDefault
+    const backOff = Schedule.exponential(Duration.millis(joinRetryDelayMsBase)).pipe(
+      Schedule.modifyDelay(({ duration }) => Effect.succeed(Duration.min(duration, Duration.millis(joinRetryDelayMsMax)))),
+      Schedule.jittered,
+      Schedule.upTo({ duration: Duration.millis(joinTimeoutMs) })
     )
+    const socket = yield* Effect.retry(attempt, {
+      schedule: backOff,
+      while: (error) => error.reason._tag === "Refused" && isRetryableRefusal(error.reason.closeCode)
+    })
     const close = (closeCode: number = Transport.CloseCode.Normal) =>
       Effect.promise(() => {
         link?.close(closeCode)

@@ -1,5 +1,6 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -16,7 +17,7 @@ import * as Fixture from "./fixtures/entry.ts"
 import * as Script from "./rank-script.ts"
 
 const runtime = Runtime.detect()
-const runToken = "run-token-7f3a"
+const runToken = "run-token-7f3a-5c1e9b"
 
 contractSuite({
   name: `WebSocket (${runtime})`,
@@ -36,19 +37,41 @@ contractSuite({
     })
 })
 
-/** A raw client that sends `first` once open and resolves with the close code it gets. */
-const rawJoin = (url: string, first: Uint8Array | string | undefined) =>
-  Effect.promise(() =>
-    new Promise<number>((resolve) => {
-      const socket = Select.connectWs(url, {
-        open: () => {
-          if (first !== undefined) socket.send(first)
-        },
-        message: () => {},
-        close: resolve
-      })
+/**
+ * A raw client: sends `first` once open (then `after`, in the same turn) and resolves with the
+ * close code it gets.
+ */
+const rawJoinPromise = (
+  url: string,
+  first: Uint8Array | string | undefined,
+  after: ReadonlyArray<Uint8Array | string> = []
+) =>
+  new Promise<number>((resolve) => {
+    const socket = Select.connectWs(url, {
+      open: () => {
+        if (first !== undefined) socket.send(first)
+        for (const message of after) socket.send(message)
+      },
+      message: () => {},
+      close: resolve
     })
-  )
+  })
+
+const rawJoin = (url: string, first: Uint8Array | string | undefined, after: ReadonlyArray<Uint8Array | string> = []) =>
+  Effect.promise(() => rawJoinPromise(url, first, after))
+
+/** A raw client that never sends: `opened` once connected, `closed` with the close code it gets. */
+const rawSilent = (url: string) => {
+  let opened!: () => void
+  const openedPromise = new Promise<void>((resolve) => (opened = resolve))
+  const closed = new Promise<number>((resolve) => {
+    Select.connectWs(url, { open: () => opened(), message: () => {}, close: resolve })
+  })
+  return { opened: openedPromise, closed }
+}
+
+const join = (token: string, rank: unknown) => JSON.stringify({ token, rank })
+const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 const refusedWith = <R>(effect: Effect.Effect<unknown, Transport.TransportError, R>) =>
   Effect.map(Effect.flip(effect), (error) => error.reason._tag === "Refused" ? error.reason.closeCode : -1)
@@ -61,10 +84,10 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(server.url, `ws://127.0.0.1:${server.port}/`)
     })))
 
-  it.effect("a join with the wrong token is refused with 4001", () =>
+  it.effect("a join with the wrong token is refused with 4001, once: connect does not retry it", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
-      const code = yield* refusedWith(WebSocket.connect({ url: server.url, runToken: "run-token-7f3b", rank: 0 }))
+      const code = yield* refusedWith(WebSocket.connect({ url: server.url, runToken: "run-token-7f3a-5c1e9c", rank: 0 }))
       assert.strictEqual(code, Transport.CloseCode.WrongToken)
       assert.deepStrictEqual(yield* server.refusals, { 4001: 1 })
       assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
@@ -114,13 +137,126 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* Queue.size(impatient.transport.inbox), 0)
     })))
 
-  it.effect("a connection past pendingJoinsMax is refused with 1013 before it can join", () =>
+  it.live("a connection past pendingJoinsMax is refused with 1013 before it can join; connect retries it until its joinTimeoutMs", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1, pendingJoinsMax: 0 })
-      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 0 })), 1013)
-      assert.deepStrictEqual(yield* server.refusals, { 1013: 1 })
+      const startedMs = performance.now()
+      assert.strictEqual(
+        yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 0, joinTimeoutMs: 600 })),
+        1013
+      )
+      assert.isAtLeast(performance.now() - startedMs, 600)
+      const refusals = yield* server.refusals
+      assert.deepStrictEqual(Object.keys(refusals), ["1013"])
+      // Retried: back-off delays of 20, 40, 80 ms (each scaled by 0.8 to 1.2) plus one round trip
+      // per refusal (150 ms under Deno, whose server waits for the client to go quiet) fit in 600 ms.
+      assert.isAtLeast(refusals[1013]!, 3)
       assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
       assert.strictEqual(WebSocket.pendingJoinsMaxDefault, 64)
+    })))
+
+  it.live("a rank refused with 1013 while the only pending-join slot is held joins once the slot frees", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, pendingJoinsMax: 1, joinTimeoutMs: 400 })
+      const holder = rawSilent(server.url)
+      yield* Effect.promise(() => holder.opened)
+      yield* sleep(50)
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      assert.strictEqual(yield* Effect.promise(() => holder.closed), 4004)
+      yield* client.transport.send(Transport.coordinatorPeer, Script.dataFrame(5))
+      const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.deepStrictEqual(event._tag === "Frame" && [event.peer, Script.indexOf(event.bytes)], [0, 5])
+      const refusals = yield* server.refusals
+      assert.deepStrictEqual(Object.keys(refusals).sort(), ["1013", "4004"])
+      assert.strictEqual(refusals[4004], 1)
+      assert.isAtLeast(refusals[1013]!, 1)
+    })))
+
+  it.effect("a connection past pendingJoinsPerAddressMax from one address is refused with 4008; another address still joins", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 1,
+        host: "::",
+        pendingJoinsPerAddressMax: 2,
+        joinTimeoutMs: 60_000
+      })
+      assert.strictEqual(server.url, `ws://[::]:${server.port}/`)
+      const flooder = `ws://[::1]:${server.port}/`
+      const held = [rawSilent(flooder), rawSilent(flooder)]
+      yield* Effect.promise(() => Promise.all(held.map((socket) => socket.opened)))
+      yield* sleep(100)
+      assert.strictEqual(yield* rawJoin(flooder, undefined), 4008)
+      // 127.0.0.1 reaches the dual-stack listener as ::ffff:127.0.0.1: another address.
+      yield* WebSocket.connect({ url: `ws://127.0.0.1:${server.port}/`, runToken, rank: 0, joinTimeoutMs: 1 })
+      assert.deepStrictEqual(yield* server.refusals, { 4008: 1 })
+      assert.deepStrictEqual(yield* server.transport.peers, [0])
+      assert.strictEqual(WebSocket.pendingJoinsPerAddressMaxDefault, 16)
+    })))
+
+  it.effect("a first message without a valid join is refused at once (4000 without a token, 4001 with an empty one), not at the join timeout", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2, joinTimeoutMs: 60_000 })
+      const startedMs = performance.now()
+      assert.strictEqual(yield* rawJoin(server.url, JSON.stringify({ rank: 0 })), 4000)
+      assert.strictEqual(yield* rawJoin(server.url, join("", 0)), 4001)
+      assert.isBelow(performance.now() - startedMs, 30_000)
+      assert.deepStrictEqual(yield* server.refusals, { 4000: 1, 4001: 1 })
+    })))
+
+  it.effect("a runToken under 16 characters, the empty one included, fails serve with TokenTooShort", () =>
+    Effect.scoped(Effect.gen(function*() {
+      for (const token of ["", "a".repeat(15)]) {
+        const error = yield* Effect.flip(WebSocket.serve({ runToken: token, worldSize: 1 }))
+        assert.deepStrictEqual(error.reason, { _tag: "TokenTooShort", length: token.length, runTokenLengthMin: 16 })
+      }
+      const server = yield* WebSocket.serve({ runToken: "a".repeat(16), worldSize: 1 })
+      yield* WebSocket.connect({ url: server.url, runToken: "a".repeat(16), rank: 0 })
+      assert.deepStrictEqual(yield* server.transport.peers, [0])
+    })))
+
+  it.effect("a refusal reaches a client that keeps sending right behind its join with its exact code (5 tries each)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2, joinTimeoutMs: 60_000 })
+      yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
+      const trailing = Array.from({ length: 30 }, (_, i) => Script.dataFrame(i))
+      const codes: Array<number> = []
+      for (let i = 0; i < 5; i++) {
+        codes.push(yield* rawJoin(server.url, join("run-token-7f3a-5c1e9c", 0), trailing))
+        codes.push(yield* rawJoin(server.url, Script.dataFrame(0), trailing))
+        codes.push(yield* rawJoin(server.url, join(runToken, 2), trailing))
+        codes.push(yield* rawJoin(server.url, join(runToken, 1), trailing))
+      }
+      assert.deepStrictEqual(codes, Array.from({ length: 5 }, () => [4001, 4000, 4002, 4003]).flat())
+      assert.deepStrictEqual(yield* server.refusals, { 4000: 5, 4001: 5, 4002: 5, 4003: 5 })
+      assert.strictEqual((yield* server.transport.stats).framesReceived, 0)
+    })))
+
+  it.effect("a message over messageBytesMax followed by more frames closes with 1009 on both sides (10 tries)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 10, messageBytesMax: 1024 })
+      const trailing = Array.from({ length: 30 }, (_, i) => Script.dataFrame(i))
+      for (let rank = 0; rank < 10; rank++) {
+        const code = yield* Effect.promise(() =>
+          new Promise<number>((resolve) => {
+            const socket = Select.connectWs(server.url, {
+              open: () => socket.send(join(runToken, rank)),
+              message: () => {
+                socket.send(new Uint8Array(2048))
+                for (const frame of trailing) socket.send(frame)
+              },
+              close: resolve
+            })
+          })
+        )
+        assert.strictEqual(code, 1009)
+        assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), {
+          _tag: "Ended",
+          peer: rank,
+          cause: DeathReport.disconnected(1009)
+        })
+      }
+      assert.strictEqual((yield* server.transport.stats).framesReceived, 0)
     })))
 
   it.effect("a message over messageBytesMax closes the connection with 1009 and never reaches the inbox", () =>
@@ -179,6 +315,56 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
         peer: 0,
         cause: DeathReport.disconnected(1002)
       })
+    })))
+})
+
+/**
+ * `sockets` loops, each opening a socket to `url` again as soon as the last one closed, until
+ * `durationMs` has passed: one loop in ten sends a join without a token, the others send nothing
+ * (so that they hold a pending-join slot until the join timeout). Resolves
+ * with the count of close codes seen, once every socket has closed.
+ */
+const flood = (url: string, sockets: number, durationMs: number) =>
+  Effect.promise(async () => {
+    const codes: Record<number, number> = {}
+    const endMs = performance.now() + durationMs
+    await Promise.all(Array.from({ length: sockets }, async (_, i) => {
+      while (performance.now() < endMs) {
+        const code = await rawJoinPromise(url, i % 10 === 0 ? JSON.stringify({ rank: 0 }) : undefined)
+        codes[code] = (codes[code] ?? 0) + 1
+      }
+    }))
+    return codes
+  })
+
+describe(`WebSocket join floods (${runtime})`, () => {
+  it.live("80 token-less sockets reconnecting from one address for 2 s are refused with 4000, 4004 and 4008; every real rank joins meanwhile", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const worldSize = 4
+      const server = yield* WebSocket.serve({ runToken, worldSize, host: "::", joinTimeoutMs: 1000 })
+      const flooding = yield* Effect.forkChild(flood(`ws://[::1]:${server.port}/`, 80, 2000))
+      yield* sleep(200)
+      const clients = yield* Effect.all(
+        Array.from({ length: worldSize }, (_, rank) =>
+          WebSocket.connect({ url: `ws://127.0.0.1:${server.port}/`, runToken, rank })),
+        { concurrency: "unbounded" }
+      )
+      // The flood was still on when every rank had joined.
+      assert.isUndefined(flooding.pollUnsafe())
+      for (const [rank, client] of clients.entries()) {
+        yield* client.transport.send(Transport.coordinatorPeer, Script.dataFrame(rank))
+      }
+      const seen: Array<number> = []
+      for (let i = 0; i < worldSize; i++) {
+        const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
+        if (event._tag === "Frame") seen.push(event.peer)
+      }
+      assert.deepStrictEqual(seen.sort(), [0, 1, 2, 3])
+      const codes = yield* Fiber.join(flooding)
+      // Every flood socket was refused by the server, with the code the server counted.
+      assert.deepStrictEqual(Object.keys(codes).sort(), ["4000", "4004", "4008"])
+      assert.deepStrictEqual(yield* server.refusals, codes)
+      assert.deepStrictEqual(yield* server.transport.peers, [0, 1, 2, 3])
     })))
 })
 
