@@ -33,9 +33,9 @@ describe("hub: per-link fairness and frame bounds (DESIGN.md §3.10, issue: one 
       flood.end(DeathReport.killed("SIGKILL"))
       const events = yield* takeAll(hub, 60_002)
       const honestAt = events.findIndex((e) => e._tag === "Frame" && e.bytes[0] === 1)
-      // The pump stops once the inbox holds 1024 frames (it gets there within one 64-frame turn),
+      // The pump stops once the inbox holds 256 frames (it gets there within one 64-frame turn),
       // or earlier when its 4 ms run ends; the honest frame then waits for at most one flood turn.
-      assert.isAtMost(honestAt, 1024 + 64 + 64)
+      assert.isAtMost(honestAt, 256 + 64 + 64)
       // Each link's frames stay in order, and the flood's end comes after its last frame.
       const floodIndices = events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
         .map((e) => (e as Transport.Frame).bytes[1]! * 256 + (e as Transport.Frame).bytes[2]!)
@@ -85,15 +85,15 @@ describe("hub: per-link fairness and frame bounds (DESIGN.md §3.10, issue: one 
       const closes: Array<number> = []
       const flood = hub.attach(0, port(closes))
       const honest = hub.attach(1, port([]))
-      // 1024 go straight to the inbox and 976 wait; then 1976 wait; 1000 more would make 2976.
+      // 256 go straight to the inbox and 1744 wait; then 2244 wait; 1000 more would make 3244.
       flood.receive(message(0, 0, 2000))
-      flood.receive(message(0, 2000, 1000))
+      flood.receive(message(0, 2000, 500))
       assert.deepStrictEqual(closes, [])
-      flood.receive(message(0, 3000, 1000))
+      flood.receive(message(0, 2500, 1000))
       assert.deepStrictEqual(closes, [Transport.CloseCode.InboxOverflow])
       honest.receive(message(1, 0, 1))
-      const events = yield* takeAll(hub, 3001)
-      assert.strictEqual(events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0).length, 3000)
+      const events = yield* takeAll(hub, 2501)
+      assert.strictEqual(events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0).length, 2500)
       assert.strictEqual((yield* hub.transport.stats).overflows, 1)
     }))
 })
