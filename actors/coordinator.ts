@@ -325,7 +325,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           yield* execute(Core.start(state, nowMs, paramsLength === undefined ? {} : { paramsLength }))
           for (const [rank, length] of joined) {
             if (length === paramsLength) continue
-            const reason = `its Hello gave ${length} parameters; the run agreed on ${paramsLength} (the count most ranks gave)`
+            const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
             yield* stepAndExecute({ _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(reason) })
             transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
           }

@@ -115,9 +115,23 @@ describe("coordinator actor", () => {
       yield* frame(2, { _tag: "Hello", paramsLength: 407_050 })
       while (handle.state.deaths.length < 1) yield* Effect.sleep(1)
       assert.deepStrictEqual(handle.state.deaths.map((d) => [d.rank, d.detector, d.cause]), [
-        [0, "supervisor", "refused: its Hello gave 1 parameters; the run agreed on 407050 (the count most ranks gave)"]
+        [0, "supervisor", "refused: its Hello gave 1 parameter; the run agreed on 407050 (the count most ranks gave)"]
       ])
       assert.deepStrictEqual(disconnected, [[0, Transport.CloseCode.ParamsMismatch]])
       assert.strictEqual(handle.state.paramsLength, 407_050)
+    })))
+
+  it.live("an Exiting the core never accepted (sent before the run formed) cannot make a rank's end look clean: it is a death at once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, hello, frame, end } = yield* started(3)
+      yield* frame(1, { _tag: "Exiting" })
+      for (const rank of [0, 1, 2]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      yield* end(1, DeathReport.exited(0))
+      while (handle.state.deaths.length < 1) yield* Effect.sleep(1)
+      assert.deepStrictEqual(handle.state.deaths.map((d) => [d.rank, d.detector, d.cause]), [
+        [1, "supervisor", "exited with code 0 without Exiting"]
+      ])
+      assert.deepStrictEqual(handle.state.exits, [])
     })))
 })

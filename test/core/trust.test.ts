@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest"
+import * as Audit from "../../src/core/audit.ts"
+import * as Coordinator from "../../src/core/coordinator.ts"
+import { frame, make, tags } from "./harness.ts"
+
+const contribution = (state: Coordinator.State, rank: number, nowMs: number, samplesDone: number, values: ReadonlyArray<number>) =>
+  frame(state, rank, nowMs, { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone, params: new Float32Array(values) })
+
+describe("rank-claimed fields are checked against what the run agreed (issue: one rank never takes down the run)", () => {
+  it("a parameter count agreed at start: a hostile first Params with 1 value is left out, the honest ones are averaged", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 2 })
+    Coordinator.start(s, 0, { paramsLength: 2 })
+    expect(tags(contribution(s, 0, 10, 10, [9]))).toEqual(["Alert:BadParams"])
+    contribution(s, 1, 11, 10, [1, 2])
+    const cmds = contribution(s, 2, 12, 10, [3, 4])
+    const round = cmds.find((c) => c._tag === "AverageRound")
+    expect(round?._tag === "AverageRound" ? round.params.map((p) => [...p]) : undefined).toEqual([[1, 2], [3, 4]])
+    expect(s.counters.paramsRejected).toBe(1)
+    // The next round: the honest counts are still the run's.
+    contribution(s, 0, 20, 10, [5, 6])
+    expect(s.counters.paramsRejected).toBe(1)
+  })
+
+  it("samplesDone 2^40 commits no more than the rank's own partition, and says so", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1 })
+    Coordinator.start(s, 0, { paramsLength: 1 })
+    const cmds = contribution(s, 1, 10, 2 ** 40, [1])
+    expect(tags(cmds)).toEqual(["Alert:Overflow"])
+    expect(s.counters.samplesDoneClamped).toBe(1)
+    // Rank 1's partition is [10, 20): exactly those 10 samples are committed, nobody else's.
+    expect(Coordinator.assignment(s, 1)).toEqual([[10, 10]])
+    expect(s.log.committedSamples).toBe(10)
+    expect(Audit.uncommitted(s.log)).toEqual([[0, 10], [20, 10]])
+  })
+})
