@@ -43,5 +43,6 @@ describe("cohort demo", () => {
     expect(epochLine).toBeGreaterThan(death)
     const evalLine = index(new RegExp(`\\] epoch 0 test accuracy ${result.epochs[0]!.accuracy.toFixed(4)} \\(eval on rank [013], loss \\d+\\.\\d{4}\\)$`))
     expect(evalLine).toBeGreaterThan(epochLine)
-  })
+    // A whole training run: 10-15 s on a quiet 2-core machine, several times that on a loaded one.
+  }, 120_000)
 })
