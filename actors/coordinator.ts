@@ -37,7 +37,7 @@ import * as Supervisor from "../src/transport/supervisor.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
-import type * as WireError from "../src/wire/wire-error.ts"
+import * as WireError from "../src/wire/wire-error.ts"
 
 /**
  * Observers of what the coordinator does; each is called synchronously inside the actor, so it
@@ -113,9 +113,14 @@ const observe = (f: () => void): void => {
   }
 }
 
-/** A frame's decoded content: what the transport's inspector decoded, else decoded here once. */
-const decodeFrame = (event: Transport.Frame): Result.Result<Frame.Frame, WireError.WireError> =>
-  isDecodedFrame(event.decoded) ? Result.succeed(event.decoded) : Codec.decode(event.bytes, { from: event.peer })
+/**
+ * A frame's decoded content: what the transport's inspector decoded, else decoded here once, with
+ * `params` bounded by the run's agreed parameter count before anything is copied.
+ */
+const decodeFrame = (event: Transport.Frame, paramsLengthMax: number | undefined): Result.Result<Frame.Frame, WireError.WireError> =>
+  isDecodedFrame(event.decoded)
+    ? Result.succeed(event.decoded)
+    : Codec.decode(event.bytes, paramsLengthMax === undefined ? { from: event.peer } : { from: event.peer, paramsLengthMax })
 
 const isDecodedFrame = (value: unknown): value is Frame.Frame =>
   typeof value === "object" && value !== null && "from" in value && "message" in value
@@ -308,7 +313,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             return
           }
           if (event._tag === "Frame") {
-            const decoded = decodeFrame(event)
+            const decoded = decodeFrame(event, state.paramsLength)
             const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
             if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
             if (frameMessage?._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
@@ -373,8 +378,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     function inbound(event: Supervisor.Inbound): Effect.Effect<void> | undefined {
       switch (event._tag) {
         case "Frame": {
-          const decoded = decodeFrame(event)
+          const decoded = decodeFrame(event, state.paramsLength)
           if (Result.isFailure(decoded)) {
+            // A field over its bound (a huge text, more parameters than the run agreed) is a
+            // protocol violation, not noise: that rank's link closes (1009) and it is declared dead.
+            if (decoded.failure.reason._tag === "FieldTooLarge") transport.disconnect(event.peer, WireError.closeCode(decoded.failure))
             return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
           }
           const frameMessage = decoded.success.message as ToCoordinator

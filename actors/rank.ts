@@ -28,6 +28,10 @@ import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
 
+/** `text` cut to at most `max` UTF-16 code units, saying how much was cut. */
+const clip = (text: string, max: number): string =>
+  text.length <= max ? text : `${text.slice(0, max)}… (${text.length - max} characters cut)`
+
 /**
  * What the launcher hands each rank (structured-cloneable / JSON).
  *
@@ -359,10 +363,12 @@ export const main = (
       const exit = yield* Effect.exit(run(link, (code) => process.exit(code), loadTrainer))
       if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return
       const error = Cause.squash(exit.cause)
+      // Each text field must fit the wire's `textBytesMax` (64 KiB): 8 K characters of message and
+      // 16 K of stack are at most 24 KiB and 48 KiB in UTF-8.
       const crashing: ToCoordinator = {
         _tag: "Crashing",
-        error: DeathReport.errorMessage(error),
-        stack: DeathReport.errorStack(error) ?? ""
+        error: clip(DeathReport.errorMessage(error), 8 * 1024),
+        stack: clip(DeathReport.errorStack(error) ?? "", 16 * 1024)
       }
       yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
       yield* link.transport.flush

@@ -30,14 +30,23 @@ import * as WireError from "./wire-error.ts"
  *   message is rejected with `FrameTooLarge` before any decoding.
  * - `from`: the sender the connection is bound to (DESIGN.md §5); a frame naming another sender
  *   gets `SenderMismatch`. Also the rank reported in errors. Default: accept any sender.
+ * - `textBytesMax`, `paramsLengthMax`: see `Limits`; a longer field gets `FieldTooLarge` before it
+ *   is read.
  *
  * @since 0.1.0
  * @category options
  */
 export interface DecodeOptions {
   readonly messageBytesMax?: number
+  readonly textBytesMax?: number
+  readonly paramsLengthMax?: number
   readonly from?: Frame.Sender
 }
+
+const fieldLimits = (options: DecodeOptions | undefined) => ({
+  textBytesMax: options?.textBytesMax ?? Limits.defaults.textBytesMax,
+  paramsLengthMax: options?.paramsLengthMax ?? Limits.defaults.paramsLengthMax
+})
 
 // cbor-x reads `int64AsNumber` (8-byte integers as numbers, not BigInt) but does not declare it.
 interface DecoderOptions extends Options {
@@ -218,7 +227,8 @@ const materialize = (
 /**
  * Decodes exactly one frame from a transport message; never throws.
  *
- * Fails with `WireError` and one of: `FrameTooLarge` (longer than `messageBytesMax`), `Truncated`,
+ * Fails with `WireError` and one of: `FrameTooLarge` (longer than `messageBytesMax`),
+ * `FieldTooLarge` (a text field over `textBytesMax`, params over `paramsLengthMax`), `Truncated`,
  * `MalformedCbor` (including bytes left after the frame), `UnknownTag`, `SchemaMismatch`,
  * `VersionMismatch`, `SenderMismatch`.
  *
@@ -232,7 +242,7 @@ export const decode = (
   const large = tooLarge(bytes, options)
   if (large !== undefined) return large
   const expected = options?.from === undefined ? undefined : senderWireId(options.from)
-  const scanned = Scan.scanFrame(bytes, 0, expected)
+  const scanned = Scan.scanFrame(bytes, 0, expected, fieldLimits(options))
   if (scanned.reason !== undefined) return failure(scanned.reason, options, scanned.from)
   if (scanned.end !== bytes.length) {
     return failure(
@@ -273,10 +283,11 @@ export const decodeBatch = (
   if (large !== undefined) return [large]
   const expected = options?.from === undefined ? undefined : senderWireId(options.from)
   const results: Array<Result.Result<Frame.Frame, WireError.WireError>> = []
+  const limits = fieldLimits(options)
   let start = 0
   let errors = 0
   while (start < bytes.length) {
-    const scanned = Scan.scanFrame(bytes, start, expected)
+    const scanned = Scan.scanFrame(bytes, start, expected, limits)
     if (scanned.reason !== undefined) {
       results.push(failure(scanned.reason, options, scanned.from))
       errors += 1

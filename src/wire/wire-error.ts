@@ -18,6 +18,21 @@ export interface FrameTooLarge {
 }
 
 /**
+ * One field is longer than its limit (`Limits`): a text field over `textBytesMax` bytes, or
+ * `params` over `paramsLengthMax` values. Found from the field's declared length, before it is
+ * decoded; `bytes` and `bytesMax` are in the field's unit (bytes of text, or values of `params`).
+ *
+ * @since 0.1.0
+ * @category reasons
+ */
+export interface FieldTooLarge {
+  readonly _tag: "FieldTooLarge"
+  readonly field: string
+  readonly bytes: number
+  readonly bytesMax: number
+}
+
+/**
  * The bytes end inside a data item: `bytes` were received, at least `bytesNeeded` were needed
  * (a lower bound, from the item's declared length).
  *
@@ -105,6 +120,7 @@ export interface SenderMismatch {
  */
 export type Reason =
   | FrameTooLarge
+  | FieldTooLarge
   | Truncated
   | MalformedCbor
   | UnknownTag
@@ -151,6 +167,7 @@ export type CloseCode = 1002 | 1008 | 1009
 export const closeCodeOf = (reason: Reason): CloseCode => {
   switch (reason._tag) {
     case "FrameTooLarge":
+    case "FieldTooLarge":
       return 1009
     case "VersionMismatch":
     case "SenderMismatch":

@@ -134,4 +134,15 @@ describe("coordinator actor", () => {
       ])
       assert.deepStrictEqual(handle.state.exits, [])
     })))
+
+  it.live("a Params with more values than the run agreed closes that rank's link with 1009 before it is copied", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, hello, frame, disconnected } = yield* started(2)
+      for (const rank of [0, 1]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      yield* frame(1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 1, params: new Float32Array(3) })
+      while (handle.state.counters.badFrames < 1) yield* Effect.sleep(1)
+      assert.deepStrictEqual(disconnected, [[1, 1009]])
+      assert.strictEqual(handle.state.counters.paramsRejected, 0)
+    })))
 })

@@ -41,6 +41,8 @@ let major = 0
 let info = 0
 let arg = 0
 let soft: WireError.Reason | undefined
+let textMax = Number.POSITIVE_INFINITY
+let floatsMax = Number.POSITIVE_INFINITY
 
 const truncated = (needed: number): WireError.Reason => ({
   _tag: "Truncated",
@@ -224,7 +226,8 @@ const value = (key: string): WireError.Reason | undefined => {
       return undefined
     case 3:
       if (arg > lim - pos) return truncated(pos + arg)
-      if (!validUtf8(pos, pos + arg)) soft = malformed(pos, "invalid UTF-8 in a text string")
+      if (arg > textMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg, bytesMax: textMax }
+      else if (!validUtf8(pos, pos + arg)) soft = malformed(pos, "invalid UTF-8 in a text string")
       pos += arg
       return undefined
     case 4: {
@@ -252,6 +255,7 @@ const value = (key: string): WireError.Reason | undefined => {
         return skipContent()
       }
       if (arg > lim - pos) return truncated(pos + arg)
+      if (arg / 4 > floatsMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg / 4, bytesMax: floatsMax }
       pos += arg
       return undefined
     }
@@ -363,8 +367,15 @@ const scanBody = (expectedFrom: number | undefined): { readonly fatal: WireError
  * Scans the frame that starts at `start` in `bytes` (a transport message). `expectedFrom` is the
  * sender wire id the connection is bound to, if any. Never throws.
  */
-export const scanFrame = (bytes: Uint8Array, start: number, expectedFrom: number | undefined): Scanned => {
+export const scanFrame = (
+  bytes: Uint8Array,
+  start: number,
+  expectedFrom: number | undefined,
+  limits: { readonly textBytesMax: number; readonly paramsLengthMax: number } = { textBytesMax: Number.POSITIVE_INFINITY, paramsLengthMax: Number.POSITIVE_INFINITY }
+): Scanned => {
   src = bytes
+  textMax = limits.textBytesMax
+  floatsMax = limits.paramsLengthMax
   pos = start
   lim = bytes.length
   soft = undefined

@@ -1,0 +1,40 @@
+import { Result } from "effect"
+import { describe, expect, it } from "vitest"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
+import * as WireError from "../../src/wire/wire-error.ts"
+
+const reasonOf = (bytes: Uint8Array, options?: Codec.DecodeOptions): WireError.Reason | undefined => {
+  const result = Codec.decode(bytes, options)
+  return Result.isFailure(result) ? result.failure.reason : undefined
+}
+
+const crashing = (stackBytes: number) => Codec.encode(Frame.fromRank(3, { _tag: "Crashing", error: "x", stack: "y".repeat(stackBytes) }))
+
+describe("field limits: a field longer than its bound is refused from its declared length (issue: one rank never takes down the run)", () => {
+  it("a text field of textBytesMax bytes passes; one byte more is FieldTooLarge, close code 1009", () => {
+    expect(reasonOf(crashing(65_536))).toBeUndefined()
+    const reason = reasonOf(crashing(65_537))
+    expect(reason).toEqual({ _tag: "FieldTooLarge", field: "stack", bytes: 65_537, bytesMax: 65_536 })
+    expect(WireError.closeCodeOf(reason!)).toBe(1009)
+    expect(reasonOf(crashing(100), { textBytesMax: 99 })).toEqual({ _tag: "FieldTooLarge", field: "stack", bytes: 100, bytesMax: 99 })
+  })
+
+  it("a 15 MiB stack under the 16 MiB message bound is refused without being read", () => {
+    expect(reasonOf(crashing(15 * 1024 * 1024))).toEqual({ _tag: "FieldTooLarge", field: "stack", bytes: 15 * 1024 * 1024, bytesMax: 65_536 })
+  })
+
+  it("params over paramsLengthMax values are FieldTooLarge; at the bound they decode", () => {
+    const params = (n: number) =>
+      Codec.encode(Frame.fromRank(1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: new Float32Array(n) }))
+    expect(reasonOf(params(4), { paramsLengthMax: 4 })).toBeUndefined()
+    expect(reasonOf(params(5), { paramsLengthMax: 4 })).toEqual({ _tag: "FieldTooLarge", field: "params", bytes: 5, bytesMax: 4 })
+    expect(reasonOf(params(3_900_000))).toBeUndefined()
+  })
+
+  it("in a batch, the frame over its bound fails alone and the batch goes on", () => {
+    const good = Codec.encode(Frame.fromRank(3, { _tag: "Heartbeat" }))
+    const results = Codec.decodeBatch(Codec.concat([good, crashing(70_000), good]))
+    expect(results.map((r) => (Result.isSuccess(r) ? "ok" : r.failure.reason._tag))).toEqual(["ok", "FieldTooLarge", "ok"])
+  })
+})
