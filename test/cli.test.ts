@@ -944,6 +944,17 @@ describe("report", () => {
     })
   })
 
+  it("a summary.json that is not JSON is named without echoing what it holds, exit 2", async () => {
+    const dir = `${scratch}/summary-passwd-like`
+    await Files.mkdir(dir)
+    await Files.writeFile(`${dir}/summary.json`, "root:x:0:0:root:/root:/bin/bash\n")
+    expect(await runMain(["report", dir])).toEqual({
+      code: 2,
+      out: "",
+      err: `cohort: cannot read ${dir}/summary.json: it is not valid JSON\n`
+    })
+  })
+
   it("reads only regular files: a summary.json linked to /dev/zero or a named pipe is refused at once, exit 2", async () => {
     const zero = `${scratch}/summary-dev-zero`
     await Files.mkdir(zero)

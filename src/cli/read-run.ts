@@ -206,8 +206,9 @@ const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.Ru
     let value: unknown
     try {
       value = JSON.parse(read.text)
-    } catch (error) {
-      return `cannot read ${summaryPath}: ${firstLine(error)}`
+    } catch {
+      // The parser's message quotes the file's first bytes: never echo what a file holds.
+      return `cannot read ${summaryPath}: it is not valid JSON`
     }
     const checked = RunSchema.validateRunResult(value)
     return "ok" in checked ? checked.ok : `${summaryPath} is not a Cohort run summary: ${checked.bad}`
