@@ -309,7 +309,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             continue
           }
           if (event._tag === "DeathReport") {
-            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ended before the run formed: ${JSON.stringify(causeOf(event.rank, event.cause))}`))
+            const cause = causeOf(event.rank, event.cause)
+            const at = cause._tag === "Crashed" && cause.stack !== undefined ? DeathReport.topFrame(cause.stack) : ""
+            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`))
             return
           }
           if (event._tag === "Frame") {

@@ -23,7 +23,7 @@ import * as Files from "../src/platform/files.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
-import type * as RankActor from "./rank.ts"
+import * as RankActor from "./rank.ts"
 import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult, SkippedFault } from "./run-types.ts"
 
 /**
@@ -478,12 +478,13 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   for (const event of events) {
     if (event.type === "epoch") (event as { accuracy: number | undefined }).accuracy = accuracyOf.get(event.summary.epoch)
   }
-  // A survivor finished its save when it announced its exit (ranks save first) and its save is on
-  // disk; one that died, hung past the grace period, or wrote nothing did not.
+  // A survivor finished its save when it announced its exit (ranks save first) and wrote its save
+  // marker (`save/rank<r>/cohort-saved.json`, once the trainer's save resolved); one that died,
+  // hung past the grace period, or whose save failed did not.
   const saved: Array<Rank> = []
   const notSaved: Array<Rank> = []
   for (const rank of askedToSave) {
-    const done = state.exits.includes(rank) && (await Files.exists(`${runDirAbsolute}/save/rank${rank}`))
+    const done = state.exits.includes(rank) && (await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
     ;(done ? saved : notSaved).push(rank)
   }
   const saves = outcome.status === "unrecoverable" ? { saved, notSaved } : undefined

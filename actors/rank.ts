@@ -21,12 +21,27 @@ import * as Result from "effect/Result"
 import * as DeathReport from "../src/actor/death-report.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as BunRuntime from "../src/platform/bun.ts"
+import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
+
+/**
+ * The file a rank writes in its save folder (`<saveDir>/rank<r>/`) once the trainer's `save`
+ * resolved after a `ShutdownWithSave`: `{rank, reason, savedAtMs}`. Its absence means the save
+ * failed, hung or never ran.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const savedMarker = "cohort-saved.json"
+
+/** A stack without the frames of Effect's own runtime, which say nothing about the trainer's bug. */
+const trainerStack = (stack: string): string =>
+  stack.split("\n").filter((line) => !/[\\/]node_modules[\\/]effect[\\/]/.test(line)).join("\n")
 
 /** `text` cut to at most `max` UTF-16 code units, saying how much was cut. */
 const clip = (text: string, max: number): string =>
@@ -269,7 +284,7 @@ export const run = (
         const heapMb = NodeRuntime.engineMemoryBytes() / 2 ** 20
         if (over && heapMb > heapCheckMb) {
           return yield* Effect.die(
-            Object.assign(new Error(`out of memory: ${Math.round(heapMb)} MiB over the rank memory limit of ${heapCheckMb} MiB`), {
+            Object.assign(new Error(`out of memory: ${Math.round(heapMb)} MiB in use, over the rank memory limit of ${heapCheckMb} MiB`), {
               code: NodeRuntime.outOfMemoryCode
             })
           )
@@ -309,7 +324,15 @@ export const run = (
         }
       }
       if (stopping !== undefined) {
-        if (stopping.save) yield* Effect.tryPromise(async () => trainer.save(`${data.saveDir}/rank${rank}`)).pipe(Effect.ignore)
+        if (stopping.save) {
+          // The marker says the trainer's save resolved (a save may write nothing of its own).
+          const dir = `${data.saveDir}/rank${rank}`
+          yield* Effect.tryPromise(async () => {
+            await trainer.save(dir)
+            await Files.mkdir(dir)
+            await Files.writeFile(`${dir}/${savedMarker}`, `${JSON.stringify({ rank, reason: stopping?.reason, savedAtMs: Date.now() })}\n`)
+          }).pipe(Effect.ignore)
+        }
         yield* send({ _tag: "Exiting" })
         yield* transport.flush
         leave(0)
@@ -368,7 +391,7 @@ export const main = (
       const crashing: ToCoordinator = {
         _tag: "Crashing",
         error: clip(DeathReport.errorMessage(error), 8 * 1024),
-        stack: clip(DeathReport.errorStack(error) ?? "", 16 * 1024)
+        stack: clip(trainerStack(DeathReport.errorStack(error) ?? ""), 16 * 1024)
       }
       yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
       yield* link.transport.flush

@@ -76,10 +76,18 @@ export const demoKill = (worldSize: number, epochs: number): ReadonlyArray<RunTy
 /** The folder, under a run's directory, where survivors save after a save-and-shutdown. @since 0.1.0 @category cli */
 export const saveFolder = "save"
 
-/** The first non-empty line of an error's message. @since 0.1.0 @category cli */
+/**
+ * The first non-empty line of an error's message; when that line only announces what follows
+ * (it ends with `:`, as esbuild's `Transform failed with 1 error:`), the next line joins it.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
 export const firstLine = (error: unknown): string => {
   const text = error instanceof Error ? error.message : String(error)
-  return text.split("\n").find((line) => line.trim() !== "")?.trim() ?? "unknown error"
+  const lines = text.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  const first = lines[0] ?? "unknown error"
+  return first.endsWith(":") && lines[1] !== undefined ? `${first} ${lines[1]}` : first
 }
 
 /**

@@ -342,7 +342,7 @@ export const renderResult = (
   }
   const failed = failedAudits(result)
   const audits = failed.length === 0
-    ? "every audit clean"
+    ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
   if (outcome === undefined) {
     const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)

@@ -462,7 +462,15 @@ const alert = (state: State, cmds: Array<Command>, alertClass: Alerts.AlertClass
   if (record !== undefined) cmds.push({ _tag: "Alert", alert: record })
 }
 
-const causeText = (cause: DeathCause): string => {
+/**
+ * How a death cause reads in a death's `cause` and in messages: `crashed: <error>`,
+ * `killed by SIGKILL`, `exited with code 1 without Exiting`, `disconnected (close code 1006)`,
+ * `refused: <reason>`.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export const causeText = (cause: DeathCause): string => {
   switch (cause._tag) {
     case "Exited":
       return `exited with code ${cause.code} without Exiting`
@@ -571,7 +579,7 @@ const startEpoch = (state: State, cmds: Array<Command>): void => {
       if (size > 0) state.uncommittedLive += 1
       out.push(rank, offset, size) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
     }
-    sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} survivors`)
+    sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
   } else {
     state.assignments = undefined
     const spans = new Array<number>(config.worldSize).fill(0)
@@ -932,7 +940,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
     // One command per dead rank, its ranges' slices in range order: a remainder of thousands of
     // small ranges (deaths chained on deaths) is still one command.
     for (const { rank: from, death, ranges } of remainders) {
-      const reason = `remainder of rank ${from} in ${ranges.length} ${ranges.length === 1 ? "range" : "ranges"} (${throughput ? "throughput" : "equal"} split over ${survivorCount} survivors)`
+      const reason = `remainder of rank ${from} in ${ranges.length} ${ranges.length === 1 ? "range" : "ranges"} (${throughput ? "throughput" : "equal"} split over ${survivorCount} ${survivorCount === 1 ? "survivor" : "survivors"})`
       const parts: Array<Split.Slices> = []
       for (const [offset, size] of ranges) {
         const slices = throughput

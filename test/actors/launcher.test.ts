@@ -164,7 +164,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(result.exitCode).toBe(0)
       expect(clean(result)).toEqual([[0, 4800, 0, 0]])
       expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "supervisor"]])
-      expect(result.deaths[0]!.cause).toMatch(/^crashed: out of memory: \d+ MiB over the rank memory limit of 64 MiB$/)
+      expect(result.deaths[0]!.cause).toMatch(/^crashed: out of memory: \d+ MiB in use, over the rank memory limit of 64 MiB$/)
       // 64 MiB is reached in about 16 of rank 1's 200 batches: it dies mid-epoch and its remainder moves.
       expect(result.deaths[0]!.redistributed).toBe(true)
       expect(Date.now() - started).toBeLessThan(60_000)
