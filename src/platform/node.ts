@@ -469,7 +469,7 @@ export const spawnChild = (
  */
 export const frameWriteBlockedMsMaxDefault = 10_000
 
-// Errors of a write to the frame channel that say the host's end is gone.
+// A 1 ms sleep that blocks the thread without spinning (a full channel waits for the host to read).
 const sleepCell = new Int32Array(new SharedArrayBuffer(4))
 const sleepMs = (ms: number): void => void Atomics.wait(sleepCell, 0, 0, ms)
 
