@@ -62,7 +62,9 @@ export interface Hooks {
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
  *   that is on (a longer period is shortened to it).
- * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000).
+ * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
+ *   the run forms, every rank that already sent its `Hello`: a rank process takes
+ *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
  *   ready) before the run fails to form (default 120000). The core starts when the last one did.
  *
@@ -341,6 +343,12 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
           const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
+        } else if (nowMs - lastBeatMs >= coordHeartbeatMs) {
+          // Ranks that joined wait for the others: beat for them too, so that a rank process
+          // never takes a slow formation for a coordinator that is gone (`coordinatorTimeoutMs`).
+          lastBeatMs = nowMs
+          const beat = Codec.encode(Frame.fromCoordinator({ _tag: "CoordHeartbeat" }))
+          for (const rank of joined.keys()) transport.sendUnsafe(rank, beat)
         }
       })
 

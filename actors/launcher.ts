@@ -153,6 +153,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   positive(options.heartbeatIntervalMs, "heartbeatIntervalMs", false)
   positive(options.tickMs, "tickMs", false)
   positive(options.averageEverySteps, "averageEverySteps", true)
+  positive(options.coordinatorTimeoutMs, "coordinatorTimeoutMs", true)
   const rankNice = options.rankNice ?? defaults.rankNice
   check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
   const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
@@ -391,7 +392,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         flood: flood === undefined ? undefined : { afterMs: flood.atSeconds * 1000, framesPerSecond: flood.framesPerSecond },
         heapCheckMb,
         saveDir: `${runDirAbsolute}/save`,
-        checkpointDir: `${runDirAbsolute}/checkpoints`
+        checkpointDir: `${runDirAbsolute}/checkpoints`,
+        // Worker threads die with this process; only a rank process can outlive the coordinator.
+        coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
       }
       yield* host.spawn({ entry, rank, data, nice: rankNice }).pipe(Effect.orDie)
     }

@@ -10,6 +10,13 @@
  * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
  * asked, and on `ShutdownWithSave` saves through the trainer, announces `Exiting` and leaves.
  *
+ * A rank never outlives its coordinator (issue "Never lose a run"): when the coordinator's link
+ * ends (the channel closed: its process died, its socket dropped) or the coordinator sent nothing
+ * for `coordinatorTimeoutMs`, the rank saves through the trainer under `<saveDir>/rank<r>` with an
+ * `emergency.json` beside the model (`EmergencySave`), the save bounded by `coordinatorTimeoutMs`
+ * too, prints one line on the coordinator's stderr (a child process) or its own, and exits with
+ * `coordinatorGoneExitCode`.
+ *
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
@@ -83,6 +90,52 @@ export interface RankData {
   readonly heapCheckMb?: number | undefined
   readonly saveDir: string
   readonly checkpointDir: string
+  /**
+   * Milliseconds without any frame from the coordinator (it sends `CoordHeartbeat` every
+   * `coordHeartbeatMs`, 1000 by default, from formation on) after which the rank counts it gone,
+   * saves (`EmergencySave`) and exits; also the bound on that save. Default
+   * `coordinatorTimeoutMsDefault` (10000); `0`: no silence check (worker-thread ranks, which
+   * share the coordinator's process: its silence is a stall, and its death is theirs).
+   */
+  readonly coordinatorTimeoutMs?: number | undefined
+}
+
+/** Default `RankData.coordinatorTimeoutMs`: 10000 ms. @since 0.1.0 @category defaults */
+export const coordinatorTimeoutMsDefault = 10_000
+
+/**
+ * The exit code of a rank whose coordinator is gone (its link closed, or it went silent for
+ * `coordinatorTimeoutMs`), after its emergency save: 3. A clean leave is 0 and a crash 1.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const coordinatorGoneExitCode = 3
+
+/**
+ * What a rank writes as `emergency.json` beside its model (`<saveDir>/rank<r>/emergency.json`)
+ * when it saved because its coordinator was gone, not because it was asked to:
+ *
+ * - `reason`: `ChannelClosed` (the link to the coordinator ended; `closeCode` says how, 1006 when
+ *   it dropped) or `CoordinatorSilent` (no frame for `silentMs` >= `coordinatorTimeoutMs`).
+ * - `detail`: the same in words, as the rank's line on stderr says it.
+ * - `at`: when the rank noticed (ISO 8601); `epoch`: the epoch it was training (-1 before any).
+ * - `saved`: whether the trainer's `save` finished within `coordinatorTimeoutMs`; `error`: why not.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface EmergencySave {
+  readonly emergency: true
+  readonly rank: Rank
+  readonly reason: "ChannelClosed" | "CoordinatorSilent"
+  readonly closeCode?: number
+  readonly silentMs?: number
+  readonly detail: string
+  readonly at: string
+  readonly epoch: number
+  readonly saved: boolean
+  readonly error?: string
 }
 
 /**
@@ -95,6 +148,12 @@ export interface Link {
   readonly transport: Transport.TransportShape
   readonly rank: Rank
   readonly data: unknown
+  /**
+   * Called once the coordinator is gone; returns where the rank's last line goes. A child
+   * process's link sends it (and whatever the process prints from then on) to the coordinator's
+   * own stderr (`ChildProcess.ProcessRank.detach`); default: the rank's `console.error`.
+   */
+  readonly detach?: () => (line: string) => void
 }
 
 interface Chunk {
@@ -106,8 +165,10 @@ interface Chunk {
 const toCoordinator = Transport.coordinatorPeer
 
 /**
- * Runs the rank until the coordinator says stop (then calls `leave(0)`), the coordinator's link
- * ends (`leave(0)` too: there is nobody left to train for), or a hang is injected (never returns).
+ * Runs the rank until the coordinator says stop (then calls `leave(0)`), or the coordinator is
+ * gone: its link ends or it is silent for `coordinatorTimeoutMs` (then saves, see `EmergencySave`,
+ * and calls `leave(coordinatorGoneExitCode)`). An injected hang stops the rank responding; it
+ * still leaves, without a save, once the coordinator is gone.
  * `loadTrainer` imports the trainer module (a bundled entry passes the module it has built in).
  * A trainer that fails to load or throws ends the rank with a defect: its supervisor reports it.
  *
@@ -163,6 +224,77 @@ export const run = (
     }
     const heapCheckMb = data.heapCheckMb
     let lastHeapCheckMs = 0
+
+    // The coordinator's liveness, as the rank sees it: its link's end, or its silence.
+    const coordinatorTimeoutMs = data.coordinatorTimeoutMs ?? coordinatorTimeoutMsDefault
+    const saveTimeoutMs = coordinatorTimeoutMs > 0 ? coordinatorTimeoutMs : coordinatorTimeoutMsDefault
+    const startedMs = yield* Clock.currentTimeMillis
+    let linkEnded: DeathReport.DeathCause | undefined
+    type Gone =
+      | { readonly reason: "ChannelClosed"; readonly closeCode: number | undefined }
+      | { readonly reason: "CoordinatorSilent"; readonly silentMs: number }
+    /** The coordinator's silence at `nowMs` past `coordinatorTimeoutMs`, if it is. */
+    const silence = (nowMs: number): Gone | undefined => {
+      if (coordinatorTimeoutMs <= 0) return undefined
+      const silentMs = nowMs - Math.max(startedMs, transport.lastArrivalMs(toCoordinator) ?? startedMs)
+      return silentMs > coordinatorTimeoutMs ? { reason: "CoordinatorSilent", silentMs } : undefined
+    }
+    const channelClosed = (): Gone => ({
+      reason: "ChannelClosed",
+      closeCode: linkEnded?._tag === "Disconnected" ? linkEnded.closeCode : undefined
+    })
+    const describe = (why: Gone): string =>
+      why.reason === "CoordinatorSilent"
+        ? `no frame for ${Math.round(why.silentMs)} ms, over coordinatorTimeoutMs ${coordinatorTimeoutMs}`
+        : why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal
+        ? "channel closed"
+        : `channel closed with code ${why.closeCode}`
+    /**
+     * The coordinator is gone: save where we can (bounded), say so in one line, leave. Never
+     * throws: a save that fails or takes too long is reported in the line and in emergency.json.
+     */
+    const gone = (why: Gone, save = true) =>
+      Effect.gen(function*() {
+        const say = link.detach?.() ?? ((line: string) => console.error(line))
+        const detail = describe(why)
+        if (!save) {
+          say(`cohort rank ${rank}: the coordinator is gone (${detail}); no save (the rank was hung)`)
+          return leave(coordinatorGoneExitCode)
+        }
+        const dir = `${data.saveDir}/rank${rank}`
+        const saved = yield* Effect.tryPromise(async () => {
+          await Files.mkdir(dir)
+          await trainer.save(dir)
+        }).pipe(Effect.result, Effect.timeoutOption(saveTimeoutMs))
+        const error = saved._tag === "None"
+          ? `the save did not finish within ${saveTimeoutMs} ms`
+          : Result.isFailure(saved.value)
+          ? DeathReport.errorMessage(saved.value.failure.cause ?? saved.value.failure)
+          : undefined
+        const record: EmergencySave = {
+          emergency: true,
+          rank,
+          reason: why.reason,
+          ...(why.reason === "ChannelClosed"
+            ? why.closeCode === undefined ? {} : { closeCode: why.closeCode }
+            : { silentMs: Math.round(why.silentMs) }),
+          detail,
+          at: new Date().toISOString(),
+          epoch,
+          saved: error === undefined,
+          ...(error === undefined ? {} : { error })
+        }
+        yield* Effect.tryPromise(async () => {
+          await Files.mkdir(dir)
+          await Files.writeFile(`${dir}/emergency.json`, `${JSON.stringify(record, null, 2)}\n`)
+        }).pipe(Effect.ignore, Effect.timeoutOption(saveTimeoutMs))
+        say(
+          error === undefined
+            ? `cohort rank ${rank}: the coordinator is gone (${detail}); saved to ${dir} (emergency)`
+            : `cohort rank ${rank}: the coordinator is gone (${detail}); the emergency save to ${dir} failed: ${error}`
+        )
+        leave(coordinatorGoneExitCode)
+      })
 
     const enterEpoch = (next: number): void => {
       if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
@@ -236,7 +368,10 @@ export const run = (
     /** Applies one transport event; returns false when the coordinator's link ended. */
     const apply = (event: Transport.Event) =>
       Effect.gen(function*() {
-        if (event._tag === "Ended") return event.peer !== toCoordinator
+        if (event._tag === "Ended") {
+          if (event.peer === toCoordinator) linkEnded = event.cause
+          return event.peer !== toCoordinator
+        }
         if (event._tag !== "Frame") return true
         const decoded = Codec.decode(event.bytes, { from: "coordinator" })
         if (Result.isFailure(decoded)) return true // counted by the transport's inspector
@@ -314,13 +449,25 @@ export const run = (
     yield* send({ _tag: "Hello", paramsLength: trainer.getParams().length })
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= hangAtMs) {
-        return yield* Effect.never // stop responding; the worker stays alive
+        // Stop responding (the worker stays alive), but never outlive the coordinator.
+        while (true) {
+          const event = yield* Queue.take(transport.inbox).pipe(
+            Effect.timeoutOption(data.heartbeatIntervalMs),
+            Effect.catch(() => Effect.succeed(undefined))
+          )
+          if (event === undefined || (event._tag === "Some" && event.value._tag === "Ended" && event.value.peer === toCoordinator)) {
+            if (event?._tag === "Some" && event.value._tag === "Ended") linkEnded = event.value.cause
+            return yield* gone(channelClosed(), false)
+          }
+          const silent = silence(yield* Clock.currentTimeMillis)
+          if (silent !== undefined) return yield* gone(silent, false)
+        }
       }
       // Apply everything already delivered.
       for (let event = Queue.takeUnsafe(transport.inbox); event !== undefined; event = Queue.takeUnsafe(transport.inbox)) {
         if (event._tag === "Failure" || !(yield* apply(event.value))) {
-          leave(0)
-          return
+          if (stopping !== undefined) break // told to stop: it goes as told, below
+          return yield* gone(channelClosed())
         }
       }
       if (stopping !== undefined) {
@@ -339,6 +486,8 @@ export const run = (
         return
       }
       const now = yield* Clock.currentTimeMillis
+      const silent = silence(now)
+      if (silent !== undefined) return yield* gone(silent)
       if (now - lastSentMs >= data.heartbeatIntervalMs) yield* send({ _tag: "Heartbeat" })
       if (!waitingUpdate && hasWork()) {
         yield* trainOne
@@ -350,13 +499,9 @@ export const run = (
         Effect.timeoutOption(data.heartbeatIntervalMs),
         Effect.catch(() => Effect.succeed(undefined))
       )
-      if (event === undefined) {
-        leave(0)
-        return
-      }
-      if (event._tag === "Some" && !(yield* apply(event.value))) {
-        leave(0)
-        return
+      if (event === undefined || (event._tag === "Some" && !(yield* apply(event.value)))) {
+        if (stopping !== undefined) continue // told to stop first: it goes as told
+        return yield* gone(channelClosed())
       }
     }
   })

@@ -81,6 +81,15 @@ export interface RunOptions {
    * was (DESIGN.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
    */
   readonly coordinatorStallMs?: number
+  /**
+   * A rank in a process of its own (`transport: "process"`) that gets no frame from the
+   * coordinator for this many ms counts it gone (the coordinator beats every second, from
+   * formation on): it saves under `<runDir>/save/rank<r>` with an `emergency.json`, the save
+   * bounded by this too, and exits; it does the same at once when its channel closes (the
+   * coordinator's process died). Worker-thread ranks share the coordinator's process and die with
+   * it; they have no such check. An integer > 0; default 10000 (`RankData.coordinatorTimeoutMs`).
+   */
+  readonly coordinatorTimeoutMs?: number
   /** Coordinator tick period. Default 100. */
   readonly tickMs?: number
   /** Default none. */

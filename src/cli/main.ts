@@ -92,6 +92,7 @@ const toRunOptions = (
   kills: options.kills,
   hangs: options.hangs,
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+  coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,
   onRepeatedCrash: options.onRepeatedCrash,

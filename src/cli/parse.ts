@@ -43,6 +43,8 @@ export const defaults = {
   mode: "static",
   transport: "worker",
   heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
+  /** Same as the rank's `coordinatorTimeoutMsDefault`. */
+  coordinatorTimeoutMs: 10_000,
   rolePolicy: "fastest",
   seed: 1,
   outDir: "runs",
@@ -123,6 +125,9 @@ Options of demo and run:
                               (default none)
   --no-kill                   no kill at all (removes the demo's kill)
   --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
+  --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms
+                              saves (emergency) and exits; it does at once when its channel
+                              closes (default 10000; worker threads die with the coordinator)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N
@@ -173,6 +178,7 @@ export interface RunCommandOptions {
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
+  readonly coordinatorTimeoutMs: number
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -217,6 +223,7 @@ interface RawRunOptions {
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
   readonly heartbeatTimeoutMs?: string
+  readonly coordinatorTimeoutMs?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -327,6 +334,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
     kills,
     hangs,
     heartbeatTimeoutMs,
+    coordinatorTimeoutMs: integerAtLeast("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1, defaults.coordinatorTimeoutMs),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -383,6 +391,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--no-kill")
       .option("--hang <spec>", "", collect)
       .option("--heartbeat-timeout-ms <ms>")
+      .option("--coordinator-timeout-ms <ms>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

@@ -6,7 +6,7 @@
  */
 import { spawn as spawnProcess } from "node:child_process"
 import { Console } from "node:console"
-import { createReadStream, type ReadStream, writeSync } from "node:fs"
+import { createReadStream, openSync, type ReadStream, writeSync } from "node:fs"
 import { Socket } from "node:net"
 import { Writable } from "node:stream"
 import { getPriority, setPriority } from "node:os"
@@ -144,13 +144,22 @@ export const redirectWorkerOutput = (): void => {
   const port = (workerData as Partial<CohortWorkerData> | null)?.cohortOutput
   if (outputRedirected || port === undefined) return
   outputRedirected = true
+  redirectOutput((stream, bytes) => port.postMessage([stream, bytes], [bytes.buffer as ArrayBuffer]))
+}
+
+/**
+ * Sends everything the calling thread prints through `console`, `process.stdout` or
+ * `process.stderr` to `post(stream, bytes)` (1: stdout, 2: stderr; `bytes` a fresh copy, never
+ * empty), synchronously, instead of the thread's stdout and stderr.
+ */
+const redirectOutput = (post: (stream: 1 | 2, bytes: Uint8Array) => void): void => {
   const encoder = new TextEncoder()
-  const post = (stream: 1 | 2, chunk: unknown): void => {
+  const postChunk = (stream: 1 | 2, chunk: unknown): void => {
     const bytes = typeof chunk === "string" ? encoder.encode(chunk) : bytesOf(chunk).slice()
-    if (bytes.byteLength > 0) port.postMessage([stream, bytes], [bytes.buffer as ArrayBuffer])
+    if (bytes.byteLength > 0) post(stream, bytes)
   }
   const writer = (stream: 1 | 2) => (chunk: unknown, encodingOrDone?: unknown, done?: unknown): boolean => {
-    post(stream, chunk)
+    postChunk(stream, chunk)
     const callback = typeof encodingOrDone === "function" ? encodingOrDone : done
     if (typeof callback === "function") queueMicrotask(() => (callback as () => void)())
     return true
@@ -162,7 +171,7 @@ export const redirectWorkerOutput = (): void => {
     new Writable({
       decodeStrings: false,
       write: (chunk: unknown, _encoding, done) => {
-        post(stream, chunk)
+        postChunk(stream, chunk)
         done()
       }
     })
@@ -296,6 +305,20 @@ export const engineMemoryBytes = (): number => {
 
 const childEnv = "COHORT_CHILD_RANK"
 const childDataEnv = "COHORT_CHILD_DATA"
+const childHostStderrEnv = "COHORT_CHILD_HOST_STDERR"
+
+/**
+ * The file descriptor under which a child process started by `spawnChild` under Node or Bun
+ * finds its host's own stderr (stdio entry 4, a copy of the host's fd 2): where the child writes
+ * once its host is gone and its own stdout and stderr pipes lead nowhere. Deno 2.9.6 cannot pass
+ * a descriptor to a child (an integer stdio entry gives the child a pipe of its own and
+ * `/dev/null` as stderr), so a child of a Deno host opens `/proc/<host pid>/fd/2` instead while
+ * the host lives (Linux).
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const hostStderrFd = 4
 
 /**
  * The file descriptor of a child process's frame channel: a socket pair set up by `spawnChild`
@@ -403,9 +426,16 @@ export const spawnChild = (
     : runtime === "bun"
     ? [path]
     : [...(limit === undefined ? [] : [`--max-old-space-size=${limit}`]), ...(needsTsx(options.entry) ? ["--import", import.meta.resolve("tsx")] : []), path]
+  // The host's stderr goes along as fd 4 (`hostStderrFd`) where the runtime can pass one.
+  const passesFd = runtime !== "deno"
   const child = spawnProcess(process.execPath, args, {
-    stdio: ["ignore", "pipe", "pipe", "pipe"],
-    env: { ...process.env, [childEnv]: String(options.rank), [childDataEnv]: JSON.stringify(options.data ?? null) }
+    stdio: passesFd ? ["ignore", "pipe", "pipe", "pipe", 2] : ["ignore", "pipe", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      [childEnv]: String(options.rank),
+      [childDataEnv]: JSON.stringify(options.data ?? null),
+      [childHostStderrEnv]: passesFd ? String(hostStderrFd) : "proc"
+    }
   })
   if (child.pid !== undefined) lowerPriority(child.pid, options.nice ?? 0)
   const frames = child.stdio[3] as NodeJS.ReadWriteStream | null | undefined
@@ -430,38 +460,99 @@ export const spawnChild = (
 }
 
 /**
+ * How long a child's write to a full frame channel waits for its host to read, in ms, before the
+ * channel counts as broken (`processParent`): 10000 ms, so that a rank whose host stopped reading
+ * (stopped, or stuck) neither spins nor waits forever. A host that stops for longer loses the rank.
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const frameWriteBlockedMsMaxDefault = 10_000
+
+// A 1 ms sleep that blocks the thread without spinning (a full channel waits for the host to read).
+const sleepCell = new Int32Array(new SharedArrayBuffer(4))
+const sleepMs = (ms: number): void => void Atomics.wait(sleepCell, 0, 0, ms)
+
+/** The host's stderr as the child can reach it, opened while the host lives; `undefined` if not. */
+const openHostStderr = (): number | undefined => {
+  const how = process.env[childHostStderrEnv]
+  if (how === String(hostStderrFd)) return hostStderrFd
+  if (how !== "proc") return undefined
+  try {
+    // A new open file description of the host's stderr (a pipe, a terminal or a file, appended to).
+    return openSync(`/proc/${process.ppid}/fd/2`, "a")
+  } catch {
+    // A socket (ENXIO) cannot be opened again through /proc: the child has nowhere to write.
+    return undefined
+  }
+}
+
+/**
  * Inside a child process started by `spawnChild`: the link to the parent over the frame channel
  * (`frameFd`), or `undefined` elsewhere. Writes are synchronous (`writeSync`), so nothing
  * written is lost when the child exits. The child's stdout and stderr stay free for its own
  * output.
  *
+ * The host's death is an expected condition, never a thrown error: a write that fails (`EPIPE`,
+ * `ECONNRESET`, any error but `EAGAIN`) or that finds the channel full for more than
+ * `frameWriteBlockedMsMax` ms (default `frameWriteBlockedMsMaxDefault`; it waits in 1 ms sleeps,
+ * never spinning) breaks the link: later posts are dropped and `onClose` callbacks run, once,
+ * as they do when the channel reaches its end or fails on read. `detach()` then sends what the
+ * child prints to its host's own stderr (`hostStderrFd`), where its pipes led nowhere.
+ *
  * @since 0.1.0
  * @category processes
  */
-export const processParent = (): Types.ParentLink | undefined => {
+export const processParent = (options?: { readonly frameWriteBlockedMsMax?: number }): Types.ParentLink | undefined => {
   const rank = process.env[childEnv]
   if (rank === undefined) return undefined
+  const blockedMsMax = options?.frameWriteBlockedMsMax ?? frameWriteBlockedMsMaxDefault
+  const hostStderr = openHostStderr()
   // Reading the fd: under Node a `net.Socket` (event-loop reads; `createReadStream` would block a
   // thread-pool thread in read(2), and Node joins those threads at exit, so `process.exit` hung).
   // Under Bun a `net.Socket` on the fd fails with ECONNRESET and under Deno it takes the fd away
   // from `writeSync`; `createReadStream` works on both and lets them exit. The fd stays open for
   // writes after the end.
   let input: ReadStream | Socket | undefined
-  const frames = (): ReadStream | Socket =>
-    (input ??= Runtime.detect() === "node"
+  let broken = false
+  const closeCallbacks: Array<() => void> = []
+  const brokenNow = (): void => {
+    if (broken) return
+    broken = true
+    // Later, not inside the write that failed: the caller may be in the middle of a flush.
+    for (const callback of closeCallbacks.splice(0)) queueMicrotask(callback)
+  }
+  const frames = (): ReadStream | Socket => {
+    if (input !== undefined) return input
+    input = Runtime.detect() === "node"
       ? new Socket({ fd: frameFd, readable: true, writable: false, allowHalfOpen: true })
-      : createReadStream("", { fd: frameFd, autoClose: false }))
+      : createReadStream("", { fd: frameFd, autoClose: false })
+    input.on("end", brokenNow)
+    input.on("error", brokenNow)
+    return input
+  }
   return {
     rank: Number(rank),
     data: JSON.parse(process.env[childDataEnv] ?? "null") as unknown,
     post: (message) => {
+      if (broken) return
       const bytes = record(message)
+      let blockedSinceMs: number | undefined
       for (let at = 0; at < bytes.byteLength;) {
         try {
           at += writeSync(frameFd, bytes, at)
+          blockedSinceMs = undefined
         } catch (error) {
-          // A non-blocking stdout pipe that is full: wait for the parent to read.
-          if ((error as { code?: string }).code !== "EAGAIN") throw error
+          // A full channel (non-blocking): wait for the parent to read, within the bound.
+          if ((error as { code?: string }).code === "EAGAIN") {
+            const now = Date.now()
+            blockedSinceMs ??= now
+            if (now - blockedSinceMs <= blockedMsMax) {
+              sleepMs(1)
+              continue
+            }
+          }
+          return brokenNow()
         }
       }
     },
@@ -469,8 +560,27 @@ export const processParent = (): Types.ParentLink | undefined => {
       const read = reader(callback)
       frames().on("data", (chunk: Uint8Array | string) => read(chunk as Uint8Array))
     },
-    onClose: (callback) => void frames().on("end", callback),
+    onClose: (callback) => {
+      frames()
+      if (broken) queueMicrotask(callback)
+      else closeCallbacks.push(callback)
+    },
     onExit: processExitHooks(),
-    close: () => void frames().destroy()
+    close: () => void frames().destroy(),
+    detach: () => {
+      const write = (bytes: Uint8Array): void => {
+        if (hostStderr === undefined) return
+        try {
+          writeSync(hostStderr, bytes)
+        } catch {
+          // The host's stderr is gone too: nobody is left to read it.
+        }
+      }
+      // The pipes to the dead host fail on write: their errors are expected, never thrown.
+      process.stdout.on("error", () => {})
+      process.stderr.on("error", () => {})
+      redirectOutput((_stream, bytes) => write(bytes))
+      return (line) => write(new TextEncoder().encode(`${line}\n`))
+    }
   }
 }

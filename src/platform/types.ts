@@ -75,6 +75,13 @@ export interface ParentLink {
   readonly onClose: (callback: () => void) => void
   readonly onExit: (callback: () => void) => void
   readonly close: () => void
+  /**
+   * Child processes only: called once the parent is gone (its channel closed or went silent).
+   * From then on what the child prints goes to the parent's own stderr, where the pipes that
+   * carried it to the parent lead nowhere; the returned function writes one line there. Write
+   * errors are swallowed: nobody may be left to read.
+   */
+  readonly detach?: () => (line: string) => void
 }
 
 /** One raw server-side WebSocket connection. @since 0.1.0 @category model */

@@ -99,6 +99,12 @@ export interface ProcessRank {
   readonly transport: Transport.TransportShape
   readonly rank: Transport.Peer
   readonly data: unknown
+  /**
+   * Once the coordinator is gone: sends what the process prints to the coordinator's own stderr
+   * (its pipes to the coordinator lead nowhere now) and returns a writer of one line there
+   * (`ParentLink.detach`).
+   */
+  readonly detach: () => (line: string) => void
 }
 
 /**
@@ -106,12 +112,21 @@ export interface ProcessRank {
  * the process calls `process.exit` are written first. Fails with `TransportError` `ConnectFailed`
  * elsewhere.
  *
+ * The host's death is an expected end, not an error: when the channel closes, a write to it fails
+ * (`EPIPE`), or a write finds it full for more than `frameWriteBlockedMsMax` ms (default
+ * `NodeRuntime.frameWriteBlockedMsMaxDefault`, 10000), the inbox gets
+ * `Ended{coordinatorPeer, Disconnected{1006}}`, later sends are dropped, and nothing is thrown.
+ *
  * @since 0.1.0
  * @category constructors
  */
-export const connect = (options?: Transport.Options): Effect.Effect<ProcessRank, Transport.TransportError> =>
+export const connect = (
+  options?: Transport.Options & { readonly frameWriteBlockedMsMax?: number }
+): Effect.Effect<ProcessRank, Transport.TransportError> =>
   Effect.suspend(() => {
-    const parent = NodeRuntime.processParent()
+    const parent = NodeRuntime.processParent(
+      options?.frameWriteBlockedMsMax === undefined ? undefined : { frameWriteBlockedMsMax: options.frameWriteBlockedMsMax }
+    )
     if (parent === undefined) {
       return Effect.fail(
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort child process" } })
@@ -120,6 +135,7 @@ export const connect = (options?: Transport.Options): Effect.Effect<ProcessRank,
     return Effect.map(Children.connect(parent, options), (transport) => ({
       transport,
       rank: parent.rank,
-      data: parent.data
+      data: parent.data,
+      detach: parent.detach ?? (() => () => {})
     }))
   })
