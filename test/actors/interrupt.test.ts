@@ -50,6 +50,7 @@ interface Interrupted {
   readonly stderr: string
   readonly runDir: string
   readonly journalWhileRunning: ReadonlyArray<RunEvent>
+  /** The CLI's child processes just before the signal. */
   readonly ranks: ReadonlyArray<number>
 }
 
@@ -77,7 +78,7 @@ const interruptCli = async (name: string, signal: "INT" | "TERM", transport: "pr
     if (journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && (epoch1 >= 0.4 * 1600 || journal.some((e) => e.type === "epoch" && e.summary.epoch >= 1))) break
     await sleep(20)
   }
-  const ranks = transport === "process" ? childrenOf(child.pid!) : []
+  const ranks = childrenOf(child.pid!)
   const sentMs = Date.now()
   spawnSync("kill", [`-${signal}`, String(child.pid)])
   const code = await exited
@@ -122,9 +123,14 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     expect(rangesOk(summary.outcome.uncommitted!.ranges, 4800)).toBe(true)
     expect(ended.outcome).toEqual(summary.outcome)
     for (const rank of [0, 1, 2]) expect(existsSync(join(run.runDir, "save", `rank${rank}`, "steady.json"))).toBe(true)
-    // No process of the run is left.
-    expect(run.ranks).toHaveLength(3)
-    for (const pid of run.ranks) expect(alive(pid)).toBe(false)
+    // No process of the run is left: its 3 ranks (and, under Node, the bundler's service process).
+    expect(run.ranks.length).toBeGreaterThanOrEqual(3)
+    // (A child that outlives its parent by a moment, as esbuild's service after its stdin closed, gets 5 s.)
+    const left = async (): Promise<Array<string>> => {
+      for (let i = 0; i < 100 && run.ranks.some(alive); i++) await sleep(50)
+      return run.ranks.filter(alive).map((pid) => spawnSync("ps", ["-o", "args=", "-p", String(pid)]).stdout.toString().trim())
+    }
+    expect(await left()).toEqual([])
     // cohort report prints it: one line says it was interrupted; its exit code is the run's.
     const report = spawnSync(process.execPath, cliArgs(["report", run.runDir]), { encoding: "utf8" })
     expect(report.status).toBe(130)
