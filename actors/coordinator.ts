@@ -104,6 +104,13 @@ export interface Handle {
   readonly outcome: Deferred.Deferred<Core.Outcome, FormationError>
   readonly state: Core.State
   readonly stats: Effect.Effect<Actor.MailboxStats>
+  /**
+   * Asks the run to stop (an operator's interrupt; `detail` says which, e.g. `SIGINT`): the core
+   * decides (`ShutdownRequested`: `ShutdownWithSave{GracefulShutdown}` to the survivors and the
+   * outcome `interrupted`, DESIGN.md §1, §3.6); a run already over ignores it. Queued behind the
+   * mailbox's inputs, so that every frame already received counts first.
+   */
+  readonly interrupt: (detail: string) => Effect.Effect<void>
 }
 
 /** Runs an observer; one that throws must never take the coordinator down with it. */
@@ -161,6 +168,7 @@ type Message =
   | { readonly _tag: "Start" }
   | { readonly _tag: "Inbound"; readonly events: ReadonlyArray<Supervisor.Inbound> }
   | { readonly _tag: "Tick" }
+  | { readonly _tag: "Interrupt"; readonly detail: string }
 
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
@@ -329,6 +337,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     /** Starts the run once every rank joined, or fails it once the formation timed out. */
     const formed = (nowMs: number): Effect.Effect<void> =>
       Effect.gen(function*() {
+        if (yield* Deferred.isDone(outcome)) return
         if (joined.size >= state.config.worldSize) {
           const paramsLength = agreedParamsLength(joined)
           yield* execute(Core.start(state, nowMs, paramsLength === undefined ? {} : { paramsLength }))
@@ -356,6 +365,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       Effect.gen(function*() {
         if (message._tag === "Start") {
           formingSinceMs = yield* Clock.currentTimeMillis
+          return
+        }
+        if (message._tag === "Interrupt") {
+          // Before formation too: the core ends the run (nothing to save yet) and it never starts.
+          yield* stepAndExecute({ _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
           return
         }
         if (!state.started) {
@@ -430,5 +444,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       }
     }).pipe(Effect.ignore, Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
-    return { outcome, state, stats: actor.stats }
+    return {
+      outcome,
+      state,
+      stats: actor.stats,
+      interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore)
+    }
   })

@@ -1,8 +1,11 @@
 /**
  * The launcher: starts the coordinator and `worldSize` ranks (worker threads or child processes),
  * supervises them, feeds their ends to the coordinator as death reports, injects the faults it was
- * asked for, and writes the run's event log and summary under `<outDir>/<runId>/` (issue 6), and
- * what each rank printed under `<outDir>/<runId>/ranks/rank<N>.log`.
+ * asked for, and writes the run under `<outDir>/<runId>/`: the journal `events.ndjson`, streamed
+ * as events happen and synced to disk at every death, epoch end and the run's end; `summary.json`,
+ * written atomically at the end (issue 6, "never lose a run"); and what each rank printed under
+ * `ranks/rank<N>.log`. An interrupt (`RunOptions.signal`) asks the core to stop the run; the
+ * survivors save under `save/rank<r>/` within `interruptGraceMs`.
  *
  * @since 0.1.0
  */
@@ -69,7 +72,9 @@ export const defaults = {
   /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
   worldSizeMax: 1024,
   /** How long the launcher waits for ranks to save and exit after the run ended. */
-  exitGraceMs: 15_000
+  exitGraceMs: 15_000,
+  /** How long an interrupted run waits for the survivors' saves (`RunOptions.interruptGraceMs`). */
+  interruptGraceMs: 30_000
 } as const
 
 /**
@@ -126,10 +131,33 @@ const rankEntry = async (transport: "worker" | "process", trainerUrl: string): P
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
 }
 
+/** Completes once `signal` is aborted (at once if it already is). */
+const aborted = (signal: AbortSignal): Effect.Effect<void> =>
+  Effect.callback<void>((resume) => {
+    if (signal.aborted) return resume(Effect.void)
+    const onAbort = () => resume(Effect.void)
+    signal.addEventListener("abort", onAbort, { once: true })
+    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
+  })
+
 /**
- * Runs a training run to its end and returns its result; the event log and summary are written
- * under `<outDir>/<runId>/`. Rejects with `LaunchError` for bad options or a bad trainer; a run
- * that ends unrecoverable resolves normally with `exitCode` 1.
+ * The run's options as the journal's `started` event records them: every plain option as given,
+ * the defaults used for the rest, and no functions or signals.
+ */
+const loggedOptions = (options: RunOptions, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const logged: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(options)) {
+    if (typeof value !== "function" && !(typeof value === "object" && value !== null && "aborted" in value)) logged[key] = value
+  }
+  return { ...logged, ...resolved }
+}
+
+/**
+ * Runs a training run to its end and returns its result; the journal (`events.ndjson`, streamed)
+ * and summary are written under `<outDir>/<runId>/`. Rejects with `LaunchError` for bad options or
+ * a bad trainer; a run that ends unrecoverable resolves normally with `exitCode` 1, and one
+ * interrupted through `options.signal` with outcome `interrupted` and `exitCode` 130 (143 when the
+ * signal's reason is `"SIGTERM"`).
  *
  * @since 0.1.0
  * @category launcher
@@ -154,6 +182,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   positive(options.tickMs, "tickMs", false)
   positive(options.averageEverySteps, "averageEverySteps", true)
   positive(options.coordinatorTimeoutMs, "coordinatorTimeoutMs", true)
+  const interruptGraceMs = options.interruptGraceMs ?? defaults.interruptGraceMs
+  check(interruptGraceMs >= 0 && Number.isFinite(interruptGraceMs), "interruptGraceMs", `must be a number >= 0, got ${interruptGraceMs}`)
   const rankNice = options.rankNice ?? defaults.rankNice
   check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
   const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
@@ -189,8 +219,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
   await Files.mkdir(`${runDir}/ranks`)
   const runDirAbsolute = Files.absolutePath(runDir)
+  // The journal: every logged event, appended as it happens (a line is never rewritten).
+  const journal = await Files.openJournal(`${runDir}/events.ndjson`)
+  const syncs: Array<Promise<void>> = []
 
-  const events: Array<RunEvent> = []
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
   // list: `state.deaths`, DESIGN.md §3.2, §3.6).
@@ -214,7 +246,11 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const emitNow = (event: RunEvent, log: boolean): void => {
     const ordered = event.ms < lastEventMs ? { ...event, ms: lastEventMs } : event
     lastEventMs = ordered.ms
-    if (log) events.push(ordered)
+    if (log) {
+      journal.append(`${JSON.stringify(ordered)}\n`)
+      // Durable at every death, epoch end and the run's end.
+      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended") syncs.push(journal.sync())
+    }
     try {
       options.onEvent?.(ordered)
     } catch {
@@ -230,7 +266,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     for (const [event, log] of held.splice(0)) emitNow(event, log)
   }
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
+  /** The signal that interrupted the run (`SIGINT`, `SIGTERM`, or `aborted`), once one did. */
+  let interruptedBy: string | undefined
 
+  let formedEmitted = false
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   let askedToSave: ReadonlyArray<Rank> = []
   // What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
@@ -295,6 +334,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     },
     onCommand: (command) => {
       const ms = sinceStart(Date.now())
+      if (!formedEmitted && state.started) {
+        formedEmitted = true
+        emit({ type: "formed", ms, worldSize })
+      }
       switch (command._tag) {
         case "Alert":
           alerts.push(command.alert)
@@ -302,11 +345,12 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
           return
         case "EpochEnded": {
           trainedInEpoch.clear()
+          // Final as written: the accuracy comes in its own `eval` event.
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
           return
         }
         case "RunEnded":
-          if (command.outcome.status === "unrecoverable") askedToSave = Core.survivors(state)
+          if (command.outcome.status !== "completed") askedToSave = Core.survivors(state)
           // The `ended` event closes the journal once the run is over, survivors' exits included.
           return
         case "Send":
@@ -376,7 +420,18 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         kill: (r: Rank) => h.kill(r)
       }))
     const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
-    emit({ type: "started", ms: 0, runId, runDir, worldSize, epochs, epochSamples: module.trainSamples, mode, transport: transportKind })
+    emit({
+      type: "started",
+      ms: 0,
+      runId,
+      runDir,
+      worldSize,
+      epochs,
+      epochSamples: module.trainSamples,
+      mode,
+      transport: transportKind,
+      options: loggedOptions(options, { worldSize, epochs, mode, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId })
+    })
     for (let rank = 0; rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
@@ -399,6 +454,21 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       yield* host.spawn({ entry, rank, data, nice: rankNice }).pipe(Effect.orDie)
     }
     const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
+    // An interrupt (or an immediate stop) asks the core to end the run; it decides.
+    const stopSignal = options.stopSignal
+    const interruptSignal = options.signal
+    const detailOf = (signal: AbortSignal): string =>
+      typeof signal.reason === "string" && /^SIG[A-Z]+$/.test(signal.reason) ? signal.reason : "aborted"
+    for (const signal of [interruptSignal, stopSignal]) {
+      if (signal === undefined) continue
+      yield* aborted(signal).pipe(
+        Effect.flatMap(() => {
+          if (interruptedBy === undefined) interruptedBy = detailOf(signal)
+          return coordinator.interrupt(`interrupted by ${interruptedBy}`)
+        }),
+        Effect.forkScoped
+      )
+    }
 
     // Fault injection, timed from the moment training started (every rank joined): kills by time
     // or by progress into an epoch; hangs by time (the rank hangs itself, this only records it).
@@ -454,9 +524,12 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
     // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
-    const deadline = (yield* Clock.currentTimeMillis) + defaults.exitGraceMs
+    // An interrupted run that never formed has nothing to save; a second signal stops at once.
+    const graceMs = outcome.status !== "interrupted" ? defaults.exitGraceMs : state.started ? interruptGraceMs : 0
+    const deadline = (yield* Clock.currentTimeMillis) + graceMs
     while (
-      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) && (yield* Clock.currentTimeMillis) < deadline
+      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) && (yield* Clock.currentTimeMillis) < deadline &&
+      stopSignal?.aborted !== true
     ) {
       yield* Effect.sleep(20)
     }
@@ -468,6 +541,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
   if (exit._tag === "Failure") {
+    await journal.close()
     const error = Cause.squash(exit.cause)
     throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
   }
@@ -478,9 +552,6 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const evals = state.evals
   const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
   const epochsWithAccuracy = outcome.epochs.map((summary) => ({ ...summary, accuracy: accuracyOf.get(summary.epoch) }))
-  for (const event of events) {
-    if (event.type === "epoch") (event as { accuracy: number | undefined }).accuracy = accuracyOf.get(event.summary.epoch)
-  }
   // A survivor finished its save when it announced its exit (ranks save first) and wrote its save
   // marker (`save/rank<r>/cohort-saved.json`, once the trainer's save resolved); one that died,
   // hung past the grace period, or whose save failed did not.
@@ -490,13 +561,17 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     const done = state.exits.includes(rank) && (await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
     ;(done ? saved : notSaved).push(rank)
   }
-  const saves = outcome.status === "unrecoverable" ? { saved, notSaved } : undefined
+  const saves = outcome.status !== "completed" ? { saved, notSaved } : undefined
   // Deaths the hook did not see (declared by a step the coordinator's stop cut short) came after
   // the end: nothing moved for them.
   for (const death of state.deaths) record(death, death.declaredAtMs, false)
   const deaths = state.deaths.map((death) => timings.get(death)!)
-  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves })
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
+  const exitCode = !auditClean ? 4
+    : outcome.status === "completed" ? 0
+    : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
+    : 1
+  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode })
   const result: RunResult = {
     runId,
     runDir,
@@ -508,9 +583,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
     durationMs: Date.now() - startedMs,
-    exitCode: !auditClean ? 4 : outcome.status === "completed" ? 0 : 1
+    exitCode
   }
-  await Files.writeFile(`${runDir}/events.ndjson`, events.map((e) => JSON.stringify(e)).join("\n") + "\n")
-  await Files.writeFile(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
+  await Promise.all(syncs.splice(0))
+  await journal.close()
+  await Files.writeFileAtomic(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
   return result
 }

@@ -132,6 +132,23 @@ export interface RunOptions {
   readonly outDir?: string
   /** Default 10 random letters and digits (never starting with `-`). */
   readonly runId?: string
+  /**
+   * Interrupts the run when aborted (the CLI aborts it on SIGINT or SIGTERM): the coordinator's
+   * core sends `ShutdownWithSave{GracefulShutdown}` to the survivors, the launcher waits for their
+   * saves for at most `interruptGraceMs`, stops every rank, and the run resolves with outcome
+   * `interrupted` (its epoch's uncommitted ranges listed) and `exitCode` 143 when
+   * `signal.reason` is the string `"SIGTERM"`, else 130. Default none.
+   */
+  readonly signal?: AbortSignal
+  /**
+   * Stops an interrupted run at once when aborted (the CLI aborts it on a second signal): the
+   * grace for saves is cut short, every rank is stopped, and the journal and summary are still
+   * written (ranks that had not finished their save are listed in `saves.notSaved`). Aborting it
+   * first interrupts the run too. Default none.
+   */
+  readonly stopSignal?: AbortSignal
+  /** How long an interrupted run waits for the survivors' saves, in ms. Default 30000. */
+  readonly interruptGraceMs?: number
   /** Called with every event as it happens (progress, alerts, deaths, epochs). */
   readonly onEvent?: (event: RunEvent) => void
   /**
@@ -152,18 +169,22 @@ export interface RunOptions {
 export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | "exited"
 
 /**
- * Events emitted while a run goes on, and written to `events.ndjson` (one JSON object per line,
- * `ms` = milliseconds since the run started). Events come in the order they happened and `ms`
- * never decreases; a death comes before the decisions and alerts it caused. An `epoch` event is
- * emitted when the epoch ends, before its eval (live, its `accuracy` is `undefined`; the log gets
- * it filled in at the end of the run); `eval` follows when the eval result arrives. Likewise the
- * log's `ended` event gets `saves` (see `RunResult`) once the survivors have saved.
+ * Events emitted while a run goes on, and streamed to `events.ndjson` as they happen (the
+ * journal: one JSON object per line, appended, never rewritten; `ms` = milliseconds since the run
+ * started). Events come in the order they happened and `ms` never decreases; a death comes before
+ * the decisions and alerts it caused. `started` carries the run's options (defaults filled in,
+ * functions and signals left out); `formed` says every rank joined. An `epoch` event is emitted
+ * when the epoch ends, before its eval (its `accuracy` is `undefined`, absent in the journal);
+ * `eval` follows when the eval result arrives. `ended` comes last, once the survivors have saved
+ * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
+ * line per rank per second; observers see them all.
  *
  * @since 0.1.0
  * @category events
  */
 export type RunEvent =
-  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" }
+  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process"; readonly options?: Readonly<Record<string, unknown>> }
+  | { readonly type: "formed"; readonly ms: number; readonly worldSize: number }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
   | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }
@@ -172,7 +193,7 @@ export type RunEvent =
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
-  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"] }
+  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"] }
 
 /**
  * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
@@ -218,7 +239,8 @@ export interface SkippedFault {
  * The result of a run, also written to `summary.json`.
  *
  * - `exitCode`: 0 completed with clean audits; 1 unrecoverable (the survivors saved and stopped);
- *   4 an audit found lost or duplicated samples.
+ *   4 an audit found lost or duplicated samples; 130 interrupted (`RunOptions.signal`, SIGINT),
+ *   143 interrupted by SIGTERM.
  *
  * @since 0.1.0
  * @category result
@@ -234,12 +256,12 @@ export interface RunResult {
   readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined }>
   readonly finalAccuracy: number | undefined
   /**
-   * For an unrecoverable run: the survivors asked to save (`ShutdownWithSave`) that finished
+   * For an unrecoverable or interrupted run: the survivors asked to save (`ShutdownWithSave`) that finished
    * (announced their exit with the save on disk under `<runDir>/save/rank<r>`), and those that did
    * not (died, were still running when the launcher stopped them, or wrote nothing). `undefined`
    * when no save was asked (a completed run), or in a summary written before this field existed.
    */
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
-  readonly exitCode: 0 | 1 | 4
+  readonly exitCode: 0 | 1 | 4 | 130 | 143
 }

@@ -171,6 +171,24 @@ const unrecoverable: RunTypes.RunResult = {
   skippedFaults: []
 }
 
+const interrupted: RunTypes.RunResult = {
+  ...unrecoverable,
+  runId: "int1",
+  runDir: "runs/int1",
+  outcome: {
+    ...unrecoverable.outcome,
+    status: "interrupted",
+    reason: "GracefulShutdown",
+    detail: "interrupted by SIGTERM",
+    failures: [],
+    exits: [0, 1, 2, 3],
+    deaths: []
+  },
+  deaths: [],
+  saves: { saved: [0, 1, 3], notSaved: [2] },
+  exitCode: 143
+}
+
 const auditFailed: RunTypes.RunResult = {
   ...completed,
   deaths: [],
@@ -203,6 +221,20 @@ const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> 
   })),
   { type: "ended", ms: result.durationMs, outcome: result.outcome, saves: result.saves }
 ]
+
+/**
+ * The journal as the launcher streams it: each epoch line written before its eval (no accuracy),
+ * the eval on a line of its own, and `ended` with the run's exit code.
+ */
+const streamedEventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.RunEvent> =>
+  eventsOf(result).flatMap((event): ReadonlyArray<RunTypes.RunEvent> => {
+    if (event.type === "ended") return [{ ...event, exitCode: result.exitCode }]
+    if (event.type !== "epoch" || event.accuracy === undefined) return [event]
+    return [
+      { ...event, accuracy: undefined },
+      { type: "eval", ms: event.ms + 1, epoch: event.summary.epoch, rank: 0, accuracy: event.accuracy, loss: 0.5 }
+    ]
+  })
 
 let scratch = ""
 
@@ -252,6 +284,7 @@ describe("parse", () => {
         rolePolicy: "fastest",
         onRepeatedCrash: "stop",
         rankMemoryMb: 1024,
+        interruptGraceMs: 30_000,
         seed: 1,
         outDir: "runs",
         json: false
@@ -286,6 +319,8 @@ describe("parse", () => {
       "continue",
       "--rank-memory-mb",
       "64",
+      "--interrupt-grace-ms",
+      "5000",
       "--seed",
       "42",
       "--out",
@@ -308,6 +343,7 @@ describe("parse", () => {
         rolePolicy: { rank: 3 },
         onRepeatedCrash: "continue",
         rankMemoryMb: 64,
+        interruptGraceMs: 5000,
         seed: 42,
         outDir: "/tmp/my-runs",
         json: true
@@ -361,6 +397,7 @@ describe("parse", () => {
         rolePolicy: "fastest",
         onRepeatedCrash: "stop",
         rankMemoryMb: 1024,
+        interruptGraceMs: 30_000,
         seed: 1,
         outDir: "runs",
         json: false
@@ -764,7 +801,9 @@ describe("demo and run", () => {
     expect(seen).toHaveLength(1)
     const options = seen[0]!
     expect(options.trainer).toMatch(/^file:\/\/.*\/src\/train\/mnist-trainer\.ts$/)
-    expect({ ...options, trainer: "", onEvent: undefined, onRankOutput: undefined }).toEqual({
+    expect(options.signal?.aborted).toBe(false)
+    expect(options.stopSignal?.aborted).toBe(false)
+    expect({ ...options, trainer: "", onEvent: undefined, onRankOutput: undefined, signal: undefined, stopSignal: undefined }).toEqual({
       trainer: "",
       worldSize: 4,
       epochs: 3,
@@ -778,10 +817,13 @@ describe("demo and run", () => {
       rolePolicy: "fastest",
       onRepeatedCrash: "stop",
       rankMemoryMb: 1024,
+      interruptGraceMs: 30_000,
       seed: 7,
       outDir: "runs",
       onEvent: undefined,
-      onRankOutput: undefined
+      onRankOutput: undefined,
+      signal: undefined,
+      stopSignal: undefined
     })
     expect(out).toBe(
       [
@@ -857,6 +899,28 @@ describe("report", () => {
     return dir
   }
 
+  it("rebuilds the same result from a streamed journal: epoch lines without accuracy, evals on their own lines, ended with its exit code", () => {
+    for (const result of [completed, unrecoverable, auditFailed, interrupted]) {
+      const text = streamedEventsOf(result).map((e) => JSON.stringify(e)).join("\n") + "\n"
+      const rebuilt = Cli.resultFromEvents(text)
+      expect(rebuilt).toEqual(JSON.parse(JSON.stringify({ ...result, skippedFaults: [] })))
+    }
+  })
+
+  it("reports an interrupted run: the outcome line says interrupted, one stderr line says where the run and its saves are, exit 143", async () => {
+    const dir = await writeRun("run-interrupted", interrupted, { summary: true, events: false })
+    const { code, out, err } = await runMain(["report", dir])
+    expect(code).toBe(143)
+    expect(out.split("\n").filter((line) => line.includes("interrupted by"))).toEqual([
+      "outcome: interrupted by SIGTERM after 0 completed epochs in 3.5 s; failures: none; final test accuracy -; every audit clean"
+    ])
+    expect(out).toContain("uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)\n")
+    expect(err).toBe(
+      `cohort: run interrupted by SIGTERM: run in ${dir}; ranks 0, 1, 3 saved under ${dir}/save; rank 2 did not finish its save; ` +
+        `the epoch's uncommitted ranges are in ${dir}/summary.json; resume is not available yet\n`
+    )
+  })
+
   it("prints a finished run's summary again from summary.json, with the run's exit code", async () => {
     const dir = await writeRun("run-summary", completed, { summary: true, events: true })
     const { code, out, err } = await runMain(["report", dir])
@@ -931,7 +995,7 @@ describe("report", () => {
     ["finalAccuracy null", { ...completed, finalAccuracy: null }, "finalAccuracy: Expected number | undefined"],
     ["an alert that is null", { ...completed, alerts: [null] }, "alerts[0]: Expected object"],
     ["a death with a negative rank", { ...completed, deaths: [{ ...killTiming, rank: -1 }] }, "deaths[0].rank: Expected a value greater than or equal to 0"],
-    ["an unknown outcome status", { ...completed, outcome: { ...completed.outcome, status: "fine" } }, `outcome.status: Expected "completed" | "unrecoverable"`]
+    ["an unknown outcome status", { ...completed, outcome: { ...completed.outcome, status: "fine" } }, `outcome.status: Expected "completed" | "unrecoverable" | "interrupted"`]
   ]
   for (const [name, value, field] of badSummaries) {
     it(`names the first bad field of a summary.json with ${name}, exit 2`, async () => {

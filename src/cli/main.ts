@@ -6,6 +6,7 @@
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Trainer from "../train/trainer.ts"
 import * as Files from "../platform/files.ts"
+import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
@@ -82,8 +83,10 @@ const toRunOptions = (
   options: RunCommandOptions,
   trainer: string,
   onEvent: (event: RunTypes.RunEvent) => void,
-  onRankOutput: (rank: number, line: string) => void
+  onRankOutput: (rank: number, line: string) => void,
+  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal }
 ): RunTypes.RunOptions => ({
+  ...signals,
   trainer,
   worldSize: options.worldSize,
   epochs: options.epochs,
@@ -97,6 +100,7 @@ const toRunOptions = (
   rolePolicy: options.rolePolicy,
   onRepeatedCrash: options.onRepeatedCrash,
   rankMemoryMb: options.rankMemoryMb,
+  interruptGraceMs: options.interruptGraceMs,
   seed: options.seed,
   outDir: options.outDir,
   onEvent,
@@ -148,10 +152,31 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
   }
   const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   let result: RunTypes.RunResult
+  // SIGINT or SIGTERM: the first asks the run to stop (survivors save, within the grace); a second
+  // stops it at once. Either way the run still ends its journal and summary (README, "Interrupts").
+  const interrupt = new AbortController()
+  const stop = new AbortController()
+  const removeHandlers = Signals.onInterrupt((signal) => {
+    if (!interrupt.signal.aborted) {
+      const graceMs = options.interruptGraceMs
+      io.err(
+        `cohort: ${signal}: asking the ranks to save and stop (grace ${graceMs / 1000} s); ` +
+          `send it again to stop at once\n`
+      )
+      interrupt.abort(signal)
+    } else if (!stop.signal.aborted) {
+      io.err(`cohort: ${signal} again: stopping at once\n`)
+      stop.abort(signal)
+    }
+  })
   try {
     // What ranks print goes to stderr as `[rank N] line` (never stdout: under --json it holds only the result).
-    result = await run(toRunOptions(options, trainer, view.onEvent, (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`)))
+    result = await run(toRunOptions(options, trainer, view.onEvent, (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`), {
+      signal: interrupt.signal,
+      stopSignal: stop.signal
+    }))
   } catch (error) {
+    removeHandlers()
     view.stop()
     // The launcher's refusal of an option is bad input; anything else is a failed run.
     const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
@@ -161,6 +186,7 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
     io.err(`cohort: the run failed: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
+  removeHandlers()
   view.stop()
   return finish(io, result, options.json)
 }

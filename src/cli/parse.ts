@@ -13,7 +13,7 @@ import * as Runtime from "../platform/detect.ts"
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Exit codes of the `cohort` command. A run's own codes (0, 1, 4) are `RunResult.exitCode`.
+ * Exit codes of the `cohort` command. A run's own codes (0, 1, 4, 130, 143) are `RunResult.exitCode`.
  *
  * @since 0.1.0
  * @category cli
@@ -28,7 +28,11 @@ export const ExitCode = {
   /** The run could not be carried out: the launcher is missing or failed before a result. */
   unavailable: 3,
   /** An epoch's audit found lost or duplicated samples (DESIGN.md §3.8). */
-  auditFailed: 4
+  auditFailed: 4,
+  /** The run was interrupted by SIGINT (Ctrl-C): the survivors were asked to save and stopped. */
+  interrupted: 130,
+  /** The run was interrupted by SIGTERM: the survivors were asked to save and stopped. */
+  terminated: 143
 } as const
 
 /**
@@ -50,7 +54,9 @@ export const defaults = {
   outDir: "runs",
   onRepeatedCrash: Config.defaults.onRepeatedCrash,
   /** Same as the launcher's `defaults.rankMemoryMb`. */
-  rankMemoryMb: 1024
+  rankMemoryMb: 1024,
+  /** Same as the launcher's `defaults.interruptGraceMs`. */
+  interruptGraceMs: 30_000
 } as const
 
 /**
@@ -138,6 +144,9 @@ Options of demo and run:
                               (default stop)
   --rank-memory-mb N          each rank's heap limit in MiB, N >= 16, 0 for none; a rank over it
                               is declared crashed: out of memory (default 1024)
+  --interrupt-grace-ms N      after SIGINT (Ctrl-C) or SIGTERM, how long the ranks have to save
+                              before they are stopped; a second signal stops at once
+                              (default 30000)
   --seed N                    seed of the data order and the model, 0 to 4294967295 (default 1)
   --out DIR                   write the run to DIR/<runId>/ (default runs)
   --json                      print the result as JSON on stdout instead of tables, and nothing
@@ -183,6 +192,7 @@ export interface RunCommandOptions {
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
   readonly rankMemoryMb: number
+  readonly interruptGraceMs: number
   readonly seed: number
   readonly outDir: string
   readonly json: boolean
@@ -228,6 +238,7 @@ interface RawRunOptions {
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
   readonly rankMemoryMb?: string
+  readonly interruptGraceMs?: string
   readonly seed?: string
   readonly out?: string
   readonly json?: boolean
@@ -339,6 +350,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
     rankMemoryMb,
+    interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
     json: raw.json === true
@@ -363,7 +375,7 @@ const oneLine = (message: string): string =>
  * value, extra arguments), then `--trainer`, `--kill` with `--no-kill`, `--world-size`,
  * `--epochs`, `--mode`, `--transport`, each `--kill`, each `--hang` (format, rank in
  * `[0, worldSize)`, seconds >= 0), `--heartbeat-timeout-ms`, `--out`, `--failure-limit`,
- * `--role-policy`, `--on-repeated-crash`, `--rank-memory-mb`, `--seed`. Files are not looked at here (see `main`).
+ * `--role-policy`, `--on-repeated-crash`, `--rank-memory-mb`, `--interrupt-grace-ms`, `--seed`. Files are not looked at here (see `main`).
  *
  * @since 0.1.0
  * @category parsing
@@ -396,6 +408,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")
       .option("--rank-memory-mb <mb>")
+      .option("--interrupt-grace-ms <ms>")
       .option("--seed <n>")
       .option("--out <dir>")
       .option("--json")

@@ -88,13 +88,16 @@ const readText = async (path: string, bytesMax: number): Promise<{ readonly text
   }
 }
 
-const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.RunResult["epochs"]): 0 | 1 | 4 =>
-  epochs.some((e) => e.lost !== 0 || e.duplicated !== 0) ? 4 : outcome.status === "unrecoverable" ? 1 : 0
+const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.RunResult["epochs"]): RunTypes.RunResult["exitCode"] =>
+  epochs.some((e) => e.lost !== 0 || e.duplicated !== 0) ? 4 : outcome.status === "unrecoverable" ? 1 : outcome.status === "interrupted" ? 130 : 0
 
 /**
  * Rebuilds a run's result from the lines of its `events.ndjson`: the run from `started`, deaths,
- * alerts and epochs (with accuracy) in order, the outcome and duration from `ended`. The final
- * accuracy is the last finished epoch's. Lines of unknown event types are skipped.
+ * alerts and epochs in order, each epoch's accuracy from the last `eval` event for it (the
+ * journal is streamed: an `epoch` line is written before its eval arrives), the outcome, duration
+ * and exit code from `ended` (an `ended` without `exitCode`, from an older writer, gets it from
+ * the outcome; an interrupted one then reads 130). The final accuracy is the last finished
+ * epoch's. Lines of unknown event types are skipped.
  *
  * A journal without its `ended` event gives a `PartialRun` of every whole line before that: the
  * last line may be cut short (it has no line end and is not a whole event). Returns an error line
@@ -164,6 +167,11 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       case "epoch":
         epochs.push({ ...e.summary, accuracy: e.accuracy })
         break
+      case "eval": {
+        const at = epochs.findIndex((row) => row.epoch === e.epoch)
+        if (at >= 0) epochs[at] = { ...epochs[at]!, accuracy: e.accuracy }
+        break
+      }
       case "ended":
         ended = e
         break
@@ -176,7 +184,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   if (ended === undefined) {
     return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
   }
-  return { ...read, outcome: ended.outcome, saves: ended.saves, durationMs: ended.ms, exitCode: exitCodeOf(ended.outcome, epochs) }
+  return { ...read, outcome: ended.outcome, saves: ended.saves, durationMs: ended.ms, exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs) }
 }
 
 /**

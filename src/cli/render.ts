@@ -42,6 +42,9 @@ const deathText = (death: RunTypes.DeathTiming): string => {
 const alertText = (alert: Alerts.Alert): string =>
   `alert ${alert.severity} ${alert.class} ${alert.path}: ${alert.detail}${alert.count > 1 ? ` (${alert.count} times)` : ""}`
 
+/** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
+const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
+
 /**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
  * terminate; ...`. The same words serve the timestamped lines and the lines above the bars.
@@ -78,9 +81,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
+    case "formed":
+      return `formed: every one of the ${plural(event.worldSize, "rank")} joined`
     case "ended":
       return event.outcome.status === "completed"
         ? "run ended: completed"
+        : event.outcome.status === "interrupted"
+        ? `run ended: ${interruptedText(event.outcome.detail)}`
         : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
   }
 }
@@ -309,13 +316,13 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  const stoppedEpoch = outcome?.status === "unrecoverable" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
     rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
   }
-  const stopped = outcome?.status === "unrecoverable" ? outcome.uncommitted : undefined
+  const stopped = outcome !== undefined && outcome.status !== "completed" ? outcome.uncommitted : undefined
   const lines: Array<string> = []
   if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
   else lines.push("no epoch finished")
@@ -354,6 +361,8 @@ export const renderResult = (
   } else {
     const head = outcome.status === "completed"
       ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
+      : outcome.status === "interrupted"
+      ? `${interruptedText(outcome.detail)} after ${plural(outcome.epochsCompleted, "completed epoch")}`
       : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
     lines.push(
       `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
@@ -368,6 +377,9 @@ export const renderResult = (
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}`
+    : outcome.status === "interrupted"
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
+      `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume is not available yet`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined

@@ -53,7 +53,7 @@ const EpochSummary = Schema.Struct({
 })
 
 const Outcome = Schema.Struct({
-  status: Schema.Literals(["completed", "unrecoverable"]),
+  status: Schema.Literals(["completed", "unrecoverable", "interrupted"]),
   reason: optional(SaveReason),
   detail: Schema.String,
   endedAtMs: Ms,
@@ -95,6 +95,9 @@ const Saves = Schema.Struct({ saved: Schema.Array(Count), notSaved: Schema.Array
 
 const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite) })
 
+/** `RunResult.exitCode`. */
+const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
+
 /**
  * `summary.json`: a `RunResult`.
  *
@@ -112,7 +115,7 @@ export const RunResult = Schema.Struct({
   finalAccuracy: optional(Schema.Finite),
   saves: optional(Saves),
   durationMs: Ms,
-  exitCode: Schema.Literals([0, 1, 4])
+  exitCode: ExitCode
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -132,8 +135,10 @@ export const RunEvent = Schema.Union([
     epochs: Count,
     epochSamples: Count,
     mode: Schema.Literals(["static", "progressive"]),
-    transport: Schema.Literals(["worker", "process"])
+    transport: Schema.Literals(["worker", "process"]),
+    options: optional(Schema.Record(Schema.String, Schema.Unknown))
   }),
+  event("formed", { worldSize: Count }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),
   event("alert", { alert: Alert }),
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),
@@ -142,7 +147,7 @@ export const RunEvent = Schema.Union([
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
-  event("ended", { outcome: Outcome, saves: optional(Saves) })
+  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode) })
 ])
 
 /** The event types `RunEvent` knows; a line of another type is skipped (a newer writer). @since 0.1.0 @category schemas */

@@ -55,6 +55,11 @@ export type DeathCause =
  *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
+ * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
+ *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
+ *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
+ *   and ends `interrupted` with the epoch's uncommitted ranges; a run not yet started ends
+ *   `interrupted` with nothing sent; a run already over ignores it.
  *
  * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)
  * is first read as a stall of the coordinator itself: liveness pauses for the gap and a
@@ -70,6 +75,7 @@ export type Input =
   | { readonly _tag: "SendFailed"; readonly rank: Rank; readonly nowMs: number; readonly message: ToRank; readonly reason: string }
   | { readonly _tag: "Seen"; readonly rank: Rank; readonly nowMs: number }
   | { readonly _tag: "Tick"; readonly nowMs: number }
+  | { readonly _tag: "ShutdownRequested"; readonly nowMs: number; readonly detail: string }
 
 /**
  * One command for the shell, with the reason it was decided.
@@ -192,7 +198,8 @@ export interface RepeatedCrash {
 }
 
 /**
- * The run's outcome: `completed`, or `unrecoverable` with the save `reason`; the failures (ranks
+ * The run's outcome: `completed`, `unrecoverable` with the save `reason`, or `interrupted` (an
+ * external shutdown request, `ShutdownRequested`; reason `GracefulShutdown`); the failures (ranks
  * in the ledger, ascending), clean exits, every death of the run in declaration order (as of the
  * end; a shell that reports later deaths reads `State.deaths`, where they carry `afterEnd`),
  * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
@@ -204,7 +211,7 @@ export interface RepeatedCrash {
  * @category outcome
  */
 export interface Outcome {
-  readonly status: "completed" | "unrecoverable"
+  readonly status: "completed" | "unrecoverable" | "interrupted"
   readonly reason: SaveReason | undefined
   readonly detail: string
   readonly endedAtMs: number
@@ -312,7 +319,7 @@ export interface State {
   readonly ring: Ring | undefined
   clockMs: number
   started: boolean
-  phase: "running" | "completed" | "unrecoverable"
+  phase: "running" | "completed" | "unrecoverable" | "interrupted"
   shutdownSent: boolean
   outcome: Outcome | undefined
   epoch: number
@@ -817,6 +824,17 @@ const saveAndStop = (state: State, cmds: Array<Command>, reason: SaveReason, det
   finish(state, cmds, "unrecoverable", reason, detail, true)
 }
 
+/**
+ * An external shutdown request (DESIGN.md §1 save reason `GracefulShutdown`): the survivors save
+ * and stop, through the same once-per-run `ShutdownWithSave` as an unrecoverable run (§3.6).
+ */
+const onShutdownRequested = (state: State, cmds: Array<Command>, detail: string): void => {
+  if (state.shutdownSent || state.phase !== "running") return
+  state.shutdownSent = true
+  if (state.started && state.membership.activeCount > 0) broadcast(cmds, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }, detail)
+  finish(state, cmds, "interrupted", "GracefulShutdown", detail, state.started)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ring rendezvous
 // ---------------------------------------------------------------------------------------------
@@ -1219,6 +1237,9 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     case "Tick":
       onTick(state, cmds)
+      break
+    case "ShutdownRequested":
+      onShutdownRequested(state, cmds, input.detail)
       break
   }
   return cmds

@@ -10,7 +10,7 @@
  * @since 0.1.0
  */
 import { constants as fsConstants, createWriteStream } from "node:fs"
-import { access, mkdir as mkdirFs, open, readFile as readFileFs, stat, writeFile as writeFileFs } from "node:fs/promises"
+import { access, mkdir as mkdirFs, open, readFile as readFileFs, rename, stat, writeFile as writeFileFs } from "node:fs/promises"
 import { createRequire } from "node:module"
 import { resolve as resolvePath } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
@@ -107,6 +107,115 @@ export const kind = async (path: string): Promise<"file" | "directory" | "other"
  */
 export const writeFile = async (path: string, data: Uint8Array | string): Promise<void> => {
   await writeFileFs(path, data)
+}
+
+/**
+ * Writes `data` to `path` atomically: to `<path>.tmp` first, synced to disk (fsync), then renamed
+ * over `path`, so that a reader sees the old file or the whole new one, never a part (a crash or a
+ * kill in the middle leaves at most the `.tmp` file). The parent folder must exist.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const writeFileAtomic = async (path: string, data: Uint8Array | string): Promise<void> => {
+  const temporary = `${path}.tmp`
+  const handle = await open(temporary, "w")
+  try {
+    await writeAll(handle, typeof data === "string" ? encoder.encode(data) : data)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  await rename(temporary, path)
+}
+
+const encoder = new TextEncoder()
+
+/** Writes every byte (a `write` may take fewer than it was given). */
+const writeAll = async (handle: Awaited<ReturnType<typeof open>>, bytes: Uint8Array): Promise<void> => {
+  let offset = 0
+  while (offset < bytes.length) {
+    const { bytesWritten } = await handle.write(bytes, offset, bytes.length - offset, null)
+    offset += bytesWritten
+  }
+}
+
+/**
+ * An append-only journal file with a handle of its own: `append` queues text (whole lines, UTF-8)
+ * and returns at once; queued text is written in order as soon as the write before it is done
+ * (no timer: a line reaches the operating system within milliseconds, so `tail -f` follows it).
+ * `sync` resolves once everything appended before it is written and synced to disk (fsync);
+ * `close` writes what is queued, syncs and closes. Nothing is ever rewritten: a crash can cut at
+ * most the last line short. The first write error is kept in `error` and later text is dropped (a
+ * journal that cannot be written must not stop its writer); `sync` and `close` never reject.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export interface Journal {
+  readonly append: (text: string) => void
+  readonly sync: () => Promise<void>
+  readonly close: () => Promise<void>
+  readonly error: () => unknown
+}
+
+/**
+ * Opens `path` as a `Journal` (created if missing, else appended to; the parent folder must
+ * exist). Rejects with the runtime's `Error` when the file cannot be opened.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const openJournal = async (path: string): Promise<Journal> => {
+  const handle = await open(path, "a")
+  let queued: Array<string> = []
+  let failure: unknown
+  let closed = false
+  let drained: Promise<void> = Promise.resolve()
+  let draining = false
+  const drain = (): Promise<void> => {
+    if (draining) return drained
+    draining = true
+    drained = (async () => {
+      try {
+        while (queued.length > 0 && failure === undefined) {
+          const text = queued.join("")
+          queued = []
+          await writeAll(handle, encoder.encode(text))
+        }
+      } catch (error) {
+        failure ??= error
+      } finally {
+        draining = false
+      }
+    })()
+    return drained
+  }
+  const sync = async (): Promise<void> => {
+    // Text appended while a write was going on waits for the next round.
+    while (draining || (queued.length > 0 && failure === undefined)) await drain()
+    if (failure !== undefined || closed) return
+    try {
+      await handle.sync()
+    } catch (error) {
+      failure ??= error
+    }
+  }
+  return {
+    append: (text) => {
+      if (failure !== undefined || closed) return
+      queued.push(text)
+      void drain()
+    },
+    sync,
+    close: async () => {
+      if (closed) return
+      await sync()
+      closed = true
+      await handle.close().catch(() => undefined)
+    },
+    error: () => failure
+  }
 }
 
 /**

@@ -669,3 +669,46 @@ describe("hostile inputs through the library API", () => {
     })
   })
 })
+
+describe("an external shutdown request (ShutdownRequested, DESIGN.md §1 GracefulShutdown)", () => {
+  it("mid-epoch: ShutdownWithSave{GracefulShutdown} to every survivor once, the run ends interrupted with exactly the uncommitted ranges", () => {
+    const s = make({ worldSize: 4, epochSamples: 1000, epochs: 2, heartbeatTimeoutMs: 10_000 })
+    Coordinator.start(s)
+    params(s, 2, 10, 96)
+    const cmds = Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 20, detail: "interrupted by SIGINT" })
+    expect(tags(cmds)).toEqual(["Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "ShutdownWithSave")).toEqual([
+      [0, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }],
+      [1, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }],
+      [2, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }],
+      [3, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }]
+    ])
+    const ended = cmds.find((c) => c._tag === "RunEnded")
+    expect(ended?._tag === "RunEnded" && ended.outcome).toMatchObject({
+      status: "interrupted",
+      reason: "GracefulShutdown",
+      detail: "interrupted by SIGINT",
+      epochsCompleted: 0,
+      failures: [],
+      uncommitted: { epoch: 0, ranges: [[0, 500], [596, 404]] }
+    })
+    // Asked again, or after the end: nothing more is sent.
+    expect(Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 30, detail: "interrupted by SIGINT" })).toEqual([])
+  })
+
+  it("before the run started: it ends interrupted with nothing sent and no uncommitted ranges", () => {
+    const s = make({ worldSize: 2, epochSamples: 100, epochs: 1, heartbeatTimeoutMs: 10_000 })
+    const cmds = Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 5, detail: "aborted" })
+    expect(tags(cmds)).toEqual(["RunEnded"])
+    expect(s.phase).toBe("interrupted")
+    expect(s.outcome?.uncommitted).toBeUndefined()
+  })
+
+  it("a run already over ignores it", () => {
+    const s = make({ worldSize: 1, epochSamples: 10, epochs: 1, heartbeatTimeoutMs: 10_000 })
+    Coordinator.start(s)
+    params(s, 0, 1, 10)
+    expect(s.phase).toBe("completed")
+    expect(Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 5, detail: "aborted" })).toEqual([])
+  })
+})
