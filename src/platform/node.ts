@@ -506,6 +506,9 @@ const openHostStderr = (): number | undefined => {
 export const processParent = (options?: { readonly frameWriteBlockedMsMax?: number }): Types.ParentLink | undefined => {
   const rank = process.env[childEnv]
   if (rank === undefined) return undefined
+  // Ctrl-C in a terminal signals the whole process group, rank processes included: a rank leaves
+  // when its coordinator says so (after saving) or when it is gone, never on the terminal's SIGINT.
+  process.on("SIGINT", () => {})
   const blockedMsMax = options?.frameWriteBlockedMsMax ?? frameWriteBlockedMsMaxDefault
   const hostStderr = openHostStderr()
   // Reading the fd: under Node a `net.Socket` (event-loop reads; `createReadStream` would block a

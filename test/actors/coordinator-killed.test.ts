@@ -61,6 +61,9 @@ describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
         // Kill it once training is under way: the first progress line.
         if (stderrAtKill === 0 && /samples done/.test(stdout)) {
           const pids = ranksOf(child.pid!)
+          // A terminal's Ctrl-C reaches the ranks too (one process group): they ignore it, so each
+          // must still be there to make its emergency save below.
+          spawnSync("kill", ["-INT", ...pids.map(String)])
           stderrAtKill = stderr.length || -1
           spawnSync("kill", ["-KILL", String(child.pid)]) // kill(1): Deno's ChildProcess.kill cannot send every signal
           resolve({ pids, atMs: Date.now() })
