@@ -420,9 +420,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           return Effect.gen(function*() {
             const nowMs = yield* Clock.currentTimeMillis
             yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
-            // Wake: a tick queued behind everything already in the mailbox, told from a fiber of
-            // its own: the mailbox may be full (a flood), and the actor never waits on itself.
-            if (self !== undefined) yield* Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope)
+            // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
+            // (a flood) it is told from a fiber of its own: the actor never waits on itself.
+            if (self !== undefined && !self.tryTell({ _tag: "Tick" })) yield* Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope)
           })
       }
     }

@@ -94,6 +94,8 @@ export interface MailboxStats {
 export interface ActorRef<in M, out E = never> {
   readonly name: string
   readonly tell: (message: M) => Effect.Effect<void, MailboxFull | ActorStopped>
+  /** Queues `message` now if the mailbox has room and the actor runs; `false` otherwise (nothing queued). */
+  readonly tryTell: (message: M) => boolean
   readonly await: Effect.Effect<Exit.Exit<void, E>>
   readonly stop: Effect.Effect<void>
   readonly stats: Effect.Effect<MailboxStats>
@@ -180,6 +182,7 @@ export const spawn = <S, M, E = never, R = never>(
     return {
       name,
       tell,
+      tryTell: (message) => fiber.pollUnsafe() === undefined && Queue.sizeUnsafe(mailbox) < capacity && Queue.offerUnsafe(mailbox, message),
       await: Deferred.await(done),
       stop: Scope.close(scope, Exit.void),
       stats: Effect.sync(() => ({ received, dropped, queued: Queue.sizeUnsafe(mailbox) }))

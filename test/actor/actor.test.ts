@@ -25,6 +25,23 @@ describe("actor kit (DESIGN.md §5)", () => {
       assert.deepStrictEqual(seen, Array.from({ length: 100 }, (_, i) => i))
     })))
 
+  it.effect("tryTell queues at once while the mailbox has room, and says false when it is full, queuing nothing", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const seen: Array<number> = []
+      const ref = yield* Actor.spawn<void, number>("gated", {
+        initial: undefined,
+        receive: (_, n) => Effect.andThen(Deferred.await(gate), Effect.sync(() => void seen.push(n))),
+        mailbox: { capacity: 2 }
+      })
+      yield* ref.tell(0)
+      while ((yield* ref.stats).queued > 0) yield* Effect.yieldNow // 0 is being handled, behind the gate
+      assert.deepStrictEqual([ref.tryTell(1), ref.tryTell(2), ref.tryTell(3)], [true, true, false])
+      yield* Deferred.succeed(gate, undefined)
+      while ((yield* ref.stats).received < 3) yield* Effect.yieldNow
+      assert.deepStrictEqual(seen, [0, 1, 2])
+    })))
+
   it.effect("state carries from one message to the next", () =>
     Effect.scoped(Effect.gen(function*() {
       const out = yield* Deferred.make<number>()
