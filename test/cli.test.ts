@@ -1093,6 +1093,19 @@ describe("report", () => {
     expect(fromEvents.out.replaceAll("\n", "")).not.toMatch(/[\p{Cc}\u202e]/u)
   })
 
+  it("a journal cut in the epoch a rank died in places the death in that epoch, not after the end", async () => {
+    const dir = `${scratch}/cut-after-death`
+    await Files.mkdir(dir)
+    const events = eventsOf(completed)
+    const death = events.findIndex((e) => e.type === "death")
+    const lines = events.slice(0, death + 1).map((e) => JSON.stringify(e))
+    await Files.writeFile(`${dir}/events.ndjson`, lines.join("\n") + "\n{\"type\":\"ep")
+    const { code, out } = await runMain(["report", dir])
+    expect(code).toBe(2)
+    expect(out).toContain("  rank 2 in epoch 1 (supervisor): killed by terminate;")
+    expect(out).not.toContain("after the run ended")
+  })
+
   it("reads every whole line of a journal cut mid-line, warns where it was cut, and reports what was read, exit 2", async () => {
     const dir = `${scratch}/cut-journal`
     await Files.mkdir(dir)

@@ -339,7 +339,8 @@ export const renderResult = (
   if (result.deaths.length > 0) {
     lines.push("deaths:")
     for (const death of result.deaths) {
-      const when = shown.has(death) ? `in epoch ${death.epoch}` : "after the run ended"
+      // A cut journal has no outcome: a death no row showed happened in the epoch it was cut in.
+      const when = shown.has(death) || outcome === undefined ? `in epoch ${death.epoch}` : "after the run ended"
       lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
     }
   }
