@@ -192,7 +192,6 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
   // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
   const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
-  const heapCheckMb = heapLimitMb
   for (const fault of [...kills, ...hangs, ...floods]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
@@ -445,7 +444,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         progressIntervalMs: defaults.progressIntervalMs,
         hangAfterMs: hang === undefined ? undefined : hang.atSeconds * 1000,
         flood: flood === undefined ? undefined : { afterMs: flood.atSeconds * 1000, framesPerSecond: flood.framesPerSecond },
-        heapCheckMb,
+        heapCheckMb: heapLimitMb,
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.

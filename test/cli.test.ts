@@ -1032,30 +1032,21 @@ describe("report", () => {
   })
 
   it("reads only regular files: a summary.json linked to /dev/zero or a named pipe is refused at once, exit 2", async () => {
-    const zero = `${scratch}/summary-dev-zero`
-    await Files.mkdir(zero)
-    symlinkSync("/dev/zero", `${zero}/summary.json`)
-    expect(await runMain(["report", zero])).toEqual({
-      code: 2,
-      out: "",
-      err: `cohort: ${zero}/summary.json is not a regular file (it is a device); report reads only regular files\n`
-    })
-    const pipe = `${scratch}/summary-fifo`
-    await Files.mkdir(pipe)
-    execFileSync("mkfifo", [`${pipe}/summary.json`])
-    expect(await runMain(["report", pipe])).toEqual({
-      code: 2,
-      out: "",
-      err: `cohort: ${pipe}/summary.json is not a regular file (it is a fifo); report reads only regular files\n`
-    })
-    const events = `${scratch}/events-fifo`
-    await Files.mkdir(events)
-    execFileSync("mkfifo", [`${events}/events.ndjson`])
-    expect(await runMain(["report", events])).toEqual({
-      code: 2,
-      out: "",
-      err: `cohort: ${events}/events.ndjson is not a regular file (it is a fifo); report reads only regular files\n`
-    })
+    const cases: ReadonlyArray<readonly [string, string, string, (path: string) => void]> = [
+      ["summary-dev-zero", "summary.json", "device", (path) => symlinkSync("/dev/zero", path)],
+      ["summary-fifo", "summary.json", "fifo", (path) => execFileSync("mkfifo", [path])],
+      ["events-fifo", "events.ndjson", "fifo", (path) => execFileSync("mkfifo", [path])]
+    ]
+    for (const [name, file, kind, make] of cases) {
+      const dir = `${scratch}/${name}`
+      await Files.mkdir(dir)
+      make(`${dir}/${file}`)
+      expect(await runMain(["report", dir])).toEqual({
+        code: 2,
+        out: "",
+        err: `cohort: ${dir}/${file} is not a regular file (it is a ${kind}); report reads only regular files\n`
+      })
+    }
   })
 
   it("refuses a file above --file-bytes-max without reading it, exit 2", async () => {
