@@ -67,6 +67,10 @@ export interface Hooks {
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
  *   ready) before the run fails to form (default 120000). The core starts when the last one did.
+ * - `resume`: a resumed run's starting point (issue 13; `Core.Resume`) and the parent's model.
+ *   At formation every rank gets `Update{round: firstRound - 1, params}` (ranks `setParams` it)
+ *   before the core's first commands; a model whose length is not the agreed parameter count
+ *   fails the formation (`FormationError`: another trainer than the parent's).
  *
  * @since 0.1.0
  * @category options
@@ -78,6 +82,7 @@ export interface Options {
   readonly coordHeartbeatMs?: number
   readonly formationTimeoutMs?: number
   readonly hooks?: Hooks
+  readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
 }
 
 /**
@@ -340,7 +345,17 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         if (yield* Deferred.isDone(outcome)) return
         if (joined.size >= state.config.worldSize) {
           const paramsLength = agreedParamsLength(joined)
-          yield* execute(Core.start(state, nowMs, paramsLength === undefined ? {} : { paramsLength }))
+          const resume = options.resume
+          if (resume?.params !== undefined) {
+            if (resume.params.length !== paramsLength) {
+              const error = new FormationError(`the saved model has ${resume.params.length} parameters; the trainer's model has ${paramsLength ?? "no agreed count of"} parameters`)
+              return yield* Deferred.fail(outcome, error)
+            }
+            const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
+            for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+          }
+          const startOptions = { ...(paramsLength === undefined ? {} : { paramsLength }), ...(resume === undefined ? {} : { resume: resume.point }) }
+          yield* execute(Core.start(state, nowMs, startOptions))
           for (const [rank, length] of joined) {
             if (length === paramsLength) continue
             const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`

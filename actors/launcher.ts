@@ -214,6 +214,10 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   }, Date.now())
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   const state = made
+  if (options.resumeState !== undefined) {
+    const point = Core.normalizeResume(state.config, options.resumeState)
+    if (typeof point === "string") throw new LaunchError("resumeState", point)
+  }
   const runId = options.runId ?? runIdOf()
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
   await Files.mkdir(`${runDir}/ranks`)
@@ -452,7 +456,19 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       }
       yield* host.spawn({ entry, rank, data, nice: rankNice }).pipe(Effect.orDie)
     }
-    const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
+    const resumeState = options.resumeState
+    const coordinator = yield* Coordinator.start({
+      state,
+      transport: host.transport,
+      tickMs: options.tickMs ?? defaults.tickMs,
+      hooks,
+      ...(resumeState === undefined ? {} : {
+        resume: {
+          point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
+          params: resumeState.params
+        }
+      })
+    })
     // An interrupt (or an immediate stop) asks the core to end the run; it decides.
     const stopSignal = options.stopSignal
     const interruptSignal = options.signal

@@ -31,6 +31,7 @@ import * as BunRuntime from "../src/platform/bun.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Permutation from "../src/train/permutation.ts"
+import * as SavedModel from "../src/train/saved-model.ts"
 import * as Trainer from "../src/train/trainer.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
@@ -38,8 +39,10 @@ import * as Frame from "../src/wire/frame.ts"
 
 /**
  * The file a rank writes in its save folder (`<saveDir>/rank<r>/`) once the trainer's `save`
- * resolved after a `ShutdownWithSave`: `{rank, reason, savedAtMs}`. Its absence means the save
- * failed, hung or never ran.
+ * resolved after a `ShutdownWithSave`, and Cohort's own resumable model (`SavedModel`: the last
+ * averaged parameters) was written beside it: `{rank, reason, savedAtMs}`. Its absence means the
+ * save failed, hung or never ran. Checkpoints (`checkpoints/v<E>/`) and emergency saves hold a
+ * `SavedModel` too.
  *
  * @since 0.1.0
  * @category model
@@ -189,6 +192,12 @@ export const run = (
     const checked = Trainer.validateTrainer(trainer)
     if (typeof checked === "string") return yield* Effect.die(new Error(`rank ${rank}: ${checked}`))
 
+    // The last averaged parameters (the initial model until the first Update) and their round: what
+    // every save writes as the resumable model (`SavedModel`), consistent with what was committed.
+    let lastAverage = new Float32Array(checked.getParams())
+    let lastAverageRound = -1
+    const writeModel = (dir: string) => SavedModel.write(dir, lastAverage, { epoch, round: lastAverageRound, rank })
+
     let lastSentMs = 0
     let lastProgressMs = 0
     const send = (message: ToCoordinator) =>
@@ -265,6 +274,7 @@ export const run = (
         const saved = yield* Effect.tryPromise(async () => {
           await Files.mkdir(dir)
           await trainer.save(dir)
+          await writeModel(dir)
         }).pipe(Effect.result, Effect.timeoutOption(saveTimeoutMs))
         const error = saved._tag === "None"
           ? `the save did not finish within ${saveTimeoutMs} ms`
@@ -326,13 +336,21 @@ export const run = (
             if (message.epoch === epoch) chunks.push({ offset: message.offset, size: message.size, progress: 0 })
             return
           case "Update":
-            if (message.params.length > 0) trainer.setParams(message.params)
+            if (message.params.length > 0) {
+              // A copy of our own: a trainer that keeps the array it was given may train in place on it.
+              lastAverage = message.params.slice()
+              trainer.setParams(message.params)
+              lastAverageRound = message.round
+            }
             round = message.round + 1
             waitingUpdate = false
             return
           case "Checkpoint": {
             const dir = `${data.checkpointDir}/v${message.version}`
-            const saved = yield* Effect.tryPromise(async () => trainer.save(dir)).pipe(Effect.result)
+            const saved = yield* Effect.tryPromise(async () => {
+              await trainer.save(dir)
+              await writeModel(dir)
+            }).pipe(Effect.result)
             yield* send({
               _tag: "CheckpointResult",
               version: message.version,
@@ -476,7 +494,7 @@ export const run = (
           const dir = `${data.saveDir}/rank${rank}`
           yield* Effect.tryPromise(async () => {
             await trainer.save(dir)
-            await Files.mkdir(dir)
+            await writeModel(dir)
             await Files.writeFile(`${dir}/${savedMarker}`, `${JSON.stringify({ rank, reason: stopping?.reason, savedAtMs: Date.now() })}\n`)
           }).pipe(Effect.ignore)
         }

@@ -128,6 +128,21 @@ export interface RunOptions {
    * priority; with two CPU-bound neighbours an epoch of the demo took 2–2.7x as long at nice 10.
    */
   readonly rankNice?: number
+  /**
+   * Where a resumed run begins (issue 13): the epoch, the first round's number, the ranges of that
+   * epoch the parent committed (`Core.Resume`), and the parent's model (`SavedModel`: its last
+   * averaged parameters), which every rank gets as an `Update` at formation (`undefined`: the
+   * trainers' own initial model, when the parent never averaged). The run trains only the rest of
+   * that epoch, then the remaining epochs up to `epochs`; that epoch's audit covers both runs. The
+   * seed, `epochs`, mode and dataset must be the parent's. `run({ resume })` fills it from a run
+   * directory; give it directly only to build such a tool yourself. Default none.
+   */
+  readonly resumeState?: {
+    readonly epoch: number
+    readonly firstRound: number
+    readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+    readonly params: Float32Array | undefined
+  }
   /** Where runs are written: `<outDir>/<runId>/`. Default `runs`. */
   readonly outDir?: string
   /** Default 10 random letters and digits (never starting with `-`). */

@@ -229,6 +229,18 @@ const popReclaimedFront = (pool: Pool): Range | undefined => {
   return front
 }
 
+/**
+ * Adds free ranges to the back of the reclaimed queue, in the order given, so that they are served
+ * before any span: how a resumed epoch's uncommitted ranges enter a pool whose spans are empty
+ * (issue 13, "resume"). Empty ranges are skipped. O(ranges).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const reclaim = (pool: Pool, ranges: ReadonlyArray<readonly [offset: number, size: number]>): void => {
+  for (const [offset, size] of ranges) if (size > 0) pushReclaimedBack(pool, { offset, size })
+}
+
 /** The reclaimed queue, front first. @since 0.1.0 @category queries */
 export const reclaimed = (pool: Pool): ReadonlyArray<Range> => pool.reclaimed.slice(pool.reclaimedHead)
 

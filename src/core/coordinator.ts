@@ -215,6 +215,7 @@ export interface Outcome {
   readonly reason: SaveReason | undefined
   readonly detail: string
   readonly endedAtMs: number
+  /** Epochs completed, counting those a resumed run's parents completed (`resume.epoch` of them). */
   readonly epochsCompleted: number
   readonly failures: ReadonlyArray<Rank>
   readonly exits: ReadonlyArray<Rank>
@@ -343,6 +344,10 @@ export interface State {
    * from the ranks' `Hello`s), else the first contribution's.
    */
   paramsLength: number | undefined
+  /** The epoch the run began at: 0, or a resumed run's `resume.epoch`. */
+  firstEpoch: number
+  /** A resumed run's starting point, until its epoch is planned. */
+  resume: Resume | undefined
 }
 
 /**
@@ -398,7 +403,9 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,
-    paramsLength: undefined
+    paramsLength: undefined,
+    firstEpoch: 0,
+    resume: undefined
   }
 }
 
@@ -566,6 +573,63 @@ const wake = (state: State, cmds: Array<Command>, reason: string, except?: Rank)
   sendRanges(state, cmds, "AssignChunk", out, reason)
 }
 
+/**
+ * Plans a resumed epoch (issue 13): the parent run's `committed` ranges go into the epoch's audit
+ * log as rank -1, so that the audit covers both runs; only the rest is trained. Static: the
+ * uncommitted ranges, laid end to end, are split equally over the survivors (each gets a
+ * `StartEpoch` with its first range, or an empty one, and an `ExtendPartition` per further range;
+ * ratio plans start again at the next epoch). Progressive: the ranges are served as chunks from the
+ * pool's reclaimed queue, the spans being empty.
+ */
+const planResumed = (state: State, cmds: Array<Command>, planned: ReadonlyArray<Rank>, committed: ReadonlyArray<readonly [number, number]>): void => {
+  const { config } = state
+  for (const [offset, size] of committed) Audit.record(state.log, -1, offset, size)
+  const free = Audit.uncommitted(state.log)
+  const reason = `resume epoch ${state.epoch}: ${free.reduce((sum, [, size]) => sum + size, 0)} uncommitted samples in ${free.length} ${free.length === 1 ? "range" : "ranges"} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`
+  if (config.mode === "static") {
+    state.pool = undefined
+    const a = Assignments.make(state.epoch, config.epochSamples, config.worldSize, [], undefined)
+    a.committedTotal = state.log.committedSamples
+    state.assignments = a
+    const total = free.reduce((sum, [, size]) => sum + size, 0)
+    const starts = new Split.SliceBuilder()
+    const extensions = new Split.SliceBuilder()
+    // Positions [0, total) of the free ranges laid end to end; survivor i takes its equal part.
+    let range = 0
+    let used = 0 // of free[range]
+    planned.forEach((rank, i) => {
+      let left = Split.equalPart(total, planned.length, i)[1]
+      let first = true
+      if (left > 0) state.uncommittedLive += 1
+      while (left > 0) {
+        const [offset, size] = free[range]!
+        const take = Math.min(left, size - used)
+        Assignments.extend(a, rank, offset + used, take)
+        ;(first ? starts : extensions).push(rank, offset + used, take)
+        first = false
+        left -= take
+        used += take
+        if (used === size) {
+          range += 1
+          used = 0
+        }
+      }
+      if (first) starts.push(rank, 0, 0) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
+    })
+    sendRanges(state, cmds, "StartEpoch", starts, reason)
+    if (extensions.count > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...extensions.build(), reason })
+  } else {
+    state.assignments = undefined
+    const gone: Array<Rank> = []
+    for (let r = 0; r < config.worldSize; r++) if (!Membership.isLive(state.membership, r)) gone.push(r)
+    state.pool = ChunkPool.make(state.epoch, new Array<number>(config.worldSize).fill(0), gone)
+    ChunkPool.reclaim(state.pool, free)
+    const out = new Split.SliceBuilder()
+    for (const rank of planned) fill(state, out, rank)
+    sendRanges(state, cmds, "AssignChunk", out, reason)
+  }
+}
+
 const startEpoch = (state: State, cmds: Array<Command>): void => {
   const { config, membership } = state
   state.epochStartedMs = state.clockMs
@@ -576,7 +640,10 @@ const startEpoch = (state: State, cmds: Array<Command>): void => {
   state.pendingRequired = 0
   const planned = Membership.survivors(membership)
   announceEpochFn(state, cmds)
-  if (config.mode === "static") {
+  if (state.resume !== undefined && state.resume.epoch === state.epoch) {
+    planResumed(state, cmds, planned, state.resume.committed)
+    state.resume = undefined
+  } else if (config.mode === "static") {
     state.pool = undefined
     const a = Assignments.make(state.epoch, config.epochSamples, config.worldSize, planned, config.partitionRatios)
     state.assignments = a
@@ -623,7 +690,7 @@ const finish = (
     reason,
     detail,
     endedAtMs: state.clockMs,
-    epochsCompleted: state.summaries.length,
+    epochsCompleted: state.firstEpoch + state.summaries.length,
     failures: Membership.deadRanks(state.membership),
     exits: [...state.exits],
     deaths: [...state.deaths],
@@ -677,24 +744,31 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
 // Averaging rounds
 // ---------------------------------------------------------------------------------------------
 
-const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
-  if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
+/** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
+const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
   const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
-  cmds.push({
-    _tag: "AverageRound",
-    epoch: state.epoch,
-    round: state.round,
-    contributors,
-    params,
-    reason: `round ${state.round} closed: every survivor holding uncommitted work contributed`
-  })
+  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, contributors, params, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1
   state.roundOpenedMs = undefined
   state.pendingRequired = state.uncommittedLive
+}
+
+const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
+  if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
+  closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
   if (epochDone(state)) endEpoch(state, cmds)
+}
+
+/**
+ * A run that stops mid-epoch first closes its open round with the contributions it has (issue 13):
+ * their samples are committed already, so the survivors' last `Update` (what they save as the
+ * resumable model) must hold them, and `Outcome.uncommitted` is exactly what it lacks.
+ */
+const closeOpenRound = (state: State, cmds: Array<Command>, reason: string): void => {
+  if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
 }
 
 const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
@@ -820,6 +894,7 @@ const unrecoverableReason = (state: State, checkFailureLimit: boolean): { reason
 const saveAndStop = (state: State, cmds: Array<Command>, reason: SaveReason, detail: string): void => {
   if (state.shutdownSent || state.phase !== "running") return
   state.shutdownSent = true
+  closeOpenRound(state, cmds, `round ${state.round} closed early: the run stops (${reason})`)
   if (state.membership.activeCount > 0) broadcast(cmds, { _tag: "ShutdownWithSave", reason }, detail)
   finish(state, cmds, "unrecoverable", reason, detail, true)
 }
@@ -831,6 +906,7 @@ const saveAndStop = (state: State, cmds: Array<Command>, reason: SaveReason, det
 const onShutdownRequested = (state: State, cmds: Array<Command>, detail: string): void => {
   if (state.shutdownSent || state.phase !== "running") return
   state.shutdownSent = true
+  closeOpenRound(state, cmds, `round ${state.round} closed early: the run stops (GracefulShutdown)`)
   if (state.started && state.membership.activeCount > 0) broadcast(cmds, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }, detail)
   finish(state, cmds, "interrupted", "GracefulShutdown", detail, state.started)
 }
@@ -1005,6 +1081,54 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
  */
 export interface StartOptions {
   readonly paramsLength?: number
+  readonly resume?: Resume
+}
+
+/**
+ * Where a resumed run begins (issue 13): at `epoch` (in `[0, epochs)`), whose permutation
+ * positions `committed` (`[offset, size]` ranges) the parent run committed; rounds are numbered
+ * from `firstRound`. Ranges are clipped to the epoch and may come in any order; overlaps count
+ * once (`normalizeResume`). Epochs before `epoch` count as completed (`Outcome.epochsCompleted`).
+ * The shell gives the ranks the parent's model before `start` (an `Update{round: firstRound - 1}`).
+ *
+ * @since 0.1.0
+ * @category steps
+ */
+export interface Resume {
+  readonly epoch: number
+  readonly firstRound: number
+  readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+}
+
+/**
+ * `resume` checked against `config`: the same point with its ranges sorted, clipped to
+ * `[0, epochSamples)` and merged, or one line saying what is wrong (`epoch` outside
+ * `[0, epochs)`, `firstRound` not a non-negative safe integer, a range that is not two
+ * non-negative safe integers). O(n log n) in the ranges.
+ *
+ * @since 0.1.0
+ * @category steps
+ */
+export const normalizeResume = (config: Config.Config, resume: Resume): Resume | string => {
+  if (!Number.isSafeInteger(resume.epoch) || resume.epoch < 0 || resume.epoch >= config.epochs) {
+    return `resume epoch ${resume.epoch} is outside [0, ${config.epochs})`
+  }
+  if (!Number.isSafeInteger(resume.firstRound) || resume.firstRound < 0) return `resume firstRound ${resume.firstRound} must be an integer >= 0`
+  for (const range of resume.committed) {
+    if (range.length !== 2 || !range.every((v) => Number.isSafeInteger(v) && v >= 0)) {
+      return `committed range [${range.join(", ")}] must be two integers >= 0`
+    }
+  }
+  const log = Audit.make(resume.epoch, config.epochSamples)
+  for (const [offset, size] of resume.committed) Audit.record(log, 0, offset, size)
+  const committed: Array<readonly [number, number]> = []
+  let at = 0
+  for (const [offset, size] of Audit.uncommitted(log)) {
+    if (offset > at) committed.push([at, offset - at])
+    at = offset + size
+  }
+  if (at < config.epochSamples) committed.push([at, config.epochSamples - at])
+  return { epoch: resume.epoch, firstRound: resume.firstRound, committed }
 }
 
 /**
@@ -1028,10 +1152,23 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   if (options.paramsLength !== undefined && Number.isSafeInteger(options.paramsLength) && options.paramsLength >= 0) {
     state.paramsLength = options.paramsLength
   }
+  if (options.resume !== undefined) {
+    const resume = normalizeResume(state.config, options.resume)
+    if (typeof resume === "string") {
+      alert(state, cmds, "BadResume", "root", `${resume}: the run starts at epoch 0`)
+    } else {
+      state.resume = resume
+      state.epoch = resume.epoch
+      state.firstEpoch = resume.epoch
+      state.round = resume.firstRound
+    }
+  }
   broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`)
   formRing(state, cmds, "initial ring")
   state.started = true
   startEpoch(state, cmds)
+  // A resumed epoch whose every sample the parent committed ends at once.
+  if (epochDone(state) && state.phase === "running") endEpoch(state, cmds)
   return cmds
 }
 

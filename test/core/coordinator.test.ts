@@ -146,13 +146,15 @@ describe("failure limit and backend limits", () => {
     expect(deliveries(s, cmds)).toEqual([])
   })
 
-  it("worldSize 4, cpu, {absolute: 2}: ranks 0 and 1 stale in one tick shut down ranks 2 and 3 once, with no extension", () => {
+  it("worldSize 4, cpu, {absolute: 2}: ranks 0 and 1 stale in one tick shut down ranks 2 and 3 once, with no extension; the open round closes first", () => {
     const s = make({ worldSize: 4, epochSamples: 100, epochs: 2, heartbeatTimeoutMs: 100, failureLimit: { absolute: 2 } })
     Coordinator.start(s)
     params(s, 2, 10, 5)
     heartbeat(s, 90, [2, 3])
     const cmds = tick(s, 101)
-    expect(tags(cmds)).toEqual(["Alert:RankLost", "Alert:RankLost", "Broadcast:ShutdownWithSave", "RunEnded"])
+    // Rank 2's committed samples are in the survivors' last Update before they save (issue 13).
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Alert:RankLost", "AverageRound", "Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(cmds.find((c) => c._tag === "AverageRound")).toMatchObject({ round: 0, contributors: [2] })
     expect(deliveries(s, cmds)).toEqual([
       [2, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }],
       [3, { _tag: "ShutdownWithSave", reason: "FailureLimitReached" }]
@@ -676,7 +678,8 @@ describe("an external shutdown request (ShutdownRequested, DESIGN.md §1 Gracefu
     Coordinator.start(s)
     params(s, 2, 10, 96)
     const cmds = Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 20, detail: "interrupted by SIGINT" })
-    expect(tags(cmds)).toEqual(["Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(tags(cmds)).toEqual(["AverageRound", "Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(cmds[0]).toMatchObject({ _tag: "AverageRound", epoch: 0, round: 0, contributors: [2] })
     expect(deliveries(s, cmds).filter(([, m]) => m._tag === "ShutdownWithSave")).toEqual([
       [0, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }],
       [1, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }],

@@ -51,6 +51,46 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     expect(unrecoverable).toBeGreaterThan(10)
   })
 
+  it("resuming an unrecoverable run from its outcome (on another world size, with new faults) completes with every epoch exactly once, the resumed epoch's audit covering both runs", () => {
+    let resumed = 0
+    let partly = 0
+    let completed = 0
+    fc.assert(
+      fc.property(scenario, fc.integer({ min: 1, max: 9 }), fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s, worldSize, seed) => {
+        const first = Simulation.run(s).state
+        const uncommitted = first.outcome?.uncommitted
+        if (first.outcome?.status !== "unrecoverable" || uncommitted === undefined) return
+        // What the parent committed in the epoch it stopped in: the complement of its uncommitted ranges.
+        const committed: Array<readonly [number, number]> = []
+        let at = 0
+        for (const [offset, size] of uncommitted.ranges) {
+          if (offset > at) committed.push([at, offset - at])
+          at = offset + size
+        }
+        if (at < s.options.epochSamples) committed.push([at, s.options.epochSamples - at])
+        if (committed.length > 0 && uncommitted.ranges.length > 0) partly += 1
+        const second = Simulation.run({
+          ...s,
+          seed,
+          options: { ...s.options, worldSize, backend: worldSize < 2 ? "cpu" : s.options.backend, failureLimit: undefined },
+          kills: Math.min(s.kills, worldSize - 1),
+          resume: { epoch: uncommitted.epoch, firstRound: first.round, committed }
+        }).state
+        resumed += 1
+        // The simulation checks every audit (the resumed epoch's covers both runs) and the end.
+        if (second.outcome?.status === "completed") {
+          completed += 1
+          expect(second.outcome.epochs[0]?.epoch).toBe(uncommitted.epoch)
+          expect(second.outcome.epochsCompleted).toBe(s.options.epochs)
+        }
+      }),
+      { seed: SEED + 1, numRuns: 300 }
+    )
+    expect(resumed).toBeGreaterThan(10)
+    expect(partly).toBeGreaterThan(5)
+    expect(completed).toBeGreaterThan(5)
+  })
+
   it("a fault-free run completes every epoch with clean audits in both modes", () => {
     for (const mode of ["static", "progressive"] as const) {
       const result = Simulation.run({

@@ -27,6 +27,8 @@ export interface Scenario {
   readonly averageEvery: number
   /** Steps of the safety phase (faults happen here); the liveness phase follows without faults. */
   readonly safetySteps: number
+  /** Where a resumed run begins (issue 13); default: a fresh run from epoch 0. */
+  readonly resume?: Coordinator.Resume
 }
 
 interface SimRank {
@@ -246,7 +248,7 @@ export const run = (scenario: Scenario): SimResult => {
     step({ _tag: "Tick", nowMs }, "tick")
   }
 
-  apply(Coordinator.start(state), "start")
+  apply(Coordinator.start(state, undefined, scenario.resume === undefined ? {} : { resume: scenario.resume }), "start")
   let kills = scenario.kills
   let hangs = scenario.hangs
   let exits = scenario.exits
@@ -339,8 +341,11 @@ export const run = (scenario: Scenario): SimResult => {
       fail(`epoch ${summary.epoch} audit: ${JSON.stringify(summary)}`)
     }
   }
+  const firstEpoch = scenario.resume?.epoch ?? 0
+  if (outcome.epochs[0] !== undefined && outcome.epochs[0].epoch !== firstEpoch) fail(`the first epoch audited is ${outcome.epochs[0].epoch}, not ${firstEpoch}`)
+  if (outcome.epochsCompleted !== firstEpoch + outcome.epochs.length) fail(`epochsCompleted ${outcome.epochsCompleted} with ${outcome.epochs.length} epochs from ${firstEpoch}`)
   if (outcome.status === "completed") {
-    if (outcome.epochs.length !== options.epochs) fail(`completed after ${outcome.epochs.length} of ${options.epochs} epochs`)
+    if (outcome.epochs.length !== options.epochs - firstEpoch) fail(`completed after ${outcome.epochs.length} of ${options.epochs - firstEpoch} epochs`)
   } else {
     const uncommitted = outcome.uncommitted
     if (uncommitted === undefined) return fail("an unrecoverable outcome without uncommitted ranges")
