@@ -27,7 +27,8 @@ import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as RankActor from "./rank.ts"
-import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult, SkippedFault } from "./run-types.ts"
+import type { DeathTiming, KillSpec, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, SkippedFault } from "./run-types.ts"
+import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
  * Why a run could not start: bad options, or a trainer module that cannot be loaded.
@@ -159,10 +160,21 @@ const loggedOptions = (options: RunOptions, resolved: Readonly<Record<string, un
  * interrupted through `options.signal` with outcome `interrupted` and `exitCode` 130 (143 when the
  * signal's reason is `"SIGTERM"`).
  *
+ * With `resume: dir` (`ResumeOptions`) it continues the run in `dir` instead: see
+ * `actors/resume.ts` for how the state is picked and the `LaunchError`s (option `resume`) it
+ * rejects with; the parent's directory is left as it was (a lock file `resume.lock` lives there
+ * while the resume runs).
+ *
  * @since 0.1.0
  * @category launcher
  */
-export const run = async (options: RunOptions): Promise<RunResult> => {
+export const run = async (options: RunOptions | ResumeOptions): Promise<RunResult> =>
+  "resume" in options && options.resume !== undefined
+    ? (await import("./resume.ts")).resume(options, launch)
+    : launch(options as RunOptions)
+
+/** `run` for a fresh run, or for a resumed one (`resumed`: its parent, recorded in `started` and the result). */
+const launch = async (options: RunOptions, resumed?: Resumed): Promise<RunResult> => {
   const worldSize = options.worldSize ?? defaults.worldSize
   const epochs = options.epochs ?? defaults.epochs
   const mode = options.mode ?? defaults.mode
@@ -200,6 +212,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
+  const trainerDigest = await trainerSha256(trainerUrl)
   const made = Core.make({
     worldSize,
     epochSamples: module.trainSamples,
@@ -433,7 +446,17 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       epochSamples: module.trainSamples,
       mode,
       transport: transportKind,
-      options: loggedOptions(options, { worldSize, epochs, mode, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId })
+      options: loggedOptions(options, {
+        worldSize, epochs, mode, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId,
+        // What a resume needs to continue it (issue 13): the model's seed, the averaging cadence, and
+        // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
+        seed: options.seed ?? defaults.seed,
+        averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+        trainerUrl,
+        trainerSha256: trainerDigest,
+        resumeState: undefined
+      }),
+      ...(resumed === undefined ? {} : { resumed })
     })
     for (let rank = 0; rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
@@ -566,7 +589,14 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
   const evals = state.evals
   const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
-  const epochsWithAccuracy = outcome.epochs.map((summary) => ({ ...summary, accuracy: accuracyOf.get(summary.epoch) }))
+  const epochsWithAccuracy = outcome.epochs.map((summary) => ({
+    ...summary,
+    accuracy: accuracyOf.get(summary.epoch),
+    // The epoch a resume picked up in the middle of: its audit covers both runs (issue 13).
+    ...(resumed !== undefined && resumed.committedSamples > 0 && summary.epoch === resumed.epoch
+      ? { spansRuns: [resumed.parent.runId, runId] as const }
+      : {})
+  }))
   // A survivor finished its save when it announced its exit (ranks save first) and wrote its save
   // marker (`save/rank<r>/cohort-saved.json`, once the trainer's save resolved); one that died,
   // hung past the grace period, or whose save failed did not.
@@ -598,7 +628,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
     durationMs: Date.now() - startedMs,
-    exitCode
+    exitCode,
+    ...(resumed === undefined ? {} : { resumed })
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

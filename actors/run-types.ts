@@ -198,7 +198,7 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * @category events
  */
 export type RunEvent =
-  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process"; readonly options?: Readonly<Record<string, unknown>> }
+  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process"; readonly options?: Readonly<Record<string, unknown>>; readonly resumed?: Resumed }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
@@ -268,7 +268,11 @@ export interface RunResult {
   /** Requested kills and hangs that never happened (say so: a silent no-op misleads). */
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
-  readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined }>
+  /**
+   * One row per finished epoch. `spansRuns` (a resumed run only): the epoch it resumed in the
+   * middle of, `[parent runId, this runId]`: its audit covers the samples both runs committed.
+   */
+  readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined; readonly spansRuns?: readonly [string, string] }>
   readonly finalAccuracy: number | undefined
   /**
    * For an unrecoverable or interrupted run: the survivors asked to save (`ShutdownWithSave`) that finished
@@ -279,4 +283,51 @@ export interface RunResult {
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4 | 130 | 143
+  /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
+  readonly resumed?: Resumed | undefined
+}
+
+/**
+ * Options of `run({ resume: dir })`: continue the run in `dir` (issue 13; README "Resuming a
+ * run"). The seed, epochs, mode, batch size and averaging cadence are the parent's (from its
+ * journal's `started` event) and cannot be given; the trainer is the parent's unless `trainer`
+ * names the same module elsewhere (same dataset size and file contents). Everything else may be
+ * given and otherwise is the parent's, except the injected faults (`kills`, `hangs`, `floods`),
+ * which default to none. The resumed run is a new run directory under `outDir` (default: the
+ * folder that holds the parent's).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface ResumeOptions extends Omit<RunOptions, "trainer" | "epochs" | "mode" | "seed" | "batchSize" | "averageEverySteps" | "resumeState"> {
+  /** The parent run's directory (`<outDir>/<runId>`). */
+  readonly resume: string
+  /** The parent's trainer module when it moved: it must be the same file (contents) as the parent's. */
+  readonly trainer?: string
+}
+
+/**
+ * Where a resumed run picked up, as its journal's `started` event and its result record it:
+ *
+ * - `parent`: the run it continues (`runId`, `runDir` as the parent recorded it);
+ * - `epoch`: the epoch it starts in; `committed`: that epoch's permutation ranges `[offset, size]`
+ *   the parent committed (its audit counts them, recorded as rank -1), `committedSamples` their sum
+ *   (0 when the epoch is trained again from its start); `firstRound`: its first averaging round;
+ * - `state`: the model loaded, `save` (the survivors' saves after a save-and-shutdown or an
+ *   interrupt) or `checkpoint` (the last epoch checkpoint); `loadedFrom`: its folder;
+ * - `notes`: one line each for what the user should know (a fallback to a checkpoint and why, a
+ *   journal cut short, a retrained epoch).
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface Resumed {
+  readonly parent: { readonly runId: string; readonly runDir: string }
+  readonly epoch: number
+  readonly firstRound: number
+  readonly committedSamples: number
+  readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+  readonly state: "save" | "checkpoint"
+  readonly loadedFrom: string
+  readonly notes: ReadonlyArray<string>
 }

@@ -649,17 +649,18 @@ describe("renderResult", () => {
         "run directory: runs/zz9",
         ""
       ].join("\n"),
-      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under runs/zz9/save"
+      err: "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under runs/zz9/save; resume with: cohort resume runs/zz9"
     })
   })
 
   it("says which survivors saved and which did not finish their save", () => {
     const stopped = "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; "
     const errOf = (saves: RunTypes.RunResult["saves"]) => Cli.renderResult({ ...unrecoverable, saves }).err
-    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save`)
-    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save`)
-    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save`)
-    expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save`)
+    const resume = "; resume with: cohort resume runs/zz9"
+    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save${resume}`)
+    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save${resume}`)
+    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save${resume}`)
+    expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save${resume}`)
   })
 
   it("names the failed audits", () => {
@@ -917,7 +918,7 @@ describe("report", () => {
     expect(out).toContain("uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)\n")
     expect(err).toBe(
       `cohort: run interrupted by SIGTERM: run in ${dir}; ranks 0, 1, 3 saved under ${dir}/save; rank 2 did not finish its save; ` +
-        `the epoch's uncommitted ranges are in ${dir}/summary.json; resume is not available yet\n`
+        `the epoch's uncommitted ranges are in ${dir}/summary.json; resume with: cohort resume ${dir}\n`
     )
   })
 
@@ -968,7 +969,8 @@ describe("report", () => {
         `run directory: ${unfinished}`,
         ""
       ].join("\n"),
-      err: `cohort: warning: ${unfinished}/events.ndjson ends after line 1: the report shows the run as far as it was read; its outcome is unknown\n`
+      err: `cohort: warning: ${unfinished}/events.ndjson ends after line 1: the report shows the run as far as it was read; its outcome is unknown; ` +
+        `if its coordinator's process died, resume it from its last checkpoint with: cohort resume ${unfinished}\n`
     })
   })
 
@@ -1104,7 +1106,10 @@ describe("report", () => {
     await Files.writeFile(`${dir}/events.ndjson`, text.slice(0, text.length - 40))
     const { code, out, err } = await runMain(["report", dir])
     expect(code).toBe(2)
-    expect(err).toBe(`cohort: warning: ${dir}/events.ndjson was cut in line 7: the report shows the run as far as it was read; its outcome is unknown\n`)
+    expect(err).toBe(
+      `cohort: warning: ${dir}/events.ndjson was cut in line 7: the report shows the run as far as it was read; its outcome is unknown; ` +
+        `if its coordinator's process died, resume it from its last checkpoint with: cohort resume ${dir}\n`
+    )
     expect(out).toBe(
       [
         "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
@@ -1157,7 +1162,7 @@ describe("report", () => {
     }
     expect(Cli.renderResult(stopped).err).toBe(
       [
-        "cohort: run stopped: TrainerFault: the trainer failed the same way on ranks 1 and 0: trainBatch always fails; rank 2 saved under runs/zz9/save",
+        "cohort: run stopped: TrainerFault: the trainer failed the same way on ranks 1 and 0: trainBatch always fails; rank 2 saved under runs/zz9/save; resume with: cohort resume runs/zz9",
         "Error: trainBatch always fails",
         "    at Object.trainBatch (file:///t.ts:9:13)",
         "    at run (rank.ts:1:1)",

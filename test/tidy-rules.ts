@@ -92,7 +92,8 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   train: ["core", "train", "platform"],
   // The command line is the entry point that composes everything, actors included.
   cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
-  actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
+  // A resume reads its parent's journal with the report's tolerant reader (`src/cli/read-run.ts`).
+  actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
   other: []
 }
 

@@ -9,9 +9,10 @@ import * as Files from "../platform/files.ts"
 import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
-import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
+import { defaults, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { type PartialRun, readRun } from "./read-run.ts"
-import { barsView, lineView, renderResult } from "./render.ts"
+import { barsView, lineView, renderResult, resumeCommand } from "./render.ts"
+import { resume } from "./resume.ts"
 
 // ---------------------------------------------------------------------------------------------
 // main
@@ -53,7 +54,8 @@ export const terminalIo = (): Io => ({
 export type Launch = (options: RunTypes.RunOptions) => Promise<RunTypes.RunResult>
 
 
-const usage = (io: Io, message: string): number => {
+/** Writes `cohort: <message>` on stderr and returns the bad-input exit code (2). @since 0.1.0 @category cli */
+export const usage = (io: Io, message: string): number => {
   io.err(`cohort: ${message}\n`)
   return ExitCode.usage
 }
@@ -112,7 +114,7 @@ const toRunOptions = (
  * restores them. Under `--json` the trainer module is imported here too (to check it), and what it
  * prints while loading must not reach stdout, which holds only the result.
  */
-const consoleToStderr = (): (() => void) => {
+export const consoleToStderr = (): (() => void) => {
   const saved = { log: console.log, info: console.info, debug: console.debug }
   console.log = console.info = console.debug = console.error
   return () => void Object.assign(console, saved)
@@ -150,18 +152,57 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
     io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
-  const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
+  return launchWithView(io, options.json, (hooks) =>
+    run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, { signal: hooks.signal, stopSignal: hooks.stopSignal })))
+}
+
+/**
+ * What `launchWithView` hands the run it starts: the live view's event handler, the rank output
+ * handler (`[rank N] line` on stderr), and the interrupt (first SIGINT/SIGTERM) and stop (second
+ * one) signals.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface LaunchHooks {
+  readonly onEvent: (event: RunTypes.RunEvent) => void
+  readonly onRankOutput: (rank: number, line: string) => void
+  readonly signal: AbortSignal
+  readonly stopSignal: AbortSignal
+}
+
+/**
+ * Runs `start` (a run, or a resume) as the command line shows one: live progress (bars on a
+ * terminal, else lines; on stderr under `json`), SIGINT/SIGTERM (the first asks the run to stop
+ * and says how to resume it, a second stops it at once), then the end table or JSON. Returns the
+ * exit code: the run's own, 2 for a `LaunchError` refusing an option (one `cohort: ...` line), 3
+ * when the run failed before a result.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const launchWithView = async (io: Io, json: boolean, start: (hooks: LaunchHooks) => Promise<RunTypes.RunResult>): Promise<number> => {
+  const view = json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   let result: RunTypes.RunResult
+  // The run's folder and grace, from its `started` event, for the interrupt's line.
+  let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
+  const onEvent = (event: RunTypes.RunEvent): void => {
+    if (event.type === "started") started = event
+    view.onEvent(event)
+  }
   // SIGINT or SIGTERM: the first asks the run to stop (survivors save, within the grace); a second
   // stops it at once. Either way the run still ends its journal and summary (README, "Interrupts").
   const interrupt = new AbortController()
   const stop = new AbortController()
   const removeHandlers = Signals.onInterrupt((signal) => {
     if (!interrupt.signal.aborted) {
-      const graceMs = options.interruptGraceMs
+      const grace = started?.options?.interruptGraceMs
+      const graceMs = typeof grace === "number" ? grace : defaults.interruptGraceMs
       io.err(
         `cohort: ${signal}: asking the ranks to save and stop (grace ${graceMs / 1000} s); ` +
-          `send it again to stop at once\n`
+          `send it again to stop at once` +
+          (started === undefined ? "" : `; then resume with: ${resumeCommand(started.runDir)}`) +
+          "\n"
       )
       interrupt.abort(signal)
     } else if (!stop.signal.aborted) {
@@ -171,10 +212,12 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
   })
   try {
     // What ranks print goes to stderr as `[rank N] line` (never stdout: under --json it holds only the result).
-    result = await run(toRunOptions(options, trainer, view.onEvent, (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`), {
+    result = await start({
+      onEvent,
+      onRankOutput: (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`),
       signal: interrupt.signal,
       stopSignal: stop.signal
-    }))
+    })
   } catch (error) {
     removeHandlers()
     view.stop()
@@ -188,7 +231,7 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
   }
   removeHandlers()
   view.stop()
-  return finish(io, result, options.json)
+  return finish(io, result, json)
 }
 
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
@@ -220,6 +263,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return train(io, parsed.command, parsed.options, launch)
     case "report":
       return report(io, parsed.options)
+    case "resume":
+      return resume(io, parsed.options)
   }
 }
 

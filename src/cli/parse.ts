@@ -114,6 +114,10 @@ Usage:
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
+  cohort resume RUN_DIR [options]      continue a run that was interrupted, stopped
+                                       unrecoverable, or cut off (its coordinator's process
+                                       died) from its survivors' saves or its last checkpoint,
+                                       as a new run beside it (see "Options of resume")
   cohort help                          print this help (also -h, --help)
 
 Options of demo and run:
@@ -152,6 +156,16 @@ Options of demo and run:
   --json                      print the result as JSON on stdout instead of tables, and nothing
                               else (progress lines then go to stderr)
 
+Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
+given is the run's, except faults: none unless given):
+  --world-size N, --transport worker|process, --kill RANK@SECONDS, --hang RANK@SECONDS,
+  --heartbeat-timeout-ms N, --coordinator-timeout-ms N, --failure-limit N|F,
+  --rank-memory-mb N, --interrupt-grace-ms N, --json
+                              as for run
+  --trainer FILE              the run's trainer module if it moved: the same file (contents)
+                              with the same dataset size (default: the one the run recorded)
+  --out DIR                   write the new run to DIR/<runId>/ (default: beside RUN_DIR)
+
 What the ranks print goes to stderr as "[rank N] line" lines (at most 4096 bytes a line and 100
 lines per rank per second) and to DIR/<runId>/ranks/rank<N>.log.
 
@@ -165,6 +179,9 @@ Exit codes:
   2  bad input: unknown command or flag, invalid value, missing trainer file or run directory
   3  the run could not be carried out: the launcher is missing or failed
   4  an epoch's audit found lost or duplicated samples
+  130  the run was interrupted by SIGINT (Ctrl-C): the survivors saved; resume it with
+       cohort resume RUN_DIR
+  143  the run was interrupted by SIGTERM, likewise
 `
 
 // ---------------------------------------------------------------------------------------------
@@ -212,6 +229,29 @@ export interface ReportCommandOptions {
 }
 
 /**
+ * The options of `resume`: the parent's run directory as given, and the overrides given (each
+ * `undefined` when absent: the parent's value is used; faults: none).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface ResumeCommandOptions {
+  readonly runDir: string
+  readonly trainer: string | undefined
+  readonly worldSize: number | undefined
+  readonly transport: "worker" | "process" | undefined
+  readonly kills: ReadonlyArray<RunTypes.KillSpec>
+  readonly hangs: ReadonlyArray<RunTypes.HangSpec>
+  readonly heartbeatTimeoutMs: number | undefined
+  readonly coordinatorTimeoutMs: number | undefined
+  readonly failureLimit: Config.FailureLimit | undefined
+  readonly rankMemoryMb: number | undefined
+  readonly interruptGraceMs: number | undefined
+  readonly outDir: string | undefined
+  readonly json: boolean
+}
+
+/**
  * What `parse` found: a command with its options, or `error`, one line without the `cohort: `
  * prefix (e.g. `--world-size must be an integer >= 1, got '0'`).
  *
@@ -222,6 +262,7 @@ export type Parsed =
   | { readonly command: "help" }
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
+  | { readonly command: "resume"; readonly options: ResumeCommandOptions }
   | { readonly error: string }
 
 interface RawRunOptions {
@@ -357,6 +398,33 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   }
 }
 
+const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions => {
+  if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
+  if (raw.out === "") throw new UsageError("--out needs a folder path")
+  const worldSize = raw.worldSize === undefined ? undefined : integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
+  if (worldSize !== undefined && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  // The run's world size is known once its journal is read: ranks are checked against 1024 here,
+  // against the world size by the launcher.
+  const ranks = worldSize ?? 1024
+  const optionalInteger = (flag: string, text: string | undefined, min: number): number | undefined =>
+    text === undefined ? undefined : integerAtLeast(flag, text, min, min)
+  return {
+    runDir,
+    trainer: raw.trainer,
+    worldSize,
+    transport: raw.transport === undefined ? undefined : oneOf<"worker" | "process">("--transport", raw.transport, ["worker", "process"], defaults.transport),
+    kills: (Array.isArray(raw.kill) ? raw.kill : []).map((text) => faultSpec("--kill", text, ranks)),
+    hangs: (raw.hang ?? []).map((text) => faultSpec("--hang", text, ranks)),
+    heartbeatTimeoutMs: optionalInteger("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1),
+    coordinatorTimeoutMs: optionalInteger("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1),
+    failureLimit: failureLimit(raw.failureLimit),
+    rankMemoryMb: raw.rankMemoryMb === "0" ? 0 : optionalInteger("--rank-memory-mb", raw.rankMemoryMb, 16),
+    interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : optionalInteger("--interrupt-grace-ms", raw.interruptGraceMs, 1),
+    outDir: raw.out,
+    json: raw.json === true
+  }
+}
+
 const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
   if (argv.length === 0 || argv[0] === "help") return true
   const end = argv.indexOf("--")
@@ -432,6 +500,24 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
       const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
       parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
+    })
+  program
+    .command("resume")
+    .argument("<RUN_DIR>")
+    .option("--trainer <file>")
+    .option("--world-size <n>")
+    .option("--transport <kind>")
+    .option("--kill <spec>", "", collect)
+    .option("--hang <spec>", "", collect)
+    .option("--heartbeat-timeout-ms <ms>")
+    .option("--coordinator-timeout-ms <ms>")
+    .option("--failure-limit <limit>")
+    .option("--rank-memory-mb <mb>")
+    .option("--interrupt-grace-ms <ms>")
+    .option("--out <dir>")
+    .option("--json")
+    .action((runDir: string, raw: RawRunOptions) => {
+      parsed = { command: "resume", options: resumeOptions(runDir, raw) }
     })
   try {
     program.parse([...argv], { from: "user" })

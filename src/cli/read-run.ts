@@ -180,7 +180,21 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     }
   }
   if (started === undefined) return `${source} has no started event`
-  const read = { runId: started.runId, runDir: started.runDir, deaths, skippedFaults, alerts, epochs, finalAccuracy: epochs.at(-1)?.accuracy }
+  // A resumed run: the epoch it picked up in the middle of spans both runs (as in its summary).
+  const resumed = started.resumed
+  const rows = resumed === undefined || resumed.committedSamples === 0
+    ? epochs
+    : epochs.map((row) => row.epoch === resumed.epoch ? { ...row, spansRuns: [resumed.parent.runId, started!.runId] as const } : row)
+  const read = {
+    runId: started.runId,
+    runDir: started.runDir,
+    deaths,
+    skippedFaults,
+    alerts,
+    epochs: rows,
+    finalAccuracy: epochs.at(-1)?.accuracy,
+    ...(resumed === undefined ? {} : { resumed })
+  }
   if (ended === undefined) {
     return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
   }

@@ -46,6 +46,24 @@ const alertText = (alert: Alerts.Alert): string =>
 const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
 
 /**
+ * The command line that resumes the run in `runDir`, quoted for a POSIX shell when it needs to be:
+ * `cohort resume runs/abc`.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const resumeCommand = (runDir: string): string =>
+  `cohort resume ${/^[\w@%+=:,./-]+$/.test(runDir) ? runDir : `'${runDir.replace(/'/g, `'\\''`)}'`}`
+
+/** Where a resumed run picked up, for its `started` line and its report. */
+const resumedText = (resumed: RunTypes.Resumed): string =>
+  `resumes run ${resumed.parent.runId} (${resumed.parent.runDir}) in epoch ${resumed.epoch}: ` +
+  (resumed.committedSamples > 0
+    ? `${plural(resumed.committedSamples, "sample")} of it committed by run ${resumed.parent.runId}, the rest trained here`
+    : "the epoch is trained from its start") +
+  `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last epoch checkpoint"})`
+
+/**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
  * terminate; ...`. The same words serve the timestamped lines and the lines above the bars.
  *
@@ -57,7 +75,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "started":
       return `run ${event.runId}: ${plural(event.worldSize, "rank")} as ${
         event.transport === "worker" ? "worker threads" : "child processes"
-      }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}`
+      }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}${
+        event.resumed === undefined ? "" : `; ${resumedText(event.resumed)}`
+      }`
     case "progress":
       return `rank ${event.rank} epoch ${event.epoch}: ${event.samplesDone} samples done, ${
         Math.round(event.samplesPerSecond)
@@ -295,7 +315,7 @@ export const renderResult = (
   const timings = (deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>, pick: (d: RunTypes.DeathTiming) => number | undefined) =>
     deaths.length === 0 ? "-" : deaths.map((d) => msText(d === undefined ? undefined : pick(d))).join(", ")
   const row = (
-    epoch: number,
+    epoch: number | string,
     cells: readonly [string, string, string],
     deaths: ReadonlyArray<RunTypes.DeathTiming | undefined>,
     accuracy: string
@@ -309,7 +329,7 @@ export const renderResult = (
   ]
   const rows = result.epochs.map((e) =>
     row(
-      e.epoch,
+      e.spansRuns === undefined ? String(e.epoch) : `${e.epoch}*`,
       [String(e.samplesCommitted), String(e.lost), String(e.duplicated)],
       e.deaths.map((death) => timingOf(e.epoch, death.rank)),
       accuracyText(e.accuracy)
@@ -326,6 +346,19 @@ export const renderResult = (
   const lines: Array<string> = []
   if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
   else lines.push("no epoch finished")
+  const resumed = result.resumed
+  if (resumed !== undefined) {
+    const spanning = result.epochs.find((e) => e.spansRuns !== undefined)
+    if (spanning?.spansRuns !== undefined) {
+      const [before, after] = spanning.spansRuns
+      lines.push(
+        `* epoch ${spanning.epoch} spans runs ${before} and ${after}: ${plural(resumed.committedSamples, "sample")} committed by run ${before}, ` +
+          `${spanning.samplesCommitted - resumed.committedSamples} by run ${after}; the audit covers both`
+      )
+    }
+    lines.push(`resumed: this run ${resumedText(resumed)}`)
+    for (const note of resumed.notes) lines.push(`  ${note}`)
+  }
   if (stopped !== undefined) {
     const samples = stopped.ranges.reduce((sum, [, size]) => sum + size, 0)
     const listed = stopped.ranges.slice(0, 8).map(([offset, size]) => `[${offset}, ${offset + size})`)
@@ -375,12 +408,14 @@ export const renderResult = (
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
   const stoppedLine = outcome === undefined
-    ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
+    ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
+      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}`
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
+      `resume with: ${resumeCommand(runDir)}`
     : outcome.status === "interrupted"
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
-      `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume is not available yet`
+      `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume with: ${resumeCommand(runDir)}`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined

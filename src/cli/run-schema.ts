@@ -93,7 +93,19 @@ const SkippedFault = Schema.Struct({
 
 const Saves = Schema.Struct({ saved: Schema.Array(Count), notSaved: Schema.Array(Count) })
 
-const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite) })
+/** `RunTypes.Resumed`: where a resumed run picked up. */
+const Resumed = Schema.Struct({
+  parent: Schema.Struct({ runId: Schema.String, runDir: Schema.String }),
+  epoch: Count,
+  firstRound: Schema.Int,
+  committedSamples: Count,
+  committed: Schema.Array(Schema.Tuple([Count, Count])),
+  state: Schema.Literals(["save", "checkpoint"]),
+  loadedFrom: Schema.String,
+  notes: Schema.Array(Schema.String)
+})
+
+const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite), spansRuns: optional(Schema.Tuple([Schema.String, Schema.String])) })
 
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
@@ -115,7 +127,8 @@ export const RunResult = Schema.Struct({
   finalAccuracy: optional(Schema.Finite),
   saves: optional(Saves),
   durationMs: Ms,
-  exitCode: ExitCode
+  exitCode: ExitCode,
+  resumed: optional(Resumed)
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -136,7 +149,8 @@ export const RunEvent = Schema.Union([
     epochSamples: Count,
     mode: Schema.Literals(["static", "progressive"]),
     transport: Schema.Literals(["worker", "process"]),
-    options: optional(Schema.Record(Schema.String, Schema.Unknown))
+    options: optional(Schema.Record(Schema.String, Schema.Unknown)),
+    resumed: optional(Resumed)
   }),
   event("formed", { worldSize: Count }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),

@@ -1,0 +1,352 @@
+/**
+ * `run({ resume: dir })`: continues a run that ended unrecoverable, interrupted, or cut off by the
+ * death of its coordinator's process (issue 13, items 4 and 5). The parent's journal is read with
+ * the report's tolerant reader (a last line cut short is fine, and said); the state to load is
+ * picked, the parent's options are carried over, and the launcher runs a new run directory whose
+ * journal names its parent.
+ *
+ * Which state (the newest one consistent with what the parent's journal committed):
+ *
+ * 1. The parent ended `unrecoverable` or `interrupted` (its `ended` event is there): the survivors
+ *    saved their last averaged parameters under `save/rank<r>/` (`params.f32`, `model.json`, the
+ *    `cohort-saved.json` marker). The first survivor in `saves.saved` whose save reads back good
+ *    (`SavedModel.read`) is loaded; the run starts in `Outcome.uncommitted.epoch`, with that
+ *    epoch's committed ranges (the complement of the uncommitted ones in `[0, trainSamples)`)
+ *    handed to the core so that only the rest is trained and the epoch's audit covers both runs;
+ *    rounds go on from the save's last round + 1.
+ * 2. Otherwise (the journal has no `ended` event: the coordinator's process died; or no survivor's
+ *    save is good): the newest checkpoint `checkpoints/v<E>/` that reads back good is loaded and
+ *    the run starts at epoch `E + 1` from its start (that epoch is trained again; a note says so).
+ *
+ * Refusals are `LaunchError`s with option `resume`, one line each (`resumeErrors` lists them), and
+ * change nothing in the parent's directory. A resume holds the lock file `<dir>/resume.lock`
+ * (created exclusively, holding its process id; removed when the resumed run ends, whatever the
+ * outcome); a second resume of the same run meanwhile is refused, and a lock whose process is gone
+ * (a resume that was SIGKILLed) is taken over.
+ *
+ * @since 0.1.0
+ */
+import type * as Config from "../src/core/config.ts"
+import * as Files from "../src/platform/files.ts"
+import * as LockFile from "../src/platform/lock-file.ts"
+import * as SavedModel from "../src/train/saved-model.ts"
+import { reportDefaults } from "../src/cli/parse.ts"
+import { resultFromEvents } from "../src/cli/read-run.ts"
+import * as RunSchema from "../src/cli/run-schema.ts"
+import { defaults, LaunchError, loadTrainer } from "./launcher.ts"
+import * as RankActor from "./rank.ts"
+import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+import { trainerSha256 } from "./trainer-digest.ts"
+
+/**
+ * The lock file a resume holds in the parent's directory while it runs.
+ *
+ * @since 0.1.0
+ * @category resume
+ */
+export const lockFileName = "resume.lock"
+
+/**
+ * The refusals of `run({ resume })`, as the reason of a `LaunchError` with option `resume` (its
+ * message, and the CLI's line, is `resume: <reason>`).
+ *
+ * @since 0.1.0
+ * @category resume
+ */
+export const resumeErrors = {
+  notARun: (dir: string, why: string) => `${dir} is not a run directory: ${why}`,
+  unreadable: (dir: string, why: string) => `cannot read the journal of ${dir}: ${why}`,
+  completed: (runId: string, epochs: number) =>
+    `nothing to resume: run ${runId} completed all ${epochs} ${epochs === 1 ? "epoch" : "epochs"}`,
+  lastEpochDone: (runId: string, epochs: number) =>
+    `nothing to resume: run ${runId} has a checkpoint of its last epoch (${epochs - 1}); every epoch was trained`,
+  datasetSize: (trainer: string, samples: number, runId: string, parentSamples: number) =>
+    `the trainer ${trainer} has ${samples} training samples, but run ${runId} trained on ${parentSamples}; resume needs the same dataset`,
+  otherTrainer: (trainer: string, runId: string) =>
+    `the trainer ${trainer} is not the file run ${runId} trained with (its SHA-256 differs); resume needs the same trainer`,
+  noState: (runId: string, why: string, checkpoints: string) =>
+    `no state to resume run ${runId} from: ${why}; and no good checkpoint under ${checkpoints}`,
+  locked: (runId: string, pid: number | undefined, lock: string) =>
+    `run ${runId} is already being resumed${pid === undefined ? "" : ` by process ${pid}`} (lock file ${lock}); wait for it to end`,
+  cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`
+} as const
+
+const fail = (reason: string): never => {
+  throw new LaunchError("resume", reason)
+}
+
+const errorText = (error: unknown): string => (error instanceof Error ? error.message.split("\n")[0]! : String(error))
+
+type Started = Extract<RunEvent, { type: "started" }>
+
+/** What the parent's journal says. */
+interface Parent {
+  readonly dir: string
+  readonly started: Started
+  readonly options: Readonly<Record<string, unknown>>
+  /** The result as read: `outcome` undefined when the journal has no `ended` event. */
+  readonly read: Exclude<ReturnType<typeof resultFromEvents>, string>
+  /** `was cut in line 22` when the last line was cut short, else `undefined`. */
+  readonly cutLine: string | undefined
+}
+
+const readParent = async (given: string): Promise<Parent> => {
+  const dir = given.replace(/(.)\/+$/, "$1")
+  const kind = await Files.kind(dir)
+  if (kind === "missing") fail(resumeErrors.notARun(given, "no such directory"))
+  if (kind !== "directory") fail(resumeErrors.notARun(given, "it is not a folder"))
+  const path = `${dir}/events.ndjson`
+  if ((await Files.kind(path)) === "missing") fail(resumeErrors.notARun(given, "it has no events.ndjson"))
+  let read: Files.RegularFileRead
+  try {
+    read = await Files.readRegularFile(path, reportDefaults.fileBytesMax)
+  } catch (error) {
+    return fail(resumeErrors.unreadable(given, errorText(error)))
+  }
+  if (read._tag === "NotRegular") fail(resumeErrors.notARun(given, `${path} is not a regular file`))
+  if (read._tag === "TooLarge") fail(resumeErrors.unreadable(given, `${path} is larger than ${reportDefaults.fileBytesMax} bytes`))
+  const text = new TextDecoder().decode((read as Extract<Files.RegularFileRead, { _tag: "Read" }>).bytes)
+  const result = resultFromEvents(text, path)
+  if (typeof result === "string") {
+    return fail(result.endsWith("has no started event") ? resumeErrors.notARun(given, "its journal has no started event") : resumeErrors.unreadable(given, result))
+  }
+  // The first `started` line, checked (resultFromEvents found one, so there is one).
+  let started: Started | undefined
+  for (const line of text.split("\n")) {
+    if (!line.includes("\"started\"")) continue
+    try {
+      const checked = RunSchema.validateRunEvent(JSON.parse(line))
+      if ("ok" in checked && checked.ok.type === "started") {
+        started = checked.ok
+        break
+      }
+    } catch {
+      // Not this line.
+    }
+  }
+  if (started === undefined) return fail(resumeErrors.notARun(given, "its journal has no started event"))
+  const cutLine = result.outcome === undefined && result.cut.startsWith("was cut") ? result.cut : undefined
+  return { dir, started, options: started.options ?? {}, read: result, cutLine }
+}
+
+/** `[offset, size]` ranges of `[0, samples)` not covered by `ranges` (any order, overlaps allowed). */
+const complement = (ranges: ReadonlyArray<readonly [number, number]>, samples: number): Array<readonly [number, number]> => {
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0])
+  const gaps: Array<readonly [number, number]> = []
+  let covered = 0
+  for (const [offset, size] of sorted) {
+    const start = Math.max(0, offset)
+    const end = Math.min(samples, offset + size)
+    if (end <= start) continue
+    if (start > covered) gaps.push([covered, start - covered])
+    covered = Math.max(covered, end)
+  }
+  if (covered < samples) gaps.push([covered, samples - covered])
+  return gaps
+}
+
+/** The state picked: the epoch to start in, its committed ranges, the model and where it came from. */
+interface Picked {
+  readonly epoch: number
+  readonly firstRound: number
+  readonly committed: ReadonlyArray<readonly [number, number]>
+  readonly params: Float32Array
+  readonly state: "save" | "checkpoint"
+  readonly loadedFrom: string
+  readonly notes: ReadonlyArray<string>
+}
+
+const readModel = async (dir: string): Promise<{ readonly params: Float32Array; readonly round: number; readonly epoch: number } | { readonly error: string }> => {
+  try {
+    const read = await SavedModel.read(dir)
+    return read._tag === "Unusable" ? { error: read.reason } : { params: read.params, round: read.meta.round, epoch: read.meta.epoch }
+  } catch (error) {
+    return { error: errorText(error) }
+  }
+}
+
+const pickState = async (parent: Parent, epochSamples: number, epochs: number): Promise<Picked> => {
+  const { dir, read } = parent
+  const runId = parent.started.runId
+  const outcome = read.outcome
+  const saveProblems: Array<string> = []
+  const notes: Array<string> = []
+  if (parent.cutLine !== undefined) notes.push(`the parent's journal ${parent.cutLine} (a write cut short); every whole line before it was read`)
+  if (outcome !== undefined) {
+    const epoch = outcome.uncommitted?.epoch ?? outcome.epochsCompleted
+    if (epoch >= epochs) fail(resumeErrors.completed(runId, epochs))
+    const saved = read.saves?.saved ?? []
+    if (saved.length === 0) saveProblems.push(read.saves === undefined ? "the parent recorded no saves" : "no survivor of the parent finished its save")
+    for (const rank of [...saved].sort((a, b) => a - b)) {
+      const folder = `${dir}/save/rank${rank}`
+      if (!(await Files.exists(`${folder}/${RankActor.savedMarker}`))) {
+        saveProblems.push(`rank ${rank}: ${folder}/${RankActor.savedMarker} is missing`)
+        continue
+      }
+      const model = await readModel(folder)
+      if ("error" in model) {
+        saveProblems.push(`rank ${rank}: ${model.error}`)
+        continue
+      }
+      if (model.epoch !== epoch) {
+        saveProblems.push(`rank ${rank}: its save is of epoch ${model.epoch}, not ${epoch}`)
+        continue
+      }
+      const uncommitted = outcome.uncommitted?.ranges ?? [[0, epochSamples] as const]
+      return {
+        epoch,
+        firstRound: model.round + 1,
+        committed: complement(uncommitted, epochSamples),
+        params: model.params,
+        state: "save",
+        loadedFrom: folder,
+        notes: [...notes, ...saveProblems.map((p) => `not loaded: the save of ${p}`)]
+      }
+    }
+  }
+  const why = outcome === undefined
+    ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
+    : `the survivors' saves are not usable (${saveProblems.join("; ")})`
+  // The newest good checkpoint: the model after epoch E's last round.
+  const checkpointProblems: Array<string> = []
+  for (let version = epochs - 1; version >= 0; version--) {
+    const folder = `${dir}/checkpoints/v${version}`
+    if ((await Files.kind(folder)) !== "directory") continue
+    const model = await readModel(folder)
+    if ("error" in model) {
+      checkpointProblems.push(`checkpoint v${version}: ${model.error}`)
+      continue
+    }
+    if (version + 1 >= epochs) fail(resumeErrors.lastEpochDone(runId, epochs))
+    return {
+      epoch: version + 1,
+      firstRound: model.round + 1,
+      committed: [],
+      params: model.params,
+      state: "checkpoint",
+      loadedFrom: folder,
+      notes: [
+        ...notes,
+        ...checkpointProblems.map((p) => `not loaded: ${p}`),
+        `${why}: resuming from checkpoint v${version}; epoch ${version + 1} is trained again from its start`
+      ]
+    }
+  }
+  return fail(resumeErrors.noState(runId, [why, ...checkpointProblems].join("; "), `${dir}/checkpoints`))
+}
+
+const numberOr = (value: unknown, fallback: number): number => (typeof value === "number" && Number.isFinite(value) ? value : fallback)
+const optionalNumber = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+
+const failureLimitOf = (value: unknown): Config.FailureLimit | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const { absolute, fraction } = value as Record<string, unknown>
+  return typeof absolute === "number" ? { absolute } : typeof fraction === "number" ? { fraction } : undefined
+}
+
+const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
+  value === "fastest" ? "fastest"
+  : typeof value === "object" && value !== null && typeof (value as { rank?: unknown }).rank === "number" ? { rank: (value as { rank: number }).rank }
+  : undefined
+
+/** `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`). */
+const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
+
+/** The folder that holds `dir` (`.` for a bare name). */
+const parentFolder = (dir: string): string => {
+  const at = dir.lastIndexOf("/")
+  return at < 0 ? "." : at === 0 ? "/" : dir.slice(0, at)
+}
+
+/**
+ * Resumes the run in `options.resume` through `launch` (the launcher's run with a `Resumed`
+ * record). Rejects with `LaunchError` (option `resume`, reasons in `resumeErrors`; option
+ * `trainer` when the trainer module cannot be loaded) before anything runs; the parent's
+ * directory changes only while the resumed run holds its lock file.
+ *
+ * @since 0.1.0
+ * @category resume
+ */
+export const resume = async (
+  options: ResumeOptions,
+  launch: (options: RunOptions, resumed: Resumed) => Promise<RunResult>
+): Promise<RunResult> => {
+  const parent = await readParent(options.resume)
+  const { started } = parent
+  const parentOptions = parent.options
+  if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
+  // The trainer: the parent's (the absolute URL it recorded; an older journal's path as given), or
+  // the one named, which must be the same module: same dataset size, same file contents.
+  const recordedUrl = typeof parentOptions.trainerUrl === "string"
+    ? parentOptions.trainerUrl
+    : typeof parentOptions.trainer === "string" ? Files.fileUrl(parentOptions.trainer) : undefined
+  const trainerGiven = options.trainer ?? recordedUrl
+  if (trainerGiven === undefined) return fail(resumeErrors.notARun(options.resume, "its journal does not name its trainer"))
+  const { url: trainerUrl, module } = await loadTrainer(trainerGiven)
+  const shown = Files.pathOf(trainerGiven)
+  if (module.trainSamples !== started.epochSamples) {
+    fail(resumeErrors.datasetSize(shown, module.trainSamples, started.runId, started.epochSamples))
+  }
+  if (typeof parentOptions.trainerSha256 === "string" && (await trainerSha256(trainerUrl)) !== parentOptions.trainerSha256) {
+    fail(resumeErrors.otherTrainer(shown, started.runId))
+  }
+  const lockPath = `${parent.dir}/${lockFileName}`
+  let lock: LockFile.Acquired
+  try {
+    lock = await LockFile.acquire(lockPath, Date.now())
+  } catch (error) {
+    return fail(resumeErrors.cannotLock(lockPath, errorText(error)))
+  }
+  if (lock._tag === "Held") return fail(resumeErrors.locked(started.runId, lock.owner?.pid, lockPath))
+  try {
+    const picked = await pickState(parent, started.epochSamples, started.epochs)
+    const resumed: Resumed = {
+      parent: { runId: started.runId, runDir: started.runDir },
+      epoch: picked.epoch,
+      firstRound: picked.firstRound,
+      committedSamples: picked.committed.reduce((sum, [, size]) => sum + size, 0),
+      committed: picked.committed,
+      state: picked.state,
+      loadedFrom: picked.loadedFrom,
+      notes: [...(lock.tookOverFrom === undefined ? [] : [`took over ${lockPath} from process ${lock.tookOverFrom}, which is gone`]), ...picked.notes]
+    }
+    const o = parentOptions
+    const fresh = defined<RunOptions>({
+      // What the parent's model and data order were made of: never overridden.
+      trainer: trainerUrl,
+      epochs: started.epochs,
+      mode: started.mode,
+      seed: numberOr(o.seed, defaults.seed),
+      batchSize: numberOr(o.batchSize, defaults.batchSize),
+      averageEverySteps: numberOr(o.averageEverySteps, defaults.averageEverySteps),
+      // The cluster, its bounds and its faults: the caller's, else the parent's (faults: none).
+      worldSize: options.worldSize ?? started.worldSize,
+      transport: options.transport ?? started.transport,
+      kills: options.kills ?? [],
+      hangs: options.hangs ?? [],
+      floods: options.floods ?? [],
+      heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? optionalNumber(o.heartbeatTimeoutMs),
+      heartbeatIntervalMs: options.heartbeatIntervalMs ?? optionalNumber(o.heartbeatIntervalMs),
+      coordinatorStallMs: options.coordinatorStallMs ?? optionalNumber(o.coordinatorStallMs),
+      coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? optionalNumber(o.coordinatorTimeoutMs),
+      tickMs: options.tickMs ?? optionalNumber(o.tickMs),
+      failureLimit: "failureLimit" in options ? options.failureLimit : failureLimitOf(o.failureLimit),
+      rolePolicy: options.rolePolicy ?? rolePolicyOf(o.rolePolicy),
+      onRepeatedCrash: options.onRepeatedCrash ?? (o.onRepeatedCrash === "continue" || o.onRepeatedCrash === "stop" ? o.onRepeatedCrash : undefined),
+      rankMemoryMb: options.rankMemoryMb ?? optionalNumber(o.rankMemoryMb),
+      rankNice: options.rankNice ?? optionalNumber(o.rankNice),
+      interruptGraceMs: options.interruptGraceMs ?? optionalNumber(o.interruptGraceMs),
+      outDir: options.outDir ?? parentFolder(parent.dir),
+      runId: options.runId,
+      signal: options.signal,
+      stopSignal: options.stopSignal,
+      onEvent: options.onEvent,
+      onRankOutput: options.onRankOutput,
+      resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params }
+    })
+    return await launch(fresh, resumed)
+  } finally {
+    await lock.release()
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * `cohort resume RUN_DIR`: continues a run that was interrupted, stopped unrecoverable, or cut off
+ * by the death of its coordinator's process, as a new run (`run({ resume })` of
+ * `actors/launcher.ts`; how the state is picked and what is refused: `actors/resume.ts`). Shows it
+ * as `demo` and `run` do; the notes of the resume (a fallback to a checkpoint, a journal cut short)
+ * go to stderr as `cohort: note: ...` lines.
+ *
+ * @since 0.1.0
+ */
+import type * as RunTypes from "../../actors/run-types.ts"
+import { consoleToStderr, type Io, launchWithView } from "./main.ts"
+import { ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
+
+/** `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`). */
+const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
+  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
+
+/**
+ * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 130,
+ * 143), 2 when the resume is refused (one `cohort: resume: ...` line), 3 when the launcher cannot
+ * be loaded or fails.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const resume = async (io: Io, options: ResumeCommandOptions): Promise<number> => {
+  const restore = options.json ? consoleToStderr() : () => {}
+  try {
+    let run: (options: RunTypes.ResumeOptions) => Promise<RunTypes.RunResult>
+    try {
+      run = (await import("../../actors/launcher.ts")).run
+    } catch (error) {
+      io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+      return ExitCode.unavailable
+    }
+    return await launchWithView(io, options.json, (hooks) =>
+      run(defined<RunTypes.ResumeOptions>({
+        resume: options.runDir,
+        trainer: options.trainer,
+        worldSize: options.worldSize,
+        transport: options.transport,
+        kills: options.kills,
+        hangs: options.hangs,
+        heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+        coordinatorTimeoutMs: options.coordinatorTimeoutMs,
+        failureLimit: options.failureLimit,
+        rankMemoryMb: options.rankMemoryMb,
+        interruptGraceMs: options.interruptGraceMs,
+        outDir: options.outDir,
+        signal: hooks.signal,
+        stopSignal: hooks.stopSignal,
+        onRankOutput: hooks.onRankOutput,
+        onEvent: (event) => {
+          hooks.onEvent(event)
+          if (event.type === "started") for (const note of event.resumed?.notes ?? []) io.err(`cohort: note: ${note}\n`)
+        }
+      })))
+  } finally {
+    restore()
+  }
+}

@@ -1,0 +1,322 @@
+// `cohort resume` (issue 13 items 4 and 5): a run stopped unrecoverable, interrupted or cut off by
+// its coordinator's death goes on as a new run, from its survivors' saves (only the epoch's
+// uncommitted ranges are trained; the epoch's audit covers both runs) or from its last checkpoint
+// (the epoch trained again); every bad input is refused with one line and exit 2, and leaves the
+// parent's directory as it was. Real workers, real child processes, the real CLI under each runtime.
+import { spawn, spawnSync } from "node:child_process"
+import { createHash } from "node:crypto"
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Launcher from "../../actors/launcher.ts"
+import type { RunEvent, RunResult } from "../../actors/run-types.ts"
+import * as Runtime from "../../src/platform/detect.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
+
+const runtime = Runtime.detect()
+const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
+const outDir = mkdtempSync(join(tmpdir(), "cohort-resume-"))
+afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+
+interface Exited {
+  readonly code: number | null
+  readonly stdout: string
+  readonly stderr: string
+}
+
+/** Starts the CLI with `args` under this runtime; `exited` resolves with its code and output. */
+const startCli = (args: ReadonlyArray<string>): { readonly pid: number; readonly exited: Promise<Exited>; readonly stdout: () => string } => {
+  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], { stdio: ["ignore", "pipe", "pipe"] })
+  let stdout = ""
+  let stderr = ""
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+  const exited = new Promise<Exited>((resolve) => child.on("close", (code) => resolve({ code, stdout, stderr })))
+  return { pid: child.pid!, exited, stdout: () => stdout }
+}
+const cohort = (...args: ReadonlyArray<string>): Promise<Exited> => startCli(args).exited
+
+/** Every file under `dir` (relative path) with its SHA-256: equal before and after means unchanged. */
+const snapshot = (dir: string): Record<string, string> => {
+  const files: Record<string, string> = {}
+  const walk = (at: string, prefix: string): void => {
+    for (const name of readdirSync(at).sort()) {
+      const path = join(at, name)
+      if (statSync(path).isDirectory()) walk(path, `${prefix}${name}/`)
+      else files[`${prefix}${name}`] = createHash("sha256").update(readFileSync(path)).digest("hex")
+    }
+  }
+  walk(dir, "")
+  return files
+}
+
+const onlyRunDir = (parent: string): string => {
+  const dirs = existsSync(parent) ? readdirSync(parent) : []
+  return dirs.length === 1 ? join(parent, dirs[0]!) : ""
+}
+
+const journalOf = (runDir: string): Array<RunEvent> => {
+  const path = join(runDir, "events.ndjson")
+  if (!existsSync(path)) return []
+  const text = readFileSync(path, "utf8")
+  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as RunEvent)
+}
+
+const summaryOf = (runDir: string): RunResult => JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** What every clean epoch of a run of `samples` samples reads: `[epoch, samples, lost 0, duplicated 0]`. */
+const auditRows = (result: RunResult) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+
+describe(`cohort resume (${runtime})`, () => {
+  it("the demo stopped by --failure-limit 1 --kill 1@3, resumed on 3 ranks: the resumed epoch's audit covers both runs (lost 0, duplicated 0), the rest completes, accuracy within 0.01 of an uninterrupted run", async () => {
+    const common = ["--epochs", "2", "--seed", "7", "--json"]
+    const baseline = await cohort("demo", ...common, "--no-kill", "--out", join(outDir, "demo-baseline"))
+    expect(baseline.code).toBe(0)
+    const base = JSON.parse(baseline.stdout) as RunResult
+    const stopped = await cohort("demo", ...common, "--failure-limit", "1", "--kill", "1@3", "--out", join(outDir, "demo"))
+    expect(stopped.code).toBe(1)
+    const parent = JSON.parse(stopped.stdout) as RunResult
+    expect(parent.outcome).toMatchObject({ status: "unrecoverable", reason: "FailureLimitReached", failures: [1] })
+    expect(parent.saves).toEqual({ saved: [0, 2, 3], notSaved: [] })
+    const uncommitted = parent.outcome.uncommitted!
+    const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
+    expect(left).toBeGreaterThan(0)
+    expect(stopped.stderr.trimEnd().split("\n").filter((line) => line.startsWith("cohort: run stopped:"))).toEqual([
+      `cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under ${parent.runDir}/save; ` +
+        `resume with: cohort resume ${parent.runDir}`
+    ])
+
+    const resumed = await cohort("resume", parent.runDir, "--world-size", "3", "--json")
+    expect(resumed.stderr).not.toMatch(/cohort: note:/)
+    expect(resumed.code).toBe(0)
+    const child = JSON.parse(resumed.stdout) as RunResult
+    // A new run beside its parent, naming it and where it picked up.
+    expect(child.runDir).not.toBe(parent.runDir)
+    expect(join(child.runDir, "..")).toBe(join(parent.runDir, ".."))
+    expect(child.resumed).toMatchObject({
+      parent: { runId: parent.runId, runDir: parent.runDir },
+      epoch: uncommitted.epoch,
+      committedSamples: 8000 - left,
+      state: "save",
+      loadedFrom: `${parent.runDir}/save/rank0`,
+      notes: []
+    })
+    const started = journalOf(child.runDir)[0]!
+    expect(started.type === "started" && [started.worldSize, started.epochs, started.resumed]).toEqual([3, 2, child.resumed])
+    // The resumed epoch's audit counts both runs' samples, each once; then every remaining epoch.
+    expect(auditRows(child)).toEqual([uncommitted.epoch, ...(uncommitted.epoch === 0 ? [1] : [])].map((epoch) => [epoch, 8000, 0, 0]))
+    expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
+    expect(child.outcome.status).toBe("completed")
+    expect(child.finalAccuracy!).toBeGreaterThanOrEqual(base.finalAccuracy! - 0.01)
+    // The report marks the epoch that spans both runs.
+    const report = await cohort("report", child.runDir)
+    expect(report.code).toBe(0)
+    expect(report.stdout).toContain(
+      `* epoch ${uncommitted.epoch} spans runs ${parent.runId} and ${child.runId}: ${8000 - left} samples committed by run ${parent.runId}, ${left} by run ${child.runId}; the audit covers both\n`
+    )
+    // The parent's directory holds no lock once the resume is over.
+    expect(existsSync(join(parent.runDir, "resume.lock"))).toBe(false)
+  }, 400_000)
+
+  it("SIGKILL of the coordinator (--transport process) mid-epoch, the journal cut mid-line: report reads it and gives the command; resume trains the cut epoch again from the last checkpoint with a clean audit", async () => {
+    const parentOut = join(outDir, "killed")
+    const run = startCli([
+      "run", "--trainer", steadySlow, "--transport", "process", "--world-size", "3", "--epochs", "3", "--no-kill",
+      "--coordinator-timeout-ms", "3000", "--out", parentOut
+    ])
+    let runDir = ""
+    const until = Date.now() + 120_000
+    // Once epoch 0 is audited and checkpointed and epoch 1 is under way.
+    while (Date.now() < until) {
+      runDir = onlyRunDir(parentOut)
+      const journal = runDir === "" ? [] : journalOf(runDir)
+      if (
+        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && existsSync(join(runDir, "checkpoints", "v0", "model.json")) &&
+        journal.some((e) => e.type === "progress" && e.epoch === 1)
+      ) break
+      await sleep(20)
+    }
+    spawnSync("kill", ["-KILL", String(run.pid)]) // kill(1): Deno's process.kill cannot send every signal
+    await run.exited
+    // Every rank's emergency save is done once the CLI's stderr closed (the ranks held it open).
+    expect(journalOf(runDir).some((e) => e.type === "ended")).toBe(false)
+    const newest = Math.max(...readdirSync(join(runDir, "checkpoints")).map((name) => Number(name.slice(1))))
+    expect(newest).toBeLessThan(2)
+    // Cut the journal in the middle of its last line, as a write cut short by the kill.
+    const journalPath = join(runDir, "events.ndjson")
+    const text = readFileSync(journalPath, "utf8")
+    const lastStart = text.slice(0, -1).lastIndexOf("\n") + 1
+    truncateSync(journalPath, Buffer.byteLength(text.slice(0, lastStart + Math.floor((text.length - 1 - lastStart) / 2))))
+    const cutLine = text.slice(0, lastStart).split("\n").length
+    const before = snapshot(runDir)
+
+    const report = await cohort("report", runDir)
+    expect(report.code).toBe(2)
+    expect(report.stderr).toBe(
+      `cohort: warning: ${runDir}/events.ndjson was cut in line ${cutLine}: the report shows the run as far as it was read; its outcome is unknown; ` +
+        `if its coordinator's process died, resume it from its last checkpoint with: cohort resume ${runDir}\n`
+    )
+
+    const resumed = await cohort("resume", runDir, "--transport", "worker", "--world-size", "2", "--json")
+    expect(resumed.code).toBe(0)
+    expect(resumed.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
+      `cohort: note: the parent's journal was cut in line ${cutLine} (a write cut short); every whole line before it was read`,
+      `cohort: note: the parent's journal ends without its outcome (it was cut in line ${cutLine}): its coordinator's process died: ` +
+        `resuming from checkpoint v${newest}; epoch ${newest + 1} is trained again from its start`
+    ])
+    const child = JSON.parse(resumed.stdout) as RunResult
+    expect(child.resumed).toMatchObject({ epoch: newest + 1, committedSamples: 0, committed: [], state: "checkpoint", loadedFrom: `${runDir}/checkpoints/v${newest}` })
+    expect(auditRows(child)).toEqual([newest + 1, 2].filter((e, i, all) => all.indexOf(e) === i).map((epoch) => [epoch, 4800, 0, 0]))
+    expect(child.epochs.every((e) => e.spansRuns === undefined)).toBe(true)
+    expect(child.exitCode).toBe(0)
+    // Nothing in the parent's directory changed.
+    expect(snapshot(runDir)).toEqual(before)
+  }, 300_000)
+
+  describe("bad input: one line, exit 2, the parent's directory unchanged", () => {
+    // A trainer of its own (a file this test edits): 48,000 samples, 4 ms a batch (an epoch of 3
+    // ranks lasts about 2.5 s), holds while `<dir>/hold` exists.
+    const trainerDir = join(outDir, "trainer")
+    mkdirSync(trainerDir, { recursive: true })
+    const trainer = join(trainerDir, "held.mjs")
+    const hold = join(trainerDir, "hold")
+    const source = (samples: number) =>
+      [
+        `import { existsSync } from "node:fs"`,
+        `import { mkdir, writeFile } from "node:fs/promises"`,
+        `export const trainSamples = ${samples}`,
+        `const wait = (ms) => new Promise((resolve) => setTimeout(resolve, ms))`,
+        `export const createTrainer = (context) => {`,
+        `  const params = new Float32Array(4)`,
+        `  return {`,
+        `    trainBatch: async (indices) => { while (existsSync(${JSON.stringify(hold)})) await wait(20); await wait(4); return { loss: indices.length } },`,
+        `    getParams: () => params,`,
+        `    setParams: (next) => params.set(next),`,
+        `    save: async (dir) => { await mkdir(dir, { recursive: true }); await writeFile(dir + "/held.json", JSON.stringify({ rank: context.rank })) }`,
+        `  }`,
+        `}`,
+        ``
+      ].join("\n")
+    writeFileSync(trainer, source(48000))
+
+    /** A run of `trainer` interrupted a quarter into epoch 1 (rounds committed): its survivors saved in epoch 1. */
+    const interrupted = async (name: string): Promise<RunResult> => {
+      const controller = new AbortController()
+      const result = await Launcher.run({
+        trainer,
+        worldSize: 3,
+        epochs: 3,
+        outDir: join(outDir, name),
+        signal: controller.signal,
+        onRankOutput: () => {},
+        onEvent: (event) => {
+          if (event.type === "progress" && event.epoch === 1 && event.samplesDone >= 4000) controller.abort()
+        }
+      })
+      expect([result.outcome.status, result.saves]).toEqual(["interrupted", { saved: [0, 1, 2], notSaved: [] }])
+      return result
+    }
+
+    /** `cohort resume ...args` on `dir`: exit 2 with exactly `line`, and `dir` as it was. */
+    const refused = async (dir: string, line: string, ...args: ReadonlyArray<string>): Promise<void> => {
+      const before = existsSync(dir) ? snapshot(dir) : undefined
+      const result = await cohort("resume", dir, ...args)
+      expect({ code: result.code, stderr: result.stderr, stdout: result.stdout }).toEqual({ code: 2, stderr: `cohort: ${line}\n`, stdout: "" })
+      expect(existsSync(dir) ? snapshot(dir) : undefined).toEqual(before)
+    }
+
+    it("a completed run, a folder that is not a run, a missing folder, another dataset size, another trainer file, no usable state", async () => {
+      const completed = await Launcher.run({ trainer, worldSize: 2, epochs: 1, outDir: join(outDir, "completed"), onRankOutput: () => {} })
+      expect(completed.exitCode).toBe(0)
+      await refused(completed.runDir, `resume: nothing to resume: run ${completed.runId} completed all 1 epoch`)
+      const empty = join(outDir, "empty")
+      mkdirSync(empty)
+      await refused(empty, `resume: ${empty} is not a run directory: it has no events.ndjson`)
+      await refused(join(outDir, "nowhere"), `resume: ${join(outDir, "nowhere")} is not a run directory: no such directory`)
+
+      const parent = await interrupted("interrupted")
+      // The same file with another dataset size; then the same size but other contents.
+      writeFileSync(trainer, source(40000))
+      await refused(parent.runDir, `resume: the trainer ${trainer} has 40000 training samples, but run ${parent.runId} trained on 48000; resume needs the same dataset`)
+      writeFileSync(trainer, `${source(48000)}// edited\n`)
+      await refused(parent.runDir, `resume: the trainer ${trainer} is not the file run ${parent.runId} trained with (its SHA-256 differs); resume needs the same trainer`)
+      writeFileSync(trainer, source(48000))
+
+      // Every survivor's save corrupt and no checkpoint: nothing to load.
+      const broken = join(outDir, "broken", parent.runId)
+      cpSync(parent.runDir, broken, { recursive: true })
+      rmSync(join(broken, "checkpoints"), { recursive: true, force: true })
+      for (const rank of [0, 1, 2]) truncateSync(join(broken, "save", `rank${rank}`, "params.f32"), 3)
+      const errors = await Promise.all([0, 1, 2].map(async (rank) => {
+        const read = await SavedModel.read(join(broken, "save", `rank${rank}`))
+        return read._tag === "Unusable" ? `rank ${rank}: ${read.reason}` : "read"
+      }))
+      await refused(
+        broken,
+        `resume: no state to resume run ${parent.runId} from: the survivors' saves are not usable (${errors.join("; ")}); and no good checkpoint under ${broken}/checkpoints`
+      )
+    }, 300_000)
+
+    it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock; a stale lock is taken over; a resume from the saves spans both runs", async () => {
+      const parent = await interrupted("locked")
+      const uncommitted = parent.outcome.uncommitted!
+      expect(uncommitted.epoch).toBe(1)
+      // A copy whose saves are corrupt: the checkpoint of epoch 0 is loaded instead.
+      const corrupt = join(outDir, "corrupt", parent.runId)
+      cpSync(parent.runDir, corrupt, { recursive: true })
+      for (const rank of [0, 1, 2]) writeFileSync(join(corrupt, "save", `rank${rank}`, "params.f32"), new Uint8Array(16).fill(7))
+      const errors = await Promise.all([0, 1, 2].map(async (rank) => {
+        const read = await SavedModel.read(join(corrupt, "save", `rank${rank}`))
+        return read._tag === "Unusable" ? `rank ${rank}: ${read.reason}` : "read"
+      }))
+      const before = snapshot(corrupt)
+      // The first resume holds (its trainer waits on the hold file) while a second one tries.
+      writeFileSync(hold, "")
+      const first = startCli(["resume", corrupt, "--json", "--out", join(outDir, "corrupt-resumed")])
+      const lock = join(corrupt, "resume.lock")
+      for (let i = 0; i < 6000 && !existsSync(lock); i++) await sleep(20)
+      expect(JSON.parse(readFileSync(lock, "utf8")).pid).toBe(first.pid)
+      const second = await cohort("resume", corrupt)
+      expect([second.code, second.stderr]).toEqual([
+        2,
+        `cohort: resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end\n`
+      ])
+      rmSync(hold)
+      const done = await first.exited
+      expect(done.code).toBe(0)
+      expect(done.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
+        `cohort: note: the survivors' saves are not usable (${errors.join("; ")}): resuming from checkpoint v0; epoch 1 is trained again from its start`
+      ])
+      const fromCheckpoint = JSON.parse(done.stdout) as RunResult
+      expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual(["checkpoint", 1, 0])
+      expect(auditRows(fromCheckpoint)).toEqual([[1, 48000, 0, 0], [2, 48000, 0, 0]])
+      // The lock is gone and nothing else in the parent changed.
+      expect(snapshot(corrupt)).toEqual(before)
+
+      // A lock left by a resume that was killed (its process is gone) is taken over.
+      const stale = join(parent.runDir, "resume.lock")
+      writeFileSync(stale, `${JSON.stringify({ pid: 999_999_999, acquiredAtMs: 1 })}\n`)
+      const resumed = await cohort("resume", parent.runDir, "--world-size", "2", "--json")
+      expect(resumed.code).toBe(0)
+      expect(resumed.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
+        `cohort: note: took over ${stale} from process 999999999, which is gone`
+      ])
+      expect(existsSync(stale)).toBe(false)
+      const child = JSON.parse(resumed.stdout) as RunResult
+      const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
+      expect(left).toBeLessThan(48000 - 3 * 1024)
+      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 48000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank0` })
+      expect(auditRows(child)).toEqual([[1, 48000, 0, 0], [2, 48000, 0, 0]])
+      expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
+      // Its report says where it came from.
+      const report = await cohort("report", child.runDir)
+      expect(report.code).toBe(0)
+      expect(report.stdout).toContain(`resumed: this run resumes run ${parent.runId} (${parent.runDir}) in epoch 1: `)
+    }, 300_000)
+  })
+})
