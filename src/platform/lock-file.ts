@@ -1,12 +1,13 @@
 /**
- * Lock files: a file created exclusively (`O_CREAT | O_EXCL`) that holds the owner's process id,
+ * Lock files: a file created exclusively (a hard link, which fails when the name exists) that
+ * holds the owner's process id,
  * so that two processes on one machine never do the same thing at once (`cohort resume` of one run,
  * issue 13). `node:fs/promises` and `process.kill(pid, 0)` behave the same on Node 20, Bun and Deno
  * (with `-A`), so one file serves all three runtimes.
  *
  * @since 0.1.0
  */
-import { open, readFile, unlink } from "node:fs/promises"
+import { link, readFile, unlink, writeFile } from "node:fs/promises"
 
 /**
  * What a lock file holds: the owner's process id and when it took the lock (ms since the Unix
@@ -59,24 +60,28 @@ const readOwner = async (path: string): Promise<LockOwner | undefined> => {
   }
 }
 
+/**
+ * Creates `path` holding `owner`, only if it does not exist: the content is written to a file of
+ * this process's own first, then hard-linked to `path` (`link` fails with `EEXIST` when it
+ * exists), so that nobody ever sees the lock file empty or half-written.
+ */
 const createExclusive = async (path: string, owner: LockOwner): Promise<boolean> => {
+  const temporary = `${path}.${process.pid}.tmp`
+  await writeFile(temporary, `${JSON.stringify(owner)}\n`)
   try {
-    const handle = await open(path, "wx")
-    try {
-      await handle.writeFile(`${JSON.stringify(owner)}\n`)
-    } finally {
-      await handle.close()
-    }
+    await link(temporary, path)
     return true
   } catch (error) {
     if ((error as { readonly code?: unknown }).code === "EEXIST") return false
     throw error
+  } finally {
+    await unlink(temporary).catch(() => undefined)
   }
 }
 
 /**
  * Takes the lock at `path` for this process: creates the file exclusively with `{pid,
- * acquiredAtMs}`. When it exists and its process is alive (`processAlive`), the lock is `Held`.
+ * acquiredAtMs}` (written first under a name of its own, then linked to `path`: never seen empty). When it exists and its process is alive (`processAlive`), the lock is `Held`.
  * When its process is gone (a stale lock: its owner was killed), the file is removed and created
  * again, once; a lock that cannot be read (being written, or not a lock file) counts as held.
  * Rejects with the runtime's `Error` (`EACCES`, `ENOENT` for a missing folder, ...) when the file

@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
-import * as SavedModel from "../../src/train/saved-model.ts"
+import * as Cli from "../../src/cli/index.ts"
 
 const runtime = Runtime.detect()
 const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
@@ -179,8 +179,8 @@ describe(`cohort resume (${runtime})`, () => {
   }, 300_000)
 
   describe("bad input: one line, exit 2, the parent's directory unchanged", () => {
-    // A trainer of its own (a file this test edits): 48,000 samples, 4 ms a batch (an epoch of 3
-    // ranks lasts about 2.5 s), holds while `<dir>/hold` exists.
+    // A trainer of its own (a file this test edits): 24,000 samples, 4 ms a batch (an epoch of 3
+    // ranks lasts about 1.3 s), holds while `<dir>/hold` exists.
     const trainerDir = join(outDir, "trainer")
     mkdirSync(trainerDir, { recursive: true })
     const trainer = join(trainerDir, "held.mjs")
@@ -202,9 +202,9 @@ describe(`cohort resume (${runtime})`, () => {
         `}`,
         ``
       ].join("\n")
-    writeFileSync(trainer, source(48000))
+    writeFileSync(trainer, source(24000))
 
-    /** A run of `trainer` interrupted a quarter into epoch 1 (rounds committed): its survivors saved in epoch 1. */
+    /** A run of `trainer` interrupted 3000 samples into epoch 1 (rounds committed): its survivors saved in epoch 1. */
     const interrupted = async (name: string): Promise<RunResult> => {
       const controller = new AbortController()
       const result = await Launcher.run({
@@ -215,23 +215,43 @@ describe(`cohort resume (${runtime})`, () => {
         signal: controller.signal,
         onRankOutput: () => {},
         onEvent: (event) => {
-          if (event.type === "progress" && event.epoch === 1 && event.samplesDone >= 4000) controller.abort()
+          if (event.type === "progress" && event.epoch === 1 && event.samplesDone >= 3000) controller.abort()
         }
       })
-      expect([result.outcome.status, result.saves]).toEqual(["interrupted", { saved: [0, 1, 2], notSaved: [] }])
+      expect([result.outcome.status, result.outcome.uncommitted?.epoch, result.saves]).toEqual(["interrupted", 1, { saved: [0, 1, 2], notSaved: [] }])
       return result
     }
 
-    /** `cohort resume ...args` on `dir`: exit 2 with exactly `line`, and `dir` as it was. */
-    const refused = async (dir: string, line: string, ...args: ReadonlyArray<string>): Promise<void> => {
+    /**
+     * `cohort resume ...args` in this process (`Cli.main`, the launcher already loaded) or, with
+     * `spawned`, as a process of its own (a trainer module this process imported before is cached).
+     */
+    const resume = async (args: ReadonlyArray<string>, spawned = false): Promise<Exited> => {
+      if (spawned) return cohort("resume", ...args)
+      let stdout = ""
+      let stderr = ""
+      const io: Cli.Io = {
+        out: (text) => void (stdout += text),
+        err: (text) => void (stderr += text),
+        isTerminal: false,
+        progressStream: () => {
+          throw new Error("no progress bars without a terminal")
+        }
+      }
+      const code = await Cli.main(["resume", ...args], io)
+      return { code, stdout, stderr }
+    }
+
+    /** `cohort resume dir`: exit 2 with exactly `line` on stderr, and `dir` as it was. */
+    const refused = async (dir: string, line: string, spawned = false): Promise<void> => {
       const before = existsSync(dir) ? snapshot(dir) : undefined
-      const result = await cohort("resume", dir, ...args)
+      const result = await resume([dir], spawned)
       expect({ code: result.code, stderr: result.stderr, stdout: result.stdout }).toEqual({ code: 2, stderr: `cohort: ${line}\n`, stdout: "" })
       expect(existsSync(dir) ? snapshot(dir) : undefined).toEqual(before)
     }
 
     it("a completed run, a folder that is not a run, a missing folder, another dataset size, another trainer file, no usable state", async () => {
-      const completed = await Launcher.run({ trainer, worldSize: 2, epochs: 1, outDir: join(outDir, "completed"), onRankOutput: () => {} })
+      const completed = await Launcher.run({ trainer, worldSize: 3, epochs: 1, outDir: join(outDir, "completed"), onRankOutput: () => {} })
       expect(completed.exitCode).toBe(0)
       await refused(completed.runDir, `resume: nothing to resume: run ${completed.runId} completed all 1 epoch`)
       const empty = join(outDir, "empty")
@@ -240,68 +260,62 @@ describe(`cohort resume (${runtime})`, () => {
       await refused(join(outDir, "nowhere"), `resume: ${join(outDir, "nowhere")} is not a run directory: no such directory`)
 
       const parent = await interrupted("interrupted")
-      // The same file with another dataset size; then the same size but other contents.
-      writeFileSync(trainer, source(40000))
-      await refused(parent.runDir, `resume: the trainer ${trainer} has 40000 training samples, but run ${parent.runId} trained on 48000; resume needs the same dataset`)
-      writeFileSync(trainer, `${source(48000)}// edited\n`)
-      await refused(parent.runDir, `resume: the trainer ${trainer} is not the file run ${parent.runId} trained with (its SHA-256 differs); resume needs the same trainer`)
-      writeFileSync(trainer, source(48000))
+      // The same file with another dataset size; then the same size but other contents (each in a
+      // process of its own: this one has the module cached).
+      writeFileSync(trainer, source(20000))
+      await refused(parent.runDir, `resume: the trainer ${trainer} has 20000 training samples, but run ${parent.runId} trained on 24000; resume needs the same dataset`, true)
+      writeFileSync(trainer, `${source(24000)}// edited\n`)
+      await refused(parent.runDir, `resume: the trainer ${trainer} is not the file run ${parent.runId} trained with (its SHA-256 differs); resume needs the same trainer`, true)
+      writeFileSync(trainer, source(24000))
 
       // Every survivor's save corrupt and no checkpoint: nothing to load.
       const broken = join(outDir, "broken", parent.runId)
       cpSync(parent.runDir, broken, { recursive: true })
       rmSync(join(broken, "checkpoints"), { recursive: true, force: true })
       for (const rank of [0, 1, 2]) truncateSync(join(broken, "save", `rank${rank}`, "params.f32"), 3)
-      const errors = await Promise.all([0, 1, 2].map(async (rank) => {
-        const read = await SavedModel.read(join(broken, "save", `rank${rank}`))
-        return read._tag === "Unusable" ? `rank ${rank}: ${read.reason}` : "read"
-      }))
       await refused(
         broken,
-        `resume: no state to resume run ${parent.runId} from: the survivors' saves are not usable (${errors.join("; ")}); and no good checkpoint under ${broken}/checkpoints`
+        `resume: no state to resume run ${parent.runId} from: the survivors' saves are not usable (` +
+          `rank 0: params.f32 has 3 bytes, expected 16; rank 1: params.f32 has 3 bytes, expected 16; rank 2: params.f32 has 3 bytes, expected 16); ` +
+          `and no good checkpoint under ${broken}/checkpoints`
       )
     }, 300_000)
 
     it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock; a stale lock is taken over; a resume from the saves spans both runs", async () => {
       const parent = await interrupted("locked")
       const uncommitted = parent.outcome.uncommitted!
-      expect(uncommitted.epoch).toBe(1)
       // A copy whose saves are corrupt: the checkpoint of epoch 0 is loaded instead.
       const corrupt = join(outDir, "corrupt", parent.runId)
       cpSync(parent.runDir, corrupt, { recursive: true })
       for (const rank of [0, 1, 2]) writeFileSync(join(corrupt, "save", `rank${rank}`, "params.f32"), new Uint8Array(16).fill(7))
-      const errors = await Promise.all([0, 1, 2].map(async (rank) => {
-        const read = await SavedModel.read(join(corrupt, "save", `rank${rank}`))
-        return read._tag === "Unusable" ? `rank ${rank}: ${read.reason}` : "read"
-      }))
       const before = snapshot(corrupt)
-      // The first resume holds (its trainer waits on the hold file) while a second one tries.
+      // The first resume, a process of its own, holds (its trainer waits on the hold file) while a second one tries.
       writeFileSync(hold, "")
       const first = startCli(["resume", corrupt, "--json", "--out", join(outDir, "corrupt-resumed")])
       const lock = join(corrupt, "resume.lock")
-      for (let i = 0; i < 6000 && !existsSync(lock); i++) await sleep(20)
-      expect(JSON.parse(readFileSync(lock, "utf8")).pid).toBe(first.pid)
-      const second = await cohort("resume", corrupt)
-      expect([second.code, second.stderr]).toEqual([
-        2,
-        `cohort: resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end\n`
-      ])
-      rmSync(hold)
+      try {
+        for (let i = 0; i < 6000 && !existsSync(lock); i++) await sleep(20)
+        expect(JSON.parse(readFileSync(lock, "utf8")).pid).toBe(first.pid)
+        await refused(corrupt, `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`)
+      } finally {
+        rmSync(hold, { force: true })
+      }
       const done = await first.exited
       expect(done.code).toBe(0)
       expect(done.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
-        `cohort: note: the survivors' saves are not usable (${errors.join("; ")}): resuming from checkpoint v0; epoch 1 is trained again from its start`
+        `cohort: note: the survivors' saves are not usable (${[0, 1, 2].map((r) => `rank ${r}: params.f32 does not match its checksum`).join("; ")}): ` +
+          `resuming from checkpoint v0; epoch 1 is trained again from its start`
       ])
       const fromCheckpoint = JSON.parse(done.stdout) as RunResult
       expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual(["checkpoint", 1, 0])
-      expect(auditRows(fromCheckpoint)).toEqual([[1, 48000, 0, 0], [2, 48000, 0, 0]])
+      expect(auditRows(fromCheckpoint)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
       // The lock is gone and nothing else in the parent changed.
       expect(snapshot(corrupt)).toEqual(before)
 
       // A lock left by a resume that was killed (its process is gone) is taken over.
       const stale = join(parent.runDir, "resume.lock")
       writeFileSync(stale, `${JSON.stringify({ pid: 999_999_999, acquiredAtMs: 1 })}\n`)
-      const resumed = await cohort("resume", parent.runDir, "--world-size", "2", "--json")
+      const resumed = await resume([parent.runDir, "--world-size", "2", "--json"])
       expect(resumed.code).toBe(0)
       expect(resumed.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
         `cohort: note: took over ${stale} from process 999999999, which is gone`
@@ -309,9 +323,9 @@ describe(`cohort resume (${runtime})`, () => {
       expect(existsSync(stale)).toBe(false)
       const child = JSON.parse(resumed.stdout) as RunResult
       const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
-      expect(left).toBeLessThan(48000 - 3 * 1024)
-      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 48000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank0` })
-      expect(auditRows(child)).toEqual([[1, 48000, 0, 0], [2, 48000, 0, 0]])
+      expect(left).toBeLessThan(24000 - 3 * 1024)
+      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 24000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank0` })
+      expect(auditRows(child)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
       expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
       // Its report says where it came from.
       const report = await cohort("report", child.runDir)
