@@ -1,6 +1,7 @@
 import { execFileSync, spawn } from "node:child_process"
-import { rmSync, symlinkSync } from "node:fs"
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
@@ -457,6 +458,70 @@ describe("parse", () => {
 // Bad input: one line on stderr, exit code 2
 // ---------------------------------------------------------------------------------------------
 
+describe("parse resume", () => {
+  it("takes the run directory and leaves every option not given undefined (the parent's), faults none", () => {
+    expect(Cli.parse(["resume", "runs/abc"])).toEqual({
+      command: "resume",
+      options: {
+        runDir: "runs/abc",
+        trainer: undefined,
+        worldSize: undefined,
+        transport: undefined,
+        kills: [],
+        hangs: [],
+        heartbeatTimeoutMs: undefined,
+        coordinatorTimeoutMs: undefined,
+        failureLimit: undefined,
+        rankMemoryMb: undefined,
+        interruptGraceMs: undefined,
+        outDir: undefined,
+        json: false
+      }
+    })
+  })
+
+  it("reads every flag of resume", () => {
+    const parsed = Cli.parse([
+      "resume", "runs/abc", "--world-size", "3", "--transport", "process", "--kill", "1@2", "--hang", "2@4.5",
+      "--heartbeat-timeout-ms", "5000", "--coordinator-timeout-ms", "3000", "--failure-limit", "2", "--rank-memory-mb", "0",
+      "--interrupt-grace-ms", "0", "--trainer", "t.ts", "--out", "elsewhere", "--json"
+    ])
+    expect(parsed).toEqual({
+      command: "resume",
+      options: {
+        runDir: "runs/abc",
+        trainer: "t.ts",
+        worldSize: 3,
+        transport: "process",
+        kills: [{ rank: 1, atSeconds: 2 }],
+        hangs: [{ rank: 2, atSeconds: 4.5 }],
+        heartbeatTimeoutMs: 5000,
+        coordinatorTimeoutMs: 3000,
+        failureLimit: { absolute: 2 },
+        rankMemoryMb: 0,
+        interruptGraceMs: 0,
+        outDir: "elsewhere",
+        json: true
+      }
+    })
+  })
+
+  it("refuses what a resume cannot change or read, in one line", () => {
+    expect(Cli.parse(["resume"])).toEqual({ error: "missing required argument 'RUN_DIR'" })
+    expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({ error: "unknown option '--epochs'" })
+    expect(Cli.parse(["resume", "runs/abc", "--seed", "5"])).toEqual({ error: "unknown option '--seed'" })
+    expect(Cli.parse(["resume", "runs/abc", "--world-size", "0"])).toEqual({ error: "--world-size must be an integer >= 1, got '0'" })
+    expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({ error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)" })
+    expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({ error: "--transport must be worker or process, got 'socket'" })
+    expect(Cli.parse(["resume", "runs/abc", "--out", ""])).toEqual({ error: "--out needs a folder path" })
+  })
+
+  it("resumeCommand quotes a directory only when a shell needs it", () => {
+    expect(Cli.resumeCommand("runs/abc")).toBe("cohort resume runs/abc")
+    expect(Cli.resumeCommand("/tmp/my runs/it's")).toBe(`cohort resume '/tmp/my runs/it'\\''s'`)
+  })
+})
+
 describe("bad input gives one line on stderr and exit code 2", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
     ["an unknown flag", ["demo", "--bogus"], "cohort: unknown option '--bogus'"],
@@ -608,7 +673,9 @@ describe("help", () => {
     ) {
       expect(text).toContain(flag)
     }
-    for (const code of [0, 1, 2, 3, 4]) expect(text).toMatch(new RegExp(`^  ${code}  \\S`, "m"))
+    for (const code of [0, 1, 2, 3, 4, 130, 143]) expect(text).toMatch(new RegExp(`^  ${code}  \\S`, "m"))
+    expect(text).toContain("cohort resume RUN_DIR [options]")
+    expect(text).toContain("--trainer FILE              the run's trainer module if it moved")
     expect(Math.max(...text.split("\n").map((line) => line.length))).toBeLessThanOrEqual(100)
   })
 })
@@ -700,6 +767,80 @@ describe("renderResult", () => {
     expect(out).toContain(
       "  rank 1 after the run ended (supervisor): killed by terminate; detected 833.0 ms after the fault; 0 samples left uncommitted (the run stopped)\n"
     )
+  })
+})
+
+describe("a resumed run", () => {
+  const resumed: RunTypes.Resumed = {
+    parent: { runId: "par3nt", runDir: "runs/par3nt" },
+    epoch: 1,
+    firstRound: 12,
+    committedSamples: 3000,
+    committed: [[0, 1000], [2000, 2000]],
+    state: "save",
+    loadedFrom: "runs/par3nt/save/rank0",
+    notes: []
+  }
+  const child: RunTypes.RunResult = {
+    ...completed,
+    runId: "ch1ld",
+    runDir: "runs/ch1ld",
+    epochs: completed.epochs.map((e) => (e.epoch === 1 ? { ...e, spansRuns: ["par3nt", "ch1ld"] as const } : e)),
+    resumed
+  }
+
+  it("marks the epoch that spans both runs in the end table and says where the run picked up", () => {
+    const lines = Cli.renderResult(child).out.split("\n")
+    expect(lines.slice(0, 5)).toEqual([
+      "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
+      "    0               8000     0           0       0             -            -         0.9105",
+      "   1*               8000     0           0       1           1.3          3.5         0.9350",
+      "    2               8000     0           0       0             -            -         0.9420",
+      "* epoch 1 spans runs par3nt and ch1ld: 3000 samples committed by run par3nt, 5000 by run ch1ld; the audit covers both"
+    ])
+    expect(lines[5]).toBe(
+      "resumed: this run resumes run par3nt (runs/par3nt) in epoch 1: 3000 samples of it committed by run par3nt, the rest trained here; " +
+        "model from runs/par3nt/save/rank0 (the survivors' save)"
+    )
+  })
+
+  it("lists the resume's notes under it; a checkpoint resume trains its epoch from the start and spans nothing", () => {
+    const fromCheckpoint: RunTypes.RunResult = {
+      ...completed,
+      resumed: { ...resumed, committedSamples: 0, committed: [], state: "checkpoint", loadedFrom: "runs/par3nt/checkpoints/v0", notes: ["note one"] }
+    }
+    const out = Cli.renderResult(fromCheckpoint).out
+    expect(out).not.toContain("spans runs")
+    expect(out).toContain(
+      "resumed: this run resumes run par3nt (runs/par3nt) in epoch 1: the epoch is trained from its start; " +
+        "model from runs/par3nt/checkpoints/v0 (the last epoch checkpoint)\n  note one\n"
+    )
+  })
+
+  it("its started line names the parent", () => {
+    const started: RunTypes.RunEvent = {
+      type: "started", ms: 0, runId: "ch1ld", runDir: "runs/ch1ld", worldSize: 3, epochs: 3, epochSamples: 8000, mode: "static", transport: "worker", resumed
+    }
+    expect(Cli.eventText(started)).toBe(
+      "run ch1ld: 3 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/ch1ld; resumes run par3nt (runs/par3nt) in epoch 1: " +
+        "3000 samples of it committed by run par3nt, the rest trained here; model from runs/par3nt/save/rank0 (the survivors' save)"
+    )
+  })
+
+  it("report reads a resumed run's journal back with the spanning epoch marked", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cohort-resumed-"))
+    try {
+      const events: ReadonlyArray<RunTypes.RunEvent> = [
+        { type: "started", ms: 0, runId: "ch1ld", runDir: dir, worldSize: 3, epochs: 2, epochSamples: 8000, mode: "static", transport: "worker", resumed },
+        { type: "epoch", ms: 10, summary: summary(1), accuracy: undefined },
+        { type: "ended", ms: 20, outcome: { ...completed.outcome, epochs: [summary(1)], deaths: [], failures: [] }, exitCode: 0 }
+      ]
+      writeFileSync(join(dir, "events.ndjson"), events.map((e) => `${JSON.stringify(e)}\n`).join(""))
+      const result = await Cli.readRun(dir)
+      expect(typeof result !== "string" && [result.resumed, result.epochs.map((e) => e.spansRuns)]).toEqual([resumed, [["par3nt", "ch1ld"]]])
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 

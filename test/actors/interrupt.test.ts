@@ -96,9 +96,11 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     const lastLine = run.stderr.trimEnd().split("\n").at(-1)!
     expect(lastLine).toBe(
       `cohort: run interrupted by SIGINT: run in ${run.runDir}; ranks 0, 1, 2 saved under ${run.runDir}/save; ` +
-        `the epoch's uncommitted ranges are in ${run.runDir}/summary.json; resume is not available yet`
+        `the epoch's uncommitted ranges are in ${run.runDir}/summary.json; resume with: cohort resume ${run.runDir}`
     )
-    expect(run.stderr).toContain("cohort: SIGINT: asking the ranks to save and stop (grace 30 s); send it again to stop at once\n")
+    expect(run.stderr).toContain(
+      `cohort: SIGINT: asking the ranks to save and stop (grace 30 s); send it again to stop at once; then resume with: cohort resume ${run.runDir}\n`
+    )
     // Every event up to then, in order, epoch 0's audit included; the journal ends with the outcome.
     const journal = journalOf(run.runDir)
     expect(journal.slice(0, run.journalWhileRunning.length)).toEqual(run.journalWhileRunning)

@@ -16,6 +16,7 @@ import * as Runtime from "../../src/platform/detect.ts"
 import * as Cli from "../../src/cli/index.ts"
 
 const runtime = Runtime.detect()
+const demoTrainer = fileURLToPath(new URL("../../src/train/mnist-trainer.ts", import.meta.url))
 const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-resume-"))
@@ -73,22 +74,30 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const auditRows = (result: RunResult) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 describe(`cohort resume (${runtime})`, () => {
-  it("the demo stopped by --failure-limit 1 --kill 1@3, resumed on 3 ranks: the resumed epoch's audit covers both runs (lost 0, duplicated 0), the rest completes, accuracy within 0.01 of an uninterrupted run", async () => {
-    const common = ["--epochs", "2", "--seed", "7", "--json"]
-    const baseline = await cohort("demo", ...common, "--no-kill", "--out", join(outDir, "demo-baseline"))
-    expect(baseline.code).toBe(0)
-    const base = JSON.parse(baseline.stdout) as RunResult
-    const stopped = await cohort("demo", ...common, "--failure-limit", "1", "--kill", "1@3", "--out", join(outDir, "demo"))
-    expect(stopped.code).toBe(1)
-    const parent = JSON.parse(stopped.stdout) as RunResult
-    expect(parent.outcome).toMatchObject({ status: "unrecoverable", reason: "FailureLimitReached", failures: [1] })
-    expect(parent.saves).toEqual({ saved: [0, 2, 3], notSaved: [] })
+  it("the demo stopped by a failure limit of 1 and a kill mid-epoch, resumed on 3 ranks: the resumed epoch's audit covers both runs (lost 0, duplicated 0), the rest completes, accuracy within 0.01 of an uninterrupted run", async () => {
+    // As `cohort demo --epochs 2 --seed 7` (4 worker ranks), in this process. The parent: rank 1
+    // killed once half of epoch 0 is committed (its mid-epoch averaging round: rounds every 32 of a
+    // rank's 62 batches), with a failure limit of 1. (The issue's `--kill 1@3` is a time, which
+    // lands in epoch 1 before any round under Bun, whose epochs are shorter.)
+    const demo = { trainer: demoTrainer, worldSize: 4, epochs: 2, seed: 7, onRankOutput: () => {} }
+    const base = await Launcher.run({ ...demo, outDir: join(outDir, "demo-baseline") })
+    expect(base.exitCode).toBe(0)
+    const parent = await Launcher.run({
+      ...demo,
+      outDir: join(outDir, "demo"),
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.5 }]
+    })
+    expect(parent.exitCode).toBe(1)
     const uncommitted = parent.outcome.uncommitted!
     const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
-    expect(left).toBeGreaterThan(0)
-    expect(stopped.stderr.trimEnd().split("\n").filter((line) => line.startsWith("cohort: run stopped:"))).toEqual([
+    expect([uncommitted.epoch, left > 0, left < 8000]).toEqual([0, true, true])
+    // What `cohort report` (and the CLI at the end of the run) says about it.
+    const stopped = await cohort("report", parent.runDir)
+    expect([stopped.code, stopped.stderr]).toEqual([
+      1,
       `cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under ${parent.runDir}/save; ` +
-        `resume with: cohort resume ${parent.runDir}`
+        `resume with: cohort resume ${parent.runDir}\n`
     ])
 
     const resumed = await cohort("resume", parent.runDir, "--world-size", "3", "--json")
@@ -109,7 +118,7 @@ describe(`cohort resume (${runtime})`, () => {
     const started = journalOf(child.runDir)[0]!
     expect(started.type === "started" && [started.worldSize, started.epochs, started.resumed]).toEqual([3, 2, child.resumed])
     // The resumed epoch's audit counts both runs' samples, each once; then every remaining epoch.
-    expect(auditRows(child)).toEqual([uncommitted.epoch, ...(uncommitted.epoch === 0 ? [1] : [])].map((epoch) => [epoch, 8000, 0, 0]))
+    expect(auditRows(child)).toEqual([[0, 8000, 0, 0], [1, 8000, 0, 0]])
     expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
     expect(child.outcome.status).toBe("completed")
     expect(child.finalAccuracy!).toBeGreaterThanOrEqual(base.finalAccuracy! - 0.01)
