@@ -6,5 +6,5 @@
  * @since 0.1.0
  */
 export { defaults, LaunchError, loadTrainer, run } from "./launcher.ts"
-export type { DeathTiming, HangSpec, KillSpec, RankState, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+export type { DeathTiming, HangSpec, KillSpec, RankState, Resumed, ResumeOptions, RunEvent, RunOptions, RunResult } from "./run-types.ts"
 export type { Trainer, TrainerContext, TrainerModule } from "../src/train/trainer.ts"
