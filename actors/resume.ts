@@ -31,7 +31,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { reportDefaults } from "../src/cli/parse.ts"
-import { resultFromEvents } from "../src/cli/read-run.ts"
+import { printable, resultFromEvents } from "../src/cli/read-run.ts"
 import * as RunSchema from "../src/cli/run-schema.ts"
 import { defaults, LaunchError, loadTrainer } from "./launcher.ts"
 import * as RankActor from "./rank.ts"
@@ -71,8 +71,9 @@ export const resumeErrors = {
   cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`
 } as const
 
+/** Refuses the resume; what came from the parent's files is made printable (`printable`). */
 const fail = (reason: string): never => {
-  throw new LaunchError("resume", reason)
+  throw new LaunchError("resume", printable(reason))
 }
 
 const errorText = (error: unknown): string => (error instanceof Error ? error.message.split("\n")[0]! : String(error))
@@ -302,7 +303,7 @@ export const resume = async (
   try {
     const picked = await pickState(parent, started.epochSamples, started.epochs)
     const resumed: Resumed = {
-      parent: { runId: started.runId, runDir: started.runDir },
+      parent: { runId: printable(started.runId), runDir: printable(started.runDir) },
       epoch: picked.epoch,
       firstRound: picked.firstRound,
       committedSamples: picked.committed.reduce((sum, [, size]) => sum + size, 0),
