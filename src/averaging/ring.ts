@@ -1,0 +1,213 @@
+/**
+ * The `ring` averaging backend's collective: ring all-reduce of one round's parameters between the
+ * ranks of a ring generation, reduce-scatter then all-gather (DESIGN.md §1 "averaging backend",
+ * §3.2 "abort in-flight collectives"; issue 15).
+ *
+ * The vector is cut into `ringSize` segments (`segmentOf`). In reduce-scatter step `s`
+ * (`0 <= s < ringSize - 1`) ring rank `r` sends its partial sum of segment `(r - s) mod n` to the
+ * next rank and adds the previous rank's partial sum of segment `(r - s - 1) mod n` into its own;
+ * after `n - 1` steps it holds the whole sum of segment `(r + 1) mod n`, which it divides by `n` and
+ * rounds once to float32. In all-gather step `s` it sends the finished segment `(r + 1 - s) mod n`
+ * and stores the received segment `(r - s) mod n`. Each rank sends `2 (n - 1)` messages of about
+ * `length / n` values, whatever the ring size.
+ *
+ * Accumulation order, stated for the tests: partial sums travel as float64 (`Float64Array`), each
+ * segment's sum is taken in ring order starting at the rank after its owner, and is divided and
+ * rounded to float32 once. The result is therefore the float32 rounding of a float64 sum of the
+ * contributions; the `cpu` backend (`Cpu.mean`) rounds a float64 sum taken in contribution order,
+ * so the two agree exactly unless a float64 sum's rounding differs by order, and then by at most
+ * one float32 unit in the last place.
+ *
+ * Generations: every message carries `(generation, round, step)`. A collective never waits on a
+ * dead neighbour until a time-out: the caller interrupts it (`DeclareDead`, a newer `FormRing`), and
+ * an interrupted collective changes nothing the caller holds, because it works on copies and
+ * returns the mean only when every step completed. Messages of an older generation or round are
+ * dropped as they arrive; those of a newer one wait (`RingInbox`) for the collective they belong to.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+
+/**
+ * One message between ring neighbours: `data` is a float64 partial sum (reduce-scatter,
+ * `step < ringSize - 1`) or a float32 finished segment (all-gather).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RingMessage {
+  readonly generation: number
+  readonly round: number
+  readonly step: number
+  readonly data: Float64Array | Float32Array
+}
+
+/**
+ * A link failed: the neighbour's channel closed or a send was refused. The caller treats it as the
+ * collective's abort; the coordinator learns of the death from its own detectors.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RingLinkError extends Error {
+  readonly _tag = "RingLinkError"
+}
+
+/**
+ * A collective's view of its two neighbours. `send` delivers to the next ring rank and must keep
+ * the order of sends; `receive` takes the next message from the previous ring rank, in the order
+ * sent. Worker threads implement it over `MessageChannel` ports, hosts over WebSocket links.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface PeerLink {
+  readonly send: (message: RingMessage) => Effect.Effect<void, RingLinkError>
+  readonly receive: Effect.Effect<RingMessage, RingLinkError>
+}
+
+/**
+ * Who takes part: this rank's position `ringRank` in `[0, ringSize)`, the ring's `generation` and
+ * the averaging `round`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Collective {
+  readonly ringRank: number
+  readonly ringSize: number
+  readonly generation: number
+  readonly round: number
+}
+
+/** Default bound on messages of later collectives kept while one runs. @since 0.1.0 @category limits */
+export const aheadMessagesMaxDefault = 1024
+
+/**
+ * The receiving side of a `PeerLink` across collectives: drops messages of older collectives,
+ * keeps (at most `aheadMessagesMax`, the oldest dropped first) those of newer ones for later, and
+ * counts both. One per rank, reused for every collective.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export class RingInbox {
+  private readonly ahead: Array<RingMessage> = []
+  /** Messages of an older generation or round, dropped. */
+  stale = 0
+  /** Messages of a newer collective dropped because `aheadMessagesMax` were already kept. */
+  overflow = 0
+
+  constructor(readonly link: PeerLink, readonly aheadMessagesMax: number = aheadMessagesMaxDefault) {}
+
+  /**
+   * The message for `step` of collective `(generation, round)`. Messages arrive in step order from
+   * one neighbour, so the next message of the collective is the one wanted; a different step is a
+   * protocol error of the neighbour (`RingLinkError`).
+   */
+  take(generation: number, round: number, step: number): Effect.Effect<RingMessage, RingLinkError> {
+    return Effect.suspend(() => {
+      const kept = this.ahead.findIndex((m) => m.generation === generation && m.round === round)
+      if (kept >= 0) return Effect.succeed(this.ahead.splice(kept, 1)[0]!)
+      // Anything kept for an older collective can never be used now.
+      this.dropOlder(generation, round)
+      return Effect.flatMap(this.link.receive, (message) => this.sort(message, generation, round, step))
+    })
+  }
+
+  private sort(message: RingMessage, generation: number, round: number, step: number): Effect.Effect<RingMessage, RingLinkError> {
+    const order = compare(message, generation, round)
+    if (order < 0) {
+      this.stale += 1
+      return this.take(generation, round, step)
+    }
+    if (order > 0) {
+      if (this.ahead.length >= this.aheadMessagesMax) {
+        this.ahead.shift()
+        this.overflow += 1
+      }
+      this.ahead.push(message)
+      return this.take(generation, round, step)
+    }
+    if (message.step !== step) {
+      return Effect.fail(new RingLinkError(`expected step ${step} of round ${round} (generation ${generation}), got step ${message.step}`))
+    }
+    return Effect.succeed(message)
+  }
+
+  private dropOlder(generation: number, round: number): void {
+    for (let i = this.ahead.length - 1; i >= 0; i--) {
+      if (compare(this.ahead[i]!, generation, round) < 0) {
+        this.ahead.splice(i, 1)
+        this.stale += 1
+      }
+    }
+  }
+}
+
+const compare = (message: RingMessage, generation: number, round: number): number =>
+  message.generation !== generation ? message.generation - generation : message.round - round
+
+/**
+ * Segment `index` of `n` over a vector of `length` values: `[start, end)`, the first
+ * `length mod n` segments one value longer. O(1).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const segmentOf = (length: number, n: number, index: number): readonly [start: number, end: number] => {
+  const quotient = Math.floor(length / n)
+  const extra = length % n
+  const start = index * quotient + Math.min(index, extra)
+  return [start, start + quotient + (index < extra ? 1 : 0)]
+}
+
+const mod = (a: number, n: number): number => ((a % n) + n) % n
+
+/**
+ * The element-wise mean of every ring rank's `params` for one collective, as float32: runs the
+ * reduce-scatter and all-gather steps over `inbox` (module doc). `params` is only read; the result
+ * is a new array. A ring of one returns a copy at once. Fails with `RingLinkError` when a link
+ * fails or a neighbour breaks the protocol; interrupt it to abort (a death, a newer generation).
+ * Every rank must give the same length (the core agreed it at formation).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const allReduce = (inbox: RingInbox, collective: Collective, params: Float32Array): Effect.Effect<Float32Array, RingLinkError> =>
+  Effect.gen(function*() {
+    const { ringRank: r, ringSize: n, generation, round } = collective
+    const length = params.length
+    if (n <= 1) return Float32Array.from(params)
+    const sum = Float64Array.from(params)
+    const out = new Float32Array(length)
+    const link = inbox.link
+    // Reduce-scatter: after step s, segment (r - s - 1) mod n holds s + 2 contributions.
+    for (let step = 0; step < n - 1; step++) {
+      const [sendStart, sendEnd] = segmentOf(length, n, mod(r - step, n))
+      yield* link.send({ generation, round, step, data: sum.slice(sendStart, sendEnd) })
+      const message = yield* inbox.take(generation, round, step)
+      const [start, end] = segmentOf(length, n, mod(r - step - 1, n))
+      if (message.data.length !== end - start) {
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
+      }
+      for (let i = start; i < end; i++) sum[i]! += message.data[i - start]!
+    }
+    // Segment (r + 1) mod n is complete here: divide and round once.
+    const own = mod(r + 1, n)
+    const [ownStart, ownEnd] = segmentOf(length, n, own)
+    for (let i = ownStart; i < ownEnd; i++) out[i] = sum[i]! / n
+    // All-gather: pass finished segments around the ring.
+    for (let s = 0; s < n - 1; s++) {
+      const step = n - 1 + s
+      const [sendStart, sendEnd] = segmentOf(length, n, mod(r + 1 - s, n))
+      yield* link.send({ generation, round, step, data: out.slice(sendStart, sendEnd) })
+      const message = yield* inbox.take(generation, round, step)
+      const [start, end] = segmentOf(length, n, mod(r - s, n))
+      if (message.data.length !== end - start) {
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
+      }
+      out.set(message.data, start)
+    }
+    return out
+  })

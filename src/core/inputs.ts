@@ -1,0 +1,109 @@
+/**
+ * The coordinator core's inputs and commands: what the actor shell feeds `Coordinator.step` and
+ * what it carries out (DESIGN.md §3). Re-exported by `coordinator.ts`, where they are documented
+ * for users.
+ *
+ * @since 0.1.0
+ */
+import type * as Alerts from "./alerts.ts"
+import type { Rank, ToCoordinator, ToRank } from "./messages.ts"
+import type { EpochSummary, Outcome } from "./outcome.ts"
+
+/**
+ * How a supervisor saw a rank end (DESIGN.md §5).
+ *
+ * @since 0.1.0
+ * @category inputs
+ */
+export type DeathCause =
+  | { readonly _tag: "Exited"; readonly code: number }
+  | {
+    readonly _tag: "Crashed"
+    readonly error: string
+    /** The error's stack trace, when the supervisor learnt it. */
+    readonly stack?: string
+    /** What makes two crashes the same error (message and top stack frame), computed by the supervisor. */
+    readonly fingerprint?: string
+  }
+  | { readonly _tag: "Killed"; readonly signal: string }
+  | { readonly _tag: "Disconnected"; readonly closeCode: number }
+  | { readonly _tag: "Refused"; readonly reason: string }
+
+/**
+ * One input to the core. `nowMs` is the arrival time stamped by the transport (monotonic ms);
+ * the core never lets its clock run backwards (an earlier stamp is read as the latest one seen).
+ *
+ * - `Frame`: a decoded frame from `rank`.
+ * - `BadFrame`: a frame from `rank` that failed to decode; it still shows the rank is alive.
+ * - `DeathReport`: a supervisor saw `rank` end; queued and declared by the next `Tick`.
+ * - `SendFailed`: the shell could not deliver `message` to `rank`.
+ * - `Seen`: the transport received a frame from `rank` at `nowMs` that is still queued behind other
+ *   links' frames; it refreshes the rank's liveness like a frame (DESIGN.md §3.10: frames that
+ *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
+ *   ranks `expiring` names.
+ * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
+ * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
+ *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
+ *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
+ *   and ends `interrupted` with the epoch's uncommitted ranges; a run not yet started ends
+ *   `interrupted` with nothing sent; a run already over ignores it.
+ *
+ * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)
+ * is first read as a stall of the coordinator itself: liveness pauses for the gap and a
+ * `CoordinatorStall` warn alert says how long it was.
+ *
+ * @since 0.1.0
+ * @category inputs
+ */
+export type Input =
+  | { readonly _tag: "Frame"; readonly rank: Rank; readonly nowMs: number; readonly message: ToCoordinator }
+  | { readonly _tag: "BadFrame"; readonly rank: Rank; readonly nowMs: number; readonly reason: string }
+  | { readonly _tag: "DeathReport"; readonly rank: Rank; readonly nowMs: number; readonly cause: DeathCause }
+  | { readonly _tag: "SendFailed"; readonly rank: Rank; readonly nowMs: number; readonly message: ToRank; readonly reason: string }
+  | { readonly _tag: "Seen"; readonly rank: Rank; readonly nowMs: number }
+  | { readonly _tag: "Tick"; readonly nowMs: number }
+  | { readonly _tag: "ShutdownRequested"; readonly nowMs: number; readonly detail: string }
+
+/**
+ * One command for the shell, with the reason it was decided.
+ *
+ * - `Send`: deliver `message` to rank `to`.
+ * - `Broadcast`: deliver `message` to every survivor as of this step (`survivors(state)`).
+ * - `SendRanges`: deliver `{_tag: kind, epoch, offset: offsets[i], size: sizes[i]}` to `ranks[i]`
+ *   for each `i` in order (`kind` is `StartEpoch`, `ExtendPartition` or `AssignChunk`). Range
+ *   messages travel in bulk as typed arrays, so that a death costs O(min(R, S)) and an epoch start
+ *   O(worldSize) without an object per message: one command per epoch start, per chunk fill, and
+ *   per dead rank's remainder (all its ranges).
+ * - `Alert`: record and show an alert.
+ * - `AverageRound`: round `round` closed; average `params` (the usable contributions, in
+ *   contribution order; possibly none) with the averaging backend and broadcast
+ *   `Update{round, mean}` to the survivors (an empty `params` when there is nothing to average).
+ * - `EpochEnded`: the epoch's audit and summary.
+ * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export type Command =
+  | { readonly _tag: "Send"; readonly to: Rank; readonly message: ToRank; readonly reason: string }
+  | { readonly _tag: "Broadcast"; readonly message: ToRank; readonly reason: string }
+  | {
+    readonly _tag: "SendRanges"
+    readonly kind: "StartEpoch" | "ExtendPartition" | "AssignChunk"
+    readonly epoch: number
+    readonly ranks: Int32Array
+    readonly offsets: Float64Array
+    readonly sizes: Float64Array
+    readonly reason: string
+  }
+  | { readonly _tag: "Alert"; readonly alert: Alerts.Alert }
+  | {
+    readonly _tag: "AverageRound"
+    readonly epoch: number
+    readonly round: number
+    readonly contributors: ReadonlyArray<Rank>
+    readonly params: ReadonlyArray<Float32Array>
+    readonly reason: string
+  }
+  | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }
+  | { readonly _tag: "RunEnded"; readonly outcome: Outcome }

@@ -1,0 +1,145 @@
+/**
+ * What the coordinator core records about a run: declared deaths, epoch summaries, counters, eval
+ * results and the outcome (DESIGN.md §3.6, §3.8). Re-exported by `coordinator.ts`.
+ *
+ * @since 0.1.0
+ */
+import type * as Audit from "./audit.ts"
+import type { Rank, SaveReason } from "./messages.ts"
+
+/**
+ * A declared death. `detector` is `supervisor` (a death report) or `heartbeat` (staleness);
+ * `reportedAtMs` is the report's arrival (or the tick that found it stale), `declaredAtMs` the
+ * tick that declared it; `remainderSamples` and `extensions` describe what moved to survivors.
+ * `afterEnd` is true for a death declared after the run ended: it is recorded (alert, ledger,
+ * `State.deaths`) but belongs to no epoch and decides nothing (DESIGN.md §3.6).
+ * `stack` is the error's stack trace of a `Crashed` death whose report carried one.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface Death {
+  readonly rank: Rank
+  readonly epoch: number
+  readonly detector: "supervisor" | "heartbeat"
+  readonly cause: string
+  readonly stack?: string | undefined
+  readonly reportedAtMs: number
+  readonly declaredAtMs: number
+  remainderSamples: number
+  extensions: number
+  readonly afterEnd: boolean
+}
+
+/**
+ * One finished epoch: the audit (`lost` and `duplicated` must be 0), its deaths and clean exits,
+ * and its start and end times in core ms. Once emitted (`EpochEnded`) a summary never changes: its
+ * lists are copies, not the live state's.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface EpochSummary extends Audit.Result {
+  readonly deaths: ReadonlyArray<Death>
+  readonly exits: ReadonlyArray<Rank>
+  readonly startedAtMs: number
+  readonly endedAtMs: number
+}
+
+/**
+ * Counters of everything the core ignored or corrected, so that nothing is dropped silently.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface Counters {
+  framesFromDead: number
+  framesFromExited: number
+  framesOutOfRange: number
+  framesWrongEpoch: number
+  framesAfterEnd: number
+  badFrames: number
+  reportsDropped: number
+  samplesDoneClamped: number
+  chunkDoneUnmatched: number
+  staleCallbackResults: number
+  staleRingReady: number
+  sendFailures: number
+  paramsRejected: number
+  coordinatorStalls: number
+}
+
+/**
+ * The first repeated crash of a run: `ranks` are the earlier rank and the one that crashed the same
+ * way (same message and top stack frame), in the order they were declared; `error` the message and
+ * `stack` the earlier rank's stack trace, if known (issue C1).
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface RepeatedCrash {
+  readonly ranks: readonly [first: Rank, second: Rank]
+  readonly error: string
+  readonly stack: string | undefined
+}
+
+/**
+ * The run's outcome: `completed`, `unrecoverable` with the save `reason`, or `interrupted` (an
+ * external shutdown request, `ShutdownRequested`; reason `GracefulShutdown`); the failures (ranks
+ * in the ledger, ascending), clean exits, every death of the run in declaration order (as of the
+ * end; a shell that reports later deaths reads `State.deaths`, where they carry `afterEnd`),
+ * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
+ * ranges so that a resumed run can train exactly those.
+ * `repeatedCrash` is the first crash seen on two ranks before the end (whatever
+ * `onRepeatedCrash` made of it), else `undefined`.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface Outcome {
+  readonly status: "completed" | "unrecoverable" | "interrupted"
+  readonly reason: SaveReason | undefined
+  readonly detail: string
+  readonly endedAtMs: number
+  /** Epochs completed, counting those a resumed run's parents completed (`resume.epoch` of them). */
+  readonly epochsCompleted: number
+  readonly failures: ReadonlyArray<Rank>
+  readonly exits: ReadonlyArray<Rank>
+  readonly deaths: ReadonlyArray<Death>
+  readonly epochs: ReadonlyArray<EpochSummary>
+  readonly evals: ReadonlyArray<EvalRecord>
+  readonly uncommitted: { readonly epoch: number; readonly ranges: ReadonlyArray<readonly [offset: number, size: number]> } | undefined
+  readonly counters: Readonly<Counters>
+  readonly repeatedCrash?: RepeatedCrash | undefined
+}
+
+/** An `EvalResult` as received. @since 0.1.0 @category outcome */
+export interface EvalRecord {
+  readonly epoch: number
+  readonly rank: Rank
+  readonly accuracy: number
+  readonly loss: number
+}
+
+/**
+ * Counters with every count at zero.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export const zeroCounters = (): Counters => ({
+  framesFromDead: 0,
+  framesFromExited: 0,
+  framesOutOfRange: 0,
+  framesWrongEpoch: 0,
+  framesAfterEnd: 0,
+  badFrames: 0,
+  reportsDropped: 0,
+  samplesDoneClamped: 0,
+  chunkDoneUnmatched: 0,
+  staleCallbackResults: 0,
+  staleRingReady: 0,
+  sendFailures: 0,
+  paramsRejected: 0,
+  coordinatorStalls: 0
+})

@@ -1,0 +1,225 @@
+/**
+ * The coordinator core's state and its queries (DESIGN.md §3): what `Coordinator.make` builds and
+ * `Coordinator.step` mutates. Re-exported by `coordinator.ts`; the other core modules share it.
+ *
+ * @since 0.1.0
+ */
+import * as Alerts from "./alerts.ts"
+import * as Assignments from "./assignments.ts"
+import * as Audit from "./audit.ts"
+import type * as ChunkPool from "./chunk-pool.ts"
+import * as Config from "./config.ts"
+import type { DeathCause } from "./inputs.ts"
+import * as Liveness from "./liveness.ts"
+import * as Membership from "./membership.ts"
+import type { Rank } from "./messages.ts"
+import { type Counters, type Death, type EpochSummary, type EvalRecord, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
+import * as Roles from "./roles.ts"
+
+/**
+ * Where a resumed run begins (issue 13): at `epoch` (in `[0, epochs)`), whose permutation
+ * positions `committed` (`[offset, size]` ranges) the parent run committed; rounds are numbered
+ * from `firstRound`. Ranges are clipped to the epoch and may come in any order; overlaps count
+ * once (`normalizeResume`). Epochs before `epoch` count as completed (`Outcome.epochsCompleted`).
+ * The shell gives the ranks the parent's model before `start` (an `Update{round: firstRound - 1}`).
+ *
+ * @since 0.1.0
+ * @category steps
+ */
+export interface Resume {
+  readonly epoch: number
+  readonly firstRound: number
+  readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+}
+
+export interface CrashRecord {
+  readonly rank: Rank
+  readonly error: string
+  readonly stack: string | undefined
+}
+
+export interface PendingReport {
+  readonly rank: Rank
+  readonly nowMs: number
+  readonly cause: DeathCause
+}
+
+export interface PendingCheckpoint {
+  readonly version: number
+  rank: Rank
+  readonly tried: Set<Rank>
+}
+
+export interface Ring {
+  generation: number
+  pending: boolean
+  startedMs: number
+  attempts: number
+  readyCount: number
+  readonly ready: Uint8Array
+}
+
+/**
+ * The coordinator's whole state. Mutable, owned by one actor; read it through the query functions.
+ *
+ * Per rank it holds about 55 bytes in static mode (liveness 17, membership 5, calibration 22,
+ * assignment 12, round flag 1); extensions, contributions and audit ranges are sparse.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface State {
+  readonly config: Config.Config
+  readonly membership: Membership.Membership
+  readonly liveness: Liveness.Liveness
+  readonly calibration: Roles.Calibration
+  readonly lane: Alerts.Lane
+  readonly multiHost: boolean
+  readonly counters: Counters
+  readonly contributed: Uint8Array
+  /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
+  readonly contributions: Map<Rank, Float32Array | undefined>
+  readonly deaths: Array<Death>
+  readonly exits: Array<Rank>
+  readonly summaries: Array<EpochSummary>
+  readonly evals: Array<EvalRecord>
+  readonly pendingReports: Array<PendingReport>
+  /** The first rank declared crashed with each crash fingerprint (sparse: crashed ranks only). */
+  readonly crashes: Map<string, CrashRecord>
+  repeatedCrash: RepeatedCrash | undefined
+  readonly ring: Ring | undefined
+  clockMs: number
+  started: boolean
+  phase: "running" | "completed" | "unrecoverable" | "interrupted"
+  shutdownSent: boolean
+  outcome: Outcome | undefined
+  epoch: number
+  epochStartedMs: number
+  epochDeaths: Array<Death>
+  epochExits: Array<Rank>
+  assignments: Assignments.Assignments | undefined
+  pool: ChunkPool.Pool | undefined
+  log: Audit.Log
+  roles: Roles.Roles
+  fastestResolved: boolean
+  round: number
+  roundOpenedMs: number | undefined
+  /** Live ranks holding uncommitted work. */
+  uncommittedLive: number
+  /** Live ranks holding uncommitted work that have not contributed to the open round. */
+  pendingRequired: number
+  checkpoint: PendingCheckpoint | undefined
+  /**
+   * Parameter count every contribution must have: agreed at formation (`start`'s `paramsLength`,
+   * from the ranks' `Hello`s), else the first contribution's.
+   */
+  paramsLength: number | undefined
+  /** The epoch the run began at: 0, or a resumed run's `resume.epoch`. */
+  firstEpoch: number
+  /** A resumed run's starting point, until its epoch is planned. */
+  resume: Resume | undefined
+}
+
+/**
+ * A coordinator for `options` whose ranks all count as seen at `nowMs` (DESIGN.md §3.10 "Before
+ * the first frame"). Returns `Config.Invalid` for bad options. O(worldSize).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Config.Options, nowMs: number): State | Config.Invalid => {
+  if (!Number.isFinite(nowMs)) return { _tag: "Invalid", option: "nowMs", reason: `must be a finite number of ms, got ${nowMs}` }
+  const config = Config.make(options)
+  if ("_tag" in config) return config
+  const w = config.worldSize
+  const initialRole = config.rolePolicy === "fastest" ? 0 : Math.min(config.rolePolicy.rank, w - 1)
+  const hosts = config.rankHosts
+  return {
+    config,
+    membership: Membership.make(w),
+    liveness: Liveness.make(w, nowMs),
+    calibration: Roles.makeCalibration(w),
+    lane: Alerts.make(config.alertCollapseMs),
+    multiHost: hosts !== undefined && new Set(hosts).size > 1,
+    counters: zeroCounters(),
+    contributed: new Uint8Array(w),
+    contributions: new Map(),
+    deaths: [],
+    exits: [],
+    summaries: [],
+    evals: [],
+    pendingReports: [],
+    crashes: new Map(),
+    repeatedCrash: undefined,
+    ring: config.backend === "ring"
+      ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
+      : undefined,
+    clockMs: nowMs,
+    started: false,
+    phase: "running",
+    shutdownSent: false,
+    outcome: undefined,
+    epoch: 0,
+    epochStartedMs: nowMs,
+    epochDeaths: [],
+    epochExits: [],
+    assignments: undefined,
+    pool: undefined,
+    log: Audit.make(0, config.epochSamples),
+    roles: { checkpoint: initialRole, eval: initialRole, epochFn: initialRole },
+    fastestResolved: false,
+    round: 0,
+    roundOpenedMs: undefined,
+    uncommittedLive: 0,
+    pendingRequired: 0,
+    checkpoint: undefined,
+    paramsLength: undefined,
+    firstEpoch: 0,
+    resume: undefined
+  }
+}
+
+// Queries
+
+/** Survivors in ascending order: the recipients of a `Broadcast`. @since 0.1.0 @category queries */
+export const survivors = (state: State): Array<Rank> => Membership.survivors(state.membership)
+
+/** Calls `f` for each survivor, ascending, without allocating. @since 0.1.0 @category queries */
+export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => Membership.forEachSurvivor(state.membership, f)
+
+/**
+ * The live ranks a `Tick` at `nowMs` would find stale, least recently seen first: the shell asks its
+ * transport whether a frame from any of them is already in and, if so, sends `Seen` first
+ * (DESIGN.md §3.10). O(expired + 1).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const expiring = (state: State, nowMs: number): Array<Rank> =>
+  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
+
+/** Ranks neither dead nor exited. @since 0.1.0 @category queries */
+export const activeCount = (state: State): number => state.membership.activeCount
+
+/** Ranks in the dead-rank ledger, ascending. @since 0.1.0 @category queries */
+export const failures = (state: State): Array<Rank> => Membership.deadRanks(state.membership)
+
+/** @since 0.1.0 @category queries */
+export const isDead = (state: State, rank: Rank): boolean => Membership.isDead(state.membership, rank)
+
+/** @since 0.1.0 @category queries */
+export const isLive = (state: State, rank: Rank): boolean => Membership.isLive(state.membership, rank)
+
+/** Samples of `rank`'s current static list committed so far (0 in progressive mode). @since 0.1.0 @category queries */
+export const committedSamples = (state: State, rank: Rank): number =>
+  state.assignments === undefined ? 0 : Assignments.committed(state.assignments, rank)
+
+/** `rank`'s current static list: partition then extensions, as `[offset, size]`. @since 0.1.0 @category queries */
+export const assignment = (state: State, rank: Rank): Array<readonly [number, number]> => {
+  const out: Array<readonly [number, number]> = []
+  if (state.assignments !== undefined) Assignments.forEachEntry(state.assignments, rank, (o, s) => void out.push([o, s]))
+  return out
+}
+
+/** Work counter: liveness list entries examined by staleness scans. @since 0.1.0 @category queries */
+export const scanWork = (state: State): number => state.liveness.examined

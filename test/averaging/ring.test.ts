@@ -1,0 +1,154 @@
+/**
+ * The ring all-reduce over an in-memory peer link (issue 15): random sizes, values and message
+ * delays; a death at a random step. Float32 rounding stated here: a completed round's result is
+ * within one float32 unit in the last place of `Cpu.mean` of the same vectors (both round a
+ * float64 sum once; only the order of the float64 additions differs), and equal to it exactly when
+ * every value is a small integer (then every float64 sum is exact).
+ */
+import fc from "fast-check"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import * as Queue from "effect/Queue"
+import { describe, expect, it } from "vitest"
+import * as Cpu from "../../src/averaging/cpu.ts"
+import * as Ring from "../../src/averaging/ring.ts"
+
+const SEED = 20261201
+
+/** `n` links in a ring: link `r` sends to `r + 1` and receives from `r - 1`, each delivery after `delayMs(…)`, order kept. */
+const ringOf = (n: number, delayMs: () => number) =>
+  Effect.gen(function*() {
+    const wires = yield* Effect.forEach(Array.from({ length: n }), () => Queue.unbounded<Ring.RingMessage>())
+    const links: Array<Ring.PeerLink> = wires.map((_, r) => {
+      const out = wires[(r + 1) % n]!
+      let last = Promise.resolve()
+      return {
+        // Each send is delivered after its own delay, but never before the previous one.
+        send: (message) =>
+          Effect.sync(() => {
+            const wait = delayMs()
+            last = last.then(() => new Promise<void>((resolve) => setTimeout(resolve, wait))).then(() => {
+              Queue.offerUnsafe(out, message)
+            })
+          }),
+        receive: Queue.take(wires[r]!)
+      }
+    })
+    return links
+  })
+
+const ulpDistance = (a: number, b: number): number => {
+  const view = new DataView(new ArrayBuffer(8))
+  view.setFloat32(0, a)
+  view.setFloat32(4, b)
+  const ia = view.getInt32(0)
+  const ib = view.getInt32(4)
+  return Math.abs((ia < 0 ? 0x80000000 - ia : ia) - (ib < 0 ? 0x80000000 - ib : ib))
+}
+
+describe("Ring.allReduce", () => {
+  it("segments cover the vector in order, the first length mod n one longer", () => {
+    expect([0, 1, 2].map((i) => Ring.segmentOf(10, 3, i))).toEqual([[0, 4], [4, 7], [7, 10]])
+    expect([0, 1, 2, 3].map((i) => Ring.segmentOf(2, 4, i))).toEqual([[0, 1], [1, 2], [2, 2], [2, 2]])
+  })
+
+  it("a completed round is the mean of every contribution (within 1 float32 ulp of Cpu.mean; exact for small integers), on every rank", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 6 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        async (n, length, integers, seed) => {
+          let state = seed
+          const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+          const vectors = Array.from({ length: n }, () =>
+            Float32Array.from({ length }, () => (integers ? Math.floor(random() * 200) - 100 : (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4)))
+          )
+          const originals = vectors.map((v) => Float32Array.from(v))
+          const results = await Effect.runPromise(Effect.gen(function*() {
+            const links = yield* ringOf(n, () => Math.floor(random() * 3))
+            return yield* Effect.forEach(
+              links,
+              (link, r) => Ring.allReduce(new Ring.RingInbox(link), { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!),
+              { concurrency: "unbounded" }
+            )
+          }))
+          const expected = Cpu.mean(vectors)
+          if (Cpu.isError(expected)) throw new Error("no mean")
+          for (const result of results) {
+            expect(result.length).toBe(length)
+            for (let i = 0; i < length; i++) {
+              if (integers) expect(result[i]).toBe(expected[i])
+              else expect(ulpDistance(result[i]!, expected[i]!)).toBeLessThanOrEqual(1)
+            }
+          }
+          // Every rank ends with the same vector, and no input was written.
+          for (const result of results) expect(Array.from(result)).toEqual(Array.from(results[0]!))
+          vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+        }
+      ),
+      { seed: SEED, numRuns: 120 }
+    )
+  })
+
+  it("a rank that dies at a random step: its successor blocks until aborted, a rank that completed holds the exact mean, and an aborted round changes nobody's parameters", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 30 }), fc.nat(), fc.nat(), async (n, length, deadPick, stepPick) => {
+        const dead = deadPick % n
+        const sendsBeforeDeath = stepPick % (2 * (n - 1)) // it dies after this many of its sends
+        const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
+        const originals = vectors.map((v) => Float32Array.from(v))
+        const exits = await Effect.runPromise(Effect.gen(function*() {
+          const links = yield* ringOf(n, () => 0)
+          let sent = 0
+          const dying: Ring.PeerLink = {
+            send: (message) => (sent++ < sendsBeforeDeath ? links[dead]!.send(message) : Effect.never),
+            receive: links[dead]!.receive
+          }
+          const fibers = yield* Effect.forEach(links, (link, r) =>
+            Effect.forkChild(Ring.allReduce(new Ring.RingInbox(r === dead ? dying : link), { ringRank: r, ringSize: n, generation: 3, round: 7 }, vectors[r]!)))
+          yield* Effect.sleep("30 millis")
+          // DeclareDead: every collective still running is interrupted.
+          return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
+        }))
+        // The rank after the dead one never gets the dead rank's last message: it cannot complete.
+        // Ranks further on may (a ring all-reduce can finish at some ranks and not others: the
+        // rank side keeps its pre-round parameters until the coordinator confirms the round), and
+        // any rank that completed holds the exact mean of all contributions.
+        expect(Exit.isSuccess(exits[dead]!)).toBe(false)
+        expect(Exit.isSuccess(exits[(dead + 1) % n]!)).toBe(false)
+        const mean = Cpu.mean(originals) as Float32Array
+        for (const exit of exits) if (Exit.isSuccess(exit)) expect(Array.from(exit.value)).toEqual(Array.from(mean))
+        vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+      }),
+      { seed: SEED + 1, numRuns: 60 }
+    )
+  })
+
+  it("the inbox drops messages of older collectives and keeps newer ones for later", async () => {
+    const messages: Array<Ring.RingMessage> = [
+      { generation: 1, round: 4, step: 0, data: new Float64Array([1]) }, // older generation: dropped
+      { generation: 2, round: 5, step: 0, data: new Float64Array([2]) }, // next round: kept
+      { generation: 2, round: 3, step: 0, data: new Float64Array([3]) }, // older round: dropped
+      { generation: 2, round: 4, step: 0, data: new Float64Array([4]) } // the one wanted
+    ]
+    const link: Ring.PeerLink = { send: () => Effect.void, receive: Effect.sync(() => messages.shift()!) }
+    const inbox = new Ring.RingInbox(link)
+    const got = await Effect.runPromise(inbox.take(2, 4, 0))
+    expect(Array.from(got.data)).toEqual([4])
+    expect(inbox.stale).toBe(2)
+    const later = await Effect.runPromise(inbox.take(2, 5, 0))
+    expect(Array.from(later.data)).toEqual([2])
+  })
+
+  it("a message of the wrong step or size is a RingLinkError, not a wrong mean", async () => {
+    const wrongStep: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 1, data: new Float64Array(2) }) }
+    const exit = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongStep), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
+    expect(Exit.isFailure(exit) && String(exit.cause)).toContain("expected step 0 of round 0 (generation 0), got step 1")
+    const wrongSize: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array(3) }) }
+    const exit2 = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongSize), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
+    expect(Exit.isFailure(exit2) && String(exit2.cause)).toContain("step 0 carried 3 values, expected 2")
+  })
+})
