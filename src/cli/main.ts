@@ -153,7 +153,7 @@ const trainWith = async (io: Io, command: "demo" | "run", options: RunCommandOpt
     return ExitCode.unavailable
   }
   return launchWithView(io, options.json, (hooks) =>
-    run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, { signal: hooks.signal, stopSignal: hooks.stopSignal })))
+    run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, { signal: hooks.signal, stopSignal: hooks.stopSignal })), options.interruptGraceMs)
 }
 
 /**
@@ -176,12 +176,18 @@ export interface LaunchHooks {
  * terminal, else lines; on stderr under `json`), SIGINT/SIGTERM (the first asks the run to stop
  * and says how to resume it, a second stops it at once), then the end table or JSON. Returns the
  * exit code: the run's own, 2 for a `LaunchError` refusing an option (one `cohort: ...` line), 3
- * when the run failed before a result.
+ * when the run failed before a result. `graceMs`: the grace the interrupt's line names until the
+ * run's `started` event gives it (default `defaults.interruptGraceMs`).
  *
  * @since 0.1.0
  * @category cli
  */
-export const launchWithView = async (io: Io, json: boolean, start: (hooks: LaunchHooks) => Promise<RunTypes.RunResult>): Promise<number> => {
+export const launchWithView = async (
+  io: Io,
+  json: boolean,
+  start: (hooks: LaunchHooks) => Promise<RunTypes.RunResult>,
+  graceMs: number = defaults.interruptGraceMs
+): Promise<number> => {
   const view = json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   let result: RunTypes.RunResult
   // The run's folder and grace, from its `started` event, for the interrupt's line.
@@ -196,10 +202,10 @@ export const launchWithView = async (io: Io, json: boolean, start: (hooks: Launc
   const stop = new AbortController()
   const removeHandlers = Signals.onInterrupt((signal) => {
     if (!interrupt.signal.aborted) {
-      const grace = started?.options?.interruptGraceMs
-      const graceMs = typeof grace === "number" ? grace : defaults.interruptGraceMs
+      const logged = started?.options?.interruptGraceMs
+      const grace = typeof logged === "number" ? logged : graceMs
       io.err(
-        `cohort: ${signal}: asking the ranks to save and stop (grace ${graceMs / 1000} s); ` +
+        `cohort: ${signal}: asking the ranks to save and stop (grace ${grace / 1000} s); ` +
           `send it again to stop at once` +
           (started === undefined ? "" : `; then resume with: ${resumeCommand(started.runDir)}`) +
           "\n"

@@ -54,7 +54,7 @@ export const resume = async (io: Io, options: ResumeCommandOptions): Promise<num
           hooks.onEvent(event)
           if (event.type === "started") for (const note of event.resumed?.notes ?? []) io.err(`cohort: note: ${note}\n`)
         }
-      })))
+      })), options.interruptGraceMs)
   } finally {
     restore()
   }
