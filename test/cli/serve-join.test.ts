@@ -152,7 +152,7 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(serve.err()).toMatch(/\] join refused with 4001 \(wrong token\) from 127\.0\.0\.1\n/)
   }, 360_000)
 
-  it("bad input: a short token, a non-loopback listen without a port, join without a token; each one line and exit 2", async () => {
+  it("bad input: a short token, a listen without a port, an empty token, a bad URL or rank; each one line and exit 2; a run nobody joins ends at the formation timeout with exit 3", async () => {
     const shortFile = join(dir, "short")
     writeFileSync(shortFile, "abc\n")
     const cases: ReadonlyArray<[ReadonlyArray<string>, Record<string, string>, string]> = [
@@ -167,5 +167,8 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       const p = cohort(args, env)
       expect([await p.exit, p.err()]).toEqual([2, line])
     }
-  }, 120_000)
+    // Nobody joins within the formation timeout: the run ends without training, exit 3.
+    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
+    expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
+  }, 150_000)
 })
