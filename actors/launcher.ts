@@ -766,7 +766,8 @@ const launch = async (options: RunOptions, served: Served | undefined): Promise<
     saves,
     durationMs: Date.now() - startedMs,
     exitCode,
-    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals })
+    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals }),
+    transport: served === undefined ? transportKind : "serve"
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

@@ -329,4 +329,6 @@ export interface RunResult {
    * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined
+  /** How the ranks ran (`RunOptions.transport`, or `serve` for `serve`); absent in summaries written before it existed. */
+  readonly transport?: "worker" | "process" | "websocket" | "serve" | undefined
 }
