@@ -310,7 +310,11 @@ export const resume = async (
       committed: picked.committed,
       state: picked.state,
       loadedFrom: picked.loadedFrom,
-      notes: [...(lock.tookOverFrom === undefined ? [] : [`took over ${lockPath} from process ${lock.tookOverFrom}, which is gone`]), ...picked.notes]
+      notes: [
+        ...(lock.tookOverFrom === undefined ? [] : [`took over ${lockPath} from process ${lock.tookOverFrom}, which is gone`]),
+        ...(started.transport === "serve" && options.transport === undefined ? ["the run's ranks joined over WebSocket (cohort serve); this resume runs them here as worker threads"] : []),
+        ...picked.notes
+      ]
     }
     const o = parentOptions
     const fresh = defined<RunOptions>({
@@ -323,7 +327,9 @@ export const resume = async (
       averageEverySteps: numberOr(o.averageEverySteps, defaults.averageEverySteps),
       // The cluster, its bounds and its faults: the caller's, else the parent's (faults: none).
       worldSize: options.worldSize ?? started.worldSize,
-      transport: options.transport ?? started.transport,
+      // A served parent's ranks joined from elsewhere: resumed here, they run as local workers
+      // unless a transport is given (serving a resume is not built yet).
+      transport: options.transport ?? (started.transport === "serve" ? "worker" : started.transport),
       kills: options.kills ?? [],
       hangs: options.hangs ?? [],
       floods: options.floods ?? [],

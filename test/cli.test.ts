@@ -557,7 +557,7 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5), got '1@soon'"],
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
-    ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker or process, got 'tcp'"],
+    ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker, process or websocket, got 'tcp'"],
     [
       "a zero heartbeat timeout",
       ["demo", "--heartbeat-timeout-ms", "0"],
@@ -668,7 +668,22 @@ describe("help", () => {
         "(default 1)",
         "--out DIR",
         "(default runs)",
-        "--json"
+        "--json",
+        "cohort serve [options]",
+        "cohort join URL [options]",
+        "--listen HOST:PORT",
+        "(default 127.0.0.1:0",
+        "--token-file FILE",
+        "COHORT_TOKEN",
+        "--formation-timeout-ms N",
+        "(default 300000)",
+        "--rank N|auto",
+        "(default auto)",
+        "--rank-from-env NAME",
+        "--save-dir DIR",
+        "(default ./cohort-save)",
+        "--connect-timeout-ms N",
+        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;"
       ]
     ) {
       expect(text).toContain(flag)
@@ -728,6 +743,12 @@ describe("renderResult", () => {
     expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save${resume}`)
     expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save${resume}`)
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save${resume}`)
+  })
+
+  it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
+    const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
+    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir")
+    expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
   })
 
   it("names the failed audits", () => {

@@ -111,6 +111,8 @@ Usage:
   cohort demo [options]                train the bundled workload (handwritten digits, 8000
                                        training samples) and kill a rank mid-run
   cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
+  cohort serve [options]               run the coordinator alone; ranks join over the network
+  cohort join URL [options]            join a served run as one rank (on any host)
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
@@ -126,7 +128,10 @@ Options of demo and run:
   --world-size N              ranks, 1 to 1024 on one machine (default 4)
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
-  --transport worker|process  ranks as worker threads or child processes (default worker)
+  --transport worker|process|websocket
+                              ranks as worker threads, child processes, or child processes
+                              that join this process's WebSocket server over loopback with a
+                              run token (the network path) (default worker)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
@@ -156,6 +161,31 @@ Options of demo and run:
   --json                      print the result as JSON on stdout instead of tables, and nothing
                               else (progress lines then go to stderr)
 
+Options of serve (beside those of run, without --transport, --kill, --hang, --rank-memory-mb;
+--trainer defaults to the bundled workload, --world-size goes up to 1000000):
+  --listen HOST:PORT          where to listen (default 127.0.0.1:0: loopback, a free port; any
+                              other address is an explicit choice: every host that reaches it
+                              and holds the token can join)
+  --token-file FILE           the run token (at least 16 characters); else COHORT_TOKEN; else a
+                              new 132-bit token is written to DIR/<runId>/token (mode 0600)
+  --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
+                              fails to form (exit 3)
+  It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
+  "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
+
+Options of join URL:
+  --trainer FILE              the same trainer module as the coordinator's, on this host
+                              (default the bundled workload); it loads its own data
+  --token-file FILE           the run token; else COHORT_TOKEN (one is required)
+  --rank N|auto               the rank to join as; auto: the lowest free rank (default auto)
+  --rank-from-env NAME        the rank from environment variable NAME (e.g. JOB_COMPLETION_INDEX)
+  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (default ./cohort-save)
+  --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
+                              jittered back-off (default 300000)
+  Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
+  (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
+  14 rank out of range; 15 coordinator unreachable; 16 another refusal. A refusal is one line on
+  stderr and is never retried.
 Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
 given is the run's, except faults: none unless given):
   --world-size N, --transport worker|process, --kill RANK@SECONDS, --hang RANK@SECONDS,
@@ -200,7 +230,7 @@ export interface RunCommandOptions {
   readonly worldSize: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
-  readonly transport: "worker" | "process"
+  readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
@@ -263,9 +293,11 @@ export type Parsed =
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "resume"; readonly options: ResumeCommandOptions }
+  | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
-interface RawRunOptions {
+/** Commander's raw values of the run flags. @since 0.1.0 @category parsing */
+export interface RawRunOptions {
   readonly trainer?: string
   readonly worldSize?: string
   readonly epochs?: string
@@ -285,7 +317,8 @@ interface RawRunOptions {
   readonly json?: boolean
 }
 
-class UsageError extends Error {}
+/** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
+export class UsageError extends Error {}
 
 const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
   ...(Array.isArray(previous) ? (previous as ReadonlyArray<string>) : []),
@@ -294,7 +327,8 @@ const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
 
 const integerPattern = /^\d+$/
 
-const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
+/** An integer flag >= `min`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
   if (text === undefined) return fallback
   const value = Number(text)
   if (!integerPattern.test(text) || !Number.isSafeInteger(value) || value < min) {
@@ -303,10 +337,13 @@ const integerAtLeast = (flag: string, text: string | undefined, min: number, fal
   return value
 }
 
-const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
+/** One of `choices`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
   if (text === undefined) return fallback
   const found = choices.find((choice) => choice === text)
-  if (found === undefined) throw new UsageError(`${flag} must be ${choices.join(" or ")}, got '${text}'`)
+  if (found === undefined) {
+    throw new UsageError(`${flag} must be ${choices.slice(0, -1).join(", ")} or ${choices[choices.length - 1]}, got '${text}'`)
+  }
   return found
 }
 
@@ -356,16 +393,19 @@ const seed = (text: string | undefined): number => {
   return value
 }
 
-const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
+/** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
+export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
   if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
   // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
-  if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  if (command !== "serve" && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  // The launcher's `serveDefaults.worldSizeMax` (the core's bound).
+  if (command === "serve" && worldSize > 1_000_000) throw new UsageError(`--world-size must be at most 1000000, got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
-  const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
+  const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
     : raw.kill !== undefined
@@ -432,7 +472,8 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
 }
 
 /** Commander's messages start with `error: ` and put a suggestion on a second line. */
-const oneLine = (message: string): string =>
+/** One line of a commander or usage message. @since 0.1.0 @category parsing */
+export const oneLine = (message: string): string =>
   message.replace(/^error: /, "").replace(/\n\(Did you mean/g, " (did you mean").replace(/\s*\n\s*/g, " ").trim()
 
 /**
@@ -450,6 +491,8 @@ const oneLine = (message: string): string =>
  */
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
+  // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
+  if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
   const program = new Commander.Command("cohort")
     .exitOverride()

@@ -74,7 +74,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
   switch (event.type) {
     case "started":
       return `run ${event.runId}: ${plural(event.worldSize, "rank")} as ${
-        event.transport === "worker" ? "worker threads" : "child processes"
+        event.transport === "worker"
+          ? "worker threads"
+          : event.transport === "process"
+          ? "child processes"
+          : event.transport === "websocket"
+          ? "child processes over WebSocket"
+          : "joining ranks over WebSocket"
       }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}${
         event.resumed === undefined ? "" : `; ${resumedText(event.resumed)}`
       }`
@@ -101,6 +107,12 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
+    case "listening":
+      return `listening on ${event.url}`
+    case "joined":
+      return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}`
+    case "refused":
+      return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
       return `formed: every one of the ${plural(event.worldSize, "rank")} joined`
     case "ended":
@@ -403,18 +415,22 @@ export const renderResult = (
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
     )
   }
+  const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
+  if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
+  // A served run's ranks save on their own hosts (`cohort join --save-dir`).
+  const savedWhere = (result as { readonly transport?: string }).transport === "serve" ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   const stoppedLine = outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
       `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}; ` +
       `resume with: ${resumeCommand(runDir)}`
     : outcome.status === "interrupted"
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
       `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume with: ${resumeCommand(runDir)}`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`

@@ -8,8 +8,8 @@
  * @since 0.1.0
  */
 import type * as RunTypes from "../../actors/run-types.ts"
-import { consoleToStderr, type Io, launchWithView } from "./main.ts"
-import { ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
+import { conduct, type Io, withConsoleOnStderr } from "./conduct.ts"
+import { defaults, ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
 
 /** `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`). */
 const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
@@ -23,9 +23,8 @@ const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | u
  * @since 0.1.0
  * @category cli
  */
-export const resume = async (io: Io, options: ResumeCommandOptions): Promise<number> => {
-  const restore = options.json ? consoleToStderr() : () => {}
-  try {
+export const resume = (io: Io, options: ResumeCommandOptions): Promise<number> =>
+  withConsoleOnStderr(options.json, async () => {
     let run: (options: RunTypes.ResumeOptions) => Promise<RunTypes.RunResult>
     try {
       run = (await import("../../actors/launcher.ts")).run
@@ -33,7 +32,7 @@ export const resume = async (io: Io, options: ResumeCommandOptions): Promise<num
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    return await launchWithView(io, options.json, (hooks) =>
+    return conduct(io, { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs }, (hooks) =>
       run(defined<RunTypes.ResumeOptions>({
         resume: options.runDir,
         trainer: options.trainer,
@@ -54,8 +53,5 @@ export const resume = async (io: Io, options: ResumeCommandOptions): Promise<num
           hooks.onEvent(event)
           if (event.type === "started") for (const note of event.resumed?.notes ?? []) io.err(`cohort: note: ${note}\n`)
         }
-      })), options.interruptGraceMs)
-  } finally {
-    restore()
-  }
-}
+      })))
+  })
