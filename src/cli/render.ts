@@ -421,17 +421,18 @@ export const renderResult = (
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
-  // A served run's ranks save on their own hosts (`cohort join --save-dir`).
-  const savedWhere = (result as { readonly transport?: string }).transport === "serve" ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
+  // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
+  const served = (result as { readonly transport?: string }).transport === "serve"
+  const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
+  const resumeHint = served ? "" : `; resume with: ${resumeCommand(runDir)}`
   const stoppedLine = outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
       `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}; ` +
-      `resume with: ${resumeCommand(runDir)}`
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
     : outcome.status === "interrupted"
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
-      `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume with: ${resumeCommand(runDir)}`
+      `the epoch's uncommitted ranges are in ${runDir}/summary.json${resumeHint}`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
