@@ -1,8 +1,8 @@
 /**
  * Hosts as Linux network namespaces, for the tests on a real network (issue 14, TOOLCHAIN.md §9).
  *
- * `create(["a", "b", "c"])` makes one namespace per host, named `ch<pid>-<n>-<host>`, plus a
- * switch namespace `ch<pid>-<n>-sw` holding a bridge; each host has one link `eth0` (a veth pair
+ * `create(["a", "b", "c"])` makes one namespace per host, named `ch<pid>-<n><random>-<host>`, plus a
+ * switch namespace `ch<pid>-<n><random>-sw` holding a bridge; each host has one link `eth0` (a veth pair
  * whose other end `v-<host>` sits on the bridge) with the address `10.213.0.<i+1>/24` in host order,
  * and its own loopback. Nothing is added to the machine's own namespace: the addresses exist
  * inside these namespaces only. Every link is capped by `tbf` (`rateKbit`, default 100 Mbit/s) so
@@ -80,7 +80,7 @@ const alive = (pid: number): boolean => {
 export const sweepLeftovers = (): ReadonlyArray<string> => {
   const names = ip("netns", "list").split("\n").map((line) => line.split(" ")[0] ?? "").filter((n) => n !== "")
   const gone = names.filter((name) => {
-    const pid = /^ch(\d+)-\d+-/.exec(name)?.[1]
+    const pid = /^ch(\d+)-[0-9a-z]+-/.exec(name)?.[1]
     return pid !== undefined && Number(pid) !== process.pid && !alive(Number(pid))
   })
   for (const name of gone) spawnSync("ip", ["netns", "del", name])
@@ -116,7 +116,7 @@ export interface Relay {
 
 /** A network of hosts. */
 export interface Network {
-  /** Namespace name prefix of this network, `ch<pid>-<n>`. */
+  /** Namespace name prefix of this network, `ch<pid>-<n><random>`. */
   readonly prefix: string
   /** The namespace of `host`. */
   readonly namespace: (host: string) => string
@@ -142,6 +142,9 @@ export interface Network {
 }
 
 let networks = 0
+/** Networks not yet destroyed: removed when this process exits, whatever the tests did. */
+const live = new Set<() => void>()
+let exitHook = false
 
 /**
  * The command line that runs `script` with the runtime running this process: Node through tsx's
@@ -163,14 +166,23 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
   requireRootLinux()
   sweepLeftovers()
   networks += 1
-  const prefix = `ch${process.pid}-${networks}`
+  // The pid for the sweep; a random part too, as test files may share a process (vitest threads).
+  const prefix = `ch${process.pid}-${networks}${Math.random().toString(36).slice(2, 6)}`
   const namespace = (host: string) => `${prefix}-${host}`
   const sw = namespace("sw")
   const made: Array<string> = []
   const procs = new Set<Proc>()
   const destroy = () => {
+    live.delete(destroy)
     for (const proc of procs) proc.kill("SIGKILL")
-    for (const name of made.reverse()) spawnSync("ip", ["netns", "del", name])
+    for (const name of made.splice(0).reverse()) spawnSync("ip", ["netns", "del", name])
+  }
+  live.add(destroy)
+  if (!exitHook) {
+    exitHook = true
+    process.once("exit", () => {
+      for (const pending of [...live]) pending()
+    })
   }
   const address = (host: string) => {
     const index = hosts.indexOf(host)
