@@ -44,6 +44,24 @@ describe(`network namespaces as hosts (${runtime})`, () => {
     }
   }, 60_000)
 
+  it("nftables drops the share of packets asked for; TCP still delivers every byte in order", async () => {
+    const network = Netns.create(["a", "b"])
+    try {
+      network.dropPercent("a", 10)
+      const echo = network.script("a", fixture("echo.mjs"), ["server", network.address("a")], { lifetimeMs: 30_000 })
+      const port = Number((await echo.waitFor(/echo listening (\d+)/, 20_000))[1])
+      const client = network.script("b", fixture("echo.mjs"), ["client", `${network.address("a")}:${port}`, "200"], { lifetimeMs: 30_000 })
+      await client.waitFor(/order (ok|broken)/, 25_000)
+      expect(client.stdout()).toContain("order ok")
+      // About 400 packets reach A (200 lines and the acks of 200 echoes): about 40 dropped.
+      const dropped = network.dropped("a")
+      expect(dropped).toBeGreaterThan(5)
+      expect(dropped).toBeLessThan(150)
+    } finally {
+      network.destroy()
+    }
+  }, 60_000)
+
   it("WebSocket transport: a frame crosses from B to A; with B's link cut A sees no frame and B notices; restored, the frames sent meanwhile arrive in order", async () => {
     const network = Netns.create(["a", "b"])
     try {

@@ -15,7 +15,8 @@
  *   silence.
  * - `rateLimit(host, ...)`: `tc qdisc replace dev eth0 root tbf ...` in the host.
  * - `dropPercent(host, p)`: nftables drops `p`% of the packets arriving on the host's `eth0`
- *   (`numgen random`), so a percentage on every host is that loss on each direction of each link.
+ *   (`numgen random`), so a percentage on every host is that loss on each direction of each link;
+ *   `dropped(host)` reads the rule's counter.
  * - `relay(host, ...)`: a TCP relay (`relay.mjs`) in the host that forwards to a target with a
  *   delay of `delayMs ± jitterMs` per chunk, in order, both ways.
  * - `destroy()` kills every process started and deletes every namespace; call it in `finally` /
@@ -129,6 +130,8 @@ export interface Network {
   readonly restore: (host: string) => void
   readonly rateLimit: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
   readonly dropPercent: (host: string, percent: number) => void
+  /** Packets `dropPercent`'s rule has dropped in `host` so far. */
+  readonly dropped: (host: string) => number
   readonly relay: (host: string, options: {
     readonly listen: string
     readonly target: string
@@ -311,10 +314,14 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
         "table inet cohort_loss {",
         "  chain input {",
         "    type filter hook input priority 0; policy accept;",
-        `    iifname "eth0" numgen random mod 10000 < ${perTenThousand} drop`,
+        `    iifname "eth0" numgen random mod 10000 < ${perTenThousand} counter drop`,
         "  }",
         "}"
       ].join("\n"))
+    },
+    dropped: (host) => {
+      const listing = run("ip", ["netns", "exec", namespace(host), "nft", "list", "table", "inet", "cohort_loss"])
+      return Number(/counter packets (\d+)/.exec(listing)?.[1] ?? Number.NaN)
     },
     relay: async (host, relayOptions) => {
       const proc = script(host, relayScript, [
