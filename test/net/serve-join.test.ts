@@ -46,6 +46,13 @@ const readRun = (out: string): { readonly summary: RunResult; readonly events: R
   }
 }
 
+/** Milliseconds from each round's close to the next one's (from the start of training for the first). */
+const roundTimes = (events: ReadonlyArray<Event>): ReadonlyArray<number> => {
+  const formed = events.find((e) => e.type === "formed")?.ms ?? 0
+  const closes = events.filter((e) => e.type === "round").map((e) => e.ms)
+  return closes.map((ms, i) => ms - (i === 0 ? formed : closes[i - 1]!))
+}
+
 const audits = (summary: RunResult) => summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 interface Cluster {
@@ -98,6 +105,86 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       expect(summary.deaths).toEqual([])
       expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
       expect(events.filter((e) => e.type === "round").map((e) => e.contributors)).not.toContain(0)
+      console.log(`[net ${runtime}] clean run: round times ${JSON.stringify(roundTimes(events))} ms`)
     })
   }, 60_000)
+
+  it("C's link cut mid-epoch: ranks 2 and 3 declared dead within heartbeatTimeoutMs plus two ticks, B takes the remainder, audits clean; back, C's ranks are refused and exit with one line", async () => {
+    const heartbeatTimeoutMs = 2000
+    const tickMs = 100 // the CLI's coordinator tick
+    const heartbeatIntervalMs = 500 // min(1000, heartbeatTimeoutMs / 4)
+    await cluster("cut", { epochs: 4, heartbeatTimeoutMs }, async ({ network, serve, ranks, out }) => {
+      await serve.waitFor(/epoch 0 done/, 30_000)
+      await sleep(300) // an epoch of 4 ranks lasts about 1.5 s
+      network.cut("c")
+      const cutAt = Date.now()
+      const declaredAfterCut = await Promise.all([2, 3].map(async (rank) => {
+        await serve.waitFor(new RegExp(`rank ${rank} lost`), 15_000)
+        return Date.now() - cutAt
+      }))
+      network.restore("c")
+      // Declared by staleness: not before the timeout (the last frame came at most one heartbeat
+      // interval before the cut), within the timeout plus two ticks of it (and a margin for a
+      // loaded machine: the line still has to reach this process).
+      for (const ms of declaredAfterCut) {
+        expect(ms).toBeGreaterThanOrEqual(heartbeatTimeoutMs - heartbeatIntervalMs - tickMs)
+        expect(ms).toBeLessThanOrEqual(heartbeatTimeoutMs + 2 * tickMs + 1000)
+      }
+      const refusedCodes = await Promise.all([ranks[2]!, ranks[3]!].map((r) => r.exited))
+      expect(await serve.exited).toBe(0)
+      expect(await Promise.all([ranks[0]!, ranks[1]!].map((r) => r.exited))).toEqual([0, 0])
+      const { summary, events } = readRun(out)
+      expect(summary.deaths.map((d) => [d.rank, d.epoch, d.redistributed]).sort()).toEqual([[2, 1, true], [3, 1, true]])
+      for (const death of summary.deaths) {
+        expect(death.detector === "heartbeat" || death.cause.startsWith("disconnected")).toBe(true)
+        expect(death.remainderSamples).toBeGreaterThan(0)
+      }
+      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0], [3, 4800, 0, 0]])
+      // Epochs 2 and 3 are B's alone.
+      const later = events.filter((e) => e.type === "round" && (e.epoch as number) >= 2)
+      expect(later.length).toBeGreaterThan(0)
+      expect(later.every((e) => e.contributors === 2)).toBe(true)
+      // C's ranks: refused once the link is back, one line each, the same exit code.
+      for (const rank of [2, 3]) {
+        const proc = ranks[rank]!
+        expect(`${proc.stdout()}${proc.stderr()}`.trim().split("\n")).toHaveLength(1)
+      }
+      expect(refusedCodes[0]).toBe(refusedCodes[1])
+      expect(refusedCodes[0]).not.toBe(0)
+      console.log(`[net ${runtime}] cut: ranks 2 and 3 declared ${JSON.stringify(declaredAfterCut)} ms after the cut ` +
+        `(heartbeatTimeoutMs ${heartbeatTimeoutMs}); C's ranks exited ${JSON.stringify(refusedCodes)}: ` +
+        JSON.stringify([ranks[2]!.stderr().trim(), ranks[3]!.stderr().trim()]))
+    })
+  }, 90_000)
+
+  it("100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link: nobody declared dead, the run completes, the journal has the round times", async () => {
+    const relayPort = 7001
+    await cluster("latency", {
+      epochs: 2,
+      heartbeatTimeoutMs: 3000,
+      prepare: async (network) => {
+        for (const host of ["a", "b", "c"]) network.dropPercent(host, 1)
+        // B's and C's ranks reach A through a relay in their own host: every link is delayed.
+        for (const host of ["b", "c"]) {
+          await network.relay(host, {
+            listen: `127.0.0.1:${relayPort}`, target: `${network.address("a")}:${port}`, delayMs: 100, jitterMs: 20, lifetimeMs: 60_000
+          })
+        }
+        return () => `ws://127.0.0.1:${relayPort}/`
+      }
+    }, async ({ network, serve, ranks, out }) => {
+      expect(await serve.exited).toBe(0)
+      expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0, 0])
+      const { summary, events } = readRun(out)
+      expect(summary.deaths).toEqual([])
+      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+      const rounds = events.filter((e) => e.type === "round")
+      expect(rounds.map((e) => e.contributors)).toEqual(rounds.map(() => 4))
+      expect(rounds.map((e) => e.epoch)).toContain(1)
+      const dropped = ["a", "b", "c"].map((host) => network.dropped(host))
+      console.log(`[net ${runtime}] latency and loss: round times ${JSON.stringify(roundTimes(events))} ms, open ${
+        JSON.stringify(rounds.map((e) => e.openMs))
+      } ms; packets dropped in A, B, C: ${JSON.stringify(dropped)}`)
+    })
+  }, 90_000)
 })
