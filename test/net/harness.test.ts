@@ -96,4 +96,28 @@ describe(`network namespaces as hosts (${runtime})`, () => {
       network.destroy()
     }
   }, 60_000)
+
+  it("WebSocket transport: a rank closed by the coordinator during the cut gets the close code once the link is back", async () => {
+    const network = Netns.create(["a", "b"])
+    try {
+      const coordinator = network.script("a", fixture("ws-coordinator.ts"), [network.address("a"), token, "1", "50000", "1000", "4011"], { lifetimeMs: 55_000 })
+      const port = Number((await coordinator.waitFor(/listening (\d+)/, 20_000))[1])
+      const rank = network.script("b", fixture("ws-rank.ts"), [
+        `ws://${network.address("a")}:${port}/`, token, "0", "100", "1000", "50000"
+      ], { lifetimeMs: 55_000 })
+      await coordinator.waitFor(/frame 0 3\n/, 20_000)
+      network.cut("b")
+      await coordinator.waitFor(/closed 0/, 5000)
+      await rank.waitFor(/silence/, 5000)
+      network.restore("b")
+      const restoredAt = Date.now()
+      // The close frame waited in A's send queue; TCP delivers it once the link is back.
+      const ended = JSON.parse((await rank.waitFor(/ended (\{.*\})/, 20_000))[1] ?? "{}") as { _tag?: string; closeCode?: number }
+      console.log(`[net ${runtime}] the close reached the rank ${Date.now() - restoredAt} ms after the link came back: ${JSON.stringify(ended)}`)
+      expect(ended).toEqual({ _tag: "Disconnected", closeCode: 4011 })
+      expect(await rank.exited).toBe(0)
+    } finally {
+      network.destroy()
+    }
+  }, 60_000)
 })
