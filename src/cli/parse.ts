@@ -122,7 +122,10 @@ Options of demo and run:
   --world-size N              ranks, 1 to 1024 on one machine (default 4)
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
-  --transport worker|process  ranks as worker threads or child processes (default worker)
+  --transport worker|process|websocket
+                              ranks as worker threads, child processes, or child processes
+                              that join this process's WebSocket server over loopback with a
+                              run token (the network path) (default worker)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
@@ -183,7 +186,7 @@ export interface RunCommandOptions {
   readonly worldSize: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
-  readonly transport: "worker" | "process"
+  readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
@@ -222,9 +225,11 @@ export type Parsed =
   | { readonly command: "help" }
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
+  | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
-interface RawRunOptions {
+/** Commander's raw values of the run flags. @since 0.1.0 @category parsing */
+export interface RawRunOptions {
   readonly trainer?: string
   readonly worldSize?: string
   readonly epochs?: string
@@ -244,7 +249,8 @@ interface RawRunOptions {
   readonly json?: boolean
 }
 
-class UsageError extends Error {}
+/** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
+export class UsageError extends Error {}
 
 const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
   ...(Array.isArray(previous) ? (previous as ReadonlyArray<string>) : []),
@@ -253,7 +259,8 @@ const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
 
 const integerPattern = /^\d+$/
 
-const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
+/** An integer flag >= `min`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
   if (text === undefined) return fallback
   const value = Number(text)
   if (!integerPattern.test(text) || !Number.isSafeInteger(value) || value < min) {
@@ -262,10 +269,13 @@ const integerAtLeast = (flag: string, text: string | undefined, min: number, fal
   return value
 }
 
-const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
+/** One of `choices`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
   if (text === undefined) return fallback
   const found = choices.find((choice) => choice === text)
-  if (found === undefined) throw new UsageError(`${flag} must be ${choices.join(" or ")}, got '${text}'`)
+  if (found === undefined) {
+    throw new UsageError(`${flag} must be ${choices.slice(0, -1).join(", ")} or ${choices[choices.length - 1]}, got '${text}'`)
+  }
   return found
 }
 
@@ -315,16 +325,19 @@ const seed = (text: string | undefined): number => {
   return value
 }
 
-const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
+/** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
+export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
   if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
   // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
-  if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  if (command !== "serve" && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  // The launcher's `serveDefaults.worldSizeMax` (the core's bound).
+  if (command === "serve" && worldSize > 1_000_000) throw new UsageError(`--world-size must be at most 1000000, got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
-  const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
+  const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
     : raw.kill !== undefined
@@ -364,7 +377,8 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
 }
 
 /** Commander's messages start with `error: ` and put a suggestion on a second line. */
-const oneLine = (message: string): string =>
+/** One line of a commander or usage message. @since 0.1.0 @category parsing */
+export const oneLine = (message: string): string =>
   message.replace(/^error: /, "").replace(/\n\(Did you mean/g, " (did you mean").replace(/\s*\n\s*/g, " ").trim()
 
 /**
@@ -382,6 +396,8 @@ const oneLine = (message: string): string =>
  */
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
+  // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
+  if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
   const program = new Commander.Command("cohort")
     .exitOverride()
