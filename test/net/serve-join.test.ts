@@ -94,7 +94,7 @@ const cluster = async (
     const ranks = [0, 1, 2, 3].map((rank) =>
       network.script(hostOf(rank), cli, [
         "join", urlOf(rank), "--trainer", trainer, "--token-file", tokenFile, "--rank", String(rank),
-        "--save-dir", join(out, `save-${hostOf(rank)}`)
+        "--save-dir", join(scratch, name, `save-${hostOf(rank)}`)
       ], { lifetimeMs })
     )
     await body({ network, serve, ranks, out })
