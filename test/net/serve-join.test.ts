@@ -121,7 +121,7 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
     const heartbeatTimeoutMs = 3000
     const tickMs = 100 // the CLI's coordinator tick
     const heartbeatIntervalMs = 750 // min(1000, heartbeatTimeoutMs / 4)
-    await cluster("cut", { epochs: 4, heartbeatTimeoutMs }, async ({ network, serve, ranks, out }) => {
+    await cluster("cut", { epochs: 3, heartbeatTimeoutMs }, async ({ network, serve, ranks, out }) => {
       await serve.waitFor(/epoch 0 done/, 60_000)
       await sleep(300) // an epoch of 4 ranks lasts about 1.5 s
       network.cut("c")
@@ -147,11 +147,11 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
         expect(death.detector === "heartbeat" || death.cause.startsWith("disconnected")).toBe(true)
         expect(death.remainderSamples).toBeGreaterThan(0)
       }
-      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0], [3, 4800, 0, 0]])
-      // Epochs 2 and 3 are B's alone.
+      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
+      // Epoch 2 is B's alone.
       // 2,400 samples a rank: rounds after 32 and 64 batches of 32, and the last one.
       const later = events.filter((e) => e.type === "round" && (e.epoch as number) >= 2)
-      expect(later.map((e) => [e.epoch, e.contributors])).toEqual([[2, 2], [2, 2], [2, 2], [3, 2], [3, 2], [3, 2]])
+      expect(later.map((e) => [e.epoch, e.contributors])).toEqual([[2, 2], [2, 2], [2, 2]])
       // C's ranks: refused once the link is back, one line each after the one that said they joined.
       const said = [2, 3].map((rank) => `${ranks[rank]!.stdout()}${ranks[rank]!.stderr()}`.trim().split("\n"))
       console.log(`[net ${runtime}] C's ranks exited ${JSON.stringify(refusedCodes)}: ${JSON.stringify(said)}`)
