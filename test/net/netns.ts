@@ -309,6 +309,7 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
     restore: (host) => void ip("-n", sw, "link", "set", `v-${host}`, "up"),
     rateLimit,
     dropPercent: (host, percent) => {
+      if (!hasNft()) throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
       const perTenThousand = Math.round(percent * 100)
       run("ip", ["netns", "exec", namespace(host), "nft", "-f", "-"], [
         "table inet cohort_loss {",
