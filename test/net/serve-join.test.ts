@@ -4,8 +4,11 @@
 // cut mid-epoch; 100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link.
 //
 // Every process is the CLI (`bin/cohort.mjs`) under the runtime running this file, so under
-// `npm test` the network path runs once per runtime (ws on Node, Bun.serve, Deno.serve). Linux
-// and root only, as CI runs: elsewhere each test fails with the harness's message (never skips).
+// `npm test` the network path runs once per runtime: the coordinator's server is `ws` on Node,
+// `Bun.serve` and `Deno.serve`, and each sees a cut link differently, which is what these tests
+// are for. That is cheap enough: the file takes 45-65 s per runtime on 2 busy cores (126 s with a
+// load average of 20), beside the other files. Linux and root only, as CI runs: elsewhere each
+// test fails with the harness's message (never skips).
 // Each test removes its namespaces in `finally`, kills its processes after at most 110 s (a run
 // takes 10-20 s on an idle 2-core machine; the margin is for a loaded one), and caps every link
 // at 100 Mbit/s.
