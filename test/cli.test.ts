@@ -603,7 +603,22 @@ describe("help", () => {
         "(default 1)",
         "--out DIR",
         "(default runs)",
-        "--json"
+        "--json",
+        "cohort serve [options]",
+        "cohort join URL [options]",
+        "--listen HOST:PORT",
+        "(default 127.0.0.1:0",
+        "--token-file FILE",
+        "COHORT_TOKEN",
+        "--formation-timeout-ms N",
+        "(default 300000)",
+        "--rank N|auto",
+        "(default auto)",
+        "--rank-from-env NAME",
+        "--save-dir DIR",
+        "(default ./cohort-save)",
+        "--connect-timeout-ms N",
+        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;"
       ]
     ) {
       expect(text).toContain(flag)
@@ -660,6 +675,12 @@ describe("renderResult", () => {
     expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save`)
     expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save`)
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save`)
+  })
+
+  it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
+    const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
+    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir")
+    expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
   })
 
   it("names the failed audits", () => {
