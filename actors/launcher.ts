@@ -468,6 +468,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
           return
         case "AverageRound":
+          emit({
+            type: "round",
+            ms,
+            epoch: command.epoch,
+            round: command.round,
+            contributors: command.contributors.length,
+            openMs: Math.max(0, state.clockMs - command.openedAtMs)
+          })
           return
       }
     },

@@ -247,7 +247,10 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * when the epoch ends, before its eval (its `accuracy` is `undefined`, absent in the journal);
  * `eval` follows when the eval result arrives. `ended` comes last, once the survivors have saved
  * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
- * line per rank per second; observers see them all.
+ * line per rank per second; observers see them all. `round`: averaging round `round` of `epoch`
+ * closed (its `Update` went out) with `contributors` contributions, `openMs` milliseconds after its
+ * first contribution arrived (DESIGN.md §3.1 "commit"); the gaps between rounds' `ms` are the round
+ * times. One line per round, journal only (the terminal views leave them out).
  *
  * @since 0.1.0
  * @category events
@@ -266,6 +269,7 @@ export type RunEvent =
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
+  | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"] }
 
 /**

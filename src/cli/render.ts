@@ -107,6 +107,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
+    case "round":
+      return `round ${event.round} of epoch ${event.epoch} closed: ${plural(event.contributors, "contribution")}, open ${event.openMs} ms`
     case "listening":
       return `listening on ${event.url}`
     case "joined":
@@ -146,6 +148,8 @@ export const lineView = (write: (text: string) => void, progressEveryMs = 1000):
   const lastProgressMs = new Map<number, number>()
   return {
     onEvent: (event) => {
+      // Averaging rounds go to the journal only: one a line would drown the rest.
+      if (event.type === "round") return
       if (event.type === "progress") {
         const last = lastProgressMs.get(event.rank)
         if (last !== undefined && event.ms - last < progressEveryMs) return
@@ -232,6 +236,8 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           log(event)
           return
         }
+        case "round":
+          return
         case "ended": {
           const state = event.outcome.status === "completed" ? "done" : "stopped"
           for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })

@@ -166,6 +166,7 @@ export const RunEvent = Schema.Union([
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
+  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode) })
 ])
 

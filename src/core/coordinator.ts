@@ -111,7 +111,7 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
 const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
   const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
-  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, contributors, params, reason })
+  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1

@@ -78,6 +78,8 @@ export type Input =
  * - `AverageRound`: round `round` closed; average `params` (the usable contributions, in
  *   contribution order; possibly none) with the averaging backend and broadcast
  *   `Update{round, mean}` to the survivors (an empty `params` when there is nothing to average).
+ *   `openedAtMs` is when its first contribution arrived (core ms): the round was open from then to
+ *   this step.
  * - `EpochEnded`: the epoch's audit and summary.
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
  *
@@ -101,6 +103,7 @@ export type Command =
     readonly _tag: "AverageRound"
     readonly epoch: number
     readonly round: number
+    readonly openedAtMs: number
     readonly contributors: ReadonlyArray<Rank>
     readonly params: ReadonlyArray<Float32Array>
     readonly reason: string

@@ -104,6 +104,23 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
+  it("the journal has a line per averaging round: its epoch, number, contributions and how long it was open", async () => {
+    // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
+    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    type Round = { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number }
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; ms: number })
+    const rounds = events.filter((e): e is Round => e.type === "round")
+    expect(rounds.map((r) => [r.epoch, r.round, r.contributors])).toEqual(
+      Array.from({ length: 150 }, (_, i) => [i < 75 ? 0 : 1, i, 2])
+    )
+    const epochEnds = events.filter((e) => e.type === "epoch").map((e) => e.ms)
+    for (const r of rounds) {
+      expect(r.openMs).toBeGreaterThanOrEqual(0)
+      expect(r.ms).toBeLessThanOrEqual(epochEnds[r.epoch]!)
+    }
+  })
+
   it("runs ranks as child processes over WebSocket too: the process's kill is the cause, the joins are logged, nothing refused", async () => {
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, transport: "websocket", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
     expect(result.exitCode).toBe(0)
