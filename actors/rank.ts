@@ -100,6 +100,67 @@ export interface RankData {
   readonly coordinatorTimeoutMs?: number | undefined
 }
 
+/**
+ * What a rank that joins from another host learns of the run in the coordinator's welcome
+ * (`WebSocket` join protocol 1, the welcome's `run`): the run-wide part of `RankData`, plus
+ * `epochSamples`, the samples of one epoch by the coordinator's trainer module (a joining rank
+ * whose own trainer module says otherwise refuses to train). Its own `trainer`, `saveDir` and
+ * `checkpointDir` are the joining host's (`rankDataOf`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface JoinedRun {
+  readonly worldSize: number
+  readonly epochSamples: number
+  readonly seed: number
+  readonly batchSize: number
+  readonly averageEverySteps: number
+  readonly heartbeatIntervalMs: number
+  readonly progressIntervalMs: number
+  readonly coordinatorTimeoutMs: number
+}
+
+/**
+ * Whether a welcome's `run` value is a `JoinedRun` (every field a finite number, counts integers > 0).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const isJoinedRun = (value: unknown): value is JoinedRun => {
+  if (typeof value !== "object" || value === null) return false
+  const run = value as Record<string, unknown>
+  const positiveInteger = (key: string) => typeof run[key] === "number" && Number.isSafeInteger(run[key]) && (run[key] as number) > 0
+  const nonNegative = (key: string) => typeof run[key] === "number" && Number.isFinite(run[key]) && (run[key] as number) >= 0
+  return ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
+    ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative)
+}
+
+/**
+ * The `RankData` of a rank that joined from elsewhere: the run's part from the welcome, the
+ * rest from the joining host (`trainer` URL, `saveDir`, `checkpointDir`); no fault injection and
+ * no memory check of its own.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const rankDataOf = (
+  run: JoinedRun,
+  local: { readonly trainer: string; readonly saveDir: string; readonly checkpointDir: string }
+): RankData => ({
+  trainer: local.trainer,
+  worldSize: run.worldSize,
+  seed: run.seed,
+  batchSize: run.batchSize,
+  averageEverySteps: run.averageEverySteps,
+  heartbeatIntervalMs: run.heartbeatIntervalMs,
+  progressIntervalMs: run.progressIntervalMs,
+  hangAfterMs: undefined,
+  saveDir: local.saveDir,
+  checkpointDir: local.checkpointDir,
+  coordinatorTimeoutMs: run.coordinatorTimeoutMs
+})
+
 /** Default `RankData.coordinatorTimeoutMs`: 10000 ms. @since 0.1.0 @category defaults */
 export const coordinatorTimeoutMsDefault = 10_000
 
@@ -154,6 +215,11 @@ export interface Link {
    * own stderr (`ChildProcess.ProcessRank.detach`); default: the rank's `console.error`.
    */
   readonly detach?: () => (line: string) => void
+  /**
+   * Told the rank's progress whenever it sends a `Progress` (at most every `progressIntervalMs`):
+   * the epoch, the samples this rank trained in it, and the samples it trained in all. A browser rank shows it on its page; it must not throw.
+   */
+  readonly status?: (status: { readonly epoch: number; readonly samplesDone: number; readonly samplesTotal: number }) => void
 }
 
 interface Chunk {
@@ -210,6 +276,8 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    let samplesTotal = 0
+    let samplesInEpoch = 0
     // A hostile rank's flood (fault injection): bursts of Heartbeats on a timer of its own.
     const floodFrom = (afterMs: number, framesPerSecond: number): void => {
       const heartbeat = Codec.encode(Frame.fromRank(rank, { _tag: "Heartbeat" }))
@@ -304,6 +372,7 @@ export const run = (
       entries.length = 0
       chunks.length = 0
       trained = 0
+      samplesInEpoch = 0
       contributedUpTo = 0
       chunksDoneSinceContribution = 0
       batchesSinceContribution = 0
@@ -410,6 +479,8 @@ export const run = (
       }
       yield* Effect.promise(async () => trainer.trainBatch(indices))
       batchesSinceContribution += 1
+      samplesTotal += indices.length
+      samplesInEpoch += indices.length
       const finished = yield* Clock.currentTimeMillis
       if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
         lastHeapCheckMs = finished
@@ -428,6 +499,7 @@ export const run = (
       if (finished - lastProgressMs >= data.progressIntervalMs) {
         lastProgressMs = finished
         yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(finished - started, 0.001) })
+        link.status?.({ epoch, samplesDone: samplesInEpoch, samplesTotal })
       }
       if (chunk !== undefined && chunk.progress >= chunk.size) {
         chunks.shift()
@@ -508,9 +580,10 @@ export const run = (
 
 /**
  * A rank entry's whole body: connects with `connect` (a transport's rank-side `connect()`), runs
- * the rank, and leaves the process or worker with its exit code. `loadTrainer` imports the trainer
- * module (bundled entries pass the module they contain). A failure to connect is a defect: the
- * rank ends and its supervisor reports it.
+ * the rank, and leaves the process or worker with its exit code through `exit` (default
+ * `process.exit`; a WebSocket rank closes its socket first, so that its last frames arrive before
+ * its end). `loadTrainer` imports the trainer module (bundled entries pass the module they
+ * contain). A failure to connect is a defect: the rank ends and its supervisor reports it.
  *
  * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
  * `Crashing{error, stack}`, and exits with code 1: its supervisor then declares it
@@ -523,12 +596,13 @@ export const run = (
  */
 export const main = (
   connect: Effect.Effect<Link, Transport.TransportError>,
-  loadTrainer?: (url: string) => Promise<unknown>
+  loadTrainer?: (url: string) => Promise<unknown>,
+  leave: (code: number) => void = (code) => process.exit(code)
 ): Promise<void> =>
   Effect.runPromise(
     Effect.gen(function*() {
       const link = yield* Effect.orDie(connect)
-      const exit = yield* Effect.exit(run(link, (code) => process.exit(code), loadTrainer))
+      const exit = yield* Effect.exit(run(link, leave, loadTrainer))
       if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return
       const error = Cause.squash(exit.cause)
       // Each text field must fit the wire's `textBytesMax` (64 KiB): 8 K characters of message and
@@ -540,6 +614,6 @@ export const main = (
       }
       yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
       yield* link.transport.flush
-      process.exit(1)
+      leave(1)
     })
   )

@@ -408,7 +408,7 @@ describe("parse", () => {
   it("reads --failure-limit as a count (integer >= 0) or a fraction in (0, 1)", () => {
     const limit = (text: string) => {
       const parsed = Cli.parse(["demo", "--failure-limit", text])
-      return "options" in parsed && parsed.command !== "report" ? parsed.options.failureLimit : parsed
+      return "options" in parsed && (parsed.command === "demo" || parsed.command === "run") ? parsed.options.failureLimit : parsed
     }
     expect(limit("1")).toEqual({ absolute: 1 })
     expect(limit("0")).toEqual({ absolute: 0 })

@@ -9,7 +9,7 @@ import * as Files from "../platform/files.ts"
 import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
-import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
+import { type BundleCommandOptions, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { type PartialRun, readRun } from "./read-run.ts"
 import { barsView, lineView, renderResult } from "./render.ts"
 
@@ -197,6 +197,27 @@ const report = async (io: Io, options: ReportCommandOptions): Promise<number> =>
   return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))
 }
 
+const bundle = async (io: Io, options: BundleCommandOptions): Promise<number> => {
+  const loaded = await loadTrainer(io, options.trainer)
+  if (typeof loaded === "number") return loaded
+  const Browser = await import("./bundle.ts")
+  let files: Awaited<ReturnType<typeof Browser.buildBrowserRank>>
+  try {
+    files = await Browser.buildBrowserRank(loaded)
+  } catch (error) {
+    return usage(io, `${options.trainer} does not build for a browser: ${error instanceof Error ? error.message.split("\n").slice(1).join("; ") || error.message : String(error)}`)
+  }
+  try {
+    await Browser.writeBrowserRank(options.outDir, files)
+  } catch (error) {
+    return usage(io, `cannot write the bundle to ${options.outDir}: ${firstLine(error)}`)
+  }
+  for (const [name, text] of Object.entries(files)) {
+    io.out(`${options.outDir}/${name}  ${Math.ceil(new TextEncoder().encode(text).length / 1024)} KiB\n`)
+  }
+  return ExitCode.ok
+}
+
 /**
  * Runs the command line on `argv` (the arguments after the program name) and returns the exit
  * code (`ExitCode`). Bad input writes one `cohort: ...` line to `io.err` and returns 2; nothing
@@ -220,6 +241,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return train(io, parsed.command, parsed.options, launch)
     case "report":
       return report(io, parsed.options)
+    case "bundle":
+      return bundle(io, parsed.options)
   }
 }
 

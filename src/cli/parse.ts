@@ -114,6 +114,10 @@ Usage:
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
+  cohort bundle --trainer FILE --out DIR
+                                       build a browser rank: DIR/index.html and the rank with
+                                       the trainer compiled in, DIR/cohort-rank.js (one ES
+                                       module for a Web Worker; see "Browser ranks" in the README)
   cohort help                          print this help (also -h, --help)
 
 Options of demo and run:
@@ -218,10 +222,22 @@ export interface ReportCommandOptions {
  * @since 0.1.0
  * @category parsing
  */
+/**
+ * The options of `bundle`: the trainer module and the folder to write the page into, as given.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface BundleCommandOptions {
+  readonly trainer: string
+  readonly outDir: string
+}
+
 export type Parsed =
   | { readonly command: "help" }
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
+  | { readonly command: "bundle"; readonly options: BundleCommandOptions }
   | { readonly error: string }
 
 interface RawRunOptions {
@@ -432,6 +448,13 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
       const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
       parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
+    })
+  program
+    .command("bundle")
+    .requiredOption("--trainer <file>")
+    .requiredOption("--out <dir>")
+    .action((raw: { readonly trainer: string; readonly out: string }) => {
+      parsed = { command: "bundle", options: { trainer: raw.trainer, outDir: raw.out } }
     })
   try {
     program.parse([...argv], { from: "user" })

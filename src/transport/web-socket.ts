@@ -57,6 +57,11 @@ export interface ServerOptions extends Transport.Options {
   readonly joinTimeoutMs?: number
   readonly pendingJoinsMax?: number
   readonly pendingJoinsPerAddressMax?: number
+  /**
+   * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
+   * page this way); default: 426 to each.
+   */
+  readonly http?: RuntimeTypes.HttpHandler
 }
 
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
@@ -211,7 +216,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open }),
+      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
