@@ -14,7 +14,8 @@ import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
-import { customAlphabet } from "nanoid"
+import type * as Scope from "effect/Scope"
+import { customAlphabet, nanoid } from "nanoid"
 import type * as Alerts from "../src/core/alerts.ts"
 import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
@@ -24,10 +25,13 @@ import * as ChildProcess from "../src/transport/child-process.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
+import * as Transport from "../src/transport/transport.ts"
+import * as WebSocket from "../src/transport/web-socket.ts"
+import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as RankActor from "./rank.ts"
-import type { DeathTiming, KillSpec, RankState, RunEvent, RunOptions, RunResult, SkippedFault } from "./run-types.ts"
+import type { DeathTiming, KillSpec, Listening, RankState, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 
 /**
  * Why a run could not start: bad options, or a trainer module that cannot be loaded.
@@ -74,8 +78,45 @@ export const defaults = {
   /** How long the launcher waits for ranks to save and exit after the run ended. */
   exitGraceMs: 15_000,
   /** How long an interrupted run waits for the survivors' saves (`RunOptions.interruptGraceMs`). */
-  interruptGraceMs: 30_000
+  interruptGraceMs: 30_000,
+  /** How long the ranks of a local run have to join (send their `Hello`). */
+  formationTimeoutMs: 120_000
 } as const
+
+/**
+ * Defaults of `ServeOptions`: `formationTimeoutMs` 5 minutes (ranks on other hosts may start
+ * late), `worldSizeMax` 1,000,000 ranks (the core's bound; none runs on this machine), `host`
+ * loopback and `port` 0 (any free port).
+ *
+ * @since 0.1.0
+ * @category defaults
+ */
+export const serveDefaults = {
+  formationTimeoutMs: 300_000,
+  worldSizeMax: 1_000_000,
+  host: WebSocket.hostDefault,
+  port: 0
+} as const
+
+/** The transports `RunOptions.transport` takes. */
+const transports = ["worker", "process", "websocket"] as const
+
+/**
+ * A new run token: 22 characters of nanoid's 64-letter URL-safe alphabet, 132 random bits.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const newRunToken = (): string => nanoid(22)
+
+/** What a served run adds to a local one (`serve`). */
+interface Served {
+  readonly host: string
+  readonly port: number
+  readonly runToken: string | undefined
+  readonly formationTimeoutMs: number
+  readonly onListening: ((listening: Listening) => void) | undefined
+}
 
 /**
  * Loads and checks a trainer module in the calling thread. Rejects with `LaunchError` (option
@@ -112,19 +153,22 @@ const check = (ok: boolean, option: string, reason: string): void => {
  * with the trainer compiled in (see `src/platform/bundle.ts`), falling back to the
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
-const rankEntry = async (transport: "worker" | "process", trainerUrl: string): Promise<string> => {
-  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : "./rank-process.ts", import.meta.url)
+const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
+  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
-  const host = new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url)
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
   const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
-  const source = [
+  const source = transport === "websocket" ? [
+    `import * as trainer from ${path(trainerUrl)}`,
+    `import * as SocketRank from ${path(new URL("./socket-rank.ts", import.meta.url))}`,
+    `await SocketRank.processMain(async () => trainer)`
+  ].join("\n") : [
     ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(host)}`,
+    `import * as Host from ${path(new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
     `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
     `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
@@ -144,7 +188,7 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
  * The run's options as the journal's `started` event records them: every plain option as given,
  * the defaults used for the rest, and no functions or signals.
  */
-const loggedOptions = (options: RunOptions, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+const loggedOptions = (options: object, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const logged: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(options)) {
     if (typeof value !== "function" && !(typeof value === "object" && value !== null && "aborted" in value)) logged[key] = value
@@ -162,17 +206,54 @@ const loggedOptions = (options: RunOptions, resolved: Readonly<Record<string, un
  * @since 0.1.0
  * @category launcher
  */
-export const run = async (options: RunOptions): Promise<RunResult> => {
+export const run = (options: RunOptions): Promise<RunResult> => launch(options, undefined)
+
+/**
+ * Serves a run (`cohort serve`): the coordinator listens on a WebSocket (`ServeOptions.host`,
+ * loopback by default) and its `worldSize` ranks join from anywhere with the run token
+ * (`cohort join`, `WebSocket.connect`); the run starts when the last one joined (its `Hello`),
+ * then goes on exactly as `run` does: journal, audits, summary, exit codes. Refused joins are
+ * logged (`refused` events) and counted (`RunResult.refusals`); a rank the core declares dead has
+ * its socket closed with `CloseCode.RankDead` (4011). Rejects with `LaunchError` for bad options,
+ * a bad trainer (the coordinator loads it too, for its sample count), a token under 16
+ * characters (option `runToken`), an address it cannot bind (option `listen`), or a run that did
+ * not form within `formationTimeoutMs` (option `formation`).
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const serve = (options: ServeOptions): Promise<RunResult> => {
+  const formationTimeoutMs = options.formationTimeoutMs ?? serveDefaults.formationTimeoutMs
+  check(Number.isSafeInteger(formationTimeoutMs) && formationTimeoutMs > 0, "formationTimeoutMs", `must be an integer > 0, got ${formationTimeoutMs}`)
+  if (options.runToken !== undefined) {
+    check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
+  }
+  const { host, port, runToken, formationTimeoutMs: _, onListening, ...rest } = options
+  return launch({ ...rest, transport: "websocket" }, {
+    host: host ?? serveDefaults.host,
+    port: port ?? serveDefaults.port,
+    runToken,
+    formationTimeoutMs,
+    onListening
+  })
+}
+
+const launch = async (options: RunOptions, served: Served | undefined): Promise<RunResult> => {
   const worldSize = options.worldSize ?? defaults.worldSize
   const epochs = options.epochs ?? defaults.epochs
   const mode = options.mode ?? defaults.mode
   const transportKind = options.transport ?? defaults.transport
+  check((transports as ReadonlyArray<string>).includes(transportKind), "transport", `must be "worker", "process" or "websocket", got ${JSON.stringify(transportKind)}`)
   const kills = options.kills ?? []
   const hangs = options.hangs ?? []
   const floods = options.floods ?? []
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
-  check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
+  if (served === undefined) {
+    check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
+  } else {
+    check(worldSize <= serveDefaults.worldSizeMax, "worldSize", `at most ${serveDefaults.worldSizeMax} ranks, got ${worldSize}`)
+  }
   check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
   const positive = (value: number | undefined, option: string, integer: boolean): void => {
     if (value === undefined) return
@@ -335,6 +416,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       const ms = sinceStart(Date.now())
       if (!formedEmitted && state.started) {
         formedEmitted = true
+        server?.markFormed()
         emit({ type: "formed", ms, worldSize })
       }
       switch (command._tag) {
@@ -376,6 +458,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       const redistributed = state.phase === "running"
       for (const death of declared) record(death, recoveredMs, redistributed)
       releaseHeld()
+      // A rank declared dead over WebSocket hears it: its socket closes with RankDead (a hung or
+      // cut-off rank's socket may still be open; a rank elsewhere then leaves with one line).
+      if (server !== undefined) for (const death of declared) server.transport.disconnect(death.rank, Transport.CloseCode.RankDead)
     }
   }
 
@@ -404,21 +489,96 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     emit({ type: "death", ms: sinceStart(death.declaredAtMs), death: timing })
   }
 
+  // Over WebSocket: the run token (given, or made for the run; a served run's made token is
+  // written to <runDir>/token, mode 0600, for the ranks' hosts).
+  const runToken = served?.runToken ?? newRunToken()
+  let tokenFile: string | undefined
+  if (served !== undefined && served.runToken === undefined) {
+    tokenFile = `${runDir}/token`
+    await Files.writeSecretFile(tokenFile, `${runToken}\n`)
+  }
+  let server: WebSocket.ServerHandle | undefined
+  const observeListening = (listening: Listening): void => {
+    try {
+      served?.onListening?.(listening)
+    } catch {
+      // an observer only watches
+    }
+  }
+  // The run's WebSocket settings, beside the transport's defaults.
+  const serverOptions = (): WebSocket.ServerOptions => ({
+    runToken,
+    worldSize,
+    host: served?.host ?? WebSocket.hostDefault,
+    port: served?.port ?? 0,
+    welcome: () => welcomeData,
+    onJoined: (rank, address) => emit({ type: "joined", ms: sinceStart(Date.now()), rank, address }),
+    onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address })
+  })
+  // What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`).
+  const welcomeData: RankActor.JoinedRun = {
+    worldSize,
+    epochSamples: module.trainSamples,
+    seed: options.seed ?? defaults.seed,
+    batchSize,
+    averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+    heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
+    progressIntervalMs: defaults.progressIntervalMs,
+    coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
+  }
+  interface Host {
+    readonly transport: Transport.TransportShape
+    readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
+    readonly kill: (rank: Rank) => Effect.Effect<void>
+  }
+  const bindFailed = (error: Transport.TransportError) =>
+    Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
+  const makeHost = (): Effect.Effect<Host, never, Scope.Scope> => {
+    if (served !== undefined) {
+      return WebSocket.serve(serverOptions()).pipe(
+        Effect.catch(bindFailed),
+        Effect.map((handle): Host => {
+          server = handle
+          return {
+            transport: handle.transport,
+            spawn: () => Effect.void,
+            kill: (rank) => Effect.sync(() => handle.transport.disconnect(rank, Transport.CloseCode.RankDead))
+          }
+        })
+      )
+    }
+    switch (transportKind) {
+      case "worker":
+        return Effect.map(Worker.host({ onOutput }), (h): Host => ({
+          transport: h.transport,
+          spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
+          kill: h.terminate
+        }))
+      case "process":
+        return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
+          transport: h.transport,
+          spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
+          kill: (r) => h.kill(r)
+        }))
+      case "websocket":
+        return WebSocketRanks.host({ ...serverOptions(), onOutput }).pipe(
+          Effect.catch(bindFailed),
+          Effect.map((h): Host => {
+            server = h.server
+            return {
+              transport: h.transport,
+              spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
+              kill: (r) => h.kill(r)
+            }
+          })
+        )
+    }
+  }
+
   const program = Effect.gen(function*() {
     startedMs = yield* Clock.currentTimeMillis
-    const host = transportKind === "worker"
-      ? yield* Effect.map(Worker.host({ onOutput }), (h) => ({
-        transport: h.transport,
-        spawn: (o: Worker.SpawnOptions) =>
-          h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-        kill: h.terminate
-      }))
-      : yield* Effect.map(ChildProcess.host({ onOutput }), (h) => ({
-        transport: h.transport,
-        spawn: (o: ChildProcess.SpawnOptions) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
-        kill: (r: Rank) => h.kill(r)
-      }))
-    const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
+    const host = yield* makeHost()
+    const entry = served === undefined ? yield* Effect.promise(() => rankEntry(transportKind, trainerUrl)) : ""
     emit({
       type: "started",
       ms: 0,
@@ -428,10 +588,19 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       epochs,
       epochSamples: module.trainSamples,
       mode,
-      transport: transportKind,
-      options: loggedOptions(options, { worldSize, epochs, mode, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId })
+      transport: served === undefined ? transportKind : "serve",
+      options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
+        worldSize, epochs, mode, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
+        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs })
+      })
     })
-    for (let rank = 0; rank < worldSize; rank++) {
+    if (server !== undefined) {
+      emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
+      if (served !== undefined) {
+        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir })
+      }
+    }
+    for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
@@ -450,9 +619,16 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
       }
-      yield* host.spawn({ entry, rank, data, nice: rankNice }).pipe(Effect.orDie)
+      const spawnData = server === undefined ? data : { ...data, url: server.url, runToken }
+      yield* host.spawn({ entry, rank, data: spawnData, nice: rankNice }).pipe(Effect.orDie)
     }
-    const coordinator = yield* Coordinator.start({ state, transport: host.transport, tickMs: options.tickMs ?? defaults.tickMs, hooks })
+    const coordinator = yield* Coordinator.start({
+      state,
+      transport: host.transport,
+      tickMs: options.tickMs ?? defaults.tickMs,
+      formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
+      hooks
+    })
     // An interrupt (or an immediate stop) asks the core to end the run; it decides.
     const stopSignal = options.stopSignal
     const interruptSignal = options.signal
@@ -535,7 +711,12 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     return outcome
   })
 
-  const exit = await Effect.runPromiseExit(Effect.scoped(program))
+  let finalRefusals: Record<string, number> | undefined
+  const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
+    const outcome = yield* program
+    if (server !== undefined) finalRefusals = { ...(yield* server.refusals) }
+    return outcome
+  })))
   releaseHeld()
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
@@ -582,7 +763,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
     durationMs: Date.now() - startedMs,
-    exitCode
+    exitCode,
+    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals })
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

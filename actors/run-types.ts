@@ -63,8 +63,14 @@ export interface RunOptions {
   readonly epochs?: number
   /** `static` (default) or `progressive`. */
   readonly mode?: "static" | "progressive"
-  /** Rank hosts: `worker` threads (default) or child `process`es. */
-  readonly transport?: "worker" | "process"
+  /**
+   * Rank hosts: `worker` threads (default), child `process`es, or `websocket`: child processes
+   * that join the coordinator's WebSocket server over loopback (127.0.0.1, a free port) with a
+   * run token made for the run, so that the run takes the network path (`WebSocket.serve` /
+   * `connect`; `src/transport/web-socket-ranks.ts`). Any other value is a `LaunchError` (option
+   * `transport`).
+   */
+  readonly transport?: "worker" | "process" | "websocket"
   /** Kills to inject. Default none. */
   readonly kills?: ReadonlyArray<KillSpec>
   /** Hangs to inject. Default none. */
@@ -161,6 +167,52 @@ export interface RunOptions {
 }
 
 /**
+ * Options of `serve` (`cohort serve`): a run whose coordinator serves on a WebSocket and whose
+ * ranks join from anywhere (`cohort join`, `WebSocket.connect`); nothing is started locally. As
+ * `RunOptions` without the local-only ones (`transport`, faults, `rankNice`, `rankMemoryMb`), plus:
+ *
+ * - `host` (default `"127.0.0.1"`: loopback only; a non-loopback address is an explicit choice)
+ *   and `port` (default 0: a free port) to listen on.
+ * - `runToken`: the secret every join must carry, at least 16 characters (a shorter one is a
+ *   `LaunchError`, option `runToken`). Default: a new 22-character nanoid (132 bits), written to
+ *   `<outDir>/<runId>/token` with mode 0600 (`RunResult.runDir`).
+ * - `formationTimeoutMs` (integer > 0; default `serveDefaults.formationTimeoutMs`, 300000):
+ *   how long the ranks have to join; past it the run ends without training: a `LaunchError`
+ *   (option `formation`) naming the ranks that did not join.
+ * - `onListening({url, host, port, runToken, tokenFile, runId, runDir})`: called once the server
+ *   listens, before any rank joined (`tokenFile` is set when the token was generated).
+ * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "hangs" | "floods" | "rankNice" | "rankMemoryMb"> {
+  readonly host?: string
+  readonly port?: number
+  readonly runToken?: string
+  readonly formationTimeoutMs?: number
+  readonly onListening?: (listening: Listening) => void
+}
+
+/**
+ * Where a served run listens: `url` (`ws://host:port/`), the bound `host` and `port`, the
+ * `runToken`, `tokenFile` (where the generated token was written; `undefined` when it was given),
+ * `runId` and `runDir`.
+ *
+ * @since 0.1.0
+ * @category events
+ */
+export interface Listening {
+  readonly url: string
+  readonly host: string
+  readonly port: number
+  readonly runToken: string
+  readonly tokenFile: string | undefined
+  readonly runId: string
+  readonly runDir: string
+}
+
+/**
  * What a rank is doing, as the coordinator sees it.
  *
  * @since 0.1.0
@@ -173,7 +225,10 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * journal: one JSON object per line, appended, never rewritten; `ms` = milliseconds since the run
  * started). Events come in the order they happened and `ms` never decreases; a death comes before
  * the decisions and alerts it caused. `started` carries the run's options (defaults filled in,
- * functions and signals left out); `formed` says every rank joined. An `epoch` event is emitted
+ * functions and signals left out); `formed` says every rank joined. Over WebSocket
+ * (`transport: "websocket"`, `serve`): `listening` gives the server's URL (never the token),
+ * `joined` each accepted join (rank, peer address) and `refused` each refused one (close code,
+ * reason, peer address), as they happen. An `epoch` event is emitted
  * when the epoch ends, before its eval (its `accuracy` is `undefined`, absent in the journal);
  * `eval` follows when the eval result arrives. `ended` comes last, once the survivors have saved
  * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
@@ -183,7 +238,10 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * @category events
  */
 export type RunEvent =
-  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process"; readonly options?: Readonly<Record<string, unknown>> }
+  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" | "websocket" | "serve"; readonly options?: Readonly<Record<string, unknown>> }
+  | { readonly type: "listening"; readonly ms: number; readonly url: string }
+  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
+  | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
@@ -264,4 +322,9 @@ export interface RunResult {
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4 | 130 | 143
+  /**
+   * Over WebSocket (`transport: "websocket"`, `serve`): joins the server refused, by close code
+   * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`). `undefined` for other transports.
+   */
+  readonly refusals?: Readonly<Record<string, number>> | undefined
 }

@@ -14,6 +14,10 @@
  * while the measured cluster still closes it. The honest ranks' kill → remainder-sent median is
  * compared with the quiet run's, as a ratio.
  *
+ * The `websocket` row (issue 14) runs the quiet cluster with `transport: "websocket"`: the ranks
+ * are child processes that join the coordinator's WebSocket server over loopback, so a kill is
+ * seen by the process's supervisor or the socket's close, whichever comes first.
+ *
  * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
  */
 import * as Launcher from "../actors/launcher.ts"
@@ -21,6 +25,7 @@ import type { HangSpec, KillSpec } from "../actors/run-types.ts"
 import * as Lib from "./lib.ts"
 
 export interface Result {
+  readonly transport: "worker" | "websocket"
   readonly worldSize: number
   readonly rankNice: number
   /** Flood of the last rank in frames/s; 0 for none. */
@@ -42,7 +47,7 @@ export interface Result {
  * One cluster with the faults, its ranks at nice `rankNice`; `quick` uses 7 ranks, 3 kills and 1
  * hang. Its last rank is never killed; with `floodFramesPerSecond` > 0 it floods from 0.3 s.
  */
-const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 0): Promise<Result> => {
+const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 0, transport: "worker" | "websocket" = "worker"): Promise<Result> => {
   const kills = quick ? 3 : 20
   const hangs = quick ? 1 : 5
   const worldSize = kills + hangs + (quick ? 3 : 4)
@@ -53,6 +58,7 @@ const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 
   const started = Lib.nowMs()
   const outcome = await Launcher.run({
     trainer: "bench/trainers/waiting.ts",
+    transport,
     worldSize,
     epochs: quick ? 1 : 2,
     batchSize: 16,
@@ -69,6 +75,7 @@ const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 
   const killed = outcome.deaths.filter((d) => d.detector === "supervisor" && d.rank !== flooder)
   const hung = outcome.deaths.filter((d) => d.detector === "heartbeat")
   return {
+    transport,
     worldSize,
     rankNice,
     floodFramesPerSecond,
@@ -121,6 +128,7 @@ export const run = async (quick: boolean): Promise<{
   readonly hostile: Result
   readonly hostileRatio: number
   readonly niced?: Result
+  readonly websocket: Result
   readonly markdown: string
 }> => {
   const result = await measure(quick, 0)
@@ -135,9 +143,11 @@ export const run = async (quick: boolean): Promise<{
   }
   const hostileRatio = hostile.killToRecoveredMs.median / result.killToRecoveredMs.median
   const niced = quick ? undefined : await measure(quick, 10)
+  const websocket = await measure(quick, 0, 0, "websocket")
   const markdown = Lib.table(
-    ["worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
-    [result, hostile, ...(niced === undefined ? [] : [niced])].map((r) => [
+    ["transport", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
+    [result, hostile, ...(niced === undefined ? [] : [niced]), websocket].map((r) => [
+      r.transport,
       r.worldSize,
       r.rankNice,
       r.floodFramesPerSecond === 0 ? "-" : `${r.floodFramesPerSecond}${r.flooderClosed ? " (closed)" : ""}`,
@@ -153,8 +163,8 @@ export const run = async (quick: boolean): Promise<{
   )
   const ratioLine = `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
   return niced === undefined
-    ? { result, hostile, hostileRatio, markdown: markdown + ratioLine }
-    : { result, hostile, hostileRatio, niced, markdown: markdown + ratioLine }
+    ? { result, hostile, hostileRatio, websocket, markdown: markdown + ratioLine }
+    : { result, hostile, hostileRatio, niced, websocket, markdown: markdown + ratioLine }
 }
 
 if (Lib.isMain("failover")) {

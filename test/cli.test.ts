@@ -492,7 +492,7 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5), got '1@soon'"],
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
-    ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker or process, got 'tcp'"],
+    ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker, process or websocket, got 'tcp'"],
     [
       "a zero heartbeat timeout",
       ["demo", "--heartbeat-timeout-ms", "0"],

@@ -126,7 +126,10 @@ Options of demo and run:
   --world-size N              ranks, 1 to 1024 on one machine (default 4)
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
-  --transport worker|process  ranks as worker threads or child processes (default worker)
+  --transport worker|process|websocket
+                              ranks as worker threads, child processes, or child processes
+                              that join this process's WebSocket server over loopback with a
+                              run token (the network path) (default worker)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
@@ -187,7 +190,7 @@ export interface RunCommandOptions {
   readonly worldSize: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
-  readonly transport: "worker" | "process"
+  readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
@@ -281,7 +284,9 @@ const integerAtLeast = (flag: string, text: string | undefined, min: number, fal
 const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
   if (text === undefined) return fallback
   const found = choices.find((choice) => choice === text)
-  if (found === undefined) throw new UsageError(`${flag} must be ${choices.join(" or ")}, got '${text}'`)
+  if (found === undefined) {
+    throw new UsageError(`${flag} must be ${choices.slice(0, -1).join(", ")} or ${choices[choices.length - 1]}, got '${text}'`)
+  }
   return found
 }
 
@@ -340,7 +345,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
-  const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
+  const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
     : raw.kill !== undefined

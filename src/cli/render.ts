@@ -56,7 +56,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
   switch (event.type) {
     case "started":
       return `run ${event.runId}: ${plural(event.worldSize, "rank")} as ${
-        event.transport === "worker" ? "worker threads" : "child processes"
+        event.transport === "worker"
+          ? "worker threads"
+          : event.transport === "process"
+          ? "child processes"
+          : event.transport === "websocket"
+          ? "child processes over WebSocket"
+          : "joining ranks over WebSocket"
       }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}`
     case "progress":
       return `rank ${event.rank} epoch ${event.epoch}: ${event.samplesDone} samples done, ${
@@ -81,6 +87,12 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "decision":
       return `decision: ${event.detail}`
+    case "listening":
+      return `listening on ${event.url}`
+    case "joined":
+      return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}`
+    case "refused":
+      return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
       return `formed: every one of the ${plural(event.worldSize, "rank")} joined`
     case "ended":

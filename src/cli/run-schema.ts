@@ -115,7 +115,8 @@ export const RunResult = Schema.Struct({
   finalAccuracy: optional(Schema.Finite),
   saves: optional(Saves),
   durationMs: Ms,
-  exitCode: ExitCode
+  exitCode: ExitCode,
+  refusals: optional(Schema.Record(Schema.String, Count))
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -135,9 +136,12 @@ export const RunEvent = Schema.Union([
     epochs: Count,
     epochSamples: Count,
     mode: Schema.Literals(["static", "progressive"]),
-    transport: Schema.Literals(["worker", "process"]),
+    transport: Schema.Literals(["worker", "process", "websocket", "serve"]),
     options: optional(Schema.Record(Schema.String, Schema.Unknown))
   }),
+  event("listening", { url: Schema.String }),
+  event("joined", { rank: Count, address: Schema.String }),
+  event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
   event("formed", { worldSize: Count }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),
   event("alert", { alert: Alert }),

@@ -110,6 +110,23 @@ export const writeFile = async (path: string, data: Uint8Array | string): Promis
 }
 
 /**
+ * Writes a secret (a run token) to a new file `path` readable and writable by its owner only
+ * (mode 0600, set at creation: the file is never readable by others, not even for a moment).
+ * Rejects with `EEXIST` when `path` exists. The parent folder must exist.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const writeSecretFile = async (path: string, data: string): Promise<void> => {
+  const handle = await open(path, "wx", 0o600)
+  try {
+    await handle.writeFile(data)
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
  * Writes `data` to `path` atomically: to `<path>.tmp` first, synced to disk (fsync), then renamed
  * over `path`, so that a reader sees the old file or the whole new one, never a part (a crash or a
  * kill in the middle leaves at most the `.tmp` file). The parent folder must exist.

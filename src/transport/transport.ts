@@ -296,6 +296,8 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4007 | TooManyFrames | a message whose header declares more than `messageFramesMax` frames |
  * | 4008 | AddressBusy | a WebSocket server already has `pendingJoinsPerAddressMax` connections from this IP address waiting to join (a client retries it) |
  * | 4009 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
+ * | 4010 | RunFormed | a join after the run formed (every rank joined and training started): a run never grows |
+ * | 4011 | RankDead | a join for a rank whose link ended or that the coordinator declared dead (a death is permanent); also the code the coordinator closes a declared-dead rank's socket with |
  *
  * @since 0.1.0
  * @category model
@@ -315,5 +317,7 @@ export const CloseCode = {
   BadBatch: 4006,
   TooManyFrames: 4007,
   AddressBusy: 4008,
-  ParamsMismatch: 4009
+  ParamsMismatch: 4009,
+  RunFormed: 4010,
+  RankDead: 4011
 } as const

@@ -2,11 +2,17 @@
  * The WebSocket transport: the coordinator serves, ranks connect (DESIGN.md §5).
  *
  * The server is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno; the client is
- * `ws` on Node and the global `WebSocket` elsewhere (all in `src/platform/`). A client
- * joins with one text message `{"token", "rank"}`; the server answers `{"welcome": rank}` or closes
- * with a refusal code (`Transport.CloseCode`): `BadJoin` 4000, `WrongToken` 4001,
- * `RankOutOfRange` 4002, `DuplicateRank` 4003 (a rank joins a server at most once: a dead rank
- * never comes back), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
+ * `ws` on Node and the global `WebSocket` elsewhere (all in `src/platform/`).
+ *
+ * The join handshake, protocol version `joinProtocolVersion` (1): a client joins with one text
+ * message `{"v": 1, "token", "rank"}` where `rank` is an integer or `"auto"` (the lowest rank not
+ * yet joined, dead or alive); `v` may be absent (read as 1). The server answers
+ * `{"v": 1, "welcome": rank, "run"?: value}` (`rank` the one assigned; `run` what
+ * `ServerOptions.welcome` gives for it, absent without it) or closes with a refusal code
+ * (`Transport.CloseCode`): `BadJoin` 4000 (not a join, or a `v` other than 1), `WrongToken` 4001,
+ * `RankOutOfRange` 4002, `RankDead` 4011 (the rank's link ended or it was ended from outside: a
+ * dead rank never comes back), `RunFormed` 4010 (after `markFormed`), `DuplicateRank` 4003 (a live
+ * rank's second connection; `"auto"` with every rank taken), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
  * `AddressBusy` 4008 past `pendingJoinsPerAddressMax`; the first message decides at once, so a
  * connection without the token holds a pending-join slot no longer than its first message.
  * `connect` retries 1013 and 4008 with jittered exponential back-off; every other refusal is
@@ -45,6 +51,13 @@ import * as Transport from "./transport.ts"
  *   never join holds at most this many of the `pendingJoinsMax` slots and ranks on other hosts
  *   still join. A code of its own rather than 1013, so that `refusals` tells a busy address from
  *   a full server; `connect` retries both.
+ * - `welcome(rank)`: a JSON value sent in the welcome as `run` (what a joining rank needs to
+ *   know of the run: its seed, batch size...); default none.
+ * - `endCause(rank, closeCode)`: the death cause of a joined rank's link that closed with
+ *   `closeCode`, when its supervisor knows better than the socket (the rank's process was killed);
+ *   `undefined` (default): `Disconnected{closeCode}`.
+ * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
+ *   of each accepted and each refused join, called synchronously; they must not throw.
  *
  * @since 0.1.0
  * @category options
@@ -57,12 +70,19 @@ export interface ServerOptions extends Transport.Options {
   readonly joinTimeoutMs?: number
   readonly pendingJoinsMax?: number
   readonly pendingJoinsPerAddressMax?: number
+  readonly welcome?: (rank: Transport.Peer) => unknown
+  readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
+  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
+  readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
    */
   readonly http?: RuntimeTypes.HttpHandler
 }
+
+/** The join handshake's protocol version: 1. @since 0.1.0 @category model */
+export const joinProtocolVersion = 1
 
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
 export const joinTimeoutMsDefault = 5000
@@ -83,6 +103,13 @@ export const hostDefault = "127.0.0.1"
  * A listening server: its endpoint (peer id `coordinatorPeer`), bound `host` and `port`, `url`
  * (`ws://host:port/`, an IPv6 host in brackets) and counters of refused joins by close code.
  *
+ * - `markFormed()`: the run formed; every later join is refused with `RunFormed` (4010), or
+ *   `RankDead` (4011) for a dead rank.
+ * - `connected(rank)`: whether `rank` joined and its link has not ended.
+ * - `end(rank, cause)`: ends `rank` from outside (its supervisor saw its process end): its
+ *   `Ended{rank, cause}` is delivered after the frames already received, unless its link already
+ *   ended (the first end wins); a rank that never joined gets its `Ended` too, and can no longer join.
+ *
  * @since 0.1.0
  * @category model
  */
@@ -92,6 +119,9 @@ export interface ServerHandle {
   readonly port: number
   readonly url: string
   readonly refusals: Effect.Effect<Readonly<Record<number, number>>>
+  readonly markFormed: () => void
+  readonly connected: (rank: Transport.Peer) => boolean
+  readonly end: (rank: Transport.Peer, cause: DeathReport.DeathCause) => void
 }
 
 const encoder = new TextEncoder()
@@ -112,8 +142,9 @@ const addressKey = (remoteAddress: string): string =>
 const parseJoin = (data: Uint8Array | string): { readonly token: string; readonly rank: unknown } | undefined => {
   if (typeof data !== "string" || data.length > 4096) return undefined
   try {
-    const value = JSON.parse(data) as { token?: unknown; rank?: unknown }
-    return typeof value === "object" && value !== null && typeof value.token === "string"
+    const value = JSON.parse(data) as { token?: unknown; rank?: unknown; v?: unknown }
+    return typeof value === "object" && value !== null && typeof value.token === "string" &&
+        (value.v === undefined || value.v === joinProtocolVersion)
       ? { token: value.token, rank: value.rank }
       : undefined
   } catch {
@@ -144,18 +175,26 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     let pending = 0
     const pendingByAddress = new Map<string, number>()
     const joined = new Set<Transport.Peer>()
+    const ended = new Set<Transport.Peer>()
+    let formed = false
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
 
     const open = (socket: RuntimeTypes.RawSocket, remoteAddress: string): RuntimeTypes.SocketHandlers => {
       const address = addressKey(remoteAddress)
       let link: Hub.Link | undefined
+      let linkRank: Transport.Peer | undefined
       let refused = false
       const refuse = (code: number, reason: string) => {
         if (refused) return
         refused = true
         refusals[code] = (refusals[code] ?? 0) + 1
         socket.close(code, reason)
+        try {
+          options.onRefused?.(code, reason, remoteAddress)
+        } catch {
+          // an observer only watches
+        }
       }
       if (pending >= pendingJoinsMax) {
         refuse(Transport.CloseCode.TryAgainLater, "too many pending joins")
@@ -196,21 +235,39 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
-          const rank = join.rank
+          let rank = join.rank
+          if (rank === "auto") {
+            if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
+            const free = Array.from({ length: options.worldSize }, (_, r) => r).find((r) => !joined.has(r))
+            if (free === undefined) return refuse(Transport.CloseCode.DuplicateRank, "every rank is taken")
+            rank = free
+          }
           if (typeof rank !== "number" || !Number.isInteger(rank) || rank < 0 || rank >= options.worldSize) {
             return refuse(Transport.CloseCode.RankOutOfRange, "rank out of range")
           }
+          if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
+          if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
           if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-          joined.add(rank)
-          link = hub.attach(rank, {
+          const joinedRank: Transport.Peer = rank
+          joined.add(joinedRank)
+          link = hub.attach(joinedRank, {
             post: (message) => socket.send(message),
             close: (code) => socket.close(code, "closed by coordinator")
           })
-          socket.send(JSON.stringify({ welcome: rank }))
+          const run = options.welcome?.(joinedRank)
+          socket.send(JSON.stringify({ v: joinProtocolVersion, welcome: joinedRank, ...(run === undefined ? {} : { run }) }))
+          linkRank = joinedRank
+          try {
+            options.onJoined?.(joinedRank, remoteAddress)
+          } catch {
+            // an observer only watches
+          }
         },
         close: (code) => {
           settle()
-          link?.end(DeathReport.disconnected(code))
+          if (link === undefined || linkRank === undefined) return
+          ended.add(linkRank)
+          link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
         }
       }
     }
@@ -233,7 +290,19 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       host,
       port: server.port,
       url: `ws://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
-      refusals: Effect.sync(() => ({ ...refusals }))
+      refusals: Effect.sync(() => ({ ...refusals })),
+      markFormed: () => {
+        formed = true
+      },
+      connected: (rank) => joined.has(rank) && !ended.has(rank),
+      end: (rank, cause) => {
+        if (ended.has(rank)) return
+        ended.add(rank)
+        // A rank that never joined still gets its end, through a link of its own that carries nothing.
+        const link = joined.has(rank) ? hub.link(rank) : hub.attach(rank, { post: () => {}, close: () => {} })
+        joined.add(rank)
+        link?.end(cause)
+      }
     }
   })
 
@@ -242,7 +311,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
  *
  * - `url`: the server's `ws://host:port/` (required).
  * - `runToken`: the server's run token (required).
- * - `rank`: the rank to join as (required).
+ * - `rank`: the rank to join as (required): an integer, or `"auto"` for the lowest free rank
+ *   (`ClientHandle.rank` says which).
  * - `joinTimeoutMs` (integer milliseconds > 0; default `connectJoinTimeoutMsDefault`, 30000): how
  *   long `connect` keeps retrying refusals that say "try again later" (`TryAgainLater` 1013,
  *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
@@ -256,7 +326,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
 export interface ClientOptions extends Transport.Options {
   readonly url: string
   readonly runToken: string
-  readonly rank: Transport.Peer
+  readonly rank: Transport.Peer | "auto"
   readonly joinTimeoutMs?: number
 }
 
@@ -281,17 +351,34 @@ export const isRetryableRefusal = (closeCode: number): boolean =>
   closeCode === Transport.CloseCode.TryAgainLater || closeCode === Transport.CloseCode.AddressBusy
 
 /**
- * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), `close(code)` to
- * leave with a close handshake, and `drop` to cut the connection without one where the runtime
- * can (`ws` under Node; elsewhere it closes with 1000).
+ * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its `rank` (the
+ * one the server assigned for `"auto"`), `run` (the welcome's `run` value, `undefined` without
+ * one), `close(code)` to leave with a close handshake, `drop` to cut the connection without one
+ * where the runtime can (`ws` under Node; elsewhere it closes with 1000), and `closeCode()`: the
+ * connection's close code once it closed (`undefined` while open).
  *
  * @since 0.1.0
  * @category model
  */
 export interface ClientHandle {
   readonly transport: Transport.TransportShape
+  readonly rank: Transport.Peer
+  readonly run: unknown
   readonly close: (closeCode?: number) => Effect.Effect<void>
   readonly drop: Effect.Effect<void>
+  readonly closeCode: () => number | undefined
+}
+
+const parseWelcome = (data: string): { readonly rank: Transport.Peer; readonly run: unknown } | undefined => {
+  try {
+    const value = JSON.parse(data) as { welcome?: unknown; run?: unknown; v?: unknown }
+    return typeof value === "object" && value !== null && typeof value.welcome === "number" && Number.isInteger(value.welcome) &&
+        (value.v === undefined || value.v === joinProtocolVersion)
+      ? { rank: value.welcome, run: value.run }
+      : undefined
+  } catch {
+    return undefined
+  }
 }
 
 type JoinedSocket = RuntimeTypes.RawSocket & { readonly drop: () => void }
@@ -307,7 +394,11 @@ type JoinedSocket = RuntimeTypes.RawSocket & { readonly drop: () => void }
  */
 export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Transport.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
-    const hub = yield* Hub.make(options.rank, options)
+    // An "auto" join learns its rank at the welcome; the endpoint's `self` is set from it.
+    let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
+    let run: unknown
+    let closeCode: number | undefined
+    const hub = yield* Hub.make(self, options)
     let link: Hub.Link | undefined
     let closed: (() => void) | undefined
     const done = new Promise<void>((resolve) => (closed = resolve))
@@ -323,7 +414,13 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             return
           }
           if (!welcomed && typeof data === "string") {
+            const welcome = parseWelcome(data)
+            if (welcome === undefined || (options.rank !== "auto" && welcome.rank !== options.rank)) {
+              return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
+            }
             welcomed = true
+            self = welcome.rank
+            run = welcome.run
             link = hub.attach(Transport.coordinatorPeer, {
               post: (message) => raw.send(message),
               close: (code) => raw.close(code, "closed by rank")
@@ -334,6 +431,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         close: (code) => {
           ended = true
           if (welcomed) {
+            closeCode = code
             closed?.()
             return link?.end(DeathReport.disconnected(code))
           }
@@ -368,11 +466,14 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       })
     yield* Effect.addFinalizer(() => Effect.andThen(close(), Effect.sync(() => hub.shutdown())))
     return {
-      transport: hub.transport,
+      transport: self === hub.transport.self ? hub.transport : { ...hub.transport, self },
+      rank: self,
+      run,
       close,
       drop: Effect.promise(() => {
         socket.drop()
         return done
-      })
+      }),
+      closeCode: () => closeCode
     }
   })

@@ -8,7 +8,9 @@ const outDir = mkdtempSync(join(tmpdir(), "cohort-demo-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
 describe("cohort demo", () => {
-  it("trains the bundled digits for one epoch on 4 worker ranks with a clean audit", async () => {
+  // The demo's kill: a worker thread is terminated; a rank process over WebSocket gets SIGKILL.
+  for (const [transport, cause] of [["worker", "terminate"], ["websocket", "SIGKILL"]] as const) {
+  it(`trains the bundled digits for one epoch on 4 ${transport} ranks with a clean audit`, async () => {
     const out: Array<string> = []
     const err: Array<string> = []
     const io: Cli.Io = {
@@ -19,7 +21,7 @@ describe("cohort demo", () => {
         throw new Error("no progress bars without a terminal")
       }
     }
-    const code = await Cli.main(["demo", "--epochs", "1", "--out", outDir, "--json"], io)
+    const code = await Cli.main(["demo", "--epochs", "1", "--transport", transport, "--out", outDir, "--json"], io)
     expect(code).toBe(0)
     const result = JSON.parse(out.join("")) as {
       readonly exitCode: number
@@ -35,7 +37,7 @@ describe("cohort demo", () => {
     const seconds = lines.map((line) => Number(/^\[\s*([\d.]+)s\]/.exec(line)?.[1]))
     expect(seconds.every((s, i) => Number.isFinite(s) && (i === 0 || s >= seconds[i - 1]!))).toBe(true)
     const index = (pattern: RegExp): number => lines.findIndex((line) => pattern.test(line))
-    const death = index(/\] rank 2 lost \(supervisor\): killed by terminate;/)
+    const death = index(new RegExp(`\\] rank 2 lost \\(supervisor\\): killed by ${cause};`))
     expect(death).toBeGreaterThan(0)
     expect(index(/\] alert critical RankLost root\/rank2: rank 2 lost/)).toBeGreaterThan(death)
     expect(index(/\] decision: \d+ × ExtendPartition: remainder of rank 2 /)).toBeGreaterThan(death)
@@ -45,4 +47,5 @@ describe("cohort demo", () => {
     expect(evalLine).toBeGreaterThan(epochLine)
     // A whole training run: 10-15 s on a quiet 2-core machine, several times that on a loaded one.
   }, 120_000)
+  }
 })

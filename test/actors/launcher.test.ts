@@ -104,6 +104,21 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
+  it("runs ranks as child processes over WebSocket too: the process's kill is the cause, the joins are logged, nothing refused", async () => {
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, transport: "websocket", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector, d.cause, d.redistributed])).toEqual([[1, "supervisor", "killed by SIGKILL", true]])
+    expect(result.outcome.exits).toEqual([0])
+    expect(result.refusals).toEqual({})
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+    expect(events[0]).toMatchObject({ type: "started", transport: "websocket" })
+    expect(events[1]).toMatchObject({ type: "listening", url: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:\d+\/$/) })
+    expect(events.filter((e) => e.type === "joined").map((e) => [e.rank, e.address]).sort()).toEqual([[0, "127.0.0.1"], [1, "127.0.0.1"]])
+    // The token never reaches the journal.
+    expect(readFileSync(join(result.runDir, "events.ndjson"), "utf8")).not.toMatch(/runToken|token/)
+  })
+
   const alwaysFails = fileURLToPath(new URL("../fixtures/trainers/always-fails.ts", import.meta.url))
   type Event = { readonly type: string; readonly death?: { readonly rank: number; readonly stack?: string }; readonly outcome?: { readonly reason?: string } }
   const journal = (result: Result): Array<Event> =>
@@ -198,6 +213,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
     expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
     expect(await bad({ trainer: steady, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
+    expect(await bad({ trainer: steady, transport: "carrier-pigeon" as "worker" })).toBe(`LaunchError transport: must be "worker", "process" or "websocket", got "carrier-pigeon"`)
     expect(await bad({ trainer: steady, averageEverySteps: 0 })).toBe("LaunchError averageEverySteps: must be an integer > 0, got 0")
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
     expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")

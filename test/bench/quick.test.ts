@@ -31,10 +31,12 @@ describe("quick benchmarks", () => {
   })
 
   it("failover: real workers are killed and hung, each caught by its detector, with clean audits", async () => {
-    const { result, hostile } = await Failover.run(true)
+    const { result, hostile, websocket } = await Failover.run(true)
     expect([result.worldSize, result.kills, result.hangs, result.lost, result.duplicated]).toEqual([7, 3, 1, 0, 0])
     // The same cluster with its last rank flooding 100,000 frames/s: every honest death caught by
     // its detector, clean audits (the flooder itself may be closed where the machine cannot keep up).
     expect([hostile.worldSize, hostile.kills, hostile.hangs, hostile.lost, hostile.duplicated]).toEqual([7, 3, 1, 0, 0])
-  })
+    // The same quiet cluster as rank processes joined over WebSocket (loopback).
+    expect([websocket.transport, websocket.worldSize, websocket.kills, websocket.hangs, websocket.lost, websocket.duplicated]).toEqual(["websocket", 7, 3, 1, 0, 0])
+  }, 180_000)
 })

@@ -104,7 +104,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
     })))
 
-  it.effect("a second connection for a live rank is refused with 4003, the first keeps working, and a dead rank cannot rejoin", () =>
+  it.effect("a second connection for a live rank is refused with 4003, the first keeps working, and a dead rank cannot rejoin (4011)", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
       const first = yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
@@ -120,8 +120,60 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
         peer: 1,
         cause: DeathReport.disconnected(1000)
       })
-      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4003)
-      assert.deepStrictEqual(yield* server.refusals, { 4003: 2 })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4011)
+      assert.deepStrictEqual(yield* server.refusals, { 4003: 1, 4011: 1 })
+    })))
+
+  it.effect("rank auto takes the lowest free rank and the welcome carries the run's data; after markFormed every join is refused with 4010", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const refused: Array<string> = []
+      const joined: Array<number> = []
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 3,
+        welcome: (rank) => ({ seed: 7, rank }),
+        onJoined: (rank, address) => {
+          if (/127\.0\.0\.1$/.test(address)) joined.push(rank)
+        },
+        onRefused: (code, reason) => void refused.push(`${code} ${reason}`)
+      })
+      const one = yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
+      const a = yield* WebSocket.connect({ url: server.url, runToken, rank: "auto" })
+      const b = yield* WebSocket.connect({ url: server.url, runToken, rank: "auto" })
+      assert.deepStrictEqual([one.rank, a.rank, b.rank, a.transport.self, b.transport.self], [1, 0, 2, 0, 2])
+      assert.deepStrictEqual([one.run, a.run, b.run], [{ seed: 7, rank: 1 }, { seed: 7, rank: 0 }, { seed: 7, rank: 2 }])
+      assert.deepStrictEqual(joined, [1, 0, 2])
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: "auto" })), 4003)
+      server.markFormed()
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: "auto" })), 4010)
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4010)
+      assert.deepStrictEqual(refused, ["4003 every rank is taken", "4010 the run already formed", "4010 the run already formed"])
+      assert.strictEqual(yield* rawJoin(server.url, JSON.stringify({ v: 2, token: runToken, rank: 0 })), 4000)
+    })))
+
+  it.effect("end(rank, cause) from outside: the first end wins, after the frames received; a rank ended before it joined can never join (4011)", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 3, endCause: (rank) => rank === 0 ? DeathReport.killed("SIGKILL") : undefined })
+      const zero = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      const one = yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
+      assert.deepStrictEqual([server.connected(0), server.connected(1), server.connected(2)], [true, true, false])
+      yield* one.transport.send(Transport.coordinatorPeer, Script.dataFrame(4))
+      yield* one.transport.flush
+      yield* sleep(100)
+      server.end(1, DeathReport.exited(0))
+      server.end(2, DeathReport.exited(1))
+      yield* zero.close()
+      const events = [yield* Effect.orDie(Queue.take(server.transport.inbox)), yield* Effect.orDie(Queue.take(server.transport.inbox)), yield* Effect.orDie(Queue.take(server.transport.inbox)), yield* Effect.orDie(Queue.take(server.transport.inbox))]
+      assert.deepStrictEqual(events.map((e) => e._tag === "Frame" ? `frame ${e.peer} ${Script.indexOf(e.bytes)}` : e._tag === "Ended" ? `ended ${e.peer} ${JSON.stringify(e.cause)}` : e._tag).sort(), [
+        `ended 0 {"_tag":"Killed","signal":"SIGKILL"}`,
+        `ended 1 {"_tag":"Exited","code":0}`,
+        `ended 2 {"_tag":"Exited","code":1}`,
+        "frame 1 4"
+      ])
+      yield* sleep(50)
+      assert.strictEqual(yield* Queue.size(server.transport.inbox), 0)
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 2 })), 4011)
+      assert.deepStrictEqual([server.connected(0), server.connected(1), server.connected(2)], [false, false, false])
     })))
 
   it.effect("a first message that is not a join is refused with 4000; no join in time with 4004", () =>
