@@ -115,3 +115,26 @@ export const browserHttp = (files: BrowserFiles): Http.HttpHandler => async (req
   }
   return respond(404, "not found")
 }
+
+/**
+ * The address a browser opens to join a run served with `--serve-browser`:
+ * `http://HOST:PORT/?token=TOKEN` (an IPv6 host in brackets, the token URL-encoded).
+ *
+ * @since 0.1.0
+ * @category browser
+ */
+export const pageUrl = (host: string, port: number, token: string): string =>
+  `http://${host.includes(":") ? `[${host}]` : host}:${port}/?token=${encodeURIComponent(token)}`
+
+/**
+ * What `cohort serve --serve-browser` adds to its WebSocket server: builds the page and the rank
+ * module for the run's own trainer (`trainerPath`, so that a browser rank trains what the others
+ * train) and returns the server's `http` handler (`browserHttp`). Rejects as `buildBrowserRank`.
+ *
+ * @since 0.1.0
+ * @category browser
+ */
+export const serveBrowser = async (trainerPath: string): Promise<{ readonly http: Http.HttpHandler; readonly files: BrowserFiles }> => {
+  const files = await buildBrowserRank(trainerPath)
+  return { http: browserHttp(files), files }
+}
