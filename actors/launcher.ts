@@ -598,10 +598,11 @@ const launch = async (options: RunOptions, served: Served | undefined): Promise<
       })
     })
     if (server !== undefined) {
-      emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
+      // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
         observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir })
       }
+      emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
     }
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)

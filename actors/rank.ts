@@ -314,6 +314,8 @@ export const run = (
     const describe = (why: Gone): string =>
       why.reason === "CoordinatorSilent"
         ? `no frame for ${Math.round(why.silentMs)} ms, over coordinatorTimeoutMs ${coordinatorTimeoutMs}`
+        : why.closeCode === Transport.CloseCode.RankDead
+        ? `it declared this rank dead: channel closed with code ${why.closeCode}`
         : why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal
         ? "channel closed"
         : `channel closed with code ${why.closeCode}`

@@ -10,6 +10,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -52,7 +53,10 @@ export const join = (
 ): Effect.Effect<{ readonly client: WebSocket.ClientHandle; readonly link: Rank.Link }, Transport.TransportError> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* WebSocket.connect(options).pipe(Scope.provide(scope))
+    const client = yield* WebSocket.connect(options).pipe(
+      Scope.provide(scope),
+      Effect.onError(() => Scope.close(scope, Exit.void))
+    )
     const link: Rank.Link = {
       transport: client.transport,
       rank: client.rank,
@@ -100,4 +104,158 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
     }
   )
   return Rank.main(connect, loadTrainer, leaveThrough(() => client))
+}
+
+/**
+ * Exit codes of `cohort join` (README "Across machines"): 0 a clean end (the run completed, or
+ * the rank saved after `ShutdownWithSave` and left); 1 the trainer failed (the rank crashed); 2 bad
+ * input; 3 the coordinator is gone (the rank saved an emergency copy); then one per refusal class,
+ * each after one line on stderr and never retried: 10 wrong token (close code 4001), 11 rank
+ * taken (4003; `auto` with every rank taken), 12 run already formed (4010), 13 rank declared dead
+ * (4011, at the join or later while training), 14 rank out of range (4002), 15 the coordinator
+ * could not be reached within `connectTimeoutMs`, 16 any other refusal (a bad join 4000, a join
+ * timeout 4004, retries of 1013/4008 spent, a parameter count the run did not agree on 4009, a
+ * trainer whose `trainSamples` differ from the run's).
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const JoinExitCode = {
+  ok: 0,
+  crashed: 1,
+  usage: 2,
+  coordinatorGone: Rank.coordinatorGoneExitCode,
+  wrongToken: 10,
+  rankTaken: 11,
+  runFormed: 12,
+  rankDead: 13,
+  rankOutOfRange: 14,
+  unreachable: 15,
+  refused: 16
+} as const
+
+/** The exit code and words of a refusal's close code. */
+const refusalOf = (closeCode: number): { readonly code: number; readonly words: string } => {
+  switch (closeCode) {
+    case Transport.CloseCode.WrongToken:
+      return { code: JoinExitCode.wrongToken, words: "wrong token" }
+    case Transport.CloseCode.DuplicateRank:
+      return { code: JoinExitCode.rankTaken, words: "rank taken" }
+    case Transport.CloseCode.RunFormed:
+      return { code: JoinExitCode.runFormed, words: "the run already formed" }
+    case Transport.CloseCode.RankDead:
+      return { code: JoinExitCode.rankDead, words: "the rank was declared dead" }
+    case Transport.CloseCode.RankOutOfRange:
+      return { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }
+    case Transport.CloseCode.ParamsMismatch:
+      return { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }
+    default:
+      return { code: JoinExitCode.refused, words: "refused" }
+  }
+}
+
+/**
+ * Options of `joinRun` (`cohort join`):
+ *
+ * - `url`, `runToken`, `rank` (an integer or `"auto"`).
+ * - `trainer`: the trainer module's `file:` URL on this host (it loads its own data).
+ * - `saveDir`: absolute folder for saves (`<saveDir>/rank<r>`) and checkpoints (`<saveDir>/checkpoints`).
+ * - `connectTimeoutMs` (integer ms > 0; default `connectTimeoutMsDefault`, 300000): how long a
+ *   coordinator that cannot be reached (not up yet, connection refused) is tried again, with
+ *   jittered exponential back-off from `connectRetryDelayMsBase` (100) to `connectRetryDelayMsMax`
+ *   (2000), each delay scaled by 0.8–1.2.
+ * - `say(line)`: where the command's own lines go (stderr).
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export interface JoinRunOptions {
+  readonly url: string
+  readonly runToken: string
+  readonly rank: number | "auto"
+  readonly trainer: string
+  readonly saveDir: string
+  readonly connectTimeoutMs?: number
+  readonly say: (line: string) => void
+}
+
+/** Default `JoinRunOptions.connectTimeoutMs`: 300000 ms (the coordinator's default formation timeout). @since 0.1.0 @category join */
+export const connectTimeoutMsDefault = 300_000
+
+/** First delay between two connection attempts of `cohort join`: 100 ms. @since 0.1.0 @category join */
+export const connectRetryDelayMsBase = 100
+
+/** Longest delay between two connection attempts of `cohort join`: 2000 ms. @since 0.1.0 @category join */
+export const connectRetryDelayMsMax = 2000
+
+/**
+ * Joins a served run as one rank in this process and trains until the run ends; resolves with
+ * the process's exit code (`JoinExitCode`) instead of exiting, except once training started:
+ * then the rank leaves the process itself (`process.exit`) with that code, after closing its
+ * socket. A refused join is one line through `say` and its code, never retried; a coordinator
+ * that cannot be reached yet is tried again until `connectTimeoutMs`.
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const joinRun = async (options: JoinRunOptions): Promise<number> => {
+  const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
+  const startedMs = Date.now()
+  let delayMs = connectRetryDelayMsBase
+  let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
+  let badRun = false
+  while (joined === undefined) {
+    const attempt = await Effect.runPromise(Effect.result(join(
+      { url: options.url, runToken: options.runToken, rank: options.rank },
+      (client) => {
+        if (!Rank.isJoinedRun(client.run)) {
+          badRun = true
+          return undefined as unknown as Rank.RankData
+        }
+        return Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir: options.saveDir, checkpointDir: `${options.saveDir}/checkpoints` })
+      }
+    )))
+    if (attempt._tag === "Success") {
+      joined = attempt.success
+      break
+    }
+    const reason = attempt.failure.reason
+    if (reason._tag === "Refused") {
+      const refusal = refusalOf(reason.closeCode)
+      options.say(`cohort join: refused by ${options.url}: ${refusal.words} (close code ${reason.closeCode})`)
+      return refusal.code
+    }
+    if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
+      options.say(`cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`)
+      return JoinExitCode.unreachable
+    }
+    await new Promise((resolve) => setTimeout(resolve, delayMs * (0.8 + 0.4 * Math.random())))
+    delayMs = Math.min(delayMs * 2, connectRetryDelayMsMax)
+  }
+  const { client, link } = joined
+  if (badRun) {
+    await Effect.runPromise(client.close(Transport.CloseCode.BadJoin))
+    options.say(`cohort join: ${options.url} sent no run description this version understands (join protocol ${WebSocket.joinProtocolVersion})`)
+    return JoinExitCode.refused
+  }
+  const run = client.run as Rank.JoinedRun
+  const module = (await import(options.trainer)) as { readonly trainSamples?: unknown }
+  if (module.trainSamples !== run.epochSamples) {
+    await Effect.runPromise(client.close(Transport.CloseCode.Normal))
+    options.say(`cohort join: the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples}); start the same trainer as the coordinator`)
+    return JoinExitCode.refused
+  }
+  options.say(`cohort join: joined ${options.url} as rank ${client.rank} of ${run.worldSize}`)
+  // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
+  const leave = leaveThrough(() => client)
+  await Rank.main(Effect.succeed(link), undefined, (code) => {
+    const closeCode = client.closeCode()
+    if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
+      const refusal = refusalOf(closeCode)
+      if (refusal.code !== JoinExitCode.refused || closeCode === Transport.CloseCode.ParamsMismatch) return leave(refusal.code)
+    }
+    leave(code)
+  })
+  // Rank.main resolves once the rank decided to leave; the leave exits the process.
+  return new Promise<number>(() => {})
 }

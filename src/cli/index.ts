@@ -1,5 +1,6 @@
 /**
- * The `cohort` command line: `demo`, `run --trainer FILE`, `report RUN_DIR` and `help`.
+ * The `cohort` command line: `demo`, `run --trainer FILE`, `serve`, `join URL`, `report RUN_DIR`
+ * and `help`.
  *
  * `main` parses with `commander` (whose own output and `process.exit` are switched off: every
  * error becomes one `cohort: ...` line on stderr and exit code 2), then runs the launcher
@@ -11,7 +12,10 @@
  *
  * @since 0.1.0
  */
+export * from "./conduct.ts"
+export * as Join from "./join.ts"
 export * from "./main.ts"
+export * as Serve from "./serve.ts"
 export * from "./parse.ts"
 export * from "./read-run.ts"
 export * from "./render.ts"

@@ -241,9 +241,11 @@ export type Parsed =
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "bundle"; readonly options: BundleCommandOptions }
+  | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
-interface RawRunOptions {
+/** Commander's raw values of the run flags. @since 0.1.0 @category parsing */
+export interface RawRunOptions {
   readonly trainer?: string
   readonly worldSize?: string
   readonly epochs?: string
@@ -263,7 +265,8 @@ interface RawRunOptions {
   readonly json?: boolean
 }
 
-class UsageError extends Error {}
+/** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
+export class UsageError extends Error {}
 
 const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
   ...(Array.isArray(previous) ? (previous as ReadonlyArray<string>) : []),
@@ -272,7 +275,8 @@ const collect = (value: string, previous: unknown): ReadonlyArray<string> => [
 
 const integerPattern = /^\d+$/
 
-const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
+/** An integer flag >= `min`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const integerAtLeast = (flag: string, text: string | undefined, min: number, fallback: number): number => {
   if (text === undefined) return fallback
   const value = Number(text)
   if (!integerPattern.test(text) || !Number.isSafeInteger(value) || value < min) {
@@ -281,7 +285,8 @@ const integerAtLeast = (flag: string, text: string | undefined, min: number, fal
   return value
 }
 
-const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
+/** One of `choices`, or `fallback` when absent. @since 0.1.0 @category parsing */
+export const oneOf = <A extends string>(flag: string, text: string | undefined, choices: ReadonlyArray<A>, fallback: A): A => {
   if (text === undefined) return fallback
   const found = choices.find((choice) => choice === text)
   if (found === undefined) {
@@ -336,13 +341,16 @@ const seed = (text: string | undefined): number => {
   return value
 }
 
-const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
+/** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
+export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
   if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
   // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
-  if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  if (command !== "serve" && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  // The launcher's `serveDefaults.worldSizeMax` (the core's bound).
+  if (command === "serve" && worldSize > 1_000_000) throw new UsageError(`--world-size must be at most 1000000, got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
@@ -385,7 +393,8 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
 }
 
 /** Commander's messages start with `error: ` and put a suggestion on a second line. */
-const oneLine = (message: string): string =>
+/** One line of a commander or usage message. @since 0.1.0 @category parsing */
+export const oneLine = (message: string): string =>
   message.replace(/^error: /, "").replace(/\n\(Did you mean/g, " (did you mean").replace(/\s*\n\s*/g, " ").trim()
 
 /**
@@ -403,6 +412,8 @@ const oneLine = (message: string): string =>
  */
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
+  // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
+  if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
   const program = new Commander.Command("cohort")
     .exitOverride()

@@ -54,3 +54,11 @@ export const stdoutColumns = (): number => {
  * @category terminal
  */
 export const stdoutStream = (): NodeJS.WritableStream => process.stdout
+
+/**
+ * The value of this process's environment variable `name`, or `undefined` when it is not set.
+ *
+ * @since 0.1.0
+ * @category terminal
+ */
+export const env = (name: string): string | undefined => process.env[name]

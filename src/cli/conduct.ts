@@ -1,0 +1,184 @@
+/**
+ * What every training command of the `cohort` command line shares (`demo`, `run`, `serve`): the
+ * `Io` it writes through, the trainer module check, and `conduct`, which shows a run's events as
+ * they happen, turns SIGINT and SIGTERM into the run's interrupt, and ends with the result table.
+ *
+ * @since 0.1.0
+ */
+import type * as RunTypes from "../../actors/run-types.ts"
+import * as Trainer from "../train/trainer.ts"
+import * as Files from "../platform/files.ts"
+import * as Signals from "../platform/signals.ts"
+import * as Terminal from "../platform/terminal.ts"
+import * as RankOutput from "../transport/rank-output.ts"
+import { ExitCode, firstLine } from "./parse.ts"
+import type { PartialRun } from "./read-run.ts"
+import { barsView, lineView, renderResult } from "./render.ts"
+
+/**
+ * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is
+ * (line ends included); `progressStream` is where the bars draw when `isTerminal`; `env` reads an
+ * environment variable (default: this process's; `COHORT_TOKEN`).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface Io {
+  readonly out: (text: string) => void
+  readonly err: (text: string) => void
+  readonly isTerminal: boolean
+  readonly progressStream: () => NodeJS.WritableStream
+  readonly env?: (name: string) => string | undefined
+}
+
+/**
+ * The real terminal: standard output and standard error.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const terminalIo = (): Io => ({
+  out: Terminal.writeStdout,
+  err: Terminal.writeStderr,
+  isTerminal: Terminal.stdoutIsTerminal(),
+  progressStream: Terminal.stdoutStream,
+  env: Terminal.env
+})
+
+/**
+ * Runs a training run: `run` of `actors/launcher.ts`, or a stand-in in tests.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export type Launch = (options: RunTypes.RunOptions) => Promise<RunTypes.RunResult>
+
+/** Writes `cohort: message` to stderr; returns `ExitCode.usage`. @since 0.1.0 @category cli */
+export const usage = (io: Io, message: string): number => {
+  io.err(`cohort: ${message}\n`)
+  return ExitCode.usage
+}
+
+/** The bundled workload's trainer module, as a `file:` URL (the launcher accepts paths or URLs). @since 0.1.0 @category cli */
+export const demoTrainer = (): string => new URL("../train/mnist-trainer.ts", import.meta.url).href
+
+/**
+ * The absolute path of the trainer module `given`, once imported and checked; or the exit code
+ * (2) after one line on stderr when it is missing, does not load, or is not a trainer module.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const loadTrainerPath = async (io: Io, given: string): Promise<string | number> => {
+  const path = Files.absolutePath(given)
+  if (!(await Files.exists(path))) return usage(io, `trainer file not found: ${given}`)
+  let mod: unknown
+  try {
+    mod = await import(Files.fileUrl(path))
+  } catch (error) {
+    return usage(io, `cannot import the trainer module ${given}: ${firstLine(error)}`)
+  }
+  const checked = Trainer.validateTrainerModule(mod)
+  return typeof checked === "string" ? usage(io, `${given}: ${checked}`) : path
+}
+
+/**
+ * Runs `body` with `console.log`, `info` and `debug` sent to stderr when `json` (under `--json`
+ * the trainer module is imported here too, and what it prints while loading must not reach
+ * stdout, which holds only the result).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const withConsoleOnStderr = async <A>(json: boolean, body: () => Promise<A>): Promise<A> => {
+  if (!json) return body()
+  const saved = { log: console.log, info: console.info, debug: console.debug }
+  console.log = console.info = console.debug = console.error
+  try {
+    return await body()
+  } finally {
+    Object.assign(console, saved)
+  }
+}
+
+/**
+ * Prints a run's result (the table, or JSON) and returns its exit code; a journal cut before the
+ * run ended (`report`) is bad input.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: boolean, runDir?: string): number => {
+  const rendered = renderResult(result, runDir)
+  io.out(json ? `${JSON.stringify(result, null, 2)}\n` : rendered.out)
+  if (rendered.err !== undefined) io.err(`${rendered.err}\n`)
+  return result.outcome === undefined ? ExitCode.usage : result.exitCode
+}
+
+/**
+ * What `conduct` hands the run it starts: the live view's `onEvent`, `onRankOutput` (`[rank N]
+ * line` on stderr) and the interrupt signals.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface RunHooks {
+  readonly onEvent: (event: RunTypes.RunEvent) => void
+  readonly onRankOutput: (rank: number, line: string) => void
+  readonly signal: AbortSignal
+  readonly stopSignal: AbortSignal
+}
+
+/**
+ * Conducts one run started by `start`: the live view (bars on a terminal, timestamped lines
+ * otherwise, on stderr under `json`), SIGINT or SIGTERM (the first asks the run to stop, the
+ * survivors save within `interruptGraceMs`; a second stops it at once), and the result. A
+ * `LaunchError` for an option is bad input (2, one line); one for the formation or the run, or
+ * any other failure, is `cohort: the run failed: ...` and 3.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const conduct = async (
+  io: Io,
+  options: { readonly json: boolean; readonly interruptGraceMs: number },
+  start: (hooks: RunHooks) => Promise<RunTypes.RunResult>
+): Promise<number> => {
+  const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
+  const interrupt = new AbortController()
+  const stop = new AbortController()
+  const removeHandlers = Signals.onInterrupt((signal) => {
+    if (!interrupt.signal.aborted) {
+      io.err(
+        `cohort: ${signal}: asking the ranks to save and stop (grace ${options.interruptGraceMs / 1000} s); ` +
+          `send it again to stop at once\n`
+      )
+      interrupt.abort(signal)
+    } else if (!stop.signal.aborted) {
+      io.err(`cohort: ${signal} again: stopping at once\n`)
+      stop.abort(signal)
+    }
+  })
+  let result: RunTypes.RunResult
+  try {
+    // What ranks print goes to stderr as `[rank N] line` (never stdout: under --json it holds only the result).
+    result = await start({
+      onEvent: view.onEvent,
+      onRankOutput: (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`),
+      signal: interrupt.signal,
+      stopSignal: stop.signal
+    })
+  } catch (error) {
+    removeHandlers()
+    view.stop()
+    const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
+      ? (error as { readonly option: string }).option
+      : undefined
+    if (option !== undefined && option !== "formation" && option !== "run" && option !== "listen") return usage(io, firstLine(error))
+    io.err(`cohort: the run failed: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  removeHandlers()
+  view.stop()
+  return finish(io, result, options.json)
+}

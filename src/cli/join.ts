@@ -1,0 +1,122 @@
+/**
+ * `cohort join URL`: one rank in this process, on Node, Bun or Deno, on any host that reaches the
+ * coordinator (`cohort serve`).
+ *
+ * Flags: `--trainer FILE` (default the bundled workload; the same trainer as the coordinator's,
+ * loading its own data on this host), `--token-file FILE` or `COHORT_TOKEN` (one is required),
+ * `--rank N`, `--rank auto` (default: the coordinator assigns the lowest free rank) or
+ * `--rank-from-env NAME` (an integer from the environment variable NAME, e.g. a Kubernetes
+ * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (default `./cohort-save`: saves go to
+ * `DIR/rank<r>`, checkpoints to `DIR/checkpoints`), `--connect-timeout-ms N` (default 300000: a
+ * coordinator that is not up yet is tried again, with jittered back-off, for this long).
+ *
+ * Its lines go to stderr: `cohort join: joined ws://HOST:PORT/ as rank R of N` once welcomed,
+ * `cohort join: refused by URL: <words> (close code C)` for a refused join, and the rank's own
+ * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/socket-rank.ts` (0 a
+ * clean end, 10-16 one per refusal class, 15 unreachable, 3 coordinator gone, 2 bad input).
+ *
+ * @since 0.1.0
+ */
+import * as Commander from "commander"
+import * as Files from "../platform/files.ts"
+import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
+import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
+import { readToken, serveDefaults } from "./serve.ts"
+
+/**
+ * Defaults of the `join` flags: `rank` `"auto"`, `saveDir` `./cohort-save`, `connectTimeoutMs`
+ * 300000.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const joinDefaults = { rank: "auto", saveDir: "cohort-save", connectTimeoutMs: 300_000 } as const
+
+interface RawJoinOptions {
+  readonly trainer?: string
+  readonly tokenFile?: string
+  readonly rank?: string
+  readonly rankFromEnv?: string
+  readonly saveDir?: string
+  readonly connectTimeoutMs?: string
+}
+
+const rankOf = (text: string, flag: string): number | "auto" => {
+  if (text === "auto") return "auto"
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new UsageError(`${flag} must be an integer >= 0 or auto, got '${text}'`)
+  return Number(text)
+}
+
+/**
+ * Runs `cohort join` with `argv` (the arguments after `join`) and returns its exit code; once the
+ * rank trains, the rank itself ends the process with its exit code.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  let url: string | undefined
+  let raw: RawJoinOptions = {}
+  const env = io.env ?? (() => undefined)
+  let rank: number | "auto"
+  let token: Awaited<ReturnType<typeof readToken>>
+  let connectTimeoutMs: number
+  try {
+    new Commander.Command("join")
+      .exitOverride()
+      .configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} })
+      .helpOption(false)
+      .showSuggestionAfterError(true)
+      .argument("<URL>")
+      .option("--trainer <file>")
+      .option("--token-file <file>")
+      .option("--rank <n>")
+      .option("--rank-from-env <name>")
+      .option("--save-dir <dir>")
+      .option("--connect-timeout-ms <ms>")
+      .action((given: string, options: RawJoinOptions) => {
+        url = given
+        raw = options
+      })
+      .parse([...argv], { from: "user" })
+    if (url === undefined) throw new UsageError("join needs the coordinator's URL")
+    if (!/^wss?:\/\/[^\s/]+\/?$/.test(url)) throw new UsageError(`the URL must be ws://HOST:PORT/ as cohort serve prints it, got '${url}'`)
+    if (raw.rank !== undefined && raw.rankFromEnv !== undefined) throw new UsageError("--rank cannot be used with --rank-from-env")
+    if (raw.rankFromEnv !== undefined) {
+      const value = env(raw.rankFromEnv)
+      if (value === undefined) throw new UsageError(`--rank-from-env ${raw.rankFromEnv}: the variable is not set`)
+      rank = rankOf(value.trim(), `--rank-from-env ${raw.rankFromEnv}`)
+    } else {
+      rank = rankOf(raw.rank ?? joinDefaults.rank, "--rank")
+    }
+    if (raw.saveDir === "") throw new UsageError("--save-dir needs a folder path")
+    connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
+    token = await readToken(raw.tokenFile, env)
+    if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
+    return usage(io, oneLine(String(error)))
+  }
+  let trainer = demoTrainer()
+  if (raw.trainer !== undefined) {
+    const loaded = await loadTrainerPath(io, raw.trainer)
+    if (typeof loaded === "number") return loaded
+    trainer = Files.fileUrl(loaded)
+  }
+  let joinRun: typeof import("../../actors/socket-rank.ts").joinRun
+  try {
+    joinRun = (await import("../../actors/socket-rank.ts")).joinRun
+  } catch (error) {
+    io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  return joinRun({
+    url,
+    runToken: token.token,
+    rank,
+    trainer,
+    saveDir: Files.absolutePath(raw.saveDir ?? joinDefaults.saveDir),
+    connectTimeoutMs,
+    say: (line) => io.err(`${line}\n`)
+  })
+}

@@ -1,0 +1,211 @@
+/**
+ * `cohort serve`: runs the coordinator alone; its ranks join over the network (`cohort join`).
+ *
+ * It takes the run flags of `run` (the trainer, default the bundled workload; world size, epochs,
+ * mode, heartbeat timeout, failure limit, role policy, seed, out...) and:
+ *
+ * - `--listen HOST:PORT` (default `127.0.0.1:0`: loopback, any free port; `[::1]:0` for IPv6).
+ *   Binding to another address is an explicit choice, and the command says so.
+ * - `--token-file FILE`, else `COHORT_TOKEN`, else a new 132-bit token written to
+ *   `<out>/<runId>/token` (mode 0600). A token under 16 characters is refused (exit 2).
+ * - `--formation-timeout-ms N` (default 300000): past it, without every rank joined, the run
+ *   ends without training: `cohort: the run failed: formation: ranks ... did not join within N
+ *   ms` and exit 3.
+ *
+ * Output (the lines other tools read; `--json` sends them to stderr, stdout then holds only the
+ * result): first
+ *
+ * ```
+ * cohort serve: run <runId> listening on ws://HOST:PORT/ for <N> ranks
+ * cohort serve: token in <path> (mode 0600)          (only when the token was generated)
+ * cohort serve: join with: cohort join ws://HOST:PORT/ [--trainer FILE] --token-file <path> --rank auto
+ * ```
+ *
+ * (with `COHORT_TOKEN` as the token: `COHORT_TOKEN=<token> cohort join ...` is not printed, the
+ * line reads `cohort serve: join with: cohort join ws://HOST:PORT/ --rank auto` and says to set
+ * `COHORT_TOKEN`), then the run's timestamped lines as for `run` (`[   1.2s] rank 3 joined from
+ * 127.0.0.1`, `... join refused with 4001 (wrong token) from 10.0.0.7`, `... formed: ...`,
+ * progress, deaths, epochs), then the end table. Exit codes as `run`.
+ *
+ * @since 0.1.0
+ */
+import * as Commander from "commander"
+import type * as RunTypes from "../../actors/run-types.ts"
+import * as Files from "../platform/files.ts"
+import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
+import { ExitCode, firstLine, integerAtLeast, oneLine, type RawRunOptions, runOptions, UsageError } from "./parse.ts"
+
+/**
+ * Defaults of the flags `serve` adds: `listen` `127.0.0.1:0`, `formationTimeoutMs` 300000 (the
+ * launcher's `serveDefaults`), `tokenLengthMin` 16 (`WebSocket.runTokenLengthMin`), and
+ * `tokenEnv`, the variable read when no `--token-file` is given.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const serveDefaults = {
+  listen: "127.0.0.1:0",
+  formationTimeoutMs: 300_000,
+  tokenLengthMin: 16,
+  tokenEnv: "COHORT_TOKEN"
+} as const
+
+/**
+ * `HOST:PORT` split and checked: a host (an IPv6 address in brackets) and a port from 0 to 65535.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const parseListen = (text: string): { readonly host: string; readonly port: number } => {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^:[\]\s]+)):(\d{1,5})$/.exec(text)
+  const port = Number(match?.[3])
+  if (match === null || port > 65_535) throw new UsageError(`--listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '${text}'`)
+  return { host: match[1] ?? match[2]!, port }
+}
+
+/** Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost). */
+const isLoopback = (host: string): boolean => /^127\.\d+\.\d+\.\d+$/.test(host) || host === "::1" || host === "localhost"
+
+/**
+ * Reads the run token: `--token-file` (its content without surrounding white space), else the
+ * environment's `COHORT_TOKEN`, else `undefined` (the launcher makes one). Fails (`UsageError`)
+ * for a file it cannot read, or a token under 16 characters.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const readToken = async (
+  tokenFile: string | undefined,
+  env: (name: string) => string | undefined
+): Promise<{ readonly token: string; readonly from: "file" | "env" } | undefined> => {
+  let token: string
+  let from: "file" | "env"
+  if (tokenFile !== undefined) {
+    try {
+      token = new TextDecoder().decode(await Files.readFile(tokenFile)).trim()
+    } catch (error) {
+      throw new UsageError(`cannot read the token file ${tokenFile}: ${firstLine(error)}`)
+    }
+    from = "file"
+  } else {
+    const fromEnv = env(serveDefaults.tokenEnv)
+    if (fromEnv === undefined) return undefined
+    token = fromEnv.trim()
+    from = "env"
+  }
+  if (token.length < serveDefaults.tokenLengthMin) {
+    const where = from === "file" ? `the token in ${tokenFile}` : `the token in ${serveDefaults.tokenEnv}`
+    throw new UsageError(`${where} is ${token.length} characters; a run token needs at least ${serveDefaults.tokenLengthMin}`)
+  }
+  return { token, from }
+}
+
+/** A path as a shell reads it: quoted when it holds anything but plain characters. */
+const shellWord = (text: string): string => /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
+
+interface RawServeOptions extends RawRunOptions {
+  readonly listen?: string
+  readonly tokenFile?: string
+  readonly formationTimeoutMs?: string
+}
+
+/**
+ * Runs `cohort serve` with `argv` (the arguments after `serve`) and returns its exit code.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  let raw: RawServeOptions | undefined
+  const command = new Commander.Command("serve")
+    .exitOverride()
+    .configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} })
+    .helpOption(false)
+    .showSuggestionAfterError(true)
+    .option("--trainer <file>")
+    .option("--world-size <n>")
+    .option("--epochs <n>")
+    .option("--mode <mode>")
+    .option("--heartbeat-timeout-ms <ms>")
+    .option("--coordinator-timeout-ms <ms>")
+    .option("--failure-limit <limit>")
+    .option("--role-policy <policy>")
+    .option("--on-repeated-crash <action>")
+    .option("--interrupt-grace-ms <ms>")
+    .option("--seed <n>")
+    .option("--out <dir>")
+    .option("--json")
+    .option("--listen <host:port>")
+    .option("--token-file <file>")
+    .option("--formation-timeout-ms <ms>")
+    .action((options: RawServeOptions) => {
+      raw = options
+    })
+  let options: ReturnType<typeof runOptions>
+  let listen: { readonly host: string; readonly port: number }
+  let formationTimeoutMs: number
+  let token: Awaited<ReturnType<typeof readToken>>
+  try {
+    command.parse([...argv], { from: "user" })
+    if (raw === undefined) return usage(io, "serve: no options parsed")
+    options = runOptions("serve", { ...raw, kill: false }, false)
+    listen = parseListen(raw.listen ?? serveDefaults.listen)
+    formationTimeoutMs = integerAtLeast("--formation-timeout-ms", raw.formationTimeoutMs, 1, serveDefaults.formationTimeoutMs)
+    if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
+    token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
+    return usage(io, oneLine(String(error)))
+  }
+  const parsed = options
+  const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
+  return withConsoleOnStderr(parsed.json, async () => {
+    let trainer = demoTrainer()
+    if (parsed.trainer !== undefined) {
+      const loaded = await loadTrainerPath(io, parsed.trainer)
+      if (typeof loaded === "number") return loaded
+      trainer = loaded
+    }
+    let serve: (options: RunTypes.ServeOptions) => Promise<RunTypes.RunResult>
+    try {
+      serve = (await import("../../actors/launcher.ts")).serve
+    } catch (error) {
+      io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+      return ExitCode.unavailable
+    }
+    // The header goes where the live lines go: stdout, or stderr under --json.
+    const say = (line: string): void => (parsed.json ? io.err : io.out)(`cohort serve: ${line}\n`)
+    return conduct(io, parsed, (hooks) =>
+      serve({
+        ...hooks,
+        trainer,
+        worldSize: parsed.worldSize,
+        epochs: parsed.epochs,
+        mode: parsed.mode,
+        heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
+        coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
+        failureLimit: parsed.failureLimit,
+        rolePolicy: parsed.rolePolicy,
+        onRepeatedCrash: parsed.onRepeatedCrash,
+        interruptGraceMs: parsed.interruptGraceMs,
+        seed: parsed.seed,
+        outDir: parsed.outDir,
+        host: listen.host,
+        port: listen.port,
+        formationTimeoutMs,
+        ...(token === undefined ? {} : { runToken: token.token }),
+        onListening: (listening) => {
+          say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}`)
+          if (!isLoopback(listening.host)) {
+            say(`${listening.host} is not a loopback address: any host that reaches it and holds the token can join`)
+          }
+          const tokenFile = listening.tokenFile === undefined ? tokenFileGiven : Files.absolutePath(listening.tokenFile)
+          if (listening.tokenFile !== undefined) say(`token in ${tokenFile} (mode 0600)`)
+          const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
+          const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
+          say(`join with: cohort join ${listening.url}${trainerFlag}${tokenFlag} --rank auto`)
+          if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
+        }
+      }))
+  })
+}
