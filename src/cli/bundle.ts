@@ -138,3 +138,36 @@ export const serveBrowser = async (trainerPath: string): Promise<{ readonly http
   const files = await buildBrowserRank(trainerPath)
   return { http: browserHttp(files), files }
 }
+
+/**
+ * `serveBrowser` for `cohort serve --serve-browser`: the handler, or `ExitCode.usage` (2) after
+ * one line on `io.err` when the trainer (`given`, as the user named it; `trainerPath` its path or
+ * URL) does not build for a browser.
+ *
+ * @since 0.1.0
+ * @category browser
+ */
+export const serveBrowserOrUsage = async (
+  io: { readonly err: (text: string) => void },
+  given: string,
+  trainerPath: string
+): Promise<{ readonly http: Http.HttpHandler; readonly files: BrowserFiles } | number> => {
+  try {
+    return await serveBrowser(Files.pathOf(trainerPath))
+  } catch (error) {
+    io.err(`cohort: ${buildFailure(given, error)}\n`)
+    return 2
+  }
+}
+
+/**
+ * The line saying that `given` (a trainer) does not build for a browser: esbuild's problems, one
+ * after the other, after the heading.
+ *
+ * @since 0.1.0
+ * @category browser
+ */
+export const buildFailure = (given: string, error: unknown): string =>
+  `${given} does not build for a browser: ${
+    error instanceof Bundle.BrowserBundleError ? error.problems.join("; ") : error instanceof Error ? error.message : String(error)
+  }`

@@ -76,7 +76,7 @@ const bundle = async (io: Io, options: BundleCommandOptions): Promise<number> =>
   try {
     files = await Browser.buildBrowserRank(loaded)
   } catch (error) {
-    return usage(io, `${options.trainer} does not build for a browser: ${error instanceof Error ? error.message.split("\n").slice(1).join("; ") || error.message : String(error)}`)
+    return usage(io, Browser.buildFailure(options.trainer, error))
   }
   try {
     await Browser.writeBrowserRank(options.outDir, files)
