@@ -62,6 +62,19 @@ describe("cohort bundle", () => {
     expect(err[0]).toMatch(/^cohort: .*node-only\.mjs does not build for a browser: .*node-only\.mjs:1: Could not resolve "node:fs"/)
   })
 
+  it("serve --serve-browser refuses such a trainer the same way, before it listens", async () => {
+    const trainer = join(scratch, "node-only-serve.mjs")
+    writeFileSync(
+      trainer,
+      'import { readFileSync } from "node:fs"\nexport const trainSamples = 1\nexport const createTrainer = () => readFileSync("x")\n'
+    )
+    const { io, out, err } = capture()
+    expect(await Cli.main(["serve", "--trainer", trainer, "--serve-browser", "--out", join(scratch, "runs")], io)).toBe(2)
+    expect(out).toEqual([])
+    expect(err.length).toBe(1)
+    expect(err[0]).toMatch(/^cohort: .*node-only-serve\.mjs does not build for a browser: .*node-only-serve\.mjs:1: Could not resolve "node:fs"/)
+  })
+
   it("needs --trainer and --out", async () => {
     const { io, err } = capture()
     expect(await Cli.main(["bundle", "--trainer", mnistTrainer], io)).toBe(2)
