@@ -27,6 +27,24 @@ const endDetail = (code: number): string =>
     ? "the coordinator is gone"
     : "crashed (the coordinator shows the error)"
 
+/** What a refusal's close code means, in the words `cohort join` uses. */
+const refusalWords = (closeCode: number): string => {
+  switch (closeCode) {
+    case Transport.CloseCode.WrongToken:
+      return "wrong token"
+    case Transport.CloseCode.DuplicateRank:
+      return "rank taken (with auto: every rank is taken)"
+    case Transport.CloseCode.RunFormed:
+      return "the run already formed"
+    case Transport.CloseCode.RankDead:
+      return "the rank was declared dead"
+    case Transport.CloseCode.RankOutOfRange:
+      return "rank out of range"
+    default:
+      return "refused"
+  }
+}
+
 /** How long a leaving browser rank waits for its socket's close handshake: 2000 ms. @since 0.1.0 @category rank */
 export const leaveCloseMsMax = 2000
 
@@ -84,7 +102,7 @@ export const main = async (trainer: unknown): Promise<void> => {
         leave(
           1,
           error.reason._tag === "Refused"
-            ? `the coordinator refused the join (close code ${error.reason.closeCode})`
+            ? `the coordinator refused the join: ${refusalWords(error.reason.closeCode)} (close code ${error.reason.closeCode})`
             : `cannot reach the coordinator at ${join.url}`
         )
       )

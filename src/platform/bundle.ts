@@ -14,6 +14,7 @@ import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Data from "effect/Data"
 import * as Runtime from "./detect.ts"
 
 /** True when this runtime needs bundled entries (Node). @since 0.1.0 @category bundle */
@@ -62,10 +63,12 @@ const replacedInBrowser = new Set(["node.ts", "bun.ts", "deno.ts", "files.ts", "
  * @since 0.1.0
  * @category bundle
  */
-export class BrowserBundleError extends Error {
-  readonly _tag = "BrowserBundleError"
-  constructor(readonly problems: ReadonlyArray<string>) {
-    super(`the browser bundle did not build:\n${problems.join("\n")}`)
+export class BrowserBundleError extends Data.TaggedError("BrowserBundleError")<{
+  readonly problems: ReadonlyArray<string>
+}> {
+  /** The heading, then one problem a line. */
+  override get message(): string {
+    return `the browser bundle did not build:\n${this.problems.join("\n")}`
   }
 }
 
@@ -106,8 +109,8 @@ export const bundleBrowser = async (source: string, resolveDir: string, minify =
       }
     }]
   }).catch((error: { errors?: ReadonlyArray<Parameters<typeof describe>[0]> }) => {
-    throw new BrowserBundleError(error.errors?.map(describe) ?? [String(error)])
+    throw new BrowserBundleError({ problems: error.errors?.map(describe) ?? [String(error)] })
   })
-  if (result.warnings.length > 0) throw new BrowserBundleError(result.warnings.map(describe))
+  if (result.warnings.length > 0) throw new BrowserBundleError({ problems: result.warnings.map(describe) })
   return new TextDecoder().decode(result.outputFiles[0]!.contents)
 }

@@ -122,13 +122,25 @@ describe("a browser tab as a rank (headless Chromium)", () => {
       journal(out).filter((e) => e.type === "joined").length === 2 ? true : undefined, serve)
 
     browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
-    const page = await browser.newPage()
     const pageErrors: Array<string> = []
-    page.on("console", (message) => {
-      if (message.type() === "error") pageErrors.push(`console: ${message.text()}`)
-    })
-    page.on("pageerror", (error) => pageErrors.push(`page: ${error.message}`))
-    page.on("requestfailed", (request) => pageErrors.push(`request failed: ${request.url()}`))
+    const newPage = async (name: string) => {
+      const page = await browser!.newPage()
+      page.on("console", (message) => {
+        if (message.type() === "error") pageErrors.push(`${name} console: ${message.text()}`)
+      })
+      page.on("pageerror", (error) => pageErrors.push(`${name} page: ${error.message}`))
+      page.on("requestfailed", (request) => pageErrors.push(`${name} request failed: ${request.url()}`))
+      return page
+    }
+
+    // A tab with a wrong token is refused, says why in one line, and logs no error.
+    const wrong = await newPage("wrong-token tab")
+    await wrong.goto(BrowserRank.pageUrl("127.0.0.1", port, "not-the-run-token-0123"))
+    await wrong.waitForFunction(() => document.body.dataset.state === "ended", undefined, { timeout: 60_000, polling: 50 })
+    expect(await wrong.textContent("#state")).toBe("stopped: the coordinator refused the join: wrong token (close code 4001)")
+    await wrong.close()
+
+    const page = await newPage("tab")
     await page.goto(BrowserRank.pageUrl("127.0.0.1", port, token))
     // The token leaves the address bar once read.
     expect(page.url()).toBe(`http://127.0.0.1:${port}/`)
@@ -148,6 +160,7 @@ describe("a browser tab as a rank (headless Chromium)", () => {
       epoch: document.getElementById("epoch")?.textContent
     }))
     expect(shown).toEqual({ rank: "2", epoch: "0" })
+
     expect(pageErrors).toEqual([])
     await page.close()
 
@@ -167,6 +180,7 @@ describe("a browser tab as a rank (headless Chromium)", () => {
     // Every sample trained exactly once: the tab's committed part, and the rest by the survivors.
     expect(result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 8000, 0, 0]])
     expect(result.outcome.status).toBe("completed")
+    expect(result.refusals).toEqual({ "4001": 1 })
     expect(pageErrors).toEqual([])
   }, 240_000)
 })
