@@ -246,7 +246,9 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       })
     })
     const server = new WebSocketServer({ server: http, maxPayload: options.maxPayloadBytes })
+    // `ws` re-emits its HTTP server's errors (a port in use) on itself: both reject.
     http.on("error", reject)
+    server.on("error", reject)
     server.on("connection", (socket, request) => {
       let tooBig = false
       const handlers = options.open({
