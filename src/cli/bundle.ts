@@ -19,7 +19,7 @@ import type * as Http from "../platform/types.ts"
 
 /**
  * The package files a browser rank may fetch from the coordinator: the ten digit files of the
- * `mnist` package (`mnist/src/digits/0.json` … `9.json`, 33 MB in all), which the bundled
+ * `mnist` package (`mnist/src/digits/0.json` … `9.json`, 21 MB in all), which the bundled
  * trainer's `Mnist.load` reads. Any other path under `/cohort/package/` is 404.
  *
  * @since 0.1.0
@@ -27,7 +27,7 @@ import type * as Http from "../platform/types.ts"
  */
 export const servedPackageFiles: ReadonlyArray<string> = Array.from({ length: 10 }, (_, d) => `mnist/src/digits/${d}.json`)
 
-/** The largest package file served: 64 MiB (a digit file is about 3.3 MB). @since 0.1.0 @category browser */
+/** The largest package file served: 64 MiB (a digit file is about 2.1 MB). @since 0.1.0 @category browser */
 export const packageFileBytesMax = 64 * 1024 * 1024
 
 /**
