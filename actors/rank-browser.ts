@@ -7,7 +7,8 @@
  * `WebSocket` (`WebSocket.connect`), takes the run's settings from the welcome, and then runs
  * the same rank loop as a process or a worker thread (`Rank.main`). It tells the page when it
  * joined, how training goes (at most every `progressIntervalMs`) and how it ended
- * (`Browser.BrowserStatus`). Closing the tab ends the worker and its socket: the coordinator sees
+ * (`Browser.BrowserStatus`; when the coordinator is gone, the rank's own line saying why, which a
+ * process prints on stderr). Closing the tab ends the worker and its socket: the coordinator sees
  * the connection close and declares the rank dead (`Disconnected`), like any other death.
  *
  * @since 0.1.0
@@ -63,8 +64,10 @@ export const main = async (trainer: unknown): Promise<void> => {
   const join = await page.join
   let client: WebSocket.ClientHandle | undefined
   let ended = false
+  // The rank's own last line (the coordinator is gone: why, and that the save failed), if it said one.
+  let lastLine: string | undefined
   // Close the socket first (bounded), so that the rank's last frames arrive before its end.
-  const leave = (code: number, detail = endDetail(code)) => {
+  const leave = (code: number, detail = lastLine ?? endDetail(code)) => {
     if (ended) return
     ended = true
     const closing = client === undefined
@@ -93,6 +96,9 @@ export const main = async (trainer: unknown): Promise<void> => {
       transport: joined.transport,
       rank: joined.rank,
       data: Rank.rankDataOf(joined.run, { trainer: "bundled", saveDir: "save", checkpointDir: "checkpoints" }),
+      detach: () => (line) => {
+        lastLine = line
+      },
       status: (status) => page.post({ _tag: "training", rank: joined.rank, ...status })
     }
     return link

@@ -183,4 +183,36 @@ describe("a browser tab as a rank (headless Chromium)", () => {
     expect(result.refusals).toEqual({ "4001": 1 })
     expect(pageErrors).toEqual([])
   }, 240_000)
+
+  it("a tab whose coordinator is killed says so on its page, with the save it could not make", async () => {
+    if (!existsSync(chromiumPath)) {
+      throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
+    }
+    const out = join(scratch, "runs-killed")
+    const tokenFile = join(scratch, "token-killed")
+    const token = "browser-test-token-killed-7e41"
+    writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 })
+    const serve = start([
+      "serve", "--trainer", trainer, "--world-size", "1", "--epochs", "3",
+      "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--serve-browser", "--out", out
+    ])
+    const listening = await until("cohort serve to listen", 60_000, () => {
+      const event = journal(out).find((e) => e.type === "listening")
+      return event?.type === "listening" ? event : undefined
+    }, serve)
+    browser ??= await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
+    const page = await browser.newPage()
+    const pageErrors: Array<string> = []
+    page.on("pageerror", (error) => pageErrors.push(`page: ${error.message}`))
+    await page.goto(BrowserRank.pageUrl("127.0.0.1", Number(new URL(listening.url).port), token))
+    await page.waitForFunction(() => document.body.dataset.state === "training", undefined, { timeout: 120_000, polling: 50 })
+    serve.child.kill("SIGKILL")
+    await page.waitForFunction(() => document.body.dataset.state === "ended", undefined, { timeout: 60_000, polling: 50 })
+    expect(await page.textContent("#state")).toBe(
+      "stopped: cohort rank 0: the coordinator is gone (channel closed); the emergency save to save/rank0 failed: " +
+        "a browser rank has no file system: cannot create save/rank0"
+    )
+    expect(pageErrors).toEqual([])
+    await page.close()
+  }, 240_000)
 })
