@@ -14,8 +14,10 @@ export const upgradeRequired: HttpResponse = {
 }
 
 /**
- * `handler`'s answer to a request (`method`, and `target`: the request line's target, `/path?query` or an absolute URL), 426 without a handler, 500 when it rejects; the request's
- * `path` is the URL-decoded pathname (a target that does not decode is answered 400).
+ * `handler`'s answer to a request: `method`, and `target`, the request line's target
+ * (`/path?query`, or an absolute URL as Bun and Deno give it). 426 without a handler, 500 when
+ * it rejects; the handler sees the URL-decoded pathname as `path` (a target that does not decode
+ * is answered 400). Never rejects.
  *
  * @since 0.1.0
  * @category model
