@@ -33,6 +33,8 @@ describe(`WebSocket server: plain HTTP on the same port (${runtime})`, () => {
         body: "GET /a b/index.html"
       })
       assert.deepStrictEqual(yield* get(`${base}/boom`), { status: 500, type: "text/plain; charset=utf-8", body: "internal error" })
+      // A path that does not URL-decode never reaches the handler.
+      assert.deepStrictEqual(yield* get(`${base}/%E0%A4%A`), { status: 400, type: "text/plain; charset=utf-8", body: "bad request target" })
       assert.deepStrictEqual(yield* get(`${base}/x`, { method: "POST", body: "1" }), {
         status: 200,
         type: "text/plain; charset=utf-8",
