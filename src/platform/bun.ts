@@ -57,15 +57,15 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
   const server = bun.serve({
     hostname: options.host,
     port: options.port,
-    fetch: async (request, server) => {
-      if (request.headers.get("upgrade")?.toLowerCase() === "websocket") {
-        return server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } })
+    // An upgrade is answered synchronously, as before; only plain requests wait for the handler.
+    fetch: (request, server) =>
+      request.headers.get("upgrade")?.toLowerCase() === "websocket"
+        ? server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } })
           ? undefined
           : new Response("WebSocket upgrade failed", { status: 400 })
-      }
-      const answer = await Http.answer(options.http, request.method, request.url)
-      return new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
-    },
+        : Http.answer(options.http, request.method, request.url).then((answer) =>
+          new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
+        ),
     websocket: {
       maxPayloadLength: options.maxPayloadBytes,
       open: (ws) => {
