@@ -1,10 +1,11 @@
 /**
- * Cohort's main entry: `run(options)` trains a cluster of ranks (worker threads or child
- * processes) on the user's trainer module and returns the run's result; the types describe its
- * options, events and result.
+ * Cohort's main entry: `run(options)` trains a cluster of ranks (worker threads, child
+ * processes, or child processes over WebSocket) on the user's trainer module and returns the run's
+ * result; `serve(options)` runs the coordinator alone for ranks that join over the network
+ * (`cohort join`); the types describe their options, events and result.
  *
  * @since 0.1.0
  */
-export { defaults, LaunchError, loadTrainer, run } from "./launcher.ts"
-export type { DeathTiming, HangSpec, KillSpec, RankState, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+export { defaults, LaunchError, loadTrainer, newRunToken, run, serve, serveDefaults } from "./launcher.ts"
+export type { DeathTiming, HangSpec, KillSpec, Listening, RankState, RunEvent, RunOptions, RunResult, ServeOptions } from "./run-types.ts"
 export type { Trainer, TrainerContext, TrainerModule } from "../src/train/trainer.ts"

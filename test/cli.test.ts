@@ -603,7 +603,22 @@ describe("help", () => {
         "(default 1)",
         "--out DIR",
         "(default runs)",
-        "--json"
+        "--json",
+        "cohort serve [options]",
+        "cohort join URL [options]",
+        "--listen HOST:PORT",
+        "(default 127.0.0.1:0",
+        "--token-file FILE",
+        "COHORT_TOKEN",
+        "--formation-timeout-ms N",
+        "(default 300000)",
+        "--rank N|auto",
+        "(default auto)",
+        "--rank-from-env NAME",
+        "--save-dir DIR",
+        "(default ./cohort-save)",
+        "--connect-timeout-ms N",
+        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;"
       ]
     ) {
       expect(text).toContain(flag)

@@ -111,6 +111,8 @@ Usage:
   cohort demo [options]                train the bundled workload (handwritten digits, 8000
                                        training samples) and kill a rank mid-run
   cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
+  cohort serve [options]               run the coordinator alone; ranks join over the network
+  cohort join URL [options]            join a served run as one rank (on any host)
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
@@ -158,6 +160,32 @@ Options of demo and run:
   --out DIR                   write the run to DIR/<runId>/ (default runs)
   --json                      print the result as JSON on stdout instead of tables, and nothing
                               else (progress lines then go to stderr)
+
+Options of serve (beside those of run, without --transport, --kill, --hang, --rank-memory-mb;
+--trainer defaults to the bundled workload, --world-size goes up to 1000000):
+  --listen HOST:PORT          where to listen (default 127.0.0.1:0: loopback, a free port; any
+                              other address is an explicit choice: every host that reaches it
+                              and holds the token can join)
+  --token-file FILE           the run token (at least 16 characters); else COHORT_TOKEN; else a
+                              new 132-bit token is written to DIR/<runId>/token (mode 0600)
+  --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
+                              fails to form (exit 3)
+  It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
+  "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
+
+Options of join URL:
+  --trainer FILE              the same trainer module as the coordinator's, on this host
+                              (default the bundled workload); it loads its own data
+  --token-file FILE           the run token; else COHORT_TOKEN (one is required)
+  --rank N|auto               the rank to join as; auto: the lowest free rank (default auto)
+  --rank-from-env NAME        the rank from environment variable NAME (e.g. JOB_COMPLETION_INDEX)
+  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (default ./cohort-save)
+  --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
+                              jittered back-off (default 300000)
+  Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
+  (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
+  14 rank out of range; 15 coordinator unreachable; 16 another refusal. A refusal is one line on
+  stderr and is never retried.
 
 What the ranks print goes to stderr as "[rank N] line" lines (at most 4096 bytes a line and 100
 lines per rank per second) and to DIR/<runId>/ranks/rank<N>.log.

@@ -1,0 +1,174 @@
+// `cohort serve` and `cohort join` as a user runs them: real processes of the command line, real
+// sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (issue 14).
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { createServer } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Runtime from "../../src/platform/detect.ts"
+
+const runtime = Runtime.detect()
+const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
+const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), "cohort-serve-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const token = "serve-join-test-token-0123456789"
+const tokenFile = join(dir, "token")
+writeFileSync(tokenFile, `${token}\n`)
+const wrongTokenFile = join(dir, "wrong-token")
+writeFileSync(wrongTokenFile, "not-the-run-token-at-all\n")
+
+interface Proc {
+  readonly child: ChildProcess
+  readonly out: () => string
+  readonly err: () => string
+  readonly exit: Promise<number | null>
+}
+
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+})
+
+const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => {
+  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+    cwd: dir
+  })
+  children.push(child)
+  let out = ""
+  let err = ""
+  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()))
+  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
+  return { child, out: () => out, err: () => err, exit }
+}
+
+const waitFor = async (what: () => boolean, timeoutMs: number, label: string): Promise<void> => {
+  const until = Date.now() + timeoutMs
+  while (!what()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${label}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
+
+// The header is on stdout, or on stderr under --json.
+const joinLine = (serve: Proc): string => /cohort serve: join with: (cohort join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
+const urlOf = (serve: Proc): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
+
+interface Summary {
+  readonly exitCode: number
+  readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number }>
+  readonly deaths: ReadonlyArray<{ readonly rank: number; readonly detector: string; readonly cause: string; readonly redistributed: boolean }>
+  readonly refusals?: Readonly<Record<string, number>>
+  readonly runDir: string
+}
+
+const audits = (summary: Summary) => summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])
+
+describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
+  it("serve prints the join command; 4 joins (one started before serve, one by --rank-from-env, two auto) complete with clean audits; the made token is mode 0600", async () => {
+    const port = await freePort()
+    const url = `ws://127.0.0.1:${port}/`
+    // Started first: the coordinator is not up yet, which is not an error.
+    const early = cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--rank-from-env", "INDEX", "--save-dir", "save-early"], { INDEX: "3" })
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const serve = cohort(["serve", "--trainer", steady, "--world-size", "4", "--epochs", "2", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs", "--json"])
+    await waitFor(() => joinLine(serve) !== "", 60_000, "serve's join line")
+    expect(serve.err()).toContain(`cohort serve: join with: cohort join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
+    const autos = [0, 1, 2].map((i) => cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--save-dir", `save-${i}`]))
+    const codes = await Promise.all([early, ...autos].map((p) => p.exit))
+    expect(await serve.exit).toBe(0)
+    expect(codes).toEqual([0, 0, 0, 0])
+    expect(early.err()).toContain(`cohort join: joined ${url} as rank 3 of 4\n`)
+    expect(autos.map((p) => Number(/as rank (\d) of 4/.exec(p.err())?.[1])).sort()).toEqual([0, 1, 2])
+    const summary = JSON.parse(serve.out()) as Summary
+    expect(audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0]])
+    expect(summary.deaths).toEqual([])
+    expect(summary.refusals).toEqual({})
+    // No token was made: the given one was used.
+    expect(() => statSync(join(dir, summary.runDir, "token"))).toThrow()
+
+    // Without a token file or COHORT_TOKEN, serve makes one: 22 characters, mode 0600.
+    const made = cohort(["serve", "--trainer", steady, "--world-size", "1", "--epochs", "1", "--out", "runs"])
+    await waitFor(() => joinLine(made) !== "", 60_000, "serve's join line")
+    const madeFile = /--token-file (\S+) --rank auto/.exec(joinLine(made))?.[1] ?? ""
+    expect(made.out()).toContain(`cohort serve: token in ${madeFile} (mode 0600)\n`)
+    expect(statSync(madeFile).mode & 0o777).toBe(0o600)
+    expect(readFileSync(madeFile, "utf8")).toMatch(/^[A-Za-z0-9_-]{22}\n$/)
+    const one = cohort(["join", urlOf(made), "--trainer", steady, "--token-file", madeFile, "--rank", "0", "--save-dir", "save-made"])
+    expect([await one.exit, await made.exit]).toEqual([0, 0])
+  }, 240_000)
+
+  it("refusals: a wrong token, a rank over the world size, a second connection for a live rank, a join after formation and a dead rank's join each get one line, their exit code and close code, and are counted; the run is unharmed", async () => {
+    // 15 epochs of about 2-3 s: the run outlasts the joins started after it formed (each command
+    // takes seconds to start on a loaded machine).
+    const serve = cohort(["serve", "--trainer", slow, "--world-size", "3", "--epochs", "15", "--heartbeat-timeout-ms", "3000", "--token-file", tokenFile, "--out", "runs", "--json"])
+    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
+    const url = urlOf(serve)
+    const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => ["join", url, "--trainer", slow, "--token-file", file, "--rank", rank, "--save-dir", save, "--connect-timeout-ms", "30000"]
+    const refused = async (args: ReadonlyArray<string>): Promise<[number | null, string]> => {
+      const p = cohort(args)
+      return [await p.exit, p.err()]
+    }
+    expect(await refused(base("0", wrongTokenFile))).toEqual([10, `cohort join: refused by ${url}: wrong token (close code 4001)\n`])
+    expect(await refused(base("3"))).toEqual([14, `cohort join: refused by ${url}: rank out of range (close code 4002)\n`])
+    const zero = cohort(base("0"))
+    await waitFor(() => zero.err().includes("as rank 0"), 60_000, "rank 0's join")
+    expect(await refused(base("0"))).toEqual([11, `cohort join: refused by ${url}: rank taken (close code 4003)\n`])
+    const one = cohort(base("1"))
+    const two = cohort(base("2"))
+    await waitFor(() => serve.err().includes("formed: every one of the 3 ranks joined"), 60_000, "formation")
+    const late = refused(["join", url, "--trainer", slow, "--token-file", tokenFile, "--save-dir", "save-late", "--connect-timeout-ms", "30000"])
+    // Rank 2 is killed mid-epoch: declared dead, its work moves, and it cannot come back.
+    await waitFor(() => / rank 2 epoch 0: \d+ samples done/.test(serve.err()), 60_000, "rank 2's progress")
+    two.child.kill("SIGKILL")
+    expect(await late).toEqual([12, `cohort join: refused by ${url}: the run already formed (close code 4010)\n`])
+    await waitFor(() => serve.err().includes("rank 2 lost"), 30_000, "rank 2's death")
+    expect(await refused(base("2"))).toEqual([13, `cohort join: refused by ${url}: the rank was declared dead (close code 4011)\n`])
+    expect([await zero.exit, await one.exit, await serve.exit]).toEqual([0, 0, 0])
+    const summary = JSON.parse(serve.out()) as Summary
+    expect(audits(summary)).toEqual(Array.from({ length: 15 }, () => [4800, 0, 0]))
+    expect(summary.deaths.map((d) => [d.rank, d.detector, d.cause, d.redistributed])).toEqual([[2, "supervisor", "disconnected (close code 1006)", true]])
+    expect(summary.refusals).toEqual({ 4001: 1, 4002: 1, 4003: 1, 4010: 1, 4011: 1 })
+    const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; closeCode?: number; address?: string })
+    expect(journal.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address])).toEqual([
+      [4001, "127.0.0.1"], [4002, "127.0.0.1"], [4003, "127.0.0.1"], [4010, "127.0.0.1"], [4011, "127.0.0.1"]
+    ])
+    expect(serve.err()).toMatch(/\] join refused with 4001 \(wrong token\) from 127\.0\.0\.1\n/)
+  }, 360_000)
+
+  it("bad input: a short token, a listen without a port, an empty token, a bad URL or rank; each one line and exit 2; a run nobody joins ends at the formation timeout with exit 3", async () => {
+    const shortFile = join(dir, "short")
+    writeFileSync(shortFile, "abc\n")
+    const cases: ReadonlyArray<[ReadonlyArray<string>, Record<string, string>, string]> = [
+      [["serve", "--token-file", shortFile], {}, `cohort: the token in ${shortFile} is 3 characters; a run token needs at least 16\n`],
+      [["serve"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
+      [["serve", "--listen", "0.0.0.0"], {}, "cohort: --listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '0.0.0.0'\n"],
+      [["join", "ws://127.0.0.1:9/"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
+      [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
+      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
+    ]
+    for (const [args, env, line] of cases) {
+      const p = cohort(args, env)
+      expect([await p.exit, p.err()]).toEqual([2, line])
+    }
+    // Nobody joins within the formation timeout: the run ends without training, exit 3.
+    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
+    expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
+  }, 150_000)
+})
