@@ -618,7 +618,9 @@ describe("help", () => {
         "--save-dir DIR",
         "(default ./cohort-save)",
         "--connect-timeout-ms N",
-        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;"
+        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
+        "cohort bundle --trainer FILE --out DIR",
+        "--serve-browser"
       ]
     ) {
       expect(text).toContain(flag)

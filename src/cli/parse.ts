@@ -170,6 +170,9 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
                               new 132-bit token is written to DIR/<runId>/token (mode 0600)
   --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
                               fails to form (exit 3)
+  --serve-browser             also serve a browser rank's page on the same port: opening
+                              http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
+                              it prints that address, token included (default off)
   It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
   "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
 
