@@ -117,6 +117,7 @@ interface Served {
   readonly runToken: string | undefined
   readonly formationTimeoutMs: number
   readonly onListening: ((listening: Listening) => void) | undefined
+  readonly http: ServeOptions["http"]
 }
 
 /**
@@ -237,13 +238,14 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   if (options.runToken !== undefined) {
     check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, ...rest } = options
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, ...rest } = options
   return launch({ ...rest, transport: "websocket" }, {
     host: host ?? serveDefaults.host,
     port: port ?? serveDefaults.port,
     runToken,
     formationTimeoutMs,
-    onListening
+    onListening,
+    http
   })
 }
 
@@ -538,6 +540,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     host: served?.host ?? WebSocket.hostDefault,
     port: served?.port ?? 0,
     welcome: () => welcomeData,
+    ...(served?.http === undefined ? {} : { http: served.http }),
     onJoined: (rank, address) => emit({ type: "joined", ms: sinceStart(Date.now()), rank, address }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address })
   })

@@ -218,6 +218,11 @@ export interface Link {
    * own stderr (`ChildProcess.ProcessRank.detach`); default: the rank's `console.error`.
    */
   readonly detach?: () => (line: string) => void
+  /**
+   * Told the rank's progress whenever it sends a `Progress` (at most every `progressIntervalMs`):
+   * the epoch, the samples this rank trained in it, and the samples it trained in all. A browser rank shows it on its page; it must not throw.
+   */
+  readonly status?: (status: { readonly epoch: number; readonly samplesDone: number; readonly samplesTotal: number }) => void
 }
 
 interface Chunk {
@@ -280,6 +285,8 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    let samplesTotal = 0
+    let samplesInEpoch = 0
     // A hostile rank's flood (fault injection): bursts of Heartbeats on a timer of its own.
     const floodFrom = (afterMs: number, framesPerSecond: number): void => {
       const heartbeat = Codec.encode(Frame.fromRank(rank, { _tag: "Heartbeat" }))
@@ -377,6 +384,7 @@ export const run = (
       entries.length = 0
       chunks.length = 0
       trained = 0
+      samplesInEpoch = 0
       contributedUpTo = 0
       chunksDoneSinceContribution = 0
       batchesSinceContribution = 0
@@ -491,6 +499,8 @@ export const run = (
       }
       yield* Effect.promise(async () => trainer.trainBatch(indices))
       batchesSinceContribution += 1
+      samplesTotal += indices.length
+      samplesInEpoch += indices.length
       const finished = yield* Clock.currentTimeMillis
       if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
         lastHeapCheckMs = finished
@@ -509,6 +519,7 @@ export const run = (
       if (finished - lastProgressMs >= data.progressIntervalMs) {
         lastProgressMs = finished
         yield* send({ _tag: "Progress", epoch, samplesDone: trained, msPerBatch: Math.max(finished - started, 0.001) })
+        link.status?.({ epoch, samplesDone: samplesInEpoch, samplesTotal })
       }
       if (chunk !== undefined && chunk.progress >= chunk.size) {
         chunks.shift()

@@ -8,6 +8,7 @@ import type * as Alerts from "../src/core/alerts.ts"
 import type * as Config from "../src/core/config.ts"
 import type * as Coordinator from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
+import type { HttpHandler } from "../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
@@ -197,6 +198,8 @@ export interface RunOptions {
  * - `onListening({url, host, port, runToken, tokenFile, runId, runDir})`: called once the server
  *   listens, before any rank joined (`tokenFile` is set when the token was generated).
  * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
+ * - `http`: answers plain HTTP requests on the same port (`cohort serve --serve-browser` serves
+ *   the browser rank's page and data this way, `src/cli/bundle.ts`); default: 426 to each.
  *
  * @since 0.1.0
  * @category options
@@ -207,6 +210,7 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly runToken?: string
   readonly formationTimeoutMs?: number
   readonly onListening?: (listening: Listening) => void
+  readonly http?: HttpHandler
 }
 
 /**

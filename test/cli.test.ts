@@ -409,7 +409,7 @@ describe("parse", () => {
   it("reads --failure-limit as a count (integer >= 0) or a fraction in (0, 1)", () => {
     const limit = (text: string) => {
       const parsed = Cli.parse(["demo", "--failure-limit", text])
-      return "options" in parsed && parsed.command !== "report" ? parsed.options.failureLimit : parsed
+      return "options" in parsed && (parsed.command === "demo" || parsed.command === "run") ? parsed.options.failureLimit : parsed
     }
     expect(limit("1")).toEqual({ absolute: 1 })
     expect(limit("0")).toEqual({ absolute: 0 })
@@ -683,7 +683,9 @@ describe("help", () => {
         "--save-dir DIR",
         "(default ./cohort-save)",
         "--connect-timeout-ms N",
-        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;"
+        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
+        "cohort bundle --trainer FILE --out DIR",
+        "--serve-browser"
       ]
     ) {
       expect(text).toContain(flag)

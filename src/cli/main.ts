@@ -1,5 +1,5 @@
 /**
- * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `report`, `resume` and `help`
+ * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `bundle`, `report`, `resume` and `help`
  * through an `Io`.
  *
  * @since 0.1.0
@@ -7,7 +7,7 @@
 import type * as RunTypes from "../../actors/run-types.ts"
 import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, terminalIo, usage, withConsoleOnStderr } from "./conduct.ts"
 import * as Join from "./join.ts"
-import { ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
+import { type BundleCommandOptions, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { readRun } from "./read-run.ts"
 import { resume } from "./resume.ts"
 import * as Serve from "./serve.ts"
@@ -69,6 +69,27 @@ const report = async (io: Io, options: ReportCommandOptions): Promise<number> =>
   return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))
 }
 
+const bundle = async (io: Io, options: BundleCommandOptions): Promise<number> => {
+  const loaded = await loadTrainerPath(io, options.trainer)
+  if (typeof loaded === "number") return loaded
+  const Browser = await import("./bundle.ts")
+  let files: Awaited<ReturnType<typeof Browser.buildBrowserRank>>
+  try {
+    files = await Browser.buildBrowserRank(loaded)
+  } catch (error) {
+    return usage(io, Browser.buildFailure(options.trainer, error))
+  }
+  try {
+    await Browser.writeBrowserRank(options.outDir, files)
+  } catch (error) {
+    return usage(io, `cannot write the bundle to ${options.outDir}: ${firstLine(error)}`)
+  }
+  for (const [name, text] of Object.entries(files)) {
+    io.out(`${options.outDir}/${name}  ${Math.ceil(new TextEncoder().encode(text).length / 1024)} KiB\n`)
+  }
+  return ExitCode.ok
+}
+
 /**
  * Runs the command line on `argv` (the arguments after the program name) and returns the exit
  * code (`ExitCode`). Bad input writes one `cohort: ...` line to `io.err` and returns 2; nothing
@@ -99,6 +120,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return report(io, parsed.options)
     case "resume":
       return resume(io, parsed.options)
+    case "bundle":
+      return bundle(io, parsed.options)
   }
 }
 

@@ -120,6 +120,10 @@ Usage:
                                        unrecoverable, or cut off (its coordinator's process
                                        died) from its survivors' saves or its last checkpoint,
                                        as a new run beside it (see "Options of resume")
+  cohort bundle --trainer FILE --out DIR
+                                       build a browser rank: DIR/index.html and the rank with
+                                       the trainer compiled in, DIR/cohort-rank.js (one ES
+                                       module for a Web Worker; see "Browser ranks" in the README)
   cohort help                          print this help (also -h, --help)
 
 Options of demo and run:
@@ -170,6 +174,9 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
                               new 132-bit token is written to DIR/<runId>/token (mode 0600)
   --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
                               fails to form (exit 3)
+  --serve-browser             also serve a browser rank's page on the same port: opening
+                              http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
+                              it prints that address, token included (default off)
   It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
   "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
 
@@ -288,11 +295,23 @@ export interface ResumeCommandOptions {
  * @since 0.1.0
  * @category parsing
  */
+/**
+ * The options of `bundle`: the trainer module and the folder to write the page into, as given.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface BundleCommandOptions {
+  readonly trainer: string
+  readonly outDir: string
+}
+
 export type Parsed =
   | { readonly command: "help" }
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "resume"; readonly options: ResumeCommandOptions }
+  | { readonly command: "bundle"; readonly options: BundleCommandOptions }
   | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
@@ -561,6 +580,13 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .option("--json")
     .action((runDir: string, raw: RawRunOptions) => {
       parsed = { command: "resume", options: resumeOptions(runDir, raw) }
+    })
+  program
+    .command("bundle")
+    .requiredOption("--trainer <file>")
+    .requiredOption("--out <dir>")
+    .action((raw: { readonly trainer: string; readonly out: string }) => {
+      parsed = { command: "bundle", options: { trainer: raw.trainer, outDir: raw.out } }
     })
   try {
     program.parse([...argv], { from: "user" })

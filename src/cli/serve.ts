@@ -11,6 +11,10 @@
  * - `--formation-timeout-ms N` (default 300000): past it, without every rank joined, the run
  *   ends without training: `cohort: the run failed: formation: ranks ... did not join within N
  *   ms` and exit 3.
+ * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
+ *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
+ *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
+ *   address joins the run as `--rank auto`).
  *
  * Output (the lines other tools read; `--json` sends them to stderr, stdout then holds only the
  * result): first
@@ -32,6 +36,7 @@
 import * as Commander from "commander"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Files from "../platform/files.ts"
+import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode, firstLine, integerAtLeast, oneLine, type RawRunOptions, runOptions, UsageError } from "./parse.ts"
 
@@ -107,6 +112,7 @@ interface RawServeOptions extends RawRunOptions {
   readonly listen?: string
   readonly tokenFile?: string
   readonly formationTimeoutMs?: string
+  readonly serveBrowser?: boolean
 }
 
 /**
@@ -138,6 +144,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--listen <host:port>")
     .option("--token-file <file>")
     .option("--formation-timeout-ms <ms>")
+    .option("--serve-browser")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -166,6 +173,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       if (typeof loaded === "number") return loaded
       trainer = loaded
     }
+    const browser = raw?.serveBrowser === true ? await ServeBrowser.serveBrowserOrUsage(io, parsed.trainer ?? trainer, trainer) : undefined
+    if (typeof browser === "number") return browser
     let serve: (options: RunTypes.ServeOptions) => Promise<RunTypes.RunResult>
     try {
       serve = (await import("../../actors/launcher.ts")).serve
@@ -194,6 +203,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         port: listen.port,
         formationTimeoutMs,
         ...(token === undefined ? {} : { runToken: token.token }),
+        ...(browser === undefined ? {} : { http: browser.http }),
         onListening: (listening) => {
           say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}`)
           if (!isLoopback(listening.host)) {
@@ -205,6 +215,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
           say(`join with: cohort join ${listening.url}${trainerFlag}${tokenFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
+          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(listening.host, listening.port, listening.runToken)}`)
         }
       }))
   })

@@ -3,6 +3,7 @@
  *
  * @since 0.1.0
  */
+import * as Http from "./http.ts"
 import type * as Types from "./types.ts"
 
 interface BunSocket {
@@ -22,7 +23,7 @@ interface BunGlobal {
   serve(options: {
     hostname: string
     port: number
-    fetch(request: Request, server: BunServer): Response | undefined
+    fetch(request: Request, server: BunServer): Promise<Response | undefined> | Response | undefined
     websocket: {
       maxPayloadLength: number
       open(ws: BunSocket): void
@@ -56,8 +57,15 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
   const server = bun.serve({
     hostname: options.host,
     port: options.port,
+    // An upgrade is answered synchronously, as before; only plain requests wait for the handler.
     fetch: (request, server) =>
-      server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } }) ? undefined : new Response("WebSocket upgrade required", { status: 426 }),
+      request.headers.get("upgrade")?.toLowerCase() === "websocket"
+        ? server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } })
+          ? undefined
+          : new Response("WebSocket upgrade failed", { status: 400 })
+        : Http.answer(options.http, request.method, request.url).then((answer) =>
+          new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
+        ),
     websocket: {
       maxPayloadLength: options.maxPayloadBytes,
       open: (ws) => {

@@ -12,8 +12,9 @@
  */
 import { createHash } from "node:crypto"
 import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
-import { dirname, join } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Data from "effect/Data"
 import * as Runtime from "./detect.ts"
 
 /** True when this runtime needs bundled entries (Node). @since 0.1.0 @category bundle */
@@ -49,4 +50,67 @@ export const bundle = async (source: string, resolveDir: string): Promise<string
     renameSync(temporary, file)
   }
   return pathToFileURL(file).href
+}
+
+/** The platform files that `browser.ts` stands in for in a browser bundle. */
+const replacedInBrowser = new Set(["node.ts", "bun.ts", "deno.ts", "files.ts", "schedule.ts"])
+
+/**
+ * Why a browser bundle did not build: esbuild's errors, or its warnings (an import that a
+ * browser stand-in lacks is a warning to esbuild, "will always be undefined", and an error here),
+ * one line each as `file:line: text`.
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export class BrowserBundleError extends Data.TaggedError("BrowserBundleError")<{
+  readonly problems: ReadonlyArray<string>
+}> {
+  /** The heading, then one problem a line. */
+  override get message(): string {
+    return `the browser bundle did not build:\n${this.problems.join("\n")}`
+  }
+}
+
+/**
+ * Bundles `source` (an ES module whose relative imports resolve from `resolveDir`, a folder path)
+ * for a browser's module Web Worker: everything inlined (packages too, in their browser builds:
+ * cbor-x without its native addon), ES2022, with `browser.ts` standing in for `node.ts`,
+ * `bun.ts`, `deno.ts`, `files.ts` and `schedule.ts` wherever the bundle imports them. Returns
+ * the module's text. `minify` (default false) shrinks it for serving. Rejects with
+ * `BrowserBundleError` when the source does not build or imports what the stand-in lacks.
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export const bundleBrowser = async (source: string, resolveDir: string, minify = false): Promise<string> => {
+  const { build } = await import("esbuild")
+  const platformDir = dirname(fileURLToPath(import.meta.url))
+  const browserFile = join(platformDir, "browser.ts")
+  const describe = (message: { text: string; location: { file: string; line: number } | null }) =>
+    message.location === null ? message.text : `${message.location.file}:${message.location.line}: ${message.text}`
+  const result = await build({
+    stdin: { contents: source, resolveDir, loader: "ts", sourcefile: "cohort-browser-rank.ts" },
+    bundle: true,
+    platform: "browser",
+    format: "esm",
+    target: "es2022",
+    minify,
+    write: false,
+    logLevel: "silent",
+    plugins: [{
+      name: "cohort-browser-platform",
+      setup: (plugin) => {
+        plugin.onResolve({ filter: /\.ts$/ }, (args) => {
+          if (!args.path.startsWith(".")) return undefined
+          const file = resolve(args.resolveDir, args.path)
+          return dirname(file) === platformDir && replacedInBrowser.has(basename(file)) ? { path: browserFile } : undefined
+        })
+      }
+    }]
+  }).catch((error: { errors?: ReadonlyArray<Parameters<typeof describe>[0]> }) => {
+    throw new BrowserBundleError({ problems: error.errors?.map(describe) ?? [String(error)] })
+  })
+  if (result.warnings.length > 0) throw new BrowserBundleError({ problems: result.warnings.map(describe) })
+  return new TextDecoder().decode(result.outputFiles[0]!.contents)
 }

@@ -3,12 +3,13 @@
  *
  * @since 0.1.0
  */
+import * as Http from "./http.ts"
 import type * as Types from "./types.ts"
 
 interface DenoGlobal {
   serve(
     options: { hostname: string; port: number; signal: AbortSignal; onListen(address: { port: number }): void },
-    handler: (request: Request, info: { readonly remoteAddr: { readonly hostname: string } }) => Response
+    handler: (request: Request, info: { readonly remoteAddr: { readonly hostname: string } }) => Response | Promise<Response>
   ): { finished: Promise<void> }
   upgradeWebSocket(request: Request): { socket: WebSocket; response: Response }
 }
@@ -79,7 +80,9 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       },
       (request, info) => {
         if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-          return new Response("WebSocket upgrade required", { status: 426 })
+          return Http.answer(options.http, request.method, request.url).then((answer) =>
+            new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
+          )
         }
         // Read now: `info.remoteAddr` throws once the upgrade has closed the request.
         const remoteAddress = info.remoteAddr.hostname

@@ -7,12 +7,14 @@
 import { spawn as spawnProcess } from "node:child_process"
 import { Console } from "node:console"
 import { createReadStream, openSync, type ReadStream, writeSync } from "node:fs"
+import { createServer as createHttpServer } from "node:http"
 import { Socket } from "node:net"
 import { Writable } from "node:stream"
 import { getPriority, setPriority } from "node:os"
 import { fileURLToPath } from "node:url"
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
+import * as Http from "./http.ts"
 import * as Runtime from "./detect.ts"
 import type * as Types from "./types.ts"
 
@@ -228,7 +230,8 @@ export const workerParent = (): Types.ParentLink | undefined => {
 }
 
 /**
- * A `ws` WebSocket server on `host:port` (Node). Messages over `maxPayloadBytes` close the
+ * A `ws` WebSocket server on `host:port` (Node), on a `node:http` server that answers plain
+ * requests with `options.http` (426 without it). Messages over `maxPayloadBytes` close the
  * connection with 1009, reported to `close` as 1009.
  *
  * @since 0.1.0
@@ -236,7 +239,15 @@ export const workerParent = (): Types.ParentLink | undefined => {
  */
 export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =>
   new Promise((resolve, reject) => {
-    const server = new WebSocketServer({ host: options.host, port: options.port, maxPayload: options.maxPayloadBytes })
+    const http = createHttpServer((request, response) => {
+      void Http.answer(options.http, request.method ?? "GET", request.url ?? "/").then((answer) => {
+        response.writeHead(answer.status, answer.headers)
+        response.end(answer.body)
+      })
+    })
+    const server = new WebSocketServer({ server: http, maxPayload: options.maxPayloadBytes })
+    // `ws` re-emits its HTTP server's errors (a port in use) on itself: both reject.
+    http.on("error", reject)
     server.on("error", reject)
     server.on("connection", (socket, request) => {
       let tooBig = false
@@ -251,14 +262,18 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         handlers.message(isBinary ? bytesOf(Array.isArray(data) ? Buffer.concat(data) : data) : String(data)))
       socket.on("close", (code) => handlers.close(tooBig ? 1009 : code))
     })
-    server.on("listening", () => {
-      const address = server.address()
+    http.listen(options.port, options.host, () => {
+      const address = http.address()
       resolve({
         port: typeof address === "object" && address !== null ? address.port : options.port,
         close: () =>
           new Promise<void>((done) => {
             for (const client of server.clients) client.terminate()
-            server.close(() => done())
+            server.close(() => {
+              http.close(() => done())
+              // Browsers keep idle HTTP connections open; they would hold the close back.
+              http.closeAllConnections()
+            })
           })
       })
     })

@@ -120,7 +120,37 @@ export interface ServeOptions {
   readonly port: number
   readonly maxPayloadBytes: number
   readonly open: (socket: RawSocket, remoteAddress: string) => SocketHandlers
+  /**
+   * Answers plain HTTP requests on the same port (every request that is not a WebSocket
+   * upgrade); default: each is answered 426 "WebSocket upgrade required". A handler that rejects
+   * is answered 500.
+   */
+  readonly http?: HttpHandler
 }
+
+/**
+ * A plain HTTP request as a WebSocket server's `http` handler sees it: the `method` (`"GET"`...)
+ * and the request target's `path` (URL-decoded pathname, e.g. `"/cohort-rank.js"`) and `query`
+ * (`"?token=..."` or `""`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface HttpRequest {
+  readonly method: string
+  readonly path: string
+  readonly query: string
+}
+
+/** An HTTP answer: `status`, headers (lower-case names) and the whole `body`. @since 0.1.0 @category model */
+export interface HttpResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: Uint8Array | string
+}
+
+/** Answers one plain HTTP request. @since 0.1.0 @category model */
+export type HttpHandler = (request: HttpRequest) => Promise<HttpResponse>
 
 /** A listening raw WebSocket server: its bound port and how to stop it. @since 0.1.0 @category model */
 export interface RawServer {

@@ -74,6 +74,11 @@ export interface ServerOptions extends Transport.Options {
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
   readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
+  /**
+   * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
+   * page this way); default: 426 to each.
+   */
+  readonly http?: RuntimeTypes.HttpHandler
 }
 
 /** The join handshake's protocol version: 1. @since 0.1.0 @category model */
@@ -268,7 +273,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open }),
+      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
