@@ -78,6 +78,8 @@ export type Input =
  * - `AverageRound`: round `round` closed; average `params` (the usable contributions, in
  *   contribution order; possibly none) with the averaging backend and broadcast
  *   `Update{round, mean}` to the survivors (an empty `params` when there is nothing to average).
+ *   With the ring backend `generation` is set and `params` is empty (the ranks averaged among
+ *   themselves): broadcast `RoundCommitted{round, generation}` instead (issue 15).
  * - `EpochEnded`: the epoch's audit and summary.
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
  *
@@ -103,6 +105,7 @@ export type Command =
     readonly round: number
     readonly contributors: ReadonlyArray<Rank>
     readonly params: ReadonlyArray<Float32Array>
+    readonly generation?: number
     readonly reason: string
   }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }

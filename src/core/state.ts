@@ -79,6 +79,12 @@ export interface State {
   readonly contributed: Uint8Array
   /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
   readonly contributions: Map<Rank, Float32Array | undefined>
+  /**
+   * Ring backend (issue 15): the open round's `RoundDone` reports of the current generation, as
+   * `samplesDone` by rank; committed all together when every ring member reported, discarded by
+   * a death or exit (the new generation redoes the round).
+   */
+  readonly ringReports: Map<Rank, number>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>
@@ -144,6 +150,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     counters: zeroCounters(),
     contributed: new Uint8Array(w),
     contributions: new Map(),
+    ringReports: new Map(),
     deaths: [],
     exits: [],
     summaries: [],
