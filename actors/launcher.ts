@@ -52,6 +52,7 @@ export const defaults = {
   worldSize: 4,
   epochs: 3,
   mode: "static",
+  backend: "cpu",
   transport: "worker",
   heartbeatTimeoutMs: 10_000,
   /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
@@ -170,6 +171,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const kills = options.kills ?? []
   const hangs = options.hangs ?? []
   const floods = options.floods ?? []
+  const backend = options.backend ?? defaults.backend
+  const collectiveFaults = options.collectiveFaults ?? []
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
@@ -192,7 +195,12 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
   // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
   const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
-  for (const fault of [...kills, ...hangs, ...floods]) {
+  check(backend === "cpu" || backend === "ring", "backend", `must be "cpu" or "ring", got ${String(backend)}`)
+  for (const fault of collectiveFaults) {
+    check(backend === "ring", "collectiveFaults", "need the ring backend")
+    check(Number.isSafeInteger(fault.round) && fault.round >= 0 && Number.isSafeInteger(fault.step) && fault.step >= 0, "collectiveFaults", `round and step must be integers >= 0, got ${fault.round} and ${fault.step}`)
+  }
+  for (const fault of [...kills, ...hangs, ...floods, ...collectiveFaults]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
   for (const flood of floods) {
@@ -205,6 +213,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     epochSamples: module.trainSamples,
     epochs,
     mode,
+    backend,
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
@@ -433,12 +442,15 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       epochSamples: module.trainSamples,
       mode,
       transport: transportKind,
-      options: loggedOptions(options, { worldSize, epochs, mode, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId })
+      options: loggedOptions(options, { worldSize, epochs, mode, backend, transport: transportKind, batchSize, heartbeatTimeoutMs, rankNice, rankMemoryMb, interruptGraceMs, runId })
     })
     for (let rank = 0; rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
+      const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
+        backend,
+        collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,
         seed: options.seed ?? defaults.seed,

@@ -23,10 +23,12 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as DeathReport from "../src/actor/death-report.ts"
-import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as Ring from "../src/averaging/ring.ts"
+import type { FormRing, Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as BunRuntime from "../src/platform/bun.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
@@ -101,7 +103,31 @@ export interface RankData {
    * share the coordinator's process: its silence is a stall, and its death is theirs).
    */
   readonly coordinatorTimeoutMs?: number | undefined
+  /** The averaging backend (DESIGN.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
+  readonly backend?: "cpu" | "ring" | undefined
+  /**
+   * Fault injection inside a ring collective (tests and benches, keyed by round and step like
+   * torchft's): when the rank is about to send step `step` of round `round`, it `exit`s (its
+   * worker or process ends with `collectiveFaultExitCode`, without `Exiting`: a death) or
+   * `hang`s (stops responding with its worker alive; only staleness can catch it).
+   */
+  readonly collectiveFault?: CollectiveFault | undefined
 }
+
+/**
+ * A fault at one step of one ring collective (`RankData.collectiveFault`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface CollectiveFault {
+  readonly round: number
+  readonly step: number
+  readonly fault: "exit" | "hang"
+}
+
+/** The exit code of a rank that `exit`s by an injected `CollectiveFault`: 70. @since 0.1.0 @category rank */
+export const collectiveFaultExitCode = 70
 
 /** Default `RankData.coordinatorTimeoutMs`: 10000 ms. @since 0.1.0 @category defaults */
 export const coordinatorTimeoutMsDefault = 10_000
@@ -206,6 +232,20 @@ export const run = (
         yield* transport.send(toCoordinator, Codec.encode(Frame.fromRank(rank, message))).pipe(Effect.ignore)
       })
 
+    /** One ring step to the next ring rank, relayed by the coordinator (`RingData`). */
+    const sendRing = (message: Ring.RingMessage): Effect.Effect<void, Ring.RingLinkError> =>
+      Effect.suspend(() => {
+        const fault = data.collectiveFault
+        if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+          if (fault.fault === "exit") leave(collectiveFaultExitCode)
+          else hangAtMs = 0
+          return Effect.never
+        }
+        return send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data })
+      })
+    const ringLink = new Ring.BufferedLink(sendRing)
+    const ringInbox = new Ring.RingInbox(ringLink)
+
     // Training state for the current epoch.
     let epoch = -1
     let order: Uint32Array = new Uint32Array(0)
@@ -217,6 +257,16 @@ export const run = (
     let batchesSinceContribution = 0
     let waitingUpdate = false
     let round = 0
+    // The ring backend's state (module doc): the latest FormRing; a generation a DeclareDead
+    // aborted (no collective of it starts again); the round's pre-round contribution; the running
+    // collective; its mean, finished but not yet confirmed by RoundCommitted.
+    const ringBackend = data.backend === "ring"
+    let ringView: FormRing | undefined
+    let blockedGeneration = -1
+    let pending: { readonly epoch: number; readonly samplesDone: number; readonly params: Float32Array } | undefined
+    let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
+    let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
+    let ringFailure: Ring.RingLinkError | undefined
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
     // A hostile rank's flood (fault injection): bursts of Heartbeats on a timer of its own.
@@ -366,8 +416,38 @@ export const run = (
             yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
             return
           }
-          case "FormRing":
+          case "FormRing": {
+            // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
+            if (ringView !== undefined && message.generation <= ringView.generation) return
+            ringView = message
+            if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
+            if (finished !== undefined && finished.generation < message.generation) finished = undefined
             yield* send({ _tag: "RingReady", generation: message.generation })
+            yield* startCollective // redo an unconfirmed round from the pre-round parameters
+            return
+          }
+          case "DeclareDead":
+            // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
+            if (!ringBackend) return
+            if (ringView !== undefined) blockedGeneration = Math.max(blockedGeneration, ringView.generation)
+            yield* abortCollective
+            finished = undefined
+            return
+          case "RoundCommitted": {
+            const done = finished
+            if (done === undefined || done.generation !== message.generation || done.round !== message.round) return
+            // A copy of our own: a trainer that keeps the array it was given may train in place on it.
+            lastAverage = done.mean.slice()
+            trainer.setParams(done.mean)
+            lastAverageRound = message.round
+            round = message.round + 1
+            finished = undefined
+            pending = undefined
+            waitingUpdate = false
+            return
+          }
+          case "RingData":
+            ringLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data })
             return
           case "ShutdownWithSave":
             stopping = { save: true, reason: message.reason }
@@ -376,7 +456,6 @@ export const run = (
             stopping = { save: false, reason: "Shutdown" }
             return
           case "SetRoles":
-          case "DeclareDead":
           case "RequestParams":
           case "CoordHeartbeat":
             return
@@ -397,11 +476,60 @@ export const run = (
         return true
       })
 
+    /** Interrupts the running collective, if any: it changes nothing the rank holds. */
+    const abortCollective = Effect.suspend(() => {
+      const running = collective
+      collective = undefined
+      return running?.fiber === undefined ? Effect.void : Fiber.interrupt(running.fiber)
+    })
+
+    /**
+     * Starts the all-reduce of the pending contribution in the current generation, unless one
+     * runs or finished already, no ring is formed yet, or a `DeclareDead` aborted this generation.
+     * When it completes the rank reports `RoundDone` and keeps the mean until `RoundCommitted`.
+     */
+    const startCollective: Effect.Effect<void> = Effect.suspend(() => {
+      const view = ringView
+      const contribution = pending
+      if (contribution === undefined || view === undefined || collective !== undefined || finished !== undefined) return Effect.void
+      if (view.generation <= blockedGeneration) return Effect.void
+      const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
+        generation: view.generation,
+        round,
+        fiber: undefined
+      }
+      collective = entry
+      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      const body = Ring.allReduce(ringInbox, shape, contribution.params).pipe(
+        Effect.flatMap((mean) =>
+          Effect.suspend(() => {
+            if (collective !== entry) return Effect.void
+            collective = undefined
+            finished = { generation: entry.generation, round: entry.round, mean }
+            return send({ _tag: "RoundDone", epoch: contribution.epoch, round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+          })
+        ),
+        Effect.catch((error) =>
+          Effect.sync(() => {
+            if (collective === entry) ringFailure = error
+          })
+        )
+      )
+      return Effect.map(Effect.forkChild(body), (fiber) => {
+        entry.fiber = fiber
+      })
+    })
+
     const contribute = (samplesDone: number) =>
       Effect.gen(function*() {
-        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
         batchesSinceContribution = 0
         waitingUpdate = true
+        if (ringBackend) {
+          // The pre-round parameters: what every collective of this round (and its redo) averages.
+          pending = { epoch, samplesDone, params: Float32Array.from(trainer.getParams()) }
+          return yield* startCollective
+        }
+        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
       })
 
     const trainOne = Effect.gen(function*() {
@@ -502,6 +630,17 @@ export const run = (
         yield* transport.flush
         leave(0)
         return
+      }
+      if (ringFailure !== undefined) {
+        return yield* Effect.die(new Error(`rank ${rank}: ring collective failed: ${ringFailure.message}`))
+      }
+      // A rank with no work left joins its neighbours' collective of its round as soon as their
+      // first message reaches it, so that they never wait on an idle rank (epoch ends included).
+      if (
+        ringBackend && !waitingUpdate && !hasWork() && epoch >= 0 && ringView !== undefined &&
+        ringInbox.holds(ringView.generation, round, ringLink.pending)
+      ) {
+        yield* contribute(trained)
       }
       const now = yield* Clock.currentTimeMillis
       const silent = silence(now)

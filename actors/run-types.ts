@@ -49,6 +49,23 @@ export interface FloodSpec {
 }
 
 /**
+ * A fault inside a ring collective, for tests and benchmarks (ring backend): when `rank` is about to
+ * send step `step` of averaging round `round` (steps `0 .. ringSize - 2` reduce-scatter, then
+ * all-gather), it `exit`s (its worker or process ends without `Exiting`, code 70: a death the
+ * supervisor reports) or `hang`s (stops responding with its worker alive: only staleness catches
+ * it). Deterministic: it fires between two steps of the collective, whatever the timing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface CollectiveFaultSpec {
+  readonly rank: Rank
+  readonly round: number
+  readonly step: number
+  readonly fault: "exit" | "hang"
+}
+
+/**
  * Options of `run`. Only `trainer` is required.
  *
  * @since 0.1.0
@@ -63,6 +80,15 @@ export interface RunOptions {
   readonly epochs?: number
   /** `static` (default) or `progressive`. */
   readonly mode?: "static" | "progressive"
+  /**
+   * The averaging backend (DESIGN.md §1): `cpu` (default; the coordinator averages every round)
+   * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
+   * report `RoundDone`; issue 15). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
+   * otherwise) and ends with `SingleSurvivor` when one rank is left.
+   */
+  readonly backend?: "cpu" | "ring"
+  /** Faults inside ring collectives (ring backend). Default none. */
+  readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Rank hosts: `worker` threads (default) or child `process`es. */
   readonly transport?: "worker" | "process"
   /** Kills to inject. Default none. */

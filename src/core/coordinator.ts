@@ -32,7 +32,7 @@ export type { Command, DeathCause, Input } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, Outcome, RepeatedCrash } from "./outcome.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isLive, make, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isLive, make, nextSurvivor, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Ending epochs and the run

@@ -205,6 +205,22 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
 export const expiring = (state: State, nowMs: number): Array<Rank> =>
   state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
 
+/**
+ * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
+ * ring (ring order is ascending rank order, DESIGN.md §4 `FormRing`). `undefined` with no survivor.
+ * O(ranks skipped).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
+  const m = state.membership
+  const after = Membership.nextLive(m, rank + 1)
+  if (after < m.worldSize) return after
+  const first = Membership.nextLive(m, 0)
+  return first < m.worldSize ? first : undefined
+}
+
 /** Ranks neither dead nor exited. @since 0.1.0 @category queries */
 export const activeCount = (state: State): number => state.membership.activeCount
 
