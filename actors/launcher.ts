@@ -538,6 +538,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     })
     yield* faults.pipe(Effect.repeat(Schedule.spaced(5)), Effect.forkScoped)
 
+    relayStats = coordinator.relayStats
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
@@ -563,6 +564,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     return outcome
   })
 
+  let relayStats: () => { readonly relayed: number; readonly dropped: number } = () => ({ relayed: 0, dropped: 0 })
   const exit = await Effect.runPromiseExit(Effect.scoped(program))
   releaseHeld()
   // Every rank has ended with the scope, so every line it printed was forwarded.
@@ -598,7 +600,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     : outcome.status === "completed" ? 0
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
-  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode })
+  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: "relay", ...relayStats() }
+  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,
     runDir,
@@ -610,7 +613,9 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
     durationMs: Date.now() - startedMs,
-    exitCode
+    exitCode,
+    backend,
+    ring
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

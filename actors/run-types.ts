@@ -234,7 +234,7 @@ export type RunEvent =
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
-  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"] }
+  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
 
 /**
  * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
@@ -305,4 +305,12 @@ export interface RunResult {
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4 | 130 | 143
+  /** The averaging backend the run used (`cpu` in a summary written before this field existed). */
+  readonly backend?: "cpu" | "ring"
+  /**
+   * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
+   * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
+   * threads), and the steps the coordinator `relayed` and `dropped` (an older generation).
+   */
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "port"; readonly relayed: number; readonly dropped: number } | undefined
 }
