@@ -83,6 +83,12 @@ export interface Options {
   readonly formationTimeoutMs?: number
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
+  /**
+   * Ring backend with direct links (worker threads, issue 15): called once per generation, just
+   * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
+   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames.
+   */
+  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>) => void
 }
 
 /**
@@ -262,6 +268,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       Effect.suspend(() => {
         switch (command._tag) {
           case "Send":
+            // A generation's FormRings go out together, ring rank 0 first: its links go just ahead.
+            if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
+              const ring = command.message
+              observe(() => options.formRingLinks?.(ring.generation, ring.peers))
+            }
             deliver(command.to, command.message, refused)
             break
           case "Broadcast":

@@ -173,6 +173,8 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
   const floods = options.floods ?? []
   const backend = options.backend ?? defaults.backend
   const collectiveFaults = options.collectiveFaults ?? []
+  // Worker threads link ring neighbours directly (MessageChannel); processes go through the relay.
+  const ringLinks: "port" | "relay" = transportKind === "worker" ? "port" : "relay"
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
@@ -424,12 +426,14 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
         transport: h.transport,
         spawn: (o: Worker.SpawnOptions) =>
           h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-        kill: h.terminate
+        kill: h.terminate,
+        formRingLinks: (generation: number, peers: ReadonlyArray<Rank>) => void h.formRing(generation, peers)
       }))
       : yield* Effect.map(ChildProcess.host({ onOutput }), (h) => ({
         transport: h.transport,
         spawn: (o: ChildProcess.SpawnOptions) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
-        kill: (r: Rank) => h.kill(r)
+        kill: (r: Rank) => h.kill(r),
+        formRingLinks: undefined
       }))
     const entry = yield* Effect.promise(() => rankEntry(transportKind, trainerUrl))
     emit({
@@ -450,6 +454,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
         backend,
+        ringLinks: ringLinks,
         collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,
@@ -474,6 +479,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
       transport: host.transport,
       tickMs: options.tickMs ?? defaults.tickMs,
       hooks,
+      ...(backend === "ring" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
       ...(resumeState === undefined ? {} : {
         resume: {
           point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
@@ -600,7 +606,7 @@ export const run = async (options: RunOptions): Promise<RunResult> => {
     : outcome.status === "completed" ? 0
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
-  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: "relay", ...relayStats() }
+  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: ringLinks, ...relayStats() }
   emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,

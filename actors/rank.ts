@@ -20,6 +20,7 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -32,6 +33,7 @@ import type { FormRing, Rank, ToCoordinator, ToRank } from "../src/core/messages
 import * as BunRuntime from "../src/platform/bun.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
+import type * as RuntimeTypes from "../src/platform/types.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import * as Trainer from "../src/train/trainer.ts"
@@ -112,6 +114,12 @@ export interface RankData {
    * `hang`s (stops responding with its worker alive; only staleness can catch it).
    */
   readonly collectiveFault?: CollectiveFault | undefined
+  /**
+   * How ring steps travel (ring backend): `relay` (default) as `RingData` frames through the
+   * coordinator, which forwards them to the next ring rank; `port` over direct links the host
+   * hands over per generation (`Link.onRingPorts`: `MessageChannel`s between worker threads).
+   */
+  readonly ringLinks?: "relay" | "port" | undefined
 }
 
 /**
@@ -183,6 +191,8 @@ export interface Link {
    * own stderr (`ChildProcess.ProcessRank.detach`); default: the rank's `console.error`.
    */
   readonly detach?: () => (line: string) => void
+  /** Worker threads: the direct ring links of each generation (`RankData.ringLinks` `port`). */
+  readonly onRingPorts?: (callback: (ports: RuntimeTypes.RingPorts) => void) => void
 }
 
 interface Chunk {
@@ -232,8 +242,8 @@ export const run = (
         yield* transport.send(toCoordinator, Codec.encode(Frame.fromRank(rank, message))).pipe(Effect.ignore)
       })
 
-    /** One ring step to the next ring rank, relayed by the coordinator (`RingData`). */
-    const sendRing = (message: Ring.RingMessage): Effect.Effect<void, Ring.RingLinkError> =>
+    /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
+    const faultOr = (message: Ring.RingMessage, deliver: Effect.Effect<void>): Effect.Effect<void, Ring.RingLinkError> =>
       Effect.suspend(() => {
         const fault = data.collectiveFault
         if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
@@ -241,10 +251,44 @@ export const run = (
           else hangAtMs = 0
           return Effect.never
         }
-        return send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data })
+        return deliver
       })
-    const ringLink = new Ring.BufferedLink(sendRing)
-    const ringInbox = new Ring.RingInbox(ringLink)
+    // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
+    let wake = Deferred.makeUnsafe<void>()
+    const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
+    interface RingChannel {
+      readonly link: Ring.BufferedLink
+      readonly inbox: Ring.RingInbox
+      readonly close: () => void
+    }
+    /** The relay (`RingData` through the coordinator): one link for every generation. */
+    const relayLink = new Ring.BufferedLink((message) =>
+      faultOr(message, send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }))
+    )
+    const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
+    /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
+    const usePorts = data.ringLinks === "port" && link.onRingPorts !== undefined
+    const portChannels = new Map<number, RingChannel>()
+    const dropPortsBefore = (generation: number): void => {
+      for (const [g, channel] of portChannels) {
+        if (g >= generation) continue
+        channel.close()
+        portChannels.delete(g)
+      }
+    }
+    if (usePorts) {
+      link.onRingPorts!((ports) => {
+        if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
+        const direct = new Ring.BufferedLink((message) => faultOr(message, Effect.sync(() => ports.send(message))))
+        ports.onMessage((message) => {
+          direct.push(message)
+          notify()
+        })
+        portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
+        notify()
+      })
+    }
+    const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
 
     // Training state for the current epoch.
     let epoch = -1
@@ -420,6 +464,7 @@ export const run = (
             // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
             if (ringView !== undefined && message.generation <= ringView.generation) return
             ringView = message
+            dropPortsBefore(message.generation)
             if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
             if (finished !== undefined && finished.generation < message.generation) finished = undefined
             yield* send({ _tag: "RingReady", generation: message.generation })
@@ -447,7 +492,7 @@ export const run = (
             return
           }
           case "RingData":
-            ringLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data })
+            relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data })
             return
           case "ShutdownWithSave":
             stopping = { save: true, reason: message.reason }
@@ -493,6 +538,8 @@ export const run = (
       const contribution = pending
       if (contribution === undefined || view === undefined || collective !== undefined || finished !== undefined) return Effect.void
       if (view.generation <= blockedGeneration) return Effect.void
+      const channel = channelFor(view.generation)
+      if (channel === undefined) return Effect.void // its direct links have not arrived yet
       const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
         generation: view.generation,
         round,
@@ -500,7 +547,7 @@ export const run = (
       }
       collective = entry
       const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
-      const body = Ring.allReduce(ringInbox, shape, contribution.params).pipe(
+      const body = Ring.allReduce(channel.inbox, shape, contribution.params).pipe(
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
@@ -636,11 +683,13 @@ export const run = (
       }
       // A rank with no work left joins its neighbours' collective of its round as soon as their
       // first message reaches it, so that they never wait on an idle rank (epoch ends included).
-      if (
-        ringBackend && !waitingUpdate && !hasWork() && epoch >= 0 && ringView !== undefined &&
-        ringInbox.holds(ringView.generation, round, ringLink.pending)
-      ) {
-        yield* contribute(trained)
+      if (ringBackend && ringView !== undefined) {
+        const channel = channelFor(ringView.generation)
+        if (!waitingUpdate && !hasWork() && epoch >= 0 && channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true) {
+          yield* contribute(trained)
+        }
+        // A contribution whose direct links arrived after its FormRing starts now.
+        if (pending !== undefined) yield* startCollective
       }
       const now = yield* Clock.currentTimeMillis
       const silent = silence(now)
@@ -651,11 +700,19 @@ export const run = (
         yield* Effect.sleep(0) // let the event loop deliver frames and timers between batches
         continue
       }
-      // Nothing to do until the coordinator speaks: wait, heartbeating on time.
-      const event = yield* Queue.take(transport.inbox).pipe(
-        Effect.timeoutOption(data.heartbeatIntervalMs),
-        Effect.catch(() => Effect.succeed(undefined))
+      // Nothing to do until the coordinator (or a direct ring link) speaks: wait, heartbeating on time.
+      const woken = wake
+      const event = yield* Effect.raceFirst(
+        Queue.take(transport.inbox).pipe(
+          Effect.timeoutOption(data.heartbeatIntervalMs),
+          Effect.catch(() => Effect.succeed(undefined))
+        ),
+        Effect.as(Deferred.await(woken), "woken" as const)
       )
+      if (event === "woken") {
+        wake = Deferred.makeUnsafe<void>()
+        continue
+      }
       if (event === undefined || (event._tag === "Some" && !(yield* apply(event.value)))) {
         if (stopping !== undefined) continue // told to stop first: it goes as told
         return yield* gone(channelClosed())

@@ -33,7 +33,8 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.backend).toBe("ring")
     expect(result.ring?.generations).toBe(2)
-    expect(result.ring?.links).toBe("relay")
+    expect(result.ring?.links).toBe("port")
+    expect(result.ring?.relayed).toBe(0)
   })
 
   it("two ranks that exit at the same step of the same round: one re-rendezvous or two, the survivors finish with clean audits", async () => {
@@ -105,5 +106,15 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
       option: "backend",
       message: expect.stringContaining("the ring backend needs worldSize >= 2, got 1")
     })
+  })
+
+  it("child processes relay their ring steps through the coordinator (RingData): a rank that exits mid-collective still leaves clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 0, round: 1, step: 2, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "exited with code 70 without Exiting"]])
+    expect(result.ring?.links).toBe("relay")
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.relayed).toBeGreaterThan(0)
   })
 })
