@@ -275,6 +275,7 @@ describe("parse", () => {
         worldSize: 4,
         epochs: 3,
         mode: "static",
+        backend: "cpu",
         transport: "worker",
         kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
         hangs: [],
@@ -301,6 +302,8 @@ describe("parse", () => {
       "2",
       "--mode",
       "progressive",
+      "--backend",
+      "ring",
       "--transport",
       "process",
       "--kill",
@@ -334,6 +337,7 @@ describe("parse", () => {
         worldSize: 6,
         epochs: 2,
         mode: "progressive",
+        backend: "ring",
         transport: "process",
         kills: [{ rank: 5, atSeconds: 2.5 }],
         hangs: [{ rank: 1, atSeconds: 5 }],
@@ -388,6 +392,7 @@ describe("parse", () => {
         worldSize: 4,
         epochs: 1,
         mode: "static",
+        backend: "cpu",
         transport: "worker",
         kills: [],
         hangs: [],
@@ -493,6 +498,12 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
     ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker or process, got 'tcp'"],
+    ["a bad backend", ["demo", "--backend", "gpu"], "cohort: --backend must be cpu or ring, got 'gpu'"],
+    [
+      "a ring of one rank",
+      ["demo", "--backend", "ring", "--world-size", "1"],
+      "cohort: --backend ring needs --world-size 2 or more (the ranks average among themselves), got 1"
+    ],
     [
       "a zero heartbeat timeout",
       ["demo", "--heartbeat-timeout-ms", "0"],
@@ -603,7 +614,8 @@ describe("help", () => {
         "(default 1)",
         "--out DIR",
         "(default runs)",
-        "--json"
+        "--json",
+        "--backend cpu|ring"
       ]
     ) {
       expect(text).toContain(flag)
@@ -635,6 +647,14 @@ describe("renderResult", () => {
       ].join("\n"),
       err: undefined
     })
+  })
+
+  it("names the averaging backend and the ring's generations and links under the table", () => {
+    const ring = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 2, links: "port", relayed: 0, dropped: 0 } }).out
+    expect(ring).toContain("\naveraging: ring, 2 generations, direct links between worker threads\nrun directory: runs/abc123\n")
+    const relayed = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 } }).out
+    expect(relayed).toContain("\naveraging: ring, 1 generation, steps relayed by the coordinator (120 relayed, 3 dropped)\n")
+    expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")
   })
 
   it("renders an unrecoverable run with the stopped epoch, its uncommitted ranges and a one-line reason", () => {
@@ -808,6 +828,7 @@ describe("demo and run", () => {
       worldSize: 4,
       epochs: 3,
       mode: "static",
+      backend: "cpu",
       transport: "worker",
       kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
       hangs: [],

@@ -45,6 +45,7 @@ export const defaults = {
   worldSize: 4,
   epochs: 3,
   mode: "static",
+  backend: "cpu",
   transport: "worker",
   heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
   /** Same as the rank's `coordinatorTimeoutMsDefault`. */
@@ -123,6 +124,11 @@ Options of demo and run:
   --epochs N                  epochs, N >= 1; they count from 0 (default 3)
   --mode static|progressive   whole partitions, or small chunks on demand (default static)
   --transport worker|process  ranks as worker threads or child processes (default worker)
+  --backend cpu|ring          averaging: the coordinator averages every round (cpu), or the
+                              ranks all-reduce among themselves in a ring over direct links
+                              (worker threads) or relayed by the coordinator (processes);
+                              ring needs 2 ranks or more and stops with SingleSurvivor at 1
+                              (default cpu)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
@@ -183,6 +189,7 @@ export interface RunCommandOptions {
   readonly worldSize: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
+  readonly backend: "cpu" | "ring"
   readonly transport: "worker" | "process"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -229,6 +236,7 @@ interface RawRunOptions {
   readonly worldSize?: string
   readonly epochs?: string
   readonly mode?: string
+  readonly backend?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -324,6 +332,8 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
   if (worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
+  const backend = oneOf("--backend", raw.backend, ["cpu", "ring"], defaults.backend)
+  if (backend === "ring" && worldSize < 2) throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
   const transport = oneOf("--transport", raw.transport, ["worker", "process"], defaults.transport)
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
@@ -341,6 +351,7 @@ const runOptions = (command: "demo" | "run", raw: RawRunOptions, killAndNoKill: 
     worldSize,
     epochs,
     mode,
+    backend,
     transport,
     kills,
     hangs,
@@ -373,7 +384,7 @@ const oneLine = (message: string): string =>
  *
  * Checks, in this order: the command and flags (commander: unknown command or flag, missing
  * value, extra arguments), then `--trainer`, `--kill` with `--no-kill`, `--world-size`,
- * `--epochs`, `--mode`, `--transport`, each `--kill`, each `--hang` (format, rank in
+ * `--epochs`, `--mode`, `--backend` (ring needs `--world-size` >= 2), `--transport`, each `--kill`, each `--hang` (format, rank in
  * `[0, worldSize)`, seconds >= 0), `--heartbeat-timeout-ms`, `--out`, `--failure-limit`,
  * `--role-policy`, `--on-repeated-crash`, `--rank-memory-mb`, `--interrupt-grace-ms`, `--seed`. Files are not looked at here (see `main`).
  *
@@ -398,6 +409,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--world-size <n>")
       .option("--epochs <n>")
       .option("--mode <mode>")
+      .option("--backend <backend>")
       .option("--transport <kind>")
       .option("--kill <spec>", "", collect)
       .option("--no-kill")

@@ -98,6 +98,17 @@ const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Sche
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
 
+/** `RunResult.ring` (issue 15). */
+const RingSummary = Schema.Struct({
+  generations: Schema.Int,
+  links: Schema.Literals(["relay", "port"]),
+  relayed: Schema.Int,
+  dropped: Schema.Int
+})
+
+/** `RunResult.backend`. */
+const Backend = Schema.Literals(["cpu", "ring"])
+
 /**
  * `summary.json`: a `RunResult`.
  *
@@ -115,7 +126,9 @@ export const RunResult = Schema.Struct({
   finalAccuracy: optional(Schema.Finite),
   saves: optional(Saves),
   durationMs: Ms,
-  exitCode: ExitCode
+  exitCode: ExitCode,
+  backend: optional(Backend),
+  ring: optional(RingSummary)
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -147,7 +160,7 @@ export const RunEvent = Schema.Union([
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
-  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode) })
+  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) })
 ])
 
 /** The event types `RunEvent` knows; a line of another type is skipped (a newer writer). @since 0.1.0 @category schemas */
