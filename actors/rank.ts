@@ -10,6 +10,22 @@
  * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
  * asked, and on `ShutdownWithSave` saves through the trainer, announces `Exiting` and leaves.
  *
+ * With the ring backend (`RankData.backend` `ring`, issue 15) a contribution point does not send
+ * `Params`: the rank keeps its pre-round parameters and samples done, runs `Ring.allReduce` for
+ * (generation, round) with its ring neighbours (over direct `MessageChannel` links between worker
+ * threads, handed over per generation, or relayed through the coordinator as `RingData`), sends
+ * `RoundDone{epoch, round, generation, samplesDone}` and waits for
+ * `RoundCommitted{round, generation}` before it applies the mean (which then becomes
+ * `lastAverage`, the model every save writes). `DeclareDead` interrupts a running collective and
+ * discards a finished but unconfirmed one; no collective of that generation starts again. A newer
+ * `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the round
+ * from its pre-round parameters, so no partial average is ever applied and a round's samples
+ * commit exactly once (the coordinator commits them at the round's close). A rank with no work
+ * left joins its neighbours' collective of its round as soon as their first step reaches it (a
+ * message of that round waiting in its inbox), contributing its current parameters and the
+ * samples it already reported, so that neighbours never wait on an idle rank, at an epoch's end
+ * included. Faults for tests fire between two steps (`RankData.collectiveFault`).
+ *
  * A rank never outlives its coordinator (issue "Never lose a run"): when the coordinator's link
  * ends (the channel closed: its process died, its socket dropped) or the coordinator sent nothing
  * for `coordinatorTimeoutMs`, the rank saves through the trainer under `<saveDir>/rank<r>` with an

@@ -3,6 +3,16 @@
  * returns the commands to carry out (DESIGN.md §3). No I/O, no clock, no randomness: time enters
  * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
  *
+ * Averaging rounds (DESIGN.md §3.3, §3.10): with the `cpu` backend a round's contributions are
+ * `Params` frames, committed as they arrive, and the round closes when every survivor holding
+ * uncommitted work contributed. With the `ring` backend (issue 15) they are `RoundDone` frames of
+ * the current ring generation and round (others are counted in `staleRoundDone`); the round closes
+ * when every ring member (every survivor: each death or exit re-forms the ring) reported, and only
+ * then are the reports committed, all at once, through the same path as `Params`; a death or exit
+ * before that discards them (the new generation redoes the round) and a run that stops commits
+ * nothing of an incomplete ring round. The close emits `AverageRound` with the generation and no
+ * parameters, which the shell sends as `RoundCommitted`.
+ *
  * The whole death chain lives in `declareBatch`, in the order of DESIGN.md §3.2. The state and its
  * queries are in `state.ts`, epoch planning in `epochs.ts`, the shared verbs in `emit.ts`, and the
  * input, command and outcome types in `inputs.ts` and `outcome.ts`; this module re-exports what

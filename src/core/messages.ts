@@ -95,8 +95,8 @@ export interface ChunkDone {
  * An averaging contribution: commits the rank's static list up to `samplesDone` (static mode) or
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
- * `params` is the rank's model parameters (`Float32Array`, possibly empty with the ring backend,
- * which averages among the ranks themselves).
+ * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
+ * backend a rank reports `RoundDone` instead, and a `Params` is ignored and counted.
  *
  * @since 0.1.0
  * @category rank-to-coordinator

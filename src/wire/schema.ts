@@ -10,6 +10,13 @@
  * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list);
  * a ring step's `data` a `Float64Array` (tag 86) or `Float32Array` (tag 85).
  *
+ * The ring backend's protocol (structures version 3, issue 15): rank to coordinator
+ * `RoundDone{epoch, round, generation, samplesDone}` after the rank's all-reduce of a round
+ * completed; coordinator to rank `RoundCommitted{round, generation}` once every ring member
+ * reported (then, and only then, may a rank apply its mean); `RingData{generation, round, step,
+ * data}` in both directions for ranks whose steps are relayed through the coordinator (child
+ * processes, sockets); worker threads exchange the same steps over direct `MessageChannel`s.
+ *
  * @since 0.1.0
  */
 import type * as Messages from "../core/messages.ts"
