@@ -158,8 +158,8 @@ const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
     generation: ring.generation,
     reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
   })
+  for (const rank of contributors) state.contributed[rank] = 0
   reports.clear()
-  state.contributed.fill(0)
   state.round += 1
   state.roundOpenedMs = undefined
   state.pendingRequired = state.uncommittedLive
@@ -173,6 +173,7 @@ const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
  */
 const discardRingRound = (state: State): void => {
   if (state.ringReports.size === 0) return
+  for (const rank of state.ringReports.keys()) state.contributed[rank] = 0
   state.ringReports.clear()
   state.roundOpenedMs = undefined
 }
@@ -184,6 +185,7 @@ const onRoundDone = (state: State, rank: Rank, round: number, generation: number
     return
   }
   state.ringReports.set(rank, samplesDone)
+  state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRingRound(state, cmds)
 }

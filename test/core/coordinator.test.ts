@@ -251,6 +251,26 @@ describe("failure limit and backend limits", () => {
     expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 2)]).toEqual([10, 10])
   })
 
+  it("ring: two deaths in one tick mid-round: a DeclareDead for each, one re-rendezvous at generation 1, and the survivors' redo closes the round", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, backend: "ring" })
+    Coordinator.start(s)
+    roundDone(s, 0, 1, 10)
+    roundDone(s, 3, 1, 10)
+    report(s, 1, 2)
+    report(s, 2, 2)
+    const cmds = tick(s, 2)
+    expect(tags(cmds).filter((t) => t.includes("DeclareDead") || t.includes("FormRing"))).toEqual([
+      "Broadcast:DeclareDead", "Broadcast:DeclareDead", "Send:FormRing", "Send:FormRing"
+    ])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "FormRing")).toEqual([
+      [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 2, peers: [0, 3] }],
+      [3, { _tag: "FormRing", generation: 1, ringRank: 1, ringSize: 2, peers: [0, 3] }]
+    ])
+    expect(roundDone(s, 0, 3, 10)).toEqual([])
+    expect(roundDone(s, 3, 3, 10)[0]).toMatchObject({ _tag: "AverageRound", round: 0, generation: 1, contributors: [0, 3] })
+    expect([0, 3].map((r) => Coordinator.committedSamples(s, r))).toEqual([10, 10])
+  })
+
   it("ring: a run stopping mid-round commits nothing of the incomplete round (its samples are in the outcome's uncommitted ranges)", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
     Coordinator.start(s)
