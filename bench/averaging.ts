@@ -6,7 +6,8 @@
  *
  * Each run trains `bench/trainers/params-only.ts` (no computation; one batch of 1 sample per
  * round, `averageEverySteps` 1) for `rounds` rounds of one epoch, so its time from formation to the
- * end is the rounds' time. Per round: wall ms, and the coordinator thread's busy ms (its event
+ * epoch's end is the rounds' time (with the ranks' per-batch overhead: progress reports, a timer
+ * turn between batches). Per round: wall ms, and the coordinator thread's busy ms (its event
  * loop's active time, `performance.eventLoopUtilization`, where the runtime has it; the launcher
  * shares that thread and does next to nothing). Every run's audit must be clean.
  *
@@ -38,6 +39,8 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
   process.env["COHORT_BENCH_SAMPLES"] = String(worldSize * rounds)
   let formedAt: number | undefined
   let busyAt: Elu | undefined
+  let endedAt: number | undefined
+  let busyMs = Number.NaN
   const result = await Launcher.run({
     trainer,
     worldSize,
@@ -54,11 +57,14 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
       if (event.type === "formed") {
         formedAt = performance.now()
         busyAt = elu?.()
+      } else if (event.type === "epoch" && endedAt === undefined) {
+        // The epoch's last round closed: what follows (saves, exits) is not averaging.
+        endedAt = performance.now()
+        if (elu !== undefined && busyAt !== undefined) busyMs = elu(busyAt).active
       }
     }
   })
-  const wallMs = performance.now() - (formedAt ?? Number.NaN)
-  const busyMs = elu !== undefined && busyAt !== undefined ? elu(busyAt).active : Number.NaN
+  const wallMs = (endedAt ?? Number.NaN) - (formedAt ?? Number.NaN)
   const clean = result.epochs.every((e) => e.lost === 0 && e.duplicated === 0) && result.exitCode === 0
   if (!clean) throw new Error(`${backend} ${worldSize}x${params}: the run did not complete clean (exit ${result.exitCode})`)
   return { msPerRound: wallMs / rounds, coordinatorMsPerRound: busyMs / rounds, links: result.ring?.links ?? "-" }
