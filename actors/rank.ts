@@ -569,7 +569,7 @@ export const run = (
             if (collective !== entry) return Effect.void
             collective = undefined
             finished = { generation: entry.generation, round: entry.round, mean }
-            return send({ _tag: "RoundDone", epoch: contribution.epoch, round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+            return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
           })
         ),
         Effect.catch((error) =>
@@ -701,7 +701,7 @@ export const run = (
       // first message reaches it, so that they never wait on an idle rank (epoch ends included).
       if (ringBackend && ringView !== undefined) {
         const channel = channelFor(ringView.generation)
-        if (!waitingUpdate && !hasWork() && epoch >= 0 && channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true) {
+        if (!waitingUpdate && !hasWork() && channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true) {
           yield* contribute(trained)
         }
         // A contribution whose direct links arrived after its FormRing starts now.

@@ -667,7 +667,10 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       return
     }
     case "RoundDone": {
-      if (message.epoch !== state.epoch) {
+      // Progressive mode commits by chunk, not by samplesDone: a ring member that never got a
+      // chunk of this epoch (more survivors than samples) still knows only an older epoch, and its
+      // report of the current (generation, round) is what the round waits for.
+      if (message.epoch !== state.epoch && state.pool === undefined) {
         counters.framesWrongEpoch += 1
         return
       }

@@ -117,4 +117,12 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.relayed).toBeGreaterThan(0)
   })
+
+  it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, mode: "progressive", collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => d.rank)).toEqual([2])
+    expect(result.ring?.generations).toBe(2)
+  })
 })

@@ -283,6 +283,22 @@ describe("failure limit and backend limits", () => {
     expect(s.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[0, 30]] })
   })
 
+  it("ring, progressive: a member that never got a chunk (so knows no epoch) still completes the round; static mode refuses another epoch's report", () => {
+    const s = make({ worldSize: 3, epochSamples: 2, epochs: 1, mode: "progressive", chunkSamples: 1, backend: "ring" })
+    Coordinator.start(s)
+    // Rank 0 holds both one-sample chunks (chunksInflightMax 2); ranks 1 and 2 get none.
+    frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 1 })
+    frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 1, size: 1 })
+    roundDone(s, 0, 2, 0)
+    expect(frame(s, 1, 2, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })).toEqual([])
+    const closed = frame(s, 2, 2, { _tag: "RoundDone", epoch: 7, round: 0, generation: 0, samplesDone: 0 })
+    expect(tags(closed).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    const fixed = make({ worldSize: 2, epochSamples: 20, epochs: 1, backend: "ring" })
+    Coordinator.start(fixed)
+    expect(frame(fixed, 0, 1, { _tag: "RoundDone", epoch: 1, round: 0, generation: 0, samplesDone: 10 })).toEqual([])
+    expect(fixed.counters.framesWrongEpoch).toBe(1)
+  })
+
   it("cpu: a RoundDone is ignored and counted", () => {
     const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
     Coordinator.start(s)
