@@ -83,6 +83,12 @@ export interface Options {
   readonly formationTimeoutMs?: number
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
+  /**
+   * Ring backend with direct links (worker threads, issue 15): called once per generation, just
+   * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
+   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames.
+   */
+  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>) => void
 }
 
 /**
@@ -109,6 +115,8 @@ export interface Handle {
   readonly outcome: Deferred.Deferred<Core.Outcome, FormationError>
   readonly state: Core.State
   readonly stats: Effect.Effect<Actor.MailboxStats>
+  /** Ring steps this coordinator relayed (`RingData`) and dropped (an older generation, a gone sender). */
+  readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
   /**
    * Asks the run to stop (an operator's interrupt; `detail` says which, e.g. `SIGINT`): the core
    * decides (`ShutdownRequested`: `ShutdownWithSave{GracefulShutdown}` to the survivors and the
@@ -233,10 +241,38 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       for (const rank of Core.survivors(state)) sendTo(rank, message, bytes, refused)
     }
 
+    /**
+     * The ring backend's relay (issue 15): a ring step from `from` goes on to its next ring rank in
+     * the current generation (ring order is the survivors' ascending order, which every death or
+     * exit re-forms); a step of an older generation, or from a rank no longer live, is dropped.
+     * The data is re-encoded as decoded (the codec copies it once each way).
+     */
+    let relayed = 0
+    let relayDropped = 0
+    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>): void => {
+      const ring = state.ring
+      if (ring === undefined || message.generation !== ring.generation || state.phase !== "running" || !Core.isLive(state, from)) {
+        relayDropped += 1
+        return
+      }
+      const next = Core.nextSurvivor(state, from)
+      if (next === undefined || next === from) {
+        relayDropped += 1
+        return
+      }
+      relayed += 1
+      transport.sendUnsafe(next, Codec.encode(Frame.fromCoordinator(message)))
+    }
+
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
       Effect.suspend(() => {
         switch (command._tag) {
           case "Send":
+            // A generation's FormRings go out together, ring rank 0 first: its links go just ahead.
+            if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
+              const ring = command.message
+              observe(() => options.formRingLinks?.(ring.generation, ring.peers))
+            }
             deliver(command.to, command.message, refused)
             break
           case "Broadcast":
@@ -249,6 +285,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             }
             break
           case "AverageRound": {
+            if (command.generation !== undefined) {
+              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15).
+              broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
+              break
+            }
             // The core leaves unusable contributions out; with none left, the Update carries no
             // parameters and ranks keep their own.
             const averaged = Cpu.mean(command.params)
@@ -425,6 +466,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
           }
           const frameMessage = decoded.success.message as ToCoordinator
+          if (frameMessage._tag === "RingData") relay(event.peer, frameMessage)
           if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
           observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
           return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
@@ -463,6 +505,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       outcome,
       state,
       stats: actor.stats,
+      relayStats: () => ({ relayed, dropped: relayDropped }),
       interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore)
     }
   })

@@ -57,6 +57,7 @@ export const defaults = {
   worldSize: 4,
   epochs: 3,
   mode: "static",
+  backend: "cpu",
   transport: "worker",
   heartbeatTimeoutMs: 10_000,
   /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
@@ -262,6 +263,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const kills = options.kills ?? []
   const hangs = options.hangs ?? []
   const floods = options.floods ?? []
+  const backend = options.backend ?? defaults.backend
+  const collectiveFaults = options.collectiveFaults ?? []
+  // Worker threads link ring neighbours directly (MessageChannel); processes go through the relay.
+  const ringLinks: "port" | "relay" = transportKind === "worker" ? "port" : "relay"
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   if (served === undefined) {
@@ -288,7 +293,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
   // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
   const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
-  for (const fault of [...kills, ...hangs, ...floods]) {
+  check(backend === "cpu" || backend === "ring", "backend", `must be "cpu" or "ring", got ${String(backend)}`)
+  for (const fault of collectiveFaults) {
+    check(backend === "ring", "collectiveFaults", "need the ring backend")
+    check(Number.isSafeInteger(fault.round) && fault.round >= 0 && Number.isSafeInteger(fault.step) && fault.step >= 0, "collectiveFaults", `round and step must be integers >= 0, got ${fault.round} and ${fault.step}`)
+  }
+  for (const fault of [...kills, ...hangs, ...floods, ...collectiveFaults]) {
     check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
   }
   for (const flood of floods) {
@@ -302,6 +312,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     epochSamples: module.trainSamples,
     epochs,
     mode,
+    backend,
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
@@ -553,12 +564,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
     progressIntervalMs: defaults.progressIntervalMs,
-    coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
+    coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault,
+    backend
   }
   interface Host {
     readonly transport: Transport.TransportShape
     readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
     readonly kill: (rank: Rank) => Effect.Effect<void>
+    /** Worker threads: direct ring links per generation (`MessageChannel`s); other hosts relay. */
+    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>) => void) | undefined
   }
   const bindFailed = (error: Transport.TransportError) =>
     Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
@@ -581,7 +595,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         return Effect.map(Worker.host({ onOutput }), (h): Host => ({
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-          kill: h.terminate
+          kill: h.terminate,
+          formRingLinks: (generation, peers) => void h.formRing(generation, peers)
         }))
       case "process":
         return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
@@ -619,7 +634,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       mode,
       transport: served === undefined ? transportKind : "serve",
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
-        worldSize, epochs, mode, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
+        worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
         ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
         // What a resume needs to continue it (issue 13): the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
@@ -641,7 +656,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
+      const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
+        backend,
+        ringLinks: ringLinks,
+        collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,
         seed: options.seed ?? defaults.seed,
@@ -667,6 +686,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       tickMs: options.tickMs ?? defaults.tickMs,
       formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
       hooks,
+      ...(backend === "ring" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
       ...(resumeState === undefined ? {} : {
         resume: {
           point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
@@ -731,6 +751,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     })
     yield* faults.pipe(Effect.repeat(Schedule.spaced(5)), Effect.forkScoped)
 
+    relayStats = coordinator.relayStats
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
@@ -757,6 +778,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   })
 
   let finalRefusals: Record<string, number> | undefined
+  let relayStats: () => { readonly relayed: number; readonly dropped: number } = () => ({ relayed: 0, dropped: 0 })
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
     const outcome = yield* program
     if (server !== undefined) finalRefusals = { ...(yield* server.refusals) }
@@ -804,7 +826,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     : outcome.status === "completed" ? 0
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
-  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode })
+  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: ringLinks, ...relayStats() }
+  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,
     runDir,
@@ -819,7 +842,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     exitCode,
     ...(finalRefusals === undefined ? {} : { refusals: finalRefusals }),
     transport: served === undefined ? transportKind : "serve",
-    ...(resumed === undefined ? {} : { resumed })
+    ...(resumed === undefined ? {} : { resumed }),
+    backend,
+    ring
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

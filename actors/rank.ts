@@ -10,6 +10,22 @@
  * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
  * asked, and on `ShutdownWithSave` saves through the trainer, announces `Exiting` and leaves.
  *
+ * With the ring backend (`RankData.backend` `ring`, issue 15) a contribution point does not send
+ * `Params`: the rank keeps its pre-round parameters and samples done, runs `Ring.allReduce` for
+ * (generation, round) with its ring neighbours (over direct `MessageChannel` links between worker
+ * threads, handed over per generation, or relayed through the coordinator as `RingData`), sends
+ * `RoundDone{epoch, round, generation, samplesDone}` and waits for
+ * `RoundCommitted{round, generation}` before it applies the mean (which then becomes
+ * `lastAverage`, the model every save writes). `DeclareDead` interrupts a running collective and
+ * discards a finished but unconfirmed one; no collective of that generation starts again. A newer
+ * `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the round
+ * from its pre-round parameters, so no partial average is ever applied and a round's samples
+ * commit exactly once (the coordinator commits them at the round's close). A rank with no work
+ * left joins its neighbours' collective of its round as soon as their first step reaches it (a
+ * message of that round waiting in its inbox), contributing its current parameters and the
+ * samples it already reported, so that neighbours never wait on an idle rank, at an epoch's end
+ * included. Faults for tests fire between two steps (`RankData.collectiveFault`).
+ *
  * A rank never outlives its coordinator (issue "Never lose a run"): when the coordinator's link
  * ends (the channel closed: its process died, its socket dropped) or the coordinator sent nothing
  * for `coordinatorTimeoutMs`, the rank saves through the trainer under `<saveDir>/rank<r>` with an
@@ -20,16 +36,20 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Deferred from "effect/Deferred"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as DeathReport from "../src/actor/death-report.ts"
-import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import * as Ring from "../src/averaging/ring.ts"
+import type { FormRing, Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as BunRuntime from "../src/platform/bun.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
+import type * as RuntimeTypes from "../src/platform/types.ts"
 import * as Permutation from "../src/train/permutation.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import * as Trainer from "../src/train/trainer.ts"
@@ -101,14 +121,30 @@ export interface RankData {
    * share the coordinator's process: its silence is a stall, and its death is theirs).
    */
   readonly coordinatorTimeoutMs?: number | undefined
+  /** The averaging backend (DESIGN.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
+  readonly backend?: "cpu" | "ring" | undefined
+  /**
+   * Fault injection inside a ring collective (tests and benches, keyed by round and step like
+   * torchft's): when the rank is about to send step `step` of round `round`, it `exit`s (its
+   * worker or process ends with `collectiveFaultExitCode`, without `Exiting`: a death) or
+   * `hang`s (stops responding with its worker alive; only staleness can catch it).
+   */
+  readonly collectiveFault?: CollectiveFault | undefined
+  /**
+   * How ring steps travel (ring backend): `relay` (default) as `RingData` frames through the
+   * coordinator, which forwards them to the next ring rank; `port` over direct links the host
+   * hands over per generation (`Link.onRingPorts`: `MessageChannel`s between worker threads).
+   */
+  readonly ringLinks?: "relay" | "port" | undefined
 }
 
 /**
  * What a rank that joins from another host learns of the run in the coordinator's welcome
  * (`WebSocket` join protocol 1, the welcome's `run`): the run-wide part of `RankData`, plus
  * `epochSamples`, the samples of one epoch by the coordinator's trainer module (a joining rank
- * whose own trainer module says otherwise refuses to train). Its own `trainer`, `saveDir` and
- * `checkpointDir` are the joining host's (`rankDataOf`).
+ * whose own trainer module says otherwise refuses to train), and the averaging `backend` (absent:
+ * `cpu`; a joined rank's ring links go through the coordinator's relay). Its own `trainer`,
+ * `saveDir` and `checkpointDir` are the joining host's (`rankDataOf`).
  *
  * @since 0.1.0
  * @category model
@@ -122,10 +158,12 @@ export interface JoinedRun {
   readonly heartbeatIntervalMs: number
   readonly progressIntervalMs: number
   readonly coordinatorTimeoutMs: number
+  readonly backend?: "cpu" | "ring"
 }
 
 /**
- * Whether a welcome's `run` value is a `JoinedRun` (every field a finite number, counts integers > 0).
+ * Whether a welcome's `run` value is a `JoinedRun` (every field a finite number, counts integers >
+ * 0; `backend`, when present, `cpu` or `ring`).
  *
  * @since 0.1.0
  * @category model
@@ -136,7 +174,8 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
   const positiveInteger = (key: string) => typeof run[key] === "number" && Number.isSafeInteger(run[key]) && (run[key] as number) > 0
   const nonNegative = (key: string) => typeof run[key] === "number" && Number.isFinite(run[key]) && (run[key] as number) >= 0
   return ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
-    ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative)
+    ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
+    (run.backend === undefined || run.backend === "cpu" || run.backend === "ring")
 }
 
 /**
@@ -161,8 +200,24 @@ export const rankDataOf = (
   hangAfterMs: undefined,
   saveDir: local.saveDir,
   checkpointDir: local.checkpointDir,
-  coordinatorTimeoutMs: run.coordinatorTimeoutMs
+  coordinatorTimeoutMs: run.coordinatorTimeoutMs,
+  ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {})
 })
+
+/**
+ * A fault at one step of one ring collective (`RankData.collectiveFault`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface CollectiveFault {
+  readonly round: number
+  readonly step: number
+  readonly fault: "exit" | "hang"
+}
+
+/** The exit code of a rank that `exit`s by an injected `CollectiveFault`: 70. @since 0.1.0 @category rank */
+export const collectiveFaultExitCode = 70
 
 /** Default `RankData.coordinatorTimeoutMs`: 10000 ms. @since 0.1.0 @category defaults */
 export const coordinatorTimeoutMsDefault = 10_000
@@ -223,6 +278,8 @@ export interface Link {
    * the epoch, the samples this rank trained in it, and the samples it trained in all. A browser rank shows it on its page; it must not throw.
    */
   readonly status?: (status: { readonly epoch: number; readonly samplesDone: number; readonly samplesTotal: number }) => void
+  /** Worker threads: the direct ring links of each generation (`RankData.ringLinks` `port`). */
+  readonly onRingPorts?: (callback: (ports: RuntimeTypes.RingPorts) => void) => void
 }
 
 interface Chunk {
@@ -272,6 +329,54 @@ export const run = (
         yield* transport.send(toCoordinator, Codec.encode(Frame.fromRank(rank, message))).pipe(Effect.ignore)
       })
 
+    /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
+    const faultOr = (message: Ring.RingMessage, deliver: Effect.Effect<void>): Effect.Effect<void, Ring.RingLinkError> =>
+      Effect.suspend(() => {
+        const fault = data.collectiveFault
+        if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+          if (fault.fault === "exit") leave(collectiveFaultExitCode)
+          else hangAtMs = 0
+          return Effect.never
+        }
+        return deliver
+      })
+    // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
+    let wake = Deferred.makeUnsafe<void>()
+    const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
+    interface RingChannel {
+      readonly link: Ring.BufferedLink
+      readonly inbox: Ring.RingInbox
+      readonly close: () => void
+    }
+    /** The relay (`RingData` through the coordinator): one link for every generation. */
+    const relayLink = new Ring.BufferedLink((message) =>
+      faultOr(message, send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }))
+    )
+    const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
+    /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
+    const usePorts = data.ringLinks === "port" && link.onRingPorts !== undefined
+    const portChannels = new Map<number, RingChannel>()
+    const dropPortsBefore = (generation: number): void => {
+      for (const [g, channel] of portChannels) {
+        if (g >= generation) continue
+        channel.close()
+        portChannels.delete(g)
+      }
+    }
+    if (usePorts) {
+      link.onRingPorts!((ports) => {
+        if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
+        const direct = new Ring.BufferedLink((message) => faultOr(message, Effect.sync(() => ports.send(message))))
+        ports.onMessage((message) => {
+          direct.push(message)
+          notify()
+        })
+        portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
+        notify()
+      })
+    }
+    const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
+
     // Training state for the current epoch.
     let epoch = -1
     let order: Uint32Array = new Uint32Array(0)
@@ -283,6 +388,16 @@ export const run = (
     let batchesSinceContribution = 0
     let waitingUpdate = false
     let round = 0
+    // The ring backend's state (module doc): the latest FormRing; a generation a DeclareDead
+    // aborted (no collective of it starts again); the round's pre-round contribution; the running
+    // collective; its mean, finished but not yet confirmed by RoundCommitted.
+    const ringBackend = data.backend === "ring"
+    let ringView: FormRing | undefined
+    let blockedGeneration = -1
+    let pending: { readonly epoch: number; readonly samplesDone: number; readonly params: Float32Array } | undefined
+    let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
+    let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
+    let ringFailure: Ring.RingLinkError | undefined
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
     let samplesTotal = 0
@@ -437,8 +552,39 @@ export const run = (
             yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
             return
           }
-          case "FormRing":
+          case "FormRing": {
+            // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
+            if (ringView !== undefined && message.generation <= ringView.generation) return
+            ringView = message
+            dropPortsBefore(message.generation)
+            if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
+            if (finished !== undefined && finished.generation < message.generation) finished = undefined
             yield* send({ _tag: "RingReady", generation: message.generation })
+            yield* startCollective // redo an unconfirmed round from the pre-round parameters
+            return
+          }
+          case "DeclareDead":
+            // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
+            if (!ringBackend) return
+            if (ringView !== undefined) blockedGeneration = Math.max(blockedGeneration, ringView.generation)
+            yield* abortCollective
+            finished = undefined
+            return
+          case "RoundCommitted": {
+            const done = finished
+            if (done === undefined || done.generation !== message.generation || done.round !== message.round) return
+            // A copy of our own: a trainer that keeps the array it was given may train in place on it.
+            lastAverage = done.mean.slice()
+            trainer.setParams(done.mean)
+            lastAverageRound = message.round
+            round = message.round + 1
+            finished = undefined
+            pending = undefined
+            waitingUpdate = false
+            return
+          }
+          case "RingData":
+            relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data })
             return
           case "ShutdownWithSave":
             stopping = { save: true, reason: message.reason }
@@ -447,7 +593,6 @@ export const run = (
             stopping = { save: false, reason: "Shutdown" }
             return
           case "SetRoles":
-          case "DeclareDead":
           case "RequestParams":
           case "CoordHeartbeat":
             return
@@ -468,11 +613,62 @@ export const run = (
         return true
       })
 
+    /** Interrupts the running collective, if any: it changes nothing the rank holds. */
+    const abortCollective = Effect.suspend(() => {
+      const running = collective
+      collective = undefined
+      return running?.fiber === undefined ? Effect.void : Fiber.interrupt(running.fiber)
+    })
+
+    /**
+     * Starts the all-reduce of the pending contribution in the current generation, unless one
+     * runs or finished already, no ring is formed yet, or a `DeclareDead` aborted this generation.
+     * When it completes the rank reports `RoundDone` and keeps the mean until `RoundCommitted`.
+     */
+    const startCollective: Effect.Effect<void> = Effect.suspend(() => {
+      const view = ringView
+      const contribution = pending
+      if (contribution === undefined || view === undefined || collective !== undefined || finished !== undefined) return Effect.void
+      if (view.generation <= blockedGeneration) return Effect.void
+      const channel = channelFor(view.generation)
+      if (channel === undefined) return Effect.void // its direct links have not arrived yet
+      const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
+        generation: view.generation,
+        round,
+        fiber: undefined
+      }
+      collective = entry
+      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      const body = Ring.allReduce(channel.inbox, shape, contribution.params).pipe(
+        Effect.flatMap((mean) =>
+          Effect.suspend(() => {
+            if (collective !== entry) return Effect.void
+            collective = undefined
+            finished = { generation: entry.generation, round: entry.round, mean }
+            return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+          })
+        ),
+        Effect.catch((error) =>
+          Effect.sync(() => {
+            if (collective === entry) ringFailure = error
+          })
+        )
+      )
+      return Effect.map(Effect.forkChild(body), (fiber) => {
+        entry.fiber = fiber
+      })
+    })
+
     const contribute = (samplesDone: number) =>
       Effect.gen(function*() {
-        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
         batchesSinceContribution = 0
         waitingUpdate = true
+        if (ringBackend) {
+          // The pre-round parameters: what every collective of this round (and its redo) averages.
+          pending = { epoch, samplesDone, params: Float32Array.from(trainer.getParams()) }
+          return yield* startCollective
+        }
+        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
       })
 
     const trainOne = Effect.gen(function*() {
@@ -577,6 +773,19 @@ export const run = (
         leave(0)
         return
       }
+      if (ringFailure !== undefined) {
+        return yield* Effect.die(new Error(`rank ${rank}: ring collective failed: ${ringFailure.message}`))
+      }
+      // A rank with no work left joins its neighbours' collective of its round as soon as their
+      // first message reaches it, so that they never wait on an idle rank (epoch ends included).
+      if (ringBackend && ringView !== undefined) {
+        const channel = channelFor(ringView.generation)
+        if (!waitingUpdate && !hasWork() && channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true) {
+          yield* contribute(trained)
+        }
+        // A contribution whose direct links arrived after its FormRing starts now.
+        if (pending !== undefined) yield* startCollective
+      }
       const now = yield* Clock.currentTimeMillis
       const silent = silence(now)
       if (silent !== undefined) return yield* gone(silent)
@@ -586,11 +795,19 @@ export const run = (
         yield* Effect.sleep(0) // let the event loop deliver frames and timers between batches
         continue
       }
-      // Nothing to do until the coordinator speaks: wait, heartbeating on time.
-      const event = yield* Queue.take(transport.inbox).pipe(
-        Effect.timeoutOption(data.heartbeatIntervalMs),
-        Effect.catch(() => Effect.succeed(undefined))
+      // Nothing to do until the coordinator (or a direct ring link) speaks: wait, heartbeating on time.
+      const woken = wake
+      const event = yield* Effect.raceFirst(
+        Queue.take(transport.inbox).pipe(
+          Effect.timeoutOption(data.heartbeatIntervalMs),
+          Effect.catch(() => Effect.succeed(undefined))
+        ),
+        Effect.as(Deferred.await(woken), "woken" as const)
       )
+      if (event === "woken") {
+        wake = Deferred.makeUnsafe<void>()
+        continue
+      }
       if (event === undefined || (event._tag === "Some" && !(yield* apply(event.value)))) {
         if (stopping !== undefined) continue // told to stop first: it goes as told
         return yield* gone(channelClosed())

@@ -50,6 +50,23 @@ export interface FloodSpec {
 }
 
 /**
+ * A fault inside a ring collective, for tests and benchmarks (ring backend): when `rank` is about to
+ * send step `step` of averaging round `round` (steps `0 .. ringSize - 2` reduce-scatter, then
+ * all-gather), it `exit`s (its worker or process ends without `Exiting`, code 70: a death the
+ * supervisor reports) or `hang`s (stops responding with its worker alive: only staleness catches
+ * it). Deterministic: it fires between two steps of the collective, whatever the timing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface CollectiveFaultSpec {
+  readonly rank: Rank
+  readonly round: number
+  readonly step: number
+  readonly fault: "exit" | "hang"
+}
+
+/**
  * Options of `run`. Only `trainer` is required.
  *
  * @since 0.1.0
@@ -72,6 +89,15 @@ export interface RunOptions {
    * `transport`).
    */
   readonly transport?: "worker" | "process" | "websocket"
+  /**
+   * The averaging backend (DESIGN.md §1): `cpu` (default; the coordinator averages every round)
+   * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
+   * report `RoundDone`; issue 15). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
+   * otherwise) and ends with `SingleSurvivor` when one rank is left.
+   */
+  readonly backend?: "cpu" | "ring"
+  /** Faults inside ring collectives (ring backend). Default none. */
+  readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
   readonly kills?: ReadonlyArray<KillSpec>
   /** Hangs to inject. Default none. */
@@ -274,7 +300,7 @@ export type RunEvent =
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number }
-  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"] }
+  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
 
 /**
  * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
@@ -358,6 +384,14 @@ export interface RunResult {
   readonly refusals?: Readonly<Record<string, number>> | undefined
   /** How the ranks ran (`RunOptions.transport`, or `serve` for `serve`); absent in summaries written before it existed. */
   readonly transport?: "worker" | "process" | "websocket" | "serve" | undefined
+  /** The averaging backend the run used (`cpu` in a summary written before this field existed). */
+  readonly backend?: "cpu" | "ring"
+  /**
+   * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
+   * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
+   * threads), and the steps the coordinator `relayed` and `dropped` (an older generation).
+   */
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "port"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
 }

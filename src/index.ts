@@ -1,6 +1,6 @@
 /**
  * Cohort's building blocks: the coordinator core (a deterministic state machine), the wire codec,
- * the cpu averaging backend, the seeded permutation and the runtime detector. Most users want the
+ * the cpu averaging backend and the ring all-reduce collective, the seeded permutation and the runtime detector. Most users want the
  * package's main entry (`actors/index.ts`), whose `run` trains a whole cluster.
  *
  * @since 0.1.0
@@ -14,6 +14,7 @@ export * as Membership from "./core/membership.ts"
 export type * as Messages from "./core/messages.ts"
 export * as Split from "./core/split.ts"
 export * as Cpu from "./averaging/cpu.ts"
+export * as Ring from "./averaging/ring.ts"
 export * as Permutation from "./train/permutation.ts"
 export * as Trainer from "./train/trainer.ts"
 export * as Runtime from "./platform/detect.ts"

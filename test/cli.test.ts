@@ -276,6 +276,7 @@ describe("parse", () => {
         worldSize: 4,
         epochs: 3,
         mode: "static",
+        backend: "cpu",
         transport: "worker",
         kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
         hangs: [],
@@ -302,6 +303,8 @@ describe("parse", () => {
       "2",
       "--mode",
       "progressive",
+      "--backend",
+      "ring",
       "--transport",
       "process",
       "--kill",
@@ -335,6 +338,7 @@ describe("parse", () => {
         worldSize: 6,
         epochs: 2,
         mode: "progressive",
+        backend: "ring",
         transport: "process",
         kills: [{ rank: 5, atSeconds: 2.5 }],
         hangs: [{ rank: 1, atSeconds: 5 }],
@@ -389,6 +393,7 @@ describe("parse", () => {
         worldSize: 4,
         epochs: 1,
         mode: "static",
+        backend: "cpu",
         transport: "worker",
         kills: [],
         hangs: [],
@@ -558,6 +563,12 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
     ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker, process or websocket, got 'tcp'"],
+    ["a bad backend", ["demo", "--backend", "gpu"], "cohort: --backend must be cpu or ring, got 'gpu'"],
+    [
+      "a ring of one rank",
+      ["demo", "--backend", "ring", "--world-size", "1"],
+      "cohort: --backend ring needs --world-size 2 or more (the ranks average among themselves), got 1"
+    ],
     [
       "a zero heartbeat timeout",
       ["demo", "--heartbeat-timeout-ms", "0"],
@@ -685,7 +696,8 @@ describe("help", () => {
         "--connect-timeout-ms N",
         "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
         "cohort bundle --trainer FILE --out DIR",
-        "--serve-browser"
+        "--serve-browser",
+        "--backend cpu|ring"
       ]
     ) {
       expect(text).toContain(flag)
@@ -719,6 +731,14 @@ describe("renderResult", () => {
       ].join("\n"),
       err: undefined
     })
+  })
+
+  it("names the averaging backend and the ring's generations and links under the table", () => {
+    const ring = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 2, links: "port", relayed: 0, dropped: 0 } }).out
+    expect(ring).toContain("\naveraging: ring, 2 generations, direct links between worker threads\nrun directory: runs/abc123\n")
+    const relayed = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 } }).out
+    expect(relayed).toContain("\naveraging: ring, 1 generation, steps relayed by the coordinator (120 relayed, 3 dropped)\n")
+    expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")
   })
 
   it("renders an unrecoverable run with the stopped epoch, its uncommitted ranges and a one-line reason", () => {
@@ -973,6 +993,7 @@ describe("demo and run", () => {
       worldSize: 4,
       epochs: 3,
       mode: "static",
+      backend: "cpu",
       transport: "worker",
       kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
       hangs: [],

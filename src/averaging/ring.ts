@@ -26,6 +26,7 @@
  *
  * @since 0.1.0
  */
+import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 
 /**
@@ -80,6 +81,64 @@ export interface Collective {
   readonly round: number
 }
 
+/**
+ * A `PeerLink` whose receiving side is fed by `push` from whatever carries the neighbour's
+ * messages (the coordinator's relay, a `MessageChannel` port's listener): it keeps them, in
+ * order, until a collective takes them, at most `bufferMax` (the oldest dropped first and counted
+ * in `overflow`). An interrupted `receive` loses nothing: a message leaves the buffer only inside
+ * the taking fiber. `fail` ends the link (the port closed): pending and later `receive`s fail.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export class BufferedLink implements PeerLink {
+  private readonly buffer: Array<RingMessage> = []
+  private waiter: Deferred.Deferred<void> | undefined
+  private failure: RingLinkError | undefined
+  /** Messages dropped because `bufferMax` were already held. */
+  overflow = 0
+
+  constructor(
+    readonly send: (message: RingMessage) => Effect.Effect<void, RingLinkError>,
+    readonly bufferMax: number = aheadMessagesMaxDefault
+  ) {}
+
+  /** Hands the neighbour's next message to the link. */
+  push(message: RingMessage): void {
+    if (this.buffer.length >= this.bufferMax) {
+      this.buffer.shift()
+      this.overflow += 1
+    }
+    this.buffer.push(message)
+    this.wake()
+  }
+
+  /** Ends the link: every `receive` from now on fails with `error`. */
+  fail(error: RingLinkError): void {
+    this.failure ??= error
+    this.wake()
+  }
+
+  /** The messages held and not yet received, oldest first. */
+  get pending(): ReadonlyArray<RingMessage> {
+    return this.buffer
+  }
+
+  readonly receive: Effect.Effect<RingMessage, RingLinkError> = Effect.suspend(() => {
+    const next = this.buffer.shift()
+    if (next !== undefined) return Effect.succeed(next)
+    if (this.failure !== undefined) return Effect.fail(this.failure)
+    this.waiter ??= Deferred.makeUnsafe<void>()
+    return Effect.flatMap(Deferred.await(this.waiter), () => this.receive)
+  })
+
+  private wake(): void {
+    const waiter = this.waiter
+    this.waiter = undefined
+    if (waiter !== undefined) Deferred.doneUnsafe(waiter, Effect.void)
+  }
+}
+
 /** Default bound on messages of later collectives kept while one runs. @since 0.1.0 @category limits */
 export const aheadMessagesMaxDefault = 1024
 
@@ -113,6 +172,17 @@ export class RingInbox {
       this.dropOlder(generation, round)
       return Effect.flatMap(this.link.receive, (message) => this.sort(message, generation, round, step))
     })
+  }
+
+  /**
+   * Whether a message of collective `(generation, round)` is kept here (it arrived while an
+   * earlier collective ran). With `pending`, the messages the link holds but has not delivered
+   * yet are searched too. A rank with no work left uses it to join its neighbours' collective.
+   */
+  holds(generation: number, round: number, pending: Iterable<RingMessage> = []): boolean {
+    for (const m of this.ahead) if (m.generation === generation && m.round === round) return true
+    for (const m of pending) if (m.generation === generation && m.round === round) return true
+    return false
   }
 
   private sort(message: RingMessage, generation: number, round: number, step: number): Effect.Effect<RingMessage, RingLinkError> {

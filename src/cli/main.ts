@@ -29,6 +29,7 @@ const toRunOptions = (
   worldSize: options.worldSize,
   epochs: options.epochs,
   mode: options.mode,
+  backend: options.backend,
   transport: options.transport,
   kills: options.kills,
   hangs: options.hangs,

@@ -45,6 +45,7 @@ export const defaults = {
   worldSize: 4,
   epochs: 3,
   mode: "static",
+  backend: "cpu",
   transport: "worker",
   heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
   /** Same as the rank's `coordinatorTimeoutMsDefault`. */
@@ -136,6 +137,11 @@ Options of demo and run:
                               ranks as worker threads, child processes, or child processes
                               that join this process's WebSocket server over loopback with a
                               run token (the network path) (default worker)
+  --backend cpu|ring          averaging: the coordinator averages every round (cpu), or the
+                              ranks all-reduce among themselves in a ring over direct links
+                              (worker threads) or relayed by the coordinator (processes);
+                              ring needs 2 ranks or more and stops with SingleSurvivor at 1
+                              (default cpu)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
@@ -237,6 +243,7 @@ export interface RunCommandOptions {
   readonly worldSize: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
+  readonly backend: "cpu" | "ring"
   readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -321,6 +328,7 @@ export interface RawRunOptions {
   readonly worldSize?: string
   readonly epochs?: string
   readonly mode?: string
+  readonly backend?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -424,6 +432,8 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   if (command === "serve" && worldSize > 1_000_000) throw new UsageError(`--world-size must be at most 1000000, got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
+  const backend = oneOf("--backend", raw.backend, ["cpu", "ring"], defaults.backend)
+  if (backend === "ring" && worldSize < 2) throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
@@ -441,6 +451,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     worldSize,
     epochs,
     mode,
+    backend,
     transport,
     kills,
     hangs,
@@ -501,7 +512,7 @@ export const oneLine = (message: string): string =>
  *
  * Checks, in this order: the command and flags (commander: unknown command or flag, missing
  * value, extra arguments), then `--trainer`, `--kill` with `--no-kill`, `--world-size`,
- * `--epochs`, `--mode`, `--transport`, each `--kill`, each `--hang` (format, rank in
+ * `--epochs`, `--mode`, `--backend` (ring needs `--world-size` >= 2), `--transport`, each `--kill`, each `--hang` (format, rank in
  * `[0, worldSize)`, seconds >= 0), `--heartbeat-timeout-ms`, `--out`, `--failure-limit`,
  * `--role-policy`, `--on-repeated-crash`, `--rank-memory-mb`, `--interrupt-grace-ms`, `--seed`. Files are not looked at here (see `main`).
  *
@@ -528,6 +539,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--world-size <n>")
       .option("--epochs <n>")
       .option("--mode <mode>")
+      .option("--backend <backend>")
       .option("--transport <kind>")
       .option("--kill <spec>", "", collect)
       .option("--no-kill")

@@ -198,7 +198,16 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   if (ended === undefined) {
     return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
   }
-  return { ...read, outcome: ended.outcome, saves: ended.saves, durationMs: ended.ms, exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs) }
+  const backend = started.options?.["backend"] === "ring" ? "ring" as const : started.options?.["backend"] === "cpu" ? "cpu" as const : undefined
+  return {
+    ...read,
+    outcome: ended.outcome,
+    saves: ended.saves,
+    durationMs: ended.ms,
+    exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs),
+    ...(backend === undefined ? {} : { backend }),
+    ...(ended.ring === undefined ? {} : { ring: ended.ring })
+  }
 }
 
 /**

@@ -304,6 +304,14 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
   return crashed === undefined ? [] : [`cohort: warning: rank ${crashed.rank} ${crashed.cause}`, crashed.stack!]
 }
 
+/** `averaging: ring, 2 generations, direct links between worker threads` (issue 15). */
+const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
+  backend === "cpu" || ring === undefined
+    ? "averaging: cpu (the coordinator averaged every round)"
+    : `averaging: ring, ${plural(ring.generations, "generation")}, ${
+      ring.links === "port" ? "direct links between worker threads" : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
+    }`
+
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
@@ -421,6 +429,7 @@ export const renderResult = (
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
     )
   }
+  if (result.backend !== undefined) lines.push(averagingText(result.backend, result.ring))
   const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)

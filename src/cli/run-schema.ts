@@ -110,6 +110,17 @@ const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Sche
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
 
+/** `RunResult.ring` (issue 15). */
+const RingSummary = Schema.Struct({
+  generations: Schema.Int,
+  links: Schema.Literals(["relay", "port"]),
+  relayed: Schema.Int,
+  dropped: Schema.Int
+})
+
+/** `RunResult.backend`. */
+const Backend = Schema.Literals(["cpu", "ring"])
+
 /**
  * `summary.json`: a `RunResult`.
  *
@@ -130,7 +141,9 @@ export const RunResult = Schema.Struct({
   exitCode: ExitCode,
   resumed: optional(Resumed),
   refusals: optional(Schema.Record(Schema.String, Count)),
-  transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"]))
+  transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
+  backend: optional(Backend),
+  ring: optional(RingSummary)
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -167,7 +180,7 @@ export const RunEvent = Schema.Union([
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
   event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms }),
-  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode) })
+  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) })
 ])
 
 /** The event types `RunEvent` knows; a line of another type is skipped (a newer writer). @since 0.1.0 @category schemas */

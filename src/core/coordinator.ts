@@ -3,6 +3,16 @@
  * returns the commands to carry out (DESIGN.md §3). No I/O, no clock, no randomness: time enters
  * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
  *
+ * Averaging rounds (DESIGN.md §3.3, §3.10): with the `cpu` backend a round's contributions are
+ * `Params` frames, committed as they arrive, and the round closes when every survivor holding
+ * uncommitted work contributed. With the `ring` backend (issue 15) they are `RoundDone` frames of
+ * the current ring generation and round (others are counted in `staleRoundDone`); the round closes
+ * when every ring member (every survivor: each death or exit re-forms the ring) reported, and only
+ * then are the reports committed, all at once, through the same path as `Params`; a death or exit
+ * before that discards them (the new generation redoes the round) and a run that stops commits
+ * nothing of an incomplete ring round. The close emits `AverageRound` with the generation and no
+ * parameters, which the shell sends as `RoundCommitted`.
+ *
  * The whole death chain lives in `declareBatch`, in the order of DESIGN.md §3.2. The state and its
  * queries are in `state.ts`, epoch planning in `epochs.ts`, the shared verbs in `emit.ts`, and the
  * input, command and outcome types in `inputs.ts` and `outcome.ts`; this module re-exports what
@@ -32,7 +42,7 @@ export type { Command, DeathCause, Input } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, Outcome, RepeatedCrash } from "./outcome.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isLive, make, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isLive, make, nextSurvivor, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Ending epochs and the run
@@ -107,6 +117,80 @@ const endEpoch = (state: State, cmds: Array<Command>): void => {
 // Averaging rounds
 // ---------------------------------------------------------------------------------------------
 
+/**
+ * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
+ * (clamped and counted above the assignment; never backwards), or every chunk it completed
+ * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
+ */
+const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>): void => {
+  const log = state.log
+  tracked(state, rank, () => {
+    if (state.pool !== undefined) {
+      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
+    } else if (state.assignments !== undefined) {
+      const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
+      if (result.clamped) {
+        state.counters.samplesDoneClamped += 1
+        alert(state, cmds, "Overflow", path(state, rank), `samplesDone ${samplesDone} above the ${Assignments.assignedLength(state.assignments, rank)} samples assigned; clamped`)
+      }
+    }
+  })
+}
+
+/**
+ * Ring backend (issue 15): the open round closes once every ring member (every survivor: each
+ * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
+ * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
+ * counts exactly when its parameters were folded into a completed round (DESIGN.md §3.3).
+ */
+const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
+  const ring = state.ring!
+  const reports = state.ringReports
+  if (state.phase !== "running" || reports.size === 0 || reports.size < state.membership.activeCount) return
+  const contributors = [...reports.keys()]
+  for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
+  cmds.push({
+    _tag: "AverageRound",
+    epoch: state.epoch,
+    round: state.round,
+    openedAtMs: state.roundOpenedMs ?? state.clockMs,
+    contributors,
+    params: [],
+    generation: ring.generation,
+    reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
+  })
+  for (const rank of contributors) state.contributed[rank] = 0
+  reports.clear()
+  state.round += 1
+  state.roundOpenedMs = undefined
+  state.pendingRequired = state.uncommittedLive
+  if (epochDone(state)) endEpoch(state, cmds)
+}
+
+/**
+ * A death or exit discards the open ring round's reports (issue 15): the collective they finished
+ * is never applied (no `RoundCommitted` follows), nothing of it was committed, and the new
+ * generation redoes the round from each rank's pre-round parameters.
+ */
+const discardRingRound = (state: State): void => {
+  if (state.ringReports.size === 0) return
+  for (const rank of state.ringReports.keys()) state.contributed[rank] = 0
+  state.ringReports.clear()
+  state.roundOpenedMs = undefined
+}
+
+const onRoundDone = (state: State, rank: Rank, round: number, generation: number, samplesDone: number, cmds: Array<Command>): void => {
+  const ring = state.ring
+  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank)) {
+    state.counters.staleRoundDone += 1
+    return
+  }
+  state.ringReports.set(rank, samplesDone)
+  state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
+  state.roundOpenedMs ??= state.clockMs
+  maybeCloseRingRound(state, cmds)
+}
+
 /** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
 const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
@@ -120,6 +204,7 @@ const closeRound = (state: State, cmds: Array<Command>, reason: string): void =>
 }
 
 const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
+  if (state.ring !== undefined) return maybeCloseRingRound(state, cmds)
   if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
   closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
   if (epochDone(state)) endEpoch(state, cmds)
@@ -131,22 +216,13 @@ const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
  * resumable model) must hold them, and `Outcome.uncommitted` is exactly what it lacks.
  */
 const closeOpenRound = (state: State, cmds: Array<Command>, reason: string): void => {
+  // A ring round that did not complete is not a round: nothing of it is committed (issue 15).
+  if (state.ring !== undefined) return discardRingRound(state)
   if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
 }
 
 const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
-  const log = state.log
-  tracked(state, rank, () => {
-    if (state.pool !== undefined) {
-      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
-    } else if (state.assignments !== undefined) {
-      const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
-      if (result.clamped) {
-        state.counters.samplesDoneClamped += 1
-        alert(state, cmds, "Overflow", path(state, rank), `samplesDone ${samplesDone} above the ${Assignments.assignedLength(state.assignments, rank)} samples assigned; clamped`)
-      }
-    }
-  })
+  commitContribution(state, rank, samplesDone, cmds)
   if (state.contributed[rank] === 0) {
     state.contributed[rank] = 1
     if (hasUncommitted(state, rank)) state.pendingRequired -= 1
@@ -370,6 +446,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
   }
   cmds.push(...alerts)
   if (!running) return
+  if (state.ring !== undefined) discardRingRound(state)
   maybeResolveFastest(state)
 
   // 3. (decided before anything is sent) Is the run now unrecoverable?
@@ -581,10 +658,29 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.framesWrongEpoch += 1
         return
       }
+      if (state.ring !== undefined) {
+        // The ring backend's contributions are RoundDone reports (issue 15).
+        counters.staleRoundDone += 1
+        return
+      }
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
       onParams(state, rank, Math.floor(message.samplesDone), message.params, cmds)
       return
     }
+    case "RoundDone": {
+      // Progressive mode commits by chunk, not by samplesDone: a ring member that never got a
+      // chunk of this epoch (more survivors than samples) still knows only an older epoch, and its
+      // report of the current (generation, round) is what the round waits for.
+      if (message.epoch !== state.epoch && state.pool === undefined) {
+        counters.framesWrongEpoch += 1
+        return
+      }
+      onRoundDone(state, rank, message.round, message.generation, Math.floor(message.samplesDone), cmds)
+      return
+    }
+    case "RingData":
+      // Relayed by the shell before the core sees it (issue 15); never an input here.
+      return
     case "Exiting": {
       declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
       return

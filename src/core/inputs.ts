@@ -80,6 +80,8 @@ export type Input =
  *   `Update{round, mean}` to the survivors (an empty `params` when there is nothing to average).
  *   `openedAtMs` is when its first contribution arrived (core ms): the round was open from then to
  *   this step.
+ *   With the ring backend `generation` is set and `params` is empty (the ranks averaged among
+ *   themselves): broadcast `RoundCommitted{round, generation}` instead (issue 15).
  * - `EpochEnded`: the epoch's audit and summary.
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
  *
@@ -106,6 +108,7 @@ export type Command =
     readonly openedAtMs: number
     readonly contributors: ReadonlyArray<Rank>
     readonly params: ReadonlyArray<Float32Array>
+    readonly generation?: number
     readonly reason: string
   }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }

@@ -95,8 +95,8 @@ export interface ChunkDone {
  * An averaging contribution: commits the rank's static list up to `samplesDone` (static mode) or
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
- * `params` is the rank's model parameters (`Float32Array`, possibly empty with the ring backend,
- * which averages among the ranks themselves).
+ * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
+ * backend a rank reports `RoundDone` instead, and a `Params` is ignored and counted.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -137,6 +137,43 @@ export interface RingReady {
 }
 
 /**
+ * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend, issue 15).
+ * It commits nothing by itself: the coordinator commits every reporter's `samplesDone` (static
+ * list) or completed chunks (progressive) only when every ring member of the generation reported
+ * the round, and answers `RoundCommitted` (DESIGN.md §3.3: a sample counts once its parameters
+ * were folded into a completed round). A death or exit first discards the round's reports; the
+ * new generation redoes the round.
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export interface RoundDone {
+  readonly _tag: "RoundDone"
+  readonly epoch: number
+  readonly round: number
+  readonly generation: number
+  readonly samplesDone: number
+}
+
+/**
+ * One step of a ring collective relayed through the coordinator (ring backend, issue 15): a rank
+ * sends it to the coordinator, which forwards it unchanged to the rank's next ring neighbour in
+ * `generation` (and drops it for an older generation). `data` is a float64 partial sum
+ * (reduce-scatter) or a float32 finished segment (all-gather); see `Ring.RingMessage`. Sent in
+ * both directions; worker-thread ranks use direct `MessageChannel` links instead.
+ *
+ * @since 0.1.0
+ * @category ring
+ */
+export interface RingData {
+  readonly _tag: "RingData"
+  readonly generation: number
+  readonly round: number
+  readonly step: number
+  readonly data: Float64Array | Float32Array
+}
+
+/**
  * The rank is ending because of an uncaught error: its last frame before it exits (issue C1).
  * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
  * when it has none). Informative only: the coordinator actor folds it into the rank's death report
@@ -169,6 +206,8 @@ export type ToCoordinator =
   | EvalResult
   | RingReady
   | Crashing
+  | RoundDone
+  | RingData
 
 // ---------------------------------------------------------------------------------------------
 // Coordinator to rank
@@ -252,6 +291,20 @@ export interface FormRing {
   readonly peers: ReadonlyArray<Rank>
 }
 
+/**
+ * Round `round` of ring `generation` closed: every ring member reported `RoundDone`, their samples
+ * are committed, and each may apply the mean its collective computed (ring backend, issue 15). A
+ * rank holding a mean for another `(round, generation)` ignores it.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export interface RoundCommitted {
+  readonly _tag: "RoundCommitted"
+  readonly round: number
+  readonly generation: number
+}
+
 /** Save through the user's save callback, then exit cleanly. @since 0.1.0 @category coordinator-to-rank */
 export interface ShutdownWithSave {
   readonly _tag: "ShutdownWithSave"
@@ -288,3 +341,5 @@ export type ToRank =
   | ShutdownWithSave
   | Shutdown
   | CoordHeartbeat
+  | RoundCommitted
+  | RingData

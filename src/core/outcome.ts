@@ -64,6 +64,12 @@ export interface Counters {
   chunkDoneUnmatched: number
   staleCallbackResults: number
   staleRingReady: number
+  /**
+   * Ring backend (issue 15): `RoundDone`s for another generation or round than the open one, a
+   * repeat from a rank that already reported, and contributions of the other backend's kind
+   * (`Params` with `ring`, `RoundDone` with `cpu`), all ignored.
+   */
+  staleRoundDone: number
   sendFailures: number
   paramsRejected: number
   coordinatorStalls: number
@@ -139,6 +145,7 @@ export const zeroCounters = (): Counters => ({
   chunkDoneUnmatched: 0,
   staleCallbackResults: 0,
   staleRingReady: 0,
+  staleRoundDone: 0,
   sendFailures: 0,
   paramsRejected: 0,
   coordinatorStalls: 0

@@ -79,6 +79,12 @@ export interface State {
   readonly contributed: Uint8Array
   /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
   readonly contributions: Map<Rank, Float32Array | undefined>
+  /**
+   * Ring backend (issue 15): the open round's `RoundDone` reports of the current generation, as
+   * `samplesDone` by rank; committed all together when every ring member reported, discarded by
+   * a death or exit (the new generation redoes the round).
+   */
+  readonly ringReports: Map<Rank, number>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>
@@ -144,6 +150,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     counters: zeroCounters(),
     contributed: new Uint8Array(w),
     contributions: new Map(),
+    ringReports: new Map(),
     deaths: [],
     exits: [],
     summaries: [],
@@ -197,6 +204,22 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
  */
 export const expiring = (state: State, nowMs: number): Array<Rank> =>
   state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
+
+/**
+ * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
+ * ring (ring order is ascending rank order, DESIGN.md §4 `FormRing`). `undefined` with no survivor.
+ * O(ranks skipped).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
+  const m = state.membership
+  const after = Membership.nextLive(m, rank + 1)
+  if (after < m.worldSize) return after
+  const first = Membership.nextLive(m, 0)
+  return first < m.worldSize ? first : undefined
+}
 
 /** Ranks neither dead nor exited. @since 0.1.0 @category queries */
 export const activeCount = (state: State): number => state.membership.activeCount

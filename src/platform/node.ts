@@ -114,9 +114,44 @@ export const spawnWorker = (
   })
   return {
     post: (message) => port1.postMessage(message, [message.buffer as ArrayBuffer]),
-    kill: () => void worker.terminate()
+    kill: () => void worker.terminate(),
+    postRing: (generation, next, prev) => {
+      const ports = [next as unknown as MessagePort, prev as unknown as MessagePort]
+      port1.postMessage({ cohortRing: { generation, next: ports[0], prev: ports[1] } }, ports)
+    }
   }
 }
+
+/**
+ * A direct ring link between two workers (issue 15): a `MessageChannel` whose `sender` end goes
+ * to one worker (its `next`) and `receiver` end to its neighbour (its `prev`), through
+ * `RawChild.postRing`. Node, Bun and Deno all transfer ports between workers.
+ *
+ * @since 0.1.0
+ * @category workers
+ */
+export const ringChannel = (): { readonly sender: Types.RingEnd; readonly receiver: Types.RingEnd } => {
+  const { port1, port2 } = new MessageChannel()
+  return { sender: port1 as unknown as Types.RingEnd, receiver: port2 as unknown as Types.RingEnd }
+}
+
+interface RingHandover {
+  readonly cohortRing: { readonly generation: number; readonly next: MessagePort; readonly prev: MessagePort }
+}
+
+const isRingHandover = (data: unknown): data is RingHandover =>
+  typeof data === "object" && data !== null && !ArrayBuffer.isView(data) && "cohortRing" in data
+
+const ringPortsOf = ({ cohortRing: { generation, next, prev } }: RingHandover): Types.RingPorts => ({
+  generation,
+  // The data is a fresh copy made for this step: transfer its buffer instead of cloning it.
+  send: (message) => next.postMessage(message, [message.data.buffer as ArrayBuffer]),
+  onMessage: (callback) => void prev.on("message", (m: Types.RingWire) => callback(m)),
+  close: () => {
+    next.close()
+    prev.close()
+  }
+})
 
 interface CohortWorkerData {
   readonly cohortRank: number
@@ -213,6 +248,13 @@ const processExitHooks = (): ((callback: () => void) => void) => (callback) => {
  * @category workers
  */
 export const workerParent = (): Types.ParentLink | undefined => {
+  // Ring links that arrive before the rank asked for them wait here.
+  let ringCallback: ((ports: Types.RingPorts) => void) | undefined
+  const ringWaiting: Array<Types.RingPorts> = []
+  const ringHandover = (ports: Types.RingPorts): void => {
+    if (ringCallback === undefined) ringWaiting.push(ports)
+    else ringCallback(ports)
+  }
   const data = workerData as Partial<CohortWorkerData> | null
   const port = data?.cohortPort
   if (data === null || port === undefined) return undefined
@@ -222,7 +264,15 @@ export const workerParent = (): Types.ParentLink | undefined => {
     rank: data.cohortRank ?? -1,
     data: data.cohortData,
     post: (message) => port.postMessage(message, [message.buffer as ArrayBuffer]),
-    onMessage: (callback) => void port.on("message", (m: unknown) => callback(bytesOf(m))),
+    onMessage: (callback) =>
+      void port.on("message", (m: unknown) => {
+        if (isRingHandover(m)) ringHandover(ringPortsOf(m))
+        else callback(bytesOf(m))
+      }),
+    onRingPorts: (callback) => {
+      ringCallback = callback
+      for (const ports of ringWaiting.splice(0)) callback(ports)
+    },
     onClose: (callback) => void port.on("close", callback),
     onExit: processExitHooks(),
     close: () => port.close()

@@ -46,6 +46,43 @@ export interface ChildHandlers {
 export interface RawChild {
   readonly post: (message: Uint8Array) => void
   readonly kill: (signal?: string) => void
+  /**
+   * Workers only: hands the worker its two ring links of `generation` (issue 15), transferred on
+   * its frame port (so they arrive in order with its frames): `next` sends to its next ring
+   * neighbour, `prev` receives from the previous one. Both are ends made by `ringChannel`.
+   */
+  readonly postRing?: (generation: number, next: RingEnd, prev: RingEnd) => void
+}
+
+/**
+ * One end of a direct ring link between two worker threads (a `MessagePort`, opaque outside
+ * `src/platform`). @since 0.1.0 @category model
+ */
+export interface RingEnd {
+  readonly _RingEnd: unique symbol
+}
+
+/**
+ * One ring step as it travels on a direct link: the data's buffer is transferred, not copied.
+ * @since 0.1.0 @category model
+ */
+export interface RingWire {
+  readonly generation: number
+  readonly round: number
+  readonly step: number
+  readonly data: Float64Array | Float32Array
+}
+
+/**
+ * A worker's direct ring links of one `generation` (issue 15): `send` to the next ring rank,
+ * `onMessage` from the previous one, `close` both (when a newer generation supersedes them).
+ * @since 0.1.0 @category model
+ */
+export interface RingPorts {
+  readonly generation: number
+  readonly send: (message: RingWire) => void
+  readonly onMessage: (callback: (message: RingWire) => void) => void
+  readonly close: () => void
 }
 
 /**
@@ -75,6 +112,8 @@ export interface ParentLink {
   readonly onClose: (callback: () => void) => void
   readonly onExit: (callback: () => void) => void
   readonly close: () => void
+  /** Workers only: the ring links the host hands over, one `RingPorts` per generation (`RawChild.postRing`). */
+  readonly onRingPorts?: (callback: (ports: RingPorts) => void) => void
   /**
    * Child processes only: called once the parent is gone (its channel closed or went silent).
    * From then on what the child prints goes to the parent's own stderr, where the pipes that

@@ -58,6 +58,13 @@ export interface WorkerHost {
   readonly transport: Transport.TransportShape
   readonly spawn: (options: SpawnOptions) => Effect.Effect<void, Transport.TransportError>
   readonly terminate: (rank: Transport.Peer) => Effect.Effect<void>
+  /**
+   * The ring backend's direct links (issue 15): gives every rank of ring `generation` (`peers` in
+   * ring order) a `MessageChannel` to its next neighbour and one from its previous neighbour,
+   * transferred on its frame port ahead of the frames sent after this call. Returns how many ranks
+   * it reached. Ranks close a generation's ports when a newer one arrives.
+   */
+  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>) => number
 }
 
 /**
@@ -87,7 +94,8 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
     (children) => ({
       transport: children.transport,
       spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
-      terminate: (rank) => children.kill(rank)
+      terminate: (rank) => children.kill(rank),
+      formRing: children.formRing
     })
   )
 
@@ -102,6 +110,8 @@ export interface WorkerRank {
   readonly transport: Transport.TransportShape
   readonly rank: Transport.Peer
   readonly data: unknown
+  /** The ring links the host hands over (`WorkerHost.formRing`), one `RingPorts` per generation. */
+  readonly onRingPorts: (callback: (ports: RuntimeTypes.RingPorts) => void) => void
 }
 
 /**
@@ -124,6 +134,7 @@ export const connect = (options?: Transport.Options): Effect.Effect<WorkerRank, 
     return Effect.map(Children.connect(parent, options), (transport) => ({
       transport,
       rank: parent.rank,
-      data: parent.data
+      data: parent.data,
+      onRingPorts: (callback: (ports: RuntimeTypes.RingPorts) => void) => parent.onRingPorts?.(callback)
     }))
   })

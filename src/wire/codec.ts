@@ -4,7 +4,8 @@
  * Layout of one frame: the CBOR array `[protocolVersion, structuresVersion, from, message]`, where
  * `from` is the sender (a rank, or `-1` for the coordinator) and `message` is a cbor-x record: tag
  * `0xE000 + structure` over the array `[id, ...fields]` in the table's order (`Structures`).
- * `params` travel as CBOR tag 85 (little-endian `Float32Array`). A batch (one transport message
+ * `params` travel as CBOR tag 85 (little-endian `Float32Array`), a ring step's `data` as tag 85 or 86
+ * (little-endian `Float64Array`). A batch (one transport message
  * carrying several frames) is the frames' bytes back to back: a CBOR sequence (RFC 8742).
  *
  * Decoding never throws. It checks `messageBytesMax` first, then pre-scans the bytes without
@@ -201,7 +202,7 @@ const materialize = (
     )
   }
   const fromCoordinator = from === Structures.coordinatorWireId
-  if (fromCoordinator !== (entry.direction === "toRank")) {
+  if (entry.direction !== "both" && fromCoordinator !== (entry.direction === "toRank")) {
     const sender = fromCoordinator ? "the coordinator" : "a rank"
     return failure(
       { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent by ${sender}` },

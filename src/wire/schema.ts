@@ -7,7 +7,15 @@
  *
  * Field rules: ranks, epochs, rounds, versions, generations, offsets, sizes and sample counts are
  * non-negative safe integers; `msPerBatch` and `loss` are finite floats; `accuracy` is a float in
- * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list).
+ * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list);
+ * a ring step's `data` a `Float64Array` (tag 86) or `Float32Array` (tag 85).
+ *
+ * The ring backend's protocol (structures version 3, issue 15): rank to coordinator
+ * `RoundDone{epoch, round, generation, samplesDone}` after the rank's all-reduce of a round
+ * completed; coordinator to rank `RoundCommitted{round, generation}` once every ring member
+ * reported (then, and only then, may a rank apply its mean); `RingData{generation, round, step,
+ * data}` in both directions for ranks whose steps are relayed through the coordinator (child
+ * processes, sockets); worker threads exchange the same steps over direct `MessageChannel`s.
  *
  * @since 0.1.0
  */
@@ -40,6 +48,19 @@ export const Finite = Schema.Finite
 export const Params = Schema.declare((input: unknown): input is Float32Array => input instanceof Float32Array, {
   expected: "Float32Array"
 })
+
+/**
+ * A ring step's data (issue 15): a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
+ * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values. A number list is
+ * rejected.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const RingValues = Schema.declare(
+  (input: unknown): input is Float64Array | Float32Array => input instanceof Float64Array || input instanceof Float32Array,
+  { expected: "Float64Array or Float32Array" }
+)
 
 /**
  * A save reason (DESIGN.md §1): one of `Messages.saveReasons`.
@@ -119,6 +140,24 @@ export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, stack: Schema.String })
 
 /**
+ * `RoundDone{epoch, round, generation, samplesDone}`: the rank finished ring round `round` in
+ * `generation`; committed only when the round closes (ring backend, issue 15).
+ *
+ * @since 0.1.0
+ * @category rank-to-coordinator
+ */
+export const RoundDone = Schema.TaggedStruct("RoundDone", { epoch: Count, round: Count, generation: Count, samplesDone: Count })
+
+/**
+ * `RingData{generation, round, step, data}`: one relayed ring step, in both directions (issue 15);
+ * `data` a `Float64Array` or `Float32Array`.
+ *
+ * @since 0.1.0
+ * @category ring
+ */
+export const RingData = Schema.TaggedStruct("RingData", { generation: Count, round: Count, step: Count, data: RingValues })
+
+/**
  * Every message a rank sends to the coordinator.
  *
  * @since 0.1.0
@@ -134,7 +173,9 @@ export const ToCoordinator = Schema.Union([
   CheckpointResult,
   EvalResult,
   RingReady,
-  Crashing
+  Crashing,
+  RoundDone,
+  RingData
 ])
 
 // ---------------------------------------------------------------------------------------------
@@ -207,6 +248,9 @@ export const Shutdown = Schema.TaggedStruct("Shutdown", {})
 /** `CoordHeartbeat`: the coordinator's liveness beacon. @since 0.1.0 @category coordinator-to-rank */
 export const CoordHeartbeat = Schema.TaggedStruct("CoordHeartbeat", {})
 
+/** `RoundCommitted{round, generation}`: ring round closed and committed (issue 15). @since 0.1.0 @category coordinator-to-rank */
+export const RoundCommitted = Schema.TaggedStruct("RoundCommitted", { round: Count, generation: Count })
+
 /**
  * Every message the coordinator sends to a rank.
  *
@@ -226,7 +270,9 @@ export const ToRank = Schema.Union([
   FormRing,
   ShutdownWithSave,
   Shutdown,
-  CoordHeartbeat
+  CoordHeartbeat,
+  RoundCommitted,
+  RingData
 ])
 
 /**
@@ -258,7 +304,10 @@ export const byTag = {
   FormRing,
   ShutdownWithSave,
   Shutdown,
-  CoordHeartbeat
+  CoordHeartbeat,
+  RoundDone,
+  RoundCommitted,
+  RingData
 } as const
 
 /**

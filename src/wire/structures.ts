@@ -30,15 +30,16 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 2
+export const structuresVersion = 3
 
 /**
- * Who sends a message: a rank (`toCoordinator`) or the coordinator (`toRank`).
+ * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
+ * `RingData`, which the coordinator relays between ring neighbours).
  *
  * @since 0.1.0
  * @category tables
  */
-export type Direction = "toCoordinator" | "toRank"
+export type Direction = "toCoordinator" | "toRank" | "both"
 
 /**
  * One row of the message table: the `_tag`, its direction, and its fields in wire order.
@@ -84,7 +85,11 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "Shutdown", direction: "toRank", fields: [] },
   { tag: "CoordHeartbeat", direction: "toRank", fields: [] },
   // appended in structures version 2: ids 22..
-  { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] }
+  { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] },
+  // appended in structures version 3 (the ring backend, issue 15): ids 23..
+  { tag: "RoundDone", direction: "toCoordinator", fields: ["epoch", "round", "generation", "samplesDone"] },
+  { tag: "RoundCommitted", direction: "toRank", fields: ["round", "generation"] },
+  { tag: "RingData", direction: "both", fields: ["generation", "round", "step", "data"] }
 ]
 
 const keysOf = (entry: MessageEntry): ReadonlyArray<string> => ["_tag", ...entry.fields]
@@ -143,6 +148,15 @@ export const recordTagBase = 0xe000
  * @category tables
  */
 export const float32Tag = 85
+
+/**
+ * The CBOR tag of a little-endian `Float64Array` (RFC 8746), which carries a ring step's partial
+ * sums (`RingData.data`).
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const float64Tag = 86
 
 /**
  * The sender id of the coordinator on the wire (`-1`, like `Transport.coordinatorPeer`); ranks

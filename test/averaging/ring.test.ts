@@ -152,3 +152,44 @@ describe("Ring.allReduce", () => {
     expect(Exit.isFailure(exit2) && String(exit2.cause)).toContain("step 0 carried 3 values, expected 2")
   })
 })
+
+describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
+  const message = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array([step]) })
+
+  it("an interrupted receive loses no message; the next receive gets it, in order", async () => {
+    const link = new Ring.BufferedLink(() => Effect.void)
+    const taken = await Effect.runPromise(Effect.gen(function*() {
+      const waiting = yield* Effect.forkChild(link.receive)
+      yield* Effect.yieldNow
+      yield* Fiber.interrupt(waiting)
+      link.push(message(0, 0, 0))
+      link.push(message(0, 0, 1))
+      return [(yield* link.receive).step, (yield* link.receive).step]
+    }))
+    expect(taken).toEqual([0, 1])
+  })
+
+  it("keeps at most bufferMax messages, dropping the oldest and counting them; fail ends every receive", async () => {
+    const link = new Ring.BufferedLink(() => Effect.void, 2)
+    for (let step = 0; step < 5; step++) link.push(message(0, 0, step))
+    expect([link.overflow, link.pending.map((m) => m.step)]).toEqual([3, [3, 4]])
+    link.fail(new Ring.RingLinkError("port closed"))
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* link.receive
+      yield* link.receive
+    }))
+    const exit = await Effect.runPromiseExit(link.receive)
+    expect(Exit.isFailure(exit)).toBe(true)
+  })
+
+  it("holds finds a message of a collective among the kept and the not yet received ones, and nothing else", async () => {
+    const link = new Ring.BufferedLink(() => Effect.void)
+    const inbox = new Ring.RingInbox(link)
+    link.push(message(1, 5, 0)) // a later round: kept while round 4 runs
+    link.push(message(1, 4, 0))
+    await Effect.runPromise(inbox.take(1, 4, 0))
+    expect([inbox.holds(1, 5), inbox.holds(1, 4), inbox.holds(2, 5)]).toEqual([true, false, false])
+    link.push(message(1, 6, 0))
+    expect([inbox.holds(1, 6), inbox.holds(1, 6, link.pending)]).toEqual([false, true])
+  })
+})

@@ -200,6 +200,112 @@ describe("failure limit and backend limits", () => {
     ])
   })
 
+  const roundDone = (s: Coordinator.State, rank: number, nowMs: number, samplesDone: number, generation = s.ring!.generation, round = s.round) =>
+    frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
+
+  it("ring: a round closes only when every ring member reported RoundDone, and commits every report then, in one go", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, backend: "ring" })
+    Coordinator.start(s)
+    expect(roundDone(s, 0, 1, 10)).toEqual([])
+    expect(roundDone(s, 2, 1, 4)).toEqual([])
+    expect(Coordinator.committedSamples(s, 0)).toBe(0) // nothing counts before the round completes
+    const closed = roundDone(s, 1, 2, 10)
+    expect(closed[0]).toEqual({
+      _tag: "AverageRound",
+      epoch: 0,
+      round: 0,
+      contributors: [0, 2, 1],
+      params: [],
+      generation: 0,
+      reason: "round 0 closed: every member of ring generation 0 reported RoundDone"
+    })
+    expect([0, 1, 2].map((r) => Coordinator.committedSamples(s, r))).toEqual([10, 10, 4])
+    expect(s.round).toBe(1)
+    // Rank 2 finishes; the others report again with what they already committed (idempotent).
+    roundDone(s, 0, 3, 10)
+    roundDone(s, 1, 3, 10)
+    const last = roundDone(s, 2, 3, 10)
+    expect(tags(last).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    const summary = last.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([30, 0, 0])
+  })
+
+  it("ring: a death before the close discards the round's reports; the new generation redoes the round, and old-generation, wrong-round, repeated and Params contributions are ignored and counted", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
+    Coordinator.start(s)
+    roundDone(s, 0, 1, 10)
+    roundDone(s, 2, 1, 10)
+    report(s, 1, 2)
+    const cmds = tick(s, 2)
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:FormRing", "Send:FormRing"])
+    expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 2)]).toEqual([0, 0])
+    expect(s.round).toBe(0)
+    expect(roundDone(s, 0, 3, 10, 0)).toEqual([]) // generation 0 is over
+    expect(roundDone(s, 0, 3, 10, 1, 5)).toEqual([]) // not the open round
+    expect(roundDone(s, 0, 3, 10, 1)).toEqual([])
+    expect(roundDone(s, 0, 3, 10, 1)).toEqual([]) // a repeat
+    expect(params(s, 2, 3, 10)).toEqual([]) // the cpu backend's contribution
+    expect(s.counters.staleRoundDone).toBe(4)
+    const closed = roundDone(s, 2, 4, 10)
+    expect(closed[0]).toMatchObject({ _tag: "AverageRound", round: 0, generation: 1, contributors: [0, 2] })
+    expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 2)]).toEqual([10, 10])
+  })
+
+  it("ring: two deaths in one tick mid-round: a DeclareDead for each, one re-rendezvous at generation 1, and the survivors' redo closes the round", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, backend: "ring" })
+    Coordinator.start(s)
+    roundDone(s, 0, 1, 10)
+    roundDone(s, 3, 1, 10)
+    report(s, 1, 2)
+    report(s, 2, 2)
+    const cmds = tick(s, 2)
+    expect(tags(cmds).filter((t) => t.includes("DeclareDead") || t.includes("FormRing"))).toEqual([
+      "Broadcast:DeclareDead", "Broadcast:DeclareDead", "Send:FormRing", "Send:FormRing"
+    ])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "FormRing")).toEqual([
+      [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 2, peers: [0, 3] }],
+      [3, { _tag: "FormRing", generation: 1, ringRank: 1, ringSize: 2, peers: [0, 3] }]
+    ])
+    expect(roundDone(s, 0, 3, 10)).toEqual([])
+    expect(roundDone(s, 3, 3, 10)[0]).toMatchObject({ _tag: "AverageRound", round: 0, generation: 1, contributors: [0, 3] })
+    expect([0, 3].map((r) => Coordinator.committedSamples(s, r))).toEqual([10, 10])
+  })
+
+  it("ring: a run stopping mid-round commits nothing of the incomplete round (its samples are in the outcome's uncommitted ranges)", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
+    Coordinator.start(s)
+    roundDone(s, 1, 1, 10)
+    report(s, 0, 2)
+    report(s, 2, 2)
+    const cmds = tick(s, 2)
+    expect(tags(cmds)).not.toContain("AverageRound")
+    expect(s.outcome?.reason).toBe("SingleSurvivor")
+    expect(s.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[0, 30]] })
+  })
+
+  it("ring, progressive: a member that never got a chunk (so knows no epoch) still completes the round; static mode refuses another epoch's report", () => {
+    const s = make({ worldSize: 3, epochSamples: 2, epochs: 1, mode: "progressive", chunkSamples: 1, backend: "ring" })
+    Coordinator.start(s)
+    // Rank 0 holds both one-sample chunks (chunksInflightMax 2); ranks 1 and 2 get none.
+    frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 1 })
+    frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 1, size: 1 })
+    roundDone(s, 0, 2, 0)
+    expect(frame(s, 1, 2, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })).toEqual([])
+    const closed = frame(s, 2, 2, { _tag: "RoundDone", epoch: 7, round: 0, generation: 0, samplesDone: 0 })
+    expect(tags(closed).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    const fixed = make({ worldSize: 2, epochSamples: 20, epochs: 1, backend: "ring" })
+    Coordinator.start(fixed)
+    expect(frame(fixed, 0, 1, { _tag: "RoundDone", epoch: 1, round: 0, generation: 0, samplesDone: 10 })).toEqual([])
+    expect(fixed.counters.framesWrongEpoch).toBe(1)
+  })
+
+  it("cpu: a RoundDone is ignored and counted", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
+    Coordinator.start(s)
+    expect(frame(s, 0, 1, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 10 })).toEqual([])
+    expect(s.counters.staleRoundDone).toBe(1)
+  })
+
   it("refuses a ring with fewer than 2 ranks", () => {
     expect(Coordinator.make({ worldSize: 1, epochSamples: 10, epochs: 1, backend: "ring" }, 0)).toEqual({
       _tag: "Invalid",

@@ -37,9 +37,13 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
   it("every finished epoch is committed exactly once; an unrecoverable run's uncommitted ranges tile the rest; no command reaches a dead rank; at most one ShutdownWithSave; activeCount equals the survivors", () => {
     let completed = 0
     let unrecoverable = 0
+    let ringRounds = 0
+    let ringRoundsAfterReform = 0
     fc.assert(
       fc.property(scenario, (s) => {
         const result = Simulation.run(s)
+        ringRounds += result.ringRoundsClosed
+        ringRoundsAfterReform += result.ringRoundsClosedAfterReform
         if (result.state.outcome?.status === "completed") completed += 1
         else unrecoverable += 1
         expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
@@ -49,6 +53,9 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     // Both kinds of ending must actually be exercised, or the property proves little.
     expect(completed).toBeGreaterThan(50)
     expect(unrecoverable).toBeGreaterThan(10)
+    // Ring rounds through RoundDone, including rounds redone by a re-formed ring (issue 15).
+    expect(ringRounds).toBeGreaterThan(300)
+    expect(ringRoundsAfterReform).toBeGreaterThan(50)
   })
 
   it("resuming an unrecoverable run from its outcome (on another world size, with new faults) completes with every epoch exactly once, the resumed epoch's audit covering both runs", () => {

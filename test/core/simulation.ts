@@ -4,6 +4,14 @@
  * simulated clock and network, with faults (kills reported by a supervisor, hangs caught by
  * staleness, clean exits, late frames from dead ranks).
  *
+ * With the ring backend (issue 15) the ranks follow the rank actor's protocol in the abstract: at a
+ * contribution point a rank keeps its samples pending and joins the collective of its ring
+ * generation and round; a collective finishes once every member of that generation joined it
+ * (a dead or hung member never does, so the others wait until `DeclareDead`/`FormRing`); then the
+ * rank sends `RoundDone` and waits for `RoundCommitted`. A newer `FormRing` makes it redo the round
+ * in the new generation. A rank with no work joins a collective of its round as soon as a member
+ * of its ring has (the neighbour's first message reaching it).
+ *
  * Invariant checks live here, apart from the code they check: each step's commands are checked
  * as they come out, and the whole run is checked at the end. A failure throws with the seed first
  * and then the event log.
@@ -46,6 +54,13 @@ interface SimRank {
   chunkProgress: number
   outbox: Array<ToCoordinator>
   shutdown: boolean
+  /** Ring: the latest generation and its members; the next round; the pending contribution. */
+  generation: number
+  members: ReadonlyArray<Rank>
+  round: number
+  pendingSamples: number
+  joined: boolean
+  reported: boolean
 }
 
 export interface SimResult {
@@ -53,6 +68,9 @@ export interface SimResult {
   readonly log: ReadonlyArray<string>
   readonly shutdownWithSaveCount: number
   readonly commandCount: number
+  /** Ring backend: rounds closed, and those closed in a generation after the first (redone or later rounds). */
+  readonly ringRoundsClosed: number
+  readonly ringRoundsClosedAfterReform: number
 }
 
 const HEARTBEAT_TIMEOUT_MS = 300
@@ -74,6 +92,8 @@ export const run = (scenario: Scenario): SimResult => {
   let nowMs = 0
   let shutdownWithSaveCount = 0
   let commandCount = 0
+  let ringRoundsClosed = 0
+  let ringRoundsClosedAfterReform = 0
   const declaredDead = new Set<Rank>()
   /** Every emitted epoch summary with its text when emitted: a summary never changes afterwards. */
   const emitted: Array<readonly [Coordinator.EpochSummary, string]> = []
@@ -89,8 +109,23 @@ export const run = (scenario: Scenario): SimResult => {
     doneSinceContribution: 0,
     chunkProgress: 0,
     outbox: [],
-    shutdown: false
+    shutdown: false,
+    generation: -1,
+    members: [],
+    round: scenario.resume?.firstRound ?? 0,
+    pendingSamples: 0,
+    joined: false,
+    reported: false
   }))
+  const ring = options.backend === "ring"
+  /** Ring: who joined each collective, by `generation:round`. */
+  const joinedBy = new Map<string, Set<Rank>>()
+  const collective = (generation: number, round: number): Set<Rank> => {
+    const key = `${generation}:${round}`
+    let set = joinedBy.get(key)
+    if (set === undefined) joinedBy.set(key, set = new Set())
+    return set
+  }
   const pendingReports: Array<Rank> = []
 
   const deliver = (to: Rank, message: ToRank): void => {
@@ -118,6 +153,21 @@ export const run = (scenario: Scenario): SimResult => {
       case "Update":
         r.waitingUpdate = false
         return
+      case "RoundCommitted":
+        if (!ring) return fail(`RoundCommitted sent with the cpu backend`)
+        if (message.generation !== r.generation || !r.reported || message.round !== r.round) {
+          return fail(`rank ${r.rank} got RoundCommitted ${JSON.stringify(message)} while at generation ${r.generation}, round ${r.round}, reported ${r.reported}`)
+        }
+        r.round = message.round + 1
+        r.waitingUpdate = false
+        r.joined = false
+        r.reported = false
+        return
+      case "DeclareDead":
+        // Abort: the collective of the old generation will never complete for this rank.
+        r.joined = false
+        r.reported = false
+        return
       case "ShutdownWithSave":
       case "Shutdown":
         r.shutdown = true
@@ -130,6 +180,11 @@ export const run = (scenario: Scenario): SimResult => {
         r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
         return
       case "FormRing":
+        if (message.generation <= r.generation) return
+        r.generation = message.generation
+        r.members = message.peers
+        r.joined = false // redo any unconfirmed round in the new generation
+        r.reported = false
         r.outbox.push({ _tag: "RingReady", generation: message.generation })
         return
       default:
@@ -157,8 +212,18 @@ export const run = (scenario: Scenario): SimResult => {
           deliver(to, message)
         })
       } else if (cmd._tag === "AverageRound") {
-        log.push(`  round ${cmd.round} closed by [${cmd.contributors.join(",")}]`)
-        for (const to of Coordinator.survivors(state)) deliver(to, { _tag: "Update", round: cmd.round, params: new Float32Array(0) })
+        log.push(`  round ${cmd.round} closed by [${cmd.contributors.join(",")}]${cmd.generation === undefined ? "" : ` in generation ${cmd.generation}`}`)
+        if (ring !== (cmd.generation !== undefined)) fail(`${what}: AverageRound with generation ${cmd.generation} on the ${options.backend} backend`)
+        if (cmd.generation !== undefined) {
+          ringRoundsClosed += 1
+          if (cmd.generation > 0) ringRoundsClosedAfterReform += 1
+          const members = Coordinator.survivors(state)
+          if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join()) fail(`${what}: ring round closed by [${cmd.contributors}] but the ring is [${members}]`)
+        }
+        const message: ToRank = cmd.generation === undefined
+          ? { _tag: "Update", round: cmd.round, params: new Float32Array(0) }
+          : { _tag: "RoundCommitted", round: cmd.round, generation: cmd.generation }
+        for (const to of Coordinator.survivors(state)) deliver(to, message)
       } else if (cmd._tag === "EpochEnded") {
         emitted.push([cmd.summary, JSON.stringify(cmd.summary)])
         log.push(`  EpochEnded`)
@@ -182,9 +247,39 @@ export const run = (scenario: Scenario): SimResult => {
 
   const listLength = (r: SimRank) => r.entries.reduce((sum, [, size]) => sum + size, 0)
 
+  /** Ring: a contribution point: keep the samples, join the collective of the current generation. */
+  const contributeRing = (r: SimRank, samplesDone: number): void => {
+    r.pendingSamples = samplesDone
+    r.waitingUpdate = true
+    r.joined = false
+    r.reported = false
+    r.batchesSinceContribution = 0
+  }
+
+  /** Ring: one step of a rank waiting on its round: join, finish, report. */
+  const ringStep = (r: SimRank): void => {
+    if (r.generation < 0 || r.reported) return
+    const joined = collective(r.generation, r.round)
+    if (!r.joined) {
+      r.joined = true
+      joined.add(r.rank)
+    }
+    if (r.members.every((m) => joined.has(m))) {
+      r.reported = true
+      r.outbox.push({ _tag: "RoundDone", epoch: r.epoch, round: r.round, generation: r.generation, samplesDone: r.pendingSamples })
+    }
+  }
+
   /** One unit of work of a running rank: train a batch, or contribute. */
   const work = (r: SimRank): void => {
-    if (r.state !== "running" || r.shutdown || r.waitingUpdate) return
+    if (r.state !== "running" || r.shutdown) return
+    if (ring && r.waitingUpdate) return ringStep(r)
+    if (r.waitingUpdate) return
+    if (ring && r.generation >= 0 && (progressive ? r.entries.length === 0 : r.trained >= listLength(r)) && collective(r.generation, r.round).size > 0) {
+      // No work left: join the neighbours' collective, contributing what is already committed.
+      contributeRing(r, progressive ? 0 : r.trained)
+      return ringStep(r)
+    }
     if (progressive) {
       const chunk = r.entries[0]
       if (chunk !== undefined) {
@@ -200,6 +295,10 @@ export const run = (scenario: Scenario): SimResult => {
       }
       const idle = r.entries.length === 0
       if (r.doneSinceContribution > 0 && (idle || r.batchesSinceContribution >= scenario.averageEvery)) {
+        if (ring) {
+          r.doneSinceContribution = 0
+          return contributeRing(r, 0)
+        }
         r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: 0, params: new Float32Array(0) })
         r.doneSinceContribution = 0
         r.batchesSinceContribution = 0
@@ -215,6 +314,10 @@ export const run = (scenario: Scenario): SimResult => {
     }
     const idle = r.trained >= length
     if (r.trained > r.contributedUpTo && (idle || r.batchesSinceContribution >= scenario.averageEvery)) {
+      if (ring) {
+        r.contributedUpTo = r.trained
+        return contributeRing(r, r.trained)
+      }
       r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: r.trained, params: new Float32Array(0) })
       r.contributedUpTo = r.trained
       r.batchesSinceContribution = 0
@@ -300,7 +403,9 @@ export const run = (scenario: Scenario): SimResult => {
       const dead = [...declaredDead][rand(0, declaredDead.size - 1)]!
       const before = state.counters.framesFromDead
       const late: ToCoordinator = rand(0, 1) === 0
-        ? { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone: 1e9, params: new Float32Array(0) }
+        ? ring
+          ? { _tag: "RoundDone", epoch: state.epoch, round: state.round, generation: state.ring!.generation, samplesDone: 1e9 }
+          : { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone: 1e9, params: new Float32Array(0) }
         : { _tag: "ChunkDone", epoch: state.epoch, offset: 0, size: 1 }
       step({ _tag: "Frame", rank: dead, nowMs, message: late }, `late ${late._tag} from dead rank ${dead}`)
       if (state.counters.framesFromDead !== before + 1) fail("a late frame from a dead rank was not counted")
@@ -355,5 +460,5 @@ export const run = (scenario: Scenario): SimResult => {
     const check = Audit.audit(tiled)
     if (check.lost !== 0 || check.duplicated !== 0) fail(`committed + uncommitted do not tile the epoch: ${JSON.stringify(check)}`)
   }
-  return { state, log, shutdownWithSaveCount, commandCount }
+  return { state, log, shutdownWithSaveCount, commandCount, ringRoundsClosed, ringRoundsClosedAfterReform }
 }

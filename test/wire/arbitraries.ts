@@ -16,6 +16,13 @@ export const unit = fc.double({ min: 0, max: 1, noNaN: true }).map(noNegativeZer
 export const params = fc
   .array(fc.integer({ min: 0, max: 0xffffffff }), { maxLength: 64 })
   .map((bits) => new Float32Array(new Uint32Array(bits).buffer))
+/** Ring step data: float64 partial sums or float32 segments, arbitrary bit patterns. */
+export const ringValues = fc.oneof(
+  params,
+  fc.array(fc.integer({ min: 0, max: 0xffffffff }), { maxLength: 64 })
+    .map((bits) => new Float64Array(new Uint32Array(bits.length % 2 === 0 ? bits : [...bits, 0]).buffer))
+)
+const ringData = fc.record({ _tag: fc.constant("RingData" as const), generation: count, round: count, step: count, data: ringValues })
 const saveReason = fc.constantFrom<Messages.SaveReason>(
   "GracefulShutdown",
   "FailureLimitReached",
@@ -46,7 +53,9 @@ export const toCoordinator: { readonly [Tag in Messages.ToCoordinator["_tag"]]: 
     _tag: fc.constant("Crashing"),
     error: fc.string({ unit: "binary", maxLength: 40 }),
     stack: fc.string({ unit: "binary", maxLength: 80 })
-  })
+  }),
+  RoundDone: fc.record({ _tag: fc.constant("RoundDone"), epoch: count, round: count, generation: count, samplesDone: count }),
+  RingData: ringData
 }
 
 const formRing = fc
@@ -76,7 +85,9 @@ export const toRank: { readonly [Tag in Messages.ToRank["_tag"]]: fc.Arbitrary<M
   FormRing: formRing,
   ShutdownWithSave: fc.record({ _tag: fc.constant("ShutdownWithSave"), reason: saveReason }),
   Shutdown: fc.constant({ _tag: "Shutdown" }),
-  CoordHeartbeat: fc.constant({ _tag: "CoordHeartbeat" })
+  CoordHeartbeat: fc.constant({ _tag: "CoordHeartbeat" }),
+  RoundCommitted: fc.record({ _tag: fc.constant("RoundCommitted"), round: count, generation: count }),
+  RingData: ringData
 }
 
 /** A frame carrying `message` from a random rank. */

@@ -15,6 +15,9 @@ export const params = float32FromBits([
   0x3f800000, 0xc0200000, 0x7fc00001, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7f7fc99e
 ])
 
+/** 1, NaN (quiet, payload 1), -0, the smallest subnormal, as float64 bit patterns (little-endian words). */
+export const ringSums = new Float64Array(new Uint32Array([0, 0x3ff00000, 1, 0x7ff80000, 0, 0x80000000, 1, 0]).buffer)
+
 /** Every message type, keyed by `_tag`, in a frame from its usual sender. */
 export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Messages.ToRank["_tag"]]: Frame.Frame } = {
   Hello: Frame.fromRank(0, { _tag: "Hello", paramsLength: 407_050 }),
@@ -36,6 +39,8 @@ export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Message
     error: "trainBatch always fails: é ✓ 𝄞",
     stack: "Error: trainBatch always fails\n    at Object.trainBatch (file:///trainer.ts:9:13)"
   }),
+  RoundDone: Frame.fromRank(6, { _tag: "RoundDone", epoch: 2, round: 300, generation: 1, samplesDone: 70_000 }),
+  RingData: Frame.fromRank(7, { _tag: "RingData", generation: 2, round: 300, step: 5, data: ringSums }),
   StartEpoch: Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 0 }),
   ExtendPartition: Frame.fromCoordinator({ _tag: "ExtendPartition", epoch: 7, offset: 123_456_789, size: 4096 }),
   AssignChunk: Frame.fromCoordinator({ _tag: "AssignChunk", epoch: 2, offset: 2 ** 40 + 3, size: 256 }),
@@ -48,8 +53,12 @@ export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Message
   FormRing: Frame.fromCoordinator({ _tag: "FormRing", generation: 4, ringRank: 1, ringSize: 3, peers: [0, 2, 1000] }),
   ShutdownWithSave: Frame.fromCoordinator({ _tag: "ShutdownWithSave", reason: "FailureLimitReached" }),
   Shutdown: Frame.fromCoordinator({ _tag: "Shutdown" }),
-  CoordHeartbeat: Frame.fromCoordinator({ _tag: "CoordHeartbeat" })
+  CoordHeartbeat: Frame.fromCoordinator({ _tag: "CoordHeartbeat" }),
+  RoundCommitted: Frame.fromCoordinator({ _tag: "RoundCommitted", round: 300, generation: 2 })
 }
+
+/** A ring step relayed by the coordinator: float32 finished segment (the other typed-array tag). */
+export const relayedRingData: Frame.Frame = Frame.fromCoordinator({ _tag: "RingData", generation: 2, round: 300, step: 6, data: params })
 
 /** The golden batch: three frames in one transport message. */
 export const batch: ReadonlyArray<Frame.Frame> = [frames.Heartbeat, frames.Progress, frames.Params]

@@ -6,8 +6,8 @@ import * as Structures from "../../src/wire/structures.ts"
 describe("Structures: the fixed tables both peers agree on", () => {
   it("pins the table fingerprint to the structures version (change one, bump the other and the vectors)", () => {
     expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
-      structuresVersion: 2,
-      fingerprint: 0x0fab5119
+      structuresVersion: 3,
+      fingerprint: 0x14f40dce
     })
     expect(Structures.protocolVersion).toBe(1)
   })
@@ -23,14 +23,16 @@ describe("Structures: the fixed tables both peers agree on", () => {
   it("gives each message the direction of its union", () => {
     const toCoordinator = MessageSchema.ToCoordinator.members.map((member) => member.fields._tag.schema.literal)
     const toRank = MessageSchema.ToRank.members.map((member) => member.fields._tag.schema.literal)
-    expect(Structures.messages.filter((e) => e.direction === "toCoordinator").map((e) => e.tag)).toEqual(toCoordinator)
-    expect(Structures.messages.filter((e) => e.direction === "toRank").map((e) => e.tag)).toEqual(toRank)
+    const sentBy = (direction: string) => Structures.messages.filter((e) => e.direction === direction || e.direction === "both").map((e) => e.tag)
+    expect(sentBy("toCoordinator")).toEqual(toCoordinator)
+    expect(sentBy("toRank")).toEqual(toRank)
+    expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
   })
 
-  it("derives 17 structures, each starting with _tag, shared by messages with the same fields", () => {
-    expect(Structures.structures.length).toBe(17)
+  it("derives 20 structures, each starting with _tag, shared by messages with the same fields", () => {
+    expect(Structures.structures.length).toBe(20)
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
-    expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16])
+    expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])
     expect(Structures.structures[0]).toEqual(["_tag", "paramsLength"])
     expect(Structures.structures[3]).toEqual(["_tag", "epoch", "offset", "size"])
   })

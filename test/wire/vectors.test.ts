@@ -11,7 +11,7 @@ const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(1
 
 describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
   it("has exactly one vector per message, plus the batch", () => {
-    expect(readdirSync(dir).sort()).toEqual([...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor"].sort())
+    expect(readdirSync(dir).sort()).toEqual([...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor", "RingData-relayed.cbor"].sort())
   })
 
   for (const [tag, frame] of Object.entries(Fixtures.frames)) {
@@ -28,12 +28,22 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
     expect(Codec.decodeBatch(golden)).toEqual(Fixtures.batch.map((frame) => Result.succeed(frame)))
   })
 
+  it("RingData-relayed: the coordinator's relay of a float32 segment (RingData travels both ways)", () => {
+    const golden = read("RingData-relayed.cbor")
+    expect(hex(Codec.encode(Fixtures.relayedRingData))).toBe(hex(golden))
+    expect(Codec.decode(golden)).toEqual(Result.succeed(Fixtures.relayedRingData))
+  })
+
   it("pins a few vectors in the test itself, so the files cannot drift with the code", () => {
-    expect(hex(read("Heartbeat.cbor"))).toBe("84010211d9e0018101")
-    expect(hex(read("ExtendPartition.cbor"))).toBe("84010220d9e003840a071a075bcd15191000")
+    expect(hex(read("Heartbeat.cbor"))).toBe("84010311d9e0018101")
+    expect(hex(read("ExtendPartition.cbor"))).toBe("84010320d9e003840a071a075bcd15191000")
     expect(hex(read("Params.cbor"))).toBe(
-      "84010201d9e00485040318291a00011170d855582000" +
+      "84010301d9e00485040318291a00011170d855582000" +
         "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
+    )
+    // Float64 partial sums as CBOR tag 86 (d856) over 32 bytes.
+    expect(hex(read("RingData.cbor"))).toBe(
+      "84010307d9e0138518190219012c05d8565820000000000000f03f010000000000f87f00000000000000800100000000000000"
     )
   })
 })

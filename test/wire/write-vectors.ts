@@ -14,7 +14,8 @@ const dir = join(import.meta.dirname, "vectors")
 const force = process.argv.includes("--force")
 const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
-  ["batch.cbor", Codec.encodeBatch(Fixtures.batch)]
+  ["batch.cbor", Codec.encodeBatch(Fixtures.batch)],
+  ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)]
 ]
 for (const [name, bytes] of files) {
   const path = join(dir, name)

@@ -22,6 +22,13 @@ export interface Host<O> {
   readonly transport: Transport.TransportShape
   readonly spawn: (rank: Transport.Peer, options: O) => Effect.Effect<void, Transport.TransportError>
   readonly kill: (rank: Transport.Peer, signal?: string) => Effect.Effect<void>
+  /**
+   * Workers only: gives ring `generation`'s `peers` (ring order) direct links, each rank one to
+   * its next and one from its previous neighbour (issue 15); returns the peers it reached. A peer
+   * without a child (gone) is skipped: its neighbours' links to it lead nowhere, and the
+   * coordinator's DeclareDead aborts whatever waits on them.
+   */
+  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>) => number
 }
 
 interface Child {
@@ -153,7 +160,22 @@ export const make = <O>(
         hub.shutdown()
       })
     )
-    return { transport: hub.transport, spawn, kill: (rank, signal) => Effect.promise(() => killNow(rank, signal)) }
+    const formRing = (generation: number, peers: ReadonlyArray<Transport.Peer>): number => {
+      const n = peers.length
+      if (n < 2) return 0
+      // Channel i carries ring rank i's steps to ring rank i + 1.
+      const channels = peers.map(() => NodeRuntime.ringChannel())
+      let reached = 0
+      peers.forEach((rank, i) => {
+        const raw = children.get(rank)?.raw
+        if (raw?.postRing === undefined) return
+        raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver)
+        reached += 1
+      })
+      return reached
+    }
+
+    return { transport: hub.transport, spawn, kill: (rank, signal) => Effect.promise(() => killNow(rank, signal)), formRing }
   })
 
 /**

@@ -5,8 +5,8 @@
  * the bytes that remain (each item takes at least one byte), so no field can make the decoder
  * allocate more than the message holds. It reads the envelope, checks the versions first (so a peer
  * on another version gets `VersionMismatch`, whatever follows), and checks the frame's shape
- * against the structures table: only the table's record tags and the Float32Array tag (85) are
- * allowed, no maps, no nesting beyond an array of numbers, no indefinite lengths, valid UTF-8.
+ * against the structures table: only the table's record tags and the Float32Array and Float64Array tags (85, 86)
+ * are allowed, no maps, no nesting beyond an array of numbers, no indefinite lengths, valid UTF-8.
  * cbor-x therefore only ever decodes frames of the protocol's own shape, and its shared structures
  * can never be redefined by a peer (record-definition tags are rejected here).
  *
@@ -244,18 +244,25 @@ const value = (key: string): WireError.Reason | undefined => {
       return skipContent()
     default: {
       // major 6: a tag
-      if (arg !== Structures.float32Tag) {
+      if (arg !== Structures.float32Tag && arg !== Structures.float64Tag) {
         soft = { _tag: "UnknownTag", kind: "cbor", tag: arg }
         return skipItems(1)
       }
+      const width = arg === Structures.float32Tag ? 4 : 8
       const inner = head()
       if (inner !== undefined) return inner
-      if (major !== 2 || arg % 4 !== 0) {
-        soft = mismatch([key], "expected a Float32Array: tag 85 over a byte string of 4-byte floats")
+      if (major !== 2 || arg % width !== 0) {
+        soft = mismatch(
+          [key],
+          width === 4
+            ? "expected a Float32Array: tag 85 over a byte string of 4-byte floats"
+            : "expected a Float64Array: tag 86 over a byte string of 8-byte floats"
+        )
         return skipContent()
       }
       if (arg > lim - pos) return truncated(pos + arg)
-      if (arg / 4 > floatsMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg / 4, bytesMax: floatsMax }
+      // Float64 ring data is bounded in values like params: one run's vector, whatever its width.
+      if (arg / width > floatsMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg / width, bytesMax: floatsMax }
       pos += arg
       return undefined
     }

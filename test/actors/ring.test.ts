@@ -1,0 +1,128 @@
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Launcher from "../../actors/launcher.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
+import type { RunOptions } from "../../actors/run-types.ts"
+
+const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
+const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-"))
+afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+
+const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir, backend: "ring" }
+
+type Result = Awaited<ReturnType<typeof Launcher.run>>
+const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+
+describe("the ring backend end to end: real worker threads all-reduce among themselves", () => {
+  it("a ring of 3 trains 2 epochs with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2 })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+  })
+})
+
+describe("the ring backend survives deaths inside a collective (faults fired between two steps, deterministically)", () => {
+  it("a rank that exits while a collective is in flight: the survivors abort, re-form generation 1, redo the round, and every audit is clean", async () => {
+    // Ring of 3: steps 0-1 reduce-scatter, 2-3 all-gather; rank 1 leaves before its step 1 of round 2.
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
+    expect(result.backend).toBe("ring")
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("port")
+    expect(result.ring?.relayed).toBe(0)
+  })
+
+  it("two ranks that exit at the same step of the same round: one re-rendezvous or two, the survivors finish with clean audits", async () => {
+    // Ring of 4: rank 2 gets rank 1's step 0, then both leave before their step 1.
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 4,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }, { rank: 2, round: 2, step: 1, fault: "exit" }]
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "supervisor"]])
+    // One generation per batch of deaths: 2 when both were declared in one tick, 3 otherwise.
+    expect([2, 3]).toContain(result.ring?.generations)
+  })
+
+  it("a rank hung inside a collective (its worker alive) is declared by staleness; the survivors redo the round with clean audits", async () => {
+    const result = await Launcher.run({
+      ...fast,
+      heartbeatTimeoutMs: 1500,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 2, round: 3, step: 2, fault: "hang" }]
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[2, "heartbeat"]])
+    expect(result.ring?.generations).toBe(2)
+  })
+
+  it("a ring that falls to one survivor ends SingleSurvivor: the survivor saves the last committed average and the outcome lists the uncommitted rest", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 2, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 0, fault: "exit" }] })
+    expect(result.exitCode).toBe(1)
+    expect(result.outcome.reason).toBe("SingleSurvivor")
+    expect(result.saves).toEqual({ saved: [0], notSaved: [] })
+    // Rounds 0 and 1 closed: both ranks' first 2 × 4 batches of 8 samples are committed, nothing of round 2.
+    const uncommitted = result.outcome.uncommitted!.ranges.reduce((sum, [, size]) => sum + size, 0)
+    expect(uncommitted).toBe(4800 - 2 * 2 * 4 * 8)
+    const saved = await SavedModel.read(join(result.runDir, "save", "rank0"))
+    expect(saved._tag === "Model" ? saved.meta.round : saved.reason).toBe(1)
+  })
+
+  it("an interrupted ring saves the same model on every survivor, bit for bit (every rank applied the same commits)", async () => {
+    const controller = new AbortController()
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (event.type === "progress" && event.samplesDone >= 600) controller.abort("SIGINT")
+      }
+    })
+    expect(result.outcome.status).toBe("interrupted")
+    expect(result.saves).toEqual({ saved: [0, 1, 2], notSaved: [] })
+    const models = await Promise.all([0, 1, 2].map((r) => SavedModel.read(join(result.runDir, "save", `rank${r}`))))
+    const views = models.map((m) => (m._tag === "Model" ? [m.meta.round, Array.from(m.params)] : m.reason))
+    expect(views[1]).toEqual(views[0])
+    expect(views[2]).toEqual(views[0])
+    expect((views[0] as [number, Array<number>])[0]).toBeGreaterThanOrEqual(1)
+  })
+
+  it("refuses a ring of one rank (LaunchError on backend: the CLI exits 2)", async () => {
+    await expect(Launcher.run({ ...fast, trainer: drifting, worldSize: 1, epochs: 1 })).rejects.toMatchObject({
+      option: "backend",
+      message: expect.stringContaining("the ring backend needs worldSize >= 2, got 1")
+    })
+  })
+
+  it("child processes relay their ring steps through the coordinator (RingData): a rank that exits mid-collective still leaves clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 0, round: 1, step: 2, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "exited with code 70 without Exiting"]])
+    expect(result.ring?.links).toBe("relay")
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.relayed).toBeGreaterThan(0)
+  })
+
+  it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, mode: "progressive", collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => d.rank)).toEqual([2])
+    expect(result.ring?.generations).toBe(2)
+  })
+})
