@@ -199,9 +199,10 @@ Options of join URL:
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal. A refusal is one line on
   stderr and is never retried.
+
 Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
 given is the run's, except faults: none unless given):
-  --world-size N, --transport worker|process, --kill RANK@SECONDS, --hang RANK@SECONDS,
+  --world-size N, --transport worker|process|websocket, --kill RANK@SECONDS, --hang RANK@SECONDS,
   --heartbeat-timeout-ms N, --coordinator-timeout-ms N, --failure-limit N|F,
   --rank-memory-mb N, --interrupt-grace-ms N, --json
                               as for run

@@ -132,6 +132,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--world-size <n>")
     .option("--epochs <n>")
     .option("--mode <mode>")
+    .option("--backend <kind>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
     .option("--failure-limit <limit>")
@@ -191,6 +192,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         worldSize: parsed.worldSize,
         epochs: parsed.epochs,
         mode: parsed.mode,
+        backend: parsed.backend,
         heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
         failureLimit: parsed.failureLimit,

@@ -214,6 +214,7 @@ describe("failure limit and backend limits", () => {
       _tag: "AverageRound",
       epoch: 0,
       round: 0,
+      openedAtMs: 1, // rank 0's report
       contributors: [0, 2, 1],
       params: [],
       generation: 0,
