@@ -81,9 +81,11 @@ const createExclusive = async (path: string, owner: LockOwner): Promise<boolean>
 
 /**
  * Takes the lock at `path` for this process: creates the file exclusively with `{pid,
- * acquiredAtMs}` (written first under a name of its own, then linked to `path`: never seen empty). When it exists and its process is alive (`processAlive`), the lock is `Held`.
+ * acquiredAtMs}` (written first under a name of its own, then linked to `path`, so it is never
+ * seen empty). When it exists and its process is alive (`processAlive`), the lock is `Held`.
  * When its process is gone (a stale lock: its owner was killed), the file is removed and created
- * again, once; a lock that cannot be read (being written, or not a lock file) counts as held.
+ * again, once (not atomic: two takeovers in the same instant may both succeed). A lock that
+ * cannot be read (not a lock file) counts as held.
  * Rejects with the runtime's `Error` (`EACCES`, `ENOENT` for a missing folder, ...) when the file
  * cannot be created.
  *
@@ -101,8 +103,8 @@ export const acquire = async (path: string, nowMs: number): Promise<Acquired> =>
   if (await createExclusive(path, owner)) return { _tag: "Acquired", release, tookOverFrom: undefined }
   const found = await readOwner(path)
   if (found === undefined || processAlive(found.pid)) return { _tag: "Held", owner: found }
-  // Stale: its owner is gone. Two processes taking it over at once both unlink, but only one wins
-  // the exclusive create.
+  // Stale: its owner is gone. Two processes taking it over in the same instant can both succeed
+  // (the second's unlink may remove the first's new lock): a remove then a create is not one step.
   await unlink(path).catch(() => undefined)
   if (await createExclusive(path, owner)) return { _tag: "Acquired", release, tookOverFrom: found.pid }
   return { _tag: "Held", owner: await readOwner(path) }
