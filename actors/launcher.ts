@@ -742,7 +742,8 @@ const launch = async (options: RunOptions, served: Served | undefined): Promise<
   const saved: Array<Rank> = []
   const notSaved: Array<Rank> = []
   for (const rank of askedToSave) {
-    const done = state.exits.includes(rank) && (await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
+    // A served run's ranks save on their own hosts: there, announcing the exit (after the save) is all it can see.
+    const done = state.exits.includes(rank) && (served !== undefined || await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
     ;(done ? saved : notSaved).push(rank)
   }
   const saves = outcome.status !== "completed" ? { saved, notSaved } : undefined
@@ -768,7 +769,8 @@ const launch = async (options: RunOptions, served: Served | undefined): Promise<
     saves,
     durationMs: Date.now() - startedMs,
     exitCode,
-    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals })
+    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals }),
+    transport: served === undefined ? transportKind : "serve"
   }
   await Promise.all(syncs.splice(0))
   await journal.close()

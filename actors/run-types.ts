@@ -320,7 +320,9 @@ export interface RunResult {
   /**
    * For an unrecoverable or interrupted run: the survivors asked to save (`ShutdownWithSave`) that finished
    * (announced their exit with the save on disk under `<runDir>/save/rank<r>`), and those that did
-   * not (died, were still running when the launcher stopped them, or wrote nothing). `undefined`
+   * not (died, were still running when the launcher stopped them, or wrote nothing). A served
+   * run's ranks save on their own hosts (`cohort join --save-dir`): there a survivor counts as
+   * saved once it announced its exit, which it does after its save. `undefined`
    * when no save was asked (a completed run), or in a summary written before this field existed.
    */
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
@@ -331,4 +333,6 @@ export interface RunResult {
    * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined
+  /** How the ranks ran (`RunOptions.transport`, or `serve` for `serve`); absent in summaries written before it existed. */
+  readonly transport?: "worker" | "process" | "websocket" | "serve" | undefined
 }

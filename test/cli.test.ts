@@ -679,6 +679,12 @@ describe("renderResult", () => {
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save`)
   })
 
+  it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
+    const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
+    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir")
+    expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
+  })
+
   it("names the failed audits", () => {
     const rendered = Cli.renderResult(auditFailed)
     expect(rendered.err).toBe("cohort: audit failed: epoch 1 lost 5, duplicated 2")

@@ -382,16 +382,20 @@ export const renderResult = (
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
     )
   }
+  const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
+  if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
+  // A served run's ranks save on their own hosts (`cohort join --save-dir`).
+  const savedWhere = (result as { readonly transport?: string }).transport === "serve" ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   const stoppedLine = outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown`
     : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}`
+    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}`
     : outcome.status === "interrupted"
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, `${runDir}/${saveFolder}`)}; ` +
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
       `the epoch's uncommitted ranges are in ${runDir}/summary.json; resume is not available yet`
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`

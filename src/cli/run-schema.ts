@@ -116,7 +116,8 @@ export const RunResult = Schema.Struct({
   saves: optional(Saves),
   durationMs: Ms,
   exitCode: ExitCode,
-  refusals: optional(Schema.Record(Schema.String, Count))
+  refusals: optional(Schema.Record(Schema.String, Count)),
+  transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"]))
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>

@@ -152,6 +152,21 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(serve.err()).toMatch(/\] join refused with 4001 \(wrong token\) from 127\.0\.0\.1\n/)
   }, 360_000)
 
+  it("at the failure limit a join rank saves into its --save-dir on ShutdownWithSave and exits 0; serve exits 1", async () => {
+    const serve = cohort(["serve", "--trainer", slow, "--world-size", "2", "--epochs", "15", "--failure-limit", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
+    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
+    const url = urlOf(serve)
+    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `limit-save-${rank}`]))
+    await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
+    ranks[1]!.child.kill("SIGKILL")
+    expect([await ranks[0]!.exit, await serve.exit]).toEqual([0, 1])
+    const saved = JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
+    expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
+    expect(JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
+    const summary = JSON.parse(serve.out()) as Summary & { readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> } }
+    expect(summary.saves).toEqual({ saved: [0], notSaved: [] })
+  }, 180_000)
+
   it("bad input: a short token, a listen without a port, an empty token, a bad URL or rank; each one line and exit 2; a run nobody joins ends at the formation timeout with exit 3", async () => {
     const shortFile = join(dir, "short")
     writeFileSync(shortFile, "abc\n")
