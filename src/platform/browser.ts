@@ -117,6 +117,15 @@ export const mkdir = (path: string): Promise<void> => Promise.reject(noFileSyste
 /** Rejects with `code` `ENOSYS`: nothing is written from a browser. @since 0.1.0 @category files */
 export const writeFile = (path: string, _data?: Uint8Array | string): Promise<void> => Promise.reject(noFileSystem("write", path))
 
+/** Rejects with `code` `ENOSYS`: nothing is written from a browser. @since 0.1.0 @category files */
+export const writeFileAtomic = (path: string, _data?: Uint8Array | string): Promise<void> => Promise.reject(noFileSystem("write", path))
+
+/**
+ * Rejects with `code` `ENOSYS`: a browser has no file to open (a save folder's model, read by
+ * `SavedModel.read`, is never read in a browser). @since 0.1.0 @category files
+ */
+export const readRegularFile = (path: string, _bytesMax?: number): Promise<never> => Promise.reject(noFileSystem("read", path))
+
 // ---------------------------------------------------------------------------------------------
 // The worker's side of its page
 // ---------------------------------------------------------------------------------------------
