@@ -26,6 +26,7 @@
  *
  * @since 0.1.0
  */
+import * as Audit from "../src/core/audit.ts"
 import type * as Config from "../src/core/config.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
@@ -130,22 +131,6 @@ const readParent = async (given: string): Promise<Parent> => {
   return { dir, started, options: started.options ?? {}, read: result, cutLine }
 }
 
-/** `[offset, size]` ranges of `[0, samples)` not covered by `ranges` (any order, overlaps allowed). */
-const complement = (ranges: ReadonlyArray<readonly [number, number]>, samples: number): Array<readonly [number, number]> => {
-  const sorted = [...ranges].sort((a, b) => a[0] - b[0])
-  const gaps: Array<readonly [number, number]> = []
-  let covered = 0
-  for (const [offset, size] of sorted) {
-    const start = Math.max(0, offset)
-    const end = Math.min(samples, offset + size)
-    if (end <= start) continue
-    if (start > covered) gaps.push([covered, start - covered])
-    covered = Math.max(covered, end)
-  }
-  if (covered < samples) gaps.push([covered, samples - covered])
-  return gaps
-}
-
 /** The state picked: the epoch to start in, its committed ranges, the model and where it came from. */
 interface Picked {
   readonly epoch: number
@@ -197,7 +182,7 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
       return {
         epoch,
         firstRound: model.round + 1,
-        committed: complement(uncommitted, epochSamples),
+        committed: Audit.complement(uncommitted, epochSamples),
         params: model.params,
         state: "save",
         loadedFrom: folder,
@@ -250,8 +235,14 @@ const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
   : typeof value === "object" && value !== null && typeof (value as { rank?: unknown }).rank === "number" ? { rank: (value as { rank: number }).rank }
   : undefined
 
-/** `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`). */
-const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
+/**
+ * `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`): builds
+ * `RunOptions` and `ResumeOptions` from optional values.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
   Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
 
 /** The folder that holds `dir` (`.` for a bare name). */

@@ -9,11 +9,9 @@
  */
 import type * as RunTypes from "../../actors/run-types.ts"
 import { conduct, type Io, withConsoleOnStderr } from "./conduct.ts"
+import { defined } from "../../actors/resume.ts"
 import { defaults, ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
 
-/** `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`). */
-const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
-  Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
 
 /**
  * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 130,

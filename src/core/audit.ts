@@ -122,3 +122,17 @@ export const uncommitted = (log: Log): Array<readonly [offset: number, size: num
   if (covered < log.epochSamples) gaps.push([covered, log.epochSamples - covered])
   return gaps
 }
+
+/**
+ * The sub-ranges of `[0, epochSamples)` that none of `ranges` covers, ascending and merged
+ * (`[offset, size]` pairs; `ranges` in any order, overlapping or reaching outside the epoch).
+ * Twice applied, it sorts, clips and merges `ranges`. O(n log n).
+ *
+ * @since 0.1.0
+ * @category audit
+ */
+export const complement = (ranges: ReadonlyArray<readonly [offset: number, size: number]>, epochSamples: number): Array<readonly [offset: number, size: number]> => {
+  const log = make(0, epochSamples)
+  for (const [offset, size] of ranges) record(log, 0, offset, size)
+  return uncommitted(log)
+}

@@ -543,15 +543,7 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
       return `committed range [${range.join(", ")}] must be two integers >= 0`
     }
   }
-  const log = Audit.make(resume.epoch, config.epochSamples)
-  for (const [offset, size] of resume.committed) Audit.record(log, 0, offset, size)
-  const committed: Array<readonly [number, number]> = []
-  let at = 0
-  for (const [offset, size] of Audit.uncommitted(log)) {
-    if (offset > at) committed.push([at, offset - at])
-    at = offset + size
-  }
-  if (at < config.epochSamples) committed.push([at, config.epochSamples - at])
+  const committed = Audit.complement(Audit.complement(resume.committed, config.epochSamples), config.epochSamples)
   return { epoch: resume.epoch, firstRound: resume.firstRound, committed }
 }
 

@@ -1,16 +1,15 @@
 // `cohort serve` and `cohort join` as a user runs them: real processes of the command line, real
 // sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (issue 14).
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
+import { type CliProcess, freePort, startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
-const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-serve-"))
@@ -22,32 +21,14 @@ writeFileSync(tokenFile, `${token}\n`)
 const wrongTokenFile = join(dir, "wrong-token")
 writeFileSync(wrongTokenFile, "not-the-run-token-at-all\n")
 
-interface Proc {
-  readonly child: ChildProcess
-  readonly out: () => string
-  readonly err: () => string
-  readonly exit: Promise<number | null>
-}
+type Proc = CliProcess
 
 const children: Array<ChildProcess> = []
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
 })
 
-const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => {
-  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...env },
-    cwd: dir
-  })
-  children.push(child)
-  let out = ""
-  let err = ""
-  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()))
-  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
-  return { child, out: () => out, err: () => err, exit }
-}
+const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => startCli(args, { cwd: dir, env, started: children })
 
 const waitFor = async (what: () => boolean, timeoutMs: number, label: string): Promise<void> => {
   const until = Date.now() + timeoutMs
@@ -56,15 +37,6 @@ const waitFor = async (what: () => boolean, timeoutMs: number, label: string): P
     await new Promise((resolve) => setTimeout(resolve, 50))
   }
 }
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
 
 // The header is on stdout, or on stderr under --json.
 const joinLine = (serve: Proc): string => /cohort serve: join with: (cohort join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""

@@ -5,19 +5,18 @@
 // temporary files, and JOB_COMPLETION_INDEX set per rank as an Indexed Job sets it. For speed the
 // bundled workload is swapped for a small fixture trainer and one epoch (appended flags: the last
 // value of a flag wins). Real processes of the CLI, under the runtime running the tests (issue 14).
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { parseAllDocuments } from "yaml"
 import * as Runtime from "../../src/platform/detect.ts"
+import { freePort, startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const root = fileURLToPath(new URL("../../", import.meta.url))
-const cli = join(root, "bin/cohort.mjs")
 const steady = join(root, "test/fixtures/trainers/steady.ts")
 const dir = mkdtempSync(join(tmpdir(), "cohort-k8s-"))
 const children: Array<ChildProcess> = []
@@ -53,29 +52,7 @@ const flag = (args: ReadonlyArray<string>, name: string): string => {
 const replaced = (args: ReadonlyArray<string>, substitutions: ReadonlyArray<readonly [string, string]>): Array<string> =>
   args.map((arg) => substitutions.reduce((text, [from, to]) => text.split(from).join(to), arg))
 
-const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => {
-  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], {
-    stdio: ["ignore", "pipe", "pipe"],
-    env: { ...process.env, ...env },
-    cwd: dir
-  })
-  children.push(child)
-  let out = ""
-  let err = ""
-  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()))
-  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
-  return { out: () => out, err: () => err, exit }
-}
-
-const freePort = (): Promise<number> =>
-  new Promise((resolve) => {
-    const server = createServer()
-    server.listen(0, "127.0.0.1", () => {
-      const port = (server.address() as { port: number }).port
-      server.close(() => resolve(port))
-    })
-  })
+const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => startCli(args, { cwd: dir, env, started: children })
 
 describe(`the Kubernetes manifests run as written (${runtime})`, () => {
   const [service, deployment] = manifests("coordinator.yaml")

@@ -1,0 +1,44 @@
+// The `cohort` command line as a child process of the test, under the runtime running the tests
+// (Node, Bun, or Deno: `deno run -A`), with its output collected; and a free loopback port.
+import { type ChildProcess, spawn } from "node:child_process"
+import { createServer } from "node:net"
+import { fileURLToPath } from "node:url"
+import * as Runtime from "../src/platform/detect.ts"
+
+const cli = fileURLToPath(new URL("../bin/cohort.mjs", import.meta.url))
+
+export interface CliProcess {
+  readonly child: ChildProcess
+  readonly out: () => string
+  readonly err: () => string
+  readonly exit: Promise<number | null>
+}
+
+/** Starts `cohort ...args` in `cwd` with `env` added to this process's; its children go into `started`. */
+export const startCli = (
+  args: ReadonlyArray<string>,
+  options: { readonly cwd: string; readonly env?: Record<string, string>; readonly started?: Array<ChildProcess> }
+): CliProcess => {
+  const child = spawn(process.execPath, [...(Runtime.detect() === "deno" ? ["run", "-A", cli] : [cli]), ...args], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...options.env },
+    cwd: options.cwd
+  })
+  options.started?.push(child)
+  let out = ""
+  let err = ""
+  child.stdout!.on("data", (chunk: Buffer) => (out += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => (err += chunk.toString()))
+  const exit = new Promise<number | null>((resolve) => child.on("close", (code) => resolve(code)))
+  return { child, out: () => out, err: () => err, exit }
+}
+
+/** A TCP port free on 127.0.0.1 when asked (another process may take it before the test binds it). */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve) => {
+    const server = createServer()
+    server.listen(0, "127.0.0.1", () => {
+      const port = (server.address() as { port: number }).port
+      server.close(() => resolve(port))
+    })
+  })
