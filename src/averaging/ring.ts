@@ -6,10 +6,18 @@
  * The vector is cut into `ringSize` segments (`segmentOf`). In reduce-scatter step `s`
  * (`0 <= s < ringSize - 1`) ring rank `r` sends its partial sum of segment `(r - s) mod n` to the
  * next rank and adds the previous rank's partial sum of segment `(r - s - 1) mod n` into its own;
- * after `n - 1` steps it holds the whole sum of segment `(r + 1) mod n`, which it divides by `n` and
- * rounds once to float32. In all-gather step `s` it sends the finished segment `(r + 1 - s) mod n`
+ * after `n - 1` steps it holds the whole sum of segment `(r + 1) mod n`, which it divides by the
+ * number of contributions and rounds once to float32. In all-gather step `s` it sends the finished segment `(r + 1 - s) mod n`
  * and stores the received segment `(r - s) mod n`. Each rank sends `2 (n - 1)` messages of about
  * `length / n` values, whatever the ring size.
+ *
+ * Contributions: a ring member that trained nothing since its last round (an idle rank that only
+ * keeps the ring whole) takes part with `contributes: false`: it adds nothing to the sums, so the
+ * mean is that of the members that trained, with equal weights, as the `cpu` backend's mean of the
+ * round's contributors. Each reduce-scatter message's `data` therefore holds the segment's partial
+ * sum followed by one more value, the number of contributions folded into it (exact in float64).
+ * When no member contributes, each segment is its owner's own values: the members all hold the
+ * last average then, so the result is that average.
  *
  * Accumulation order, stated for the tests: partial sums travel as float64 (`Float64Array`), each
  * segment's sum is taken in ring order starting at the rank after its owner, and is divided and
@@ -235,38 +243,59 @@ export const segmentOf = (length: number, n: number, index: number): readonly [s
 const mod = (a: number, n: number): number => ((a % n) + n) % n
 
 /**
- * The element-wise mean of every ring rank's `params` for one collective, as float32: runs the
- * reduce-scatter and all-gather steps over `inbox` (module doc). `params` is only read; the result
- * is a new array. A ring of one returns a copy at once. Fails with `RingLinkError` when a link
+ * The element-wise mean of the contributing ring ranks' `params` for one collective, as float32:
+ * runs the reduce-scatter and all-gather steps over `inbox` (module doc). `contributes` (default
+ * true) says whether this rank's `params` count in the mean; a rank that trained nothing since its
+ * last round passes false. `params` is only read; the result is a new array. A ring of one
+ * returns a copy at once. Fails with `RingLinkError` when a link
  * fails or a neighbour breaks the protocol; interrupt it to abort (a death, a newer generation).
  * Every rank must give the same length (the core agreed it at formation).
  *
  * @since 0.1.0
  * @category averaging
  */
-export const allReduce = (inbox: RingInbox, collective: Collective, params: Float32Array): Effect.Effect<Float32Array, RingLinkError> =>
+export const allReduce = (
+  inbox: RingInbox,
+  collective: Collective,
+  params: Float32Array,
+  contributes = true
+): Effect.Effect<Float32Array, RingLinkError> =>
   Effect.gen(function*() {
     const { ringRank: r, ringSize: n, generation, round } = collective
     const length = params.length
     if (n <= 1) return Float32Array.from(params)
-    const sum = Float64Array.from(params)
+    const sum = contributes ? Float64Array.from(params) : new Float64Array(length)
+    // Contributions folded into each segment's partial sum so far.
+    const counts = new Array<number>(n).fill(contributes ? 1 : 0)
     const out = new Float32Array(length)
     const link = inbox.link
-    // Reduce-scatter: after step s, segment (r - s - 1) mod n holds s + 2 contributions.
+    // Reduce-scatter: after step s, segment (r - s - 1) mod n holds the sums of s + 2 ranks.
     for (let step = 0; step < n - 1; step++) {
-      const [sendStart, sendEnd] = segmentOf(length, n, mod(r - step, n))
-      yield* link.send({ generation, round, step, data: sum.slice(sendStart, sendEnd) })
+      const sent = mod(r - step, n)
+      const [sendStart, sendEnd] = segmentOf(length, n, sent)
+      const data = new Float64Array(sendEnd - sendStart + 1)
+      data.set(sum.subarray(sendStart, sendEnd))
+      data[data.length - 1] = counts[sent]!
+      yield* link.send({ generation, round, step, data })
       const message = yield* inbox.take(generation, round, step)
-      const [start, end] = segmentOf(length, n, mod(r - step - 1, n))
-      if (message.data.length !== end - start) {
-        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
+      const received = mod(r - step - 1, n)
+      const [start, end] = segmentOf(length, n, received)
+      if (message.data.length !== end - start + 1) {
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start + 1}`))
       }
+      const count = message.data[end - start]!
+      if (!Number.isInteger(count) || count < 0 || count > step + 1) {
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`))
+      }
+      counts[received]! += count
       for (let i = start; i < end; i++) sum[i]! += message.data[i - start]!
     }
     // Segment (r + 1) mod n is complete here: divide and round once.
     const own = mod(r + 1, n)
     const [ownStart, ownEnd] = segmentOf(length, n, own)
-    for (let i = ownStart; i < ownEnd; i++) out[i] = sum[i]! / n
+    const contributions = counts[own]!
+    if (contributions === 0) out.set(params.subarray(ownStart, ownEnd), ownStart)
+    else for (let i = ownStart; i < ownEnd; i++) out[i] = sum[i]! / contributions
     // All-gather: pass finished segments around the ring.
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s

@@ -150,7 +150,9 @@ export const RoundDone = Schema.TaggedStruct("RoundDone", { epoch: Count, round:
 
 /**
  * `RingData{generation, round, step, data}`: one relayed ring step, in both directions (issue 15);
- * `data` a `Float64Array` or `Float32Array`.
+ * `data` a `Float64Array` (a reduce-scatter step: the segment's partial sums, then the number of
+ * contributions folded into them) or a `Float32Array` (an all-gather step: a finished segment);
+ * `Ring.allReduce` checks the layout.
  *
  * @since 0.1.0
  * @category ring

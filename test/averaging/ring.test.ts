@@ -53,14 +53,17 @@ describe("Ring.allReduce", () => {
     expect([0, 1, 2, 3].map((i) => Ring.segmentOf(2, 4, i))).toEqual([[0, 1], [1, 2], [2, 2], [2, 2]])
   })
 
-  it("a completed round is the mean of every contribution (within 1 float32 ulp of Cpu.mean; exact for small integers), on every rank", async () => {
+  it("a completed round is the mean of the contributing ranks' vectors (within 1 float32 ulp of Cpu.mean of them; exact for small integers), on every rank; with no contribution, each segment's owner's values", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 6 }),
         fc.integer({ min: 0, max: 40 }),
         fc.boolean(),
         fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-        async (n, length, integers, seed) => {
+        fc.array(fc.boolean(), { minLength: 6, maxLength: 6 }),
+        async (n, length, integers, seed, idle) => {
+          // A ring of one always contributes (it returns its own vector either way).
+          const contributes = Array.from({ length: n }, (_, r) => n === 1 || !idle[r]!)
           let state = seed
           const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
           const vectors = Array.from({ length: n }, () =>
@@ -71,11 +74,22 @@ describe("Ring.allReduce", () => {
             const links = yield* ringOf(n, () => Math.floor(random() * 3))
             return yield* Effect.forEach(
               links,
-              (link, r) => Ring.allReduce(new Ring.RingInbox(link), { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!),
+              (link, r) => Ring.allReduce(new Ring.RingInbox(link), { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!, contributes[r]),
               { concurrency: "unbounded" }
             )
           }))
-          const expected = Cpu.mean(vectors)
+          const contributing = vectors.filter((_, r) => contributes[r])
+          if (contributing.length === 0) {
+            // Nobody trained: each segment is its owner's (ring rank k - 1 owns segment k) own values.
+            const owners = new Float32Array(length)
+            for (let k = 0; k < n; k++) {
+              const [start, end] = Ring.segmentOf(length, n, k)
+              owners.set(vectors[(k - 1 + n) % n]!.subarray(start, end), start)
+            }
+            for (const result of results) expect(Array.from(result)).toEqual(Array.from(owners))
+            return
+          }
+          const expected = Cpu.mean(contributing)
           if (Cpu.isError(expected)) throw new Error("no mean")
           for (const result of results) {
             expect(result.length).toBe(length)
@@ -143,13 +157,19 @@ describe("Ring.allReduce", () => {
     expect(Array.from(later.data)).toEqual([2])
   })
 
-  it("a message of the wrong step or size is a RingLinkError, not a wrong mean", async () => {
+  it("a message of the wrong step, size or contribution count is a RingLinkError, not a wrong mean", async () => {
     const wrongStep: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 1, data: new Float64Array(2) }) }
     const exit = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongStep), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
     expect(Exit.isFailure(exit) && String(exit.cause)).toContain("expected step 0 of round 0 (generation 0), got step 1")
-    const wrongSize: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array(3) }) }
+    // A reduce-scatter step carries the segment's 2 sums and the count of contributions folded in.
+    const wrongSize: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array(2) }) }
     const exit2 = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongSize), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
-    expect(Exit.isFailure(exit2) && String(exit2.cause)).toContain("step 0 carried 3 values, expected 2")
+    expect(Exit.isFailure(exit2) && String(exit2.cause)).toContain("step 0 carried 2 values, expected 3")
+    for (const count of [2, -1, 0.5, Number.NaN]) {
+      const badCount: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array([1, 2, count]) }) }
+      const exit3 = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(badCount), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
+      expect(Exit.isFailure(exit3) && String(exit3.cause)).toContain(`step 0 carried a contribution count of ${count}, expected an integer in [0, 1]`)
+    }
   })
 })
 
