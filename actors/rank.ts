@@ -280,6 +280,12 @@ export interface Link {
   readonly status?: (status: { readonly epoch: number; readonly samplesDone: number; readonly samplesTotal: number }) => void
   /** Worker threads: the direct ring links of each generation (`RankData.ringLinks` `port`). */
   readonly onRingPorts?: (callback: (ports: RuntimeTypes.RingPorts) => void) => void
+  /**
+   * Asked once when the coordinator's link ended without a close code (a dropped connection):
+   * learns, bounded, the code the coordinator would have closed it with, if any (`cohort join`
+   * asks the server whether it declared this rank dead: `RankDead`, 4011). Must not fail.
+   */
+  readonly whyEnded?: Effect.Effect<number | undefined>
 }
 
 interface Chunk {
@@ -394,7 +400,7 @@ export const run = (
     const ringBackend = data.backend === "ring"
     let ringView: FormRing | undefined
     let blockedGeneration = -1
-    let pending: { readonly epoch: number; readonly samplesDone: number; readonly params: Float32Array } | undefined
+    let pending: { readonly epoch: number; readonly samplesDone: number; readonly params: Float32Array; readonly contributes: boolean } | undefined
     let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
     let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
     let ringFailure: Ring.RingLinkError | undefined
@@ -438,21 +444,32 @@ export const run = (
     const describe = (why: Gone): string =>
       why.reason === "CoordinatorSilent"
         ? `no frame for ${Math.round(why.silentMs)} ms, over coordinatorTimeoutMs ${coordinatorTimeoutMs}`
-        : why.closeCode === Transport.CloseCode.RankDead
-        ? `it declared this rank dead: channel closed with code ${why.closeCode}`
         : why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal
         ? "channel closed"
         : `channel closed with code ${why.closeCode}`
+    /** The rank's last line's head: declared dead (the coordinator is still there), or the coordinator is gone. */
+    const headOf = (why: Gone): string =>
+      why.reason === "ChannelClosed" && why.closeCode === Transport.CloseCode.RankDead
+        ? `the coordinator declared this rank dead (close code ${why.closeCode})`
+        : `the coordinator is gone (${describe(why)})`
+    /** A link that dropped without a code: what the link learns of why (`Link.whyEnded`), if it can. */
+    const learnWhy = (why: Gone): Effect.Effect<Gone> =>
+      why.reason === "ChannelClosed" && link.whyEnded !== undefined &&
+        (why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal)
+        ? Effect.map(link.whyEnded, (closeCode) => (closeCode === undefined ? why : { reason: "ChannelClosed", closeCode }))
+        : Effect.succeed(why)
     /**
      * The coordinator is gone: save where we can (bounded), say so in one line, leave. Never
      * throws: a save that fails or takes too long is reported in the line and in emergency.json.
      */
-    const gone = (why: Gone, save = true) =>
+    const gone = (first: Gone, save = true) =>
       Effect.gen(function*() {
+        const why = yield* learnWhy(first)
         const say = link.detach?.() ?? ((line: string) => console.error(line))
         const detail = describe(why)
+        const head = headOf(why)
         if (!save) {
-          say(`cohort rank ${rank}: the coordinator is gone (${detail}); no save (the rank was hung)`)
+          say(`cohort rank ${rank}: ${head}; no save (the rank was hung)`)
           return leave(coordinatorGoneExitCode)
         }
         const dir = `${data.saveDir}/rank${rank}`
@@ -485,8 +502,8 @@ export const run = (
         }).pipe(Effect.ignore, Effect.timeoutOption(saveTimeoutMs))
         say(
           error === undefined
-            ? `cohort rank ${rank}: the coordinator is gone (${detail}); saved to ${dir} (emergency)`
-            : `cohort rank ${rank}: the coordinator is gone (${detail}); the emergency save to ${dir} failed: ${error}`
+            ? `cohort rank ${rank}: ${head}; saved to ${dir} (emergency)`
+            : `cohort rank ${rank}: ${head}; the emergency save to ${dir} failed: ${error}`
         )
         leave(coordinatorGoneExitCode)
       })
@@ -639,7 +656,7 @@ export const run = (
       }
       collective = entry
       const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
-      const body = Ring.allReduce(channel.inbox, shape, contribution.params).pipe(
+      const body = Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes).pipe(
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
@@ -661,11 +678,14 @@ export const run = (
 
     const contribute = (samplesDone: number) =>
       Effect.gen(function*() {
+        // A ring member that trained nothing since its last round keeps the ring whole but adds
+        // nothing to the mean (as cpu's round, which only averages its contributors).
+        const trainedSince = batchesSinceContribution > 0
         batchesSinceContribution = 0
         waitingUpdate = true
         if (ringBackend) {
           // The pre-round parameters: what every collective of this round (and its redo) averages.
-          pending = { epoch, samplesDone, params: Float32Array.from(trainer.getParams()) }
+          pending = { epoch, samplesDone, params: Float32Array.from(trainer.getParams()), contributes: trainedSince }
           return yield* startCollective
         }
         yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })

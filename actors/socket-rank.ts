@@ -189,6 +189,34 @@ export const connectRetryDelayMsBase = 100
 export const connectRetryDelayMsMax = 2000
 
 /**
+ * How long `cohort join` asks the coordinator, after its link dropped without a close code, whether
+ * it declared this rank dead: one join attempt with the same rank and token, bounded by this many
+ * ms (3000). A refusal with `RankDead` (4011) means it did (exit 13); anything else (unreachable,
+ * another refusal, no answer) leaves the rank's exit as it was (3, the coordinator is gone).
+ *
+ * Why: a coordinator's 4011 close can be lost with the connection (a link cut while it was sent:
+ * Deno's server, seen in the network test, does not deliver the pending close frame once the link
+ * returns, and the rank's socket ends without a code).
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const closeProbeMsMax = 3000
+
+/**
+ * One bounded join attempt with `rank` and the run's token (`closeProbeMsMax`): the close code of
+ * the refusal, if the coordinator refused it; undefined otherwise (a join that succeeds, which a
+ * run that already formed never lets happen, is closed at once).
+ */
+const probeCloseCode = (url: string, runToken: string, rank: number): Effect.Effect<number | undefined> =>
+  Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax })).pipe(
+    Effect.as(undefined),
+    Effect.catch((error) => Effect.succeed(error.reason._tag === "Refused" ? error.reason.closeCode : undefined)),
+    Effect.timeoutOption(closeProbeMsMax),
+    Effect.map((answer) => (answer._tag === "Some" ? answer.value : undefined))
+  )
+
+/**
  * Joins a served run as one rank in this process and trains until the run ends; resolves with
  * the process's exit code (`JoinExitCode`) instead of exiting, except once training started:
  * then the rank leaves the process itself (`process.exit`) with that code, after closing its
@@ -248,8 +276,15 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   options.say(`cohort join: joined ${options.url} as rank ${client.rank} of ${run.worldSize}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
   const leave = leaveThrough(() => client)
-  await Rank.main(Effect.succeed(link), undefined, (code) => {
-    const closeCode = client.closeCode()
+  // A link that dropped without a close code: ask once whether the coordinator declared us dead.
+  let probed: number | undefined
+  const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank)).pipe(
+    // Only a RankDead refusal says why this link ended; another (a live rank's index taken) does not.
+    Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead ? closeCode : undefined)),
+    Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
+  )
+  await Rank.main(Effect.succeed({ ...link, whyEnded }), undefined, (code) => {
+    const closeCode = probed ?? client.closeCode()
     if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
       const refusal = refusalOf(closeCode)
       if (refusal.code !== JoinExitCode.refused || closeCode === Transport.CloseCode.ParamsMismatch) return leave(refusal.code)

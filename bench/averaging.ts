@@ -13,7 +13,7 @@
  *
  * Run: `node --import tsx bench/averaging.ts [--quick] [--process] [--no-json]`, `bun
  * bench/averaging.ts`, `deno run -A bench/averaging.ts`. `--quick` measures 2 and 4 ranks at 100 k
- * and 400 k parameters; the full run adds 8 ranks and 4 M parameters. Numbers from a machine
+ * and 400 k parameters; the full run adds 8 and 16 ranks and 4 M parameters. Numbers from a machine
  * shared with other work are labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -71,7 +71,7 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
 }
 
 const sizes = quick ? [100_000, 407_050] : [100_000, 407_050, 4_000_000]
-const rankCounts = quick ? [2, 4] : [2, 4, 8]
+const rankCounts = quick ? [2, 4] : [2, 4, 8, 16]
 const rows: Array<Array<string | number>> = []
 const results: Array<Record<string, unknown>> = []
 for (const params of sizes) {

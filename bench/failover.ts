@@ -18,6 +18,13 @@
  * are child processes that join the coordinator's WebSocket server over loopback, so a kill is
  * seen by the process's supervisor or the socket's close, whichever comes first.
  *
+ * The `ring` row (issue 15) runs worker-thread ranks with the ring backend (`bench/trainers/waiting.ts`
+ * with `COHORT_BENCH_PARAMS` parameters, 407,050 by default: the bundled MLP's) and makes ranks
+ * 0, 1, … exit inside an all-reduce (between two of its steps, rounds 3, 7, 11, …): the survivors
+ * abort, re-form the ring and redo the round. It reports, per death, the time from its
+ * declaration (the supervisor saw the worker end, a few ms after the exit) to the survivors' next
+ * completed round (median, p99).
+ *
  * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
  */
 import * as Launcher from "../actors/launcher.ts"
@@ -92,6 +99,52 @@ const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 
   }
 }
 
+/** The ring row: deaths inside all-reduces; declared → next completed round per death. */
+export interface RingResult {
+  readonly worldSize: number
+  readonly params: number
+  readonly deaths: number
+  readonly declaredToNextRoundMs: { readonly median: number; readonly p99: number }
+  readonly generations: number
+  readonly lost: number
+  readonly duplicated: number
+}
+
+const measureRing = async (quick: boolean): Promise<RingResult> => {
+  const worldSize = quick ? 4 : 8
+  const deaths = quick ? 1 : 5
+  const params = Number(process.env["COHORT_BENCH_PARAMS"] ?? 407_050)
+  process.env["COHORT_BENCH_PARAMS"] = String(params)
+  const rounds: Array<number> = []
+  const outcome = await Launcher.run({
+    trainer: "bench/trainers/waiting.ts",
+    worldSize,
+    epochs: 1,
+    batchSize: 16,
+    backend: "ring",
+    averageEverySteps: 16,
+    heartbeatTimeoutMs: 2000,
+    heartbeatIntervalMs: 250,
+    tickMs: 50,
+    collectiveFaults: Array.from({ length: deaths }, (_, i) => ({ rank: i, round: 3 + 4 * i, step: 1, fault: "exit" as const })),
+    outDir: "bench/results/runs",
+    onRankOutput: () => {},
+    onEvent: (event) => {
+      if (event.type === "round") rounds.push(event.ms)
+    }
+  })
+  const next = outcome.deaths.map((d) => (rounds.find((ms) => ms >= d.declaredMs) ?? Number.NaN) - d.declaredMs)
+  return {
+    worldSize,
+    params,
+    deaths: outcome.deaths.length,
+    declaredToNextRoundMs: Lib.percentiles(next),
+    generations: outcome.ring?.generations ?? 0,
+    lost: outcome.epochs.reduce((sum, e) => sum + e.lost, 0),
+    duplicated: outcome.epochs.reduce((sum, e) => sum + e.duplicated, 0)
+  }
+}
+
 /**
  * The flood rate the coordinator keeps up with: doubling from 50,000 frames/s, the last rate at
  * which a 6-rank, 1-epoch run (flood from 0.3 s) ends with the flooder's link still open.
@@ -129,6 +182,7 @@ export const run = async (quick: boolean): Promise<{
   readonly hostileRatio: number
   readonly niced?: Result
   readonly websocket: Result
+  readonly ring: RingResult
   readonly markdown: string
 }> => {
   const result = await measure(quick, 0)
@@ -144,6 +198,7 @@ export const run = async (quick: boolean): Promise<{
   const hostileRatio = hostile.killToRecoveredMs.median / result.killToRecoveredMs.median
   const niced = quick ? undefined : await measure(quick, 10)
   const websocket = await measure(quick, 0, 0, "websocket")
+  const ring = await measureRing(quick)
   const markdown = Lib.table(
     ["transport", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
     [result, hostile, ...(niced === undefined ? [] : [niced]), websocket].map((r) => [
@@ -161,10 +216,13 @@ export const run = async (quick: boolean): Promise<{
       r.duplicated
     ])
   )
-  const ratioLine = `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
+  const ringLine = `\nring backend (worker threads, ${ring.worldSize} ranks, ${ring.params} parameters): ${ring.deaths} ranks exited inside an all-reduce; ` +
+    `declared → next completed round median ${Lib.fmt(ring.declaredToNextRoundMs.median)} ms, p99 ${Lib.fmt(ring.declaredToNextRoundMs.p99)} ms; ` +
+    `${ring.generations} ring generations; lost ${ring.lost}, duplicated ${ring.duplicated}`
+  const ratioLine = ringLine + `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
   return niced === undefined
-    ? { result, hostile, hostileRatio, websocket, markdown: markdown + ratioLine }
-    : { result, hostile, hostileRatio, niced, websocket, markdown: markdown + ratioLine }
+    ? { result, hostile, hostileRatio, websocket, ring, markdown: markdown + ratioLine }
+    : { result, hostile, hostileRatio, niced, websocket, ring, markdown: markdown + ratioLine }
 }
 
 if (Lib.isMain("failover")) {

@@ -8,6 +8,8 @@ const outDir = mkdtempSync(join(tmpdir(), "cohort-demo-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
 describe("cohort demo", () => {
+  // The cpu backend's accuracy on worker threads, which the ring's run below must match (within 0.01).
+  let cpuAccuracy: number | undefined
   // The demo's kill: a worker thread is terminated; a rank process over WebSocket gets SIGKILL.
   for (const [transport, cause] of [["worker", "terminate"], ["websocket", "SIGKILL"]] as const) {
   it(`trains the bundled digits for one epoch on 4 ${transport} ranks with a clean audit`, async () => {
@@ -31,6 +33,7 @@ describe("cohort demo", () => {
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     // One epoch of the bundled MLP over 8,000 digits reaches about 0.89 test accuracy.
     expect(result.epochs[0]!.accuracy).toBeGreaterThan(0.85)
+    if (transport === "worker") cpuAccuracy = result.epochs[0]!.accuracy
     // The live lines (on stderr with --json) follow time, a death comes before what it caused, and
     // the epoch's accuracy, pending when the epoch ends, follows on its own line.
     const lines = err.join("").trimEnd().split("\n")
@@ -70,8 +73,9 @@ describe("cohort demo", () => {
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])
     expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "port"])
-    // The cpu demo above reaches about 0.89; the ring averages the same contributions (every
-    // survivor's), so it must be within 0.01 of that band's floor.
-    expect(result.epochs[0]!.accuracy).toBeGreaterThan(0.85)
+    // The ring averages the same contributions as cpu (the members that trained since the last
+    // round, with equal weights), so its accuracy is the cpu run's above, within 0.01.
+    if (cpuAccuracy === undefined) throw new Error("run the whole file: this test compares with the cpu run above")
+    expect(result.epochs[0]!.accuracy).toBeGreaterThanOrEqual(cpuAccuracy - 0.01)
   }, 120_000)
 })

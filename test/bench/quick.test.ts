@@ -30,13 +30,17 @@ describe("quick benchmarks", () => {
     ])
   })
 
-  it("failover: real workers are killed and hung, each caught by its detector, with clean audits", async () => {
-    const { result, hostile, websocket } = await Failover.run(true)
+  it("failover: real workers are killed and hung, each caught by its detector, with clean audits; a ring member exits inside an all-reduce and the survivors complete the next round", async () => {
+    const { result, hostile, websocket, ring } = await Failover.run(true)
     expect([result.worldSize, result.kills, result.hangs, result.lost, result.duplicated]).toEqual([7, 3, 1, 0, 0])
     // The same cluster with its last rank flooding 100,000 frames/s: every honest death caught by
     // its detector, clean audits (the flooder itself may be closed where the machine cannot keep up).
     expect([hostile.worldSize, hostile.kills, hostile.hangs, hostile.lost, hostile.duplicated]).toEqual([7, 3, 1, 0, 0])
     // The same quiet cluster as rank processes joined over WebSocket (loopback).
     expect([websocket.transport, websocket.worldSize, websocket.kills, websocket.hangs, websocket.lost, websocket.duplicated]).toEqual(["websocket", 7, 3, 1, 0, 0])
+    // The ring row: rank 0 exits inside round 3's all-reduce; the 3 survivors re-form (generation
+    // 2 of 2) and complete a round after it, with clean audits.
+    expect([ring.worldSize, ring.deaths, ring.generations, ring.lost, ring.duplicated]).toEqual([4, 1, 2, 0, 0])
+    expect(ring.declaredToNextRoundMs.median).toBeGreaterThanOrEqual(0)
   }, 180_000)
 })
