@@ -242,6 +242,19 @@ export const segmentOf = (length: number, n: number, index: number): readonly [s
 
 const mod = (a: number, n: number): number => ((a % n) + n) % n
 
+// The per-value loops live in plain functions, outside the generator that runs the steps, so that
+// the engine compiles them as hot loops (inside the generator they ran several times slower).
+
+/** `sum[start + i] += data[i]` for `i` in `[0, end - start)`. */
+const accumulate = (sum: Float64Array, start: number, end: number, data: Float64Array | Float32Array): void => {
+  for (let i = start; i < end; i++) sum[i]! += data[i - start]!
+}
+
+/** `out[i] = sum[i] / count` for `i` in `[start, end)`, rounded once to float32. */
+const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
+  for (let i = start; i < end; i++) out[i] = sum[i]! / count
+}
+
 /**
  * The element-wise mean of the contributing ring ranks' `params` for one collective, as float32:
  * runs the reduce-scatter and all-gather steps over `inbox` (module doc). `contributes` (default
@@ -288,14 +301,14 @@ export const allReduce = (
         return yield* Effect.fail(new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`))
       }
       counts[received]! += count
-      for (let i = start; i < end; i++) sum[i]! += message.data[i - start]!
+      accumulate(sum, start, end, message.data)
     }
     // Segment (r + 1) mod n is complete here: divide and round once.
     const own = mod(r + 1, n)
     const [ownStart, ownEnd] = segmentOf(length, n, own)
     const contributions = counts[own]!
     if (contributions === 0) out.set(params.subarray(ownStart, ownEnd), ownStart)
-    else for (let i = ownStart; i < ownEnd; i++) out[i] = sum[i]! / contributions
+    else divideInto(out, sum, ownStart, ownEnd, contributions)
     // All-gather: pass finished segments around the ring.
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s
