@@ -1,0 +1,248 @@
+/**
+ * A rank's side of the ring backend (`RankData.backend` `ring`, issue 15; `rank.ts` module doc):
+ * its view of the ring (the latest `FormRing`), its links to its ring neighbours (relayed through
+ * the coordinator as `RingData`, or direct `MessageChannel` links between worker threads handed
+ * over per generation), and the one collective it runs at a time.
+ *
+ * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
+ * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
+ * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
+ * `RoundCommitted{round, generation}` (`committed`). `DeclareDead` interrupts a running collective
+ * and discards a finished but unconfirmed one; no collective of that generation starts again. A
+ * newer `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the
+ * round from its pre-round parameters. Faults for tests fire between two steps
+ * (`RankData.collectiveFault`).
+ *
+ * @since 0.1.0
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Ring from "../src/averaging/ring.ts"
+import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../src/core/messages.ts"
+import { collectiveFaultExitCode } from "./rank-data.ts"
+import type { Link, RankData } from "./rank-data.ts"
+
+/**
+ * What `make` needs of the rank: its `RankData` (`ringLinks`, `collectiveFault`), its link
+ * (`onRingPorts`), how it sends to the coordinator, how it leaves with an exit code (an injected
+ * `exit` fault), and how it stops responding (an injected `hang` fault).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RankRingOptions {
+  readonly data: RankData
+  readonly link: Link
+  readonly send: (message: ToCoordinator) => Effect.Effect<void>
+  readonly leave: (code: number) => void
+  readonly hang: () => void
+}
+
+/**
+ * One round's contribution: the rank's epoch and samples done at its contribution point, its
+ * pre-round parameters (what every collective of the round, and its redo, averages), and whether
+ * they count in the mean (`contributes`: false for a member that trained nothing since its last
+ * round, which only keeps the ring whole; `Ring.allReduce`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Contribution {
+  readonly epoch: number
+  readonly samplesDone: number
+  readonly params: Float32Array
+  readonly contributes: boolean
+}
+
+/**
+ * A rank's ring state (`make`). `round` arguments are the rank's current averaging round.
+ *
+ * - `view()`: the latest `FormRing`, if any.
+ * - `formRing`, `declareDead`, `relayed`: apply those frames from the coordinator.
+ * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
+ *   collective (the rank then applies it), `undefined` otherwise.
+ * - `contribute`: keeps the round's pre-round contribution and starts its collective.
+ * - `startCollective`: starts the pending contribution's collective when it can (module doc).
+ * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox.
+ * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
+ * - `woken()` ends when a direct link delivered since the last `rearm()`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RankRing {
+  readonly view: () => FormRing | undefined
+  readonly formRing: (message: FormRing, round: number) => Effect.Effect<void>
+  readonly declareDead: Effect.Effect<void>
+  readonly committed: (message: RoundCommitted) => Float32Array | undefined
+  readonly relayed: (message: RingData) => void
+  readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
+  readonly startCollective: (round: number) => Effect.Effect<void>
+  readonly neighboursWaiting: (round: number) => boolean
+  readonly failure: () => Ring.RingLinkError | undefined
+  readonly woken: () => Effect.Effect<"woken">
+  readonly rearm: () => void
+}
+
+/**
+ * Makes a rank's ring state (`RankRing`, module doc); with `RankData.ringLinks` `port`, registers
+ * for the link's direct ring ports of each generation.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const make = (options: RankRingOptions): RankRing => {
+  const { data, link, send, leave } = options
+  /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
+  const faultOr = (message: Ring.RingMessage, deliver: Effect.Effect<void>): Effect.Effect<void, Ring.RingLinkError> =>
+    Effect.suspend(() => {
+      const fault = data.collectiveFault
+      if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+        if (fault.fault === "exit") leave(collectiveFaultExitCode)
+        else options.hang()
+        return Effect.never
+      }
+      return deliver
+    })
+  // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
+  let wake = Deferred.makeUnsafe<void>()
+  const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
+  interface RingChannel {
+    readonly link: Ring.BufferedLink
+    readonly inbox: Ring.RingInbox
+    readonly close: () => void
+  }
+  /** The relay (`RingData` through the coordinator): one link for every generation. */
+  const relayLink = new Ring.BufferedLink((message) =>
+    faultOr(message, send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }))
+  )
+  const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
+  /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
+  const usePorts = data.ringLinks === "port" && link.onRingPorts !== undefined
+  const portChannels = new Map<number, RingChannel>()
+  const dropPortsBefore = (generation: number): void => {
+    for (const [g, channel] of portChannels) {
+      if (g >= generation) continue
+      channel.close()
+      portChannels.delete(g)
+    }
+  }
+  if (usePorts) {
+    link.onRingPorts!((ports) => {
+      if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
+      const direct = new Ring.BufferedLink((message) => faultOr(message, Effect.sync(() => ports.send(message))))
+      ports.onMessage((message) => {
+        direct.push(message)
+        notify()
+      })
+      portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
+      notify()
+    })
+  }
+  const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
+
+  // The latest FormRing; a generation a DeclareDead aborted (no collective of it starts again);
+  // the round's pre-round contribution; the running collective; its mean, finished but not yet
+  // confirmed by RoundCommitted.
+  let ringView: FormRing | undefined
+  let blockedGeneration = -1
+  let pending: Contribution | undefined
+  let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
+  let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
+  let ringFailure: Ring.RingLinkError | undefined
+
+  /** Interrupts the running collective, if any: it changes nothing the rank holds. */
+  const abortCollective = Effect.suspend(() => {
+    const running = collective
+    collective = undefined
+    return running?.fiber === undefined ? Effect.void : Fiber.interrupt(running.fiber)
+  })
+
+  /**
+   * Starts the all-reduce of the pending contribution in the current generation, unless one
+   * runs or finished already, no ring is formed yet, or a `DeclareDead` aborted this generation.
+   * When it completes the rank reports `RoundDone` and keeps the mean until `RoundCommitted`.
+   */
+  const startCollective = (round: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const view = ringView
+      const contribution = pending
+      if (contribution === undefined || view === undefined || collective !== undefined || finished !== undefined) return Effect.void
+      if (view.generation <= blockedGeneration) return Effect.void
+      const channel = channelFor(view.generation)
+      if (channel === undefined) return Effect.void // its direct links have not arrived yet
+      const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
+        generation: view.generation,
+        round,
+        fiber: undefined
+      }
+      collective = entry
+      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      const body = Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes).pipe(
+        Effect.flatMap((mean) =>
+          Effect.suspend(() => {
+            if (collective !== entry) return Effect.void
+            collective = undefined
+            finished = { generation: entry.generation, round: entry.round, mean }
+            return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+          })
+        ),
+        Effect.catch((error) =>
+          Effect.sync(() => {
+            if (collective === entry) ringFailure = error
+          })
+        )
+      )
+      return Effect.map(Effect.forkChild(body), (fiber) => {
+        entry.fiber = fiber
+      })
+    })
+
+  return {
+    view: () => ringView,
+    formRing: (message, round) =>
+      Effect.gen(function*() {
+        // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
+        if (ringView !== undefined && message.generation <= ringView.generation) return
+        ringView = message
+        dropPortsBefore(message.generation)
+        if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
+        if (finished !== undefined && finished.generation < message.generation) finished = undefined
+        yield* send({ _tag: "RingReady", generation: message.generation })
+        yield* startCollective(round) // redo an unconfirmed round from the pre-round parameters
+      }),
+    // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
+    declareDead: Effect.gen(function*() {
+      if (ringView !== undefined) blockedGeneration = Math.max(blockedGeneration, ringView.generation)
+      yield* abortCollective
+      finished = undefined
+    }),
+    committed: (message) => {
+      const done = finished
+      if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
+      finished = undefined
+      pending = undefined
+      return done.mean
+    },
+    relayed: (message) => relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data }),
+    contribute: (contribution, round) => {
+      pending = contribution
+      return startCollective(round)
+    },
+    startCollective,
+    neighboursWaiting: (round) => {
+      if (ringView === undefined) return false
+      const channel = channelFor(ringView.generation)
+      return channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true
+    },
+    failure: () => ringFailure,
+    woken: () => {
+      const woken = wake
+      return Effect.as(Deferred.await(woken), "woken" as const)
+    },
+    rearm: () => {
+      wake = Deferred.makeUnsafe<void>()
+    }
+  }
+}
