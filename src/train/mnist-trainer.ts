@@ -87,11 +87,22 @@ export interface MnistTrainer extends Trainer.Trainer {
  * @since 0.1.0
  * @category contract
  */
-export const createTrainer = async (context: Trainer.TrainerContext): Promise<MnistTrainer> => {
+export const createTrainer = (context: Trainer.TrainerContext): Promise<MnistTrainer> => createTrainerOfShape(SHAPE, context)
+
+/**
+ * `createTrainer` with a model of another `shape` (its `inputs` and `classes` must be MNIST's:
+ * 784 and 10), which its saves record: for tests that need the bundled data and a real model but
+ * not its cost (`test/fixtures/trainers/mnist-small.ts`, 64 hidden units: about an eighth of the
+ * arithmetic per batch). `setParams` then takes `Mlp.paramCount(shape)` parameters.
+ *
+ * @since 0.1.0
+ * @category contract
+ */
+export const createTrainerOfShape = async (shape: Mlp.Shape, context: Trainer.TrainerContext): Promise<MnistTrainer> => {
   const dataset = await Mnist.load()
   const train: Mlp.Samples = { codes: dataset.train.pixels, values: Mnist.PIXEL_VALUES, labels: dataset.train.labels }
   const test: Mlp.Samples = { codes: dataset.test.pixels, values: Mnist.PIXEL_VALUES, labels: dataset.test.labels }
-  const model = Mlp.make(SHAPE, Mlp.initialParams(SHAPE, context.seed))
+  const model = Mlp.make(shape, Mlp.initialParams(shape, context.seed))
   const worldSize = Math.max(1, context.worldSize)
   let samplesTrained = 0
   return {
@@ -113,7 +124,7 @@ export const createTrainer = async (context: Trainer.TrainerContext): Promise<Mn
     save: (dir) =>
       ModelFile.write(dir, model.params, {
         model: "mlp",
-        shape: SHAPE,
+        shape,
         seed: context.seed,
         samplesTrained,
         learningRate: learningRate(worldSize * samplesTrained),

@@ -1,7 +1,7 @@
 // `cohort serve` and `cohort join` as a user runs them: real processes of the command line, real
 // sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (issue 14).
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -12,6 +12,7 @@ import { type CliProcess, freePort, startCli } from "../cli-process.ts"
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+const held = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-serve-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
@@ -87,31 +88,37 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
   }, 240_000)
 
   it("refusals: a wrong token, a rank over the world size, a second connection for a live rank, a join after formation and a dead rank's join each get one line, their exit code and close code, and are counted; the run is unharmed", async () => {
-    // 15 epochs of about 2-3 s: the run outlasts the joins started after it formed (each command
-    // takes seconds to start on a loaded machine).
-    const serve = cohort(["serve", "--trainer", slow, "--world-size", "3", "--epochs", "15", "--heartbeat-timeout-ms", "3000", "--token-file", tokenFile, "--out", "runs", "--json"])
+    // 15 epochs of about 2-3 s while the hold file exists (steady-held.ts): the run outlasts the
+    // joins started after it formed (each command takes seconds to start on a loaded machine);
+    // once the last join was refused the file goes and the remaining epochs take 4 ms a batch.
+    const holdFile = join(dir, "hold-refusals")
+    writeFileSync(holdFile, "")
+    const hold = { COHORT_TEST_HOLD: holdFile }
+    const serve = cohort(["serve", "--trainer", held, "--world-size", "3", "--epochs", "15", "--heartbeat-timeout-ms", "3000", "--token-file", tokenFile, "--out", "runs", "--json"], hold)
     await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
     const url = urlOf(serve)
-    const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => ["join", url, "--trainer", slow, "--token-file", file, "--rank", rank, "--save-dir", save, "--connect-timeout-ms", "30000"]
+    const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => ["join", url, "--trainer", held, "--token-file", file, "--rank", rank, "--save-dir", save, "--connect-timeout-ms", "30000"]
     const refused = async (args: ReadonlyArray<string>): Promise<[number | null, string]> => {
-      const p = cohort(args)
+      const p = cohort(args, hold)
       return [await p.exit, p.err()]
     }
     expect(await refused(base("0", wrongTokenFile))).toEqual([10, `cohort join: refused by ${url}: wrong token (close code 4001)\n`])
     expect(await refused(base("3"))).toEqual([14, `cohort join: refused by ${url}: rank out of range (close code 4002)\n`])
-    const zero = cohort(base("0"))
+    const zero = cohort(base("0"), hold)
     await waitFor(() => zero.err().includes("as rank 0"), 60_000, "rank 0's join")
     expect(await refused(base("0"))).toEqual([11, `cohort join: refused by ${url}: rank taken (close code 4003)\n`])
-    const one = cohort(base("1"))
-    const two = cohort(base("2"))
+    const one = cohort(base("1"), hold)
+    const two = cohort(base("2"), hold)
     await waitFor(() => serve.err().includes("formed: every one of the 3 ranks joined"), 60_000, "formation")
-    const late = refused(["join", url, "--trainer", slow, "--token-file", tokenFile, "--save-dir", "save-late", "--connect-timeout-ms", "30000"])
+    const late = refused(["join", url, "--trainer", held, "--token-file", tokenFile, "--save-dir", "save-late", "--connect-timeout-ms", "30000"])
     // Rank 2 is killed mid-epoch: declared dead, its work moves, and it cannot come back.
     await waitFor(() => / rank 2 epoch 0: \d+ samples done/.test(serve.err()), 60_000, "rank 2's progress")
     two.child.kill("SIGKILL")
     expect(await late).toEqual([12, `cohort join: refused by ${url}: the run already formed (close code 4010)\n`])
     await waitFor(() => serve.err().includes("rank 2 lost"), 30_000, "rank 2's death")
     expect(await refused(base("2"))).toEqual([13, `cohort join: refused by ${url}: the rank was declared dead (close code 4011)\n`])
+    // Every join was refused while the run trained: the rest of the run need not be slow.
+    unlinkSync(holdFile)
     expect([await zero.exit, await one.exit, await serve.exit]).toEqual([0, 0, 0])
     const summary = JSON.parse(serve.out()) as Summary
     expect(audits(summary)).toEqual(Array.from({ length: 15 }, () => [4800, 0, 0]))
@@ -150,12 +157,14 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
       [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
     ]
-    for (const [args, env, line] of cases) {
-      const p = cohort(args, env)
-      expect([await p.exit, p.err()]).toEqual([2, line])
-    }
+    // The commands are independent of each other: they all start at once, then each is checked.
+    const started = cases.map(([args, env]) => cohort(args, env))
     // Nobody joins within the formation timeout: the run ends without training, exit 3.
     const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
+    for (const [i, [, , line]] of cases.entries()) {
+      const p = started[i]!
+      expect([await p.exit, p.err()]).toEqual([2, line])
+    }
     expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
   }, 150_000)
 })
