@@ -14,7 +14,7 @@
  * parameters, which the shell sends as `RoundCommitted`.
  *
  * The whole death chain lives in `declareBatch`, in the order of DESIGN.md §3.2. The state and its
- * queries are in `state.ts`, epoch planning in `epochs.ts`, the shared verbs in `emit.ts`, and the
+ * queries are in `state.ts`, epoch planning in `epochs.ts`, mid-run joins in `joins.ts` (issue 17), the shared verbs in `emit.ts`, and the
  * input, command and outcome types in `inputs.ts` and `outcome.ts`; this module re-exports what
  * users need, so `Coordinator.*` is the whole public API.
  *
@@ -34,7 +34,7 @@ import * as Split from "./split.ts"
 import { alert, broadcast, causeText, extendLive, formRing, hasUncommitted, leaveRound, memberCount, path, send, tracked } from "./emit.ts"
 import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
-import { enterRounds, onJoin } from "./joins.ts"
+import { enterRounds, lowestEligible, onJoin, vacateAbsent } from "./joins.ts"
 import type { Death, EpochSummary, Outcome } from "./outcome.ts"
 import type { Resume, State } from "./state.ts"
 
@@ -43,22 +43,7 @@ export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, RepeatedCrash } from "./outcome.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export {
-  activeCount,
-  assignment,
-  committedSamples,
-  expiring,
-  failures,
-  forEachSurvivor,
-  isDead,
-  isJoining,
-  isLive,
-  make,
-  nextSurvivor,
-  ringMembers,
-  scanWork,
-  survivors
-} from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Ending epochs and the run
@@ -263,19 +248,6 @@ const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32
 // ---------------------------------------------------------------------------------------------
 // Roles and checkpoints
 // ---------------------------------------------------------------------------------------------
-
-/**
- * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
- * joined mid-run; with `fastest` not one that is still uncalibrated (issue 17).
- */
-const lowestEligible = (state: State): Rank | undefined => {
-  const m = state.membership
-  const pinned = state.config.rolePolicy !== "fastest"
-  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
-    if (state.lateJoiner[r] === 0 || (!pinned && Roles.isCalibrated(state.calibration, r))) return r
-  }
-  return undefined
-}
 
 /** Moves the roles away from a rank that died or exited (DESIGN.md §3.5; joiners: issue 17). */
 const moveRoles = (state: State, gone: Rank): void => {
@@ -618,28 +590,6 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   // A resumed epoch whose every sample the parent committed ends at once.
   if (epochDone(state) && state.phase === "running") endEpoch(state, cmds)
   return cmds
-}
-
-/** Formation started without the `absent` ranks: their indices become vacant (issue 17). */
-const vacateAbsent = (state: State, cmds: Array<Command>, absent: ReadonlyArray<Rank>): void => {
-  const { config, membership } = state
-  const unique = [...new Set(absent.filter((r) => Number.isSafeInteger(r) && r >= 0 && r < config.worldSize))]
-  if (membership.activeCount - unique.length < config.minRanks) {
-    alert(state, cmds, "BadStart", "root", `${unique.length} absent ranks would leave fewer than minRanks ${config.minRanks}: every rank counts as present`)
-    return
-  }
-  for (const rank of unique) {
-    Membership.vacate(membership, rank)
-    Liveness.unwatch(state.liveness, rank)
-  }
-  state.vacantFrom = Math.min(state.vacantFrom, ...unique)
-  // Roles start on a present rank: the lowest one for `fastest`, else the pinned one if present.
-  const first = Membership.lowestLive(membership)!
-  const pinned = config.rolePolicy === "fastest" ? first : Math.min(config.rolePolicy.rank, config.worldSize - 1)
-  const holder = Membership.isLive(membership, pinned) ? pinned : first
-  state.roles.checkpoint = holder
-  state.roles.eval = holder
-  state.roles.epochFn = holder
 }
 
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {

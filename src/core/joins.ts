@@ -44,12 +44,13 @@
  * @since 0.1.0
  */
 import * as ChunkPool from "./chunk-pool.ts"
-import { formRing, path } from "./emit.ts"
+import { alert, formRing, path } from "./emit.ts"
 import { fill, sendRanges } from "./epochs.ts"
 import type { Command, JoinRefusal } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
+import * as Roles from "./roles.ts"
 import * as Split from "./split.ts"
 import type { State } from "./state.ts"
 
@@ -166,4 +167,44 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
   formRing(state, cmds, `ranks ${joiners.join(", ")} enter the ring at round ${state.round}`, true)
   state.joining.clear()
   if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
+}
+
+/**
+ * Formation started without the `absent` ranks (`start`'s option, `minRanks < worldSize`): their
+ * indices become vacant and unwatched, and the roles start on a present rank (the pinned one if
+ * present, else the lowest). A list that would leave fewer than `minRanks` is ignored with a
+ * `BadStart` alert. O(absent + worldSize).
+ */
+export const vacateAbsent = (state: State, cmds: Array<Command>, absent: ReadonlyArray<Rank>): void => {
+  const { config, membership } = state
+  const unique = [...new Set(absent.filter((r) => Number.isSafeInteger(r) && r >= 0 && r < config.worldSize))]
+  if (membership.activeCount - unique.length < config.minRanks) {
+    alert(state, cmds, "BadStart", "root", `${unique.length} absent ranks would leave fewer than minRanks ${config.minRanks}: every rank counts as present`)
+    return
+  }
+  for (const rank of unique) {
+    Membership.vacate(membership, rank)
+    Liveness.unwatch(state.liveness, rank)
+  }
+  state.vacantFrom = Math.min(state.vacantFrom, ...unique)
+  // Roles start on a present rank: the lowest one for `fastest`, else the pinned one if present.
+  const first = Membership.lowestLive(membership)!
+  const pinned = config.rolePolicy === "fastest" ? first : Math.min(config.rolePolicy.rank, config.worldSize - 1)
+  const holder = Membership.isLive(membership, pinned) ? pinned : first
+  state.roles.checkpoint = holder
+  state.roles.eval = holder
+  state.roles.epochFn = holder
+}
+
+/**
+ * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
+ * joined mid-run; with `fastest` not one that is still uncalibrated (issue 17). O(ranks skipped).
+ */
+export const lowestEligible = (state: State): Rank | undefined => {
+  const m = state.membership
+  const pinned = state.config.rolePolicy !== "fastest"
+  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
+    if (state.lateJoiner[r] === 0 || (!pinned && Roles.isCalibrated(state.calibration, r))) return r
+  }
+  return undefined
 }
