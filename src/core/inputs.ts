@@ -60,10 +60,11 @@ export type DeathCause =
  *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
- * - `Join`: a rank asks to join the running run (issue 17; DESIGN.md §3.11): `rank` is the index
+ * - `Join`: a rank asks to join the running run (issue 17; the rules: `joins.ts`): `rank` is the index
  *   it asks for, or `undefined` for the lowest vacant one (`--rank auto`). The shell checks the
  *   joiner's `Hello` (protocol, model size) as at formation before it sends `Join`. The outcome is
- *   one `Welcome` or one `JoinRefused` command, first in the step's commands.
+ *   one `Welcome` or one `JoinRefused` command (after a `CoordinatorStall` alert, if any), ahead of
+ *   any command to the joiner.
  * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
  *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
  *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
