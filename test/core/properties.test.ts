@@ -190,7 +190,6 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
       }),
       { seed: SEED + 2, numRuns: 150 }
     )
-    console.log(`[growing] ${JSON.stringify({ runs, joined, ringEntries, trainedAtOnce, completedWithJoins, wide, refused })}`)
     // Each path must actually be exercised, or the property proves little.
     expect(runs).toBe(150)
     expect(joined).toBeGreaterThan(150)
