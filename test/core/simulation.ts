@@ -27,7 +27,9 @@
  */
 import { uniformInt } from "pure-rand/distribution/uniformInt"
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus"
+import * as Assignments from "../../src/core/assignments.ts"
 import * as Audit from "../../src/core/audit.ts"
+import * as ChunkPool from "../../src/core/chunk-pool.ts"
 import type * as Config from "../../src/core/config.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"
 import type { Rank, ToCoordinator, ToRank } from "../../src/core/messages.ts"
@@ -335,6 +337,20 @@ export const run = (scenario: Scenario): SimResult => {
     if (live !== state.membership.joined - state.membership.failures - state.membership.exits) fail(`${what}: survivors do not add up`)
     if (state.membership.joined !== welcomed.size) fail(`${what}: ${state.membership.joined} ranks joined but ${welcomed.size} were welcomed`)
     for (const r of Coordinator.failures(state)) declaredDead.add(r)
+    // No round waits on a rank that joined after it opened (issue 17): with cpu the open round
+    // requires exactly the survivors holding uncommitted work that neither contributed nor joined
+    // since it opened; with ring no joiner is a member or a reporter.
+    if (state.phase === "running" && state.started) {
+      let required = 0
+      for (const r of Coordinator.survivors(state)) {
+        const joining = Coordinator.isJoining(state, r)
+        if (ring && joining && state.ringReports.has(r)) fail(`${what}: joiner ${r} reported to the ring round it is not a member of`)
+        if (!ring && joining && state.contributed[r] !== 1) fail(`${what}: the open round waits on joiner ${r}`)
+        const holds = state.pool !== undefined ? ChunkPool.holdsUncommitted(state.pool, r) : state.assignments !== undefined && Assignments.hasUncommitted(state.assignments, r)
+        if (holds && state.contributed[r] === 0) required += 1
+      }
+      if (!ring && required !== state.pendingRequired) fail(`${what}: the open round waits on ${state.pendingRequired} ranks, ${required} hold work and did not contribute`)
+    }
   }
 
   const step = (input: Coordinator.Input, what: string): void => {
