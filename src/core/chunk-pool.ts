@@ -203,6 +203,34 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: R
   return pool
 }
 
+/**
+ * Brings a retired rank with nothing held into the epoch (a joiner, issue 17): it becomes idle and
+ * its span grows from empty to the tail half (rounded down) of the largest remaining span, which
+ * that span's owner gives up: owner and joiner then consume their halves front to back, and
+ * thieves take from either tail as from any span, so no sample gets two holders. Returns the
+ * samples moved into the joiner's span (0 when every span is empty; it still takes reclaimed
+ * chunks and steals like any rank). No-op returning 0 for a rank that is not retired or still
+ * holds chunks. O(log worldSize).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const admit = (pool: Pool, rank: Rank): number => {
+  if (pool.retired[rank] !== 1 || holdsUncommitted(pool, rank) || residue(pool, rank) > 0) return 0
+  pool.retired[rank] = 0
+  setIdle(pool, rank)
+  const donor = pool.tree[1]!
+  const give = donor === NONE ? 0 : Math.floor(residue(pool, donor) / 2)
+  if (give <= 0) return 0
+  const start = pool.end[donor]! - give
+  pool.end[donor] = start
+  pool.cursor[rank] = start
+  pool.end[rank] = start + give
+  updateTree(pool, donor)
+  updateTree(pool, rank)
+  return give
+}
+
 const reclaimedFront = (pool: Pool): Range | undefined =>
   pool.reclaimedHead < pool.reclaimed.length ? pool.reclaimed[pool.reclaimedHead] : undefined
 

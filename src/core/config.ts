@@ -9,7 +9,10 @@ import type { Rank } from "./messages.ts"
 
 /**
  * `{absolute: n}`: unrecoverable once `n` ranks died. `{fraction: f}`: once
- * `ceil(clamp(f, 0, 1) * worldSize)` died (DESIGN.md §3.6).
+ * `ceil(clamp(f, 0, 1) * joined)` died, where `joined` counts every rank that ever joined the run
+ * (the ranks present at formation plus every welcomed joiner, dead and exited ones included), so
+ * that a growing run's limit grows with it and a run that never grows keeps `worldSize`
+ * (DESIGN.md §3.6; issue 17).
  *
  * @since 0.1.0
  * @category model
@@ -33,8 +36,24 @@ export type RolePolicy = "fastest" | { readonly rank: Rank }
  * @category model
  */
 export interface Options {
-  /** Ranks at formation, `>= 1` (`>= 2` with the ring backend). */
+  /**
+   * The initial world size: rank indices `[0, worldSize)` are the ranks of the formation, `>= 1`
+   * (`>= 2` with the ring backend).
+   */
   readonly worldSize: number
+  /**
+   * Capacity (issue 17): rank indices are `[0, maxRanks)`; ranks `>= worldSize` may join while the
+   * run trains (`Join` input), each index at most once (indices are never reused: a dead or exited
+   * rank's index stays taken). Integer `>= worldSize`. Default `worldSize`: the run never grows.
+   * The core's per-rank arrays are sized by it (about 55 bytes per index).
+   */
+  readonly maxRanks?: number
+  /**
+   * Formation starts once this many ranks joined (issue 17): the shell starts the core with the
+   * ranks it has (`start`'s `absent` names the formation indices still missing; they may join
+   * later). Integer in `[1, worldSize]` (`>= 2` with the ring backend). Default `worldSize`.
+   */
+  readonly minRanks?: number
   /** Samples per epoch, `>= 1`. */
   readonly epochSamples: number
   /** Epochs to train, `>= 1`. */
@@ -58,7 +77,11 @@ export interface Options {
   readonly failureLimit?: FailureLimit | undefined
   /** How a dead rank's remainder is split: `equal` (default) or `throughput`. */
   readonly redistribution?: "equal" | "throughput"
-  /** Static partitions in proportion to these weights, one per rank; default equal split. */
+  /**
+   * Static partitions in proportion to these weights, one per rank index (`worldSize` or
+   * `maxRanks` entries; with `worldSize` entries a joiner's weight is the mean of the given ones,
+   * issue 17); default equal split.
+   */
   readonly partitionRatios?: ReadonlyArray<number>
   /** Default `"fastest"`. */
   readonly rolePolicy?: RolePolicy
@@ -99,6 +122,8 @@ export interface Options {
  */
 export interface Config {
   readonly worldSize: number
+  readonly maxRanks: number
+  readonly minRanks: number
   readonly epochSamples: number
   readonly epochs: number
   readonly mode: "static" | "progressive"
@@ -173,10 +198,16 @@ export const make = (options: Options): Config | Invalid => {
   if (!isCount(o.worldSize, 1)) return invalid("worldSize", `must be an integer >= 1, got ${String(o.worldSize)}`)
   if (!isCount(o.epochSamples, 1)) return invalid("epochSamples", `must be an integer >= 1, got ${String(o.epochSamples)}`)
   if (!isCount(o.epochs, 1)) return invalid("epochs", `must be an integer >= 1, got ${String(o.epochs)}`)
+  const maxRanks = o.maxRanks ?? o.worldSize
+  if (!isCount(maxRanks, o.worldSize)) return invalid("maxRanks", `must be an integer >= worldSize (${o.worldSize}), got ${String(maxRanks)}`)
   const backend = o.backend ?? defaults.backend
   if (backend !== "cpu" && backend !== "ring") return invalid("backend", `must be cpu or ring, got ${String(backend)}`)
   if (backend === "ring" && o.worldSize < 2) {
     return invalid("backend", `the ring backend needs worldSize >= 2, got ${o.worldSize}`)
+  }
+  const minRanks = o.minRanks ?? o.worldSize
+  if (!isCount(minRanks, backend === "ring" ? 2 : 1) || minRanks > o.worldSize) {
+    return invalid("minRanks", `must be an integer in [${backend === "ring" ? 2 : 1}, worldSize (${o.worldSize})], got ${String(minRanks)}`)
   }
   const mode = o.mode ?? defaults.mode
   if (mode !== "static" && mode !== "progressive") return invalid("mode", `must be static or progressive, got ${String(mode)}`)
@@ -202,7 +233,9 @@ export const make = (options: Options): Config | Invalid => {
   }
   const ratios = o.partitionRatios
   if (ratios !== undefined) {
-    if (ratios.length !== o.worldSize) return invalid("partitionRatios", `needs ${o.worldSize} entries, got ${ratios.length}`)
+    if (ratios.length !== o.worldSize && ratios.length !== maxRanks) {
+      return invalid("partitionRatios", `needs ${o.worldSize}${maxRanks === o.worldSize ? "" : ` or ${maxRanks}`} entries, got ${ratios.length}`)
+    }
     const sum = ratios.reduce((a, b) => a + b, 0)
     if (!ratios.every((w) => Number.isFinite(w) && w >= 0) || !(sum > 0 && Number.isFinite(sum))) {
       return invalid("partitionRatios", "must be finite, non-negative, not all zero, with a finite sum")
@@ -239,6 +272,8 @@ export const make = (options: Options): Config | Invalid => {
   }
   return {
     worldSize: o.worldSize,
+    maxRanks,
+    minRanks,
     epochSamples: o.epochSamples,
     epochs: o.epochs,
     mode,
@@ -247,7 +282,9 @@ export const make = (options: Options): Config | Invalid => {
     coordinatorStallMs,
     failureLimit: limit,
     redistribution,
-    partitionRatios: ratios,
+    partitionRatios: ratios === undefined || ratios.length === maxRanks
+      ? ratios
+      : [...ratios, ...new Array<number>(maxRanks - ratios.length).fill(ratios.reduce((a, b) => a + b, 0) / ratios.length)],
     rolePolicy,
     batchSize,
     chunkSamples,
@@ -265,7 +302,8 @@ export const make = (options: Options): Config | Invalid => {
 
 /**
  * The number of failures at which the run is unrecoverable: `absolute n` gives `n`;
- * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)`, the product rounded to 9 decimal places
+ * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)` (the core passes the count of ranks that
+ * ever joined as `worldSize`: `Membership.joined`, issue 17), the product rounded to 9 decimal places
  * before the ceiling so that 0.07 of 100 is 7 (DESIGN.md §3.6; fixes floating-point noise in
  * floDl's `Percent`). `undefined` when there is no limit.
  *

@@ -14,7 +14,7 @@
  * parameters, which the shell sends as `RoundCommitted`.
  *
  * The whole death chain lives in `declareBatch`, in the order of DESIGN.md §3.2. The state and its
- * queries are in `state.ts`, epoch planning in `epochs.ts`, the shared verbs in `emit.ts`, and the
+ * queries are in `state.ts`, epoch planning in `epochs.ts`, mid-run joins in `joins.ts` (issue 17), the shared verbs in `emit.ts`, and the
  * input, command and outcome types in `inputs.ts` and `outcome.ts`; this module re-exports what
  * users need, so `Coordinator.*` is the whole public API.
  *
@@ -31,18 +31,19 @@ import type { Rank, SaveReason, ToCoordinator, ToRank } from "./messages.ts"
 import * as Roles from "./roles.ts"
 import * as Split from "./split.ts"
 
-import { alert, broadcast, causeText, extendLive, hasUncommitted, leaveRound, path, send, tracked } from "./emit.ts"
+import { alert, broadcast, causeText, extendLive, formRing, hasUncommitted, leaveRound, memberCount, path, send, tracked } from "./emit.ts"
 import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
+import { enterRounds, lowestEligible, onJoin, vacateAbsent } from "./joins.ts"
 import type { Death, EpochSummary, Outcome } from "./outcome.ts"
 import type { Resume, State } from "./state.ts"
 
 export { causeText } from "./emit.ts"
-export type { Command, DeathCause, Input } from "./inputs.ts"
-export type { Counters, Death, EpochSummary, EvalRecord, Outcome, RepeatedCrash } from "./outcome.ts"
+export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
+export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, RepeatedCrash } from "./outcome.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isLive, make, nextSurvivor, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Ending epochs and the run
@@ -71,7 +72,8 @@ const finish = (
     evals: [...state.evals],
     uncommitted: midEpoch ? { epoch: state.epoch, ranges: Audit.uncommitted(state.log) } : undefined,
     counters: { ...state.counters },
-    repeatedCrash: state.repeatedCrash
+    repeatedCrash: state.repeatedCrash,
+    ...(state.joins.length > 0 ? { joins: [...state.joins] } : {})
   }
   state.outcome = outcome
   cmds.push({ _tag: "RunEnded", outcome })
@@ -146,7 +148,7 @@ const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds:
 const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
   const ring = state.ring!
   const reports = state.ringReports
-  if (state.phase !== "running" || reports.size === 0 || reports.size < state.membership.activeCount) return
+  if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
   const contributors = [...reports.keys()]
   for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
   cmds.push({
@@ -164,6 +166,7 @@ const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
   state.round += 1
   state.roundOpenedMs = undefined
   state.pendingRequired = state.uncommittedLive
+  enterRounds(state, cmds)
   if (epochDone(state)) endEpoch(state, cmds)
 }
 
@@ -181,7 +184,7 @@ const discardRingRound = (state: State): void => {
 
 const onRoundDone = (state: State, rank: Rank, round: number, generation: number, samplesDone: number, cmds: Array<Command>): void => {
   const ring = state.ring
-  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank)) {
+  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank) || state.joining.has(rank)) {
     state.counters.staleRoundDone += 1
     return
   }
@@ -200,6 +203,7 @@ const closeRound = (state: State, cmds: Array<Command>, reason: string): void =>
   state.contributions.clear()
   state.round += 1
   state.roundOpenedMs = undefined
+  enterRounds(state, cmds)
   state.pendingRequired = state.uncommittedLive
 }
 
@@ -245,19 +249,19 @@ const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32
 // Roles and checkpoints
 // ---------------------------------------------------------------------------------------------
 
-/** Moves the roles away from a rank that died or exited (DESIGN.md §3.5). */
+/** Moves the roles away from a rank that died or exited (DESIGN.md §3.5; joiners: issue 17). */
 const moveRoles = (state: State, gone: Rank): void => {
   const { roles, membership } = state
   if (state.config.rolePolicy === "fastest") {
     const holders = [roles.checkpoint, roles.eval, roles.epochFn]
     if (!holders.includes(gone)) return
-    const next = Roles.resolveFastest(state.calibration, membership)
+    const next = state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)
     if (next === undefined) return
     if (roles.checkpoint === gone) roles.checkpoint = next
     if (roles.eval === gone) roles.eval = next
     if (roles.epochFn === gone) roles.epochFn = next
   } else if (roles.checkpoint === gone) {
-    const next = Membership.lowestLive(membership)
+    const next = lowestEligible(state)
     if (next !== undefined) roles.checkpoint = next
   }
 }
@@ -268,7 +272,9 @@ const failoverCheckpoint = (state: State, cmds: Array<Command>, why: string, sen
   if (pending === undefined) return false
   const m = state.membership
   let next = Membership.nextLive(m, 0)
-  while (next < m.worldSize && pending.tried.has(next)) next = Membership.nextLive(m, next + 1)
+  // A pinned policy's checkpoint never fails over to a rank that joined mid-run (issue 17).
+  const pinned = state.config.rolePolicy !== "fastest"
+  while (next < m.worldSize && (pending.tried.has(next) || (pinned && state.lateJoiner[next] === 1))) next = Membership.nextLive(m, next + 1)
   if (next >= m.worldSize) {
     alert(state, cmds, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: ${why}; no untried live rank left`)
     state.checkpoint = undefined
@@ -314,14 +320,16 @@ const unrecoverableReason = (state: State, checkFailureLimit: boolean): { reason
     }
   }
   if (checkFailureLimit) {
-    const limit = Config.failureLimitCount(config.failureLimit, config.worldSize)
+    // A fraction is of the ranks that ever joined (issue 17): `worldSize` for a run that never grows.
+    const limit = Config.failureLimitCount(config.failureLimit, membership.joined)
     if (limit !== undefined && membership.failures >= limit) {
       const failures = `${membership.failures} ${membership.failures === 1 ? "failure" : "failures"}`
       return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}` }
     }
   }
-  if (config.backend === "ring" && membership.activeCount < 2) {
-    return { reason: "SingleSurvivor", detail: `the ring backend needs 2 survivors, ${membership.activeCount} left` }
+  // Joiners not yet in the ring do not count: the ring re-forms without them (issue 17).
+  if (config.backend === "ring" && memberCount(state) < 2) {
+    return { reason: "SingleSurvivor", detail: `the ring backend needs 2 survivors in the ring, ${memberCount(state)} left` }
   }
   if (config.backend === "cpu" && membership.activeCount === 0) {
     return { reason: "AllRanksLost", detail: "no survivor left" }
@@ -348,25 +356,6 @@ const onShutdownRequested = (state: State, cmds: Array<Command>, detail: string)
   closeOpenRound(state, cmds, `round ${state.round} closed early: the run stops (GracefulShutdown)`)
   if (state.started && state.membership.activeCount > 0) broadcast(cmds, { _tag: "ShutdownWithSave", reason: "GracefulShutdown" }, detail)
   finish(state, cmds, "interrupted", "GracefulShutdown", detail, state.started)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Ring rendezvous
-// ---------------------------------------------------------------------------------------------
-
-/** Sends `FormRing` to every survivor; every call after the first bumps the generation. */
-const formRing = (state: State, cmds: Array<Command>, reason: string): void => {
-  const ring = state.ring
-  if (ring === undefined) return
-  if (state.started) ring.generation += 1
-  ring.pending = true
-  ring.startedMs = state.clockMs
-  ring.readyCount = 0
-  ring.ready.fill(0)
-  const peers = Membership.survivors(state.membership)
-  peers.forEach((rank, ringRank) => {
-    send(cmds, rank, { _tag: "FormRing", generation: ring.generation, ringRank, ringSize: peers.length, peers }, reason)
-  })
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -433,6 +422,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
     if (death !== undefined) death.remainderSamples = ranges.reduce((sum, [, size]) => sum + size, 0)
     remainders.push({ rank: d.rank, death, ranges })
     if (Membership.isLive(membership, d.rank)) leaveRound(state, d.rank)
+    state.joining.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)
@@ -466,11 +456,18 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
   // 4. Redistribute every remainder over the survivors as they stand after the whole batch.
   const a = state.assignments
   if (a !== undefined) {
-    const survivorCount = membership.activeCount
-    const throughput = config.redistribution === "throughput" && state.calibration.calibratedLive === survivorCount
-    const ranks = throughput ? Membership.survivors(membership) : []
+    // Joiners take remainders from the round after their welcome (issue 17), unless no one else is left.
+    const joining = state.joining
+    const skipJoining = joining.size > 0 && memberCount(state) > 0
+    const survivorCount = skipJoining ? memberCount(state) : membership.activeCount
+    const throughput = config.redistribution === "throughput" && state.calibration.calibratedLive === membership.activeCount
+    const ranks = throughput ? Membership.survivors(membership).filter((r) => !skipJoining || !joining.has(r)) : []
     const weights = throughput ? ranks.map((r) => 1 / Roles.smoothedMsPerBatch(state.calibration, r)!) : []
-    const nextLive = (from: number) => Membership.nextLive(membership, from)
+    const nextLive = (from: number) => {
+      let r = Membership.nextLive(membership, from)
+      while (skipJoining && joining.has(r)) r = Membership.nextLive(membership, r + 1)
+      return r
+    }
     // One command per dead rank, its ranges' slices in range order: a remainder of thousands of
     // small ranges (deaths chained on deaths) is still one command.
     for (const { rank: from, death, ranges } of remainders) {
@@ -479,7 +476,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
       for (const [offset, size] of ranges) {
         const slices = throughput
           ? Split.splitProportional(offset, size, ranks, weights)
-          : Split.splitEqual(offset, size, survivorCount, config.worldSize, nextLive)
+          : Split.splitEqual(offset, size, survivorCount, membership.worldSize, nextLive)
         for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
         parts.push(slices)
       }
@@ -514,7 +511,12 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
 /**
  * Options of `start`. `paramsLength`: the parameter count agreed at formation (DESIGN.md §4
  * `Hello`); a contribution with another count is left out of the average (`BadParams`). Default:
- * the first contribution's count.
+ * the first contribution's count. `resume`: where a resumed run begins (issue 13). `absent`
+ * (issue 17): indices of `[0, worldSize)` that had not joined when formation started (with
+ * `minRanks < worldSize`); they are vacant and may join later through `Join`. Entries outside
+ * `[0, worldSize)` and repeats are ignored; when fewer than `minRanks` ranks would be left, the
+ * whole list is ignored and a `BadStart` alert says so (the shell starts only once `minRanks`
+ * joined). Default: none absent.
  *
  * @since 0.1.0
  * @category steps
@@ -522,6 +524,7 @@ const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array
 export interface StartOptions {
   readonly paramsLength?: number
   readonly resume?: Resume
+  readonly absent?: ReadonlyArray<Rank>
 }
 
 /**
@@ -579,6 +582,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
       state.round = resume.firstRound
     }
   }
+  if (options.absent !== undefined && options.absent.length > 0) vacateAbsent(state, cmds, options.absent)
   broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`)
   formRing(state, cmds, "initial ring")
   state.started = true
@@ -590,7 +594,8 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
 
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
   const { counters, membership } = state
-  if (!Membership.inRange(membership, rank)) {
+  if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
+    // Out of range, or an index no rank has joined as yet (issue 17): not a rank of the run.
     counters.framesOutOfRange += 1
     return
   }
@@ -693,13 +698,13 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     }
     case "RingReady": {
       const ring = state.ring
-      if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1) {
+      if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1 || state.joining.has(rank)) {
         counters.staleRingReady += 1
         return
       }
       ring.ready[rank] = 1
       ring.readyCount += 1
-      if (ring.readyCount >= membership.activeCount) {
+      if (ring.readyCount >= memberCount(state)) {
         ring.pending = false
         ring.attempts = 0
       }
@@ -812,6 +817,9 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     case "ShutdownRequested":
       onShutdownRequested(state, cmds, input.detail)
+      break
+    case "Join":
+      onJoin(state, input.rank, cmds)
       break
   }
   return cmds

@@ -22,7 +22,7 @@ export const broadcast = (cmds: Array<Command>, message: ToRank, reason: string)
 }
 
 export const path = (state: State, rank: Rank): string =>
-  Alerts.rankPath(rank, state.config.worldSize, state.config.rankHosts, state.multiHost)
+  Alerts.rankPath(rank, state.config.maxRanks, state.config.rankHosts, state.multiHost)
 
 export const alert = (state: State, cmds: Array<Command>, alertClass: Alerts.AlertClass, alertPath: string, detail: string): void => {
   const record = Alerts.raise(state.lane, state.clockMs, alertClass, alertPath, detail)
@@ -88,3 +88,28 @@ export const leaveRound = (state: State, rank: Rank): void => {
     if (state.contributed[rank] === 0) state.pendingRequired -= 1
   }
 }
+
+/**
+ * Sends `FormRing` to every ring member; every call after the first bumps the generation. The
+ * members are the survivors but the joiners still waiting for the next generation (issue 17):
+ * `includeJoining` makes them members now (the round boundary where they enter).
+ */
+export const formRing = (state: State, cmds: Array<Command>, reason: string, includeJoining = false): void => {
+  const ring = state.ring
+  if (ring === undefined) return
+  if (state.started) ring.generation += 1
+  ring.pending = true
+  ring.startedMs = state.clockMs
+  ring.readyCount = 0
+  ring.ready.fill(0)
+  const peers: Array<Rank> = []
+  Membership.forEachSurvivor(state.membership, (r) => {
+    if (includeJoining || !state.joining.has(r)) peers.push(r)
+  })
+  peers.forEach((rank, ringRank) => {
+    send(cmds, rank, { _tag: "FormRing", generation: ring.generation, ringRank, ringSize: peers.length, peers }, reason)
+  })
+}
+
+/** Survivors the open round may wait on: every survivor but the joiners since it opened (issue 17). */
+export const memberCount = (state: State): number => state.membership.activeCount - state.joining.size

@@ -62,7 +62,7 @@ export const planResumed = (state: State, cmds: Array<Command>, planned: Readonl
   const reason = `resume epoch ${state.epoch}: ${free.reduce((sum, [, size]) => sum + size, 0)} uncommitted samples in ${free.length} ${free.length === 1 ? "range" : "ranges"} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`
   if (config.mode === "static") {
     state.pool = undefined
-    const a = Assignments.make(state.epoch, config.epochSamples, config.worldSize, [], undefined)
+    const a = Assignments.make(state.epoch, config.epochSamples, state.membership.worldSize, [], undefined)
     a.committedTotal = state.log.committedSamples
     state.assignments = a
     const total = free.reduce((sum, [, size]) => sum + size, 0)
@@ -95,8 +95,9 @@ export const planResumed = (state: State, cmds: Array<Command>, planned: Readonl
   } else {
     state.assignments = undefined
     const gone: Array<Rank> = []
-    for (let r = 0; r < config.worldSize; r++) if (!Membership.isLive(state.membership, r)) gone.push(r)
-    state.pool = ChunkPool.make(state.epoch, new Array<number>(config.worldSize).fill(0), gone)
+    const capacity = state.membership.worldSize
+    for (let r = 0; r < capacity; r++) if (!Membership.isLive(state.membership, r)) gone.push(r)
+    state.pool = ChunkPool.make(state.epoch, new Array<number>(capacity).fill(0), gone)
     ChunkPool.reclaim(state.pool, free)
     const out = new Split.SliceBuilder()
     for (const rank of planned) fill(state, out, rank)
@@ -119,7 +120,7 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
     state.resume = undefined
   } else if (config.mode === "static") {
     state.pool = undefined
-    const a = Assignments.make(state.epoch, config.epochSamples, config.worldSize, planned, config.partitionRatios)
+    const a = Assignments.make(state.epoch, config.epochSamples, membership.worldSize, planned, config.partitionRatios)
     state.assignments = a
     const out = new Split.SliceBuilder()
     for (const rank of planned) {
@@ -130,12 +131,13 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
     sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
   } else {
     state.assignments = undefined
-    const spans = new Array<number>(config.worldSize).fill(0)
+    // Spans over the capacity (issue 17): vacant indices get none, and a joiner's grows when it joins.
+    const spans = new Array<number>(membership.worldSize).fill(0)
     planned.forEach((rank, i) => {
       spans[rank] = Split.equalPart(config.epochSamples, planned.length, i)[1]
     })
     const gone: Array<Rank> = []
-    for (let r = 0; r < config.worldSize; r++) if (!Membership.isLive(membership, r)) gone.push(r)
+    for (let r = 0; r < membership.worldSize; r++) if (!Membership.isLive(membership, r)) gone.push(r)
     state.pool = ChunkPool.make(state.epoch, spans, gone)
     const out = new Split.SliceBuilder()
     for (const rank of planned) fill(state, out, rank)

@@ -8,6 +8,24 @@
 import type * as Alerts from "./alerts.ts"
 import type { Rank, ToCoordinator, ToRank } from "./messages.ts"
 import type { EpochSummary, Outcome } from "./outcome.ts"
+import type * as Roles from "./roles.ts"
+
+/**
+ * Why a mid-run join was refused (issue 17); the transport maps each to its own close code.
+ *
+ * - `Full`: no vacant index left below `maxRanks`, or an explicit index `>= maxRanks`.
+ * - `BadIndex`: an explicit index that is not an integer `>= 0`.
+ * - `DeadIndex`: the index belongs to a rank that died (indices are never reused).
+ * - `ExitedIndex`: the index belongs to a rank that exited cleanly.
+ * - `LiveIndex`: a live rank holds the index.
+ * - `NotStarted`: the core has not started; joins before formation go through the formation.
+ * - `ShuttingDown`: the run is saving and stopping (`ShutdownWithSave` sent).
+ * - `RunOver`: the run completed.
+ *
+ * @since 0.1.0
+ * @category commands
+ */
+export type JoinRefusal = "Full" | "BadIndex" | "DeadIndex" | "ExitedIndex" | "LiveIndex" | "NotStarted" | "ShuttingDown" | "RunOver"
 
 /**
  * How a supervisor saw a rank end (DESIGN.md §5).
@@ -42,6 +60,11 @@ export type DeathCause =
  *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
+ * - `Join`: a rank asks to join the running run (issue 17; the rules: `joins.ts`): `rank` is the index
+ *   it asks for, or `undefined` for the lowest vacant one (`--rank auto`). The shell checks the
+ *   joiner's `Hello` (protocol, model size) as at formation before it sends `Join`. The outcome is
+ *   one `Welcome` or one `JoinRefused` command (after a `CoordinatorStall` alert, if any), ahead of
+ *   any command to the joiner.
  * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
  *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
  *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
@@ -63,6 +86,7 @@ export type Input =
   | { readonly _tag: "Seen"; readonly rank: Rank; readonly nowMs: number }
   | { readonly _tag: "Tick"; readonly nowMs: number }
   | { readonly _tag: "ShutdownRequested"; readonly nowMs: number; readonly detail: string }
+  | { readonly _tag: "Join"; readonly rank: Rank | undefined; readonly nowMs: number }
 
 /**
  * One command for the shell, with the reason it was decided.
@@ -84,6 +108,19 @@ export type Input =
  *   themselves): broadcast `RoundCommitted{round, generation}` instead (issue 15).
  * - `EpochEnded`: the epoch's audit and summary.
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
+ * - `Welcome` (issue 17): the joiner `rank` is in. Deliver, before anything else to it: the
+ *   `roles`; the model (`model: "coordinator"`: the shell's last `Update` params, of round
+ *   `firstRound - 1`, or the initial/resumed model when no round closed; `model: "peer"`: nothing
+ *   now, a `SendModel` follows when its ring generation forms). `epoch` is the current epoch;
+ *   `firstRound` the first round that waits on it (rounds before it close without it). Commands
+ *   to the rank that follow in the same step (its first `AssignChunk`s, an empty `StartEpoch`)
+ *   come after the welcome; broadcasts of this step and later include it.
+ * - `JoinRefused`: the join is refused for `reason`; close the joiner's link with the reason's
+ *   close code. `rank` is the index asked for (`undefined` for auto).
+ * - `SendModel` (issue 17, ring backend): rank `to` enters ring generation `generation` (its
+ *   `FormRing` follows in the same step); have rank `from` (a member of the previous generation)
+ *   send it its parameters as of round `round` (the round that just closed: `from` applied its
+ *   `RoundCommitted{round}`), before `to` takes part in the ring.
  *
  * @since 0.1.0
  * @category commands
@@ -113,3 +150,14 @@ export type Command =
   }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }
   | { readonly _tag: "RunEnded"; readonly outcome: Outcome }
+  | {
+    readonly _tag: "Welcome"
+    readonly rank: Rank
+    readonly epoch: number
+    readonly firstRound: number
+    readonly roles: Roles.Roles
+    readonly model: "coordinator" | "peer"
+    readonly reason: string
+  }
+  | { readonly _tag: "JoinRefused"; readonly rank: Rank | undefined; readonly reason: JoinRefusal; readonly detail: string }
+  | { readonly _tag: "SendModel"; readonly to: Rank; readonly from: Rank; readonly round: number; readonly generation: number; readonly reason: string }

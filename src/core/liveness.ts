@@ -38,27 +38,49 @@ export interface Liveness {
 }
 
 /**
- * Every rank seen at `nowMs` (the coordinator's start), listed in rank order. O(worldSize).
+ * Ranks `[0, watched)` seen at `nowMs` (the coordinator's start), listed in rank order; ranks
+ * `[watched, worldSize)` (vacant indices of a run that may grow, issue 17) are not watched until
+ * `watch`. `watched` defaults to `worldSize`. O(worldSize).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (worldSize: number, nowMs: number): Liveness => {
-  const prev = new Int32Array(worldSize)
-  const next = new Int32Array(worldSize)
-  for (let r = 0; r < worldSize; r++) {
+export const make = (worldSize: number, nowMs: number, watched: number = worldSize): Liveness => {
+  const prev = new Int32Array(worldSize).fill(UNLINKED)
+  const next = new Int32Array(worldSize).fill(UNLINKED)
+  for (let r = 0; r < watched; r++) {
     prev[r] = r - 1
-    next[r] = r + 1 < worldSize ? r + 1 : NONE
+    next[r] = r + 1 < watched ? r + 1 : NONE
   }
   return {
     lastSeenMs: new Float64Array(worldSize).fill(nowMs),
     prev,
     next,
-    head: worldSize > 0 ? 0 : NONE,
-    tail: worldSize > 0 ? worldSize - 1 : NONE,
+    head: watched > 0 ? 0 : NONE,
+    tail: watched > 0 ? watched - 1 : NONE,
     pausedMs: 0,
     examined: 0
   }
+}
+
+/**
+ * Starts watching a rank that is not watched (a joiner, issue 17), seen at `nowMs` (not earlier
+ * than any earlier sighting): it goes to the back of the list. No-op for a watched rank. O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const watch = (l: Liveness, rank: Rank, nowMs: number): void => {
+  if (isWatched(l, rank)) return
+  l.prev[rank] = NONE
+  l.next[rank] = NONE
+  if (l.tail === NONE) l.head = rank
+  else {
+    l.next[l.tail] = rank
+    l.prev[rank] = l.tail
+  }
+  l.tail = rank
+  l.lastSeenMs[rank] = nowMs - l.pausedMs
 }
 
 /** True while `rank` is watched (neither removed as dead nor as exited). @since 0.1.0 @category queries */

@@ -16,11 +16,15 @@ export const ALIVE = 0
 export const DEAD = 1
 /** @since 0.1.0 @category status */
 export const EXITED = 2
+/** An index below the capacity that no rank has taken yet (issue 17). @since 0.1.0 @category status */
+export const VACANT = 3
 
 /**
- * Membership of a run of `worldSize` ranks.
+ * Membership of a run whose rank indices are `[0, worldSize)`; `worldSize` here is the capacity
+ * (`Config.maxRanks`, issue 17), which equals the initial world size unless the run may grow.
  *
- * - `status[r]`: `ALIVE`, `DEAD` or `EXITED` (one byte per rank).
+ * - `status[r]`: `ALIVE`, `DEAD`, `EXITED` or `VACANT` (not joined yet; one byte per rank).
+ * - `joined`: ranks that ever joined (alive, dead or exited): the failure limit's base.
  * - `skip`: `worldSize + 1` entries; `skip[r] === r` for a survivor, otherwise a pointer towards
  *   the next survivor (path-compressed), and `skip[worldSize] === worldSize` as the sentinel.
  *
@@ -34,18 +38,62 @@ export interface Membership {
   activeCount: number
   failures: number
   exits: number
+  joined: number
 }
 
 /**
- * A membership where every rank is alive. O(worldSize).
+ * A membership of capacity `worldSize` where ranks `[0, initial)` are alive and the rest vacant
+ * (`initial` defaults to `worldSize`). O(worldSize).
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make = (worldSize: number): Membership => {
+export const make = (worldSize: number, initial: number = worldSize): Membership => {
   const skip = new Int32Array(worldSize + 1)
-  for (let r = 0; r <= worldSize; r++) skip[r] = r
-  return { worldSize, status: new Uint8Array(worldSize), skip, activeCount: worldSize, failures: 0, exits: 0 }
+  const status = new Uint8Array(worldSize)
+  for (let r = 0; r <= worldSize; r++) skip[r] = r < initial || r === worldSize ? r : r + 1
+  for (let r = initial; r < worldSize; r++) status[r] = VACANT
+  return { worldSize, status, skip, activeCount: initial, failures: 0, exits: 0, joined: initial }
+}
+
+/** True when no rank has taken index `rank` yet. O(1). @since 0.1.0 @category queries */
+export const isVacant = (m: Membership, rank: number): boolean => inRange(m, rank) && m.status[rank] === VACANT
+
+/**
+ * Takes a survivor of the formation out again before the run starts: its index becomes vacant (it
+ * was named absent at formation, issue 17), `activeCount - 1`, `joined - 1`. Returns false for a
+ * rank that is not alive. O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const vacate = (m: Membership, rank: Rank): boolean => {
+  if (!isLive(m, rank)) return false
+  m.status[rank] = VACANT
+  m.joined -= 1
+  unlink(m, rank)
+  return true
+}
+
+/**
+ * A vacant index becomes a survivor (a rank joined, issue 17): `activeCount + 1`, `joined + 1`,
+ * and the skip pointers of the non-survivors just below it that may jump over it are pointed at
+ * it. Returns false and changes nothing for an index that is not vacant. O(non-survivors between
+ * the previous survivor and `rank`).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const admit = (m: Membership, rank: Rank): boolean => {
+  if (!isVacant(m, rank)) return false
+  m.status[rank] = ALIVE
+  m.skip[rank] = rank
+  // A pointer below `rank` never jumps past a survivor that was live when it was set, so only the
+  // run of non-survivors right below `rank` can point beyond it.
+  for (let r = rank - 1; r >= 0 && m.status[r] !== ALIVE; r--) m.skip[r] = rank
+  m.activeCount += 1
+  m.joined += 1
+  return true
 }
 
 /** True when `rank` is an integer in `[0, worldSize)`. O(1). @since 0.1.0 @category queries */
@@ -60,7 +108,7 @@ export const isExited = (m: Membership, rank: Rank): boolean => inRange(m, rank)
 /** True when `rank` is a survivor: in range, neither dead nor exited. O(1). @since 0.1.0 @category queries */
 export const isLive = (m: Membership, rank: Rank): boolean => inRange(m, rank) && m.status[rank] === ALIVE
 
-const unlink = (m: Membership, rank: Rank): void => {
+function unlink(m: Membership, rank: Rank): void {
   m.skip[rank] = rank + 1
   m.activeCount -= 1
 }

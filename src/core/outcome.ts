@@ -47,6 +47,22 @@ export interface EpochSummary extends Audit.Result {
 }
 
 /**
+ * One welcomed mid-run join (issue 17): when (`atMs`, core ms), which index, in which epoch and
+ * from which round it trains, and what it was given at its welcome: `samples` of the epoch (the
+ * chunks' sizes, progressive; 0 in static mode, whose joiners train from the next epoch).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface JoinRecord {
+  readonly rank: Rank
+  readonly atMs: number
+  readonly epoch: number
+  readonly firstRound: number
+  readonly samples: number
+}
+
+/**
  * Counters of everything the core ignored or corrected, so that nothing is dropped silently.
  *
  * @since 0.1.0
@@ -73,6 +89,10 @@ export interface Counters {
   sendFailures: number
   paramsRejected: number
   coordinatorStalls: number
+  /** Mid-run joins welcomed (issue 17). */
+  joins: number
+  /** Mid-run joins refused, whatever the reason (issue 17). */
+  joinsRefused: number
 }
 
 /**
@@ -97,7 +117,7 @@ export interface RepeatedCrash {
  * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
  * ranges so that a resumed run can train exactly those.
  * `repeatedCrash` is the first crash seen on two ranks before the end (whatever
- * `onRepeatedCrash` made of it), else `undefined`.
+ * `onRepeatedCrash` made of it), else `undefined`. `joins` lists the mid-run joins (issue 17).
  *
  * @since 0.1.0
  * @category outcome
@@ -117,6 +137,8 @@ export interface Outcome {
   readonly uncommitted: { readonly epoch: number; readonly ranges: ReadonlyArray<readonly [offset: number, size: number]> } | undefined
   readonly counters: Readonly<Counters>
   readonly repeatedCrash?: RepeatedCrash | undefined
+  /** The mid-run joins welcomed, in order (issue 17); absent when there were none. */
+  readonly joins?: ReadonlyArray<JoinRecord> | undefined
 }
 
 /** An `EvalResult` as received. @since 0.1.0 @category outcome */
@@ -148,5 +170,7 @@ export const zeroCounters = (): Counters => ({
   staleRoundDone: 0,
   sendFailures: 0,
   paramsRejected: 0,
-  coordinatorStalls: 0
+  coordinatorStalls: 0,
+  joins: 0,
+  joinsRefused: 0
 })

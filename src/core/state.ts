@@ -13,7 +13,7 @@ import type { DeathCause } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { type Counters, type Death, type EpochSummary, type EvalRecord, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
+import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
 import * as Roles from "./roles.ts"
 
 /**
@@ -124,11 +124,26 @@ export interface State {
   firstEpoch: number
   /** A resumed run's starting point, until its epoch is planned. */
   resume: Resume | undefined
+  /**
+   * Joiners welcomed since the open round opened (issue 17): no round waits on them. With `cpu`
+   * they count as having contributed to the open round; with `ring` they are not ring members
+   * yet. Emptied when the open round closes (they enter the next round, and the ring's next
+   * generation). Live ranks only.
+   */
+  readonly joining: Set<Rank>
+  /** 1 for a rank that joined mid-run (issue 17): a pinned role never moves to it. Per index. */
+  readonly lateJoiner: Uint8Array
+  /** No vacant index below this one: where `Join{rank: undefined}` starts looking. */
+  vacantFrom: number
+  /** Every mid-run join welcomed, in order (issue 17). */
+  readonly joins: Array<JoinRecord>
 }
 
+
 /**
- * A coordinator for `options` whose ranks all count as seen at `nowMs` (DESIGN.md §3.10 "Before
- * the first frame"). Returns `Config.Invalid` for bad options. O(worldSize).
+ * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (DESIGN.md
+ * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`
+ * (issue 17). Returns `Config.Invalid` for bad options. O(maxRanks).
  *
  * @since 0.1.0
  * @category constructors
@@ -137,13 +152,15 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
   if (!Number.isFinite(nowMs)) return { _tag: "Invalid", option: "nowMs", reason: `must be a finite number of ms, got ${nowMs}` }
   const config = Config.make(options)
   if ("_tag" in config) return config
-  const w = config.worldSize
-  const initialRole = config.rolePolicy === "fastest" ? 0 : Math.min(config.rolePolicy.rank, w - 1)
+  // Per-rank arrays span the capacity: indices [worldSize, maxRanks) are vacant until a join.
+  const w = config.maxRanks
+  const initial = config.worldSize
+  const initialRole = config.rolePolicy === "fastest" ? 0 : Math.min(config.rolePolicy.rank, initial - 1)
   const hosts = config.rankHosts
   return {
     config,
-    membership: Membership.make(w),
-    liveness: Liveness.make(w, nowMs),
+    membership: Membership.make(w, initial),
+    liveness: Liveness.make(w, nowMs, initial),
     calibration: Roles.makeCalibration(w),
     lane: Alerts.make(config.alertCollapseMs),
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
@@ -182,7 +199,11 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     checkpoint: undefined,
     paramsLength: undefined,
     firstEpoch: 0,
-    resume: undefined
+    resume: undefined,
+    joining: new Set(),
+    lateJoiner: new Uint8Array(w),
+    vacantFrom: initial,
+    joins: []
   }
 }
 
@@ -219,6 +240,30 @@ export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
   if (after < m.worldSize) return after
   const first = Membership.nextLive(m, 0)
   return first < m.worldSize ? first : undefined
+}
+
+/**
+ * True for a joiner welcomed since the open round opened (issue 17): no round waits on it yet, and
+ * with the ring backend it is not a ring member yet. O(1).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const isJoining = (state: State, rank: Rank): boolean => state.joining.has(rank)
+
+/**
+ * The survivors the ring's current generation was formed over, ascending: every survivor but the
+ * joiners still waiting for the next generation (issue 17). O(worldSize) at worst.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const ringMembers = (state: State): Array<Rank> => {
+  const out: Array<Rank> = []
+  Membership.forEachSurvivor(state.membership, (r) => {
+    if (!state.joining.has(r)) out.push(r)
+  })
+  return out
 }
 
 /** Ranks neither dead nor exited. @since 0.1.0 @category queries */

@@ -85,4 +85,22 @@ describe("chunk pool (DESIGN.md §3.7)", () => {
     ChunkPool.retire(pool, 1024)
     expect(ChunkPool.nextIdle(pool, 32)).toBe(2047)
   })
+
+  it("admit (issue 17): a retired rank with a vacant index gets the tail half of the largest span; owner and joiner then take their halves, and a thief the joiner's tail", () => {
+    const pool = ChunkPool.make(0, [40, 60, 0], [2])
+    expect(ChunkPool.nextIdle(pool, 2)).toBe(3) // retired: not idle
+    expect(ChunkPool.take(pool, 1, 10)).toEqual({ offset: 40, size: 10 })
+    // Rank 1's residue [50, 100) is the largest: the joiner's span is [75, 100).
+    expect(ChunkPool.admit(pool, 2)).toBe(25)
+    expect([ChunkPool.residue(pool, 1), ChunkPool.residue(pool, 2)]).toEqual([25, 25])
+    expect(ChunkPool.nextIdle(pool, 2)).toBe(2)
+    expect(ChunkPool.remaining(pool)).toBe(90)
+    expect(ChunkPool.take(pool, 2, 10)).toEqual({ offset: 75, size: 10 })
+    expect(ChunkPool.take(pool, 1, 30)).toEqual({ offset: 50, size: 25 })
+    // Rank 0's residue (40) is now the largest, then the joiner's (15): a thief takes the tails in turn.
+    expect(ChunkPool.take(pool, 1, 30)).toEqual({ offset: 10, size: 30 })
+    expect(ChunkPool.take(pool, 1, 30)).toEqual({ offset: 85, size: 15 })
+    expect(ChunkPool.admit(pool, 2)).toBe(0) // not retired any more: no-op
+    expect(ChunkPool.admit(pool, 0)).toBe(0)
+  })
 })

@@ -33,6 +33,61 @@ const scenario = fc.record({
   options: { ...s.options, backend: s.options.worldSize < 2 ? "cpu" as const : s.options.backend }
 }))
 
+// Growing cohorts (issue 17): world sizes up to 64 (mostly small, where faults interact most),
+// capacity up to 128, some formation ranks absent at the start, and joins among the faults.
+const growing = fc.record({
+  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  worldSize: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 8 }), weight: 3 }, { arbitrary: fc.integer({ min: 9, max: 64 }), weight: 1 }),
+  extra: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 7, max: 64 })),
+  absent: fc.integer({ min: 0, max: 3 }),
+  epochSamples: fc.integer({ min: 1, max: 600 }),
+  epochs: fc.integer({ min: 1, max: 3 }),
+  mode: fc.constantFrom("static" as const, "progressive" as const),
+  backend: fc.constantFrom("cpu" as const, "ring" as const),
+  batchSize: fc.integer({ min: 1, max: 8 }),
+  chunkSamples: fc.integer({ min: 1, max: 20 }),
+  chunksInflightMax: fc.integer({ min: 1, max: 3 }),
+  redistribution: fc.constantFrom("equal" as const, "throughput" as const),
+  rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
+  failureLimit: fc.option(fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) }), { nil: undefined }),
+  kills: fc.integer({ min: 0, max: 5 }),
+  hangs: fc.integer({ min: 0, max: 2 }),
+  exits: fc.integer({ min: 0, max: 2 }),
+  lateFrames: fc.integer({ min: 0, max: 5 }),
+  joins: fc.integer({ min: 0, max: 12 }),
+  averageEvery: fc.integer({ min: 1, max: 4 }),
+  safetySteps: fc.integer({ min: 0, max: 800 })
+}).map((g): Simulation.Scenario => {
+  const backend = g.worldSize < 2 ? "cpu" as const : g.backend
+  const minRanks = Math.max(backend === "ring" ? 2 : 1, g.worldSize - g.absent)
+  return {
+    seed: g.seed,
+    options: {
+      worldSize: g.worldSize,
+      maxRanks: Math.min(128, g.worldSize + g.extra),
+      minRanks,
+      epochSamples: g.epochSamples,
+      epochs: g.epochs,
+      mode: g.mode,
+      backend,
+      batchSize: g.batchSize,
+      chunkSamples: g.chunkSamples,
+      chunksInflightMax: g.chunksInflightMax,
+      redistribution: g.redistribution,
+      rolePolicy: g.rolePolicy,
+      failureLimit: g.failureLimit
+    },
+    kills: g.kills,
+    hangs: g.hangs,
+    exits: g.exits,
+    lateFrames: g.lateFrames,
+    averageEvery: g.averageEvery,
+    safetySteps: g.safetySteps,
+    joins: g.joins,
+    absent: g.absent
+  }
+})
+
 describe("coordinator properties under random deaths, exits, hangs and late frames", () => {
   it("every finished epoch is committed exactly once; an unrecoverable run's uncommitted ranges tile the rest; no command reaches a dead rank; at most one ShutdownWithSave; activeCount equals the survivors", () => {
     let completed = 0
@@ -109,5 +164,43 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
       expect(result.state.outcome?.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[100, 0, 0], [100, 0, 0]])
       expect(result.state.outcome?.failures).toEqual([])
     }
+  })
+
+  it("growing cohorts: with random joins among the faults (world sizes up to 64, maxRanks up to 128), every epoch is committed exactly once, no sample has two live holders, no message reaches a rank before its welcome, refusals give true reasons, at most one ShutdownWithSave, and every run ends", () => {
+    let runs = 0
+    let joined = 0
+    let ringEntries = 0
+    let trainedAtOnce = 0
+    let completedWithJoins = 0
+    let wide = 0
+    const refused: Record<string, number> = {}
+    fc.assert(
+      fc.property(growing, (s) => {
+        const result = Simulation.run(s)
+        runs += 1
+        joined += result.joined
+        ringEntries += result.ringEntries
+        trainedAtOnce += result.joinersTrainedAtOnce
+        if (result.joined > 0 && result.state.outcome?.status === "completed") completedWithJoins += 1
+        if (s.options.worldSize > 32 && (s.options.maxRanks ?? 0) > 64) wide += 1
+        for (const [reason, n] of Object.entries(result.refused)) refused[reason] = (refused[reason] ?? 0) + n
+        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
+        expect(result.state.counters.joins).toBe(result.joined)
+        expect(result.state.outcome?.joins?.length ?? 0).toBe(result.joined)
+      }),
+      { seed: SEED + 2, numRuns: 150 }
+    )
+    // Each path must actually be exercised, or the property proves little.
+    expect(runs).toBe(150)
+    expect(joined).toBeGreaterThan(150)
+    expect(completedWithJoins).toBeGreaterThan(15)
+    expect(ringEntries).toBeGreaterThan(30)
+    expect(trainedAtOnce).toBeGreaterThan(30)
+    expect(wide).toBeGreaterThan(3)
+    expect(refused["Full"] ?? 0).toBeGreaterThan(5)
+    expect(refused["DeadIndex"] ?? 0).toBeGreaterThan(5)
+    expect(refused["LiveIndex"] ?? 0).toBeGreaterThan(5)
+    expect(refused["RunOver"] ?? 0).toBeGreaterThan(30)
+    expect(refused["ShuttingDown"] ?? 0).toBeGreaterThan(5)
   })
 })

@@ -12,13 +12,24 @@
  * in the new generation. A rank with no work joins a collective of its round as soon as a member
  * of its ring has (the neighbour's first message reaching it).
  *
+ * Growing cohorts (issue 17): with `joins` the safety phase also asks ranks to join mid-run (most
+ * with `--rank auto`, some with an explicit index: vacant, dead, live or beyond `maxRanks`), and
+ * `absent` formation ranks start vacant. A welcomed joiner starts like the rank actor would: it
+ * knows its epoch and first round from `Welcome`; with the ring backend it waits for `SendModel`
+ * and its first `FormRing`. Checked: no message reaches a rank before its welcome, no sample is
+ * sent to a rank while another live rank holds it (two owners), each refusal's reason is true,
+ * ring rounds close with exactly the members of their generation, and a join after the end is
+ * refused.
+ *
  * Invariant checks live here, apart from the code they check: each step's commands are checked
  * as they come out, and the whole run is checked at the end. A failure throws with the seed first
  * and then the event log.
  */
 import { uniformInt } from "pure-rand/distribution/uniformInt"
 import { xoroshiro128plus } from "pure-rand/generator/xoroshiro128plus"
+import * as Assignments from "../../src/core/assignments.ts"
 import * as Audit from "../../src/core/audit.ts"
+import * as ChunkPool from "../../src/core/chunk-pool.ts"
 import type * as Config from "../../src/core/config.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"
 import type { Rank, ToCoordinator, ToRank } from "../../src/core/messages.ts"
@@ -37,11 +48,17 @@ export interface Scenario {
   readonly safetySteps: number
   /** Where a resumed run begins (issue 13); default: a fresh run from epoch 0. */
   readonly resume?: Coordinator.Resume
+  /** Join attempts during the safety phase (issue 17); default 0. */
+  readonly joins?: number
+  /** Formation ranks absent at the start (the highest indices, at most `worldSize - minRanks`). */
+  readonly absent?: number
 }
 
 interface SimRank {
   readonly rank: Rank
-  state: "running" | "killed" | "hung" | "exited"
+  state: "running" | "killed" | "hung" | "exited" | "vacant"
+  /** Ring joiners: the model arrived (`SendModel`), so it may take part in a ring. */
+  hasModel: boolean
   epoch: number
   /** Static: the list's entries; progressive: chunks held in order. */
   entries: Array<[number, number]>
@@ -71,6 +88,12 @@ export interface SimResult {
   /** Ring backend: rounds closed, and those closed in a generation after the first (redone or later rounds). */
   readonly ringRoundsClosed: number
   readonly ringRoundsClosedAfterReform: number
+  /** Issue 17: joins welcomed, refusals by reason, ring generations a joiner entered. */
+  readonly joined: number
+  readonly refused: Readonly<Record<string, number>>
+  readonly ringEntries: number
+  /** Progressive joiners that got samples of the epoch they joined in. */
+  readonly joinersTrainedAtOnce: number
 }
 
 const HEARTBEAT_TIMEOUT_MS = 300
@@ -88,6 +111,18 @@ export const run = (scenario: Scenario): SimResult => {
   if ("_tag" in made) return fail(`invalid options ${made.option}: ${made.reason}`)
   const state = made
   const { worldSize, batchSize = 32 } = options
+  const maxRanks = options.maxRanks ?? worldSize
+  let joinsLeft = scenario.joins ?? 0
+  let joined = 0
+  let ringEntries = 0
+  let joinersTrainedAtOnce = 0
+  const refused: Record<string, number> = {}
+  const welcomed = new Set<Rank>()
+  /** Ring: the members of each generation, from its `FormRing`s. */
+  const peersOf = new Map<number, ReadonlyArray<Rank>>()
+  /** The live holder of each sample of the current epoch (-1: none), from the ranges sent. */
+  let ownerEpoch = -1
+  let owner = new Int32Array(0)
   const progressive = options.mode === "progressive"
   let nowMs = 0
   let shutdownWithSaveCount = 0
@@ -97,9 +132,11 @@ export const run = (scenario: Scenario): SimResult => {
   const declaredDead = new Set<Rank>()
   /** Every emitted epoch summary with its text when emitted: a summary never changes afterwards. */
   const emitted: Array<readonly [Coordinator.EpochSummary, string]> = []
-  const ranks: Array<SimRank> = Array.from({ length: worldSize }, (_, rank) => ({
+  const absent = Math.min(scenario.absent ?? 0, worldSize - (options.minRanks ?? worldSize))
+  const ranks: Array<SimRank> = Array.from({ length: maxRanks }, (_, rank) => ({
     rank,
-    state: "running",
+    state: rank < worldSize - absent ? "running" : "vacant",
+    hasModel: true,
     epoch: 0,
     entries: [],
     trained: 0,
@@ -155,6 +192,8 @@ export const run = (scenario: Scenario): SimResult => {
         return
       case "RoundCommitted":
         if (!ring) return fail(`RoundCommitted sent with the cpu backend`)
+        // A joiner not yet in the ring is sent the broadcast too; it ignores a generation it never had.
+        if (r.generation < message.generation && !(peersOf.get(message.generation) ?? []).includes(r.rank)) return
         if (message.generation !== r.generation || !r.reported || message.round !== r.round) {
           return fail(`rank ${r.rank} got RoundCommitted ${JSON.stringify(message)} while at generation ${r.generation}, round ${r.round}, reported ${r.reported}`)
         }
@@ -180,6 +219,7 @@ export const run = (scenario: Scenario): SimResult => {
         r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
         return
       case "FormRing":
+        if (!r.hasModel) return fail(`rank ${r.rank} got FormRing ${message.generation} before its model`)
         if (message.generation <= r.generation) return
         r.generation = message.generation
         r.members = message.peers
@@ -192,12 +232,27 @@ export const run = (scenario: Scenario): SimResult => {
     }
   }
 
+  /** Records `to` as the holder of `[offset, offset + size)`; fails if a live rank holds any of it. */
+  const own = (to: Rank, epoch: number, offset: number, size: number, what: string): void => {
+    if (epoch !== ownerEpoch) {
+      ownerEpoch = epoch
+      owner = new Int32Array(options.epochSamples).fill(-1)
+    }
+    for (let x = offset; x < offset + size; x++) {
+      const holder = owner[x]!
+      if (holder !== -1 && Coordinator.isLive(state, holder)) fail(`${what}: sample ${x} of epoch ${epoch} sent to rank ${to} while rank ${holder} holds it`)
+      owner[x] = to
+    }
+  }
+
   const apply = (cmds: ReadonlyArray<Coordinator.Command>, what: string): void => {
     for (const cmd of cmds) {
       commandCount += 1
       if (cmd._tag === "Send") {
         if (Coordinator.isDead(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to dead rank ${cmd.to}`)
         if (!Coordinator.isLive(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to exited rank ${cmd.to}`)
+        if (!welcomed.has(cmd.to)) fail(`${what}: ${cmd.message._tag} sent to rank ${cmd.to} before its welcome`)
+        if (cmd.message._tag === "FormRing") peersOf.set(cmd.message.generation, cmd.message.peers)
         log.push(`  -> ${cmd.to} ${JSON.stringify(cmd.message)}`)
         deliver(cmd.to, cmd.message)
       } else if (cmd._tag === "Broadcast") {
@@ -207,6 +262,8 @@ export const run = (scenario: Scenario): SimResult => {
       } else if (cmd._tag === "SendRanges") {
         cmd.ranks.forEach((to, i) => {
           if (!Coordinator.isLive(state, to)) fail(`${what}: ${cmd.kind} sent to rank ${to}, which is not live`)
+          if (!welcomed.has(to)) fail(`${what}: ${cmd.kind} sent to rank ${to} before its welcome`)
+          own(to, cmd.epoch, cmd.offsets[i]!, cmd.sizes[i]!, what)
           const message: ToRank = { _tag: cmd.kind, epoch: cmd.epoch, offset: cmd.offsets[i]!, size: cmd.sizes[i]! }
           log.push(`  -> ${to} ${JSON.stringify(message)}`)
           deliver(to, message)
@@ -217,8 +274,8 @@ export const run = (scenario: Scenario): SimResult => {
         if (cmd.generation !== undefined) {
           ringRoundsClosed += 1
           if (cmd.generation > 0) ringRoundsClosedAfterReform += 1
-          const members = Coordinator.survivors(state)
-          if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join()) fail(`${what}: ring round closed by [${cmd.contributors}] but the ring is [${members}]`)
+          const members = peersOf.get(cmd.generation) ?? []
+          if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join()) fail(`${what}: ring round closed by [${cmd.contributors}] but generation ${cmd.generation} is [${members}]`)
         }
         const message: ToRank = cmd.generation === undefined
           ? { _tag: "Update", round: cmd.round, params: new Float32Array(0) }
@@ -229,6 +286,47 @@ export const run = (scenario: Scenario): SimResult => {
         log.push(`  EpochEnded`)
       } else if (cmd._tag === "Alert") {
         log.push(`  alert ${cmd.alert.class} ${cmd.alert.path} ${cmd.alert.detail}`)
+      } else if (cmd._tag === "Welcome") {
+        log.push(`  welcome ${cmd.rank}: epoch ${cmd.epoch}, first round ${cmd.firstRound}, model from ${cmd.model}`)
+        const r = ranks[cmd.rank]
+        if (r === undefined || r.state !== "vacant" || welcomed.has(cmd.rank) || cmd.rank >= maxRanks) fail(`${what}: rank ${cmd.rank} welcomed twice or beyond maxRanks ${maxRanks}`)
+        if (!Coordinator.isLive(state, cmd.rank) || !Coordinator.isJoining(state, cmd.rank)) fail(`${what}: welcomed rank ${cmd.rank} is not a live joiner`)
+        if (cmd.firstRound !== state.round + 1 || cmd.epoch !== state.epoch) fail(`${what}: welcome into round ${cmd.firstRound} of epoch ${cmd.epoch} at round ${state.round} of epoch ${state.epoch}`)
+        if (cmd.model !== (ring ? "peer" : "coordinator")) fail(`${what}: model from ${cmd.model} with the ${options.backend} backend`)
+        welcomed.add(cmd.rank)
+        joined += 1
+        Object.assign(r!, { state: "running", epoch: cmd.epoch, round: cmd.firstRound, hasModel: !ring })
+      } else if (cmd._tag === "SendModel") {
+        log.push(`  model of round ${cmd.round} from ${cmd.from} to ${cmd.to} for generation ${cmd.generation}`)
+        if (!ring || !welcomed.has(cmd.to) || !(peersOf.get(cmd.generation - 1) ?? []).includes(cmd.from) || !Coordinator.isLive(state, cmd.from)) {
+          fail(`${what}: SendModel from ${cmd.from} (not a live member of generation ${cmd.generation - 1}) to ${cmd.to}`)
+        }
+        if (cmd.round !== state.round - 1) fail(`${what}: SendModel of round ${cmd.round} while round ${state.round} opens`)
+        ranks[cmd.to]!.hasModel = true
+        ringEntries += 1
+      } else if (cmd._tag === "JoinRefused") {
+        log.push(`  join ${cmd.rank ?? "auto"} refused: ${cmd.reason} (${cmd.detail})`)
+        refused[cmd.reason] = (refused[cmd.reason] ?? 0) + 1
+        const asked = cmd.rank
+        const running = state.phase === "running" && shutdownWithSaveCount === 0
+        const truth = cmd.reason === "RunOver"
+          ? state.phase === "completed"
+          : cmd.reason === "ShuttingDown"
+          ? !running && state.phase !== "completed"
+          : !running
+          ? false
+          : cmd.reason === "Full"
+          ? asked === undefined ? ranks.every((r) => r.state !== "vacant") : asked >= maxRanks
+          : asked === undefined || asked >= maxRanks
+          ? false
+          : cmd.reason === "DeadIndex"
+          ? Coordinator.isDead(state, asked)
+          : cmd.reason === "ExitedIndex"
+          ? ranks[asked]!.state === "exited" && !Coordinator.isLive(state, asked) && !Coordinator.isDead(state, asked)
+          : cmd.reason === "LiveIndex"
+          ? Coordinator.isLive(state, asked)
+          : false
+        if (!truth) fail(`${what}: join ${asked ?? "auto"} refused as ${cmd.reason}, which is not so`)
       } else {
         log.push(`  ${cmd._tag}`)
       }
@@ -236,8 +334,23 @@ export const run = (scenario: Scenario): SimResult => {
     if (shutdownWithSaveCount > 1) fail(`${what}: ShutdownWithSave sent ${shutdownWithSaveCount} times`)
     const live = Coordinator.survivors(state).length
     if (Coordinator.activeCount(state) !== live) fail(`${what}: activeCount ${Coordinator.activeCount(state)} but ${live} survivors`)
-    if (live !== worldSize - state.membership.failures - state.membership.exits) fail(`${what}: survivors do not add up`)
+    if (live !== state.membership.joined - state.membership.failures - state.membership.exits) fail(`${what}: survivors do not add up`)
+    if (state.membership.joined !== welcomed.size) fail(`${what}: ${state.membership.joined} ranks joined but ${welcomed.size} were welcomed`)
     for (const r of Coordinator.failures(state)) declaredDead.add(r)
+    // No round waits on a rank that joined after it opened (issue 17): with cpu the open round
+    // requires exactly the survivors holding uncommitted work that neither contributed nor joined
+    // since it opened; with ring no joiner is a member or a reporter.
+    if (state.phase === "running" && state.started) {
+      let required = 0
+      for (const r of Coordinator.survivors(state)) {
+        const joining = Coordinator.isJoining(state, r)
+        if (ring && joining && state.ringReports.has(r)) fail(`${what}: joiner ${r} reported to the ring round it is not a member of`)
+        if (!ring && joining && state.contributed[r] !== 1) fail(`${what}: the open round waits on joiner ${r}`)
+        const holds = state.pool !== undefined ? ChunkPool.holdsUncommitted(state.pool, r) : state.assignments !== undefined && Assignments.hasUncommitted(state.assignments, r)
+        if (holds && state.contributed[r] === 0) required += 1
+      }
+      if (!ring && required !== state.pendingRequired) fail(`${what}: the open round waits on ${state.pendingRequired} ranks, ${required} hold work and did not contribute`)
+    }
   }
 
   const step = (input: Coordinator.Input, what: string): void => {
@@ -351,7 +464,15 @@ export const run = (scenario: Scenario): SimResult => {
     step({ _tag: "Tick", nowMs }, "tick")
   }
 
-  apply(Coordinator.start(state, undefined, scenario.resume === undefined ? {} : { resume: scenario.resume }), "start")
+  for (const r of ranks) if (r.state === "running") welcomed.add(r.rank)
+  const absentRanks = ranks.filter((r) => r.rank < worldSize && r.state === "vacant").map((r) => r.rank)
+  apply(
+    Coordinator.start(state, undefined, {
+      ...(scenario.resume === undefined ? {} : { resume: scenario.resume }),
+      ...(absentRanks.length > 0 ? { absent: absentRanks } : {})
+    }),
+    "start"
+  )
   let kills = scenario.kills
   let hangs = scenario.hangs
   let exits = scenario.exits
@@ -362,14 +483,27 @@ export const run = (scenario: Scenario): SimResult => {
     return running.length === 0 ? undefined : running[rand(0, running.length - 1)]
   }
 
+  /** A join mid-run: mostly `--rank auto`, else any index (vacant, live, dead, beyond maxRanks). */
+  const attemptJoin = (): void => {
+    joinsLeft -= 1
+    const kind = rand(0, 9)
+    const dead = [...declaredDead]
+    const asked = kind < 6 ? undefined : kind < 8 || dead.length === 0 ? rand(0, maxRanks + 1) : dead[rand(0, dead.length - 1)]!
+    step({ _tag: "Join", rank: asked, nowMs }, `join ${asked ?? "auto"}`)
+  }
+
   // Safety phase: random work, deliveries, ticks and faults.
   for (let i = 0; i < scenario.safetySteps && state.phase === "running"; i++) {
+    if (joinsLeft > 0 && rand(0, 99) < 6) {
+      attemptJoin()
+      continue
+    }
     const action = rand(0, 99)
     if (action < 45) {
       const r = pickRunning()
       if (r !== undefined) work(r)
     } else if (action < 75) {
-      const r = ranks[rand(0, worldSize - 1)]!
+      const r = ranks[rand(0, ranks.length - 1)]!
       flushOne(r)
     } else if (action < 90) {
       tick()
@@ -429,6 +563,11 @@ export const run = (scenario: Scenario): SimResult => {
     const recorded = state.deaths.at(-1)
     if (recorded?.rank !== lateVictim.rank || !recorded.afterEnd) fail(`the death of rank ${lateVictim.rank} after the end is not recorded with afterEnd`)
   }
+  // A join after the end is refused: the run is over, or it saved and stopped.
+  const late = Coordinator.step(state, { _tag: "Join", rank: undefined, nowMs })
+  const lateReason = late[0]?._tag === "JoinRefused" ? late[0].reason : undefined
+  if (late.length !== 1 || lateReason !== (state.phase === "completed" ? "RunOver" : "ShuttingDown")) fail(`a join after the end gave ${JSON.stringify(late)}`)
+  refused[lateReason!] = (refused[lateReason!] ?? 0) + 1
   for (const [summary, text] of emitted) {
     if (JSON.stringify(summary) !== text) fail(`epoch ${summary.epoch}'s summary changed after it was emitted: ${text} -> ${JSON.stringify(summary)}`)
   }
@@ -460,5 +599,17 @@ export const run = (scenario: Scenario): SimResult => {
     const check = Audit.audit(tiled)
     if (check.lost !== 0 || check.duplicated !== 0) fail(`committed + uncommitted do not tile the epoch: ${JSON.stringify(check)}`)
   }
-  return { state, log, shutdownWithSaveCount, commandCount, ringRoundsClosed, ringRoundsClosedAfterReform }
+  joinersTrainedAtOnce = state.joins.filter((j) => j.samples > 0).length
+  return {
+    state,
+    log,
+    shutdownWithSaveCount,
+    commandCount,
+    ringRoundsClosed,
+    ringRoundsClosedAfterReform,
+    joined,
+    refused,
+    ringEntries,
+    joinersTrainedAtOnce
+  }
 }

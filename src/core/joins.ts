@@ -1,0 +1,210 @@
+/**
+ * Growing cohorts (issue 17): ranks that join a running run. This module is the whole join path of
+ * the core: the `Join` input's decision (a `Welcome` or a `JoinRefused` with its reason), and the
+ * round boundary where joiners enter the rounds (and, with the ring backend, the ring).
+ *
+ * It adds to DESIGN.md §3 (proposed §3.11 "Joins"; §3.6's failure limit now counts the ranks that
+ * ever joined):
+ *
+ * - **Capacity.** Rank indices are `[0, maxRanks)`; `[0, worldSize)` form the run (`minRanks` of
+ *   them at least; `start`'s `absent` ones are vacant), the rest are vacant. A join takes a vacant
+ *   index: the one asked for, or the lowest vacant one (`rank: undefined`, `--rank auto`). An index
+ *   is taken at most once: a dead or exited rank's index is refused, never reused.
+ * - **Refusals**, checked in this order: `RunOver` (completed), `ShuttingDown` (a
+ *   `ShutdownWithSave` was sent, or an interrupted run), `NotStarted`, `BadIndex`, `Full` (no
+ *   vacant index, or one `>= maxRanks`), `DeadIndex`, `ExitedIndex`, `LiveIndex`. Each is counted
+ *   (`counters.joinsRefused`) and becomes one `JoinRefused` command; nothing else changes.
+ * - **Welcome.** The joiner is alive and watched from the join's `nowMs`, counts in `activeCount`
+ *   and in the failure limit's base, and gets `Welcome{epoch, firstRound: round + 1, roles, model}`
+ *   first. `model` is `coordinator` with the `cpu` backend (the shell sends the last `Update`'s
+ *   mean) and `peer` with `ring` (a `SendModel` from a ring member follows when it enters the ring).
+ * - **Rounds.** No round waits on a rank that joined after it opened: until the open round closes
+ *   the joiner is `joining`. With `cpu` it counts as having contributed to the open round (a
+ *   contribution it sends anyway is committed and averaged as usual); with `ring` it is not a
+ *   member of the current generation (its `RoundDone`/`RingReady` are stale, re-forms after deaths
+ *   leave it out; the `SingleSurvivor` limit counts members). When the open round closes, every
+ *   joiner enters the next round; with `ring` the ring re-forms right there over every survivor
+ *   (a new generation at a round boundary, so no collective is redone) after a `SendModel` of the
+ *   round just closed from the lowest member.
+ * - **Samples.** Progressive: the joiner's span grows from empty to the tail half of the largest
+ *   remaining span (`ChunkPool.admit`) and it is filled at once (`cpu`), or when it enters the ring
+ *   (`ring`: a rank that cannot contribute yet must hold nothing, or a round could wait on it).
+ *   Static: the joiner gets an empty partition of the current epoch at once (`StartEpoch` with size
+ *   0, so that it knows the epoch) and its first real partition at the next epoch start, planned
+ *   over every survivor including it. In the current epoch it is never handed part of a live
+ *   rank's assignment; from the round after its welcome it may receive a dead rank's remainder like
+ *   any survivor (redistribution leaves `joining` ranks out unless no other survivor is left).
+ *   So no sample ever has two holders: a span half is given up by its owner before it is taken, and
+ *   a remainder belongs to a rank that left.
+ * - **Roles.** `fastest`: roles resolve once every survivor, joiners included, is calibrated, and a
+ *   role leaving a rank goes to the fastest calibrated survivor; while some survivor is
+ *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner. `{rank: n}`:
+ *   a pinned role, and the checkpoint role's failover, never move to a joiner.
+ *
+ * @since 0.1.0
+ */
+import * as ChunkPool from "./chunk-pool.ts"
+import { alert, formRing, path } from "./emit.ts"
+import { fill, sendRanges } from "./epochs.ts"
+import type { Command, JoinRefusal } from "./inputs.ts"
+import * as Liveness from "./liveness.ts"
+import * as Membership from "./membership.ts"
+import type { Rank } from "./messages.ts"
+import * as Roles from "./roles.ts"
+import * as Split from "./split.ts"
+import type { State } from "./state.ts"
+
+const refuse = (state: State, cmds: Array<Command>, asked: Rank | undefined, reason: JoinRefusal, detail: string): void => {
+  state.counters.joinsRefused += 1
+  cmds.push({ _tag: "JoinRefused", rank: asked, reason, detail })
+}
+
+/** The reason a join for `asked` cannot take an index now, if any; else the index it takes. */
+const placeJoin = (state: State, asked: Rank | undefined): Rank | readonly [JoinRefusal, string] => {
+  const m = state.membership
+  const capacity = m.worldSize
+  if (state.phase === "completed") return ["RunOver", "the run completed"]
+  if (state.phase !== "running" || state.shutdownSent) return ["ShuttingDown", "the run is saving and stopping"]
+  if (!state.started) return ["NotStarted", "the run has not formed yet: join through the formation"]
+  if (asked === undefined) {
+    while (state.vacantFrom < capacity && !Membership.isVacant(m, state.vacantFrom)) state.vacantFrom += 1
+    if (state.vacantFrom >= capacity) return ["Full", `all ${capacity} rank indices (maxRanks) are taken`]
+    return state.vacantFrom
+  }
+  if (!Number.isSafeInteger(asked) || asked < 0) return ["BadIndex", `rank index ${asked} is not an integer >= 0`]
+  if (asked >= capacity) return ["Full", `rank index ${asked} is beyond maxRanks ${capacity}`]
+  if (Membership.isDead(m, asked)) return ["DeadIndex", `rank ${asked} died: a dead rank's index is never reused`]
+  if (Membership.isExited(m, asked)) return ["ExitedIndex", `rank ${asked} exited: its index is never reused`]
+  if (Membership.isLive(m, asked)) return ["LiveIndex", `rank ${asked} is live`]
+  return asked
+}
+
+/**
+ * Decides a `Join` (issue 17): refuses it with a reason, or welcomes the rank and, in progressive
+ * mode with the `cpu` backend, hands it its first chunks. See the module docstring for the rules.
+ * O(log maxRanks + chunksInflightMax), plus the vacant indices skipped by an auto join.
+ */
+export const onJoin = (state: State, asked: Rank | undefined, cmds: Array<Command>): void => {
+  const placed = placeJoin(state, asked)
+  if (typeof placed !== "number") return refuse(state, cmds, asked, placed[0], placed[1])
+  const rank = placed
+  Membership.admit(state.membership, rank)
+  Liveness.watch(state.liveness, rank, state.clockMs)
+  state.lateJoiner[rank] = 1
+  state.joining.add(rank)
+  state.counters.joins += 1
+  const ring = state.ring !== undefined
+  // cpu: the open round does not wait on it (it counts as having contributed until the round closes).
+  if (!ring) state.contributed[rank] = 1
+  const firstRound = state.round + 1
+  const given = state.pool !== undefined && !ring
+    ? `its span and first chunks of epoch ${state.epoch} now`
+    : state.pool !== undefined
+    ? `its span and first chunks when it enters the ring at round ${firstRound}`
+    : `an empty partition of epoch ${state.epoch}; its first partition at epoch ${state.epoch + 1}`
+  cmds.push({
+    _tag: "Welcome",
+    rank,
+    epoch: state.epoch,
+    firstRound,
+    roles: { ...state.roles },
+    model: ring ? "peer" : "coordinator",
+    reason: `rank ${rank} joins at epoch ${state.epoch}, round ${firstRound} onwards (${path(state, rank)}): ${given}`
+  })
+  let samples = 0
+  if (state.pool !== undefined) {
+    if (!ring) samples = admitToPool(state, cmds, [rank], `rank ${rank} joined: its first chunks`)
+  } else if (state.assignments !== undefined) {
+    cmds.push({
+      _tag: "SendRanges",
+      kind: "StartEpoch",
+      epoch: state.epoch,
+      ranks: Int32Array.of(rank),
+      offsets: Float64Array.of(0),
+      sizes: Float64Array.of(0),
+      reason: `rank ${rank} joined mid-epoch: an empty partition of epoch ${state.epoch}`
+    })
+  }
+  state.joins.push({ rank, atMs: state.clockMs, epoch: state.epoch, firstRound, samples })
+}
+
+/** Grows each rank's span into the pool and fills it; returns the samples handed out. */
+const admitToPool = (state: State, cmds: Array<Command>, ranks: ReadonlyArray<Rank>, reason: string): number => {
+  const pool = state.pool!
+  const out = new Split.SliceBuilder()
+  const before = ChunkPool.remaining(pool)
+  for (const rank of ranks) {
+    ChunkPool.admit(pool, rank)
+    fill(state, out, rank)
+  }
+  sendRanges(state, cmds, "AssignChunk", out, reason)
+  return before - ChunkPool.remaining(pool)
+}
+
+/**
+ * The open round just closed (`state.round` is already the next one): every joiner enters the
+ * rounds. With `cpu` its stand-in contribution is cleared (the caller then recounts
+ * `pendingRequired`); with `ring` it gets the closed round's model from the lowest member
+ * (`SendModel`), the ring re-forms over every survivor, and in progressive mode the joiner's span
+ * grows and it is filled. O(joiners), plus O(survivors) for a re-form.
+ */
+export const enterRounds = (state: State, cmds: Array<Command>): void => {
+  if (state.joining.size === 0) return
+  const joiners = [...state.joining].sort((a, b) => a - b)
+  if (state.ring === undefined) {
+    for (const rank of joiners) state.contributed[rank] = 0
+    state.joining.clear()
+    return
+  }
+  let from = Membership.nextLive(state.membership, 0)
+  while (from < state.membership.worldSize && state.joining.has(from)) from = Membership.nextLive(state.membership, from + 1)
+  const generation = state.ring.generation + 1
+  if (from < state.membership.worldSize) {
+    for (const rank of joiners) {
+      cmds.push({ _tag: "SendModel", to: rank, from, round: state.round - 1, generation, reason: `rank ${rank} enters ring generation ${generation}: the model of round ${state.round - 1} from rank ${from}` })
+    }
+  }
+  formRing(state, cmds, `ranks ${joiners.join(", ")} enter the ring at round ${state.round}`, true)
+  state.joining.clear()
+  if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
+}
+
+/**
+ * Formation started without the `absent` ranks (`start`'s option, `minRanks < worldSize`): their
+ * indices become vacant and unwatched, and the roles start on a present rank (the pinned one if
+ * present, else the lowest). A list that would leave fewer than `minRanks` is ignored with a
+ * `BadStart` alert. O(absent + worldSize).
+ */
+export const vacateAbsent = (state: State, cmds: Array<Command>, absent: ReadonlyArray<Rank>): void => {
+  const { config, membership } = state
+  const unique = [...new Set(absent.filter((r) => Number.isSafeInteger(r) && r >= 0 && r < config.worldSize))]
+  if (membership.activeCount - unique.length < config.minRanks) {
+    alert(state, cmds, "BadStart", "root", `${unique.length} absent ranks would leave fewer than minRanks ${config.minRanks}: every rank counts as present`)
+    return
+  }
+  for (const rank of unique) {
+    Membership.vacate(membership, rank)
+    Liveness.unwatch(state.liveness, rank)
+  }
+  state.vacantFrom = Math.min(state.vacantFrom, ...unique)
+  // Roles start on a present rank: the lowest one for `fastest`, else the pinned one if present.
+  const first = Membership.lowestLive(membership)!
+  const pinned = config.rolePolicy === "fastest" ? first : Math.min(config.rolePolicy.rank, config.worldSize - 1)
+  const holder = Membership.isLive(membership, pinned) ? pinned : first
+  state.roles.checkpoint = holder
+  state.roles.eval = holder
+  state.roles.epochFn = holder
+}
+
+/**
+ * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
+ * joined mid-run; with `fastest` not one that is still uncalibrated (issue 17). O(ranks skipped).
+ */
+export const lowestEligible = (state: State): Rank | undefined => {
+  const m = state.membership
+  const pinned = state.config.rolePolicy !== "fastest"
+  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
+    if (state.lateJoiner[r] === 0 || (!pinned && Roles.isCalibrated(state.calibration, r))) return r
+  }
+  return undefined
+}
