@@ -441,15 +441,29 @@ describe("parse", () => {
   })
 
   it("reads report with its run directory and --json", () => {
-    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456 } })
+    const plain = { html: false, outFile: undefined }
+    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, ...plain } })
     expect(Cli.parse(["report", "--json", "runs/abc"])).toEqual({
       command: "report",
-      options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456 }
+      options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456, ...plain }
     })
     expect(Cli.parse(["report", "--file-bytes-max", "1000", "runs/abc"])).toEqual({
       command: "report",
-      options: { runDir: "runs/abc", json: false, fileBytesMax: 1000 }
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 1000, ...plain }
     })
+  })
+
+  it("reads report --html with --out FILE, and refuses --out without --html and --html with --json", () => {
+    expect(Cli.parse(["report", "--html", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, html: true, outFile: undefined }
+    })
+    expect(Cli.parse(["report", "--html", "--out", "page.html", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, html: true, outFile: "page.html" }
+    })
+    expect(Cli.parse(["report", "--out", "page.html", "runs/abc"])).toEqual({ error: "report: --out FILE goes with --html (the summary is printed)" })
+    expect(Cli.parse(["report", "--html", "--json", "runs/abc"])).toEqual({ error: "report: --html and --json exclude each other" })
   })
 
   it("reads help, -h, --help and no arguments as help", () => {

@@ -65,6 +65,13 @@ const train = (io: Io, command: "demo" | "run", options: RunCommandOptions, laun
   })
 
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
+  if (options.html) {
+    const { writeReport } = await import("./report-html.ts")
+    const written = await writeReport(options.runDir, options.outFile, options.fileBytesMax)
+    if (typeof written === "string") return usage(io, written)
+    io.out(`${written.file}  ${Math.ceil(written.bytes / 1024)} KiB\n`)
+    return ExitCode.ok
+  }
   const result = await readRun(options.runDir, { fileBytesMax: options.fileBytesMax })
   if (typeof result === "string") return usage(io, result)
   return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))

@@ -117,6 +117,10 @@ Usage:
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
+  cohort report --html [--out FILE] RUN_DIR
+                                       write the run's page (timeline, charts, audits, deaths,
+                                       alerts) as one self-contained HTML file, by default
+                                       RUN_DIR/report.html
   cohort resume RUN_DIR [options]      continue a run that was interrupted, stopped
                                        unrecoverable, or cut off (its coordinator's process
                                        died) from its survivors' saves or its last checkpoint,
@@ -271,6 +275,10 @@ export interface ReportCommandOptions {
   readonly json: boolean
   /** `--file-bytes-max`: the largest file read, in bytes (default 268435456, 256 MiB). */
   readonly fileBytesMax: number
+  /** `--html`: write the run page (`src/cli/report-html.ts`) instead of printing the summary. */
+  readonly html: boolean
+  /** `--out FILE` (with `--html` only): where the page goes; default `<RUN_DIR>/report.html`. */
+  readonly outFile: string | undefined
 }
 
 /**
@@ -572,9 +580,14 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .argument("<RUN_DIR>")
     .option("--json")
     .option("--file-bytes-max <n>")
-    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
+    .option("--html")
+    .option("--out <file>")
+    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string; readonly html?: boolean; readonly out?: string }) => {
       const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
-      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
+      const html = raw.html === true
+      if (raw.out !== undefined && !html) throw new UsageError("report: --out FILE goes with --html (the summary is printed)")
+      if (html && raw.json === true) throw new UsageError("report: --html and --json exclude each other")
+      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax, html, outFile: raw.out } }
     })
   program
     .command("resume")
