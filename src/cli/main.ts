@@ -22,9 +22,11 @@ const toRunOptions = (
   trainer: string,
   onEvent: (event: RunTypes.RunEvent) => void,
   onRankOutput: (rank: number, line: string) => void,
-  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal }
+  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal; readonly killRequests?: RunTypes.RunOptions["killRequests"] }
 ): RunTypes.RunOptions => ({
-  ...signals,
+  signal: signals.signal,
+  stopSignal: signals.stopSignal,
+  ...(signals.killRequests === undefined ? {} : { killRequests: signals.killRequests }),
   trainer,
   worldSize: options.worldSize,
   epochs: options.epochs,
@@ -61,7 +63,8 @@ const train = (io: Io, command: "demo" | "run", options: RunCommandOptions, laun
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    return conduct(io, options, (hooks) => run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, hooks)))
+    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", port: options.dashboard.port, faults: options.dashboard.faults }
+    return conduct(io, { ...options, dashboard }, (hooks) => run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, hooks)))
   })
 
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {

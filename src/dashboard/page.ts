@@ -38,25 +38,29 @@ const seconds = (ms: number | undefined): string => (ms === undefined ? "–" : 
 const millis = (ms: number | undefined): string => (ms === undefined ? "–" : `${Math.round(ms)} ms`)
 const integer = (n: number): string => Math.round(n).toLocaleString("en")
 
-/** Replaces `body`'s rows: one `<tr>` per item, cells as text. */
+/**
+ * Brings `body`'s rows up to date: one `<tr>` per item, cells as text (or a node kept across
+ * updates). Rows and cells are updated in place, never rebuilt: a button under the pointer stays
+ * the same element.
+ */
 const fillRows = <A>(
   body: HTMLElement,
   items: ReadonlyArray<A>,
   cells: (item: A) => ReadonlyArray<string | Node>,
   mark: (row: HTMLTableRowElement, item: A) => void
 ): void => {
-  const rows = items.map((item) => {
-    const row = document.createElement("tr")
-    for (const cell of cells(item)) {
-      const td = document.createElement("td")
-      if (typeof cell === "string") td.textContent = cell
-      else td.append(cell)
-      row.append(td)
-    }
+  const section = body as HTMLTableSectionElement
+  while (section.rows.length > items.length) section.deleteRow(-1)
+  items.forEach((item, i) => {
+    const row = section.rows[i] ?? section.insertRow()
+    cells(item).forEach((cell, j) => {
+      const td = row.cells[j] ?? row.insertCell()
+      if (typeof cell !== "string") {
+        if (td.firstChild !== cell) td.replaceChildren(cell)
+      } else if (td.textContent !== cell) td.textContent = cell
+    })
     mark(row, item)
-    return row
   })
-  body.replaceChildren(...rows)
 }
 
 /** Aligned uPlot data from scattered points: one x array (ascending), one y array per series. */
@@ -151,6 +155,7 @@ const start = (): void => {
     button.textContent = response.ok ? "killed" : `refused (${response.status})`
   }
 
+  const killButtons = new Map<number, HTMLButtonElement>()
   const render = (): void => {
     const now = model.nowMs
     byId("run").textContent = model.runId === undefined
@@ -173,10 +178,15 @@ const start = (): void => {
         row.lastFrameMs === undefined ? "–" : seconds(Math.max(0, now - row.lastFrameMs))
       ]
       if (config.faults) {
-        const button = document.createElement("button")
-        button.textContent = "kill"
-        button.disabled = row.status === "dead" || row.status === "exited" || model.ended !== undefined
-        button.addEventListener("click", () => void kill(row.rank, button).catch(() => (button.textContent = "failed")))
+        let button = killButtons.get(row.rank)
+        if (button === undefined) {
+          const made = document.createElement("button")
+          made.textContent = "kill"
+          made.addEventListener("click", () => void kill(row.rank, made).catch(() => (made.textContent = "failed")))
+          killButtons.set(row.rank, made)
+          button = made
+        }
+        if (row.status === "dead" || row.status === "exited" || model.ended !== undefined) button.disabled = true
         cells.push(button)
       }
       return cells
