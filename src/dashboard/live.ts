@@ -167,6 +167,8 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     status: 200,
     headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" },
     stream: (sink) => {
+      // What is filed goes to the pages already open first: the replay holds it too.
+      flush(false)
       sink.write("retry: 1000\n\n")
       const progress = [...latestProgress.values()].map((entry) => entry.event)
       sink.write(`data: ${JSON.stringify([...replay, ...progress])}\n\n`)
