@@ -175,7 +175,8 @@ export const conduct = async (
         port: dashboard.port,
         title: "cohort run",
         token: dashboard.token,
-        kill: dashboard.faults ? (rank) => void kills.push(rank) : undefined
+        // One request per rank at most waits (a rank is killed once): the queue stays within worldSize.
+        kill: dashboard.faults ? (rank) => void (kills.includes(rank) ? undefined : kills.push(rank)) : undefined
       })
     } catch (error) {
       io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${firstLine(error)}\n`)

@@ -21,7 +21,7 @@ const cssImports = ["uplot/dist/uPlot.min.css"]
  */
 export const pageHtml = async (input: DistributiveOmit<Html.PageInput, "script" | "css">): Promise<string> => {
   const bundled = await Bundle.bundlePage(pageEntry(), cssImports)
-  return Html.document({ ...input, script: bundled.script, css: bundled.css } as Html.PageInput)
+  return Html.render({ ...input, script: bundled.script, css: bundled.css } as Html.PageInput)
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never

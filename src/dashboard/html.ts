@@ -60,7 +60,7 @@ const section = (title: string, id: string, headings: ReadonlyArray<string>): st
  * @since 0.1.0
  * @category page
  */
-export const document = (input: PageInput): string => {
+export const render = (input: PageInput): string => {
   const config = input.mode === "static"
     ? { mode: "static", faults: false, key: "" }
     : { mode: "live", faults: input.faults, key: input.key }
