@@ -189,12 +189,15 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
 
 /**
  * The run's options as the journal's `started` event records them: every plain option as given,
- * the defaults used for the rest, and no functions or signals.
+ * the defaults used for the rest, and no functions, signals or handles.
  */
 const loggedOptions = (options: object, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const logged: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(options)) {
-    if (typeof value !== "function" && !(typeof value === "object" && value !== null && "aborted" in value)) logged[key] = value
+    // Signals, and handles such as `killRequests` (an object of functions), are not options to log.
+    const handle = typeof value === "object" && value !== null && !Array.isArray(value) &&
+      ("aborted" in value || Object.values(value).some((field) => typeof field === "function"))
+    if (typeof value !== "function" && !handle) logged[key] = value
   }
   return { ...logged, ...resolved }
 }
@@ -723,6 +726,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       const now = yield* Clock.currentTimeMillis
       if (!state.started) return
       trainingSinceMs ??= now
+      // A kill asked for now is due now: `atSeconds` measured from training's start.
+      for (const rank of options.killRequests?.drain() ?? []) pendingKills.add({ rank, atSeconds: (now - trainingSinceMs) / 1000 })
       for (const kill of pendingKills) {
         const due = "atSeconds" in kill
           ? now - trainingSinceMs >= kill.atSeconds * 1000

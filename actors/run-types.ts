@@ -100,6 +100,13 @@ export interface RunOptions {
   readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
   readonly kills?: ReadonlyArray<KillSpec>
+  /**
+   * Kills asked for while the run goes on (the dashboard's kill buttons, `--dashboard-faults`):
+   * once training started, the launcher drains it every 5 ms and kills each rank named at once,
+   * as a `kills` entry that is due (a `fault` event; a rank already gone gives `fault-skipped`).
+   * Default none.
+   */
+  readonly killRequests?: { readonly drain: () => ReadonlyArray<Rank> }
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Floods to inject (hostile ranks). Default none. */
@@ -211,7 +218,7 @@ export interface RunOptions {
 /**
  * Options of `serve` (`cohort serve`): a run whose coordinator serves on a WebSocket and whose
  * ranks join from anywhere (`cohort join`, `WebSocket.connect`); nothing is started locally. As
- * `RunOptions` without the local-only ones (`transport`, faults, `rankNice`, `rankMemoryMb`), plus:
+ * `RunOptions` without the local-only ones (`transport`, faults and `killRequests`, `rankNice`, `rankMemoryMb`), plus:
  *
  * - `host` (default `"127.0.0.1"`: loopback only; a non-loopback address is an explicit choice)
  *   and `port` (default 0: a free port) to listen on.
@@ -230,7 +237,7 @@ export interface RunOptions {
  * @since 0.1.0
  * @category options
  */
-export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "hangs" | "floods" | "rankNice" | "rankMemoryMb"> {
+export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "killRequests" | "hangs" | "floods" | "rankNice" | "rankMemoryMb"> {
   readonly host?: string
   readonly port?: number
   readonly runToken?: string

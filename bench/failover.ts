@@ -25,14 +25,24 @@
  * declaration (the supervisor saw the worker end, a few ms after the exit) to the survivors' next
  * completed round (median, p99).
  *
- * Run: `node --import tsx bench/failover.ts [--quick]`, `bun bench/failover.ts`.
+ * The `dashboard` row (issue 16, with `--dashboard` only) runs the quiet cluster again with the
+ * live dashboard (`src/dashboard/live.ts`) serving it and one page attached: headless Chromium
+ * (Debian's `chromium`, through playwright-core) under Node when it is installed, else a client
+ * that reads the page's event stream. Its kill → remainder-sent median is compared with the quiet
+ * row's, in the same run, as a ratio (the issue asks for the two within 20%).
+ *
+ * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard]`, `bun bench/failover.ts`.
  */
+import { existsSync } from "node:fs"
 import * as Launcher from "../actors/launcher.ts"
-import type { HangSpec, KillSpec } from "../actors/run-types.ts"
+import type { HangSpec, KillSpec, RunEvent } from "../actors/run-types.ts"
+import * as Live from "../src/dashboard/live.ts"
 import * as Lib from "./lib.ts"
 
 export interface Result {
   readonly transport: "worker" | "websocket"
+  /** How the run was watched: `none`, or the dashboard with one `chromium` page or one `stream` reader. */
+  readonly watched: "none" | "chromium" | "stream"
   readonly worldSize: number
   readonly rankNice: number
   /** Flood of the last rank in frames/s; 0 for none. */
@@ -54,7 +64,13 @@ export interface Result {
  * One cluster with the faults, its ranks at nice `rankNice`; `quick` uses 7 ranks, 3 kills and 1
  * hang. Its last rank is never killed; with `floodFramesPerSecond` > 0 it floods from 0.3 s.
  */
-const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 0, transport: "worker" | "websocket" = "worker"): Promise<Result> => {
+const measure = async (
+  quick: boolean,
+  rankNice: number,
+  floodFramesPerSecond = 0,
+  transport: "worker" | "websocket" = "worker",
+  dashboard = false
+): Promise<Result> => {
   const kills = quick ? 3 : 20
   const hangs = quick ? 1 : 5
   const worldSize = kills + hangs + (quick ? 3 : 4)
@@ -62,8 +78,10 @@ const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 
   const heartbeatTimeoutMs = 2000
   const killSpecs: Array<KillSpec> = Array.from({ length: kills }, (_, i) => ({ rank: i, atSeconds: 0.5 + i * 0.25 }))
   const hangSpecs: Array<HangSpec> = Array.from({ length: hangs }, (_, i) => ({ rank: kills + i, atSeconds: 0.5 + i * 0.5 }))
+  const watcher = dashboard ? await watch() : undefined
   const started = Lib.nowMs()
   const outcome = await Launcher.run({
+    ...(watcher === undefined ? {} : { onEvent: watcher.onEvent }),
     trainer: "bench/trainers/waiting.ts",
     transport,
     worldSize,
@@ -79,10 +97,12 @@ const measure = async (quick: boolean, rankNice: number, floodFramesPerSecond = 
     outDir: "bench/results/runs",
     onRankOutput: () => {}
   })
+  await watcher?.close()
   const killed = outcome.deaths.filter((d) => d.detector === "supervisor" && d.rank !== flooder)
   const hung = outcome.deaths.filter((d) => d.detector === "heartbeat")
   return {
     transport,
+    watched: watcher?.kind ?? "none",
     worldSize,
     rankNice,
     floodFramesPerSecond,
@@ -146,6 +166,36 @@ const measureRing = async (quick: boolean): Promise<RingResult> => {
 }
 
 /**
+ * The live dashboard with one page attached: headless Chromium under Node when `/usr/bin/chromium`
+ * is installed (playwright-core), else a reader of the page's event stream.
+ */
+const watch = async (): Promise<{ readonly kind: "chromium" | "stream"; readonly onEvent: (event: RunEvent) => void; readonly close: () => Promise<void> }> => {
+  const live = await Live.start({ host: "127.0.0.1", port: 0, title: "bench" })
+  const g = globalThis as { Bun?: unknown; Deno?: unknown }
+  if (g.Bun === undefined && g.Deno === undefined && existsSync("/usr/bin/chromium")) {
+    const { chromium } = await import("playwright-core")
+    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless=new", "--no-sandbox", "--disable-gpu"] })
+    const page = await browser.newPage()
+    await page.goto(live.url)
+    return { kind: "chromium", onEvent: live.onEvent, close: async () => {
+      await live.close()
+      await browser.close()
+    } }
+  }
+  const response = await fetch(`${live.url}events`)
+  const reader = response.body!.getReader()
+  const reading = (async () => {
+    while (!(await reader.read()).done) {
+      // the page's side: read and drop
+    }
+  })()
+  return { kind: "stream", onEvent: live.onEvent, close: async () => {
+    await live.close()
+    await reading.catch(() => {})
+  } }
+}
+
+/**
  * The flood rate the coordinator keeps up with: doubling from 50,000 frames/s, the last rate at
  * which a 6-rank, 1-epoch run (flood from 0.3 s) ends with the flooder's link still open.
  */
@@ -176,16 +226,19 @@ const maxAllowedFloodRate = async (): Promise<number> => {
  * remainder-sent median over the quiet one) and, in the full run, again with `rankNice: 10`
  * (`niced`), where busy ranks yield the CPU to the coordinator's thread.
  */
-export const run = async (quick: boolean): Promise<{
+export const run = async (quick: boolean, options: { readonly dashboard?: boolean } = {}): Promise<{
   readonly result: Result
   readonly hostile: Result
   readonly hostileRatio: number
   readonly niced?: Result
   readonly websocket: Result
   readonly ring: RingResult
+  readonly dashboard?: { readonly result: Result; readonly ratio: number }
   readonly markdown: string
 }> => {
   const result = await measure(quick, 0)
+  // With the dashboard: the same quiet cluster right after, watched by one page.
+  const watched = options.dashboard === true ? await measure(quick, 0, 0, "worker", true) : undefined
   // The quick run (and the test that runs it) skips the calibration: 100,000 frames/s.
   let floodRate = quick ? 100_000 : await maxAllowedFloodRate()
   let hostile = await measure(quick, 0, floodRate)
@@ -200,9 +253,10 @@ export const run = async (quick: boolean): Promise<{
   const websocket = await measure(quick, 0, 0, "websocket")
   const ring = await measureRing(quick)
   const markdown = Lib.table(
-    ["transport", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
-    [result, hostile, ...(niced === undefined ? [] : [niced]), websocket].map((r) => [
+    ["transport", "watched", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
+    [result, ...(watched === undefined ? [] : [watched]), hostile, ...(niced === undefined ? [] : [niced]), websocket].map((r) => [
       r.transport,
+      r.watched === "none" ? "-" : `dashboard + ${r.watched}`,
       r.worldSize,
       r.rankNice,
       r.floodFramesPerSecond === 0 ? "-" : `${r.floodFramesPerSecond}${r.flooderClosed ? " (closed)" : ""}`,
@@ -220,14 +274,25 @@ export const run = async (quick: boolean): Promise<{
     `declared → next completed round median ${Lib.fmt(ring.declaredToNextRoundMs.median)} ms, p99 ${Lib.fmt(ring.declaredToNextRoundMs.p99)} ms; ` +
     `${ring.generations} ring generations; lost ${ring.lost}, duplicated ${ring.duplicated}`
   const ratioLine = ringLine + `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
-  return niced === undefined
-    ? { result, hostile, hostileRatio, websocket, ring, markdown: markdown + ratioLine }
-    : { result, hostile, hostileRatio, niced, websocket, ring, markdown: markdown + ratioLine }
+  const dashboard = watched === undefined ? undefined : { result: watched, ratio: watched.killToRecoveredMs.median / result.killToRecoveredMs.median }
+  const dashboardLine = dashboard === undefined
+    ? ""
+    : `\ndashboard: kill → remainder sent median ${Lib.fmt(watched!.killToRecoveredMs.median)} ms with the dashboard and one ${watched!.watched === "chromium" ? "Chromium page" : "stream reader"} attached, ${Lib.fmt(dashboard.ratio)}x the unwatched ${Lib.fmt(result.killToRecoveredMs.median)} ms`
+  return {
+    result,
+    hostile,
+    hostileRatio,
+    ...(niced === undefined ? {} : { niced }),
+    websocket,
+    ring,
+    ...(dashboard === undefined ? {} : { dashboard }),
+    markdown: markdown + ratioLine + dashboardLine
+  }
 }
 
 if (Lib.isMain("failover")) {
   const quick = Lib.isQuick()
-  const { markdown, ...data } = await run(quick)
+  const { markdown, ...data } = await run(quick, { dashboard: process.argv.includes("--dashboard") })
   console.log(`## failover\n\n${markdown}\n`)
   console.log(`results: ${Lib.writeResults({ failover: data }, quick)}`)
 }

@@ -371,6 +371,24 @@ describe("parse", () => {
     })
   })
 
+  it("reads --dashboard [PORT] and --dashboard-faults, which needs --dashboard", () => {
+    expect(Cli.parse(["demo"])).toMatchObject({ options: { dashboard: undefined } })
+    expect(Cli.parse(["demo", "--dashboard"])).toMatchObject({ options: { dashboard: { port: 0, faults: false } } })
+    expect(Cli.parse(["run", "--trainer", "t.ts", "--dashboard", "8123", "--dashboard-faults"])).toMatchObject({
+      options: { dashboard: { port: 8123, faults: true } }
+    })
+    expect(Cli.parse(["demo", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
+    expect(Cli.parse(["demo", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
+    expect(Cli.parse(["demo", "--dashboard", "x"])).toEqual({ error: "--dashboard must be an integer >= 0, got 'x'" })
+  })
+
+  it("serve refuses --dashboard-faults: its ranks are not this process's", async () => {
+    const err: Array<string> = []
+    const io = { out: () => {}, err: (text: string) => void err.push(text), isTerminal: false, progressStream: () => process.stderr }
+    expect(await Cli.main(["serve", "--dashboard", "--dashboard-faults"], io)).toBe(2)
+    expect(err).toEqual(["cohort: serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere\n"])
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -441,15 +459,29 @@ describe("parse", () => {
   })
 
   it("reads report with its run directory and --json", () => {
-    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456 } })
+    const plain = { html: false, outFile: undefined }
+    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, ...plain } })
     expect(Cli.parse(["report", "--json", "runs/abc"])).toEqual({
       command: "report",
-      options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456 }
+      options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456, ...plain }
     })
     expect(Cli.parse(["report", "--file-bytes-max", "1000", "runs/abc"])).toEqual({
       command: "report",
-      options: { runDir: "runs/abc", json: false, fileBytesMax: 1000 }
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 1000, ...plain }
     })
+  })
+
+  it("reads report --html with --out FILE, and refuses --out without --html and --html with --json", () => {
+    expect(Cli.parse(["report", "--html", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, html: true, outFile: undefined }
+    })
+    expect(Cli.parse(["report", "--html", "--out", "page.html", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, html: true, outFile: "page.html" }
+    })
+    expect(Cli.parse(["report", "--out", "page.html", "runs/abc"])).toEqual({ error: "report: --out FILE goes with --html (the summary is printed)" })
+    expect(Cli.parse(["report", "--html", "--json", "runs/abc"])).toEqual({ error: "report: --html and --json exclude each other" })
   })
 
   it("reads help, -h, --help and no arguments as help", () => {

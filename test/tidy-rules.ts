@@ -65,6 +65,7 @@ type Area =
   | "averaging"
   | "train"
   | "cli"
+  | "dashboard"
   | "actors"
   | "other"
 
@@ -77,6 +78,7 @@ const areaOf = (path: string): Area => {
   if (path.startsWith("src/averaging/")) return "averaging"
   if (path.startsWith("src/train/")) return "train"
   if (path === "src/cli.ts" || path.startsWith("src/cli/")) return "cli"
+  if (path.startsWith("src/dashboard/")) return "dashboard"
   if (path.startsWith("actors/")) return "actors"
   return "other"
 }
@@ -91,7 +93,9 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   averaging: ["core", "wire", "actor", "averaging", "platform"],
   train: ["core", "train", "platform"],
   // The command line is the entry point that composes everything, actors included.
-  cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
+  cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli", "dashboard"],
+  // The run page: its model and browser module, and the build that bundles them (platform).
+  dashboard: ["core", "dashboard", "platform"],
   // A resume reads its parent's journal with the report's tolerant reader (`src/cli/read-run.ts`).
   actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
   other: []
@@ -108,6 +112,8 @@ const allowedPackages: Record<Area, ReadonlyArray<string>> = {
   train: ["effect", "pure-rand", "mnist"],
   // The command line parses with commander and draws progress bars with cli-progress.
   cli: ["effect", "nanoid", "commander", "cli-progress"],
+  // The page's charts (bundled into the page by esbuild).
+  dashboard: ["uplot"],
   actors: ["effect", "nanoid"],
   other: ["*"]
 }

@@ -127,6 +127,23 @@ export interface RunHooks {
   readonly onRankOutput: (rank: number, line: string) => void
   readonly signal: AbortSignal
   readonly stopSignal: AbortSignal
+  /** The dashboard's kill buttons (`--dashboard-faults`); absent without them. */
+  readonly killRequests?: RunTypes.RunOptions["killRequests"]
+}
+
+/**
+ * The live dashboard a run serves (`--dashboard [PORT]`, `src/dashboard/live.ts`): where it
+ * listens, whether it has kill buttons (`--dashboard-faults`), and the run token its requests
+ * must carry (`serve` off loopback; read at each request).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface DashboardSetup {
+  readonly host: string
+  readonly port: number
+  readonly faults: boolean
+  readonly token?: (() => string | undefined) | undefined
 }
 
 /**
@@ -143,14 +160,36 @@ export interface RunHooks {
  */
 export const conduct = async (
   io: Io,
-  options: { readonly json: boolean; readonly interruptGraceMs: number },
+  options: { readonly json: boolean; readonly interruptGraceMs: number; readonly dashboard?: DashboardSetup | undefined },
   start: (hooks: RunHooks) => Promise<RunTypes.RunResult>
 ): Promise<number> => {
+  // The dashboard listens before the run starts, so that it sees every event.
+  const kills: Array<number> = []
+  let live: Awaited<ReturnType<typeof import("../dashboard/live.ts").start>> | undefined
+  const dashboard = options.dashboard
+  if (dashboard !== undefined) {
+    try {
+      const Live = await import("../dashboard/live.ts")
+      live = await Live.start({
+        host: dashboard.host,
+        port: dashboard.port,
+        title: "cohort run",
+        token: dashboard.token,
+        // One request per rank at most waits (a rank is killed once): the queue stays within worldSize.
+        kill: dashboard.faults ? (rank) => void (kills.includes(rank) ? undefined : kills.push(rank)) : undefined
+      })
+    } catch (error) {
+      io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${firstLine(error)}\n`)
+      return ExitCode.unavailable
+    }
+    io.err(`cohort: dashboard: ${live.url}${dashboard.token === undefined ? "" : "?token=<the run token>"}${dashboard.faults ? " (with kill buttons)" : ""}\n`)
+  }
   const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   // The run's folder and grace, from its `started` event, for the interrupt's line.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   const onEvent = (event: RunTypes.RunEvent): void => {
     if (event.type === "started") started = event
+    live?.onEvent(event)
     view.onEvent(event)
   }
   const interrupt = new AbortController()
@@ -178,11 +217,13 @@ export const conduct = async (
       onEvent,
       onRankOutput: (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`),
       signal: interrupt.signal,
-      stopSignal: stop.signal
+      stopSignal: stop.signal,
+      ...(dashboard?.faults === true ? { killRequests: { drain: () => kills.splice(0) } } : {})
     })
   } catch (error) {
     removeHandlers()
     view.stop()
+    await live?.close()
     const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
       ? (error as { readonly option: string }).option
       : undefined
@@ -192,5 +233,6 @@ export const conduct = async (
   }
   removeHandlers()
   view.stop()
+  await live?.close()
   return finish(io, result, options.json)
 }

@@ -22,9 +22,11 @@ const toRunOptions = (
   trainer: string,
   onEvent: (event: RunTypes.RunEvent) => void,
   onRankOutput: (rank: number, line: string) => void,
-  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal }
+  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal; readonly killRequests?: RunTypes.RunOptions["killRequests"] }
 ): RunTypes.RunOptions => ({
-  ...signals,
+  signal: signals.signal,
+  stopSignal: signals.stopSignal,
+  ...(signals.killRequests === undefined ? {} : { killRequests: signals.killRequests }),
   trainer,
   worldSize: options.worldSize,
   epochs: options.epochs,
@@ -61,10 +63,18 @@ const train = (io: Io, command: "demo" | "run", options: RunCommandOptions, laun
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    return conduct(io, options, (hooks) => run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, hooks)))
+    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", port: options.dashboard.port, faults: options.dashboard.faults }
+    return conduct(io, { ...options, dashboard }, (hooks) => run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, hooks)))
   })
 
 const report = async (io: Io, options: ReportCommandOptions): Promise<number> => {
+  if (options.html) {
+    const { writeReport } = await import("./report-html.ts")
+    const written = await writeReport(options.runDir, options.outFile, options.fileBytesMax)
+    if (typeof written === "string") return usage(io, written)
+    io.out(`${written.file}  ${Math.ceil(written.bytes / 1024)} KiB\n`)
+    return ExitCode.ok
+  }
   const result = await readRun(options.runDir, { fileBytesMax: options.fileBytesMax })
   if (typeof result === "string") return usage(io, result)
   return finish(io, result, options.json, options.runDir.replace(/(.)\/+$/, "$1"))

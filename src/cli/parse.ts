@@ -117,6 +117,10 @@ Usage:
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
+  cohort report --html [--out FILE] RUN_DIR
+                                       write the run's page (timeline, charts, audits, deaths,
+                                       alerts) as one self-contained HTML file, by default
+                                       RUN_DIR/report.html
   cohort resume RUN_DIR [options]      continue a run that was interrupted, stopped
                                        unrecoverable, or cut off (its coordinator's process
                                        died) from its survivors' saves or its last checkpoint,
@@ -170,6 +174,10 @@ Options of demo and run:
   --out DIR                   write the run to DIR/<runId>/ (default runs)
   --json                      print the result as JSON on stdout instead of tables, and nothing
                               else (progress lines then go to stderr)
+  --dashboard [PORT]          serve the run's live page on http://127.0.0.1:PORT/ (default: a
+                              free port; the address is printed on stderr): ranks, timeline,
+                              deaths, charts, audits, alerts (default off)
+  --dashboard-faults          with --dashboard: a kill button per rank on the page (default off)
 
 Options of serve (beside those of run, without --transport, --kill, --hang, --rank-memory-mb;
 --trainer defaults to the bundled workload, --world-size goes up to 1000000):
@@ -180,6 +188,9 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
                               new 132-bit token is written to DIR/<runId>/token (mode 0600)
   --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
                               fails to form (exit 3)
+  --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
+                              free port); on an address that is not loopback the page asks for
+                              ?token=<the run token> (no kill buttons for serve)
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)
@@ -255,6 +266,11 @@ export interface RunCommandOptions {
   readonly onRepeatedCrash: "stop" | "continue"
   readonly rankMemoryMb: number
   readonly interruptGraceMs: number
+  /**
+   * `--dashboard [PORT]` (PORT default 0: a free port, printed) and `--dashboard-faults` (kill
+   * buttons): the live run page (`src/dashboard/live.ts`); `undefined` without `--dashboard`.
+   */
+  readonly dashboard?: { readonly port: number; readonly faults: boolean } | undefined
   readonly seed: number
   readonly outDir: string
   readonly json: boolean
@@ -271,6 +287,10 @@ export interface ReportCommandOptions {
   readonly json: boolean
   /** `--file-bytes-max`: the largest file read, in bytes (default 268435456, 256 MiB). */
   readonly fileBytesMax: number
+  /** `--html`: write the run page (`src/cli/report-html.ts`) instead of printing the summary. */
+  readonly html: boolean
+  /** `--out FILE` (with `--html` only): where the page goes; default `<RUN_DIR>/report.html`. */
+  readonly outFile: string | undefined
 }
 
 /**
@@ -343,6 +363,8 @@ export interface RawRunOptions {
   readonly seed?: string
   readonly out?: string
   readonly json?: boolean
+  readonly dashboard?: string | true
+  readonly dashboardFaults?: true
 }
 
 /** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
@@ -465,8 +487,20 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
-    json: raw.json === true
+    json: raw.json === true,
+    dashboard: dashboardOption(raw)
   }
+}
+
+/** `--dashboard [PORT]` and `--dashboard-faults`, checked. */
+const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => {
+  if (raw.dashboard === undefined) {
+    if (raw.dashboardFaults === true) throw new UsageError("--dashboard-faults goes with --dashboard (it adds kill buttons to the page)")
+    return undefined
+  }
+  const port = raw.dashboard === true ? 0 : integerAtLeast("--dashboard", raw.dashboard, 0, 0)
+  if (port > 65_535) throw new UsageError(`--dashboard PORT must be at most 65535, got '${String(raw.dashboard)}'`)
+  return { port, faults: raw.dashboardFaults === true }
 }
 
 const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions => {
@@ -555,6 +589,8 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--seed <n>")
       .option("--out <dir>")
       .option("--json")
+      .option("--dashboard [port]")
+      .option("--dashboard-faults")
       .on("option:kill", () => {
         sawKill = true
       })
@@ -572,9 +608,14 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .argument("<RUN_DIR>")
     .option("--json")
     .option("--file-bytes-max <n>")
-    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string }) => {
+    .option("--html")
+    .option("--out <file>")
+    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string; readonly html?: boolean; readonly out?: string }) => {
       const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
-      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax } }
+      const html = raw.html === true
+      if (raw.out !== undefined && !html) throw new UsageError("report: --out FILE goes with --html (the summary is printed)")
+      if (html && raw.json === true) throw new UsageError("report: --html and --json exclude each other")
+      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax, html, outFile: raw.out } }
     })
   program
     .command("resume")

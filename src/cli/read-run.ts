@@ -56,8 +56,9 @@ const whitespaceControls = /[\t\n\v\f\r]/g
  */
 export const printable = (text: string): string => text.replace(whitespaceControls, " ").replace(controlCharacters, "")
 
-/** A copy of a parsed JSON value with every string (keys too) made printable. */
-const printableDeep = (value: unknown): unknown => {
+
+/** A copy of a parsed JSON value with every string (keys too) made `printable`. @since 0.1.0 @category report */
+export const printableDeep = (value: unknown): unknown => {
   if (typeof value === "string") return printable(value)
   if (Array.isArray(value)) return value.map(printableDeep)
   if (typeof value === "object" && value !== null) {
@@ -70,8 +71,14 @@ const isRecord = (value: unknown): value is Record<string, unknown> => typeof va
 
 const decoder = new TextDecoder()
 
-/** The text of a regular file of at most `bytesMax` bytes, or an error line. */
-const readText = async (path: string, bytesMax: number): Promise<{ readonly text: string } | string> => {
+/**
+ * The text of the regular file `path` of at most `bytesMax` bytes, or an error line (not a regular
+ * file, too large, unreadable).
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const readText = async (path: string, bytesMax: number): Promise<{ readonly text: string } | string> => {
   let read: Files.RegularFileRead
   try {
     read = await Files.readRegularFile(path, bytesMax)

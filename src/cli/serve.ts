@@ -146,6 +146,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--token-file <file>")
     .option("--formation-timeout-ms <ms>")
     .option("--serve-browser")
+    .option("--dashboard [port]")
+    .option("--dashboard-faults")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -156,6 +158,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   try {
     command.parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
+    if (raw.dashboardFaults === true) throw new UsageError("serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere")
     options = runOptions("serve", { ...raw, kill: false }, false)
     listen = parseListen(raw.listen ?? serveDefaults.listen)
     formationTimeoutMs = integerAtLeast("--formation-timeout-ms", raw.formationTimeoutMs, 1, serveDefaults.formationTimeoutMs)
@@ -185,7 +188,16 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     }
     // The header goes where the live lines go: stdout, or stderr under --json.
     const say = (line: string): void => (parsed.json ? io.err : io.out)(`cohort serve: ${line}\n`)
-    return conduct(io, parsed, (hooks) =>
+    // The dashboard listens on the run's host; off loopback it asks for the run token, known
+    // once the run listens when it is made for the run.
+    let runToken = token?.token
+    const dashboard = parsed.dashboard === undefined ? undefined : {
+      host: listen.host,
+      port: parsed.dashboard.port,
+      faults: false,
+      ...(isLoopback(listen.host) ? {} : { token: () => runToken })
+    }
+    return conduct(io, { ...parsed, dashboard }, (hooks) =>
       serve({
         ...hooks,
         trainer,
@@ -207,6 +219,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(token === undefined ? {} : { runToken: token.token }),
         ...(browser === undefined ? {} : { http: browser.http }),
         onListening: (listening) => {
+          runToken = listening.runToken
           say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}`)
           if (!isLoopback(listening.host)) {
             say(`${listening.host} is not a loopback address: any host that reaches it and holds the token can join`)

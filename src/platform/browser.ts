@@ -6,7 +6,7 @@
  * use, with a browser's meaning:
  *
  * - **Sockets.** The client is the standard `WebSocket` global; a browser serves nothing
- *   (`serveWs` rejects).
+ *   (`serveWs` and `serveHttp` reject).
  * - **Files.** A tab has no file system. `resolvePackageFile("mnist/src/digits/3.json")` gives the
  *   URL `<origin>/cohort/package/mnist/src/digits/3.json`, where `cohort serve --serve-browser`
  *   serves the coordinator's copy of that package file, and `readFile` of an `http(s):` URL
@@ -51,6 +51,9 @@ export const webSocketClass = (): typeof globalThis.WebSocket => globalThis.WebS
 
 /** Rejects: a browser tab serves no WebSocket. @since 0.1.0 @category sockets */
 export const serveWs = (): Promise<never> => Promise.reject(new Error("a browser cannot serve WebSockets"))
+
+/** Rejects: a browser tab serves no HTTP. @since 0.1.0 @category http */
+export const serveHttp = (): Promise<never> => Promise.reject(new Error("a browser cannot serve HTTP"))
 
 // ---------------------------------------------------------------------------------------------
 // schedule.ts stand-ins

@@ -24,7 +24,8 @@ interface BunGlobal {
     hostname: string
     port: number
     fetch(request: Request, server: BunServer): Promise<Response | undefined> | Response | undefined
-    websocket: {
+    idleTimeout?: number
+    websocket?: {
       maxPayloadLength: number
       open(ws: BunSocket): void
       message(ws: BunSocket, message: string | Uint8Array): void
@@ -63,9 +64,7 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
         ? server.upgrade(request, { data: { remoteAddress: server.requestIP(request)?.address ?? "" } })
           ? undefined
           : new Response("WebSocket upgrade failed", { status: 400 })
-        : Http.answer(options.http, request.method, request.url).then((answer) =>
-          new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
-        ),
+        : Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse),
     websocket: {
       maxPayloadLength: options.maxPayloadBytes,
       open: (ws) => {
@@ -82,6 +81,24 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
       // message exceeds maxPayloadLength (Bun 1.4.5).
       close: (ws, code, reason) => ws.data.handlers?.close(reason === "Received too big message" ? 1009 : code)
     }
+  })
+  return { port: server.port, close: async () => void (await server.stop(true)) }
+}
+
+/**
+ * A plain HTTP server on `Bun.serve` (`serveHttp`); streamed responses stay open (no idle
+ * timeout: a page's event stream may be quiet for a while).
+ *
+ * @since 0.1.0
+ * @category http
+ */
+export const serveHttp = async (options: Types.HttpServeOptions): Promise<Types.RawServer> => {
+  const bun = (globalThis as unknown as { Bun: BunGlobal }).Bun
+  const server = bun.serve({
+    hostname: options.host,
+    port: options.port,
+    idleTimeout: 0,
+    fetch: (request) => Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
   })
   return { port: server.port, close: async () => void (await server.stop(true)) }
 }

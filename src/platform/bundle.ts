@@ -114,3 +114,66 @@ export const bundleBrowser = async (source: string, resolveDir: string, minify =
   if (result.warnings.length > 0) throw new BrowserBundleError({ problems: result.warnings.map(describe) })
   return new TextDecoder().decode(result.outputFiles[0]!.contents)
 }
+
+/**
+ * A page's script and style, bundled for a browser (`bundlePage`).
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export interface PageBundle {
+  readonly script: string
+  readonly css: string
+}
+
+const pageBundles = new Map<string, Promise<PageBundle>>()
+
+/**
+ * Bundles the page module `entryFile` (an absolute path) for a browser as one classic script
+ * (IIFE, ES2022, minified, packages inlined), and the style sheets `cssImports` (package paths
+ * such as `uplot/dist/uPlot.min.css`, resolved from `entryFile`'s folder) into one sheet. Built
+ * once per process and entry, then shared. Rejects with `BrowserBundleError` when either does not
+ * build.
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export const bundlePage = (entryFile: string, cssImports: ReadonlyArray<string>): Promise<PageBundle> => {
+  const key = `${entryFile}\n${cssImports.join("\n")}`
+  const known = pageBundles.get(key)
+  if (known !== undefined) return known
+  const built = buildPage(entryFile, cssImports)
+  pageBundles.set(key, built)
+  built.catch(() => pageBundles.delete(key))
+  return built
+}
+
+const buildPage = async (entryFile: string, cssImports: ReadonlyArray<string>): Promise<PageBundle> => {
+  const { build } = await import("esbuild")
+  const fail = (error: { errors?: ReadonlyArray<{ text: string; location: { file: string; line: number } | null }> }): never => {
+    throw new BrowserBundleError({
+      problems: error.errors?.map((m) => (m.location === null ? m.text : `${m.location.file}:${m.location.line}: ${m.text}`)) ?? [String(error)]
+    })
+  }
+  const script = await build({
+    entryPoints: [entryFile],
+    bundle: true,
+    platform: "browser",
+    format: "iife",
+    target: "es2022",
+    minify: true,
+    write: false,
+    logLevel: "silent"
+  }).catch(fail)
+  const css = await build({
+    stdin: { contents: cssImports.map((path) => `@import ${JSON.stringify(path)};`).join("\n"), resolveDir: dirname(entryFile), loader: "css" },
+    bundle: true,
+    minify: true,
+    write: false,
+    logLevel: "silent"
+  }).catch(fail)
+  return {
+    script: new TextDecoder().decode(script.outputFiles[0]!.contents),
+    css: new TextDecoder().decode(css.outputFiles[0]!.contents)
+  }
+}

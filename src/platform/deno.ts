@@ -80,9 +80,7 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       },
       (request, info) => {
         if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-          return Http.answer(options.http, request.method, request.url).then((answer) =>
-            new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
-          )
+          return Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
         }
         // Read now: `info.remoteAddr` throws once the upgrade has closed the request.
         const remoteAddress = info.remoteAddr.hostname
@@ -154,5 +152,33 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         }
         return response
       }
+    )
+  })
+
+/**
+ * A plain HTTP server on `Deno.serve` (`serveHttp`); `close` ends open streamed responses too.
+ *
+ * @since 0.1.0
+ * @category http
+ */
+export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> =>
+  new Promise((resolve) => {
+    const deno = (globalThis as unknown as { Deno: DenoGlobal }).Deno
+    const abort = new AbortController()
+    const server = deno.serve(
+      {
+        hostname: options.host,
+        port: options.port,
+        signal: abort.signal,
+        onListen: ({ port }) =>
+          resolve({
+            port,
+            close: async () => {
+              abort.abort()
+              await server.finished
+            }
+          })
+      },
+      (request) => Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
     )
   })

@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { HttpHandler, HttpResponse } from "./types.ts"
+import type { HttpRequest, HttpResponse, HttpSink, HttpStreamResponse } from "./types.ts"
 
 /** The answer to a plain HTTP request on a server without an `http` handler: 426. @since 0.1.0 @category model */
 export const upgradeRequired: HttpResponse = {
@@ -22,7 +22,12 @@ export const upgradeRequired: HttpResponse = {
  * @since 0.1.0
  * @category model
  */
-export const answer = async (handler: HttpHandler | undefined, method: string, target: string): Promise<HttpResponse> => {
+export const answer = async <R extends HttpResponse | HttpStreamResponse>(
+  handler: ((request: HttpRequest) => Promise<R>) | undefined,
+  method: string,
+  target: string,
+  header: (name: string) => string | undefined = () => undefined
+): Promise<R | HttpResponse> => {
   if (handler === undefined) return upgradeRequired
   const url = new URL(target, "http://localhost")
   let path: string
@@ -32,8 +37,44 @@ export const answer = async (handler: HttpHandler | undefined, method: string, t
     return { status: 400, headers: { "content-type": "text/plain; charset=utf-8" }, body: "bad request target" }
   }
   try {
-    return await handler({ method, path, query: url.search })
+    return await handler({ method, path, query: url.search, header })
   } catch {
     return { status: 500, headers: { "content-type": "text/plain; charset=utf-8" }, body: "internal error" }
   }
+}
+
+/**
+ * `answer` as a web `Response` (Bun and Deno): a whole body as is; a streamed one through a
+ * `ReadableStream` whose cancel (the client went away) calls the stream's cleanup.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const toWebResponse = (answer: HttpResponse | HttpStreamResponse): Response => {
+  if ("body" in answer) return new Response(answer.body as BodyInit, { status: answer.status, headers: answer.headers })
+  const encoder = new TextEncoder()
+  let cleanup: (() => void) | undefined
+  let open = true
+  const stop = (): void => {
+    if (!open) return
+    open = false
+    cleanup?.()
+  }
+  const body = new ReadableStream<Uint8Array>({
+    start: (controller) => {
+      const sink: HttpSink = {
+        write: (text) => {
+          if (open) controller.enqueue(encoder.encode(text))
+        },
+        end: () => {
+          if (!open) return
+          open = false
+          controller.close()
+        }
+      }
+      cleanup = answer.stream(sink)
+    },
+    cancel: stop
+  })
+  return new Response(body, { status: answer.status, headers: answer.headers })
 }

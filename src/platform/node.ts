@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import { createServer as createHttpServer } from "node:http"
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Http from "./http.ts"
 import * as Runtime from "./detect.ts"
@@ -24,6 +24,61 @@ export {
   spawnChild
 } from "./node-child.ts"
 
+/** Answers one `node:http` request with `handler` (`http.ts` `answer`), whole or streamed. */
+const answerNode = (handler: Types.HttpServeOptions["http"] | undefined, request: IncomingMessage, response: ServerResponse): void => {
+  const header = (name: string): string | undefined => {
+    const value = request.headers[name.toLowerCase()]
+    return Array.isArray(value) ? value.join(", ") : value
+  }
+  void Http.answer(handler, request.method ?? "GET", request.url ?? "/", header).then((answer) => {
+    response.writeHead(answer.status, answer.headers)
+    if ("body" in answer) {
+      response.end(answer.body)
+      return
+    }
+    response.flushHeaders()
+    let open = true
+    const cleanup = answer.stream({
+      write: (text) => {
+        if (open) response.write(text)
+      },
+      end: () => {
+        if (!open) return
+        open = false
+        response.end()
+      }
+    })
+    response.on("close", () => {
+      if (!open) return
+      open = false
+      cleanup()
+    })
+  })
+}
+
+/**
+ * A plain HTTP server on `node:http` (`serveHttp`); `close` ends open streamed responses too.
+ *
+ * @since 0.1.0
+ * @category http
+ */
+export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> =>
+  new Promise((resolve, reject) => {
+    const http = createHttpServer((request, response) => answerNode(options.http, request, response))
+    http.on("error", reject)
+    http.listen(options.port, options.host, () => {
+      const address = http.address()
+      resolve({
+        port: typeof address === "object" && address !== null ? address.port : options.port,
+        close: () =>
+          new Promise<void>((done) => {
+            http.close(() => done())
+            http.closeAllConnections()
+          })
+      })
+    })
+  })
+
 /**
  * A `ws` WebSocket server on `host:port` (Node), on a `node:http` server that answers plain
  * requests with `options.http` (426 without it). Messages over `maxPayloadBytes` close the
@@ -34,12 +89,7 @@ export {
  */
 export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =>
   new Promise((resolve, reject) => {
-    const http = createHttpServer((request, response) => {
-      void Http.answer(options.http, request.method ?? "GET", request.url ?? "/").then((answer) => {
-        response.writeHead(answer.status, answer.headers)
-        response.end(answer.body)
-      })
-    })
+    const http = createHttpServer((request, response) => answerNode(options.http, request, response))
     const server = new WebSocketServer({ server: http, maxPayload: options.maxPayloadBytes })
     // `ws` re-emits its HTTP server's errors (a port in use) on itself: both reject.
     http.on("error", reject)

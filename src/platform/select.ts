@@ -22,6 +22,18 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
   }
 }
 
+/** Starts this runtime's plain HTTP server (`node:http`, `Bun.serve`, `Deno.serve`). @since 0.1.0 @category http */
+export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> => {
+  switch (Runtime.detect()) {
+    case "bun":
+      return Bun.serveHttp(options)
+    case "deno":
+      return Deno.serveHttp(options)
+    default:
+      return Node.serveHttp(options)
+  }
+}
+
 /**
  * Opens a WebSocket client to `url` with this runtime's constructor; binary messages arrive as
  * `Uint8Array`, text as `string`; `close` gets 1006 for a connection that ended without a close

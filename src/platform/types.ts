@@ -179,6 +179,8 @@ export interface HttpRequest {
   readonly method: string
   readonly path: string
   readonly query: string
+  /** A request header's value by its name (any case); `undefined` when absent (or not given, in tests). */
+  readonly header?: (name: string) => string | undefined
 }
 
 /** An HTTP answer: `status`, headers (lower-case names) and the whole `body`. @since 0.1.0 @category model */
@@ -186,6 +188,45 @@ export interface HttpResponse {
   readonly status: number
   readonly headers: Readonly<Record<string, string>>
   readonly body: Uint8Array | string
+}
+
+/**
+ * An HTTP answer that stays open (server-sent events): `stream` is called once the headers are
+ * sent, writes through the `HttpSink` it gets, and returns what to do when the client goes away or
+ * the server closes (called once, never after the sink's `end`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface HttpStreamResponse {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly stream: (sink: HttpSink) => () => void
+}
+
+/**
+ * The open end of a streamed response: `write` sends text at once (UTF-8), `end` finishes the
+ * response. Both do nothing once the response ended or the client went away.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface HttpSink {
+  readonly write: (text: string) => void
+  readonly end: () => void
+}
+
+/**
+ * What a plain HTTP server needs (`serveHttp`): bind `host:port` (0 = any free port) and answer
+ * every request with `http`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface HttpServeOptions {
+  readonly host: string
+  readonly port: number
+  readonly http: (request: HttpRequest) => Promise<HttpResponse | HttpStreamResponse>
 }
 
 /** Answers one plain HTTP request. @since 0.1.0 @category model */

@@ -1,0 +1,268 @@
+// The run page (issue 16, "See the run") in headless Chromium (Debian's `chromium`, driven by
+// playwright-core): `cohort report --html` of an interrupted run and of a demo run opens with no
+// console error and shows every epoch's audit and every death with its three marks; a live demo
+// with `--dashboard --dashboard-faults` shows four ranks training, rank 2 killed from its button
+// and shown dead within 2 s, and its round chart keeps up; a screenshot is saved in the run
+// directory and is not blank.
+//
+// Node only (vitest.config.ts leaves test/browser out of the Bun and Deno passes; the page's model
+// and HTML are tested under all three in test/dashboard/). `.ci/run` installs Chromium with
+// apt-get when it is missing; without it this test fails, it never skips.
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { pathToFileURL } from "node:url"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { afterAll, describe, expect, it } from "vitest"
+
+const chromiumPath = "/usr/bin/chromium"
+const chromiumArgs = [
+  "--headless=new",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync"
+]
+
+const root = new URL("../..", import.meta.url).pathname
+const cohort = join(root, "bin/cohort.mjs")
+const scratch = mkdtempSync(join(tmpdir(), "cohort-run-page-test-"))
+const children: Array<ChildProcess> = []
+let browser: Browser | undefined
+
+afterAll(async () => {
+  await browser?.close()
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  rmSync(scratch, { recursive: true, force: true })
+})
+
+const requireChromium = (): void => {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
+  }
+}
+
+/** Starts `cohort ARGS` under Node; resolves with its exit code and everything it printed. */
+const start = (args: ReadonlyArray<string>) => {
+  const child = spawn(process.execPath, [cohort, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+  children.push(child)
+  let output = ""
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
+  let ended = false
+  const exited = new Promise<{ readonly code: number | null; readonly output: string }>((resolve) =>
+    child.on("close", (code) => {
+      ended = true
+      resolve({ code, output })
+    })
+  )
+  return { child, exited, output: () => output, ended: () => ended }
+}
+type Started = ReturnType<typeof start>
+
+/** Polls `read` every 100 ms until it gives a value; fails after `timeoutMs` or once `run` ended. */
+const until = async <A>(what: string, timeoutMs: number, read: () => A | undefined, run: Started): Promise<A> => {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = read()
+    if (value !== undefined) return value
+    const over = Date.now() > deadline ? `timed out after ${timeoutMs} ms` : run.ended() ? "the run ended" : undefined
+    if (over !== undefined) throw new Error(`${over} waiting for ${what}; cohort printed:\n${run.output()}`)
+    await new Promise((resolve) => setTimeout(resolve, 100))
+  }
+}
+
+type JournalEvent = { readonly type: string; readonly [key: string]: unknown }
+
+/** The only run folder under `out`, or undefined. */
+const runDirOf = (out: string): string | undefined => {
+  if (!existsSync(out)) return undefined
+  const runs = readdirSync(out)
+  return runs.length === 1 ? join(out, runs[0]!) : undefined
+}
+
+/** The run's journal, complete lines only. */
+const journal = (out: string): ReadonlyArray<JournalEvent> => {
+  const dir = runDirOf(out)
+  if (dir === undefined || !existsSync(join(dir, "events.ndjson"))) return []
+  return readFileSync(join(dir, "events.ndjson"), "utf8").split("\n").slice(0, -1).map((line) => JSON.parse(line) as JournalEvent)
+}
+
+/** A page that records every console error, page error and failed request. */
+const watchedPage = async (errors: Array<string>): Promise<Page> => {
+  browser ??= await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
+  const page = await browser.newPage({ viewport: { width: 1200, height: 1800 } })
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(`console: ${message.text()}`)
+  })
+  page.on("pageerror", (error) => errors.push(`page: ${error.message}`))
+  // A live page closes its event stream once the run ended: that request ends aborted, as it should.
+  page.on("requestfailed", (request) => {
+    const aborted = request.failure()?.errorText === "net::ERR_ABORTED" && new URL(request.url()).pathname === "/events"
+    if (!aborted) errors.push(`request failed: ${request.url()}: ${request.failure()?.errorText}`)
+  })
+  return page
+}
+
+/** What the page shows: audit rows, death rows (rank, detector, marks), chart points, state. */
+const shownOn = (page: Page) =>
+  page.evaluate(() => ({
+    state: document.body.dataset.state,
+    audits: [...document.querySelectorAll("#audits tr")].map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent)),
+    deaths: [...document.querySelectorAll<HTMLElement>("#deaths tr")].map((tr) => ({
+      rank: tr.dataset.deathRank,
+      marks: tr.dataset.marks,
+      detector: tr.querySelectorAll("td")[2]?.textContent
+    })),
+    rounds: document.getElementById("rounds-chart")?.dataset.points,
+    accuracy: document.getElementById("accuracy-chart")?.dataset.points,
+    canvases: document.querySelectorAll("canvas").length
+  }))
+
+/** Writes `cohort report --html` of `runDir` and checks what it printed. */
+const reportHtml = async (runDir: string): Promise<string> => {
+  const report = start(["report", "--html", runDir])
+  const done = await report.exited
+  expect(done.code, done.output).toBe(0)
+  const file = join(runDir, "report.html")
+  expect(done.output).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}  \\d+ KiB\\n$`))
+  // Self-contained: nothing is loaded from anywhere.
+  expect(readFileSync(file, "utf8")).not.toMatch(/<script[^>]* src=|<link[^>]* rel="stylesheet"/)
+  return file
+}
+
+/** The audit rows the journal's epoch events call for (`committed of samples`, lost, duplicated, deaths). */
+const auditsOf = (events: ReadonlyArray<JournalEvent>) =>
+  events.filter((e) => e.type === "epoch").map((e) => {
+    const s = e.summary as { epoch: number; samplesCommitted: number; epochSamples: number; lost: number; duplicated: number; deaths: ReadonlyArray<unknown> }
+    return [String(s.epoch), `${s.samplesCommitted.toLocaleString("en")} of ${s.epochSamples.toLocaleString("en")}`, String(s.lost), String(s.duplicated), String(s.deaths.length)]
+  })
+
+/** How many colours a PNG shows (drawn into a canvas in a blank page): a blank screenshot has one. */
+const distinctColors = async (png: string): Promise<number> => {
+  const page = await browser!.newPage()
+  const data = readFileSync(png).toString("base64")
+  const count = await page.evaluate(async (base64) => {
+    const image = new Image()
+    image.src = `data:image/png;base64,${base64}`
+    await image.decode()
+    const canvas = document.createElement("canvas")
+    canvas.width = image.width
+    canvas.height = image.height
+    const context = canvas.getContext("2d")!
+    context.drawImage(image, 0, 0)
+    const pixels = context.getImageData(0, 0, image.width, image.height).data
+    const colours = new Set<number>()
+    for (let i = 0; i < pixels.length; i += 4) colours.add((pixels[i]! << 16) | (pixels[i + 1]! << 8) | pixels[i + 2]!)
+    return colours.size
+  }, data)
+  await page.close()
+  return count
+}
+
+describe("the run page in headless Chromium", () => {
+  it("cohort report --html of an interrupted run shows its audits, its death with three marks, and no error", async () => {
+    requireChromium()
+    const out = join(scratch, "interrupted")
+    const run = start(["demo", "--epochs", "3", "--world-size", "3", "--kill", "1@1", "--out", out])
+    // Interrupted once the death is in the journal and the survivors hold the remainder.
+    await until("rank 1's death", 120_000, () => (journal(out).some((e) => e.type === "death") ? true : undefined), run)
+    run.child.kill("SIGINT")
+    const ended = await run.exited
+    expect(ended.code, ended.output).toBe(130)
+    const runDir = runDirOf(out)!
+    const events = journal(out)
+    const file = await reportHtml(runDir)
+
+    const errors: Array<string> = []
+    const page = await watchedPage(errors)
+    await page.goto(pathToFileURL(file).href)
+    await page.waitForFunction(() => document.body.dataset.state !== "loading", undefined, { timeout: 30_000 })
+    const shown = await shownOn(page)
+    expect(shown.state).toBe("ended")
+    expect(shown.audits.map((row) => row.slice(0, 5))).toEqual(auditsOf(events))
+    expect(shown.deaths).toEqual([{ rank: "1", marks: "3", detector: "supervisor" }])
+    expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
+    expect(shown.canvases).toBe(3)
+    expect(await page.textContent("#outcome")).toMatch(/^interrupted \(GracefulShutdown\): .*; exit code 130$/)
+    expect(errors).toEqual([])
+    await page.close()
+  }, 240_000)
+
+  it("a live demo with --dashboard: four ranks training, rank 2 killed from its button shown dead (supervisor) within 2 s with three marks, a round chart point per round; then its report", async () => {
+    requireChromium()
+    const out = join(scratch, "live")
+    const run = start(["demo", "--epochs", "2", "--no-kill", "--dashboard", "--dashboard-faults", "--out", out])
+    const url = await until("the dashboard's address", 120_000, () => /cohort: dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(with kill buttons\)/.exec(run.output())?.[1], run)
+
+    const errors: Array<string> = []
+    const page = await watchedPage(errors)
+    await page.goto(url)
+    await page.waitForFunction(
+      () => [...document.querySelectorAll<HTMLElement>("#ranks tr")].filter((tr) => tr.dataset.status === "training").length === 4 &&
+        document.body.dataset.state === "live",
+      undefined,
+      { timeout: 120_000, polling: 50 }
+    )
+    // A request without the page's key cannot kill a rank.
+    expect((await fetch(`${url}kill?rank=1`, { method: "POST" })).status).toBe(403)
+
+    // Rank 2's kill button, once the ranks are past their first round.
+    await until("a first averaging round", 120_000, () => (journal(out).some((e) => e.type === "round") ? true : undefined), run)
+    const clickedMs = Date.now()
+    await page.click("#ranks tr[data-rank='2'] button")
+    await page.waitForFunction(
+      () => document.querySelector<HTMLElement>("#ranks tr[data-rank='2']")?.dataset.status === "dead",
+      undefined,
+      { timeout: 30_000, polling: 20 }
+    )
+    const shownAfterMs = Date.now() - clickedMs
+    const marks = journal(out).find((e) => e.type === "death")?.death as { faultMs: number; declaredMs: number; recoveredMs: number } | undefined
+    expect(shownAfterMs, `rank 2 shown dead ${shownAfterMs} ms after the kill (journal: ${JSON.stringify(marks)})`).toBeLessThan(2000)
+    expect(await page.getAttribute("#ranks tr[data-rank='2']", "data-detector")).toBe("supervisor")
+    await page.waitForFunction(() => document.querySelector<HTMLElement>("#deaths tr")?.dataset.marks === "3", undefined, { timeout: 10_000 })
+    // The round chart keeps up: at least one point per round the journal held a moment ago.
+    const roundsSoFar = journal(out).filter((e) => e.type === "round").length
+    await page.waitForFunction(
+      (n) => Number(document.getElementById("rounds-chart")?.dataset.points) >= n,
+      roundsSoFar,
+      { timeout: 5_000, polling: 50 }
+    )
+
+    const ended = await run.exited
+    expect(ended.code, ended.output).toBe(0)
+    const runDir = runDirOf(out)!
+    const events = journal(out)
+    expect(events.filter((e) => e.type === "fault")).toEqual([{ type: "fault", ms: expect.any(Number), rank: 2, fault: "kill" }])
+    await page.waitForFunction(() => document.body.dataset.state === "ended", undefined, { timeout: 10_000 })
+    const live = await shownOn(page)
+    expect(live.audits.map((row) => row.slice(0, 5))).toEqual(auditsOf(events))
+    expect(live.deaths).toEqual([{ rank: "2", marks: "3", detector: "supervisor" }])
+    expect(live.rounds).toBe(String(events.filter((e) => e.type === "round").length))
+    const screenshot = join(runDir, "dashboard.png")
+    await page.screenshot({ path: screenshot, fullPage: true })
+    expect(errors).toEqual([])
+    await page.close()
+    expect(await distinctColors(screenshot)).toBeGreaterThan(20)
+
+    // The same run as a report file.
+    const file = await reportHtml(runDir)
+    const reportPage = await watchedPage(errors)
+    await reportPage.goto(pathToFileURL(file).href)
+    await reportPage.waitForFunction(() => document.body.dataset.state !== "loading", undefined, { timeout: 30_000 })
+    const shown = await shownOn(reportPage)
+    expect(shown.state).toBe("ended")
+    expect(shown.audits.map((row) => row.slice(0, 5))).toEqual(auditsOf(events))
+    expect(shown.audits.map((row) => row[6])).toEqual(["passed", "passed"])
+    expect(shown.deaths).toEqual([{ rank: "2", marks: "3", detector: "supervisor" }])
+    expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
+    expect(shown.accuracy).toBe("2")
+    expect(await reportPage.textContent("#outcome")).toMatch(/^completed: .*; exit code 0$/)
+    expect(errors).toEqual([])
+    await reportPage.close()
+  }, 300_000)
+})
