@@ -157,14 +157,12 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
       [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
     ]
-    // The commands are independent of each other: they all start at once, then each is checked.
-    const started = cases.map(([args, env]) => cohort(args, env))
-    // Nobody joins within the formation timeout: the run ends without training, exit 3.
-    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
-    for (const [i, [, , line]] of cases.entries()) {
-      const p = started[i]!
+    for (const [args, env, line] of cases) {
+      const p = cohort(args, env)
       expect([await p.exit, p.err()]).toEqual([2, line])
     }
+    // Nobody joins within the formation timeout: the run ends without training, exit 3.
+    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
     expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
   }, 150_000)
 })
