@@ -30,6 +30,7 @@ import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
 import * as Cpu from "../src/averaging/cpu.ts"
+import * as Ring from "../src/averaging/ring.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
@@ -208,7 +209,14 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
      * anyway; the supervisor reads none (issue C1).
      */
     const crashes = new Map<Rank, { readonly error: string; readonly stack: string }>()
+    // Ranks this coordinator closed for breaking the protocol, and why (their death's cause).
+    const closedFor = new Map<Rank, string>()
     const causeOf = (rank: Rank, cause: DeathReport.DeathCause): DeathReport.DeathCause => {
+      const closed = closedFor.get(rank)
+      if (closed !== undefined) {
+        closedFor.delete(rank)
+        return DeathReport.refused(closed)
+      }
       const crash = crashes.get(rank)
       if (crash === undefined) return cause
       crashes.delete(rank)
@@ -249,19 +257,39 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
      */
     let relayed = 0
     let relayDropped = 0
-    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>): void => {
+    // The members of the latest generation, in ring order, as its FormRings named them.
+    let relayRing: { readonly generation: number; readonly peers: ReadonlyArray<Rank>; readonly ringRankOf: Map<Rank, number> } | undefined
+    const ringFormed = (message: Extract<ToRank, { _tag: "FormRing" }>): void => {
+      if (relayRing?.generation === message.generation) return
+      relayRing = { generation: message.generation, peers: message.peers, ringRankOf: new Map(message.peers.map((rank, i) => [rank, i])) }
+    }
+    /**
+     * Relays one ring step; returns why the step breaks the ring protocol (`Ring.checkStep`), if
+     * it does: then nothing is relayed and the caller closes the sender (`BadRingStep`), whose
+     * later steps (already on their way) are dropped until its death is declared.
+     */
+    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>): string | undefined => {
       const ring = state.ring
-      if (ring === undefined || message.generation !== ring.generation || state.phase !== "running" || !Core.isLive(state, from)) {
+      const members = relayRing
+      const ringRank = members?.ringRankOf.get(from)
+      if (
+        ring === undefined || members === undefined || ringRank === undefined || message.generation !== ring.generation ||
+        members.generation !== ring.generation || state.phase !== "running" || !Core.isLive(state, from) ||
+        state.paramsLength === undefined || closedFor.has(from)
+      ) {
         relayDropped += 1
-        return
+        return undefined
       }
-      const next = Core.nextSurvivor(state, from)
-      if (next === undefined || next === from) {
+      const problem = Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength })
+      if (problem !== undefined) return problem
+      const next = members.peers[(ringRank + 1) % members.peers.length]!
+      if (next === from || !Core.isLive(state, next)) {
         relayDropped += 1
-        return
+        return undefined
       }
       relayed += 1
       transport.sendUnsafe(next, Codec.encode(Frame.fromCoordinator(message)))
+      return undefined
     }
 
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
@@ -269,6 +297,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         switch (command._tag) {
           case "Send":
             // A generation's FormRings go out together, ring rank 0 first: its links go just ahead.
+            if (command.message._tag === "FormRing") ringFormed(command.message)
             if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
               const ring = command.message
               observe(() => options.formRingLinks?.(ring.generation, ring.peers))
@@ -466,7 +495,16 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
           }
           const frameMessage = decoded.success.message as ToCoordinator
-          if (frameMessage._tag === "RingData") relay(event.peer, frameMessage)
+          if (frameMessage._tag === "RingData") {
+            const problem = relay(event.peer, frameMessage)
+            if (problem !== undefined) {
+              // The sender broke the ring protocol: it is closed and declared dead, not the
+              // neighbour its step would have failed (a relayed step is checked before it goes on).
+              closedFor.set(event.peer, `a bad ring step (close code ${Transport.CloseCode.BadRingStep}): ${problem}`)
+              transport.disconnect(event.peer, Transport.CloseCode.BadRingStep)
+              return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: `BadRingStep: ${problem}` })
+            }
+          }
           if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
           observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
           return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })

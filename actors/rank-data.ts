@@ -72,8 +72,9 @@ export interface RankData {
   /**
    * Fault injection inside a ring collective (tests and benches, keyed by round and step like
    * torchft's): when the rank is about to send step `step` of round `round`, it `exit`s (its
-   * worker or process ends with `collectiveFaultExitCode`, without `Exiting`: a death) or
-   * `hang`s (stops responding with its worker alive; only staleness can catch it).
+   * worker or process ends with `collectiveFaultExitCode`, without `Exiting`: a death),
+   * `hang`s (stops responding with its worker alive; only staleness can catch it) or sends the
+   * step `corrupt` (every value NaN).
    */
   readonly collectiveFault?: CollectiveFault | undefined
   /**
@@ -159,7 +160,7 @@ export const rankDataOf = (
 export interface CollectiveFault {
   readonly round: number
   readonly step: number
-  readonly fault: "exit" | "hang"
+  readonly fault: "exit" | "hang" | "corrupt"
 }
 
 /** The exit code of a rank that `exit`s by an injected `CollectiveFault`: 70. @since 0.1.0 @category rank */

@@ -95,15 +95,19 @@ export interface RankRing {
 export const make = (options: RankRingOptions): RankRing => {
   const { data, link, send, leave } = options
   /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
-  const faultOr = (message: Ring.RingMessage, deliver: Effect.Effect<void>): Effect.Effect<void, Ring.RingLinkError> =>
+  const faultOr = (
+    message: Ring.RingMessage,
+    deliver: (message: Ring.RingMessage) => Effect.Effect<void>
+  ): Effect.Effect<void, Ring.RingLinkError> =>
     Effect.suspend(() => {
       const fault = data.collectiveFault
       if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+        if (fault.fault === "corrupt") return deliver({ ...message, data: message.data.map(() => Number.NaN) })
         if (fault.fault === "exit") leave(collectiveFaultExitCode)
         else options.hang()
         return Effect.never
       }
-      return deliver
+      return deliver(message)
     })
   // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
   let wake = Deferred.makeUnsafe<void>()
@@ -115,7 +119,7 @@ export const make = (options: RankRingOptions): RankRing => {
   }
   /** The relay (`RingData` through the coordinator): one link for every generation. */
   const relayLink = new Ring.BufferedLink((message) =>
-    faultOr(message, send({ _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }))
+    faultOr(message, (step) => send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data }))
   )
   const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
   /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
@@ -131,7 +135,7 @@ export const make = (options: RankRingOptions): RankRing => {
   if (usePorts) {
     link.onRingPorts!((ports) => {
       if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
-      const direct = new Ring.BufferedLink((message) => faultOr(message, Effect.sync(() => ports.send(message))))
+      const direct = new Ring.BufferedLink((message) => faultOr(message, (step) => Effect.sync(() => ports.send(step))))
       ports.onMessage((message) => {
         direct.push(message)
         notify()

@@ -47,6 +47,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
+import * as Ring from "../src/averaging/ring.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
 import type { ToCoordinator, ToRank } from "../src/core/messages.ts"
 import * as Files from "../src/platform/files.ts"
@@ -268,13 +269,15 @@ export const run = (
     const contribute = (samplesDone: number) =>
       Effect.gen(function*() {
         // A ring member that trained nothing since its last round keeps the ring whole but adds
-        // nothing to the mean (as cpu's round, which only averages its contributors).
-        const contributes = batchesSinceContribution > 0
+        // nothing to the mean (as cpu's round, which only averages its contributors); nor does one
+        // whose parameters are not all finite (as cpu's BadParams): the mean then replaces them.
+        const trainedSince = batchesSinceContribution > 0
         batchesSinceContribution = 0
         waitingUpdate = true
         if (ringBackend) {
           // The pre-round parameters: what every collective of this round (and its redo) averages.
-          return yield* ring.contribute({ epoch, samplesDone, params: Float32Array.from(trainer.getParams()), contributes }, round)
+          const params = Float32Array.from(trainer.getParams())
+          return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
         yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
       })

@@ -53,8 +53,10 @@ export interface FloodSpec {
  * A fault inside a ring collective, for tests and benchmarks (ring backend): when `rank` is about to
  * send step `step` of averaging round `round` (steps `0 .. ringSize - 2` reduce-scatter, then
  * all-gather), it `exit`s (its worker or process ends without `Exiting`, code 70: a death the
- * supervisor reports) or `hang`s (stops responding with its worker alive: only staleness catches
- * it). Deterministic: it fires between two steps of the collective, whatever the timing.
+ * supervisor reports), `hang`s (stops responding with its worker alive: only staleness catches
+ * it) or sends that step `corrupt` (every value NaN: a buggy or hostile rank; over the relay the
+ * coordinator closes it with `BadRingStep`, 4012). Deterministic: it fires between two steps of
+ * the collective, whatever the timing.
  *
  * @since 0.1.0
  * @category options
@@ -63,7 +65,7 @@ export interface CollectiveFaultSpec {
   readonly rank: Rank
   readonly round: number
   readonly step: number
-  readonly fault: "exit" | "hang"
+  readonly fault: "exit" | "hang" | "corrupt"
 }
 
 /**

@@ -250,6 +250,56 @@ const accumulate = (sum: Float64Array, start: number, end: number, data: Float64
   for (let i = start; i < end; i++) sum[i]! += data[i - start]!
 }
 
+/** Whether every value is finite (no NaN, no infinity). */
+const allFinite = (data: Float64Array | Float32Array): boolean => {
+  for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) return false
+  return true
+}
+
+/**
+ * Whether `params` can be a contribution: every value finite. A rank whose parameters are not
+ * (its training diverged) takes part with `contributes: false`, as the `cpu` backend leaves
+ * non-finite parameters out of its mean (`BadParams`). O(length).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const isContribution = (params: Float32Array): boolean => allFinite(params)
+
+/**
+ * What is wrong with ring step `message` sent by ring rank `ringRank` of a ring of `ringSize`
+ * over `length` parameters, or `undefined` when it is a step `allReduce` sends: `step` below
+ * `2 (ringSize - 1)`; a reduce-scatter step a `Float64Array` of the sent segment's length plus
+ * one, whose last value (the contribution count) is an integer in `[0, step + 1]`; an all-gather
+ * step a `Float32Array` of the sent segment's length; every value finite. The coordinator's relay
+ * checks each step it forwards with it, so that a rank that breaks the protocol is closed, not the
+ * honest neighbour its step would have failed. O(segment length).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const checkStep = (
+  message: RingMessage,
+  shape: { readonly ringRank: number; readonly ringSize: number; readonly length: number }
+): string | undefined => {
+  const { ringRank: r, ringSize: n, length } = shape
+  const { step, data } = message
+  if (n < 2) return "a ring of one sends no step"
+  if (step >= 2 * (n - 1)) return `step ${step} past the last step (${2 * (n - 1) - 1}) of a ring of ${n}`
+  if (step < n - 1) {
+    if (!(data instanceof Float64Array)) return `reduce-scatter step ${step} carried float32 values, expected float64 sums`
+    const [start, end] = segmentOf(length, n, mod(r - step, n))
+    if (data.length !== end - start + 1) return `step ${step} carried ${data.length} values, expected ${end - start + 1}`
+    const count = data[end - start]!
+    if (!Number.isInteger(count) || count < 0 || count > step + 1) return `step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`
+  } else {
+    if (!(data instanceof Float32Array)) return `all-gather step ${step} carried float64 values, expected a float32 segment`
+    const [start, end] = segmentOf(length, n, mod(r + 1 - (step - (n - 1)), n))
+    if (data.length !== end - start) return `step ${step} carried ${data.length} values, expected ${end - start}`
+  }
+  return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
+}
+
 /** `out[i] = sum[i] / count` for `i` in `[start, end)`, rounded once to float32. */
 const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
   for (let i = start; i < end; i++) out[i] = sum[i]! / count
@@ -300,6 +350,7 @@ export const allReduce = (
       if (!Number.isInteger(count) || count < 0 || count > step + 1) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`))
       }
+      if (!allFinite(message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
       counts[received]! += count
       accumulate(sum, start, end, message.data)
     }
@@ -319,6 +370,7 @@ export const allReduce = (
       if (message.data.length !== end - start) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
       }
+      if (!allFinite(message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
       out.set(message.data, start)
     }
     return out

@@ -298,6 +298,7 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4009 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
  * | 4010 | RunFormed | a join after the run formed (every rank joined and training started): a run never grows |
  * | 4011 | RankDead | a join for a rank whose link ended or that the coordinator declared dead (a death is permanent); also the code the coordinator closes a declared-dead rank's socket with |
+ * | 4012 | BadRingStep | a ring step (`RingData`) the coordinator was to relay broke the ring protocol (`Ring.checkStep`: a wrong length or step for the sender's place in the ring, a contribution count out of range, a value that is not finite): the sender is closed and declared dead, never its neighbour |
  *
  * @since 0.1.0
  * @category model
@@ -319,5 +320,6 @@ export const CloseCode = {
   AddressBusy: 4008,
   ParamsMismatch: 4009,
   RunFormed: 4010,
-  RankDead: 4011
+  RankDead: 4011,
+  BadRingStep: 4012
 } as const

@@ -118,6 +118,15 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.ring?.relayed).toBeGreaterThan(0)
   })
 
+  it("a relayed rank that sends a corrupt ring step (every value NaN) is closed with BadRingStep (4012) and declared dead; its neighbours never see the step, and the survivors finish with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "corrupt" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    // Only the sender dies: had the step gone on, rank 2's collective would have failed instead.
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "refused: a bad ring step (close code 4012): step 1 carried a contribution count of NaN, expected an integer in [0, 2]"]])
+    expect(result.ring?.generations).toBe(2)
+  })
+
   it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {
     const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, mode: "progressive", collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }] })
     expect(result.exitCode).toBe(0)

@@ -173,6 +173,50 @@ describe("Ring.allReduce", () => {
   })
 })
 
+describe("Ring.checkStep: what the coordinator's relay checks before it forwards a step", () => {
+  it("accepts every step a real all-reduce sends, from every ring rank", async () => {
+    for (const [n, length] of [[2, 5], [3, 10], [4, 2], [5, 17]] as const) {
+      const problems: Array<string> = []
+      await Effect.runPromise(Effect.gen(function*() {
+        const links = yield* ringOf(n, () => 0)
+        yield* Effect.forEach(links, (link, r) => {
+          const checked: Ring.PeerLink = {
+            send: (message) => {
+              const problem = Ring.checkStep(message, { ringRank: r, ringSize: n, length })
+              if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
+              return link.send(message)
+            },
+            receive: link.receive
+          }
+          return Ring.allReduce(new Ring.RingInbox(checked), { ringRank: r, ringSize: n, generation: 0, round: 0 }, Float32Array.from({ length }, (_, i) => r + i), r % 2 === 0)
+        }, { concurrency: "unbounded" })
+      }))
+      expect(problems).toEqual([])
+    }
+  })
+
+  it("names what is wrong with a step that breaks the protocol", () => {
+    // A ring of 3 over 10 values: segments [0, 4), [4, 7), [7, 10). Ring rank 1 sends segment 1
+    // (3 sums and a count) at step 0, segment 0 at step 1, then finished segments 2 and 1.
+    const shape = { ringRank: 1, ringSize: 3, length: 10 }
+    const check = (step: number, data: Float64Array | Float32Array) => Ring.checkStep({ generation: 0, round: 0, step, data }, shape)
+    expect(check(0, new Float64Array([1, 2, 3, 1]))).toBeUndefined()
+    expect(check(1, new Float64Array([1, 2, 3, 4, 2]))).toBeUndefined()
+    expect(check(2, new Float32Array([1, 2, 3]))).toBeUndefined()
+    expect(check(3, new Float32Array([1, 2, 3]))).toBeUndefined()
+    expect(check(4, new Float32Array(3))).toBe("step 4 past the last step (3) of a ring of 3")
+    expect(check(0, new Float32Array([1, 2, 3, 1]))).toBe("reduce-scatter step 0 carried float32 values, expected float64 sums")
+    expect(check(2, new Float64Array([1, 2, 3]))).toBe("all-gather step 2 carried float64 values, expected a float32 segment")
+    expect(check(0, new Float64Array([1, 2, 1]))).toBe("step 0 carried 3 values, expected 4")
+    expect(check(3, new Float32Array([1, 2]))).toBe("step 3 carried 2 values, expected 3")
+    expect(check(0, new Float64Array([1, 2, 3, 2]))).toBe("step 0 carried a contribution count of 2, expected an integer in [0, 1]")
+    expect(check(1, new Float64Array([1, 2, 3, 4, -1]))).toBe("step 1 carried a contribution count of -1, expected an integer in [0, 2]")
+    expect(check(0, new Float64Array([1, Number.NaN, 3, 1]))).toBe("step 0 carried a value that is not finite")
+    expect(check(2, new Float32Array([1, Number.POSITIVE_INFINITY, 3]))).toBe("step 2 carried a value that is not finite")
+    expect(Ring.checkStep({ generation: 0, round: 0, step: 0, data: new Float64Array(1) }, { ringRank: 0, ringSize: 1, length: 4 })).toBe("a ring of one sends no step")
+  })
+})
+
 describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
   const message = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array([step]) })
 
