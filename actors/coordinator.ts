@@ -220,7 +220,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       const crash = crashes.get(rank)
       if (crash === undefined) return cause
       crashes.delete(rank)
-      return cause._tag === "Exited" || cause._tag === "Crashed" ? DeathReport.crashed(crash.error, crash.stack) : cause
+      // A rank that said `Crashing` and then ended its process, or closed its socket normally
+      // (a joined rank leaves that way), crashed with that error.
+      const ended = cause._tag === "Exited" || cause._tag === "Crashed" ||
+        (cause._tag === "Disconnected" && cause.closeCode === Transport.CloseCode.Normal)
+      return ended ? DeathReport.crashed(crash.error, crash.stack) : cause
     }
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()

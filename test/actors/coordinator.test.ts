@@ -91,19 +91,25 @@ describe("coordinator actor", () => {
       return { handle, sent, hello, frame, end, disconnected }
     })
 
-  it.live("a rank's Crashing frame turns its exit into Crashed{error, stack}; a kill stays a kill", () =>
+  it.live("a rank's Crashing frame turns its exit (or a joined rank's normal close) into Crashed{error, stack}; a kill or a dropped socket stays what it was", () =>
     Effect.scoped(Effect.gen(function*() {
-      const { handle, hello, frame, end } = yield* started(4)
-      for (const rank of [0, 1, 2, 3]) yield* hello(rank)
+      const { handle, hello, frame, end } = yield* started(5)
+      for (const rank of [0, 1, 2, 3, 4]) yield* hello(rank)
       const stack = "Error: trainBatch always fails\n    at Object.trainBatch (file:///t.ts:9:13)"
       yield* frame(1, { _tag: "Crashing", error: "trainBatch always fails", stack })
       yield* end(1, DeathReport.exited(1))
       yield* frame(2, { _tag: "Crashing", error: "other", stack: "" })
       yield* end(2, DeathReport.killed("SIGKILL"))
-      while (handle.state.deaths.length < 2) yield* Effect.sleep(1)
+      yield* frame(3, { _tag: "Crashing", error: "ring collective failed", stack: "" })
+      yield* end(3, DeathReport.disconnected(Transport.CloseCode.Normal))
+      yield* frame(4, { _tag: "Crashing", error: "half sent", stack: "" })
+      yield* end(4, DeathReport.disconnected(Transport.CloseCode.Abnormal))
+      while (handle.state.deaths.length < 4) yield* Effect.sleep(1)
       assert.deepStrictEqual(handle.state.deaths.map((d) => [d.rank, d.cause, d.stack]), [
         [1, "crashed: trainBatch always fails", stack],
-        [2, "killed by SIGKILL", undefined]
+        [2, "killed by SIGKILL", undefined],
+        [3, "crashed: ring collective failed", undefined],
+        [4, "disconnected (close code 1006)", undefined]
       ])
     })))
 
