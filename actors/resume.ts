@@ -8,7 +8,7 @@
  * Which state (the newest one consistent with what the parent's journal committed):
  *
  * 1. The parent ended `unrecoverable` or `interrupted` (its `ended` event is there): the survivors
- *    saved their last averaged parameters under `save/rank<r>/` (`params.f32`, `model.json`, the
+ *    saved their last averaged parameters under `save/rank<r>/` (`cohort-params.f32`, `cohort-params.json`, the
  *    `cohort-saved.json` marker). The first survivor in `saves.saved` whose save reads back good
  *    (`SavedModel.read`) is loaded; the run starts in `Outcome.uncommitted.epoch`, with that
  *    epoch's committed ranges (the complement of the uncommitted ones in `[0, trainSamples)`)

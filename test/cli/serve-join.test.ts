@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
 import { type CliProcess, freePort, startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
@@ -85,6 +86,11 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(readFileSync(madeFile, "utf8")).toMatch(/^[A-Za-z0-9_-]{22}\n$/)
     const one = cohort(["join", urlOf(made), "--trainer", steady, "--token-file", madeFile, "--rank", "0", "--save-dir", "save-made"])
     expect([await one.exit, await made.exit]).toEqual([0, 0])
+    // The join rank held the checkpoint role: its --save-dir has the trainer's save and Cohort's model.
+    const checkpoint = join(dir, "save-made", "checkpoints", "v0")
+    expect(JSON.parse(readFileSync(join(checkpoint, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
+    const model = await SavedModel.read(checkpoint)
+    expect(model._tag === "Model" && [model.meta.epoch, model.meta.rank]).toEqual([0, 0])
   }, 240_000)
 
   it("refusals: a wrong token, a rank over the world size, a second connection for a live rank, a join after formation and a dead rank's join each get one line, their exit code and close code, and are counted; the run is unharmed", async () => {
