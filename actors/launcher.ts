@@ -363,7 +363,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     if (log) {
       journal.append(`${JSON.stringify(ordered)}\n`)
       // Durable at every death, epoch end and the run's end.
-      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended") syncs.push(journal.sync())
+      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed") syncs.push(journal.sync())
     }
     try {
       options.onEvent?.(ordered)
@@ -793,9 +793,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
   if (exit._tag === "Failure") {
-    await journal.close()
     const error = Cause.squash(exit.cause)
-    throw error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
+    const failure = error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
+    // The journal's last line says the run failed (a formation timeout, a rank that left before
+    // formation, a listen or spawn that failed), so that report and resume need not guess.
+    emit({ type: "failed", ms: sinceStart(Date.now()), stage: failure.option, reason: failure.reason, formed: state.started })
+    await Promise.all(syncs.splice(0))
+    await journal.close()
+    throw failure
   }
   // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
   // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.

@@ -8,7 +8,7 @@
  * Which state (the newest one consistent with what the parent's journal committed):
  *
  * 1. The parent ended `unrecoverable` or `interrupted` (its `ended` event is there): the survivors
- *    saved their last averaged parameters under `save/rank<r>/` (`params.f32`, `model.json`, the
+ *    saved their last averaged parameters under `save/rank<r>/` (`cohort-params.f32`, `cohort-params.json`, the
  *    `cohort-saved.json` marker). The first survivor in `saves.saved` whose save reads back good
  *    (`SavedModel.read`) is loaded; the run starts in `Outcome.uncommitted.epoch`, with that
  *    epoch's committed ranges (the complement of the uncommitted ones in `[0, trainSamples)`)
@@ -17,6 +17,9 @@
  * 2. Otherwise (the journal has no `ended` event: the coordinator's process died; or no survivor's
  *    save is good): the newest checkpoint `checkpoints/v<E>/` that reads back good is loaded and
  *    the run starts at epoch `E + 1` from its start (that epoch is trained again; a note says so).
+ *
+ * A parent whose journal ends with `failed` before every rank joined (a formation timeout) trained
+ * nothing and is refused (`failedAtFormation`); one that failed later is resumed as in 2.
  *
  * Refusals are `LaunchError`s with option `resume`, one line each (`resumeErrors` lists them), and
  * change nothing in the parent's directory. A resume holds the lock file `<dir>/resume.lock`
@@ -32,7 +35,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { reportDefaults } from "../src/cli/parse.ts"
-import { printable, resultFromEvents } from "../src/cli/read-run.ts"
+import { failureText, printable, resultFromEvents } from "../src/cli/read-run.ts"
 import * as RunSchema from "../src/cli/run-schema.ts"
 import { defaults, LaunchError, loadTrainer } from "./launcher.ts"
 import * as RankActor from "./rank.ts"
@@ -59,6 +62,7 @@ export const resumeErrors = {
   unreadable: (dir: string, why: string) => `cannot read the journal of ${dir}: ${why}`,
   completed: (runId: string, epochs: number) =>
     `nothing to resume: run ${runId} completed all ${epochs} ${epochs === 1 ? "epoch" : "epochs"}`,
+  failedAtFormation: (runId: string, failure: string) => `nothing to resume: ${failure}; run ${runId} trained nothing`,
   lastEpochDone: (runId: string, epochs: number) =>
     `nothing to resume: run ${runId} has a checkpoint of its last epoch (${epochs - 1}); every epoch was trained`,
   datasetSize: (trainer: string, samples: number, runId: string, parentSamples: number) =>
@@ -190,7 +194,9 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
       }
     }
   }
-  const why = outcome === undefined
+  const why = outcome === undefined && read.failed !== undefined
+    ? `the parent's journal ends without its outcome: ${failureText(read.failed)}`
+    : outcome === undefined
     ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
     : `the survivors' saves are not usable (${saveProblems.join("; ")})`
   // The newest good checkpoint: the model after epoch E's last round.
@@ -268,6 +274,9 @@ export const resume = async (
   const { started } = parent
   const parentOptions = parent.options
   if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
+  // A run that failed before every rank joined (its journal ends with `failed`) trained nothing.
+  const failed = parent.read.outcome === undefined ? parent.read.failed : undefined
+  if (failed !== undefined && !failed.formed) fail(resumeErrors.failedAtFormation(started.runId, failureText(failed)))
   // The trainer: the parent's (the absolute URL it recorded; an older journal's path as given), or
   // the one named, which must be the same module: same dataset size, same file contents.
   const recordedUrl = typeof parentOptions.trainerUrl === "string"

@@ -103,7 +103,7 @@ export const withConsoleOnStderr = async <A>(json: boolean, body: () => Promise<
 
 /**
  * Prints a run's result (the table, or JSON) and returns its exit code; a journal cut before the
- * run ended (`report`) is bad input.
+ * run ended (`report`) is bad input (2); one that ends with `failed` is the run's own code (3).
  *
  * @since 0.1.0
  * @category cli
@@ -112,7 +112,7 @@ export const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: bo
   const rendered = renderResult(result, runDir)
   io.out(json ? `${JSON.stringify(result, null, 2)}\n` : rendered.out)
   if (rendered.err !== undefined) io.err(`${rendered.err}\n`)
-  return result.outcome === undefined ? ExitCode.usage : result.exitCode
+  return result.outcome !== undefined ? result.exitCode : result.failed !== undefined ? ExitCode.unavailable : ExitCode.usage
 }
 
 /**

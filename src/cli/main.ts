@@ -9,6 +9,7 @@ import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, te
 import * as Join from "./join.ts"
 import { type BundleCommandOptions, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { readRun } from "./read-run.ts"
+import { failureLine } from "./render.ts"
 import { resume } from "./resume.ts"
 import * as Serve from "./serve.ts"
 
@@ -73,7 +74,9 @@ const report = async (io: Io, options: ReportCommandOptions): Promise<number> =>
     const written = await writeReport(options.runDir, options.outFile, options.fileBytesMax)
     if (typeof written === "string") return usage(io, written)
     io.out(`${written.file}  ${Math.ceil(written.bytes / 1024)} KiB\n`)
-    return ExitCode.ok
+    if (written.failed === undefined) return ExitCode.ok
+    io.err(`${failureLine(written.failed, options.runDir.replace(/(.)\/+$/, "$1"))}\n`)
+    return ExitCode.unavailable
   }
   const result = await readRun(options.runDir, { fileBytesMax: options.fileBytesMax })
   if (typeof result === "string") return usage(io, result)

@@ -40,7 +40,34 @@ export interface PartialRun extends Omit<RunTypes.RunResult, "outcome" | "exitCo
   readonly outcome: undefined
   readonly journal: string
   readonly cut: string
+  /** The journal's last event said the run failed (`failed`: a formation timeout, ...); absent when it was cut off. */
+  readonly failed?: RunFailure
 }
+
+/**
+ * A journal's `failed` event: the run could not be carried out (`RunEvent` in `run-types.ts`).
+ * `formed` false: it failed at formation and nothing was trained.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export interface RunFailure {
+  readonly stage: string
+  readonly reason: string
+  readonly formed: boolean
+}
+
+/**
+ * The words for a failed run, e.g. `the run failed at formation: ranks 0 did not join within 20000
+ * ms` (a formation timeout), or `the run failed: run: <reason>` once every rank had joined.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const failureText = (failed: RunFailure): string =>
+  failed.formed
+    ? `the run failed: ${failed.stage}: ${failed.reason}`
+    : `the run failed at formation: ${failed.stage === "formation" ? "" : `${failed.stage}: `}${failed.reason}`
 
 // C0 and C1 control characters (ESC starts terminal sequences; a newline fakes a line) and the
 // Unicode direction overrides (they reorder what a terminal shows).
@@ -106,7 +133,8 @@ const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.Run
  * the outcome; an interrupted one then reads 130). The final accuracy is the last finished
  * epoch's. Lines of unknown event types are skipped.
  *
- * A journal without its `ended` event gives a `PartialRun` of every whole line before that: the
+ * A journal without its `ended` event gives a `PartialRun` of every whole line before that, with
+ * `failed` when its `failed` event says the run failed (at formation, say). Its
  * last line may be cut short (it has no line end and is not a whole event). Returns an error line
  * when a whole line is not JSON or not a valid run event (naming the line and its first bad
  * field), or there is no `started` event. Strings are returned as they are (see `readRun`).
@@ -117,6 +145,7 @@ const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.Run
 export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | PartialRun | string => {
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
+  let failed: RunFailure | undefined
   let lastMs = 0
   let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
@@ -182,6 +211,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       case "ended":
         ended = e
         break
+      case "failed":
+        failed = { stage: e.stage, reason: e.reason, formed: e.formed }
+        break
       default:
         break
     }
@@ -203,7 +235,14 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     ...(resumed === undefined ? {} : { resumed })
   }
   if (ended === undefined) {
-    return { ...read, outcome: undefined, durationMs: lastMs, journal: source, cut: cut ?? `ends after line ${lastLine}` }
+    return {
+      ...read,
+      outcome: undefined,
+      durationMs: lastMs,
+      journal: source,
+      cut: cut ?? `ends after line ${lastLine}`,
+      ...(failed === undefined ? {} : { failed })
+    }
   }
   const backend = started.options?.["backend"] === "ring" ? "ring" as const : started.options?.["backend"] === "cpu" ? "cpu" as const : undefined
   return {

@@ -7,7 +7,7 @@ import * as CliProgress from "cli-progress"
 import type * as RunTypes from "../../actors/run-types.ts"
 import type * as Alerts from "../core/alerts.ts"
 import { saveFolder } from "./parse.ts"
-import type { PartialRun } from "./read-run.ts"
+import { failureText, type PartialRun, type RunFailure } from "./read-run.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
@@ -62,6 +62,18 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
     ? `${plural(resumed.committedSamples, "sample")} of it committed by run ${resumed.parent.runId}, the rest trained here`
     : "the epoch is trained from its start") +
   `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last epoch checkpoint"})`
+
+/**
+ * The line `report` prints on stderr for a run whose journal ends with `failed`: `cohort: the run
+ * failed at formation: <reason>; nothing was trained: there is nothing to resume`, or, for a run
+ * that failed once every rank had joined, its words and how to resume it from a checkpoint.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const failureLine = (failed: RunFailure, runDir: string): string =>
+  `cohort: ${failureText(failed)}` +
+  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir)}` : "; nothing was trained: there is nothing to resume")
 
 /**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
@@ -123,6 +135,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         : event.outcome.status === "interrupted"
         ? `run ended: ${interruptedText(event.outcome.detail)}`
         : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
+    case "failed":
+      return failureText(event).replace(/^the run/, "run")
   }
 }
 
@@ -320,7 +334,9 @@ const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<Ru
  * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
  * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
  * (`report` shows the folder it read). A `PartialRun` (a journal cut before the run ended) shows
- * what was read, an unknown outcome, and a warning line saying where the journal stops.
+ * what was read, an unknown outcome, and a warning line saying where the journal stops; one whose
+ * journal ends with `failed` says so instead (`cohort: the run failed at formation: ...; nothing
+ * was trained: there is nothing to resume`).
  *
  * @since 0.1.0
  * @category rendering
@@ -411,7 +427,9 @@ export const renderResult = (
   const audits = failed.length === 0
     ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
-  if (outcome === undefined) {
+  if (outcome === undefined && result.failed !== undefined && !result.failed.formed) {
+    lines.push(`outcome: failed at formation (${(result.durationMs / 1000).toFixed(1)} s into the run): nothing was trained`)
+  } else if (outcome === undefined) {
     const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)
     lines.push(
       `outcome: unknown: the journal ${result.cut} (${(result.durationMs / 1000).toFixed(1)} s into the run), before the run ended; ` +
@@ -440,7 +458,9 @@ export const renderResult = (
   const served = (result as { readonly transport?: string }).transport === "serve"
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   const resumeHint = served ? "" : `; resume with: ${resumeCommand(runDir)}`
-  const stoppedLine = outcome === undefined
+  const stoppedLine = outcome === undefined && result.failed !== undefined
+    ? failureLine(result.failed, runDir)
+    : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
       `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"

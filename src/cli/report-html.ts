@@ -10,7 +10,7 @@ import * as Build from "../dashboard/build.ts"
 import * as Model from "../dashboard/model.ts"
 import * as Files from "../platform/files.ts"
 import { firstLine } from "./parse.ts"
-import { printable, printableDeep, readText } from "./read-run.ts"
+import { printable, printableDeep, readText, resultFromEvents, type RunFailure } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 
 /**
@@ -57,14 +57,20 @@ export const journalEvents = (text: string, source: string): ReadonlyArray<unkno
 
 /**
  * Writes the report page of the run in `runDir` to `outFile` (default `<runDir>/report.html`)
- * and returns the path written; or an error line (printable): no run folder, no readable
+ * and returns the path written, with `failed` when the journal ends with a `failed` event (the run
+ * failed, at formation say: the command says so as the text report does); or an error line
+ * (printable): no run folder, no readable
  * `events.ndjson` (a regular file of at most `fileBytesMax` bytes), a bad journal line, a page
  * that does not build, a file that cannot be written.
  *
  * @since 0.1.0
  * @category report
  */
-export const writeReport = async (runDir: string, outFile: string | undefined, fileBytesMax: number): Promise<{ readonly file: string; readonly bytes: number } | string> => {
+export const writeReport = async (
+  runDir: string,
+  outFile: string | undefined,
+  fileBytesMax: number
+): Promise<{ readonly file: string; readonly bytes: number; readonly failed?: RunFailure } | string> => {
   const dir = runDir.replace(/(.)\/+$/, "$1")
   const dirKind = await Files.kind(dir)
   if (dirKind === "missing") return printable(`no run directory at ${runDir}`)
@@ -89,5 +95,9 @@ export const writeReport = async (runDir: string, outFile: string | undefined, f
   } catch (error) {
     return printable(`cannot write ${file}: ${firstLine(error)}`)
   }
-  return { file, bytes: new TextEncoder().encode(html).length }
+  const bytes = new TextEncoder().encode(html).length
+  // The page has no place for a run that failed: the command's line and exit code say it.
+  const result = resultFromEvents(read.text, journal)
+  const failed = typeof result !== "string" && result.outcome === undefined ? result.failed : undefined
+  return failed === undefined ? { file, bytes } : { file, bytes, failed: printableDeep(failed) as RunFailure }
 }

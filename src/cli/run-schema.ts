@@ -180,7 +180,8 @@ export const RunEvent = Schema.Union([
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
   event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms }),
-  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) })
+  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),
+  event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
 ])
 
 /** The event types `RunEvent` knows; a line of another type is skipped (a newer writer). @since 0.1.0 @category schemas */

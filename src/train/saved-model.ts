@@ -1,7 +1,7 @@
 /**
  * The model Cohort itself keeps in every save folder, so that a run can be resumed whatever the
- * trainer's own `save` writes (issue 13, "resume"): `params.f32`, the rank's **last averaged
- * parameters** as raw little-endian float32, and `model.json` describing them.
+ * trainer's own `save` writes (issue 13, "resume"): `cohort-params.f32`, the rank's **last averaged
+ * parameters** as raw little-endian float32, and `cohort-params.json` describing them.
  *
  * Why the last average and not the rank's live parameters: a sample counts as committed once its
  * parameters were folded into a completed round (DESIGN.md §3.3), so the last `Update` a rank
@@ -16,16 +16,16 @@
 import * as Files from "../platform/files.ts"
 
 /** The parameters' file in a save folder. @since 0.1.0 @category files */
-export const paramsFile = "params.f32"
+export const paramsFile = "cohort-params.f32"
 
 /** The description's file in a save folder. @since 0.1.0 @category files */
-export const metaFile = "model.json"
+export const metaFile = "cohort-params.json"
 
-/** Bound on `model.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
+/** Bound on `cohort-params.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
 export const metaBytesMax = 64 * 1024
 
 /**
- * What `model.json` says about `params.f32`:
+ * What `cohort-params.json` says about `cohort-params.f32`:
  * - `paramsLength`: float32 values in the file (its size is `4 * paramsLength` bytes);
  * - `checksum`: FNV-1a (32-bit) of the file's bytes, 8 lowercase hex digits;
  * - `epoch`: the epoch the rank was in when it saved (`-1` before its first);
@@ -81,8 +81,8 @@ const fromBytes = (bytes: Uint8Array): Float32Array => {
 }
 
 /**
- * Writes `params` and its description into the folder `dir` (created when missing): `params.f32`
- * first, then `model.json`, each atomically (write then rename), so that a description never
+ * Writes `params` and its description into the folder `dir` (created when missing): `cohort-params.f32`
+ * first, then `cohort-params.json`, each atomically (write then rename), so that a description never
  * names a torn file. Rejects with the runtime's error when a write fails.
  *
  * @since 0.1.0
@@ -103,8 +103,8 @@ export const write = async (
 
 /**
  * What `read` found: the parameters and their description, or one line saying why the folder
- * holds no usable model (`missing model.json`, `model.json is not valid JSON`, `model.json has no
- * valid paramsLength`, `params.f32 has N bytes, expected M`, `params.f32 does not match its
+ * holds no usable model (`no cohort-params.json`, `cohort-params.json is not valid JSON`, `cohort-params.json has no
+ * valid paramsLength`, `cohort-params.f32 has N bytes, expected M`, `cohort-params.f32 does not match its
  * checksum`, ...).
  *
  * @since 0.1.0
@@ -120,8 +120,8 @@ const isInteger = (value: unknown, min: number): value is number => typeof value
 
 /**
  * Reads the model saved in `dir`. Never rejects: every problem is an `Unusable` with its reason.
- * Reads at most `metaBytesMax` bytes of `model.json` and exactly the `4 * paramsLength` bytes it
- * announces of `params.f32` (a longer file is refused, not truncated).
+ * Reads at most `metaBytesMax` bytes of `cohort-params.json` and exactly the `4 * paramsLength` bytes it
+ * announces of `cohort-params.f32` (a longer file is refused, not truncated).
  *
  * @since 0.1.0
  * @category files

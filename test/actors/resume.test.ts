@@ -14,6 +14,8 @@ import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Cli from "../../src/cli/index.ts"
+import * as ModelFile from "../../src/train/model-file.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
 
 const runtime = Runtime.detect()
 // The bundled MNIST trainer with 64 hidden units (the demo's data, schedule and saves at an eighth
@@ -94,6 +96,15 @@ describe(`cohort resume (${runtime})`, () => {
     const uncommitted = parent.outcome.uncommitted!
     const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
     expect([uncommitted.epoch, left > 0, left < 8000]).toEqual([0, true, true])
+    // Every save and checkpoint folder holds both models, each readable: the trainer's own
+    // (model.f32, model.json) and Cohort's (cohort-params.f32, cohort-params.json), neither
+    // overwriting the other. 50,890 parameters: 784 * 64 + 64 + 64 * 10 + 10.
+    for (const [folder, epoch] of [[`${parent.runDir}/save/rank0`, 0], [`${base.runDir}/checkpoints/v0`, 0], [`${base.runDir}/checkpoints/v1`, 1]] as const) {
+      const trainers = await ModelFile.read(folder)
+      expect([trainers.params.length, trainers.meta.format, trainers.meta.model, trainers.meta.shape]).toEqual([50890, "cohort-model", "mlp", { inputs: 784, hidden: 64, classes: 10 }])
+      const cohorts = await SavedModel.read(folder)
+      expect(cohorts._tag === "Model" && [cohorts.params.length, cohorts.meta.epoch]).toEqual([50890, epoch])
+    }
     // What `cohort report` (and the CLI at the end of the run) says about it.
     const stopped = await cohort("report", parent.runDir)
     expect([stopped.code, stopped.stderr]).toEqual([
@@ -147,7 +158,7 @@ describe(`cohort resume (${runtime})`, () => {
       runDir = onlyRunDir(parentOut)
       const journal = runDir === "" ? [] : journalOf(runDir)
       if (
-        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && existsSync(join(runDir, "checkpoints", "v0", "model.json")) &&
+        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && existsSync(join(runDir, "checkpoints", "v0", "cohort-params.json")) &&
         journal.some((e) => e.type === "progress" && e.epoch === 1)
       ) break
       await sleep(20)
@@ -283,11 +294,11 @@ describe(`cohort resume (${runtime})`, () => {
       const broken = join(outDir, "broken", parent.runId)
       cpSync(parent.runDir, broken, { recursive: true })
       rmSync(join(broken, "checkpoints"), { recursive: true, force: true })
-      for (const rank of [0, 1, 2]) truncateSync(join(broken, "save", `rank${rank}`, "params.f32"), 3)
+      for (const rank of [0, 1, 2]) truncateSync(join(broken, "save", `rank${rank}`, "cohort-params.f32"), 3)
       await refused(
         broken,
         `resume: no state to resume run ${parent.runId} from: the survivors' saves are not usable (` +
-          `rank 0: params.f32 has 3 bytes, expected 16; rank 1: params.f32 has 3 bytes, expected 16; rank 2: params.f32 has 3 bytes, expected 16); ` +
+          `rank 0: cohort-params.f32 has 3 bytes, expected 16; rank 1: cohort-params.f32 has 3 bytes, expected 16; rank 2: cohort-params.f32 has 3 bytes, expected 16); ` +
           `and no good checkpoint under ${broken}/checkpoints`
       )
     }, 300_000)
@@ -298,7 +309,7 @@ describe(`cohort resume (${runtime})`, () => {
       // A copy whose saves are corrupt: the checkpoint of epoch 0 is loaded instead.
       const corrupt = join(outDir, "corrupt", parent.runId)
       cpSync(parent.runDir, corrupt, { recursive: true })
-      for (const rank of [0, 1, 2]) writeFileSync(join(corrupt, "save", `rank${rank}`, "params.f32"), new Uint8Array(16).fill(7))
+      for (const rank of [0, 1, 2]) writeFileSync(join(corrupt, "save", `rank${rank}`, "cohort-params.f32"), new Uint8Array(16).fill(7))
       const before = snapshot(corrupt)
       // The first resume, a process of its own, holds (its trainer waits on the hold file) while a second one tries.
       writeFileSync(hold, "")
@@ -314,7 +325,7 @@ describe(`cohort resume (${runtime})`, () => {
       const done = await first.exited
       expect(done.code).toBe(0)
       expect(done.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
-        `cohort: note: the survivors' saves are not usable (${[0, 1, 2].map((r) => `rank ${r}: params.f32 does not match its checksum`).join("; ")}): ` +
+        `cohort: note: the survivors' saves are not usable (${[0, 1, 2].map((r) => `rank ${r}: cohort-params.f32 does not match its checksum`).join("; ")}): ` +
           `resuming from checkpoint v0; epoch 1 is trained again from its start`
       ])
       const fromCheckpoint = JSON.parse(done.stdout) as RunResult

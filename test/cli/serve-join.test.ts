@@ -7,6 +7,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
 import { type CliProcess, freePort, startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
@@ -85,6 +86,11 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(readFileSync(madeFile, "utf8")).toMatch(/^[A-Za-z0-9_-]{22}\n$/)
     const one = cohort(["join", urlOf(made), "--trainer", steady, "--token-file", madeFile, "--rank", "0", "--save-dir", "save-made"])
     expect([await one.exit, await made.exit]).toEqual([0, 0])
+    // The join rank held the checkpoint role: its --save-dir has the trainer's save and Cohort's model.
+    const checkpoint = join(dir, "save-made", "checkpoints", "v0")
+    expect(JSON.parse(readFileSync(join(checkpoint, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
+    const model = await SavedModel.read(checkpoint)
+    expect(model._tag === "Model" && [model.meta.epoch, model.meta.rank]).toEqual([0, 0])
   }, 240_000)
 
   it("refusals: a wrong token, a rank over the world size, a second connection for a live rank, a join after formation and a dead rank's join each get one line, their exit code and close code, and are counted; the run is unharmed", async () => {
@@ -164,5 +170,21 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     // Nobody joins within the formation timeout: the run ends without training, exit 3.
     const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
     expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
+    // Its journal ends with the failure; report (text and page) and resume say so, with no resume hint.
+    const runDir = join("runs", /run (\w+) listening/.exec(lonely.out())?.[1] ?? "")
+    const journal = readFileSync(join(dir, runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
+    expect(journal.map((e) => e.type)).toEqual(["started", "listening", "failed"])
+    expect(journal[2]).toMatchObject({ type: "failed", stage: "formation", reason: "ranks 0, 1 did not join within 1000 ms", formed: false })
+    const failedLine = "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
+    const report = cohort(["report", runDir])
+    expect([await report.exit, report.err()]).toEqual([3, failedLine])
+    expect(report.out()).toMatch(/\noutcome: failed at formation \(\d+\.\d s into the run\): nothing was trained\n/)
+    const page = cohort(["report", "--html", runDir])
+    expect([await page.exit, page.err()]).toEqual([3, failedLine])
+    const resumed = cohort(["resume", runDir])
+    expect([await resumed.exit, resumed.err()]).toEqual([
+      2,
+      `cohort: resume: nothing to resume: the run failed at formation: ranks 0, 1 did not join within 1000 ms; run ${runDir.slice(5)} trained nothing\n`
+    ])
   }, 150_000)
 })

@@ -11,12 +11,12 @@ let folders = 0
 const folder = () => join(root, `f${folders++}`)
 
 describe("SavedModel", () => {
-  it("writes params.f32 (little-endian float32) and model.json, and reads them back exactly", async () => {
+  it("writes cohort-params.f32 (little-endian float32) and cohort-params.json, and reads them back exactly", async () => {
     const dir = folder()
     const params = new Float32Array([1.5, -2, 0, Math.PI, 3e-38])
     const meta = await SavedModel.write(dir, params, { epoch: 2, round: 17, rank: 3 })
     expect(meta).toEqual({ paramsLength: 5, checksum: SavedModel.checksum(new Uint8Array(params.buffer)), epoch: 2, round: 17, rank: 3 })
-    const bytes = readFileSync(join(dir, "params.f32"))
+    const bytes = readFileSync(join(dir, "cohort-params.f32"))
     expect(bytes.length).toBe(20)
     expect(new DataView(bytes.buffer, bytes.byteOffset).getFloat32(0, true)).toBe(1.5)
     const read = await SavedModel.read(dir)
@@ -32,21 +32,21 @@ describe("SavedModel", () => {
   })
 
   const broken: ReadonlyArray<readonly [string, (dir: string) => void, string]> = [
-    ["no model.json", (dir) => rmSync(join(dir, "model.json")), "no model.json"],
-    ["model.json not JSON", (dir) => writeFileSync(join(dir, "model.json"), "{oops"), "model.json is not valid JSON"],
-    ["model.json a folder", (dir) => {
-      rmSync(join(dir, "model.json"))
-      mkdirSync(join(dir, "model.json"))
-    }, "model.json is a directory, not a file"],
-    ["no paramsLength", (dir) => writeFileSync(join(dir, "model.json"), JSON.stringify({ checksum: "00000000", epoch: 0, round: 0, rank: 0 })), "model.json has no valid paramsLength"],
-    ["no params.f32", (dir) => rmSync(join(dir, "params.f32")), "no params.f32"],
-    ["a short params.f32", (dir) => writeFileSync(join(dir, "params.f32"), new Uint8Array(7)), "params.f32 has 7 bytes, expected 12"],
-    ["a long params.f32", (dir) => writeFileSync(join(dir, "params.f32"), new Uint8Array(16)), "params.f32 has 16 bytes, expected 12"],
+    ["no cohort-params.json", (dir) => rmSync(join(dir, "cohort-params.json")), "no cohort-params.json"],
+    ["cohort-params.json not JSON", (dir) => writeFileSync(join(dir, "cohort-params.json"), "{oops"), "cohort-params.json is not valid JSON"],
+    ["cohort-params.json a folder", (dir) => {
+      rmSync(join(dir, "cohort-params.json"))
+      mkdirSync(join(dir, "cohort-params.json"))
+    }, "cohort-params.json is a directory, not a file"],
+    ["no paramsLength", (dir) => writeFileSync(join(dir, "cohort-params.json"), JSON.stringify({ checksum: "00000000", epoch: 0, round: 0, rank: 0 })), "cohort-params.json has no valid paramsLength"],
+    ["no cohort-params.f32", (dir) => rmSync(join(dir, "cohort-params.f32")), "no cohort-params.f32"],
+    ["a short cohort-params.f32", (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(7)), "cohort-params.f32 has 7 bytes, expected 12"],
+    ["a long cohort-params.f32", (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(16)), "cohort-params.f32 has 16 bytes, expected 12"],
     ["a flipped byte", (dir) => {
-      const bytes = readFileSync(join(dir, "params.f32"))
+      const bytes = readFileSync(join(dir, "cohort-params.f32"))
       bytes[5] = bytes[5]! ^ 1
-      writeFileSync(join(dir, "params.f32"), bytes)
-    }, "params.f32 does not match its checksum"]
+      writeFileSync(join(dir, "cohort-params.f32"), bytes)
+    }, "cohort-params.f32 does not match its checksum"]
   ]
 
   it.each(broken)("%s: Unusable with one line", async (_name, damage, reason) => {
@@ -56,7 +56,7 @@ describe("SavedModel", () => {
     expect(await SavedModel.read(dir)).toEqual({ _tag: "Unusable", reason })
   })
 
-  it("a folder that does not exist: no model.json", async () => {
-    expect(await SavedModel.read(join(root, "missing"))).toEqual({ _tag: "Unusable", reason: "no model.json" })
+  it("a folder that does not exist: no cohort-params.json", async () => {
+    expect(await SavedModel.read(join(root, "missing"))).toEqual({ _tag: "Unusable", reason: "no cohort-params.json" })
   })
 })
