@@ -8,12 +8,12 @@
 // test/browser out of the Bun and Deno passes; the page's HTTP side is tested under all three
 // runtimes in test/transport/web-socket-http.test.ts). `.ci/run` installs Chromium with apt-get
 // when it is missing; without it this test fails, it never skips.
-import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { type Browser, chromium } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
+import { killStarted, root, start, until } from "./cohort-cli.ts"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as BrowserRank from "../../src/cli/bundle.ts"
 
@@ -30,52 +30,15 @@ const chromiumArgs = [
   "--disable-sync"
 ]
 
-const root = new URL("../..", import.meta.url).pathname
-const cohort = join(root, "bin/cohort.mjs")
 const trainer = join(root, "src/train/mnist-trainer.ts")
 const scratch = mkdtempSync(join(tmpdir(), "cohort-browser-test-"))
-const children: Array<ChildProcess> = []
 let browser: Browser | undefined
 
 afterAll(async () => {
   await browser?.close()
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  killStarted()
   rmSync(scratch, { recursive: true, force: true })
 })
-
-/** Starts `cohort ARGS` under Node; resolves with its exit code and everything it printed. */
-const start = (args: ReadonlyArray<string>) => {
-  const child = spawn(process.execPath, [cohort, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
-  children.push(child)
-  let output = ""
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  let ended = false
-  const exited = new Promise<{ readonly code: number | null; readonly output: string }>((resolve) =>
-    child.on("close", (code) => {
-      ended = true
-      resolve({ code, output })
-    })
-  )
-  return { child, exited, output: () => output, ended: () => ended }
-}
-
-type Started = ReturnType<typeof start>
-
-/**
- * Polls `read` every 100 ms until it gives a value; fails after `timeoutMs`, or at once when
- * `serve` has ended, saying what it waited for and what `cohort serve` printed.
- */
-const until = async <A>(what: string, timeoutMs: number, read: () => A | undefined, serve: Started): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = read()
-    if (value !== undefined) return value
-    const over = Date.now() > deadline ? `timed out after ${timeoutMs} ms` : serve.ended() ? "cohort serve ended" : undefined
-    if (over !== undefined) throw new Error(`${over} waiting for ${what}; cohort serve printed:\n${serve.output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
-  }
-}
 
 /** The run's journal (`<out>/<runId>/events.ndjson`), complete lines only. */
 const journal = (out: string): ReadonlyArray<RunTypes.RunEvent> => {

@@ -8,13 +8,13 @@
 // Node only (vitest.config.ts leaves test/browser out of the Bun and Deno passes; the page's model
 // and HTML are tested under all three in test/dashboard/). `.ci/run` installs Chromium with
 // apt-get when it is missing; without it this test fails, it never skips.
-import { type ChildProcess, spawn } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { type Browser, chromium, type Page } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
+import { killStarted, root, start, until } from "./cohort-cli.ts"
 
 const chromiumPath = "/usr/bin/chromium"
 const chromiumArgs = [
@@ -28,51 +28,18 @@ const chromiumArgs = [
   "--disable-sync"
 ]
 
-const root = new URL("../..", import.meta.url).pathname
-const cohort = join(root, "bin/cohort.mjs")
 const scratch = mkdtempSync(join(tmpdir(), "cohort-run-page-test-"))
-const children: Array<ChildProcess> = []
 let browser: Browser | undefined
 
 afterAll(async () => {
   await browser?.close()
-  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+  killStarted()
   rmSync(scratch, { recursive: true, force: true })
 })
 
 const requireChromium = (): void => {
   if (!existsSync(chromiumPath)) {
     throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
-  }
-}
-
-/** Starts `cohort ARGS` under Node; resolves with its exit code and everything it printed. */
-const start = (args: ReadonlyArray<string>) => {
-  const child = spawn(process.execPath, [cohort, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
-  children.push(child)
-  let output = ""
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
-  let ended = false
-  const exited = new Promise<{ readonly code: number | null; readonly output: string }>((resolve) =>
-    child.on("close", (code) => {
-      ended = true
-      resolve({ code, output })
-    })
-  )
-  return { child, exited, output: () => output, ended: () => ended }
-}
-type Started = ReturnType<typeof start>
-
-/** Polls `read` every 100 ms until it gives a value; fails after `timeoutMs` or once `run` ended. */
-const until = async <A>(what: string, timeoutMs: number, read: () => A | undefined, run: Started): Promise<A> => {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = read()
-    if (value !== undefined) return value
-    const over = Date.now() > deadline ? `timed out after ${timeoutMs} ms` : run.ended() ? "the run ended" : undefined
-    if (over !== undefined) throw new Error(`${over} waiting for ${what}; cohort printed:\n${run.output()}`)
-    await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
 
