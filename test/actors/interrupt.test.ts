@@ -17,7 +17,8 @@ const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.me
 const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-interrupt-"))
-afterAll(() => rmSync(outDir, { recursive: true, force: true }))
+// A killed CLI process may still be writing its run folder: retry the removal (ENOTEMPTY).
+afterAll(() => rmSync(outDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }))
 
 const cliArgs = (args: ReadonlyArray<string>): Array<string> => [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args]
 
