@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from "node:child_process"
-import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -680,6 +680,16 @@ describe("help", () => {
     expect({ code, err }).toEqual({ code: 0, err: "" })
     expect(out).toBe(Cli.helpText())
     expect(out.startsWith(`cohort: elastic data-parallel training for TypeScript (runtime: ${Runtime.describe()})\n`)).toBe(true)
+  })
+
+  it("version, --version and -V print the package's version and the runtime with exit code 0; with more arguments they are not a version request", async () => {
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as { version: string }
+    for (const argv of [["version"], ["--version"], ["-V"]]) {
+      expect(Cli.parse(argv)).toEqual({ command: "version" })
+      const { code, out, err } = await runMain(argv)
+      expect({ code, out, err }).toEqual({ code: 0, out: `cohort ${pkg.version} (runtime: ${Runtime.describe()})\n`, err: "" })
+    }
+    expect(Cli.parse(["demo", "--version"])).toEqual({ error: "unknown option '--version'" })
   })
 
   it("documents every flag with its default and every exit code", () => {

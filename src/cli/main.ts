@@ -6,12 +6,14 @@
  */
 import type * as RunTypes from "../../actors/run-types.ts"
 import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, terminalIo, usage, withConsoleOnStderr } from "./conduct.ts"
+import * as Runtime from "../platform/detect.ts"
 import * as Join from "./join.ts"
 import { type BundleCommandOptions, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
 import { readRun } from "./read-run.ts"
 import { failureLine } from "./render.ts"
 import { resume } from "./resume.ts"
 import * as Serve from "./serve.ts"
+import { version } from "./version.ts"
 
 const loadLauncher = async (): Promise<Launch> => {
   const launcher = await import("../../actors/launcher.ts")
@@ -122,6 +124,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
   switch (parsed.command) {
     case "help":
       io.out(helpText())
+      return ExitCode.ok
+    case "version":
+      io.out(`cohort ${version} (runtime: ${Runtime.describe()})\n`)
       return ExitCode.ok
     case "demo":
     case "run":

@@ -130,6 +130,7 @@ Usage:
                                        the trainer compiled in, DIR/cohort-rank.js (one ES
                                        module for a Web Worker; see "Browser ranks" in the README)
   cohort help                          print this help (also -h, --help)
+  cohort version                       print Cohort's version and the runtime (also --version, -V)
 
 Options of demo and run:
   --trainer FILE              run only: the trainer module, a path from the current folder; it
@@ -336,6 +337,7 @@ export interface BundleCommandOptions {
 
 export type Parsed =
   | { readonly command: "help" }
+  | { readonly command: "version" }
   | { readonly command: "demo" | "run"; readonly options: RunCommandOptions }
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "resume"; readonly options: ResumeCommandOptions }
@@ -556,6 +558,7 @@ export const oneLine = (message: string): string =>
  */
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
+  if (argv.length === 1 && (argv[0] === "version" || argv[0] === "--version" || argv[0] === "-V")) return { command: "version" }
   // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
   if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
