@@ -36,6 +36,7 @@
 import * as Commander from "commander"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Files from "../platform/files.ts"
+import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode, firstLine, integerAtLeast, oneLine, type RawRunOptions, runOptions, UsageError } from "./parse.ts"
@@ -228,9 +229,22 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           if (listening.tokenFile !== undefined) say(`token in ${tokenFile} (mode 0600)`)
           const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
           const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
-          say(`join with: cohort join ${listening.url}${trainerFlag}${tokenFlag} --rank auto`)
+          // A wildcard listen (0.0.0.0, [::]) is no address to join: the command names one of this
+          // host's addresses instead, and the others are listed.
+          const wildcard = listening.host === "0.0.0.0" || listening.host === "::"
+          const addresses = wildcard ? HostAddresses.externalAddresses() : []
+          const joinHost = addresses[0] === undefined ? undefined : addresses[0].includes(":") ? `[${addresses[0]}]` : addresses[0]
+          const joinUrl = joinHost === undefined ? listening.url : `ws://${joinHost}:${listening.port}/`
+          if (wildcard) {
+            say(
+              addresses.length === 0
+                ? `${listening.host} listens on every address of this host, and none was found: join with this host's address in place of ${listening.host}`
+                : `${listening.host} listens on every address of this host: ${addresses.join(", ")}`
+            )
+          }
+          say(`join with: cohort join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
-          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(listening.host, listening.port, listening.runToken)}`)
+          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken)}`)
         }
       }))
   })
