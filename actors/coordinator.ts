@@ -440,7 +440,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           yield* settle
         } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
           const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
-          yield* Deferred.fail(outcome, new FormationError(`ranks ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
+          yield* Deferred.fail(outcome, new FormationError(`${missing.length === 1 ? "rank" : "ranks"} ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
         } else if (nowMs - lastBeatMs >= coordHeartbeatMs) {
           // Ranks that joined wait for the others: beat for them too, so that a rank process
           // never takes a slow formation for a coordinator that is gone (`coordinatorTimeoutMs`).

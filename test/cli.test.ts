@@ -1171,14 +1171,14 @@ describe("report", () => {
 
   it("a journal that ends with failed: at formation no resume hint and exit 3; once formed, the failure and the checkpoint resume", async () => {
     const started = eventsOf(completed)[0]!
-    const failed = { type: "failed", ms: 2500, stage: "formation", reason: "ranks 0 did not join within 2000 ms", formed: false }
+    const failed = { type: "failed", ms: 2500, stage: "formation", reason: "rank 0 did not join within 2000 ms", formed: false }
     const atFormation = `${scratch}/failed-formation`
     await Files.mkdir(atFormation)
     await Files.writeFile(`${atFormation}/events.ndjson`, `${JSON.stringify(started)}\n${JSON.stringify(failed)}\n`)
     expect(await runMain(["report", atFormation])).toEqual({
       code: 3,
       out: `no epoch finished\noutcome: failed at formation (2.5 s into the run): nothing was trained\nrun directory: ${atFormation}\n`,
-      err: "cohort: the run failed at formation: ranks 0 did not join within 2000 ms; nothing was trained: there is nothing to resume\n"
+      err: "cohort: the run failed at formation: rank 0 did not join within 2000 ms; nothing was trained: there is nothing to resume\n"
     })
     const later = `${scratch}/failed-later`
     await Files.mkdir(later)

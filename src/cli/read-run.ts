@@ -58,7 +58,7 @@ export interface RunFailure {
 }
 
 /**
- * The words for a failed run, e.g. `the run failed at formation: ranks 0 did not join within 20000
+ * The words for a failed run, e.g. `the run failed at formation: rank 0 did not join within 20000
  * ms` (a formation timeout), or `the run failed: run: <reason>` once every rank had joined.
  *
  * @since 0.1.0
