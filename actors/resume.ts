@@ -73,7 +73,9 @@ export const resumeErrors = {
     `no state to resume run ${runId} from: ${why}; and no good checkpoint under ${checkpoints}`,
   locked: (runId: string, pid: number | undefined, lock: string) =>
     `run ${runId} is already being resumed${pid === undefined ? "" : ` by process ${pid}`} (lock file ${lock}); wait for it to end`,
-  cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`
+  cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`,
+  outInsideRun: (out: string, runId: string, dir: string) =>
+    `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
 
 /** Refuses the resume; what came from the parent's files is made printable (`printable`). */
@@ -274,6 +276,13 @@ export const resume = async (
   const { started } = parent
   const parentOptions = parent.options
   if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
+  // The resumed run's folder inside the parent's would be read as part of the parent (a later
+  // report, resume or clean-up of the parent would take it along).
+  if (options.outDir !== undefined) {
+    const out = Files.absolutePath(options.outDir)
+    const dir = Files.absolutePath(parent.dir)
+    if (out === dir || out.startsWith(dir.endsWith("/") ? dir : `${dir}/`)) fail(resumeErrors.outInsideRun(options.outDir, started.runId, parent.dir))
+  }
   // A run that failed before every rank joined (its journal ends with `failed`) trained nothing.
   const failed = parent.read.outcome === undefined ? parent.read.failed : undefined
   if (failed !== undefined && !failed.formed) fail(resumeErrors.failedAtFormation(started.runId, failureText(failed)))

@@ -272,7 +272,7 @@ describe(`cohort resume (${runtime})`, () => {
       expect(existsSync(dir) ? snapshot(dir) : undefined).toEqual(before)
     }
 
-    it("a completed run, a folder that is not a run, a missing folder, another dataset size, another trainer file, no usable state", async () => {
+    it("a completed run, a folder that is not a run, a missing folder, an --out inside the run, another dataset size, another trainer file, no usable state", async () => {
       const completed = await Launcher.run({ trainer, worldSize: 3, epochs: 1, outDir: join(outDir, "completed"), onRankOutput: () => {} })
       expect(completed.exitCode).toBe(0)
       await refused(completed.runDir, `resume: nothing to resume: run ${completed.runId} completed all 1 epoch`)
@@ -282,6 +282,15 @@ describe(`cohort resume (${runtime})`, () => {
       await refused(join(outDir, "nowhere"), `resume: ${join(outDir, "nowhere")} is not a run directory: no such directory`)
 
       const parent = await interrupted("interrupted")
+      for (const out of [parent.runDir, join(parent.runDir, "runs")]) {
+        const before = snapshot(parent.runDir)
+        const result = await resume([parent.runDir, "--out", out])
+        expect({ code: result.code, stderr: result.stderr }).toEqual({
+          code: 2,
+          stderr: `cohort: resume: --out ${out} is inside the folder of run ${parent.runId} (${parent.runDir}); a resumed run is written beside the run it resumes, never inside it\n`
+        })
+        expect(snapshot(parent.runDir)).toEqual(before)
+      }
       // The same file with another dataset size; then the same size but other contents (each in a
       // process of its own: this one has the module cached).
       writeFileSync(trainer, source(20000))
