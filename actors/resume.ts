@@ -34,9 +34,9 @@ import type * as Config from "../src/core/config.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
-import { reportDefaults } from "../src/cli/parse.ts"
-import { failureText, printable, resultFromEvents } from "../src/cli/read-run.ts"
-import * as RunSchema from "../src/cli/run-schema.ts"
+import { firstLine } from "./error-text.ts"
+import { failureText, printable, reportDefaults, resultFromEvents } from "./read-run.ts"
+import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer } from "./launcher.ts"
 import * as RankActor from "./rank.ts"
 import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "./run-types.ts"
@@ -83,7 +83,6 @@ const fail = (reason: string): never => {
   throw new LaunchError("resume", printable(reason))
 }
 
-const errorText = (error: unknown): string => (error instanceof Error ? error.message.split("\n")[0]! : String(error))
 
 type Started = Extract<RunEvent, { type: "started" }>
 
@@ -109,7 +108,7 @@ const readParent = async (given: string): Promise<Parent> => {
   try {
     read = await Files.readRegularFile(path, reportDefaults.fileBytesMax)
   } catch (error) {
-    return fail(resumeErrors.unreadable(given, errorText(error)))
+    return fail(resumeErrors.unreadable(given, firstLine(error)))
   }
   if (read._tag === "NotRegular") fail(resumeErrors.notARun(given, `${path} is not a regular file`))
   if (read._tag === "TooLarge") fail(resumeErrors.unreadable(given, `${path} is larger than ${reportDefaults.fileBytesMax} bytes`))
@@ -153,7 +152,7 @@ const readModel = async (dir: string): Promise<{ readonly params: Float32Array; 
     const read = await SavedModel.read(dir)
     return read._tag === "Unusable" ? { error: read.reason } : { params: read.params, round: read.meta.round, epoch: read.meta.epoch }
   } catch (error) {
-    return { error: errorText(error) }
+    return { error: firstLine(error) }
   }
 }
 
@@ -306,7 +305,7 @@ export const resume = async (
   try {
     lock = await LockFile.acquire(lockPath, Date.now())
   } catch (error) {
-    return fail(resumeErrors.cannotLock(lockPath, errorText(error)))
+    return fail(resumeErrors.cannotLock(lockPath, firstLine(error)))
   }
   if (lock._tag === "Held") return fail(resumeErrors.locked(started.runId, lock.owner?.pid, lockPath))
   try {

@@ -96,8 +96,7 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli", "dashboard"],
   // The run page: its model and browser module, and the build that bundles them (platform).
   dashboard: ["core", "dashboard", "platform"],
-  // A resume reads its parent's journal with the report's tolerant reader (`src/cli/read-run.ts`).
-  actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli"],
+  actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
   other: []
 }
 

@@ -12,7 +12,7 @@ import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine } from "./parse.ts"
-import type { PartialRun } from "./read-run.ts"
+import type { PartialRun } from "../../actors/read-run.ts"
 import { barsView, lineView, renderResult, resumeCommand } from "./render.ts"
 
 /**

@@ -8,7 +8,7 @@
  * each run's events as they happen (progress bars from `cli-progress` when stdout is a terminal,
  * timestamped lines otherwise) and ends with a table per epoch. All output goes through an `Io`
  * object, so that tests can capture it. One file per responsibility: `parse.ts`, `render.ts`,
- * `read-run.ts`, `main.ts`.
+ * `main.ts` (reading a run back: `actors/read-run.ts`).
  *
  * @since 0.1.0
  */
@@ -17,5 +17,5 @@ export * as Join from "./join.ts"
 export * from "./main.ts"
 export * as Serve from "./serve.ts"
 export * from "./parse.ts"
-export * from "./read-run.ts"
+export * from "../../actors/read-run.ts"
 export * from "./render.ts"

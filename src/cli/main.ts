@@ -9,7 +9,7 @@ import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, te
 import * as Runtime from "../platform/detect.ts"
 import * as Join from "./join.ts"
 import { type BundleCommandOptions, ExitCode, firstLine, helpText, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
-import { readRun } from "./read-run.ts"
+import { readRun } from "../../actors/read-run.ts"
 import { failureLine } from "./render.ts"
 import { resume } from "./resume.ts"
 import * as Serve from "./serve.ts"

@@ -4,6 +4,8 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
+import { firstLine } from "../../actors/error-text.ts"
+import { reportDefaults } from "../../actors/read-run.ts"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Config from "../core/config.ts"
 import * as Runtime from "../platform/detect.ts"
@@ -60,15 +62,7 @@ export const defaults = {
   interruptGraceMs: 30_000
 } as const
 
-/**
- * Defaults of the `report` flags: `fileBytesMax` (`--file-bytes-max`, 256 MiB), the largest
- * `summary.json` or `events.ndjson` read; a larger file is refused, not read in part (the demo
- * writes about 100 kB).
- *
- * @since 0.1.0
- * @category cli
- */
-export const reportDefaults = { fileBytesMax: 268_435_456 } as const
+export { reportDefaults }
 
 /**
  * The demo's default kill: rank 2's worker, 40% into epoch 1 (epochs count from 0). With fewer
@@ -85,19 +79,7 @@ export const demoKill = (worldSize: number, epochs: number): ReadonlyArray<RunTy
 /** The folder, under a run's directory, where survivors save after a save-and-shutdown. @since 0.1.0 @category cli */
 export const saveFolder = "save"
 
-/**
- * The first non-empty line of an error's message; when that line only announces what follows
- * (it ends with `:`, as esbuild's `Transform failed with 1 error:`), the next line joins it.
- *
- * @since 0.1.0
- * @category cli
- */
-export const firstLine = (error: unknown): string => {
-  const text = error instanceof Error ? error.message : String(error)
-  const lines = text.split("\n").map((line) => line.trim()).filter((line) => line !== "")
-  const first = lines[0] ?? "unknown error"
-  return first.endsWith(":") && lines[1] !== undefined ? `${first} ${lines[1]}` : first
-}
+export { firstLine }
 
 /**
  * The text of `cohort help` (also `-h` and `--help` anywhere, and no arguments at all).

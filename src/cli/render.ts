@@ -7,7 +7,7 @@ import * as CliProgress from "cli-progress"
 import type * as RunTypes from "../../actors/run-types.ts"
 import type * as Alerts from "../core/alerts.ts"
 import { saveFolder } from "./parse.ts"
-import { failureText, type PartialRun, type RunFailure } from "./read-run.ts"
+import { failureText, type PartialRun, type RunFailure } from "../../actors/read-run.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rendering

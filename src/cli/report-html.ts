@@ -10,8 +10,8 @@ import * as Build from "../dashboard/build.ts"
 import * as Model from "../dashboard/model.ts"
 import * as Files from "../platform/files.ts"
 import { firstLine } from "./parse.ts"
-import { printable, printableDeep, readText, resultFromEvents, type RunFailure } from "./read-run.ts"
-import * as RunSchema from "./run-schema.ts"
+import { printable, printableDeep, readText, resultFromEvents, type RunFailure } from "../../actors/read-run.ts"
+import * as RunSchema from "../../actors/run-schema.ts"
 
 /**
  * The events of a journal's text that the page shows (`Model.isShown`), each checked against

@@ -7,11 +7,21 @@
  *
  * @since 0.1.0
  */
-import type * as RunTypes from "../../actors/run-types.ts"
-import type * as Alerts from "../core/alerts.ts"
-import * as Files from "../platform/files.ts"
-import { firstLine, reportDefaults } from "./parse.ts"
+import type * as Alerts from "../src/core/alerts.ts"
+import * as Files from "../src/platform/files.ts"
+import { firstLine } from "./error-text.ts"
+import type * as RunTypes from "./run-types.ts"
 import * as RunSchema from "./run-schema.ts"
+
+/**
+ * Defaults of reading a run back (`cohort report` and its `--file-bytes-max`, `cohort resume`):
+ * `fileBytesMax` (256 MiB), the largest `summary.json` or `events.ndjson` read; a larger file is
+ * refused, not read in part (the demo writes about 100 kB).
+ *
+ * @since 0.1.0
+ * @category reading
+ */
+export const reportDefaults = { fileBytesMax: 268_435_456 } as const
 
 // ---------------------------------------------------------------------------------------------
 // Reading a finished run (report)

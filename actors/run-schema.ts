@@ -12,8 +12,8 @@
  * @since 0.1.0
  */
 import { Result, Schema, SchemaIssue } from "effect"
-import type * as RunTypes from "../../actors/run-types.ts"
-import { SaveReason } from "../wire/schema.ts"
+import { SaveReason } from "../src/wire/schema.ts"
+import type * as RunTypes from "./run-types.ts"
 
 const Count = Schema.Natural
 const Ms = Schema.Finite
