@@ -1,0 +1,144 @@
+/**
+ * Averaging rounds (DESIGN.md §3.3, §3.10): contributions, commits and the round's close, for the
+ * `cpu` backend (`Params`, committed at receipt) and the `ring` backend (`RoundDone` of the current
+ * generation, committed all at once when every ring member reported; issue 15). Internal to
+ * `src/core`.
+ *
+ * @since 0.1.0
+ */
+import * as Assignments from "./assignments.ts"
+import * as Audit from "./audit.ts"
+import * as ChunkPool from "./chunk-pool.ts"
+import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
+import { endEpoch } from "./ending.ts"
+import { epochDone } from "./epochs.ts"
+import type { Command } from "./inputs.ts"
+import { enterRounds } from "./joins.ts"
+import type { Rank } from "./messages.ts"
+import type { State } from "./state.ts"
+
+/**
+ * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
+ * (clamped and counted above the assignment; never backwards), or every chunk it completed
+ * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
+ */
+export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>): void => {
+  const log = state.log
+  tracked(state, rank, () => {
+    if (state.pool !== undefined) {
+      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
+    } else if (state.assignments !== undefined) {
+      const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
+      if (result.clamped) {
+        state.counters.samplesDoneClamped += 1
+        alert(state, cmds, "Overflow", path(state, rank), `samplesDone ${samplesDone} above the ${Assignments.assignedLength(state.assignments, rank)} samples assigned; clamped`)
+      }
+    }
+  })
+}
+
+/**
+ * Ring backend (issue 15): the open round closes once every ring member (every survivor: each
+ * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
+ * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
+ * counts exactly when its parameters were folded into a completed round (DESIGN.md §3.3).
+ */
+export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
+  const ring = state.ring!
+  const reports = state.ringReports
+  if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
+  const contributors = [...reports.keys()]
+  for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
+  cmds.push({
+    _tag: "AverageRound",
+    epoch: state.epoch,
+    round: state.round,
+    openedAtMs: state.roundOpenedMs ?? state.clockMs,
+    contributors,
+    params: [],
+    generation: ring.generation,
+    reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
+  })
+  for (const rank of contributors) state.contributed[rank] = 0
+  reports.clear()
+  state.round += 1
+  state.roundOpenedMs = undefined
+  state.pendingRequired = state.uncommittedLive
+  enterRounds(state, cmds)
+  if (epochDone(state)) endEpoch(state, cmds)
+}
+
+/**
+ * A death or exit discards the open ring round's reports (issue 15): the collective they finished
+ * is never applied (no `RoundCommitted` follows), nothing of it was committed, and the new
+ * generation redoes the round from each rank's pre-round parameters.
+ */
+export const discardRingRound = (state: State): void => {
+  if (state.ringReports.size === 0) return
+  for (const rank of state.ringReports.keys()) state.contributed[rank] = 0
+  state.ringReports.clear()
+  state.roundOpenedMs = undefined
+}
+
+export const onRoundDone = (state: State, rank: Rank, round: number, generation: number, samplesDone: number, cmds: Array<Command>): void => {
+  const ring = state.ring
+  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank) || state.joining.has(rank)) {
+    state.counters.staleRoundDone += 1
+    return
+  }
+  state.ringReports.set(rank, samplesDone)
+  state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
+  state.roundOpenedMs ??= state.clockMs
+  maybeCloseRingRound(state, cmds)
+}
+
+/** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
+export const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
+  const contributors = [...state.contributions.keys()]
+  const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
+  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
+  for (const rank of contributors) state.contributed[rank] = 0
+  state.contributions.clear()
+  state.round += 1
+  state.roundOpenedMs = undefined
+  enterRounds(state, cmds)
+  state.pendingRequired = state.uncommittedLive
+}
+
+export const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
+  if (state.ring !== undefined) return maybeCloseRingRound(state, cmds)
+  if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
+  closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
+  if (epochDone(state)) endEpoch(state, cmds)
+}
+
+/**
+ * A run that stops mid-epoch first closes its open round with the contributions it has (issue 13):
+ * their samples are committed already, so the survivors' last `Update` (what they save as the
+ * resumable model) must hold them, and `Outcome.uncommitted` is exactly what it lacks.
+ */
+export const closeOpenRound = (state: State, cmds: Array<Command>, reason: string): void => {
+  // A ring round that did not complete is not a round: nothing of it is committed (issue 15).
+  if (state.ring !== undefined) return discardRingRound(state)
+  if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
+}
+
+export const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
+  commitContribution(state, rank, samplesDone, cmds)
+  if (state.contributed[rank] === 0) {
+    state.contributed[rank] = 1
+    if (hasUncommitted(state, rank)) state.pendingRequired -= 1
+  }
+  state.paramsLength ??= params.length
+  let usable = params.length === state.paramsLength
+  for (let i = 0; usable && i < params.length; i++) usable = Number.isFinite(params[i]!)
+  if (!usable) {
+    state.counters.paramsRejected += 1
+    const why = params.length === state.paramsLength ? "non-finite values" : `${params.length} values instead of ${state.paramsLength}`
+    alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s parameters for round ${state.round} left out of the average: ${why}`)
+  }
+  // The samples are committed either way: they were trained; only the parameters are not averaged.
+  state.contributions.set(rank, usable ? params : undefined)
+  state.roundOpenedMs ??= state.clockMs
+  maybeCloseRound(state, cmds)
+}
