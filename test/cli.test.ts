@@ -3,6 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "n
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { Terminal } from "@xterm/headless"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import type * as RunTypes from "../actors/run-types.ts"
 import * as Cli from "../src/cli/index.ts"
@@ -1007,6 +1008,52 @@ describe("barsView", () => {
     expect(plain).toContain("] 640/2000 samples | epoch 0 | 0 samples/s | done")
     expect(plain).toContain("[  41.2s] run ended: completed")
     expect(plain).toMatch(/rank 2 \[[^\]]*\] 0\/2000 samples \| epoch 0 \| 0 samples\/s \| dead/)
+  })
+
+  it("on a real terminal (xterm.js, headless) every log line reads whole, with no bar text after it, and every rank's bar, a dead one's too, is on the screen at the end", async () => {
+    const terminal = new Terminal({ cols: 200, rows: 60, allowProposedApi: true, convertEol: true }) // a tty turns "\n" into "\r\n"
+    let pending = Promise.resolve()
+    const stream = {
+      isTTY: true,
+      columns: 200,
+      rows: 60,
+      write: (chunk: string) => {
+        pending = pending.then(() => new Promise<void>((resolve) => terminal.write(chunk, resolve)))
+        return true
+      },
+      on: () => stream,
+      removeListener: () => stream
+    } as unknown as NodeJS.WritableStream
+    const view = Cli.barsView(stream)
+    const [started] = eventsOf(completed)
+    view.onEvent(started!)
+    const lines: Array<RunTypes.RunEvent> = []
+    for (let rank = 0; rank < 4; rank++) {
+      view.onEvent({ type: "progress", ms: 900, rank, epoch: 0, samplesDone: 1500 + rank, samplesPerSecond: 700, state: "training" })
+    }
+    // Several short lines at once, as decisions come in a burst, over the longer bar rows.
+    for (let i = 0; i < 3; i++) {
+      const event: RunTypes.RunEvent = { type: "alert", ms: 1000 + i, alert: { ...rankLost, detail: `short ${i}` } }
+      lines.push(event)
+      view.onEvent(event)
+    }
+    await new Promise((resolve) => setTimeout(resolve, 150)) // cli-progress redraws on its own timer
+    view.onEvent({ type: "death", ms: 12_346, death: killTiming })
+    view.onEvent({ type: "ended", ms: 41_234, outcome: completed.outcome })
+    view.stop()
+    await pending
+    const screen: Array<string> = []
+    for (let row = 0; row < terminal.buffer.active.length; row++) screen.push(terminal.buffer.active.getLine(row)!.translateToString(true))
+    for (const event of lines) expect(screen).toContain(`[${(event.ms / 1000).toFixed(1).padStart(6)}s] ${Cli.eventText(event)}`)
+    expect(screen.filter((row) => row.startsWith("["))).toEqual(screen.filter((row) => /^\[ *\d+\.\ds\] [^\]]*$/.test(row)))
+    const bars = screen.filter((row) => row.startsWith("rank "))
+    expect(bars.map((row) => row.replace(/\[[^\]]*\]/, "[]"))).toEqual([
+      "rank 0 [] 1500/2000 samples | epoch 0 | 0 samples/s | done",
+      "rank 1 [] 1501/2000 samples | epoch 0 | 0 samples/s | done",
+      "rank 2 [] 1502/2000 samples | epoch 0 | 0 samples/s | dead",
+      "rank 3 [] 1503/2000 samples | epoch 0 | 0 samples/s | done"
+    ])
+    terminal.dispose()
   })
 })
 

@@ -198,6 +198,9 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
       hideCursor: false,
       clearOnComplete: false,
       stopOnComplete: false,
+      // Log lines are written over the bars' rows: a bar that did not change since (a dead rank's)
+      // must be drawn again, or its row keeps the log line's text.
+      forceRedraw: true,
       autopadding: true,
       barsize: 24
     },
@@ -209,7 +212,9 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
   let live = 0
   const rankWidth = { value: 1 }
   const share = (): number => Math.max(1, Math.ceil(epochSamples / Math.max(1, live)))
-  const log = (event: RunTypes.RunEvent): void => multibar.log(`${stamp(event.ms)} ${eventText(event)}\n`)
+  // cli-progress clears only the first row it writes its buffered log lines on; each line clears
+  // its own row (ESC [2K) so that no longer bar row shows through past its end.
+  const log = (event: RunTypes.RunEvent): void => multibar.log(`\x1b[2K${stamp(event.ms)} ${eventText(event)}\n`)
   return {
     onEvent: (event) => {
       switch (event.type) {
