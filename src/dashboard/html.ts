@@ -82,11 +82,14 @@ export const render = (input: PageInput): string => {
 <p class="meta">outcome: <span id="outcome"></span></p>
 ${section("Ranks", "ranks", rankHeadings)}
 <h2>Timeline</h2>
-<p class="meta">Averaging rounds on lane -1; each death on its rank's lane: fault injected (or first silence), declared dead, remainder held by the survivors. Blue lines: epoch ends.</p>
+<p class="meta">Averaging rounds on lane -1; each death on its rank's lane: fault injected (or first silence), declared dead (a red ring), remainder held by the survivors. Blue lines: epoch ends.</p>
 <div class="chart" id="timeline"></div>
 ${section("Deaths", "deaths", ["rank", "epoch", "detector", "cause", "fault", "declared", "remainder held", "fault → declared", "declared → held", "remainder samples"])}
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
+<h2>Training loss per round</h2>
+<p class="meta">The round's contributors' mean training loss since their previous round, weighted by the samples each trained.</p>
+<div class="chart" id="loss-chart"></div>
 <h2>Test accuracy and loss per epoch</h2>
 <div class="chart" id="accuracy-chart"></div>
 ${section("Epoch audits", "audits", ["epoch", "committed", "lost", "duplicated", "deaths", "test accuracy", "audit"])}

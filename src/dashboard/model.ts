@@ -43,9 +43,11 @@ export interface RankRow {
 }
 
 /**
- * One averaging round (a journal `round` line): when it closed (`ms`), its epoch and number, its
- * contributors, `openMs` (how long it waited after its first contribution) and `roundMs`, the
- * time since the previous round closed (or since the run formed, for the first).
+ * One averaging round (a journal `round` line): when it closed (`ms`), its epoch and number (as the
+ * journal counts them, from 0 over the run), its contributors, `openMs` (how long it waited after
+ * its first contribution), `roundMs`, the time since the previous round closed (or since the run
+ * formed, for the first), and `loss`, the contributors' mean training loss (`undefined` when the
+ * journal has none for the round).
  *
  * @since 0.1.0
  * @category model
@@ -57,6 +59,7 @@ export interface RoundPoint {
   readonly contributors: number
   readonly openMs: number
   readonly roundMs: number
+  readonly loss: number | undefined
 }
 
 /**
@@ -228,7 +231,19 @@ export const apply = (model: Model, event: unknown): Model => {
       return model
     case "progress": {
       const row = rowOf(model, event.rank)
-      if (row === undefined || !alive(row)) return model
+      if (row === undefined) return model
+      // A rank's last progress may come after its death or exit (a live page that opens late gets
+      // each rank's latest progress after the events): its samples count, and it stays dead or
+      // exited. A dead rank's progress from after its death (a hung rank that woke) does not.
+      if (!alive(row)) {
+        let death: DeathMarks | undefined
+        for (const d of model.deaths) if (row.status === "dead" && d.rank === row.rank) death = d
+        if ((death !== undefined && at > death.declaredMs) || (row.lastFrameMs !== undefined && at < row.lastFrameMs)) return model
+        row.epoch = num(event.epoch) ?? row.epoch
+        row.samplesDone = num(event.samplesDone) ?? row.samplesDone
+        row.lastFrameMs = at
+        return model
+      }
       row.epoch = num(event.epoch) ?? row.epoch
       row.samplesDone = num(event.samplesDone) ?? row.samplesDone
       row.samplesPerSecond = num(event.samplesPerSecond) ?? row.samplesPerSecond
@@ -280,7 +295,7 @@ export const apply = (model: Model, event: unknown): Model => {
       const round = num(event.round)
       if (epoch === undefined || round === undefined) return model
       const previous = model.rounds.at(-1)?.ms ?? model.formedMs ?? 0
-      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous) })
+      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss) })
       return model
     }
     case "epoch": {
