@@ -189,7 +189,8 @@ export const start = async (options: LiveOptions): Promise<Live> => {
   /** Serialises what was filed (each event once) and trims the log to `replayEventsMax`. */
   const serialiseFiled = (): void => {
     for (const event of filed) {
-      if ((event as { readonly type?: unknown }).type === "ended") endedAt = base + lines.length
+      const type = (event as { readonly type?: unknown }).type
+      if (type === "ended" || type === "failed") endedAt = base + lines.length
       lines.push(JSON.stringify(event))
     }
     filed.length = 0

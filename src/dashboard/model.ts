@@ -117,7 +117,8 @@ export interface AlertRow {
 /**
  * The whole page: the run (`undefined` fields until its `started` event), `nowMs` (the latest
  * journal time seen, or the live server's clock), and everything folded so far. `ended` is the
- * outcome once the run ended.
+ * outcome once the run ended; `failed` the journal's `failed` event (the run could not be carried
+ * out: `formed` false when it failed at formation).
  *
  * @since 0.1.0
  * @category model
@@ -138,6 +139,7 @@ export interface Model {
   readonly epochRows: Array<EpochRow>
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
+  failed: { readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean } | undefined
   ended: { readonly ms: number; readonly status: string; readonly reason: string | undefined; readonly detail: string; readonly exitCode: number | undefined } | undefined
 }
 
@@ -158,6 +160,7 @@ export const empty = (): Model => ({
   epochRows: [],
   alerts: [],
   faults: [],
+  failed: undefined,
   ended: undefined
 })
 
@@ -183,7 +186,7 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "decision"
+  "started", "joined", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
@@ -342,6 +345,10 @@ export const apply = (model: Model, event: unknown): Model => {
       })
       return model
     }
+    case "failed":
+      model.failed = { ms: at, stage: str(event.stage) ?? "run", reason: str(event.reason) ?? "", formed: event.formed === true }
+      for (const row of model.ranks) if (alive(row)) row.status = "exited"
+      return model
     case "ended": {
       const outcome = isRecord(event.outcome) ? event.outcome : {}
       model.ended = { ms: at, status: str(outcome.status) ?? "unknown", reason: str(outcome.reason), detail: str(outcome.detail) ?? "", exitCode: num(event.exitCode) }

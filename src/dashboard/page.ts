@@ -6,12 +6,12 @@
  * audits, the deaths and the alerts.
  *
  * Where the events come from is in the page's `#cohort-config` JSON (`html.ts`): `static` pages
- * carry every event in `#cohort-events`; `live` pages open an `EventSource` on `events` beside
+ * carry the model folded from the journal in `#cohort-model`; `live` pages open an `EventSource` on `events` beside
  * the page (the `?token=` of the page's own address is passed on). Every string from the journal is
  * shown as text (`textContent`), never as markup.
  *
  * For scripts that drive the page: `<body data-state>` is `loading`, `live`, `ended` (the run
- * ended) or `lost` (the live stream closed before the run ended); every chart's box has
+ * ended, or failed: `#outcome` says which), `cut` (a static page whose journal stops before the end) or `lost` (the live stream closed before the run ended); every chart's box has
  * `data-points` (the points drawn: `#loss-chart` one per round with a loss); rank rows are `tr[data-rank][data-status]`, death rows
  * `tr[data-death-rank]`, audit rows `tr[data-epoch]`.
  *
@@ -185,7 +185,9 @@ const start = (): void => {
         `${model.mode ?? "?"} mode, ${model.transport ?? "?"} transport` + (model.resumedFrom === undefined ? "" : `, resumed from ${model.resumedFrom}`)
     byId("clock").textContent = `${seconds(now)} since the run started`
     byId("outcome").textContent = model.ended === undefined
-      ? (config.mode === "live" ? "running" : "the journal stops before the run ended")
+      ? model.failed !== undefined
+        ? `failed ${model.failed.formed ? `(${model.failed.stage})` : "at formation"}: ${model.failed.reason}; exit code 3`
+        : (config.mode === "live" ? "running" : "the journal stops before the run ended")
       : `${model.ended.status}${model.ended.reason === undefined ? "" : ` (${model.ended.reason})`}: ${model.ended.detail}` +
         (model.ended.exitCode === undefined ? "" : `; exit code ${model.ended.exitCode}`)
 
@@ -266,9 +268,9 @@ const start = (): void => {
   }
 
   if (config.mode === "static") {
-    for (const event of readJson("cohort-events") as ReadonlyArray<unknown>) Model.apply(model, event)
+    Object.assign(model, readJson("cohort-model"))
     render()
-    document.body.dataset.state = model.ended === undefined ? "cut" : "ended"
+    document.body.dataset.state = model.ended === undefined && model.failed === undefined ? "cut" : "ended"
     return
   }
   // Live: batches of events (a JSON array per message); redraws at most 4 times a second.
@@ -283,18 +285,18 @@ const start = (): void => {
   }
   const source = new EventSource(`events${location.search}`)
   source.onopen = () => {
-    document.body.dataset.state = model.ended === undefined ? "live" : "ended"
+    document.body.dataset.state = model.ended === undefined && model.failed === undefined ? "live" : "ended"
   }
   source.onmessage = (message: MessageEvent<string>) => {
     for (const event of JSON.parse(message.data) as ReadonlyArray<unknown>) Model.apply(model, event)
-    if (model.ended !== undefined) {
+    if (model.ended !== undefined || model.failed !== undefined) {
       source.close()
       document.body.dataset.state = "ended"
     }
     schedule()
   }
   source.onerror = () => {
-    if (model.ended !== undefined) return
+    if (model.ended !== undefined || model.failed !== undefined) return
     // EventSource retries on its own; the page says the stream is gone until it is back.
     document.body.dataset.state = "lost"
   }
