@@ -31,6 +31,7 @@ import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as RankActor from "./rank.ts"
+import * as RoundLoss from "./round-loss.ts"
 import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
@@ -344,6 +345,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
+  const roundLoss = RoundLoss.make(mode)
   const lastProgressEventMs = new Map<Rank, number>()
   const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
   let startedMs = Date.now()
@@ -413,6 +415,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   const hooks: Coordinator.Hooks = {
     onFrame: (rank, message, nowMs) => {
+      roundLoss.onFrame(rank, message)
       if (message._tag === "Progress" && message.epoch === state.epoch) {
         if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
         const last = lastProgressEventMs.get(rank) ?? 0
@@ -483,16 +486,19 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           if (command.kind === "StartEpoch") epochStartedMs = Date.now()
           emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
           return
-        case "AverageRound":
+        case "AverageRound": {
+          const loss = roundLoss.onRound(command.contributors)
           emit({
             type: "round",
             ms,
             epoch: command.epoch,
             round: command.round,
             contributors: command.contributors.length,
-            openMs: Math.max(0, state.clockMs - command.openedAtMs)
+            openMs: Math.max(0, state.clockMs - command.openedAtMs),
+            ...(loss === undefined ? {} : { loss })
           })
           return
+        }
       }
     },
     onDeclared: (declared, recoveredMs) => {

@@ -124,7 +124,21 @@ export const run = (
     const reports = RankReports.make(link, data)
     const send = reports.send
     const ringBackend = data.backend === "ring"
-    const ring = RankRing.make({ data, link, send, leave, hang: () => void (hangAtMs = 0) })
+    // The training loss since the last contribution (sample-weighted over its batches), carried by
+    // the contribution for the journal's round loss: `Params.loss`, or the ring's `RoundDone.loss`
+    // (the ring sends it when its all-reduce completes, a redo included).
+    let lossSum = 0
+    let lossSamples = 0
+    let ringLoss: number | undefined
+    const takeLoss = (): number | undefined => {
+      const mean = lossSamples > 0 ? lossSum / lossSamples : undefined
+      lossSum = 0
+      lossSamples = 0
+      return mean !== undefined && Number.isFinite(mean) && Math.abs(mean) <= 1e12 ? mean : undefined
+    }
+    const ringSend: typeof send = (message) =>
+      message._tag === "RoundDone" && ringLoss !== undefined ? send({ ...message, loss: ringLoss }) : send(message)
+    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (hangAtMs = 0) })
 
     // Training state for the current epoch.
     let epoch = -1
@@ -274,12 +288,14 @@ export const run = (
         const trainedSince = batchesSinceContribution > 0
         batchesSinceContribution = 0
         waitingUpdate = true
+        const loss = takeLoss()
         if (ringBackend) {
+          ringLoss = loss
           // The pre-round parameters: what every collective of this round (and its redo) averages.
           const params = Float32Array.from(trainer.getParams())
           return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
-        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
+        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams(), ...(loss === undefined ? {} : { loss }) })
       })
 
     const trainOne = Effect.gen(function*() {
@@ -304,7 +320,13 @@ export const run = (
         }
         trained += n
       }
-      yield* Effect.promise(async () => trainer.trainBatch(indices))
+      const result = yield* Effect.promise(async () => trainer.trainBatch(indices))
+      // A trainer that returns no finite loss leaves its rank's contributions without one.
+      const batchLoss = (result as { readonly loss?: unknown } | undefined)?.loss
+      if (typeof batchLoss === "number" && Number.isFinite(batchLoss) && indices.length > 0) {
+        lossSum += batchLoss * indices.length
+        lossSamples += indices.length
+      }
       batchesSinceContribution += 1
       samplesTotal += indices.length
       samplesInEpoch += indices.length

@@ -179,7 +179,7 @@ export const RunEvent = Schema.Union([
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("decision", { detail: Schema.String }),
-  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms }),
+  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite) }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
 ])

@@ -289,7 +289,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * line per rank per second; observers see them all. `round`: averaging round `round` of `epoch`
  * closed (its `Update` went out) with `contributors` contributions, `openMs` milliseconds after its
  * first contribution arrived (DESIGN.md §3.1 "commit"); the gaps between rounds' `ms` are the round
- * times. One line per round, journal only (the terminal views leave them out). `failed` comes
+ * times; `loss` (absent when no contributor carried one) is the contributors' mean training loss
+ * since their previous contributions, weighted by the samples each trained (`round-loss.ts`). One line per round, journal only (the terminal views leave them out). `failed` comes
  * last instead of `ended` when the run could not be carried out (`Launcher.run` rejects with a
  * `LaunchError`, the CLI exits 3): `stage` is the error's option (`formation`: a formation timeout
  * or a rank that left before every rank joined; `listen`; `run`: anything else), `reason` its
@@ -312,7 +313,7 @@ export type RunEvent =
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
-  | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number }
+  | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
   | { readonly type: "failed"; readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean }
 

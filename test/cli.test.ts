@@ -513,7 +513,8 @@ describe("parse resume", () => {
         rankMemoryMb: undefined,
         interruptGraceMs: undefined,
         outDir: undefined,
-        json: false
+        json: false,
+        dashboard: undefined
       }
     })
   })
@@ -522,7 +523,7 @@ describe("parse resume", () => {
     const parsed = Cli.parse([
       "resume", "runs/abc", "--world-size", "3", "--transport", "process", "--kill", "1@2", "--hang", "2@4.5",
       "--heartbeat-timeout-ms", "5000", "--coordinator-timeout-ms", "3000", "--failure-limit", "2", "--rank-memory-mb", "0",
-      "--interrupt-grace-ms", "0", "--trainer", "t.ts", "--out", "elsewhere", "--json"
+      "--interrupt-grace-ms", "0", "--trainer", "t.ts", "--out", "elsewhere", "--json", "--dashboard", "8123", "--dashboard-faults"
     ])
     expect(parsed).toEqual({
       command: "resume",
@@ -539,9 +540,11 @@ describe("parse resume", () => {
         rankMemoryMb: 0,
         interruptGraceMs: 0,
         outDir: "elsewhere",
-        json: true
+        json: true,
+        dashboard: { port: 8123, faults: true }
       }
     })
+    expect(Cli.parse(["resume", "runs/abc", "--dashboard"])).toMatchObject({ options: { dashboard: { port: 0, faults: false } } })
   })
 
   it("refuses what a resume cannot change or read, in one line", () => {
@@ -552,6 +555,8 @@ describe("parse resume", () => {
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({ error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)" })
     expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({ error: "--transport must be worker or process, got 'socket'" })
     expect(Cli.parse(["resume", "runs/abc", "--out", ""])).toEqual({ error: "--out needs a folder path" })
+    expect(Cli.parse(["resume", "runs/abc", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
+    expect(Cli.parse(["resume", "runs/abc", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
   })
 
   it("resumeCommand quotes a directory only when a shell needs it", () => {

@@ -198,7 +198,7 @@ Options of resume (the seed, epochs, mode and batch size are the run's own; ever
 given is the run's, except faults: none unless given):
   --world-size N, --transport worker|process|websocket, --kill RANK@SECONDS, --hang RANK@SECONDS,
   --heartbeat-timeout-ms N, --coordinator-timeout-ms N, --failure-limit N|F,
-  --rank-memory-mb N, --interrupt-grace-ms N, --json
+  --rank-memory-mb N, --interrupt-grace-ms N, --json, --dashboard [PORT], --dashboard-faults
                               as for run
   --trainer FILE              the run's trainer module if it moved: the same file (contents)
                               with the same dataset size (default: the one the run recorded)
@@ -297,6 +297,8 @@ export interface ResumeCommandOptions {
   readonly interruptGraceMs: number | undefined
   readonly outDir: string | undefined
   readonly json: boolean
+  /** `--dashboard [PORT]` and `--dashboard-faults`, as for `demo` and `run`. */
+  readonly dashboard?: { readonly port: number; readonly faults: boolean } | undefined
 }
 
 /**
@@ -510,7 +512,8 @@ const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions
     rankMemoryMb: raw.rankMemoryMb === "0" ? 0 : optionalInteger("--rank-memory-mb", raw.rankMemoryMb, 16),
     interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : optionalInteger("--interrupt-grace-ms", raw.interruptGraceMs, 1),
     outDir: raw.out,
-    json: raw.json === true
+    json: raw.json === true,
+    dashboard: dashboardOption(raw)
   }
 }
 
@@ -617,6 +620,8 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .option("--interrupt-grace-ms <ms>")
     .option("--out <dir>")
     .option("--json")
+    .option("--dashboard [port]")
+    .option("--dashboard-faults")
     .action((runDir: string, raw: RawRunOptions) => {
       parsed = { command: "resume", options: resumeOptions(runDir, raw) }
     })

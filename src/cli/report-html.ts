@@ -1,8 +1,8 @@
 /**
  * `cohort report --html RUN_DIR [--out FILE]`: the run page (`src/dashboard/`) as one
  * self-contained HTML file, built from the run's journal (`events.ndjson`) of a finished,
- * interrupted, cut-off or resumed run. The file needs no network to open: its style, script
- * (uPlot included) and the journal events it shows are inline.
+ * interrupted, cut-off, failed or resumed run. The file needs no network to open: its style,
+ * script (uPlot included) and the page's model, folded from the journal, are inline.
  *
  * @since 0.1.0
  */
@@ -10,58 +10,102 @@ import * as Build from "../dashboard/build.ts"
 import * as Model from "../dashboard/model.ts"
 import * as Files from "../platform/files.ts"
 import { firstLine } from "./parse.ts"
-import { printable, printableDeep, readText, resultFromEvents, type RunFailure } from "../../actors/read-run.ts"
+import { printable, printableDeep, type RunFailure } from "../../actors/read-run.ts"
 import * as RunSchema from "../../actors/run-schema.ts"
 
 /**
- * The events of a journal's text that the page shows (`Model.isShown`), each checked against
- * `run-schema.ts` and with every string made printable, in order. As `cohort report` reads a
- * journal: a last line cut short (no line end) is left out; lines of unknown event types are
- * skipped. Returns an error line when a whole line is not JSON or not a valid run event, or there
- * is no `started` event.
+ * A journal's page, folded line by line (`push` each chunk of its text, then `finish`): every
+ * whole line parsed, checked against `run-schema.ts`, made printable and folded into the page's
+ * model (`Model.apply`) at once, so that no more than the model and one chunk is held. As `cohort
+ * report` reads a journal: a last line cut short (no line end) is left out; lines of unknown
+ * event types are skipped. `finish` gives the model and the run's `failed` event (when the
+ * journal ends with one and no `ended`), or an error line: a whole line that is not JSON or not a
+ * valid run event, or no `started` event.
  *
  * @since 0.1.0
  * @category report
  */
-export const journalEvents = (text: string, source: string): ReadonlyArray<unknown> | string => {
-  const events: Array<unknown> = []
-  const lines = text.split("\n")
+export const journalFold = (source: string) => {
+  const model = Model.empty()
   let started = false
-  for (let index = 0; index < lines.length; index++) {
-    const line = (lines[index] ?? "").trim()
-    if (line === "") continue
-    const whole = index < lines.length - 1
+  let ended = false
+  let failed: RunFailure | undefined
+  let error: string | undefined
+  let partial = ""
+  let lineNumber = 0
+  const decoder = new TextDecoder()
+
+  const wholeLine = (text: string): void => {
+    lineNumber += 1
+    const line = text.trim()
+    if (error !== undefined || line === "") return
     let event: unknown
     try {
       event = JSON.parse(line)
     } catch {
-      if (!whole) break
-      return `${source} line ${index + 1} is not JSON`
+      error = `${source} line ${lineNumber} is not JSON`
+      return
     }
     const type = typeof event === "object" && event !== null ? (event as { readonly type?: unknown }).type : undefined
     if (typeof type !== "string") {
-      if (!whole) break
-      return `${source} line ${index + 1} is not a run event`
+      error = `${source} line ${lineNumber} is not a run event`
+      return
     }
-    if (!RunSchema.eventTypes.has(type)) continue
+    if (!RunSchema.eventTypes.has(type)) return
     const checked = RunSchema.validateRunEvent(event)
     if ("bad" in checked) {
-      if (!whole) break
-      return `${source} line ${index + 1} is not a valid ${type} event: ${checked.bad}`
+      error = `${source} line ${lineNumber} is not a valid ${type} event: ${checked.bad}`
+      return
     }
     if (type === "started") started = true
-    if (Model.isShown(event)) events.push(printableDeep(event))
+    if (type === "ended") ended = true
+    if (type === "failed") {
+      const e = event as { readonly stage: string; readonly reason: string; readonly formed: boolean }
+      failed = { stage: e.stage, reason: e.reason, formed: e.formed }
+    }
+    if (Model.isShown(event)) Model.apply(model, printableDeep(event))
   }
-  return started ? events : `${source} has no started event`
+
+  return {
+    /** Folds the whole lines of the next piece of the journal's bytes. */
+    push: (bytes: Uint8Array): void => {
+      const text = partial + decoder.decode(bytes, { stream: true })
+      let from = 0
+      for (let at = text.indexOf("\n"); at >= 0; at = text.indexOf("\n", from)) {
+        wholeLine(text.slice(from, at))
+        from = at + 1
+      }
+      partial = text.slice(from)
+    },
+    /** The page's model, or an error line; a last line without its line end is left out. */
+    finish: (): { readonly model: Model.Model; readonly failed: RunFailure | undefined } | string => {
+      if (error !== undefined) return error
+      if (!started) return `${source} has no started event`
+      return { model, failed: ended || failed === undefined ? undefined : printableDeep(failed) as RunFailure }
+    }
+  }
+}
+
+/**
+ * The page model of a journal's whole text (`journalFold` in one piece), or an error line.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const journalModel = (text: string, source: string): { readonly model: Model.Model; readonly failed: RunFailure | undefined } | string => {
+  const fold = journalFold(source)
+  fold.push(new TextEncoder().encode(text))
+  return fold.finish()
 }
 
 /**
  * Writes the report page of the run in `runDir` to `outFile` (default `<runDir>/report.html`)
  * and returns the path written, with `failed` when the journal ends with a `failed` event (the run
- * failed, at formation say: the command says so as the text report does); or an error line
- * (printable): no run folder, no readable
- * `events.ndjson` (a regular file of at most `fileBytesMax` bytes), a bad journal line, a page
- * that does not build, a file that cannot be written.
+ * failed, at formation say: the page and the command say so as the text report does); or an error
+ * line (printable): no run folder, no readable `events.ndjson` (a regular file of at most
+ * `fileBytesMax` bytes), a bad journal line, a page that does not build, a file that cannot be
+ * written. The journal is read in pieces and folded as it is read: the memory it takes is about
+ * the page's model and the page, not the journal's size.
  *
  * @since 0.1.0
  * @category report
@@ -77,15 +121,21 @@ export const writeReport = async (
   if (dirKind !== "directory") return printable(`${runDir} is not a folder; report reads a run directory`)
   const journal = `${dir}/events.ndjson`
   if ((await Files.kind(journal)) === "missing") return printable(`${runDir} has no events.ndjson; report --html draws the run from its journal`)
-  const read = await readText(journal, fileBytesMax)
-  if (typeof read === "string") return printable(read)
-  const events = journalEvents(read.text, journal)
-  if (typeof events === "string") return printable(events)
-  const started = events.find((event) => (event as { readonly type?: unknown }).type === "started") as { readonly runId?: unknown }
-  const title = `cohort run ${typeof started.runId === "string" ? started.runId : ""}`.trim()
+  const fold = journalFold(journal)
+  let read: Awaited<ReturnType<typeof Files.readRegularFileChunks>>
+  try {
+    read = await Files.readRegularFileChunks(journal, fileBytesMax, fold.push)
+  } catch (error) {
+    return printable(`cannot read ${journal}: ${firstLine(error)}`)
+  }
+  if (read._tag === "NotRegular") return printable(`${journal} is not a regular file (it is a ${read.kind}); report reads only regular files`)
+  if (read._tag === "TooLarge") return printable(`${journal} is larger than ${fileBytesMax} bytes (--file-bytes-max); it was not read`)
+  const folded = fold.finish()
+  if (typeof folded === "string") return printable(folded)
+  const title = `cohort run ${folded.model.runId ?? ""}`.trim()
   let html: string
   try {
-    html = await Build.pageHtml({ mode: "static", title, events })
+    html = await Build.pageHtml({ mode: "static", title, model: folded.model })
   } catch (error) {
     return printable(`the report page did not build: ${firstLine(error)}`)
   }
@@ -96,8 +146,5 @@ export const writeReport = async (
     return printable(`cannot write ${file}: ${firstLine(error)}`)
   }
   const bytes = new TextEncoder().encode(html).length
-  // The page has no place for a run that failed: the command's line and exit code say it.
-  const result = resultFromEvents(read.text, journal)
-  const failed = typeof result !== "string" && result.outcome === undefined ? result.failed : undefined
-  return failed === undefined ? { file, bytes } : { file, bytes, failed: printableDeep(failed) as RunFailure }
+  return folded.failed === undefined ? { file, bytes } : { file, bytes, failed: folded.failed }
 }

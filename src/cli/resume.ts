@@ -2,7 +2,7 @@
  * `cohort resume RUN_DIR`: continues a run that was interrupted, stopped unrecoverable, or cut off
  * by the death of its coordinator's process, as a new run (`run({ resume })` of
  * `actors/launcher.ts`; how the state is picked and what is refused: `actors/resume.ts`). Shows it
- * as `demo` and `run` do; the notes of the resume (a fallback to a checkpoint, a journal cut short)
+ * as `demo` and `run` do (`--dashboard [PORT]` and `--dashboard-faults` too); the notes of the resume (a fallback to a checkpoint, a journal cut short)
  * go to stderr as `cohort: note: ...` lines.
  *
  * @since 0.1.0
@@ -30,8 +30,11 @@ export const resume = (io: Io, options: ResumeCommandOptions): Promise<number> =
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    return conduct(io, { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs }, (hooks) =>
+    // The dashboard as for demo and run: loopback only, kill buttons with --dashboard-faults.
+    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", port: options.dashboard.port, faults: options.dashboard.faults }
+    return conduct(io, { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs, dashboard }, (hooks) =>
       run(defined<RunTypes.ResumeOptions>({
+        killRequests: hooks.killRequests,
         resume: options.runDir,
         trainer: options.trainer,
         worldSize: options.worldSize,

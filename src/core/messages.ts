@@ -96,7 +96,9 @@ export interface ChunkDone {
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
  * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
- * backend a rank reports `RoundDone` instead, and a `Params` is ignored and counted.
+ * backend a rank reports `RoundDone` instead, and a `Params` is ignored and counted. `loss`
+ * (optional, finite; structures version 4) is the rank's mean training loss over the batches it
+ * trained since its last contribution, for the run's journal; the core does not read it.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -107,6 +109,7 @@ export interface Params {
   readonly round: number
   readonly samplesDone: number
   readonly params: Float32Array
+  readonly loss?: number
 }
 
 /** The rank is leaving cleanly; never counted as a failure. @since 0.1.0 @category rank-to-coordinator */
@@ -142,7 +145,7 @@ export interface RingReady {
  * list) or completed chunks (progressive) only when every ring member of the generation reported
  * the round, and answers `RoundCommitted` (DESIGN.md §3.3: a sample counts once its parameters
  * were folded into a completed round). A death or exit first discards the round's reports; the
- * new generation redoes the round.
+ * new generation redoes the round. `loss` as `Params`'s (optional; the core does not read it).
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -153,6 +156,7 @@ export interface RoundDone {
   readonly round: number
   readonly generation: number
   readonly samplesDone: number
+  readonly loss?: number
 }
 
 /**

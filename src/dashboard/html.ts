@@ -1,14 +1,15 @@
 /**
  * The run page's HTML document, for the live dashboard and the static report alike: one file
  * with its style (uPlot's included), its script (`page.ts`, bundled) and its configuration
- * inline, so it opens without a network; a static page carries its journal events inline too.
+ * inline, so it opens without a network; a static page carries its model (folded from the
+ * journal) inline too.
  *
  * @since 0.1.0
  */
 
 /**
  * What the page needs: the bundled `script` and `css` (`src/platform/bundle.ts` `bundlePage`),
- * `mode`, and for a `static` page the journal `events` to show; for a `live` page `faults`
+ * `mode`, and for a `static` page the `model` to show (`model.ts`, folded from the journal); for a `live` page `faults`
  * (kill buttons; `--dashboard-faults`) and `key`, the per-process secret the kill requests carry
  * in their `x-cohort-dashboard` header (a page from another origin cannot read it, so it cannot
  * kill a rank).
@@ -17,7 +18,7 @@
  * @category page
  */
 export type PageInput =
-  | { readonly mode: "static"; readonly script: string; readonly css: string; readonly title: string; readonly events: ReadonlyArray<unknown> }
+  | { readonly mode: "static"; readonly script: string; readonly css: string; readonly title: string; readonly model: unknown }
   | { readonly mode: "live"; readonly script: string; readonly css: string; readonly title: string; readonly faults: boolean; readonly key: string }
 
 /**
@@ -82,17 +83,20 @@ export const render = (input: PageInput): string => {
 <p class="meta">outcome: <span id="outcome"></span></p>
 ${section("Ranks", "ranks", rankHeadings)}
 <h2>Timeline</h2>
-<p class="meta">Averaging rounds on lane -1; each death on its rank's lane: fault injected (or first silence), declared dead, remainder held by the survivors. Blue lines: epoch ends.</p>
+<p class="meta">Averaging rounds on lane -1; each death on its rank's lane: fault injected (or first silence), declared dead (a red ring), remainder held by the survivors. Blue lines: epoch ends.</p>
 <div class="chart" id="timeline"></div>
 ${section("Deaths", "deaths", ["rank", "epoch", "detector", "cause", "fault", "declared", "remainder held", "fault → declared", "declared → held", "remainder samples"])}
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
+<h2>Training loss per round</h2>
+<p class="meta">The round's contributors' mean training loss since their previous round, weighted by the samples each trained.</p>
+<div class="chart" id="loss-chart"></div>
 <h2>Test accuracy and loss per epoch</h2>
 <div class="chart" id="accuracy-chart"></div>
 ${section("Epoch audits", "audits", ["epoch", "committed", "lost", "duplicated", "deaths", "test accuracy", "audit"])}
 ${section("Alerts", "alerts", ["at", "severity", "class", "path", "detail"])}
 <script type="application/json" id="cohort-config">${inlineJson(config)}</script>
-${input.mode === "static" ? `<script type="application/json" id="cohort-events">${inlineJson(input.events)}</script>` : ""}
+${input.mode === "static" ? `<script type="application/json" id="cohort-model">${inlineJson(input.model)}</script>` : ""}
 <script>${inlineScript(input.script)}</script>
 </body>
 </html>

@@ -1,19 +1,28 @@
 /**
- * The live dashboard (`--dashboard [PORT]` on `cohort demo`, `run` and `serve`): a small HTTP
- * server in the coordinator's process that serves the run page (`page.ts`, `mode: "live"`) and
- * streams the run's journal events to it as server-sent events, as they happen.
+ * The live dashboard (`--dashboard [PORT]` on `cohort demo`, `run`, `serve` and `resume`): a small
+ * HTTP server in the coordinator's process that serves the run page (`page.ts`, `mode: "live"`)
+ * and streams the run's journal events to it as server-sent events, as they happen.
  *
  * The coordinator pays little for it: `onEvent` only files the event (an array push, or the
- * rank's latest progress replacing the one before); a timer every `flushIntervalMs` sends what
- * was filed as one message to every page, with each rank's progress at most once per
- * `progressIntervalMs`, and the server's clock once a second. A page that opens late first gets
- * every event shown so far (at most `replayEventsMax`) and each rank's latest progress.
+ * rank's latest progress replacing the one before). A timer every `flushIntervalMs` serialises
+ * what was filed, once per event (the lines are kept for pages that open late, never serialised
+ * again), and sends each page what it has not had, with each rank's progress at most once per
+ * `progressIntervalMs` and the server's clock once a second.
+ *
+ * Pages are fed by what they take: a page that opens late gets the events shown so far (at most
+ * `replayEventsMax`) in pieces, at most `pageSendBytesMax` per page per flush and only while what
+ * it was sent before is taken, then each rank's latest progress, then the stream. A page that
+ * caught up and whose unsent bytes pass `pageBufferedBytesMax` (it stopped reading) is dropped; it
+ * reconnects on its own when it reads again. When `clientsMax` pages are open, a new page takes
+ * the place of the open page with the most unsent bytes, if any has some; otherwise it is
+ * answered 503.
  *
  * Requests: `GET /` the page; `GET /events` the stream; `POST /kill?rank=N` (only with `kill`,
  * `--dashboard-faults`) asks the run to kill rank N, and must carry the page's key in its
  * `x-cohort-dashboard` header (another site's page cannot read it, so it cannot kill a rank).
  * With `token`, every request must carry `?token=<token>` (403 otherwise). On a loopback address
- * every request must name a loopback host in its `Host` header (a DNS-rebinding page cannot).
+ * every request must name a loopback host in its `Host` header (a DNS-rebinding page cannot):
+ * exactly a host and an optional port, nothing after them.
  *
  * @since 0.1.0
  */
@@ -24,14 +33,23 @@ import * as Model from "./model.ts"
 
 /**
  * Defaults of `LiveOptions`: `progressIntervalMs` 1000 (a rank's progress reaches a page at most
- * once a second), `flushIntervalMs` 200, `clientsMax` 16 (pages open at once; one more is answered
- * 503), `replayEventsMax` 100000 (events kept for pages that open late; past it the oldest are
- * dropped, and a late page sees the run from a later point).
+ * once a second), `flushIntervalMs` 200, `clientsMax` 16 (pages open at once), `replayEventsMax`
+ * 100000 (events kept for pages that open late; past it the oldest are dropped, up to 1024 at a
+ * time, and a late page sees the run from a later point), `pageBufferedBytesMax` 4 MiB (a page
+ * with more unsent bytes is dropped), `pageSendBytesMax` 1 MiB (what a page that catches up is
+ * sent per flush at most).
  *
  * @since 0.1.0
  * @category live
  */
-export const liveDefaults = { progressIntervalMs: 1000, flushIntervalMs: 200, clientsMax: 16, replayEventsMax: 100_000 } as const
+export const liveDefaults = {
+  progressIntervalMs: 1000,
+  flushIntervalMs: 200,
+  clientsMax: 16,
+  replayEventsMax: 100_000,
+  pageBufferedBytesMax: 4 * 1024 * 1024,
+  pageSendBytesMax: 1024 * 1024
+} as const
 
 /**
  * Options of `start`. `host` and `port` to listen on (port 0: a free one); `title` of the page;
@@ -39,7 +57,7 @@ export const liveDefaults = { progressIntervalMs: 1000, flushIntervalMs: 200, cl
  * function is read at each request, and while it gives `undefined` every request is answered 503:
  * `cohort serve` learns a made token only once it listens); `kill`
  * (shows a kill button per rank and accepts `POST /kill?rank=N`; `worldSize` bounds N); the
- * bounds of `liveDefaults`.
+ * bounds of `liveDefaults` (`pageBufferedBytesMax` and `pageSendBytesMax` in bytes).
  *
  * @since 0.1.0
  * @category live
@@ -54,12 +72,15 @@ export interface LiveOptions {
   readonly flushIntervalMs?: number
   readonly clientsMax?: number
   readonly replayEventsMax?: number
+  readonly pageBufferedBytesMax?: number
+  readonly pageSendBytesMax?: number
 }
 
 /**
  * A listening dashboard: its `url` (without the token), the bound `port`,
- * `onEvent` for every run event (the launcher's `onEvent`), and `close`, which sends what is
- * still filed and ends every page's stream.
+ * `onEvent` for every run event (the launcher's `onEvent`), `pages` (how many pages follow it and
+ * how many were dropped for not reading), and `close`, which sends what is still filed and ends
+ * every page's stream.
  *
  * @since 0.1.0
  * @category live
@@ -68,6 +89,7 @@ export interface Live {
   readonly url: string
   readonly port: number
   readonly onEvent: (event: unknown) => void
+  readonly pages: () => { readonly open: number; readonly dropped: number }
   readonly close: () => Promise<void>
 }
 
@@ -90,8 +112,35 @@ const newKey = (): string => {
   return [...bytes].map((b) => b.toString(16).padStart(2, "0")).join("")
 }
 
-/** The host name of a `Host` header (`127.0.0.1:8080`, `[::1]:80`). */
-const hostName = (header: string): string => (header.startsWith("[") ? header.slice(0, header.indexOf("]") + 1) : header.replace(/:\d+$/, ""))
+/**
+ * The host name of a `Host` header (`127.0.0.1:8080`, `[::1]:80`, `localhost`): a bracketed IPv6
+ * address or a name without colons, then at most a port; anything else (`[::1]x`) gives `""`.
+ *
+ * @since 0.1.0
+ * @category live
+ */
+export const hostName = (header: string): string => /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]*)(?::\d{1,5})?$/.exec(header)?.[1] ?? ""
+
+/**
+ * An open page: its sink, the index of the next log line it needs, whether it caught up, and the
+ * progress event it last had of each rank (so that none is sent twice).
+ */
+interface Page {
+  readonly sink: Types.HttpSink
+  cursor: number
+  caughtUp: boolean
+  readonly had: Map<number, unknown>
+}
+
+interface LatestProgress {
+  readonly rank: number
+  readonly event: unknown
+  line: string | undefined
+  sent: boolean
+  sentAtMs: number
+}
+
+const messageOf = (parts: ReadonlyArray<string>): string => `data: [${parts.join(",")}]\n\n`
 
 /**
  * Starts the dashboard: builds the page, listens, and returns at once. Rejects when the page does
@@ -105,14 +154,20 @@ export const start = async (options: LiveOptions): Promise<Live> => {
   const progressIntervalMs = options.progressIntervalMs ?? liveDefaults.progressIntervalMs
   const clientsMax = options.clientsMax ?? liveDefaults.clientsMax
   const replayEventsMax = options.replayEventsMax ?? liveDefaults.replayEventsMax
+  const pageBufferedBytesMax = options.pageBufferedBytesMax ?? liveDefaults.pageBufferedBytesMax
+  const pageSendBytesMax = options.pageSendBytesMax ?? liveDefaults.pageSendBytesMax
   const key = newKey()
   const page = await Build.pageHtml({ mode: "live", title: options.title, faults: options.kill !== undefined, key })
   const loopback = isLoopback(options.host)
 
-  const replay: Array<unknown> = []
-  const pending: Array<unknown> = []
-  const latestProgress = new Map<number, { readonly event: unknown; sent: boolean; sentAtMs: number }>()
-  const clients = new Set<Types.HttpSink>()
+  // The log: every shown event as its JSON line, `lines[i]` being event `base + i` of the run.
+  const filed: Array<unknown> = []
+  const lines: Array<string> = []
+  let base = 0
+  let endedAt: number | undefined
+  const latestProgress = new Map<number, LatestProgress>()
+  const pages = new Set<Page>()
+  let dropped = 0
   let worldSize = 0
   // Journal ms = wall ms - offset, from the latest event: the clock the pages show between events.
   let offsetMs: number | undefined
@@ -123,43 +178,106 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     if (typeof e.ms === "number") offsetMs = Date.now() - e.ms
     if (e.type === "progress" && typeof e.rank === "number") {
       const known = latestProgress.get(e.rank)
-      latestProgress.set(e.rank, { event, sent: false, sentAtMs: known?.sentAtMs ?? 0 })
+      latestProgress.set(e.rank, { rank: e.rank, event, line: undefined, sent: false, sentAtMs: known?.sentAtMs ?? 0 })
       return
     }
     if (!Model.isShown(event)) return
     if (e.type === "started" && typeof e.worldSize === "number") worldSize = e.worldSize
-    replay.push(event)
-    if (replay.length > replayEventsMax) replay.splice(0, replay.length - replayEventsMax)
-    pending.push(event)
+    filed.push(event)
   }
 
-  const send = (batch: ReadonlyArray<unknown>): void => {
-    if (batch.length === 0 || clients.size === 0) return
-    const message = `data: ${JSON.stringify(batch)}\n\n`
-    for (const client of clients) client.write(message)
+  /** Serialises what was filed (each event once) and trims the log to `replayEventsMax`. */
+  const serialiseFiled = (): void => {
+    for (const event of filed) {
+      const type = (event as { readonly type?: unknown }).type
+      if (type === "ended" || type === "failed") endedAt = base + lines.length
+      lines.push(JSON.stringify(event))
+    }
+    filed.length = 0
+    if (lines.length > replayEventsMax + 1024) {
+      const drop = lines.length - replayEventsMax
+      lines.splice(0, drop)
+      base += drop
+    }
   }
+  const progressLine = (entry: LatestProgress): string => (entry.line ??= JSON.stringify(entry.event))
+  /** The progress in `entries` that `target` has not had, as lines; from now on it has had it. */
+  const progressFor = (target: Page, entries: Iterable<LatestProgress>): Array<string> => {
+    const parts: Array<string> = []
+    for (const entry of entries) {
+      if (target.had.get(entry.rank) === entry.event) continue
+      target.had.set(entry.rank, entry.event)
+      parts.push(progressLine(entry))
+    }
+    return parts
+  }
+
+  const drop = (target: Page): void => {
+    pages.delete(target)
+    dropped += 1
+    target.sink.drop()
+  }
+
+  /**
+   * Sends `target` what it lacks: log lines from its cursor (a page catching up: pieces of at most
+   * `pageSendBytesMax` in all, only while what it was sent before is taken), then once caught up
+   * the latest progress of every rank; a page caught up before gets `due` and `clock`. Ends it
+   * once it has the `ended` event; drops it when its unsent bytes pass the bound.
+   */
+  const feed = (target: Page, due: ReadonlyArray<LatestProgress>, clock: ReadonlyArray<string>): void => {
+    const end = base + lines.length
+    if (target.cursor < base) target.cursor = base
+    if (target.caughtUp) {
+      const parts = [...progressFor(target, due), ...lines.slice(target.cursor - base), ...clock]
+      target.cursor = end
+      if (parts.length > 0) target.sink.write(messageOf(parts))
+    } else {
+      let budget = pageSendBytesMax
+      while (target.cursor < end && budget > 0 && target.sink.bufferedBytes() < pageSendBytesMax) {
+        const parts: Array<string> = []
+        let size = 0
+        while (target.cursor < end && size < budget) {
+          const line = lines[target.cursor - base]!
+          parts.push(line)
+          size += line.length + 1
+          target.cursor += 1
+        }
+        budget -= size
+        target.sink.write(messageOf(parts))
+      }
+      if (target.cursor === end) {
+        target.caughtUp = true
+        const progress = progressFor(target, latestProgress.values())
+        if (progress.length > 0) target.sink.write(messageOf(progress))
+      }
+    }
+    // The run ended and this page has its last event: its stream ends (one opened later still
+    // gets the whole run).
+    if (endedAt !== undefined && target.cursor > endedAt) {
+      pages.delete(target)
+      target.sink.end()
+    } else if (target.caughtUp && target.sink.bufferedBytes() > pageBufferedBytesMax) {
+      // (A page catching up holds at most about `pageSendBytesMax` unsent: it is sent only what it takes.)
+      drop(target)
+    }
+  }
+
   let lastClockMs = 0
   const flush = (final: boolean): void => {
     const now = Date.now()
-    const batch = pending.splice(0)
-    // Progress before the events filed after it would be wrong only by a flush interval; a death
-    // or the end still reads last, so a rank never comes back to life on the page.
-    const due: Array<unknown> = []
+    serialiseFiled()
+    // Progress first: a death or the end still reads after it, so a rank never comes back to
+    // life on the page (and the page's model keeps a dead rank's samples from before its death).
+    const due: Array<LatestProgress> = []
     for (const entry of latestProgress.values()) {
       if (entry.sent || (!final && now - entry.sentAtMs < progressIntervalMs)) continue
       entry.sent = true
       entry.sentAtMs = now
-      due.push(entry.event)
+      due.push(entry)
     }
-    const clock = offsetMs !== undefined && now - lastClockMs >= 1000 ? [{ type: "clock", ms: now - offsetMs }] : []
+    const clock = offsetMs !== undefined && now - lastClockMs >= 1000 ? [JSON.stringify({ type: "clock", ms: now - offsetMs })] : []
     if (clock.length > 0) lastClockMs = now
-    send([...due, ...batch, ...clock])
-    // The run ended: every page has its last event; their streams end (a page that opens later
-    // still gets the whole run).
-    if (batch.some((event) => (event as { readonly type?: unknown }).type === "ended")) {
-      for (const client of [...clients]) client.end()
-      clients.clear()
-    }
+    for (const target of [...pages]) feed(target, due, clock)
   }
   const timer = setInterval(() => flush(false), options.flushIntervalMs ?? liveDefaults.flushIntervalMs)
 
@@ -167,15 +285,30 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     status: 200,
     headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-store", "x-accel-buffering": "no" },
     stream: (sink) => {
-      // What is filed goes to the pages already open first: the replay holds it too.
+      // What is filed goes to the pages already open first (the progress that is due included:
+      // its interval then counts from now for every page).
       flush(false)
       sink.write("retry: 1000\n\n")
-      const progress = [...latestProgress.values()].map((entry) => entry.event)
-      sink.write(`data: ${JSON.stringify([...replay, ...progress])}\n\n`)
-      clients.add(sink)
-      return () => clients.delete(sink)
+      const opened: Page = { sink, cursor: base, caughtUp: false, had: new Map() }
+      pages.add(opened)
+      feed(opened, [], [])
+      return () => pages.delete(opened)
     }
   })
+
+  /** Room for one more page: the open page with the most unsent bytes gives its place, if any has some. */
+  const makeRoom = (): boolean => {
+    if (pages.size < clientsMax) return true
+    let slowest: Page | undefined
+    let most = 0
+    for (const open of pages) {
+      const buffered = open.sink.bufferedBytes()
+      if (buffered > most) [slowest, most] = [open, buffered]
+    }
+    if (slowest === undefined) return false
+    drop(slowest)
+    return true
+  }
 
   const kill = (request: Types.HttpRequest): Types.HttpResponse => {
     if (options.kill === undefined) return text(404, "kill buttons are off (start the run with --dashboard-faults)")
@@ -200,7 +333,7 @@ export const start = async (options: LiveOptions): Promise<Live> => {
         if (request.method !== "GET" && request.method !== "HEAD") return text(405, "GET /")
         return { status: 200, headers: { "content-type": "text/html; charset=utf-8", "cache-control": "no-store" }, body: page }
       case "/events":
-        if (clients.size >= clientsMax) return text(503, `too many dashboard pages open (at most ${clientsMax})`)
+        if (!makeRoom()) return text(503, `too many dashboard pages open (at most ${clientsMax}), and every one keeps up`)
         return events()
       case "/kill":
         return kill(request)
@@ -220,13 +353,14 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     url,
     port: server.port,
     onEvent,
+    pages: () => ({ open: pages.size, dropped }),
     close: async () => {
       if (closed) return
       closed = true
       clearInterval(timer)
       flush(true)
-      for (const client of [...clients]) client.end()
-      clients.clear()
+      for (const open of [...pages]) open.sink.end()
+      pages.clear()
       await server.close()
     }
   }

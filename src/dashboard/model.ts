@@ -43,9 +43,11 @@ export interface RankRow {
 }
 
 /**
- * One averaging round (a journal `round` line): when it closed (`ms`), its epoch and number, its
- * contributors, `openMs` (how long it waited after its first contribution) and `roundMs`, the
- * time since the previous round closed (or since the run formed, for the first).
+ * One averaging round (a journal `round` line): when it closed (`ms`), its epoch and number (as the
+ * journal counts them, from 0 over the run), its contributors, `openMs` (how long it waited after
+ * its first contribution), `roundMs`, the time since the previous round closed (or since the run
+ * formed, for the first), and `loss`, the contributors' mean training loss (`undefined` when the
+ * journal has none for the round).
  *
  * @since 0.1.0
  * @category model
@@ -57,6 +59,7 @@ export interface RoundPoint {
   readonly contributors: number
   readonly openMs: number
   readonly roundMs: number
+  readonly loss: number | undefined
 }
 
 /**
@@ -114,7 +117,8 @@ export interface AlertRow {
 /**
  * The whole page: the run (`undefined` fields until its `started` event), `nowMs` (the latest
  * journal time seen, or the live server's clock), and everything folded so far. `ended` is the
- * outcome once the run ended.
+ * outcome once the run ended; `failed` the journal's `failed` event (the run could not be carried
+ * out: `formed` false when it failed at formation).
  *
  * @since 0.1.0
  * @category model
@@ -135,6 +139,7 @@ export interface Model {
   readonly epochRows: Array<EpochRow>
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
+  failed: { readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean } | undefined
   ended: { readonly ms: number; readonly status: string; readonly reason: string | undefined; readonly detail: string; readonly exitCode: number | undefined } | undefined
 }
 
@@ -155,6 +160,7 @@ export const empty = (): Model => ({
   epochRows: [],
   alerts: [],
   faults: [],
+  failed: undefined,
   ended: undefined
 })
 
@@ -180,7 +186,7 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "decision"
+  "started", "joined", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
@@ -228,7 +234,19 @@ export const apply = (model: Model, event: unknown): Model => {
       return model
     case "progress": {
       const row = rowOf(model, event.rank)
-      if (row === undefined || !alive(row)) return model
+      if (row === undefined) return model
+      // A rank's last progress may come after its death or exit (a live page that opens late gets
+      // each rank's latest progress after the events): its samples count, and it stays dead or
+      // exited. A dead rank's progress from after its death (a hung rank that woke) does not.
+      if (!alive(row)) {
+        let death: DeathMarks | undefined
+        for (const d of model.deaths) if (row.status === "dead" && d.rank === row.rank) death = d
+        if ((death !== undefined && at > death.declaredMs) || (row.lastFrameMs !== undefined && at < row.lastFrameMs)) return model
+        row.epoch = num(event.epoch) ?? row.epoch
+        row.samplesDone = num(event.samplesDone) ?? row.samplesDone
+        row.lastFrameMs = at
+        return model
+      }
       row.epoch = num(event.epoch) ?? row.epoch
       row.samplesDone = num(event.samplesDone) ?? row.samplesDone
       row.samplesPerSecond = num(event.samplesPerSecond) ?? row.samplesPerSecond
@@ -280,7 +298,7 @@ export const apply = (model: Model, event: unknown): Model => {
       const round = num(event.round)
       if (epoch === undefined || round === undefined) return model
       const previous = model.rounds.at(-1)?.ms ?? model.formedMs ?? 0
-      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous) })
+      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss) })
       return model
     }
     case "epoch": {
@@ -327,6 +345,10 @@ export const apply = (model: Model, event: unknown): Model => {
       })
       return model
     }
+    case "failed":
+      model.failed = { ms: at, stage: str(event.stage) ?? "run", reason: str(event.reason) ?? "", formed: event.formed === true }
+      for (const row of model.ranks) if (alive(row)) row.status = "exited"
+      return model
     case "ended": {
       const outcome = isRecord(event.outcome) ? event.outcome : {}
       model.ended = { ms: at, status: str(outcome.status) ?? "unknown", reason: str(outcome.reason), detail: str(outcome.detail) ?? "", exitCode: num(event.exitCode) }

@@ -6,13 +6,13 @@
  * audits, the deaths and the alerts.
  *
  * Where the events come from is in the page's `#cohort-config` JSON (`html.ts`): `static` pages
- * carry every event in `#cohort-events`; `live` pages open an `EventSource` on `events` beside
+ * carry the model folded from the journal in `#cohort-model`; `live` pages open an `EventSource` on `events` beside
  * the page (the `?token=` of the page's own address is passed on). Every string from the journal is
  * shown as text (`textContent`), never as markup.
  *
  * For scripts that drive the page: `<body data-state>` is `loading`, `live`, `ended` (the run
- * ended) or `lost` (the live stream closed before the run ended); every chart's box has
- * `data-points` (the points drawn); rank rows are `tr[data-rank][data-status]`, death rows
+ * ended, or failed: `#outcome` says which), `cut` (a static page whose journal stops before the end) or `lost` (the live stream closed before the run ended); every chart's box has
+ * `data-points` (the points drawn: `#loss-chart` one per round with a loss); rank rows are `tr[data-rank][data-status]`, death rows
  * `tr[data-death-rank]`, audit rows `tr[data-epoch]`.
  *
  * @since 0.1.0
@@ -91,7 +91,17 @@ const dots = (stroke: string, label: string, size = 9): uPlot.Series => ({
   points: { show: true, size, stroke, fill: stroke }
 })
 
+const ring = (stroke: string, label: string, size: number): uPlot.Series => ({
+  label,
+  stroke,
+  width: 2.5,
+  paths: () => null,
+  points: { show: true, size, stroke, width: 2.5, fill: "rgba(0,0,0,0)" }
+})
+
 const line = (stroke: string, label: string, scale = "y"): uPlot.Series => ({ label, stroke, scale, width: 2, points: { show: true, size: 5 } })
+
+const roundSteps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 
 const start = (): void => {
   const config = readJson("cohort-config") as Config
@@ -105,12 +115,16 @@ const start = (): void => {
     height: 260,
     scales: { x: { time: false }, y: { range: (_u, min, max) => [Math.min(-1.5, min - 0.5), Math.max(model.worldSize - 0.5, max + 0.5)] } },
     axes: [{ label: "seconds since the run started" }, { label: "rank (rounds on -1)", incrs: [1] }],
+    // No live legend: its values (the x series' "s: --" among them) say nothing on a timeline.
+    legend: { live: false },
+    // Declared dead comes last and as a ring, so the remainder's dot (often in the same
+    // millisecond) cannot hide it.
     series: [
       { label: "s" },
       dots("#7a869a", "round closed", 5),
       dots("#d97706", "fault injected / first silence", 15),
-      dots("#dc2626", "declared dead"),
-      dots("#16a34a", "remainder held by survivors")
+      dots("#16a34a", "remainder held by survivors", 7),
+      ring("#dc2626", "declared dead", 13)
     ],
     hooks: {
       draw: [(u) => {
@@ -135,8 +149,15 @@ const start = (): void => {
     width,
     height: 220,
     scales: { x: { time: false } },
-    axes: [{ label: "averaging round (counted over the run)", incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000] }, { label: "ms" }],
+    axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "ms" }],
     series: [{ label: "round" }, line("#2563eb", "round time (ms since the previous round)"), line("#9333ea", "open (ms after its first contribution)")]
+  }))
+  const losses = chart("loss-chart", (width) => ({
+    width,
+    height: 220,
+    scales: { x: { time: false } },
+    axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "training loss" }],
+    series: [{ label: "round" }, line("#dc2626", "training loss (contributors' mean)")]
   }))
   const accuracy = chart("accuracy-chart", (width) => ({
     width,
@@ -164,7 +185,9 @@ const start = (): void => {
         `${model.mode ?? "?"} mode, ${model.transport ?? "?"} transport` + (model.resumedFrom === undefined ? "" : `, resumed from ${model.resumedFrom}`)
     byId("clock").textContent = `${seconds(now)} since the run started`
     byId("outcome").textContent = model.ended === undefined
-      ? (config.mode === "live" ? "running" : "the journal stops before the run ended")
+      ? model.failed !== undefined
+        ? `failed ${model.failed.formed ? `(${model.failed.stage})` : "at formation"}: ${model.failed.reason}; exit code 3`
+        : (config.mode === "live" ? "running" : "the journal stops before the run ended")
       : `${model.ended.status}${model.ended.reason === undefined ? "" : ` (${model.ended.reason})`}: ${model.ended.detail}` +
         (model.ended.exitCode === undefined ? "" : `; exit code ${model.ended.exitCode}`)
 
@@ -229,22 +252,25 @@ const start = (): void => {
     const marks: Array<readonly [number, number, number | null]> = model.rounds.map((r) => [r.ms / 1000, 0, -1] as const)
     for (const d of model.deaths) {
       if (d.faultMs !== undefined) marks.push([d.faultMs / 1000, 1, d.rank])
-      marks.push([d.declaredMs / 1000, 2, d.rank])
-      if (d.recoveredMs !== undefined) marks.push([d.recoveredMs / 1000, 3, d.rank])
+      if (d.recoveredMs !== undefined) marks.push([d.recoveredMs / 1000, 2, d.rank])
+      marks.push([d.declaredMs / 1000, 3, d.rank])
     }
     const points = marks.length
     // The timeline spans the run from its start to now, marks or not.
     marks.push([0, 0, null], [now / 1000, 0, null])
     timeline(aligned(marks, 4), points)
-    rounds([model.rounds.map((_, i) => i + 1), model.rounds.map((r) => r.roundMs), model.rounds.map((r) => r.openMs)], model.rounds.length)
+    // x: the journal's round numbers (a resumed run's start past 0).
+    rounds([model.rounds.map((r) => r.round), model.rounds.map((r) => r.roundMs), model.rounds.map((r) => r.openMs)], model.rounds.length)
+    const withLoss = model.rounds.filter((r) => r.loss !== undefined)
+    losses([withLoss.map((r) => r.round), withLoss.map((r) => r.loss ?? null)], withLoss.length)
     const evaluated = model.epochRows.filter((e) => e.accuracy !== undefined)
     accuracy([evaluated.map((e) => e.epoch), evaluated.map((e) => e.accuracy ?? null), evaluated.map((e) => e.loss ?? null)], evaluated.length)
   }
 
   if (config.mode === "static") {
-    for (const event of readJson("cohort-events") as ReadonlyArray<unknown>) Model.apply(model, event)
+    Object.assign(model, readJson("cohort-model"))
     render()
-    document.body.dataset.state = model.ended === undefined ? "cut" : "ended"
+    document.body.dataset.state = model.ended === undefined && model.failed === undefined ? "cut" : "ended"
     return
   }
   // Live: batches of events (a JSON array per message); redraws at most 4 times a second.
@@ -259,18 +285,18 @@ const start = (): void => {
   }
   const source = new EventSource(`events${location.search}`)
   source.onopen = () => {
-    document.body.dataset.state = model.ended === undefined ? "live" : "ended"
+    document.body.dataset.state = model.ended === undefined && model.failed === undefined ? "live" : "ended"
   }
   source.onmessage = (message: MessageEvent<string>) => {
     for (const event of JSON.parse(message.data) as ReadonlyArray<unknown>) Model.apply(model, event)
-    if (model.ended !== undefined) {
+    if (model.ended !== undefined || model.failed !== undefined) {
       source.close()
       document.body.dataset.state = "ended"
     }
     schedule()
   }
   source.onerror = () => {
-    if (model.ended !== undefined) return
+    if (model.ended !== undefined || model.failed !== undefined) return
     // EventSource retries on its own; the page says the stream is gone until it is back.
     document.body.dataset.state = "lost"
   }

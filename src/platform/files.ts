@@ -83,6 +83,42 @@ export const readRegularFile = async (path: string, bytesMax: number): Promise<R
 }
 
 /**
+ * Reads a regular file of at most `bytesMax` bytes as `readRegularFile` does (the same checks, the
+ * same errors), handing it to `onChunk` in pieces of at most `chunkBytes` (default 1 MiB) instead
+ * of keeping it whole: the caller's memory stays its own. `Read` then carries the bytes read;
+ * `TooLarge` may come after some chunks were handed over (a file that grew past the bound).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const readRegularFileChunks = async (
+  path: string,
+  bytesMax: number,
+  onChunk: (bytes: Uint8Array) => void,
+  chunkBytes = 1024 * 1024
+): Promise<{ readonly _tag: "Read"; readonly bytes: number } | Exclude<RegularFileRead, { readonly _tag: "Read" }>> => {
+  const handle = await open(path, fsConstants.O_RDONLY | fsConstants.O_NONBLOCK)
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) return { _tag: "NotRegular", kind: kindOf(info) }
+    if (info.size > bytesMax) return { _tag: "TooLarge", bytes: info.size, bytesMax }
+    const buffer = new Uint8Array(Math.max(1, chunkBytes))
+    let length = 0
+    for (;;) {
+      const { bytesRead } = await handle.read(buffer, 0, buffer.length, null)
+      if (bytesRead === 0) break
+      length += bytesRead
+      // The file grew since the check: still bounded by bytesMax.
+      if (length > bytesMax) return { _tag: "TooLarge", bytes: length, bytesMax }
+      onChunk(buffer.subarray(0, bytesRead))
+    }
+    return { _tag: "Read", bytes: length }
+  } finally {
+    await handle.close()
+  }
+}
+
+/**
  * What is at `path` (symbolic links followed): `file`, `directory`, `other` (a pipe, device or
  * socket), or `missing` when nothing is there or it cannot be seen. Never rejects.
  *

@@ -46,7 +46,13 @@ const answerNode = (handler: Types.HttpServeOptions["http"] | undefined, request
         if (!open) return
         open = false
         response.end()
-      }
+      },
+      drop: () => {
+        if (!open) return
+        open = false
+        response.destroy()
+      },
+      bufferedBytes: () => (open ? response.writableLength : 0)
     })
     response.on("close", () => {
       if (!open) return

@@ -206,7 +206,11 @@ export interface HttpStreamResponse {
 
 /**
  * The open end of a streamed response: `write` sends text at once (UTF-8), `end` finishes the
- * response. Both do nothing once the response ended or the client went away.
+ * response (after what is buffered), `drop` closes it at once and discards what is buffered (a
+ * client that does not read). `bufferedBytes` is what was written but not yet taken by the
+ * network (bytes; under Node text not yet encoded counts its UTF-16 code units), for
+ * backpressure. `write`, `end` and `drop` do nothing once the response ended or the client went
+ * away.
  *
  * @since 0.1.0
  * @category model
@@ -214,6 +218,8 @@ export interface HttpStreamResponse {
 export interface HttpSink {
   readonly write: (text: string) => void
   readonly end: () => void
+  readonly drop: () => void
+  readonly bufferedBytes: () => number
 }
 
 /**

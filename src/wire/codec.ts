@@ -75,10 +75,11 @@ const decoder = new Decoder(decoderOptions)
 interface Row {
   readonly id: number
   readonly fields: ReadonlyArray<string>
+  readonly optional: ReadonlyArray<string>
 }
 
 const rows: ReadonlyMap<string, Row> = new Map(
-  Structures.messages.map((entry, id) => [entry.tag, { id, fields: entry.fields }])
+  Structures.messages.map((entry, id) => [entry.tag, { id, fields: entry.fields, optional: entry.optional ?? [] }])
 )
 
 const validators = Structures.messages.map((entry) => Schema.decodeUnknownResult(MessageSchema.byTag[entry.tag]))
@@ -94,6 +95,10 @@ const toWire = (frame: Frame.Frame): ReadonlyArray<unknown> => {
   // Keys in table order, so that cbor-x picks the agreed structure whatever order the caller used.
   const body: Record<string, unknown> = { _tag: row.id }
   for (const field of row.fields) body[field] = message[field]
+  // Optional fields all or none: the structure with them, or the one without (Structures).
+  if (row.optional.length > 0 && row.optional.every((field) => message[field] !== undefined)) {
+    for (const field of row.optional) body[field] = message[field]
+  }
   return [Structures.protocolVersion, Structures.structuresVersion, senderWireId(frame.from), body]
 }
 
@@ -194,7 +199,7 @@ const materialize = (
     return failure({ _tag: "UnknownTag", kind: "message", tag: typeof id === "number" ? id : -1 }, options, from)
   }
   const idNumber = id as number
-  if (Structures.structureOf[idNumber] !== scanned.structure) {
+  if (Structures.structureOf[idNumber] !== scanned.structure && Structures.fullStructureOf[idNumber] !== scanned.structure) {
     return failure(
       { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent as structure ${scanned.structure}` },
       options,

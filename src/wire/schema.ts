@@ -97,8 +97,19 @@ export const Progress = Schema.TaggedStruct("Progress", { epoch: Count, samplesD
 export const ChunkDone = Schema.TaggedStruct("ChunkDone", { epoch: Count, offset: Count, size: Count })
 
 /**
- * `Params{epoch, round, samplesDone, params}`: an averaging contribution (DESIGN.md §3.3);
- * `params` is a `Float32Array`.
+ * A rank's mean training loss since its last contribution, on `Params` and `RoundDone` (optional:
+ * a frame without it stays valid, structures version 4): a finite float of magnitude at most
+ * `1e12` (the model's own unit), so one rank cannot put a number the journal and the charts
+ * cannot hold.
+ *
+ * @since 0.1.0
+ * @category fields
+ */
+export const TrainLoss = Finite.check(Schema.isBetween({ minimum: -1e12, maximum: 1e12 }))
+
+/**
+ * `Params{epoch, round, samplesDone, params, loss?}`: an averaging contribution (DESIGN.md §3.3);
+ * `params` is a `Float32Array`; `loss` a `TrainLoss`.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -107,7 +118,8 @@ export const ParamsMessage = Schema.TaggedStruct("Params", {
   epoch: Count,
   round: Count,
   samplesDone: Count,
-  params: Params
+  params: Params,
+  loss: Schema.optionalKey(TrainLoss)
 })
 
 /** `Exiting`: a clean exit, never a failure. @since 0.1.0 @category rank-to-coordinator */
@@ -140,13 +152,20 @@ export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, stack: Schema.String })
 
 /**
- * `RoundDone{epoch, round, generation, samplesDone}`: the rank finished ring round `round` in
- * `generation`; committed only when the round closes (ring backend, issue 15).
+ * `RoundDone{epoch, round, generation, samplesDone, loss?}`: the rank finished ring round `round`
+ * in `generation`; committed only when the round closes (ring backend, issue 15); `loss` a
+ * `TrainLoss`.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
  */
-export const RoundDone = Schema.TaggedStruct("RoundDone", { epoch: Count, round: Count, generation: Count, samplesDone: Count })
+export const RoundDone = Schema.TaggedStruct("RoundDone", {
+  epoch: Count,
+  round: Count,
+  generation: Count,
+  samplesDone: Count,
+  loss: Schema.optionalKey(TrainLoss)
+})
 
 /**
  * `RingData{generation, round, step, data}`: one relayed ring step, in both directions (issue 15);

@@ -11,6 +11,11 @@
  * `structuresVersion`, so the table cannot change without bumping the version, and a peer with
  * another table gets `VersionMismatch` instead of misreading records.
  *
+ * Optional fields (structures version 4): a message row may end with `optional` fields. A message
+ * that carries them is sent as a second structure, `["_tag", ...fields, ...optional]`, appended
+ * after every structure of version 3 (whose indices stay the same); one without them is sent as
+ * before. Frames of `structuresVersionsRead` (3 and 4) are read, so a version 3 frame stays valid.
+ *
  * @since 0.1.0
  */
 import type * as Schema from "./schema.ts"
@@ -30,7 +35,16 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 3
+export const structuresVersion = 4
+
+/**
+ * The structures versions a frame may carry and still be read: 3 (before `optional` fields, whose
+ * frames are laid out the same) and 4.
+ *
+ * @since 0.1.0
+ * @category versions
+ */
+export const structuresVersionsRead: ReadonlyArray<number> = [3, 4]
 
 /**
  * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
@@ -42,7 +56,8 @@ export const structuresVersion = 3
 export type Direction = "toCoordinator" | "toRank" | "both"
 
 /**
- * One row of the message table: the `_tag`, its direction, and its fields in wire order.
+ * One row of the message table: the `_tag`, its direction, its fields in wire order, and the
+ * `optional` fields that may follow them (structures version 4).
  *
  * @since 0.1.0
  * @category tables
@@ -51,6 +66,7 @@ export interface MessageEntry {
   readonly tag: Schema.Tag
   readonly direction: Direction
   readonly fields: ReadonlyArray<string>
+  readonly optional?: ReadonlyArray<string>
 }
 
 /**
@@ -65,7 +81,7 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "Heartbeat", direction: "toCoordinator", fields: [] },
   { tag: "Progress", direction: "toCoordinator", fields: ["epoch", "samplesDone", "msPerBatch"] },
   { tag: "ChunkDone", direction: "toCoordinator", fields: ["epoch", "offset", "size"] },
-  { tag: "Params", direction: "toCoordinator", fields: ["epoch", "round", "samplesDone", "params"] },
+  { tag: "Params", direction: "toCoordinator", fields: ["epoch", "round", "samplesDone", "params"], optional: ["loss"] },
   { tag: "Exiting", direction: "toCoordinator", fields: [] },
   { tag: "CheckpointResult", direction: "toCoordinator", fields: ["version", "ok", "detail"] },
   { tag: "EvalResult", direction: "toCoordinator", fields: ["epoch", "accuracy", "loss"] },
@@ -87,7 +103,7 @@ export const messages: ReadonlyArray<MessageEntry> = [
   // appended in structures version 2: ids 22..
   { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] },
   // appended in structures version 3 (the ring backend, issue 15): ids 23..
-  { tag: "RoundDone", direction: "toCoordinator", fields: ["epoch", "round", "generation", "samplesDone"] },
+  { tag: "RoundDone", direction: "toCoordinator", fields: ["epoch", "round", "generation", "samplesDone"], optional: ["loss"] },
   { tag: "RoundCommitted", direction: "toRank", fields: ["round", "generation"] },
   { tag: "RingData", direction: "both", fields: ["generation", "round", "step", "data"] }
 ]
@@ -97,11 +113,11 @@ const keysOf = (entry: MessageEntry): ReadonlyArray<string> => ["_tag", ...entry
 const buildStructures = (): {
   readonly structures: ReadonlyArray<ReadonlyArray<string>>
   readonly structureOf: ReadonlyArray<number>
+  readonly fullStructureOf: ReadonlyArray<number | undefined>
 } => {
   const structures: Array<ReadonlyArray<string>> = []
   const index = new Map<string, number>()
-  const structureOf = messages.map((entry) => {
-    const keys = keysOf(entry)
+  const structureFor = (keys: ReadonlyArray<string>): number => {
     const key = keys.join("\u0000")
     let id = index.get(key)
     if (id === undefined) {
@@ -110,8 +126,12 @@ const buildStructures = (): {
       index.set(key, id)
     }
     return id
-  })
-  return { structures, structureOf }
+  }
+  const structureOf = messages.map((entry) => structureFor(keysOf(entry)))
+  // After every version 3 structure, so that their indices do not move.
+  const fullStructureOf = messages.map((entry) =>
+    entry.optional === undefined ? undefined : structureFor([...keysOf(entry), ...entry.optional]))
+  return { structures, structureOf, fullStructureOf }
 }
 
 const built = buildStructures()
@@ -132,6 +152,15 @@ export const structures: ReadonlyArray<ReadonlyArray<string>> = built.structures
  * @category tables
  */
 export const structureOf: ReadonlyArray<number> = built.structureOf
+
+/**
+ * The structure index of each message id sent with its `optional` fields (`undefined` for a
+ * message without any): `structures[fullStructureOf[id]]` is `["_tag", ...fields, ...optional]`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const fullStructureOf: ReadonlyArray<number | undefined> = built.fullStructureOf
 
 /**
  * The CBOR tag of structure 0; structure `s` is tag `recordTagBase + s` (cbor-x's record tags).
@@ -198,5 +227,6 @@ export const fnv1a32 = (text: string): number => {
  * @category versions
  */
 export const fingerprint: number = fnv1a32(
-  JSON.stringify(messages.map((entry) => [entry.tag, entry.direction, entry.fields]))
+  JSON.stringify(messages.map((entry) =>
+    entry.optional === undefined ? [entry.tag, entry.direction, entry.fields] : [entry.tag, entry.direction, entry.fields, entry.optional]))
 )

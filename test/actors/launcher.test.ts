@@ -104,16 +104,18 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
-  it("the journal has a line per averaging round: its epoch, number, contributions and how long it was open", async () => {
+  it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss", async () => {
     // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
     expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
-    type Round = { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number }
+    type Round = { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss: number }
     const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; ms: number })
     const rounds = events.filter((e): e is Round => e.type === "round")
     expect(rounds.map((r) => [r.epoch, r.round, r.contributors])).toEqual(
       Array.from({ length: 150 }, (_, i) => [i < 75 ? 0 : 1, i, 2])
     )
+    // The steady trainer's loss is its batch's size: 8 in every batch, so in every round's mean.
+    expect(rounds.map((r) => r.loss)).toEqual(Array.from({ length: 150 }, () => 8))
     const epochEnds = events.filter((e) => e.type === "epoch").map((e) => e.ms)
     for (const r of rounds) {
       expect(r.openMs).toBeGreaterThanOrEqual(0)

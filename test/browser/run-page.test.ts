@@ -2,7 +2,7 @@
 // playwright-core): `cohort report --html` of an interrupted run and of a demo run opens with no
 // console error and shows every epoch's audit and every death with its three marks; a live demo
 // with `--dashboard --dashboard-faults` shows four ranks training, rank 2 killed from its button
-// and shown dead within 2 s, and its round chart keeps up; a screenshot is saved in the run
+// and shown dead within 2 s, and its round and loss charts keep up (a point per round so far); a screenshot is saved in the run
 // directory and is not blank.
 //
 // Node only (vitest.config.ts leaves test/browser out of the Bun and Deno passes; the page's model
@@ -86,6 +86,7 @@ const shownOn = (page: Page) =>
       detector: tr.querySelectorAll("td")[2]?.textContent
     })),
     rounds: document.getElementById("rounds-chart")?.dataset.points,
+    losses: document.getElementById("loss-chart")?.dataset.points,
     accuracy: document.getElementById("accuracy-chart")?.dataset.points,
     canvases: document.querySelectorAll("canvas").length
   }))
@@ -154,7 +155,8 @@ describe("the run page in headless Chromium", () => {
     expect(shown.audits.map((row) => row.slice(0, 5))).toEqual(auditsOf(events))
     expect(shown.deaths).toEqual([{ rank: "1", marks: "3", detector: "supervisor" }])
     expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
-    expect(shown.canvases).toBe(3)
+    expect(shown.losses).toBe(String(events.filter((e) => e.type === "round" && typeof e.loss === "number").length))
+    expect(shown.canvases).toBe(4)
     expect(await page.textContent("#outcome")).toMatch(/^interrupted \(GracefulShutdown\): .*; exit code 130$/)
     expect(errors).toEqual([])
     await page.close()
@@ -192,11 +194,13 @@ describe("the run page in headless Chromium", () => {
     expect(shownAfterMs, `rank 2 shown dead ${shownAfterMs} ms after the kill (journal: ${JSON.stringify(marks)})`).toBeLessThan(2000)
     expect(await page.getAttribute("#ranks tr[data-rank='2']", "data-detector")).toBe("supervisor")
     await page.waitForFunction(() => document.querySelector<HTMLElement>("#deaths tr")?.dataset.marks === "3", undefined, { timeout: 10_000 })
-    // The round chart keeps up: at least one point per round the journal held a moment ago.
-    const roundsSoFar = journal(out).filter((e) => e.type === "round").length
+    // The round and loss charts keep up: at least one point per round the journal held a moment
+    // ago (every round of the demo carries its contributors' training loss).
+    const roundsSoFar = journal(out).filter((e) => e.type === "round")
+    expect(roundsSoFar.every((e) => typeof e.loss === "number" && e.loss > 0)).toBe(true)
     await page.waitForFunction(
-      (n) => Number(document.getElementById("rounds-chart")?.dataset.points) >= n,
-      roundsSoFar,
+      (n) => Number(document.getElementById("rounds-chart")?.dataset.points) >= n && Number(document.getElementById("loss-chart")?.dataset.points) >= n,
+      roundsSoFar.length,
       { timeout: 5_000, polling: 50 }
     )
 
@@ -210,6 +214,7 @@ describe("the run page in headless Chromium", () => {
     expect(live.audits.map((row) => row.slice(0, 5))).toEqual(auditsOf(events))
     expect(live.deaths).toEqual([{ rank: "2", marks: "3", detector: "supervisor" }])
     expect(live.rounds).toBe(String(events.filter((e) => e.type === "round").length))
+    expect(live.losses).toBe(live.rounds)
     const screenshot = join(runDir, "dashboard.png")
     await page.screenshot({ path: screenshot, fullPage: true })
     expect(errors).toEqual([])
@@ -227,6 +232,7 @@ describe("the run page in headless Chromium", () => {
     expect(shown.audits.map((row) => row[6])).toEqual(["passed", "passed"])
     expect(shown.deaths).toEqual([{ rank: "2", marks: "3", detector: "supervisor" }])
     expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
+    expect(shown.losses).toBe(shown.rounds)
     expect(shown.accuracy).toBe("2")
     expect(await reportPage.textContent("#outcome")).toMatch(/^completed: .*; exit code 0$/)
     expect(errors).toEqual([])

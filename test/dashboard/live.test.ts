@@ -1,7 +1,7 @@
 // The live dashboard's server (src/dashboard/live.ts) on this runtime's HTTP server (node:http,
-// Bun.serve, Deno.serve): the page, the event stream (replay, batches, progress throttled per
-// rank, the end), the kill endpoint's checks, the loopback Host check, the token and the bound
-// on open pages.
+// Bun.serve, Deno.serve): the page, the event stream (replay in pieces, batches, progress
+// throttled per rank, the end), the kill endpoint's checks, the loopback Host check, the token,
+// the bound on open pages and the dropping of a page that stops reading.
 import { connect } from "node:net"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Live from "../../src/dashboard/live.ts"
@@ -45,10 +45,16 @@ const stream = async (url: string) => {
   return { response, next }
 }
 
-/** One raw HTTP/1.1 request with a chosen Host header; resolves with the status line. */
-const rawStatus = (port: number, host: string): Promise<string> =>
+/** Polls `check` every 20 ms for at most 10 s. */
+const until = async (check: () => boolean): Promise<void> => {
+  for (let i = 0; i < 500 && !check(); i++) await new Promise((resolve) => setTimeout(resolve, 20))
+  expect(check()).toBe(true)
+}
+
+/** One raw HTTP/1.1 request with a chosen Host header and target; resolves with the status line. */
+const rawStatus = (port: number, host: string, target = "/"): Promise<string> =>
   new Promise((resolve, reject) => {
-    const socket = connect(port, "127.0.0.1", () => socket.write(`GET / HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`))
+    const socket = connect(port, "127.0.0.1", () => socket.write(`GET ${target} HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`))
     let text = ""
     socket.on("data", (chunk) => (text += chunk.toString()))
     socket.on("end", () => resolve(text.split("\r\n")[0] ?? ""))
@@ -70,7 +76,9 @@ describe("the live dashboard's server", () => {
     live.onEvent(progress(0, 1))
     const events = await stream(`${live.url}events`)
     expect(events.response.headers.get("content-type")).toBe("text/event-stream; charset=utf-8")
-    expect(await events.next()).toEqual([started, progress(0, 1)])
+    // The replay, then each rank's latest progress.
+    expect(await events.next()).toEqual([started])
+    expect(await events.next()).toEqual([progress(0, 1)])
     // Two reports of rank 1 and one of rank 0 inside one interval: rank 1's latest goes out, and
     // rank 0's waits for its interval (it was sent in the replay just now).
     live.onEvent(progress(1, 2))
@@ -123,6 +131,67 @@ describe("the live dashboard's server", () => {
     const first = await stream(`${live.url}events`)
     expect(first.response.status).toBe(200)
     const second = await fetch(`${live.url}events`)
-    expect([second.status, await second.text()]).toEqual([503, "too many dashboard pages open (at most 1)"])
+    expect([second.status, await second.text()]).toEqual([503, "too many dashboard pages open (at most 1), and every one keeps up"])
+  })
+
+  it("sends a page opened late the whole replay in pieces, in order, each serialised once, then a dead rank's last progress and the end", async () => {
+    const live = await startLive({ pageSendBytesMax: 4096 })
+    live.onEvent(started)
+    live.onEvent(progress(2, 5))
+    const alerts = Array.from({ length: 300 }, (_, i) => ({ type: "alert", ms: 20 + i, alert: { severity: "info", path: "p", class: "c", detail: "x".repeat(100), count: i } }))
+    for (const alert of alerts) live.onEvent(alert)
+    const death = { type: "death", ms: 400, death: { rank: 2, epoch: 0, detector: "supervisor", cause: "killed", declaredMs: 400 } }
+    live.onEvent(death)
+    live.onEvent({ type: "ended", ms: 500, outcome: { status: "completed" }, exitCode: 0 })
+    const events = await stream(`${live.url}events`)
+    const messages: Array<ReadonlyArray<{ readonly type: string }>> = []
+    for (;;) {
+      const next = await events.next()
+      if (next === "end") break
+      messages.push(next)
+    }
+    // About 35 KiB of events in pieces of about 4 KiB, then the progress, then the stream ends.
+    expect(messages.length).toBeGreaterThan(8)
+    expect(messages.slice(0, -1).flat()).toEqual([started, ...alerts, death, { type: "ended", ms: 500, outcome: { status: "completed" }, exitCode: 0 }])
+    expect(messages.at(-1)).toEqual([progress(2, 5)])
+    expect(live.pages()).toEqual({ open: 0, dropped: 0 })
+  })
+
+  it("drops a page that stops reading once its unsent bytes pass pageBufferedBytesMax, so that a new page can connect", async () => {
+    const live = await startLive({ clientsMax: 1, pageBufferedBytesMax: 256 * 1024 })
+    live.onEvent(started)
+    const stalled = connect(live.port, "127.0.0.1", () => stalled.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${live.port}\r\n\r\n`))
+    stalled.on("error", () => {})
+    stalled.pause()
+    await until(() => live.pages().open === 1)
+    // (Not kept alive: Bun's fetch may send the next request on a connection the server closed.)
+    const refused = await fetch(`${live.url}events`, { headers: { connection: "close" } })
+    expect([refused.status, await refused.text()]).toEqual([503, "too many dashboard pages open (at most 1), and every one keeps up"])
+    // Events keep coming; the kernel's buffers fill first, then the page's own (at most 64 MiB sent).
+    const detail = "y".repeat(16 * 1024)
+    for (let i = 0; i < 4096 && live.pages().dropped === 0; i++) {
+      for (let j = 0; j < 16; j++) live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: j } })
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(live.pages()).toEqual({ open: 0, dropped: 1 })
+    stalled.destroy()
+    const next = await fetch(`${live.url}events`, { headers: { connection: "close" } })
+    expect(next.status).toBe(200)
+    await next.body?.cancel()
+  }, 60_000)
+
+  it("answers only the paths it serves, as sent: //events is not the page, and a Host with anything after the address is refused", async () => {
+    const live = await startLive()
+    expect(await rawStatus(live.port, `[::1]:${live.port}`)).toBe("HTTP/1.1 200 OK")
+    // Node's server hands these to the dashboard (403); Bun's and Deno's refuse them first (400).
+    const refused = ["HTTP/1.1 400 Bad Request", "HTTP/1.1 403 Forbidden"]
+    expect(refused).toContain(await rawStatus(live.port, `[::1]attacker.example`))
+    expect(refused).toContain(await rawStatus(live.port, `127.0.0.1:${live.port}x`))
+    expect(refused).toContain(await rawStatus(live.port, `[::1]attacker.example:${live.port}`))
+    expect(await rawStatus(live.port, `127.0.0.1:${live.port}`, "//events")).toBe("HTTP/1.1 404 Not Found")
+    expect(await rawStatus(live.port, `127.0.0.1:${live.port}`, "//")).toBe("HTTP/1.1 404 Not Found")
+    expect(Live.hostName("[::1]:80")).toBe("[::1]")
+    expect(Live.hostName("localhost")).toBe("localhost")
+    expect(Live.hostName("[::1]x")).toBe("")
   })
 })

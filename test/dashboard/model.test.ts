@@ -19,7 +19,7 @@ describe("dashboard model: the run page folded from journal events", () => {
       { type: "formed", ms: 100, worldSize: 3 },
       { type: "progress", ms: 600, rank: 0, epoch: 0, samplesDone: 32, samplesPerSecond: 64, state: "training" },
       { type: "progress", ms: 700, rank: 1, epoch: 0, samplesDone: 64, samplesPerSecond: 100, state: "waiting" },
-      { type: "round", ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40 },
+      { type: "round", ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, loss: 2.25 },
       { type: "fault", ms: 1500, rank: 2, fault: "kill" },
       death,
       { type: "alert", ms: 1510, alert: { ts: 5, severity: "critical", path: "root/rank2", class: "RankLost", detail: "rank 2 lost", count: 1 } },
@@ -37,8 +37,8 @@ describe("dashboard model: the run page folded from journal events", () => {
       [2, "dead", "supervisor", undefined, 0, 0, undefined]
     ])
     expect(model.rounds).toEqual([
-      { ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, roundMs: 900 },
-      { ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0, roundMs: 1200 }
+      { ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, roundMs: 900, loss: 2.25 },
+      { ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0, roundMs: 1200, loss: undefined }
     ])
     expect(model.deaths).toEqual([{
       rank: 2, epoch: 0, detector: "supervisor", cause: "killed by terminate", faultMs: 1500, declaredMs: 1510, recoveredMs: 1530,
@@ -60,6 +60,18 @@ describe("dashboard model: the run page folded from journal events", () => {
     Model.apply(model, { type: "decision", ms: 1700, detail: "ShutdownWithSave to every survivor: FailureLimitReached" })
     Model.apply(model, { type: "progress", ms: 1800, rank: 0, epoch: 0, samplesDone: 40, samplesPerSecond: 9, state: "training" })
     expect(model.ranks.map((r) => [r.status, r.samplesDone])).toEqual([["saving", 40], ["saving", 0], ["dead", 0]])
+  })
+
+  it("takes a dead or exited rank's progress from before its end, sent after it (a live page opened late), without bringing it back", () => {
+    const model = Model.fromEvents([started, { type: "formed", ms: 100, worldSize: 3 }, death])
+    Model.apply(model, { type: "ended", ms: 2600, outcome: { status: "completed", detail: "done" }, exitCode: 0 })
+    Model.apply(model, { type: "progress", ms: 1400, rank: 2, epoch: 0, samplesDone: 24, samplesPerSecond: 9, state: "training" })
+    Model.apply(model, { type: "progress", ms: 2500, rank: 0, epoch: 1, samplesDone: 30, samplesPerSecond: 9, state: "training" })
+    expect(model.ranks.map((r) => [r.status, r.epoch, r.samplesDone, r.samplesPerSecond, r.lastFrameMs])).toEqual([
+      ["exited", 1, 30, 0, 2500],
+      ["exited", undefined, 0, 0, undefined],
+      ["dead", 0, 24, 0, 1400]
+    ])
   })
 
   it("a death that moved nothing has no third mark; one with no injected fault has no first", () => {

@@ -108,7 +108,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57364 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57366 })
     })
 
     it("a message id beyond the message table", () => {
@@ -141,7 +141,23 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 3 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 4 })
+      // Version 3 frames (before the optional loss) are read: their layout is the same.
+      const v3 = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 3 })
+      expect(Codec.decode(v3)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
+    })
+
+    it("an optional loss that is not a finite number of magnitude at most 1e12, or on a message without it", () => {
+      const params = C.tag(Structures.float32Tag, C.bytes([0, 0, 0, 0]))
+      const withLoss = (loss: ReadonlyArray<number>) =>
+        C.frame(C.uint(1), C.tag(0xe000 + Structures.fullStructureOf[id("Params")]!, C.array(C.uint(id("Params")), C.uint(0), C.uint(0), C.uint(0), params, loss)))
+      expect(reasonOf(withLoss(C.f64(Number.NaN)))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
+      expect(reasonOf(withLoss(C.f64(2e12)))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
+      expect(reasonOf(withLoss(C.text("0.5")))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
+      expect(Result.isSuccess(Codec.decode(withLoss(C.f64(-0.5))))).toBe(true)
+      // Heartbeat's id under Params' structure with a loss: the message is not sent that way.
+      const wrong = C.frame(C.uint(1), C.tag(0xe000 + Structures.fullStructureOf[id("Params")]!, C.array(C.uint(id("Heartbeat")), C.uint(0), C.uint(0), C.uint(0), params, C.f64(1))))
+      expect(reasonOf(wrong)).toEqual({ _tag: "SchemaMismatch", path: ["_tag"], message: "Heartbeat is not sent as structure 20" })
     })
 
     it("is found first, whatever a later version puts after the versions", () => {

@@ -60,5 +60,11 @@ export const frames: { readonly [Tag in Messages.ToCoordinator["_tag"] | Message
 /** A ring step relayed by the coordinator: float32 finished segment (the other typed-array tag). */
 export const relayedRingData: Frame.Frame = Frame.fromCoordinator({ _tag: "RingData", generation: 2, round: 300, step: 6, data: params })
 
+/** Contributions with their optional training `loss` (structures version 4): `<tag>-loss.cbor`. */
+export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame.Frame } = {
+  Params: Frame.fromRank(1, { _tag: "Params", epoch: 3, round: 41, samplesDone: 70_000, params, loss: 0.3125 }),
+  RoundDone: Frame.fromRank(6, { _tag: "RoundDone", epoch: 2, round: 300, generation: 1, samplesDone: 70_000, loss: 2.25 })
+}
+
 /** The golden batch: three frames in one transport message. */
 export const batch: ReadonlyArray<Frame.Frame> = [frames.Heartbeat, frames.Progress, frames.Params]

@@ -6,8 +6,8 @@ import * as Structures from "../../src/wire/structures.ts"
 describe("Structures: the fixed tables both peers agree on", () => {
   it("pins the table fingerprint to the structures version (change one, bump the other and the vectors)", () => {
     expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
-      structuresVersion: 3,
-      fingerprint: 0x14f40dce
+      structuresVersion: 4,
+      fingerprint: 0x8f8f3010
     })
     expect(Structures.protocolVersion).toBe(1)
   })
@@ -16,7 +16,7 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.map((entry) => entry.tag).sort()).toEqual(Object.keys(MessageSchema.byTag).sort())
     for (const entry of Structures.messages) {
       const fields = Object.keys(MessageSchema.byTag[entry.tag].fields).filter((key) => key !== "_tag")
-      expect([entry.tag, [...entry.fields].sort()]).toEqual([entry.tag, fields.sort()])
+      expect([entry.tag, [...entry.fields, ...(entry.optional ?? [])].sort()]).toEqual([entry.tag, fields.sort()])
     }
   })
 
@@ -29,8 +29,14 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
   })
 
-  it("derives 20 structures, each starting with _tag, shared by messages with the same fields", () => {
-    expect(Structures.structures.length).toBe(20)
+  it("derives 22 structures, each starting with _tag, shared by messages with the same fields; the optional loss after version 3's", () => {
+    expect(Structures.structures.length).toBe(22)
+    expect(Structures.structures.slice(20)).toEqual([
+      ["_tag", "epoch", "round", "samplesDone", "params", "loss"],
+      ["_tag", "epoch", "round", "generation", "samplesDone", "loss"]
+    ])
+    expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([["Params", 20], ["RoundDone", 21]])
+    expect(Structures.structuresVersionsRead).toEqual([3, 4])
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
     expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])
     expect(Structures.structures[0]).toEqual(["_tag", "paramsLength"])

@@ -10,9 +10,26 @@ const read = (name: string): Uint8Array => new Uint8Array(readFileSync(join(dir,
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
 describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
-  it("has exactly one vector per message, plus the batch", () => {
-    expect(readdirSync(dir).sort()).toEqual([...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor", "RingData-relayed.cbor"].sort())
+  it("has exactly one vector per message, plus the batch and the contributions with a loss", () => {
+    const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor", "RingData-relayed.cbor"]
+    expect(readdirSync(dir).filter((name) => name !== "v3").sort()).toEqual([...names, "Params-loss.cbor", "RoundDone-loss.cbor"].sort())
+    // Structures version 3's frames, kept as they were sent before the optional loss.
+    expect(readdirSync(join(dir, "v3")).sort()).toEqual(names.sort())
   })
+
+  for (const [tag, frame] of Object.entries(Fixtures.withLoss)) {
+    it(`${tag}-loss: a contribution with its training loss encodes to the vector and decodes back`, () => {
+      const golden = read(`${tag}-loss.cbor`)
+      expect(hex(Codec.encode(frame))).toBe(hex(golden))
+      expect(Codec.decode(golden)).toEqual(Result.succeed(frame))
+    })
+  }
+
+  for (const [tag, frame] of Object.entries(Fixtures.frames)) {
+    it(`${tag}: its structures version 3 vector still decodes to the frame`, () => {
+      expect(Codec.decode(read(`v3/${tag}.cbor`))).toEqual(Result.succeed(frame))
+    })
+  }
 
   for (const [tag, frame] of Object.entries(Fixtures.frames)) {
     it(`${tag}: encodes to the vector byte for byte, and the vector decodes to the frame`, () => {
@@ -35,15 +52,18 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
   })
 
   it("pins a few vectors in the test itself, so the files cannot drift with the code", () => {
-    expect(hex(read("Heartbeat.cbor"))).toBe("84010311d9e0018101")
-    expect(hex(read("ExtendPartition.cbor"))).toBe("84010320d9e003840a071a075bcd15191000")
+    expect(hex(read("Heartbeat.cbor"))).toBe("84010411d9e0018101")
+    expect(hex(read("v3/Heartbeat.cbor"))).toBe("84010311d9e0018101")
+    expect(hex(read("ExtendPartition.cbor"))).toBe("84010420d9e003840a071a075bcd15191000")
     expect(hex(read("Params.cbor"))).toBe(
-      "84010301d9e00485040318291a00011170d855582000" +
+      "84010401d9e00485040318291a00011170d855582000" +
         "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
     )
+    // The same with its loss: structure 20 (d9e014), one more value (0.3125 as a float).
+    expect(hex(read("Params-loss.cbor")).slice(0, 20)).toBe("84010401d9e014860403")
     // Float64 partial sums as CBOR tag 86 (d856) over 32 bytes.
     expect(hex(read("RingData.cbor"))).toBe(
-      "84010307d9e0138518190219012c05d8565820000000000000f03f010000000000f87f00000000000000800100000000000000"
+      "84010407d9e0138518190219012c05d8565820000000000000f03f010000000000f87f00000000000000800100000000000000"
     )
   })
 })

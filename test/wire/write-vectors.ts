@@ -4,6 +4,7 @@
  * Run only when the wire format changes on purpose (after bumping `Structures.protocolVersion` or
  * `structuresVersion`): `node --import tsx test/wire/write-vectors.ts --force`. Without `--force`
  * it refuses to overwrite an existing file, so the vectors stay the reference the tests check.
+ * The frames of structures version 3 stay in test/wire/vectors/v3/ (they must still decode).
  */
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -14,6 +15,7 @@ const dir = join(import.meta.dirname, "vectors")
 const force = process.argv.includes("--force")
 const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
+  ...Object.entries(Fixtures.withLoss).map(([tag, frame]) => [`${tag}-loss.cbor`, Codec.encode(frame)] as const),
   ["batch.cbor", Codec.encodeBatch(Fixtures.batch)],
   ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)]
 ]

@@ -272,7 +272,8 @@ const value = (key: string): WireError.Reason | undefined => {
 /** Checks one version field; returns a fatal `VersionMismatch`, or sets `soft` on a non-integer. */
 const version = (
   field: "protocol" | "structures",
-  want: number
+  want: number,
+  read: ReadonlyArray<number> = [want]
 ): WireError.Reason | undefined => {
   const bad = head()
   if (bad !== undefined) return bad
@@ -280,7 +281,7 @@ const version = (
     soft = mismatch([`${field}Version`], "expected an unsigned integer")
     return skipContent()
   }
-  if (arg !== want) return { _tag: "VersionMismatch", field, got: arg, want }
+  if (!read.includes(arg)) return { _tag: "VersionMismatch", field, got: arg, want }
   return undefined
 }
 
@@ -312,7 +313,7 @@ const scanBody = (expectedFrom: number | undefined): { readonly fatal: WireError
   // anything that a future version could lay out differently.
   bad = version("protocol", Structures.protocolVersion)
   if (bad !== undefined || soft !== undefined) return result(bad ?? skipItems(length - 1))
-  bad = version("structures", Structures.structuresVersion)
+  bad = version("structures", Structures.structuresVersion, Structures.structuresVersionsRead)
   if (bad !== undefined || soft !== undefined) return result(bad ?? skipItems(length - 2))
   if (length !== 4) {
     soft = mismatch([], `expected a frame of 4 items, got ${length}`)
