@@ -577,13 +577,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // the core decides again at the joiner's Hello (`Join`).
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   })
-  const admit = (asked: unknown, taken: (rank: Rank) => boolean): WebSocket.Admission => {
-    if (asked !== "auto" && typeof asked !== "number") {
-      return { closeCode: Transport.CloseCode.JoinBadIndex, reason: `rank index ${JSON.stringify(asked)} is not an integer >= 0` }
-    }
-    const verdict = Core.joinVerdict(state, asked === "auto" ? undefined : asked, taken)
-    return typeof verdict === "number" ? { rank: verdict } : { closeCode: Transport.joinRefusalCloseCode[verdict[0]], reason: verdict[1] }
-  }
+  const admit = (asked: unknown, taken: (rank: Rank) => boolean): WebSocket.Admission =>
+    WebSocket.admission(asked, (index) => Core.joinVerdict(state, index, taken))
   // What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`).
   const welcomeData: RankActor.JoinedRun = {
     worldSize,

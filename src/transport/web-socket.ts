@@ -29,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
+import type { JoinRefusal } from "../core/inputs.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
@@ -98,6 +99,26 @@ export interface ServerOptions extends Transport.Options {
  * @category options
  */
 export type Admission = { readonly rank: Transport.Peer } | { readonly closeCode: number; readonly reason: string }
+
+/**
+ * An `admit` answer from a core's join decision (issue 17): `asked` as the join gave it (`"auto"`,
+ * or an index), `decide` the core's verdict for it (`Coordinator.joinVerdict`: the index the join
+ * takes, or `[reason, detail]`). A refusal closes with `Transport.joinRefusalCloseCode[reason]`;
+ * an `asked` that is neither `"auto"` nor a number is `JoinBadIndex` (4014).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const admission = (
+  asked: unknown,
+  decide: (asked: Transport.Peer | undefined) => Transport.Peer | readonly [JoinRefusal, string]
+): Admission => {
+  if (asked !== "auto" && typeof asked !== "number") {
+    return { closeCode: Transport.CloseCode.JoinBadIndex, reason: `rank index ${JSON.stringify(asked)} is not an integer >= 0` }
+  }
+  const verdict = decide(asked === "auto" ? undefined : asked)
+  return typeof verdict === "number" ? { rank: verdict } : { closeCode: Transport.joinRefusalCloseCode[verdict[0]], reason: verdict[1] }
+}
 
 /** The join handshake's protocol version: 1. @since 0.1.0 @category model */
 export const joinProtocolVersion = 1
