@@ -18,6 +18,23 @@
  * the lowest rank's) is the run's, and a rank that gave another is refused: declared dead at once
  * (`Refused`) and its link closed with `CloseCode.ParamsMismatch`.
  *
+ * Growing runs (issue 17; the rules: `src/core/joins.ts`). Formation starts once `minRanks` ranks
+ * sent their `Hello` (the core's `minRanks`, default the world size); the formation ranks still
+ * missing are `absent` (vacant). After the start, a `Hello` from a vacant index (a formation rank
+ * that came late, or a rank the transport let in through its `admit` check) is that rank's join:
+ * its parameter count is checked as at formation (another count closes its link with
+ * `ParamsMismatch`, 4009, and it never joins), then the core gets `Join{rank}`. Its commands:
+ *
+ * - `Welcome`: the joiner gets `SetRoles` (the roles) and then `Update{round, params}`: the last
+ *   round's mean (`round` the round that produced it), or the resumed model, or, before any round
+ *   closed, no parameters (the rank keeps its own initial model, built from the run's seed). Both
+ *   are existing messages, so the wire's structures table is unchanged; the rank learns the epoch
+ *   from its first `AssignChunk` or (static) its empty `StartEpoch`.
+ * - `JoinRefused`: the joiner's link closes with `Transport.joinRefusalCloseCode[reason]`
+ *   (4013-4020); its end is not a death of the run (the core never admitted it).
+ * - `SendModel` (ring backend): not carried out by this shell; a served ring run cannot grow
+ *   (the launcher refuses `maxRanks` above the world size with `ring`).
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
@@ -228,6 +245,15 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     }
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()
+    /**
+     * The model a joiner is welcomed with (issue 17): the last closed round's mean (cpu), else the
+     * resumed model; `undefined` before either.
+     */
+    let lastModel: { readonly round: number; readonly params: Float32Array } | undefined = options.resume?.params === undefined
+      ? undefined
+      : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params }
+    /** Joiners the core refused or the shell turned away (a parameter count): their end is no death. */
+    const turnedAway = new Set<Rank>()
     let formingSinceMs: number | undefined
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
@@ -327,9 +353,26 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             // parameters and ranks keep their own.
             const averaged = Cpu.mean(command.params)
             const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
+            if (params.length > 0) lastModel = { round: command.round, params }
             broadcast({ _tag: "Update", round: command.round, params }, refused)
             break
           }
+          case "Welcome": {
+            // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
+            deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
+            const round = lastModel?.round ?? Math.max(0, command.firstRound - 2)
+            deliver(command.rank, { _tag: "Update", round, params: lastModel?.params ?? new Float32Array(0) }, refused)
+            break
+          }
+          case "JoinRefused":
+            if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
+              turnedAway.add(command.rank)
+              transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
+            }
+            break
+          case "SendModel":
+            // Ring growth is not served by this shell (see the module docstring).
+            break
           case "Alert":
           case "EpochEnded":
             break
@@ -417,7 +460,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const formed = (nowMs: number): Effect.Effect<void> =>
       Effect.gen(function*() {
         if (yield* Deferred.isDone(outcome)) return
-        if (joined.size >= state.config.worldSize) {
+        if (joined.size >= state.config.minRanks) {
           const paramsLength = agreedParamsLength(joined)
           const resume = options.resume
           if (resume?.params !== undefined) {
@@ -428,7 +471,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
             for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
           }
-          const startOptions = { ...(paramsLength === undefined ? {} : { paramsLength }), ...(resume === undefined ? {} : { resume: resume.point }) }
+          // Formation ranks not here yet are vacant; they join later (issue 17, `minRanks`).
+          const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+          const startOptions = {
+            ...(paramsLength === undefined ? {} : { paramsLength }),
+            ...(resume === undefined ? {} : { resume: resume.point }),
+            ...(absent.length === 0 ? {} : { absent })
+          }
           yield* execute(Core.start(state, nowMs, startOptions))
           for (const [rank, length] of joined) {
             if (length === paramsLength) continue
@@ -510,12 +559,15 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             }
           }
           if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
+          if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer)) return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
           observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
           return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
         }
         case "BadFrame":
           return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
         case "DeathReport":
+          // A joiner turned away, or one that left before its Hello, was never a rank of the run.
+          if (turnedAway.has(event.rank) || Core.isVacant(state, event.rank)) return undefined
           return Effect.gen(function*() {
             const nowMs = yield* Clock.currentTimeMillis
             yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
@@ -524,6 +576,19 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             if (self !== undefined && !self.tryTell({ _tag: "Tick" })) yield* Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope)
           })
       }
+    }
+
+    /**
+     * A `Hello` from a vacant index once the run started (issue 17): the rank's join. Its parameter
+     * count must be the run's; then the core decides (`Join`).
+     */
+    function join(rank: Rank, paramsLength: number, nowMs: number): Effect.Effect<void> | undefined {
+      if (state.paramsLength !== undefined && paramsLength !== state.paramsLength) {
+        turnedAway.add(rank)
+        transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
+        return undefined
+      }
+      return stepNow({ _tag: "Join", rank, nowMs })
     }
 
     const actor = yield* Actor.spawn<void, Message>("coordinator", {

@@ -311,8 +311,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const trainerDigest = await trainerSha256(trainerUrl)
+  const maxRanks = options.maxRanks ?? worldSize
+  check(Number.isSafeInteger(maxRanks) && maxRanks >= worldSize, "maxRanks", `must be an integer >= worldSize (${worldSize}), got ${maxRanks}`)
+  check(maxRanks <= (served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax), "maxRanks", `at most ${served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax} ranks, got ${maxRanks}`)
+  // A ring joiner needs the model from a live peer (the core's `SendModel`); no shell carries that out yet.
+  check(backend === "cpu" || maxRanks === worldSize, "maxRanks", `a ring run cannot grow yet: use the cpu backend, or maxRanks = worldSize (${worldSize})`)
   const made = Core.make({
     worldSize,
+    maxRanks,
+    ...(options.minRanks === undefined ? {} : { minRanks: options.minRanks }),
     epochSamples: module.trainSamples,
     epochs,
     mode,
@@ -467,6 +474,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
           return
         }
+        case "Welcome": {
+          // The core recorded the join when it decided it (its first chunks' samples included).
+          const record = [...state.joins].reverse().find((j) => j.rank === command.rank)
+          emit({ type: "welcomed", ms, rank: command.rank, epoch: command.epoch, firstRound: command.firstRound, samples: record?.samples ?? 0, given: command.reason })
+          return
+        }
+        case "JoinRefused":
+          emit({ type: "refused", ms, closeCode: Transport.joinRefusalCloseCode[command.reason], reason: command.detail, address: "" })
+          return
         case "RunEnded":
           if (command.outcome.status !== "completed") askedToSave = Core.survivors(state)
           // The `ended` event closes the journal once the run is over, survivors' exits included.
@@ -562,8 +578,13 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
     onJoined: (rank, address) => emit({ type: "joined", ms: sinceStart(Date.now()), rank, address }),
-    onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address })
+    onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
+    // A run that may grow (issue 17) checks each join after formation against the core's state;
+    // the core decides again at the joiner's Hello (`Join`).
+    ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   })
+  const admit = (asked: unknown, taken: (rank: Rank) => boolean): WebSocket.Admission =>
+    WebSocket.admission(asked, (index) => Core.joinVerdict(state, index, taken))
   // What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`).
   const welcomeData: RankActor.JoinedRun = {
     worldSize,

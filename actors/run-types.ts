@@ -79,6 +79,20 @@ export interface RunOptions {
   readonly trainer: string
   /** Ranks, `>= 1`. Default 4. */
   readonly worldSize?: number
+  /**
+   * Capacity of a run that may grow (issue 17; README "Growing a run"): rank indices are
+   * `[0, maxRanks)`, and while the run trains a rank may join a served or WebSocket run
+   * (`cohort join --rank auto`, or a vacant index) up to this many ranks in all; indices are never
+   * reused. Integer `>= worldSize`, at most the transport's `worldSize` bound. Default `worldSize`:
+   * the run never grows (a late join is refused with `RunFormed`, 4010). Not with the `ring` backend
+   * (`LaunchError` on `maxRanks`).
+   */
+  readonly maxRanks?: number
+  /**
+   * Formation starts once this many ranks joined (issue 17); the others may join while the run
+   * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with `ring`). Default `worldSize`.
+   */
+  readonly minRanks?: number
   /** Epochs, `>= 1`. Default 3. */
   readonly epochs?: number
   /** `static` (default) or `progressive`. */
@@ -282,7 +296,11 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * functions and signals left out); `formed` says every rank joined. Over WebSocket
  * (`transport: "websocket"`, `serve`): `listening` gives the server's URL (never the token),
  * `joined` each accepted join (rank, peer address) and `refused` each refused one (close code,
- * reason, peer address), as they happen. An `epoch` event is emitted
+ * reason, peer address; a join the coordinator refused after the joiner's `Hello`, issue 17, has
+ * an empty address), as they happen. `welcomed` (issue 17): a rank joined the running run as index
+ * `rank` in `epoch`; rounds wait on it from `firstRound`; it was handed `samples` samples at once
+ * (progressive: its first chunks; static: none until the next epoch's partition); `given` says
+ * it in words. An `epoch` event is emitted
  * when the epoch ends, before its eval (its `accuracy` is `undefined`, absent in the journal);
  * `eval` follows when the eval result arrives. `ended` comes last, once the survivors have saved
  * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
@@ -305,6 +323,7 @@ export type RunEvent =
   | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number }
+  | { readonly type: "welcomed"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly firstRound: number; readonly samples: number; readonly given: string }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
   | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }

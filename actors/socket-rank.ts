@@ -115,7 +115,10 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * (4011, at the join or later while training), 14 rank out of range (4002), 15 the coordinator
  * could not be reached within `connectTimeoutMs`, 16 any other refusal (a bad join 4000, a join
  * timeout 4004, retries of 1013/4008 spent, a parameter count the run did not agree on 4009, a
- * trainer whose `trainSamples` differ from the run's).
+ * trainer whose `trainSamples` differ from the run's), 17 a join into a run that may grow refused
+ * (issue 17: full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
+ * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,
+ * 4015, is 13 as for 4011).
  *
  * @since 0.1.0
  * @category join
@@ -131,7 +134,8 @@ export const JoinExitCode = {
   rankDead: 13,
   rankOutOfRange: 14,
   unreachable: 15,
-  refused: 16
+  refused: 16,
+  joinRefused: 17
 } as const
 
 /** The exit code and words of a refusal's close code. */
@@ -149,6 +153,22 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }
     case Transport.CloseCode.ParamsMismatch:
       return { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }
+    case Transport.CloseCode.JoinFull:
+      return { code: JoinExitCode.joinRefused, words: "the run is full: every rank index below its maxRanks is taken" }
+    case Transport.CloseCode.JoinBadIndex:
+      return { code: JoinExitCode.joinRefused, words: "the rank index is not an integer >= 0" }
+    case Transport.CloseCode.JoinDeadIndex:
+      return { code: JoinExitCode.rankDead, words: "that rank index died: a dead rank's index is never reused" }
+    case Transport.CloseCode.JoinExitedIndex:
+      return { code: JoinExitCode.joinRefused, words: "that rank index exited: its index is never reused" }
+    case Transport.CloseCode.JoinLiveIndex:
+      return { code: JoinExitCode.joinRefused, words: "that rank index is live or joining" }
+    case Transport.CloseCode.JoinNotStarted:
+      return { code: JoinExitCode.joinRefused, words: "the run has not formed yet" }
+    case Transport.CloseCode.JoinShuttingDown:
+      return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
+    case Transport.CloseCode.JoinRunOver:
+      return { code: JoinExitCode.joinRefused, words: "the run is over" }
     default:
       return { code: JoinExitCode.refused, words: "refused" }
   }
@@ -273,14 +293,15 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     options.say(`cohort join: the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples}); start the same trainer as the coordinator`)
     return JoinExitCode.refused
   }
-  options.say(`cohort join: joined ${options.url} as rank ${client.rank} of ${run.worldSize}`)
+  // A rank beyond the formation's world size joined a run that grows (issue 17).
+  options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond its ${run.worldSize} formation ranks)`}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
   const leave = leaveThrough(() => client)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
   const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank)).pipe(
     // Only a RankDead refusal says why this link ended; another (a live rank's index taken) does not.
-    Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead ? closeCode : undefined)),
+    Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
   await Rank.main(Effect.succeed({ ...link, whyEnded }), undefined, (code) => {

@@ -5,6 +5,7 @@
  */
 import * as Failover from "./failover.ts"
 import * as Forfeit from "./forfeit.ts"
+import * as Join from "./join.ts"
 import * as Lib from "./lib.ts"
 import * as Redistribution from "./redistribution.ts"
 import * as Tick from "./tick.ts"
@@ -18,6 +19,7 @@ const sections: Array<readonly [string, Section]> = [
   ["tick", Tick.run],
   ["redistribution", Redistribution.run],
   ["forfeit", Forfeit.run],
+  ["join", Join.run],
   // The Node bench runs bundled, and the launcher cannot start ranks from inside a bundle: there
   // `npm run bench` runs the failover section on its own after this (`--no-failover`).
   ...(process.argv.includes("--no-failover") ? [] : [["failover", Failover.run] as const])

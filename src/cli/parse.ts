@@ -171,6 +171,10 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
                               new 132-bit token is written to DIR/<runId>/token (mode 0600)
   --formation-timeout-ms N    how long the ranks have to join (default 300000); then the run
                               fails to form (exit 3)
+  --max-ranks N               let the run grow to N ranks while it trains (default the world
+                              size: it never grows); cohort join --rank auto joins it then
+  --min-ranks N               start training once N ranks joined (default the world size);
+                              the others join while it trains
   --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
                               free port); on an address that is not loopback the page asks for
                               ?token=<the run token> (no kill buttons for serve)

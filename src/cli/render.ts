@@ -129,6 +129,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
       return `formed: every one of the ${plural(event.worldSize, "rank")} joined`
+    case "welcomed":
+      return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once): ${event.given}`
     case "ended":
       return event.outcome.status === "completed"
         ? "run ended: completed"
@@ -246,6 +248,16 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
             speed: Math.round(event.samplesPerSecond),
             state: event.state
           })
+          return
+        }
+        case "welcomed": {
+          // A rank that joined the running run (issue 17) gets its bar now.
+          live += 1
+          if (!bars.has(event.rank)) {
+            const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
+            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share() })
+          }
+          log(event)
           return
         }
         case "death": {
@@ -422,6 +434,14 @@ export const renderResult = (
       // A cut journal has no outcome: a death no row showed happened in the epoch it was cut in.
       const when = shown.has(death) || outcome === undefined ? `in epoch ${death.epoch}` : "after the run ended"
       lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
+    }
+  }
+  const joins = outcome?.joins ?? []
+  if (joins.length > 0) {
+    // Ranks that joined the running run (issue 17): which index, when, and what it was given.
+    lines.push("joins:")
+    for (const j of joins) {
+      lines.push(`  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`)
     }
   }
   if (result.alerts.length > 0) {

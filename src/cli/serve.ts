@@ -11,6 +11,12 @@
  * - `--formation-timeout-ms N` (default 300000): past it, without every rank joined, the run
  *   ends without training: `cohort: the run failed: formation: ranks ... did not join within N
  *   ms` and exit 3.
+ * - `--max-ranks N` (default the world size: the run never grows) and `--min-ranks N` (default
+ *   the world size): a run that may grow (issue 17; README "Growing a run"). Formation starts once
+ *   `--min-ranks` ranks joined; while it trains, `cohort join --rank auto` (or a vacant index)
+ *   joins it, up to `--max-ranks` ranks in all. `--max-ranks` below the world size, `--min-ranks`
+ *   above it or under 1 (2 with `--backend ring`), and `--max-ranks` above the world size with
+ *   `--backend ring` are exit 2.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -114,6 +120,8 @@ interface RawServeOptions extends RawRunOptions {
   readonly tokenFile?: string
   readonly formationTimeoutMs?: string
   readonly serveBrowser?: boolean
+  readonly maxRanks?: string
+  readonly minRanks?: string
 }
 
 /**
@@ -147,6 +155,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--token-file <file>")
     .option("--formation-timeout-ms <ms>")
     .option("--serve-browser")
+    .option("--max-ranks <n>")
+    .option("--min-ranks <n>")
     .option("--dashboard [port]")
     .option("--dashboard-faults")
     .action((options: RawServeOptions) => {
@@ -155,6 +165,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let options: ReturnType<typeof runOptions>
   let listen: { readonly host: string; readonly port: number }
   let formationTimeoutMs: number
+  let maxRanks: number
+  let minRanks: number
   let token: Awaited<ReturnType<typeof readToken>>
   try {
     command.parse([...argv], { from: "user" })
@@ -163,6 +175,14 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     options = runOptions("serve", { ...raw, kill: false }, false)
     listen = parseListen(raw.listen ?? serveDefaults.listen)
     formationTimeoutMs = integerAtLeast("--formation-timeout-ms", raw.formationTimeoutMs, 1, serveDefaults.formationTimeoutMs)
+    const ringMin = options.backend === "ring" ? 2 : 1
+    maxRanks = integerAtLeast("--max-ranks", raw.maxRanks, 1, options.worldSize)
+    minRanks = integerAtLeast("--min-ranks", raw.minRanks, ringMin, options.worldSize)
+    if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
+    if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
+    if (maxRanks > options.worldSize && options.backend === "ring") {
+      throw new UsageError("--max-ranks above the world size needs --backend cpu: a ring run cannot grow yet")
+    }
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
   } catch (error) {
@@ -203,6 +223,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...hooks,
         trainer,
         worldSize: parsed.worldSize,
+        maxRanks,
+        minRanks,
         epochs: parsed.epochs,
         mode: parsed.mode,
         backend: parsed.backend,
@@ -221,7 +243,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(browser === undefined ? {} : { http: browser.http }),
         onListening: (listening) => {
           runToken = listening.runToken
-          say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}`)
+          say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}${
+            maxRanks > parsed.worldSize || minRanks < parsed.worldSize ? ` (starts with ${minRanks}, grows to ${maxRanks})` : ""
+          }`)
           if (!isLoopback(listening.host)) {
             say(`${listening.host} is not a loopback address: any host that reaches it and holds the token can join`)
           }

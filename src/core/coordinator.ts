@@ -46,9 +46,10 @@ import { onShutdownRequested, saveAndStop } from "./stops.ts"
 export { causeText } from "./emit.ts"
 export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, RepeatedCrash } from "./outcome.ts"
+export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Steps

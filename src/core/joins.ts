@@ -61,21 +61,47 @@ const refuse = (state: State, cmds: Array<Command>, asked: Rank | undefined, rea
 
 /** The reason a join for `asked` cannot take an index now, if any; else the index it takes. */
 const placeJoin = (state: State, asked: Rank | undefined): Rank | readonly [JoinRefusal, string] => {
+  if (asked === undefined && state.phase === "running" && !state.shutdownSent && state.started) {
+    // Advance the cursor past taken indices (they stay taken: indices are never reused).
+    const m = state.membership
+    while (state.vacantFrom < m.worldSize && !Membership.isVacant(m, state.vacantFrom)) state.vacantFrom += 1
+  }
+  return joinVerdict(state, asked)
+}
+
+/**
+ * What a `Join` for `asked` would decide now, without deciding it (issue 17): the index it would
+ * take, or `[reason, detail]` (the refusal's `JoinRefusal` and one line). Reads `state` only, so
+ * a shell may check a join before it opens the joiner's link. `taken(r)`: indices the shell has
+ * already handed to a link that the core has not yet seen join (default none); an auto join skips
+ * them and an explicit one is refused `LiveIndex`. O(log maxRanks), plus the indices an auto join
+ * skips.
+ *
+ * @since 0.1.0
+ * @category joins
+ */
+export const joinVerdict = (
+  state: State,
+  asked: Rank | undefined,
+  taken: (rank: Rank) => boolean = () => false
+): Rank | readonly [JoinRefusal, string] => {
   const m = state.membership
   const capacity = m.worldSize
   if (state.phase === "completed") return ["RunOver", "the run completed"]
   if (state.phase !== "running" || state.shutdownSent) return ["ShuttingDown", "the run is saving and stopping"]
   if (!state.started) return ["NotStarted", "the run has not formed yet: join through the formation"]
   if (asked === undefined) {
-    while (state.vacantFrom < capacity && !Membership.isVacant(m, state.vacantFrom)) state.vacantFrom += 1
-    if (state.vacantFrom >= capacity) return ["Full", `all ${capacity} rank indices (maxRanks) are taken`]
-    return state.vacantFrom
+    let free = state.vacantFrom
+    while (free < capacity && (!Membership.isVacant(m, free) || taken(free))) free += 1
+    if (free >= capacity) return ["Full", `all ${capacity} rank indices (maxRanks) are taken`]
+    return free
   }
   if (!Number.isSafeInteger(asked) || asked < 0) return ["BadIndex", `rank index ${asked} is not an integer >= 0`]
   if (asked >= capacity) return ["Full", `rank index ${asked} is beyond maxRanks ${capacity}`]
   if (Membership.isDead(m, asked)) return ["DeadIndex", `rank ${asked} died: a dead rank's index is never reused`]
   if (Membership.isExited(m, asked)) return ["ExitedIndex", `rank ${asked} exited: its index is never reused`]
   if (Membership.isLive(m, asked)) return ["LiveIndex", `rank ${asked} is live`]
+  if (taken(asked)) return ["LiveIndex", `rank ${asked} is joining`]
   return asked
 }
 

@@ -278,6 +278,9 @@ export const isDead = (state: State, rank: Rank): boolean => Membership.isDead(s
 /** @since 0.1.0 @category queries */
 export const isLive = (state: State, rank: Rank): boolean => Membership.isLive(state.membership, rank)
 
+/** Whether `rank` is a vacant index below `maxRanks`: no rank took it yet (issue 17). @since 0.1.0 @category queries */
+export const isVacant = (state: State, rank: Rank): boolean => Membership.isVacant(state.membership, rank)
+
 /** Samples of `rank`'s current static list committed so far (0 in progressive mode). @since 0.1.0 @category queries */
 export const committedSamples = (state: State, rank: Rank): number =>
   state.assignments === undefined ? 0 : Assignments.committed(state.assignments, rank)

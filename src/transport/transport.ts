@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import type { JoinRefusal } from "../core/inputs.ts"
 import type { Rank } from "../core/messages.ts"
 import * as Context from "effect/Context"
 import * as Data from "effect/Data"
@@ -296,9 +297,17 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4007 | TooManyFrames | a message whose header declares more than `messageFramesMax` frames |
  * | 4008 | AddressBusy | a WebSocket server already has `pendingJoinsPerAddressMax` connections from this IP address waiting to join (a client retries it) |
  * | 4009 | ParamsMismatch | the rank's `Hello` gave another parameter count than the run agreed at formation |
- * | 4010 | RunFormed | a join after the run formed (every rank joined and training started): a run never grows |
+ * | 4010 | RunFormed | a join after the run formed (every rank joined and training started) into a run that cannot grow (`maxRanks` equal to the world size, the default) |
  * | 4011 | RankDead | a join for a rank whose link ended or that the coordinator declared dead (a death is permanent); also the code the coordinator closes a declared-dead rank's socket with |
  * | 4012 | BadRingStep | a ring step (`RingData`) the coordinator was to relay broke the ring protocol (`Ring.checkStep`: a wrong length or step for the sender's place in the ring, a contribution count out of range, a value that is not finite): the sender is closed and declared dead, never its neighbour |
+ * | 4013 | JoinFull | a join into a running run that may grow (`maxRanks` above the world size, issue 17) found no vacant index: every index below `maxRanks` was taken (indices are never reused), or the one asked for is `>= maxRanks` |
+ * | 4014 | JoinBadIndex | a join into a growing run asked for an index that is not an integer `>= 0` |
+ * | 4015 | JoinDeadIndex | a join into a growing run asked for a dead rank's index (a death is permanent; a run that cannot grow says `RankDead` 4011) |
+ * | 4016 | JoinExitedIndex | a join into a growing run asked for the index of a rank that exited cleanly |
+ * | 4017 | JoinLiveIndex | a join into a growing run asked for a live rank's index, or one another join is taking |
+ * | 4018 | JoinNotStarted | the core was asked to welcome a rank before the run formed (a shell defect; joins before formation go through the formation) |
+ * | 4019 | JoinShuttingDown | a join into a growing run while it saves and stops (`ShutdownWithSave` sent, or interrupted) |
+ * | 4020 | JoinRunOver | a join into a growing run after it completed |
  *
  * @since 0.1.0
  * @category model
@@ -321,5 +330,32 @@ export const CloseCode = {
   ParamsMismatch: 4009,
   RunFormed: 4010,
   RankDead: 4011,
-  BadRingStep: 4012
+  BadRingStep: 4012,
+  JoinFull: 4013,
+  JoinBadIndex: 4014,
+  JoinDeadIndex: 4015,
+  JoinExitedIndex: 4016,
+  JoinLiveIndex: 4017,
+  JoinNotStarted: 4018,
+  JoinShuttingDown: 4019,
+  JoinRunOver: 4020
 } as const
+
+/**
+ * The close code of each reason the core refuses a mid-run join for (issue 17;
+ * `Coordinator.JoinRefusal`): `Full` 4013, `BadIndex` 4014, `DeadIndex` 4015, `ExitedIndex` 4016,
+ * `LiveIndex` 4017, `NotStarted` 4018, `ShuttingDown` 4019, `RunOver` 4020.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const joinRefusalCloseCode: Readonly<Record<JoinRefusal, number>> = {
+  Full: CloseCode.JoinFull,
+  BadIndex: CloseCode.JoinBadIndex,
+  DeadIndex: CloseCode.JoinDeadIndex,
+  ExitedIndex: CloseCode.JoinExitedIndex,
+  LiveIndex: CloseCode.JoinLiveIndex,
+  NotStarted: CloseCode.JoinNotStarted,
+  ShuttingDown: CloseCode.JoinShuttingDown,
+  RunOver: CloseCode.JoinRunOver
+}

@@ -11,7 +11,9 @@
  * `ServerOptions.welcome` gives for it, absent without it) or closes with a refusal code
  * (`Transport.CloseCode`): `BadJoin` 4000 (not a join, or a `v` other than 1), `WrongToken` 4001,
  * `RankOutOfRange` 4002, `RankDead` 4011 (the rank's link ended or it was ended from outside: a
- * dead rank never comes back), `RunFormed` 4010 (after `markFormed`), `DuplicateRank` 4003 (a live
+ * dead rank never comes back), `RunFormed` 4010 (after `markFormed`, in a run that cannot grow; one
+ * that can, issue 17, has `ServerOptions.admit` decide instead: its refusals are 4013-4020,
+ * `Transport.joinRefusalCloseCode`), `DuplicateRank` 4003 (a live
  * rank's second connection; `"auto"` with every rank taken), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
  * `AddressBusy` 4008 past `pendingJoinsPerAddressMax`; the first message decides at once, so a
  * connection without the token holds a pending-join slot no longer than its first message.
@@ -27,6 +29,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
+import type { JoinRefusal } from "../core/inputs.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
@@ -58,6 +61,12 @@ import * as Transport from "./transport.ts"
  *   `undefined` (default): `Disconnected{closeCode}`.
  * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
  *   of each accepted and each refused join, called synchronously; they must not throw.
+ * - `admit(asked, taken)` (issue 17, a run that may grow): decides each join after `markFormed`
+ *   instead of the `RunFormed` (4010) refusal, synchronously: `asked` is the index the join asked
+ *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
+ *   had a link on this server (live, ended, or joining). It returns `{rank}` (the join takes that
+ *   index: any integer `>= 0`, beyond `worldSize` too) or `{closeCode, reason}` (refused). Default
+ *   none: a run that cannot grow.
  *
  * @since 0.1.0
  * @category options
@@ -74,11 +83,41 @@ export interface ServerOptions extends Transport.Options {
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
   readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
+  readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
    */
   readonly http?: RuntimeTypes.HttpHandler
+}
+
+/**
+ * `ServerOptions.admit`'s answer for a join into a running run: the index it takes, or the
+ * refusal's close code and reason.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export type Admission = { readonly rank: Transport.Peer } | { readonly closeCode: number; readonly reason: string }
+
+/**
+ * An `admit` answer from a core's join decision (issue 17): `asked` as the join gave it (`"auto"`,
+ * or an index), `decide` the core's verdict for it (`Coordinator.joinVerdict`: the index the join
+ * takes, or `[reason, detail]`). A refusal closes with `Transport.joinRefusalCloseCode[reason]`;
+ * an `asked` that is neither `"auto"` nor a number is `JoinBadIndex` (4014).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const admission = (
+  asked: unknown,
+  decide: (asked: Transport.Peer | undefined) => Transport.Peer | readonly [JoinRefusal, string]
+): Admission => {
+  if (asked !== "auto" && typeof asked !== "number") {
+    return { closeCode: Transport.CloseCode.JoinBadIndex, reason: `rank index ${JSON.stringify(asked)} is not an integer >= 0` }
+  }
+  const verdict = decide(asked === "auto" ? undefined : asked)
+  return typeof verdict === "number" ? { rank: verdict } : { closeCode: Transport.joinRefusalCloseCode[verdict[0]], reason: verdict[1] }
 }
 
 /** The join handshake's protocol version: 1. @since 0.1.0 @category model */
@@ -224,6 +263,22 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         clearTimeout(timer)
         timers.delete(timer)
       }
+      // The join is in: its link opens and the welcome goes out.
+      const accept = (joinedRank: Transport.Peer): void => {
+        joined.add(joinedRank)
+        link = hub.attach(joinedRank, {
+          post: (message) => socket.send(message),
+          close: (code) => socket.close(code, "closed by coordinator")
+        })
+        const run = options.welcome?.(joinedRank)
+        socket.send(JSON.stringify({ v: joinProtocolVersion, welcome: joinedRank, ...(run === undefined ? {} : { run }) }))
+        linkRank = joinedRank
+        try {
+          options.onJoined?.(joinedRank, remoteAddress)
+        } catch {
+          // an observer only watches
+        }
+      }
       return {
         message: (data) => {
           if (link !== undefined) {
@@ -236,6 +291,18 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
           let rank = join.rank
+          if (formed && options.admit !== undefined) {
+            // A run that may grow (issue 17): its shell decides, from the core's state.
+            let admission: Admission
+            try {
+              admission = options.admit(rank, (r) => joined.has(r))
+            } catch (error) {
+              admission = { closeCode: Transport.CloseCode.BadJoin, reason: DeathReport.errorMessage(error) }
+            }
+            if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
+            if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
+            return accept(admission.rank)
+          }
           if (rank === "auto") {
             if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
             const free = Array.from({ length: options.worldSize }, (_, r) => r).find((r) => !joined.has(r))
@@ -248,20 +315,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
           if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
           if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-          const joinedRank: Transport.Peer = rank
-          joined.add(joinedRank)
-          link = hub.attach(joinedRank, {
-            post: (message) => socket.send(message),
-            close: (code) => socket.close(code, "closed by coordinator")
-          })
-          const run = options.welcome?.(joinedRank)
-          socket.send(JSON.stringify({ v: joinProtocolVersion, welcome: joinedRank, ...(run === undefined ? {} : { run }) }))
-          linkRank = joinedRank
-          try {
-            options.onJoined?.(joinedRank, remoteAddress)
-          } catch {
-            // an observer only watches
-          }
+          return accept(rank)
         },
         close: (code) => {
           settle()

@@ -113,6 +113,47 @@ describe("coordinator actor", () => {
       ])
     })))
 
+  it.live("a growing run (issue 17): a Hello from a vacant index after the start is a join: the roles, the last round's mean and its first chunks; another parameter count is closed with 4009, a join while the run saves and stops with 4019, and neither is a death", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const made = Core.make({ worldSize: 2, maxRanks: 5, epochSamples: 1024, epochs: 1, mode: "progressive" }, 0)
+      if ("_tag" in made) return assert.fail(made.reason)
+      const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
+      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+      const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+      const frame = (rank: number, message: ToCoordinator) =>
+        Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+      yield* hello(0)
+      yield* hello(1)
+      // Both formation ranks contribute: round 0 closes with the mean [2, 3].
+      yield* frame(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(1, 2) })
+      yield* frame(1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(3, 4) })
+      while (handle.state.round < 1) yield* Effect.sleep(1)
+      yield* hello(2)
+      yield* frame(3, { _tag: "Hello", paramsLength: 5 })
+      while (handle.state.counters.joins < 1 || disconnected.length < 1) yield* Effect.sleep(1)
+      const toJoiner = sent.filter(([rank]) => rank === 2).map(([, message]) => message)
+      assert.deepStrictEqual(toJoiner.slice(0, 2), [
+        { _tag: "SetRoles", checkpoint: 0, eval: 0, epochFn: 0 },
+        { _tag: "Update", round: 0, params: Float32Array.of(2, 3) }
+      ])
+      // Its span is the tail half of rank 0's remaining span; its second chunk is stolen from rank 1's tail.
+      assert.deepStrictEqual(toJoiner.slice(2), [
+        { _tag: "AssignChunk", epoch: 0, offset: 384, size: 128 },
+        { _tag: "AssignChunk", epoch: 0, offset: 896, size: 128 }
+      ])
+      assert.deepStrictEqual(handle.state.joins.map((j) => [j.rank, j.epoch, j.firstRound, j.samples]), [[2, 0, 2, 256]])
+      assert.deepStrictEqual(disconnected, [[3, Transport.CloseCode.ParamsMismatch]])
+      yield* handle.interrupt("SIGINT")
+      yield* hello(4)
+      while (disconnected.length < 2) yield* Effect.sleep(1)
+      assert.deepStrictEqual(disconnected, [[3, Transport.CloseCode.ParamsMismatch], [4, Transport.CloseCode.JoinShuttingDown]])
+      // Their links' ends are no deaths of the run.
+      yield* Queue.offer(inbox, { _tag: "Ended", peer: 3, cause: DeathReport.disconnected(4009) })
+      yield* Queue.offer(inbox, { _tag: "Ended", peer: 4, cause: DeathReport.disconnected(4019) })
+      yield* Effect.sleep(30)
+      assert.deepStrictEqual([handle.state.deaths.length, handle.state.counters.joins, handle.state.counters.joinsRefused, handle.state.counters.reportsDropped], [0, 1, 1, 0])
+    })))
+
   it.live("the parameter count most ranks gave in Hello is the run's; a rank that gave another is refused at once", () =>
     Effect.scoped(Effect.gen(function*() {
       const { handle, frame, disconnected } = yield* started(3)

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import * as Failover from "../../bench/failover.ts"
 import * as Forfeit from "../../bench/forfeit.ts"
+import * as Join from "../../bench/join.ts"
 import * as Redistribution from "../../bench/redistribution.ts"
 import * as Tick from "../../bench/tick.ts"
 
@@ -29,6 +30,13 @@ describe("quick benchmarks", () => {
       [1_000, 8, 800, 800, 0, 0]
     ])
   })
+
+  it("join: 100 ranks join a progressive run of 1,000 live ranks one by one, each handed 2 chunks of 128 samples", async () => {
+    const { rows, markdown } = await Join.run(true)
+    expect(rows.map((r) => [r.liveRanks, r.joins, r.samplesHanded])).toEqual([[1_000, 100, 100 * 256]])
+    expect(rows[0]!.firstFrameToChunkMs.median).toBeGreaterThan(0)
+    expect(markdown).toContain("| live ranks |")
+  }, 60_000)
 
   it("failover: real workers are killed and hung, each caught by its detector, with clean audits; a ring member exits inside an all-reduce and the survivors complete the next round", async () => {
     const { result, hostile, websocket, ring } = await Failover.run(true)

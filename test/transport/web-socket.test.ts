@@ -3,6 +3,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
+import * as Core from "../../src/core/coordinator.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Select from "../../src/platform/select.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -149,6 +150,43 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4010)
       assert.deepStrictEqual(refused, ["4003 every rank is taken", "4010 the run already formed", "4010 the run already formed"])
       assert.strictEqual(yield* rawJoin(server.url, JSON.stringify({ v: 2, token: runToken, rank: 0 })), 4000)
+    })))
+
+  it.effect("a run that may grow (issue 17): after markFormed the core decides each join; auto takes the next vacant index, and beyond maxRanks (4013), a bad index (4014), a dead rank's index (4015), a live one (4017) and a join while the run saves and stops (4019) are refused with their own codes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const state = Core.make({ worldSize: 2, maxRanks: 3, epochSamples: 64, epochs: 1 }, 0) as Core.State
+      const refused: Array<string> = []
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 2,
+        admit: (asked, taken) => WebSocket.admission(asked, (index) => Core.joinVerdict(state, index, taken)),
+        onRefused: (code, reason) => void refused.push(`${code} ${reason}`)
+      })
+      yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      yield* WebSocket.connect({ url: server.url, runToken, rank: 1 })
+      Core.start(state, 0)
+      server.markFormed()
+      const grown = yield* WebSocket.connect({ url: server.url, runToken, rank: "auto" })
+      assert.deepStrictEqual([grown.rank, grown.transport.self, server.connected(2)], [2, 2, true])
+      // Index 2 is taken by that link (the core has not seen its Hello yet): nothing is vacant.
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: "auto" })), Transport.CloseCode.JoinFull)
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 3 })), Transport.CloseCode.JoinFull)
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 2 })), Transport.CloseCode.JoinLiveIndex)
+      assert.strictEqual(yield* rawJoin(server.url, join(runToken, "two")), Transport.CloseCode.JoinBadIndex)
+      Core.step(state, { _tag: "DeathReport", rank: 1, nowMs: 1, cause: DeathReport.killed("SIGKILL") })
+      Core.step(state, { _tag: "Tick", nowMs: 1 })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), Transport.CloseCode.JoinDeadIndex)
+      Core.step(state, { _tag: "ShutdownRequested", nowMs: 2, detail: "SIGINT" })
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 0 })), Transport.CloseCode.JoinShuttingDown)
+      assert.deepStrictEqual(refused, [
+        "4013 all 3 rank indices (maxRanks) are taken",
+        "4013 rank index 3 is beyond maxRanks 3",
+        "4017 rank 2 is joining",
+        "4014 rank index \"two\" is not an integer >= 0",
+        "4015 rank 1 died: a dead rank's index is never reused",
+        "4019 the run is saving and stopping"
+      ])
+      assert.deepStrictEqual(yield* server.refusals, { 4013: 2, 4014: 1, 4015: 1, 4017: 1, 4019: 1 })
     })))
 
   it.effect("end(rank, cause) from outside: the first end wins, after the frames received; a rank ended before it joined can never join (4011)", () =>
