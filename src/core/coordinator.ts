@@ -139,6 +139,16 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   return cmds
 }
 
+/** Records an eval's result when `rank` was asked for that epoch's eval and has not answered yet. */
+const onEvalResult = (state: State, rank: Rank, message: Extract<ToCoordinator, { _tag: "EvalResult" }>): void => {
+  if (state.evalsAsked.get(message.epoch) !== rank) {
+    state.counters.staleCallbackResults += 1
+    return
+  }
+  state.evalsAsked.delete(message.epoch)
+  state.evals.push({ epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+}
+
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
   const { counters, membership } = state
   if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
@@ -158,7 +168,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   if (state.phase !== "running") {
     // After the end, exits and the last eval are recorded; everything else decides nothing.
     if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
-    else if (message._tag === "EvalResult") state.evals.push({ epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+    else if (message._tag === "EvalResult") onEvalResult(state, rank, message)
     else if (message._tag !== "Heartbeat" && message._tag !== "Hello") counters.framesAfterEnd += 1
     return
   }
@@ -239,10 +249,9 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       else failoverCheckpoint(state, cmds, `rank ${rank} failed: ${message.detail}`, true)
       return
     }
-    case "EvalResult": {
-      state.evals.push({ epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+    case "EvalResult":
+      onEvalResult(state, rank, message)
       return
-    }
     case "RingReady": {
       const ring = state.ring
       if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1 || state.joining.has(rank)) {

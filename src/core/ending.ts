@@ -62,7 +62,10 @@ export const endEpoch = (state: State, cmds: Array<Command>): void => {
   const number = ended + 1
   if (config.evalEveryEpochs > 0 && number % config.evalEveryEpochs === 0) {
     const holder = state.roles.eval
-    if (Membership.isLive(state.membership, holder)) send(cmds, holder, { _tag: "Eval", epoch: ended }, `eval after epoch ${ended}`)
+    if (Membership.isLive(state.membership, holder)) {
+      state.evalsAsked.set(ended, holder)
+      send(cmds, holder, { _tag: "Eval", epoch: ended }, `eval after epoch ${ended}`)
+    }
     else alert(state, cmds, "CallbackSkipped", path(state, holder), `eval after epoch ${ended} skipped: its pinned rank ${holder} is not live`)
   }
   if (config.checkpointEveryEpochs > 0 && number % config.checkpointEveryEpochs === 0) {

@@ -116,6 +116,12 @@ export interface State {
   pendingRequired: number
   checkpoint: PendingCheckpoint | undefined
   /**
+   * The evals asked and not answered yet: epoch → the rank asked. Only that rank's `EvalResult`
+   * for that epoch is recorded, once; any other is a stale callback result (a rank cannot write
+   * the run's accuracy unasked).
+   */
+  evalsAsked: Map<number, Rank>
+  /**
    * Parameter count every contribution must have: agreed at formation (`start`'s `paramsLength`,
    * from the ranks' `Hello`s), else the first contribution's.
    */
@@ -197,6 +203,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,
+    evalsAsked: new Map(),
     paramsLength: undefined,
     firstEpoch: 0,
     resume: undefined,

@@ -558,6 +558,29 @@ describe("callback roles", () => {
   })
 })
 
+describe("eval results (breaker finding: a rank could write the run's accuracy unasked)", () => {
+  it("records only the asked rank's EvalResult for the asked epoch, once, during the run and after its end; every other is a stale callback result", () => {
+    const s = make({ worldSize: 2, epochSamples: 2, epochs: 2, rolePolicy: { rank: 0 } })
+    Coordinator.start(s)
+    // Before any eval was asked, and for an epoch never asked: stale.
+    frame(s, 1, 5, { _tag: "EvalResult", epoch: 0, accuracy: 0.01, loss: 77 })
+    frame(s, 0, 6, { _tag: "EvalResult", epoch: 77, accuracy: 1, loss: 0 })
+    params(s, 0, 10, 1)
+    const end0 = params(s, 1, 10, 1)
+    expect(deliveries(s, end0).filter(([, m]) => m._tag === "Eval")).toEqual([[0, { _tag: "Eval", epoch: 0 }]])
+    frame(s, 1, 11, { _tag: "EvalResult", epoch: 0, accuracy: 0.0123, loss: 77 }) // not the rank asked
+    frame(s, 0, 12, { _tag: "EvalResult", epoch: 0, accuracy: 0.9, loss: 0.1 })
+    frame(s, 0, 13, { _tag: "EvalResult", epoch: 0, accuracy: 0.5, loss: 0.5 }) // a second answer
+    params(s, 0, 20, 1)
+    params(s, 1, 20, 1)
+    expect(s.phase).toBe("completed")
+    frame(s, 1, 21, { _tag: "EvalResult", epoch: 1, accuracy: 0.0123, loss: 77 }) // after the end, not asked
+    frame(s, 0, 22, { _tag: "EvalResult", epoch: 1, accuracy: 0.95, loss: 0.05 })
+    expect(s.evals).toEqual([{ epoch: 0, rank: 0, accuracy: 0.9, loss: 0.1 }, { epoch: 1, rank: 0, accuracy: 0.95, loss: 0.05 }])
+    expect(s.counters.staleCallbackResults).toBe(5)
+  })
+})
+
 describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
   it("every role moves to the fastest rank; the pending checkpoint 0 finishes on rank 0 and checkpoint 1 goes to rank 1", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 2 })
