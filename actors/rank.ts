@@ -117,7 +117,20 @@ export const run = (
 
     // The last averaged parameters (the initial model until the first Update) and their round: what
     // every save writes as the resumable model (`SavedModel`), consistent with what was committed.
-    let lastAverage = new Float32Array(checked.getParams())
+    // The trainer's parameters, checked on every read: a Float32Array of the length it had at the
+    // start (DESIGN.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
+    // (and the run stops with TrainerFault when two ranks do), instead of sending frames the
+    // coordinator must drop (a Float64Array) or refuse (another length).
+    const firstParams = checked.getParams()
+    if (!(firstParams instanceof Float32Array)) return yield* Effect.die(new Error(`rank ${rank}: ${Trainer.paramsProblem(firstParams, undefined)}`))
+    const paramsLength = firstParams.length
+    const getParams = (): Float32Array => {
+      const current = checked.getParams()
+      const problem = current instanceof Float32Array && current.length === paramsLength ? undefined : Trainer.paramsProblem(current, paramsLength)
+      if (problem !== undefined) throw new Error(problem)
+      return current
+    }
+    let lastAverage = new Float32Array(firstParams)
     let lastAverageRound = -1
     const writeModel = (dir: string) => SavedModel.write(dir, lastAverage, { epoch, round: lastAverageRound, rank })
 
@@ -292,10 +305,10 @@ export const run = (
         if (ringBackend) {
           ringLoss = loss
           // The pre-round parameters: what every collective of this round (and its redo) averages.
-          const params = Float32Array.from(trainer.getParams())
+          const params = Float32Array.from(getParams())
           return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
-        yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams(), ...(loss === undefined ? {} : { loss }) })
+        yield* send({ _tag: "Params", epoch, round, samplesDone, params: getParams(), ...(loss === undefined ? {} : { loss }) })
       })
 
     const trainOne = Effect.gen(function*() {
@@ -349,7 +362,7 @@ export const run = (
       }
     })
 
-    yield* send({ _tag: "Hello", paramsLength: trainer.getParams().length })
+    yield* send({ _tag: "Hello", paramsLength })
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= hangAtMs) {
         // Stop responding (the worker stays alive), but never outlive the coordinator.

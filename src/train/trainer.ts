@@ -60,7 +60,8 @@ export interface Evaluation {
  *   batch's mean loss. The caller does not reuse `indices` after the call returns or settles.
  * - `getParams()`: the model's parameters as one flat `Float32Array`, the same length on every
  *   rank and every call. Cohort averages these between ranks; it may keep or transfer the
- *   array, so return a copy if the trainer keeps using its own.
+ *   array, so return a copy if the trainer keeps using its own. The rank checks every result
+ *   (`paramsProblem`) and crashes with the reason when it is not so.
  * - `setParams(params)`: replaces the parameters with `params` (same length as `getParams()`),
  *   e.g. after an averaging round. Copy it: the caller may reuse the array.
  * - `save(dir)`: writes the model under the folder `dir` (created by the caller) so that it can
@@ -91,6 +92,15 @@ export interface TrainerModule {
 }
 
 /**
+ * The largest `trainSamples`: 2^32 - 1, since a rank's permutation of an epoch holds its sample
+ * indices in a `Uint32Array` (`permutation.ts`).
+ *
+ * @since 0.1.0
+ * @category contract
+ */
+export const trainSamplesMax = 4_294_967_295
+
+/**
  * Checks an imported module against the contract. Returns the module, typed, or one line saying
  * what is wrong, e.g. for the CLI's exit-2 message. Never throws, even on getters that throw.
  *
@@ -101,6 +111,8 @@ export interface TrainerModule {
  * - `"the trainer module does not export trainSamples"`;
  * - `"trainSamples must be a positive safe integer, got <value>"` (a number such as 0, -1, 2.5,
  *   NaN, or above 2^53 - 1), or `"... got <type>"` for a non-number;
+ * - `"trainSamples must be at most 4294967295 (sample indices are 32-bit: Uint32Array), got <value>"`
+ *   (`trainSamplesMax`: a rank's permutation of the epoch is a `Uint32Array`);
  * - `"cannot read the trainer module: <error>"` when reading an export throws.
  *
  * Methods of the trainer itself are checked by `validateTrainer`, once it is created.
@@ -129,6 +141,9 @@ export const validateTrainerModule = (mod: unknown): TrainerModule | string => {
     }
     if (!Number.isSafeInteger(samples) || samples <= 0) {
       return `trainSamples must be a positive safe integer, got ${String(samples)}`
+    }
+    if (samples > trainSamplesMax) {
+      return `trainSamples must be at most ${trainSamplesMax} (sample indices are 32-bit: Uint32Array), got ${String(samples)}`
     }
     return mod as TrainerModule
   } catch (error) {
@@ -165,6 +180,26 @@ export const validateTrainer = (trainer: unknown): Trainer | string => {
   } catch (error) {
     return `cannot read the trainer: ${String(error)}`
   }
+}
+
+/**
+ * What is wrong with a `getParams()` result, as the rank's crash says it: `"getParams() must
+ * return a Float32Array, got Float64Array"` (or `array`, `object`, `undefined`, ...), or, once the
+ * length is known (`length`), `"getParams() returned 3 values; it returned 2 at the start (the
+ * parameter count never changes)"`. `undefined` when `params` is a Float32Array of `length` values.
+ *
+ * @since 0.1.0
+ * @category contract
+ */
+export const paramsProblem = (params: unknown, length: number | undefined): string | undefined => {
+  if (!(params instanceof Float32Array)) {
+    const kind = ArrayBuffer.isView(params) ? params.constructor.name : Array.isArray(params) ? "an array" : describeType(params)
+    return `getParams() must return a Float32Array, got ${kind}`
+  }
+  if (length !== undefined && params.length !== length) {
+    return `getParams() returned ${params.length} values; it returned ${length} at the start (the parameter count never changes)`
+  }
+  return undefined
 }
 
 const describeType = (value: unknown): string => (value === null ? "null" : typeof value)

@@ -174,6 +174,26 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     })
   }
 
+  // Breaker finding: a getParams that returned a Float64Array hung the run (every Params frame was
+  // dropped by the schema), and one whose length changed killed ranks with close code 1009.
+  it("a getParams that returns a Float64Array fails the run at formation with the reason; one that changes its length crashes the ranks with it and stops the run with TrainerFault", async () => {
+    const badParams = fileURLToPath(new URL("../fixtures/trainers/bad-params.ts", import.meta.url))
+    try {
+      process.env["COHORT_TEST_BAD_PARAMS"] = "float64"
+      await expect(Launcher.run({ ...fast, trainer: badParams, worldSize: 2, epochs: 1 })).rejects.toThrow(
+        /^formation: rank [01] crashed: rank [01]: getParams\(\) must return a Float32Array, got Float64Array before the run formed/
+      )
+      process.env["COHORT_TEST_BAD_PARAMS"] = "grows"
+      const result = await Launcher.run({ ...fast, trainer: badParams, worldSize: 2, epochs: 1 })
+      const error = "getParams\\(\\) returned 5 values; it returned 4 at the start \\(the parameter count never changes\\)"
+      expect([result.exitCode, result.outcome.reason]).toEqual([1, "TrainerFault"])
+      expect(result.outcome.detail).toMatch(new RegExp(`^the trainer failed the same way on ranks [01] and [01]: ${error}$`))
+      expect(result.deaths.map((death) => death.cause)).toEqual(result.deaths.map(() => expect.stringMatching(new RegExp(`^crashed: ${error}$`))))
+    } finally {
+      delete process.env["COHORT_TEST_BAD_PARAMS"]
+    }
+  })
+
   it("with onRepeatedCrash continue every rank crashes, and all 4 deaths are listed with their detector and cause", async () => {
     const result = await Launcher.run({ ...fast, trainer: alwaysFails, worldSize: 4, epochs: 1, onRepeatedCrash: "continue" })
     expect(result.exitCode).toBe(1)
