@@ -1,5 +1,6 @@
-// `cohort serve --listen 0.0.0.0:PORT`: the printed join command names an address of this host,
-// not the wildcard it listens on (a real process of the command line, under the test's runtime).
+// The `cohort` command as a process, under the test's runtime: `serve --listen 0.0.0.0:PORT` prints
+// a join command with an address of this host, not the wildcard it listens on; a trainer module
+// that leaves a timer running does not keep the command alive after the run.
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { networkInterfaces, tmpdir } from "node:os"
@@ -10,6 +11,7 @@ import * as Runtime from "../../src/platform/detect.ts"
 import { freePort, startCli } from "../cli-process.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const lingering = fileURLToPath(new URL("../fixtures/trainers/lingering-timer.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-serve-listen-"))
 const children: Array<ChildProcess> = []
 afterAll(() => {
@@ -21,7 +23,7 @@ afterAll(() => {
 const firstExternalIPv4 = (): string | undefined =>
   Object.values(networkInterfaces()).flatMap((entries) => entries ?? []).find((e) => !e.internal && e.family === "IPv4")?.address
 
-describe(`cohort serve --listen 0.0.0.0 (${Runtime.detect()})`, () => {
+describe(`the cohort command as a process (${Runtime.detect()})`, () => {
   it("lists this host's addresses and prints the join command with the first of them, never ws://0.0.0.0", async () => {
     const port = await freePort()
     const serve = startCli(["serve", "--trainer", steady, "--world-size", "2", "--listen", `0.0.0.0:${port}`, "--out", join(dir, "runs")], {
@@ -44,5 +46,17 @@ describe(`cohort serve --listen 0.0.0.0 (${Runtime.detect()})`, () => {
       expect(joinLine).toBe(`ws://${address}:${port}/`)
     }
     expect(out).not.toContain("cohort join ws://0.0.0.0")
-  })
+  }, 90_000)
+
+  it("a trainer module that leaves a timer running: the command exits with the run's code soon after its summary", async () => {
+    const run = startCli(["run", "--trainer", lingering, "--world-size", "2", "--epochs", "1", "--out", join(dir, "runs"), "--json"], { cwd: dir, started: children })
+    const until = Date.now() + 120_000
+    while (!run.out().trimEnd().endsWith("}") && run.child.exitCode === null && Date.now() < until) {
+      await new Promise((resolve) => setTimeout(resolve, 50))
+    }
+    const summaryAt = Date.now()
+    const code = await Promise.race([run.exit, new Promise((resolve) => setTimeout(() => resolve("still running 20 s after its summary"), 20_000))])
+    expect({ code, summary: JSON.parse(run.out()).outcome.status }).toEqual({ code: 0, summary: "completed" })
+    expect(Date.now() - summaryAt).toBeLessThan(20_000)
+  }, 180_000)
 })
