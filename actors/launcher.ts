@@ -24,6 +24,7 @@ import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
+import * as LockFile from "../src/platform/lock-file.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
@@ -187,6 +188,16 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
     signal.addEventListener("abort", onAbort, { once: true })
     return Effect.sync(() => signal.removeEventListener("abort", onAbort))
   })
+
+/**
+ * The lock file a run holds in its folder while it trains (`<runDir>/run.lock`, holding its
+ * process id; `src/platform/lock-file.ts`): `cohort resume` refuses a run whose lock is held by a
+ * live process. A run whose process was killed leaves it behind, stale, which is no bar.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const runLockFileName = "run.lock"
 
 /**
  * The run's options as the journal's `started` event records them: every plain option as given,
@@ -811,11 +822,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   let finalRefusals: Record<string, number> | undefined
   let relayStats: () => { readonly relayed: number; readonly dropped: number } = () => ({ relayed: 0, dropped: 0 })
+  // While the run trains, its folder holds `run.lock` with this process's id: `cohort resume`
+  // refuses a run that is still running (a stale lock, of a process that is gone, is no bar).
+  const runLock = await LockFile.acquire(`${runDir}/${runLockFileName}`, Date.now())
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
     const outcome = yield* program
     if (server !== undefined) finalRefusals = { ...(yield* server.refusals) }
     return outcome
-  })))
+  }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()

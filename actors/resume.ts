@@ -37,7 +37,7 @@ import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
 import { failureText, printable, reportDefaults, resultFromEvents } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
-import { defaults, LaunchError, loadTrainer } from "./launcher.ts"
+import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
 import * as RankActor from "./rank.ts"
 import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
@@ -49,6 +49,7 @@ import { trainerSha256 } from "./trainer-digest.ts"
  * @category resume
  */
 export const lockFileName = "resume.lock"
+
 
 /**
  * The refusals of `run({ resume })`, as the reason of a `LaunchError` with option `resume` (its
@@ -74,6 +75,8 @@ export const resumeErrors = {
   locked: (runId: string, pid: number | undefined, lock: string) =>
     `run ${runId} is already being resumed${pid === undefined ? "" : ` by process ${pid}`} (lock file ${lock}); wait for it to end`,
   cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`,
+  stillRunning: (runId: string, pid: number | undefined, lock: string) =>
+    `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -271,6 +274,14 @@ export const resume = async (
   options: ResumeOptions,
   launch: (options: RunOptions, resumed: Resumed) => Promise<RunResult>
 ): Promise<RunResult> => {
+  // A run still training is not resumed, whatever its journal says so far: its own lock says so (a
+  // stale one, of a process that is gone, is left as it is: the parent's folder is not changed).
+  const runLockPath = `${options.resume.replace(/\/+$/, "")}/${runLockFileName}`
+  const running = await LockFile.liveOwner(runLockPath)
+  if (running !== undefined) {
+    const runId = options.resume.replace(/\/+$/, "").split("/").at(-1) ?? options.resume
+    return fail(resumeErrors.stillRunning(runId, running.pid, runLockPath))
+  }
   const parent = await readParent(options.resume)
   const { started } = parent
   const parentOptions = parent.options

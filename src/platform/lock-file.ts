@@ -61,6 +61,18 @@ const readOwner = async (path: string): Promise<LockOwner | undefined> => {
 }
 
 /**
+ * The owner of the lock at `path` when its process is alive (`processAlive`), without touching
+ * the file; `undefined` when there is no lock, its process is gone (stale), or it cannot be read.
+ *
+ * @since 0.1.0
+ * @category locks
+ */
+export const liveOwner = async (path: string): Promise<LockOwner | undefined> => {
+  const found = await readOwner(path)
+  return found !== undefined && processAlive(found.pid) ? found : undefined
+}
+
+/**
  * Creates `path` holding `owner`, only if it does not exist: the content is written to a file of
  * this process's own first, then hard-linked to `path` (`link` fails with `EEXIST` when it
  * exists), so that nobody ever sees the lock file empty or half-written.

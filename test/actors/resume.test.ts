@@ -312,7 +312,7 @@ describe(`cohort resume (${runtime})`, () => {
       )
     }, 300_000)
 
-    it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock; a stale lock is taken over; a resume from the saves spans both runs", async () => {
+    it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock, and so is a resume of the run it is training; a stale lock is taken over; a resume from the saves spans both runs", async () => {
       const parent = await interrupted("locked")
       const uncommitted = parent.outcome.uncommitted!
       // A copy whose saves are corrupt: the checkpoint of epoch 0 is loaded instead.
@@ -328,6 +328,15 @@ describe(`cohort resume (${runtime})`, () => {
         for (let i = 0; i < 6000 && !existsSync(lock); i++) await sleep(20)
         expect(JSON.parse(readFileSync(lock, "utf8")).pid).toBe(first.pid)
         await refused(corrupt, `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`)
+        // The resumed run itself is still training (held): resuming it is refused by its run.lock.
+        const resumedRuns = join(outDir, "corrupt-resumed")
+        for (let i = 0; i < 6000 && !(existsSync(resumedRuns) && readdirSync(resumedRuns).some((id) => existsSync(join(resumedRuns, id, "run.lock")))); i++) await sleep(20)
+        const runningId = readdirSync(resumedRuns).find((id) => existsSync(join(resumedRuns, id, "run.lock")))!
+        const running = await resume([join(resumedRuns, runningId)])
+        expect({ code: running.code, stderr: running.stderr }).toEqual({
+          code: 2,
+          stderr: `cohort: resume: run ${runningId} is still running in process ${first.pid} (lock file ${join(resumedRuns, runningId, "run.lock")}); stop it first (SIGINT saves it) or wait for it to end\n`
+        })
       } finally {
         rmSync(hold, { force: true })
       }
