@@ -542,9 +542,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         case "Frame": {
           const decoded = decodeFrame(event, state.paramsLength)
           if (Result.isFailure(decoded)) {
-            // A field over its bound (a huge text, more parameters than the run agreed) is a
-            // protocol violation, not noise: that rank's link closes (1009) and it is declared dead.
-            if (decoded.failure.reason._tag === "FieldTooLarge") transport.disconnect(event.peer, WireError.closeCode(decoded.failure))
+            // A frame that does not decode is a protocol violation, not noise (README "What a rank is
+            // trusted with"): that rank's link closes with the reason's code (1009 a field over its
+            // bound, such as more parameters than the run agreed; 1008 a frame naming another rank;
+            // 1002 anything else) and it is declared dead, refused, with the reason in words.
+            const code = WireError.closeCode(decoded.failure)
+            if (!closedFor.has(event.peer)) closedFor.set(event.peer, `a bad frame (close code ${code}): ${WireError.words(decoded.failure.reason)}`)
+            transport.disconnect(event.peer, code)
             return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
           }
           const frameMessage = decoded.success.message as ToCoordinator

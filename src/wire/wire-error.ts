@@ -149,6 +149,38 @@ export class WireError extends Data.TaggedError("WireError")<{
 }
 
 /**
+ * A reason in words, for a rank's death cause and the journal: `field params of 3 values, above
+ * its bound of 2 values`, `a frame that names rank 1 as its sender`, `malformed CBOR at byte 3:
+ * ...`.
+ *
+ * @since 0.1.0
+ * @category reasons
+ */
+export const words = (reason: Reason): string => {
+  switch (reason._tag) {
+    case "FrameTooLarge":
+      return `a frame of ${reason.bytes} bytes, above its bound of ${reason.bytesMax} bytes`
+    case "FieldTooLarge": {
+      // Text fields are bounded in bytes, float vectors (params, ring data) in values.
+      const unit = reason.field === "params" || reason.field === "data" ? "values" : "bytes"
+      return `field ${reason.field} of ${reason.bytes} ${unit}, above its bound of ${reason.bytesMax} ${unit}`
+    }
+    case "Truncated":
+      return `a truncated frame (${reason.bytes} of ${reason.bytesNeeded} bytes)`
+    case "MalformedCbor":
+      return `malformed CBOR at byte ${reason.offset}: ${reason.detail}`
+    case "UnknownTag":
+      return `an unknown ${reason.kind} tag ${reason.tag}`
+    case "SchemaMismatch":
+      return `a message that does not match its schema${reason.path.length === 0 ? "" : ` at ${reason.path.join(".")}`}: ${reason.message}`
+    case "VersionMismatch":
+      return `${reason.field} version ${reason.got}, not ${reason.want}`
+    case "SenderMismatch":
+      return `a frame that names ${reason.got === -1 ? "the coordinator" : `rank ${reason.got}`} as its sender`
+  }
+}
+
+/**
  * The WebSocket close codes a decode failure maps to: 1002 protocol error, 1008 policy violation,
  * 1009 message too big (RFC 6455 §7.4.1).
  *

@@ -88,7 +88,9 @@ describe("coordinator actor", () => {
         })
       const end = (rank: number, cause: DeathReport.DeathCause) =>
         Queue.offer(transport.inbox as Queue.Queue<Transport.Event, never>, { _tag: "Ended", peer: rank, cause })
-      return { handle, sent, hello, frame, end, disconnected }
+      const raw = (peer: number, bytes: Uint8Array) =>
+        Queue.offer(transport.inbox as Queue.Queue<Transport.Event, never>, { _tag: "Frame", peer, bytes, arrivedMs: 0 })
+      return { handle, sent, hello, frame, raw, end, disconnected }
     })
 
   it.live("a rank's Crashing frame turns its exit (or a joined rank's normal close) into Crashed{error, stack}; a kill or a dropped socket stays what it was", () =>
@@ -191,5 +193,26 @@ describe("coordinator actor", () => {
       while (handle.state.counters.badFrames < 1) yield* Effect.sleep(1)
       assert.deepStrictEqual(disconnected, [[1, 1009]])
       assert.strictEqual(handle.state.counters.paramsRejected, 0)
+    })))
+
+  // Breaker findings: malformed frames and frames naming another rank were dropped and counted,
+  // and the rank stayed joined (a flood of them stalled the coordinator); README says it is closed.
+  it.live("a frame that does not decode closes its rank's link with the reason's code, and the rank is declared dead, refused, with the reason in words", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, hello, frame, raw, end, disconnected } = yield* started(4)
+      for (const rank of [0, 1, 2, 3]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      yield* raw(1, Uint8Array.of(0xff, 0x00, 0x13)) // not a frame
+      yield* raw(2, Codec.encode(Frame.fromRank(3, { _tag: "Heartbeat" }))) // rank 2 claims to be rank 3
+      yield* frame(3, { _tag: "Params", epoch: 0, round: 0, samplesDone: 1, params: new Float32Array(3) })
+      while (handle.state.counters.badFrames < 3) yield* Effect.sleep(1)
+      assert.deepStrictEqual(disconnected.map(([rank, code]) => [rank, code]), [[1, 1002], [2, 1008], [3, 1009]])
+      for (const rank of [1, 2, 3]) yield* end(rank, DeathReport.disconnected(disconnected.find(([r]) => r === rank)![1]))
+      while (handle.state.deaths.length < 3) yield* Effect.sleep(1)
+      const causes = handle.state.deaths.map((d) => [d.rank, d.detector, d.cause])
+      assert.deepStrictEqual(causes.map(([rank, detector]) => [rank, detector]), [[1, "supervisor"], [2, "supervisor"], [3, "supervisor"]])
+      assert.match(String(causes[0]![2]), /^refused: a bad frame \(close code 1002\): /)
+      assert.strictEqual(causes[1]![2], "refused: a bad frame (close code 1008): a frame that names rank 3 as its sender")
+      assert.strictEqual(causes[2]![2], "refused: a bad frame (close code 1009): field params of 3 values, above its bound of 2 values")
     })))
 })
