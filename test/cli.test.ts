@@ -1201,6 +1201,21 @@ describe("report", () => {
     )
   })
 
+  it("an interrupted run that had not formed says there is nothing to resume, with no resume command", async () => {
+    const early: RunTypes.RunResult = {
+      ...interrupted,
+      outcome: { ...interrupted.outcome, uncommitted: undefined, epochs: [], epochsCompleted: 0 },
+      epochs: [],
+      saves: { saved: [], notSaved: [0, 1, 2, 3] }
+    }
+    const dir = await writeRun("run-interrupted-early", early, { summary: true, events: false })
+    const { code, err } = await runMain(["report", dir])
+    expect({ code, err }).toEqual({
+      code: 143,
+      err: `cohort: run interrupted by SIGTERM: run in ${dir}; it stopped before training started: there is nothing to resume\n`
+    })
+  })
+
   it("prints a finished run's summary again from summary.json, with the run's exit code", async () => {
     const dir = await writeRun("run-summary", completed, { summary: true, events: true })
     const { code, out, err } = await runMain(["report", dir])

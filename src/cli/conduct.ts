@@ -13,7 +13,7 @@ import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine } from "./parse.ts"
 import type { PartialRun } from "../../actors/read-run.ts"
-import { barsView, lineView, renderResult, resumeCommand } from "./render.ts"
+import { barsView, lineView, renderResult } from "./render.ts"
 
 /**
  * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is
@@ -198,12 +198,10 @@ export const conduct = async (
     if (!interrupt.signal.aborted) {
       const logged = started?.options?.interruptGraceMs
       const grace = typeof logged === "number" ? logged : options.interruptGraceMs
-      io.err(
-        `cohort: ${signal}: asking the ranks to save and stop (grace ${grace / 1000} s); ` +
-          `send it again to stop at once` +
-          (started === undefined ? "" : `; then resume with: ${resumeCommand(started.runDir)}`) +
-          "\n"
-      )
+      // No resume hint here: whether there is anything to resume (a run still forming, one whose
+      // last epoch just ended, a served run whose ranks save on their hosts) is known at the end,
+      // and the end's line gives the hint when there is.
+      io.err(`cohort: ${signal}: asking the ranks to save and stop (grace ${grace / 1000} s); send it again to stop at once\n`)
       interrupt.abort(signal)
     } else if (!stop.signal.aborted) {
       io.err(`cohort: ${signal} again: stopping at once\n`)

@@ -482,7 +482,9 @@ export const renderResult = (
   // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
   const served = (result as { readonly transport?: string }).transport === "serve"
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
-  const resumeHint = served ? "" : `; resume with: ${resumeCommand(runDir)}`
+  // Interrupted before training started (still forming): nothing was trained, nothing to resume.
+  const trainedNothing = outcome?.status === "interrupted" && outcome.uncommitted === undefined && result.epochs.length === 0
+  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir)}`
   const stoppedLine = outcome === undefined && result.failed !== undefined
     ? failureLine(result.failed, runDir)
     : outcome === undefined
@@ -490,6 +492,8 @@ export const renderResult = (
       `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
+    : outcome.status === "interrupted" && trainedNothing
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
     : outcome.status === "interrupted"
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
       `the epoch's uncommitted ranges are in ${runDir}/summary.json${resumeHint}`
