@@ -40,6 +40,15 @@ const closeStallMs = 10
 export const closeLingerMsMax = 1000
 
 /**
+ * How long a peer has to answer the server's close frame (ms) before the connection counts as
+ * ended, with the code the server closed with.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const closeAnswerMs = 1000
+
+/**
  * A WebSocket server on `Deno.serve`. `Deno.upgradeWebSocket` has no payload limit, so a message
  * over `maxPayloadBytes` is checked on arrival and closes the connection with 1009 before it is
  * passed on.
@@ -51,7 +60,9 @@ export const closeLingerMsMax = 1000
  * from another process). So the close frame goes out once no message has arrived for
  * `closeQuietMs` (timed by a timer that fired on time, so that a stalled event loop does not count as
  * quiet), or `closeLingerMsMax` after the decision at the latest; the connection's
- * `close` handler still gets the decided code, and nothing arriving in between is passed on.
+ * `close` handler still gets the decided code, and nothing arriving in between is passed on. A
+ * peer that never answers the close frame ends the connection for the server `closeAnswerMs`
+ * after it went out.
  *
  * @since 0.1.0
  * @category sockets
@@ -88,6 +99,16 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         socket.binaryType = "arraybuffer"
         let handlers: Types.SocketHandlers | undefined
         let closedWith: number | undefined
+        // The connection's end is reported once: by `onclose`, or `closeAnswerMs` after the close
+        // frame went out when the peer never answers it (Deno's socket then never closes).
+        let reported = false
+        let answerTimer: ReturnType<typeof setTimeout> | undefined
+        const report = (code: number) => {
+          if (reported) return
+          reported = true
+          clearTimeout(answerTimer)
+          handlers?.close(code)
+        }
         // Set while the close frame waits for the peer to go quiet.
         let linger: { readonly poke: () => void; readonly cancel: () => void } | undefined
         const closeWhenQuiet = (code: number, reason: string) => {
@@ -102,6 +123,7 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
           const flush = () => {
             cancel()
             socket.close(code, reason)
+            answerTimer = setTimeout(() => report(code), closeAnswerMs)
           }
           const poke = () => {
             clearTimeout(timer)
@@ -148,7 +170,7 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
           // The peer left first: no close frame is waiting any more.
           linger?.cancel()
           // Deno reports a connection dropped without a close frame as code 0; the protocol says 1006.
-          handlers?.close(closedWith ?? (event.code === 0 || !event.wasClean ? 1006 : event.code))
+          report(closedWith ?? (event.code === 0 || !event.wasClean ? 1006 : event.code))
         }
         return response
       }

@@ -85,10 +85,14 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
     })
   })
 
+/** How long a peer has to answer the close of a connection `ws` closed for a protocol error (ms). */
+const closeAnswerMs = 1000
+
 /**
  * A `ws` WebSocket server on `host:port` (Node), on a `node:http` server that answers plain
  * requests with `options.http` (426 without it). Messages over `maxPayloadBytes` close the
- * connection with 1009, reported to `close` as 1009.
+ * connection with 1009, reported to `close` as 1009; a peer that does not answer a close for a
+ * protocol error within 1 s has its connection ended then.
  *
  * @since 0.1.0
  * @category sockets
@@ -106,12 +110,19 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         send: (data) => socket.send(data),
         close: (code, reason) => socket.close(code, reason)
       }, request.socket.remoteAddress ?? "")
+      let closeTimer: ReturnType<typeof setTimeout> | undefined
       socket.on("error", (error: Error & { code?: string }) => {
         if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") tooBig = true
+        // ws has sent its close frame (1009, 1002) and waits up to 30 s for the peer's: a peer that
+        // never answers would keep the link open that long (the rank then looks stale, not closed).
+        closeTimer ??= setTimeout(() => socket.terminate(), closeAnswerMs)
       })
       socket.on("message", (data, isBinary) =>
         handlers.message(isBinary ? bytesOf(Array.isArray(data) ? Buffer.concat(data) : data) : String(data)))
-      socket.on("close", (code) => handlers.close(tooBig ? 1009 : code))
+      socket.on("close", (code) => {
+        if (closeTimer !== undefined) clearTimeout(closeTimer)
+        handlers.close(tooBig ? 1009 : code)
+      })
     })
     http.listen(options.port, options.host, () => {
       const address = http.address()

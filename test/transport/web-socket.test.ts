@@ -1,3 +1,4 @@
+import * as Net from "node:net"
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
@@ -72,6 +73,33 @@ const rawSilent = (url: string) => {
 }
 
 const join = (token: string, rank: unknown) => JSON.stringify({ token, rank })
+
+/**
+ * A WebSocket client made by hand on a TCP socket, which never answers anything: the opening
+ * handshake, then `joinText` as one masked text frame; resolves once the server's welcome arrived.
+ */
+const rawClient = (port: number, joinText: string): Promise<Net.Socket> =>
+  new Promise((resolve, reject) => {
+    // Half-open allowed: the server's FIN is not answered with ours either.
+    const socket = Net.connect({ port, host: "127.0.0.1", allowHalfOpen: true })
+    let received = ""
+    let upgraded = false
+    socket.on("error", reject)
+    socket.on("connect", () =>
+      socket.write(
+        "GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+          "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+      ))
+    socket.on("data", (chunk: Buffer) => {
+      if (upgraded) return resolve(socket) // the welcome
+      received += chunk.toString("latin1")
+      if (!received.includes("\r\n\r\n")) return
+      upgraded = true
+      const text = Buffer.from(joinText)
+      socket.write(Buffer.concat([Buffer.from([0x81, 0x80 | text.length, 0, 0, 0, 0]), text]))
+      if (received.length > received.indexOf("\r\n\r\n") + 4) resolve(socket) // the welcome came with the upgrade
+    })
+  })
 const sleep = (ms: number) => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, ms)))
 
 const refusedWith = <R>(effect: Effect.Effect<unknown, Transport.TransportError, R>) =>
@@ -348,6 +376,24 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       }
       assert.strictEqual((yield* server.transport.stats).framesReceived, 0)
     })))
+
+  // Breaker finding: a client that never answers the close (a raw socket here) kept its link open
+  // for ws's 30 s close timeout on Node, so its rank died of stale heartbeats instead of 1009.
+  it.effect("a message over messageBytesMax from a client that never answers the close ends its link with 1009 within seconds", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, messageBytesMax: 1024 })
+      const { port } = new URL(server.url)
+      const raw = yield* Effect.acquireRelease(
+        Effect.promise(() => rawClient(Number(port), join(runToken, 0))),
+        (socket) => Effect.sync(() => socket.destroy())
+      )
+      const startedMs = Date.now()
+      // A masked binary frame of 2048 bytes (mask 0: the payload as is); then nothing, ever.
+      raw.write(Buffer.concat([Buffer.from([0x82, 0x80 | 126, 2048 >> 8, 2048 & 0xff, 0, 0, 0, 0]), Buffer.alloc(2048)]))
+      const ended = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 0, cause: DeathReport.disconnected(1009) })
+      assert.isBelow(Date.now() - startedMs, 10_000)
+    })), 60_000)
 
   it.effect("a message over messageBytesMax closes the connection with 1009 and never reaches the inbox", () =>
     Effect.scoped(Effect.gen(function*() {
