@@ -4,8 +4,16 @@ if (globalThis.Bun === undefined && globalThis.Deno === undefined) {
   const { register } = await import("tsx/esm/api")
   register()
 }
+// Something that ends the process before the command is done (a trainer module that calls
+// process.exit while the launcher imports it to check it) is named, not silent. `cohort join`
+// ends its process itself when its rank leaves (actors/socket-rank.ts `leaveThrough`).
+let done = process.argv[2] === "join"
+process.on("exit", (code) => {
+  if (!done) process.stderr.write(`cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`)
+})
 const { main } = await import("../src/cli/index.ts")
 const code = await main(process.argv.slice(2))
+done = true
 process.exitCode = code
 // The command is done. A trainer module imported into this process (the launcher checks it here)
 // may have left a timer or a socket open: it must not keep the command alive. The process exits

@@ -12,6 +12,7 @@ import { freePort, startCli } from "../cli-process.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const lingering = fileURLToPath(new URL("../fixtures/trainers/lingering-timer.ts", import.meta.url))
+const exitsWhileLoading = fileURLToPath(new URL("../fixtures/trainers/exits-while-loading.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-serve-listen-"))
 const children: Array<ChildProcess> = []
 afterAll(() => {
@@ -59,4 +60,12 @@ describe(`the cohort command as a process (${Runtime.detect()})`, () => {
     expect({ code, summary: JSON.parse(run.out()).outcome.status }).toEqual({ code: 0, summary: "completed" })
     expect(Date.now() - summaryAt).toBeLessThan(20_000)
   }, 180_000)
+
+  it("a trainer module that calls process.exit while it is imported: the command says so on stderr and exits with that code", async () => {
+    const run = startCli(["run", "--trainer", exitsWhileLoading, "--out", join(dir, "runs")], { cwd: dir, started: children })
+    expect([await run.exit, run.err()]).toEqual([
+      7,
+      "cohort: the process exited with code 7 before the command finished (did the trainer module call process.exit?)\n"
+    ])
+  }, 90_000)
 })
