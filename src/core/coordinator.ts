@@ -149,6 +149,21 @@ const onEvalResult = (state: State, rank: Rank, message: Extract<ToCoordinator, 
   state.evals.push({ epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
 }
 
+/**
+ * A `CheckpointResult` after the run ended (the last epoch's checkpoint is asked as the run
+ * completes): the pending checkpoint's result is recorded, a failure as a `CheckpointFailed` alert
+ * (nothing fails over after the end); any other is a stale callback result.
+ */
+const onLateCheckpointResult = (state: State, rank: Rank, message: Extract<ToCoordinator, { _tag: "CheckpointResult" }>, cmds: Array<Command>): void => {
+  const pending = state.checkpoint
+  if (pending === undefined || pending.version !== message.version || pending.rank !== rank) {
+    state.counters.staleCallbackResults += 1
+    return
+  }
+  state.checkpoint = undefined
+  if (!message.ok) alert(state, cmds, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: rank ${rank} failed after the run ended: ${message.detail}`)
+}
+
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
   const { counters, membership } = state
   if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
@@ -169,6 +184,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     // After the end, exits and the last eval are recorded; everything else decides nothing.
     if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
     else if (message._tag === "EvalResult") onEvalResult(state, rank, message)
+    else if (message._tag === "CheckpointResult") onLateCheckpointResult(state, rank, message, cmds)
     else if (message._tag !== "Heartbeat" && message._tag !== "Hello") counters.framesAfterEnd += 1
     return
   }

@@ -87,7 +87,16 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)
     else Membership.markExited(membership, d.rank)
-    if (!running) continue
+    if (!running) {
+      // After the end nothing fails over, but a checkpoint its holder died with is said lost
+      // (the last epoch's checkpoint is asked as the run completes).
+      const pending = state.checkpoint
+      if (d.kind === "death" && pending !== undefined && pending.rank === d.rank) {
+        state.checkpoint = undefined
+        alert(state, alerts, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: rank ${d.rank} died with it pending after the run ended`)
+      }
+      continue
+    }
     moveRoles(state, d.rank)
     if (state.checkpoint !== undefined && state.checkpoint.rank === d.rank) {
       checkpointMoved = failoverCheckpoint(state, alerts, `rank ${d.rank} ${d.kind === "death" ? "died" : "exited"} with it pending`, false) ||

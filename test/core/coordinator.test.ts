@@ -581,6 +581,30 @@ describe("eval results (breaker finding: a rank could write the run's accuracy u
   })
 })
 
+describe("the last checkpoint after the run ended (breaker finding: a checkpoint that never finished was missing without a word)", () => {
+  it("a failed result says CheckpointFailed; a holder that dies with it pending says it too; a stale one is counted", () => {
+    for (const ending of ["failed", "died"] as const) {
+      const s = make({ worldSize: 2, epochSamples: 2, epochs: 1, rolePolicy: { rank: 0 } })
+      Coordinator.start(s)
+      params(s, 0, 10, 1)
+      const end = params(s, 1, 10, 1)
+      expect(deliveries(s, end).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[0, { _tag: "Checkpoint", version: 0 }]])
+      expect(s.phase).toBe("completed")
+      expect(frame(s, 1, 11, { _tag: "CheckpointResult", version: 0, ok: true, detail: "" })).toEqual([]) // not its holder
+      const cmds = ending === "failed"
+        ? frame(s, 0, 12, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" })
+        : (report(s, 0, 12), tick(s, 12))
+      const alerts = cmds.flatMap((c) => (c._tag === "Alert" && c.alert.class === "CheckpointFailed" ? [c.alert.detail] : []))
+      expect(alerts).toEqual([
+        ending === "failed"
+          ? "checkpoint 0 not saved: rank 0 failed after the run ended: disk full"
+          : "checkpoint 0 not saved: rank 0 died with it pending after the run ended"
+      ])
+      expect([s.checkpoint, s.counters.staleCallbackResults]).toEqual([undefined, 1])
+    }
+  })
+})
+
 describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
   it("every role moves to the fastest rank; the pending checkpoint 0 finishes on rank 0 and checkpoint 1 goes to rank 1", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 2 })
