@@ -84,7 +84,8 @@ export interface Hooks {
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
- *   ready) before the run fails to form (default 120000). The core starts when the last one did.
+ *   ready) before the run fails to form (default 120000). The core starts when the last one did
+ *   (when the core's `minRanks`-th one did, issue 17; the rest join the running run).
  * - `resume`: a resumed run's starting point (issue 13; `Core.Resume`) and the parent's model.
  *   At formation every rank gets `Update{round: firstRound - 1, params}` (ranks `setParams` it)
  *   before the core's first commands; a model whose length is not the agreed parameter count
