@@ -90,7 +90,8 @@ export interface RunOptions {
   readonly maxRanks?: number
   /**
    * Formation starts once this many ranks joined (issue 17); the others may join while the run
-   * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with `ring`). Default `worldSize`.
+   * trains. Integer in `[1, worldSize]`. Default `worldSize`. Not below `worldSize` with the `ring`
+   * backend (`LaunchError` on `minRanks`).
    */
   readonly minRanks?: number
   /** Epochs, `>= 1`. Default 3. */

@@ -75,9 +75,10 @@ const baseline = async (mode: string): Promise<number> => {
  */
 const grownRun = async (mode: "progressive" | "static", during: (url: string, env: Record<string, string>) => Promise<void>) => {
   const paceFile = join(dir, `pace-${mode}`)
-  // Epoch 0 of 2 ranks lasts about 32 s at 1 s a batch: the joiners' commands start in time on a
-  // loaded machine; once both are in, 300 ms a batch: epoch 1 lasts seconds, time to kill in it.
-  writeFileSync(paceFile, "1000")
+  // Epoch 0 of 2 ranks lasts about 64 s at 2 s a batch: the joiners' commands start in time on a
+  // loaded machine (they take seconds each); once both are in, 300 ms a batch: epoch 1 lasts
+  // seconds, time to kill in it.
+  writeFileSync(paceFile, "2000")
   const env = { COHORT_TEST_PACE: paceFile }
   const port = await freePort()
   const serve = cohort(
@@ -108,9 +109,22 @@ const grownRun = async (mode: "progressive" | "static", during: (url: string, en
 }
 
 describe(`growing a served run: cohort serve --max-ranks and cohort join (${runtime})`, () => {
+  it("bad flags: --max-ranks under the world size, --min-ranks over it or under 1, and growth with the ring backend are one line each and exit 2", async () => {
+    const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
+      [["--world-size", "3", "--max-ranks", "2"], "cohort: --max-ranks must be at least the world size (3), got 2\n"],
+      [["--world-size", "2", "--min-ranks", "3"], "cohort: --min-ranks must be at most the world size (2), got 3\n"],
+      [["--min-ranks", "0"], "cohort: --min-ranks must be an integer >= 1, got '0'\n"],
+      [["--world-size", "2", "--max-ranks", "4", "--backend", "ring"], "cohort: --max-ranks above the world size needs --backend cpu: a ring run cannot grow yet\n"],
+      [["--world-size", "3", "--min-ranks", "2", "--backend", "ring"], "cohort: --min-ranks below the world size needs --backend cpu: a ring run cannot take late ranks yet\n"]
+    ]
+    for (const [args, line] of cases) {
+      const p = cohort(["serve", ...args])
+      expect([await p.exit, p.err()]).toEqual([2, line])
+    }
+  }, 120_000)
+
   // Both modes run side by side (the paced ranks mostly wait), each beside its fixed 3-rank baseline.
   it("2 ranks grow to 4 in epoch 0 and rank 0 dies in epoch 1; both modes complete with clean audits and the accuracy of a fixed 3-rank run. Progressive: each joiner trains its first chunks in epoch 0; a join beyond maxRanks (4013) and one with rank 0's index (4015) are refused. Static: empty partitions in epoch 0, partitions from epoch 1", async () => {
-    const bases = { progressive: baseline("progressive"), static: baseline("static") }
     let full: [number | null, string] = [null, ""]
     let dead: [number | null, string] = [null, ""]
     let served = ""
@@ -124,6 +138,8 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
       }),
       grownRun("static", async () => {})
     ])
+    // The baselines train at full speed: after the grown runs, so that they never slow the joins.
+    const bases = { progressive: baseline("progressive"), static: baseline("static") }
     for (const { codes, summary } of [progressive, statik]) {
       expect(codes).toEqual([0, 0, 0, 0, null])
       expect(audits(summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
