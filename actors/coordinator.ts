@@ -65,6 +65,8 @@ import * as WireError from "../src/wire/wire-error.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ * - `onTurnedAway`: a joiner the shell closed before the core saw its join (issue 17: its `Hello`
+ *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
  * @since 0.1.0
  * @category options
@@ -73,6 +75,7 @@ export interface Hooks {
   readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+  readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
 }
 
 /**
@@ -587,6 +590,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       if (state.paramsLength !== undefined && paramsLength !== state.paramsLength) {
         turnedAway.add(rank)
         transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
+        const reason = `rank ${rank}'s Hello gave ${paramsLength} parameters; the run agreed on ${state.paramsLength}`
+        observe(() => hooks.onTurnedAway?.(rank, Transport.CloseCode.ParamsMismatch, reason))
         return undefined
       }
       return stepNow({ _tag: "Join", rank, nowMs })

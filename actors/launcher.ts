@@ -512,6 +512,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
       }
     },
+    onTurnedAway: (_rank, closeCode, reason) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: "" }),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
