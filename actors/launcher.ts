@@ -459,7 +459,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       if (!formedEmitted && state.started) {
         formedEmitted = true
         server?.markFormed()
-        emit({ type: "formed", ms, worldSize })
+        const present = Core.activeCount(state)
+        emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
       }
       switch (command._tag) {
         case "Alert":
