@@ -65,6 +65,8 @@ import * as WireError from "../src/wire/wire-error.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ * - `onTurnedAway`: a joiner the shell closed before the core saw its join (issue 17: its `Hello`
+ *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
  * @since 0.1.0
  * @category options
@@ -73,6 +75,7 @@ export interface Hooks {
   readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+  readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
 }
 
 /**
@@ -84,7 +87,8 @@ export interface Hooks {
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
- *   ready) before the run fails to form (default 120000). The core starts when the last one did.
+ *   ready) before the run fails to form (default 120000). The core starts when the last one did
+ *   (when the core's `minRanks`-th one did, issue 17; the rest join the running run).
  * - `resume`: a resumed run's starting point (issue 13; `Core.Resume`) and the parent's model.
  *   At formation every rank gets `Update{round: firstRound - 1, params}` (ranks `setParams` it)
  *   before the core's first commands; a model whose length is not the agreed parameter count
@@ -590,6 +594,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       if (state.paramsLength !== undefined && paramsLength !== state.paramsLength) {
         turnedAway.add(rank)
         transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
+        const reason = `rank ${rank}'s Hello gave ${paramsLength} parameters; the run agreed on ${state.paramsLength}`
+        observe(() => hooks.onTurnedAway?.(rank, Transport.CloseCode.ParamsMismatch, reason))
         return undefined
       }
       return stepNow({ _tag: "Join", rank, nowMs })

@@ -327,6 +327,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   check(maxRanks <= (served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax), "maxRanks", `at most ${served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax} ranks, got ${maxRanks}`)
   // A ring joiner needs the model from a live peer (the core's `SendModel`); no shell carries that out yet.
   check(backend === "cpu" || maxRanks === worldSize, "maxRanks", `a ring run cannot grow yet: use the cpu backend, or maxRanks = worldSize (${worldSize})`)
+  check(backend === "cpu" || options.minRanks === undefined || options.minRanks === worldSize, "minRanks", `a ring run cannot take late ranks yet: use the cpu backend, or minRanks = worldSize (${worldSize})`)
   const made = Core.make({
     worldSize,
     maxRanks,
@@ -472,7 +473,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       if (!formedEmitted && state.started) {
         formedEmitted = true
         server?.markFormed()
-        emit({ type: "formed", ms, worldSize })
+        const present = Core.activeCount(state)
+        emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
       }
       switch (command._tag) {
         case "Alert":
@@ -528,6 +530,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         }
       }
     },
+    onTurnedAway: (_rank, closeCode, reason) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: "" }),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"

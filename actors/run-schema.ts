@@ -5,7 +5,7 @@
  *
  * The schemas follow `actors/run-types.ts` and `src/core/coordinator.ts`. Fields that are
  * `undefined` in memory are absent in JSON, so they are optional keys here; fields added after
- * the first release (`skippedFaults`, `saves`, `Outcome.deaths`, `Death.afterEnd`) are optional too, so
+ * the first release (`skippedFaults`, `saves`, `Outcome.deaths`, `Death.afterEnd`, `Outcome.joins`) are optional too, so
  * older runs still read. Strings that are only printed (alert classes, detectors, causes) are any
  * string; values the report branches on (`outcome.status`, `exitCode`, event `type`) are literals.
  *
@@ -64,7 +64,8 @@ const Outcome = Schema.Struct({
   epochs: Schema.Array(EpochSummary),
   evals: Schema.Array(Schema.Struct({ epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite })),
   uncommitted: optional(Schema.Struct({ epoch: Count, ranges: Schema.Array(Schema.Tuple([Count, Count])) })),
-  counters: Schema.Record(Schema.String, Schema.Finite)
+  counters: Schema.Record(Schema.String, Schema.Finite),
+  joins: optional(Schema.Array(Schema.Struct({ rank: Count, atMs: Ms, epoch: Count, firstRound: Count, samples: Count })))
 })
 
 const DeathTiming = Schema.Struct({
@@ -170,7 +171,8 @@ export const RunEvent = Schema.Union([
   event("listening", { url: Schema.String }),
   event("joined", { rank: Count, address: Schema.String }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
-  event("formed", { worldSize: Count }),
+  event("formed", { worldSize: Count, joined: optional(Count) }),
+  event("welcomed", { rank: Count, epoch: Count, firstRound: Count, samples: Count, given: Schema.String }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),
   event("alert", { alert: Alert }),
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),

@@ -90,7 +90,8 @@ export interface RunOptions {
   readonly maxRanks?: number
   /**
    * Formation starts once this many ranks joined (issue 17); the others may join while the run
-   * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with `ring`). Default `worldSize`.
+   * trains. Integer in `[1, worldSize]`. Default `worldSize`. Not below `worldSize` with the `ring`
+   * backend (`LaunchError` on `minRanks`).
    */
   readonly minRanks?: number
   /** Epochs, `>= 1`. Default 3. */
@@ -293,7 +294,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * journal: one JSON object per line, appended, never rewritten; `ms` = milliseconds since the run
  * started). Events come in the order they happened and `ms` never decreases; a death comes before
  * the decisions and alerts it caused. `started` carries the run's options (defaults filled in,
- * functions and signals left out); `formed` says every rank joined. Over WebSocket
+ * functions and signals left out); `formed` says every rank joined (or, with `minRanks` below the
+ * world size, that `joined` of them did and training started; issue 17). Over WebSocket
  * (`transport: "websocket"`, `serve`): `listening` gives the server's URL (never the token),
  * `joined` each accepted join (rank, peer address) and `refused` each refused one (close code,
  * reason, peer address; a join the coordinator refused after the joiner's `Hello`, issue 17, has
@@ -322,7 +324,7 @@ export type RunEvent =
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
   | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
-  | { readonly type: "formed"; readonly ms: number; readonly worldSize: number }
+  | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }
   | { readonly type: "welcomed"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly firstRound: number; readonly samples: number; readonly given: string }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }

@@ -128,7 +128,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "refused":
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
-      return `formed: every one of the ${plural(event.worldSize, "rank")} joined`
+      return event.joined === undefined
+        ? `formed: every one of the ${plural(event.worldSize, "rank")} joined`
+        : `formed: ${event.joined} of the ${plural(event.worldSize, "rank")} joined (--min-ranks); the others join while it trains`
     case "welcomed":
       return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once): ${event.given}`
     case "ended":

@@ -183,6 +183,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (maxRanks > options.worldSize && options.backend === "ring") {
       throw new UsageError("--max-ranks above the world size needs --backend cpu: a ring run cannot grow yet")
     }
+    if (minRanks < options.worldSize && options.backend === "ring") {
+      throw new UsageError("--min-ranks below the world size needs --backend cpu: a ring run cannot take late ranks yet")
+    }
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
   } catch (error) {

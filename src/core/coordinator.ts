@@ -101,8 +101,9 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
  * Starts the run at `nowMs` (default: the time given to `make`): every rank counts as seen then,
  * the roles are announced to every rank, the ring is formed (ring backend), and epoch 0 is planned
  * (`StartEpoch` per rank, or the first chunks). Call once, before any `step`; a second call
- * returns nothing. The shell calls it when every rank has joined, so that slow starts (loading a
- * dataset) never look like stale ranks.
+ * returns nothing. The shell calls it when every rank has joined (`minRanks` of them, issue 17:
+ * the others are `absent` and join later), so that slow starts (loading a dataset) never look like
+ * stale ranks.
  *
  * @since 0.1.0
  * @category steps

@@ -120,7 +120,14 @@ describe("coordinator actor", () => {
       const made = Core.make({ worldSize: 2, maxRanks: 5, epochSamples: 1024, epochs: 1, mode: "progressive" }, 0)
       if ("_tag" in made) return assert.fail(made.reason)
       const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
-      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+      const turnedAway: Array<string> = []
+      const handle = yield* Coordinator.start({
+        state: made,
+        transport,
+        tickMs: 10,
+        coordHeartbeatMs: Number.POSITIVE_INFINITY,
+        hooks: { onTurnedAway: (rank, code, reason) => void turnedAway.push(`${rank} ${code} ${reason}`) }
+      })
       const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
       const frame = (rank: number, message: ToCoordinator) =>
         Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
@@ -145,6 +152,7 @@ describe("coordinator actor", () => {
       ])
       assert.deepStrictEqual(handle.state.joins.map((j) => [j.rank, j.epoch, j.firstRound, j.samples]), [[2, 0, 2, 256]])
       assert.deepStrictEqual(disconnected, [[3, Transport.CloseCode.ParamsMismatch]])
+      assert.deepStrictEqual(turnedAway, ["3 4009 rank 3's Hello gave 5 parameters; the run agreed on 2"])
       yield* handle.interrupt("SIGINT")
       yield* hello(4)
       while (disconnected.length < 2) yield* Effect.sleep(1)
