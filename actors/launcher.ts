@@ -437,22 +437,26 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       roundLoss.onFrame(rank, message)
       if (message._tag === "Progress" && message.epoch === state.epoch) {
         if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
+        // A progressive rank's samplesDone (its static list's position) stays 0: its samples are
+        // the chunks it completed in the epoch.
+        const samplesDone = mode === "static" ? message.samplesDone : trainedInEpoch.get(rank) ?? 0
         const last = lastProgressEventMs.get(rank) ?? 0
         // Samples per second from successive reports (a batch's own time says nothing about the
         // waits between batches).
         const previous = lastRate.get(rank)
         // The first report of an epoch counts from the epoch's start (a batch's own time leaves
         // out every wait, and a tiny model trains a batch in microseconds).
-        const rate = previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
-          ? ((message.samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
-          : nowMs > epochStartedMs ? (message.samplesDone * 1000) / (nowMs - epochStartedMs) : 0
-        lastRate.set(rank, { epoch: message.epoch, samples: message.samplesDone, ms: nowMs })
+        // (A progressive rank's samples grow a chunk at a time: its rate is the epoch's average.)
+        const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
+          ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
+          : nowMs > epochStartedMs ? (samplesDone * 1000) / (nowMs - epochStartedMs) : 0
+        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
           rank,
           epoch: message.epoch,
-          samplesDone: message.samplesDone,
+          samplesDone,
           samplesPerSecond: Math.max(0, rate),
           state: rankState(rank)
         }

@@ -117,14 +117,14 @@ const start = (): void => {
     axes: [{ label: "seconds since the run started" }, { label: "rank (rounds on -1)", incrs: [1] }],
     // No live legend: its values (the x series' "s: --" among them) say nothing on a timeline.
     legend: { live: false },
-    // Declared dead comes last and as a ring, so the remainder's dot (often in the same
-    // millisecond) cannot hide it.
+    // Declared dead comes last, as a ring wider than the other marks, so neither the fault's dot
+    // (often a few milliseconds before) nor the remainder's (often in the same one) can hide it.
     series: [
       { label: "s" },
       dots("#7a869a", "round closed", 5),
-      dots("#d97706", "fault injected / first silence", 15),
+      dots("#d97706", "fault injected / first silence", 13),
       dots("#16a34a", "remainder held by survivors", 7),
-      ring("#dc2626", "declared dead", 13)
+      ring("#dc2626", "declared dead", 21)
     ],
     hooks: {
       draw: [(u) => {

@@ -65,12 +65,20 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("progressive mode reclaims a killed rank's chunks with a clean audit", async () => {
-    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }, { rank: 1, atSeconds: 999 }] })
+    const progress: Array<{ readonly rank: number; readonly samplesDone: number }> = []
+    const result = await Launcher.run({
+      ...fast, trainer: steady, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }, { rank: 1, atSeconds: 999 }],
+      onEvent: (event) => void (event.type === "progress" ? progress.push(event) : undefined)
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[0, "supervisor"]])
     // A fault the run ended before is reported, not silently dropped.
     expect(result.skippedFaults.map((f) => [f.rank, f.fault, f.reason.startsWith("the run ended after ")])).toEqual([[1, "kill", true]])
+    // Its progress events count the chunks each rank completed (a progressive rank's list
+    // position stays 0, as every progress event's did before).
+    const last = new Map(progress.map((e) => [e.rank, e.samplesDone]))
+    expect([1, 2].map((rank) => (last.get(rank) ?? 0) > 0)).toEqual([true, true])
   })
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {

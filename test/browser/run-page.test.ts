@@ -2,7 +2,8 @@
 // playwright-core): `cohort report --html` of an interrupted run and of a demo run opens with no
 // console error and shows every epoch's audit and every death with its three marks; a live demo
 // with `--dashboard --dashboard-faults` shows four ranks training, rank 2 killed from its button
-// and shown dead within 2 s, and its round and loss charts keep up (a point per round so far); a screenshot is saved in the run
+// and shown dead within 2 s, a page opened after the death showing its samples, and its round
+// and loss charts keep up (a point per round so far); a screenshot is saved in the run
 // directory and is not blank.
 //
 // Node only (vitest.config.ts leaves test/browser out of the Bun and Deno passes; the page's model
@@ -194,6 +195,21 @@ describe("the run page in headless Chromium", () => {
     expect(shownAfterMs, `rank 2 shown dead ${shownAfterMs} ms after the kill (journal: ${JSON.stringify(marks)})`).toBeLessThan(2000)
     expect(await page.getAttribute("#ranks tr[data-rank='2']", "data-detector")).toBe("supervisor")
     await page.waitForFunction(() => document.querySelector<HTMLElement>("#deaths tr")?.dataset.marks === "3", undefined, { timeout: 10_000 })
+    // A page opened after the death shows rank 2's samples as the first page does (its replay
+    // holds the dead rank's last progress), not an empty row.
+    await new Promise((resolve) => setTimeout(resolve, 1500))
+    const samplesOf = (on: Page) => on.evaluate(() => document.querySelectorAll("#ranks tr[data-rank='2'] td")[3]?.textContent)
+    const deadSamples = await samplesOf(page)
+    expect(deadSamples).toMatch(/^[1-9][\d,]*$/)
+    const late = await watchedPage(errors)
+    await late.goto(url)
+    await late.waitForFunction(
+      (shown) => document.querySelector<HTMLElement>("#ranks tr[data-rank='2']")?.dataset.status === "dead" &&
+        document.querySelectorAll("#ranks tr[data-rank='2'] td")[3]?.textContent === shown,
+      deadSamples,
+      { timeout: 10_000, polling: 50 }
+    )
+    await late.close()
     // The round and loss charts keep up: at least one point per round the journal held a moment
     // ago (every round of the demo carries its contributors' training loss).
     const roundsSoFar = journal(out).filter((e) => e.type === "round")

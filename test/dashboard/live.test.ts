@@ -180,6 +180,28 @@ describe("the live dashboard's server", () => {
     await next.body?.cancel()
   }, 60_000)
 
+  it("gives a new page the place of a page that stopped reading in the middle of its replay, when clientsMax pages are open", async () => {
+    const live = await startLive({ clientsMax: 1 })
+    live.onEvent(started)
+    // About 16 MiB of replay: more than the kernel's buffers take for a page that reads nothing.
+    const detail = "z".repeat(16 * 1024)
+    for (let i = 0; i < 1024; i++) live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: i } })
+    const stalled = connect(live.port, "127.0.0.1", () => stalled.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${live.port}\r\n\r\n`))
+    stalled.on("error", () => {})
+    stalled.pause()
+    await until(() => live.pages().open === 1)
+    let status = 0
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      const next = await fetch(`${live.url}events`, { headers: { connection: "close" } })
+      status = next.status
+      await next.body?.cancel()
+      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+    expect(status).toBe(200)
+    expect(live.pages().dropped).toBe(1)
+    stalled.destroy()
+  }, 60_000)
+
   it("answers only the paths it serves, as sent: //events is not the page, and a Host with anything after the address is refused", async () => {
     const live = await startLive()
     expect(await rawStatus(live.port, `[::1]:${live.port}`)).toBe("HTTP/1.1 200 OK")
