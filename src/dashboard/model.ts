@@ -170,11 +170,14 @@ const isRecord = (value: unknown): value is Json => typeof value === "object" &&
 const num = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 const str = (value: unknown): string | undefined => (typeof value === "string" ? value : undefined)
 
-/** Ranks are rows `0..worldSize-1`; an index outside that (or not an integer) is not shown. */
+/** Ranks are rows `0..worldSize-1`, and those a `welcomed` added; any other index is not shown. */
 const rowOf = (model: Model, rank: unknown): RankRow | undefined => {
   const r = num(rank)
   return r === undefined || !Number.isInteger(r) ? undefined : model.ranks[r]
 }
+
+/** The highest rank index a `welcomed` event may add a row for (a bound on a journal's rows). */
+const welcomedRankMax = 65_536
 
 const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !== "exited"
 
@@ -186,7 +189,7 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
+  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
@@ -226,6 +229,20 @@ export const apply = (model: Model, event: unknown): Model => {
     case "joined": {
       const row = rowOf(model, event.rank)
       if (row !== undefined) row.lastFrameMs = at
+      return model
+    }
+    case "welcomed": {
+      // A rank that joined the running run (issue 17): its row, after every index below it (an
+      // index between is vacant and may still join).
+      const rank = num(event.rank)
+      if (rank === undefined || !Number.isInteger(rank) || rank < 0 || rank >= welcomedRankMax) return model
+      while (model.ranks.length <= rank) {
+        model.ranks.push({ rank: model.ranks.length, status: "joining", detector: undefined, cause: undefined, epoch: undefined, samplesDone: 0, samplesPerSecond: 0, lastFrameMs: undefined })
+      }
+      const row = model.ranks[rank]!
+      if (row.status === "joining") row.status = "training"
+      row.epoch = num(event.epoch) ?? row.epoch
+      row.lastFrameMs = at
       return model
     }
     case "formed":

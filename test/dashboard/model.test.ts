@@ -62,6 +62,16 @@ describe("dashboard model: the run page folded from journal events", () => {
     expect(model.ranks.map((r) => [r.status, r.samplesDone])).toEqual([["saving", 40], ["saving", 0], ["dead", 0]])
   })
 
+  it("adds a row for a rank welcomed into the running run (issue 17), after any vacant index below it; its progress shows", () => {
+    const model = Model.fromEvents([started, { type: "formed", ms: 100, worldSize: 3 }])
+    Model.apply(model, { type: "welcomed", ms: 200, rank: 4, epoch: 0, firstRound: 2, samples: 10, given: "the tail half of rank 0's span" })
+    Model.apply(model, { type: "progress", ms: 300, rank: 4, epoch: 0, samplesDone: 8, samplesPerSecond: 80, state: "training" })
+    Model.apply(model, { type: "welcomed", ms: 400, rank: 1e9, epoch: 0, firstRound: 2, samples: 0, given: "" }) // no row that far
+    expect(model.ranks.map((r) => [r.rank, r.status, r.samplesDone])).toEqual([
+      [0, "training", 0], [1, "training", 0], [2, "training", 0], [3, "joining", 0], [4, "training", 8]
+    ])
+  })
+
   it("takes a dead or exited rank's progress from before its end, sent after it (a live page opened late), without bringing it back", () => {
     const model = Model.fromEvents([started, { type: "formed", ms: 100, worldSize: 3 }, death])
     Model.apply(model, { type: "ended", ms: 2600, outcome: { status: "completed", detail: "done" }, exitCode: 0 })
