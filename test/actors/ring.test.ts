@@ -146,6 +146,28 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.ring?.generations).toBe(2)
   })
 
+  it("worker threads' direct links are not checked by the coordinator: a corrupt step (every value NaN) fails its neighbour's collective, which says so in one line of its own output and is declared crashed; the survivors finish with clean audits", async () => {
+    const lines: Array<string> = []
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      // Ring of 4: step 5 is the last all-gather step, which the re-formed ring of 3 never reaches
+      // (a fault fires at every (round, step) it matches, and rank 1 survives here).
+      worldSize: 4,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 5, fault: "corrupt" }],
+      onRankOutput: (rank, line) => lines.push(`[rank ${rank}] ${line}`)
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "crashed: rank 2: ring collective failed: step 5 carried a value that is not finite"]])
+    expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
+      "[rank 2] cohort rank 2: ring collective failed (direct link): step 5 carried a value that is not finite"
+    ])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("shared")
+  })
+
   it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {
     const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, mode: "progressive", collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
