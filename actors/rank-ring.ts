@@ -66,7 +66,9 @@ export interface Contribution {
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
  * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox.
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
- * - `woken()` ends when a direct link delivered since the last `rearm()`.
+ * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
+ *   waiting for its commit), a generation's direct links arrived, or a collective failed, since
+ *   the last `rearm()`.
  *
  * @since 0.1.0
  * @category model
@@ -138,7 +140,10 @@ export const make = (options: RankRingOptions): RankRing => {
       const direct = new Ring.BufferedLink((message) => faultOr(message, (step) => Effect.sync(() => ports.send(step))))
       ports.onMessage((message) => {
         direct.push(message)
-        notify()
+        // Only an idle rank acts on a neighbour's step (it joins the collective); one whose
+        // collective runs or waits for its RoundCommitted would wake its loop for nothing, once
+        // a step.
+        if (collective === undefined && finished === undefined) notify()
       })
       portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
       notify()
@@ -194,7 +199,9 @@ export const make = (options: RankRingOptions): RankRing => {
         ),
         Effect.catch((error) =>
           Effect.sync(() => {
-            if (collective === entry) ringFailure = error
+            if (collective !== entry) return
+            ringFailure = error
+            notify() // the rank's loop leaves on it
           })
         )
       )
