@@ -64,8 +64,10 @@ export class RingLinkError extends Error {
 
 /**
  * A collective's view of its two neighbours. `send` delivers to the next ring rank and must keep
- * the order of sends; `receive` takes the next message from the previous ring rank, in the order
- * sent. Worker threads implement it over `MessageChannel` ports, hosts over WebSocket links.
+ * the order of sends; the sender gives up the message's `data` (a link may transfer its buffer or
+ * reuse it), and `allReduce` never touches data it sent. `receive` takes the next message from the
+ * previous ring rank, in the order sent; the receiver owns its `data` (`allReduce` adds into it and
+ * forwards it). Worker threads implement it over `MessageChannel` ports, hosts over WebSocket links.
  *
  * @since 0.1.0
  * @category model

@@ -83,6 +83,27 @@ const KIND_F32 = 2
 /** The data bytes a slot holds: the first step's, with room for segments one value longer (`Ring.segmentOf`) and more. */
 const slotDataBytesFor = (firstBytes: number): number => Math.ceil((firstBytes + 64) / 8) * 8
 
+/**
+ * Step buffers this worker gave up (written into a slot) kept for the steps it takes from a slot:
+ * a ring rank forwards what it received, so in steady state no step allocates (a fresh 400 KB
+ * typed array costs far more than the copy into it). At most `poolPerSizeMax` per kind and length.
+ */
+const pool = new Map<string, Array<Float64Array | Float32Array>>()
+const poolPerSizeMax = 4
+const poolKey = (f64: boolean, length: number): string => `${f64 ? 8 : 4}:${length}`
+
+const release = (data: Float64Array | Float32Array): void => {
+  // Only whole, unshared buffers: a view into a larger one may still be read through the rest.
+  if (data.byteOffset !== 0 || data.byteLength !== data.buffer.byteLength || !(data.buffer instanceof ArrayBuffer)) return
+  const key = poolKey(data instanceof Float64Array, data.length)
+  const kept = pool.get(key)
+  if (kept === undefined) pool.set(key, [data])
+  else if (kept.length < poolPerSizeMax) kept.push(data)
+}
+
+const acquire = (f64: boolean, length: number): Float64Array | Float32Array =>
+  pool.get(poolKey(f64, length))?.pop() ?? (f64 ? new Float64Array(length) : new Float32Array(length))
+
 interface WaitAsync {
   (array: Int32Array, index: number, value: number): { readonly async: false; readonly value: string } | {
     readonly async: true
@@ -148,9 +169,9 @@ class Segment {
     const offset = this.offsetOf(read)
     const meta = new Float64Array(this.buffer, offset, metaValues)
     const length = meta[5]!
-    const data = meta[4] === KIND_F64
-      ? new Float64Array(this.buffer, offset + metaBytes, length).slice()
-      : new Float32Array(this.buffer, offset + metaBytes, length).slice()
+    const f64 = meta[4] === KIND_F64
+    const data = acquire(f64, length)
+    data.set(f64 ? new Float64Array(this.buffer, offset + metaBytes, length) : new Float32Array(this.buffer, offset + metaBytes, length))
     const step: Step = { generation: meta[1]!, round: meta[2]!, step: meta[3]!, data }
     Atomics.store(this.header, READ, read + 1)
     return step
@@ -178,7 +199,10 @@ export class Sender {
     private readonly slots: number = slotsDefault
   ) {}
 
-  /** Sends `step`; its data's buffer may be transferred (the caller gives up `step.data`). */
+  /**
+   * Sends `step`. The caller gives up `step.data`: its buffer is transferred (the port lane) or
+   * reused for a step this worker takes from a slot later (the shared lane).
+   */
   send(step: Step): void {
     const seq = this.seq
     this.seq += 1
@@ -189,7 +213,10 @@ export class Sender {
     const segment = this.segment
     if (segment !== undefined) {
       if (segment.closed) return // the receiver moved to a newer generation: nobody takes this step
-      if (segment.tryWrite(seq, step)) return
+      if (segment.tryWrite(seq, step)) {
+        release(step.data)
+        return
+      }
       if (this.seq > 1) this.overflow += 1
     }
     this.post({ cohortStep: seq, step }, [step.data.buffer as ArrayBuffer])
