@@ -85,6 +85,12 @@ export interface RankRing {
   readonly failure: () => Ring.RingLinkError | undefined
   readonly woken: () => Effect.Effect<"woken">
   readonly rearm: () => void
+  /**
+   * A buffer for the next contribution's pre-round parameters: the last committed contribution's
+   * (nothing reads it once its round committed), taken once, when it has `length` values; else a
+   * new one. Saves allocating the whole vector every round.
+   */
+  readonly contributionBuffer: (length: number) => Float32Array
 }
 
 /**
@@ -160,6 +166,8 @@ export const make = (options: RankRingOptions): RankRing => {
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
   let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
   let ringFailure: Ring.RingLinkError | undefined
+  // The pre-round parameters of the last committed round: free for the next contribution.
+  let spare: Float32Array | undefined
 
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
   const abortCollective = Effect.suspend(() => {
@@ -233,6 +241,7 @@ export const make = (options: RankRingOptions): RankRing => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
       finished = undefined
+      spare = pending?.params
       pending = undefined
       return done.mean
     },
@@ -251,6 +260,11 @@ export const make = (options: RankRingOptions): RankRing => {
     woken: () => {
       const woken = wake
       return Effect.as(Deferred.await(woken), "woken" as const)
+    },
+    contributionBuffer: (length) => {
+      const buffer = spare
+      spare = undefined
+      return buffer !== undefined && buffer.length === length ? buffer : new Float32Array(length)
     },
     rearm: () => {
       wake = Deferred.makeUnsafe<void>()

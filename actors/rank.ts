@@ -276,7 +276,9 @@ export const run = (
         waitingUpdate = true
         if (ringBackend) {
           // The pre-round parameters: what every collective of this round (and its redo) averages.
-          const params = Float32Array.from(trainer.getParams())
+          const current = trainer.getParams()
+          const params = ring.contributionBuffer(current.length)
+          params.set(current)
           return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
         yield* send({ _tag: "Params", epoch, round, samplesDone, params: trainer.getParams() })
