@@ -287,7 +287,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
      * The ring backend's relay (issue 15): a ring step from `from` goes on to its next ring rank in
      * the current generation (ring order is the survivors' ascending order, which every death or
      * exit re-forms); a step of an older generation, or from a rank no longer live, is dropped.
-     * The data is re-encoded as decoded (the codec copies it once each way).
+     * A checked step goes on as the bytes it came in, only its frame header's sender replaced
+     * (`Codec.reframeFromCoordinator`); it is encoded again only if its header is not the one the
+     * codec writes.
      */
     let relayed = 0
     let relayDropped = 0
@@ -302,7 +304,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
      * it does: then nothing is relayed and the caller closes the sender (`BadRingStep`), whose
      * later steps (already on their way) are dropped until its death is declared.
      */
-    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>): string | undefined => {
+    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>, bytes: Uint8Array): string | undefined => {
       const ring = state.ring
       const members = relayRing
       const ringRank = members?.ringRankOf.get(from)
@@ -322,7 +324,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         return undefined
       }
       relayed += 1
-      transport.sendUnsafe(next, Codec.encode(Frame.fromCoordinator(message)))
+      transport.sendUnsafe(next, Codec.reframeFromCoordinator(bytes, from) ?? Codec.encode(Frame.fromCoordinator(message)))
       return undefined
     }
 
@@ -557,7 +559,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           }
           const frameMessage = decoded.success.message as ToCoordinator
           if (frameMessage._tag === "RingData") {
-            const problem = relay(event.peer, frameMessage)
+            const problem = relay(event.peer, frameMessage, event.bytes)
             if (problem !== undefined) {
               // The sender broke the ring protocol: it is closed and declared dead, not the
               // neighbour its step would have failed (a relayed step is checked before it goes on).

@@ -61,6 +61,9 @@ export const defaults = {
   mode: "static",
   backend: "cpu",
   transport: "worker",
+  /** Slots of each worker ring link's shared-memory segment (`RunOptions.ringSharedSlots`); 0: ports only. */
+  ringSharedSlots: 4,
+  ringSharedSlotsMax: 64,
   heartbeatTimeoutMs: 10_000,
   /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
   heartbeatIntervalMs: 1_000,
@@ -280,8 +283,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const floods = options.floods ?? []
   const backend = options.backend ?? defaults.backend
   const collectiveFaults = options.collectiveFaults ?? []
-  // Worker threads link ring neighbours directly (MessageChannel); processes go through the relay.
-  const ringLinks: "port" | "relay" = transportKind === "worker" ? "port" : "relay"
+  // Worker threads link ring neighbours directly (shared memory where the runtime can wait on it
+  // without blocking, else MessageChannel); processes go through the relay.
+  const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
+  check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
+  const ringLinks: "shared" | "port" | "relay" = transportKind !== "worker" ? "relay" : ringSharedSlots > 0 && Worker.sharedRingLinks() ? "shared" : "port"
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   if (served === undefined) {
@@ -644,7 +650,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
           kill: h.terminate,
-          formRingLinks: (generation, peers) => void h.formRing(generation, peers)
+          formRingLinks: (generation, peers) => void h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0)
         }))
       case "process":
         return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
@@ -707,7 +713,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
         backend,
-        ringLinks: ringLinks,
+        ringLinks: ringLinks === "relay" ? "relay" : "port",
         collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,

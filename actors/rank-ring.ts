@@ -66,7 +66,9 @@ export interface Contribution {
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
  * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox.
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
- * - `woken()` ends when a direct link delivered since the last `rearm()`.
+ * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
+ *   waiting for its commit), a generation's direct links arrived, or a collective failed, since
+ *   the last `rearm()`.
  *
  * @since 0.1.0
  * @category model
@@ -83,6 +85,12 @@ export interface RankRing {
   readonly failure: () => Ring.RingLinkError | undefined
   readonly woken: () => Effect.Effect<"woken">
   readonly rearm: () => void
+  /**
+   * A buffer for the next contribution's pre-round parameters: the last committed contribution's
+   * (nothing reads it once its round committed), taken once, when it has `length` values; else a
+   * new one. Saves allocating the whole vector every round.
+   */
+  readonly contributionBuffer: (length: number) => Float32Array
 }
 
 /**
@@ -138,7 +146,10 @@ export const make = (options: RankRingOptions): RankRing => {
       const direct = new Ring.BufferedLink((message) => faultOr(message, (step) => Effect.sync(() => ports.send(step))))
       ports.onMessage((message) => {
         direct.push(message)
-        notify()
+        // Only an idle rank acts on a neighbour's step (it joins the collective); one whose
+        // collective runs or waits for its RoundCommitted would wake its loop for nothing, once
+        // a step.
+        if (collective === undefined && finished === undefined) notify()
       })
       portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
       notify()
@@ -155,6 +166,8 @@ export const make = (options: RankRingOptions): RankRing => {
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
   let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
   let ringFailure: Ring.RingLinkError | undefined
+  // The pre-round parameters of the last committed round: free for the next contribution.
+  let spare: Float32Array | undefined
 
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
   const abortCollective = Effect.suspend(() => {
@@ -194,7 +207,9 @@ export const make = (options: RankRingOptions): RankRing => {
         ),
         Effect.catch((error) =>
           Effect.sync(() => {
-            if (collective === entry) ringFailure = error
+            if (collective !== entry) return
+            ringFailure = error
+            notify() // the rank's loop leaves on it
           })
         )
       )
@@ -226,6 +241,7 @@ export const make = (options: RankRingOptions): RankRing => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
       finished = undefined
+      spare = pending?.params
       pending = undefined
       return done.mean
     },
@@ -244,6 +260,11 @@ export const make = (options: RankRingOptions): RankRing => {
     woken: () => {
       const woken = wake
       return Effect.as(Deferred.await(woken), "woken" as const)
+    },
+    contributionBuffer: (length) => {
+      const buffer = spare
+      spare = undefined
+      return buffer !== undefined && buffer.length === length ? buffer : new Float32Array(length)
     },
     rearm: () => {
       wake = Deferred.makeUnsafe<void>()

@@ -305,7 +305,9 @@ export const run = (
         if (ringBackend) {
           ringLoss = loss
           // The pre-round parameters: what every collective of this round (and its redo) averages.
-          const params = Float32Array.from(getParams())
+          const current = getParams()
+          const params = ring.contributionBuffer(current.length)
+          params.set(current)
           return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
         yield* send({ _tag: "Params", epoch, round, samplesDone, params: getParams(), ...(loss === undefined ? {} : { loss }) })
@@ -403,6 +405,9 @@ export const run = (
       }
       const ringFailure = ring.failure()
       if (ringFailure !== undefined) {
+        // The coordinator shows the crash too, but only as one rank's cause among others: the rank's
+        // own output says why it left, where its neighbour's bad step or closed link is visible.
+        console.error(`cohort rank ${rank}: ring collective failed (${data.ringLinks === "port" ? "direct link" : "relayed link"}): ${ringFailure.message}`)
         return yield* Effect.die(new Error(`rank ${rank}: ring collective failed: ${ringFailure.message}`))
       }
       // A rank with no work left joins its neighbours' collective of its round as soon as their
@@ -453,7 +458,9 @@ export const run = (
  * `Crashing{error, stack}`, and exits with code 1: its supervisor then declares it
  * `Crashed{error, stack}`. This is how a child process reports its error at all, and how a
  * worker's stack reaches the coordinator under Deno, whose worker `error` event carries none
- * (issue C1). Nothing is printed: the coordinator shows the error once.
+ * (issue C1). Nothing is printed: the coordinator shows the error once; only a ring collective that
+ * failed (a neighbour's bad step, a closed link) also prints one line on the rank's own stderr,
+ * `cohort rank N: ring collective failed (direct link): ...`.
  *
  * @since 0.1.0
  * @category rank

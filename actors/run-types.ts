@@ -113,6 +113,16 @@ export interface RunOptions {
    * otherwise) and ends with `SingleSurvivor` when one rank is left.
    */
   readonly backend?: "cpu" | "ring"
+  /**
+   * Ring backend on worker threads: each direction of a direct ring link passes its steps through
+   * a shared-memory segment of this many slots (`SharedRingLink`, issue 15), each slot one step's
+   * data (about 8 bytes x parameters / ring size, so 4 slots at 8 ranks x 407,050 parameters take
+   * 1.6 MB a link). A step that finds every slot taken travels on the link's `MessageChannel`, in
+   * order. 0 keeps every step on the `MessageChannel`, as do runtimes without `Atomics.waitAsync`.
+   * Default 4; an integer in [0, 64] (`LaunchError` on `ringSharedSlots` otherwise). Ignored by
+   * other transports (their steps go through the coordinator's relay).
+   */
+  readonly ringSharedSlots?: number
   /** Faults inside ring collectives (ring backend). Default none. */
   readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
@@ -425,9 +435,10 @@ export interface RunResult {
   /**
    * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
    * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
-   * threads), and the steps the coordinator `relayed` and `dropped` (an older generation).
+   * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`),
+   * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
-  readonly ring?: { readonly generations: number; readonly links: "relay" | "port"; readonly relayed: number; readonly dropped: number } | undefined
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
 }

@@ -13,7 +13,10 @@
  *
  * Run: `node --import tsx bench/averaging.ts [--quick] [--process] [--no-json]`, `bun
  * bench/averaging.ts`, `deno run -A bench/averaging.ts`. `--quick` measures 2 and 4 ranks at 100 k
- * and 400 k parameters; the full run adds 8 and 16 ranks and 4 M parameters. Numbers from a machine
+ * and 400 k parameters; the full run adds 8 and 16 ranks and 4 M parameters. `--ranks 8,16`,
+ * `--params 407050` and `--rounds 20` pick other rank counts, sizes and rounds per run (a short
+ * iteration: `--ranks 8 --params 407050 --rounds 20 --no-json`); `--ring-shared-slots N` sets the
+ * ring's `ringSharedSlots` (0: worker links over `MessageChannel`s only). Numbers from a machine
  * shared with other work are labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -27,7 +30,14 @@ const quick = isQuick()
 const transport = process.argv.includes("--process") ? "process" as const : "worker" as const
 const trainer = fileURLToPath(new URL("./trainers/params-only.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-bench-averaging-"))
-const rounds = quick ? 20 : 40
+/** The value after `--name`, if given. */
+const flag = (name: string): string | undefined => {
+  const at = process.argv.indexOf(`--${name}`)
+  return at >= 0 ? process.argv[at + 1] : undefined
+}
+const numbers = (text: string | undefined): Array<number> | undefined => text?.split(",").map((part) => Number(part.replaceAll("_", "")))
+const rounds = Number(flag("rounds") ?? (quick ? 20 : 40))
+const ringSharedSlots = flag("ring-shared-slots") === undefined ? undefined : Number(flag("ring-shared-slots"))
 
 interface Elu {
   readonly active: number
@@ -47,6 +57,7 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
     epochs: 1,
     backend,
     transport,
+    ...(ringSharedSlots === undefined ? {} : { ringSharedSlots }),
     batchSize: 1,
     averageEverySteps: 1,
     heartbeatTimeoutMs: 30_000,
@@ -70,8 +81,8 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
   return { msPerRound: wallMs / rounds, coordinatorMsPerRound: busyMs / rounds, links: result.ring?.links ?? "-" }
 }
 
-const sizes = quick ? [100_000, 407_050] : [100_000, 407_050, 4_000_000]
-const rankCounts = quick ? [2, 4] : [2, 4, 8, 16]
+const sizes = numbers(flag("params")) ?? (quick ? [100_000, 407_050] : [100_000, 407_050, 4_000_000])
+const rankCounts = numbers(flag("ranks")) ?? (quick ? [2, 4] : [2, 4, 8, 16])
 const rows: Array<Array<string | number>> = []
 const results: Array<Record<string, unknown>> = []
 for (const params of sizes) {

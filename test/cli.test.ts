@@ -784,6 +784,8 @@ describe("renderResult", () => {
   it("names the averaging backend and the ring's generations and links under the table", () => {
     const ring = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 2, links: "port", relayed: 0, dropped: 0 } }).out
     expect(ring).toContain("\naveraging: ring, 2 generations, direct links between worker threads\nrun directory: runs/abc123\n")
+    const shared = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "shared", relayed: 0, dropped: 0 } }).out
+    expect(shared).toContain("\naveraging: ring, 1 generation, shared-memory links between worker threads\nrun directory: runs/abc123\n")
     const relayed = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 } }).out
     expect(relayed).toContain("\naveraging: ring, 1 generation, steps relayed by the coordinator (120 relayed, 3 dropped)\n")
     expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")

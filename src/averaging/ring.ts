@@ -64,8 +64,10 @@ export class RingLinkError extends Error {
 
 /**
  * A collective's view of its two neighbours. `send` delivers to the next ring rank and must keep
- * the order of sends; `receive` takes the next message from the previous ring rank, in the order
- * sent. Worker threads implement it over `MessageChannel` ports, hosts over WebSocket links.
+ * the order of sends; the sender gives up the message's `data` (a link may transfer its buffer or
+ * reuse it), and `allReduce` never touches data it sent. `receive` takes the next message from the
+ * previous ring rank, in the order sent; the receiver owns its `data` (`allReduce` adds into it and
+ * forwards it). Worker threads implement it over `MessageChannel` ports, hosts over WebSocket links.
  *
  * @since 0.1.0
  * @category model
@@ -245,9 +247,35 @@ const mod = (a: number, n: number): number => ((a % n) + n) % n
 // The per-value loops live in plain functions, outside the generator that runs the steps, so that
 // the engine compiles them as hot loops (inside the generator they ran several times slower).
 
-/** `sum[start + i] += data[i]` for `i` in `[0, end - start)`. */
-const accumulate = (sum: Float64Array, start: number, end: number, data: Float64Array | Float32Array): void => {
-  for (let i = start; i < end; i++) sum[i]! += data[i - start]!
+/**
+ * Adds this rank's `params[start, end)` into the received partial sum `data` in place (only when
+ * `contributes`) and says whether every resulting value is finite. One pass: the check costs no
+ * second read of the segment. The parameters of a contributing rank are finite (`isContribution`),
+ * so a non-finite sum means the neighbour sent a non-finite value.
+ */
+const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, end: number, contributes: boolean): boolean => {
+  let finite = true
+  if (contributes) {
+    for (let i = start; i < end; i++) {
+      const v = data[i - start]! + params[i]!
+      data[i - start] = v
+      if (v - v !== 0) finite = false
+    }
+  } else {
+    for (let i = 0; i < end - start; i++) if (data[i]! - data[i]! !== 0) finite = false
+  }
+  return finite
+}
+
+/** `out[start + i] = data[i]`, and whether every value is finite (one pass). */
+const storeFinite = (out: Float32Array, start: number, data: Float64Array | Float32Array): boolean => {
+  let finite = true
+  for (let i = 0; i < data.length; i++) {
+    const v = data[i]!
+    out[start + i] = v
+    if (v - v !== 0) finite = false
+  }
+  return finite
 }
 
 /** Whether every value is finite (no NaN, no infinity). */
@@ -300,9 +328,14 @@ export const checkStep = (
   return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
 }
 
-/** `out[i] = sum[i] / count` for `i` in `[start, end)`, rounded once to float32. */
+/** `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32. */
 const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
-  for (let i = start; i < end; i++) out[i] = sum[i]! / count
+  for (let i = start; i < end; i++) out[i] = sum[i - start]! / count
+}
+
+/** `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64. */
+const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
+  for (let i = start; i < end; i++) into[i - start] = params[i]!
 }
 
 /**
@@ -327,51 +360,52 @@ export const allReduce = (
     const { ringRank: r, ringSize: n, generation, round } = collective
     const length = params.length
     if (n <= 1) return Float32Array.from(params)
-    const sum = contributes ? Float64Array.from(params) : new Float64Array(length)
-    // Contributions folded into each segment's partial sum so far.
-    const counts = new Array<number>(n).fill(contributes ? 1 : 0)
+    const own = contributes ? 1 : 0
     const out = new Float32Array(length)
     const link = inbox.link
-    // Reduce-scatter: after step s, segment (r - s - 1) mod n holds the sums of s + 2 ranks.
+    // Reduce-scatter. Step 0 sends this rank's own segment r (widened to float64, with its count);
+    // every later step sends the partial sum it just received with this rank's values added in
+    // place, so no step allocates or copies beyond what the link itself does.
+    const [firstStart, firstEnd] = segmentOf(length, n, r)
+    let outgoing: Float64Array = new Float64Array(firstEnd - firstStart + 1)
+    if (contributes) widen(outgoing, params, firstStart, firstEnd)
+    outgoing[firstEnd - firstStart] = own
     for (let step = 0; step < n - 1; step++) {
-      const sent = mod(r - step, n)
-      const [sendStart, sendEnd] = segmentOf(length, n, sent)
-      const data = new Float64Array(sendEnd - sendStart + 1)
-      data.set(sum.subarray(sendStart, sendEnd))
-      data[data.length - 1] = counts[sent]!
-      yield* link.send({ generation, round, step, data })
+      yield* link.send({ generation, round, step, data: outgoing })
       const message = yield* inbox.take(generation, round, step)
-      const received = mod(r - step - 1, n)
-      const [start, end] = segmentOf(length, n, received)
-      if (message.data.length !== end - start + 1) {
-        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start + 1}`))
+      const [start, end] = segmentOf(length, n, mod(r - step - 1, n))
+      const data = message.data
+      if (!(data instanceof Float64Array)) return yield* Effect.fail(new RingLinkError(`reduce-scatter step ${step} carried float32 values, expected float64 sums`))
+      if (data.length !== end - start + 1) {
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried ${data.length} values, expected ${end - start + 1}`))
       }
-      const count = message.data[end - start]!
+      const count = data[end - start]!
       if (!Number.isInteger(count) || count < 0 || count > step + 1) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`))
       }
-      if (!allFinite(message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
-      counts[received]! += count
-      accumulate(sum, start, end, message.data)
+      if (!addOwnFinite(data, params, start, end, contributes)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
+      data[end - start] = count + own
+      outgoing = data
     }
-    // Segment (r + 1) mod n is complete here: divide and round once.
-    const own = mod(r + 1, n)
-    const [ownStart, ownEnd] = segmentOf(length, n, own)
-    const contributions = counts[own]!
+    // The last partial sum received, with this rank's values added, is the whole sum of segment
+    // (r + 1) mod n: divide and round once.
+    const [ownStart, ownEnd] = segmentOf(length, n, mod(r + 1, n))
+    const contributions = outgoing[ownEnd - ownStart]!
     if (contributions === 0) out.set(params.subarray(ownStart, ownEnd), ownStart)
-    else divideInto(out, sum, ownStart, ownEnd, contributions)
-    // All-gather: pass finished segments around the ring.
+    else divideInto(out, outgoing, ownStart, ownEnd, contributions)
+    // All-gather: pass finished segments around the ring; each received segment is forwarded as
+    // it came (the link hands over its own copy).
+    let finished: Float32Array | Float64Array = out.slice(ownStart, ownEnd)
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s
-      const [sendStart, sendEnd] = segmentOf(length, n, mod(r + 1 - s, n))
-      yield* link.send({ generation, round, step, data: out.slice(sendStart, sendEnd) })
+      yield* link.send({ generation, round, step, data: finished })
       const message = yield* inbox.take(generation, round, step)
       const [start, end] = segmentOf(length, n, mod(r - s, n))
       if (message.data.length !== end - start) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
       }
-      if (!allFinite(message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
-      out.set(message.data, start)
+      if (!storeFinite(out, start, message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
+      finished = message.data
     }
     return out
   })

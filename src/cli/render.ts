@@ -337,12 +337,16 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
   return crashed === undefined ? [] : [`cohort: warning: rank ${crashed.rank} ${crashed.cause}`, crashed.stack!]
 }
 
-/** `averaging: ring, 2 generations, direct links between worker threads` (issue 15). */
+/** `averaging: ring, 2 generations, direct links between worker threads` (issue 15; `shared-memory links` with `links` `shared`). */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
   backend === "cpu" || ring === undefined
     ? "averaging: cpu (the coordinator averaged every round)"
     : `averaging: ring, ${plural(ring.generations, "generation")}, ${
-      ring.links === "port" ? "direct links between worker threads" : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
+      ring.links === "port"
+        ? "direct links between worker threads"
+        : ring.links === "shared"
+        ? "shared-memory links between worker threads"
+        : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
     }`
 
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
+import * as SharedRingLink from "../transport/shared-ring-link.ts"
 import { bytesOf, lowerPriority, needsTsx, processExitHooks, redirectOutput } from "./node-shared.ts"
 import type * as Types from "./types.ts"
 
@@ -94,9 +95,9 @@ export const spawnWorker = (
   return {
     post: (message) => port1.postMessage(message, [message.buffer as ArrayBuffer]),
     kill: () => void worker.terminate(),
-    postRing: (generation, next, prev) => {
+    postRing: (generation, next, prev, sharedSlots) => {
       const ports = [next as unknown as MessagePort, prev as unknown as MessagePort]
-      port1.postMessage({ cohortRing: { generation, next: ports[0], prev: ports[1] } }, ports)
+      port1.postMessage({ cohortRing: { generation, next: ports[0], prev: ports[1], sharedSlots } }, ports)
     }
   }
 }
@@ -104,7 +105,9 @@ export const spawnWorker = (
 /**
  * A direct ring link between two workers (issue 15): a `MessageChannel` whose `sender` end goes
  * to one worker (its `next`) and `receiver` end to its neighbour (its `prev`), through
- * `RawChild.postRing`. Node, Bun and Deno all transfer ports between workers.
+ * `RawChild.postRing`. Node, Bun and Deno all transfer ports between workers. With `sharedSlots`
+ * above 0 the steps then travel through a shared-memory segment the sending worker makes and
+ * announces on the port (`SharedRingLink`); the port carries what does not fit.
  *
  * @since 0.1.0
  * @category workers
@@ -115,22 +118,43 @@ export const ringChannel = (): { readonly sender: Types.RingEnd; readonly receiv
 }
 
 interface RingHandover {
-  readonly cohortRing: { readonly generation: number; readonly next: MessagePort; readonly prev: MessagePort }
+  readonly cohortRing: { readonly generation: number; readonly next: MessagePort; readonly prev: MessagePort; readonly sharedSlots: number }
 }
 
 const isRingHandover = (data: unknown): data is RingHandover =>
   typeof data === "object" && data !== null && !ArrayBuffer.isView(data) && "cohortRing" in data
 
-const ringPortsOf = ({ cohortRing: { generation, next, prev } }: RingHandover): Types.RingPorts => ({
-  generation,
-  // The data is a fresh copy made for this step: transfer its buffer instead of cloning it.
-  send: (message) => next.postMessage(message, [message.data.buffer as ArrayBuffer]),
-  onMessage: (callback) => void prev.on("message", (m: Types.RingWire) => callback(m)),
-  close: () => {
-    next.close()
-    prev.close()
+const ringPortsOf = ({ cohortRing: { generation, next, prev, sharedSlots } }: RingHandover): Types.RingPorts => {
+  // The data is a fresh copy made for this step: a step on the port transfers its buffer.
+  const sender = new SharedRingLink.Sender((message, transfer) => next.postMessage(message, transfer as Array<ArrayBuffer>), sharedSlots)
+  let receiver: SharedRingLink.Receiver | undefined
+  return {
+    generation,
+    send: (message) => sender.send(message),
+    onMessage: (callback) => {
+      const taking = new SharedRingLink.Receiver(callback)
+      receiver = taking
+      prev.on("message", (m: unknown) => {
+        if (SharedRingLink.isPortMessage(m)) taking.portMessage(m)
+      })
+    },
+    close: () => {
+      sender.close()
+      receiver?.close()
+      next.close()
+      prev.close()
+    }
   }
-})
+}
+
+/**
+ * Whether worker ring links with `sharedSlots` above 0 use shared memory here
+ * (`SharedRingLink.sharedMemoryAvailable`); without it they keep to their ports.
+ *
+ * @since 0.1.0
+ * @category workers
+ */
+export const sharedRingLinks = (): boolean => SharedRingLink.sharedMemoryAvailable()
 
 interface CohortWorkerData {
   readonly cohortRank: number

@@ -13,7 +13,7 @@ import type * as Types from "./types.ts"
 
 // Worker threads and child processes live in files of their own; callers import them from here
 // (a browser bundle replaces this file, and with it both, by `browser.ts`).
-export { redirectWorkerOutput, ringChannel, spawnWorker, workerParent } from "./node-worker.ts"
+export { redirectWorkerOutput, ringChannel, sharedRingLinks, spawnWorker, workerParent } from "./node-worker.ts"
 export {
   frameFd,
   frameWriteBlockedMsMaxDefault,

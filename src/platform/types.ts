@@ -50,8 +50,10 @@ export interface RawChild {
    * Workers only: hands the worker its two ring links of `generation` (issue 15), transferred on
    * its frame port (so they arrive in order with its frames): `next` sends to its next ring
    * neighbour, `prev` receives from the previous one. Both are ends made by `ringChannel`.
+   * `sharedSlots`: slots of the shared-memory segment each sending side makes (0: steps stay on
+   * the ports; `SharedRingLink`).
    */
-  readonly postRing?: (generation: number, next: RingEnd, prev: RingEnd) => void
+  readonly postRing?: (generation: number, next: RingEnd, prev: RingEnd, sharedSlots: number) => void
 }
 
 /**

@@ -18,6 +18,7 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
+import * as SharedRingLink from "./shared-ring-link.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import type * as RankOutput from "./rank-output.ts"
@@ -62,9 +63,12 @@ export interface WorkerHost {
    * The ring backend's direct links (issue 15): gives every rank of ring `generation` (`peers` in
    * ring order) a `MessageChannel` to its next neighbour and one from its previous neighbour,
    * transferred on its frame port ahead of the frames sent after this call. Returns how many ranks
-   * it reached. Ranks close a generation's ports when a newer one arrives.
+   * it reached. Ranks close a generation's ports when a newer one arrives. `sharedSlots` (default
+   * `SharedRingLink.slotsDefault`, 4): the steps travel through a shared-memory segment of that
+   * many slots per direction where the runtime has `Atomics.waitAsync` (`SharedRingLink`), each
+   * slot one step's data (about 8 bytes a parameter / ring size); 0 keeps them on the ports.
    */
-  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>) => number
+  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots?: number) => number
 }
 
 /**
@@ -95,9 +99,19 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
       transport: children.transport,
       spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
       terminate: (rank) => children.kill(rank),
-      formRing: children.formRing
+      formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault) => children.formRing(generation, peers, sharedSlots)
     })
   )
+
+/**
+ * Whether worker ring links can use shared memory in this runtime (`SharedRingLink`:
+ * `SharedArrayBuffer` and `Atomics.waitAsync`); where not, `WorkerHost.formRing` keeps every step
+ * on the ports.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const sharedRingLinks = (): boolean => SharedRingLink.sharedMemoryAvailable()
 
 /**
  * A worker's side: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its rank and

@@ -33,8 +33,27 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.backend).toBe("ring")
     expect(result.ring?.generations).toBe(2)
-    expect(result.ring?.links).toBe("port")
+    expect(result.ring?.links).toBe("shared")
     expect(result.ring?.relayed).toBe(0)
+  })
+
+  it("over MessageChannel links only (ringSharedSlots 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, ringSharedSlots: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("port")
+  })
+
+  it("over shared-memory links with one slot (most steps find it taken and take the port, in order): a rank that exits in the all-gather, the survivors redo the round with clean audits", async () => {
+    // Ring of 4: steps 0-2 reduce-scatter, 3-5 all-gather; rank 2 leaves before its step 4 of round 3.
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 4, epochs: 1, ringSharedSlots: 1, collectiveFaults: [{ rank: 2, round: 3, step: 4, fault: "exit" }] })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[2, "supervisor", "exited with code 70 without Exiting"]])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("shared")
   })
 
   it("two ranks that exit at the same step of the same round: one re-rendezvous or two, the survivors finish with clean audits", async () => {
@@ -125,6 +144,28 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     // Only the sender dies: had the step gone on, rank 2's collective would have failed instead.
     expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "refused: a bad ring step (close code 4012): step 1 carried a contribution count of NaN, expected an integer in [0, 2]"]])
     expect(result.ring?.generations).toBe(2)
+  })
+
+  it("worker threads' direct links are not checked by the coordinator: a corrupt step (every value NaN) fails its neighbour's collective, which says so in one line of its own output and is declared crashed; the survivors finish with clean audits", async () => {
+    const lines: Array<string> = []
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      // Ring of 4: step 5 is the last all-gather step, which the re-formed ring of 3 never reaches
+      // (a fault fires at every (round, step) it matches, and rank 1 survives here).
+      worldSize: 4,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 5, fault: "corrupt" }],
+      onRankOutput: (rank, line) => lines.push(`[rank ${rank}] ${line}`)
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "crashed: rank 2: ring collective failed: step 5 carried a value that is not finite"]])
+    expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
+      "[rank 2] cohort rank 2: ring collective failed (direct link): step 5 carried a value that is not finite"
+    ])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("shared")
   })
 
   it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {

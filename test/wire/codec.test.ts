@@ -90,3 +90,25 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
     expect(exit).toEqual(Exit.succeed({ _tag: "Truncated", bytes: 4, bytesNeeded: 5 }))
   })
 })
+
+describe("Codec.reframeFromCoordinator: the relay forwards a rank's ring step without encoding it again", () => {
+  it("gives exactly the bytes encode writes for the same RingData from the coordinator, for small and large rank indices and both data kinds", () => {
+    for (const rank of [0, 1, 23, 24, 255, 256, 70_000]) {
+      for (const data of [Float64Array.from([1.5, -2, 3, 2]), Float32Array.from([0.25, 7, -1e-3])]) {
+        const message = { _tag: "RingData", generation: 2, round: 31, step: 1, data } as const
+        const reframed = Codec.reframeFromCoordinator(Codec.encode(Frame.fromRank(rank, message)), rank)
+        expect(reframed).toEqual(Codec.encode(Frame.fromCoordinator(message)))
+        const decoded = Codec.decode(reframed!, { from: "coordinator" })
+        expect(Result.isSuccess(decoded) && decoded.success.message).toEqual(message)
+      }
+    }
+  })
+
+  it("gives undefined for bytes whose header is not the one encode writes for that rank", () => {
+    const message = { _tag: "RingData", generation: 0, round: 0, step: 0, data: Float64Array.from([1, 1]) } as const
+    const bytes = Codec.encode(Frame.fromRank(3, message))
+    expect(Codec.reframeFromCoordinator(bytes, 4)).toBeUndefined()
+    expect(Codec.reframeFromCoordinator(bytes.subarray(0, 3), 3)).toBeUndefined()
+    expect(Codec.reframeFromCoordinator(new Uint8Array([0x83, 1, 3, 3, 0]), 3)).toBeUndefined()
+  })
+})

@@ -26,9 +26,9 @@ export interface Host<O> {
    * Workers only: gives ring `generation`'s `peers` (ring order) direct links, each rank one to
    * its next and one from its previous neighbour (issue 15); returns the peers it reached. A peer
    * without a child (gone) is skipped: its neighbours' links to it lead nowhere, and the
-   * coordinator's DeclareDead aborts whatever waits on them.
+   * coordinator's DeclareDead aborts whatever waits on them. `sharedSlots` as `RawChild.postRing`.
    */
-  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>) => number
+  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots: number) => number
 }
 
 interface Child {
@@ -160,7 +160,7 @@ export const make = <O>(
         hub.shutdown()
       })
     )
-    const formRing = (generation: number, peers: ReadonlyArray<Transport.Peer>): number => {
+    const formRing = (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots: number): number => {
       const n = peers.length
       if (n < 2) return 0
       // Channel i carries ring rank i's steps to ring rank i + 1.
@@ -169,7 +169,7 @@ export const make = <O>(
       peers.forEach((rank, i) => {
         const raw = children.get(rank)?.raw
         if (raw?.postRing === undefined) return
-        raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver)
+        raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver, sharedSlots)
         reached += 1
       })
       return reached
