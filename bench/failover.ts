@@ -28,10 +28,13 @@
  * The `dashboard` row (issue 16, with `--dashboard` only) runs the quiet cluster again with the
  * live dashboard (`src/dashboard/live.ts`) serving it and one page attached: headless Chromium
  * (Debian's `chromium`, through playwright-core) under Node when it is installed, else a client
- * that reads the page's event stream. Its kill → remainder-sent median is compared with the quiet
- * row's, in the same run, as a ratio (the issue asks for the two within 20%).
+ * that reads the page's event stream, and then unwatched once more. Its kill → remainder-sent
+ * median is compared, as a ratio, with the mean of the unwatched ones before and after it, in the
+ * same run (the issue asks for them within 20%; a process's first cluster runs cold).
+ * `--dashboard-only` measures just those three clusters.
  *
- * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard]`, `bun bench/failover.ts`.
+ * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard | --dashboard-only]`, `bun
+ * bench/failover.ts`.
  */
 import { existsSync } from "node:fs"
 import * as Launcher from "../actors/launcher.ts"
@@ -233,12 +236,14 @@ export const run = async (quick: boolean, options: { readonly dashboard?: boolea
   readonly niced?: Result
   readonly websocket: Result
   readonly ring: RingResult
-  readonly dashboard?: { readonly result: Result; readonly ratio: number }
+  readonly dashboard?: { readonly result: Result; readonly again: Result; readonly ratio: number }
   readonly markdown: string
 }> => {
   const result = await measure(quick, 0)
-  // With the dashboard: the same quiet cluster right after, watched by one page.
+  // With the dashboard: the same quiet cluster right after, watched by one page, then unwatched
+  // again (the first cluster of a process runs cold: the ratio is against both unwatched ones).
   const watched = options.dashboard === true ? await measure(quick, 0, 0, "worker", true) : undefined
+  const again = options.dashboard === true ? await measure(quick, 0) : undefined
   // The quick run (and the test that runs it) skips the calibration: 100,000 frames/s.
   let floodRate = quick ? 100_000 : await maxAllowedFloodRate()
   let hostile = await measure(quick, 0, floodRate)
@@ -252,9 +257,45 @@ export const run = async (quick: boolean, options: { readonly dashboard?: boolea
   const niced = quick ? undefined : await measure(quick, 10)
   const websocket = await measure(quick, 0, 0, "websocket")
   const ring = await measureRing(quick)
-  const markdown = Lib.table(
+  const markdown = dashboardTable([result, ...(watched === undefined ? [] : [watched]), ...(again === undefined ? [] : [again]), hostile, ...(niced === undefined ? [] : [niced]), websocket])
+  const ringLine = `\nring backend (worker threads, ${ring.worldSize} ranks, ${ring.params} parameters): ${ring.deaths} ranks exited inside an all-reduce; ` +
+    `declared → next completed round median ${Lib.fmt(ring.declaredToNextRoundMs.median)} ms, p99 ${Lib.fmt(ring.declaredToNextRoundMs.p99)} ms; ` +
+    `${ring.generations} ring generations; lost ${ring.lost}, duplicated ${ring.duplicated}`
+  const ratioLine = ringLine + `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
+  const dashboard = watched === undefined || again === undefined
+    ? undefined
+    : { result: watched, again, ratio: watched.killToRecoveredMs.median / ((result.killToRecoveredMs.median + again.killToRecoveredMs.median) / 2) }
+  const dashboardLine = dashboard === undefined ? "" : dashboardText(dashboard.result, dashboard.ratio, result, dashboard.again)
+  return {
+    result,
+    hostile,
+    hostileRatio,
+    ...(niced === undefined ? {} : { niced }),
+    websocket,
+    ring,
+    ...(dashboard === undefined ? {} : { dashboard }),
+    markdown: markdown + ratioLine + dashboardLine
+  }
+}
+
+/**
+ * The dashboard's cost alone (`--dashboard-only`): an unwatched cluster, the same watched by the
+ * dashboard and one Chromium page, and unwatched again; the watched kill → remainder median
+ * against the mean of the unwatched ones.
+ */
+export const runDashboard = async (quick: boolean): Promise<{ readonly rows: ReadonlyArray<Result>; readonly ratio: number; readonly markdown: string }> => {
+  const before = await measure(quick, 0)
+  const watched = await measure(quick, 0, 0, "worker", true)
+  const after = await measure(quick, 0)
+  const ratio = watched.killToRecoveredMs.median / ((before.killToRecoveredMs.median + after.killToRecoveredMs.median) / 2)
+  return { rows: [before, watched, after], ratio, markdown: dashboardTable([before, watched, after]) + dashboardText(watched, ratio, before, after) }
+}
+
+/** The table's rows: one per cluster measured. */
+const dashboardTable = (rows: ReadonlyArray<Result>): string =>
+  Lib.table(
     ["transport", "watched", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
-    [result, ...(watched === undefined ? [] : [watched]), hostile, ...(niced === undefined ? [] : [niced]), websocket].map((r) => [
+    rows.map((r) => [
       r.transport,
       r.watched === "none" ? "-" : `dashboard + ${r.watched}`,
       r.worldSize,
@@ -270,29 +311,19 @@ export const run = async (quick: boolean, options: { readonly dashboard?: boolea
       r.duplicated
     ])
   )
-  const ringLine = `\nring backend (worker threads, ${ring.worldSize} ranks, ${ring.params} parameters): ${ring.deaths} ranks exited inside an all-reduce; ` +
-    `declared → next completed round median ${Lib.fmt(ring.declaredToNextRoundMs.median)} ms, p99 ${Lib.fmt(ring.declaredToNextRoundMs.p99)} ms; ` +
-    `${ring.generations} ring generations; lost ${ring.lost}, duplicated ${ring.duplicated}`
-  const ratioLine = ringLine + `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
-  const dashboard = watched === undefined ? undefined : { result: watched, ratio: watched.killToRecoveredMs.median / result.killToRecoveredMs.median }
-  const dashboardLine = dashboard === undefined
-    ? ""
-    : `\ndashboard: kill → remainder sent median ${Lib.fmt(watched!.killToRecoveredMs.median)} ms with the dashboard and one ${watched!.watched === "chromium" ? "Chromium page" : "stream reader"} attached, ${Lib.fmt(dashboard.ratio)}x the unwatched ${Lib.fmt(result.killToRecoveredMs.median)} ms`
-  return {
-    result,
-    hostile,
-    hostileRatio,
-    ...(niced === undefined ? {} : { niced }),
-    websocket,
-    ring,
-    ...(dashboard === undefined ? {} : { dashboard }),
-    markdown: markdown + ratioLine + dashboardLine
-  }
-}
+
+/** The dashboard's line: the watched median against the mean of the unwatched ones before and after it. */
+const dashboardText = (watched: Result, ratio: number, before: Result, after: Result): string =>
+  `\ndashboard: kill → remainder sent median ${Lib.fmt(watched.killToRecoveredMs.median)} ms with the dashboard and one ${
+    watched.watched === "chromium" ? "Chromium page" : "stream reader"
+  } attached, ${Lib.fmt(ratio)}x the unwatched clusters' ${Lib.fmt(before.killToRecoveredMs.median)} ms (before) and ${Lib.fmt(after.killToRecoveredMs.median)} ms (after)`
 
 if (Lib.isMain("failover")) {
   const quick = Lib.isQuick()
-  const { markdown, ...data } = await run(quick, { dashboard: process.argv.includes("--dashboard") })
+  const { markdown, ...data } = process.argv.includes("--dashboard-only")
+    ? { ...(await runDashboard(quick)) }
+    : await run(quick, { dashboard: process.argv.includes("--dashboard") })
   console.log(`## failover\n\n${markdown}\n`)
-  console.log(`results: ${Lib.writeResults({ failover: data }, quick)}`)
+  // The dashboard's three clusters alone are kept apart from the full run's rows.
+  console.log(`results: ${Lib.writeResults(process.argv.includes("--dashboard-only") ? { failoverDashboard: data } : { failover: data }, quick)}`)
 }
