@@ -42,3 +42,12 @@ export const freePort = (): Promise<number> =>
       server.close(() => resolve(port))
     })
   })
+
+/** Polls `what` every 50 ms until it holds; throws `timed out waiting for <label>` after `timeoutMs`. */
+export const waitFor = async (what: () => boolean, timeoutMs: number, label: string): Promise<void> => {
+  const until = Date.now() + timeoutMs
+  while (!what()) {
+    if (Date.now() > until) throw new Error(`timed out waiting for ${label}`)
+    await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}

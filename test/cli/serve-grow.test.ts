@@ -12,7 +12,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
-import { type CliProcess, freePort, startCli } from "../cli-process.ts"
+import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const paced = fileURLToPath(new URL("../fixtures/trainers/mnist-paced.ts", import.meta.url))
@@ -29,14 +29,6 @@ afterAll(() => {
 })
 
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess => startCli(args, { cwd: dir, env, started: children })
-
-const waitFor = async (what: () => boolean, timeoutMs: number, label: string): Promise<void> => {
-  const until = Date.now() + timeoutMs
-  while (!what()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${label}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 const count = (text: string, pattern: RegExp): number => (text.match(pattern) ?? []).length

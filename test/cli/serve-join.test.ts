@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
-import { type CliProcess, freePort, startCli } from "../cli-process.ts"
+import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
@@ -31,14 +31,6 @@ afterAll(() => {
 })
 
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => startCli(args, { cwd: dir, env, started: children })
-
-const waitFor = async (what: () => boolean, timeoutMs: number, label: string): Promise<void> => {
-  const until = Date.now() + timeoutMs
-  while (!what()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${label}`)
-    await new Promise((resolve) => setTimeout(resolve, 50))
-  }
-}
 
 // The header is on stdout, or on stderr under --json.
 const joinLine = (serve: Proc): string => /cohort serve: join with: (cohort join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
