@@ -50,7 +50,6 @@ import { trainerSha256 } from "./trainer-digest.ts"
  */
 export const lockFileName = "resume.lock"
 
-
 /**
  * The refusals of `run({ resume })`, as the reason of a `LaunchError` with option `resume` (its
  * message, and the CLI's line, is `resume: <reason>`).
@@ -85,7 +84,6 @@ export const resumeErrors = {
 const fail = (reason: string): never => {
   throw new LaunchError("resume", printable(reason))
 }
-
 
 type Started = Extract<RunEvent, { type: "started" }>
 
