@@ -110,7 +110,7 @@ export interface Options {
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames.
    */
-  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>) => void
+  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void
 }
 
 /**
@@ -336,7 +336,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             if (command.message._tag === "FormRing") ringFormed(command.message)
             if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
               const ring = command.message
-              observe(() => options.formRingLinks?.(ring.generation, ring.peers))
+              observe(() => options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength))
             }
             deliver(command.to, command.message, refused)
             break

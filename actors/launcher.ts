@@ -16,6 +16,7 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { customAlphabet, nanoid } from "nanoid"
+import * as SharedAllReduce from "../src/averaging/shared-all-reduce.ts"
 import type * as Alerts from "../src/core/alerts.ts"
 import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
@@ -64,6 +65,9 @@ export const defaults = {
   /** Slots of each worker ring link's shared-memory segment (`RunOptions.ringSharedSlots`); 0: ports only. */
   ringSharedSlots: 4,
   ringSharedSlotsMax: 64,
+  /** Largest shared all-reduce area of a worker ring generation, MiB (`RunOptions.ringAreaMemoryMb`); 0: none. */
+  ringAreaMemoryMb: 256,
+  ringAreaMemoryMbMax: 65_536,
   heartbeatTimeoutMs: 10_000,
   /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
   heartbeatIntervalMs: 1_000,
@@ -288,6 +292,22 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
   check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
   const ringLinks: "shared" | "port" | "relay" = transportKind !== "worker" ? "relay" : ringSharedSlots > 0 && Worker.sharedRingLinks() ? "shared" : "port"
+  const ringAreaMemoryMb = options.ringAreaMemoryMb ?? defaults.ringAreaMemoryMb
+  check(Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax, "ringAreaMemoryMb", `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`)
+  // What the ring's collectives took, decided at the first generation (the largest: a worker ring
+  // never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
+  let ringLinksUsed: "area" | "shared" | "port" | "relay" = ringLinks
+  let ringLinksDecided = false
+  /** The shared all-reduce area of a worker ring generation of `ringSize` ranks, when one is used. */
+  const ringArea = (ringSize: number, paramsLength: number | undefined): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
+    const fits = paramsLength !== undefined && ringAreaMemoryMb > 0 && SharedAllReduce.available() &&
+      SharedAllReduce.areaBytes(ringSize, paramsLength) <= ringAreaMemoryMb * 2 ** 20
+    if (!ringLinksDecided) {
+      ringLinksDecided = true
+      if (fits) ringLinksUsed = "area"
+    }
+    return fits && ringLinksUsed === "area" ? { buffer: SharedAllReduce.make(ringSize, paramsLength), length: paramsLength } : undefined
+  }
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   if (served === undefined) {
@@ -626,7 +646,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
     readonly kill: (rank: Rank) => Effect.Effect<void>
     /** Worker threads: direct ring links per generation (`MessageChannel`s); other hosts relay. */
-    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>) => void) | undefined
+    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void) | undefined
   }
   const bindFailed = (error: Transport.TransportError) =>
     Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
@@ -650,7 +670,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
           kill: h.terminate,
-          formRingLinks: (generation, peers) => void h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0)
+          formRingLinks: (generation, peers, paramsLength) =>
+            void h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, ringArea(peers.length, paramsLength))
         }))
       case "process":
         return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
@@ -890,7 +911,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     : outcome.status === "completed" ? 0
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
-  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: ringLinks, ...relayStats() }
+  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: ringLinksUsed, ...relayStats() }
   emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,

@@ -19,6 +19,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Ring from "../src/averaging/ring.ts"
+import * as SharedAllReduce from "../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../src/core/messages.ts"
 import { collectiveFaultExitCode } from "./rank-data.ts"
 import type { Link, RankData } from "./rank-data.ts"
@@ -64,7 +65,9 @@ export interface Contribution {
  *   collective (the rank then applies it), `undefined` otherwise.
  * - `contribute`: keeps the round's pre-round contribution and starts its collective.
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
- * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox.
+ * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox
+ *   (with a shared all-reduce area: whether another member entered `round`'s collective; an idle
+ *   rank that asks watches the area and is `woken` when a member arrives).
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
  * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
  *   waiting for its commit), a generation's direct links arrived, or a collective failed, since
@@ -82,6 +85,8 @@ export interface RankRing {
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
   readonly neighboursWaiting: (round: number) => boolean
+  /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
+  readonly linkName: () => string
   readonly failure: () => Ring.RingLinkError | undefined
   readonly woken: () => Effect.Effect<"woken">
   readonly rearm: () => void
@@ -117,6 +122,26 @@ export const make = (options: RankRingOptions): RankRing => {
       }
       return deliver(message)
     })
+  /**
+   * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
+   * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
+   * before the second; `corrupt` writes NaN into the rank's row at either.
+   */
+  const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
+    const fault = data.collectiveFault
+    if (fault === undefined || fault.round !== round) return {}
+    if (fault.fault === "corrupt") return { corrupt: true }
+    const phase = fault.step < ringSize - 1 ? 0 : 1
+    return {
+      before: (at) =>
+        Effect.suspend(() => {
+          if (at !== phase) return Effect.void
+          if (fault.fault === "exit") leave(collectiveFaultExitCode)
+          else options.hang()
+          return Effect.never
+        })
+    }
+  }
   // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
   let wake = Deferred.makeUnsafe<void>()
   const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
@@ -124,6 +149,10 @@ export const make = (options: RankRingOptions): RankRing => {
     readonly link: Ring.BufferedLink
     readonly inbox: Ring.RingInbox
     readonly close: () => void
+    /** The generation's shared all-reduce area (worker threads): collectives run there, not over the link. */
+    readonly area?: SharedAllReduce.Area | undefined
+    /** Whether an idle rank watches the area for a collective it is not in yet. */
+    watching?: boolean
   }
   /** The relay (`RingData` through the coordinator): one link for every generation. */
   const relayLink = new Ring.BufferedLink((message) =>
@@ -151,7 +180,8 @@ export const make = (options: RankRingOptions): RankRing => {
         // a step.
         if (collective === undefined && finished === undefined) notify()
       })
-      portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close })
+      const area = ports.area !== undefined && SharedAllReduce.available() ? new SharedAllReduce.Area(ports.area) : undefined
+      portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close, area })
       notify()
     })
   }
@@ -196,7 +226,12 @@ export const make = (options: RankRingOptions): RankRing => {
       }
       collective = entry
       const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
-      const body = Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes).pipe(
+      const area = channel.area
+      const collectiveOf = area !== undefined && area.handle.ringRank === view.ringRank && area.handle.ringSize === view.ringSize &&
+          area.handle.length === contribution.params.length
+        ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
+        : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
+      const body = collectiveOf.pipe(
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
@@ -253,8 +288,24 @@ export const make = (options: RankRingOptions): RankRing => {
     startCollective,
     neighboursWaiting: (round) => {
       if (ringView === undefined) return false
-      const channel = channelFor(ringView.generation)
-      return channel?.inbox.holds(ringView.generation, round, channel.link.pending) === true
+      const generation = ringView.generation
+      const channel = channelFor(generation)
+      if (channel === undefined) return false
+      if (channel.area === undefined) return channel.inbox.holds(generation, round, channel.link.pending)
+      if (channel.area.neighboursAt(round)) return true
+      // Idle: wake the loop when a member arrives at a barrier (a collective this rank is not in).
+      if (channel.watching !== true) {
+        channel.watching = true
+        void channel.area.arrivals().then(() => {
+          channel.watching = false
+          if (collective === undefined && finished === undefined && portChannels.get(generation) === channel) notify()
+        })
+      }
+      return false
+    },
+    linkName: () => {
+      if (ringView === undefined || !usePorts) return "relayed link"
+      return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },
     failure: () => ringFailure,
     woken: () => {

@@ -407,7 +407,7 @@ export const run = (
       if (ringFailure !== undefined) {
         // The coordinator shows the crash too, but only as one rank's cause among others: the rank's
         // own output says why it left, where its neighbour's bad step or closed link is visible.
-        console.error(`cohort rank ${rank}: ring collective failed (${data.ringLinks === "port" ? "direct link" : "relayed link"}): ${ringFailure.message}`)
+        console.error(`cohort rank ${rank}: ring collective failed (${ring.linkName()}): ${ringFailure.message}`)
         return yield* Effect.die(new Error(`rank ${rank}: ring collective failed: ${ringFailure.message}`))
       }
       // A rank with no work left joins its neighbours' collective of its round as soon as their

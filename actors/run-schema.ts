@@ -114,7 +114,7 @@ const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
 /** `RunResult.ring` (issue 15). */
 const RingSummary = Schema.Struct({
   generations: Schema.Int,
-  links: Schema.Literals(["relay", "port", "shared"]),
+  links: Schema.Literals(["relay", "port", "shared", "area"]),
   relayed: Schema.Int,
   dropped: Schema.Int
 })

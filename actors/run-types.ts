@@ -123,6 +123,16 @@ export interface RunOptions {
    * other transports (their steps go through the coordinator's relay).
    */
   readonly ringSharedSlots?: number
+  /**
+   * Ring backend on worker threads: each ring generation's collectives run through one shared
+   * all-reduce area (`SharedAllReduce`, issue 15: two barriers a round instead of `2 (n - 1)` ring
+   * steps) when the area, `16 + 16 n + 4 params (n + 1)` bytes for a ring of `n` (13.0 MiB at
+   * 8 ranks x 407,050 parameters), is at most this many MiB; otherwise the steps take the direct
+   * links (`ringSharedSlots`). 0 never uses an area. Default 256; an integer in [0, 65536]
+   * (`LaunchError` on `ringAreaMemoryMb` otherwise). Ignored by other transports and by runtimes
+   * without `Atomics.waitAsync`.
+   */
+  readonly ringAreaMemoryMb?: number
   /** Faults inside ring collectives (ring backend). Default none. */
   readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
@@ -435,10 +445,11 @@ export interface RunResult {
   /**
    * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
    * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
-   * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`),
+   * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`;
+   * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`),
    * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
-  readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared"; readonly relayed: number; readonly dropped: number } | undefined
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
 }

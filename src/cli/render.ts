@@ -337,7 +337,10 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
   return crashed === undefined ? [] : [`cohort: warning: rank ${crashed.rank} ${crashed.cause}`, crashed.stack!]
 }
 
-/** `averaging: ring, 2 generations, direct links between worker threads` (issue 15; `shared-memory links` with `links` `shared`). */
+/**
+ * `averaging: ring, 2 generations, direct links between worker threads` (issue 15;
+ * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`).
+ */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
   backend === "cpu" || ring === undefined
     ? "averaging: cpu (the coordinator averaged every round)"
@@ -346,6 +349,8 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
         ? "direct links between worker threads"
         : ring.links === "shared"
         ? "shared-memory links between worker threads"
+        : ring.links === "area"
+        ? "a shared-memory all-reduce between worker threads"
         : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
     }`
 

@@ -95,9 +95,10 @@ export const spawnWorker = (
   return {
     post: (message) => port1.postMessage(message, [message.buffer as ArrayBuffer]),
     kill: () => void worker.terminate(),
-    postRing: (generation, next, prev, sharedSlots) => {
+    postRing: (generation, next, prev, sharedSlots, area) => {
       const ports = [next as unknown as MessagePort, prev as unknown as MessagePort]
-      port1.postMessage({ cohortRing: { generation, next: ports[0], prev: ports[1], sharedSlots } }, ports)
+      // A SharedArrayBuffer is shared, not transferred: every member gets the same memory.
+      port1.postMessage({ cohortRing: { generation, next: ports[0], prev: ports[1], sharedSlots, area } }, ports)
     }
   }
 }
@@ -118,18 +119,25 @@ export const ringChannel = (): { readonly sender: Types.RingEnd; readonly receiv
 }
 
 interface RingHandover {
-  readonly cohortRing: { readonly generation: number; readonly next: MessagePort; readonly prev: MessagePort; readonly sharedSlots: number }
+  readonly cohortRing: {
+    readonly generation: number
+    readonly next: MessagePort
+    readonly prev: MessagePort
+    readonly sharedSlots: number
+    readonly area?: Types.RingArea | undefined
+  }
 }
 
 const isRingHandover = (data: unknown): data is RingHandover =>
   typeof data === "object" && data !== null && !ArrayBuffer.isView(data) && "cohortRing" in data
 
-const ringPortsOf = ({ cohortRing: { generation, next, prev, sharedSlots } }: RingHandover): Types.RingPorts => {
+const ringPortsOf = ({ cohortRing: { generation, next, prev, sharedSlots, area } }: RingHandover): Types.RingPorts => {
   // The data is a fresh copy made for this step: a step on the port transfers its buffer.
   const sender = new SharedRingLink.Sender((message, transfer) => next.postMessage(message, transfer as Array<ArrayBuffer>), sharedSlots)
   let receiver: SharedRingLink.Receiver | undefined
   return {
     generation,
+    area,
     send: (message) => sender.send(message),
     onMessage: (callback) => {
       const taking = new SharedRingLink.Receiver(callback)

@@ -53,7 +53,19 @@ export interface RawChild {
    * `sharedSlots`: slots of the shared-memory segment each sending side makes (0: steps stay on
    * the ports; `SharedRingLink`).
    */
-  readonly postRing?: (generation: number, next: RingEnd, prev: RingEnd, sharedSlots: number) => void
+  readonly postRing?: (generation: number, next: RingEnd, prev: RingEnd, sharedSlots: number, area?: RingArea) => void
+}
+
+/**
+ * A ring generation's shared all-reduce area as one member gets it (issue 15,
+ * `SharedAllReduce`): the `buffer` every member of the generation shares, this member's
+ * `ringRank`, the `ringSize` and the parameter `length`. @since 0.1.0 @category model
+ */
+export interface RingArea {
+  readonly buffer: SharedArrayBuffer
+  readonly ringRank: number
+  readonly ringSize: number
+  readonly length: number
 }
 
 /**
@@ -82,6 +94,8 @@ export interface RingWire {
  */
 export interface RingPorts {
   readonly generation: number
+  /** The generation's shared all-reduce area, when the host made one. */
+  readonly area?: RingArea | undefined
   readonly send: (message: RingWire) => void
   readonly onMessage: (callback: (message: RingWire) => void) => void
   readonly close: () => void

@@ -67,8 +67,16 @@ export interface WorkerHost {
    * `SharedRingLink.slotsDefault`, 4): the steps travel through a shared-memory segment of that
    * many slots per direction where the runtime has `Atomics.waitAsync` (`SharedRingLink`), each
    * slot one step's data (about 8 bytes a parameter / ring size); 0 keeps them on the ports.
+   * `area` (a `SharedArrayBuffer` of `SharedAllReduce.areaBytes(peers.length, length)` bytes, and
+   * the parameter `length`): every rank also gets the generation's shared all-reduce area with its
+   * ring rank (`RingPorts.area`), and runs its collectives there instead of over the links.
    */
-  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots?: number) => number
+  readonly formRing: (
+    generation: number,
+    peers: ReadonlyArray<Transport.Peer>,
+    sharedSlots?: number,
+    area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+  ) => number
 }
 
 /**
@@ -99,7 +107,7 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
       transport: children.transport,
       spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
       terminate: (rank) => children.kill(rank),
-      formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault) => children.formRing(generation, peers, sharedSlots)
+      formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault, area) => children.formRing(generation, peers, sharedSlots, area)
     })
   )
 

@@ -33,12 +33,13 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.backend).toBe("ring")
     expect(result.ring?.generations).toBe(2)
-    expect(result.ring?.links).toBe("shared")
+    // Worker threads' default: each generation's collectives run through one shared all-reduce area.
+    expect(result.ring?.links).toBe("area")
     expect(result.ring?.relayed).toBe(0)
   })
 
-  it("over MessageChannel links only (ringSharedSlots 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, ringSharedSlots: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+  it("over MessageChannel links only (ringSharedSlots 0 and ringAreaMemoryMb 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, ringSharedSlots: 0, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
@@ -46,9 +47,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.ring?.links).toBe("port")
   })
 
-  it("over shared-memory links with one slot (most steps find it taken and take the port, in order): a rank that exits in the all-gather, the survivors redo the round with clean audits", async () => {
+  it("over shared-memory links with one slot (no all-reduce area: ringAreaMemoryMb 0; most steps find the slot taken and take the port, in order): a rank that exits in the all-gather, the survivors redo the round with clean audits", async () => {
     // Ring of 4: steps 0-2 reduce-scatter, 3-5 all-gather; rank 2 leaves before its step 4 of round 3.
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 4, epochs: 1, ringSharedSlots: 1, collectiveFaults: [{ rank: 2, round: 3, step: 4, fault: "exit" }] })
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 4, epochs: 1, ringSharedSlots: 1, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 2, round: 3, step: 4, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[2, "supervisor", "exited with code 70 without Exiting"]])
@@ -155,6 +156,7 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
       // (a fault fires at every (round, step) it matches, and rank 1 survives here).
       worldSize: 4,
       epochs: 1,
+      ringAreaMemoryMb: 0,
       collectiveFaults: [{ rank: 1, round: 2, step: 5, fault: "corrupt" }],
       onRankOutput: (rank, line) => lines.push(`[rank ${rank}] ${line}`)
     })
@@ -166,6 +168,26 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     ])
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.links).toBe("shared")
+  })
+
+  it("in a shared all-reduce area a corrupt contribution (every value NaN) fails its own rank, which says so in one line and is declared crashed; the others apply nothing and redo the round; clean audits", async () => {
+    const lines: Array<string> = []
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 0, fault: "corrupt" }],
+      onRankOutput: (rank, line) => lines.push(`[rank ${rank}] ${line}`)
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "crashed: rank 1: ring collective failed: this rank's contribution carried a value that is not finite"]])
+    expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
+      "[rank 1] cohort rank 1: ring collective failed (shared all-reduce): this rank's contribution carried a value that is not finite"
+    ])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("area")
   })
 
   it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {

@@ -26,9 +26,15 @@ export interface Host<O> {
    * Workers only: gives ring `generation`'s `peers` (ring order) direct links, each rank one to
    * its next and one from its previous neighbour (issue 15); returns the peers it reached. A peer
    * without a child (gone) is skipped: its neighbours' links to it lead nowhere, and the
-   * coordinator's DeclareDead aborts whatever waits on them. `sharedSlots` as `RawChild.postRing`.
+   * coordinator's DeclareDead aborts whatever waits on them. `sharedSlots` as `RawChild.postRing`;
+   * `area`: a shared all-reduce area (`SharedAllReduce`) every peer gets with its ring rank.
    */
-  readonly formRing: (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots: number) => number
+  readonly formRing: (
+    generation: number,
+    peers: ReadonlyArray<Transport.Peer>,
+    sharedSlots: number,
+    area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+  ) => number
 }
 
 interface Child {
@@ -160,7 +166,12 @@ export const make = <O>(
         hub.shutdown()
       })
     )
-    const formRing = (generation: number, peers: ReadonlyArray<Transport.Peer>, sharedSlots: number): number => {
+    const formRing = (
+      generation: number,
+      peers: ReadonlyArray<Transport.Peer>,
+      sharedSlots: number,
+      area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+    ): number => {
       const n = peers.length
       if (n < 2) return 0
       // Channel i carries ring rank i's steps to ring rank i + 1.
@@ -169,7 +180,8 @@ export const make = <O>(
       peers.forEach((rank, i) => {
         const raw = children.get(rank)?.raw
         if (raw?.postRing === undefined) return
-        raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver, sharedSlots)
+        const member = area === undefined ? undefined : { buffer: area.buffer, ringRank: i, ringSize: n, length: area.length }
+        raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver, sharedSlots, member)
         reached += 1
       })
       return reached

@@ -1,0 +1,290 @@
+/**
+ * The `ring` backend's collective for worker threads of one process (issue 15): an all-reduce
+ * through one shared-memory area per ring generation, in two barriers a round instead of the ring's
+ * `2 (n - 1)` dependent steps (`Ring.allReduce`). On a machine with fewer cores than ranks a ring
+ * step waits for its neighbour to be scheduled, `2 (n - 1)` times in a row; here every rank is
+ * scheduled twice a round, in any order.
+ *
+ * A round, for ring rank `r` of `n` (`allReduce`):
+ *
+ * 1. The rank writes its round number, whether it contributes, and (if it does) its parameters into
+ *    its own row of the area, then waits at the first barrier until every member arrived.
+ * 2. It reduces segment `r` (`Ring.segmentOf`): for each value, the float64 sum of the contributing
+ *    rows in ring-rank order, divided by their number and rounded once to float32 into the area's
+ *    result. With no contribution the segment is the rank's own values (every member then holds the
+ *    last average, as in `Ring.allReduce`). Then it waits at the second barrier.
+ * 3. It copies the whole result out. Its next round writes its row only after this, and the next
+ *    round's reduction starts only after every member arrived at its first barrier, so one row per
+ *    rank and one result suffice: nothing is overwritten while someone still reads it.
+ *
+ * The result equals `Ring.allReduce`'s up to the order of each float64 sum (module doc there): the
+ * float32 rounding of a float64 sum of the contributions, within one float32 unit in the last place
+ * of the `cpu` backend's mean.
+ *
+ * Aborts: every wait is `Atomics.waitAsync` (never `Atomics.wait`): the rank's event loop stays
+ * free, so heartbeats, `DeclareDead` and a newer `FormRing` still arrive, and interrupting the
+ * collective abandons the wait at once. An interrupted collective changes nothing its caller holds
+ * (it returns the mean only after the second barrier). A generation whose collective was aborted is
+ * never used again (the caller blocks it, as with ring steps), so the barrier counts of an area only
+ * have to hold while no member is interrupted. Nothing closes an area: a member may still be
+ * waiting in it, correctly, when a neighbour already got the newer `FormRing`; an abandoned wait
+ * ends by itself within `waitSliceMs`.
+ *
+ * A contribution with a value that is not finite (a rank writing past its own check): the reducer
+ * that meets it marks the row's ring rank in the area; after the second barrier that rank fails its
+ * collective (`RingLinkError`, so it dies and is declared dead) and every other member waits,
+ * without applying anything, for the `DeclareDead` that follows and the re-formed ring's redo.
+ *
+ * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): four `Int32` words
+ * (`arrived`: arrivals at barriers so far; `released`: barriers passed; unused; `bad`: 1 + the
+ * ring rank of a non-finite row, or 0), then per ring rank two float64 words (round, contributes),
+ * then `n` rows of `length` float32 values, then the result's `length` float32 values.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import { RingLinkError, segmentOf } from "./ring.ts"
+import type { Collective } from "./ring.ts"
+
+const ARRIVED = 0
+const RELEASED = 1
+const BAD = 3
+const headerBytes = 16
+
+/**
+ * Bytes of an area for `ringSize` ranks and `length` parameters: `16 + 16 ringSize + 4 length
+ * (ringSize + 1)`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const areaBytes = (ringSize: number, length: number): number => headerBytes + 16 * ringSize + 4 * length * (ringSize + 1)
+
+/**
+ * Whether this runtime can run the shared all-reduce: `SharedArrayBuffer` and `Atomics.waitAsync`
+ * both exist (Node 20, Bun 1.4 and Deno 2.9 have both).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const available = (): boolean =>
+  typeof SharedArrayBuffer === "function" && typeof (Atomics as { waitAsync?: unknown }).waitAsync === "function"
+
+type WaitAsync = (
+  array: Int32Array,
+  index: number,
+  value: number,
+  timeoutMs: number
+) => { readonly async: false; readonly value: string } | { readonly async: true; readonly value: Promise<string> }
+
+const waitAsync = (Atomics as unknown as { readonly waitAsync: WaitAsync }).waitAsync
+
+/** How long one wait lasts before it looks again (a wait abandoned by an interrupt ends by then). */
+const waitSliceMs = 1000
+
+/**
+ * One ring generation's shared area as one member sees it: the area's `buffer` (every member gets
+ * the same), this member's `ringRank`, the `ringSize` and the parameter `length`. Made by the
+ * coordinator's thread for each generation (`make`), read by each member (`attach`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface AreaHandle {
+  readonly buffer: SharedArrayBuffer
+  readonly ringRank: number
+  readonly ringSize: number
+  readonly length: number
+}
+
+/**
+ * A member's view of the area, with what it keeps between rounds: how many barriers it passed
+ * and the float64 sums of its segment (allocated once).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export class Area {
+  readonly header: Int32Array
+  readonly meta: Float64Array
+  readonly rows: ReadonlyArray<Float32Array>
+  readonly result: Float32Array
+  /** Barriers this member passed in this area. */
+  passed = 0
+  private sums: Float64Array | undefined
+
+  constructor(readonly handle: AreaHandle) {
+    const { buffer, ringSize: n, length } = handle
+    if (buffer.byteLength < areaBytes(n, length)) throw new RangeError(`a shared area of ${buffer.byteLength} bytes is too small for ${n} ranks x ${length} parameters`)
+    this.header = new Int32Array(buffer, 0, 4)
+    this.meta = new Float64Array(buffer, headerBytes, 2 * n)
+    const rowsAt = headerBytes + 16 * n
+    this.rows = Array.from({ length: n }, (_, j) => new Float32Array(buffer, rowsAt + 4 * length * j, length))
+    this.result = new Float32Array(buffer, rowsAt + 4 * length * n, length)
+  }
+
+  /**
+   * Whether another member arrived at a barrier of `round`'s collective that this member has not
+   * reached yet: the collective started without it (an idle member then joins it).
+   */
+  neighboursAt(round: number): boolean {
+    if (Atomics.load(this.header, ARRIVED) <= this.handle.ringSize * this.passed) return false
+    for (let j = 0; j < this.handle.ringSize; j++) {
+      if (j !== this.handle.ringRank && this.meta[2 * j] === round) return true
+    }
+    return false
+  }
+
+  /**
+   * Resolves when the number of arrivals changes from what it is now, or after at most
+   * `waitSliceMs`. Never rejects. An idle member watches with it for a collective to start.
+   */
+  arrivals(): Promise<void> {
+    const waited = waitAsync(this.header, ARRIVED, Atomics.load(this.header, ARRIVED), waitSliceMs)
+    return waited.async ? waited.value.then(() => {}) : Promise.resolve()
+  }
+
+  sumsFor(segmentLength: number): Float64Array {
+    if (this.sums === undefined || this.sums.length !== segmentLength) this.sums = new Float64Array(segmentLength)
+    return this.sums
+  }
+}
+
+/**
+ * Allocates the area of one generation: `ringSize` members, `length` parameters (`areaBytes`).
+ * The handle for ring rank `r` is `{ buffer, ringRank: r, ringSize, length }`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (ringSize: number, length: number): SharedArrayBuffer => {
+  const buffer = new SharedArrayBuffer(areaBytes(ringSize, length))
+  // No member is at a round yet (`neighboursAt`).
+  new Float64Array(buffer, headerBytes, 2 * ringSize).fill(-1)
+  return buffer
+}
+
+/** Waits at this member's next barrier until every member arrived (module doc). */
+const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
+  Effect.suspend(() => {
+    const { header } = area
+    const n = area.handle.ringSize
+    const k = area.passed + 1
+    area.passed = k
+    const arrived = Atomics.add(header, ARRIVED, 1) + 1
+    // The first arrival of a collective wakes members that are not in it yet (`arrivals`).
+    if (arrived === n * (k - 1) + 1) Atomics.notify(header, ARRIVED)
+    if (arrived === n * k) {
+      Atomics.store(header, RELEASED, k)
+      Atomics.notify(header, RELEASED)
+      return Effect.void
+    }
+    const look = (): Effect.Effect<void, RingLinkError> =>
+      Effect.suspend(() => {
+        const released = Atomics.load(header, RELEASED)
+        if (released >= k) return Effect.void
+        const waited = waitAsync(header, RELEASED, released, waitSliceMs)
+        if (!waited.async) return look()
+        return Effect.flatMap(Effect.promise(() => waited.value), look)
+      })
+    return look()
+  })
+
+/**
+ * Reduces this member's segment into the area's result (module doc, step 2). Marks a row with a
+ * value that is not finite in the area's `bad` word instead of writing it.
+ */
+const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round: number): RingLinkError | undefined => {
+  const { ringSize: n, length } = area.handle
+  const [start, end] = segmentOf(length, n, ringRank)
+  const sums = area.sumsFor(end - start)
+  sums.fill(0)
+  let count = 0
+  for (let j = 0; j < n; j++) {
+    const at = area.meta[2 * j]!
+    if (at !== round) return new RingLinkError(`ring rank ${j} is at round ${at}, this rank at ${round}`)
+    if (area.meta[2 * j + 1] !== 1) continue
+    count += 1
+    const row = area.rows[j]!
+    for (let i = start; i < end; i++) sums[i - start] = sums[i - start]! + row[i]!
+  }
+  const { result } = area
+  if (count === 0) {
+    result.set(params.subarray(start, end), start)
+    return undefined
+  }
+  for (let i = start; i < end; i++) {
+    const sum = sums[i - start]!
+    if (!Number.isFinite(sum)) {
+      // Name the first contributing row that holds it (float32 contributions cannot overflow a float64 sum).
+      for (let j = 0; j < n; j++) {
+        if (area.meta[2 * j + 1] === 1 && !Number.isFinite(area.rows[j]![i]!)) {
+          Atomics.compareExchange(area.header, BAD, 0, j + 1)
+          break
+        }
+      }
+      return undefined
+    }
+    result[i] = sum / count
+  }
+  return undefined
+}
+
+/**
+ * Fault hooks for tests (`RankData.collectiveFault`): `before(phase)` runs before each barrier
+ * (phase 0: the first, in place of the ring's reduce-scatter steps; 1: the second, in place of its
+ * all-gather steps) and may never end (an exit, a hang); `corrupt` says whether this member writes
+ * NaN into its row instead of its parameters.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Faults {
+  readonly before?: (phase: 0 | 1) => Effect.Effect<void>
+  readonly corrupt?: boolean
+}
+
+/**
+ * The element-wise mean of the contributing members' `params` for one collective, as float32,
+ * through the shared `area` (module doc). `collective.ringRank`/`ringSize` must be the area's;
+ * `contributes` as in `Ring.allReduce`; `params` is only read and the result is a new array.
+ * Fails with `RingLinkError` when members disagree on the round, or this
+ * member's own contribution was not finite; interrupt it to abort (a death, a newer generation).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const allReduce = (
+  area: Area,
+  collective: Collective,
+  params: Float32Array,
+  contributes = true,
+  faults: Faults = {}
+): Effect.Effect<Float32Array, RingLinkError> =>
+  Effect.gen(function*() {
+    const { ringRank: r, ringSize: n, round } = collective
+    const { handle } = area
+    if (handle.ringRank !== r || handle.ringSize !== n || handle.length !== params.length) {
+      return yield* Effect.fail(new RingLinkError(`a shared area for ring rank ${handle.ringRank} of ${handle.ringSize} x ${handle.length} parameters, not ${r} of ${n} x ${params.length}`))
+    }
+    if (contributes) {
+      const row = area.rows[r]!
+      if (faults.corrupt === true) row.fill(Number.NaN)
+      else row.set(params)
+    }
+    area.meta[2 * r] = round
+    area.meta[2 * r + 1] = contributes ? 1 : 0
+    if (faults.before !== undefined) yield* faults.before(0)
+    yield* barrier(area)
+    const mismatch = reduceSegment(area, r, params, round)
+    if (mismatch !== undefined) return yield* Effect.fail(mismatch)
+    if (faults.before !== undefined) yield* faults.before(1)
+    yield* barrier(area)
+    const bad = Atomics.load(area.header, BAD)
+    if (bad === r + 1) return yield* Effect.fail(new RingLinkError("this rank's contribution carried a value that is not finite"))
+    // Another member's was: wait, applying nothing, for its death's DeclareDead to interrupt this.
+    if (bad !== 0) return yield* Effect.never
+    const out = new Float32Array(params.length)
+    out.set(area.result)
+    return out
+  })
