@@ -1,8 +1,8 @@
 /**
  * Averaging benchmark (issue 15): time per averaging round, `cpu` beside `ring`, in the same run,
- * at a few rank counts and parameter counts, with worker-thread ranks (the ring over direct
- * `MessageChannel` links) and, with `--process`, child processes (the ring relayed by the
- * coordinator).
+ * at a few rank counts and parameter counts, with worker-thread ranks (the ring's collectives in a
+ * shared all-reduce area, and beside it over its direct links alone) and, with `--process`, child
+ * processes (the ring relayed by the coordinator).
  *
  * Each run trains `bench/trainers/params-only.ts` (no computation; one batch of 1 sample per
  * round, `averageEverySteps` 1) for `rounds` rounds of one epoch, so its time from formation to the
@@ -16,7 +16,9 @@
  * and 400 k parameters; the full run adds 8 and 16 ranks and 4 M parameters. `--ranks 8,16`,
  * `--params 407050` and `--rounds 20` pick other rank counts, sizes and rounds per run (a short
  * iteration: `--ranks 8 --params 407050 --rounds 20 --no-json`); `--ring-shared-slots N` sets the
- * ring's `ringSharedSlots` (0: worker links over `MessageChannel`s only). Numbers from a machine
+ * ring's `ringSharedSlots` (0: worker links over `MessageChannel`s only), `--ring-area-mb N` its
+ * `ringAreaMemoryMb` (0: no shared all-reduce area). With worker threads each size is also run
+ * over the ring's direct links alone (no area), the last column, unless `--no-links-row`. Numbers from a machine
  * shared with other work are labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
  */
 import { mkdtempSync, rmSync } from "node:fs"
@@ -38,13 +40,15 @@ const flag = (name: string): string | undefined => {
 const numbers = (text: string | undefined): Array<number> | undefined => text?.split(",").map((part) => Number(part.replaceAll("_", "")))
 const rounds = Number(flag("rounds") ?? (quick ? 20 : 40))
 const ringSharedSlots = flag("ring-shared-slots") === undefined ? undefined : Number(flag("ring-shared-slots"))
+const ringAreaMemoryMb = flag("ring-area-mb") === undefined ? undefined : Number(flag("ring-area-mb"))
+const noLinksRow = process.argv.includes("--no-links-row")
 
 interface Elu {
   readonly active: number
 }
 const elu = (performance as unknown as { eventLoopUtilization?: (a?: Elu) => Elu }).eventLoopUtilization
 
-const measure = async (backend: "cpu" | "ring", worldSize: number, params: number) => {
+const measure = async (backend: "cpu" | "ring", worldSize: number, params: number, ringAreaMemoryMb?: number) => {
   process.env["COHORT_BENCH_PARAMS"] = String(params)
   process.env["COHORT_BENCH_SAMPLES"] = String(worldSize * rounds)
   let formedAt: number | undefined
@@ -58,6 +62,7 @@ const measure = async (backend: "cpu" | "ring", worldSize: number, params: numbe
     backend,
     transport,
     ...(ringSharedSlots === undefined ? {} : { ringSharedSlots }),
+    ...(ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb }),
     batchSize: 1,
     averageEverySteps: 1,
     heartbeatTimeoutMs: 30_000,
@@ -89,7 +94,9 @@ for (const params of sizes) {
   for (const worldSize of rankCounts) {
     note(`averaging: ${worldSize} ranks, ${params} parameters, ${transport}`)
     const cpu = await measure("cpu", worldSize, params)
-    const ring = await measure("ring", worldSize, params)
+    const ring = await measure("ring", worldSize, params, ringAreaMemoryMb)
+    // Worker threads: the same ring over its direct links only (no shared all-reduce area), beside it.
+    const ringLinks = transport === "worker" && ring.links === "area" && !noLinksRow ? await measure("ring", worldSize, params, 0) : undefined
     rows.push([
       worldSize,
       params,
@@ -99,15 +106,16 @@ for (const params of sizes) {
       fmt(cpu.coordinatorMsPerRound),
       fmt(ring.coordinatorMsPerRound),
       fmt(cpu.coordinatorMsPerRound / ring.coordinatorMsPerRound),
-      ring.links
+      ring.links,
+      ringLinks === undefined ? "-" : `${fmt(ringLinks.msPerRound)} (${fmt(cpu.msPerRound / ringLinks.msPerRound)}x)`
     ])
-    results.push({ worldSize, params, transport, rounds, cpu, ring })
+    results.push({ worldSize, params, transport, rounds, cpu, ring, ...(ringLinks === undefined ? {} : { ringLinks }) })
   }
 }
 rmSync(outDir, { recursive: true, force: true })
 console.log(`averaging rounds (${transport} ranks, ${rounds} rounds per run)`)
 console.log(table(
-  ["ranks", "params", "cpu ms/round", "ring ms/round", "cpu/ring", "cpu coord ms", "ring coord ms", "coord ratio", "ring links"],
+  ["ranks", "params", "cpu ms/round", "ring ms/round", "cpu/ring", "cpu coord ms", "ring coord ms", "coord ratio", "ring links", "ring over links ms/round (cpu/it)"],
   rows
 ))
 if (!process.argv.includes("--no-json")) {

@@ -72,7 +72,7 @@ describe("cohort demo", () => {
     }
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])
-    expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "shared"])
+    expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "area"])
     // The ring averages the same contributions as cpu (the members that trained since the last
     // round, with equal weights), so its accuracy is the cpu run's above, within 0.01.
     if (cpuAccuracy === undefined) throw new Error("run the whole file: this test compares with the cpu run above")

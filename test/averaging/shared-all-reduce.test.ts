@@ -1,0 +1,181 @@
+/**
+ * The shared all-reduce area (issue 15) with its members as fibers of one thread sharing one
+ * `SharedArrayBuffer`: random sizes, values, contributions and orders of arrival; a death at a
+ * random barrier; several rounds in one area. Float32 rounding stated here: a completed round's
+ * result is exactly the float32 rounding of the float64 sum of the contributions taken in
+ * ring-rank order, divided by their number (`expectedMean`), and within one float32 unit in the
+ * last place of `Cpu.mean` of the same vectors.
+ */
+import fc from "fast-check"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
+import { describe, expect, it } from "vitest"
+import * as Cpu from "../../src/averaging/cpu.ts"
+import * as Ring from "../../src/averaging/ring.ts"
+import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
+
+const SEED = 20261202
+
+/** The members of one area of `n` ranks and `length` parameters. */
+const membersOf = (n: number, length: number): Array<SharedAllReduce.Area> => {
+  const buffer = SharedAllReduce.make(n, length)
+  return Array.from({ length: n }, (_, r) => new SharedAllReduce.Area({ buffer, ringRank: r, ringSize: n, length }))
+}
+
+/** Float32 rounding of the float64 sum, in ring-rank order, of the contributing vectors, divided by their number. */
+const expectedMean = (vectors: ReadonlyArray<Float32Array>, contributes: ReadonlyArray<boolean>): Float32Array => {
+  const length = vectors[0]!.length
+  const out = new Float32Array(length)
+  const count = contributes.filter(Boolean).length
+  for (let i = 0; i < length; i++) {
+    let sum = 0
+    vectors.forEach((v, r) => {
+      if (contributes[r]) sum += v[i]!
+    })
+    out[i] = sum / count
+  }
+  return out
+}
+
+const ulpDistance = (a: number, b: number): number => {
+  const view = new DataView(new ArrayBuffer(8))
+  view.setFloat32(0, a)
+  view.setFloat32(4, b)
+  const ia = view.getInt32(0)
+  const ib = view.getInt32(4)
+  return Math.abs((ia < 0 ? 0x80000000 - ia : ia) - (ib < 0 ? 0x80000000 - ib : ib))
+}
+
+/** Sleeps 0 to 2 ms (a member scheduled late). */
+const jitter = (random: () => number) => Effect.sleep(`${Math.floor(random() * 3)} millis`)
+
+describe("the shared all-reduce area", () => {
+  it("is 16 + 16 n + 4 length (n + 1) bytes, 14.0 MiB at 8 ranks x 407,050 parameters", () => {
+    expect(SharedAllReduce.areaBytes(8, 407_050)).toBe(16 + 128 + 4 * 407_050 * 9)
+    expect((SharedAllReduce.areaBytes(8, 407_050) / 2 ** 20).toFixed(1)).toBe("14.0")
+  })
+
+  it("every completed round, in any order of arrival and over several rounds of one area, is the exact float32 mean of the contributing members' vectors (within 1 ulp of Cpu.mean) on every member; with no contribution, each member's own segment", async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }),
+        fc.integer({ min: 0, max: 40 }),
+        fc.integer({ min: 1, max: 3 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        async (n, length, rounds, seed) => {
+          let state = seed
+          const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+          const members = membersOf(n, length)
+          for (let round = 0; round < rounds; round++) {
+            const contributes = Array.from({ length: n }, () => random() < 0.75)
+            const vectors = Array.from({ length: n }, () => Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4)))
+            const originals = vectors.map((v) => Float32Array.from(v))
+            const results = await Effect.runPromise(
+              Effect.forEach(
+                members,
+                (area, r) =>
+                  jitter(random).pipe(
+                    Effect.andThen(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!))
+                  ),
+                { concurrency: "unbounded" }
+              )
+            )
+            if (!contributes.includes(true)) {
+              // Nobody trained: each segment is its owner's (ring rank k owns segment k) own values.
+              const owners = new Float32Array(length)
+              for (let k = 0; k < n; k++) {
+                const [start, end] = Ring.segmentOf(length, n, k)
+                owners.set(vectors[k]!.subarray(start, end), start)
+              }
+              for (const result of results) expect(Array.from(result)).toEqual(Array.from(owners))
+            } else {
+              const expected = expectedMean(vectors, contributes)
+              const cpu = Cpu.mean(vectors.filter((_, r) => contributes[r]))
+              if (Cpu.isError(cpu)) throw new Error("no mean")
+              for (const result of results) {
+                expect(Array.from(result)).toEqual(Array.from(expected))
+                for (let i = 0; i < length; i++) expect(ulpDistance(result[i]!, cpu[i]!)).toBeLessThanOrEqual(1)
+              }
+            }
+            vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+          }
+        }
+      ),
+      { seed: SEED, numRuns: 100 }
+    )
+  })
+
+  it("a member that dies before a random barrier: no member completes the round, the others wait until interrupted (DeclareDead), and nobody's parameters change", async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 8 }), fc.integer({ min: 1, max: 30 }), fc.nat(), fc.boolean(), async (n, length, deadPick, second) => {
+        const dead = deadPick % n
+        const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
+        const originals = vectors.map((v) => Float32Array.from(v))
+        const members = membersOf(n, length)
+        const phase = second ? 1 : 0
+        const exits = await Effect.runPromise(Effect.gen(function*() {
+          const fibers = yield* Effect.forEach(members, (area, r) =>
+            Effect.forkChild(
+              SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 4 }, vectors[r]!, true, {
+                ...(r === dead ? { before: (at: 0 | 1) => (at === phase ? Effect.never : Effect.void) } : {})
+              })
+            ))
+          yield* Effect.sleep("20 millis")
+          // DeclareDead: every collective still running is interrupted.
+          return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
+        }))
+        // Every member waits at a barrier the dead one never reaches: nobody completes.
+        for (const exit of exits) expect(Exit.isSuccess(exit)).toBe(false)
+        vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+      }),
+      { seed: SEED + 1, numRuns: 40 }
+    )
+  })
+
+  it("a member whose contribution is not finite fails its own collective; the others complete nothing and wait to be interrupted", async () => {
+    const n = 4
+    const members = membersOf(n, 10)
+    const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length: 10 }, (_, i) => r + i))
+    const exits = await Effect.runPromise(Effect.gen(function*() {
+      const fibers = yield* Effect.forEach(members, (area, r) =>
+        Effect.forkChild(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!, true, r === 2 ? { corrupt: true } : {})))
+      yield* Effect.sleep("20 millis")
+      return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
+    }))
+    expect(exits.map((exit) => (Exit.isSuccess(exit) ? "done" : Exit.hasInterrupts(exit) ? "interrupted" : "failed"))).toEqual(["interrupted", "interrupted", "failed", "interrupted"])
+    const failed = exits[2]!
+    expect(Exit.isFailure(failed) && String(failed.cause)).toContain("this rank's contribution carried a value that is not finite")
+  })
+
+  it("members at different rounds, or an area for another ring rank, size or length, fail with RingLinkError instead of averaging", async () => {
+    const members = membersOf(2, 3)
+    const exits = await Effect.runPromise(Effect.forEach(
+      members,
+      (area, r) => Effect.exit(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: r }, new Float32Array(3))),
+      { concurrency: "unbounded" }
+    ))
+    expect(exits.every((exit) => Exit.isFailure(exit))).toBe(true)
+    expect(String((exits[0] as Exit.Failure<unknown, unknown>).cause)).toContain("ring rank 1 is at round 1, this rank at 0")
+    const wrong = await Effect.runPromiseExit(SharedAllReduce.allReduce(membersOf(2, 3)[0]!, { ringRank: 1, ringSize: 2, generation: 0, round: 0 }, new Float32Array(3)))
+    expect(String((wrong as Exit.Failure<unknown, unknown>).cause)).toContain("a shared area for ring rank 0 of 2 x 3 parameters, not 1 of 2 x 3")
+  })
+
+  it("an idle member sees a collective of its round start without it (neighboursAt), and joins it", async () => {
+    const members = membersOf(3, 6)
+    const vectors = Array.from({ length: 3 }, (_, r) => Float32Array.from({ length: 6 }, (_, i) => r * 10 + i))
+    const result = await Effect.runPromise(Effect.gen(function*() {
+      expect(members[2]!.neighboursAt(0)).toBe(false)
+      const arrived = members[2]!.arrivals()
+      const busy = yield* Effect.forEach([0, 1], (r) => Effect.forkChild(SharedAllReduce.allReduce(members[r]!, { ringRank: r, ringSize: 3, generation: 0, round: 0 }, vectors[r]!)))
+      yield* Effect.promise(() => arrived)
+      expect(members[2]!.neighboursAt(1)).toBe(false)
+      expect(members[2]!.neighboursAt(0)).toBe(true)
+      const own = yield* SharedAllReduce.allReduce(members[2]!, { ringRank: 2, ringSize: 3, generation: 0, round: 0 }, vectors[2]!, false)
+      const others = yield* Effect.forEach(busy, Fiber.join)
+      return [...others, own]
+    }))
+    const expected = expectedMean(vectors, [true, true, false])
+    for (const r of result) expect(Array.from(r)).toEqual(Array.from(expected))
+  })
+})
