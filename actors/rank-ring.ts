@@ -2,7 +2,8 @@
  * A rank's side of the ring backend (`RankData.backend` `ring`, issue 15; `rank.ts` module doc):
  * its view of the ring (the latest `FormRing`), its links to its ring neighbours (relayed through
  * the coordinator as `RingData`, or direct `MessageChannel` links between worker threads handed
- * over per generation), and the one collective it runs at a time.
+ * over per generation, with the generation's shared all-reduce area when the host made one:
+ * `SharedAllReduce`, used instead of the links' steps), and the one collective it runs at a time.
  *
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
