@@ -185,6 +185,8 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  *   jittered exponential back-off from `connectRetryDelayMsBase` (100) to `connectRetryDelayMsMax`
  *   (2000), each delay scaled by 0.8–1.2.
  * - `say(line)`: where the command's own lines go (stderr).
+ * - `beforeExit(code)`: called once the rank has left, just before it exits the process with `code`
+ *   (default none; `bin/cohort.mjs` learns from it that the command finished).
  *
  * @since 0.1.0
  * @category join
@@ -197,6 +199,7 @@ export interface JoinRunOptions {
   readonly saveDir: string
   readonly connectTimeoutMs?: number
   readonly say: (line: string) => void
+  readonly beforeExit?: (code: number) => void
 }
 
 /** Default `JoinRunOptions.connectTimeoutMs`: 300000 ms (the coordinator's default formation timeout). @since 0.1.0 @category join */
@@ -296,7 +299,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   // A rank beyond the formation's world size joined a run that grows (issue 17).
   options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond its ${run.worldSize} formation ranks)`}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
-  const leave = leaveThrough(() => client)
+  const leave = leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
   const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank)).pipe(

@@ -13,13 +13,13 @@
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
-import * as Stream from "effect/Stream"
 import * as Coordinator from "../actors/coordinator.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { ToRank } from "../src/core/messages.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
+import * as RecordingTransport from "../test/recording-transport.ts"
 import * as Lib from "./lib.ts"
 
 export interface Row {
@@ -55,18 +55,7 @@ const measure = (liveRanks: number, joins: number): Promise<Row> =>
       }
       return undefined
     }
-    const transport: Transport.TransportShape = {
-      self: Transport.coordinatorPeer,
-      peers: Effect.succeed([]),
-      send: Transport.sendFromUnsafe(sendUnsafe),
-      sendUnsafe,
-      flush: Effect.void,
-      inbox,
-      events: Stream.fromQueue(inbox),
-      stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }),
-      lastArrivalMs: () => undefined,
-      disconnect: () => {}
-    }
+    const transport = RecordingTransport.make(inbox, sendUnsafe)
     const handle = yield* Coordinator.start({ state: made, transport, tickMs: 100, coordHeartbeatMs: Number.POSITIVE_INFINITY })
     const hello = (rank: number) => Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 4 }))
     yield* Queue.offerAll(inbox, Array.from({ length: liveRanks }, (_, rank) => ({ _tag: "Frame" as const, peer: rank, bytes: hello(rank), arrivedMs: 0 })))

@@ -6,13 +6,18 @@ if (globalThis.Bun === undefined && globalThis.Deno === undefined) {
 }
 // Something that ends the process before the command is done (a trainer module that calls
 // process.exit while the launcher imports it to check it) is named, not silent. `cohort join`
-// ends its process itself when its rank leaves (actors/socket-rank.ts `leaveThrough`).
-let done = process.argv[2] === "join"
+// ends its process itself when its rank leaves: it says so through `io.leaving` first.
+let done = false
 process.on("exit", (code) => {
   if (!done) process.stderr.write(`cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`)
 })
-const { main } = await import("../src/cli/index.ts")
-const code = await main(process.argv.slice(2))
+const { main, terminalIo } = await import("../src/cli/index.ts")
+const code = await main(process.argv.slice(2), {
+  ...terminalIo(),
+  leaving: () => {
+    done = true
+  }
+})
 done = true
 process.exitCode = code
 // The command is done. A trainer module imported into this process (the launcher checks it here)

@@ -18,7 +18,9 @@ import { barsView, lineView, renderResult } from "./render.ts"
 /**
  * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is
  * (line ends included); `progressStream` is where the bars draw when `isTerminal`; `env` reads an
- * environment variable (default: this process's; `COHORT_TOKEN`).
+ * environment variable (default: this process's; `COHORT_TOKEN`); `leaving(code)` is called by a
+ * command that ends the process itself instead of returning (`cohort join` once its rank left),
+ * just before it exits with `code` (default none).
  *
  * @since 0.1.0
  * @category cli
@@ -29,6 +31,7 @@ export interface Io {
   readonly isTerminal: boolean
   readonly progressStream: () => NodeJS.WritableStream
   readonly env?: (name: string) => string | undefined
+  readonly leaving?: (code: number) => void
 }
 
 /**

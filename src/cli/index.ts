@@ -7,12 +7,13 @@
  * (imported lazily, so that `help`, `report` and bad input never load the training stack), shows
  * each run's events as they happen (progress bars from `cli-progress` when stdout is a terminal,
  * timestamped lines otherwise) and ends with a table per epoch. All output goes through an `Io`
- * object, so that tests can capture it. One file per responsibility: `parse.ts`, `render.ts`,
- * `main.ts` (reading a run back: `actors/read-run.ts`).
+ * object, so that tests can capture it. One file per responsibility: `parse.ts`, `help.ts`,
+ * `render.ts`, `main.ts` (reading a run back: `actors/read-run.ts`).
  *
  * @since 0.1.0
  */
 export * from "./conduct.ts"
+export * from "./help.ts"
 export * as Join from "./join.ts"
 export * from "./main.ts"
 export * as Serve from "./serve.ts"

@@ -49,7 +49,7 @@ const rankOf = (text: string, flag: string): number | "auto" => {
 
 /**
  * Runs `cohort join` with `argv` (the arguments after `join`) and returns its exit code; once the
- * rank trains, the rank itself ends the process with its exit code.
+ * rank trains, the rank itself ends the process with its exit code, after `io.leaving(code)`.
  *
  * @since 0.1.0
  * @category cli
@@ -117,6 +117,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     trainer,
     saveDir: Files.absolutePath(raw.saveDir ?? joinDefaults.saveDir),
     connectTimeoutMs,
-    say: (line) => io.err(`${line}\n`)
+    say: (line) => io.err(`${line}\n`),
+    ...(io.leaving === undefined ? {} : { beforeExit: io.leaving })
   })
 }

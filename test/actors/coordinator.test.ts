@@ -3,7 +3,6 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
-import * as Stream from "effect/Stream"
 import * as Coordinator from "../../actors/coordinator.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import * as DeathReport from "../../src/actor/death-report.ts"
@@ -11,6 +10,7 @@ import type { ToCoordinator, ToRank } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
+import * as RecordingTransport from "../recording-transport.ts"
 
 /**
  * A unit-test transport: it records every frame handed to it and refuses those for `refuse`
@@ -27,18 +27,7 @@ const recordingTransport = (refuse: number) =>
       if (Result.isSuccess(decoded)) sent.push([peer, decoded.success.message as ToRank])
       return undefined
     }
-    const transport: Transport.TransportShape = {
-      self: Transport.coordinatorPeer,
-      peers: Effect.succeed([]),
-      send: Transport.sendFromUnsafe(sendUnsafe),
-      sendUnsafe,
-      flush: Effect.void,
-      inbox,
-      events: Stream.fromQueue(inbox),
-      stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }),
-      lastArrivalMs: () => undefined,
-      disconnect: (peer, code) => void disconnected.push([peer, code])
-    }
+    const transport = RecordingTransport.make(inbox, sendUnsafe, (peer, code) => void disconnected.push([peer, code]))
     const hello = (rank: number) =>
       Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 2 })), arrivedMs: 0 })
     return { transport, sent, hello, disconnected }

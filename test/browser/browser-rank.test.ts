@@ -11,24 +11,11 @@
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { type Browser, chromium } from "playwright-core"
+import type { Browser } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
-import { killStarted, root, start, until } from "./cohort-cli.ts"
+import { killStarted, launchChromium, requireChromium, root, start, until } from "./cohort-cli.ts"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as BrowserRank from "../../src/cli/bundle.ts"
-
-const chromiumPath = "/usr/bin/chromium"
-/** The flags the machine notes give for headless Chromium as root with no outside network. */
-const chromiumArgs = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
 
 const trainer = join(root, "src/train/mnist-trainer.ts")
 const scratch = mkdtempSync(join(tmpdir(), "cohort-browser-test-"))
@@ -52,9 +39,7 @@ const journal = (out: string): ReadonlyArray<RunTypes.RunEvent> => {
 
 describe("a browser tab as a rank (headless Chromium)", () => {
   it("trains beside two cohort join ranks, is closed mid-epoch, is declared dead, and every audit is clean", async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
-    }
+    requireChromium()
     const out = join(scratch, "runs")
     const tokenFile = join(scratch, "token")
     const token = "browser-test-token-5d0c7e2a91"
@@ -84,7 +69,7 @@ describe("a browser tab as a rank (headless Chromium)", () => {
     await until("both cohort join ranks to join", 60_000, () =>
       journal(out).filter((e) => e.type === "joined").length === 2 ? true : undefined, serve)
 
-    browser = await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
+    browser = await launchChromium()
     const pageErrors: Array<string> = []
     const newPage = async (name: string) => {
       const page = await browser!.newPage()
@@ -148,9 +133,7 @@ describe("a browser tab as a rank (headless Chromium)", () => {
   }, 240_000)
 
   it("a tab whose coordinator is killed says so on its page, with the save it could not make", async () => {
-    if (!existsSync(chromiumPath)) {
-      throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
-    }
+    requireChromium()
     const out = join(scratch, "runs-killed")
     const tokenFile = join(scratch, "token-killed")
     const token = "browser-test-token-killed-7e41"
@@ -163,7 +146,7 @@ describe("a browser tab as a rank (headless Chromium)", () => {
       const event = journal(out).find((e) => e.type === "listening")
       return event?.type === "listening" ? event : undefined
     }, serve)
-    browser ??= await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
+    browser ??= await launchChromium()
     const page = await browser.newPage()
     const pageErrors: Array<string> = []
     page.on("pageerror", (error) => pageErrors.push(`page: ${error.message}`))

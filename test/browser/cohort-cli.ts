@@ -1,9 +1,12 @@
 /**
  * The browser tests' `cohort` processes: each starts `bin/cohort.mjs` under Node (`start`), is
- * waited on by polling (`until`), and is killed when its file's tests end (`killStarted`).
+ * waited on by polling (`until`), and is killed when its file's tests end (`killStarted`); and
+ * their headless Chromium (`requireChromium`, `launchChromium`).
  */
 import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync } from "node:fs"
 import { join } from "node:path"
+import { type Browser, chromium } from "playwright-core"
 
 /** The repository's root folder. */
 export const root = new URL("../..", import.meta.url).pathname
@@ -49,3 +52,26 @@ export const until = async <A>(what: string, timeoutMs: number, read: () => A | 
     await new Promise((resolve) => setTimeout(resolve, 100))
   }
 }
+
+const chromiumPath = "/usr/bin/chromium"
+/** The flags the machine notes give for headless Chromium as root with no outside network. */
+const chromiumArgs = [
+  "--headless=new",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync"
+]
+
+/** Fails, saying how to install it, when Debian's Chromium is missing (the browser tests never skip). */
+export const requireChromium = (): void => {
+  if (!existsSync(chromiumPath)) {
+    throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
+  }
+}
+
+/** Starts Debian's Chromium, headless, with `chromiumArgs`. */
+export const launchChromium = (): Promise<Browser> => chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })

@@ -13,21 +13,9 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
-import { type Browser, chromium, type Page } from "playwright-core"
+import type { Browser, Page } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
-import { killStarted, root, start, until } from "./cohort-cli.ts"
-
-const chromiumPath = "/usr/bin/chromium"
-const chromiumArgs = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-quic",
-  "--no-first-run",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync"
-]
+import { killStarted, launchChromium, requireChromium, root, start, until } from "./cohort-cli.ts"
 
 const scratch = mkdtempSync(join(tmpdir(), "cohort-run-page-test-"))
 let browser: Browser | undefined
@@ -37,12 +25,6 @@ afterAll(async () => {
   killStarted()
   rmSync(scratch, { recursive: true, force: true })
 })
-
-const requireChromium = (): void => {
-  if (!existsSync(chromiumPath)) {
-    throw new Error(`${chromiumPath} is missing: install Debian's chromium (apt-get install -y chromium), as .ci/run does`)
-  }
-}
 
 type JournalEvent = { readonly type: string; readonly [key: string]: unknown }
 
@@ -62,7 +44,7 @@ const journal = (out: string): ReadonlyArray<JournalEvent> => {
 
 /** A page that records every console error, page error and failed request. */
 const watchedPage = async (errors: Array<string>): Promise<Page> => {
-  browser ??= await chromium.launch({ executablePath: chromiumPath, args: chromiumArgs })
+  browser ??= await launchChromium()
   const page = await browser.newPage({ viewport: { width: 1200, height: 1800 } })
   page.on("console", (message) => {
     if (message.type() === "error") errors.push(`console: ${message.text()}`)
