@@ -30,6 +30,8 @@ describe("renderResult", () => {
     expect(ring).toContain("\naveraging: ring, 2 generations, direct links between worker threads\nrun directory: runs/abc123\n")
     const shared = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "shared", relayed: 0, dropped: 0 } }).out
     expect(shared).toContain("\naveraging: ring, 1 generation, shared-memory links between worker threads\nrun directory: runs/abc123\n")
+    const area = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 3, links: "area", relayed: 0, dropped: 0 } }).out
+    expect(area).toContain("\naveraging: ring, 3 generations, a shared-memory all-reduce between worker threads\nrun directory: runs/abc123\n")
     const relayed = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 } }).out
     expect(relayed).toContain("\naveraging: ring, 1 generation, steps relayed by the coordinator (120 relayed, 3 dropped)\n")
     expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")
