@@ -32,8 +32,22 @@
  *   from its first `AssignChunk` or (static) its empty `StartEpoch`.
  * - `JoinRefused`: the joiner's link closes with `Transport.joinRefusalCloseCode[reason]`
  *   (4013-4020); its end is not a death of the run (the core never admitted it).
- * - `SendModel` (ring backend): not carried out by this shell; a served ring run cannot grow
- *   (the launcher refuses `maxRanks` above the world size with `ring`).
+ *   With the ring backend (`model: "peer"`) the joiner gets only `SetRoles` here: its model comes
+ *   from a ring member when it enters the ring (`SendModel`).
+ * - `SendModel{to, from, round}` (ring backend): the shell asks `from` with `RequestParams{round}`;
+ *   the rank answers with `Params{round, params}` (its parameters as of that round's commit), which
+ *   goes to the core like any frame; the core checks it (only from the member it asked, for that
+ *   round, of the run's parameter count, finite) and forwards it to `to` as `Update{round, params}`
+ *   (`src/core/joins.ts` "Model hand-over"). The coordinator keeps no copy: it relays, so a ring
+ *   coordinator still holds no model, and the frames are the existing `RequestParams`, `Params`
+ *   and `Update` (the wire's structures table is unchanged and every peer version still reads
+ *   them). From `SendModel` until that `Update` (or the run's shutdown) the shell holds back every
+ *   frame for `to` but `CoordHeartbeat`: its `FormRing`, ring steps relayed to it, chunks and
+ *   partitions go out right after its model, in order, so the joiner never takes part in a
+ *   collective, nor trains, before it holds the model. The frames held are those of one hand-over
+ *   (at most a re-form per rendezvous attempt and one round's ring steps): the core bounds its
+ *   length by re-asking another member when the asked one leaves, and by `ReduceStall` when none
+ *   is left or the rendezvous times out (`ringRendezvousTimeoutMs` x `ringRendezvousAttemptsMax`).
  *
  * @since 0.1.0
  */
@@ -270,7 +284,26 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       readonly message: ToRank
       readonly reason: string
     }
+    /**
+     * Ring joiners waiting for their model (issue 17, `SendModel`): the frames held back for each,
+     * in order, until its model's `Update` goes out (module docstring).
+     */
+    const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
     const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
+      const holding = held.get(rank)
+      if (holding !== undefined && message._tag !== "CoordHeartbeat") {
+        if (message._tag !== "Update" && message._tag !== "ShutdownWithSave" && message._tag !== "Shutdown") {
+          holding.push({ message, bytes })
+          return
+        }
+        held.delete(rank)
+        // A shutdown drops what was held: the joiner never trained, it only has to stop.
+        if (message._tag === "Update") {
+          sendTo(rank, message, bytes, refused)
+          for (const later of holding) sendTo(rank, later.message, later.bytes, refused)
+          return
+        }
+      }
       const error = transport.sendUnsafe(rank, bytes)
       if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
     }
@@ -324,7 +357,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         return undefined
       }
       relayed += 1
-      transport.sendUnsafe(next, Codec.reframeFromCoordinator(bytes, from) ?? Codec.encode(Frame.fromCoordinator(message)))
+      const step = Codec.reframeFromCoordinator(bytes, from) ?? Codec.encode(Frame.fromCoordinator(message))
+      const holding = held.get(next)
+      // A joiner still waiting for its model gets its ring steps after it (issue 17).
+      if (holding !== undefined) holding.push({ message, bytes: step })
+      else transport.sendUnsafe(next, step)
       return undefined
     }
 
@@ -366,6 +403,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           case "Welcome": {
             // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
             deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
+            // Ring: the model comes from a member when the joiner enters the ring (SendModel).
+            if (command.model === "peer") break
             const round = lastModel?.round ?? Math.max(0, command.firstRound - 2)
             deliver(command.rank, { _tag: "Update", round, params: lastModel?.params ?? new Float32Array(0) }, refused)
             break
@@ -377,7 +416,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             }
             break
           case "SendModel":
-            // Ring growth is not served by this shell (see the module docstring).
+            // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
+            if (!held.has(command.to)) held.set(command.to, [])
+            deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
             break
           case "Alert":
           case "EpochEnded":
@@ -578,6 +619,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         case "DeathReport":
           // A joiner turned away, or one that left before its Hello, was never a rank of the run.
           if (turnedAway.has(event.rank) || Core.isVacant(state, event.rank)) return undefined
+          held.delete(event.rank)
           return Effect.gen(function*() {
             const nowMs = yield* Clock.currentTimeMillis
             yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })

@@ -351,9 +351,6 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const maxRanks = options.maxRanks ?? worldSize
   check(Number.isSafeInteger(maxRanks) && maxRanks >= worldSize, "maxRanks", `must be an integer >= worldSize (${worldSize}), got ${maxRanks}`)
   check(maxRanks <= (served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax), "maxRanks", `at most ${served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax} ranks, got ${maxRanks}`)
-  // A ring joiner needs the model from a live peer (the core's `SendModel`); no shell carries that out yet.
-  check(backend === "cpu" || maxRanks === worldSize, "maxRanks", `a ring run cannot grow yet: use the cpu backend, or maxRanks = worldSize (${worldSize})`)
-  check(backend === "cpu" || options.minRanks === undefined || options.minRanks === worldSize, "minRanks", `a ring run cannot take late ranks yet: use the cpu backend, or minRanks = worldSize (${worldSize})`)
   const made = Core.make({
     worldSize,
     maxRanks,

@@ -24,7 +24,10 @@
  * left joins its neighbours' collective of its round as soon as their first step reaches it (a
  * message of that round waiting in its inbox), contributing its current parameters and the
  * samples it already reported, so that neighbours never wait on an idle rank, at an epoch's end
- * included. Faults for tests fire between two steps (`RankData.collectiveFault`).
+ * included. Faults for tests fire between two steps (`RankData.collectiveFault`). A rank joining a
+ * running ring run (issue 17) gets its model as an `Update` before anything else of the ring; a
+ * member asked for it (`RequestParams{round}`) answers `Params{round, params}` with `lastAverage`
+ * when that is the model of `round`, else with no parameters.
  *
  * A rank never outlives its coordinator (issue "Never lose a run"): when the coordinator's link
  * ends (the channel closed: its process died, its socket dropped) or the coordinator sent nothing
@@ -272,8 +275,19 @@ export const run = (
           case "Shutdown":
             stopping = { save: false, reason: "Shutdown" }
             return
-          case "SetRoles":
           case "RequestParams":
+            // Ring (issue 17): a joiner's model, the mean this rank applied when `round` committed;
+            // empty when it holds another round's (the coordinator then asks another member).
+            if (!ringBackend) return
+            yield* send({
+              _tag: "Params",
+              epoch: Math.max(epoch, 0),
+              round: message.round,
+              samplesDone: 0,
+              params: lastAverageRound === message.round ? lastAverage : new Float32Array(0)
+            })
+            return
+          case "SetRoles":
           case "CoordHeartbeat":
             return
         }

@@ -84,14 +84,14 @@ export interface RunOptions {
    * `[0, maxRanks)`, and while the run trains a rank may join a served or WebSocket run
    * (`cohort join --rank auto`, or a vacant index) up to this many ranks in all; indices are never
    * reused. Integer `>= worldSize`, at most the transport's `worldSize` bound. Default `worldSize`:
-   * the run never grows (a late join is refused with `RunFormed`, 4010). Not with the `ring` backend
-   * (`LaunchError` on `maxRanks`).
+   * the run never grows (a late join is refused with `RunFormed`, 4010). With the `ring` backend a
+   * joiner takes the model from a ring member as it enters the ring (`src/core/joins.ts`).
    */
   readonly maxRanks?: number
   /**
    * Formation starts once this many ranks joined (issue 17); the others may join while the run
-   * trains. Integer in `[1, worldSize]`. Default `worldSize`. Not below `worldSize` with the `ring`
-   * backend (`LaunchError` on `minRanks`).
+   * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with the `ring` backend). Default
+   * `worldSize`.
    */
   readonly minRanks?: number
   /** Epochs, `>= 1`. Default 3. */

@@ -14,9 +14,9 @@
  * - `--max-ranks N` (default the world size: the run never grows) and `--min-ranks N` (default
  *   the world size): a run that may grow (issue 17; README "Growing a run"). Formation starts once
  *   `--min-ranks` ranks joined; while it trains, `cohort join --rank auto` (or a vacant index)
- *   joins it, up to `--max-ranks` ranks in all. `--max-ranks` below the world size, `--min-ranks`
- *   above it or under 1 (2 with `--backend ring`), and `--max-ranks` above the world size with
- *   `--backend ring` are exit 2.
+ *   joins it, up to `--max-ranks` ranks in all (with `--backend ring` too: a joiner gets the
+ *   model from a ring member and enters the ring at the next round boundary). `--max-ranks` below
+ *   the world size, and `--min-ranks` above it or under 1 (2 with `--backend ring`), are exit 2.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -180,12 +180,6 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     minRanks = integerAtLeast("--min-ranks", raw.minRanks, ringMin, options.worldSize)
     if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
     if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
-    if (maxRanks > options.worldSize && options.backend === "ring") {
-      throw new UsageError("--max-ranks above the world size needs --backend cpu: a ring run cannot grow yet")
-    }
-    if (minRanks < options.worldSize && options.backend === "ring") {
-      throw new UsageError("--min-ranks below the world size needs --backend cpu: a ring run cannot take late ranks yet")
-    }
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
   } catch (error) {

@@ -37,7 +37,7 @@ import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked
 import { endEpoch } from "./ending.ts"
 import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
-import { onJoin, vacateAbsent } from "./joins.ts"
+import { onJoin, onModel, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { onParams, onRoundDone } from "./rounds.ts"
 import type { Resume, State } from "./state.ts"
@@ -49,7 +49,7 @@ export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, Re
 export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isOwedModel, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Steps
@@ -225,13 +225,14 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       return
     }
     case "Params": {
-      if (message.epoch !== state.epoch) {
-        counters.framesWrongEpoch += 1
+      if (state.ring !== undefined) {
+        // The ring backend's contributions are RoundDone reports (issue 15); a Params is a joiner's
+        // model from the member asked for it (issue 17), whatever epoch that member knows.
+        onModel(state, rank, message.round, message.params, cmds)
         return
       }
-      if (state.ring !== undefined) {
-        // The ring backend's contributions are RoundDone reports (issue 15).
-        counters.staleRoundDone += 1
+      if (message.epoch !== state.epoch) {
+        counters.framesWrongEpoch += 1
         return
       }
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
@@ -271,7 +272,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       return
     case "RingReady": {
       const ring = state.ring
-      if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1 || state.joining.has(rank)) {
+      if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1 || state.joining.has(rank) || state.modelOwed.has(rank)) {
         counters.staleRingReady += 1
         return
       }

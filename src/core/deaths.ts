@@ -10,6 +10,7 @@ import * as Assignments from "./assignments.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import { alert, broadcast, extendLive, formRing, leaveRound, memberCount, path, send } from "./emit.ts"
 import { wake } from "./epochs.ts"
+import { reissueModels } from "./joins.ts"
 import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
@@ -163,8 +164,12 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     }
   }
 
-  // 5. Re-rendezvous the ring; wake idle survivors; re-send a moved checkpoint.
-  if (state.ring !== undefined) formRing(state, cmds, `re-rendezvous without ranks ${batch.map((d) => d.rank).join(", ")}`)
+  // 5. Re-rendezvous the ring (a joiner whose model was to come from a departed rank is asked for
+  // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
+  if (state.ring !== undefined) {
+    if (!reissueModels(state, new Set(batch.map((d) => d.rank)), cmds, state.ring.generation + 1)) return
+    formRing(state, cmds, `re-rendezvous without ranks ${batch.map((d) => d.rank).join(", ")}`)
+  }
   wake(state, cmds, `take the chunks reclaimed from ranks ${batch.map((d) => d.rank).join(", ")}`)
   if (checkpointMoved && state.checkpoint !== undefined) {
     send(cmds, state.checkpoint.rank, { _tag: "Checkpoint", version: state.checkpoint.version }, `checkpoint ${state.checkpoint.version} fails over to rank ${state.checkpoint.rank}`)

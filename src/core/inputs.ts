@@ -117,10 +117,14 @@ export type Input =
  *   come after the welcome; broadcasts of this step and later include it.
  * - `JoinRefused`: the join is refused for `reason`; close the joiner's link with the reason's
  *   close code. `rank` is the index asked for (`undefined` for auto).
- * - `SendModel` (issue 17, ring backend): rank `to` enters ring generation `generation` (its
- *   `FormRing` follows in the same step); have rank `from` (a member of the previous generation)
- *   send it its parameters as of round `round` (the round that just closed: `from` applied its
- *   `RoundCommitted{round}`), before `to` takes part in the ring.
+ * - `SendModel` (issue 17, ring backend): rank `to` takes part in ring generation `generation`
+ *   (its `FormRing` follows in the same step, unless `to` is already a member of it: a re-issue
+ *   after a refused model); have rank `from` (a member that holds the model) send its parameters
+ *   as of round `round` (the last round that closed: `from` applied its `RoundCommitted{round}`),
+ *   before `to` takes part in the ring. The shell sends `from` a `RequestParams{round}` and holds
+ *   back every frame for `to` (a `CoordHeartbeat` excepted) until the core's `Send` of
+ *   `Update{round, params}` to `to` (the answer, checked: `joins.ts` "Model hand-over"), or the
+ *   run's shutdown. A later `SendModel` for the same `to` replaces the asked member.
  *
  * @since 0.1.0
  * @category commands

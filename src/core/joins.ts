@@ -36,6 +36,28 @@
  *   any survivor (redistribution leaves `joining` ranks out unless no other survivor is left).
  *   So no sample ever has two holders: a span half is given up by its owner before it is taken, and
  *   a remainder belongs to a rank that left.
+ * - **Model hand-over** (ring). `SendModel{to, from, round, generation}` asks member `from` for its
+ *   parameters of `round` (the mean it applied when that round committed: the round that closed as
+ *   `to` entered). The shell carries it out as `RequestParams{round}` to `from`, which answers
+ *   with a `Params{round, params}` (the message the `cpu` backend contributes with, which had no
+ *   meaning with `ring`: so no wire structure changes, and `params` is bounded by the codec like
+ *   every contribution). The core checks it (`onModel`): only from the member it asked, for the
+ *   round it asked, of the run's parameter count (`paramsLength`; any non-empty length when no
+ *   count was agreed), every value finite; then it sends the joiner the ordinary
+ *   `Update{round, params}` and the hand-over is done. It keeps no copy: the model is relayed.
+ *   A `Params` nobody asked for is ignored and counted as before (`staleRoundDone`); a refused
+ *   one is counted (`modelsRefused`), raises `BadParams`, and the joiner is asked for from the
+ *   next member. Until its model arrives the joiner takes part in no round: its `RoundDone` and
+ *   `RingReady` are stale, and the shell holds back every frame for it (its `FormRing`, chunks,
+ *   partitions) until the `Update` is out, so it never enters a collective without the model.
+ *   While a joiner is owed its model no round can close (it is a member of the generation), so
+ *   every member still holds the model of `round`.
+ * - **The asked member leaves first** (dies or exits before its `Params` arrived): in the same
+ *   batch, before the ring re-forms, `SendModel` is re-issued for the new generation from the
+ *   lowest member that holds the model (not a joiner still owed its own) and was not asked yet for
+ *   this joiner. With no such member left (every member that held the model is gone), the run
+ *   stops at once with `ReduceStall` (nobody can hand the model over, so the ring could never
+ *   complete a round), instead of waiting for the rendezvous to time out.
  * - **Roles.** `fastest`: roles resolve once every survivor, joiners included, is calibrated, and a
  *   role leaving a rank goes to the fastest calibrated survivor; while some survivor is
  *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner. `{rank: n}`:
@@ -52,7 +74,8 @@ import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import * as Roles from "./roles.ts"
 import * as Split from "./split.ts"
-import type { State } from "./state.ts"
+import type { ModelOwed, State } from "./state.ts"
+import { saveAndStop } from "./stops.ts"
 
 const refuse = (state: State, cmds: Array<Command>, asked: Rank | undefined, reason: JoinRefusal, detail: string): void => {
   state.counters.joinsRefused += 1
@@ -182,17 +205,86 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
     state.joining.clear()
     return
   }
-  let from = Membership.nextLive(state.membership, 0)
-  while (from < state.membership.worldSize && state.joining.has(from)) from = Membership.nextLive(state.membership, from + 1)
+  const from = modelHolder(state, undefined)
   const generation = state.ring.generation + 1
-  if (from < state.membership.worldSize) {
+  if (from !== undefined) {
     for (const rank of joiners) {
+      state.modelOwed.set(rank, { from, round: state.round - 1, tried: new Set([from]) })
       cmds.push({ _tag: "SendModel", to: rank, from, round: state.round - 1, generation, reason: `rank ${rank} enters ring generation ${generation}: the model of round ${state.round - 1} from rank ${from}` })
     }
   }
   formRing(state, cmds, `ranks ${joiners.join(", ")} enter the ring at round ${state.round}`, true)
   state.joining.clear()
   if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
+}
+
+/**
+ * The lowest ring member that holds the model: live, neither a joiner waiting for the next
+ * generation nor one still owed its own model, and not in `tried`. O(ranks skipped).
+ */
+const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
+  const m = state.membership
+  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
+    if (!state.joining.has(r) && !state.modelOwed.has(r) && (tried === undefined || !tried.has(r))) return r
+  }
+  return undefined
+}
+
+/** Asks the next member for `to`'s model (`SendModel` for ring `generation`); false when none is left. */
+const askNext = (state: State, cmds: Array<Command>, to: Rank, owed: ModelOwed, generation: number, why: string): boolean => {
+  const from = modelHolder(state, owed.tried)
+  if (from === undefined) return false
+  owed.from = from
+  owed.tried.add(from)
+  cmds.push({ _tag: "SendModel", to, from, round: owed.round, generation, reason: `${why}: rank ${to} gets the model of round ${owed.round} from rank ${from} instead` })
+  return true
+}
+
+/**
+ * A `Params` with the ring backend (issue 17): the model hand-over `SendModel` asked `rank` for.
+ * Forwards it to every joiner owed a model by `rank` as `Update{round, params}`, or refuses it (see
+ * the module docstring, "Model hand-over"). O(joiners owed a model + params.length).
+ */
+export const onModel = (state: State, rank: Rank, round: number, params: Float32Array, cmds: Array<Command>): void => {
+  const owedBy = [...state.modelOwed].filter(([, owed]) => owed.from === rank).sort(([a], [b]) => a - b)
+  if (owedBy.length === 0) {
+    state.counters.staleRoundDone += 1
+    return
+  }
+  const expected = state.paramsLength
+  let problem = expected === undefined ? (params.length === 0 ? "no values" : undefined) : params.length === expected ? undefined : `${params.length} values instead of ${expected}`
+  for (let i = 0; problem === undefined && i < params.length; i++) if (!Number.isFinite(params[i]!)) problem = "non-finite values"
+  for (const [to, owed] of owedBy) {
+    const why = owed.round !== round ? `the model of round ${round} instead of ${owed.round}` : problem
+    if (why === undefined) {
+      state.modelOwed.delete(to)
+      cmds.push({ _tag: "Send", to, message: { _tag: "Update", round, params }, reason: `rank ${to}'s model: round ${round} from rank ${rank}` })
+      continue
+    }
+    state.counters.modelsRefused += 1
+    alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s model for joiner ${to} refused: ${why}`)
+    if (!askNext(state, cmds, to, owed, state.ring!.generation, `rank ${rank}'s model was refused`)) {
+      return saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}`)
+    }
+  }
+}
+
+/**
+ * A departure batch (`declareBatch`, before the ring re-forms as `generation`): a departed joiner
+ * is owed nothing any more, and a joiner whose asked member departed is asked for from the next
+ * member (`SendModel` for `generation`). Returns false when it stopped the run (no member left
+ * holds the model: `ReduceStall`). O(joiners owed a model + ranks skipped).
+ */
+export const reissueModels = (state: State, departed: ReadonlySet<Rank>, cmds: Array<Command>, generation: number): boolean => {
+  for (const rank of departed) state.modelOwed.delete(rank)
+  const stranded = [...state.modelOwed].filter(([, owed]) => departed.has(owed.from)).sort(([a], [b]) => a - b)
+  for (const [to, owed] of stranded) {
+    if (!askNext(state, cmds, to, owed, generation, `rank ${owed.from} left before it sent the model`)) {
+      saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}: every rank that held it is gone`)
+      return false
+    }
+  }
+  return true
 }
 
 /**

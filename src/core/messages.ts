@@ -96,7 +96,9 @@ export interface ChunkDone {
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
  * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
- * backend a rank reports `RoundDone` instead, and a `Params` is ignored and counted. `loss`
+ * backend a rank reports `RoundDone` instead, and a `Params` is the answer to a `RequestParams`
+ * (issue 17): the model of `round` for a joiner (`samplesDone` 0; commits nothing; `epoch` is not
+ * read); one nobody asked for is ignored and counted. `loss`
  * (optional, finite; structures version 4) is the rank's mean training loss over the batches it
  * trained since its last contribution, for the run's journal; the core does not read it.
  *
@@ -241,7 +243,13 @@ export interface AssignChunk {
   readonly size: number
 }
 
-/** Asks a rank for its contribution to `round`. @since 0.1.0 @category coordinator-to-rank */
+/**
+ * Asks a rank for its parameters as of `round` (the mean it applied when `round` committed): with
+ * the ring backend, the model a joiner enters the ring with (issue 17); the rank answers `Params`.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
 export interface RequestParams {
   readonly _tag: "RequestParams"
   readonly round: number

@@ -93,6 +93,12 @@ export interface Counters {
   joins: number
   /** Mid-run joins refused, whatever the reason (issue 17). */
   joinsRefused: number
+  /**
+   * Ring model hand-overs refused (issue 17): a `Params` from the member asked for a joiner's
+   * model with another round, another length than the run's, or non-finite values. The joiner is
+   * then asked for from another member. A `Params` nobody asked for counts in `staleRoundDone`.
+   */
+  modelsRefused: number
 }
 
 /**
@@ -172,5 +178,6 @@ export const zeroCounters = (): Counters => ({
   paramsRejected: 0,
   coordinatorStalls: 0,
   joins: 0,
-  joinsRefused: 0
+  joinsRefused: 0,
+  modelsRefused: 0
 })

@@ -82,7 +82,7 @@ export const discardRingRound = (state: State): void => {
 
 export const onRoundDone = (state: State, rank: Rank, round: number, generation: number, samplesDone: number, cmds: Array<Command>): void => {
   const ring = state.ring
-  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank) || state.joining.has(rank)) {
+  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank) || state.joining.has(rank) || state.modelOwed.has(rank)) {
     state.counters.staleRoundDone += 1
     return
   }

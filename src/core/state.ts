@@ -143,6 +143,26 @@ export interface State {
   vacantFrom: number
   /** Every mid-run join welcomed, in order (issue 17). */
   readonly joins: Array<JoinRecord>
+  /**
+   * Ring joiners owed their model (issue 17, `joins.ts` "Model hand-over"): joiner → the member
+   * asked for it (`from`), the round of the model, and every member asked so far. An entry lives
+   * from the joiner's `SendModel` until the coordinator forwards the model (`Update`), the joiner
+   * leaves, or the run stops. Live ranks only.
+   */
+  readonly modelOwed: Map<Rank, ModelOwed>
+}
+
+/**
+ * A ring joiner's model hand-over in progress (issue 17): `from` was asked (`SendModel`) for its
+ * parameters of `round`; `tried` holds every member asked so far, `from` included.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ModelOwed {
+  from: Rank
+  readonly round: number
+  readonly tried: Set<Rank>
 }
 
 
@@ -210,7 +230,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     joining: new Set(),
     lateJoiner: new Uint8Array(w),
     vacantFrom: initial,
-    joins: []
+    joins: [],
+    modelOwed: new Map()
   }
 }
 
@@ -257,6 +278,15 @@ export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
  * @category queries
  */
 export const isJoining = (state: State, rank: Rank): boolean => state.joining.has(rank)
+
+/**
+ * Whether ring joiner `rank` still waits for its model (issue 17): it was sent `SendModel` and the
+ * coordinator has not forwarded the model yet. O(1).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const isOwedModel = (state: State, rank: Rank): boolean => state.modelOwed.has(rank)
 
 /**
  * The survivors the ring's current generation was formed over, ascending: every survivor but the

@@ -212,7 +212,7 @@ export const ExtendPartition = Schema.TaggedStruct("ExtendPartition", { epoch: C
 /** `AssignChunk{epoch, offset, size}` (progressive mode, DESIGN.md §3.7). @since 0.1.0 @category coordinator-to-rank */
 export const AssignChunk = Schema.TaggedStruct("AssignChunk", { epoch: Count, offset: Count, size: Count })
 
-/** `RequestParams{round}`. @since 0.1.0 @category coordinator-to-rank */
+/** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model, issue 17). @since 0.1.0 @category coordinator-to-rank */
 export const RequestParams = Schema.TaggedStruct("RequestParams", { round: Count })
 
 /** `Update{round, params}`: averaged parameters as a `Float32Array`. @since 0.1.0 @category coordinator-to-rank */

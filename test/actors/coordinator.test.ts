@@ -212,4 +212,80 @@ describe("coordinator actor", () => {
       assert.strictEqual(causes[1]![2], "refused: a bad frame (close code 1008): a frame that names rank 3 as its sender")
       assert.strictEqual(causes[2]![2], "refused: a bad frame (close code 1009): field params of 3 values, above its bound of 2 values")
     })))
+
+  /**
+   * A ring run (issue 17) of 3 formation ranks in progressive mode with 2 parameters, rank 3 joined,
+   * and round 0 closed by the 3 members: rank 3 is owed its model.
+   */
+  const ringJoined = Effect.gen(function*() {
+    const made = Core.make({ worldSize: 3, maxRanks: 4, epochSamples: 1200, epochs: 1, mode: "progressive", backend: "ring", chunkSamples: 100, chunksInflightMax: 1 }, 0)
+    if ("_tag" in made) return yield* Effect.die(made.reason)
+    const { transport, sent, hello } = yield* recordingTransport(-1)
+    const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+    const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+    const frame = (rank: number, message: ToCoordinator) =>
+      Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+    for (const rank of [0, 1, 2]) yield* hello(rank)
+    while (!handle.state.started) yield* Effect.sleep(1)
+    yield* hello(3)
+    while (handle.state.counters.joins < 1) yield* Effect.sleep(1)
+    for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })
+    while (!Core.isOwedModel(handle.state, 3)) yield* Effect.sleep(1)
+    const to = (rank: number) => sent.filter(([peer]) => peer === rank).map(([, message]) => message)
+    const model = (rank: number, round: number, params: Float32Array) => frame(rank, { _tag: "Params", epoch: 0, round, samplesDone: 0, params })
+    return { handle, sent, to, frame, model, inbox }
+  })
+
+  it.live("ring growth (issue 17): the joiner gets only the roles at its welcome; its model is asked of the lowest member with RequestParams, refused when unasked, of another round or another length (the next member is asked), and the checked model reaches it as its Update before its held FormRing and chunks", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, to, model } = yield* ringJoined
+      const roles = { _tag: "SetRoles", checkpoint: 0, eval: 0, epochFn: 0 } as const
+      const committed = { _tag: "RoundCommitted", round: 0, generation: 0 } as const
+      // Welcome: the roles only (no model from the coordinator); the round's commit is broadcast; all else is held.
+      assert.deepStrictEqual(to(3), [roles, committed])
+      assert.deepStrictEqual(to(0).slice(-3), [committed, { _tag: "RequestParams", round: 0 }, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 4, peers: [0, 1, 2, 3] }])
+      yield* model(2, 0, Float32Array.of(5, 6)) // not asked
+      yield* model(0, 1, Float32Array.of(1, 2)) // another round
+      const asked = (rank: number) => to(rank).some((m) => m._tag === "RequestParams")
+      while (!asked(1)) yield* Effect.sleep(1)
+      yield* model(1, 0, Float32Array.of(1)) // another length (fewer values: a longer one is a bad frame, 1009)
+      while (!asked(2)) yield* Effect.sleep(1)
+      assert.deepStrictEqual([handle.state.counters.staleRoundDone, handle.state.counters.modelsRefused], [1, 2])
+      assert.deepStrictEqual(to(3), [roles, committed])
+      yield* model(2, 0, Float32Array.of(0.5, -0.5))
+      while (to(3).length < 5) yield* Effect.sleep(1)
+      assert.deepStrictEqual(to(3), [
+        roles,
+        committed,
+        { _tag: "Update", round: 0, params: Float32Array.of(0.5, -0.5) },
+        { _tag: "FormRing", generation: 1, ringRank: 3, ringSize: 4, peers: [0, 1, 2, 3] },
+        { _tag: "AssignChunk", epoch: 0, offset: 250, size: 100 } // the tail half of rank 0's span (ties to the lower rank)
+      ])
+      // Nothing is held any more: later frames go straight out.
+      assert.isFalse(Core.isOwedModel(handle.state, 3))
+    })))
+
+  it.live("ring growth (issue 17): the asked member dies before it sends the model: the next member is asked, and the joiner gets its model, then every frame held for it in order", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { handle, to, model, inbox } = yield* ringJoined
+      yield* Queue.offer(inbox, { _tag: "Ended", peer: 0, cause: DeathReport.killed("SIGKILL") })
+      while (!to(1).some((m) => m._tag === "RequestParams")) yield* Effect.sleep(1)
+      assert.deepStrictEqual(to(1).filter((m) => m._tag === "RequestParams"), [{ _tag: "RequestParams", round: 0 }])
+      assert.deepStrictEqual(to(3).map((m) => m._tag), ["SetRoles", "RoundCommitted"])
+      yield* model(1, 0, Float32Array.of(7, 8))
+      while (to(3).length < 3) yield* Effect.sleep(1)
+      yield* Effect.sleep(20)
+      assert.deepStrictEqual(to(3).map((m) => (m._tag === "FormRing" ? `FormRing ${m.generation} [${m.peers.join(",")}]` : m._tag)), [
+        "SetRoles",
+        "RoundCommitted",
+        "Update",
+        "FormRing 1 [0,1,2,3]",
+        "AssignChunk",
+        "SetRoles",
+        "DeclareDead",
+        "FormRing 2 [1,2,3]"
+      ])
+      assert.deepStrictEqual(to(3)[2], { _tag: "Update", round: 0, params: Float32Array.of(7, 8) })
+      assert.deepStrictEqual(handle.state.deaths.map((d) => d.rank), [0])
+    })))
 })

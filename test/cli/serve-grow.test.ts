@@ -3,10 +3,11 @@
 // mode: 2 ranks form it, 2 more join during epoch 0, one of the first two is killed in epoch 1,
 // and the run finishes with clean audits and the accuracy of a fixed 3-rank run (minus 0.01).
 // The progressive run also takes the refusals a user meets: a join beyond maxRanks (4013) and a
-// dead rank's index (4015). The trainer is paced by a file (mnist-paced.ts): slow while the test
+// dead rank's index (4015). Beside them a ring run grows from 2 to 3 ranks (the joiner takes the
+// model from a ring member) and keeps the fixed run's accuracy. The trainer is paced by a file (mnist-paced.ts): slow while the test
 // acts on the run, then full speed.
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -65,7 +66,7 @@ const baseline = async (mode: string): Promise<number> => {
  * Serves 2 ranks with `--max-ranks 4` in `mode`; 2 more join during epoch 0; rank 0 is killed in
  * epoch 1; `during(url, env)` runs once rank 0's death is declared, before the run speeds up.
  */
-const grownRun = async (mode: "progressive" | "static", during: (url: string, env: Record<string, string>) => Promise<void>) => {
+const grownRun = async (mode: "progressive" | "static", during: (url: string, env: Record<string, string>) => Promise<void>, joined: () => void = () => {}) => {
   const paceFile = join(dir, `pace-${mode}`)
   // Epoch 0 of 2 ranks lasts about 64 s at 2 s a batch: the joiners' commands start in time on a
   // loaded machine (they take seconds each); once both are in, 300 ms a batch: epoch 1 lasts
@@ -84,6 +85,7 @@ const grownRun = async (mode: "progressive" | "static", during: (url: string, en
   await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
   const joiners = [2, 3].map((i) => cohort(joinArgs(`${mode}-save-${i}`), env))
   await waitFor(() => count(serve.err(), /joined the running run in epoch \d+/g) === 2, 120_000, "two joins")
+  joined()
   writeFileSync(paceFile, "300")
   await waitFor(() => serve.err().includes("epoch 0 done"), 120_000, "epoch 0's end")
   const zero = first.find((p) => p.err().includes(" as rank 0 of 2"))!
@@ -100,14 +102,52 @@ const grownRun = async (mode: "progressive" | "static", during: (url: string, en
   return { codes, summary, journal, joiners, serve }
 }
 
+/**
+ * The ring backend (issue 17): serves 2 ranks with `--max-ranks 3` in progressive mode; a third
+ * joins during epoch 0, takes the model from rank 0 through the coordinator and enters the ring at
+ * the next round boundary; no fault.
+ */
+const grownRing = async (after: Promise<unknown>) => {
+  // Its processes start once the other runs' joiners are in: process starts are what loads the
+  // machine, and those joins must land in their epoch 0.
+  await after
+  const paceFile = join(dir, "pace-ring")
+  writeFileSync(paceFile, "2000")
+  const env = { COHORT_TEST_PACE: paceFile }
+  const port = await freePort()
+  const serve = cohort(
+    ["serve", "--trainer", paced, "--world-size", "2", "--max-ranks", "3", "--backend", "ring", "--mode", "progressive", "--epochs", "3", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs-ring", "--json"],
+    env
+  )
+  await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
+  const url = urlOf(serve)
+  const joinArgs = (save: string) => ["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", "auto", "--save-dir", save, "--connect-timeout-ms", "60000"]
+  const first = [0, 1].map((i) => cohort(joinArgs(`ring-save-${i}`), env))
+  await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
+  const joiner = cohort(joinArgs("ring-save-2"), env)
+  await waitFor(() => count(serve.err(), /joined the running run in epoch \d+/g) === 1, 120_000, "the join")
+  writeFileSync(paceFile, "300")
+  // Paced until the journal shows the joiner's trained samples (a progress line at most once a second).
+  const trained = (): boolean => {
+    const runs = join(dir, "runs-ring")
+    const journals = existsSync(runs) ? readdirSync(runs).map((id) => join(runs, id, "events.ndjson")).filter((file) => existsSync(file)) : []
+    return journals.some((file) => readFileSync(file, "utf8").split("\n").some((line) => /"type":"progress"/.test(line) && /"rank":2[,}]/.test(line) && /"samplesDone":[1-9]/.test(line)))
+  }
+  await waitFor(trained, 180_000, "the joiner's trained samples")
+  unlinkSync(paceFile)
+  const codes = await Promise.all([serve, ...first, joiner].map((p) => p.exit))
+  const summary = JSON.parse(serve.out()) as Summary & { readonly ring?: { readonly generations: number; readonly links: string } }
+  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event & { readonly samplesDone?: number })
+  return { codes, summary, journal, joiner }
+}
+
 describe(`growing a served run: cohort serve --max-ranks and cohort join (${runtime})`, () => {
-  it("bad flags: --max-ranks under the world size, --min-ranks over it or under 1, and growth with the ring backend are one line each and exit 2", async () => {
+  it("bad flags: --max-ranks under the world size, --min-ranks over it or under 1 (under 2 with the ring backend) are one line each and exit 2", async () => {
     const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
       [["--world-size", "3", "--max-ranks", "2"], "cohort: --max-ranks must be at least the world size (3), got 2\n"],
       [["--world-size", "2", "--min-ranks", "3"], "cohort: --min-ranks must be at most the world size (2), got 3\n"],
       [["--min-ranks", "0"], "cohort: --min-ranks must be an integer >= 1, got '0'\n"],
-      [["--world-size", "2", "--max-ranks", "4", "--backend", "ring"], "cohort: --max-ranks above the world size needs --backend cpu: a ring run cannot grow yet\n"],
-      [["--world-size", "3", "--min-ranks", "2", "--backend", "ring"], "cohort: --min-ranks below the world size needs --backend cpu: a ring run cannot take late ranks yet\n"]
+      [["--world-size", "3", "--min-ranks", "1", "--backend", "ring"], "cohort: --min-ranks must be an integer >= 2, got '1'\n"]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args]) => cohort(["serve", ...args]))
@@ -119,15 +159,19 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     let full: [number | null, string] = [null, ""]
     let dead: [number | null, string] = [null, ""]
     let served = ""
-    const [progressive, statik] = await Promise.all([
+    let progressiveJoined = () => {}
+    let staticJoined = () => {}
+    const joinsIn = Promise.all([new Promise<void>((resolve) => progressiveJoined = resolve), new Promise<void>((resolve) => staticJoined = resolve)])
+    const [progressive, statik, ring] = await Promise.all([
       grownRun("progressive", async (url, env) => {
         served = url
         const more = cohort(["join", url, "--trainer", paced, "--token-file", tokenFile, "--save-dir", "more", "--connect-timeout-ms", "60000"], env)
         const again = cohort(["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", "0", "--save-dir", "again", "--connect-timeout-ms", "60000"], env)
         full = [await more.exit, more.err()]
         dead = [await again.exit, again.err()]
-      }),
-      grownRun("static", async () => {})
+      }, () => progressiveJoined()),
+      grownRun("static", async () => {}, () => staticJoined()),
+      grownRing(joinsIn)
     ])
     // The baselines train at full speed: after the grown runs, so that they never slow the joins.
     const bases = { progressive: baseline("progressive"), static: baseline("static") }
@@ -159,6 +203,19 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     const starts = statik.journal.filter((e) => e.type === "decision" && /^\d+ × StartEpoch/.test(e.detail ?? "")).map((e) => e.detail!.split(":")[0])
     expect(starts).toEqual(["2 × StartEpoch", "1 × StartEpoch", "1 × StartEpoch", "4 × StartEpoch", "3 × StartEpoch"])
     expect(statik.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.static) - 0.01)
+
+    // Ring: the joiner got rank 0's model of a closed round as its Update (relayed by the
+    // coordinator), entered the ring in a new generation, trained, and the run kept the accuracy.
+    expect(ring.codes).toEqual([0, 0, 0, 0])
+    expect(audits(ring.summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
+    expect(ring.summary.deaths).toEqual([])
+    expect((ring.summary.outcome.joins ?? []).map((j) => [j.rank, j.epoch])).toEqual([[2, 0]])
+    expect(ring.joiner.err()).toMatch(/as rank 2 \(the run grew beyond its 2 formation ranks\)/)
+    const models = ring.journal.filter((e) => e.type === "decision" && /^Update to rank 2: /.test(e.detail ?? ""))
+    expect(models.map((e) => e.detail?.replace(/round \d+/g, "round N"))).toEqual(["Update to rank 2: rank 2's model: round N from rank 0"])
+    expect(ring.summary.ring?.generations).toBe(2)
+    expect(ring.journal.some((e) => e.type === "progress" && e.rank === 2 && (e.samplesDone ?? 0) > 0)).toBe(true)
+    expect(ring.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.progressive) - 0.01)
 
     // cohort report shows the joins in its end table.
     const report = cohort(["report", progressive.summary.runDir])

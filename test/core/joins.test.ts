@@ -205,6 +205,97 @@ describe("ring joins (issue 17)", () => {
   })
 })
 
+describe("ring model hand-over (issue 17)", () => {
+  const model = (s: Coordinator.State, rank: number, nowMs: number, round: number, values: Float32Array) =>
+    frame(s, rank, nowMs, { _tag: "Params", epoch: 0, round, samplesDone: 0, params: values })
+
+  /** Ranks 0..worldSize-1 with 2 parameters each, rank `worldSize` joined and entering at the close of round 0. */
+  const entered = (worldSize: number) => {
+    const s = make({ worldSize, maxRanks: worldSize + 1, epochSamples: 30, epochs: 1, backend: "ring" })
+    Coordinator.start(s, 0, { paramsLength: 2 })
+    join(s, undefined, 1)
+    for (let r = 0; r < worldSize - 1; r++) roundDone(s, r, 2, 0)
+    const closed = roundDone(s, worldSize - 1, 3, 0)
+    return { s, closed }
+  }
+
+  it("the asked member's Params of the closed round goes to the joiner as its Update; until then the joiner's RingReady and RoundDone are stale", () => {
+    const { s, closed } = entered(2)
+    expect(closed[1]).toMatchObject({ _tag: "SendModel", to: 2, from: 0, round: 0, generation: 1 })
+    expect(Coordinator.isOwedModel(s, 2)).toBe(true)
+    expect(frame(s, 2, 4, { _tag: "RingReady", generation: 1 })).toEqual([])
+    expect(roundDone(s, 2, 4, 0)).toEqual([])
+    expect([s.counters.staleRingReady, s.counters.staleRoundDone]).toEqual([1, 1])
+    const handed = model(s, 0, 5, 0, Float32Array.of(0.25, -1))
+    expect(handed).toEqual([{ _tag: "Send", to: 2, message: { _tag: "Update", round: 0, params: Float32Array.of(0.25, -1) }, reason: "rank 2's model: round 0 from rank 0" }])
+    expect(Coordinator.isOwedModel(s, 2)).toBe(false)
+    // Now a member like any other: its RingReady counts, and the round waits on its RoundDone.
+    frame(s, 0, 6, { _tag: "RingReady", generation: 1 })
+    frame(s, 1, 6, { _tag: "RingReady", generation: 1 })
+    frame(s, 2, 6, { _tag: "RingReady", generation: 1 })
+    expect(s.ring!.pending).toBe(false)
+    roundDone(s, 0, 7, 15)
+    expect(roundDone(s, 1, 7, 15)).toEqual([])
+    expect(tags(roundDone(s, 2, 7, 0)).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    // A second copy of the model is asked of no one: ignored and counted as before.
+    expect(model(s, 0, 8, 0, Float32Array.of(0.25, -1))).toEqual([])
+  })
+
+  it("a Params from a member not asked is ignored and counted; one of another round, another length or with non-finite values is refused and the model asked of the next member; with none left the run stops with ReduceStall", () => {
+    const { s } = entered(3)
+    expect(model(s, 1, 4, 0, Float32Array.of(1, 2))).toEqual([])
+    expect([s.counters.staleRoundDone, s.counters.modelsRefused]).toEqual([1, 0])
+    const wrongRound = model(s, 0, 5, 1, Float32Array.of(1, 2))
+    expect(tags(wrongRound)).toEqual(["Alert:BadParams", "SendModel"])
+    expect(wrongRound[1]).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 1, reason: "rank 0's model was refused: rank 3 gets the model of round 0 from rank 1 instead" })
+    expect(wrongRound[0]?._tag === "Alert" && wrongRound[0].alert.detail).toBe("rank 0's model for joiner 3 refused: the model of round 1 instead of 0")
+    // Rank 0 was asked once; its later answer is nobody's now.
+    expect(model(s, 0, 6, 0, Float32Array.of(1, 2))).toEqual([])
+    const wrongLength = model(s, 1, 7, 0, Float32Array.of(1, 2, 3))
+    expect(tags(wrongLength)).toEqual(["Alert:BadParams", "SendModel"])
+    expect(wrongLength[1]).toMatchObject({ from: 2 })
+    const nonFinite = model(s, 2, 8, 0, Float32Array.of(1, Number.NaN))
+    expect(tags(nonFinite)).toEqual(["Alert:BadParams", "Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(s.counters.modelsRefused).toBe(3)
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["ReduceStall", "no ring member left to hand joiner 3 the model of round 0"])
+  })
+
+  it("the asked member dies before it sends: in the same batch, before the ring re-forms, the model is asked of the lowest member left; its model then reaches the joiner", () => {
+    const { s } = entered(3)
+    report(s, 0, 4)
+    const cmds = tick(s, 5)
+    // The joiner is a member now: it takes its share of the remainder like any survivor (the shell
+    // holds it back with the rest until its model is out).
+    expect(tags(cmds)).toEqual(["Alert:RankLost", "Broadcast:SetRoles", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:ExtendPartition", "SendModel", "Send:FormRing", "Send:FormRing", "Send:FormRing"])
+    expect(cmds.find((c) => c._tag === "SendModel")).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 2, reason: "rank 0 left before it sent the model: rank 3 gets the model of round 0 from rank 1 instead" })
+    expect(cmds.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [[c.to, c.message.generation, c.message.peers]] : []))).toEqual([[1, 2, [1, 2, 3]], [2, 2, [1, 2, 3]], [3, 2, [1, 2, 3]]])
+    expect(model(s, 1, 6, 0, Float32Array.of(3, 4))).toEqual([{ _tag: "Send", to: 3, message: { _tag: "Update", round: 0, params: Float32Array.of(3, 4) }, reason: "rank 3's model: round 0 from rank 1" }])
+  })
+
+  it("the only members holding the model leave before it is sent: the run stops with ReduceStall at once; a joiner that leaves is owed nothing", () => {
+    // Two joiners enter together; both ranks that held the model die in one batch: the ring would
+    // still have two members, but neither can be handed the model.
+    const s = make({ worldSize: 2, maxRanks: 4, epochSamples: 30, epochs: 1, backend: "ring" })
+    Coordinator.start(s, 0, { paramsLength: 2 })
+    join(s, undefined, 1)
+    join(s, undefined, 1)
+    roundDone(s, 0, 2, 0)
+    expect(tags(roundDone(s, 1, 3, 0)).filter((t) => t === "SendModel")).toEqual(["SendModel", "SendModel"])
+    report(s, 0, 4)
+    report(s, 1, 4)
+    const cmds = tick(s, 5)
+    expect(tags(cmds).slice(-2)).toEqual(["Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(tags(cmds)).not.toContain("Send:FormRing")
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["ReduceStall", "no ring member left to hand joiner 2 the model of round 0: every rank that held it is gone"])
+    const t = entered(3).s
+    report(t, 3, 4)
+    tick(t, 5)
+    expect(Coordinator.isOwedModel(t, 3)).toBe(false)
+    expect(model(t, 0, 6, 0, Float32Array.of(1, 2))).toEqual([])
+    expect(t.counters.staleRoundDone).toBe(1)
+  })
+})
+
 describe("roles and joiners (issue 17)", () => {
   it("pinned: the checkpoint role never fails over to a joiner, even the lowest live rank", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 30, epochs: 1, rolePolicy: { rank: 1 } })

@@ -203,4 +203,30 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     expect(refused["RunOver"] ?? 0).toBeGreaterThan(30)
     expect(refused["ShuttingDown"] ?? 0).toBeGreaterThan(5)
   })
+
+  it("ring joins whose asked member dies before it hands the model over: the model is asked of another member, the joiner enters no collective before it holds it, every epoch is committed exactly once, and every run ends", () => {
+    let reissued = 0
+    let entries = 0
+    const scenario = fc.record({
+      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      worldSize: fc.integer({ min: 2, max: 6 }),
+      mode: fc.constantFrom("static" as const, "progressive" as const),
+      kills: fc.integer({ min: 1, max: 5 })
+    }).map((g): Simulation.Scenario => ({
+      seed: g.seed,
+      options: { worldSize: g.worldSize, maxRanks: g.worldSize + 6, epochSamples: 400, epochs: 2, mode: g.mode, backend: "ring", batchSize: 4, chunkSamples: 8 },
+      kills: g.kills, hangs: 1, exits: 0, lateFrames: 0, joins: 8, averageEvery: 2, safetySteps: 800
+    }))
+    fc.assert(
+      fc.property(scenario, (s) => {
+        const result = Simulation.run(s)
+        reissued += result.modelsReissued
+        entries += result.ringEntries
+        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
+      }),
+      { seed: SEED + 3, numRuns: 120 }
+    )
+    expect(entries).toBeGreaterThan(100)
+    expect(reissued).toBeGreaterThan(10)
+  })
 })

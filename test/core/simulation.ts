@@ -15,8 +15,10 @@
  * Growing cohorts (issue 17): with `joins` the safety phase also asks ranks to join mid-run (most
  * with `--rank auto`, some with an explicit index: vacant, dead, live or beyond `maxRanks`), and
  * `absent` formation ranks start vacant. A welcomed joiner starts like the rank actor would: it
- * knows its epoch and first round from `Welcome`; with the ring backend it waits for `SendModel`
- * and its first `FormRing`. Checked: no message reaches a rank before its welcome, no sample is
+ * knows its epoch and first round from `Welcome`; with the ring backend the member `SendModel`
+ * names answers with its model (`Params`, as the rank actor answers `RequestParams`) unless it hung
+ * or left, and the joiner gets nothing else (the shell holds its frames back) until the core
+ * forwards that model as its `Update`. Checked: no message reaches a rank before its welcome, no sample is
  * sent to a rank while another live rank holds it (two owners), each refusal's reason is true,
  * ring rounds close with exactly the members of their generation, and a join after the end is
  * refused.
@@ -70,6 +72,8 @@ interface SimRank {
   doneSinceContribution: number
   chunkProgress: number
   outbox: Array<ToCoordinator>
+  /** Model hand-overs asked of it (`SendModel`), sent at its next unit of work. */
+  answers: Array<ToCoordinator>
   shutdown: boolean
   /** Ring: the latest generation and its members; the next round; the pending contribution. */
   generation: number
@@ -92,6 +96,8 @@ export interface SimResult {
   readonly joined: number
   readonly refused: Readonly<Record<string, number>>
   readonly ringEntries: number
+  /** Ring joiners asked for their model again because the member asked first left before it sent it. */
+  readonly modelsReissued: number
   /** Progressive joiners that got samples of the epoch they joined in. */
   readonly joinersTrainedAtOnce: number
 }
@@ -115,6 +121,7 @@ export const run = (scenario: Scenario): SimResult => {
   let joinsLeft = scenario.joins ?? 0
   let joined = 0
   let ringEntries = 0
+  let modelsReissued = 0
   let joinersTrainedAtOnce = 0
   const refused: Record<string, number> = {}
   const welcomed = new Set<Rank>()
@@ -146,6 +153,7 @@ export const run = (scenario: Scenario): SimResult => {
     doneSinceContribution: 0,
     chunkProgress: 0,
     outbox: [],
+    answers: [],
     shutdown: false,
     generation: -1,
     members: [],
@@ -165,9 +173,28 @@ export const run = (scenario: Scenario): SimResult => {
   }
   const pendingReports: Array<Rank> = []
 
+  /**
+   * Ring joiners owed their model: the frames the shell holds back for them until their model's
+   * `Update` (issue 17; `actors/coordinator.ts`), in order.
+   */
+  const held = new Map<Rank, Array<ToRank>>()
+
   const deliver = (to: Rank, message: ToRank): void => {
     const r = ranks[to]!
     if (r.state !== "running") return
+    const holding = held.get(to)
+    if (holding !== undefined) {
+      if (message._tag === "ShutdownWithSave" || message._tag === "Shutdown") held.delete(to)
+      else if (message._tag !== "Update") return void holding.push(message)
+      else {
+        held.delete(to)
+        if (message.params.length === 0) return fail(`rank ${to} got an empty model`)
+        r.hasModel = true
+        r.round = message.round + 1
+        for (const later of holding) deliver(to, later)
+        return
+      }
+    }
     switch (message._tag) {
       case "StartEpoch":
         r.epoch = message.epoch
@@ -298,12 +325,21 @@ export const run = (scenario: Scenario): SimResult => {
         Object.assign(r!, { state: "running", epoch: cmd.epoch, round: cmd.firstRound, hasModel: !ring })
       } else if (cmd._tag === "SendModel") {
         log.push(`  model of round ${cmd.round} from ${cmd.from} to ${cmd.to} for generation ${cmd.generation}`)
-        if (!ring || !welcomed.has(cmd.to) || !(peersOf.get(cmd.generation - 1) ?? []).includes(cmd.from) || !Coordinator.isLive(state, cmd.from)) {
-          fail(`${what}: SendModel from ${cmd.from} (not a live member of generation ${cmd.generation - 1}) to ${cmd.to}`)
+        const member = (peersOf.get(cmd.generation - 1) ?? []).includes(cmd.from) || (peersOf.get(cmd.generation) ?? []).includes(cmd.from)
+        if (!ring || !welcomed.has(cmd.to) || !member || !Coordinator.isLive(state, cmd.from) || ranks[cmd.from]!.hasModel !== true || held.has(cmd.from)) {
+          fail(`${what}: SendModel from ${cmd.from} (not a live member holding the model of generation ${cmd.generation - 1}) to ${cmd.to}`)
         }
         if (cmd.round !== state.round - 1) fail(`${what}: SendModel of round ${cmd.round} while round ${state.round} opens`)
-        ranks[cmd.to]!.hasModel = true
-        ringEntries += 1
+        if (!held.has(cmd.to)) {
+          held.set(cmd.to, [])
+          ringEntries += 1
+        } else modelsReissued += 1
+        // The shell's RequestParams: the member answers with its model, as the rank actor does.
+        const from = ranks[cmd.from]!
+        if (from.state === "running" && !from.shutdown) {
+          // Answered at its next unit of work: a kill before that takes the answer with it.
+          from.answers.push({ _tag: "Params", epoch: Math.max(0, from.epoch), round: cmd.round, samplesDone: 0, params: Float32Array.of(0.5) })
+        }
       } else if (cmd._tag === "JoinRefused") {
         log.push(`  join ${cmd.rank ?? "auto"} refused: ${cmd.reason} (${cmd.detail})`)
         refused[cmd.reason] = (refused[cmd.reason] ?? 0) + 1
@@ -386,6 +422,7 @@ export const run = (scenario: Scenario): SimResult => {
   /** One unit of work of a running rank: train a batch, or contribute. */
   const work = (r: SimRank): void => {
     if (r.state !== "running" || r.shutdown) return
+    if (r.answers.length > 0) return void r.outbox.push(...r.answers.splice(0))
     if (ring && r.waitingUpdate) return ringStep(r)
     if (r.waitingUpdate) return
     if (ring && r.generation >= 0 && (progressive ? r.entries.length === 0 : r.trained >= listLength(r)) && collective(r.generation, r.round).size > 0) {
@@ -508,12 +545,15 @@ export const run = (scenario: Scenario): SimResult => {
     } else if (action < 90) {
       tick()
     } else if (action < 93 && kills > 0) {
-      const r = pickRunning()
+      // Half the time, a member asked for a joiner's model that has not answered yet (issue 17).
+      const asked = ranks.filter((x) => x.answers.length > 0 && x.state === "running" && !x.shutdown)
+      const r = asked.length > 0 && rand(0, 1) === 0 ? asked[rand(0, asked.length - 1)] : pickRunning()
       if (r !== undefined) {
         kills -= 1
         log.push(`t=${nowMs} FAULT kill ${r.rank}`)
         while (flushOne(r));
         r.state = "killed"
+        r.answers = []
         pendingReports.push(r.rank)
       }
     } else if (action < 95 && hangs > 0) {
@@ -610,6 +650,7 @@ export const run = (scenario: Scenario): SimResult => {
     joined,
     refused,
     ringEntries,
+    modelsReissued,
     joinersTrainedAtOnce
   }
 }
