@@ -411,6 +411,17 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   let interruptedBy: string | undefined
 
   let formedEmitted = false
+  /**
+   * Joins refused after the server let them in (issue 17: a parameter count the run did not agree
+   * on, 4009, or the core's `JoinRefused`, 4013-4020), by close code: counted in
+   * `RunResult.refusals` with the server's own; and where each joined from, for their events.
+   */
+  const lateRefusals: Record<string, number> = {}
+  const joinedFrom = new Map<Rank, string>()
+  const refusedLate = (rank: Rank | undefined, closeCode: number, reason: string): void => {
+    lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
+    emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
+  }
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   let askedToSave: ReadonlyArray<Rank> = []
   // What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
@@ -440,6 +451,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   const hooks: Coordinator.Hooks = {
     onFrame: (rank, message, nowMs) => {
+      // A frame from a rank that is not live (an admitted joiner before its Hello, a dead or
+      // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
+      if (!Core.isLive(state, rank)) return
       roundLoss.onFrame(rank, message)
       if (message._tag === "Progress" && message.epoch === state.epoch) {
         if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
@@ -473,8 +487,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
-      } else if (message._tag === "EvalResult" && Core.isLive(state, rank)) {
-        // The epoch's line went out with its accuracy pending; this is the accuracy.
+      } else if (message._tag === "EvalResult" && state.evalsAsked.get(message.epoch) === rank) {
+        // The epoch's line went out with its accuracy pending; this is the accuracy. Only the
+        // rank asked for that epoch's eval gives it (the core records no other: a rank that
+        // holds the token must not put an accuracy in the journal for an eval nobody asked).
         emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
       }
     },
@@ -504,7 +520,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
         }
         case "JoinRefused":
-          emit({ type: "refused", ms, closeCode: Transport.joinRefusalCloseCode[command.reason], reason: command.detail, address: "" })
+          refusedLate(command.rank, Transport.joinRefusalCloseCode[command.reason], command.detail)
           return
         case "RunEnded":
           if (command.outcome.status !== "completed") askedToSave = Core.survivors(state)
@@ -540,7 +556,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         }
       }
     },
-    onTurnedAway: (_rank, closeCode, reason) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: "" }),
+    onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -601,7 +617,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     port: served?.port ?? 0,
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
-    onJoined: (rank, address) => emit({ type: "joined", ms: sinceStart(Date.now()), rank, address }),
+    onJoined: (rank, address) => {
+      joinedFrom.set(rank, address)
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
+    },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     // A run that may grow (issue 17) checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
@@ -840,7 +859,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const runLock = await LockFile.acquire(`${runDir}/${runLockFileName}`, Date.now())
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
     const outcome = yield* program
-    if (server !== undefined) finalRefusals = { ...(yield* server.refusals) }
+    if (server !== undefined) {
+      finalRefusals = { ...(yield* server.refusals) }
+      for (const [code, count] of Object.entries(lateRefusals)) finalRefusals[code] = (finalRefusals[code] ?? 0) + count
+    }
     return outcome
   }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()

@@ -424,8 +424,10 @@ export interface RunResult {
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4 | 130 | 143
   /**
-   * Over WebSocket (`transport: "websocket"`, `serve`): joins the server refused, by close code
-   * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`). `undefined` for other transports.
+   * Over WebSocket (`transport: "websocket"`, `serve`): joins refused, by close code
+   * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`): by the server, and (a run that may
+   * grow, issue 17) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
+   * the core's refusals). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined
   /** How the ranks ran (`RunOptions.transport`, or `serve` for `serve`); absent in summaries written before it existed. */
