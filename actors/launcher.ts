@@ -840,6 +840,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
     // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
+    // A joiner let in whose Hello never came (issue 17) is no rank of the run: nothing to wait for.
+    const notJoined = outcome.status === "completed" ? Transport.CloseCode.JoinRunOver : Transport.CloseCode.JoinShuttingDown
+    for (const rank of yield* host.transport.peers) if (Core.isVacant(state, rank)) host.transport.disconnect(rank, notJoined)
     // An interrupted run that never formed has nothing to save; a second signal stops at once.
     const graceMs = outcome.status !== "interrupted" ? defaults.exitGraceMs : state.started ? interruptGraceMs : 0
     const deadline = (yield* Clock.currentTimeMillis) + graceMs

@@ -55,7 +55,7 @@ interface Event {
 }
 
 describe(`a growing run against joiners that break the rules (${runtime})`, () => {
-  it("an EvalResult nobody asked for never reaches the journal, and the joins the coordinator refuses at their Hello are counted and say where they came from", async () => {
+  it("an EvalResult nobody asked for never reaches the journal; the joins the coordinator refuses at their Hello are counted and say where they came from; a joiner that never says Hello is closed with 4020 when the run completes, not waited for", async () => {
     const hold = join(dir, "hold")
     writeFileSync(hold, "")
     const env = { COHORT_TEST_HOLD: hold }
@@ -65,7 +65,7 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
     const served = Launcher.serve({
       trainer: held,
       worldSize: 1,
-      maxRanks: 3,
+      maxRanks: 4,
       mode: "progressive",
       epochs: 1,
       runToken,
@@ -98,12 +98,16 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
     await Effect.runPromise(Scope.close(forger.scope, Exit.void))
     await Effect.runPromise(Scope.close(wrong.scope, Exit.void))
 
+    // A joiner let in that never says Hello: no rank of the run, closed when it ends (4020).
+    const silent = await hostile(at)
+
     unlinkSync(hold)
     const result = await served
     expect(await rank0.exit).toBe(0)
     expect(result.exitCode).toBe(0)
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0]])
     expect(result.outcome.joins?.map((j) => j.rank)).toEqual([2])
+    expect([silent.client.rank, silent.client.closeCode()]).toEqual([3, Transport.CloseCode.JoinRunOver])
     expect(result.refusals).toEqual({ [Transport.CloseCode.ParamsMismatch]: 1 })
     const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
     expect(logged.filter((e) => e.type === "eval" && e.rank === 2)).toEqual([])
