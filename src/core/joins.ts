@@ -38,7 +38,8 @@
  *   a remainder belongs to a rank that left.
  * - **Roles.** `fastest`: roles resolve once every survivor, joiners included, is calibrated, and a
  *   role leaving a rank goes to the fastest calibrated survivor; while some survivor is
- *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner. `{rank: n}`:
+ *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner (the lowest
+ *   survivor when only uncalibrated joiners are left, never a dead rank). `{rank: n}`:
  *   a pinned role, and the checkpoint role's failover, never move to a joiner.
  *
  * @since 0.1.0

@@ -231,6 +231,17 @@ describe("roles and joiners (issue 17)", () => {
     const resolved = frame(s, 2, 5, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 2 })
     expect(resolved).toEqual([{ _tag: "Broadcast", message: { _tag: "SetRoles", checkpoint: 2, eval: 2, epochFn: 2 }, reason: "every live rank calibrated: roles go to the fastest, rank 2" }])
   })
+
+  it("fastest: when the only survivor is an uncalibrated joiner, a dead rank's roles go to it, not stay on the dead rank (every later eval would be skipped)", () => {
+    const s = make({ worldSize: 1, maxRanks: 2, epochSamples: 300, epochs: 2, mode: "progressive", chunkSamples: 4 })
+    Coordinator.start(s)
+    frame(s, 0, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 9 }) // every live rank calibrated: resolved
+    join(s, undefined, 2)
+    report(s, 0, 3)
+    const cmds = tick(s, 4)
+    expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
+    expect(cmds.filter((c) => c._tag === "Broadcast" && c.message._tag === "SetRoles").map((c) => c._tag === "Broadcast" && c.message)).toEqual([{ _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }])
+  })
 })
 
 describe("formation with minRanks (issue 17)", () => {
