@@ -418,6 +418,13 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
    */
   const lateRefusals: Record<string, number> = {}
   const joinedFrom = new Map<Rank, string>()
+  /**
+   * Joiners the server let into the running run (issue 17) whose `Hello` has not come yet, with
+   * when (ms): one still silent after the formation timeout (how long any rank has to send its
+   * `Hello`) is closed with `JoinTimeout` (4004), a refusal like the others, so that a link that
+   * never becomes a rank does not hold its index until the run ends. At most `maxRanks` entries.
+   */
+  const awaitingHello = new Map<Rank, number>()
   const refusedLate = (rank: Rank | undefined, closeCode: number, reason: string): void => {
     lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
     emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
@@ -619,6 +626,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     ...(served?.http === undefined ? {} : { http: served.http }),
     onJoined: (rank, address) => {
       joinedFrom.set(rank, address)
+      if (formedEmitted) awaitingHello.set(rank, Date.now())
       emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
     },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
@@ -782,6 +790,20 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         Effect.forkScoped
       )
     }
+
+    const helloTimeoutMs = served?.formationTimeoutMs ?? defaults.formationTimeoutMs
+    const silentJoiners = Effect.sync(() => {
+      const now = Date.now()
+      for (const [rank, atMs] of awaitingHello) {
+        if (Core.isVacant(state, rank) && now - atMs <= helloTimeoutMs) continue
+        awaitingHello.delete(rank)
+        // A rank now, or a link that already ended (turned away, or left): nothing to close.
+        if (!Core.isVacant(state, rank) || server?.connected(rank) !== true) continue
+        host.transport.disconnect(rank, Transport.CloseCode.JoinTimeout)
+        refusedLate(rank, Transport.CloseCode.JoinTimeout, `rank ${rank} sent no Hello within ${helloTimeoutMs} ms of its join`)
+      }
+    })
+    yield* silentJoiners.pipe(Effect.repeat(Schedule.spaced(Math.min(1000, helloTimeoutMs))), Effect.forkScoped)
 
     // Fault injection, timed from the moment training started (every rank joined): kills by time
     // or by progress into an epoch; hangs by time (the rank hangs itself, this only records it).

@@ -38,11 +38,11 @@ interface Hostile {
   readonly say: (message: ToCoordinator) => void
 }
 
-/** A joiner of the run at `url` with the token (`rank: "auto"`), that sends what the test says. */
-const hostile = (url: string): Promise<Hostile> =>
+/** A joiner of the run at `url` with the token (`rank: "auto"` by default), that sends what the test says. */
+const hostile = (url: string, rank: number | "auto" = "auto"): Promise<Hostile> =>
   Effect.runPromise(Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* WebSocket.connect({ url, runToken, rank: "auto" }).pipe(Scope.provide(scope))
+    const client = yield* WebSocket.connect({ url, runToken, rank }).pipe(Scope.provide(scope))
     const say = (message: ToCoordinator): void => void client.transport.sendUnsafe(Transport.coordinatorPeer, Codec.encode(Frame.fromRank(client.rank, message)))
     return { client, scope, say }
   }))
@@ -112,5 +112,41 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
     const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
     expect(logged.filter((e) => e.type === "eval" && e.rank === 2)).toEqual([])
     expect(logged.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address])).toEqual([[Transport.CloseCode.ParamsMismatch, "127.0.0.1"]])
+  }, 120_000)
+
+  it("a joiner let in that never says Hello is closed with 4004 once the formation timeout passed, counted and journaled as a refusal: it does not hold its index until the run ends", async () => {
+    let listening: (url: string) => void = () => {}
+    const url = new Promise<string>((resolve) => (listening = resolve))
+    const served = Launcher.serve({
+      trainer: held,
+      worldSize: 1,
+      maxRanks: 2,
+      mode: "progressive",
+      epochs: 1,
+      runToken,
+      outDir: dir,
+      formationTimeoutMs: 1000,
+      heartbeatTimeoutMs: 60_000,
+      tickMs: 50,
+      onListening: (l) => listening(l.url),
+      onEvent: () => {},
+      onRankOutput: () => {}
+    })
+    const at = await url
+    // Rank 0 says Hello (the run forms) and nothing more while the test acts.
+    const rank0 = await hostile(at, 0)
+    rank0.say({ _tag: "Hello", paramsLength: 4 })
+    const silent = await hostile(at)
+    await waitFor(() => silent.client.closeCode() !== undefined, 30_000, "the silent joiner's close")
+    expect([silent.client.rank, silent.client.closeCode()]).toEqual([1, Transport.CloseCode.JoinTimeout])
+    rank0.say({ _tag: "Exiting" })
+    await Effect.runPromise(Scope.close(rank0.scope, Exit.void))
+    const result = await served
+    expect(result.refusals).toEqual({ [Transport.CloseCode.JoinTimeout]: 1 })
+    const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event & { readonly reason?: string })
+    expect(logged.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address, e.reason])).toEqual([
+      [Transport.CloseCode.JoinTimeout, "127.0.0.1", "rank 1 sent no Hello within 1000 ms of its join"]
+    ])
+    await Effect.runPromise(Scope.close(silent.scope, Exit.void))
   }, 120_000)
 })
