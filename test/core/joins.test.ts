@@ -60,6 +60,15 @@ describe("joins refused (issue 17)", () => {
     expect(join(s, undefined, 11)).toEqual([{ _tag: "JoinRefused", rank: undefined, reason: "ShuttingDown", detail: "the run is saving and stopping" }])
   })
 
+  it("the auto-join cursor moves past every join, an explicit index's too (a served join always names the index the server gave it): an auto join does not rescan the ranks that joined before it", () => {
+    const s = make({ worldSize: 1, maxRanks: 6, epochSamples: 40, epochs: 1 })
+    Coordinator.start(s)
+    for (const [rank, nowMs] of [[1, 1], [2, 2], [3, 3]] as const) join(s, rank, nowMs)
+    expect(s.vacantFrom).toBe(4)
+    join(s, 5, 4) // a hole at 4: the cursor stays there
+    expect([s.vacantFrom, Coordinator.joinVerdict(s, undefined)]).toEqual([4, 4])
+  })
+
   it("a join after the run completed is refused as RunOver", () => {
     const s = make({ worldSize: 1, maxRanks: 2, epochSamples: 4, epochs: 1 })
     Coordinator.start(s)
