@@ -428,6 +428,24 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   let interruptedBy: string | undefined
 
   let formedEmitted = false
+  /**
+   * Joins refused after the server let them in (issue 17: a parameter count the run did not agree
+   * on, 4009, or the core's `JoinRefused`, 4013-4020), by close code: counted in
+   * `RunResult.refusals` with the server's own; and where each joined from, for their events.
+   */
+  const lateRefusals: Record<string, number> = {}
+  const joinedFrom = new Map<Rank, string>()
+  /**
+   * Joiners the server let into the running run (issue 17) whose `Hello` has not come yet, with
+   * when (ms): one still silent after the formation timeout (how long any rank has to send its
+   * `Hello`) is closed with `JoinTimeout` (4004), a refusal like the others, so that a link that
+   * never becomes a rank does not hold its index until the run ends. At most `maxRanks` entries.
+   */
+  const awaitingHello = new Map<Rank, number>()
+  const refusedLate = (rank: Rank | undefined, closeCode: number, reason: string): void => {
+    lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
+    emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
+  }
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   let askedToSave: ReadonlyArray<Rank> = []
   // What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
@@ -457,6 +475,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   const hooks: Coordinator.Hooks = {
     onFrame: (rank, message, nowMs) => {
+      // A frame from a rank that is not live (an admitted joiner before its Hello, a dead or
+      // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
+      if (!Core.isLive(state, rank)) return
       roundLoss.onFrame(rank, message)
       if (message._tag === "Progress" && message.epoch === state.epoch) {
         if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
@@ -490,8 +511,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
-      } else if (message._tag === "EvalResult" && Core.isLive(state, rank)) {
-        // The epoch's line went out with its accuracy pending; this is the accuracy.
+      } else if (message._tag === "EvalResult" && state.evalsAsked.get(message.epoch) === rank) {
+        // The epoch's line went out with its accuracy pending; this is the accuracy. Only the
+        // rank asked for that epoch's eval gives it (the core records no other: a rank that
+        // holds the token must not put an accuracy in the journal for an eval nobody asked).
         emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
       }
     },
@@ -521,7 +544,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
         }
         case "JoinRefused":
-          emit({ type: "refused", ms, closeCode: Transport.joinRefusalCloseCode[command.reason], reason: command.detail, address: "" })
+          refusedLate(command.rank, Transport.joinRefusalCloseCode[command.reason], command.detail)
           return
         case "RunEnded":
           if (command.outcome.status !== "completed") askedToSave = Core.survivors(state)
@@ -557,7 +580,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         }
       }
     },
-    onTurnedAway: (_rank, closeCode, reason) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: "" }),
+    onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -618,7 +641,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     port: served?.port ?? 0,
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
-    onJoined: (rank, address) => emit({ type: "joined", ms: sinceStart(Date.now()), rank, address }),
+    onJoined: (rank, address) => {
+      joinedFrom.set(rank, address)
+      if (formedEmitted) awaitingHello.set(rank, Date.now())
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
+    },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     // A run that may grow (issue 17) checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
@@ -782,6 +809,20 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       )
     }
 
+    const helloTimeoutMs = served?.formationTimeoutMs ?? defaults.formationTimeoutMs
+    const silentJoiners = Effect.sync(() => {
+      const now = Date.now()
+      for (const [rank, atMs] of awaitingHello) {
+        if (Core.isVacant(state, rank) && now - atMs <= helloTimeoutMs) continue
+        awaitingHello.delete(rank)
+        // A rank now, or a link that already ended (turned away, or left): nothing to close.
+        if (!Core.isVacant(state, rank) || server?.connected(rank) !== true) continue
+        host.transport.disconnect(rank, Transport.CloseCode.JoinTimeout)
+        refusedLate(rank, Transport.CloseCode.JoinTimeout, `rank ${rank} sent no Hello within ${helloTimeoutMs} ms of its join`)
+      }
+    })
+    yield* silentJoiners.pipe(Effect.repeat(Schedule.spaced(Math.min(1000, helloTimeoutMs))), Effect.forkScoped)
+
     // Fault injection, timed from the moment training started (every rank joined): kills by time
     // or by progress into an epoch; hangs by time (the rank hangs itself, this only records it).
     const skip = (skipped: SkippedFault, now: number): void => {
@@ -839,6 +880,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
     // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
+    // A joiner let in whose Hello never came (issue 17) is no rank of the run: nothing to wait for.
+    const notJoined = outcome.status === "completed" ? Transport.CloseCode.JoinRunOver : Transport.CloseCode.JoinShuttingDown
+    for (const rank of yield* host.transport.peers) if (Core.isVacant(state, rank)) host.transport.disconnect(rank, notJoined)
     // An interrupted run that never formed has nothing to save; a second signal stops at once.
     const graceMs = outcome.status !== "interrupted" ? defaults.exitGraceMs : state.started ? interruptGraceMs : 0
     const deadline = (yield* Clock.currentTimeMillis) + graceMs
@@ -858,7 +902,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const runLock = await LockFile.acquire(`${runDir}/${runLockFileName}`, Date.now())
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
     const outcome = yield* program
-    if (server !== undefined) finalRefusals = { ...(yield* server.refusals) }
+    if (server !== undefined) {
+      finalRefusals = { ...(yield* server.refusals) }
+      for (const [code, count] of Object.entries(lateRefusals)) finalRefusals[code] = (finalRefusals[code] ?? 0) + count
+    }
     return outcome
   }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()

@@ -264,7 +264,9 @@ export interface RunOptions {
  *   `<outDir>/<runId>/token` with mode 0600 (`RunResult.runDir`).
  * - `formationTimeoutMs` (integer > 0; default `serveDefaults.formationTimeoutMs`, 300000):
  *   how long the ranks have to join; past it the run ends without training: a `LaunchError`
- *   (option `formation`) naming the ranks that did not join.
+ *   (option `formation`) naming the ranks that did not join. In a run that may grow (issue 17),
+ *   also how long a joiner let into the running run has to send its `Hello`: past it its link
+ *   closes with `JoinTimeout` (4004), counted in `RunResult.refusals`.
  * - `onListening({url, host, port, runToken, tokenFile, runId, runDir})`: called once the server
  *   listens, before any rank joined (`tokenFile` is set when the token was generated).
  * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
@@ -434,8 +436,10 @@ export interface RunResult {
   readonly durationMs: number
   readonly exitCode: 0 | 1 | 4 | 130 | 143
   /**
-   * Over WebSocket (`transport: "websocket"`, `serve`): joins the server refused, by close code
-   * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`). `undefined` for other transports.
+   * Over WebSocket (`transport: "websocket"`, `serve`): joins refused, by close code
+   * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`): by the server, and (a run that may
+   * grow, issue 17) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
+   * the core's refusals). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined
   /** How the ranks ran (`RunOptions.transport`, or `serve` for `serve`); absent in summaries written before it existed. */

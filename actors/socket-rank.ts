@@ -183,7 +183,9 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  * - `connectTimeoutMs` (integer ms > 0; default `connectTimeoutMsDefault`, 300000): how long a
  *   coordinator that cannot be reached (not up yet, connection refused) is tried again, with
  *   jittered exponential back-off from `connectRetryDelayMsBase` (100) to `connectRetryDelayMsMax`
- *   (2000), each delay scaled by 0.8–1.2.
+ *   (2000), each delay scaled by 0.8–1.2; and, for what is left of it, how long `WebSocket.connect`
+ *   retries a join the server asks to come back later (1013: a full server, or a run that may grow
+ *   still forming; 4008).
  * - `say(line)`: where the command's own lines go (stderr).
  * - `beforeExit(code)`: called once the rank has left, just before it exits the process with `code`
  *   (default none; `bin/cohort.mjs` learns from it that the command finished).
@@ -256,8 +258,11 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
   let badRun = false
   while (joined === undefined) {
+    // A "try again later" refusal (a full server, or a run that may grow still forming) is
+    // retried by `connect` for what is left of `connectTimeoutMs`.
+    const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true

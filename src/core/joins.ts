@@ -60,7 +60,8 @@
  *   complete a round), instead of waiting for the rendezvous to time out.
  * - **Roles.** `fastest`: roles resolve once every survivor, joiners included, is calibrated, and a
  *   role leaving a rank goes to the fastest calibrated survivor; while some survivor is
- *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner. `{rank: n}`:
+ *   uncalibrated it goes to the lowest survivor that is not an uncalibrated joiner (the lowest
+ *   survivor when only uncalibrated joiners are left, never a dead rank). `{rank: n}`:
  *   a pinned role, and the checkpoint role's failover, never move to a joiner.
  *
  * @since 0.1.0
@@ -84,12 +85,19 @@ const refuse = (state: State, cmds: Array<Command>, asked: Rank | undefined, rea
 
 /** The reason a join for `asked` cannot take an index now, if any; else the index it takes. */
 const placeJoin = (state: State, asked: Rank | undefined): Rank | readonly [JoinRefusal, string] => {
-  if (asked === undefined && state.phase === "running" && !state.shutdownSent && state.started) {
-    // Advance the cursor past taken indices (they stay taken: indices are never reused).
-    const m = state.membership
-    while (state.vacantFrom < m.worldSize && !Membership.isVacant(m, state.vacantFrom)) state.vacantFrom += 1
-  }
+  if (state.phase === "running" && !state.shutdownSent && state.started) advanceVacantFrom(state)
   return joinVerdict(state, asked)
+}
+
+/**
+ * Moves the auto-join cursor past taken indices (they stay taken: indices are never reused). Run
+ * before and after every join, whatever index it asked for: a served join always names the index
+ * the server gave it, and a cursor moved only by `rank: undefined` joins would leave every auto
+ * join to scan all the ranks that joined before it (quadratic over a growing run). Amortized O(1).
+ */
+const advanceVacantFrom = (state: State): void => {
+  const m = state.membership
+  while (state.vacantFrom < m.worldSize && !Membership.isVacant(m, state.vacantFrom)) state.vacantFrom += 1
 }
 
 /**
@@ -138,6 +146,7 @@ export const onJoin = (state: State, asked: Rank | undefined, cmds: Array<Comman
   if (typeof placed !== "number") return refuse(state, cmds, asked, placed[0], placed[1])
   const rank = placed
   Membership.admit(state.membership, rank)
+  advanceVacantFrom(state)
   Liveness.watch(state.liveness, rank, state.clockMs)
   state.lateJoiner[rank] = 1
   state.joining.add(rank)

@@ -19,7 +19,11 @@ export const moveRoles = (state: State, gone: Rank): void => {
   if (state.config.rolePolicy === "fastest") {
     const holders = [roles.checkpoint, roles.eval, roles.epochFn]
     if (!holders.includes(gone)) return
-    const next = state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)
+    // With only uncalibrated joiners left, the lowest of them (DESIGN.md §3.5: an uncalibrated
+    // survivor means the lowest live rank): a role left on a dead rank would skip every later
+    // eval and epochFn, and only the checkpoint fails over on its own.
+    const next = (state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)) ??
+      Membership.lowestLive(membership)
     if (next === undefined) return
     if (roles.checkpoint === gone) roles.checkpoint = next
     if (roles.eval === gone) roles.eval = next

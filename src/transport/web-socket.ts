@@ -15,7 +15,9 @@
  * that can, issue 17, has `ServerOptions.admit` decide instead: its refusals are 4013-4020,
  * `Transport.joinRefusalCloseCode`), `DuplicateRank` 4003 (a live
  * rank's second connection; `"auto"` with every rank taken), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
- * `AddressBusy` 4008 past `pendingJoinsPerAddressMax`; the first message decides at once, so a
+ * `AddressBusy` 4008 past `pendingJoinsPerAddressMax` (and, in a run that may grow, before
+ * `markFormed`: `TryAgainLater` for a join the formation cannot take, `"auto"` with every formation
+ * rank taken or an index `>= worldSize`); the first message decides at once, so a
  * connection without the token holds a pending-join slot no longer than its first message.
  * `connect` retries 1013 and 4008 with jittered exponential back-off; every other refusal is
  * final. A joined rank's frame that names another sender (with `WireFrames.inspect`) closes with 1008 and is not
@@ -66,7 +68,9 @@ import * as Transport from "./transport.ts"
  *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
  *   had a link on this server (live, ended, or joining). It returns `{rank}` (the join takes that
  *   index: any integer `>= 0`, beyond `worldSize` too) or `{closeCode, reason}` (refused). Default
- *   none: a run that cannot grow.
+ *   none: a run that cannot grow. With it, before `markFormed`, a join the formation cannot take
+ *   (`"auto"` with every formation rank taken, or an index `>= worldSize`) is refused with
+ *   `TryAgainLater` (1013), which `connect` retries, not for good: it joins the running run.
  *
  * @since 0.1.0
  * @category options
@@ -219,6 +223,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
 
+    // Before `markFormed`: whether the formation can take a join for `asked` (a free formation
+    // index for "auto", or any index below `worldSize`; the checks below refuse the rest).
+    const isFormationIndex = (asked: unknown): boolean =>
+      asked === "auto"
+        ? joined.size < options.worldSize
+        : !(typeof asked === "number" && Number.isSafeInteger(asked) && asked >= options.worldSize)
+
     const open = (socket: RuntimeTypes.RawSocket, remoteAddress: string): RuntimeTypes.SocketHandlers => {
       const address = addressKey(remoteAddress)
       let link: Hub.Link | undefined
@@ -302,6 +313,12 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
             if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
             return accept(admission.rank)
+          }
+          if (options.admit !== undefined && !isFormationIndex(rank)) {
+            // A run that may grow (issue 17), still forming: a join the formation cannot take
+            // (every formation index taken, or one beyond them) is one for the running run, so it
+            // is asked to come back (`connect` retries 1013) instead of refused for good.
+            return refuse(Transport.CloseCode.TryAgainLater, "the run is forming: join again once it formed")
           }
           if (rank === "auto") {
             if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")

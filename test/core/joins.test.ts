@@ -60,6 +60,15 @@ describe("joins refused (issue 17)", () => {
     expect(join(s, undefined, 11)).toEqual([{ _tag: "JoinRefused", rank: undefined, reason: "ShuttingDown", detail: "the run is saving and stopping" }])
   })
 
+  it("the auto-join cursor moves past every join, an explicit index's too (a served join always names the index the server gave it): an auto join does not rescan the ranks that joined before it", () => {
+    const s = make({ worldSize: 1, maxRanks: 6, epochSamples: 40, epochs: 1 })
+    Coordinator.start(s)
+    for (const [rank, nowMs] of [[1, 1], [2, 2], [3, 3]] as const) join(s, rank, nowMs)
+    expect(s.vacantFrom).toBe(4)
+    join(s, 5, 4) // a hole at 4: the cursor stays there
+    expect([s.vacantFrom, Coordinator.joinVerdict(s, undefined)]).toEqual([4, 4])
+  })
+
   it("a join after the run completed is refused as RunOver", () => {
     const s = make({ worldSize: 1, maxRanks: 2, epochSamples: 4, epochs: 1 })
     Coordinator.start(s)
@@ -321,6 +330,17 @@ describe("roles and joiners (issue 17)", () => {
     expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
     const resolved = frame(s, 2, 5, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 2 })
     expect(resolved).toEqual([{ _tag: "Broadcast", message: { _tag: "SetRoles", checkpoint: 2, eval: 2, epochFn: 2 }, reason: "every live rank calibrated: roles go to the fastest, rank 2" }])
+  })
+
+  it("fastest: when the only survivor is an uncalibrated joiner, a dead rank's roles go to it, not stay on the dead rank (every later eval would be skipped)", () => {
+    const s = make({ worldSize: 1, maxRanks: 2, epochSamples: 300, epochs: 2, mode: "progressive", chunkSamples: 4 })
+    Coordinator.start(s)
+    frame(s, 0, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 9 }) // every live rank calibrated: resolved
+    join(s, undefined, 2)
+    report(s, 0, 3)
+    const cmds = tick(s, 4)
+    expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
+    expect(cmds.filter((c) => c._tag === "Broadcast" && c.message._tag === "SetRoles").map((c) => c._tag === "Broadcast" && c.message)).toEqual([{ _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }])
   })
 })
 

@@ -217,6 +217,27 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.deepStrictEqual(yield* server.refusals, { 4013: 2, 4014: 1, 4015: 1, 4017: 1, 4019: 1 })
     })))
 
+  it.live("a run that may grow, still forming: a join the formation cannot take (auto with every formation rank taken, an index beyond the world size) is asked to come back (1013), not refused for good; it joins once the run formed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const state = Core.make({ worldSize: 1, maxRanks: 3, epochSamples: 64, epochs: 1 }, 0) as Core.State
+      const refused: Array<string> = []
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 1,
+        admit: (asked, taken) => WebSocket.admission(asked, (index) => Core.joinVerdict(state, index, taken)),
+        onRefused: (code, reason) => void refused.push(`${code} ${reason}`)
+      })
+      yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+      assert.strictEqual(yield* rawJoin(server.url, join(runToken, 2)), Transport.CloseCode.TryAgainLater)
+      const early = yield* Effect.forkScoped(WebSocket.connect({ url: server.url, runToken, rank: "auto" }))
+      while (refused.length < 2) yield* Effect.sleep("10 millis")
+      Core.start(state, 0)
+      server.markFormed()
+      const grown = yield* Fiber.join(early)
+      assert.deepStrictEqual([grown.rank, server.connected(1)], [1, true])
+      assert.deepStrictEqual(refused.slice(0, 2), ["1013 the run is forming: join again once it formed", "1013 the run is forming: join again once it formed"])
+    })))
+
   it.effect("end(rank, cause) from outside: the first end wins, after the frames received; a rank ended before it joined can never join (4011)", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 3, endCause: (rank) => rank === 0 ? DeathReport.killed("SIGKILL") : undefined })
