@@ -51,6 +51,47 @@ import { trainerSha256 } from "./trainer-digest.ts"
 export const lockFileName = "resume.lock"
 
 /**
+ * The file a resumed run writes into its parent's directory once it formed (started training),
+ * `{"runId", "runDir"}` of the resumed run: the parent's uncommitted samples are that run's from
+ * then on, so a second resume of the parent is refused (`resumeErrors.alreadyResumed`), never
+ * training them twice. A resume that stopped before it formed writes nothing.
+ *
+ * @since 0.1.0
+ * @category resume
+ */
+export const resumedByFileName = "resumed-by.json"
+
+/** The run that resumed the run whose marker is at `path` (`resumedByFileName`), if any. */
+const resumedBy = async (path: string): Promise<{ readonly runId: string; readonly runDir: string } | undefined> => {
+  if ((await Files.kind(path)) === "missing") return undefined
+  try {
+    const read = await Files.readRegularFile(path, 64 * 1024)
+    const value = read._tag === "Read" ? JSON.parse(new TextDecoder().decode(read.bytes)) as unknown : undefined
+    if (typeof value === "object" && value !== null && "runId" in value && "runDir" in value && typeof value.runId === "string" && typeof value.runDir === "string") {
+      return { runId: printable(value.runId), runDir: printable(value.runDir) }
+    }
+  } catch {
+    // An unreadable marker still marks the run resumed.
+  }
+  return { runId: "(unknown)", runDir: `the marker ${path}` }
+}
+
+/**
+ * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
+ * `started` event gives the run's id and folder). A marker that cannot be written is not fatal.
+ */
+const markResumed = (path: string, onEvent: ResumeOptions["onEvent"]): NonNullable<ResumeOptions["onEvent"]> => {
+  let self: { readonly runId: string; readonly runDir: string } | undefined
+  return (event) => {
+    if (event.type === "started") self = { runId: event.runId, runDir: event.runDir }
+    if (event.type === "formed" && self !== undefined) {
+      void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch(() => {})
+    }
+    onEvent?.(event)
+  }
+}
+
+/**
  * The refusals of `run({ resume })`, as the reason of a `LaunchError` with option `resume` (its
  * message, and the CLI's line, is `resume: <reason>`).
  *
@@ -76,6 +117,8 @@ export const resumeErrors = {
   cannotLock: (lock: string, why: string) => `cannot create the lock file ${lock}: ${why}`,
   stillRunning: (runId: string, pid: number | undefined, lock: string) =>
     `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
+  alreadyResumed: (runId: string, childId: string, childDir: string, marker: string) =>
+    `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (or, to train from run ${runId} again anyway, delete ${marker})`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -283,6 +326,9 @@ export const resume = async (
   const parent = await readParent(options.resume)
   const { started } = parent
   const parentOptions = parent.options
+  const markerPath = `${parent.dir}/${resumedByFileName}`
+  const child = await resumedBy(markerPath)
+  if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
   if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
@@ -342,6 +388,10 @@ export const resume = async (
       seed: numberOr(o.seed, defaults.seed),
       batchSize: numberOr(o.batchSize, defaults.batchSize),
       averageEverySteps: numberOr(o.averageEverySteps, defaults.averageEverySteps),
+      // How rounds were averaged: the parent's (an older journal without it averaged with cpu).
+      backend: options.backend ?? (o.backend === "ring" || o.backend === "cpu" ? o.backend : undefined),
+      ringSharedSlots: options.ringSharedSlots ?? optionalNumber(o.ringSharedSlots),
+      ringAreaMemoryMb: options.ringAreaMemoryMb ?? optionalNumber(o.ringAreaMemoryMb),
       // The cluster, its bounds and its faults: the caller's, else the parent's (faults: none).
       worldSize: options.worldSize ?? started.worldSize,
       // A served parent's ranks joined from elsewhere: resumed here, they run as local workers
@@ -365,7 +415,7 @@ export const resume = async (
       runId: options.runId,
       signal: options.signal,
       stopSignal: options.stopSignal,
-      onEvent: options.onEvent,
+      onEvent: markResumed(markerPath, options.onEvent),
       onRankOutput: options.onRankOutput,
       resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params }
     })

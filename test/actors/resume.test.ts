@@ -11,7 +11,8 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
-import type { RunEvent, RunResult } from "../../actors/run-types.ts"
+import * as Resume from "../../actors/resume.ts"
+import type { RunEvent, RunOptions, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Cli from "../../src/cli/index.ts"
 import * as ModelFile from "../../src/train/model-file.ts"
@@ -315,6 +316,18 @@ describe(`cohort resume (${runtime})`, () => {
     it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock, and so is a resume of the run it is training; a stale lock is taken over; a resume from the saves spans both runs", async () => {
       const parent = await interrupted("locked")
       const uncommitted = parent.outcome.uncommitted!
+      // A parent that averaged with the ring (its journal says so) is resumed with the ring, and its
+      // ring options, not with the default cpu backend.
+      const ringParent = join(outDir, "ring-parent", parent.runId)
+      cpSync(parent.runDir, ringParent, { recursive: true })
+      const ringJournal = join(ringParent, "events.ndjson")
+      writeFileSync(ringJournal, readFileSync(ringJournal, "utf8").replace(`"backend":"cpu"`, `"backend":"ring","ringAreaMemoryMb":64`))
+      let carried: RunOptions | undefined
+      await Resume.resume({ resume: ringParent }, async (options) => {
+        carried = options
+        throw new Error("not launched")
+      }).catch(() => {})
+      expect([carried?.backend, carried?.ringAreaMemoryMb, carried?.worldSize]).toEqual(["ring", 64, 3])
       // A copy whose saves are corrupt: the checkpoint of epoch 0 is loaded instead.
       const corrupt = join(outDir, "corrupt", parent.runId)
       cpSync(parent.runDir, corrupt, { recursive: true })
@@ -349,8 +362,17 @@ describe(`cohort resume (${runtime})`, () => {
       const fromCheckpoint = JSON.parse(done.stdout) as RunResult
       expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual(["checkpoint", 1, 0])
       expect(auditRows(fromCheckpoint)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
-      // The lock is gone and nothing else in the parent changed.
-      expect(snapshot(corrupt)).toEqual(before)
+      // The lock is gone and nothing else in the parent changed but the marker naming the run that
+      // resumed it, which refuses a second resume (it would train the same samples again).
+      const { ["resumed-by.json"]: marker, ...after } = snapshot(corrupt)
+      expect(after).toEqual(before)
+      expect(marker).toBeDefined()
+      const markerPath = join(corrupt, "resumed-by.json")
+      expect(JSON.parse(readFileSync(markerPath, "utf8"))).toEqual({ runId: fromCheckpoint.runId, runDir: fromCheckpoint.runDir })
+      await refused(
+        corrupt,
+        `resume: run ${parent.runId} was already resumed by run ${fromCheckpoint.runId} (${fromCheckpoint.runDir}), which trained on from it: resume that run instead (or, to train from run ${parent.runId} again anyway, delete ${markerPath})`
+      )
 
       // A lock left by a resume that was killed (its process is gone) is taken over.
       const stale = join(parent.runDir, "resume.lock")
