@@ -154,7 +154,7 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
     case Transport.CloseCode.ParamsMismatch:
       return { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }
     case Transport.CloseCode.JoinFull:
-      return { code: JoinExitCode.joinRefused, words: "the run is full: every rank index below its maxRanks is taken" }
+      return { code: JoinExitCode.joinRefused, words: "no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it)" }
     case Transport.CloseCode.JoinBadIndex:
       return { code: JoinExitCode.joinRefused, words: "the rank index is not an integer >= 0" }
     case Transport.CloseCode.JoinDeadIndex:
@@ -302,7 +302,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     return JoinExitCode.refused
   }
   // A rank beyond the formation's world size joined a run that grows (issue 17).
-  options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond its ${run.worldSize} formation ranks)`}`)
+  options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond the ${run.worldSize} ranks it formed with)`}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
   const leave = leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.

@@ -49,8 +49,9 @@ Options of demo and run:
                               that join this process's WebSocket server over loopback with a
                               run token (the network path) (default worker)
   --backend cpu|ring          averaging: the coordinator averages every round (cpu), or the
-                              ranks all-reduce among themselves in a ring over direct links
-                              (worker threads) or relayed by the coordinator (processes);
+                              ranks all-reduce among themselves: worker threads through a
+                              shared-memory area, processes in a ring relayed by the
+                              coordinator;
                               ring needs 2 ranks or more and stops with SingleSurvivor at 1
                               (default cpu)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
@@ -119,7 +120,8 @@ Options of join URL:
                               jittered back-off (default 300000)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
-  14 rank out of range; 15 coordinator unreachable; 16 another refusal. A refusal is one line on
+  14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
+  the join (full, a taken or exited index, not started, shutting down, over). A refusal is one line on
   stderr and is never retried.
 
 Options of resume (the seed, epochs, mode and batch size are the run's own; every option not

@@ -129,7 +129,7 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
       return event.joined === undefined
-        ? `formed: every one of the ${plural(event.worldSize, "rank")} joined`
+        ? (event.worldSize === 1 ? "formed: its one rank joined" : `formed: every one of the ${event.worldSize} ranks joined`)
         : `formed: ${event.joined} of the ${plural(event.worldSize, "rank")} joined (--min-ranks); the others join while it trains`
     case "welcomed":
       return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once): ${event.given}`

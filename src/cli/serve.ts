@@ -177,7 +177,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     formationTimeoutMs = integerAtLeast("--formation-timeout-ms", raw.formationTimeoutMs, 1, serveDefaults.formationTimeoutMs)
     const ringMin = options.backend === "ring" ? 2 : 1
     maxRanks = integerAtLeast("--max-ranks", raw.maxRanks, 1, options.worldSize)
-    minRanks = integerAtLeast("--min-ranks", raw.minRanks, ringMin, options.worldSize)
+    minRanks = integerAtLeast("--min-ranks", raw.minRanks, 1, options.worldSize)
+    if (minRanks < ringMin) throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
     if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
     if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")

@@ -168,7 +168,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
   if (state.ring !== undefined) {
     if (!reissueModels(state, new Set(batch.map((d) => d.rank)), cmds, state.ring.generation + 1)) return
-    formRing(state, cmds, `re-rendezvous without ranks ${batch.map((d) => d.rank).join(", ")}`)
+    formRing(state, cmds, `re-rendezvous without rank${batch.length === 1 ? "" : "s"} ${batch.map((d) => d.rank).join(", ")}`)
   }
   wake(state, cmds, `take the chunks reclaimed from ranks ${batch.map((d) => d.rank).join(", ")}`)
   if (checkpointMoved && state.checkpoint !== undefined) {

@@ -147,7 +147,7 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
       [["--world-size", "3", "--max-ranks", "2"], "cohort: --max-ranks must be at least the world size (3), got 2\n"],
       [["--world-size", "2", "--min-ranks", "3"], "cohort: --min-ranks must be at most the world size (2), got 3\n"],
       [["--min-ranks", "0"], "cohort: --min-ranks must be an integer >= 1, got '0'\n"],
-      [["--world-size", "3", "--min-ranks", "1", "--backend", "ring"], "cohort: --min-ranks must be an integer >= 2, got '1'\n"]
+      [["--world-size", "3", "--min-ranks", "1", "--backend", "ring"], "cohort: --min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got 1\n"]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args]) => cohort(["serve", ...args]))
@@ -180,7 +180,7 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
       expect(audits(summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
       expect(summary.deaths.map((d) => [d.rank, d.epoch, d.redistributed])).toEqual([[0, 1, true]])
     }
-    expect(progressive.joiners.map((p) => /as rank (\d) \(the run grew beyond its 2 formation ranks\)/.exec(p.err())?.[1]).sort()).toEqual(["2", "3"])
+    expect(progressive.joiners.map((p) => /as rank (\d) \(the run grew beyond the 2 ranks it formed with\)/.exec(p.err())?.[1]).sort()).toEqual(["2", "3"])
 
     // Progressive: each joiner was handed its first chunks at its welcome in epoch 0; it never died,
     // the audit is clean, and a chunk is committed only by its holder: it trained them in epoch 0.
@@ -190,7 +190,7 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     expect(joins.map((j) => [j.rank, j.epoch])).toEqual([[2, 0], [3, 0]])
     for (const j of joins) expect(j.samples).toBeGreaterThan(0)
     expect(byRank(progressive.journal.filter((e) => e.type === "welcomed")).map((e) => [e.rank, e.epoch, (e.samples ?? 0) > 0])).toEqual([[2, 0, true], [3, 0, true]])
-    expect(full).toEqual([17, `cohort join: refused by ${served}: the run is full: every rank index below its maxRanks is taken (close code 4013)\n`])
+    expect(full).toEqual([17, `cohort join: refused by ${served}: no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it) (close code 4013)\n`])
     expect(dead).toEqual([13, `cohort join: refused by ${served}: that rank index died: a dead rank's index is never reused (close code 4015)\n`])
     expect(progressive.summary.refusals).toEqual({ 4013: 1, 4015: 1 })
     expect(progressive.journal.filter((e) => e.type === "refused").map((e) => e.closeCode).sort()).toEqual([4013, 4015])
@@ -210,7 +210,7 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     expect(audits(ring.summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
     expect(ring.summary.deaths).toEqual([])
     expect((ring.summary.outcome.joins ?? []).map((j) => [j.rank, j.epoch])).toEqual([[2, 0]])
-    expect(ring.joiner.err()).toMatch(/as rank 2 \(the run grew beyond its 2 formation ranks\)/)
+    expect(ring.joiner.err()).toMatch(/as rank 2 \(the run grew beyond the 2 ranks it formed with\)/)
     const models = ring.journal.filter((e) => e.type === "decision" && /^Update to rank 2: /.test(e.detail ?? ""))
     expect(models.map((e) => e.detail?.replace(/round \d+/g, "round N"))).toEqual(["Update to rank 2: rank 2's model: round N from rank 0"])
     expect(ring.summary.ring?.generations).toBe(2)
