@@ -213,6 +213,9 @@ export const connectRetryDelayMsBase = 100
 /** Longest delay between two connection attempts of `cohort join`: 2000 ms. @since 0.1.0 @category join */
 export const connectRetryDelayMsMax = 2000
 
+/** After this long without reaching the coordinator, `joinRun` says once that it keeps trying: 3000 ms. @since 0.1.0 @category join */
+export const waitingLineAfterMs = 3000
+
 /**
  * How long `cohort join` asks the coordinator, after its link dropped without a close code, whether
  * it declared this rank dead: one join attempt with the same rank and token, bounded by this many
@@ -257,6 +260,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   let delayMs = connectRetryDelayMsBase
   let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
   let badRun = false
+  let waitingSaid = false
   while (joined === undefined) {
     // A "try again later" refusal (a full server, or a run that may grow still forming) is
     // retried by `connect` for what is left of `connectTimeoutMs`.
@@ -284,6 +288,12 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
       options.say(`cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`)
       return JoinExitCode.unreachable
+    }
+    // One line while it keeps trying, so that a join to a coordinator that is not (or no longer)
+    // there does not wait silently for minutes.
+    if (!waitingSaid && Date.now() - startedMs >= waitingLineAfterMs) {
+      waitingSaid = true
+      options.say(`cohort join: ${options.url} cannot be reached yet (${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}); trying again for up to ${Math.round(connectTimeoutMs / 1000)} s (--connect-timeout-ms)`)
     }
     await new Promise((resolve) => setTimeout(resolve, delayMs * (0.8 + 0.4 * Math.random())))
     delayMs = Math.min(delayMs * 2, connectRetryDelayMsMax)

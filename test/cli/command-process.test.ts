@@ -61,6 +61,23 @@ describe(`the cohort command as a process (${Runtime.detect()})`, () => {
     expect(Date.now() - summaryAt).toBeLessThan(20_000)
   }, 180_000)
 
+  it("cohort join to a coordinator that is not there says once that it keeps trying, then gives up with exit 15 at --connect-timeout-ms", async () => {
+    const port = await freePort()
+    const url = `ws://127.0.0.1:${port}/`
+    const joining = startCli(["join", url, "--trainer", steady, "--connect-timeout-ms", "8000"], {
+      cwd: dir,
+      env: { COHORT_TOKEN: "a-token-of-at-least-16-characters" },
+      started: children
+    })
+    const code = await joining.exit
+    const lines = joining.err().split("\n").filter((line) => line !== "")
+    expect(code).toBe(15)
+    expect(lines.map((line) => line.replace(/\([^)]*\)/, "(...)"))).toEqual([
+      `cohort join: ${url} cannot be reached yet (...); trying again for up to 8 s (--connect-timeout-ms)`,
+      `cohort join: cannot reach ${url} within 8000 ms: ${lines[1]?.split(" ms: ")[1]}`
+    ])
+  }, 90_000)
+
   it("a trainer module that calls process.exit while it is imported: the command says so on stderr and exits with that code", async () => {
     const run = startCli(["run", "--trainer", exitsWhileLoading, "--out", join(dir, "runs")], { cwd: dir, started: children })
     expect([await run.exit, run.err()]).toEqual([
