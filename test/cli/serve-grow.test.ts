@@ -213,7 +213,8 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     expect(ring.joiner.err()).toMatch(/as rank 2 \(the run grew beyond the 2 ranks it formed with\)/)
     const models = ring.journal.filter((e) => e.type === "decision" && /^Update to rank 2: /.test(e.detail ?? ""))
     expect(models.map((e) => e.detail?.replace(/round \d+/g, "round N"))).toEqual(["Update to rank 2: rank 2's model: round N from rank 0"])
-    expect(ring.summary.ring?.generations).toBe(2)
+    // Generation 0, then the one the joiner entered; a loaded machine may add a rendezvous retry.
+    expect(ring.summary.ring?.generations).toBeGreaterThanOrEqual(2)
     expect(ring.journal.some((e) => e.type === "progress" && e.rank === 2 && (e.samplesDone ?? 0) > 0)).toBe(true)
     expect(ring.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.progressive) - 0.01)
 
