@@ -121,8 +121,8 @@ Options of join URL:
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
-  the join (full, a taken or exited index, not started, shutting down, over). A refusal is one line on
-  stderr and is never retried.
+  the join (full, a taken or exited index, not started, shutting down, over). A refusal is one
+  line on stderr and is never retried.
 
 Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
 given is the run's, except faults: none unless given):
