@@ -1,7 +1,7 @@
 // cohort run --json as a real child process under the runtime running the tests (split from test/cli.test.ts).
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
-import { describe, expect, it } from "vitest"
+import { describe, it } from "vitest"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Files from "../../src/platform/files.ts"
@@ -23,9 +23,10 @@ const runCli = (args: ReadonlyArray<string>) =>
     child.on("close", (code) => resolve({ code, out, err }))
   })
 
-describe(`cohort run --json as a real process (${Runtime.detect()}): stdout is exactly one JSON document`, () => {
+// The three runs mostly wait on their child processes: they run side by side.
+describe.concurrent(`cohort run --json as a real process (${Runtime.detect()}): stdout is exactly one JSON document`, () => {
   for (const transport of ["worker", "process"] as const) {
-    it(`with the README's line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async () => {
+    it(`with the README's line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async ({ expect }) => {
       const { code, out, err } = await runCli([
         "run", "--trainer", "examples/line-trainer.ts", "--json", "--world-size", "2", "--epochs", "1",
         "--transport", transport, "--out", `${scratch()}/real-${transport}`
@@ -37,7 +38,7 @@ describe(`cohort run --json as a real process (${Runtime.detect()}): stdout is e
     }, 120_000)
   }
 
-  it("with a trainer module that prints while it loads, in the command's process and in every worker", async () => {
+  it("with a trainer module that prints while it loads, in the command's process and in every worker", async ({ expect }) => {
     const example = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
     // `.mts`: outside the repository no package.json says "type": "module", and tsx would load a `.ts` as CommonJS.
     const trainer = `${scratch()}/loud-trainer.mts`

@@ -155,10 +155,9 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
       [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
     ]
-    for (const [args, env, line] of cases) {
-      const p = cohort(args, env)
-      expect([await p.exit, p.err()]).toEqual([2, line])
-    }
+    // Side by side: each is a process start and nothing more.
+    const ran = cases.map(([args, env]) => cohort(args, env))
+    for (const [i, p] of ran.entries()) expect([await p.exit, p.err()]).toEqual([2, cases[i]![2]])
     // Nobody joins within the formation timeout: the run ends without training, exit 3.
     const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
     expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
@@ -168,12 +167,13 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(journal.map((e) => e.type)).toEqual(["started", "listening", "failed"])
     expect(journal[2]).toMatchObject({ type: "failed", stage: "formation", reason: "ranks 0, 1 did not join within 1000 ms", formed: false })
     const failedLine = "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
+    // report, its page and resume only read the run: side by side.
     const report = cohort(["report", runDir])
+    const page = cohort(["report", "--html", runDir])
+    const resumed = cohort(["resume", runDir])
     expect([await report.exit, report.err()]).toEqual([3, failedLine])
     expect(report.out()).toMatch(/\noutcome: failed at formation \(\d+\.\d s into the run\): nothing was trained\n/)
-    const page = cohort(["report", "--html", runDir])
     expect([await page.exit, page.err()]).toEqual([3, failedLine])
-    const resumed = cohort(["resume", runDir])
     expect([await resumed.exit, resumed.err()]).toEqual([
       2,
       `cohort: resume: nothing to resume: the run failed at formation: ranks 0, 1 did not join within 1000 ms; run ${runDir.slice(5)} trained nothing\n`
