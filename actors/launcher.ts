@@ -21,7 +21,6 @@ import type * as Alerts from "../src/core/alerts.ts"
 import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
-import * as Trainer from "../src/train/trainer.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
@@ -32,85 +31,13 @@ import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
+import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as RoundLoss from "./round-loss.ts"
 import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
-/**
- * Why a run could not start: bad options, or a trainer module that cannot be loaded.
- *
- * @since 0.1.0
- * @category errors
- */
-export class LaunchError extends Error {
-  readonly _tag = "LaunchError"
-  constructor(readonly option: string, readonly reason: string) {
-    super(`${option}: ${reason}`)
-  }
-}
-
-/**
- * Defaults of `RunOptions`.
- *
- * @since 0.1.0
- * @category defaults
- */
-export const defaults = {
-  worldSize: 4,
-  epochs: 3,
-  mode: "static",
-  backend: "cpu",
-  transport: "worker",
-  /** Slots of each worker ring link's shared-memory segment (`RunOptions.ringSharedSlots`); 0: ports only. */
-  ringSharedSlots: 4,
-  ringSharedSlotsMax: 64,
-  /** Largest shared all-reduce area of a worker ring generation, MiB (`RunOptions.ringAreaMemoryMb`); 0: none. */
-  ringAreaMemoryMb: 256,
-  ringAreaMemoryMbMax: 65_536,
-  heartbeatTimeoutMs: 10_000,
-  /** At most this, and at most a quarter of `heartbeatTimeoutMs`. */
-  heartbeatIntervalMs: 1_000,
-  /** A rank reports `Progress` at most this often. */
-  progressIntervalMs: 100,
-  tickMs: 100,
-  seed: 1,
-  batchSize: 32,
-  averageEverySteps: 32,
-  rankNice: 0,
-  /**
-   * Each rank's memory limit in MiB (0: none): enough for a few ranks of the bundled model beside
-   * the coordinator on a small machine, and a bound on a rank that allocates without end (issue C3).
-   */
-  rankMemoryMb: 1024,
-  outDir: "runs",
-  /** Ranks one launcher starts on this machine (threads or processes); the core itself takes 1e6. */
-  worldSizeMax: 1024,
-  /** How long the launcher waits for ranks to save and exit after the run ended. */
-  exitGraceMs: 15_000,
-  /** How long an interrupted run waits for the survivors' saves (`RunOptions.interruptGraceMs`). */
-  interruptGraceMs: 30_000,
-  /** How long the ranks of a local run have to join (send their `Hello`). */
-  formationTimeoutMs: 120_000
-} as const
-
-/**
- * Defaults of `ServeOptions`: `formationTimeoutMs` 5 minutes (ranks on other hosts may start
- * late), `worldSizeMax` 1,000,000 ranks (the core's bound; none runs on this machine), `host`
- * loopback and `port` 0 (any free port).
- *
- * @since 0.1.0
- * @category defaults
- */
-export const serveDefaults = {
-  formationTimeoutMs: 300_000,
-  worldSizeMax: 1_000_000,
-  host: WebSocket.hostDefault,
-  port: 0
-} as const
-
-/** The transports `RunOptions.transport` takes. */
-const transports = ["worker", "process", "websocket"] as const
+export { defaults, LaunchError, loadTrainer, serveDefaults } from "./launch-options.ts"
 
 /**
  * A new run token: 22 characters of nanoid's 64-letter URL-safe alphabet, 132 random bits.
@@ -130,35 +57,8 @@ interface Served {
   readonly http: ServeOptions["http"]
 }
 
-/**
- * Loads and checks a trainer module in the calling thread. Rejects with `LaunchError` (option
- * `trainer`) when the file is missing, fails to load, or does not export the trainer contract.
- *
- * @since 0.1.0
- * @category launcher
- */
-export const loadTrainer = async (trainer: string): Promise<{ readonly url: string; readonly module: Trainer.TrainerModule }> => {
-  const url = Files.fileUrl(trainer)
-  if (!trainer.startsWith("file:") && !(await Files.exists(Files.absolutePath(trainer)))) {
-    throw new LaunchError("trainer", `no such file: ${trainer}`)
-  }
-  let loaded: unknown
-  try {
-    loaded = await import(url)
-  } catch (error) {
-    throw new LaunchError("trainer", `cannot load ${trainer}: ${error instanceof Error ? error.message : String(error)}`)
-  }
-  const module = Trainer.validateTrainerModule(loaded)
-  if (typeof module === "string") throw new LaunchError("trainer", `${trainer}: ${module}`)
-  return { url, module }
-}
-
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
 const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz", 10)
-
-const check = (ok: boolean, option: string, reason: string): void => {
-  if (!ok) throw new LaunchError(option, reason)
-}
 
 /**
  * The entry each rank starts: the TypeScript entry under Bun and Deno; under Node, a bundle of it
@@ -277,23 +177,11 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
  * parent, recorded in `started` and the result).
  */
 const launch = async (options: RunOptions, served: Served | undefined, resumed?: Resumed): Promise<RunResult> => {
-  const worldSize = options.worldSize ?? defaults.worldSize
-  const epochs = options.epochs ?? defaults.epochs
-  const mode = options.mode ?? defaults.mode
-  const transportKind = options.transport ?? defaults.transport
-  check((transports as ReadonlyArray<string>).includes(transportKind), "transport", `must be "worker", "process" or "websocket", got ${JSON.stringify(transportKind)}`)
-  const kills = options.kills ?? []
-  const hangs = options.hangs ?? []
-  const floods = options.floods ?? []
-  const backend = options.backend ?? defaults.backend
-  const collectiveFaults = options.collectiveFaults ?? []
-  // Worker threads link ring neighbours directly (shared memory where the runtime can wait on it
-  // without blocking, else MessageChannel); processes go through the relay.
-  const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
-  check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
-  const ringLinks: "shared" | "port" | "relay" = transportKind !== "worker" ? "relay" : ringSharedSlots > 0 && Worker.sharedRingLinks() ? "shared" : "port"
-  const ringAreaMemoryMb = options.ringAreaMemoryMb ?? defaults.ringAreaMemoryMb
-  check(Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax, "ringAreaMemoryMb", `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`)
+  // Defaults filled in and every option checked (`launch-options.ts`).
+  const {
+    worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, batchSize, heartbeatTimeoutMs,
+    ringSharedSlots, ringLinks, ringAreaMemoryMb, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb
+  } = resolveOptions(options, served !== undefined)
   // What the ring's collectives took, decided at the first generation (the largest: a worker ring
   // never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
   let ringLinksUsed: "area" | "shared" | "port" | "relay" = ringLinks
@@ -308,44 +196,6 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     }
     return fits && ringLinksUsed === "area" ? { buffer: SharedAllReduce.make(ringSize, paramsLength), length: paramsLength } : undefined
   }
-  const batchSize = options.batchSize ?? defaults.batchSize
-  check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
-  if (served === undefined) {
-    check(worldSize <= defaults.worldSizeMax, "worldSize", `at most ${defaults.worldSizeMax} ranks run on one machine, got ${worldSize}`)
-  } else {
-    check(worldSize <= serveDefaults.worldSizeMax, "worldSize", `at most ${serveDefaults.worldSizeMax} ranks, got ${worldSize}`)
-  }
-  check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
-  const positive = (value: number | undefined, option: string, integer: boolean): void => {
-    if (value === undefined) return
-    check(value > 0 && Number.isFinite(value) && (!integer || Number.isSafeInteger(value)), option, `must be ${integer ? "an integer" : "a number"} > 0, got ${value}`)
-  }
-  positive(options.heartbeatIntervalMs, "heartbeatIntervalMs", false)
-  positive(options.tickMs, "tickMs", false)
-  positive(options.averageEverySteps, "averageEverySteps", true)
-  positive(options.coordinatorTimeoutMs, "coordinatorTimeoutMs", true)
-  const interruptGraceMs = options.interruptGraceMs ?? defaults.interruptGraceMs
-  check(interruptGraceMs >= 0 && Number.isFinite(interruptGraceMs), "interruptGraceMs", `must be a number >= 0, got ${interruptGraceMs}`)
-  const rankNice = options.rankNice ?? defaults.rankNice
-  check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
-  const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
-  check(rankMemoryMb === 0 || (Number.isSafeInteger(rankMemoryMb) && rankMemoryMb >= 16), "rankMemoryMb", `must be 0 (no limit) or an integer >= 16, got ${rankMemoryMb}`)
-  // Node and Deno enforce the limit on the heap in V8 (worker `resourceLimits`,
-  // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
-  // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
-  const heapLimitMb = rankMemoryMb === 0 ? undefined : rankMemoryMb
-  check(backend === "cpu" || backend === "ring", "backend", `must be "cpu" or "ring", got ${String(backend)}`)
-  for (const fault of collectiveFaults) {
-    check(backend === "ring", "collectiveFaults", "need the ring backend")
-    check(Number.isSafeInteger(fault.round) && fault.round >= 0 && Number.isSafeInteger(fault.step) && fault.step >= 0, "collectiveFaults", `round and step must be integers >= 0, got ${fault.round} and ${fault.step}`)
-  }
-  for (const fault of [...kills, ...hangs, ...floods, ...collectiveFaults]) {
-    check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
-  }
-  for (const flood of floods) {
-    check(flood.framesPerSecond > 0 && Number.isFinite(flood.framesPerSecond), "floods", `framesPerSecond must be > 0, got ${flood.framesPerSecond}`)
-  }
-  const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const trainerDigest = await trainerSha256(trainerUrl)
   const maxRanks = options.maxRanks ?? worldSize
