@@ -37,7 +37,7 @@ import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked
 import { endEpoch } from "./ending.ts"
 import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
-import { onJoin, onModel, vacateAbsent } from "./joins.ts"
+import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { onParams, onRoundDone } from "./rounds.ts"
 import type { Resume, State } from "./state.ts"
@@ -322,7 +322,10 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       saveAndStop(state, cmds, "ReduceStall", `ring rendezvous of generation ${ring.generation} failed ${ring.attempts} times`)
       return
     }
-    formRing(state, cmds, `ring rendezvous of generation ${ring.generation} timed out (attempt ${ring.attempts})`)
+    const timedOut = `ring rendezvous of generation ${ring.generation} timed out (attempt ${ring.attempts})`
+    // A joiner whose asked member never answered holds the rendezvous up: ask another (issue 17).
+    if (state.modelOwed.size > 0) reaskModels(state, cmds, ring.generation + 1)
+    formRing(state, cmds, timedOut)
   }
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)

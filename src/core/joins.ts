@@ -52,6 +52,8 @@
  *   partitions) until the `Update` is out, so it never enters a collective without the model.
  *   While a joiner is owed its model no round can close (it is a member of the generation), so
  *   every member still holds the model of `round`.
+ * - **The asked member does not answer** before the ring rendezvous times out: at the retry the
+ *   next member holding the model is asked (`reaskModels`); its late answer is nobody's then.
  * - **The asked member leaves first** (dies or exits before its `Params` arrived): in the same
  *   batch, before the ring re-forms, `SendModel` is re-issued for the new generation from the
  *   lowest member that holds the model (not a joiner still owed its own) and was not asked yet for
@@ -275,6 +277,23 @@ export const onModel = (state: State, rank: Rank, round: number, params: Float32
     if (!askNext(state, cmds, to, owed, state.ring!.generation, `rank ${rank}'s model was refused`)) {
       return saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}`)
     }
+  }
+}
+
+/**
+ * A ring rendezvous timed out (`tick`, before the ring re-forms as `generation`): a joiner still
+ * owed its model is what holds the rendezvous up when its asked member has not answered (a slow or
+ * broken member: the joiner gets its `FormRing` only after its model), so its model is asked of the
+ * next member holding it not asked yet. With none left it keeps waiting on the members asked; the
+ * rendezvous attempts then end the run (`ReduceStall`, DESIGN.md §3.10), as for a member that never
+ * sends `RingReady`. O(joiners owed a model + ranks skipped).
+ *
+ * @since 0.1.0
+ * @category joins
+ */
+export const reaskModels = (state: State, cmds: Array<Command>, generation: number): void => {
+  for (const [to, owed] of [...state.modelOwed].sort(([a], [b]) => a - b)) {
+    askNext(state, cmds, to, owed, generation, `rank ${owed.from} did not hand the model over before the ring rendezvous timed out`)
   }
 }
 

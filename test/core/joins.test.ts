@@ -281,6 +281,19 @@ describe("ring model hand-over (issue 17)", () => {
     expect(model(s, 1, 6, 0, Float32Array.of(3, 4))).toEqual([{ _tag: "Send", to: 3, message: { _tag: "Update", round: 0, params: Float32Array.of(3, 4) }, reason: "rank 3's model: round 0 from rank 1" }])
   })
 
+  it("the asked member never answers: at the rendezvous retry the model is asked of the next member, whose model reaches the joiner; the first one's late answer is nobody's", () => {
+    const { s } = entered(3)
+    for (const r of [0, 1, 2]) frame(s, r, 4, { _tag: "RingReady", generation: 1 })
+    expect(s.ring!.pending).toBe(true) // the joiner gets its FormRing only with its model
+    const retry = tick(s, 5_100)
+    expect(tags(retry)).toEqual(["SendModel", "Send:FormRing", "Send:FormRing", "Send:FormRing", "Send:FormRing"])
+    expect(retry[0]).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 2, reason: "rank 0 did not hand the model over before the ring rendezvous timed out: rank 3 gets the model of round 0 from rank 1 instead" })
+    expect(model(s, 1, 5_200, 0, Float32Array.of(5, 6))).toEqual([{ _tag: "Send", to: 3, message: { _tag: "Update", round: 0, params: Float32Array.of(5, 6) }, reason: "rank 3's model: round 0 from rank 1" }])
+    expect(model(s, 0, 5_300, 0, Float32Array.of(7, 8))).toEqual([])
+    for (const r of [0, 1, 2, 3]) frame(s, r, 5_400, { _tag: "RingReady", generation: 2 })
+    expect(s.ring!.pending).toBe(false)
+  })
+
   it("the only members holding the model leave before it is sent: the run stops with ReduceStall at once; a joiner that leaves is owed nothing", () => {
     // Two joiners enter together; both ranks that held the model die in one batch: the ring would
     // still have two members, but neither can be handed the model.
