@@ -6,6 +6,7 @@
  */
 import * as Commander from "commander"
 import { firstLine } from "../../actors/error-text.ts"
+import * as Launch from "../../actors/launch-options.ts"
 import { reportDefaults } from "../../actors/read-run.ts"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Config from "../core/config.ts"
@@ -44,20 +45,19 @@ export const ExitCode = {
  * @category cli
  */
 export const defaults = {
-  worldSize: 4,
-  epochs: 3,
-  mode: "static",
-  backend: "cpu",
-  transport: "worker",
+  worldSize: Launch.defaults.worldSize,
+  epochs: Launch.defaults.epochs,
+  mode: Launch.defaults.mode,
+  backend: Launch.defaults.backend,
+  transport: Launch.defaults.transport,
   heartbeatTimeoutMs: Config.defaults.heartbeatTimeoutMs,
   /** Same as the rank's `coordinatorTimeoutMsDefault`. */
   coordinatorTimeoutMs: 10_000,
   rolePolicy: "fastest",
-  seed: 1,
-  outDir: "runs",
+  seed: Launch.defaults.seed,
+  outDir: Launch.defaults.outDir,
   onRepeatedCrash: Config.defaults.onRepeatedCrash,
-  /** Same as the launcher's `defaults.rankMemoryMb`. */
-  rankMemoryMb: 1024,
+  rankMemoryMb: Launch.defaults.rankMemoryMb,
   /** Same as the launcher's `defaults.interruptGraceMs`. */
   interruptGraceMs: 30_000
 } as const
