@@ -227,9 +227,10 @@ export const make = (options: RankRingOptions): RankRing => {
       }
       collective = entry
       const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      // With an area every member runs there (an area made for another shape fails the collective,
+      // never splits the ring between the area and the links).
       const area = channel.area
-      const collectiveOf = area !== undefined && area.handle.ringRank === view.ringRank && area.handle.ringSize === view.ringSize &&
-          area.handle.length === contribution.params.length
+      const collectiveOf = area !== undefined
         ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
         : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
       const body = collectiveOf.pipe(
