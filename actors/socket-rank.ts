@@ -169,6 +169,9 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
     case Transport.CloseCode.JoinRunOver:
       return { code: JoinExitCode.joinRefused, words: "the run is over" }
+    case Transport.CloseCode.TryAgainLater:
+    case Transport.CloseCode.AddressBusy:
+      return { code: JoinExitCode.refused, words: "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)" }
     default:
       return { code: JoinExitCode.refused, words: "refused" }
   }

@@ -66,7 +66,7 @@ export const endEpoch = (state: State, cmds: Array<Command>): void => {
       state.evalsAsked.set(ended, holder)
       send(cmds, holder, { _tag: "Eval", epoch: ended }, `eval after epoch ${ended}`)
     }
-    else alert(state, cmds, "CallbackSkipped", path(state, holder), `eval after epoch ${ended} skipped: its pinned rank ${holder} is not live`)
+    else alert(state, cmds, "CallbackSkipped", path(state, holder), `eval after epoch ${ended} skipped: rank ${holder}, which holds the eval role, is not live`)
   }
   if (config.checkpointEveryEpochs > 0 && number % config.checkpointEveryEpochs === 0) {
     // A newer checkpoint supersedes a pending one; a late result for the old one counts as stale.

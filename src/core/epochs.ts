@@ -17,7 +17,7 @@ import type { State } from "./state.ts"
 export const announceEpochFn = (state: State, cmds: Array<Command>): void => {
   const holder = state.roles.epochFn
   if (!Membership.isLive(state.membership, holder)) {
-    alert(state, cmds, "CallbackSkipped", path(state, holder), `epochFn for epoch ${state.epoch} skipped: its pinned rank ${holder} is not live`)
+    alert(state, cmds, "CallbackSkipped", path(state, holder), `epochFn for epoch ${state.epoch} skipped: rank ${holder}, which holds the epochFn role, is not live`)
   }
 }
 
