@@ -197,8 +197,11 @@ describe(`cohort resume (${runtime})`, () => {
     expect(auditRows(child)).toEqual([newest + 1, 2].filter((e, i, all) => all.indexOf(e) === i).map((epoch) => [epoch, 4800, 0, 0]))
     expect(child.epochs.every((e) => e.spansRuns === undefined)).toBe(true)
     expect(child.exitCode).toBe(0)
-    // Nothing in the parent's directory changed.
-    expect(snapshot(runDir)).toEqual(before)
+    // Nothing in the parent's directory changed but the marker naming the run that resumed it.
+    const { ["resumed-by.json"]: marker, ...after } = snapshot(runDir)
+    expect(after).toEqual(before)
+    expect(JSON.parse(readFileSync(join(runDir, "resumed-by.json"), "utf8"))).toEqual({ runId: child.runId, runDir: child.runDir })
+    expect(marker).toBeDefined()
   }, 300_000)
 
   describe("bad input: one line, exit 2, the parent's directory unchanged", () => {
