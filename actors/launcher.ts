@@ -188,7 +188,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   let ringLinksDecided = false
   /** The shared all-reduce area of a worker ring generation of `ringSize` ranks, when one is used. */
   const ringArea = (ringSize: number, paramsLength: number | undefined): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
-    const fits = paramsLength !== undefined && ringAreaMemoryMb > 0 && SharedAllReduce.available() &&
+    const fits = paramsLength !== undefined && ringAreaMemoryMb > 0 && Worker.sharedRingLinks() &&
       SharedAllReduce.areaBytes(ringSize, paramsLength) <= ringAreaMemoryMb * 2 ** 20
     if (!ringLinksDecided) {
       ringLinksDecided = true

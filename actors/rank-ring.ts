@@ -181,7 +181,8 @@ export const make = (options: RankRingOptions): RankRing => {
         // a step.
         if (collective === undefined && finished === undefined) notify()
       })
-      const area = ports.area !== undefined && SharedAllReduce.available() ? new SharedAllReduce.Area(ports.area) : undefined
+      // The host makes an area only where this runtime can wait on one (`Worker.sharedRingLinks`).
+      const area = ports.area === undefined ? undefined : new SharedAllReduce.Area(ports.area)
       portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close, area })
       notify()
     })

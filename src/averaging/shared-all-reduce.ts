@@ -60,16 +60,6 @@ const headerBytes = 16
  */
 export const areaBytes = (ringSize: number, length: number): number => headerBytes + 16 * ringSize + 4 * length * (ringSize + 1)
 
-/**
- * Whether this runtime can run the shared all-reduce: `SharedArrayBuffer` and `Atomics.waitAsync`
- * both exist (Node 20, Bun 1.4 and Deno 2.9 have both).
- *
- * @since 0.1.0
- * @category model
- */
-export const available = (): boolean =>
-  typeof SharedArrayBuffer === "function" && typeof (Atomics as { waitAsync?: unknown }).waitAsync === "function"
-
 type WaitAsync = (
   array: Int32Array,
   index: number,

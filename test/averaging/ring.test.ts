@@ -11,6 +11,7 @@ import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import * as Queue from "effect/Queue"
 import { describe, expect, it } from "vitest"
+import { ulpDistance } from "./float32.ts"
 import * as Cpu from "../../src/averaging/cpu.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 
@@ -37,15 +38,6 @@ const ringOf = (n: number, delayMs: () => number) =>
     })
     return links
   })
-
-const ulpDistance = (a: number, b: number): number => {
-  const view = new DataView(new ArrayBuffer(8))
-  view.setFloat32(0, a)
-  view.setFloat32(4, b)
-  const ia = view.getInt32(0)
-  const ib = view.getInt32(4)
-  return Math.abs((ia < 0 ? 0x80000000 - ia : ia) - (ib < 0 ? 0x80000000 - ib : ib))
-}
 
 describe("Ring.allReduce", () => {
   it("segments cover the vector in order, the first length mod n one longer", () => {

@@ -11,6 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
 import { describe, expect, it } from "vitest"
+import { ulpDistance } from "./float32.ts"
 import * as Cpu from "../../src/averaging/cpu.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
@@ -36,15 +37,6 @@ const expectedMean = (vectors: ReadonlyArray<Float32Array>, contributes: Readonl
     out[i] = sum / count
   }
   return out
-}
-
-const ulpDistance = (a: number, b: number): number => {
-  const view = new DataView(new ArrayBuffer(8))
-  view.setFloat32(0, a)
-  view.setFloat32(4, b)
-  const ia = view.getInt32(0)
-  const ib = view.getInt32(4)
-  return Math.abs((ia < 0 ? 0x80000000 - ia : ia) - (ib < 0 ? 0x80000000 - ib : ib))
 }
 
 /** Sleeps 0 to 2 ms (a member scheduled late). */
