@@ -63,7 +63,8 @@ export interface Contribution {
  * - `view()`: the latest `FormRing`, if any.
  * - `formRing`, `declareDead`, `relayed`: apply those frames from the coordinator.
  * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
- *   collective (the rank then applies it), `undefined` otherwise.
+ *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
+ *   mean is the area's result row: read it before the rank's next contribution, never write it.
  * - `contribute`: keeps the round's pre-round contribution and starts its collective.
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
  * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox

@@ -258,9 +258,13 @@ export const run = (
           case "RoundCommitted": {
             const mean = ring.committed(message)
             if (mean === undefined) return
-            // A copy of our own: a trainer that keeps the array it was given may train in place on it.
-            lastAverage = mean.slice()
-            trainer.setParams(mean)
+            // Copied once into our own array, which the trainer then copies (`Trainer.setParams`):
+            // the mean may be the shared all-reduce area's result row, which the trainer must never
+            // hold (other members read it). No allocation a round: saves run inside this loop, so
+            // none sees the array change under it.
+            if (lastAverage.length === mean.length) lastAverage.set(mean)
+            else lastAverage = mean.slice()
+            trainer.setParams(lastAverage)
             lastAverageRound = message.round
             round = message.round + 1
             waitingUpdate = false
