@@ -126,9 +126,12 @@ export interface Options {
   /**
    * Ring backend with direct links (worker threads, issue 15): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
-   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames.
+   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
+   * the generation averages in a shared all-reduce area it returns how to commit a round there
+   * (`SharedAllReduce.commit`): that generation's rounds are then committed through it, not sent
+   * as `RoundCommitted` frames (one store and one wake-up instead of a frame per member).
    */
-  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void
+  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined
 }
 
 /**
@@ -248,6 +251,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       )
     })
 
+    // The current ring generation's commit through its shared all-reduce area, when it has one.
+    let areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
       Effect.suspend(() => {
         switch (command._tag) {
@@ -256,7 +261,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             if (command.message._tag === "FormRing") ringFormed(command.message)
             if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
               const ring = command.message
-              observe(() => options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength))
+              areaCommit = undefined
+              observe(() => {
+                const commit = options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength)
+                if (commit !== undefined) areaCommit = { generation: ring.generation, commit }
+              })
             }
             deliver(command.to, command.message, refused)
             break
@@ -271,8 +280,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             break
           case "AverageRound": {
             if (command.generation !== undefined) {
-              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15).
-              broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
+              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15),
+              // in the generation's shared area when it has one (written before any later frame).
+              if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
+              else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
               break
             }
             // The core leaves unusable contributions out; with none left, the Update carries no

@@ -520,7 +520,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
     readonly kill: (rank: Rank) => Effect.Effect<void>
     /** Worker threads: direct ring links per generation (`MessageChannel`s); other hosts relay. */
-    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void) | undefined
+    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined) | undefined
   }
   const bindFailed = (error: Transport.TransportError) =>
     Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
@@ -544,8 +544,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
           kill: h.terminate,
-          formRingLinks: (generation, peers, paramsLength) =>
-            void h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, ringArea(peers.length, paramsLength))
+          formRingLinks: (generation, peers, paramsLength) => {
+            const area = ringArea(peers.length, paramsLength)
+            h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
+            return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
+          }
         }))
       case "process":
         return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({

@@ -8,7 +8,9 @@
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
  * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
- * `RoundCommitted{round, generation}` (`committed`). `DeclareDead` interrupts a running collective
+ * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
+ * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
+ * for it). `DeclareDead` interrupts a running collective
  * and discards a finished but unconfirmed one; no collective of that generation starts again. A
  * newer `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the
  * round from its pre-round parameters. Faults for tests fire between two steps
@@ -65,6 +67,10 @@ export interface Contribution {
  * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
  *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
  *   mean is the area's result row: read it before the rank's next contribution, never write it.
+ * - `areaCommitted()`: the same for a commit the coordinator wrote into the generation's shared
+ *   all-reduce area (`SharedAllReduce.commit`): the finished round and its mean, once. The rank
+ *   asks before it handles anything from the coordinator (the commit was written before any
+ *   later frame was sent) and whenever it is woken.
  * - `contribute`: keeps the round's pre-round contribution and starts its collective.
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
  * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox
@@ -72,8 +78,8 @@ export interface Contribution {
  *   rank that asks watches the area and is `woken` when a member arrives).
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
  * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
- *   waiting for its commit), a generation's direct links arrived, or a collective failed, since
- *   the last `rearm()`.
+ *   waiting for its commit), a generation's direct links arrived, a collective failed, or the
+ *   coordinator committed a finished round in the area, since the last `rearm()`.
  *
  * @since 0.1.0
  * @category model
@@ -83,6 +89,7 @@ export interface RankRing {
   readonly formRing: (message: FormRing, round: number) => Effect.Effect<void>
   readonly declareDead: Effect.Effect<void>
   readonly committed: (message: RoundCommitted) => Float32Array | undefined
+  readonly areaCommitted: () => { readonly round: number; readonly mean: Float32Array } | undefined
   readonly relayed: (message: RingData) => void
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
@@ -197,10 +204,32 @@ export const make = (options: RankRingOptions): RankRing => {
   let blockedGeneration = -1
   let pending: Contribution | undefined
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
-  let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
+  let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array; readonly area: SharedAllReduce.Area | undefined } | undefined
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
+
+  /**
+   * Wakes the rank's loop when the coordinator commits `done`'s round in its area (or sooner, if
+   * it is no longer the finished round: then it stops watching).
+   */
+  const watchCommit = (done: NonNullable<typeof finished>): void => {
+    const area = done.area!
+    const look = (): void => {
+      if (finished !== done) return
+      if (area.committed(done.round)) return notify()
+      void area.commits().then(look)
+    }
+    look()
+  }
+
+  /** The finished round's mean, now committed: the rank applies it; its pre-round copy is free again. */
+  const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
+    finished = undefined
+    spare = pending?.params
+    pending = undefined
+    return done.mean
+  }
 
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
   const abortCollective = Effect.suspend(() => {
@@ -240,7 +269,9 @@ export const make = (options: RankRingOptions): RankRing => {
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
             collective = undefined
-            finished = { generation: entry.generation, round: entry.round, mean }
+            const done = { generation: entry.generation, round: entry.round, mean, area }
+            finished = done
+            if (area !== undefined) watchCommit(done)
             return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
           })
         ),
@@ -279,10 +310,12 @@ export const make = (options: RankRingOptions): RankRing => {
     committed: (message) => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
-      finished = undefined
-      spare = pending?.params
-      pending = undefined
-      return done.mean
+      return takeFinished(done)
+    },
+    areaCommitted: () => {
+      const done = finished
+      if (done?.area === undefined || !done.area.committed(done.round)) return undefined
+      return { round: done.round, mean: takeFinished(done) }
     },
     relayed: (message) => relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data }),
     contribute: (contribution, round) => {

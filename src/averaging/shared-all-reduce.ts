@@ -34,14 +34,22 @@
  * waiting in it, correctly, when a neighbour already got the newer `FormRing`; an abandoned wait
  * ends by itself within `waitSliceMs`.
  *
+ * The commit: a member holds the mean until the coordinator commits the round (DESIGN.md §3.3: the
+ * round closes when every member reported `RoundDone`). For a generation with an area the
+ * coordinator's thread writes the committed round into the area (`commit`) and wakes the members
+ * once, instead of sending each a `RoundCommitted` frame; a member looks at that word
+ * (`Area.committed`) before it handles any later frame from the coordinator, and it is written
+ * before the coordinator sends any, so a `DeclareDead` or `ShutdownWithSave` that follows a commit
+ * always finds it applied.
+ *
  * A contribution with a value that is not finite (a rank writing past its own check): the reducer
  * that meets it marks the row's ring rank in the area; after the second barrier that rank fails its
  * collective (`RingLinkError`, so it dies and is declared dead) and every other member waits,
  * without applying anything, for the `DeclareDead` that follows and the re-formed ring's redo.
  *
  * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): four `Int32` words
- * (`arrived`: arrivals at barriers so far; `released`: barriers passed; unused; `bad`: 1 + the
- * ring rank of a non-finite row, or 0), then per ring rank two float64 words (round, contributes),
+ * (`arrived`: arrivals at barriers so far; `released`: barriers passed; `committed`: 1 + the
+ * last committed round, wrapped to int32, or 0; `bad`: 1 + the ring rank of a non-finite row, or 0), then per ring rank two float64 words (round, contributes),
  * then `n` rows of `length` float32 values, then the result's `length` float32 values.
  *
  * @since 0.1.0
@@ -52,6 +60,7 @@ import type { Collective } from "./ring.ts"
 
 const ARRIVED = 0
 const RELEASED = 1
+const COMMITTED = 2
 const BAD = 3
 const headerBytes = 16
 
@@ -138,6 +147,20 @@ export class Area {
     return waited.async ? waited.value.then(() => {}) : Promise.resolve()
   }
 
+  /** Whether the coordinator committed `round` in this area (`commit`), as its last commit. */
+  committed(round: number): boolean {
+    return Atomics.load(this.header, COMMITTED) === ((round + 1) | 0)
+  }
+
+  /**
+   * Resolves when the area's committed round changes from what it is now, or after at most
+   * `waitSliceMs`. Never rejects. A member that finished a collective watches with it for the commit.
+   */
+  commits(): Promise<void> {
+    const waited = waitAsync(this.header, COMMITTED, Atomics.load(this.header, COMMITTED), waitSliceMs)
+    return waited.async ? waited.value.then(() => {}) : Promise.resolve()
+  }
+
   sumsFor(segmentLength: number): Float64Array {
     if (this.sums === undefined || this.sums.length !== segmentLength) this.sums = new Float64Array(segmentLength)
     return this.sums
@@ -156,6 +179,20 @@ export const make = (ringSize: number, length: number): SharedArrayBuffer => {
   // No member is at a round yet (`neighboursAt`).
   new Float64Array(buffer, headerBytes, 2 * ringSize).fill(-1)
   return buffer
+}
+
+/**
+ * The coordinator's side of a commit (module doc): records in the area `buffer` (from `make`) that
+ * `round` committed, then wakes every member waiting for it. Call it before sending any later frame
+ * to the generation's members.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const commit = (buffer: SharedArrayBuffer, round: number): void => {
+  const header = new Int32Array(buffer, 0, 4)
+  Atomics.store(header, COMMITTED, (round + 1) | 0)
+  Atomics.notify(header, COMMITTED)
 }
 
 /** Waits at this member's next barrier until every member arrived (module doc). */

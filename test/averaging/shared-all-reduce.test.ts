@@ -170,4 +170,35 @@ describe("the shared all-reduce area", () => {
     const expected = expectedMean(vectors, [true, true, false])
     for (const r of result) expect(Array.from(r)).toEqual(Array.from(expected))
   })
+
+  it("the coordinator's commit (commit) is seen by every member for that round only, wakes a member watching for it (commits), and survives the int32 wrap of round + 1", async () => {
+    const members = membersOf(3, 2)
+    const buffer = members[0]!.handle.buffer
+    expect(members.map((m) => m.committed(0))).toEqual([false, false, false])
+    const watched = members[1]!.commits()
+    SharedAllReduce.commit(buffer, 0)
+    await watched
+    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([[true, false], [true, false], [true, false]])
+    SharedAllReduce.commit(buffer, 1)
+    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([[false, true], [false, true], [false, true]])
+    SharedAllReduce.commit(buffer, 2 ** 31 - 1)
+    expect([members[2]!.committed(2 ** 31 - 1), members[2]!.committed(2 ** 31 - 2), members[2]!.committed(1)]).toEqual([true, false, false])
+    // A watch with no commit ends by itself within its slice (1 s) and reports nothing committed.
+    const started = performance.now()
+    await members[0]!.commits()
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900)
+  })
+
+  it("hands out its result row (no copy): the mean stays there until the members' next collective in the area", async () => {
+    const members = membersOf(2, 4)
+    const vectors = [Float32Array.of(1, 2, 3, 4), Float32Array.of(3, 4, 5, 6)]
+    const round = (k: number) =>
+      Effect.runPromise(Effect.forEach(members, (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: k }, vectors[r]!), { concurrency: "unbounded" }))
+    const [first] = await round(0)
+    expect(first).toBe(members[0]!.result)
+    expect(Array.from(first!)).toEqual([2, 3, 4, 5])
+    vectors[1] = Float32Array.of(5, 6, 7, 8)
+    await round(1)
+    expect(Array.from(first!)).toEqual([3, 4, 5, 6])
+  })
 })
