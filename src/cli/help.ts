@@ -124,8 +124,10 @@ Options of join URL:
   the join (full, a taken or exited index, not started, shutting down, over). A refusal is one
   line on stderr and is never retried.
 
-Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
-given is the run's, except faults: none unless given):
+Options of resume (the seed, epochs, mode, batch size, backend, role policy and
+--on-repeated-crash are the run's own: --seed, --epochs, --mode, --backend, --role-policy and
+--on-repeated-crash are refused, each with why; every option not given is the run's, except
+faults: none unless given, so --no-kill is refused too):
   --world-size N, --transport worker|process|websocket, --kill RANK@SECONDS, --hang RANK@SECONDS,
   --heartbeat-timeout-ms N, --coordinator-timeout-ms N, --failure-limit N|F,
   --rank-memory-mb N, --interrupt-grace-ms N, --json, --dashboard [PORT], --dashboard-faults

@@ -292,14 +292,30 @@ describe("parse resume", () => {
 
   it("refuses what a resume cannot change or read, in one line", () => {
     expect(Cli.parse(["resume"])).toEqual({ error: "missing required argument 'RUN_DIR'" })
-    expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({ error: "unknown option '--epochs'" })
-    expect(Cli.parse(["resume", "runs/abc", "--seed", "5"])).toEqual({ error: "unknown option '--seed'" })
+    expect(Cli.parse(["resume", "runs/abc", "--unknown", "5"])).toEqual({ error: "unknown option '--unknown'" })
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "0"])).toEqual({ error: "--world-size must be an integer >= 1, got '0'" })
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({ error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)" })
     expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({ error: "--transport must be worker or process, got 'socket'" })
     expect(Cli.parse(["resume", "runs/abc", "--out", ""])).toEqual({ error: "--out needs a folder path" })
     expect(Cli.parse(["resume", "runs/abc", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
     expect(Cli.parse(["resume", "runs/abc", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
+  })
+
+  it("refuses the run flags whose values are the parent's, saying that resume keeps them and why", () => {
+    expect(Cli.parse(["resume", "runs/abc", "--seed", "3"])).toEqual({
+      error: "resume: --seed cannot be given: resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({
+      error: "resume: --epochs cannot be given: resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--no-kill"])).toEqual({
+      error: "resume: --no-kill cannot be given: resume injects no fault unless --kill or --hang is given: there is no kill to remove"
+    })
+    for (const [flag, value] of [["--mode", "progressive"], ["--backend", "ring"], ["--role-policy", "1"], ["--on-repeated-crash", "continue"]] as const) {
+      expect((Cli.parse(["resume", "runs/abc", flag, value]) as { error: string }).error).toMatch(new RegExp(`^resume: ${flag} cannot be given: resume keeps the parent's `))
+    }
+    // --kill still works beside the refused flags' options.
+    expect(Cli.parse(["resume", "runs/abc", "--kill", "1@2"])).toMatchObject({ options: { kills: [{ rank: 1, atSeconds: 2 }] } })
   })
 
   it("resumeCommand quotes a directory only when a shell needs it", () => {
