@@ -406,7 +406,9 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  // A resume stopped before it formed stopped in the epoch it was to resume in, not in epoch 0.
+  const completedEpochs = outcome === undefined ? 0 : Math.max(outcome.epochsCompleted, result.resumed?.epoch ?? 0)
+  const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? completedEpochs) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
@@ -476,8 +478,8 @@ export const renderResult = (
     const head = outcome.status === "completed"
       ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
       : outcome.status === "interrupted"
-      ? `${interruptedText(outcome.detail)} after ${plural(outcome.epochsCompleted, "completed epoch")}`
-      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
+      ? `${interruptedText(outcome.detail)} after ${plural(completedEpochs, "completed epoch")}`
+      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(completedEpochs, "completed epoch")}`
     lines.push(
       `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
@@ -503,6 +505,9 @@ export const renderResult = (
       `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
+    : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
+      `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir)}`
     : outcome.status === "interrupted" && trainedNothing
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
     : outcome.status === "interrupted"
