@@ -54,12 +54,13 @@ Options of demo and run:
                               coordinator;
                               ring needs 2 ranks or more and stops with SingleSurvivor at 1
                               (default cpu)
-  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
+  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts (2@5, 2@1.5,
+                              2@1.5s, or milliseconds: 2@500ms); repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
   --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
-                              worker stays alive, so only heartbeats catch it; repeatable
-                              (default none)
+                              worker stays alive, so only heartbeats catch it; repeatable; the
+                              time as for --kill (default none)
   --no-kill                   no kill at all (removes the demo's kill)
   --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
   --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms

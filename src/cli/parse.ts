@@ -245,13 +245,14 @@ export const oneOf = <A extends string>(flag: string, text: string | undefined, 
 const outOfRange = (rank: number, worldSize: number): string =>
   `rank ${rank} is out of range for ${worldSize} ${worldSize === 1 ? "rank" : "ranks"} (0 to ${worldSize - 1})`
 
-const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))$/
+// RANK@TIME: seconds, bare (`2@1.5`) or with `s` (`2@1.5s`), or milliseconds with `ms` (`2@500ms`).
+const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))(ms|s)?$/
 
 const faultSpec = (flag: string, text: string, worldSize: number): { readonly rank: number; readonly atSeconds: number } => {
   const match = faultSpecPattern.exec(text)
-  if (match === null) throw new UsageError(`${flag} expects RANK@SECONDS (e.g. 2@5), got '${text}'`)
+  if (match === null) throw new UsageError(`${flag} expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '${text}'`)
   const rank = Number(match[1])
-  const atSeconds = Number(match[2])
+  const atSeconds = match[3] === "ms" ? Number(match[2]) / 1000 : Number(match[2])
   if (rank < 0 || rank >= worldSize) {
     throw new UsageError(`${flag} ${text}: ${outOfRange(rank, worldSize)}`)
   }

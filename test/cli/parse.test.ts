@@ -102,6 +102,17 @@ describe("parse", () => {
     })
   })
 
+  it("--kill and --hang take seconds bare or with s, or milliseconds with ms", () => {
+    expect(Cli.parse(["demo", "--kill", "1@500ms", "--kill", "2@2s", "--kill", "3@1.5", "--hang", "0@250ms", "--hang", "1@.5s"])).toMatchObject({
+      options: {
+        kills: [{ rank: 1, atSeconds: 0.5 }, { rank: 2, atSeconds: 2 }, { rank: 3, atSeconds: 1.5 }],
+        hangs: [{ rank: 0, atSeconds: 0.25 }, { rank: 1, atSeconds: 0.5 }]
+      }
+    })
+    expect(Cli.parse(["demo", "--kill", "1@2m"])).toEqual({ error: "--kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@2m'" })
+    expect(Cli.parse(["demo", "--kill", "1@-5ms"])).toEqual({ error: "--kill 1@-5ms: seconds must be >= 0" })
+  })
+
   it("collects repeated --kill and --hang in order; --kill replaces the default kill", () => {
     expect(Cli.parse(["demo", "--kill", "1@3", "--kill", "3@0", "--hang", "0@1", "--hang", "2@7.25"])).toMatchObject({
       options: {
@@ -352,11 +363,11 @@ describe("bad input gives one line on stderr and exit code 2", () => {
       "cohort: --kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)"
     ],
     ["--kill -1@1", ["demo", "--kill", "-1@1"], "cohort: --kill -1@1: rank -1 is out of range for 4 ranks (0 to 3)"],
-    ["a malformed --kill", ["demo", "--kill", "two@1"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got 'two@1'"],
-    ["a --kill without seconds", ["demo", "--kill", "2"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got '2'"],
+    ["a malformed --kill", ["demo", "--kill", "two@1"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got 'two@1'"],
+    ["a --kill without seconds", ["demo", "--kill", "2"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '2'"],
     ["negative seconds", ["demo", "--kill", "2@-1"], "cohort: --kill 2@-1: seconds must be >= 0"],
     ["a --hang out of range", ["demo", "--hang", "4@5"], "cohort: --hang 4@5: rank 4 is out of range for 4 ranks (0 to 3)"],
-    ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5), got '1@soon'"],
+    ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@soon'"],
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
     ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker, process or websocket, got 'tcp'"],
