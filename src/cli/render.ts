@@ -132,7 +132,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         ? (event.worldSize === 1 ? "formed: its one rank joined" : `formed: every one of the ${event.worldSize} ranks joined`)
         : `formed: ${event.joined} of the ${plural(event.worldSize, "rank")} joined (--min-ranks); the others join while it trains`
     case "welcomed":
-      return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once): ${event.given}`
+      return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once)${
+        event.given === "" ? "" : `: ${event.given}`
+      }`
     case "ended":
       return event.outcome.status === "completed"
         ? "run ended: completed"
@@ -141,6 +143,23 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
     case "failed":
       return failureText(event).replace(/^the run/, "run")
+  }
+}
+
+/**
+ * `eventText` for a live view, which reads events in order: a joiner's `welcomed` line names what
+ * it was given only when that differs from what the joiner before it was given (the core's words
+ * once, not once per joiner), and never repeats the rank, epoch and round the line starts with.
+ */
+const liveText = (): ((event: RunTypes.RunEvent) => string) => {
+  let lastGiven: string | undefined
+  return (event) => {
+    if (event.type !== "welcomed") return eventText(event)
+    // The core's reason starts with what the line already says: "rank R joins at epoch E, round F onwards (path): ".
+    const given = event.given.replace(/^rank \d+ joins at epoch \d+, round \d+ onwards \([^)]*\): /, "")
+    const same = given === lastGiven
+    lastGiven = given
+    return eventText({ ...event, given: same ? "" : given })
   }
 }
 
@@ -164,6 +183,7 @@ export interface LiveView {
  */
 export const lineView = (write: (text: string) => void, progressEveryMs = 1000): LiveView => {
   const lastProgressMs = new Map<number, number>()
+  const text = liveText()
   return {
     onEvent: (event) => {
       // Averaging rounds go to the journal only: one a line would drown the rest.
@@ -173,7 +193,7 @@ export const lineView = (write: (text: string) => void, progressEveryMs = 1000):
         if (last !== undefined && event.ms - last < progressEveryMs) return
         lastProgressMs.set(event.rank, event.ms)
       }
-      write(`${stamp(event.ms)} ${eventText(event)}\n`)
+      write(`${stamp(event.ms)} ${text(event)}\n`)
     },
     stop: () => {}
   }
@@ -218,7 +238,8 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
   const share = (): number => Math.max(1, Math.ceil(epochSamples / Math.max(1, live)))
   // cli-progress clears only the first row it writes its buffered log lines on; each line clears
   // its own row (ESC [2K) so that no longer bar row shows through past its end.
-  const log = (event: RunTypes.RunEvent): void => multibar.log(`\x1b[2K${stamp(event.ms)} ${eventText(event)}\n`)
+  const text = liveText()
+  const log = (event: RunTypes.RunEvent): void => multibar.log(`\x1b[2K${stamp(event.ms)} ${text(event)}\n`)
   return {
     onEvent: (event) => {
       switch (event.type) {

@@ -217,6 +217,26 @@ describe("lineView", () => {
   })
 })
 
+describe("lineView: joins", () => {
+  it("a welcomed line says what the joiner was given once, not the rank, epoch and round twice; a joiner given the same words gets a short line", () => {
+    let text = ""
+    const view = Cli.lineView((line) => {
+      text += line
+    })
+    const welcomed = (ms: number, rank: number, samples: number, given: string): RunTypes.RunEvent => ({ type: "welcomed", ms, rank, epoch: 0, firstRound: 3, samples, given })
+    const chunks = (rank: number) => `rank ${rank} joins at epoch 0, round 3 onwards (root/rank${rank}): its span and first chunks of epoch 0 now`
+    for (const event of [welcomed(1000, 2, 64, chunks(2)), welcomed(1100, 3, 64, chunks(3)), welcomed(1200, 4, 0, "the run's own words")]) view.onEvent(event)
+    expect(text).toBe(
+      [
+        "[   1.0s] rank 2 joined the running run in epoch 0 (rounds from 3; 64 samples handed at once): its span and first chunks of epoch 0 now",
+        "[   1.1s] rank 3 joined the running run in epoch 0 (rounds from 3; 64 samples handed at once)",
+        "[   1.2s] rank 4 joined the running run in epoch 0 (rounds from 3; 0 samples handed at once): the run's own words",
+        ""
+      ].join("\n")
+    )
+  })
+})
+
 describe("barsView", () => {
   it("draws one bar per rank and prints other events above the bars", () => {
     let written = ""

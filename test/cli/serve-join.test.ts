@@ -78,6 +78,11 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(readFileSync(madeFile, "utf8")).toMatch(/^[A-Za-z0-9_-]{22}\n$/)
     const one = cohort(["join", urlOf(made), "--trainer", steady, "--token-file", madeFile, "--rank", "0", "--save-dir", "save-made"])
     expect([await one.exit, await made.exit]).toEqual([0, 0])
+    // Serve's own header comes first, then the run's timestamped lines, its `started` line first.
+    const madeLines = made.out().split("\n")
+    const header = madeLines.findIndex((line) => line.startsWith("cohort serve: join with: "))
+    const started = madeLines.findIndex((line) => /^\[\s*\d+\.\ds\] run \w+: 1 rank as joining ranks over WebSocket/.test(line))
+    expect([header >= 0, started > header, madeLines.findIndex((line) => line.startsWith("["))]).toEqual([true, true, started])
     // The join rank held the checkpoint role: its --save-dir has the trainer's save and Cohort's model.
     const checkpoint = join(dir, "save-made", "checkpoints", "v0")
     expect(JSON.parse(readFileSync(join(checkpoint, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
