@@ -116,7 +116,9 @@ Options of join URL:
   --token-file FILE           the run token; else COHORT_TOKEN (one is required)
   --rank N|auto               the rank to join as; auto: the lowest free rank (default auto)
   --rank-from-env NAME        the rank from environment variable NAME (e.g. JOB_COMPLETION_INDEX)
-  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (default ./cohort-save)
+  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (DIR/checkpoints) (default
+                              ./cohort-save/<runId>: one folder per run joined); a rank that
+                              saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
