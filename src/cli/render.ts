@@ -45,15 +45,47 @@ const alertText = (alert: Alerts.Alert): string =>
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
 
+/** `word` quoted for a POSIX shell when it needs to be. */
+const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+
 /**
- * The command line that resumes the run in `runDir`, quoted for a POSIX shell when it needs to be:
- * `cohort resume runs/abc`.
+ * How the user started the command, as its hints should print it: `npx cohort` through npx,
+ * `cohort` through the package's bin link otherwise, and `node bin/cohort.mjs` (`bun ...`, `deno
+ * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
+ * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
+ * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
+ * `-A` is the one the README gives.
  *
  * @since 0.1.0
  * @category rendering
  */
-export const resumeCommand = (runDir: string): string =>
-  `cohort resume ${/^[\w@%+=:,./-]+$/.test(runDir) ? runDir : `'${runDir.replace(/'/g, `'\\''`)}'`}`
+export const commandOf = (
+  started: { readonly script: string; readonly cwd: string; readonly runtime: "node" | "bun" | "deno" | "unknown"; readonly viaNpx: boolean }
+): string => {
+  const base = started.script.split(/[\\/]/).at(-1) ?? ""
+  if (!/\.m?[jt]s$/.test(base)) return started.viaNpx ? "npx cohort" : "cohort"
+  const cwd = started.cwd.endsWith("/") ? started.cwd : `${started.cwd}/`
+  const path = shellQuoted(started.script.startsWith(cwd) ? started.script.slice(cwd.length) : started.script)
+  // Bun and Deno come with the package as dev dependencies: through npx unless on the PATH.
+  const npx = started.viaNpx ? "npx " : ""
+  switch (started.runtime) {
+    case "bun":
+      return `${npx}bun ${path}`
+    case "deno":
+      return `${npx}deno run -A ${path}`
+    default:
+      return `node ${path}`
+  }
+}
+
+/**
+ * The command line that resumes the run in `runDir`, quoted for a POSIX shell when it needs to be:
+ * `cohort resume runs/abc` (`command` is how the user starts `cohort`: `commandOf`).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const resumeCommand = (runDir: string, command = "cohort"): string => `${command} resume ${shellQuoted(runDir)}`
 
 /** Where a resumed run picked up, for its `started` line and its report. */
 const resumedText = (resumed: RunTypes.Resumed): string =>
@@ -71,9 +103,9 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
  * @since 0.1.0
  * @category rendering
  */
-export const failureLine = (failed: RunFailure, runDir: string): string =>
+export const failureLine = (failed: RunFailure, runDir: string, command = "cohort"): string =>
   `cohort: ${failureText(failed)}` +
-  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir)}` : "; nothing was trained: there is nothing to resume")
+  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir, command)}` : "; nothing was trained: there is nothing to resume")
 
 /**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
@@ -392,7 +424,8 @@ const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<Ru
  */
 export const renderResult = (
   result: RunTypes.RunResult | PartialRun,
-  runDir: string = result.runDir
+  runDir: string = result.runDir,
+  command = "cohort"
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
@@ -518,17 +551,17 @@ export const renderResult = (
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   // Interrupted before training started (still forming): nothing was trained, nothing to resume.
   const trainedNothing = outcome?.status === "interrupted" && outcome.uncommitted === undefined && result.epochs.length === 0
-  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir)}`
+  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir, command)}`
   const stoppedLine = outcome === undefined && result.failed !== undefined
-    ? failureLine(result.failed, runDir)
+    ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
+      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
     : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
-      `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir)}`
+      `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir, command)}`
     : outcome.status === "interrupted" && trainedNothing
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
     : outcome.status === "interrupted"

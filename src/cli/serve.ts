@@ -273,7 +273,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
                 : `${listening.host} listens on every address of this host: ${addresses.join(", ")}`
             )
           }
-          say(`join with: cohort join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
+          say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
           if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken)}`)
           listened = true

@@ -510,7 +510,7 @@ describe("help", () => {
         "(default auto)",
         "--rank-from-env NAME",
         "--save-dir DIR",
-        "(default ./cohort-save)",
+        "./cohort-save/<runId>: one folder per run joined",
         "--connect-timeout-ms N",
         "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
         "cohort bundle --trainer FILE --out DIR",

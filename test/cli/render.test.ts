@@ -309,3 +309,23 @@ describe("barsView", () => {
     terminal.dispose()
   })
 })
+
+describe("hints print the command the way it was started", () => {
+  const started = (script: string, runtime: "node" | "bun" | "deno", viaNpx = false) => Cli.commandOf({ script, cwd: "/home/me/cohort", runtime, viaNpx })
+
+  it("npx cohort, cohort, node bin/cohort.mjs, npx bun ..., deno run -A ...; the entry relative to the current folder when inside it", () => {
+    expect(started("/home/me/cohort/node_modules/.bin/cohort", "node", true)).toBe("npx cohort")
+    expect(started("/usr/local/bin/cohort", "node")).toBe("cohort")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "node")).toBe("node bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "bun", true)).toBe("npx bun bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "bun")).toBe("bun bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "deno", true)).toBe("npx deno run -A bin/cohort.mjs")
+    expect(started("/opt/my tools/bin/cohort.mjs", "node")).toBe("node '/opt/my tools/bin/cohort.mjs'")
+  })
+
+  it("the stop line's resume command and the failure line use it", () => {
+    expect(Cli.renderResult(unrecoverable, "runs/x", "npx cohort").err).toMatch(/; resume with: npx cohort resume runs\/x$/)
+    expect(Cli.resumeCommand("runs/x", "node bin/cohort.mjs")).toBe("node bin/cohort.mjs resume runs/x")
+    expect(Cli.failureLine({ stage: "run", reason: "oops", formed: true }, "runs/x", "npx cohort")).toBe("cohort: the run failed: run: oops; if it saved a checkpoint, resume it from there with: npx cohort resume runs/x")
+  })
+})

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
-import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+import { cliCommand, type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
@@ -33,7 +33,7 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => startCli(args, { cwd: dir, env, started: children })
 
 // The header is on stdout, or on stderr under --json.
-const joinLine = (serve: Proc): string => /cohort serve: join with: (cohort join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
+const joinLine = (serve: Proc): string => /cohort serve: join with: (.* join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
 const urlOf = (serve: Proc): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 
 interface Summary {
@@ -55,7 +55,7 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const serve = cohort(["serve", "--trainer", steady, "--world-size", "4", "--epochs", "2", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs", "--json"])
     await waitFor(() => joinLine(serve) !== "", 60_000, "serve's join line")
-    expect(serve.err()).toContain(`cohort serve: join with: cohort join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
+    expect(serve.err()).toContain(`cohort serve: join with: ${cliCommand(dir)} join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
     const autos = [0, 1, 2].map((i) => cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--save-dir", `save-${i}`]))
     const codes = await Promise.all([early, ...autos].map((p) => p.exit))
     expect(await serve.exit).toBe(0)
