@@ -205,6 +205,15 @@ describe("Ring.checkStep: what the coordinator's relay checks before it forwards
     expect(check(1, new Float64Array([1, 2, 3, 4, -1]))).toBe("step 1 carried a contribution count of -1, expected an integer in [0, 2]")
     expect(check(0, new Float64Array([1, Number.NaN, 3, 1]))).toBe("step 0 carried a value that is not finite")
     expect(check(2, new Float32Array([1, Number.POSITIVE_INFINITY, 3]))).toBe("step 2 carried a value that is not finite")
+    // Finite float64 sums beyond what `count` float32 contributions can add up to: the owner's mean
+    // would be infinite and its honest all-gather step refused (a hostile relayed rank's attack).
+    const max32 = 3.4028234663852886e38
+    expect(check(0, new Float64Array([max32, -max32, 0, 1]))).toBeUndefined()
+    expect(check(1, new Float64Array([2 * max32, 0, 0, 0, 2]))).toBeUndefined()
+    expect(check(0, new Float64Array([1e300, 2, 3, 1]))).toBe("step 0 carried a partial sum of 1e+300, beyond 1 float32 contributions")
+    expect(check(1, new Float64Array([0, -3 * max32, 0, 0, 2]))).toBe(`step 1 carried a partial sum of ${-3 * max32}, beyond 2 float32 contributions`)
+    expect(check(0, new Float64Array([0, 0.5, 0, 0]))).toBe("step 0 carried a partial sum of 0.5, beyond 0 float32 contributions")
+    expect(check(0, new Float64Array([Number.NEGATIVE_INFINITY, 0, 0, 1]))).toBe("step 0 carried a value that is not finite")
     expect(Ring.checkStep({ generation: 0, round: 0, step: 0, data: new Float64Array(1) }, { ringRank: 0, ringSize: 1, length: 4 })).toBe("a ring of one sends no step")
   })
 })
