@@ -341,6 +341,39 @@ export const checkStep = (
   return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
 }
 
+/**
+ * The order of the steps each sender relays (the coordinator's relay, beside `checkStep`): one
+ * sender's steps of the open round in the current generation come in step order from 0, each
+ * once, as `allReduce` sends them. Anything else breaks the protocol, and forwarding it would fail
+ * the honest receiver instead (a repeated step is taken for the next one: `RingInbox.take`) or
+ * make it keep steps of a round that never comes (up to `aheadMessagesMaxDefault` of them, each a
+ * segment). No honest step is of another round: a member starts round `r + 1`'s collective only
+ * after `RoundCommitted{r}`, which the coordinator sends after its round moved on, and a round
+ * closes only after every member received every step of it. `check` gives the problem, or
+ * `undefined` and records the step. O(1) per step; one entry per sender.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export class RelayOrder {
+  private readonly last = new Map<number, { generation: number; round: number; step: number }>()
+
+  check(from: number, message: RingMessage, openRound: number): string | undefined {
+    const { generation, round, step } = message
+    if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
+    const last = this.last.get(from)
+    const expected = last !== undefined && last.generation === generation && last.round === round ? last.step + 1 : 0
+    if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
+    if (last === undefined) this.last.set(from, { generation, round, step })
+    else {
+      last.generation = generation
+      last.round = round
+      last.step = step
+    }
+    return undefined
+  }
+}
+
 /** `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32. */
 const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
   for (let i = start; i < end; i++) out[i] = sum[i - start]! / count

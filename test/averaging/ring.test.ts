@@ -218,6 +218,49 @@ describe("Ring.checkStep: what the coordinator's relay checks before it forwards
   })
 })
 
+describe("Ring.RelayOrder: the order of each sender's relayed steps", () => {
+  it("accepts the steps of real all-reduces in the order sent: two rounds, then a round redone in the next generation", async () => {
+    const n = 3
+    const order = new Ring.RelayOrder()
+    const problems: Array<string> = []
+    const collective = (generation: number, round: number) =>
+      Effect.gen(function*() {
+        const links = yield* ringOf(n, () => 0)
+        yield* Effect.forEach(links, (link, r) => {
+          const checked: Ring.PeerLink = {
+            send: (message) => {
+              const problem = order.check(r, message, round)
+              if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
+              return link.send(message)
+            },
+            receive: link.receive
+          }
+          return Ring.allReduce(new Ring.RingInbox(checked), { ringRank: r, ringSize: n, generation, round }, new Float32Array(7).fill(r), true)
+        }, { concurrency: "unbounded" })
+      })
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* collective(0, 0)
+      yield* collective(0, 1)
+      yield* collective(1, 1)
+    }))
+    expect(problems).toEqual([])
+  })
+
+  it("names a step sent twice, skipped, of another round, or restarted in the same collective (each would fail the honest receiver or sit in its inbox)", () => {
+    const order = new Ring.RelayOrder()
+    const step = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array(2) })
+    expect(order.check(2, step(0, 4, 0), 4)).toBeUndefined()
+    expect(order.check(2, step(0, 4, 0), 4)).toBe("step 0 of round 4 out of order, expected step 1")
+    expect(order.check(2, step(0, 4, 2), 4)).toBe("step 2 of round 4 out of order, expected step 1")
+    expect(order.check(2, step(0, 5, 0), 4)).toBe("a step of round 5, the open round is 4")
+    expect(order.check(2, step(0, 3, 0), 4)).toBe("a step of round 3, the open round is 4")
+    expect(order.check(2, step(0, 4, 1), 4)).toBeUndefined()
+    expect(order.check(1, step(0, 4, 1), 4)).toBe("step 1 of round 4 out of order, expected step 0") // each sender on its own
+    expect(order.check(2, step(1, 4, 0), 4)).toBeUndefined() // the redo in a new generation starts over
+    expect(order.check(2, step(1, 4, 0), 4)).toBe("step 0 of round 4 out of order, expected step 1")
+  })
+})
+
 describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
   const message = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array([step]) })
 
