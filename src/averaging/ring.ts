@@ -278,6 +278,9 @@ const storeFinite = (out: Float32Array, start: number, data: Float64Array | Floa
   return finite
 }
 
+/** The largest finite float32, `(2 - 2^-23) 2^127`. */
+const float32Max = 3.4028234663852886e38
+
 /** Whether every value is finite (no NaN, no infinity). */
 const allFinite = (data: Float64Array | Float32Array): boolean => {
   for (let i = 0; i < data.length; i++) if (!Number.isFinite(data[i]!)) return false
@@ -298,7 +301,9 @@ export const isContribution = (params: Float32Array): boolean => allFinite(param
  * What is wrong with ring step `message` sent by ring rank `ringRank` of a ring of `ringSize`
  * over `length` parameters, or `undefined` when it is a step `allReduce` sends: `step` below
  * `2 (ringSize - 1)`; a reduce-scatter step a `Float64Array` of the sent segment's length plus
- * one, whose last value (the contribution count) is an integer in `[0, step + 1]`; an all-gather
+ * one, whose last value (the contribution count) is an integer in `[0, step + 1]` and whose sums
+ * are each at most that count times the largest float32 in magnitude (0 with no contribution: a
+ * larger finite sum would make its owner's mean infinite and fail that honest rank); an all-gather
  * step a `Float32Array` of the sent segment's length; every value finite. The coordinator's relay
  * checks each step it forwards with it, so that a rank that breaks the protocol is closed, not the
  * honest neighbour its step would have failed. O(segment length).
@@ -320,12 +325,53 @@ export const checkStep = (
     if (data.length !== end - start + 1) return `step ${step} carried ${data.length} values, expected ${end - start + 1}`
     const count = data[end - start]!
     if (!Number.isInteger(count) || count < 0 || count > step + 1) return `step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`
+    // A sum of `count` float32 values is at most `count` times the largest float32 in magnitude (0
+    // for no contribution); a larger finite sum would divide into an infinite mean at its owner,
+    // whose all-gather step would then fail the honest rank instead of this one.
+    const bound = count * float32Max
+    for (let i = 0; i < end - start; i++) {
+      const v = data[i]!
+      if (v > bound || v < -bound) return Number.isFinite(v) ? `step ${step} carried a partial sum of ${v}, beyond ${count} float32 contributions` : `step ${step} carried a value that is not finite`
+    }
   } else {
     if (!(data instanceof Float32Array)) return `all-gather step ${step} carried float64 values, expected a float32 segment`
     const [start, end] = segmentOf(length, n, mod(r + 1 - (step - (n - 1)), n))
     if (data.length !== end - start) return `step ${step} carried ${data.length} values, expected ${end - start}`
   }
   return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
+}
+
+/**
+ * The order of the steps each sender relays (the coordinator's relay, beside `checkStep`): one
+ * sender's steps of the open round in the current generation come in step order from 0, each
+ * once, as `allReduce` sends them. Anything else breaks the protocol, and forwarding it would fail
+ * the honest receiver instead (a repeated step is taken for the next one: `RingInbox.take`) or
+ * make it keep steps of a round that never comes (up to `aheadMessagesMaxDefault` of them, each a
+ * segment). No honest step is of another round: a member starts round `r + 1`'s collective only
+ * after `RoundCommitted{r}`, which the coordinator sends after its round moved on, and a round
+ * closes only after every member received every step of it. `check` gives the problem, or
+ * `undefined` and records the step. O(1) per step; one entry per sender.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export class RelayOrder {
+  private readonly last = new Map<number, { generation: number; round: number; step: number }>()
+
+  check(from: number, message: RingMessage, openRound: number): string | undefined {
+    const { generation, round, step } = message
+    if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
+    const last = this.last.get(from)
+    const expected = last !== undefined && last.generation === generation && last.round === round ? last.step + 1 : 0
+    if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
+    if (last === undefined) this.last.set(from, { generation, round, step })
+    else {
+      last.generation = generation
+      last.round = round
+      last.step = step
+    }
+    return undefined
+  }
 }
 
 /** `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32. */

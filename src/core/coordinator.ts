@@ -250,9 +250,17 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       onRoundDone(state, rank, message.round, message.generation, Math.floor(message.samplesDone), cmds)
       return
     }
-    case "RingData":
-      // Relayed by the shell before the core sees it (issue 15); never an input here.
+    case "RingData": {
+      // Relayed by the shell before the core sees it (issue 15). A step of the open round in the
+      // current generation shows its collective started: the round counts as open from then
+      // (`roundStallMs`), as a cpu round from its first Params. Else a member that keeps sending
+      // heartbeats but never its own steps would hold every other member's collective forever.
+      const ring = state.ring
+      if (ring !== undefined && message.generation === ring.generation && message.round === state.round && !state.joining.has(rank) && !state.modelOwed.has(rank)) {
+        state.roundOpenedMs ??= state.clockMs
+      }
       return
+    }
     case "Exiting": {
       declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
       return

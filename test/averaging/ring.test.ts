@@ -205,7 +205,59 @@ describe("Ring.checkStep: what the coordinator's relay checks before it forwards
     expect(check(1, new Float64Array([1, 2, 3, 4, -1]))).toBe("step 1 carried a contribution count of -1, expected an integer in [0, 2]")
     expect(check(0, new Float64Array([1, Number.NaN, 3, 1]))).toBe("step 0 carried a value that is not finite")
     expect(check(2, new Float32Array([1, Number.POSITIVE_INFINITY, 3]))).toBe("step 2 carried a value that is not finite")
+    // Finite float64 sums beyond what `count` float32 contributions can add up to: the owner's mean
+    // would be infinite and its honest all-gather step refused (a hostile relayed rank's attack).
+    const max32 = 3.4028234663852886e38
+    expect(check(0, new Float64Array([max32, -max32, 0, 1]))).toBeUndefined()
+    expect(check(1, new Float64Array([2 * max32, 0, 0, 0, 2]))).toBeUndefined()
+    expect(check(0, new Float64Array([1e300, 2, 3, 1]))).toBe("step 0 carried a partial sum of 1e+300, beyond 1 float32 contributions")
+    expect(check(1, new Float64Array([0, -3 * max32, 0, 0, 2]))).toBe(`step 1 carried a partial sum of ${-3 * max32}, beyond 2 float32 contributions`)
+    expect(check(0, new Float64Array([0, 0.5, 0, 0]))).toBe("step 0 carried a partial sum of 0.5, beyond 0 float32 contributions")
+    expect(check(0, new Float64Array([Number.NEGATIVE_INFINITY, 0, 0, 1]))).toBe("step 0 carried a value that is not finite")
     expect(Ring.checkStep({ generation: 0, round: 0, step: 0, data: new Float64Array(1) }, { ringRank: 0, ringSize: 1, length: 4 })).toBe("a ring of one sends no step")
+  })
+})
+
+describe("Ring.RelayOrder: the order of each sender's relayed steps", () => {
+  it("accepts the steps of real all-reduces in the order sent: two rounds, then a round redone in the next generation", async () => {
+    const n = 3
+    const order = new Ring.RelayOrder()
+    const problems: Array<string> = []
+    const collective = (generation: number, round: number) =>
+      Effect.gen(function*() {
+        const links = yield* ringOf(n, () => 0)
+        yield* Effect.forEach(links, (link, r) => {
+          const checked: Ring.PeerLink = {
+            send: (message) => {
+              const problem = order.check(r, message, round)
+              if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
+              return link.send(message)
+            },
+            receive: link.receive
+          }
+          return Ring.allReduce(new Ring.RingInbox(checked), { ringRank: r, ringSize: n, generation, round }, new Float32Array(7).fill(r), true)
+        }, { concurrency: "unbounded" })
+      })
+    await Effect.runPromise(Effect.gen(function*() {
+      yield* collective(0, 0)
+      yield* collective(0, 1)
+      yield* collective(1, 1)
+    }))
+    expect(problems).toEqual([])
+  })
+
+  it("names a step sent twice, skipped, of another round, or restarted in the same collective (each would fail the honest receiver or sit in its inbox)", () => {
+    const order = new Ring.RelayOrder()
+    const step = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array(2) })
+    expect(order.check(2, step(0, 4, 0), 4)).toBeUndefined()
+    expect(order.check(2, step(0, 4, 0), 4)).toBe("step 0 of round 4 out of order, expected step 1")
+    expect(order.check(2, step(0, 4, 2), 4)).toBe("step 2 of round 4 out of order, expected step 1")
+    expect(order.check(2, step(0, 5, 0), 4)).toBe("a step of round 5, the open round is 4")
+    expect(order.check(2, step(0, 3, 0), 4)).toBe("a step of round 3, the open round is 4")
+    expect(order.check(2, step(0, 4, 1), 4)).toBeUndefined()
+    expect(order.check(1, step(0, 4, 1), 4)).toBe("step 1 of round 4 out of order, expected step 0") // each sender on its own
+    expect(order.check(2, step(1, 4, 0), 4)).toBeUndefined() // the redo in a new generation starts over
+    expect(order.check(2, step(1, 4, 0), 4)).toBe("step 0 of round 4 out of order, expected step 1")
   })
 })
 

@@ -272,6 +272,25 @@ describe("failure limit and backend limits", () => {
     expect([0, 3].map((r) => Coordinator.committedSamples(s, r))).toEqual([10, 10])
   })
 
+  it("ring: a relayed step of the open round opens it for roundStallMs, so a member that sends heartbeats but never its own steps (nobody completes, nobody reports RoundDone) stops the run with ReduceStall", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring", heartbeatTimeoutMs: 100_000, roundStallMs: 5000 })
+    Coordinator.start(s)
+    const step = (rank: number, nowMs: number, generation: number, round: number) =>
+      frame(s, rank, nowMs, { _tag: "RingData", generation, round, step: 0, data: new Float64Array(11) })
+    for (const rank of [0, 1, 2]) frame(s, rank, 1, { _tag: "RingReady", generation: 0 })
+    step(0, 1000, 1, 0) // a generation that never formed
+    step(0, 1000, 0, 3) // another round
+    expect(tick(s, 7000)).toEqual([])
+    step(0, 8000, 0, 0)
+    step(1, 9000, 0, 0)
+    heartbeat(s, 12_000, [0, 1, 2])
+    expect(tick(s, 13_000)).toEqual([]) // 5000 ms after the first step: not over yet
+    const stalled = tick(s, 13_001)
+    expect(s.outcome?.reason).toBe("ReduceStall")
+    expect(tags(stalled)).toEqual(["Broadcast:ShutdownWithSave", "RunEnded"])
+    expect(s.outcome?.detail).toBe("round 0 open for more than 5000 ms")
+  })
+
   it("ring: a run stopping mid-round commits nothing of the incomplete round (its samples are in the outcome's uncommitted ranges)", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" })
     Coordinator.start(s)
