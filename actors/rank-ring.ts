@@ -134,7 +134,8 @@ export const make = (options: RankRingOptions): RankRing => {
   /**
    * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
    * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
-   * before the second; `corrupt` writes NaN into the rank's row at either.
+   * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
+   * `corrupt` writes NaN into the rank's row at either.
    */
   const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
     const fault = data.collectiveFault
@@ -197,6 +198,8 @@ export const make = (options: RankRingOptions): RankRing => {
   }
   const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
 
+  const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
+
   // The latest FormRing; a generation a DeclareDead aborted (no collective of it starts again);
   // the round's pre-round contribution; the running collective; its mean, finished but not yet
   // confirmed by RoundCommitted.
@@ -204,20 +207,32 @@ export const make = (options: RankRingOptions): RankRing => {
   let blockedGeneration = -1
   let pending: Contribution | undefined
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
-  let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array; readonly area: SharedAllReduce.Area | undefined } | undefined
+  let finished: {
+    readonly generation: number
+    readonly round: number
+    readonly mean: Float32Array
+    readonly area: SharedAllReduce.Area | undefined
+    readonly ringRank: number
+  } | undefined
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
 
   /**
-   * Wakes the rank's loop when the coordinator commits `done`'s round in its area (or sooner, if
-   * it is no longer the finished round: then it stops watching).
+   * Wakes the rank's loop when the coordinator commits `done`'s round in its area, or fails the
+   * rank's collective when a reducer marked this rank's row not finite (`SharedAllReduce` module
+   * doc); stops watching once `done` is no longer the finished round.
    */
   const watchCommit = (done: NonNullable<typeof finished>): void => {
     const area = done.area!
     const look = (): void => {
       if (finished !== done) return
       if (area.committed(done.round)) return notify()
+      if (area.badRank() === done.ringRank) {
+        finished = undefined
+        ringFailure = notFinite
+        return notify() // the rank's loop leaves on it
+      }
       void area.commits().then(look)
     }
     look()
@@ -268,8 +283,16 @@ export const make = (options: RankRingOptions): RankRing => {
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
+            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite)
             collective = undefined
-            const done = { generation: entry.generation, round: entry.round, mean, area }
+            if (mean === undefined) {
+              // This member's segment met another member's row that is not finite: no RoundDone, so
+              // the round is never committed; that member fails itself (`watchCommit`), and this one
+              // waits for its DeclareDead, starting nothing more in this generation.
+              blockedGeneration = Math.max(blockedGeneration, entry.generation)
+              return Effect.void
+            }
+            const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank }
             finished = done
             if (area !== undefined) watchCommit(done)
             return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
