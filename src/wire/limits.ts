@@ -18,8 +18,9 @@
  *   before it is read: one frame of a 15 MB string would otherwise cost the coordinator about
  *   100-300 ms of decoding.
  * - `paramsLengthMax`: values, default none (only `messageBytesMax` bounds it); a `params` field
- *   with more values is rejected with `FieldTooLarge` before it is copied. The coordinator passes
- *   the parameter count the run agreed at formation.
+ *   with more values is rejected with `FieldTooLarge` before it is copied, and so is a ring step's
+ *   `data` (float32), or one value more for its float64 partial sums (they end with a count). The
+ *   coordinator passes the parameter count the run agreed at formation.
  *
  * @since 0.1.0
  * @category options

@@ -51,7 +51,8 @@ export const Params = Schema.declare((input: unknown): input is Float32Array => 
 
 /**
  * A ring step's data (issue 15): a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
- * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values. A number list is
+ * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values (one more for
+ * float64 sums, which end with their contribution count). A number list is
  * rejected.
  *
  * @since 0.1.0

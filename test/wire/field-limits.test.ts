@@ -32,10 +32,13 @@ describe("field limits: a field longer than its bound is refused from its declar
     expect(reasonOf(params(3_900_000))).toBeUndefined()
   })
 
-  it("ring data over paramsLengthMax values is FieldTooLarge in both widths (float64 sums, float32 segments); a tag 86 byte string not a multiple of 8 is refused", () => {
+  it("ring data over paramsLengthMax values is FieldTooLarge in both widths (float64 sums one value more: their count; float32 segments); a tag 86 byte string not a multiple of 8 is refused", () => {
     const ring = (data: Float64Array | Float32Array) => Codec.encode(Frame.fromRank(1, { _tag: "RingData", generation: 0, round: 0, step: 0, data }))
-    expect(reasonOf(ring(new Float64Array(4)), { paramsLengthMax: 4 })).toBeUndefined()
-    expect(reasonOf(ring(new Float64Array(5)), { paramsLengthMax: 4 })).toEqual({ _tag: "FieldTooLarge", field: "data", bytes: 5, bytesMax: 4 })
+    expect(reasonOf(ring(new Float64Array(5)), { paramsLengthMax: 4 })).toBeUndefined()
+    expect(reasonOf(ring(new Float64Array(6)), { paramsLengthMax: 4 })).toEqual({ _tag: "FieldTooLarge", field: "data", bytes: 6, bytesMax: 5 })
+    // A 1-parameter model: a ring of 2 sends its one-value segment and the count.
+    expect(reasonOf(ring(new Float64Array(2)), { paramsLengthMax: 1 })).toBeUndefined()
+    expect(reasonOf(ring(new Float32Array(4)), { paramsLengthMax: 4 })).toBeUndefined()
     expect(reasonOf(ring(new Float32Array(5)), { paramsLengthMax: 4 })).toEqual({ _tag: "FieldTooLarge", field: "data", bytes: 5, bytesMax: 4 })
     const decoded = Codec.decode(ring(new Float64Array([0.1, -2])))
     expect(Result.isSuccess(decoded) && decoded.success.message._tag === "RingData" ? Array.from(decoded.success.message.data) : undefined).toEqual([0.1, -2])

@@ -261,8 +261,10 @@ const value = (key: string): WireError.Reason | undefined => {
         return skipContent()
       }
       if (arg > lim - pos) return truncated(pos + arg)
-      // Float64 ring data is bounded in values like params: one run's vector, whatever its width.
-      if (arg / width > floatsMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg / width, bytesMax: floatsMax }
+      // Ring data is bounded in values like params: one run's vector, whatever its width, and a
+      // float64 partial sum one more (its contribution count: a 1-parameter model's sums are 2 values).
+      const valuesMax = width === 8 ? floatsMax + 1 : floatsMax
+      if (arg / width > valuesMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg / width, bytesMax: valuesMax }
       pos += arg
       return undefined
     }
