@@ -80,7 +80,10 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 const auditRows = (result: RunResult) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 describe(`cohort resume (${runtime})`, () => {
-  it("the demo stopped by a failure limit of 1 and a kill mid-epoch, resumed on 3 ranks: the resumed epoch's audit covers both runs (lost 0, duplicated 0), the rest completes, accuracy within 0.01 of an uninterrupted run", async () => {
+  // The three groups below share nothing (each its own trainer files and folders) and mostly wait on
+  // ranks and child processes: they run side by side; the bad-input tests, which edit one trainer
+  // file and its hold file, run one after the other.
+  it.concurrent("the demo stopped by a failure limit of 1 and a kill mid-epoch, resumed on 3 ranks: the resumed epoch's audit covers both runs (lost 0, duplicated 0), the rest completes, accuracy within 0.01 of an uninterrupted run", async () => {
     // As `cohort demo --epochs 2 --seed 7` (4 worker ranks; 64 hidden units), in this process. The parent: rank 1
     // killed once half of epoch 0 is committed (its mid-epoch averaging round: rounds every 32 of a
     // rank's 62 batches), with a failure limit of 1. (The issue's `--kill 1@3` is a time, which
@@ -147,7 +150,7 @@ describe(`cohort resume (${runtime})`, () => {
     expect(existsSync(join(parent.runDir, "resume.lock"))).toBe(false)
   }, 400_000)
 
-  it("SIGKILL of the coordinator (--transport process) mid-epoch, the journal cut mid-line: report reads it and gives the command; resume trains the cut epoch again from the last checkpoint with a clean audit", async () => {
+  it.concurrent("SIGKILL of the coordinator (--transport process) mid-epoch, the journal cut mid-line: report reads it and gives the command; resume trains the cut epoch again from the last checkpoint with a clean audit", async () => {
     const parentOut = join(outDir, "killed")
     const run = startCli([
       "run", "--trainer", steadySlow, "--transport", "process", "--world-size", "3", "--epochs", "3", "--no-kill",
@@ -205,7 +208,7 @@ describe(`cohort resume (${runtime})`, () => {
     expect(marker).toBeDefined()
   }, 300_000)
 
-  describe("bad input: one line, exit 2, the parent's directory unchanged", () => {
+  describe.concurrent("bad input: one line, exit 2, the parent's directory unchanged", () => {
     // A trainer of its own (a file this test edits): 24,000 samples, 4 ms a batch (an epoch of 3
     // ranks lasts about 1.3 s), holds while `<dir>/hold` exists.
     const trainerDir = join(outDir, "trainer")
@@ -277,7 +280,7 @@ describe(`cohort resume (${runtime})`, () => {
       expect(existsSync(dir) ? snapshot(dir) : undefined).toEqual(before)
     }
 
-    it("a completed run, a folder that is not a run, a missing folder, an --out inside the run, another dataset size, another trainer file, no usable state", async () => {
+    it.sequential("a completed run, a folder that is not a run, a missing folder, an --out inside the run, another dataset size, another trainer file, no usable state", async () => {
       const completed = await Launcher.run({ trainer, worldSize: 3, epochs: 1, outDir: join(outDir, "completed"), onRankOutput: () => {} })
       expect(completed.exitCode).toBe(0)
       await refused(completed.runDir, `resume: nothing to resume: run ${completed.runId} completed all 1 epoch`)
@@ -317,7 +320,7 @@ describe(`cohort resume (${runtime})`, () => {
       )
     }, 300_000)
 
-    it("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock, and so is a resume of the run it is training; a stale lock is taken over; a resume from the saves spans both runs", async () => {
+    it.sequential("corrupt saves fall back to the last checkpoint (and say so); a second resume while the first runs is refused by its lock, and so is a resume of the run it is training; a stale lock is taken over; a resume from the saves spans both runs", async () => {
       const parent = await interrupted("locked")
       const uncommitted = parent.outcome.uncommitted!
       // A parent that averaged with the ring (its journal says so) is resumed with the ring, and its

@@ -1,6 +1,6 @@
 // The coordinator's own stall is never read as the ranks' silence (DESIGN.md §3.10): a blocked
 // coordinator thread, a stopped coordinator process. Real workers and real processes.
-import { spawn, spawnSync } from "node:child_process"
+import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -47,24 +47,8 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
     })
   }
 
-  it("an observer that blocks the coordinator's thread for 3 s with a 1 s heartbeat timeout: no death, a CoordinatorStall alert", async () => {
-    const result = await blockedOnce(3000, { heartbeatTimeoutMs: 1000 })
-    expect(result.deaths).toEqual([])
-    expect(result.exitCode).toBe(0)
-    expect(audits(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
-    const longest = Math.max(...stalls(result).map((a) => stallMs(a.detail)))
-    expect(longest).toBeGreaterThanOrEqual(3000)
-    expect(stalls(result).every((a) => a.severity === "warn" && a.path === "root")).toBe(true)
-  }, 60_000)
-
-  it("an 11 s block with the default 10 s heartbeat timeout: no death", async () => {
-    const result = await blockedOnce(11_000, {})
-    expect(result.deaths).toEqual([])
-    expect(result.exitCode).toBe(0)
-    expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(11_000)
-  }, 90_000)
-
-  it("the coordinator's process stopped with SIGSTOP for 3 s while its rank processes heartbeat: exit 0, no death", async () => {
+  // A process of its own: it runs beside the in-process runs below, which block this thread in turn.
+  it.concurrent("the coordinator's process stopped with SIGSTOP for 3 s while its rank processes heartbeat: exit 0, no death", async () => {
     const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
     const child = spawn(process.execPath, [
       ...args, "run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "25",
@@ -80,9 +64,9 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
       // Stop it once training is under way: the first progress line.
       if (!stopped && / progress| rank \d+ .*samples/.test(stderr)) {
         stopped = true
-        // kill(1): Deno's ChildProcess.kill cannot send SIGCONT.
-        spawnSync("kill", ["-STOP", String(child.pid)])
-        setTimeout(() => spawnSync("kill", ["-CONT", String(child.pid)]), 3000)
+        // kill(1) from a shell (Deno's ChildProcess.kill cannot send SIGCONT), which lets it go on
+        // 3 s later: not a timer of this thread, which the in-process tests beside this one block.
+        spawn("sh", ["-c", `kill -STOP ${child.pid}; sleep 3; kill -CONT ${child.pid}`], { stdio: "ignore" })
       }
     })
     const code = await exit
@@ -92,4 +76,23 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
     expect(code).toBe(0)
     expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(2900)
   }, 120_000)
+
+  describe.concurrent("in-process runs whose observer blocks the coordinator's thread", () => {
+    it.sequential("an observer that blocks the coordinator's thread for 3 s with a 1 s heartbeat timeout: no death, a CoordinatorStall alert", async () => {
+      const result = await blockedOnce(3000, { heartbeatTimeoutMs: 1000 })
+      expect(result.deaths).toEqual([])
+      expect(result.exitCode).toBe(0)
+      expect(audits(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
+      const longest = Math.max(...stalls(result).map((a) => stallMs(a.detail)))
+      expect(longest).toBeGreaterThanOrEqual(3000)
+      expect(stalls(result).every((a) => a.severity === "warn" && a.path === "root")).toBe(true)
+    }, 60_000)
+
+    it.sequential("an 11 s block with the default 10 s heartbeat timeout: no death", async () => {
+      const result = await blockedOnce(11_000, {})
+      expect(result.deaths).toEqual([])
+      expect(result.exitCode).toBe(0)
+      expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(11_000)
+    }, 90_000)
+  })
 })

@@ -47,7 +47,9 @@ interface Summary {
 const audits = (summary: Summary) => summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])
 
 describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
-  it("serve prints the join command; 4 joins (one started before serve, one by --rank-from-env, two auto) complete with clean audits; the made token is mode 0600", async () => {
+  // The first three tests mostly wait on their processes, each on its own port and folders: they
+  // run side by side. The refusals test, whose run has a 3 s heartbeat timeout, runs alone after them.
+  it.concurrent("serve prints the join command; 4 joins (one started before serve, one by --rank-from-env, two auto) complete with clean audits; the made token is mode 0600", async () => {
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}/`
     // Started first: the coordinator is not up yet, which is not an error.
@@ -89,6 +91,57 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     const model = await SavedModel.read(checkpoint)
     expect(model._tag === "Model" && [model.meta.epoch, model.meta.rank]).toEqual([0, 0])
   }, 240_000)
+
+  it.concurrent("at the failure limit a join rank saves into its --save-dir on ShutdownWithSave and exits 0; serve exits 1", async () => {
+    const serve = cohort(["serve", "--trainer", slow, "--world-size", "2", "--epochs", "15", "--failure-limit", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
+    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
+    const url = urlOf(serve)
+    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `limit-save-${rank}`]))
+    await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
+    ranks[1]!.child.kill("SIGKILL")
+    expect([await ranks[0]!.exit, await serve.exit]).toEqual([0, 1])
+    const saved = JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
+    expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
+    expect(JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
+    const summary = JSON.parse(serve.out()) as Summary & { readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> } }
+    expect(summary.saves).toEqual({ saved: [0], notSaved: [] })
+  }, 180_000)
+
+  it.concurrent("bad input: a short token, a listen without a port, an empty token, a bad URL or rank; each one line and exit 2; a run nobody joins ends at the formation timeout with exit 3", async () => {
+    const shortFile = join(dir, "short")
+    writeFileSync(shortFile, "abc\n")
+    const cases: ReadonlyArray<[ReadonlyArray<string>, Record<string, string>, string]> = [
+      [["serve", "--token-file", shortFile], {}, `cohort: the token in ${shortFile} is 3 characters; a run token needs at least 16\n`],
+      [["serve"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
+      [["serve", "--listen", "0.0.0.0"], {}, "cohort: --listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '0.0.0.0'\n"],
+      [["join", "ws://127.0.0.1:9/"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
+      [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
+      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
+    ]
+    // Side by side: each is a process start and nothing more.
+    const ran = cases.map(([args, env]) => cohort(args, env))
+    for (const [i, p] of ran.entries()) expect([await p.exit, p.err()]).toEqual([2, cases[i]![2]])
+    // Nobody joins within the formation timeout: the run ends without training, exit 3.
+    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
+    expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
+    // Its journal ends with the failure; report (text and page) and resume say so, with no resume hint.
+    const runDir = join("runs", /run (\w+) listening/.exec(lonely.out())?.[1] ?? "")
+    const journal = readFileSync(join(dir, runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
+    expect(journal.map((e) => e.type)).toEqual(["started", "listening", "failed"])
+    expect(journal[2]).toMatchObject({ type: "failed", stage: "formation", reason: "ranks 0, 1 did not join within 1000 ms", formed: false })
+    const failedLine = "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
+    // report, its page and resume only read the run: side by side.
+    const report = cohort(["report", runDir])
+    const page = cohort(["report", "--html", runDir])
+    const resumed = cohort(["resume", runDir])
+    expect([await report.exit, report.err()]).toEqual([3, failedLine])
+    expect(report.out()).toMatch(/\noutcome: failed at formation \(\d+\.\d s into the run\): nothing was trained\n/)
+    expect([await page.exit, page.err()]).toEqual([3, failedLine])
+    expect([await resumed.exit, resumed.err()]).toEqual([
+      2,
+      `cohort: resume: nothing to resume: the run failed at formation: ranks 0, 1 did not join within 1000 ms; run ${runDir.slice(5)} trained nothing\n`
+    ])
+  }, 150_000)
 
   it("refusals: a wrong token, a rank over the world size, a second connection for a live rank, a join after formation and a dead rank's join each get one line, their exit code and close code, and are counted; the run is unharmed", async () => {
     // 15 epochs of about 2-3 s while the hold file exists (steady-held.ts): the run outlasts the
@@ -133,55 +186,4 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     ])
     expect(serve.err()).toMatch(/\] join refused with 4001 \(wrong token\) from 127\.0\.0\.1\n/)
   }, 360_000)
-
-  it("at the failure limit a join rank saves into its --save-dir on ShutdownWithSave and exits 0; serve exits 1", async () => {
-    const serve = cohort(["serve", "--trainer", slow, "--world-size", "2", "--epochs", "15", "--failure-limit", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
-    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-    const url = urlOf(serve)
-    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `limit-save-${rank}`]))
-    await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
-    ranks[1]!.child.kill("SIGKILL")
-    expect([await ranks[0]!.exit, await serve.exit]).toEqual([0, 1])
-    const saved = JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
-    expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
-    expect(JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
-    const summary = JSON.parse(serve.out()) as Summary & { readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> } }
-    expect(summary.saves).toEqual({ saved: [0], notSaved: [] })
-  }, 180_000)
-
-  it("bad input: a short token, a listen without a port, an empty token, a bad URL or rank; each one line and exit 2; a run nobody joins ends at the formation timeout with exit 3", async () => {
-    const shortFile = join(dir, "short")
-    writeFileSync(shortFile, "abc\n")
-    const cases: ReadonlyArray<[ReadonlyArray<string>, Record<string, string>, string]> = [
-      [["serve", "--token-file", shortFile], {}, `cohort: the token in ${shortFile} is 3 characters; a run token needs at least 16\n`],
-      [["serve"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
-      [["serve", "--listen", "0.0.0.0"], {}, "cohort: --listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '0.0.0.0'\n"],
-      [["join", "ws://127.0.0.1:9/"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
-      [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
-      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
-    ]
-    // Side by side: each is a process start and nothing more.
-    const ran = cases.map(([args, env]) => cohort(args, env))
-    for (const [i, p] of ran.entries()) expect([await p.exit, p.err()]).toEqual([2, cases[i]![2]])
-    // Nobody joins within the formation timeout: the run ends without training, exit 3.
-    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
-    expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
-    // Its journal ends with the failure; report (text and page) and resume say so, with no resume hint.
-    const runDir = join("runs", /run (\w+) listening/.exec(lonely.out())?.[1] ?? "")
-    const journal = readFileSync(join(dir, runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
-    expect(journal.map((e) => e.type)).toEqual(["started", "listening", "failed"])
-    expect(journal[2]).toMatchObject({ type: "failed", stage: "formation", reason: "ranks 0, 1 did not join within 1000 ms", formed: false })
-    const failedLine = "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
-    // report, its page and resume only read the run: side by side.
-    const report = cohort(["report", runDir])
-    const page = cohort(["report", "--html", runDir])
-    const resumed = cohort(["resume", runDir])
-    expect([await report.exit, report.err()]).toEqual([3, failedLine])
-    expect(report.out()).toMatch(/\noutcome: failed at formation \(\d+\.\d s into the run\): nothing was trained\n/)
-    expect([await page.exit, page.err()]).toEqual([3, failedLine])
-    expect([await resumed.exit, resumed.err()]).toEqual([
-      2,
-      `cohort: resume: nothing to resume: the run failed at formation: ranks 0, 1 did not join within 1000 ms; run ${runDir.slice(5)} trained nothing\n`
-    ])
-  }, 150_000)
 })

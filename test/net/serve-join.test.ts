@@ -107,7 +107,9 @@ const cluster = async (
 }
 
 describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
-  it("a clean run: A serves, B and C join two ranks each; every audit lost 0 / duplicated 0", async () => {
+  // The clean run and the one with latency and loss expect nobody declared dead: each in its own
+  // namespaces, they run side by side. The cut, timed against heartbeatTimeoutMs, runs alone after them.
+  it.concurrent("a clean run: A serves, B and C join two ranks each; every audit lost 0 / duplicated 0", async () => {
     await cluster("clean", { epochs: 2, heartbeatTimeoutMs: 3000 }, async ({ serve, ranks, out }) => {
       expect(await serve.exited).toBe(0)
       expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0, 0])
@@ -117,6 +119,46 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       // Per epoch: a round after 32 batches of 32, and the last one.
       expect(events.filter((e) => e.type === "round").map((e) => [e.epoch, e.contributors])).toEqual([[0, 4], [0, 4], [1, 4], [1, 4]])
       console.log(`[net ${runtime}] clean run: round times ${JSON.stringify(roundTimes(events))} ms`)
+    })
+  }, testTimeoutMs)
+
+  it.concurrent("100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link: nobody declared dead, the run completes, the journal has the round times", async () => {
+    const relayPort = 7001
+    await cluster("latency", {
+      epochs: 2,
+      heartbeatTimeoutMs: 5000,
+      prepare: async (network) => {
+        for (const host of ["a", "b", "c"]) network.dropPercent(host, 1)
+        // B's and C's ranks reach A through a relay in their own host: every link is delayed.
+        for (const host of ["b", "c"]) {
+          await network.relay(host, {
+            listen: `127.0.0.1:${relayPort}`, target: `${network.address("a")}:${port}`, delayMs: 100, jitterMs: 20, lifetimeMs
+          })
+        }
+        return () => `ws://127.0.0.1:${relayPort}/`
+      }
+    }, async ({ network, serve, ranks, out }) => {
+      expect(await serve.exited).toBe(0)
+      expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0, 0])
+      const { summary, events } = readRun(out)
+      expect(summary.deaths).toEqual([])
+      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+      const rounds = events.filter((e) => e.type === "round")
+      expect(rounds.map((e) => e.contributors)).toEqual(rounds.map(() => 4))
+      // Each epoch (1,200 samples a rank, batches of 32, a contribution every 32 batches) has a
+      // round after 32 batches and a last one after 6 more; between them the Update travels to
+      // the ranks and the contributions back, through the relays: at least 2 × 80 ms + 6 × 40 ms.
+      // (About 300 ms without the relays.)
+      const times = roundTimes(events)
+      expect(rounds.map((e) => e.epoch)).toEqual([0, 0, 1, 1])
+      expect(times[1]).toBeGreaterThanOrEqual(395)
+      expect(times[3]).toBeGreaterThanOrEqual(395)
+      // The loss rule was in place on every host (1% of a few hundred packets: a handful).
+      const dropped = ["a", "b", "c"].map((host) => network.dropped(host))
+      expect(dropped.every(Number.isInteger)).toBe(true)
+      console.log(`[net ${runtime}] latency and loss: round times ${JSON.stringify(times)} ms, open ${
+        JSON.stringify(rounds.map((e) => e.openMs))
+      } ms; packets dropped in A, B, C: ${JSON.stringify(dropped)}`)
     })
   }, testTimeoutMs)
 
@@ -169,46 +211,6 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       }
       console.log(`[net ${runtime}] cut: ranks 2 and 3 declared ${JSON.stringify(declaredAfterCut)} ms after the cut ` +
         `(heartbeatTimeoutMs ${heartbeatTimeoutMs})`)
-    })
-  }, testTimeoutMs)
-
-  it("100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link: nobody declared dead, the run completes, the journal has the round times", async () => {
-    const relayPort = 7001
-    await cluster("latency", {
-      epochs: 2,
-      heartbeatTimeoutMs: 5000,
-      prepare: async (network) => {
-        for (const host of ["a", "b", "c"]) network.dropPercent(host, 1)
-        // B's and C's ranks reach A through a relay in their own host: every link is delayed.
-        for (const host of ["b", "c"]) {
-          await network.relay(host, {
-            listen: `127.0.0.1:${relayPort}`, target: `${network.address("a")}:${port}`, delayMs: 100, jitterMs: 20, lifetimeMs
-          })
-        }
-        return () => `ws://127.0.0.1:${relayPort}/`
-      }
-    }, async ({ network, serve, ranks, out }) => {
-      expect(await serve.exited).toBe(0)
-      expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0, 0])
-      const { summary, events } = readRun(out)
-      expect(summary.deaths).toEqual([])
-      expect(audits(summary)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
-      const rounds = events.filter((e) => e.type === "round")
-      expect(rounds.map((e) => e.contributors)).toEqual(rounds.map(() => 4))
-      // Each epoch (1,200 samples a rank, batches of 32, a contribution every 32 batches) has a
-      // round after 32 batches and a last one after 6 more; between them the Update travels to
-      // the ranks and the contributions back, through the relays: at least 2 × 80 ms + 6 × 40 ms.
-      // (About 300 ms without the relays.)
-      const times = roundTimes(events)
-      expect(rounds.map((e) => e.epoch)).toEqual([0, 0, 1, 1])
-      expect(times[1]).toBeGreaterThanOrEqual(395)
-      expect(times[3]).toBeGreaterThanOrEqual(395)
-      // The loss rule was in place on every host (1% of a few hundred packets: a handful).
-      const dropped = ["a", "b", "c"].map((host) => network.dropped(host))
-      expect(dropped.every(Number.isInteger)).toBe(true)
-      console.log(`[net ${runtime}] latency and loss: round times ${JSON.stringify(times)} ms, open ${
-        JSON.stringify(rounds.map((e) => e.openMs))
-      } ms; packets dropped in A, B, C: ${JSON.stringify(dropped)}`)
     })
   }, testTimeoutMs)
 })
