@@ -49,6 +49,9 @@
  *   length by re-asking another member when the asked one leaves, and by `ReduceStall` when none
  *   is left or the rendezvous times out (`ringRendezvousTimeoutMs` x `ringRendezvousAttemptsMax`).
  *
+ * The frames in once the run started (joins, the ring relay, bad frames, death reports) and the
+ * frames out (with a ring joiner's held back) are `coordinator-inbound.ts`.
+ *
  * @since 0.1.0
  */
 import * as Clock from "effect/Clock"
@@ -61,15 +64,16 @@ import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
 import * as Cpu from "../src/averaging/cpu.ts"
-import * as Ring from "../src/averaging/ring.ts"
 import * as Core from "../src/core/coordinator.ts"
-import type { Rank, ToCoordinator, ToRank } from "../src/core/messages.ts"
+import type { Rank, ToCoordinator } from "../src/core/messages.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
 import * as Supervisor from "../src/transport/supervisor.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
-import * as WireError from "../src/wire/wire-error.ts"
+import * as CoordinatorInbound from "./coordinator-inbound.ts"
+import { decodeFrame, observe } from "./coordinator-inbound.ts"
+import type { Refused } from "./coordinator-inbound.ts"
 
 /**
  * Observers of what the coordinator does; each is called synchronously inside the actor, so it
@@ -122,9 +126,12 @@ export interface Options {
   /**
    * Ring backend with direct links (worker threads, issue 15): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
-   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames.
+   * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
+   * the generation averages in a shared all-reduce area it returns how to commit a round there
+   * (`SharedAllReduce.commit`): that generation's rounds are then committed through it, not sent
+   * as `RoundCommitted` frames (one store and one wake-up instead of a frame per member).
    */
-  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void
+  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined
 }
 
 /**
@@ -161,27 +168,6 @@ export interface Handle {
    */
   readonly interrupt: (detail: string) => Effect.Effect<void>
 }
-
-/** Runs an observer; one that throws must never take the coordinator down with it. */
-const observe = (f: () => void): void => {
-  try {
-    f()
-  } catch {
-    // ignored: observers only watch
-  }
-}
-
-/**
- * A frame's decoded content: what the transport's inspector decoded, else decoded here once, with
- * `params` bounded by the run's agreed parameter count before anything is copied.
- */
-const decodeFrame = (event: Transport.Frame, paramsLengthMax: number | undefined): Result.Result<Frame.Frame, WireError.WireError> =>
-  isDecodedFrame(event.decoded)
-    ? Result.succeed(event.decoded)
-    : Codec.decode(event.bytes, paramsLengthMax === undefined ? { from: event.peer } : { from: event.peer, paramsLengthMax })
-
-const isDecodedFrame = (value: unknown): value is Frame.Frame =>
-  typeof value === "object" && value !== null && "from" in value && "message" in value
 
 /**
  * The run's parameter count from the ranks' `Hello`s: the count most ranks gave, ties to the one
@@ -236,31 +222,6 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
     const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
     const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
-    /**
-     * Each rank's `Crashing{error, stack}`, its last frame before it exits on an uncaught error:
-     * its end is then reported as `Crashed{error, stack}` instead of the `Exited{code}` (or the
-     * stackless `Crashed`) its host saw; an end by a signal or the host (`Killed`,
-     * `Disconnected`) stays what it was. The frame is read here, where every frame is decoded
-     * anyway; the supervisor reads none (issue C1).
-     */
-    const crashes = new Map<Rank, { readonly error: string; readonly stack: string }>()
-    // Ranks this coordinator closed for breaking the protocol, and why (their death's cause).
-    const closedFor = new Map<Rank, string>()
-    const causeOf = (rank: Rank, cause: DeathReport.DeathCause): DeathReport.DeathCause => {
-      const closed = closedFor.get(rank)
-      if (closed !== undefined) {
-        closedFor.delete(rank)
-        return DeathReport.refused(closed)
-      }
-      const crash = crashes.get(rank)
-      if (crash === undefined) return cause
-      crashes.delete(rank)
-      // A rank that said `Crashing` and then ended its process, or closed its socket normally
-      // (a joined rank leaves that way), crashed with that error.
-      const ended = cause._tag === "Exited" || cause._tag === "Crashed" ||
-        (cause._tag === "Disconnected" && cause.closeCode === Transport.CloseCode.Normal)
-      return ended ? DeathReport.crashed(crash.error, crash.stack) : cause
-    }
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()
     /**
@@ -270,101 +231,28 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let lastModel: { readonly round: number; readonly params: Float32Array } | undefined = options.resume?.params === undefined
       ? undefined
       : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params }
-    /** Joiners the core refused or the shell turned away (a parameter count): their end is no death. */
-    const turnedAway = new Set<Rank>()
     let formingSinceMs: number | undefined
     let lastBeatMs = 0
     let self: Actor.ActorRef<Message, never> | undefined
     let ended: Core.Outcome | undefined
+    // Frames in, and the commands' frames out (a ring joiner's held back until its model is out).
+    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats } = CoordinatorInbound.make({
+      state,
+      transport,
+      hooks,
+      stepNow: (input) => stepNow(input),
+      stepAndExecute: (input) => stepAndExecute(input),
+      // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
+      // (a flood) it is told from a fiber of its own: the actor never waits on itself.
+      wake: Effect.suspend(() =>
+        self !== undefined && !self.tryTell({ _tag: "Tick" })
+          ? Effect.asVoid(Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope))
+          : Effect.void
+      )
+    })
 
-    // Frames are handed to the transport synchronously (a death can send thousands of
-    // extensions); each refusal is fed back to the core as `SendFailed` once its command is out.
-    interface Refused {
-      readonly rank: Rank
-      readonly message: ToRank
-      readonly reason: string
-    }
-    /**
-     * Ring joiners waiting for their model (issue 17, `SendModel`): the frames held back for each,
-     * in order, until its model's `Update` goes out (module docstring).
-     */
-    const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
-    const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
-      const holding = held.get(rank)
-      if (holding !== undefined && message._tag !== "CoordHeartbeat") {
-        if (message._tag !== "Update" && message._tag !== "ShutdownWithSave" && message._tag !== "Shutdown") {
-          holding.push({ message, bytes })
-          return
-        }
-        held.delete(rank)
-        // A shutdown drops what was held: the joiner never trained, it only has to stop.
-        if (message._tag === "Update") {
-          sendTo(rank, message, bytes, refused)
-          for (const later of holding) sendTo(rank, later.message, later.bytes, refused)
-          return
-        }
-      }
-      const error = transport.sendUnsafe(rank, bytes)
-      if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
-    }
-
-    const deliver = (rank: Rank, message: ToRank, refused: Array<Refused>): void =>
-      sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)), refused)
-
-    const broadcast = (message: ToRank, refused: Array<Refused>): void => {
-      const bytes = Codec.encode(Frame.fromCoordinator(message))
-      for (const rank of Core.survivors(state)) sendTo(rank, message, bytes, refused)
-    }
-
-    /**
-     * The ring backend's relay (issue 15): a ring step from `from` goes on to its next ring rank in
-     * the current generation (ring order is the survivors' ascending order, which every death or
-     * exit re-forms); a step of an older generation, or from a rank no longer live, is dropped.
-     * A checked step goes on as the bytes it came in, only its frame header's sender replaced
-     * (`Codec.reframeFromCoordinator`); it is encoded again only if its header is not the one the
-     * codec writes.
-     */
-    let relayed = 0
-    let relayDropped = 0
-    // The members of the latest generation, in ring order, as its FormRings named them.
-    let relayRing: { readonly generation: number; readonly peers: ReadonlyArray<Rank>; readonly ringRankOf: Map<Rank, number> } | undefined
-    const ringFormed = (message: Extract<ToRank, { _tag: "FormRing" }>): void => {
-      if (relayRing?.generation === message.generation) return
-      relayRing = { generation: message.generation, peers: message.peers, ringRankOf: new Map(message.peers.map((rank, i) => [rank, i])) }
-    }
-    /**
-     * Relays one ring step; returns why the step breaks the ring protocol (`Ring.checkStep`), if
-     * it does: then nothing is relayed and the caller closes the sender (`BadRingStep`), whose
-     * later steps (already on their way) are dropped until its death is declared.
-     */
-    const relay = (from: Rank, message: Extract<ToCoordinator, { _tag: "RingData" }>, bytes: Uint8Array): string | undefined => {
-      const ring = state.ring
-      const members = relayRing
-      const ringRank = members?.ringRankOf.get(from)
-      if (
-        ring === undefined || members === undefined || ringRank === undefined || message.generation !== ring.generation ||
-        members.generation !== ring.generation || state.phase !== "running" || !Core.isLive(state, from) ||
-        state.paramsLength === undefined || closedFor.has(from)
-      ) {
-        relayDropped += 1
-        return undefined
-      }
-      const problem = Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength })
-      if (problem !== undefined) return problem
-      const next = members.peers[(ringRank + 1) % members.peers.length]!
-      if (next === from || !Core.isLive(state, next)) {
-        relayDropped += 1
-        return undefined
-      }
-      relayed += 1
-      const step = Codec.reframeFromCoordinator(bytes, from) ?? Codec.encode(Frame.fromCoordinator(message))
-      const holding = held.get(next)
-      // A joiner still waiting for its model gets its ring steps after it (issue 17).
-      if (holding !== undefined) holding.push({ message, bytes: step })
-      else transport.sendUnsafe(next, step)
-      return undefined
-    }
-
+    // The current ring generation's commit through its shared all-reduce area, when it has one.
+    let areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
       Effect.suspend(() => {
         switch (command._tag) {
@@ -373,7 +261,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             if (command.message._tag === "FormRing") ringFormed(command.message)
             if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
               const ring = command.message
-              observe(() => options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength))
+              areaCommit = undefined
+              observe(() => {
+                const commit = options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength)
+                if (commit !== undefined) areaCommit = { generation: ring.generation, commit }
+              })
             }
             deliver(command.to, command.message, refused)
             break
@@ -388,8 +280,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             break
           case "AverageRound": {
             if (command.generation !== undefined) {
-              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15).
-              broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
+              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15),
+              // in the generation's shared area when it has one (written before any later frame).
+              if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
+              else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
               break
             }
             // The core leaves unusable contributions out; with none left, the Update carries no
@@ -417,7 +311,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             break
           case "SendModel":
             // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
-            if (!held.has(command.to)) held.set(command.to, [])
+            hold(command.to)
             deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
             break
           case "Alert":
@@ -583,68 +477,6 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         }
       })
 
-    /** One input from the transport, once the run started: stepped at once; its commands' effect, if any. */
-    function inbound(event: Supervisor.Inbound): Effect.Effect<void> | undefined {
-      switch (event._tag) {
-        case "Frame": {
-          const decoded = decodeFrame(event, state.paramsLength)
-          if (Result.isFailure(decoded)) {
-            // A frame that does not decode is a protocol violation, not noise (README "What a rank is
-            // trusted with"): that rank's link closes with the reason's code (1009 a field over its
-            // bound, such as more parameters than the run agreed; 1008 a frame naming another rank;
-            // 1002 anything else) and it is declared dead, refused, with the reason in words.
-            const code = WireError.closeCode(decoded.failure)
-            if (!closedFor.has(event.peer)) closedFor.set(event.peer, `a bad frame (close code ${code}): ${WireError.words(decoded.failure.reason)}`)
-            transport.disconnect(event.peer, code)
-            return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
-          }
-          const frameMessage = decoded.success.message as ToCoordinator
-          if (frameMessage._tag === "RingData") {
-            const problem = relay(event.peer, frameMessage, event.bytes)
-            if (problem !== undefined) {
-              // The sender broke the ring protocol: it is closed and declared dead, not the
-              // neighbour its step would have failed (a relayed step is checked before it goes on).
-              closedFor.set(event.peer, `a bad ring step (close code ${Transport.CloseCode.BadRingStep}): ${problem}`)
-              transport.disconnect(event.peer, Transport.CloseCode.BadRingStep)
-              return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: `BadRingStep: ${problem}` })
-            }
-          }
-          if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
-          if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer)) return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
-          observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
-          return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
-        }
-        case "BadFrame":
-          return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
-        case "DeathReport":
-          // A joiner turned away, or one that left before its Hello, was never a rank of the run.
-          if (turnedAway.has(event.rank) || Core.isVacant(state, event.rank)) return undefined
-          held.delete(event.rank)
-          return Effect.gen(function*() {
-            const nowMs = yield* Clock.currentTimeMillis
-            yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
-            // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
-            // (a flood) it is told from a fiber of its own: the actor never waits on itself.
-            if (self !== undefined && !self.tryTell({ _tag: "Tick" })) yield* Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope)
-          })
-      }
-    }
-
-    /**
-     * A `Hello` from a vacant index once the run started (issue 17): the rank's join. Its parameter
-     * count must be the run's; then the core decides (`Join`).
-     */
-    function join(rank: Rank, paramsLength: number, nowMs: number): Effect.Effect<void> | undefined {
-      if (state.paramsLength !== undefined && paramsLength !== state.paramsLength) {
-        turnedAway.add(rank)
-        transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
-        const reason = `rank ${rank}'s Hello gave ${paramsLength} parameters; the run agreed on ${state.paramsLength}`
-        observe(() => hooks.onTurnedAway?.(rank, Transport.CloseCode.ParamsMismatch, reason))
-        return undefined
-      }
-      return stepNow({ _tag: "Join", rank, nowMs })
-    }
-
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,
       receive,
@@ -666,7 +498,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       outcome,
       state,
       stats: actor.stats,
-      relayStats: () => ({ relayed, dropped: relayDropped }),
+      relayStats,
       interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore)
     }
   })

@@ -5,7 +5,8 @@
  * as events happen and synced to disk at every death, epoch end and the run's end; `summary.json`,
  * written atomically at the end (issue 6, "never lose a run"); and what each rank printed under
  * `ranks/rank<N>.log`. An interrupt (`RunOptions.signal`) asks the core to stop the run; the
- * survivors save under `save/rank<r>/` within `interruptGraceMs`.
+ * survivors save under `save/rank<r>/` within `interruptGraceMs`. The journal's writing and
+ * ordering are `launcher-journal.ts`; the result and `summary.json`, `launcher-result.ts`.
  *
  * @since 0.1.0
  */
@@ -31,6 +32,9 @@ import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
+import * as LauncherJournal from "./launcher-journal.ts"
+import { loggedOptions } from "./launcher-journal.ts"
+import * as LauncherResult from "./launcher-result.ts"
 import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as RoundLoss from "./round-loss.ts"
@@ -105,21 +109,6 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
  * @category launcher
  */
 export const runLockFileName = "run.lock"
-
-/**
- * The run's options as the journal's `started` event records them: every plain option as given,
- * the defaults used for the rest, and no functions, signals or handles.
- */
-const loggedOptions = (options: object, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
-  const logged: Record<string, unknown> = {}
-  for (const [key, value] of Object.entries(options)) {
-    // Signals, and handles such as `killRequests` (an object of functions), are not options to log.
-    const handle = typeof value === "object" && value !== null && !Array.isArray(value) &&
-      ("aborted" in value || Object.values(value).some((field) => typeof field === "function"))
-    if (typeof value !== "function" && !handle) logged[key] = value
-  }
-  return { ...logged, ...resolved }
-}
 
 /**
  * Runs a training run to its end and returns its result; the journal (`events.ndjson`, streamed)
@@ -226,9 +215,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
   await Files.mkdir(`${runDir}/ranks`)
   const runDirAbsolute = Files.absolutePath(runDir)
-  // The journal: every logged event, appended as it happens (a line is never rewritten).
-  const journal = await Files.openJournal(`${runDir}/events.ndjson`)
-  const syncs: Array<Promise<void>> = []
+  // The journal: every logged event, appended as it happens (a line is never rewritten), in the
+  // order the events happened, a declared death before what it caused (`launcher-journal.ts`).
+  const journal = await LauncherJournal.open({
+    path: `${runDir}/events.ndjson`,
+    onEvent: (event) => options.onEvent?.(event),
+    deathsDeclared: () => state.deaths.length
+  })
+  const { emit, releaseHeld } = journal
 
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
@@ -242,37 +236,6 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
-  // Events go out in the order they happened, with times that never run back. A step that declares
-  // deaths has its commands (alerts, decisions, the run's end) carried out before the deaths are
-  // reported (`onDeclared` needs the time the remainders went out), so its events are held until
-  // the deaths are emitted: a death reads before what it caused. A frame that waited in the mailbox
-  // carries its arrival time, which may be earlier than an event already emitted; it takes that
-  // event's time instead.
-  let lastEventMs = 0
-  let deathsEmitted = 0
-  const held: Array<readonly [RunEvent, boolean]> = []
-  const emitNow = (event: RunEvent, log: boolean): void => {
-    const ordered = event.ms < lastEventMs ? { ...event, ms: lastEventMs } : event
-    lastEventMs = ordered.ms
-    if (log) {
-      journal.append(`${JSON.stringify(ordered)}\n`)
-      // Durable at every death, epoch end and the run's end.
-      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed") syncs.push(journal.sync())
-    }
-    try {
-      options.onEvent?.(ordered)
-    } catch {
-      // An observer that throws must not stop the coordinator; the event is still logged.
-    }
-  }
-  const emit = (event: RunEvent, log = true): void => {
-    if (event.type !== "death" && state.deaths.length > deathsEmitted) held.push([event, log])
-    else emitNow(event, log)
-  }
-  const releaseHeld = (): void => {
-    deathsEmitted = state.deaths.length
-    for (const [event, log] of held.splice(0)) emitNow(event, log)
-  }
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
   /** The signal that interrupted the run (`SIGINT`, `SIGTERM`, or `aborted`), once one did. */
   let interruptedBy: string | undefined
@@ -520,7 +483,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
     readonly kill: (rank: Rank) => Effect.Effect<void>
     /** Worker threads: direct ring links per generation (`MessageChannel`s); other hosts relay. */
-    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => void) | undefined
+    readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined) | undefined
   }
   const bindFailed = (error: Transport.TransportError) =>
     Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
@@ -544,8 +507,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
           kill: h.terminate,
-          formRingLinks: (generation, peers, paramsLength) =>
-            void h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, ringArea(peers.length, paramsLength))
+          formRingLinks: (generation, peers, paramsLength) => {
+            const area = ringArea(peers.length, paramsLength)
+            h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
+            return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
+          }
         }))
       case "process":
         return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
@@ -767,66 +733,31 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // The journal's last line says the run failed (a formation timeout, a rank that left before
     // formation, a listen or spawn that failed), so that report and resume need not guess.
     emit({ type: "failed", ms: sinceStart(Date.now()), stage: failure.option, reason: failure.reason, formed: state.started })
-    await Promise.all(syncs.splice(0))
     await journal.close()
     throw failure
   }
-  // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
-  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.
-  const outcome: Core.Outcome = { ...exit.value, exits: [...state.exits], deaths: [...state.deaths] }
-  // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
-  const evals = state.evals
-  const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
-  const epochsWithAccuracy = outcome.epochs.map((summary) => ({
-    ...summary,
-    accuracy: accuracyOf.get(summary.epoch),
-    // The epoch a resume picked up in the middle of: its audit covers both runs (issue 13).
-    ...(resumed !== undefined && resumed.committedSamples > 0 && summary.epoch === resumed.epoch
-      ? { spansRuns: [resumed.parent.runId, runId] as const }
-      : {})
-  }))
-  // A survivor finished its save when it announced its exit (ranks save first) and wrote its save
-  // marker (`save/rank<r>/cohort-saved.json`, once the trainer's save resolved); one that died,
-  // hung past the grace period, or whose save failed did not.
-  const saved: Array<Rank> = []
-  const notSaved: Array<Rank> = []
-  for (const rank of askedToSave) {
-    // A served run's ranks save on their own hosts: there, announcing the exit (after the save) is all it can see.
-    const done = state.exits.includes(rank) && (served !== undefined || await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
-    ;(done ? saved : notSaved).push(rank)
-  }
-  const saves = outcome.status !== "completed" ? { saved, notSaved } : undefined
-  // Deaths the hook did not see (declared by a step the coordinator's stop cut short) came after
-  // the end: nothing moved for them.
-  for (const death of state.deaths) record(death, death.declaredAtMs, false)
-  const deaths = state.deaths.map((death) => timings.get(death)!)
-  const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
-  const exitCode = !auditClean ? 4
-    : outcome.status === "completed" ? 0
-    : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
-    : 1
-  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: ringLinksUsed, ...relayStats() }
-  emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
-  const result: RunResult = {
+  // The result: logged (`ended`) and written to `summary.json` (`launcher-result.ts`).
+  return LauncherResult.finish({
+    outcome: exit.value,
+    state,
     runId,
     runDir,
-    outcome,
-    deaths,
+    runDirAbsolute,
+    resumed,
+    served: served !== undefined,
+    askedToSave,
+    interruptedBy,
+    timings,
+    record,
     skippedFaults,
     alerts,
-    epochs: epochsWithAccuracy,
-    finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
-    saves,
-    durationMs: Date.now() - startedMs,
-    exitCode,
-    ...(finalRefusals === undefined ? {} : { refusals: finalRefusals }),
+    refusals: finalRefusals,
+    startedMs,
     transport: served === undefined ? transportKind : "serve",
-    ...(resumed === undefined ? {} : { resumed }),
     backend,
-    ring
-  }
-  await Promise.all(syncs.splice(0))
-  await journal.close()
-  await Files.writeFileAtomic(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
-  return result
+    ringLinks: ringLinksUsed,
+    relayStats,
+    journal,
+    sinceStart
+  })
 }

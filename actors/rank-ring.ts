@@ -8,7 +8,9 @@
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
  * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
- * `RoundCommitted{round, generation}` (`committed`). `DeclareDead` interrupts a running collective
+ * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
+ * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
+ * for it). `DeclareDead` interrupts a running collective
  * and discards a finished but unconfirmed one; no collective of that generation starts again. A
  * newer `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the
  * round from its pre-round parameters. Faults for tests fire between two steps
@@ -63,7 +65,12 @@ export interface Contribution {
  * - `view()`: the latest `FormRing`, if any.
  * - `formRing`, `declareDead`, `relayed`: apply those frames from the coordinator.
  * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
- *   collective (the rank then applies it), `undefined` otherwise.
+ *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
+ *   mean is the area's result row: read it before the rank's next contribution, never write it.
+ * - `areaCommitted()`: the same for a commit the coordinator wrote into the generation's shared
+ *   all-reduce area (`SharedAllReduce.commit`): the finished round and its mean, once. The rank
+ *   asks before it handles anything from the coordinator (the commit was written before any
+ *   later frame was sent) and whenever it is woken.
  * - `contribute`: keeps the round's pre-round contribution and starts its collective.
  * - `startCollective`: starts the pending contribution's collective when it can (module doc).
  * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox
@@ -71,8 +78,8 @@ export interface Contribution {
  *   rank that asks watches the area and is `woken` when a member arrives).
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
  * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
- *   waiting for its commit), a generation's direct links arrived, or a collective failed, since
- *   the last `rearm()`.
+ *   waiting for its commit), a generation's direct links arrived, a collective failed, or the
+ *   coordinator committed a finished round in the area, since the last `rearm()`.
  *
  * @since 0.1.0
  * @category model
@@ -82,6 +89,7 @@ export interface RankRing {
   readonly formRing: (message: FormRing, round: number) => Effect.Effect<void>
   readonly declareDead: Effect.Effect<void>
   readonly committed: (message: RoundCommitted) => Float32Array | undefined
+  readonly areaCommitted: () => { readonly round: number; readonly mean: Float32Array } | undefined
   readonly relayed: (message: RingData) => void
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
@@ -126,7 +134,8 @@ export const make = (options: RankRingOptions): RankRing => {
   /**
    * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
    * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
-   * before the second; `corrupt` writes NaN into the rank's row at either.
+   * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
+   * `corrupt` writes NaN into the rank's row at either.
    */
   const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
     const fault = data.collectiveFault
@@ -189,6 +198,8 @@ export const make = (options: RankRingOptions): RankRing => {
   }
   const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
 
+  const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
+
   // The latest FormRing; a generation a DeclareDead aborted (no collective of it starts again);
   // the round's pre-round contribution; the running collective; its mean, finished but not yet
   // confirmed by RoundCommitted.
@@ -196,10 +207,44 @@ export const make = (options: RankRingOptions): RankRing => {
   let blockedGeneration = -1
   let pending: Contribution | undefined
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
-  let finished: { readonly generation: number; readonly round: number; readonly mean: Float32Array } | undefined
+  let finished: {
+    readonly generation: number
+    readonly round: number
+    readonly mean: Float32Array
+    readonly area: SharedAllReduce.Area | undefined
+    readonly ringRank: number
+  } | undefined
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
+
+  /**
+   * Wakes the rank's loop when the coordinator commits `done`'s round in its area, or fails the
+   * rank's collective when a reducer marked this rank's row not finite (`SharedAllReduce` module
+   * doc); stops watching once `done` is no longer the finished round.
+   */
+  const watchCommit = (done: NonNullable<typeof finished>): void => {
+    const area = done.area!
+    const look = (): void => {
+      if (finished !== done) return
+      if (area.committed(done.round)) return notify()
+      if (area.badRank() === done.ringRank) {
+        finished = undefined
+        ringFailure = notFinite
+        return notify() // the rank's loop leaves on it
+      }
+      void area.commits().then(look)
+    }
+    look()
+  }
+
+  /** The finished round's mean, now committed: the rank applies it; its pre-round copy is free again. */
+  const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
+    finished = undefined
+    spare = pending?.params
+    pending = undefined
+    return done.mean
+  }
 
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
   const abortCollective = Effect.suspend(() => {
@@ -238,8 +283,18 @@ export const make = (options: RankRingOptions): RankRing => {
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
+            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite)
             collective = undefined
-            finished = { generation: entry.generation, round: entry.round, mean }
+            if (mean === undefined) {
+              // This member's segment met another member's row that is not finite: no RoundDone, so
+              // the round is never committed; that member fails itself (`watchCommit`), and this one
+              // waits for its DeclareDead, starting nothing more in this generation.
+              blockedGeneration = Math.max(blockedGeneration, entry.generation)
+              return Effect.void
+            }
+            const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank }
+            finished = done
+            if (area !== undefined) watchCommit(done)
             return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
           })
         ),
@@ -278,10 +333,12 @@ export const make = (options: RankRingOptions): RankRing => {
     committed: (message) => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
-      finished = undefined
-      spare = pending?.params
-      pending = undefined
-      return done.mean
+      return takeFinished(done)
+    },
+    areaCommitted: () => {
+      const done = finished
+      if (done?.area === undefined || !done.area.committed(done.round)) return undefined
+      return { round: done.round, mean: takeFinished(done) }
     },
     relayed: (message) => relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data }),
     contribute: (contribution, round) => {

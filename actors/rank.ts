@@ -15,8 +15,9 @@
  * (generation, round) with its ring neighbours (over direct `MessageChannel` links between worker
  * threads, handed over per generation, or relayed through the coordinator as `RingData`), sends
  * `RoundDone{epoch, round, generation, samplesDone}` and waits for
- * `RoundCommitted{round, generation}` before it applies the mean (which then becomes
- * `lastAverage`, the model every save writes). `DeclareDead` interrupts a running collective and
+ * `RoundCommitted{round, generation}` (or, in a shared all-reduce area, the commit the coordinator
+ * writes there, which it looks at before anything the coordinator sent after) before it applies
+ * the mean (which then becomes `lastAverage`, the model every save writes). `DeclareDead` interrupts a running collective and
  * discards a finished but unconfirmed one; no collective of that generation starts again. A newer
  * `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the round
  * from its pre-round parameters, so no partial average is ever applied and a round's samples
@@ -204,6 +205,26 @@ export const run = (
     const listLength = (): number => entries.reduce((sum, [, size]) => sum + size, 0)
     const hasWork = (): boolean => chunks.length > 0 || trained < listLength()
 
+    /**
+     * Applies a committed ring round's mean. Copied once into our own array, which the trainer then
+     * copies (`Trainer.setParams`): the mean may be the shared all-reduce area's result row, which
+     * the trainer must never hold (other members read it). No allocation a round: saves run inside
+     * this loop, so none sees the array change under it.
+     */
+    const applyCommitted = (committedRound: number, mean: Float32Array): void => {
+      if (lastAverage.length === mean.length) lastAverage.set(mean)
+      else lastAverage = mean.slice()
+      trainer.setParams(lastAverage)
+      lastAverageRound = committedRound
+      round = committedRound + 1
+      waitingUpdate = false
+    }
+    /** A commit the coordinator wrote into the ring's shared area: applied before anything it sent after. */
+    const applyAreaCommit = (): void => {
+      const committed = ring.areaCommitted()
+      if (committed !== undefined) applyCommitted(committed.round, committed.mean)
+    }
+
     const handle = (message: ToRank) =>
       Effect.gen(function*() {
         switch (message._tag) {
@@ -257,13 +278,7 @@ export const run = (
             return yield* ring.declareDead
           case "RoundCommitted": {
             const mean = ring.committed(message)
-            if (mean === undefined) return
-            // A copy of our own: a trainer that keeps the array it was given may train in place on it.
-            lastAverage = mean.slice()
-            trainer.setParams(mean)
-            lastAverageRound = message.round
-            round = message.round + 1
-            waitingUpdate = false
+            if (mean !== undefined) applyCommitted(message.round, mean)
             return
           }
           case "RingData":
@@ -296,6 +311,7 @@ export const run = (
     /** Applies one transport event; returns false when the coordinator's link ended. */
     const apply = (event: Transport.Event) =>
       Effect.gen(function*() {
+        applyAreaCommit()
         if (event._tag === "Ended") {
           if (event.peer === toCoordinator) coordinator.ended(event.cause)
           return event.peer !== toCoordinator
@@ -395,6 +411,7 @@ export const run = (
           if (silent !== undefined) return yield* gone(silent, false)
         }
       }
+      applyAreaCommit()
       // Apply everything already delivered.
       for (let event = Queue.takeUnsafe(transport.inbox); event !== undefined; event = Queue.takeUnsafe(transport.inbox)) {
         if (event._tag === "Failure" || !(yield* apply(event.value))) {

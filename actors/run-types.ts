@@ -125,7 +125,7 @@ export interface RunOptions {
   readonly ringSharedSlots?: number
   /**
    * Ring backend on worker threads: each ring generation's collectives run through one shared
-   * all-reduce area (`SharedAllReduce`, issue 15: two barriers a round instead of `2 (n - 1)` ring
+   * all-reduce area (`SharedAllReduce`, issue 15: one barrier wait a round instead of `2 (n - 1)` ring
    * steps) when the area, `16 + 16 n + 4 params (n + 1)` bytes for a ring of `n` (14.0 MiB at
    * 8 ranks x 407,050 parameters), is at most this many MiB; otherwise the steps take the direct
    * links (`ringSharedSlots`). 0 never uses an area. Default 256; an integer in [0, 65536]

@@ -12,6 +12,7 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
@@ -183,6 +184,9 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  * - `url`, `runToken`, `rank` (an integer or `"auto"`).
  * - `trainer`: the trainer module's `file:` URL on this host (it loads its own data).
  * - `saveDir`: absolute folder for saves (`<saveDir>/rank<r>`) and checkpoints (`<saveDir>/checkpoints`).
+ * - `saveDirPerRun` (default false): the folder is `<saveDir>/<runId>` instead, `runId` the run's
+ *   id from the coordinator's welcome (`runSaveDir`), so that the served runs joined from one
+ *   folder do not overwrite each other's saves and checkpoints (`cohort join` without `--save-dir`).
  * - `connectTimeoutMs` (integer ms > 0; default `connectTimeoutMsDefault`, 300000): how long a
  *   coordinator that cannot be reached (not up yet, connection refused) is tried again, with
  *   jittered exponential back-off from `connectRetryDelayMsBase` (100) to `connectRetryDelayMsMax`
@@ -202,9 +206,52 @@ export interface JoinRunOptions {
   readonly rank: number | "auto"
   readonly trainer: string
   readonly saveDir: string
+  readonly saveDirPerRun?: boolean
   readonly connectTimeoutMs?: number
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
+}
+
+/**
+ * The run id a served run's welcome carries (`run.runId`, beside the `JoinedRun` fields), if it is
+ * one a run makes: 1 to 64 characters of `[A-Za-z0-9_-]`, so that it is safe as one folder name.
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const welcomeRunId = (run: unknown): string | undefined => {
+  const runId = typeof run === "object" && run !== null ? (run as { readonly runId?: unknown }).runId : undefined
+  return typeof runId === "string" && /^[A-Za-z0-9_-]{1,64}$/.test(runId) ? runId : undefined
+}
+
+/**
+ * The folder a joined rank saves under (`JoinRunOptions.saveDirPerRun`): `<saveDir>/<runId>` with
+ * the welcome's run id when `perRun`, else `saveDir` (also when the welcome names no run: a
+ * coordinator of an older version).
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const runSaveDir = (saveDir: string, perRun: boolean, run: unknown): string => {
+  const runId = perRun ? welcomeRunId(run) : undefined
+  return runId === undefined ? saveDir : `${saveDir}/${runId}`
+}
+
+/**
+ * Where the rank saved on `ShutdownWithSave` in this run, if it did: its save folder, when the
+ * marker the rank writes there once its trainer's save resolved (`Rank.savedMarker`) is from
+ * `sinceMs` on (a marker of an earlier run in a reused `--save-dir` is not this run's save).
+ */
+const savedFolder = async (dir: string, sinceMs: number): Promise<{ readonly dir: string; readonly reason: string } | undefined> => {
+  try {
+    const read = await Files.readRegularFile(`${dir}/${Rank.savedMarker}`, 64 * 1024)
+    if (read._tag !== "Read") return undefined
+    const marker = JSON.parse(new TextDecoder().decode(read.bytes)) as { readonly reason?: unknown; readonly savedAtMs?: unknown }
+    if (typeof marker.savedAtMs !== "number" || marker.savedAtMs < sinceMs) return undefined
+    return { dir, reason: typeof marker.reason === "string" ? marker.reason : "" }
+  } catch {
+    return undefined
+  }
 }
 
 /** Default `JoinRunOptions.connectTimeoutMs`: 300000 ms (the coordinator's default formation timeout). @since 0.1.0 @category join */
@@ -264,6 +311,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
   let badRun = false
   let waitingSaid = false
+  let saveDir = options.saveDir
   while (joined === undefined) {
     // A "try again later" refusal (a full server, or a run that may grow still forming) is
     // retried by `connect` for what is left of `connectTimeoutMs`.
@@ -275,7 +323,8 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
           badRun = true
           return undefined as unknown as Rank.RankData
         }
-        return Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir: options.saveDir, checkpointDir: `${options.saveDir}/checkpoints` })
+        saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
+        return Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
       }
     )))
     if (attempt._tag === "Success") {
@@ -325,13 +374,19 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
+  const joinedAtMs = Date.now()
   await Rank.main(Effect.succeed({ ...link, whyEnded }), undefined, (code) => {
     const closeCode = probed ?? client.closeCode()
     if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
       const refusal = refusalOf(closeCode)
       if (refusal.code !== JoinExitCode.refused || closeCode === Transport.CloseCode.ParamsMismatch) return leave(refusal.code)
     }
-    leave(code)
+    if (code !== 0) return leave(code)
+    // A rank told to save and stop says where its save is: on this host, out of the coordinator's sight.
+    void savedFolder(`${saveDir}/rank${client.rank}`, joinedAtMs).then((saved) => {
+      if (saved !== undefined) options.say(`cohort join: rank ${client.rank} saved its state under ${saved.dir}${saved.reason === "" ? "" : ` (${saved.reason})`}`)
+      leave(code)
+    })
   })
   // Rank.main resolves once the rank decided to leave; the leave exits the process.
   return new Promise<number>(() => {})

@@ -11,9 +11,12 @@ let done = false
 process.on("exit", (code) => {
   if (!done) process.stderr.write(`cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`)
 })
-const { main, terminalIo } = await import("../src/cli/index.ts")
+const { commandOf, main, terminalIo } = await import("../src/cli/index.ts")
+const { detect } = await import("../src/platform/detect.ts")
 const code = await main(process.argv.slice(2), {
   ...terminalIo(),
+  // Hints print the command the way it was started (`npx cohort`, `node bin/cohort.mjs`, ...).
+  command: commandOf({ script: process.argv[1] ?? "", cwd: process.cwd(), runtime: detect(), viaNpx: process.env.npm_command === "exec" }),
   leaving: () => {
     done = true
   }

@@ -3,9 +3,14 @@
 import { type ChildProcess, spawn } from "node:child_process"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
+import { commandOf } from "../src/cli/render.ts"
 import * as Runtime from "../src/platform/detect.ts"
 
 const cli = fileURLToPath(new URL("../bin/cohort.mjs", import.meta.url))
+
+/** How the CLI's hints name the command when started as `startCli` starts it from `cwd`: `node <path>/bin/cohort.mjs`, ... */
+export const cliCommand = (cwd: string = process.cwd()): string =>
+  commandOf({ script: cli, cwd, runtime: Runtime.detect(), viaNpx: process.env.npm_command === "exec" })
 
 export interface CliProcess {
   readonly child: ChildProcess

@@ -1,9 +1,9 @@
 /**
  * The `ring` backend's collective for worker threads of one process (issue 15): an all-reduce
- * through one shared-memory area per ring generation, in two barriers a round instead of the ring's
- * `2 (n - 1)` dependent steps (`Ring.allReduce`). On a machine with fewer cores than ranks a ring
- * step waits for its neighbour to be scheduled, `2 (n - 1)` times in a row; here every rank is
- * scheduled twice a round, in any order.
+ * through one shared-memory area per ring generation, in one barrier wait a round instead of the
+ * ring's `2 (n - 1)` dependent steps (`Ring.allReduce`). On a machine with fewer cores than ranks a
+ * ring step waits for its neighbour to be scheduled, `2 (n - 1)` times in a row; here every rank
+ * waits once a round, and the coordinator's commit is the round's only other hand-over.
  *
  * A round, for ring rank `r` of `n` (`allReduce`):
  *
@@ -12,33 +12,48 @@
  * 2. It reduces segment `r` (`Ring.segmentOf`): for each value, the float64 sum of the contributing
  *    rows in ring-rank order, divided by their number and rounded once to float32 into the area's
  *    result. With no contribution the segment is the rank's own values (every member then holds the
- *    last average, as in `Ring.allReduce`). Then it waits at the second barrier.
- * 3. It copies the whole result out. Its next round writes its row only after this, and the next
- *    round's reduction starts only after every member arrived at its first barrier, so one row per
- *    rank and one result suffice: nothing is overwritten while someone still reads it.
+ *    last average, as in `Ring.allReduce`). It arrives at the second barrier, without waiting there,
+ *    and returns: its part is done, and the rank reports `RoundDone`.
+ * 3. The round is complete once every member did its part, which the coordinator learns from every
+ *    member's `RoundDone`: it then commits the round in the area (`commit`; DESIGN.md §3.3, a
+ *    round closes when every member reported `RoundDone`) and wakes the members once, instead of
+ *    sending each a `RoundCommitted` frame. Each member then reads the mean from the area's result
+ *    row (`allReduce` returns that row itself: no copy, no allocation). The next round's reduction
+ *    starts only after every member arrived at its next first barrier, which each does only after
+ *    the commit, so the result stays as it is until every member read it; one row per rank and one
+ *    result suffice. (Copying the mean out, a new 1.6 MB array per rank a round at 407,050
+ *    parameters, and a second barrier wait were a measurable part of a round at 8 ranks on 2 cores.)
+ *
+ * A member looks at the commit word (`Area.committed`) before it handles any later frame from the
+ * coordinator, which writes it before it sends any, so a `DeclareDead` or `ShutdownWithSave` that
+ * follows a commit always finds it applied.
  *
  * The result equals `Ring.allReduce`'s up to the order of each float64 sum (module doc there): the
  * float32 rounding of a float64 sum of the contributions, within one float32 unit in the last place
  * of the `cpu` backend's mean.
  *
- * Aborts: every wait is `Atomics.waitAsync` (never `Atomics.wait`): the rank's event loop stays
- * free, so heartbeats, `DeclareDead` and a newer `FormRing` still arrive, and interrupting the
- * collective abandons the wait at once. An interrupted collective changes nothing its caller holds
- * (it returns the mean only after the second barrier). A generation whose collective was aborted is
+ * Aborts: the wait is `Atomics.waitAsync` (never `Atomics.wait`): the rank's event loop stays free,
+ * so heartbeats, `DeclareDead` and a newer `FormRing` still arrive, and interrupting the collective
+ * abandons the wait at once. A collective changes nothing its caller holds, and a round nobody
+ * committed is never applied. A member that dies before its part leaves the round incomplete: no
+ * `RoundDone` of its own, so no commit; the others apply nothing and redo the round in the next
+ * generation's area from their pre-round parameters. A generation whose collective was aborted is
  * never used again (the caller blocks it, as with ring steps), so the barrier counts of an area only
  * have to hold while no member is interrupted. Nothing closes an area: a member may still be
  * waiting in it, correctly, when a neighbour already got the newer `FormRing`; an abandoned wait
  * ends by itself within `waitSliceMs`.
  *
  * A contribution with a value that is not finite (a rank writing past its own check): the reducer
- * that meets it marks the row's ring rank in the area; after the second barrier that rank fails its
- * collective (`RingLinkError`, so it dies and is declared dead) and every other member waits,
- * without applying anything, for the `DeclareDead` that follows and the re-formed ring's redo.
+ * that meets it marks the row's ring rank in the area (`Area.badRank`), wakes every member watching
+ * for the commit, and withholds its own `RoundDone` (`allReduce` gives `undefined`), so the round
+ * is never committed. The marked rank fails its collective when it sees the mark (`RingLinkError`,
+ * so it dies and is declared dead); every other member waits, applying nothing, for the
+ * `DeclareDead` that follows and the re-formed ring's redo.
  *
  * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): four `Int32` words
- * (`arrived`: arrivals at barriers so far; `released`: barriers passed; unused; `bad`: 1 + the
- * ring rank of a non-finite row, or 0), then per ring rank two float64 words (round, contributes),
- * then `n` rows of `length` float32 values, then the result's `length` float32 values.
+ * (`arrived`: arrivals at barriers so far; `released`: barriers passed; `committed`: 1 + the
+ * last committed round, wrapped to int32, or 0; `bad`: 1 + the ring rank of a non-finite row, or
+ * 0), then per ring rank two float64 words (round, contributes), then `n` rows of `length` float32 values, then the result's `length` float32 values.
  *
  * @since 0.1.0
  */
@@ -48,6 +63,7 @@ import type { Collective } from "./ring.ts"
 
 const ARRIVED = 0
 const RELEASED = 1
+const COMMITTED = 2
 const BAD = 3
 const headerBytes = 16
 
@@ -134,6 +150,26 @@ export class Area {
     return waited.async ? waited.value.then(() => {}) : Promise.resolve()
   }
 
+  /** The ring rank whose row a reducer found not finite (module doc), or -1. */
+  badRank(): number {
+    return Atomics.load(this.header, BAD) - 1
+  }
+
+  /** Whether the coordinator committed `round` in this area (`commit`), as its last commit. */
+  committed(round: number): boolean {
+    return Atomics.load(this.header, COMMITTED) === ((round + 1) | 0)
+  }
+
+  /**
+   * Resolves when the area's committed round changes from what it is now, when a reducer marks a
+   * row not finite (`badRank`), or after at most `waitSliceMs`. Never rejects. A member that did
+   * its part of a round watches with it for the commit.
+   */
+  commits(): Promise<void> {
+    const waited = waitAsync(this.header, COMMITTED, Atomics.load(this.header, COMMITTED), waitSliceMs)
+    return waited.async ? waited.value.then(() => {}) : Promise.resolve()
+  }
+
   sumsFor(segmentLength: number): Float64Array {
     if (this.sums === undefined || this.sums.length !== segmentLength) this.sums = new Float64Array(segmentLength)
     return this.sums
@@ -154,21 +190,44 @@ export const make = (ringSize: number, length: number): SharedArrayBuffer => {
   return buffer
 }
 
+/**
+ * The coordinator's side of a commit (module doc): records in the area `buffer` (from `make`) that
+ * `round` committed, then wakes every member waiting for it. Call it before sending any later frame
+ * to the generation's members.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const commit = (buffer: SharedArrayBuffer, round: number): void => {
+  const header = new Int32Array(buffer, 0, 4)
+  Atomics.store(header, COMMITTED, (round + 1) | 0)
+  Atomics.notify(header, COMMITTED)
+}
+
+/**
+ * Arrives at this member's next barrier: gives the barrier's number, or 0 when this member was the
+ * last to arrive (it released the barrier).
+ */
+const arrive = (area: Area): number => {
+  const { header } = area
+  const n = area.handle.ringSize
+  const k = area.passed + 1
+  area.passed = k
+  const arrived = Atomics.add(header, ARRIVED, 1) + 1
+  // The first arrival of a collective wakes members that are not in it yet (`arrivals`).
+  if (arrived === n * (k - 1) + 1) Atomics.notify(header, ARRIVED)
+  if (arrived < n * k) return k
+  Atomics.store(header, RELEASED, k)
+  Atomics.notify(header, RELEASED)
+  return 0
+}
+
 /** Waits at this member's next barrier until every member arrived (module doc). */
 const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
   Effect.suspend(() => {
     const { header } = area
-    const n = area.handle.ringSize
-    const k = area.passed + 1
-    area.passed = k
-    const arrived = Atomics.add(header, ARRIVED, 1) + 1
-    // The first arrival of a collective wakes members that are not in it yet (`arrivals`).
-    if (arrived === n * (k - 1) + 1) Atomics.notify(header, ARRIVED)
-    if (arrived === n * k) {
-      Atomics.store(header, RELEASED, k)
-      Atomics.notify(header, RELEASED)
-      return Effect.void
-    }
+    const k = arrive(area)
+    if (k === 0) return Effect.void
     const look = (): Effect.Effect<void, RingLinkError> =>
       Effect.suspend(() => {
         const released = Atomics.load(header, RELEASED)
@@ -182,9 +241,9 @@ const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
 
 /**
  * Reduces this member's segment into the area's result (module doc, step 2). Marks a row with a
- * value that is not finite in the area's `bad` word instead of writing it.
+ * value that is not finite in the area's `bad` word instead of writing it (then gives `"bad"`).
  */
-const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round: number): RingLinkError | undefined => {
+const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round: number): RingLinkError | "bad" | undefined => {
   const { ringSize: n, length } = area.handle
   const [start, end] = segmentOf(length, n, ringRank)
   const sums = area.sumsFor(end - start)
@@ -210,10 +269,12 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
       for (let j = 0; j < n; j++) {
         if (area.meta[2 * j + 1] === 1 && !Number.isFinite(area.rows[j]![i]!)) {
           Atomics.compareExchange(area.header, BAD, 0, j + 1)
+          // Members watching for the commit look at the mark (`Area.commits`).
+          Atomics.notify(area.header, COMMITTED)
           break
         }
       }
-      return undefined
+      return "bad"
     }
     result[i] = sum / count
   }
@@ -222,9 +283,9 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
 
 /**
  * Fault hooks for tests (`RankData.collectiveFault`): `before(phase)` runs before each barrier
- * (phase 0: the first, in place of the ring's reduce-scatter steps; 1: the second, in place of its
- * all-gather steps) and may never end (an exit, a hang); `corrupt` says whether this member writes
- * NaN into its row instead of its parameters.
+ * (phase 0: the first, in place of the ring's reduce-scatter steps; 1: the arrival at the second,
+ * after the reduction, in place of its all-gather steps) and may never end (an exit, a hang);
+ * `corrupt` says whether this member writes NaN into its row instead of its parameters.
  *
  * @since 0.1.0
  * @category model
@@ -235,11 +296,15 @@ export interface Faults {
 }
 
 /**
- * The element-wise mean of the contributing members' `params` for one collective, as float32,
- * through the shared `area` (module doc). `collective.ringRank`/`ringSize` must be the area's;
- * `contributes` as in `Ring.allReduce`; `params` is only read and the result is a new array.
- * Fails with `RingLinkError` when members disagree on the round, or this
- * member's own contribution was not finite; interrupt it to abort (a death, a newer generation).
+ * This member's part of one collective through the shared `area` (module doc, steps 1 and 2):
+ * `collective.ringRank`/`ringSize` must be the area's; `contributes` as in `Ring.allReduce`;
+ * `params` is only read. Gives the area's result row (module doc, step 3), which holds the
+ * element-wise float32 mean of the contributing members' `params` once every member did its part
+ * (the coordinator's `commit` says so) and until this member's next collective in the area: copy
+ * what must outlive that, and never write into it. Gives `undefined` when this member's segment met
+ * a row that is not finite (marked: `Area.badRank`; the member then reports no `RoundDone`). Fails
+ * with `RingLinkError` when members disagree on the round; interrupt it to abort (a death, a newer
+ * generation).
  *
  * @since 0.1.0
  * @category averaging
@@ -250,7 +315,7 @@ export const allReduce = (
   params: Float32Array,
   contributes = true,
   faults: Faults = {}
-): Effect.Effect<Float32Array, RingLinkError> =>
+): Effect.Effect<Float32Array | undefined, RingLinkError> =>
   Effect.gen(function*() {
     const { ringRank: r, ringSize: n, round } = collective
     const { handle } = area
@@ -266,15 +331,9 @@ export const allReduce = (
     area.meta[2 * r + 1] = contributes ? 1 : 0
     if (faults.before !== undefined) yield* faults.before(0)
     yield* barrier(area)
-    const mismatch = reduceSegment(area, r, params, round)
-    if (mismatch !== undefined) return yield* Effect.fail(mismatch)
+    const reduced = reduceSegment(area, r, params, round)
+    if (reduced instanceof RingLinkError) return yield* Effect.fail(reduced)
     if (faults.before !== undefined) yield* faults.before(1)
-    yield* barrier(area)
-    const bad = Atomics.load(area.header, BAD)
-    if (bad === r + 1) return yield* Effect.fail(new RingLinkError("this rank's contribution carried a value that is not finite"))
-    // Another member's was: wait, applying nothing, for its death's DeclareDead to interrupt this.
-    if (bad !== 0) return yield* Effect.never
-    const out = new Float32Array(params.length)
-    out.set(area.result)
-    return out
+    arrive(area)
+    return reduced === "bad" ? undefined : area.result
   })

@@ -32,6 +32,12 @@ export interface Io {
   readonly progressStream: () => NodeJS.WritableStream
   readonly env?: (name: string) => string | undefined
   readonly leaving?: (code: number) => void
+  /**
+   * How the user started the command, for the commands its hints print (`resume with: <command>
+   * resume ...`, serve's join line): `commandOf`'s answer (`bin/cohort.mjs` passes it); default
+   * `cohort`.
+   */
+  readonly command?: string
 }
 
 /**
@@ -112,7 +118,7 @@ export const withConsoleOnStderr = async <A>(json: boolean, body: () => Promise<
  * @category cli
  */
 export const finish = (io: Io, result: RunTypes.RunResult | PartialRun, json: boolean, runDir?: string): number => {
-  const rendered = renderResult(result, runDir)
+  const rendered = renderResult(result, runDir, io.command)
   io.out(json ? `${JSON.stringify(result, null, 2)}\n` : rendered.out)
   if (rendered.err !== undefined) io.err(`${rendered.err}\n`)
   return result.outcome !== undefined ? result.exitCode : result.failed !== undefined ? ExitCode.unavailable : ExitCode.usage

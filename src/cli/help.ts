@@ -54,12 +54,13 @@ Options of demo and run:
                               coordinator;
                               ring needs 2 ranks or more and stops with SingleSurvivor at 1
                               (default cpu)
-  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts; repeatable;
+  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts (2@5, 2@1.5,
+                              2@1.5s, or milliseconds: 2@500ms); repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
                               epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
   --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
-                              worker stays alive, so only heartbeats catch it; repeatable
-                              (default none)
+                              worker stays alive, so only heartbeats catch it; repeatable; the
+                              time as for --kill (default none)
   --no-kill                   no kill at all (removes the demo's kill)
   --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
   --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms
@@ -115,7 +116,9 @@ Options of join URL:
   --token-file FILE           the run token; else COHORT_TOKEN (one is required)
   --rank N|auto               the rank to join as; auto: the lowest free rank (default auto)
   --rank-from-env NAME        the rank from environment variable NAME (e.g. JOB_COMPLETION_INDEX)
-  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (default ./cohort-save)
+  --save-dir DIR              saves (DIR/rank<r>) and checkpoints (DIR/checkpoints) (default
+                              ./cohort-save/<runId>: one folder per run joined); a rank that
+                              saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
@@ -124,8 +127,10 @@ Options of join URL:
   the join (full, a taken or exited index, not started, shutting down, over). A refusal is one
   line on stderr and is never retried.
 
-Options of resume (the seed, epochs, mode and batch size are the run's own; every option not
-given is the run's, except faults: none unless given):
+Options of resume (the seed, epochs, mode, batch size, backend, role policy and
+--on-repeated-crash are the run's own: --seed, --epochs, --mode, --backend, --role-policy and
+--on-repeated-crash are refused, each with why; every option not given is the run's, except
+faults: none unless given, so --no-kill is refused too):
   --world-size N, --transport worker|process|websocket, --kill RANK@SECONDS, --hang RANK@SECONDS,
   --heartbeat-timeout-ms N, --coordinator-timeout-ms N, --failure-limit N|F,
   --rank-memory-mb N, --interrupt-grace-ms N, --json, --dashboard [PORT], --dashboard-faults

@@ -6,11 +6,13 @@
  * loading its own data on this host), `--token-file FILE` or `COHORT_TOKEN` (one is required),
  * `--rank N`, `--rank auto` (default: the coordinator assigns the lowest free rank) or
  * `--rank-from-env NAME` (an integer from the environment variable NAME, e.g. a Kubernetes
- * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (default `./cohort-save`: saves go to
- * `DIR/rank<r>`, checkpoints to `DIR/checkpoints`), `--connect-timeout-ms N` (default 300000: a
- * coordinator that is not up yet is tried again, with jittered back-off, for this long).
+ * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (saves go to `DIR/rank<r>`, checkpoints
+ * to `DIR/checkpoints`; default `./cohort-save/<runId>`, one folder per run, `runId` from the
+ * coordinator's welcome), `--connect-timeout-ms N` (default 300000: a coordinator that is not up
+ * yet is tried again, with jittered back-off, for this long).
  *
  * Its lines go to stderr: `cohort join: joined ws://HOST:PORT/ as rank R of N` once welcomed,
+ * `cohort join: rank R saved its state under DIR/rank<r> (REASON)` after a `ShutdownWithSave`,
  * `cohort join: refused by URL: <words> (close code C)` for a refused join, and the rank's own
  * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/socket-rank.ts` (0 a
  * clean end, 10-16 one per refusal class, 15 unreachable, 3 coordinator gone, 2 bad input).
@@ -24,8 +26,8 @@ import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./pars
 import { readToken, serveDefaults } from "./serve.ts"
 
 /**
- * Defaults of the `join` flags: `rank` `"auto"`, `saveDir` `./cohort-save`, `connectTimeoutMs`
- * 300000.
+ * Defaults of the `join` flags: `rank` `"auto"`, `saveDir` `./cohort-save` (with the run's id
+ * below it: `./cohort-save/<runId>`), `connectTimeoutMs` 300000.
  *
  * @since 0.1.0
  * @category cli
@@ -116,6 +118,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     rank,
     trainer,
     saveDir: Files.absolutePath(raw.saveDir ?? joinDefaults.saveDir),
+    // The default folder is shared by every run joined from here: one subfolder per run.
+    saveDirPerRun: raw.saveDir === undefined,
     connectTimeoutMs,
     say: (line) => io.err(`${line}\n`),
     ...(io.leaving === undefined ? {} : { beforeExit: io.leaving })

@@ -78,7 +78,7 @@ const report = async (io: Io, options: ReportCommandOptions): Promise<number> =>
     if (typeof written === "string") return usage(io, written)
     io.out(`${written.file}  ${Math.ceil(written.bytes / 1024)} KiB\n`)
     if (written.failed === undefined) return ExitCode.ok
-    io.err(`${failureLine(written.failed, options.runDir.replace(/(.)\/+$/, "$1"))}\n`)
+    io.err(`${failureLine(written.failed, options.runDir.replace(/(.)\/+$/, "$1"), io.command)}\n`)
     return ExitCode.unavailable
   }
   const result = await readRun(options.runDir, { fileBytesMax: options.fileBytesMax })

@@ -245,13 +245,14 @@ export const oneOf = <A extends string>(flag: string, text: string | undefined, 
 const outOfRange = (rank: number, worldSize: number): string =>
   `rank ${rank} is out of range for ${worldSize} ${worldSize === 1 ? "rank" : "ranks"} (0 to ${worldSize - 1})`
 
-const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))$/
+// RANK@TIME: seconds, bare (`2@1.5`) or with `s` (`2@1.5s`), or milliseconds with `ms` (`2@500ms`).
+const faultSpecPattern = /^(-?\d+)@(-?(?:\d+(?:\.\d*)?|\.\d+))(ms|s)?$/
 
 const faultSpec = (flag: string, text: string, worldSize: number): { readonly rank: number; readonly atSeconds: number } => {
   const match = faultSpecPattern.exec(text)
-  if (match === null) throw new UsageError(`${flag} expects RANK@SECONDS (e.g. 2@5), got '${text}'`)
+  if (match === null) throw new UsageError(`${flag} expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '${text}'`)
   const rank = Number(match[1])
-  const atSeconds = Number(match[2])
+  const atSeconds = match[3] === "ms" ? Number(match[2]) / 1000 : Number(match[2])
   if (rank < 0 || rank >= worldSize) {
     throw new UsageError(`${flag} ${text}: ${outOfRange(rank, worldSize)}`)
   }
@@ -348,7 +349,28 @@ const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => 
   return { port, faults: raw.dashboardFaults === true }
 }
 
+/**
+ * The `run` flags that `resume` refuses, each with why: what they set is the parent's (its journal's
+ * `started` event), so that the resumed run trains exactly the samples the parent did not commit,
+ * in the same order, with the same model (README "Resuming a run").
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const resumeRefusedFlags: ReadonlyArray<readonly [flag: string, key: keyof RawRunOptions, why: string]> = [
+  ["--seed", "seed", "resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"],
+  ["--epochs", "epochs", "resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"],
+  ["--mode", "mode", "resume keeps the parent's mode: the uncommitted ranges it trains are those of the parent's plan"],
+  ["--backend", "backend", "resume keeps the parent's averaging backend (and its ring options)"],
+  ["--role-policy", "rolePolicy", "resume keeps the parent's role policy (run({ resume }) in the library can change it)"],
+  ["--on-repeated-crash", "onRepeatedCrash", "resume keeps the parent's --on-repeated-crash (run({ resume }) in the library can change it)"],
+  ["--no-kill", "kill", "resume injects no fault unless --kill or --hang is given: there is no kill to remove"]
+]
+
 const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions => {
+  for (const [flag, key, why] of resumeRefusedFlags) {
+    if (raw[key] !== undefined && (key !== "kill" || raw.kill === false)) throw new UsageError(`resume: ${flag} cannot be given: ${why}`)
+  }
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (raw.out === "") throw new UsageError("--out needs a folder path")
   const worldSize = raw.worldSize === undefined ? undefined : integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
@@ -481,6 +503,14 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .option("--json")
     .option("--dashboard [port]")
     .option("--dashboard-faults")
+    // Refused with why (`resumeRefusedFlags`), rather than as unknown options.
+    .option("--seed <n>")
+    .option("--epochs <n>")
+    .option("--mode <mode>")
+    .option("--backend <backend>")
+    .option("--role-policy <policy>")
+    .option("--on-repeated-crash <action>")
+    .option("--no-kill")
     .action((runDir: string, raw: RawRunOptions) => {
       parsed = { command: "resume", options: resumeOptions(runDir, raw) }
     })

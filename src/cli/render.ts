@@ -45,15 +45,47 @@ const alertText = (alert: Alerts.Alert): string =>
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
 
+/** `word` quoted for a POSIX shell when it needs to be. */
+const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+
 /**
- * The command line that resumes the run in `runDir`, quoted for a POSIX shell when it needs to be:
- * `cohort resume runs/abc`.
+ * How the user started the command, as its hints should print it: `npx cohort` through npx,
+ * `cohort` through the package's bin link otherwise, and `node bin/cohort.mjs` (`bun ...`, `deno
+ * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
+ * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
+ * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
+ * `-A` is the one the README gives.
  *
  * @since 0.1.0
  * @category rendering
  */
-export const resumeCommand = (runDir: string): string =>
-  `cohort resume ${/^[\w@%+=:,./-]+$/.test(runDir) ? runDir : `'${runDir.replace(/'/g, `'\\''`)}'`}`
+export const commandOf = (
+  started: { readonly script: string; readonly cwd: string; readonly runtime: "node" | "bun" | "deno" | "unknown"; readonly viaNpx: boolean }
+): string => {
+  const base = started.script.split(/[\\/]/).at(-1) ?? ""
+  if (!/\.m?[jt]s$/.test(base)) return started.viaNpx ? "npx cohort" : "cohort"
+  const cwd = started.cwd.endsWith("/") ? started.cwd : `${started.cwd}/`
+  const path = shellQuoted(started.script.startsWith(cwd) ? started.script.slice(cwd.length) : started.script)
+  // Bun and Deno come with the package as dev dependencies: through npx unless on the PATH.
+  const npx = started.viaNpx ? "npx " : ""
+  switch (started.runtime) {
+    case "bun":
+      return `${npx}bun ${path}`
+    case "deno":
+      return `${npx}deno run -A ${path}`
+    default:
+      return `node ${path}`
+  }
+}
+
+/**
+ * The command line that resumes the run in `runDir`, quoted for a POSIX shell when it needs to be:
+ * `cohort resume runs/abc` (`command` is how the user starts `cohort`: `commandOf`).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const resumeCommand = (runDir: string, command = "cohort"): string => `${command} resume ${shellQuoted(runDir)}`
 
 /** Where a resumed run picked up, for its `started` line and its report. */
 const resumedText = (resumed: RunTypes.Resumed): string =>
@@ -71,9 +103,9 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
  * @since 0.1.0
  * @category rendering
  */
-export const failureLine = (failed: RunFailure, runDir: string): string =>
+export const failureLine = (failed: RunFailure, runDir: string, command = "cohort"): string =>
   `cohort: ${failureText(failed)}` +
-  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir)}` : "; nothing was trained: there is nothing to resume")
+  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir, command)}` : "; nothing was trained: there is nothing to resume")
 
 /**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
@@ -132,7 +164,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         ? (event.worldSize === 1 ? "formed: its one rank joined" : `formed: every one of the ${event.worldSize} ranks joined`)
         : `formed: ${event.joined} of the ${plural(event.worldSize, "rank")} joined (--min-ranks); the others join while it trains`
     case "welcomed":
-      return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once): ${event.given}`
+      return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once)${
+        event.given === "" ? "" : `: ${event.given}`
+      }`
     case "ended":
       return event.outcome.status === "completed"
         ? "run ended: completed"
@@ -141,6 +175,23 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
     case "failed":
       return failureText(event).replace(/^the run/, "run")
+  }
+}
+
+/**
+ * `eventText` for a live view, which reads events in order: a joiner's `welcomed` line names what
+ * it was given only when that differs from what the joiner before it was given (the core's words
+ * once, not once per joiner), and never repeats the rank, epoch and round the line starts with.
+ */
+const liveText = (): ((event: RunTypes.RunEvent) => string) => {
+  let lastGiven: string | undefined
+  return (event) => {
+    if (event.type !== "welcomed") return eventText(event)
+    // The core's reason starts with what the line already says: "rank R joins at epoch E, round F onwards (path): ".
+    const given = event.given.replace(/^rank \d+ joins at epoch \d+, round \d+ onwards \([^)]*\): /, "")
+    const same = given === lastGiven
+    lastGiven = given
+    return eventText({ ...event, given: same ? "" : given })
   }
 }
 
@@ -164,6 +215,7 @@ export interface LiveView {
  */
 export const lineView = (write: (text: string) => void, progressEveryMs = 1000): LiveView => {
   const lastProgressMs = new Map<number, number>()
+  const text = liveText()
   return {
     onEvent: (event) => {
       // Averaging rounds go to the journal only: one a line would drown the rest.
@@ -173,7 +225,7 @@ export const lineView = (write: (text: string) => void, progressEveryMs = 1000):
         if (last !== undefined && event.ms - last < progressEveryMs) return
         lastProgressMs.set(event.rank, event.ms)
       }
-      write(`${stamp(event.ms)} ${eventText(event)}\n`)
+      write(`${stamp(event.ms)} ${text(event)}\n`)
     },
     stop: () => {}
   }
@@ -218,7 +270,8 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
   const share = (): number => Math.max(1, Math.ceil(epochSamples / Math.max(1, live)))
   // cli-progress clears only the first row it writes its buffered log lines on; each line clears
   // its own row (ESC [2K) so that no longer bar row shows through past its end.
-  const log = (event: RunTypes.RunEvent): void => multibar.log(`\x1b[2K${stamp(event.ms)} ${eventText(event)}\n`)
+  const text = liveText()
+  const log = (event: RunTypes.RunEvent): void => multibar.log(`\x1b[2K${stamp(event.ms)} ${text(event)}\n`)
   return {
     onEvent: (event) => {
       switch (event.type) {
@@ -371,7 +424,8 @@ const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<Ru
  */
 export const renderResult = (
   result: RunTypes.RunResult | PartialRun,
-  runDir: string = result.runDir
+  runDir: string = result.runDir,
+  command = "cohort"
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
@@ -406,7 +460,9 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? outcome.epochsCompleted) : undefined
+  // A resume stopped before it formed stopped in the epoch it was to resume in, not in epoch 0.
+  const completedEpochs = outcome === undefined ? 0 : Math.max(outcome.epochsCompleted, result.resumed?.epoch ?? 0)
+  const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? completedEpochs) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
@@ -476,8 +532,8 @@ export const renderResult = (
     const head = outcome.status === "completed"
       ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
       : outcome.status === "interrupted"
-      ? `${interruptedText(outcome.detail)} after ${plural(outcome.epochsCompleted, "completed epoch")}`
-      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(outcome.epochsCompleted, "completed epoch")}`
+      ? `${interruptedText(outcome.detail)} after ${plural(completedEpochs, "completed epoch")}`
+      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(completedEpochs, "completed epoch")}`
     lines.push(
       `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
@@ -495,14 +551,17 @@ export const renderResult = (
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   // Interrupted before training started (still forming): nothing was trained, nothing to resume.
   const trainedNothing = outcome?.status === "interrupted" && outcome.uncommitted === undefined && result.epochs.length === 0
-  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir)}`
+  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir, command)}`
   const stoppedLine = outcome === undefined && result.failed !== undefined
-    ? failureLine(result.failed, runDir)
+    ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir)}`
+      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
+    : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
+      `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir, command)}`
     : outcome.status === "interrupted" && trainedNothing
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
     : outcome.status === "interrupted"

@@ -216,9 +216,18 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       faults: false,
       ...(isLoopback(listen.host) ? {} : { token: () => runToken })
     }
-    return conduct(io, { ...parsed, dashboard }, (hooks) =>
-      serve({
+    return conduct(io, { ...parsed, dashboard }, (hooks) => {
+      // The run's `started` line comes after serve's own header (the URL and the join command),
+      // which the launcher reports right after it: it is held until then.
+      let listened = false
+      let started: RunTypes.RunEvent | undefined
+      const onEvent = (event: RunTypes.RunEvent): void => {
+        if (event.type === "started" && !listened) started = event
+        else hooks.onEvent(event)
+      }
+      return serve({
         ...hooks,
+        onEvent,
         trainer,
         worldSize: parsed.worldSize,
         maxRanks,
@@ -264,10 +273,14 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
                 : `${listening.host} listens on every address of this host: ${addresses.join(", ")}`
             )
           }
-          say(`join with: cohort join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
+          say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
           if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken)}`)
+          listened = true
+          if (started !== undefined) hooks.onEvent(started)
+          started = undefined
         }
-      }))
+      })
+    })
   })
 }

@@ -8,11 +8,17 @@
 import type { Rank } from "./messages.ts"
 
 /**
- * `{absolute: n}`: unrecoverable once `n` ranks died. `{fraction: f}`: once
- * `ceil(clamp(f, 0, 1) * joined)` died, where `joined` counts every rank that ever joined the run
- * (the ranks present at formation plus every welcomed joiner, dead and exited ones included), so
- * that a growing run's limit grows with it and a run that never grows keeps `worldSize`
- * (DESIGN.md §3.6; issue 17).
+ * `{absolute: n}`: unrecoverable once `n` members died. `{fraction: f}`: once
+ * `ceil(clamp(f, 0, 1) * members)` died, where `members` counts every rank that was ever a member
+ * of the run (the ranks present at formation plus every welcomed joiner, dead and exited ones
+ * included), so that a growing run's limit grows with it and a run that never grows keeps
+ * `worldSize` (DESIGN.md §3.6; issue 17).
+ *
+ * A joiner becomes a member when the round open at its welcome closes (it enters the rounds). One
+ * that dies before that is in the ledger and raises `RankLost` like any death, but is counted
+ * apart (`Counters.joinersLost`): neither a failure of the limit nor in the fraction's base. So
+ * joiners that die on arrival (a broken joining host, a token holder's junk joins) cannot stop a
+ * run whose members are healthy, and a fraction stays a fraction of the ranks that trained.
  *
  * @since 0.1.0
  * @category model
@@ -303,7 +309,7 @@ export const make = (options: Options): Config | Invalid => {
 /**
  * The number of failures at which the run is unrecoverable: `absolute n` gives `n`;
  * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)` (the core passes the count of ranks that
- * ever joined as `worldSize`: `Membership.joined`, issue 17), the product rounded to 9 decimal places
+ * were ever members as `worldSize`: `Membership.joined` less `Counters.joinersLost`, issue 17), the product rounded to 9 decimal places
  * before the ceiling so that 0.07 of 100 is 7 (DESIGN.md §3.6; fixes floating-point noise in
  * floDl's `Percent`). `undefined` when there is no limit.
  *

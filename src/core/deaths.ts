@@ -83,6 +83,8 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     if (death !== undefined) death.remainderSamples = ranges.reduce((sum, [, size]) => sum + size, 0)
     remainders.push({ rank: d.rank, death, ranges })
     if (Membership.isLive(membership, d.rank)) leaveRound(state, d.rank)
+    // A joiner that dies before it entered the rounds was never a member: not a failure of the limit.
+    if (running && d.kind === "death" && state.joining.has(d.rank)) state.counters.joinersLost += 1
     state.joining.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)

@@ -4,7 +4,7 @@
  * round boundary where joiners enter the rounds (and, with the ring backend, the ring).
  *
  * It adds to DESIGN.md §3 (proposed §3.11 "Joins"; §3.6's failure limit now counts the ranks that
- * ever joined):
+ * were ever members, `Config.FailureLimit`):
  *
  * - **Capacity.** Rank indices are `[0, maxRanks)`; `[0, worldSize)` form the run (`minRanks` of
  *   them at least; `start`'s `absent` ones are vacant), the rest are vacant. A join takes a vacant
@@ -15,8 +15,9 @@
  *   vacant index, or one `>= maxRanks`), `DeadIndex`, `ExitedIndex`, `LiveIndex`. Each is counted
  *   (`counters.joinsRefused`) and becomes one `JoinRefused` command; nothing else changes.
  * - **Welcome.** The joiner is alive and watched from the join's `nowMs`, counts in `activeCount`
- *   and in the failure limit's base, and gets `Welcome{epoch, firstRound: round + 1, roles, model}`
- *   first. `model` is `coordinator` with the `cpu` backend (the shell sends the last `Update`'s
+ *   and in the failure limit's base (unless it dies before it enters the rounds: then it is counted
+ *   in `Counters.joinersLost` instead, neither a failure of the limit nor in its base), and gets
+ *   `Welcome{epoch, firstRound: round + 1, roles, model}` first. `model` is `coordinator` with the `cpu` backend (the shell sends the last `Update`'s
  *   mean) and `peer` with `ring` (a `SendModel` from a ring member follows when it enters the ring).
  * - **Rounds.** No round waits on a rank that joined after it opened: until the open round closes
  *   the joiner is `joining`. With `cpu` it counts as having contributed to the open round (a

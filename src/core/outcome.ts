@@ -99,6 +99,13 @@ export interface Counters {
    * then asked for from another member. A `Params` nobody asked for counts in `staleRoundDone`.
    */
   modelsRefused: number
+  /**
+   * Joiners that died while still joining (issue 17): welcomed, but dead before the round open at
+   * their welcome closed, so never a member of any round. Each is in the ledger and raised
+   * `RankLost` like any death, but the failure limit counts neither it nor its index
+   * (`Config.FailureLimit`, DESIGN.md §3.6).
+   */
+  joinersLost: number
 }
 
 /**
@@ -179,5 +186,6 @@ export const zeroCounters = (): Counters => ({
   coordinatorStalls: 0,
   joins: 0,
   joinsRefused: 0,
-  modelsRefused: 0
+  modelsRefused: 0,
+  joinersLost: 0
 })

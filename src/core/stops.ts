@@ -24,11 +24,15 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
     }
   }
   if (checkFailureLimit) {
-    // A fraction is of the ranks that ever joined (issue 17): `worldSize` for a run that never grows.
-    const limit = Config.failureLimitCount(config.failureLimit, membership.joined)
-    if (limit !== undefined && membership.failures >= limit) {
-      const failures = `${membership.failures} ${membership.failures === 1 ? "failure" : "failures"}`
-      return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}` }
+    // The limit counts members (issue 17): joiners that died before they entered the rounds count
+    // neither as failures nor in the fraction's base (`worldSize` for a run that never grows).
+    const lost = state.counters.joinersLost
+    const counted = membership.failures - lost
+    const limit = Config.failureLimitCount(config.failureLimit, membership.joined - lost)
+    if (limit !== undefined && counted >= limit) {
+      const failures = `${counted} ${counted === 1 ? "failure" : "failures"}`
+      const besides = lost === 0 ? "" : ` (besides ${lost} ${lost === 1 ? "joiner" : "joiners"} lost before entering the rounds, not counted)`
+      return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}${besides}` }
     }
   }
   // Joiners not yet in the ring do not count: the ring re-forms without them (issue 17).

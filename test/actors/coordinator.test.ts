@@ -289,3 +289,38 @@ describe("coordinator actor", () => {
       assert.deepStrictEqual(handle.state.deaths.map((d) => d.rank), [0])
     })))
 })
+
+describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)", () => {
+  it.live("a generation whose links came with an area is committed there (no RoundCommitted frame); a generation without one gets RoundCommitted frames", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const made = Core.make({ worldSize: 3, epochSamples: 1200, epochs: 1, mode: "progressive", backend: "ring", chunkSamples: 100, chunksInflightMax: 1 }, 0)
+      if ("_tag" in made) return yield* Effect.die(made.reason)
+      const { transport, sent, hello } = yield* recordingTransport(-1)
+      // Generation 0 averages in an area; later generations have none.
+      const commits: Array<number> = []
+      const formRingLinks = (generation: number) => (generation === 0 ? (round: number) => void commits.push(round) : undefined)
+      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY, formRingLinks })
+      const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+      const frame = (rank: number, message: ToCoordinator) =>
+        Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+      for (const rank of [0, 1, 2]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RingReady", generation: 0 })
+      for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })
+      while (handle.state.round < 1) yield* Effect.sleep(1)
+      assert.deepStrictEqual(commits, [0])
+      const committedFrames = () => sent.filter(([, m]) => m._tag === "RoundCommitted")
+      assert.deepStrictEqual(committedFrames(), [])
+      // Rank 2 dies: generation 1 forms without an area.
+      yield* Queue.offer(inbox, { _tag: "Ended", peer: 2, cause: DeathReport.killed("SIGKILL") })
+      while (!sent.some(([, m]) => m._tag === "FormRing" && m.generation === 1)) yield* Effect.sleep(1)
+      for (const rank of [0, 1]) yield* frame(rank, { _tag: "RingReady", generation: 1 })
+      for (const rank of [0, 1]) yield* frame(rank, { _tag: "RoundDone", epoch: 0, round: 1, generation: 1, samplesDone: 0 })
+      while (handle.state.round < 2) yield* Effect.sleep(1)
+      assert.deepStrictEqual(commits, [0])
+      assert.deepStrictEqual(committedFrames(), [
+        [0, { _tag: "RoundCommitted", round: 1, generation: 1 }],
+        [1, { _tag: "RoundCommitted", round: 1, generation: 1 }]
+      ])
+    })))
+})

@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliCommand } from "../cli-process.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -97,7 +98,7 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     const lastLine = run.stderr.trimEnd().split("\n").at(-1)!
     expect(lastLine).toBe(
       `cohort: run interrupted by SIGINT: run in ${run.runDir}; ranks 0, 1, 2 saved under ${run.runDir}/save; ` +
-        `the epoch's uncommitted ranges are in ${run.runDir}/summary.json; resume with: cohort resume ${run.runDir}`
+        `the epoch's uncommitted ranges are in ${run.runDir}/summary.json; resume with: ${cliCommand()} resume ${run.runDir}`
     )
     expect(run.stderr).toContain(
       `cohort: SIGINT: asking the ranks to save and stop (grace 30 s); send it again to stop at once\n`

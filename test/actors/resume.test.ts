@@ -10,6 +10,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliCommand } from "../cli-process.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import * as Resume from "../../actors/resume.ts"
 import type { RunEvent, RunOptions, RunResult } from "../../actors/run-types.ts"
@@ -111,7 +112,7 @@ describe(`cohort resume (${runtime})`, () => {
     expect([stopped.code, stopped.stderr]).toEqual([
       1,
       `cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under ${parent.runDir}/save; ` +
-        `resume with: cohort resume ${parent.runDir}\n`
+        `resume with: ${cliCommand()} resume ${parent.runDir}\n`
     ])
 
     const resumed = await cohort("resume", parent.runDir, "--world-size", "3", "--json")
@@ -182,7 +183,7 @@ describe(`cohort resume (${runtime})`, () => {
     expect(report.code).toBe(2)
     expect(report.stderr).toBe(
       `cohort: warning: ${runDir}/events.ndjson was cut in line ${cutLine}: the report shows the run as far as it was read; its outcome is unknown; ` +
-        `if its coordinator's process died, resume it from its last checkpoint with: cohort resume ${runDir}\n`
+        `if its coordinator's process died, resume it from its last checkpoint with: ${cliCommand()} resume ${runDir}\n`
     )
 
     const resumed = await cohort("resume", runDir, "--transport", "worker", "--world-size", "2", "--json")

@@ -39,7 +39,7 @@ describe(`the cohort command as a process (${Runtime.detect()})`, () => {
     await serve.exit
     const out = serve.out()
     const address = firstExternalIPv4()
-    const joinLine = /cohort serve: join with: cohort join (\S+) /.exec(out)?.[1]
+    const joinLine = /cohort serve: join with: .* join (ws:\/\/\S+) /.exec(out)?.[1]
     if (address === undefined) {
       expect(out).toContain("0.0.0.0 listens on every address of this host")
     } else {

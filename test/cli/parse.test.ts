@@ -102,6 +102,17 @@ describe("parse", () => {
     })
   })
 
+  it("--kill and --hang take seconds bare or with s, or milliseconds with ms", () => {
+    expect(Cli.parse(["demo", "--kill", "1@500ms", "--kill", "2@2s", "--kill", "3@1.5", "--hang", "0@250ms", "--hang", "1@.5s"])).toMatchObject({
+      options: {
+        kills: [{ rank: 1, atSeconds: 0.5 }, { rank: 2, atSeconds: 2 }, { rank: 3, atSeconds: 1.5 }],
+        hangs: [{ rank: 0, atSeconds: 0.25 }, { rank: 1, atSeconds: 0.5 }]
+      }
+    })
+    expect(Cli.parse(["demo", "--kill", "1@2m"])).toEqual({ error: "--kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@2m'" })
+    expect(Cli.parse(["demo", "--kill", "1@-5ms"])).toEqual({ error: "--kill 1@-5ms: seconds must be >= 0" })
+  })
+
   it("collects repeated --kill and --hang in order; --kill replaces the default kill", () => {
     expect(Cli.parse(["demo", "--kill", "1@3", "--kill", "3@0", "--hang", "0@1", "--hang", "2@7.25"])).toMatchObject({
       options: {
@@ -292,14 +303,30 @@ describe("parse resume", () => {
 
   it("refuses what a resume cannot change or read, in one line", () => {
     expect(Cli.parse(["resume"])).toEqual({ error: "missing required argument 'RUN_DIR'" })
-    expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({ error: "unknown option '--epochs'" })
-    expect(Cli.parse(["resume", "runs/abc", "--seed", "5"])).toEqual({ error: "unknown option '--seed'" })
+    expect(Cli.parse(["resume", "runs/abc", "--unknown", "5"])).toEqual({ error: "unknown option '--unknown'" })
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "0"])).toEqual({ error: "--world-size must be an integer >= 1, got '0'" })
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({ error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)" })
     expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({ error: "--transport must be worker or process, got 'socket'" })
     expect(Cli.parse(["resume", "runs/abc", "--out", ""])).toEqual({ error: "--out needs a folder path" })
     expect(Cli.parse(["resume", "runs/abc", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
     expect(Cli.parse(["resume", "runs/abc", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
+  })
+
+  it("refuses the run flags whose values are the parent's, saying that resume keeps them and why", () => {
+    expect(Cli.parse(["resume", "runs/abc", "--seed", "3"])).toEqual({
+      error: "resume: --seed cannot be given: resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({
+      error: "resume: --epochs cannot be given: resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--no-kill"])).toEqual({
+      error: "resume: --no-kill cannot be given: resume injects no fault unless --kill or --hang is given: there is no kill to remove"
+    })
+    for (const [flag, value] of [["--mode", "progressive"], ["--backend", "ring"], ["--role-policy", "1"], ["--on-repeated-crash", "continue"]] as const) {
+      expect((Cli.parse(["resume", "runs/abc", flag, value]) as { error: string }).error).toMatch(new RegExp(`^resume: ${flag} cannot be given: resume keeps the parent's `))
+    }
+    // --kill still works beside the refused flags' options.
+    expect(Cli.parse(["resume", "runs/abc", "--kill", "1@2"])).toMatchObject({ options: { kills: [{ rank: 1, atSeconds: 2 }] } })
   })
 
   it("resumeCommand quotes a directory only when a shell needs it", () => {
@@ -336,11 +363,11 @@ describe("bad input gives one line on stderr and exit code 2", () => {
       "cohort: --kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)"
     ],
     ["--kill -1@1", ["demo", "--kill", "-1@1"], "cohort: --kill -1@1: rank -1 is out of range for 4 ranks (0 to 3)"],
-    ["a malformed --kill", ["demo", "--kill", "two@1"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got 'two@1'"],
-    ["a --kill without seconds", ["demo", "--kill", "2"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5), got '2'"],
+    ["a malformed --kill", ["demo", "--kill", "two@1"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got 'two@1'"],
+    ["a --kill without seconds", ["demo", "--kill", "2"], "cohort: --kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '2'"],
     ["negative seconds", ["demo", "--kill", "2@-1"], "cohort: --kill 2@-1: seconds must be >= 0"],
     ["a --hang out of range", ["demo", "--hang", "4@5"], "cohort: --hang 4@5: rank 4 is out of range for 4 ranks (0 to 3)"],
-    ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5), got '1@soon'"],
+    ["a malformed --hang", ["demo", "--hang", "1@soon"], "cohort: --hang expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@soon'"],
     ["--kill with --no-kill", ["demo", "--no-kill", "--kill", "1@2"], "cohort: --kill cannot be used with --no-kill"],
     ["a bad mode", ["demo", "--mode", "fast"], "cohort: --mode must be static or progressive, got 'fast'"],
     ["a bad transport", ["demo", "--transport", "tcp"], "cohort: --transport must be worker, process or websocket, got 'tcp'"],
@@ -483,7 +510,7 @@ describe("help", () => {
         "(default auto)",
         "--rank-from-env NAME",
         "--save-dir DIR",
-        "(default ./cohort-save)",
+        "./cohort-save/<runId>: one folder per run joined",
         "--connect-timeout-ms N",
         "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
         "cohort bundle --trainer FILE --out DIR",

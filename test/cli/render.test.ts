@@ -217,6 +217,26 @@ describe("lineView", () => {
   })
 })
 
+describe("lineView: joins", () => {
+  it("a welcomed line says what the joiner was given once, not the rank, epoch and round twice; a joiner given the same words gets a short line", () => {
+    let text = ""
+    const view = Cli.lineView((line) => {
+      text += line
+    })
+    const welcomed = (ms: number, rank: number, samples: number, given: string): RunTypes.RunEvent => ({ type: "welcomed", ms, rank, epoch: 0, firstRound: 3, samples, given })
+    const chunks = (rank: number) => `rank ${rank} joins at epoch 0, round 3 onwards (root/rank${rank}): its span and first chunks of epoch 0 now`
+    for (const event of [welcomed(1000, 2, 64, chunks(2)), welcomed(1100, 3, 64, chunks(3)), welcomed(1200, 4, 0, "the run's own words")]) view.onEvent(event)
+    expect(text).toBe(
+      [
+        "[   1.0s] rank 2 joined the running run in epoch 0 (rounds from 3; 64 samples handed at once): its span and first chunks of epoch 0 now",
+        "[   1.1s] rank 3 joined the running run in epoch 0 (rounds from 3; 64 samples handed at once)",
+        "[   1.2s] rank 4 joined the running run in epoch 0 (rounds from 3; 0 samples handed at once): the run's own words",
+        ""
+      ].join("\n")
+    )
+  })
+})
+
 describe("barsView", () => {
   it("draws one bar per rank and prints other events above the bars", () => {
     let written = ""
@@ -287,5 +307,25 @@ describe("barsView", () => {
       "rank 3 [] 1503/2000 samples | epoch 0 | 0 samples/s | done"
     ])
     terminal.dispose()
+  })
+})
+
+describe("hints print the command the way it was started", () => {
+  const started = (script: string, runtime: "node" | "bun" | "deno", viaNpx = false) => Cli.commandOf({ script, cwd: "/home/me/cohort", runtime, viaNpx })
+
+  it("npx cohort, cohort, node bin/cohort.mjs, npx bun ..., deno run -A ...; the entry relative to the current folder when inside it", () => {
+    expect(started("/home/me/cohort/node_modules/.bin/cohort", "node", true)).toBe("npx cohort")
+    expect(started("/usr/local/bin/cohort", "node")).toBe("cohort")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "node")).toBe("node bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "bun", true)).toBe("npx bun bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "bun")).toBe("bun bin/cohort.mjs")
+    expect(started("/home/me/cohort/bin/cohort.mjs", "deno", true)).toBe("npx deno run -A bin/cohort.mjs")
+    expect(started("/opt/my tools/bin/cohort.mjs", "node")).toBe("node '/opt/my tools/bin/cohort.mjs'")
+  })
+
+  it("the stop line's resume command and the failure line use it", () => {
+    expect(Cli.renderResult(unrecoverable, "runs/x", "npx cohort").err).toMatch(/; resume with: npx cohort resume runs\/x$/)
+    expect(Cli.resumeCommand("runs/x", "node bin/cohort.mjs")).toBe("node bin/cohort.mjs resume runs/x")
+    expect(Cli.failureLine({ stage: "run", reason: "oops", formed: true }, "runs/x", "npx cohort")).toBe("cohort: the run failed: run: oops; if it saved a checkpoint, resume it from there with: npx cohort resume runs/x")
   })
 })

@@ -5,7 +5,7 @@ import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
-import { completed, summary } from "./fixtures.ts"
+import { completed, interrupted, summary } from "./fixtures.ts"
 
 describe("a resumed run", () => {
   const resumed: RunTypes.Resumed = {
@@ -62,6 +62,26 @@ describe("a resumed run", () => {
       "run ch1ld: 3 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/ch1ld; resumes run par3nt (runs/par3nt) in epoch 1: " +
         "3000 samples of it committed by run par3nt, the rest trained here; model from runs/par3nt/save/rank0 (the survivors' save)"
     )
+  })
+
+  it("a resume interrupted before it formed stops in the epoch it was to resume in and points back to its parent, which it did not resume", () => {
+    const early: RunTypes.RunResult = {
+      ...interrupted,
+      runId: "ch1ld",
+      runDir: "runs/ch1ld",
+      outcome: { ...interrupted.outcome, detail: "interrupted by SIGINT", uncommitted: undefined, epochs: [], epochsCompleted: 0 },
+      epochs: [],
+      saves: { saved: [], notSaved: [] },
+      exitCode: 130,
+      resumed
+    }
+    const { out, err } = Cli.renderResult(early)
+    expect(out.split("\n").slice(0, 2)).toEqual([
+      "epoch  samples committed  lost  duplicated  deaths  detection ms  recovery ms  test accuracy",
+      "    1            stopped     -           -       0             -            -              -"
+    ])
+    expect(out).toContain("outcome: interrupted by SIGINT after 1 completed epoch in 3.5 s;")
+    expect(err).toBe("cohort: run interrupted by SIGINT: run in runs/ch1ld; it stopped before training started, so run par3nt was not resumed: resume it with: cohort resume runs/par3nt")
   })
 
   it("report reads a resumed run's journal back with the spanning epoch marked", async () => {

@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
-import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+import { cliCommand, type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
@@ -33,7 +33,7 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Proc => startCli(args, { cwd: dir, env, started: children })
 
 // The header is on stdout, or on stderr under --json.
-const joinLine = (serve: Proc): string => /cohort serve: join with: (cohort join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
+const joinLine = (serve: Proc): string => /cohort serve: join with: (.* join .*)\n/.exec(serve.out() + serve.err())?.[1] ?? ""
 const urlOf = (serve: Proc): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 
 interface Summary {
@@ -55,7 +55,7 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     await new Promise((resolve) => setTimeout(resolve, 1500))
     const serve = cohort(["serve", "--trainer", steady, "--world-size", "4", "--epochs", "2", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs", "--json"])
     await waitFor(() => joinLine(serve) !== "", 60_000, "serve's join line")
-    expect(serve.err()).toContain(`cohort serve: join with: cohort join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
+    expect(serve.err()).toContain(`cohort serve: join with: ${cliCommand(dir)} join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
     const autos = [0, 1, 2].map((i) => cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--save-dir", `save-${i}`]))
     const codes = await Promise.all([early, ...autos].map((p) => p.exit))
     expect(await serve.exit).toBe(0)
@@ -78,6 +78,11 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(readFileSync(madeFile, "utf8")).toMatch(/^[A-Za-z0-9_-]{22}\n$/)
     const one = cohort(["join", urlOf(made), "--trainer", steady, "--token-file", madeFile, "--rank", "0", "--save-dir", "save-made"])
     expect([await one.exit, await made.exit]).toEqual([0, 0])
+    // Serve's own header comes first, then the run's timestamped lines, its `started` line first.
+    const madeLines = made.out().split("\n")
+    const header = madeLines.findIndex((line) => line.startsWith("cohort serve: join with: "))
+    const started = madeLines.findIndex((line) => /^\[\s*\d+\.\ds\] run \w+: 1 rank as joining ranks over WebSocket/.test(line))
+    expect([header >= 0, started > header, madeLines.findIndex((line) => line.startsWith("["))]).toEqual([true, true, started])
     // The join rank held the checkpoint role: its --save-dir has the trainer's save and Cohort's model.
     const checkpoint = join(dir, "save-made", "checkpoints", "v0")
     expect(JSON.parse(readFileSync(join(checkpoint, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })

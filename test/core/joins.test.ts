@@ -35,6 +35,41 @@ describe("capacity options (issue 17)", () => {
     // The joiner still counts: activeCount is the live ranks, whoever they are.
     expect(Coordinator.activeCount(s)).toBe(1)
   })
+  it("joiners that die before they enter the rounds are counted apart: 41 of them leave a 2-rank run's fraction limit untouched; a joiner that entered counts as a member and a failure", () => {
+    const s = make({ worldSize: 2, maxRanks: 44, epochSamples: 30, epochs: 1, failureLimit: { fraction: 0.5 } })
+    Coordinator.start(s)
+    for (let rank = 2; rank < 43; rank++) join(s, rank, 1)
+    // All 41 die at once: one batch.
+    for (let rank = 2; rank < 43; rank++) report(s, rank, 2)
+    const batch = tick(s, 2)
+    expect(tags(batch).filter((t) => t === "Alert:RankLost")).toHaveLength(41)
+    expect(tags(batch)).not.toContain("Broadcast:ShutdownWithSave")
+    expect([s.counters.joinersLost, Coordinator.activeCount(s), s.outcome]).toEqual([41, 2, undefined])
+    expect(Coordinator.failures(s)).toHaveLength(41) // in the ledger all the same
+    // Rank 43 joins and enters the rounds when round 0 closes: members are 0, 1 and 43, the limit 2.
+    join(s, 43, 3)
+    params(s, 0, 4, 5)
+    expect(params(s, 1, 5, 5).map((c) => c._tag)).toContain("AverageRound")
+    expect(Coordinator.isJoining(s, 43)).toBe(false)
+    report(s, 43, 6)
+    expect(tags(tick(s, 6))).toEqual(["Alert:RankLost"]) // its partition of epoch 0 was empty: nothing to hand on
+    expect(s.counters.joinersLost).toBe(41)
+    report(s, 1, 7)
+    expect(tags(tick(s, 7))).toContain("Broadcast:ShutdownWithSave")
+    expect(s.outcome?.detail).toBe("2 failures reached the failure limit of 2 (besides 41 joiners lost before entering the rounds, not counted)")
+  })
+
+  it("an absolute failure limit counts members only too: a joiner lost before entering the rounds does not trip {absolute: 1}", () => {
+    const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 30, epochs: 1, failureLimit: { absolute: 1 } })
+    Coordinator.start(s)
+    join(s, 2, 1)
+    report(s, 2, 2)
+    expect(tags(tick(s, 2))).toEqual(["Alert:RankLost"])
+    expect([s.counters.joinersLost, s.outcome]).toEqual([1, undefined])
+    report(s, 0, 3)
+    expect(tags(tick(s, 3))).toContain("Broadcast:ShutdownWithSave")
+    expect(s.outcome?.detail).toBe("1 failure reached the failure limit of 1 (besides 1 joiner lost before entering the rounds, not counted)")
+  })
 })
 
 describe("joins refused (issue 17)", () => {

@@ -1,0 +1,108 @@
+/**
+ * A run's journal (`<runDir>/events.ndjson`, `launcher.ts` module doc): every logged event,
+ * appended as it happens (a line is never rewritten), synced to disk at every death, epoch end and
+ * the run's end; and what its `started` event records of the run's options.
+ *
+ * Events go out in the order they happened, with times that never run back. A step that declares
+ * deaths has its commands (alerts, decisions, the run's end) carried out before the deaths are
+ * reported (`onDeclared` needs the time the remainders went out), so its events are held until
+ * the deaths are emitted: a death reads before what it caused. A frame that waited in the mailbox
+ * carries its arrival time, which may be earlier than an event already emitted; it takes that
+ * event's time instead.
+ *
+ * @since 0.1.0
+ */
+import * as Files from "../src/platform/files.ts"
+import type { RunEvent } from "./run-types.ts"
+
+/**
+ * - `path`: the journal file (`<runDir>/events.ndjson`), opened for appending.
+ * - `onEvent`: the run's observer (`RunOptions.onEvent`): sees every event, logged or not, in
+ *   order; one that throws is ignored.
+ * - `deathsDeclared`: how many deaths the core has declared (`state.deaths.length`): events other
+ *   than deaths wait while some declared death is not emitted yet (`releaseHeld`).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface RunJournalOptions {
+  readonly path: string
+  readonly onEvent: (event: RunEvent) => void
+  readonly deathsDeclared: () => number
+}
+
+/**
+ * An open journal (`open`).
+ *
+ * - `emit(event, log = true)`: the event to the observer and, when `log`, to the journal; held
+ *   (module doc) while a declared death is not emitted yet, unless it is a `death` event.
+ * - `releaseHeld()`: every declared death is now emitted: the held events go out, in order.
+ * - `close()`: waits for the pending syncs, then closes the file.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RunJournal {
+  readonly emit: (event: RunEvent, log?: boolean) => void
+  readonly releaseHeld: () => void
+  readonly close: () => Promise<void>
+}
+
+/**
+ * Opens a run's journal (`Files.openJournal`); rejects when the file cannot be opened.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
+  const journal = await Files.openJournal(options.path)
+  const syncs: Array<Promise<void>> = []
+  let lastEventMs = 0
+  let deathsEmitted = 0
+  const held: Array<readonly [RunEvent, boolean]> = []
+  const emitNow = (event: RunEvent, log: boolean): void => {
+    const ordered = event.ms < lastEventMs ? { ...event, ms: lastEventMs } : event
+    lastEventMs = ordered.ms
+    if (log) {
+      journal.append(`${JSON.stringify(ordered)}\n`)
+      // Durable at every death, epoch end and the run's end.
+      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed") syncs.push(journal.sync())
+    }
+    try {
+      options.onEvent(ordered)
+    } catch {
+      // An observer that throws must not stop the coordinator; the event is still logged.
+    }
+  }
+  const emit = (event: RunEvent, log = true): void => {
+    if (event.type !== "death" && options.deathsDeclared() > deathsEmitted) held.push([event, log])
+    else emitNow(event, log)
+  }
+  const releaseHeld = (): void => {
+    deathsEmitted = options.deathsDeclared()
+    for (const [event, log] of held.splice(0)) emitNow(event, log)
+  }
+  const close = async (): Promise<void> => {
+    await Promise.all(syncs.splice(0))
+    await journal.close()
+  }
+  return { emit, releaseHeld, close }
+}
+
+/**
+ * The run's options as the journal's `started` event records them: every plain option as given,
+ * the defaults used for the rest (`resolved`, which wins), and no functions, signals or handles.
+ *
+ * @since 0.1.0
+ * @category journal
+ */
+export const loggedOptions = (options: object, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
+  const logged: Record<string, unknown> = {}
+  for (const [key, value] of Object.entries(options)) {
+    // Signals, and handles such as `killRequests` (an object of functions), are not options to log.
+    const handle = typeof value === "object" && value !== null && !Array.isArray(value) &&
+      ("aborted" in value || Object.values(value).some((field) => typeof field === "function"))
+    if (typeof value !== "function" && !handle) logged[key] = value
+  }
+  return { ...logged, ...resolved }
+}

@@ -1,0 +1,127 @@
+/**
+ * A run's result (`launcher.ts` module doc): once every rank ended, the coordinator's outcome with
+ * the exits and deaths that followed it, each epoch's accuracy, the saves, the deaths' timings and
+ * the exit code; logged as the journal's `ended` event and written atomically to
+ * `<runDir>/summary.json` (issue 6, "never lose a run").
+ *
+ * @since 0.1.0
+ */
+import type * as Alerts from "../src/core/alerts.ts"
+import type * as Core from "../src/core/coordinator.ts"
+import type { Rank } from "../src/core/messages.ts"
+import * as Files from "../src/platform/files.ts"
+import type { RunJournal } from "./launcher-journal.ts"
+import * as RankActor from "./rank.ts"
+import type { DeathTiming, Resumed, RunResult, SkippedFault } from "./run-types.ts"
+
+/**
+ * What `finish` needs of a run that ran (its scope closed, every rank ended):
+ *
+ * - `outcome`: the coordinator's outcome; `state`: the core's state at the end.
+ * - `runId`, `runDir` (as given), `runDirAbsolute`: where its saves are (`save/rank<r>/`).
+ * - `resumed`: a resumed run's parent, else `undefined`; `served`: a served run (its ranks save on
+ *   their own hosts).
+ * - `askedToSave`: the survivors asked to save when the run ended unrecoverable or interrupted.
+ * - `interruptedBy`: the signal that interrupted the run (`SIGINT`, `SIGTERM`, `aborted`), if any.
+ * - `timings`, `record`: each declared death's timing, and how a death the coordinator's hook did
+ *   not see is timed and logged (`record(death, recoveredMs, redistributed)`).
+ * - `skippedFaults`, `alerts`, `refusals` (`RunResult`), `startedMs` (wall ms the run started),
+ *   `transport` and `backend` (`RunResult`).
+ * - `ringLinks`, `relayStats`: the links the ring's steps took, and the steps the coordinator relayed.
+ * - `journal`, `sinceStart` (wall ms to ms since the start): the `ended` event goes there.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RunEnd {
+  readonly outcome: Core.Outcome
+  readonly state: Core.State
+  readonly runId: string
+  readonly runDir: string
+  readonly runDirAbsolute: string
+  readonly resumed: Resumed | undefined
+  readonly served: boolean
+  readonly askedToSave: ReadonlyArray<Rank>
+  readonly interruptedBy: string | undefined
+  readonly timings: ReadonlyMap<Core.Death, DeathTiming>
+  readonly record: (death: Core.Death, recoveredMs: number, redistributed: boolean) => void
+  readonly skippedFaults: ReadonlyArray<SkippedFault>
+  readonly alerts: ReadonlyArray<Alerts.Alert>
+  readonly refusals: Record<string, number> | undefined
+  readonly startedMs: number
+  readonly transport: NonNullable<RunResult["transport"]>
+  readonly backend: NonNullable<RunResult["backend"]>
+  readonly ringLinks: NonNullable<RunResult["ring"]>["links"]
+  readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
+  readonly journal: RunJournal
+  readonly sinceStart: (ms: number) => number
+}
+
+/**
+ * Builds a run's result, logs it (`ended`), closes the journal and writes `summary.json`
+ * atomically; resolves with the result. Rejects when the save markers or the summary cannot be
+ * read or written (`Files`).
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const finish = async (end: RunEnd): Promise<RunResult> => {
+  const { state, runId, runDir, runDirAbsolute, resumed, askedToSave, interruptedBy, timings, record, journal, sinceStart } = end
+  // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
+  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.
+  const outcome: Core.Outcome = { ...end.outcome, exits: [...state.exits], deaths: [...state.deaths] }
+  // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
+  const evals = state.evals
+  const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
+  const epochsWithAccuracy = outcome.epochs.map((summary) => ({
+    ...summary,
+    accuracy: accuracyOf.get(summary.epoch),
+    // The epoch a resume picked up in the middle of: its audit covers both runs (issue 13).
+    ...(resumed !== undefined && resumed.committedSamples > 0 && summary.epoch === resumed.epoch
+      ? { spansRuns: [resumed.parent.runId, runId] as const }
+      : {})
+  }))
+  // A survivor finished its save when it announced its exit (ranks save first) and wrote its save
+  // marker (`save/rank<r>/cohort-saved.json`, once the trainer's save resolved); one that died,
+  // hung past the grace period, or whose save failed did not.
+  const saved: Array<Rank> = []
+  const notSaved: Array<Rank> = []
+  for (const rank of askedToSave) {
+    // A served run's ranks save on their own hosts: there, announcing the exit (after the save) is all it can see.
+    const done = state.exits.includes(rank) && (end.served || await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
+    ;(done ? saved : notSaved).push(rank)
+  }
+  const saves = outcome.status !== "completed" ? { saved, notSaved } : undefined
+  // Deaths the hook did not see (declared by a step the coordinator's stop cut short) came after
+  // the end: nothing moved for them.
+  for (const death of state.deaths) record(death, death.declaredAtMs, false)
+  const deaths = state.deaths.map((death) => timings.get(death)!)
+  const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
+  const exitCode = !auditClean ? 4
+    : outcome.status === "completed" ? 0
+    : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
+    : 1
+  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: end.ringLinks, ...end.relayStats() }
+  journal.emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
+  const result: RunResult = {
+    runId,
+    runDir,
+    outcome,
+    deaths,
+    skippedFaults: end.skippedFaults,
+    alerts: end.alerts,
+    epochs: epochsWithAccuracy,
+    finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
+    saves,
+    durationMs: Date.now() - end.startedMs,
+    exitCode,
+    ...(end.refusals === undefined ? {} : { refusals: end.refusals }),
+    transport: end.transport,
+    ...(resumed === undefined ? {} : { resumed }),
+    backend: end.backend,
+    ring
+  }
+  await journal.close()
+  await Files.writeFileAtomic(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
+  return result
+}
