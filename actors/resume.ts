@@ -9,8 +9,10 @@
  *
  * 1. The parent ended `unrecoverable` or `interrupted` (its `ended` event is there): the survivors
  *    saved their last averaged parameters under `save/rank<r>/` (`cohort-params.f32`, `cohort-params.json`, the
- *    `cohort-saved.json` marker). The first survivor in `saves.saved` whose save reads back good
- *    (`SavedModel.read`) is loaded; the run starts in `Outcome.uncommitted.epoch`, with that
+ *    `cohort-saved.json` marker). Of the survivors in `saves.saved` whose save reads back good
+ *    (`SavedModel.read`), the one of the newest round is loaded (the lowest rank of those: a ring
+ *    joiner still waiting for its model saved its initial one, round -1, which lacks every
+ *    committed sample; a note names a save left out); the run starts in `Outcome.uncommitted.epoch`, with that
  *    epoch's committed ranges (the complement of the uncommitted ones in `[0, trainSamples)`)
  *    handed to the core so that only the rest is trained and the epoch's audit covers both runs;
  *    rounds go on from the save's last round + 1.
@@ -212,6 +214,11 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
     if (epoch >= epochs) fail(resumeErrors.completed(runId, epochs))
     const saved = read.saves?.saved ?? []
     if (saved.length === 0) saveProblems.push(read.saves === undefined ? "the parent recorded no saves" : "no survivor of the parent finished its save")
+    // Of the good saves, the one of the newest round (the lowest rank of those): every survivor
+    // that applied the last commit holds its mean, but a ring joiner still waiting for its model
+    // when the run stopped saved its initial one (round -1), which lacks the committed samples.
+    let newest: { readonly rank: number; readonly folder: string; readonly params: Float32Array; readonly round: number } | undefined
+    const older: Array<{ readonly rank: number; readonly round: number }> = []
     for (const rank of [...saved].sort((a, b) => a - b)) {
       const folder = `${dir}/save/rank${rank}`
       if (!(await Files.exists(`${folder}/${RankActor.savedMarker}`))) {
@@ -227,14 +234,22 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
         saveProblems.push(`rank ${rank}: its save is of epoch ${model.epoch}, not ${epoch}`)
         continue
       }
+      if (newest === undefined || model.round > newest.round) {
+        if (newest !== undefined) older.push(newest)
+        newest = { rank, folder, params: model.params, round: model.round }
+      } else if (model.round < newest.round) older.push({ rank, round: model.round })
+    }
+    if (newest !== undefined) {
+      const loaded = newest
+      for (const { rank, round } of older) saveProblems.push(`rank ${rank}: its model is of round ${round}, older than rank ${loaded.rank}'s (round ${loaded.round})`)
       const uncommitted = outcome.uncommitted?.ranges ?? [[0, epochSamples] as const]
       return {
         epoch,
-        firstRound: model.round + 1,
+        firstRound: loaded.round + 1,
         committed: Audit.complement(uncommitted, epochSamples),
-        params: model.params,
+        params: loaded.params,
         state: "save",
-        loadedFrom: folder,
+        loadedFrom: loaded.folder,
         notes: [...notes, ...saveProblems.map((p) => `not loaded: the save of ${p}`)]
       }
     }

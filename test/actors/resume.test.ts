@@ -381,19 +381,25 @@ describe(`cohort resume (${runtime})`, () => {
         `resume: run ${parent.runId} was already resumed by run ${fromCheckpoint.runId} (${fromCheckpoint.runDir}), which trained on from it: resume that run instead (or, to train from run ${parent.runId} again anyway, delete ${markerPath})`
       )
 
+      // Rank 0's save is a model of no round (a ring joiner still waiting for its model when the
+      // run stopped saves its initial one): the newest round's save, rank 1's, is loaded instead.
+      const round = (JSON.parse(readFileSync(join(parent.runDir, "save", "rank1", "cohort-params.json"), "utf8")) as { round: number }).round
+      expect(round).toBeGreaterThan(0)
+      await SavedModel.write(join(parent.runDir, "save", "rank0"), new Float32Array(4), { epoch: 1, round: -1, rank: 0 })
       // A lock left by a resume that was killed (its process is gone) is taken over.
       const stale = join(parent.runDir, "resume.lock")
       writeFileSync(stale, `${JSON.stringify({ pid: 999_999_999, acquiredAtMs: 1 })}\n`)
       const resumed = await resume([parent.runDir, "--world-size", "2", "--json"])
       expect(resumed.code).toBe(0)
       expect(resumed.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
-        `cohort: note: took over ${stale} from process 999999999, which is gone`
+        `cohort: note: took over ${stale} from process 999999999, which is gone`,
+        `cohort: note: not loaded: the save of rank 0: its model is of round -1, older than rank 1's (round ${round})`
       ])
       expect(existsSync(stale)).toBe(false)
       const child = JSON.parse(resumed.stdout) as RunResult
       const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
       expect(left).toBeLessThan(24000 - 3 * 1024)
-      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 24000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank0` })
+      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 24000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank1` })
       expect(auditRows(child)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
       expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
       // Its report says where it came from.
