@@ -476,7 +476,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
     progressIntervalMs: defaults.progressIntervalMs,
     coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault,
-    backend
+    backend,
+    runId
   }
   interface Host {
     readonly transport: Transport.TransportShape

@@ -106,6 +106,8 @@ export interface JoinedRun {
   readonly progressIntervalMs: number
   readonly coordinatorTimeoutMs: number
   readonly backend?: "cpu" | "ring"
+  /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
+  readonly runId?: string
 }
 
 /**

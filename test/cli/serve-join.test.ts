@@ -3,7 +3,7 @@
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -92,18 +92,21 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(model._tag === "Model" && [model.meta.epoch, model.meta.rank]).toEqual([0, 0])
   }, 240_000)
 
-  it.concurrent("at the failure limit a join rank saves into its --save-dir on ShutdownWithSave and exits 0; serve exits 1", async () => {
+  it.concurrent("at the failure limit a join rank saves into its save folder (without --save-dir: ./cohort-save/<runId>) on ShutdownWithSave, says where, and exits 0; serve exits 1", async () => {
     const serve = cohort(["serve", "--trainer", slow, "--world-size", "2", "--epochs", "15", "--failure-limit", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
     await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
     const url = urlOf(serve)
-    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `limit-save-${rank}`]))
+    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), ...(rank === 0 ? [] : ["--save-dir", `limit-save-${rank}`])]))
     await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
     ranks[1]!.child.kill("SIGKILL")
     expect([await ranks[0]!.exit, await serve.exit]).toEqual([0, 1])
-    const saved = JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
-    expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
-    expect(JSON.parse(readFileSync(join(dir, "limit-save-0", "rank0", "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
     const summary = JSON.parse(serve.out()) as Summary & { readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> } }
+    // The default folder is the run's own, named by the run id the welcome carried.
+    const saveDir = join(dir, "cohort-save", basename(summary.runDir), "rank0")
+    const saved = JSON.parse(readFileSync(join(saveDir, "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
+    expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
+    expect(JSON.parse(readFileSync(join(saveDir, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
+    expect(ranks[0]!.out() + ranks[0]!.err()).toMatch(new RegExp(`cohort join: rank 0 saved its state under /\\S*/cohort-save/${basename(summary.runDir)}/rank0 \\(FailureLimitReached\\)\n`))
     expect(summary.saves).toEqual({ saved: [0], notSaved: [] })
   }, 180_000)
 
