@@ -123,6 +123,14 @@ export const watch = (options: WatchOptions): Watch => {
         say(`cohort rank ${rank}: ${head}; no save (the rank was hung)`)
         return leave(coordinatorGoneExitCode)
       }
+      // A joiner the run let in but closed at its end (4020, or 4019 while saving and stopping)
+      // before it trained: the coordinator is not gone, and the rank holds nothing of the run's.
+      const closedAtEnd = why.reason === "ChannelClosed" &&
+        (why.closeCode === Transport.CloseCode.JoinRunOver || why.closeCode === Transport.CloseCode.JoinShuttingDown)
+      if (closedAtEnd && options.epoch() < 0) {
+        say(`cohort rank ${rank}: the run ended before this rank trained (close code ${why.closeCode}); nothing to save`)
+        return leave(coordinatorGoneExitCode)
+      }
       const dir = `${options.saveDir}/rank${rank}`
       const saved = yield* Effect.tryPromise(async () => {
         await Files.mkdir(dir)

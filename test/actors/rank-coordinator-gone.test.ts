@@ -94,6 +94,35 @@ describe(`a rank whose coordinator is gone saves and leaves (${runtime})`, () =>
     expect(record.detail).toMatch(/^no frame for \d+ ms, over coordinatorTimeoutMs 1500$/)
   }, 30_000)
 
+  it("a rank the run closes at its end (4020, 4019) before it trained says so and saves nothing; one that trained saves as when the coordinator is gone", async () => {
+    const closedBy = (code: number, trainFirst: boolean) =>
+      Effect.gen(function*() {
+        const dir = mkdtempSync(join(outDir, `closed-${code}-`))
+        const lines: Array<string> = []
+        let leftWith: number | undefined
+        const network = yield* Memory.make
+        const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
+        const transport = yield* network.endpoint(0)
+        const link: Rank.Link = { transport, rank: 0, data: rankData(dir, 60_000), detach: () => (line) => lines.push(line) }
+        const fiber = yield* Effect.forkChild(Rank.run(link, (code) => void (leftWith = code)))
+        yield* awaitHello(coordinator)
+        if (trainFirst) yield* coordinator.send(0, Codec.encode(Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 16 })))
+        yield* Effect.sleep(100)
+        coordinator.disconnect(0, code)
+        yield* Fiber.join(fiber)
+        return { dir, lines, leftWith }
+      })
+    for (const code of [Transport.CloseCode.JoinRunOver, Transport.CloseCode.JoinShuttingDown]) {
+      const { dir, lines, leftWith } = await Effect.runPromise(Effect.scoped(closedBy(code, false)))
+      expect(leftWith).toBe(Rank.coordinatorGoneExitCode)
+      expect(lines).toEqual([`cohort rank 0: the run ended before this rank trained (close code ${code}); nothing to save`])
+      expect(() => emergencyOf(dir)).toThrow()
+    }
+    const trained = await Effect.runPromise(Effect.scoped(closedBy(Transport.CloseCode.JoinRunOver, true)))
+    expect(emergencyOf(trained.dir)).toMatchObject({ emergency: true, rank: 0, reason: "ChannelClosed", closeCode: 4020, epoch: 0, saved: true })
+    expect(trained.lines).toEqual([`cohort rank 0: the coordinator is gone (channel closed with code 4020); saved to ${trained.dir}/save/rank0 (emergency)`])
+  }, 30_000)
+
   it("a WebSocket rank whose server goes away saves and leaves with code 3 at once, long before coordinatorTimeoutMs", async () => {
     const dir = mkdtempSync(join(outDir, "socket-"))
     const lines: Array<string> = []
