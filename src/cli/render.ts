@@ -551,7 +551,13 @@ export const renderResult = (
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
   // Interrupted before training started (still forming): nothing was trained, nothing to resume.
   const trainedNothing = outcome?.status === "interrupted" && outcome.uncommitted === undefined && result.epochs.length === 0
-  const resumeHint = served || trainedNothing ? "" : `; resume with: ${resumeCommand(runDir, command)}`
+  // No survivor's save: a resume can only start from an epoch checkpoint, if the run wrote one.
+  const nothingSaved = result.saves !== undefined && result.saves.saved.length === 0
+  const resumeHint = served || trainedNothing
+    ? ""
+    : nothingSaved
+    ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
+    : `; resume with: ${resumeCommand(runDir, command)}`
   const stoppedLine = outcome === undefined && result.failed !== undefined
     ? failureLine(result.failed, runDir, command)
     : outcome === undefined

@@ -53,13 +53,14 @@ describe("renderResult", () => {
     })
   })
 
-  it("says which survivors saved and which did not finish their save", () => {
+  it("says which survivors saved and which did not finish their save; with no save, a resume only from a checkpoint", () => {
     const stopped = "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; "
     const errOf = (saves: RunTypes.RunResult["saves"]) => Cli.renderResult({ ...unrecoverable, saves }).err
     const resume = "; resume with: cohort resume runs/zz9"
+    const fromCheckpoint = "; if it saved an epoch checkpoint, resume it from there with: cohort resume runs/zz9"
     expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save${resume}`)
-    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save${resume}`)
-    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save${resume}`)
+    expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save${fromCheckpoint}`)
+    expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save${fromCheckpoint}`)
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save${resume}`)
   })
 
