@@ -267,6 +267,38 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
 }
 
 /**
+ * The file a resumed run writes into its parent's directory once it formed (started training),
+ * `{"runId", "runDir"}` of the resumed run: the parent's uncommitted samples are that run's from
+ * then on, so a second resume of the parent is refused (`resumeErrors.alreadyResumed`), never
+ * training them twice. A resume that stopped before it formed writes nothing.
+ *
+ * @since 0.1.0
+ * @category resume
+ */
+export const resumedByFileName = "resumed-by.json"
+
+/**
+ * The run that resumed the run whose marker is at `path` (`resumedByFileName`), if any; an
+ * unreadable marker still marks the run resumed (`runId` `(unknown)`).
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const readResumedBy = async (path: string): Promise<{ readonly runId: string; readonly runDir: string } | undefined> => {
+  if ((await Files.kind(path)) === "missing") return undefined
+  try {
+    const read = await Files.readRegularFile(path, 64 * 1024)
+    const value = read._tag === "Read" ? JSON.parse(new TextDecoder().decode(read.bytes)) as unknown : undefined
+    if (typeof value === "object" && value !== null && "runId" in value && "runDir" in value && typeof value.runId === "string" && typeof value.runDir === "string") {
+      return { runId: printable(value.runId), runDir: printable(value.runDir) }
+    }
+  } catch {
+    // An unreadable marker still marks the run resumed.
+  }
+  return { runId: "(unknown)", runDir: `the marker ${path}` }
+}
+
+/**
  * Reads a finished run from its folder: `summary.json` (the `RunResult`) when present, else
  * `events.ndjson` through `resultFromEvents` (possibly a `PartialRun`). Every string of the result
  * is `printable`. Returns an error line (printable too) when the folder or both files are missing,
@@ -278,7 +310,10 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
  */
 export const readRun = async (runDir: string, options: ReadRunOptions = {}): Promise<RunTypes.RunResult | PartialRun | string> => {
   const found = await readRunRaw(runDir, options.fileBytesMax ?? reportDefaults.fileBytesMax)
-  return typeof found === "string" ? printable(found) : (printableDeep(found) as RunTypes.RunResult | PartialRun)
+  if (typeof found === "string") return printable(found)
+  // A run that a resume took on from (its marker): the report names that run instead of a resume.
+  const resumedBy = await readResumedBy(`${runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+  return printableDeep(resumedBy === undefined ? found : { ...found, resumedBy }) as RunTypes.RunResult | PartialRun
 }
 
 const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.RunResult | PartialRun | string> => {

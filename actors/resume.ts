@@ -37,7 +37,8 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
-import { failureText, printable, reportDefaults, resultFromEvents } from "./read-run.ts"
+import { failureText, printable, readResumedBy, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
+export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
 import * as RankActor from "./rank.ts"
@@ -52,31 +53,6 @@ import { trainerSha256 } from "./trainer-digest.ts"
  */
 export const lockFileName = "resume.lock"
 
-/**
- * The file a resumed run writes into its parent's directory once it formed (started training),
- * `{"runId", "runDir"}` of the resumed run: the parent's uncommitted samples are that run's from
- * then on, so a second resume of the parent is refused (`resumeErrors.alreadyResumed`), never
- * training them twice. A resume that stopped before it formed writes nothing.
- *
- * @since 0.1.0
- * @category resume
- */
-export const resumedByFileName = "resumed-by.json"
-
-/** The run that resumed the run whose marker is at `path` (`resumedByFileName`), if any. */
-const resumedBy = async (path: string): Promise<{ readonly runId: string; readonly runDir: string } | undefined> => {
-  if ((await Files.kind(path)) === "missing") return undefined
-  try {
-    const read = await Files.readRegularFile(path, 64 * 1024)
-    const value = read._tag === "Read" ? JSON.parse(new TextDecoder().decode(read.bytes)) as unknown : undefined
-    if (typeof value === "object" && value !== null && "runId" in value && "runDir" in value && typeof value.runId === "string" && typeof value.runDir === "string") {
-      return { runId: printable(value.runId), runDir: printable(value.runDir) }
-    }
-  } catch {
-    // An unreadable marker still marks the run resumed.
-  }
-  return { runId: "(unknown)", runDir: `the marker ${path}` }
-}
 
 /**
  * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
@@ -342,7 +318,7 @@ export const resume = async (
   const { started } = parent
   const parentOptions = parent.options
   const markerPath = `${parent.dir}/${resumedByFileName}`
-  const child = await resumedBy(markerPath)
+  const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
   if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later

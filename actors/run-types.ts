@@ -456,6 +456,11 @@ export interface RunResult {
   readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
+  /**
+   * `cohort report` only: the run that resumed this one (the `resumed-by.json` marker a resume
+   * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
+   */
+  readonly resumedBy?: { readonly runId: string; readonly runDir: string } | undefined
 }
 
 /**

@@ -553,8 +553,11 @@ export const renderResult = (
   const trainedNothing = outcome?.status === "interrupted" && outcome.uncommitted === undefined && result.epochs.length === 0
   // No survivor's save: a resume can only start from an epoch checkpoint, if the run wrote one.
   const nothingSaved = result.saves !== undefined && result.saves.saved.length === 0
+  const resumedBy = (result as { readonly resumedBy?: { readonly runId: string; readonly runDir: string } }).resumedBy
   const resumeHint = served || trainedNothing
     ? ""
+    : resumedBy !== undefined
+    ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
     : nothingSaved
     ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
     : `; resume with: ${resumeCommand(runDir, command)}`

@@ -1,6 +1,6 @@
 // cohort report: reading a finished, interrupted, cut or hostile run back (split from test/cli.test.ts).
 import { execFileSync } from "node:child_process"
-import { symlinkSync } from "node:fs"
+import { symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import type * as RunTypes from "../../actors/run-types.ts"
@@ -40,6 +40,17 @@ describe("report", () => {
     expect(err).toBe(
       `cohort: run interrupted by SIGTERM: run in ${dir}; ranks 0, 1, 3 saved under ${dir}/save; rank 2 did not finish its save; ` +
         `the epoch's uncommitted ranges are in ${dir}/summary.json; resume with: cohort resume ${dir}\n`
+    )
+  })
+
+  it("a run a resume already took on from names that run instead of a resume command", async () => {
+    const dir = await writeRun("run-resumed-already", interrupted, { summary: true, events: false })
+    writeFileSync(join(dir, "resumed-by.json"), `${JSON.stringify({ runId: "Child00001", runDir: "runs/Child00001" })}\n`)
+    const { code, err } = await runMain(["report", dir])
+    expect(code).toBe(143)
+    expect(err).toBe(
+      `cohort: run interrupted by SIGTERM: run in ${dir}; ranks 0, 1, 3 saved under ${dir}/save; rank 2 did not finish its save; ` +
+        `the epoch's uncommitted ranges are in ${dir}/summary.json; run Child00001 (runs/Child00001) resumed it and trained on from it\n`
     )
   })
 
