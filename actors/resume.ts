@@ -317,6 +317,11 @@ export const resume = async (
   const parent = await readParent(options.resume)
   const { started } = parent
   const parentOptions = parent.options
+  // A resume still running (its lock's process is alive) wrote the marker too once it formed: say
+  // it is running, not that it is done (deleting the marker then would train the samples twice).
+  const lockPath = `${parent.dir}/${lockFileName}`
+  const resuming = await LockFile.liveOwner(lockPath)
+  if (resuming !== undefined) fail(resumeErrors.locked(started.runId, resuming.pid, lockPath))
   const markerPath = `${parent.dir}/${resumedByFileName}`
   const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
@@ -346,7 +351,6 @@ export const resume = async (
   if (typeof parentOptions.trainerSha256 === "string" && (await trainerSha256(trainerUrl)) !== parentOptions.trainerSha256) {
     fail(resumeErrors.otherTrainer(shown, started.runId))
   }
-  const lockPath = `${parent.dir}/${lockFileName}`
   let lock: LockFile.Acquired
   try {
     lock = await LockFile.acquire(lockPath, Date.now())

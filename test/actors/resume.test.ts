@@ -357,6 +357,13 @@ describe(`cohort resume (${runtime})`, () => {
           code: 2,
           stderr: `cohort: resume: run ${runningId} is still running in process ${first.pid} (lock file ${join(resumedRuns, runningId, "run.lock")}); stop it first (SIGINT saves it) or wait for it to end\n`
         })
+        // Once the first resume forms it also marks the parent resumed: while it runs, its lock still
+        // speaks (not "resume that run instead, or delete the marker").
+        const marker = join(corrupt, "resumed-by.json")
+        expect(existsSync(marker)).toBe(false)
+        writeFileSync(marker, `${JSON.stringify({ runId: runningId, runDir: join(resumedRuns, runningId) })}\n`)
+        await refused(corrupt, `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`)
+        rmSync(marker)
       } finally {
         rmSync(hold, { force: true })
       }
