@@ -162,6 +162,16 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
 }
 
 /**
+ * The journal's one decision for a ring generation's `FormRing`s (DESIGN.md §3.10), which the core
+ * sends one per member with the same reason: `FormRing generation G to ranks 0, 1, 3: <reason>`
+ * (at most 16 ranks named, then how many more).
+ */
+const formRingDecision = (message: { readonly generation: number; readonly peers: ReadonlyArray<number> }, reason: string): string =>
+  `FormRing generation ${message.generation} to ranks ${message.peers.slice(0, 16).join(", ")}${
+    message.peers.length > 16 ? ` and ${message.peers.length - 16} more` : ""
+  }: ${reason}`
+
+/**
  * `run` for a fresh run, a served one (`served`: where it listens), or a resumed one (`resumed`: its
  * parent, recorded in `started` and the result).
  */
@@ -364,6 +374,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           // The `ended` event closes the journal once the run is over, survivors' exits included.
           return
         case "Send":
+          // A generation's FormRings (one per member, same reason) are one decision, naming its members.
+          if (command.message._tag === "FormRing") {
+            if (command.message.ringRank === 0) emit({ type: "decision", ms, detail: formRingDecision(command.message, command.reason) })
+            return
+          }
           // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
           if (command.message._tag !== "AssignChunk") {
             emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` })

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -65,6 +65,7 @@ describe("cohort demo", () => {
     const code = await Cli.main(["demo", "--epochs", "1", "--backend", "ring", "--out", outDir, "--json"], io)
     expect(code).toBe(0)
     const result = JSON.parse(out.join("")) as {
+      readonly runDir: string
       readonly backend: string
       readonly ring: { readonly generations: number; readonly links: string }
       readonly deaths: ReadonlyArray<{ readonly rank: number }>
@@ -73,6 +74,10 @@ describe("cohort demo", () => {
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])
     expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "area"])
+    // One journal decision per ring generation, naming its members, not one per member.
+    const journal = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { readonly type: string; readonly detail?: string })
+    const formRings = journal.filter((e) => e.type === "decision" && /^FormRing/.test(e.detail ?? "")).map((e) => e.detail!.split(": ")[0])
+    expect(formRings).toEqual(["FormRing generation 0 to ranks 0, 1, 2, 3", "FormRing generation 1 to ranks 0, 1, 3"])
     // The ring averages the same contributions as cpu (the members that trained since the last
     // round, with equal weights), so its accuracy is the cpu run's above, within 0.01.
     if (cpuAccuracy === undefined) throw new Error("run the whole file: this test compares with the cpu run above")
