@@ -194,6 +194,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
    */
   let relayed = 0
   let relayDropped = 0
+  // Each sender's steps of the open round, in order (a repeated or early step would fail or load its receiver).
+  const relayOrder = new Ring.RelayOrder()
   // The members of the latest generation, in ring order, as its FormRings named them.
   let relayRing: { readonly generation: number; readonly peers: ReadonlyArray<Rank>; readonly ringRankOf: Map<Rank, number> } | undefined
   const ringFormed = (message: Extract<ToRank, { _tag: "FormRing" }>): void => {
@@ -201,7 +203,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     relayRing = { generation: message.generation, peers: message.peers, ringRankOf: new Map(message.peers.map((rank, i) => [rank, i])) }
   }
   /**
-   * Relays one ring step; returns why the step breaks the ring protocol (`Ring.checkStep`), if
+   * Relays one ring step; returns why the step breaks the ring protocol (`Ring.checkStep`,
+   * `Ring.RelayOrder`), if
    * it does: then nothing is relayed and the caller closes the sender (`BadRingStep`), whose
    * later steps (already on their way) are dropped until its death is declared.
    */
@@ -217,7 +220,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       relayDropped += 1
       return undefined
     }
-    const problem = Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength })
+    const problem = Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength }) ?? relayOrder.check(from, message, state.round)
     if (problem !== undefined) return problem
     const next = members.peers[(ringRank + 1) % members.peers.length]!
     if (next === from || !Core.isLive(state, next)) {

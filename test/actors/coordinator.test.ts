@@ -324,3 +324,27 @@ describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)
       ])
     })))
 })
+
+describe("coordinator actor: the ring relay (issue 15)", () => {
+  it.live("a relayed step sent twice, or of a round not open, closes its sender with BadRingStep (4012); its neighbour gets each honest step once and nothing else", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const made = Core.make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" }, 0)
+      if ("_tag" in made) return yield* Effect.die(made.reason)
+      const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
+      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+      const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+      const frame = (rank: number, message: ToCoordinator) =>
+        Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+      for (const rank of [0, 1, 2]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      // Two parameters over a ring of 3: ring rank r's step 0 is segment r (one value at most) and its count.
+      const step = (round: number, at: number) => ({ _tag: "RingData", generation: 0, round, step: at, data: Float64Array.of(1, 1) }) as const
+      yield* frame(0, step(0, 0))
+      yield* frame(0, step(0, 0)) // a repeat: rank 1 would take it for step 1 and fail
+      yield* frame(1, step(0, 0))
+      yield* frame(2, step(7, 0)) // a round that is not open: rank 0 would keep it
+      while (disconnected.length < 2) yield* Effect.sleep(1)
+      assert.deepStrictEqual(disconnected, [[0, Transport.CloseCode.BadRingStep], [2, Transport.CloseCode.BadRingStep]])
+      assert.deepStrictEqual(sent.filter(([, m]) => m._tag === "RingData").map(([to, m]) => [to, m._tag === "RingData" ? m.round : -1]), [[1, 0], [2, 0]])
+    })))
+})
