@@ -242,12 +242,17 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     case "RoundDone": {
       // Progressive mode commits by chunk, not by samplesDone: a ring member that never got a
       // chunk of this epoch (more survivors than samples) still knows only an older epoch, and its
-      // report of the current (generation, round) is what the round waits for.
-      if (message.epoch !== state.epoch && state.pool === undefined) {
+      // report of the current (generation, round) is what the round waits for. So is, in static
+      // mode, the report of a member that joined its neighbours' first round of this epoch as an
+      // idle member before its StartEpoch reached it: it trained nothing of this epoch (the older
+      // one's samples were all committed before this one started), so it counts with 0 samples.
+      // Dropping it left the round waiting for a report that never came.
+      if (message.epoch > state.epoch && state.pool === undefined) {
         counters.framesWrongEpoch += 1
         return
       }
-      onRoundDone(state, rank, message.round, message.generation, Math.floor(message.samplesDone), cmds)
+      const samplesDone = message.epoch < state.epoch && state.pool === undefined ? 0 : Math.floor(message.samplesDone)
+      onRoundDone(state, rank, message.round, message.generation, samplesDone, cmds)
       return
     }
     case "RingData": {

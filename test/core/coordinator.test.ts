@@ -319,6 +319,25 @@ describe("failure limit and backend limits", () => {
     expect(fixed.counters.framesWrongEpoch).toBe(1)
   })
 
+  it("ring, static: a member still in the older epoch (idle, it joined the new epoch's first round before its StartEpoch came) completes the round with 0 samples of this epoch; the epoch's audit stays clean", () => {
+    const s = make({ worldSize: 2, epochSamples: 20, epochs: 2, backend: "ring" })
+    Coordinator.start(s)
+    roundDone(s, 0, 1, 10)
+    const ended = roundDone(s, 1, 1, 10)
+    expect(tags(ended).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    expect(s.epoch).toBe(1)
+    // Rank 0 trained 4 samples of epoch 1; rank 1, idle, still says epoch 0 and its 10 samples.
+    roundDone(s, 0, 2, 4)
+    const closed = frame(s, 1, 2, { _tag: "RoundDone", epoch: 0, round: 1, generation: 0, samplesDone: 10 })
+    expect(tags(closed)[0]).toBe("AverageRound")
+    expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 1)]).toEqual([4, 0])
+    expect(s.counters.framesWrongEpoch).toBe(0)
+    roundDone(s, 0, 3, 10)
+    const last = roundDone(s, 1, 3, 10)
+    const summary = last.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" ? [summary.summary.epoch, summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([1, 20, 0, 0])
+  })
+
   it("cpu: a RoundDone is ignored and counted", () => {
     const s = make({ worldSize: 2, epochSamples: 20, epochs: 1 })
     Coordinator.start(s)
