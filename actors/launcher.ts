@@ -189,11 +189,19 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const ringArea = (ringSize: number, paramsLength: number | undefined): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
     const fits = paramsLength !== undefined && ringAreaMemoryMb > 0 && Worker.sharedRingLinks() &&
       SharedAllReduce.areaBytes(ringSize, paramsLength) <= ringAreaMemoryMb * 2 ** 20
+    // An area the runtime cannot allocate (out of memory) leaves that generation on its links: its
+    // ranks must still get links, or they would never start a collective.
+    let buffer: SharedArrayBuffer | undefined
+    try {
+      buffer = fits && (ringLinksUsed === "area" || !ringLinksDecided) ? SharedAllReduce.make(ringSize, paramsLength) : undefined
+    } catch {
+      buffer = undefined
+    }
     if (!ringLinksDecided) {
       ringLinksDecided = true
-      if (fits) ringLinksUsed = "area"
+      if (buffer !== undefined) ringLinksUsed = "area"
     }
-    return fits && ringLinksUsed === "area" ? { buffer: SharedAllReduce.make(ringSize, paramsLength), length: paramsLength } : undefined
+    return buffer !== undefined && paramsLength !== undefined ? { buffer, length: paramsLength } : undefined
   }
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const trainerDigest = await trainerSha256(trainerUrl)
