@@ -16,16 +16,10 @@ const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalM
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
-describe("the ring backend end to end: real worker threads all-reduce among themselves", () => {
-  it("a ring of 3 trains 2 epochs with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2 })
-    expect(result.exitCode).toBe(0)
-    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
-  })
-})
-
 describe("the ring backend survives deaths inside a collective (faults fired between two steps, deterministically)", () => {
-  it("a rank that exits while a collective is in flight: the survivors abort, re-form generation 1, redo the round, and every audit is clean", async () => {
+  // Two epochs: the survivors cross an epoch boundary in a re-formed ring (the plain run of a ring is
+  // the demo's, test/actors/demo.test.ts).
+  it("a rank that exits while a collective is in flight: the survivors abort, re-form generation 1, redo the round, and every audit of both epochs is clean", async () => {
     // Ring of 3: steps 0-1 reduce-scatter, 2-3 all-gather; rank 1 leaves before its step 1 of round 2.
     const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
@@ -39,9 +33,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("over MessageChannel links only (ringSharedSlots 0 and ringAreaMemoryMb 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, ringSharedSlots: 0, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, ringSharedSlots: 0, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
-    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.links).toBe("port")
