@@ -4,6 +4,7 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Coordinator from "../../actors/coordinator.ts"
+import type * as Config from "../../src/core/config.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import type { ToCoordinator, ToRank } from "../../src/core/messages.ts"
@@ -31,6 +32,25 @@ const recordingTransport = (refuse: number) =>
     const hello = (rank: number) =>
       Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 2 })), arrivedMs: 0 })
     return { transport, sent, hello, disconnected }
+  })
+
+/**
+ * A ring run's coordinator on a recording transport, started once ranks `0..worldSize-1` said
+ * Hello: `frame(rank, message)` delivers a rank's frame.
+ */
+const startedRing = (config: Partial<Config.Options> & { readonly worldSize: number; readonly epochSamples: number }, options: Partial<Coordinator.Options> = {}) =>
+  Effect.gen(function*() {
+    const made = Core.make({ epochs: 1, backend: "ring", ...config }, 0)
+    if ("_tag" in made) return yield* Effect.die(made.reason)
+    const recorded = yield* recordingTransport(-1)
+    const { transport, hello } = recorded
+    const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY, ...options })
+    const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+    const frame = (rank: number, message: ToCoordinator) =>
+      Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+    for (let rank = 0; rank < config.worldSize; rank++) yield* hello(rank)
+    while (!handle.state.started) yield* Effect.sleep(1)
+    return { ...recorded, handle, inbox, frame }
   })
 
 describe("coordinator actor", () => {
@@ -218,15 +238,7 @@ describe("coordinator actor", () => {
    * and round 0 closed by the 3 members: rank 3 is owed its model.
    */
   const ringJoined = Effect.gen(function*() {
-    const made = Core.make({ worldSize: 3, maxRanks: 4, epochSamples: 1200, epochs: 1, mode: "progressive", backend: "ring", chunkSamples: 100, chunksInflightMax: 1 }, 0)
-    if ("_tag" in made) return yield* Effect.die(made.reason)
-    const { transport, sent, hello } = yield* recordingTransport(-1)
-    const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
-    const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
-    const frame = (rank: number, message: ToCoordinator) =>
-      Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
-    for (const rank of [0, 1, 2]) yield* hello(rank)
-    while (!handle.state.started) yield* Effect.sleep(1)
+    const { handle, sent, hello, frame, inbox } = yield* startedRing({ worldSize: 3, maxRanks: 4, epochSamples: 1200, mode: "progressive", chunkSamples: 100, chunksInflightMax: 1 })
     yield* hello(3)
     while (handle.state.counters.joins < 1) yield* Effect.sleep(1)
     for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })
@@ -293,18 +305,10 @@ describe("coordinator actor", () => {
 describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)", () => {
   it.live("a generation whose links came with an area is committed there (no RoundCommitted frame); a generation without one gets RoundCommitted frames", () =>
     Effect.scoped(Effect.gen(function*() {
-      const made = Core.make({ worldSize: 3, epochSamples: 1200, epochs: 1, mode: "progressive", backend: "ring", chunkSamples: 100, chunksInflightMax: 1 }, 0)
-      if ("_tag" in made) return yield* Effect.die(made.reason)
-      const { transport, sent, hello } = yield* recordingTransport(-1)
       // Generation 0 averages in an area; later generations have none.
       const commits: Array<number> = []
       const formRingLinks = (generation: number) => (generation === 0 ? (round: number) => void commits.push(round) : undefined)
-      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY, formRingLinks })
-      const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
-      const frame = (rank: number, message: ToCoordinator) =>
-        Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
-      for (const rank of [0, 1, 2]) yield* hello(rank)
-      while (!handle.state.started) yield* Effect.sleep(1)
+      const { handle, sent, frame, inbox } = yield* startedRing({ worldSize: 3, epochSamples: 1200, mode: "progressive", chunkSamples: 100, chunksInflightMax: 1 }, { formRingLinks })
       for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RingReady", generation: 0 })
       for (const rank of [0, 1, 2]) yield* frame(rank, { _tag: "RoundDone", epoch: 0, round: 0, generation: 0, samplesDone: 0 })
       while (handle.state.round < 1) yield* Effect.sleep(1)
@@ -328,15 +332,7 @@ describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)
 describe("coordinator actor: the ring relay (issue 15)", () => {
   it.live("a relayed step sent twice, or of a round not open, closes its sender with BadRingStep (4012); its neighbour gets each honest step once and nothing else", () =>
     Effect.scoped(Effect.gen(function*() {
-      const made = Core.make({ worldSize: 3, epochSamples: 30, epochs: 1, backend: "ring" }, 0)
-      if ("_tag" in made) return yield* Effect.die(made.reason)
-      const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
-      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
-      const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
-      const frame = (rank: number, message: ToCoordinator) =>
-        Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
-      for (const rank of [0, 1, 2]) yield* hello(rank)
-      while (!handle.state.started) yield* Effect.sleep(1)
+      const { handle, sent, disconnected, frame } = yield* startedRing({ worldSize: 3, epochSamples: 30 })
       // Two parameters over a ring of 3: ring rank r's step 0 is segment r (one value at most) and its count.
       const step = (round: number, at: number) => ({ _tag: "RingData", generation: 0, round, step: at, data: Float64Array.of(1, 1) }) as const
       yield* frame(0, step(0, 0))
