@@ -516,7 +516,9 @@ export const renderResult = (
     for (const alert of result.alerts) lines.push(`  ${alertText(alert).replace(/^alert /, "")}`)
   }
   const failed = failedAudits(result)
-  const audits = failed.length === 0
+  const audits = failed.length === 0 && result.epochs.length === 0
+    ? "no epoch finished, so no audit"
+    : failed.length === 0
     ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
   if (outcome === undefined && result.failed !== undefined && !result.failed.formed) {

@@ -139,7 +139,7 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     const report = spawnSync(process.execPath, cliArgs(["report", run.runDir]), { encoding: "utf8" })
     expect(report.status).toBe(130)
     expect(report.stdout.split("\n").filter((line) => line.startsWith("outcome:"))).toEqual([
-      expect.stringMatching(/^outcome: interrupted by SIGINT after \d+ completed epochs? in \d+\.\d s; failures: none; final test accuracy -; every audit clean$/)
+      expect.stringMatching(/^outcome: interrupted by SIGINT after \d+ completed epochs? in \d+\.\d s; failures: none; final test accuracy -; (every audit clean|no epoch finished, so no audit)$/)
     ])
   }, 180_000)
 

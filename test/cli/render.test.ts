@@ -45,7 +45,7 @@ describe("renderResult", () => {
         "uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)",
         "deaths:",
         "  rank 1 in epoch 0 (supervisor): killed by terminate; detected 2.0 ms after the fault; 1400 samples left uncommitted (the run stopped)",
-        "outcome: unrecoverable (FailureLimitReached) after 0 completed epochs in 3.5 s; failures: rank 1; final test accuracy -; every completed epoch's audit clean",
+        "outcome: unrecoverable (FailureLimitReached) after 0 completed epochs in 3.5 s; failures: rank 1; final test accuracy -; no epoch finished, so no audit",
         "run directory: runs/zz9",
         ""
       ].join("\n"),

@@ -34,7 +34,7 @@ describe("report", () => {
     const { code, out, err } = await runMain(["report", dir])
     expect(code).toBe(143)
     expect(out.split("\n").filter((line) => line.includes("interrupted by"))).toEqual([
-      "outcome: interrupted by SIGTERM after 0 completed epochs in 3.5 s; failures: none; final test accuracy -; every audit clean"
+      "outcome: interrupted by SIGTERM after 0 completed epochs in 3.5 s; failures: none; final test accuracy -; no epoch finished, so no audit"
     ])
     expect(out).toContain("uncommitted in epoch 0: 5600 samples in 4 ranges: [600, 2000), [2600, 4000), [4600, 6000), [6600, 8000)\n")
     expect(err).toBe(
@@ -130,7 +130,7 @@ describe("report", () => {
       code: 2,
       out: [
         "no epoch finished",
-        "outcome: unknown: the journal ends after line 1 (0.0 s into the run), before the run ended; 0 epochs finished; deaths so far: none; last test accuracy -; every audit read clean",
+        "outcome: unknown: the journal ends after line 1 (0.0 s into the run), before the run ended; 0 epochs finished; deaths so far: none; last test accuracy -; no epoch finished, so no audit",
         `run directory: ${unfinished}`,
         ""
       ].join("\n"),
