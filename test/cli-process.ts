@@ -1,6 +1,7 @@
 // The `cohort` command line as a child process of the test, under the runtime running the tests
 // (Node, Bun, or Deno: `deno run -A`), with its output collected; and a free loopback port.
 import { type ChildProcess, spawn } from "node:child_process"
+import { rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import { commandOf } from "../src/cli/render.ts"
@@ -54,5 +55,22 @@ export const waitFor = async (what: () => boolean, timeoutMs: number, label: str
   while (!what()) {
     if (Date.now() > until) throw new Error(`timed out waiting for ${label}`)
     await new Promise((resolve) => setTimeout(resolve, 50))
+  }
+}
+
+/**
+ * Removes a test's scratch folder, trying again every 200 ms for up to 5 s while a process that
+ * just ended (a killed CLI's rank finishing its save) may still be writing into it: Deno's
+ * `rmSync` does not take `maxRetries`. The last failure is thrown.
+ */
+export const removeDir = async (dir: string): Promise<void> => {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      rmSync(dir, { recursive: true, force: true })
+      return
+    } catch (error) {
+      if (attempt >= 25) throw error
+      await new Promise((resolve) => setTimeout(resolve, 200))
+    }
   }
 }

@@ -2,12 +2,12 @@
 // AbortSignal stop it cleanly: the survivors save, the journal ends `interrupted`, no process of
 // the run is left. Real workers, real child processes, the real CLI under each runtime.
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { cliCommand } from "../cli-process.ts"
+import { cliCommand, removeDir } from "../cli-process.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -19,7 +19,7 @@ const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", 
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-interrupt-"))
 // A killed CLI process may still be writing its run folder: retry the removal (ENOTEMPTY).
-afterAll(() => rmSync(outDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 }))
+afterAll(() => removeDir(outDir))
 
 const cliArgs = (args: ReadonlyArray<string>): Array<string> => [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args]
 

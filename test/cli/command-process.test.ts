@@ -2,13 +2,13 @@
 // a join command with an address of this host, not the wildcard it listens on; a trainer module
 // that leaves a timer running does not keep the command alive after the run.
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, rmSync } from "node:fs"
+import { mkdtempSync } from "node:fs"
 import { networkInterfaces, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
-import { freePort, startCli } from "../cli-process.ts"
+import { freePort, removeDir, startCli } from "../cli-process.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const lingering = fileURLToPath(new URL("../fixtures/trainers/lingering-timer.ts", import.meta.url))
@@ -17,7 +17,7 @@ const dir = mkdtempSync(join(tmpdir(), "cohort-serve-listen-"))
 const children: Array<ChildProcess> = []
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
-  rmSync(dir, { recursive: true, force: true, maxRetries: 10, retryDelay: 200 })
+  return removeDir(dir)
 })
 
 // What the test expects, from the same system call: the first IPv4 address that is not loopback.
