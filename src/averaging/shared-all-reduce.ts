@@ -146,8 +146,7 @@ export class Area {
    * `waitSliceMs`. Never rejects. An idle member watches with it for a collective to start.
    */
   arrivals(): Promise<void> {
-    const waited = waitAsync(this.header, ARRIVED, Atomics.load(this.header, ARRIVED), waitSliceMs)
-    return waited.async ? waited.value.then(() => {}) : Promise.resolve()
+    return this.change(ARRIVED)
   }
 
   /** The ring rank whose row a reducer found not finite (module doc), or -1. */
@@ -166,7 +165,12 @@ export class Area {
    * its part of a round watches with it for the commit.
    */
   commits(): Promise<void> {
-    const waited = waitAsync(this.header, COMMITTED, Atomics.load(this.header, COMMITTED), waitSliceMs)
+    return this.change(COMMITTED)
+  }
+
+  /** Resolves when header word `index` changes or is notified, or after at most `waitSliceMs`. */
+  private change(index: number): Promise<void> {
+    const waited = waitAsync(this.header, index, Atomics.load(this.header, index), waitSliceMs)
     return waited.async ? waited.value.then(() => {}) : Promise.resolve()
   }
 
