@@ -39,7 +39,8 @@ import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, onParams, onRoundDone } from "./rounds.ts"
+import * as EpochModel from "./epoch-model.ts"
 import type { Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
@@ -226,9 +227,13 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     }
     case "Params": {
       if (state.ring !== undefined) {
-        // The ring backend's contributions are RoundDone reports (issue 15); a Params is a joiner's
-        // model from the member asked for it (issue 17), whatever epoch that member knows.
-        onModel(state, rank, message.round, message.params, cmds)
+        // The ring backend's contributions are RoundDone reports (issue 15); a Params is the ended
+        // epoch's model, or a joiner's model (issue 17), from the member asked for it.
+        const answered = EpochModel.onAnswer(state, rank, message.round, message.params, cmds)
+        if (answered._tag === "Ignored" || [...state.modelOwed.values()].some((owed) => owed.from === rank)) {
+          onModel(state, rank, message.round, message.params, cmds)
+        }
+        afterEpochModel(state, cmds, answered)
         return
       }
       if (message.epoch !== state.epoch) {

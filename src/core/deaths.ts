@@ -11,6 +11,8 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { alert, broadcast, extendLive, formRing, leaveRound, memberCount, path, send } from "./emit.ts"
 import { wake } from "./epochs.ts"
 import { reissueModels } from "./joins.ts"
+import { complete } from "./ending.ts"
+import * as EpochModel from "./epoch-model.ts"
 import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
@@ -47,7 +49,9 @@ export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure
  */
 export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array<Command>): void => {
   const { membership, config } = state
-  const running = state.phase === "running"
+  // Once the last epoch is audited and only its model is owed, departures move nothing.
+  const finishing = state.phase === "running" && state.epochModel?.finishing === true
+  const running = state.phase === "running" && !finishing
   const rolesBefore = { ...state.roles }
   const alerts: Array<Command> = []
   const remainders: Array<{ readonly rank: Rank; readonly death: Death | undefined; readonly ranges: Array<readonly [number, number]> }> = []
@@ -107,6 +111,11 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     }
   }
   cmds.push(...alerts)
+  if (finishing) {
+    // The asked member left: another one is asked, or with none left the run completes without it.
+    if (EpochModel.reissue(state, new Set(batch.map((d) => d.rank)), cmds)._tag === "Settled") complete(state, cmds)
+    return
+  }
   if (!running) return
   if (state.ring !== undefined) discardRingRound(state)
   maybeResolveFastest(state)
@@ -169,7 +178,9 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // 5. Re-rendezvous the ring (a joiner whose model was to come from a departed rank is asked for
   // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
   if (state.ring !== undefined) {
-    if (!reissueModels(state, new Set(batch.map((d) => d.rank)), cmds, state.ring.generation + 1)) return
+    const departed = new Set(batch.map((d) => d.rank))
+    if (!reissueModels(state, departed, cmds, state.ring.generation + 1)) return
+    EpochModel.reissue(state, departed, cmds)
     formRing(state, cmds, `re-rendezvous without rank${batch.length === 1 ? "" : "s"} ${batch.map((d) => d.rank).join(", ")}`)
   }
   wake(state, cmds, `take the chunks reclaimed from ranks ${batch.map((d) => d.rank).join(", ")}`)

@@ -106,7 +106,13 @@ export type Input =
  *   this step.
  *   With the ring backend `generation` is set and `params` is empty (the ranks averaged among
  *   themselves): broadcast `RoundCommitted{round, generation}` instead (issue 15).
- * - `EpochEnded`: the epoch's audit and summary.
+ * - `EpochEnded`: the epoch's audit and summary. An `EpochModel` for the same epoch follows, in
+ *   the same step (`cpu`) or once a ring member handed the model over (`ring`).
+ * - `EpochModel`: the committed model after epoch `epoch` (the mean of round `round`, its last),
+ *   for the shell to write on the coordinator's host before the epoch's audit counts as final.
+ *   `cpu`: `params` is `undefined` and means the mean the shell itself broadcast for `round`.
+ *   `ring`: `params` is what member `from` handed over (checked: the run's parameter count,
+ *   finite), or `undefined` with `from` `undefined` when no member could (none was left).
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
  * - `Welcome` (issue 17): the joiner `rank` is in. Deliver, before anything else to it: the
  *   `roles`; the model (`model: "coordinator"`: the shell's last `Update` params, of round
@@ -153,6 +159,7 @@ export type Command =
     readonly reason: string
   }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }
+  | { readonly _tag: "EpochModel"; readonly epoch: number; readonly round: number; readonly params: Float32Array | undefined; readonly from: Rank | undefined; readonly reason: string }
   | { readonly _tag: "RunEnded"; readonly outcome: Outcome }
   | {
     readonly _tag: "Welcome"

@@ -234,7 +234,7 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
  * The lowest ring member that holds the model: live, neither a joiner waiting for the next
  * generation nor one still owed its own model, and not in `tried`. O(ranks skipped).
  */
-const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
+export const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
   const m = state.membership
   for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
     if (!state.joining.has(r) && !state.modelOwed.has(r) && (tried === undefined || !tried.has(r))) return r

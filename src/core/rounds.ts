@@ -10,7 +10,8 @@ import * as Assignments from "./assignments.ts"
 import * as Audit from "./audit.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
-import { endEpoch } from "./ending.ts"
+import { complete, endEpoch } from "./ending.ts"
+import * as EpochModel from "./epoch-model.ts"
 import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
@@ -47,6 +48,8 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
   const ring = state.ring!
   const reports = state.ringReports
   if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
+  // The asked member must still hold the ended epoch's model when it reads the request.
+  if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
   for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
   cmds.push({
@@ -141,4 +144,14 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
   state.contributions.set(rank, usable ? params : undefined)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * The ended epoch's model is no longer owed (`EpochModel.Outcome` `Settled`): the run completes
+ * when that was the last epoch, else a ring round held back by it may close now.
+ */
+export const afterEpochModel = (state: State, cmds: Array<Command>, outcome: EpochModel.Outcome): void => {
+  if (outcome._tag !== "Settled" || state.phase !== "running") return
+  if (outcome.finishing) complete(state, cmds)
+  else maybeCloseRound(state, cmds)
 }

@@ -150,6 +150,27 @@ export interface State {
    * leaves, or the run stops. Live ranks only.
    */
   readonly modelOwed: Map<Rank, ModelOwed>
+  /**
+   * Ring backend: the model of the epoch that just ended, asked of a member so that the shell can
+   * write it on the coordinator's host before the epoch's audit is final (`epoch-model.ts`).
+   * While it is owed no round closes, so the asked member still holds it. `undefined` otherwise.
+   */
+  epochModel: EpochModelOwed | undefined
+}
+
+/**
+ * The model of epoch `epoch` (the mean of round `round`, its last) asked of ring member `from`;
+ * `tried` holds every member asked so far; `finishing` when the run completes once it arrives.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface EpochModelOwed {
+  readonly epoch: number
+  readonly round: number
+  from: Rank
+  readonly tried: Set<Rank>
+  finishing: boolean
 }
 
 /**
@@ -231,7 +252,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     lateJoiner: new Uint8Array(w),
     vacantFrom: initial,
     joins: [],
-    modelOwed: new Map()
+    modelOwed: new Map(),
+    epochModel: undefined
   }
 }
 
