@@ -94,6 +94,13 @@ export interface Hooks {
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
   readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
+  /**
+   * The committed model after `epoch` (`Core` command `EpochModel`): with `cpu` the mean this
+   * shell broadcast for the epoch's last round, with `ring` the one a member handed over;
+   * `undefined` when there is none (no usable contribution ever, or no ring member left). The
+   * launcher writes it on the coordinator's host before the epoch's audit is final.
+   */
+  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
 }
 
 /**
@@ -314,6 +321,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             hold(command.to)
             deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
             break
+          case "EpochModel": {
+            const model = command.params !== undefined
+              ? { round: command.round, params: command.params }
+              : state.ring === undefined ? lastModel : undefined
+            observe(() => hooks.onEpochModel?.(command.epoch, model))
+            break
+          }
           case "Alert":
           case "EpochEnded":
             break

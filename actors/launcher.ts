@@ -32,6 +32,7 @@ import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
+import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
@@ -241,6 +242,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     deathsDeclared: () => state.deaths.length
   })
   const { emit, releaseHeld } = journal
+  // The model after each epoch, on this host; the epoch's line waits for it (`epoch-models.ts`).
+  const epochModels = EpochModels.make({ dir: `${runDirAbsolute}/checkpoints`, shownDir: `${runDir}/checkpoints`, now: () => sinceStart(Date.now()) })
 
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
@@ -364,6 +367,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
         case "EpochEnded": {
           trainedInEpoch.clear()
+          // Final once the epoch's model is written here: the line, and all after it, wait for it.
+          journal.hold(epochModels.written(command.summary.epoch))
           // Final as written: the accuracy comes in its own `eval` event.
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
           return
@@ -417,6 +422,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       }
     },
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
+    onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -749,6 +755,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     return outcome
   }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()
+  epochModels.releaseAll("the run ended before a ring member handed it over")
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
   if (exit._tag === "Failure") {

@@ -336,7 +336,11 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * last instead of `ended` when the run could not be carried out (`Launcher.run` rejects with a
  * `LaunchError`, the CLI exits 3): `stage` is the error's option (`formation`: a formation timeout
  * or a rank that left before every rank joined; `listen`; `run`: anything else), `reason` its
- * words, `formed` whether every rank had joined (false: nothing was trained).
+ * words, `formed` whether every rank had joined (false: nothing was trained). `model`: the
+ * committed model after `epoch` (the mean of round `round`) was written durably on the
+ * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms), just before that
+ * epoch's `epoch` line, which waits for it: a journal that audits an epoch always has its model
+ * beside it. `error` says why not when it could not be written (the `epoch` line still follows).
  *
  * @since 0.1.0
  * @category events
@@ -355,6 +359,7 @@ export type RunEvent =
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
+  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly error?: string }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
@@ -490,7 +495,9 @@ export interface ResumeOptions extends Omit<RunOptions, "trainer" | "epochs" | "
  *   the parent committed (its audit counts them, recorded as rank -1), `committedSamples` their sum
  *   (0 when the epoch is trained again from its start); `firstRound`: its first averaging round;
  * - `state`: the model loaded, `save` (the survivors' saves after a save-and-shutdown or an
- *   interrupt) or `checkpoint` (the last epoch checkpoint); `loadedFrom`: its folder;
+ *   interrupt), `checkpoint` (the model of the last epoch audited) or `start` (no epoch was
+ *   audited and nothing saved: the run's initial model, from its seed); `loadedFrom`: its folder
+ *   (empty for `start`);
  * - `notes`: one line each for what the user should know (a fallback to a checkpoint and why, a
  *   journal cut short, a retrained epoch).
  *
@@ -503,7 +510,7 @@ export interface Resumed {
   readonly firstRound: number
   readonly committedSamples: number
   readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
-  readonly state: "save" | "checkpoint"
+  readonly state: "save" | "checkpoint" | "start"
   readonly loadedFrom: string
   readonly notes: ReadonlyArray<string>
 }

@@ -93,7 +93,9 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
   (resumed.committedSamples > 0
     ? `${plural(resumed.committedSamples, "sample")} of it committed by run ${resumed.parent.runId}, the rest trained here`
     : "the epoch is trained from its start") +
-  `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last epoch checkpoint"})`
+  (resumed.state === "start"
+    ? "; the initial model of the run's seed"
+    : `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last audited epoch's checkpoint"})`)
 
 /**
  * The line `report` prints on stderr for a run whose journal ends with `failed`: `cohort: the run
@@ -149,6 +151,10 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     }
     case "eval":
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
+    case "model":
+      return event.error === undefined
+        ? `epoch ${event.epoch}'s model (round ${event.round}) written to ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB in ${event.writeMs} ms)`
+        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}`
     case "decision":
       return `decision: ${event.detail}`
     case "round":
