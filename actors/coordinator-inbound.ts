@@ -242,8 +242,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       case "Frame": {
         const decoded = decodeFrame(event, state.paramsLength)
         if (Result.isFailure(decoded)) {
-          // A frame that does not decode is a protocol violation, not noise (README "What a rank is
-          // trusted with"): that rank's link closes with the reason's code (1009 a field over its
+          // A frame that does not decode is a protocol violation, not noise (docs/security.md, "What a
+          // rank is trusted with"): that rank's link closes with the reason's code (1009 a field over its
           // bound, such as more parameters than the run agreed; 1008 a frame naming another rank;
           // 1002 anything else) and it is declared dead, refused, with the reason in words.
           const code = WireError.closeCode(decoded.failure)

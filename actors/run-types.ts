@@ -80,7 +80,7 @@ export interface RunOptions {
   /** Ranks, `>= 1`. Default 4. */
   readonly worldSize?: number
   /**
-   * Capacity of a run that may grow (issue 17; README "Growing a run"): rank indices are
+   * Capacity of a run that may grow (docs/growing.md): rank indices are
    * `[0, maxRanks)`, and while the run trains a rank may join a served or WebSocket run
    * (`cohort join --rank auto`, or a vacant index) up to this many ranks in all; indices are never
    * reused. Integer `>= worldSize`, at most the transport's `worldSize` bound. Default `worldSize`:
@@ -464,13 +464,12 @@ export interface RunResult {
 }
 
 /**
- * Options of `run({ resume: dir })`: continue the run in `dir` (issue 13; README "Resuming a
- * run"). The seed, epochs, mode, batch size and averaging cadence are the parent's (from its
- * journal's `started` event) and cannot be given; the trainer is the parent's unless `trainer`
- * names the same module elsewhere (same dataset size and file contents). Everything else may be
- * given and otherwise is the parent's, except the injected faults (`kills`, `hangs`, `floods`),
- * which default to none. The resumed run is a new run directory under `outDir` (default: the
- * folder that holds the parent's).
+ * Options of `run({ resume: dir })`: continue the run in `dir` (docs/resume.md). The seed, epochs,
+ * mode, batch size and averaging cadence are the parent's (from its journal's `started` event) and
+ * cannot be given; the trainer is the parent's unless `trainer` names the same module elsewhere
+ * (same dataset size and file contents). Everything else may be given and otherwise is the
+ * parent's, except the injected faults (`kills`, `hangs`, `floods`), which default to none. The
+ * resumed run is a new run directory under `outDir` (default: the folder that holds the parent's).
  *
  * @since 0.1.0
  * @category options

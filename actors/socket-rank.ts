@@ -108,7 +108,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
 }
 
 /**
- * Exit codes of `cohort join` (README "Across machines"): 0 a clean end (the run completed, or
+ * Exit codes of `cohort join` (docs/serve-and-join.md): 0 a clean end (the run completed, or
  * the rank saved after `ShutdownWithSave` and left); 1 the trainer failed (the rank crashed); 2 bad
  * input; 3 the coordinator is gone (the rank saved an emergency copy); then one per refusal class,
  * each after one line on stderr and never retried: 10 wrong token (close code 4001), 11 rank

@@ -20,7 +20,7 @@
  * Run: `node --import tsx bench/transport.ts`, `bun bench/transport.ts`,
  * `deno run -A bench/transport.ts`, or `npm run bench:transport`. Flags: `--quick` (under 10 s),
  * `--no-json`. Results go to `bench/results/transport.<runtime>.json` (rewritten by every run and
- * ignored by git; copy a run worth keeping into the README).
+ * ignored by git; copy a run worth keeping into docs/benchmarks.md).
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"

@@ -352,7 +352,7 @@ const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => 
 /**
  * The `run` flags that `resume` refuses, each with why: what they set is the parent's (its journal's
  * `started` event), so that the resumed run trains exactly the samples the parent did not commit,
- * in the same order, with the same model (README "Resuming a run").
+ * in the same order, with the same model (docs/resume.md).
  *
  * @since 0.1.0
  * @category parsing

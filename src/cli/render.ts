@@ -54,7 +54,7 @@ const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? wo
  * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
  * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
  * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
- * `-A` is the one the README gives.
+ * `-A` is the one the docs give.
  *
  * @since 0.1.0
  * @category rendering
