@@ -1,5 +1,5 @@
 /**
- * The coordinator actor: the shell around the core state machine (DESIGN.md §3, §3.10).
+ * The coordinator actor: the shell around the core state machine (docs/design.md §3, §3.10).
  *
  * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
  * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
@@ -8,7 +8,7 @@
  * mailbox, so every frame that arrived before it is applied first and the whole drained set of
  * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
  *
- * Its own stalls never kill ranks (DESIGN.md §3.10): the core pauses liveness for any gap between
+ * Its own stalls never kill ranks (docs/design.md §3.10): the core pauses liveness for any gap between
  * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
  * before each tick the ranks the core is about to find stale are checked against the transport's
  * arrival times: a rank whose frame already arrived but still waits behind other links' frames is
@@ -163,7 +163,7 @@ export interface Handle {
   /**
    * Asks the run to stop (an operator's interrupt; `detail` says which, e.g. `SIGINT`): the core
    * decides (`ShutdownRequested`: `ShutdownWithSave{GracefulShutdown}` to the survivors and the
-   * outcome `interrupted`, DESIGN.md §1, §3.6); a run already over ignores it. Queued behind the
+   * outcome `interrupted`, docs/design.md §1, §3.6); a run already over ignores it. Queued behind the
    * mailbox's inputs, so that every frame already received counts first.
    */
   readonly interrupt: (detail: string) => Effect.Effect<void>

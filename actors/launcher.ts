@@ -162,7 +162,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
 }
 
 /**
- * The journal's one decision for a ring generation's `FormRing`s (DESIGN.md §3.10), which the core
+ * The journal's one decision for a ring generation's `FormRing`s (docs/design.md §3.10), which the core
  * sends one per member with the same reason: `FormRing generation G to ranks 0, 1, 3: <reason>`
  * (at most 16 ranks named, then how many more).
  */
@@ -244,7 +244,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
-  // list: `state.deaths`, DESIGN.md §3.2, §3.6).
+  // list: `state.deaths`, docs/design.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()

@@ -1,5 +1,5 @@
 /**
- * What a rank is given and what it leaves behind (DESIGN.md §3.3, §4; issues 6 and "Never lose a
+ * What a rank is given and what it leaves behind (docs/design.md §3.3, §4; issues 6 and "Never lose a
  * run"): the launcher's `RankData`, a joined rank's `JoinedRun`, the rank's `Link` to its
  * coordinator, the ring fault model, the exit codes and the files a save writes. `rank.ts`
  * re-exports all of it; import it from there.
@@ -67,7 +67,7 @@ export interface RankData {
    * share the coordinator's process: its silence is a stall, and its death is theirs).
    */
   readonly coordinatorTimeoutMs?: number | undefined
-  /** The averaging backend (DESIGN.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
+  /** The averaging backend (docs/design.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
   readonly backend?: "cpu" | "ring" | undefined
   /**
    * Fault injection inside a ring collective (tests and benches, keyed by round and step like

@@ -1,6 +1,6 @@
 /**
  * The rank actor: one training rank's loop, run inside its worker thread or child process
- * (DESIGN.md §3.3, §3.5, §3.7, §4; issue 6).
+ * (docs/design.md §3.3, §3.5, §3.7, §4; issue 6).
  *
  * It takes `StartEpoch`, `ExtendPartition` and `AssignChunk`, trains batch by batch through the
  * user's trainer, reports `Progress` at most every `progressIntervalMs` (so that many fast ranks do
@@ -122,7 +122,7 @@ export const run = (
     // The last averaged parameters (the initial model until the first Update) and their round: what
     // every save writes as the resumable model (`SavedModel`), consistent with what was committed.
     // The trainer's parameters, checked on every read: a Float32Array of the length it had at the
-    // start (DESIGN.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
+    // start (docs/design.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
     // (and the run stops with TrainerFault when two ranks do), instead of sending frames the
     // coordinator must drop (a Float64Array) or refuse (another length).
     const firstParams = checked.getParams()

@@ -107,7 +107,7 @@ export interface RunOptions {
    */
   readonly transport?: "worker" | "process" | "websocket"
   /**
-   * The averaging backend (DESIGN.md §1): `cpu` (default; the coordinator averages every round)
+   * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
    * report `RoundDone`; issue 15). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
    * otherwise) and ends with `SingleSurvivor` when one rank is left.
@@ -155,7 +155,7 @@ export interface RunOptions {
   /**
    * A gap of more than this many ms between two inputs of the coordinator is its own stall: the
    * ranks' silence during it is not counted, and a `CoordinatorStall` warn alert says how long it
-   * was (DESIGN.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
+   * was (docs/design.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
    */
   readonly coordinatorStallMs?: number
   /**
@@ -330,7 +330,7 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
  * line per rank per second; observers see them all. `round`: averaging round `round` of `epoch`
  * closed (its `Update` went out) with `contributors` contributions, `openMs` milliseconds after its
- * first contribution arrived (DESIGN.md §3.1 "commit"); the gaps between rounds' `ms` are the round
+ * first contribution arrived (docs/design.md §1 "commit"); the gaps between rounds' `ms` are the round
  * times; `loss` (absent when no contributor carried one) is the contributors' mean training loss
  * since their previous contributions, weighted by the samples each trained (`round-loss.ts`). One line per round, journal only (the terminal views leave them out). `failed` comes
  * last instead of `ended` when the run could not be carried out (`Launcher.run` rejects with a
@@ -382,7 +382,7 @@ export interface DeathTiming {
   readonly detectedAfterFaultMs: number | undefined
   readonly recoveredAfterFaultMs: number | undefined
   readonly remainderSamples: number
-  /** False when the death ended the run (or came after its end): nothing moved then (DESIGN.md §3.2). */
+  /** False when the death ended the run (or came after its end): nothing moved then (docs/design.md §3.2). */
   readonly redistributed: boolean
 }
 

@@ -1,5 +1,5 @@
 /**
- * A rank that reaches its coordinator over a WebSocket (DESIGN.md §5; issue 14): a local rank
+ * A rank that reaches its coordinator over a WebSocket (docs/design.md §5; issue 14): a local rank
  * process of `run({ transport: "websocket" })`, or a rank of `cohort join` on any host.
  *
  * It joins with the run token (`WebSocket.connect`), runs the rank actor (`actors/rank.ts`) over

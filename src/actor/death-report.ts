@@ -1,5 +1,5 @@
 /**
- * Death reports: how a supervisor tells the coordinator that a rank ended (DESIGN.md §1, §5).
+ * Death reports: how a supervisor tells the coordinator that a rank ended (docs/design.md §1, §5).
  *
  * A supervisor never restarts anything; it turns each way a rank's worker, process or socket can
  * end into one `DeathReport{rank, cause}` and the coordinator decides. Any end of a rank that did
@@ -62,7 +62,7 @@ export interface Refused {
 }
 
 /**
- * Every way a rank can end, as seen by its supervisor (DESIGN.md §5), or its refusal by the
+ * Every way a rank can end, as seen by its supervisor (docs/design.md §5), or its refusal by the
  * coordinator.
  *
  * @since 0.1.0

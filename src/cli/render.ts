@@ -429,7 +429,7 @@ export const renderResult = (
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
-  // carries the last epoch's number but belongs to no row (DESIGN.md §3.6).
+  // carries the last epoch's number but belongs to no row (docs/design.md §3.6).
   const shown = new Set<RunTypes.DeathTiming>()
   const timingOf = (epoch: number, rank: number): RunTypes.DeathTiming | undefined => {
     const timing = result.deaths.find((d) => d.epoch === epoch && d.rank === rank && !shown.has(d))

@@ -1,6 +1,6 @@
 /**
  * The alert lane: alert records with a collapse window, so that a storm of one alert folds into a
- * few records whose counts stay exact (DESIGN.md §3.9, §3.10 "Alert paths").
+ * few records whose counts stay exact (docs/design.md §3.9, §3.10 "Alert paths").
  *
  * @since 0.1.0
  */

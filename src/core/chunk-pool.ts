@@ -1,5 +1,5 @@
 /**
- * The progressive-mode chunk pool of one epoch (DESIGN.md §3.7).
+ * The progressive-mode chunk pool of one epoch (docs/design.md §3.7).
  *
  * Each rank owns a reservation span `[cursor, end)` that it consumes front to back; thieves take
  * from the tail of the largest remaining span, so owner and thieves can meet but never overlap.
@@ -470,7 +470,7 @@ export const remaining = (pool: Pool): number => pool.residueTotal + pool.reclai
 
 /**
  * True when nothing is left in spans or the reclaimed queue, nothing is outstanding and every done
- * chunk is committed (DESIGN.md §3.7). O(1).
+ * chunk is committed (docs/design.md §3.7). O(1).
  *
  * @since 0.1.0
  * @category queries

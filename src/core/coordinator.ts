@@ -1,9 +1,9 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
- * returns the commands to carry out (DESIGN.md §3). No I/O, no clock, no randomness: time enters
+ * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
  * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
  *
- * Averaging rounds (DESIGN.md §3.3, §3.10): with the `cpu` backend a round's contributions are
+ * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding
  * uncommitted work contributed. With the `ring` backend (issue 15) they are `RoundDone` frames of
  * the current ring generation and round (others are counted in `staleRoundDone`); the round closes
@@ -15,7 +15,7 @@
  *
  * This module holds the steps (`start`, `step` and the handling of each input); the rest of the
  * core is one room per responsibility: the death chain in `deaths.ts` (`declareBatch`, in the order
- * of DESIGN.md §3.2), averaging rounds in `rounds.ts`, roles and the checkpoint's failover in
+ * of docs/design.md §3.2), averaging rounds in `rounds.ts`, roles and the checkpoint's failover in
  * `role-moves.ts`, ending epochs and the run in `ending.ts`, unrecoverable runs in `stops.ts`,
  * epoch planning in `epochs.ts`, mid-run joins in `joins.ts` (issue 17), the state and its queries
  * in `state.ts`, the shared verbs in `emit.ts`, and the input, command and outcome types in
@@ -56,7 +56,7 @@ export { activeCount, assignment, committedSamples, expiring, failures, forEachS
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Options of `start`. `paramsLength`: the parameter count agreed at formation (DESIGN.md §4
+ * Options of `start`. `paramsLength`: the parameter count agreed at formation (docs/design.md §4
  * `Hello`); a contribution with another count is left out of the average (`BadParams`). Default:
  * the first contribution's count. `resume`: where a resumed run begins (issue 13). `absent`
  * (issue 17): indices of `[0, worldSize)` that had not joined when formation started (with
@@ -348,7 +348,7 @@ const onTick = (state: State, cmds: Array<Command>): void => {
 /**
  * The coordinator itself did not run for `gapMs` (its thread was blocked or its process stopped):
  * whatever the ranks sent meanwhile is still on its way in, so their silence during the gap is not
- * theirs. Liveness pauses for the gap; the rest of the core is unchanged (DESIGN.md §3.10).
+ * theirs. Liveness pauses for the gap; the rest of the core is unchanged (docs/design.md §3.10).
  */
 const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
   Liveness.pause(state.liveness, gapMs)

@@ -1,5 +1,5 @@
 /**
- * The death chain (DESIGN.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
+ * The death chain (docs/design.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
  * a clean exit mid-run) declared in the order of §3.10: alerts, remainders, ledger, roles, the
  * unrecoverable check, aborting ring collectives, redistribution, the ring's re-rendezvous.
  * Internal to `src/core`.
@@ -43,7 +43,7 @@ export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure
 
 /**
  * Declares one batch of departures: deaths found in one tick (reports first, then stale ranks), or
- * a single clean exit mid-run. Commands come out in the order of DESIGN.md §3.10.
+ * a single clean exit mid-run. Commands come out in the order of docs/design.md §3.10.
  */
 export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array<Command>): void => {
   const { membership, config } = state

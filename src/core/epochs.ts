@@ -1,5 +1,5 @@
 /**
- * Planning an epoch (DESIGN.md §3.3, §3.7): static partitions, the progressive chunk pool and its
+ * Planning an epoch (docs/design.md §3.3, §3.7): static partitions, the progressive chunk pool and its
  * refills, and a resumed epoch (issue 13). Internal to `src/core`; `coordinator.ts` decides when.
  *
  * @since 0.1.0
@@ -88,7 +88,7 @@ export const planResumed = (state: State, cmds: Array<Command>, planned: Readonl
           used = 0
         }
       }
-      if (first) starts.push(rank, 0, 0) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
+      if (first) starts.push(rank, 0, 0) // an empty partition still gets its StartEpoch (docs/design.md §3.10)
     })
     sendRanges(state, cmds, "StartEpoch", starts, reason)
     if (extensions.count > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...extensions.build(), reason })
@@ -126,7 +126,7 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
     for (const rank of planned) {
       const [offset, size] = Assignments.partition(a, rank)
       if (size > 0) state.uncommittedLive += 1
-      out.push(rank, offset, size) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
+      out.push(rank, offset, size) // an empty partition still gets its StartEpoch (docs/design.md §3.10)
     }
     sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
   } else {

@@ -1,6 +1,6 @@
 /**
  * The coordinator core's inputs and commands: what the actor shell feeds `Coordinator.step` and
- * what it carries out (DESIGN.md §3). Re-exported by `coordinator.ts`, where they are documented
+ * what it carries out (docs/design.md §3). Re-exported by `coordinator.ts`, where they are documented
  * for users.
  *
  * @since 0.1.0
@@ -28,7 +28,7 @@ import type * as Roles from "./roles.ts"
 export type JoinRefusal = "Full" | "BadIndex" | "DeadIndex" | "ExitedIndex" | "LiveIndex" | "NotStarted" | "ShuttingDown" | "RunOver"
 
 /**
- * How a supervisor saw a rank end (DESIGN.md §5).
+ * How a supervisor saw a rank end (docs/design.md §5).
  *
  * @since 0.1.0
  * @category inputs
@@ -56,7 +56,7 @@ export type DeathCause =
  * - `DeathReport`: a supervisor saw `rank` end; queued and declared by the next `Tick`.
  * - `SendFailed`: the shell could not deliver `message` to `rank`.
  * - `Seen`: the transport received a frame from `rank` at `nowMs` that is still queued behind other
- *   links' frames; it refreshes the rank's liveness like a frame (DESIGN.md §3.10: frames that
+ *   links' frames; it refreshes the rank's liveness like a frame (docs/design.md §3.10: frames that
  *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
@@ -67,7 +67,7 @@ export type DeathCause =
  *   any command to the joiner.
  * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
  *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
- *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
+ *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, docs/design.md §3.6)
  *   and ends `interrupted` with the epoch's uncommitted ranges; a run not yet started ends
  *   `interrupted` with nothing sent; a run already over ignores it.
  *

@@ -3,7 +3,7 @@
  * the core: the `Join` input's decision (a `Welcome` or a `JoinRefused` with its reason), and the
  * round boundary where joiners enter the rounds (and, with the ring backend, the ring).
  *
- * It adds to DESIGN.md §3 (proposed §3.11 "Joins"; §3.6's failure limit now counts the ranks that
+ * Its rules are docs/design.md §3.11 "Joins" (and §3.6: the failure limit counts the ranks that
  * were ever members, `Config.FailureLimit`):
  *
  * - **Capacity.** Rank indices are `[0, maxRanks)`; `[0, worldSize)` form the run (`minRanks` of
@@ -286,7 +286,7 @@ export const onModel = (state: State, rank: Rank, round: number, params: Float32
  * owed its model is what holds the rendezvous up when its asked member has not answered (a slow or
  * broken member: the joiner gets its `FormRing` only after its model), so its model is asked of the
  * next member holding it not asked yet. With none left it keeps waiting on the members asked; the
- * rendezvous attempts then end the run (`ReduceStall`, DESIGN.md §3.10), as for a member that never
+ * rendezvous attempts then end the run (`ReduceStall`, docs/design.md §3.10), as for a member that never
  * sends `RingReady`. O(joiners owed a model + ranks skipped).
  *
  * @since 0.1.0

@@ -1,7 +1,7 @@
 /**
  * The dead-rank ledger and the membership around it: which ranks are alive, dead or exited,
  * `activeCount`, the failure count, and ascending iteration over the survivors that skips dead
- * and exited ranks in near-constant amortized time (DESIGN.md §1, §3.1, §3.6).
+ * and exited ranks in near-constant amortized time (docs/design.md §1, §3.1, §3.6).
  *
  * Written only by the coordinator core (fixes floDl gap 7.2.1, where the CPU controller wrote the
  * shared ledger behind the coordinator's back). A death is permanent.

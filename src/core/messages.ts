@@ -1,5 +1,5 @@
 /**
- * The messages exchanged between ranks and the coordinator, as plain data (DESIGN.md §4).
+ * The messages exchanged between ranks and the coordinator, as plain data (docs/design.md §4).
  *
  * These are the core's view of the protocol: `src/wire` gives each one a schema and a CBOR
  * encoding, and must keep these names and fields. Every number is a non-negative safe integer
@@ -17,7 +17,7 @@
 export type Rank = number
 
 /**
- * Why the coordinator told the survivors to save and stop (DESIGN.md §1, §3.6). `TrainerFault`:
+ * Why the coordinator told the survivors to save and stop (docs/design.md §1, §3.6). `TrainerFault`:
  * two ranks crashed with the same error (same message and top stack frame), a bug in the trainer
  * that redistribution would only spread to the survivors (issue C1; `Config.onRepeatedCrash`).
  *
@@ -54,7 +54,7 @@ export const saveReasons: ReadonlyArray<SaveReason> = [
 /**
  * First frame of a rank, once its trainer is ready. `paramsLength`: its parameter count (values in
  * `getParams()`); the coordinator agrees one count for the run at formation and refuses a rank
- * whose count differs (DESIGN.md §4). @since 0.1.0 @category rank-to-coordinator
+ * whose count differs (docs/design.md §4). @since 0.1.0 @category rank-to-coordinator
  */
 export interface Hello {
   readonly _tag: "Hello"
@@ -67,7 +67,7 @@ export interface Heartbeat {
 }
 
 /**
- * Training progress. Never commits anything (DESIGN.md §3.3).
+ * Training progress. Never commits anything (docs/design.md §3.3).
  *
  * - `samplesDone`: samples of the rank's static assignment list trained so far in `epoch`.
  * - `msPerBatch`: the rank's latest wall time per batch in milliseconds (a finite float); `0` or
@@ -145,7 +145,7 @@ export interface RingReady {
  * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend, issue 15).
  * It commits nothing by itself: the coordinator commits every reporter's `samplesDone` (static
  * list) or completed chunks (progressive) only when every ring member of the generation reported
- * the round, and answers `RoundCommitted` (DESIGN.md §3.3: a sample counts once its parameters
+ * the round, and answers `RoundCommitted` (docs/design.md §3.3: a sample counts once its parameters
  * were folded into a completed round). A death or exit first discards the round's reports; the
  * new generation redoes the round. `loss` as `Params`'s (optional; the core does not read it).
  *
@@ -184,7 +184,7 @@ export interface RingData {
  * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
  * when it has none). Informative only: the coordinator actor folds it into the rank's death report
  * (`Crashed{error, stack}`), which is what the coordinator declares; a process cannot report its
- * error any other way (DESIGN.md §5).
+ * error any other way (docs/design.md §5).
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -262,7 +262,7 @@ export interface Update {
   readonly params: Float32Array
 }
 
-/** Which rank holds each callback role (DESIGN.md §3.5). @since 0.1.0 @category coordinator-to-rank */
+/** Which rank holds each callback role (docs/design.md §3.5). @since 0.1.0 @category coordinator-to-rank */
 export interface SetRoles {
   readonly _tag: "SetRoles"
   readonly checkpoint: Rank

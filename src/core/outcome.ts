@@ -1,6 +1,6 @@
 /**
  * What the coordinator core records about a run: declared deaths, epoch summaries, counters, eval
- * results and the outcome (DESIGN.md §3.6, §3.8). Re-exported by `coordinator.ts`.
+ * results and the outcome (docs/design.md §3.6, §3.8). Re-exported by `coordinator.ts`.
  *
  * @since 0.1.0
  */
@@ -12,7 +12,7 @@ import type { Rank, SaveReason } from "./messages.ts"
  * `reportedAtMs` is the report's arrival (or the tick that found it stale), `declaredAtMs` the
  * tick that declared it; `remainderSamples` and `extensions` describe what moved to survivors.
  * `afterEnd` is true for a death declared after the run ended: it is recorded (alert, ledger,
- * `State.deaths`) but belongs to no epoch and decides nothing (DESIGN.md §3.6).
+ * `State.deaths`) but belongs to no epoch and decides nothing (docs/design.md §3.6).
  * `stack` is the error's stack trace of a `Crashed` death whose report carried one.
  *
  * @since 0.1.0
@@ -103,7 +103,7 @@ export interface Counters {
    * Joiners that died while still joining (issue 17): welcomed, but dead before the round open at
    * their welcome closed, so never a member of any round. Each is in the ledger and raised
    * `RankLost` like any death, but the failure limit counts neither it nor its index
-   * (`Config.FailureLimit`, DESIGN.md §3.6).
+   * (`Config.FailureLimit`, docs/design.md §3.6).
    */
   joinersLost: number
 }

@@ -1,5 +1,5 @@
 /**
- * Roles and checkpoints as ranks come and go (DESIGN.md §3.5; joiners: issue 17): moving the roles
+ * Roles and checkpoints as ranks come and go (docs/design.md §3.5; joiners: issue 17): moving the roles
  * away from a rank that left, the checkpoint's failover to the next untried live rank, and the
  * `fastest` policy's resolution once every survivor is calibrated. Internal to `src/core`.
  *
@@ -13,13 +13,13 @@ import * as Roles from "./roles.ts"
 import { alert, broadcast, send } from "./emit.ts"
 import type { State } from "./state.ts"
 
-/** Moves the roles away from a rank that died or exited (DESIGN.md §3.5; joiners: issue 17). */
+/** Moves the roles away from a rank that died or exited (docs/design.md §3.5; joiners: issue 17). */
 export const moveRoles = (state: State, gone: Rank): void => {
   const { roles, membership } = state
   if (state.config.rolePolicy === "fastest") {
     const holders = [roles.checkpoint, roles.eval, roles.epochFn]
     if (!holders.includes(gone)) return
-    // With only uncalibrated joiners left, the lowest of them (DESIGN.md §3.5: an uncalibrated
+    // With only uncalibrated joiners left, the lowest of them (docs/design.md §3.5: an uncalibrated
     // survivor means the lowest live rank): a role left on a dead rank would skip every later
     // eval and epochFn, and only the checkpoint fails over on its own.
     const next = (state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)) ??
@@ -69,6 +69,6 @@ export const maybeResolveFastest = (state: State): boolean => {
   state.roles.eval = next
   state.roles.epochFn = next
   // A pending checkpoint may finish where it is (its result is matched against `checkpoint.rank`),
-  // but the role moves with the resolution: the next checkpoint goes to the fastest (DESIGN.md §3.5).
+  // but the role moves with the resolution: the next checkpoint goes to the fastest (docs/design.md §3.5).
   return Roles.differ(before, state.roles)
 }

@@ -1,5 +1,5 @@
 /**
- * Averaging rounds (DESIGN.md §3.3, §3.10): contributions, commits and the round's close, for the
+ * Averaging rounds (docs/design.md §3.3, §3.10): contributions, commits and the round's close, for the
  * `cpu` backend (`Params`, committed at receipt) and the `ring` backend (`RoundDone` of the current
  * generation, committed all at once when every ring member reported; issue 15). Internal to
  * `src/core`.
@@ -18,7 +18,7 @@ import type { Rank } from "./messages.ts"
 import type { State } from "./state.ts"
 
 /**
- * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
+ * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
  * (clamped and counted above the assignment; never backwards), or every chunk it completed
  * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
  */
@@ -41,7 +41,7 @@ export const commitContribution = (state: State, rank: Rank, samplesDone: number
  * Ring backend (issue 15): the open round closes once every ring member (every survivor: each
  * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
  * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
- * counts exactly when its parameters were folded into a completed round (DESIGN.md §3.3).
+ * counts exactly when its parameters were folded into a completed round (docs/design.md §3.3).
  */
 export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
   const ring = state.ring!

@@ -1,5 +1,5 @@
 /**
- * The coordinator core's state and its queries (DESIGN.md §3): what `Coordinator.make` builds and
+ * The coordinator core's state and its queries (docs/design.md §3): what `Coordinator.make` builds and
  * `Coordinator.step` mutates. Re-exported by `coordinator.ts`; the other core modules share it.
  *
  * @since 0.1.0
@@ -167,7 +167,7 @@ export interface ModelOwed {
 
 
 /**
- * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (DESIGN.md
+ * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (docs/design.md
  * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`
  * (issue 17). Returns `Config.Invalid` for bad options. O(maxRanks).
  *
@@ -246,7 +246,7 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
 /**
  * The live ranks a `Tick` at `nowMs` would find stale, least recently seen first: the shell asks its
  * transport whether a frame from any of them is already in and, if so, sends `Seen` first
- * (DESIGN.md §3.10). O(expired + 1).
+ * (docs/design.md §3.10). O(expired + 1).
  *
  * @since 0.1.0
  * @category queries
@@ -256,7 +256,7 @@ export const expiring = (state: State, nowMs: number): Array<Rank> =>
 
 /**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
- * ring (ring order is ascending rank order, DESIGN.md §4 `FormRing`). `undefined` with no survivor.
+ * ring (ring order is ascending rank order, docs/design.md §4 `FormRing`). `undefined` with no survivor.
  * O(ranks skipped).
  *
  * @since 0.1.0

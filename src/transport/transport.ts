@@ -1,5 +1,5 @@
 /**
- * The Transport contract shared by every transport (DESIGN.md §5).
+ * The Transport contract shared by every transport (docs/design.md §5).
  *
  * A transport is one endpoint: it sends opaque frames (`Uint8Array`, normally CBOR from
  * `src/wire`) to peers and delivers, on one ordered inbox, every frame it receives as
@@ -32,7 +32,7 @@ export const coordinatorPeer: Peer = -1
 
 /**
  * One frame received from `peer`; `arrivedMs` is the transport's clock (integer milliseconds)
- * when the underlying message arrived: the frame's `nowMs` (DESIGN.md §3.10). `decoded` is what
+ * when the underlying message arrived: the frame's `nowMs` (docs/design.md §3.10). `decoded` is what
  * the inspector decoded from `bytes`, when it returned `Decoded` (so a consumer decodes once).
  *
  * @since 0.1.0
@@ -47,7 +47,7 @@ export interface Frame {
 }
 
 /**
- * A frame from `peer` that its inspector rejected (DESIGN.md §3.10 "a frame that fails to decode"):
+ * A frame from `peer` that its inspector rejected (docs/design.md §3.10 "a frame that fails to decode"):
  * it still shows the peer is alive, it is counted in `Stats.badFrames`, and the transport's
  * `badFramePolicy` decides whether the connection stays open. `error` is the inspector's error,
  * normally a `WireError`.
@@ -146,7 +146,7 @@ export class TransportError extends Data.TaggedError("TransportError")<{
  * - `events`: `inbox` as a stream (one consumer).
  * - `stats`: counters.
  * - `lastArrivalMs(peer)`: when the last message from `peer` arrived (the transport's clock, ms),
- *   even if its frames still wait behind other links' (DESIGN.md §3.10); `undefined` before any.
+ *   even if its frames still wait behind other links' (docs/design.md §3.10); `undefined` before any.
  * - `disconnect(peer, closeCode)`: closes the link to `peer` from this side with `closeCode`; its
  *   end is delivered later as usual. Nothing for an unknown or ended peer.
  *
@@ -182,7 +182,7 @@ export const sendFromUnsafe = (
   })
 
 /**
- * The Transport service (DESIGN.md §5): provide one of the in-memory, worker-thread,
+ * The Transport service (docs/design.md §5): provide one of the in-memory, worker-thread,
  * child-process or WebSocket endpoints.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * The WebSocket transport: the coordinator serves, ranks connect (DESIGN.md §5).
+ * The WebSocket transport: the coordinator serves, ranks connect (docs/design.md §5).
  *
  * The server is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno; the client is
  * `ws` on Node and the global `WebSocket` elsewhere (all in `src/platform/`).

@@ -1,6 +1,6 @@
 /**
  * The worker-thread transport: the coordinator's endpoint hosts one `node:worker_threads` worker
- * per rank, identical on Node, Bun and Deno (DESIGN.md §5, TOOLCHAIN.md §3).
+ * per rank, identical on Node, Bun and Deno (docs/design.md §5, TOOLCHAIN.md §3).
  *
  * Each worker gets a dedicated `MessageChannel` port; frames travel as batches in transferred
  * buffers. When a worker ends, its port is drained before `Ended{rank, cause}` is delivered, so

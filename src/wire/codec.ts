@@ -1,5 +1,5 @@
 /**
- * The CBOR codec for frames (DESIGN.md §4), on cbor-x with the fixed structures table.
+ * The CBOR codec for frames (docs/design.md §4), on cbor-x with the fixed structures table.
  *
  * Layout of one frame: the CBOR array `[protocolVersion, structuresVersion, from, message]`, where
  * `from` is the sender (a rank, or `-1` for the coordinator) and `message` is a cbor-x record: tag
@@ -30,7 +30,7 @@ import * as WireError from "./wire-error.ts"
  *
  * - `messageBytesMax`: integer bytes; default `Limits.defaults.messageBytesMax` (16 MiB). A longer
  *   message is rejected with `FrameTooLarge` before any decoding.
- * - `from`: the sender the connection is bound to (DESIGN.md §5); a frame naming another sender
+ * - `from`: the sender the connection is bound to (docs/design.md §5); a frame naming another sender
  *   gets `SenderMismatch`. Also the rank reported in errors. Default: accept any sender.
  * - `textBytesMax`, `paramsLengthMax`: see `Limits`; a longer field gets `FieldTooLarge` before it
  *   is read.

@@ -1,5 +1,5 @@
 /**
- * The fixed tables both peers agree on: message ids and cbor-x record `structures` (DESIGN.md §4,
+ * The fixed tables both peers agree on: message ids and cbor-x record `structures` (docs/design.md §4,
  * TOOLCHAIN.md §2).
  *
  * A frame's message is a cbor-x record: CBOR tag `0xE000 + structure` over an array of values in
