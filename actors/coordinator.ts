@@ -18,7 +18,7 @@
  * the lowest rank's) is the run's, and a rank that gave another is refused: declared dead at once
  * (`Refused`) and its link closed with `CloseCode.ParamsMismatch`.
  *
- * Growing runs (issue 17; the rules: `src/core/joins.ts`). Formation starts once `minRanks` ranks
+ * Growing runs (the rules: `src/core/joins.ts`). Formation starts once `minRanks` ranks
  * sent their `Hello` (the core's `minRanks`, default the world size); the formation ranks still
  * missing are `absent` (vacant). After the start, a `Hello` from a vacant index (a formation rank
  * that came late, or a rank the transport let in through its `admit` check) is that rank's join:
@@ -83,7 +83,7 @@ import type { Refused } from "./coordinator-inbound.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
- * - `onTurnedAway`: a joiner the shell closed before the core saw its join (issue 17: its `Hello`
+ * - `onTurnedAway`: a joiner the shell closed before the core saw its join (its `Hello`
  *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
  * @since 0.1.0
@@ -106,8 +106,8 @@ export interface Hooks {
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
  *   ready) before the run fails to form (default 120000). The core starts when the last one did
- *   (when the core's `minRanks`-th one did, issue 17; the rest join the running run).
- * - `resume`: a resumed run's starting point (issue 13; `Core.Resume`) and the parent's model.
+ *   (when the core's `minRanks`-th one did; the rest join the running run).
+ * - `resume`: a resumed run's starting point (`Core.Resume`) and the parent's model.
  *   At formation every rank gets `Update{round: firstRound - 1, params}` (ranks `setParams` it)
  *   before the core's first commands; a model whose length is not the agreed parameter count
  *   fails the formation (`FormationError`: another trainer than the parent's).
@@ -124,7 +124,7 @@ export interface Options {
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
-   * Ring backend with direct links (worker threads, issue 15): called once per generation, just
+   * Ring backend with direct links (worker threads): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
    * the generation averages in a shared all-reduce area it returns how to commit a round there
@@ -225,7 +225,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()
     /**
-     * The model a joiner is welcomed with (issue 17): the last closed round's mean (cpu), else the
+     * The model a joiner is welcomed with: the last closed round's mean (cpu), else the
      * resumed model; `undefined` before either.
      */
     let lastModel: { readonly round: number; readonly params: Float32Array } | undefined = options.resume?.params === undefined
@@ -280,7 +280,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             break
           case "AverageRound": {
             if (command.generation !== undefined) {
-              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15),
+              // Ring backend: the ranks averaged among themselves; the round is confirmed,
               // in the generation's shared area when it has one (written before any later frame).
               if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
               else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
@@ -412,7 +412,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
             for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
           }
-          // Formation ranks not here yet are vacant; they join later (issue 17, `minRanks`).
+          // Formation ranks not here yet are vacant; they join later (`minRanks`).
           const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           const startOptions = {
             ...(paramsLength === undefined ? {} : { paramsLength }),

@@ -89,7 +89,7 @@ export interface RunOptions {
    */
   readonly maxRanks?: number
   /**
-   * Formation starts once this many ranks joined (issue 17); the others may join while the run
+   * Formation starts once this many ranks joined; the others may join while the run
    * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with the `ring` backend). Default
    * `worldSize`.
    */
@@ -109,13 +109,13 @@ export interface RunOptions {
   /**
    * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
-   * report `RoundDone`; issue 15). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
+   * report `RoundDone`). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
    * otherwise) and ends with `SingleSurvivor` when one rank is left.
    */
   readonly backend?: "cpu" | "ring"
   /**
    * Ring backend on worker threads: each direction of a direct ring link passes its steps through
-   * a shared-memory segment of this many slots (`SharedRingLink`, issue 15), each slot one step's
+   * a shared-memory segment of this many slots (`SharedRingLink`), each slot one step's
    * data (about 8 bytes x parameters / ring size, so 4 slots at 8 ranks x 407,050 parameters take
    * 1.6 MB a link). A step that finds every slot taken travels on the link's `MessageChannel`, in
    * order. 0 keeps every step on the `MessageChannel`, as do runtimes without `Atomics.waitAsync`.
@@ -125,7 +125,7 @@ export interface RunOptions {
   readonly ringSharedSlots?: number
   /**
    * Ring backend on worker threads: each ring generation's collectives run through one shared
-   * all-reduce area (`SharedAllReduce`, issue 15: one barrier wait a round instead of `2 (n - 1)` ring
+   * all-reduce area (`SharedAllReduce`: one barrier wait a round instead of `2 (n - 1)` ring
    * steps) when the area, `16 + 16 n + 4 params (n + 1)` bytes for a ring of `n` (14.0 MiB at
    * 8 ranks x 407,050 parameters), is at most this many MiB; otherwise the steps take the direct
    * links (`ringSharedSlots`). 0 never uses an area. Default 256; an integer in [0, 65536]
@@ -176,13 +176,13 @@ export interface RunOptions {
   /**
    * When a second rank crashes with the same error (same message and top stack frame): `stop`
    * (default) saves and stops the run with `TrainerFault`; `continue` treats it as any death and
-   * keeps redistributing (issue C1; `Config.onRepeatedCrash`).
+   * keeps redistributing (`Config.onRepeatedCrash`).
    */
   readonly onRepeatedCrash?: "stop" | "continue"
   /**
    * Each rank's memory limit in MiB, an integer >= 16, or 0 for none. Default 1024, which leaves
    * room for a few ranks and the coordinator on a small machine. A rank over it is declared
-   * `Crashed` with an out-of-memory reason (issue C3). Enforced as V8's old-generation limit:
+   * `Crashed` with an out-of-memory reason. Enforced as V8's old-generation limit:
    * `resourceLimits.maxOldGenerationSizeMb` for worker threads (Node, Deno) and
    * `--max-old-space-size` for child processes (Node; `--v8-flags=` under Deno). Bun ignores both
    * (its engine is JavaScriptCore): there the supervisor samples a rank process's resident memory
@@ -206,7 +206,7 @@ export interface RunOptions {
    */
   readonly rankNice?: number
   /**
-   * Where a resumed run begins (issue 13): the epoch, the first round's number, the ranges of that
+   * Where a resumed run begins: the epoch, the first round's number, the ranges of that
    * epoch the parent committed (`Core.Resume`), and the parent's model (`SavedModel`: its last
    * averaged parameters), which every rank gets as an `Update` at formation (`undefined`: the
    * trainers' own initial model, when the parent never averaged). The run trains only the rest of
@@ -264,7 +264,7 @@ export interface RunOptions {
  *   `<outDir>/<runId>/token` with mode 0600 (`RunResult.runDir`).
  * - `formationTimeoutMs` (integer > 0; default `serveDefaults.formationTimeoutMs`, 300000):
  *   how long the ranks have to join; past it the run ends without training: a `LaunchError`
- *   (option `formation`) naming the ranks that did not join. In a run that may grow (issue 17),
+ *   (option `formation`) naming the ranks that did not join. In a run that may grow,
  *   also how long a joiner let into the running run has to send its `Hello`: past it its link
  *   closes with `JoinTimeout` (4004), counted in `RunResult.refusals`.
  * - `onListening({url, host, port, runToken, tokenFile, runId, runDir})`: called once the server
@@ -317,11 +317,11 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * started). Events come in the order they happened and `ms` never decreases; a death comes before
  * the decisions and alerts it caused. `started` carries the run's options (defaults filled in,
  * functions and signals left out); `formed` says every rank joined (or, with `minRanks` below the
- * world size, that `joined` of them did and training started; issue 17). Over WebSocket
+ * world size, that `joined` of them did and training started). Over WebSocket
  * (`transport: "websocket"`, `serve`): `listening` gives the server's URL (never the token),
  * `joined` each accepted join (rank, peer address) and `refused` each refused one (close code,
- * reason, peer address; a join the coordinator refused after the joiner's `Hello`, issue 17, has
- * an empty address), as they happen. `welcomed` (issue 17): a rank joined the running run as index
+ * reason, peer address; a join the coordinator refused after the joiner's `Hello` has
+ * an empty address), as they happen. `welcomed`: a rank joined the running run as index
  * `rank` in `epoch`; rounds wait on it from `firstRound`; it was handed `samples` samples at once
  * (progressive: its first chunks; static: none until the next epoch's partition); `given` says
  * it in words. An `epoch` event is emitted
@@ -374,7 +374,7 @@ export interface DeathTiming {
   readonly epoch: number
   readonly detector: "supervisor" | "heartbeat"
   readonly cause: string
-  /** The error's stack trace of a crashed rank, when its supervisor learnt it (issue C1). */
+  /** The error's stack trace of a crashed rank, when its supervisor learnt it. */
   readonly stack?: string | undefined
   readonly faultMs: number | undefined
   readonly declaredMs: number
@@ -438,7 +438,7 @@ export interface RunResult {
   /**
    * Over WebSocket (`transport: "websocket"`, `serve`): joins refused, by close code
    * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`): by the server, and (a run that may
-   * grow, issue 17) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
+   * grow) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
    * the core's refusals). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined

@@ -1,5 +1,5 @@
 /**
- * Transport benchmark (issue 5, docs/design.md §6): one-way frames per second from a rank to the
+ * Transport benchmark (docs/design.md §6): one-way frames per second from a rank to the
  * coordinator for each transport, beside the raw ceiling of the same channel measured in the same
  * run, as a ratio:
  *

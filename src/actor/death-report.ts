@@ -22,7 +22,7 @@ export interface Exited {
  * The rank's host crashed: an uncaught error or a defect. `error` is its message; `stack` its stack
  * trace when the supervisor learnt one (the rank's `Crashing` frame, or a worker's `error` event
  * under Node and Bun; Deno's carries none); `fingerprint` is `fingerprintOf(error, stack)`, which
- * the coordinator compares to find a trainer that fails the same way on two ranks (issue C1).
+ * the coordinator compares to find a trainer that fails the same way on two ranks.
  *
  * @since 0.1.0
  * @category model

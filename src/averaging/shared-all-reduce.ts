@@ -1,5 +1,5 @@
 /**
- * The `ring` backend's collective for worker threads of one process (issue 15): an all-reduce
+ * The `ring` backend's collective for worker threads of one process: an all-reduce
  * through one shared-memory area per ring generation, in one barrier wait a round instead of the
  * ring's `2 (n - 1)` dependent steps (`Ring.allReduce`). On a machine with fewer cores than ranks a
  * ring step waits for its neighbour to be scheduled, `2 (n - 1)` times in a row; here every rank

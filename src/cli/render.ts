@@ -306,7 +306,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           return
         }
         case "welcomed": {
-          // A rank that joined the running run (issue 17) gets its bar now.
+          // A rank that joined the running run gets its bar now.
           live += 1
           if (!bars.has(event.rank)) {
             const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
@@ -391,7 +391,7 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
 }
 
 /**
- * `averaging: ring, 2 generations, direct links between worker threads` (issue 15;
+ * `averaging: ring, 2 generations, direct links between worker threads` (or
  * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`).
  */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
@@ -505,7 +505,7 @@ export const renderResult = (
   }
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
-    // Ranks that joined the running run (issue 17): which index, when, and what it was given.
+    // Ranks that joined the running run: which index, when, and what it was given.
     lines.push("joins:")
     for (const j of joins) {
       lines.push(`  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`)
@@ -581,7 +581,7 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
-  // The trainer's error, once: the stop line names it, its stack follows (issue C1).
+  // The trainer's error, once: the stop line names it, its stack follows.
   const errLines = [...(stoppedLine === undefined ? [] : [stoppedLine]), ...crashLines(result), ...skipped]
   return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }

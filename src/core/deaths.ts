@@ -128,7 +128,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // 4. Redistribute every remainder over the survivors as they stand after the whole batch.
   const a = state.assignments
   if (a !== undefined) {
-    // Joiners take remainders from the round after their welcome (issue 17), unless no one else is left.
+    // Joiners take remainders from the round after their welcome, unless no one else is left.
     const joining = state.joining
     const skipJoining = joining.size > 0 && memberCount(state) > 0
     const survivorCount = skipJoining ? memberCount(state) : membership.activeCount
@@ -167,7 +167,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   }
 
   // 5. Re-rendezvous the ring (a joiner whose model was to come from a departed rank is asked for
-  // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
+  // from another member first); wake idle survivors; re-send a moved checkpoint.
   if (state.ring !== undefined) {
     if (!reissueModels(state, new Set(batch.map((d) => d.rank)), cmds, state.ring.generation + 1)) return
     formRing(state, cmds, `re-rendezvous without rank${batch.length === 1 ? "" : "s"} ${batch.map((d) => d.rank).join(", ")}`)

@@ -1,6 +1,6 @@
 /**
  * Planning an epoch (docs/design.md §3.3, §3.7): static partitions, the progressive chunk pool and its
- * refills, and a resumed epoch (issue 13). Internal to `src/core`; `coordinator.ts` decides when.
+ * refills, and a resumed epoch. Internal to `src/core`; `coordinator.ts` decides when.
  *
  * @since 0.1.0
  */
@@ -48,7 +48,7 @@ export const wake = (state: State, cmds: Array<Command>, reason: string, except?
 }
 
 /**
- * Plans a resumed epoch (issue 13): the parent run's `committed` ranges go into the epoch's audit
+ * Plans a resumed epoch: the parent run's `committed` ranges go into the epoch's audit
  * log as rank -1, so that the audit covers both runs; only the rest is trained. Static: the
  * uncommitted ranges, laid end to end, are split equally over the survivors (each gets a
  * `StartEpoch` with its first range, or an empty one, and an `ExtendPartition` per further range;
@@ -131,7 +131,7 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
     sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
   } else {
     state.assignments = undefined
-    // Spans over the capacity (issue 17): vacant indices get none, and a joiner's grows when it joins.
+    // Spans over the capacity: vacant indices get none, and a joiner's grows when it joins.
     const spans = new Array<number>(membership.worldSize).fill(0)
     planned.forEach((rank, i) => {
       spans[rank] = Split.equalPart(config.epochSamples, planned.length, i)[1]

@@ -39,7 +39,7 @@ export interface Liveness {
 
 /**
  * Ranks `[0, watched)` seen at `nowMs` (the coordinator's start), listed in rank order; ranks
- * `[watched, worldSize)` (vacant indices of a run that may grow, issue 17) are not watched until
+ * `[watched, worldSize)` (vacant indices of a run that may grow) are not watched until
  * `watch`. `watched` defaults to `worldSize`. O(worldSize).
  *
  * @since 0.1.0
@@ -64,7 +64,7 @@ export const make = (worldSize: number, nowMs: number, watched: number = worldSi
 }
 
 /**
- * Starts watching a rank that is not watched (a joiner, issue 17), seen at `nowMs` (not earlier
+ * Starts watching a rank that is not watched (a joiner), seen at `nowMs` (not earlier
  * than any earlier sighting): it goes to the back of the list. No-op for a watched rank. O(1).
  *
  * @since 0.1.0

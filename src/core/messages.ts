@@ -19,7 +19,7 @@ export type Rank = number
 /**
  * Why the coordinator told the survivors to save and stop (docs/design.md §1, §3.6). `TrainerFault`:
  * two ranks crashed with the same error (same message and top stack frame), a bug in the trainer
- * that redistribution would only spread to the survivors (issue C1; `Config.onRepeatedCrash`).
+ * that redistribution would only spread to the survivors (`Config.onRepeatedCrash`).
  *
  * @since 0.1.0
  * @category model
@@ -96,8 +96,8 @@ export interface ChunkDone {
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
  * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
- * backend a rank reports `RoundDone` instead, and a `Params` is the answer to a `RequestParams`
- * (issue 17): the model of `round` for a joiner (`samplesDone` 0; commits nothing; `epoch` is not
+ * backend a rank reports `RoundDone` instead, and a `Params` is the answer to a `RequestParams`:
+ * the model of `round` for a joiner (`samplesDone` 0; commits nothing; `epoch` is not
  * read); one nobody asked for is ignored and counted. `loss`
  * (optional, finite; structures version 4) is the rank's mean training loss over the batches it
  * trained since its last contribution, for the run's journal; the core does not read it.
@@ -142,7 +142,7 @@ export interface RingReady {
 }
 
 /**
- * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend, issue 15).
+ * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend).
  * It commits nothing by itself: the coordinator commits every reporter's `samplesDone` (static
  * list) or completed chunks (progressive) only when every ring member of the generation reported
  * the round, and answers `RoundCommitted` (docs/design.md §3.3: a sample counts once its parameters
@@ -162,7 +162,7 @@ export interface RoundDone {
 }
 
 /**
- * One step of a ring collective relayed through the coordinator (ring backend, issue 15): a rank
+ * One step of a ring collective relayed through the coordinator (ring backend): a rank
  * sends it to the coordinator, which forwards it unchanged to the rank's next ring neighbour in
  * `generation` (and drops it for an older generation). `data` is a float64 partial sum
  * (reduce-scatter) or a float32 finished segment (all-gather); see `Ring.RingMessage`. Sent in
@@ -180,7 +180,7 @@ export interface RingData {
 }
 
 /**
- * The rank is ending because of an uncaught error: its last frame before it exits (issue C1).
+ * The rank is ending because of an uncaught error: its last frame before it exits.
  * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
  * when it has none). Informative only: the coordinator actor folds it into the rank's death report
  * (`Crashed{error, stack}`), which is what the coordinator declares; a process cannot report its
@@ -245,7 +245,7 @@ export interface AssignChunk {
 
 /**
  * Asks a rank for its parameters as of `round` (the mean it applied when `round` committed): with
- * the ring backend, the model a joiner enters the ring with (issue 17); the rank answers `Params`.
+ * the ring backend, the model a joiner enters the ring with; the rank answers `Params`.
  *
  * @since 0.1.0
  * @category coordinator-to-rank
@@ -305,7 +305,7 @@ export interface FormRing {
 
 /**
  * Round `round` of ring `generation` closed: every ring member reported `RoundDone`, their samples
- * are committed, and each may apply the mean its collective computed (ring backend, issue 15). A
+ * are committed, and each may apply the mean its collective computed (ring backend). A
  * rank holding a mean for another `(round, generation)` ignores it.
  *
  * @since 0.1.0

@@ -24,7 +24,7 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
     }
   }
   if (checkFailureLimit) {
-    // The limit counts members (issue 17): joiners that died before they entered the rounds count
+    // The limit counts members: joiners that died before they entered the rounds count
     // neither as failures nor in the fraction's base (`worldSize` for a run that never grows).
     const lost = state.counters.joinersLost
     const counted = membership.failures - lost
@@ -35,7 +35,7 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
       return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}${besides}` }
     }
   }
-  // Joiners not yet in the ring do not count: the ring re-forms without them (issue 17).
+  // Joiners not yet in the ring do not count: the ring re-forms without them.
   if (config.backend === "ring" && memberCount(state) < 2) {
     return { reason: "SingleSurvivor", detail: `the ring backend needs 2 survivors in the ring, ${memberCount(state)} left` }
   }

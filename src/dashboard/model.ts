@@ -232,7 +232,7 @@ export const apply = (model: Model, event: unknown): Model => {
       return model
     }
     case "welcomed": {
-      // A rank that joined the running run (issue 17): its row, after every index below it (an
+      // A rank that joined the running run: its row, after every index below it (an
       // index between is vacant and may still join).
       const rank = num(event.rank)
       if (rank === undefined || !Number.isInteger(rank) || rank < 0 || rank >= welcomedRankMax) return model

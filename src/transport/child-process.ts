@@ -38,7 +38,7 @@ export interface SpawnOptions {
   readonly nice?: number
   /**
    * V8's heap limit of the process in MiB (default none), enforced by Node and Deno; reaching it
-   * ends the rank as `Crashed` with an out-of-memory reason. Bun ignores it (issue C3).
+   * ends the rank as `Crashed` with an out-of-memory reason. Bun ignores it.
    */
   readonly heapLimitMb?: number
 }

@@ -1,7 +1,7 @@
 /**
  * Local ranks over the network path: a WebSocket server (`WebSocket.serve`) whose ranks are child
  * processes of this one that join it over loopback with the run token (`run({ transport:
- * "websocket" })`, issue 14 item 3). Frames travel only over the sockets; each process's frame
+ * "websocket" })`). Frames travel only over the sockets; each process's frame
  * channel carries nothing, and its stdout and stderr go to `onOutput` as with the child-process
  * transport.
  *

@@ -60,7 +60,7 @@ export interface WorkerHost {
   readonly spawn: (options: SpawnOptions) => Effect.Effect<void, Transport.TransportError>
   readonly terminate: (rank: Transport.Peer) => Effect.Effect<void>
   /**
-   * The ring backend's direct links (issue 15): gives every rank of ring `generation` (`peers` in
+   * The ring backend's direct links: gives every rank of ring `generation` (`peers` in
    * ring order) a `MessageChannel` to its next neighbour and one from its previous neighbour,
    * transferred on its frame port ahead of the frames sent after this call. Returns how many ranks
    * it reached. Ranks close a generation's ports when a newer one arrives. `sharedSlots` (default

@@ -132,7 +132,7 @@ const coordinatorHeader = (() => {
  * The frame `bytes` (one encoded frame from rank `from`) as the coordinator would send the same
  * message: its header's sender replaced, its message bytes kept as they are (a message encodes
  * the same whoever sends it: the structure table is fixed). The coordinator's ring relay forwards a
- * checked `RingData` step this way instead of encoding it again (issue 15). A fresh `Uint8Array`,
+ * checked `RingData` step this way instead of encoding it again. A fresh `Uint8Array`,
  * or `undefined` when `bytes` does not start with the header `encode` writes for `from`.
  * O(frame length), one copy.
  *

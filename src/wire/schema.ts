@@ -10,7 +10,7 @@
  * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list);
  * a ring step's `data` a `Float64Array` (tag 86) or `Float32Array` (tag 85).
  *
- * The ring backend's protocol (structures version 3, issue 15): rank to coordinator
+ * The ring backend's protocol (structures version 3): rank to coordinator
  * `RoundDone{epoch, round, generation, samplesDone}` after the rank's all-reduce of a round
  * completed; coordinator to rank `RoundCommitted{round, generation}` once every ring member
  * reported (then, and only then, may a rank apply its mean); `RingData{generation, round, step,
@@ -50,7 +50,7 @@ export const Params = Schema.declare((input: unknown): input is Float32Array => 
 })
 
 /**
- * A ring step's data (issue 15): a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
+ * A ring step's data: a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
  * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values (one more for
  * float64 sums, which end with their contribution count). A number list is
  * rejected.
@@ -145,7 +145,7 @@ export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 
 /**
  * `Crashing{error, stack}`: a rank's last frame before it exits on an uncaught error; both free
- * text (`stack` is `""` when the error had none), bounded by the frame limit (issue C1).
+ * text (`stack` is `""` when the error had none), bounded by the frame limit.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -154,7 +154,7 @@ export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, 
 
 /**
  * `RoundDone{epoch, round, generation, samplesDone, loss?}`: the rank finished ring round `round`
- * in `generation`; committed only when the round closes (ring backend, issue 15); `loss` a
+ * in `generation`; committed only when the round closes (ring backend); `loss` a
  * `TrainLoss`.
  *
  * @since 0.1.0
@@ -169,7 +169,7 @@ export const RoundDone = Schema.TaggedStruct("RoundDone", {
 })
 
 /**
- * `RingData{generation, round, step, data}`: one relayed ring step, in both directions (issue 15);
+ * `RingData{generation, round, step, data}`: one relayed ring step, in both directions;
  * `data` a `Float64Array` (a reduce-scatter step: the segment's partial sums, then the number of
  * contributions folded into them) or a `Float32Array` (an all-gather step: a finished segment);
  * `Ring.allReduce` checks the layout.
@@ -213,7 +213,7 @@ export const ExtendPartition = Schema.TaggedStruct("ExtendPartition", { epoch: C
 /** `AssignChunk{epoch, offset, size}` (progressive mode, docs/design.md §3.7). @since 0.1.0 @category coordinator-to-rank */
 export const AssignChunk = Schema.TaggedStruct("AssignChunk", { epoch: Count, offset: Count, size: Count })
 
-/** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model, issue 17). @since 0.1.0 @category coordinator-to-rank */
+/** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model). @since 0.1.0 @category coordinator-to-rank */
 export const RequestParams = Schema.TaggedStruct("RequestParams", { round: Count })
 
 /** `Update{round, params}`: averaged parameters as a `Float32Array`. @since 0.1.0 @category coordinator-to-rank */
@@ -270,7 +270,7 @@ export const Shutdown = Schema.TaggedStruct("Shutdown", {})
 /** `CoordHeartbeat`: the coordinator's liveness beacon. @since 0.1.0 @category coordinator-to-rank */
 export const CoordHeartbeat = Schema.TaggedStruct("CoordHeartbeat", {})
 
-/** `RoundCommitted{round, generation}`: ring round closed and committed (issue 15). @since 0.1.0 @category coordinator-to-rank */
+/** `RoundCommitted{round, generation}`: ring round closed and committed. @since 0.1.0 @category coordinator-to-rank */
 export const RoundCommitted = Schema.TaggedStruct("RoundCommitted", { round: Count, generation: Count })
 
 /**
