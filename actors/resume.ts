@@ -1,6 +1,6 @@
 /**
  * `run({ resume: dir })`: continues a run that ended unrecoverable, interrupted, or cut off by the
- * death of its coordinator's process (issue 13, items 4 and 5). The parent's journal is read with
+ * death of its coordinator's process. The parent's journal is read with
  * the report's tolerant reader (a last line cut short is fine, and said); the state to load is
  * picked, the parent's options are carried over, and the launcher runs a new run directory whose
  * journal names its parent.

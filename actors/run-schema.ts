@@ -111,7 +111,7 @@ const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Sche
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
 
-/** `RunResult.ring` (issue 15). */
+/** `RunResult.ring`. */
 const RingSummary = Schema.Struct({
   generations: Schema.Int,
   links: Schema.Literals(["relay", "port", "shared", "area"]),

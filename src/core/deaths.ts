@@ -1,5 +1,5 @@
 /**
- * The death chain (DESIGN.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
+ * The death chain (docs/design.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
  * a clean exit mid-run) declared in the order of §3.10: alerts, remainders, ledger, roles, the
  * unrecoverable check, aborting ring collectives, redistribution, the ring's re-rendezvous.
  * Internal to `src/core`.
@@ -45,7 +45,7 @@ export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure
 
 /**
  * Declares one batch of departures: deaths found in one tick (reports first, then stale ranks), or
- * a single clean exit mid-run. Commands come out in the order of DESIGN.md §3.10.
+ * a single clean exit mid-run. Commands come out in the order of docs/design.md §3.10.
  */
 export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array<Command>): void => {
   const { membership, config } = state
@@ -137,7 +137,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // 4. Redistribute every remainder over the survivors as they stand after the whole batch.
   const a = state.assignments
   if (a !== undefined) {
-    // Joiners take remainders from the round after their welcome (issue 17), unless no one else is left.
+    // Joiners take remainders from the round after their welcome, unless no one else is left.
     const joining = state.joining
     const skipJoining = joining.size > 0 && memberCount(state) > 0
     const survivorCount = skipJoining ? memberCount(state) : membership.activeCount
@@ -176,7 +176,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   }
 
   // 5. Re-rendezvous the ring (a joiner whose model was to come from a departed rank is asked for
-  // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
+  // from another member first); wake idle survivors; re-send a moved checkpoint.
   if (state.ring !== undefined) {
     const departed = new Set(batch.map((d) => d.rank))
     if (!reissueModels(state, departed, cmds, state.ring.generation + 1)) return

@@ -1,5 +1,5 @@
 /**
- * Ending epochs and the run (DESIGN.md §3.7, §3.8): an epoch's audit and its callbacks (eval,
+ * Ending epochs and the run (docs/design.md §3.7, §3.8): an epoch's audit and its callbacks (eval,
  * checkpoint), the next epoch's start, and the run's `Outcome` once it completes or stops.
  * Internal to `src/core`.
  *

@@ -1,10 +1,10 @@
 /**
  * The model Cohort itself keeps in every save folder, so that a run can be resumed whatever the
- * trainer's own `save` writes (issue 13, "resume"): `cohort-params.f32`, the rank's **last averaged
+ * trainer's own `save` writes: `cohort-params.f32`, the rank's **last averaged
  * parameters** as raw little-endian float32, and `cohort-params.json` describing them.
  *
  * Why the last average and not the rank's live parameters: a sample counts as committed once its
- * parameters were folded into a completed round (DESIGN.md §3.3), so the last `Update` a rank
+ * parameters were folded into a completed round (docs/design.md §3.3), so the last `Update` a rank
  * applied holds exactly what the journal committed, and nothing it trained since (which a resumed
  * run trains again). Before the first `Update` of a run it is the initial model.
  *

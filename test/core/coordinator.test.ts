@@ -646,7 +646,7 @@ describe("the last checkpoint after the run ended (breaker finding: a checkpoint
   })
 })
 
-describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
+describe("fastest roles with a checkpoint pending (docs/design.md §3.5)", () => {
   it("every role moves to the fastest rank; the pending checkpoint 0 finishes on rank 0 and checkpoint 1 goes to rank 1", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 2 })
     Coordinator.start(s)
@@ -671,7 +671,7 @@ describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
   })
 })
 
-describe("deaths after the end (DESIGN.md §3.6, §3.8)", () => {
+describe("deaths after the end (docs/design.md §3.6, §3.8)", () => {
   it("a death reported after the run completed changes no emitted summary and is recorded with afterEnd", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 1 })
     Coordinator.start(s)
@@ -867,7 +867,7 @@ describe("hostile inputs through the library API", () => {
   })
 })
 
-describe("an external shutdown request (ShutdownRequested, DESIGN.md §1 GracefulShutdown)", () => {
+describe("an external shutdown request (ShutdownRequested, docs/design.md §1 GracefulShutdown)", () => {
   it("mid-epoch: ShutdownWithSave{GracefulShutdown} to every survivor once, the run ends interrupted with exactly the uncommitted ranges", () => {
     const s = make({ worldSize: 4, epochSamples: 1000, epochs: 2, heartbeatTimeoutMs: 10_000 })
     Coordinator.start(s)
