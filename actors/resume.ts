@@ -96,7 +96,7 @@ export const resumeErrors = {
   stillRunning: (runId: string, pid: number | undefined, lock: string) =>
     `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
   alreadyResumed: (runId: string, childId: string, childDir: string, marker: string) =>
-    `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (or, to train from run ${runId} again anyway, delete ${marker})`,
+    `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir}), or, to train from run ${runId} again anyway, delete ${marker}`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -268,7 +268,6 @@ const fromAudited = async (parent: Parent, epochs: number, why: string, notes: R
     const model = await readCheckpoint(folder)
     if ("error" in model) {
       if ((await Files.kind(folder)) === "directory") problems.push(`checkpoint v${version}: ${model.error}`)
-      else problems.push(`checkpoint v${version}: no such folder`)
       continue
     }
     // Only a run from before the coordinator kept its own models lacks the audited epoch's.

@@ -113,3 +113,29 @@ describe(`exactly once across SIGKILLs of the coordinator's process (${runtime},
     }, 240_000)
   }
 })
+
+describe(`a resume killed in its first epoch (${runtime})`, () => {
+  it("resuming it trains on from where it started; resuming its parent names it; the chain audits every epoch once", async () => {
+    const dir = join(outDir, "chain")
+    mkdirSync(dir, { recursive: true })
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], { cwd: dir })
+    await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
+    run.child.kill("SIGKILL")
+    await run.exit
+    const parent = runDirs(dir)[0]!
+    // The resume is killed once it formed, before its first epoch's audit.
+    const first = startCli(["resume", parent], { cwd: dir })
+    await waitFor(() => first.out().includes("formed") || first.child.exitCode !== null, 60_000, "the resume to form")
+    first.child.kill("SIGKILL")
+    await first.exit
+    const child = runDirs(dir).find((d) => d !== parent)!
+    expect(auditsOf(child)).toEqual([])
+    const again = startCli(["resume", parent], { cwd: dir })
+    expect(await again.exit).not.toBe(0)
+    expect(again.err()).toContain(`resume ${child}`)
+    const second = startCli(["resume", child], { cwd: dir })
+    expect(await second.exit, `${second.out()}${second.err()}`).toBe(0)
+    const grandchild = runDirs(dir).find((d) => d !== parent && d !== child)!
+    expectOnce([...auditsOf(parent), ...auditsOf(child), ...auditsOf(grandchild)], "parent, killed resume, its resume")
+  }, 120_000)
+})
