@@ -338,7 +338,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * or a rank that left before every rank joined; `listen`; `run`: anything else), `reason` its
  * words, `formed` whether every rank had joined (false: nothing was trained). `model`: the
  * committed model after `epoch` (the mean of round `round`) was written durably on the
- * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms), just before that
+ * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms, `afterAuditMs` ms
+ * after the epoch's audit: with `ring` that includes asking a member for it), just before that
  * epoch's `epoch` line, which waits for it: a journal that audits an epoch always has its model
  * beside it. `error` says why not when it could not be written (the `epoch` line still follows).
  *
@@ -359,7 +360,7 @@ export type RunEvent =
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
-  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly error?: string }
+  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
