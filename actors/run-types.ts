@@ -467,6 +467,12 @@ export interface RunResult {
    * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
    */
   readonly resumedBy?: { readonly runId: string; readonly runDir: string } | undefined
+  /**
+   * `cohort report` only: the chain of runs this one belongs to, first run first (its parents,
+   * from each journal's `resumed`, then this run, then the runs that resumed it, from their
+   * markers); absent for a run that neither resumed nor was resumed.
+   */
+  readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> | undefined
 }
 
 /**

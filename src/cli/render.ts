@@ -551,6 +551,10 @@ export const renderResult = (
   const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
+  const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
+  if (chain !== undefined && chain.length > 1) {
+    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
+  }
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
@@ -562,7 +566,7 @@ export const renderResult = (
   // No survivor's save: a resume can only start from an epoch checkpoint, if the run wrote one.
   const nothingSaved = result.saves !== undefined && result.saves.saved.length === 0
   const resumedBy = (result as { readonly resumedBy?: { readonly runId: string; readonly runDir: string } }).resumedBy
-  const resumeHint = served || trainedNothing
+  const resumeHint = trainedNothing
     ? ""
     : resumedBy !== undefined
     ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
@@ -573,7 +577,9 @@ export const renderResult = (
     ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`
+      (resumedBy !== undefined
+        ? `run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+        : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
     : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
