@@ -19,14 +19,16 @@ import type { State } from "./state.ts"
 
 /**
  * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
- * (clamped and counted above the assignment; never backwards), or every chunk it completed
- * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
+ * (clamped and counted above the assignment; never backwards), or, in progressive mode, the first
+ * `chunksMax` chunks it completed (every one by default: the contribution arrived just now).
+ * Shared by `Params` (cpu, at receipt) and ring rounds (at the close, with the count each member
+ * had done when its `RoundDone` arrived).
  */
-export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>): void => {
+export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>, chunksMax = Number.POSITIVE_INFINITY): void => {
   const log = state.log
   tracked(state, rank, () => {
     if (state.pool !== undefined) {
-      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
+      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size), chunksMax)
     } else if (state.assignments !== undefined) {
       const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
       if (result.clamped) {
@@ -48,7 +50,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
   const reports = state.ringReports
   if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
   const contributors = [...reports.keys()]
-  for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
+  for (const [rank, report] of reports) commitContribution(state, rank, report.samplesDone, cmds, report.chunks)
   cmds.push({
     _tag: "AverageRound",
     epoch: state.epoch,
@@ -86,7 +88,10 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
     state.counters.staleRoundDone += 1
     return
   }
-  state.ringReports.set(rank, samplesDone)
+  // A chunk whose ChunkDone comes after this report was not in the rank's contribution: the close
+  // commits only the chunks done by now, and later ones wait for a later round (DESIGN.md §3.3).
+  const chunks = state.pool === undefined ? 0 : ChunkPool.doneChunks(state.pool, rank)
+  state.ringReports.set(rank, { samplesDone, chunks })
   state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRingRound(state, cmds)

@@ -81,10 +81,11 @@ export interface State {
   readonly contributions: Map<Rank, Float32Array | undefined>
   /**
    * Ring backend (issue 15): the open round's `RoundDone` reports of the current generation, as
-   * `samplesDone` by rank; committed all together when every ring member reported, discarded by
-   * a death or exit (the new generation redoes the round).
+   * `samplesDone` by rank, with the number of done chunks the rank held when its report arrived
+   * (progressive mode: exactly those are in its contribution); committed all together when every
+   * ring member reported, discarded by a death or exit (the new generation redoes the round).
    */
-  readonly ringReports: Map<Rank, number>
+  readonly ringReports: Map<Rank, { readonly samplesDone: number; readonly chunks: number }>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>
