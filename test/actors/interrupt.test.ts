@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand, removeDir } from "../cli-process.ts"
+import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -180,6 +181,7 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     const ended = journal.at(-1)!
     expect(ended.type === "ended" && ended.outcome).toEqual(JSON.parse(JSON.stringify(result.outcome)))
     expect(JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8"))).toEqual(JSON.parse(JSON.stringify(result)))
+    await expectRecordsAgree(result.runDir, result)
   }, 180_000)
 
   it("a stop signal right after the interrupt cuts the grace: run() returns at once, still with its journal and summary", async () => {
