@@ -710,10 +710,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
-    // Faults still waiting when the run ended never happened: say so.
+    // Faults still waiting when the run ended never happened: say so. The demo's own kill, which
+    // nobody asked for, is no news when the user interrupted the run before it came.
     const endedMs = yield* Clock.currentTimeMillis
     const trained = trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - trainingSinceMs) / 1000).toFixed(1)} s of training`
-    for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    for (const kill of pendingKills) {
+      if ("plan" in kill && kill.plan === "demo" && outcome.status === "interrupted") continue
+      skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    }
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
     // and exit, and whoever is still there after it is stopped with the scope. The wait also lets

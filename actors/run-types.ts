@@ -12,14 +12,16 @@ import type { HttpHandler } from "../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
- * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`.
+ * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`. `plan: "demo"` marks the
+ * demo's own kill (`cohort demo` without `--kill`): nobody asked for it, so a run interrupted
+ * before it came records nothing about it, and a skip is told as the demo's plan, not as `--kill`.
  *
  * @since 0.1.0
  * @category options
  */
 export type KillSpec =
   | { readonly rank: Rank; readonly atSeconds: number }
-  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
+  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number; readonly plan?: "demo" }
 
 /**
  * When a rank stops responding while its worker stays alive (only heartbeats can catch it):

@@ -21,6 +21,9 @@ const msText = (ms: number | undefined): string => (ms === undefined ? "-" : ms.
 
 const accuracyText = (accuracy: number | undefined): string => (accuracy === undefined ? "-" : accuracy.toFixed(4))
 
+/** A skipped fault that was the demo's own kill (nobody passed `--kill`): told as the demo's plan. */
+const isDemoPlan = (skipped: RunTypes.SkippedFault): boolean => "plan" in skipped.spec && skipped.spec.plan === "demo"
+
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`
 
 const ranksText = (ranks: ReadonlyArray<number>): string =>
@@ -137,7 +140,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "fault":
       return `rank ${event.rank} ${event.fault === "kill" ? "killed" : "hung"} (injected fault)`
     case "fault-skipped":
-      return `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+      return isDemoPlan(event.skipped)
+        ? `the demo's planned kill of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+        : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
@@ -546,7 +551,9 @@ export const renderResult = (
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
   const skipped = (result.skippedFaults ?? []).map((f) =>
-    `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
+    isDemoPlan(f)
+      ? `cohort: note: the demo's planned kill of rank ${f.rank} (at ${Math.round((f.spec as { atFraction: number }).atFraction * 100)}% of epoch ${(f.spec as { atEpoch: number }).atEpoch}) did not happen: ${f.reason}`
+      : `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
   // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
   const served = (result as { readonly transport?: string }).transport === "serve"

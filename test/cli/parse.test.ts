@@ -18,7 +18,7 @@ describe("parse", () => {
         mode: "static",
         backend: "cpu",
         transport: "worker",
-        kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+        kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }],
         hangs: [],
         heartbeatTimeoutMs: 10_000,
         coordinatorTimeoutMs: 10_000,
@@ -146,10 +146,10 @@ describe("parse", () => {
 
   it("moves the demo's kill to the last rank and epoch for small runs, and drops it for one rank", () => {
     expect(Cli.parse(["demo", "--world-size", "2", "--epochs", "1"])).toMatchObject({
-      options: { kills: [{ rank: 1, atEpoch: 0, atFraction: 0.4 }] }
+      options: { kills: [{ rank: 1, atEpoch: 0, atFraction: 0.4, plan: "demo" }] }
     })
     expect(Cli.parse(["demo", "--world-size", "3"])).toMatchObject({
-      options: { kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }] }
+      options: { kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }] }
     })
     expect(Cli.parse(["demo", "--world-size", "1"])).toMatchObject({ options: { kills: [] } })
   })

@@ -162,6 +162,22 @@ describe("renderResult", () => {
       "cohort: warning: --kill 1@3 did not happen: the run ended after 2.1 s of training"
     )
   })
+
+  it("tells the demo's own kill that did not happen as the demo's plan, not as a --kill nobody passed", () => {
+    const skipped: RunTypes.SkippedFault = {
+      rank: 2,
+      fault: "kill",
+      spec: { rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" },
+      reason: "rank 2 had already left"
+    }
+    expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
+      "cohort: note: the demo's planned kill of rank 2 (at 40% of epoch 1) did not happen: rank 2 had already left"
+    )
+    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped })).toBe("the demo's planned kill of rank 2 did not happen: rank 2 had already left")
+    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped: { ...skipped, spec: { rank: 2, atEpoch: 1, atFraction: 0.4 } } })).toBe(
+      "kill of rank 2 did not happen: rank 2 had already left"
+    )
+  })
 })
 
 describe("lineView", () => {

@@ -29,7 +29,7 @@ describe("demo and run", () => {
       mode: "static",
       backend: "cpu",
       transport: "worker",
-      kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+      kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }],
       hangs: [],
       heartbeatTimeoutMs: 10_000,
       coordinatorTimeoutMs: 10_000,
