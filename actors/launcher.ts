@@ -251,7 +251,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const trainedInEpoch = new Map<Rank, number>()
   const roundLoss = RoundLoss.make(mode)
   const lastProgressEventMs = new Map<Rank, number>()
-  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
+  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
@@ -325,7 +325,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
           ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
           : nowMs > epochStartedMs ? (samplesDone * 1000) / (nowMs - epochStartedMs) : 0
-        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs })
+        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
@@ -338,7 +338,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // The log keeps at most one progress line per rank per second; observers see them all.
         emit(progress, nowMs - last >= 1000)
         if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
-      } else if (message._tag === "Params" && message.epoch === state.epoch && mode === "static") {
+      } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
@@ -363,6 +363,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "alert", ms, alert: command.alert })
           return
         case "EpochEnded": {
+          // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
+          // What each live rank trained of the epoch goes to the observers (the bars, the live
+          // page) before the epoch's line, so that a finished bar shows it, whole.
+          for (const [rank, samplesDone] of trainedInEpoch) {
+            if (!Core.isLive(state, rank)) continue
+            const last = lastRate.get(rank)
+            const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
+            emit({ type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(rank) }, false)
+          }
           trainedInEpoch.clear()
           // Final as written: the accuracy comes in its own `eval` event.
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })

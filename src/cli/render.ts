@@ -240,13 +240,16 @@ interface RankBar {
   readonly bar: CliProgress.SingleBar
   epoch: number
   total: number
+  value: number
 }
 
 /**
  * One `cli-progress` bar per rank (rank, epoch, samples done of its expected share, samples/s,
  * state) on `stream`; every other event is printed above the bars as a timestamped line. A bar's
  * total starts as the rank's equal share of the epoch among the live ranks and grows when the
- * rank is handed more (extensions, chunks).
+ * rank is handed more (extensions, chunks); when the epoch ends, a live rank's bar shows what it
+ * trained of it (the launcher's last progress event of the epoch), full: redistributed samples
+ * make a rank's part differ from its share.
  *
  * @since 0.1.0
  * @category rendering
@@ -286,7 +289,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           rankWidth.value = String(event.worldSize - 1).length
           for (let rank = 0; rank < event.worldSize; rank++) {
             const payload = { rank: String(rank).padStart(rankWidth.value), epoch: 0, speed: 0, state: "starting" }
-            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share() })
+            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share(), value: 0 })
           }
           log(event)
           return
@@ -303,6 +306,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
             entry.total = event.samplesDone
             entry.bar.setTotal(entry.total)
           }
+          entry.value = event.samplesDone
           entry.bar.update(event.samplesDone, {
             epoch: event.epoch,
             speed: Math.round(event.samplesPerSecond),
@@ -315,7 +319,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           live += 1
           if (!bars.has(event.rank)) {
             const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
-            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share() })
+            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share(), value: 0 })
           }
           log(event)
           return
@@ -329,6 +333,15 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
         }
         case "round":
           return
+        case "epoch": {
+          for (const [rank, entry] of bars) {
+            if (dead.has(rank) || entry.epoch !== event.summary.epoch || entry.value === 0 || entry.total === entry.value) continue
+            entry.total = entry.value
+            entry.bar.setTotal(entry.total)
+          }
+          log(event)
+          return
+        }
         case "ended": {
           const state = event.outcome.status === "completed" ? "done" : "stopped"
           for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
 import * as Files from "../../src/platform/files.ts"
-import type { RunOptions } from "../../actors/run-types.ts"
+import type { RunEvent, RunOptions } from "../../actors/run-types.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
@@ -79,6 +79,20 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     // position stays 0, as every progress event's did before).
     const last = new Map(progress.map((e) => [e.rank, e.samplesDone]))
     expect([1, 2].map((rank) => (last.get(rank) ?? 0) > 0)).toEqual([true, true])
+  })
+
+  it("each rank's last progress event of an epoch, before the epoch's line, is what it trained of it: they add up to the epoch (static and progressive, cpu and ring)", async () => {
+    for (const [mode, backend] of [["static", "cpu"], ["static", "ring"], ["progressive", "cpu"]] as const) {
+      const events: Array<RunEvent> = []
+      const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, mode, backend, onEvent: (event) => void events.push(event) })
+      expect(result.exitCode).toBe(0)
+      for (const epoch of [0, 1]) {
+        const ended = events.findIndex((e) => e.type === "epoch" && e.summary.epoch === epoch)
+        const last = new Map<number, number>()
+        for (const e of events.slice(0, ended)) if (e.type === "progress" && e.epoch === epoch) last.set(e.rank, e.samplesDone)
+        expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({ mode, backend, epoch, trained: 4800 })
+      }
+    }
   })
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
