@@ -100,7 +100,7 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
 /** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
 export const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
-  const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
+  const params = [...state.contributions.values()].flat()
   cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
@@ -143,7 +143,32 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
     alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s parameters for round ${state.round} left out of the average: ${why}`)
   }
   // The samples are committed either way: they were trained; only the parameters are not averaged.
-  state.contributions.set(rank, usable ? params : undefined)
+  const folded = state.contributions.get(rank) ?? []
+  if (usable) folded.push(params)
+  state.contributions.set(rank, folded)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * `cpu` backend, `roundDeadlineMs` on: a round open that long since its first contribution, still
+ * waiting on some survivor, closes with the contributions in hand once at least `roundQuorum` of
+ * the survivors (at least one) contributed. The ranks it did not wait for stay required in the next
+ * round; a contribution they sent meanwhile is folded into it and commits then. Checked at each tick.
+ */
+export const maybeCloseAtDeadline = (state: State, cmds: Array<Command>): void => {
+  const { roundDeadlineMs, roundQuorum } = state.config
+  if (roundDeadlineMs <= 0 || state.ring !== undefined || state.phase !== "running" || state.roundOpenedMs === undefined) return
+  if (state.pendingRequired <= 0 || state.clockMs - state.roundOpenedMs < roundDeadlineMs) return
+  const survivors = state.membership.activeCount
+  const quorum = Math.max(1, Math.ceil(Math.round(roundQuorum * survivors * 1e9) / 1e9))
+  if (state.contributions.size < quorum) return
+  state.counters.roundsClosedAtDeadline += 1
+  closeRound(
+    state,
+    cmds,
+    `round ${state.round} closed at its deadline (${roundDeadlineMs} ms): ${state.contributions.size} of ${survivors} survivors contributed ` +
+      `(quorum ${quorum}); the ${state.pendingRequired} it did not wait for fold into the next round`
+  )
+  if (epochDone(state)) endEpoch(state, cmds)
 }

@@ -236,6 +236,30 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     expect(completed).toBeGreaterThan(30)
   })
 
+  it("cpu rounds with a deadline and a quorum: rounds close without slow, hung or dying ranks, late contributions fold into later rounds, every epoch is committed exactly once, and every run ends", () => {
+    let atDeadline = 0
+    let completed = 0
+    const withDeadline = fc.record({
+      base: scenario,
+      roundDeadlineMs: fc.integer({ min: 1, max: 120 }),
+      roundQuorum: fc.double({ min: 0.01, max: 1, noNaN: true })
+    }).map(({ base, roundDeadlineMs, roundQuorum }): Simulation.Scenario => ({
+      ...base,
+      options: { ...base.options, backend: "cpu", roundDeadlineMs, roundQuorum }
+    }))
+    fc.assert(
+      fc.property(withDeadline, (s) => {
+        const result = Simulation.run(s)
+        atDeadline += result.state.counters.roundsClosedAtDeadline
+        if (result.state.outcome?.status === "completed") completed += 1
+        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
+      }),
+      { seed: SEED + 5, numRuns: 200 }
+    )
+    expect(atDeadline).toBeGreaterThan(100)
+    expect(completed).toBeGreaterThan(40)
+  })
+
   it("ring joins whose asked member dies before it hands the model over: the model is asked of another member, the joiner enters no collective before it holds it, every epoch is committed exactly once, and every run ends", () => {
     let reissued = 0
     let entries = 0
