@@ -219,6 +219,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+    ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+    ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })

@@ -161,6 +161,15 @@ export interface RunOptions {
    */
   readonly coordinatorStallMs?: number
   /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes without the
+   * ranks still training once `roundQuorum` of the survivors contributed; a late contribution is
+   * folded into the next round, and its samples commit then (`Config.Options.roundDeadlineMs`).
+   * Default 0: off, every round waits for every survivor with work.
+   */
+  readonly roundDeadlineMs?: number
+  /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
+  readonly roundQuorum?: number
+  /**
    * A rank in a process of its own (`transport: "process"`) that gets no frame from the
    * coordinator for this many ms counts it gone (the coordinator beats every second, from
    * formation on): it saves under `<runDir>/save/rank<r>` with an `emergency.json`, the save

@@ -8,6 +8,7 @@ import * as Files from "../../src/platform/files.ts"
 import type { RunEvent, RunOptions } from "../../actors/run-types.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
@@ -93,6 +94,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
         expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({ mode, backend, epoch, trained: 4800 })
       }
     }
+  })
+
+  it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
+    const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths).toEqual([])
+    expect(result.outcome.counters.roundsClosedAtDeadline).toBeGreaterThan(0)
+    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as RunEvent)
+      .flatMap((e) => (e.type === "round" ? [e.contributors] : []))
+    expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
   })
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
