@@ -40,6 +40,7 @@ const toRunOptions = (
   kills: options.kills,
   hangs: options.hangs,
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+  ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

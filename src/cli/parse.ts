@@ -103,6 +103,8 @@ export interface RunCommandOptions {
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
   readonly coordinatorTimeoutMs: number
+  /** `--round-deadline-ms N` (cpu backend): rounds close N ms after their first contribution without the ranks still training, once half the survivors contributed; `undefined` (off) without it. */
+  readonly roundDeadlineMs?: number | undefined
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -200,6 +202,7 @@ export interface RawRunOptions {
   readonly hang?: ReadonlyArray<string>
   readonly heartbeatTimeoutMs?: string
   readonly coordinatorTimeoutMs?: string
+  readonly roundDeadlineMs?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -313,6 +316,10 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     : []
   const hangs = (raw.hang ?? []).map((text) => faultSpec("--hang", text, worldSize))
   const heartbeatTimeoutMs = integerAtLeast("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1, defaults.heartbeatTimeoutMs)
+  const roundDeadlineMs = raw.roundDeadlineMs === undefined ? undefined : integerAtLeast("--round-deadline-ms", raw.roundDeadlineMs, 1, 0)
+  if (roundDeadlineMs !== undefined && backend === "ring") {
+    throw new UsageError("--round-deadline-ms needs --backend cpu: a ring round is one collective of every member")
+  }
   if (raw.out === "") throw new UsageError("--out needs a folder path")
   const rankMemoryMb = raw.rankMemoryMb === "0" ? 0 : integerAtLeast("--rank-memory-mb", raw.rankMemoryMb, 16, defaults.rankMemoryMb)
   return {
@@ -326,6 +333,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     hangs,
     heartbeatTimeoutMs,
     coordinatorTimeoutMs: integerAtLeast("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1, defaults.coordinatorTimeoutMs),
+    ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -450,6 +458,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--hang <spec>", "", collect)
       .option("--heartbeat-timeout-ms <ms>")
       .option("--coordinator-timeout-ms <ms>")
+      .option("--round-deadline-ms <ms>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

@@ -140,6 +140,15 @@ describe("parse", () => {
     expect(err).toEqual(["cohort: serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere\n"])
   })
 
+  it("--round-deadline-ms takes an integer >= 1 with the cpu backend, and is off without it", () => {
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250"])).toMatchObject({ options: { roundDeadlineMs: 250 } })
+    expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.roundDeadlineMs")
+    expect(Cli.parse(["demo", "--round-deadline-ms", "0"])).toEqual({ error: "--round-deadline-ms must be an integer >= 1, got '0'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--round-deadline-ms", "250"])).toEqual({
+      error: "--round-deadline-ms needs --backend cpu: a ring round is one collective of every member"
+    })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -489,6 +498,8 @@ describe("help", () => {
         "(default 10000)",
         "--coordinator-timeout-ms N",
         "(default 10000; worker threads die with the coordinator)",
+        "--round-deadline-ms N",
+        "(default off: every round waits for every rank with work)",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",

@@ -73,6 +73,13 @@ describe("demo and run", () => {
     expect(err).toBe(`${Cli.renderResult(unrecoverable).err}\n`)
   })
 
+  it("passes --round-deadline-ms to the run", async () => {
+    const seen: Array<RunTypes.RunOptions> = []
+    const { code } = await runMain(["demo", "--round-deadline-ms", "300"], fakeLaunch(completed, seen))
+    expect(code).toBe(0)
+    expect(seen.map((o) => o.roundDeadlineMs)).toEqual([300])
+  })
+
   it("exits 4 when an audit failed", async () => {
     const { code, err } = await runMain(["demo", "--no-kill"], fakeLaunch(auditFailed, []))
     expect({ code, err }).toEqual({ code: 4, err: "cohort: audit failed: epoch 1 lost 5, duplicated 2\n" })
