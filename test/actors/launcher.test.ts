@@ -107,6 +107,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
   })
 
+  it("a resumed run keeps its parent's round deadline and quorum", async () => {
+    const parent = await Launcher.run({
+      ...fast, trainer: steady, worldSize: 3, epochs: 2, roundDeadlineMs: 70, roundQuorum: 0.6, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
+    expect(parent.exitCode).toBe(1)
+    const child = await Launcher.run({ resume: parent.runDir, outDir, onRankOutput: () => {} })
+    expect(child.exitCode).toBe(0)
+    const started = JSON.parse(readFileSync(join(child.runDir, "events.ndjson"), "utf8").split("\n")[0]!) as RunEvent
+    expect(started.type === "started" && [started.options?.["roundDeadlineMs"], started.options?.["roundQuorum"]]).toEqual([70, 0.6])
+  })
+
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
     expect(result.exitCode).toBe(1)
