@@ -236,11 +236,12 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     expect(completed).toBeGreaterThan(30)
   })
 
-  it("cpu rounds with a deadline and a quorum: rounds close without slow, hung or dying ranks, late contributions fold into later rounds, every epoch is committed exactly once, and every run ends", () => {
+  it("cpu rounds with a deadline and a quorum: rounds close without slow, hung or dying ranks, late contributions fold into later rounds, joiners included, every epoch is committed exactly once, and every run ends", () => {
     let atDeadline = 0
     let completed = 0
     const withDeadline = fc.record({
-      base: scenario,
+      // With and without joins (growing cohorts: no round waits on a rank that joined after it opened).
+      base: fc.oneof(scenario, growing),
       roundDeadlineMs: fc.integer({ min: 1, max: 120 }),
       roundQuorum: fc.double({ min: 0.01, max: 1, noNaN: true })
     }).map(({ base, roundDeadlineMs, roundQuorum }): Simulation.Scenario => ({
