@@ -185,7 +185,7 @@ export const run = (scenario: Scenario): SimResult => {
    * Ring, progressive: per rank, the chunks (`epoch:offset:size`) whose `ChunkDone` the core
    * credited after the rank's last accepted `RoundDone` (`doneAfter`) and those its accepted
    * reports covered (`covered`), so that each round's close is checked: it commits exactly the
-   * covered chunks of each contributor and leaves the others done and uncommitted (DESIGN.md §3.3).
+   * covered chunks of each contributor and leaves the others done and uncommitted (docs/design.md §3.3).
    */
   const doneAfter = new Map<Rank, Set<string>>()
   const covered = new Map<Rank, Set<string>>()
@@ -284,6 +284,12 @@ export const run = (scenario: Scenario): SimResult => {
         return
       case "Eval":
         r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
+        return
+      case "RequestParams":
+        // The ended epoch's model for the coordinator: no ring round closes while it is owed, so
+        // the asked member still holds the mean of that round (epoch-model.ts).
+        if (!r.hasModel || r.round - 1 !== message.round) return fail(`rank ${r.rank} asked for the model of round ${message.round} while it holds round ${r.round - 1}`)
+        r.answers.push({ _tag: "Params", epoch: Math.max(0, r.epoch), round: message.round, samplesDone: 0, params: Float32Array.of(0.5) })
         return
       case "FormRing":
         if (!r.hasModel) return fail(`rank ${r.rank} got FormRing ${message.generation} before its model`)
