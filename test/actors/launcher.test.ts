@@ -94,7 +94,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
         expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({ mode, backend, epoch, trained: 4800 })
       }
     }
-  })
+  }, 120_000)
 
   it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
     const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
@@ -105,7 +105,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as RunEvent)
       .flatMap((e) => (e.type === "round" ? [e.contributors] : []))
     expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
-  })
+  }, 90_000)
 
   it("a resumed run keeps its parent's round deadline and quorum", async () => {
     const parent = await Launcher.run({
@@ -116,7 +116,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(child.exitCode).toBe(0)
     const started = JSON.parse(readFileSync(join(child.runDir, "events.ndjson"), "utf8").split("\n")[0]!) as RunEvent
     expect(started.type === "started" && [started.options?.["roundDeadlineMs"], started.options?.["roundQuorum"]]).toEqual([70, 0.6])
-  })
+  }, 90_000)
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
