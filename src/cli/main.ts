@@ -41,6 +41,7 @@ const toRunOptions = (
   hangs: options.hangs,
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+  ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

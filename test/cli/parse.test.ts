@@ -147,6 +147,12 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--backend", "ring", "--round-deadline-ms", "250"])).toEqual({
       error: "--round-deadline-ms needs --backend cpu: a ring round is one collective of every member"
     })
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "0.75"])).toMatchObject({ options: { roundDeadlineMs: 250, roundQuorum: 0.75 } })
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "1"])).toMatchObject({ options: { roundQuorum: 1 } })
+    for (const bad of ["0", "1.5", "half", "-0.5"]) {
+      expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", bad])).toEqual({ error: `--round-quorum must be a fraction above 0, at most 1, got '${bad}'` })
+    }
+    expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
   })
 
   it("--no-kill removes the demo's kill", () => {
@@ -500,6 +506,8 @@ describe("help", () => {
         "(default 10000; worker threads die with the coordinator)",
         "--round-deadline-ms N",
         "(default off: every round waits for every rank with work)",
+        "--round-quorum F",
+        "a round needs before its deadline closes it (default 0.5)",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",

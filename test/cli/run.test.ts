@@ -73,11 +73,11 @@ describe("demo and run", () => {
     expect(err).toBe(`${Cli.renderResult(unrecoverable).err}\n`)
   })
 
-  it("passes --round-deadline-ms to the run", async () => {
+  it("passes --round-deadline-ms and --round-quorum to the run", async () => {
     const seen: Array<RunTypes.RunOptions> = []
-    const { code } = await runMain(["demo", "--round-deadline-ms", "300"], fakeLaunch(completed, seen))
+    const { code } = await runMain(["demo", "--round-deadline-ms", "300", "--round-quorum", "0.6"], fakeLaunch(completed, seen))
     expect(code).toBe(0)
-    expect(seen.map((o) => o.roundDeadlineMs)).toEqual([300])
+    expect(seen.map((o) => [o.roundDeadlineMs, o.roundQuorum])).toEqual([[300, 0.6]])
   })
 
   it("exits 4 when an audit failed", async () => {
