@@ -15,13 +15,16 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined ? ["tes
 
 const exclude = ["**/node_modules/**", ...nodeOnly]
 
+// The projects do not extend the root config, so that the global setup runs once per pass, not
+// once more per project.
+const testTimeout = 30_000
+
 export default defineConfig({
   test: {
     globalSetup: ["test/global-setup.ts"],
-    testTimeout: 30_000,
     projects: [
-      { extends: true, test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...exclude, ...fullOnly] } },
-      { extends: true, test: { name: "full", include: fullOnly, exclude } }
+      { test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...exclude, ...fullOnly], testTimeout } },
+      { test: { name: "full", include: fullOnly, exclude, testTimeout } }
     ]
   }
 })
