@@ -151,3 +151,11 @@ describe.each(["node", "bun", "deno"] as const)("the packed package installed ou
     expect(readdirSync(out).sort()).toEqual(["cohort-rank.js", "index.html"])
   }, 120_000)
 })
+
+describe("deno.json for JSR", () => {
+  it("deno publish --dry-run passes: the exports and the fast type check of the public API", async () => {
+    const ran = await sh(denoBin, ["publish", "--dry-run", "--allow-dirty"], repoRoot)
+    expect(ran.code, ran.err).toBe(0)
+    expect(ran.err + ran.out).toContain("Dry run complete")
+  }, 180_000)
+})
