@@ -13,10 +13,11 @@
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Data from "effect/Data"
+import type { Plugin } from "esbuild"
 import * as Runtime from "./detect.ts"
 import * as Files from "./files.ts"
 
@@ -39,10 +40,31 @@ export const bundle = async (source: string, resolveDir: string): Promise<string
     format: "esm",
     target: "node20",
     packages: "external",
+    plugins: [ownModuleUrls],
     write: false,
     logLevel: "silent"
   })
   return cached("rank-entry", result.outputFiles[0]!.contents)
+}
+
+/**
+ * Keeps each compiled file's `import.meta.url` the URL of the file it was written in, not the
+ * bundle's, so that a trainer that finds its data beside itself (`new URL("./data.bin",
+ * import.meta.url)`) still does. Packages are not compiled in, so only the user's and Cohort's own
+ * files pass through here.
+ */
+const ownModuleUrls: Plugin = {
+  name: "cohort-own-module-urls",
+  setup: (plugin) => {
+    plugin.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes("import.meta.url")) return undefined
+      return {
+        contents: text.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)),
+        loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js"
+      }
+    })
+  }
 }
 
 /** This package's folder: the nearest one above this file with a `package.json`. */
@@ -114,6 +136,7 @@ const compiled = async (url: string): Promise<string> => {
     format: "esm",
     target: "node20",
     packages: "external",
+    plugins: [ownModuleUrls],
     write: false,
     logLevel: "silent"
   }).catch((error: { errors?: ReadonlyArray<{ text: string; location: { file: string; line: number } | null }> }) => {
