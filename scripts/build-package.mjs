@@ -1,11 +1,11 @@
 // Builds the published package into dist/ (run by `npm pack` and `npm publish` through `prepack`):
 // every module of src/ and actors/ compiled one to one by esbuild into JavaScript (its relative
-// imports renamed from .ts to .js, every package left as an import), their declarations by tsc,
-// and the `cohort` command (bin/cohort.mjs, which imports the built CLI when it runs from dist/).
-// Node then needs no TypeScript loader; Bun and Deno load the same files.
+// imports renamed from .ts to .js, every package left as an import) and their declarations by tsc.
+// The `cohort` command (bin/cohort.mjs) runs this build where the sources are absent, as in the
+// package. Node then needs no TypeScript loader; Bun and Deno load the same files.
 import { build } from "esbuild"
 import { spawnSync } from "node:child_process"
-import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 
@@ -50,6 +50,4 @@ for (const file of filesUnder("dist", (name) => name.endsWith(".d.ts"))) {
   writeFileSync(file, text.replace(/((?:from|import)\s*\(?\s*["']\.{1,2}\/[^"']*?)\.ts(["'])/g, "$1.js$2"))
 }
 
-mkdirSync(join(dist, "bin"), { recursive: true })
-copyFileSync(join(root, "bin/cohort.mjs"), join(dist, "bin/cohort.mjs"))
 console.log(`built ${sources.length} modules and their declarations into dist/`)
