@@ -71,22 +71,22 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
-  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
+  const entry = Files.moduleUrl(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
-  const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
+  const redirect = Files.moduleUrl("../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = transport === "websocket" ? [
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as SocketRank from ${path(new URL("./socket-rank.ts", import.meta.url))}`,
+    `import * as SocketRank from ${path(Files.moduleUrl("./socket-rank.ts", import.meta.url))}`,
     `await SocketRank.processMain(async () => trainer)`
   ].join("\n") : [
     ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
-    `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
+    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
+    `import * as Rank from ${path(Files.moduleUrl("./rank.ts", import.meta.url))}`,
     `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
