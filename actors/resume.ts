@@ -101,6 +101,16 @@ export const resumeErrors = {
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
 
+/**
+ * The one line a resume prints for a stale lock it found (its holder is gone: `LockFile.inspect`):
+ * the run's own lock is no bar and stays as it is (the parent's folder is not changed), e.g.
+ * `the lock <dir>/run.lock is stale: process 1 of another PID namespace (a container) is gone; the
+ * run is not running`; a resume's lock is taken over, e.g. `took over the stale lock
+ * <dir>/resume.lock: process 4242 started at another time (its PID was reused)`.
+ */
+const staleLockNote = (path: string, why: string, tookOver: boolean): string =>
+  tookOver ? `took over the stale lock ${path}: ${why}` : `the lock ${path} is stale: ${why}; the run is not running`
+
 /** Refuses the resume; what came from the parent's files is made printable (`printable`). */
 const fail = (reason: string): never => {
   throw new LaunchError("resume", printable(reason))
@@ -309,10 +319,10 @@ export const resume = async (
   // A run still training is not resumed, whatever its journal says so far: its own lock says so (a
   // stale one, of a process that is gone, is left as it is: the parent's folder is not changed).
   const runLockPath = `${options.resume.replace(/\/+$/, "")}/${runLockFileName}`
-  const running = await LockFile.liveOwner(runLockPath)
-  if (running !== undefined) {
+  const running = await LockFile.inspect(runLockPath)
+  if (running._tag === "Live") {
     const runId = options.resume.replace(/\/+$/, "").split("/").at(-1) ?? options.resume
-    return fail(resumeErrors.stillRunning(runId, running.pid, runLockPath))
+    return fail(resumeErrors.stillRunning(runId, running.owner.pid, runLockPath))
   }
   const parent = await readParent(options.resume)
   const { started } = parent
@@ -369,7 +379,8 @@ export const resume = async (
       state: picked.state,
       loadedFrom: picked.loadedFrom,
       notes: [
-        ...(lock.tookOverFrom === undefined ? [] : [`took over ${lockPath} from process ${lock.tookOverFrom}, which is gone`]),
+        ...(running._tag === "Stale" ? [staleLockNote(runLockPath, running.why, false)] : []),
+        ...(lock.tookOver === undefined ? [] : [staleLockNote(lockPath, lock.tookOver.why, true)]),
         ...(started.transport === "serve" && options.transport === undefined ? ["the run's ranks joined over WebSocket (cohort serve); this resume runs them here as worker threads"] : []),
         ...picked.notes
       ]
