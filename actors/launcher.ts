@@ -38,6 +38,7 @@ import * as LauncherResult from "./launcher-result.ts"
 import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as RoundLoss from "./round-loss.ts"
+import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
@@ -235,14 +236,31 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const runDirAbsolute = Files.absolutePath(runDir)
   // The journal: every logged event, appended as it happens (a line is never rewritten), in the
   // order the events happened, a declared death before what it caused (`launcher-journal.ts`).
+  const journalPath = `${runDir}/events.ndjson`
   const journal = await LauncherJournal.open({
-    path: `${runDir}/events.ndjson`,
+    path: journalPath,
     onEvent: (event) => options.onEvent?.(event),
-    deathsDeclared: () => state.deaths.length
+    deathsDeclared: () => state.deaths.length,
+    onWriteError: (error) => storageFailed(StorageFault.of(journalPath, error), true)
   })
   const { emit, releaseHeld } = journal
 
   const alerts: Array<Alerts.Alert> = []
+  /** The first write of the run's journal that failed: the run stops on it (`storageStop`). */
+  let storageFault: StorageFault.StorageFault | undefined
+  const storageStop = new AbortController()
+  /**
+   * A write of the run's record failed: a critical alert at once; with `stop` (the journal), the
+   * run is asked to save and shut down, as an interrupt would, since its record is no longer kept.
+   */
+  const storageFailed = (fault: StorageFault.StorageFault, stop: boolean): void => {
+    const alert = StorageFault.alert(fault, Date.now())
+    alerts.push(alert)
+    emit({ type: "alert", ms: sinceStart(Date.now()), alert })
+    if (!stop || storageFault !== undefined) return
+    storageFault = fault
+    storageStop.abort()
+  }
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
   // list: `state.deaths`, DESIGN.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
@@ -347,6 +365,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // rank asked for that epoch's eval gives it (the core records no other: a rank that
         // holds the token must not put an accuracy in the journal for an eval nobody asked).
         emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+      } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
+        // The core fails the checkpoint over to another rank; the operator hears of the disk now.
+        storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
       }
     },
     onCommand: (command) => {
@@ -638,10 +659,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const interruptSignal = options.signal
     const detailOf = (signal: AbortSignal): string =>
       typeof signal.reason === "string" && /^SIG[A-Z]+$/.test(signal.reason) ? signal.reason : "aborted"
-    for (const signal of [interruptSignal, stopSignal]) {
+    for (const signal of [interruptSignal, stopSignal, storageStop.signal]) {
       if (signal === undefined) continue
       yield* aborted(signal).pipe(
         Effect.flatMap(() => {
+          if (signal === storageStop.signal && storageFault !== undefined) return coordinator.interrupt(StorageFault.text(storageFault))
           if (interruptedBy === undefined) interruptedBy = detailOf(signal)
           return coordinator.interrupt(`interrupted by ${interruptedBy}`)
         }),
@@ -782,6 +804,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     ringLinks: ringLinksUsed,
     relayStats,
     journal,
-    sinceStart
+    sinceStart,
+    storageFault: () => storageFault,
+    storageFailed: (path, error) => storageFailed(StorageFault.of(path, error), false)
   })
 }

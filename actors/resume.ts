@@ -37,7 +37,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
-import { failureText, printable, readResumedBy, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
+import { failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
 export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
@@ -297,6 +297,18 @@ const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
 export const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
   Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
 
+/** Whether `<dir>/summary.json` records a completed run (a summary that cannot be read says nothing). */
+const completedPerSummary = async (dir: string): Promise<boolean> => {
+  const read = await readText(`${dir}/summary.json`, reportDefaults.fileBytesMax).catch(() => "unreadable")
+  if (typeof read === "string") return false
+  try {
+    const summary: unknown = JSON.parse(read.text)
+    return (summary as { readonly outcome?: { readonly status?: unknown } } | null)?.outcome?.status === "completed"
+  } catch {
+    return false
+  }
+}
+
 /** The folder that holds `dir` (`.` for a bare name). */
 const parentFolder = (dir: string): string => {
   const at = dir.lastIndexOf("/")
@@ -335,7 +347,9 @@ export const resume = async (
   const markerPath = `${parent.dir}/${resumedByFileName}`
   const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
-  if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
+  // `summary.json` is the authority for a completed run: its journal may be short (a write that a
+  // full or failing disk refused after the summary's), which alone would read as a cut-off run.
+  if (parent.read.outcome?.status === "completed" || await completedPerSummary(parent.dir)) fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
   if (options.outDir !== undefined) {
