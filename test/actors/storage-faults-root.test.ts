@@ -154,4 +154,18 @@ describe(`a run whose record cannot be written (${runtime})`, () => {
       unmount(mount)
     }
   }, 300_000)
+
+  it("--out on a read-only file system names the real cause (read-only), not ENOENT", async () => {
+    requireRootLinux()
+    const mount = join(scratch, "read-only")
+    mkdirSync(mount)
+    try {
+      sh("mount", ["-t", "tmpfs", "-o", "size=100k,ro", "tmpfs", mount])
+      const run = startCli(["run", "--trainer", steadyPaced, "--world-size", "2", "--epochs", "1", "--no-kill", "--out", join(mount, "runs")], { cwd: process.cwd(), started })
+      expect(await run.exit).toBe(3)
+      expect(run.err()).toBe(`cohort: the run failed: EROFS: read-only file system, mkdir '${join(mount, "runs")}'\n`)
+    } finally {
+      unmount(mount)
+    }
+  }, 60_000)
 })
