@@ -28,7 +28,18 @@ export interface StorageFault {
  * @since 0.1.0
  * @category constructors
  */
-export const of = (path: string, error: unknown): StorageFault => ({ path, error: firstLine(error) })
+export const of = (path: string, error: unknown): StorageFault => ({ path, error: errorText(error) })
+
+/**
+ * The error as one line that starts with its code, on every runtime: Node says `ENOSPC: no space
+ * left on device, write`; Deno says `No space left on device (os error 28)` with the same `code`.
+ */
+const errorText = (error: unknown): string => {
+  const line = firstLine(error)
+  const code = (error as { readonly code?: unknown } | null)?.code
+  if (typeof code !== "string" || !/^E[A-Z]+$/.test(code) || line.startsWith(`${code}:`)) return line
+  return `${code}: ${line.charAt(0).toLowerCase()}${line.slice(1)}`
+}
 
 /**
  * Whether a rank's failure text (a checkpoint's `detail`) is a storage fault: it names an error
