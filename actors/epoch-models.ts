@@ -30,10 +30,12 @@ export interface Options {
 
 /**
  * - `written(epoch)`: resolves with the `model` event of `epoch` once its model is written, or
- *   could not be (the event then carries `error`); never rejects.
+ *   could not be (the event then carries `error`); never rejects. Called when the epoch's audit
+ *   is made: the event's `afterAuditMs` counts from then.
  * - `deliver(epoch, model)`: the coordinator's model of `epoch` (`undefined`: there is none); starts
  *   the write.
- * - `releaseAll(why)`: the run ended: every epoch still waiting gets a `model` event with `why`.
+ * - `releaseAll(why)`: the run ended: every epoch whose model never came gets a `model` event
+ *   with `why` (a write already under way still settles its own).
  *
  * @since 0.1.0
  * @category model
@@ -53,13 +55,14 @@ type Event = Extract<RunEvent, { type: "model" }>
  * @category constructors
  */
 export const make = (options: Options): EpochModels => {
-  const pending = new Map<number, { readonly promise: Promise<ReadonlyArray<RunEvent>>; resolve: (events: ReadonlyArray<RunEvent>) => void; done: boolean }>()
+  // Per epoch: its `written` promise; `delivered` once the model came (a write in flight is waited for).
+  const pending = new Map<number, { readonly promise: Promise<ReadonlyArray<RunEvent>>; resolve: (events: ReadonlyArray<RunEvent>) => void; done: boolean; delivered: boolean; readonly auditedAtMs: number }>()
   const entry = (epoch: number) => {
     let found = pending.get(epoch)
     if (found === undefined) {
       let resolve: (events: ReadonlyArray<RunEvent>) => void = () => {}
       const promise = new Promise<ReadonlyArray<RunEvent>>((r) => (resolve = r))
-      found = { promise, resolve, done: false }
+      found = { promise, resolve, done: false, delivered: false, auditedAtMs: Date.now() }
       pending.set(epoch, found)
     }
     return found
@@ -68,11 +71,12 @@ export const make = (options: Options): EpochModels => {
     const found = entry(epoch)
     if (found.done) return
     found.done = true
-    found.resolve([event])
+    found.resolve([{ ...event, afterAuditMs: Date.now() - found.auditedAtMs }])
   }
   const deliver = (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined): void => {
     const folder = `v${epoch}`
     const path = `${options.shownDir}/${folder}`
+    entry(epoch).delivered = true
     if (model === undefined) {
       settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path, bytes: 0, writeMs: 0, error: "the coordinator holds no model of this epoch" })
       return
@@ -88,7 +92,7 @@ export const make = (options: Options): EpochModels => {
   }
   const releaseAll = (why: string): void => {
     for (const [epoch, found] of pending) {
-      if (!found.done) settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path: `${options.shownDir}/v${epoch}`, bytes: 0, writeMs: 0, error: why })
+      if (!found.done && !found.delivered) settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path: `${options.shownDir}/v${epoch}`, bytes: 0, writeMs: 0, error: why })
     }
   }
   return { written: (epoch) => entry(epoch).promise, deliver, releaseAll }

@@ -221,6 +221,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+    ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+    ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
@@ -279,7 +281,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const trainedInEpoch = new Map<Rank, number>()
   const roundLoss = RoundLoss.make(mode)
   const lastProgressEventMs = new Map<Rank, number>()
-  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
+  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
@@ -353,7 +355,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
           ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
           : nowMs > epochStartedMs ? (samplesDone * 1000) / (nowMs - epochStartedMs) : 0
-        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs })
+        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
@@ -366,7 +368,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // The log keeps at most one progress line per rank per second; observers see them all.
         emit(progress, nowMs - last >= 1000)
         if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
-      } else if (message._tag === "Params" && message.epoch === state.epoch && mode === "static") {
+      } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
@@ -394,6 +396,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "alert", ms, alert: command.alert })
           return
         case "EpochEnded": {
+          // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
+          // What each live rank trained of the epoch goes to the observers (the bars, the live
+          // page) before the epoch's line, so that a finished bar shows it, whole.
+          for (const [rank, samplesDone] of trainedInEpoch) {
+            if (!Core.isLive(state, rank)) continue
+            const last = lastRate.get(rank)
+            const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
+            emit({ type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(rank) }, false)
+          }
           trainedInEpoch.clear()
           // Final once the epoch's model is written here: the line, and all after it, wait for it.
           journal.hold(epochModels.written(command.summary.epoch))
@@ -745,10 +756,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
-    // Faults still waiting when the run ended never happened: say so.
+    // Faults still waiting when the run ended never happened: say so. The demo's own kill, which
+    // nobody asked for, is no news when the user interrupted the run before it came.
     const endedMs = yield* Clock.currentTimeMillis
     const trained = trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - trainingSinceMs) / 1000).toFixed(1)} s of training`
-    for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    for (const kill of pendingKills) {
+      if ("plan" in kill && kill.plan === "demo" && outcome.status === "interrupted") continue
+      skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    }
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
     // and exit, and whoever is still there after it is stopped with the scope. The wait also lets

@@ -87,7 +87,7 @@ const SkippedFault = Schema.Struct({
   fault: Schema.Literals(["kill", "hang"]),
   spec: Schema.Union([
     Schema.Struct({ rank: Count, atSeconds: Schema.Finite }),
-    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite })
+    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite, plan: optional(Schema.Literal("demo")) })
   ]),
   reason: Schema.String
 })
@@ -181,7 +181,7 @@ export const RunEvent = Schema.Union([
   event("death", { death: DeathTiming }),
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
-  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, error: optional(Schema.String) }),
+  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optional(Ms), error: optional(Schema.String) }),
   event("decision", { detail: Schema.String }),
   event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite) }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),

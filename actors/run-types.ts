@@ -12,14 +12,16 @@ import type { HttpHandler } from "../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
- * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`.
+ * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`. `plan: "demo"` marks the
+ * demo's own kill (`cohort demo` without `--kill`): nobody asked for it, so a run interrupted
+ * before it came records nothing about it, and a skip is told as the demo's plan, not as `--kill`.
  *
  * @since 0.1.0
  * @category options
  */
 export type KillSpec =
   | { readonly rank: Rank; readonly atSeconds: number }
-  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
+  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number; readonly plan?: "demo" }
 
 /**
  * When a rank stops responding while its worker stays alive (only heartbeats can catch it):
@@ -158,6 +160,15 @@ export interface RunOptions {
    * was (docs/design.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
    */
   readonly coordinatorStallMs?: number
+  /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes without the
+   * ranks still training once `roundQuorum` of the survivors contributed; a late contribution is
+   * folded into the next round, and its samples commit then (`Config.Options.roundDeadlineMs`).
+   * Default 0: off, every round waits for every survivor with work.
+   */
+  readonly roundDeadlineMs?: number
+  /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
+  readonly roundQuorum?: number
   /**
    * A rank in a process of its own (`transport: "process"`) that gets no frame from the
    * coordinator for this many ms counts it gone (the coordinator beats every second, from
@@ -338,7 +349,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * or a rank that left before every rank joined; `listen`; `run`: anything else), `reason` its
  * words, `formed` whether every rank had joined (false: nothing was trained). `model`: the
  * committed model after `epoch` (the mean of round `round`) was written durably on the
- * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms), just before that
+ * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms, `afterAuditMs` ms
+ * after the epoch's audit: with `ring` that includes asking a member for it), just before that
  * epoch's `epoch` line, which waits for it: a journal that audits an epoch always has its model
  * beside it. `error` says why not when it could not be written (the `epoch` line still follows).
  *
@@ -359,7 +371,7 @@ export type RunEvent =
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
-  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly error?: string }
+  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
@@ -477,6 +489,12 @@ export interface RunResult {
    * failed), e.g. `events.ndjson ends after line 30, before the run's end that summary.json records`.
    */
   readonly journalIncomplete?: string | undefined
+  /**
+   * `cohort report` only: the chain of runs this one belongs to, first run first (its parents,
+   * from each journal's `resumed`, then this run, then the runs that resumed it, from their
+   * markers); absent for a run that neither resumed nor was resumed.
+   */
+  readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> | undefined
 }
 
 /**

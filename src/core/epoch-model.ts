@@ -20,9 +20,24 @@
  */
 import { alert, path, send } from "./emit.ts"
 import type { Command } from "./inputs.ts"
-import { modelHolder } from "./joins.ts"
+import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import type { State } from "./state.ts"
+
+/**
+ * The lowest ring member that holds the model: live, neither a joiner waiting for the next
+ * generation nor one still owed its own model, and not in `tried`. O(ranks skipped).
+ *
+ * @since 0.1.0
+ * @category epochs
+ */
+export const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
+  const m = state.membership
+  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
+    if (!state.joining.has(r) && !state.modelOwed.has(r) && (tried === undefined || !tried.has(r))) return r
+  }
+  return undefined
+}
 
 /**
  * The epoch `epoch` just ended with round `round` (its last): hands the shell its model (`cpu`),

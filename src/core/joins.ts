@@ -74,6 +74,7 @@ import { alert, formRing, path } from "./emit.ts"
 import { fill, sendRanges } from "./epochs.ts"
 import type { Command, JoinRefusal } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
+import { modelHolder } from "./epoch-model.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import * as Roles from "./roles.ts"
@@ -228,18 +229,6 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
   formRing(state, cmds, `ranks ${joiners.join(", ")} enter the ring at round ${state.round}`, true)
   state.joining.clear()
   if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
-}
-
-/**
- * The lowest ring member that holds the model: live, neither a joiner waiting for the next
- * generation nor one still owed its own model, and not in `tried`. O(ranks skipped).
- */
-export const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
-  const m = state.membership
-  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
-    if (!state.joining.has(r) && !state.modelOwed.has(r) && (tried === undefined || !tried.has(r))) return r
-  }
-  return undefined
 }
 
 /** Asks the next member for `to`'s model (`SendModel` for ring `generation`); false when none is left. */

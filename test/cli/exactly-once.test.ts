@@ -3,7 +3,7 @@
 // the chain completes. Every epoch of the chain (the run and its resumes) is audited exactly once,
 // clean, and an audited epoch 0 is never lost. Real processes: the CLI as a child of this test,
 // its ranks as worker threads or child processes, under the runtime that runs this file.
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -92,12 +92,11 @@ const expectOnce = (audits: ReadonlyArray<Audited>, what: string): void => {
 }
 
 describe(`exactly once across SIGKILLs of the coordinator's process (${runtime}, seed ${seed})`, () => {
-  const cases = [
-    ["worker", "cpu"],
-    ["worker", "ring"],
-    ["process", "cpu"],
-    ["process", "ring"]
-  ] as const
+  // Every combination on Node; Bun and Deno (what differs there: their files, processes and
+  // sockets) one of each transport and backend, for CI time.
+  const cases = runtime === "node"
+    ? [["worker", "cpu"], ["worker", "ring"], ["process", "cpu"], ["process", "ring"]] as const
+    : [["worker", "ring"], ["process", "cpu"]] as const
   for (const [transport, backend] of cases) {
     it(`${transport} ranks, ${backend}: killed 0-200 ms after an epoch's audit line, or at a random instant, then resumed: the chain audits every epoch once`, async () => {
       const tries = [
@@ -123,9 +122,9 @@ describe(`a resume killed in its first epoch (${runtime})`, () => {
     run.child.kill("SIGKILL")
     await run.exit
     const parent = runDirs(dir)[0]!
-    // The resume is killed once it formed, before its first epoch's audit.
+    // The resume is killed once it formed and marked its parent, before its first epoch's audit.
     const first = startCli(["resume", parent], { cwd: dir })
-    await waitFor(() => first.out().includes("formed") || first.child.exitCode !== null, 60_000, "the resume to form")
+    await waitFor(() => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null, 60_000, "the resume to form and mark its parent")
     first.child.kill("SIGKILL")
     await first.exit
     const child = runDirs(dir).find((d) => d !== parent)!
