@@ -15,6 +15,8 @@ import type { RunEvent } from "./run-types.ts"
 /**
  * - `dir`: the run's `checkpoints` folder (absolute); `shownDir`: the same as the user named it.
  * - `now`: ms since the run started, for the events.
+ * - `onWriteError(path, error)`: a model's write failed (the runtime's `Error`: `ENOSPC`, `EIO`,
+ *   `EROFS`, ...), told at once, before its `model` event settles.
  *
  * @since 0.1.0
  * @category options
@@ -23,6 +25,7 @@ export interface Options {
   readonly dir: string
   readonly shownDir: string
   readonly now: () => number
+  readonly onWriteError?: ((path: string, error: unknown) => void) | undefined
 }
 
 /**
@@ -81,8 +84,10 @@ export const make = (options: Options): EpochModels => {
     const startedMs = Date.now()
     SavedModel.write(`${options.dir}/${folder}`, model.params, { epoch, round: model.round, rank: -1 }, SavedModel.coordinatorFiles).then(
       () => settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: model.params.length * 4, writeMs: Date.now() - startedMs }),
-      (error: unknown) =>
+      (error: unknown) => {
+        options.onWriteError?.(path, error)
         settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: 0, writeMs: Date.now() - startedMs, error: firstLine(error) })
+      }
     )
   }
   const releaseAll = (why: string): void => {

@@ -25,6 +25,8 @@ import type { RunEvent } from "./run-types.ts"
  *   order; one that throws is ignored.
  * - `deathsDeclared`: how many deaths the core has declared (`state.deaths.length`): events other
  *   than deaths wait while some declared death is not emitted yet (`releaseHeld`).
+ * - `onWriteError`: called once, at once, with the runtime's `Error` (`ENOSPC`, `EIO`, `EROFS`,
+ *   ...) when an append or a sync fails; later events still reach `onEvent` but not the file.
  *
  * @since 0.1.0
  * @category options
@@ -33,6 +35,7 @@ export interface RunJournalOptions {
   readonly path: string
   readonly onEvent: (event: RunEvent) => void
   readonly deathsDeclared: () => number
+  readonly onWriteError?: ((error: unknown) => void) | undefined
 }
 
 /**
@@ -64,7 +67,7 @@ export interface RunJournal {
  * @category constructors
  */
 export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
-  const journal = await Files.openJournal(options.path)
+  const journal = await Files.openJournal(options.path, options.onWriteError)
   const syncs: Array<Promise<void>> = []
   let lastEventMs = 0
   let deathsEmitted = 0

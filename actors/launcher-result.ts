@@ -11,6 +11,7 @@ import type * as Core from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as Files from "../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
+import * as StorageFault from "./storage-fault.ts"
 import * as RankActor from "./rank.ts"
 import type { DeathTiming, Resumed, RunResult, SkippedFault } from "./run-types.ts"
 
@@ -29,6 +30,8 @@ import type { DeathTiming, Resumed, RunResult, SkippedFault } from "./run-types.
  *   `transport` and `backend` (`RunResult`).
  * - `ringLinks`, `relayStats`: the links the ring's steps took, and the steps the coordinator relayed.
  * - `journal`, `sinceStart` (wall ms to ms since the start): the `ended` event goes there.
+ * - `storageFault`: the journal's write that failed (the run stopped on it), if any;
+ *   `storageFailed(path, error)`: raises the alert of another failed write (`summary.json`).
  *
  * @since 0.1.0
  * @category model
@@ -55,12 +58,15 @@ export interface RunEnd {
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
   readonly journal: RunJournal
   readonly sinceStart: (ms: number) => number
+  readonly storageFault: () => StorageFault.StorageFault | undefined
+  readonly storageFailed: (path: string, error: unknown) => void
 }
 
 /**
  * Builds a run's result, logs it (`ended`), closes the journal and writes `summary.json`
- * atomically; resolves with the result. Rejects when the save markers or the summary cannot be
- * read or written (`Files`).
+ * atomically; resolves with the result. A run whose journal or summary could not be written
+ * resolves with `storageFault` (the first such write) and `exitCode` 5, never as clean. Rejects
+ * when the save markers cannot be read (`Files`).
  *
  * @since 0.1.0
  * @category launcher
@@ -98,7 +104,9 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
   for (const death of state.deaths) record(death, death.declaredAtMs, false)
   const deaths = state.deaths.map((death) => timings.get(death)!)
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
-  const exitCode = !auditClean ? 4
+  const journalFault = end.storageFault()
+  const exitCode: RunResult["exitCode"] = !auditClean ? 4
+    : journalFault !== undefined ? 5
     : outcome.status === "completed" ? 0
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
@@ -120,9 +128,17 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     transport: end.transport,
     ...(resumed === undefined ? {} : { resumed }),
     backend: end.backend,
-    ring
+    ring,
+    ...(journalFault === undefined ? {} : { storageFault: journalFault })
   }
   await journal.close()
-  await Files.writeFileAtomic(`${runDir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
+  const summaryPath = `${runDir}/summary.json`
+  try {
+    await Files.writeFileAtomic(summaryPath, `${JSON.stringify(result, null, 2)}\n`)
+  } catch (error) {
+    // No summary: the journal is the run's record (a resume and a report read it); say so loudly.
+    end.storageFailed(summaryPath, error)
+    return { ...result, storageFault: result.storageFault ?? StorageFault.of(summaryPath, error), exitCode: auditClean ? 5 : exitCode }
+  }
   return result
 }

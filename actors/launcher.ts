@@ -39,6 +39,7 @@ import * as LauncherResult from "./launcher-result.ts"
 import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as RoundLoss from "./round-loss.ts"
+import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
@@ -238,16 +239,40 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const runDirAbsolute = Files.absolutePath(runDir)
   // The journal: every logged event, appended as it happens (a line is never rewritten), in the
   // order the events happened, a declared death before what it caused (`launcher-journal.ts`).
+  const journalPath = `${runDir}/events.ndjson`
   const journal = await LauncherJournal.open({
-    path: `${runDir}/events.ndjson`,
+    path: journalPath,
     onEvent: (event) => options.onEvent?.(event),
-    deathsDeclared: () => state.deaths.length
+    deathsDeclared: () => state.deaths.length,
+    onWriteError: (error) => storageFailed(StorageFault.of(journalPath, error), true)
   })
   const { emit, releaseHeld } = journal
   // The model after each epoch, on this host; the epoch's line waits for it (`epoch-models.ts`).
-  const epochModels = EpochModels.make({ dir: `${runDirAbsolute}/checkpoints`, shownDir: `${runDir}/checkpoints`, now: () => sinceStart(Date.now()) })
+  const epochModels = EpochModels.make({
+    dir: `${runDirAbsolute}/checkpoints`,
+    shownDir: `${runDir}/checkpoints`,
+    now: () => sinceStart(Date.now()),
+    // Without it the epoch's audit line stands without the model a resume needs: stop, as for the journal.
+    onWriteError: (path, error) => storageFailed(StorageFault.of(path, error), true)
+  })
 
   const alerts: Array<Alerts.Alert> = []
+  /** The first write of the run's journal or epoch model that failed: the run stops on it (`storageStop`). */
+  let storageFault: StorageFault.StorageFault | undefined
+  const storageStop = new AbortController()
+  /**
+   * A write of the run's record failed: a critical alert at once; with `stop` (the journal, an
+   * epoch's model), the run is asked to save and shut down, as an interrupt would, since its
+   * record is no longer kept.
+   */
+  const storageFailed = (fault: StorageFault.StorageFault, stop: boolean): void => {
+    const alert = StorageFault.alert(fault, Date.now())
+    alerts.push(alert)
+    emit({ type: "alert", ms: sinceStart(Date.now()), alert })
+    if (!stop || storageFault !== undefined) return
+    storageFault = fault
+    storageStop.abort()
+  }
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
   // list: `state.deaths`, docs/design.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
@@ -352,6 +377,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // rank asked for that epoch's eval gives it (the core records no other: a rank that
         // holds the token must not put an accuracy in the journal for an eval nobody asked).
         emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+      } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
+        // The core fails the checkpoint over to another rank; the operator hears of the disk now.
+        storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
       }
     },
     onCommand: (command) => {
@@ -655,10 +683,11 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const interruptSignal = options.signal
     const detailOf = (signal: AbortSignal): string =>
       typeof signal.reason === "string" && /^SIG[A-Z]+$/.test(signal.reason) ? signal.reason : "aborted"
-    for (const signal of [interruptSignal, stopSignal]) {
+    for (const signal of [interruptSignal, stopSignal, storageStop.signal]) {
       if (signal === undefined) continue
       yield* aborted(signal).pipe(
         Effect.flatMap(() => {
+          if (signal === storageStop.signal && storageFault !== undefined) return coordinator.interrupt(StorageFault.text(storageFault))
           if (interruptedBy === undefined) interruptedBy = detailOf(signal)
           return coordinator.interrupt(`interrupted by ${interruptedBy}`)
         }),
@@ -804,6 +833,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     ringLinks: ringLinksUsed,
     relayStats,
     journal,
-    sinceStart
+    sinceStart,
+    storageFault: () => storageFault,
+    storageFailed: (path, error) => storageFailed(StorageFault.of(path, error), false)
   })
 }

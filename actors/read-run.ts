@@ -360,6 +360,24 @@ export const readRun = async (runDir: string, options: ReadRunOptions = {}): Pro
   return printableDeep({ ...found, ...(resumedBy === undefined ? {} : { resumedBy }), ...(chain === undefined ? {} : { chain }) }) as RunTypes.RunResult | PartialRun
 }
 
+/**
+ * Why the journal at `path` is shorter than `summary` says (it lacks the run's end, or epochs the
+ * summary lists: a write cut short or refused by a full or failing disk), or `undefined` when it
+ * is whole (or missing, or unreadable: the summary is the authority either way).
+ */
+const journalShortOf = async (path: string, summary: RunTypes.RunResult, bytesMax: number): Promise<string | undefined> => {
+  if ((await Files.kind(path)) === "missing") return undefined
+  const read = await readText(path, bytesMax)
+  if (typeof read === "string") return undefined
+  const journal = resultFromEvents(read.text, path)
+  if (typeof journal === "string") return undefined
+  const epochs = journal.epochs.length
+  if (journal.outcome !== undefined && epochs >= summary.epochs.length) return undefined
+  const where = journal.outcome === undefined ? (journal as PartialRun).cut : "holds the run's end"
+  return `the journal ${path} is incomplete: it ${where}, with ${epochs} of the ${summary.epochs.length} finished ${summary.epochs.length === 1 ? "epoch" : "epochs"} ` +
+    `that summary.json records; the report shows summary.json`
+}
+
 const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.RunResult | PartialRun | string> => {
   const dir = runDir.replace(/(.)\/+$/, "$1")
   const dirKind = await Files.kind(dir)
@@ -377,7 +395,9 @@ const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.Ru
       return `cannot read ${summaryPath}: it is not valid JSON`
     }
     const checked = RunSchema.validateRunResult(value)
-    return "ok" in checked ? checked.ok : `${summaryPath} is not a Cohort run summary: ${checked.bad}`
+    if (!("ok" in checked)) return `${summaryPath} is not a Cohort run summary: ${checked.bad}`
+    const incomplete = await journalShortOf(`${dir}/events.ndjson`, checked.ok, bytesMax)
+    return incomplete === undefined ? checked.ok : { ...checked.ok, journalIncomplete: incomplete }
   }
   const eventsPath = `${dir}/events.ndjson`
   if ((await Files.kind(eventsPath)) !== "missing") {

@@ -37,7 +37,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
-import { failureText, printable, readResumedBy, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
+import { failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
 export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
@@ -100,6 +100,16 @@ export const resumeErrors = {
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
+
+/**
+ * The one line a resume prints for a stale lock it found (its holder is gone: `LockFile.inspect`):
+ * the run's own lock is no bar and stays as it is (the parent's folder is not changed), e.g.
+ * `the lock <dir>/run.lock is stale: process 1 of another PID namespace (a container) is gone; the
+ * run is not running`; a resume's lock is taken over, e.g. `took over the stale lock
+ * <dir>/resume.lock: process 4242 started at another time (its PID was reused)`.
+ */
+const staleLockNote = (path: string, why: string, tookOver: boolean): string =>
+  tookOver ? `took over the stale lock ${path}: ${why}` : `the lock ${path} is stale: ${why}; the run is not running`
 
 /** Refuses the resume; what came from the parent's files is made printable (`printable`). */
 const fail = (reason: string): never => {
@@ -342,6 +352,18 @@ const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
 export const defined = <A extends object>(options: { readonly [K in keyof A]?: A[K] | undefined }): A =>
   Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined)) as A
 
+/** Whether `<dir>/summary.json` records a completed run (a summary that cannot be read says nothing). */
+const completedPerSummary = async (dir: string): Promise<boolean> => {
+  const read = await readText(`${dir}/summary.json`, reportDefaults.fileBytesMax).catch(() => "unreadable")
+  if (typeof read === "string") return false
+  try {
+    const summary: unknown = JSON.parse(read.text)
+    return (summary as { readonly outcome?: { readonly status?: unknown } } | null)?.outcome?.status === "completed"
+  } catch {
+    return false
+  }
+}
+
 /** The folder that holds `dir` (`.` for a bare name). */
 const parentFolder = (dir: string): string => {
   const at = dir.lastIndexOf("/")
@@ -364,10 +386,10 @@ export const resume = async (
   // A run still training is not resumed, whatever its journal says so far: its own lock says so (a
   // stale one, of a process that is gone, is left as it is: the parent's folder is not changed).
   const runLockPath = `${options.resume.replace(/\/+$/, "")}/${runLockFileName}`
-  const running = await LockFile.liveOwner(runLockPath)
-  if (running !== undefined) {
+  const running = await LockFile.inspect(runLockPath)
+  if (running._tag === "Live") {
     const runId = options.resume.replace(/\/+$/, "").split("/").at(-1) ?? options.resume
-    return fail(resumeErrors.stillRunning(runId, running.pid, runLockPath))
+    return fail(resumeErrors.stillRunning(runId, running.owner.pid, runLockPath))
   }
   const parent = await readParent(options.resume)
   const { started } = parent
@@ -380,7 +402,9 @@ export const resume = async (
   const markerPath = `${parent.dir}/${resumedByFileName}`
   const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
-  if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
+  // `summary.json` is the authority for a completed run: its journal may be short (a write that a
+  // full or failing disk refused after the summary's), which alone would read as a cut-off run.
+  if (parent.read.outcome?.status === "completed" || await completedPerSummary(parent.dir)) fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
   if (options.outDir !== undefined) {
@@ -424,7 +448,8 @@ export const resume = async (
       state: picked.state,
       loadedFrom: picked.loadedFrom,
       notes: [
-        ...(lock.tookOverFrom === undefined ? [] : [`took over ${lockPath} from process ${lock.tookOverFrom}, which is gone`]),
+        ...(running._tag === "Stale" ? [staleLockNote(runLockPath, running.why, false)] : []),
+        ...(lock.tookOver === undefined ? [] : [staleLockNote(lockPath, lock.tookOver.why, true)]),
         ...(started.transport === "serve" && options.transport === undefined ? ["the run's ranks joined over WebSocket (cohort serve); this resume runs them here as worker threads"] : []),
         ...picked.notes
       ]

@@ -109,7 +109,7 @@ const Resumed = Schema.Struct({
 const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite), spansRuns: optional(Schema.Tuple([Schema.String, Schema.String])) })
 
 /** `RunResult.exitCode`. */
-const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
+const ExitCode = Schema.Literals([0, 1, 4, 5, 130, 143])
 
 /** `RunResult.ring`. */
 const RingSummary = Schema.Struct({
@@ -144,7 +144,8 @@ export const RunResult = Schema.Struct({
   refusals: optional(Schema.Record(Schema.String, Count)),
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
   backend: optional(Backend),
-  ring: optional(RingSummary)
+  ring: optional(RingSummary),
+  storageFault: optional(Schema.Struct({ path: Schema.String, error: Schema.String }))
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>

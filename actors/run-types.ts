@@ -451,7 +451,7 @@ export interface RunResult {
    */
   readonly saves?: { readonly saved: ReadonlyArray<Rank>; readonly notSaved: ReadonlyArray<Rank> } | undefined
   readonly durationMs: number
-  readonly exitCode: 0 | 1 | 4 | 130 | 143
+  readonly exitCode: 0 | 1 | 4 | 5 | 130 | 143
   /**
    * Over WebSocket (`transport: "websocket"`, `serve`): joins refused, by close code
    * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`): by the server, and (a run that may
@@ -478,6 +478,17 @@ export interface RunResult {
    * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
    */
   readonly resumedBy?: { readonly runId: string; readonly runDir: string } | undefined
+  /**
+   * A write of the run's record that failed (`storage-fault.ts`): the journal (the run stopped on
+   * it: save and shut down, outcome `interrupted`), or `summary.json`; `exitCode` is then 5 and
+   * the record is incomplete. Absent when every write succeeded.
+   */
+  readonly storageFault?: { readonly path: string; readonly error: string } | undefined
+  /**
+   * `cohort report` only: the journal is shorter than `summary.json` says (it was cut, or a write
+   * failed), e.g. `events.ndjson ends after line 30, before the run's end that summary.json records`.
+   */
+  readonly journalIncomplete?: string | undefined
   /**
    * `cohort report` only: the chain of runs this one belongs to, first run first (its parents,
    * from each journal's `resumed`, then this run, then the runs that resumed it, from their

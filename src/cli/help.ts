@@ -158,6 +158,8 @@ Exit codes:
   2  bad input: unknown command or flag, invalid value, missing trainer file or run directory
   3  the run could not be carried out: the launcher is missing or failed
   4  an epoch's audit found lost or duplicated samples
+  5  a write of the run's record failed (full, failing or read-only disk): the run
+     stopped and saved what it could; resume it once the disk can be written
   130  the run was interrupted by SIGINT (Ctrl-C): the survivors saved; resume it with
        cohort resume RUN_DIR
   143  the run was interrupted by SIGTERM, likewise

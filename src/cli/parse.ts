@@ -32,6 +32,8 @@ export const ExitCode = {
   unavailable: 3,
   /** An epoch's audit found lost or duplicated samples (docs/design.md §3.8). */
   auditFailed: 4,
+  /** A write of the run's record failed (a full or failing disk): the run stopped, saving what it could. */
+  storageFault: 5,
   /** The run was interrupted by SIGINT (Ctrl-C): the survivors were asked to save and stopped. */
   interrupted: 130,
   /** The run was interrupted by SIGTERM: the survivors were asked to save and stopped. */

@@ -45,6 +45,16 @@ const deathText = (death: RunTypes.DeathTiming): string => {
 const alertText = (alert: Alerts.Alert): string =>
   `alert ${alert.severity} ${alert.class} ${alert.path}: ${alert.detail}${alert.count > 1 ? ` (${alert.count} times)` : ""}`
 
+/**
+ * The one line of a run whose record could not be written (`RunResult.storageFault`): the path and
+ * the operating system's error, what happened to the run, and how to go on.
+ */
+const storageLine = (fault: NonNullable<RunTypes.RunResult["storageFault"]>, status: string, runDir: string, command: string): string =>
+  status === "completed"
+    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
+    : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+      `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
+
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
 
@@ -540,7 +550,11 @@ export const renderResult = (
     for (const alert of result.alerts) lines.push(`  ${alertText(alert).replace(/^alert /, "")}`)
   }
   const failed = failedAudits(result)
-  const audits = failed.length === 0 && result.epochs.length === 0
+  const storageFault = (result as { readonly storageFault?: RunTypes.RunResult["storageFault"] }).storageFault
+  // A record that could not be written claims no audit: the journal may lack what the run did.
+  const audits = failed.length === 0 && storageFault !== undefined
+    ? `its record is incomplete (cannot write ${storageFault.path}), so no audit is claimed`
+    : failed.length === 0 && result.epochs.length === 0
     ? "no epoch finished, so no audit"
     : failed.length === 0
     ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
@@ -593,7 +607,9 @@ export const renderResult = (
     : nothingSaved
     ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
     : `; resume with: ${resumeCommand(runDir, command)}`
-  const stoppedLine = outcome === undefined && result.failed !== undefined
+  const stoppedLine = storageFault !== undefined && outcome !== undefined
+    ? storageLine(storageFault, outcome.status, runDir, command)
+    : outcome === undefined && result.failed !== undefined
     ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
@@ -613,8 +629,14 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
+  const incomplete = (result as { readonly journalIncomplete?: string }).journalIncomplete
   // The trainer's error, once: the stop line names it, its stack follows.
-  const errLines = [...(stoppedLine === undefined ? [] : [stoppedLine]), ...crashLines(result), ...skipped]
+  const errLines = [
+    ...(incomplete === undefined ? [] : [`cohort: warning: ${incomplete}`]),
+    ...(stoppedLine === undefined ? [] : [stoppedLine]),
+    ...crashLines(result),
+    ...skipped
+  ]
   return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }
 

@@ -219,8 +219,9 @@ const writeAll = async (handle: Awaited<ReturnType<typeof open>>, bytes: Uint8Ar
  * (no timer: a line reaches the operating system within milliseconds, so `tail -f` follows it).
  * `sync` resolves once everything appended before it is written and synced to disk (fsync);
  * `close` writes what is queued, syncs and closes. Nothing is ever rewritten: a crash can cut at
- * most the last line short. The first write error is kept in `error` and later text is dropped (a
- * journal that cannot be written must not stop its writer); `sync` and `close` never reject.
+ * most the last line short. The first write error is kept in `error`, handed to `openJournal`'s
+ * `onError` at once, and later text is dropped (a journal that cannot be written must not stop its
+ * writer by throwing: it is told, and decides); `sync` and `close` never reject.
  *
  * @since 0.1.0
  * @category files
@@ -234,15 +235,25 @@ export interface Journal {
 
 /**
  * Opens `path` as a `Journal` (created if missing, else appended to; the parent folder must
- * exist). Rejects with the runtime's `Error` when the file cannot be opened.
+ * exist). `onError` is called once, with the runtime's `Error` (`ENOSPC`, `EIO`, `EROFS`, ...), as
+ * soon as a write or a sync fails. Rejects with the runtime's `Error` when the file cannot be opened.
  *
  * @since 0.1.0
  * @category files
  */
-export const openJournal = async (path: string): Promise<Journal> => {
+export const openJournal = async (path: string, onError?: (error: unknown) => void): Promise<Journal> => {
   const handle = await open(path, "a")
   let queued: Array<string> = []
-  let failure: unknown
+  let failed: unknown
+  const fail = (error: unknown): void => {
+    if (failed !== undefined) return
+    failed = error
+    try {
+      onError?.(error)
+    } catch {
+      // The writer's observer must not break the journal's own bookkeeping.
+    }
+  }
   let closed = false
   let drained: Promise<void> = Promise.resolve()
   let draining = false
@@ -251,13 +262,13 @@ export const openJournal = async (path: string): Promise<Journal> => {
     draining = true
     drained = (async () => {
       try {
-        while (queued.length > 0 && failure === undefined) {
+        while (queued.length > 0 && failed === undefined) {
           const text = queued.join("")
           queued = []
           await writeAll(handle, encoder.encode(text))
         }
       } catch (error) {
-        failure ??= error
+        fail(error)
       } finally {
         draining = false
       }
@@ -266,17 +277,17 @@ export const openJournal = async (path: string): Promise<Journal> => {
   }
   const sync = async (): Promise<void> => {
     // Text appended while a write was going on waits for the next round.
-    while (draining || (queued.length > 0 && failure === undefined)) await drain()
-    if (failure !== undefined || closed) return
+    while (draining || (queued.length > 0 && failed === undefined)) await drain()
+    if (failed !== undefined || closed) return
     try {
       await handle.sync()
     } catch (error) {
-      failure ??= error
+      fail(error)
     }
   }
   return {
     append: (text) => {
-      if (failure !== undefined || closed) return
+      if (failed !== undefined || closed) return
       queued.push(text)
       void drain()
     },
@@ -287,7 +298,7 @@ export const openJournal = async (path: string): Promise<Journal> => {
       closed = true
       await handle.close().catch(() => undefined)
     },
-    error: () => failure
+    error: () => failed
   }
 }
 
@@ -332,13 +343,38 @@ export const openAppend = (path: string): Appender => {
 }
 
 /**
- * Creates a folder and any missing parents; succeeds if it already exists.
+ * Creates a folder and any missing parents; succeeds if it already exists. Rejects with the
+ * runtime's `Error` naming the real cause (`EROFS` on a read-only file system, `EACCES`), never
+ * the `ENOENT` a recursive create reports there.
  *
  * @since 0.1.0
  * @category files
  */
 export const mkdir = async (path: string): Promise<void> => {
-  await mkdirFs(path, { recursive: true })
+  try {
+    await mkdirFs(path, { recursive: true })
+  } catch (error) {
+    // Node's recursive mkdir says ENOENT when a folder cannot be created on a read-only file
+    // system: create the first missing folder alone, which fails with the real cause (EROFS, EACCES).
+    if ((error as { readonly code?: unknown }).code !== "ENOENT") throw error
+    throw await firstMissingError(resolvePath(path)) ?? error
+  }
+}
+
+/** The error of creating, alone, the first folder of `path` that does not exist; `undefined` if that works. */
+const firstMissingError = async (path: string): Promise<unknown> => {
+  const parts = path.split("/")
+  for (let at = 2; at <= parts.length; at++) {
+    const prefix = parts.slice(0, at).join("/")
+    if (await exists(prefix)) continue
+    try {
+      await mkdirFs(prefix)
+      return undefined
+    } catch (error) {
+      return error
+    }
+  }
+  return undefined
 }
 
 /**

@@ -36,4 +36,18 @@ describe("Files.openJournal and writeFileAtomic", () => {
     expect(readFileSync(path, "utf8")).toBe("{\"new\":true}\n")
     expect(await Files.exists(`${path}.tmp`)).toBe(false)
   })
+
+  it.runIf(process.platform === "linux")("a write the device refuses (/dev/full: ENOSPC) is told to onError once, at once, and kept in error(); sync and close still resolve", async () => {
+    const errors: Array<unknown> = []
+    const journal = await Files.openJournal("/dev/full", (error) => errors.push(error))
+    journal.append("a line\n")
+    await journal.sync()
+    expect(errors.map((e) => (e as { code?: string }).code)).toEqual(["ENOSPC"])
+    expect(String((errors[0] as Error).message)).toMatch(/no space left on device/i)
+    journal.append("another\n")
+    await journal.sync()
+    await journal.close()
+    expect(errors.length).toBe(1)
+    expect(journal.error()).toBe(errors[0])
+  })
 })
