@@ -123,6 +123,9 @@ export const writeFile = (path: string, _data?: Uint8Array | string): Promise<vo
 /** Rejects with `code` `ENOSYS`: nothing is written from a browser. @since 0.1.0 @category files */
 export const writeFileAtomic = (path: string, _data?: Uint8Array | string): Promise<void> => Promise.reject(noFileSystem("write", path))
 
+/** Does nothing: a browser writes no file, so there is no folder to sync. @since 0.1.0 @category files */
+export const syncDir = (_path: string): Promise<void> => Promise.resolve()
+
 /**
  * Rejects with `code` `ENOSYS`: a browser has no file to open (a save folder's model, read by
  * `SavedModel.read`, is never read in a browser). @since 0.1.0 @category files
