@@ -300,6 +300,52 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   }
 }
 
+/**
+ * The extension each rank's timeout gets now for the calls the coordinator asked of it and that
+ * are still pending (DESIGN.md §3.1, `Config.saveTimeoutMs`): the checkpoint's holder gets
+ * `saveTimeoutMs`, a rank asked for an eval `evalTimeoutMs` per eval pending on it, the sum when it
+ * holds several. Applied
+ * before every scan, so the core's other rooms need not know: a checkpoint that fails over moves
+ * its extension with it, an answer ends it. O(pending calls).
+ */
+const extendCalls = (state: State): void => {
+  const { config, liveness } = state
+  const wanted = new Map<Rank, number>()
+  const add = (rank: Rank, ms: number): void => {
+    if (Liveness.isWatched(liveness, rank)) wanted.set(rank, (wanted.get(rank) ?? 0) + ms)
+  }
+  if (state.checkpoint !== undefined) add(state.checkpoint.rank, config.saveTimeoutMs)
+  for (const rank of state.evalsAsked.values()) add(rank, config.evalTimeoutMs)
+  for (const rank of [...liveness.extraMs.keys()]) if (!wanted.has(rank)) Liveness.extend(liveness, rank, 0)
+  for (const [rank, ms] of wanted) Liveness.extend(liveness, rank, ms)
+}
+
+/**
+ * Why a stale rank is declared: its silence and its timeout; past an extension, which call ran
+ * over its bound, with a `SaveTimeout` or `EvalTimeout` alert naming the bound.
+ */
+const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
+  const { config, liveness } = state
+  const silentMs = Liveness.silentMs(liveness, rank, state.clockMs)
+  const extraMs = Liveness.extensionOf(liveness, rank)
+  const ownMs = Liveness.timeoutOf(liveness, rank) - extraMs
+  const own = config.livenessDetector === "adaptive" ? `adaptive timeout ${Math.round(ownMs)} ms of at most ${config.heartbeatTimeoutMs}` : `timeout ${config.heartbeatTimeoutMs} ms`
+  if (extraMs === 0) return `no frame for ${silentMs} ms (${own})`
+  const calls: Array<string> = []
+  if (state.checkpoint?.rank === rank) {
+    const detail = `rank ${rank} ran past saveTimeoutMs ${config.saveTimeoutMs} on checkpoint ${state.checkpoint.version} (no frame for ${silentMs} ms)`
+    alert(state, cmds, "SaveTimeout", path(state, rank), detail)
+    calls.push(`saveTimeoutMs ${config.saveTimeoutMs}`)
+  }
+  const evals = [...state.evalsAsked].filter(([, asked]) => asked === rank).map(([epoch]) => epoch)
+  if (evals.length > 0) {
+    const detail = `rank ${rank} ran past evalTimeoutMs ${config.evalTimeoutMs} on the eval of epoch ${evals.join(", ")} (no frame for ${silentMs} ms)`
+    alert(state, cmds, "EvalTimeout", path(state, rank), detail)
+    calls.push(`evalTimeoutMs ${config.evalTimeoutMs}`)
+  }
+  return `no frame for ${silentMs} ms (${own} + ${calls.join(" + ")} for the call it was asked)`
+}
+
 const onTick = (state: State, cmds: Array<Command>): void => {
   const { membership, counters, config } = state
   const batch: Array<Departure> = []
@@ -320,11 +366,11 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
     })
   }
-  for (const rank of Liveness.expired(state.liveness, state.clockMs, config.heartbeatTimeoutMs)) {
+  extendCalls(state)
+  for (const rank of Liveness.expired(state.liveness, state.clockMs)) {
     if (inBatch.has(rank)) continue
     inBatch.add(rank)
-    const silentMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
-    batch.push({ rank, kind: "death", detector: "heartbeat", cause: `no frame for ${silentMs} ms (timeout ${config.heartbeatTimeoutMs} ms)`, reportedAtMs: state.clockMs })
+    batch.push({ rank, kind: "death", detector: "heartbeat", cause: staleCause(state, rank, cmds), reportedAtMs: state.clockMs })
   }
   if (batch.length > 0) declareBatch(state, batch, cmds)
   if (state.phase !== "running") return

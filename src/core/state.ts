@@ -166,6 +166,21 @@ export interface ModelOwed {
 }
 
 
+/** Gaps a rank's adaptive timeout waits for before it applies (until then: `heartbeatTimeoutMs`). */
+const adaptiveSamplesMin = 8
+
+/** The liveness detector `config` asks for (`liveness.ts`). */
+const detectorOf = (config: Config.Config): Liveness.Detector =>
+  config.livenessDetector === "adaptive"
+    ? {
+      kind: "adaptive",
+      timeoutMs: config.heartbeatTimeoutMs,
+      floorMs: config.adaptiveTimeoutMinMs,
+      deviations: config.adaptiveDeviations,
+      samplesMin: adaptiveSamplesMin
+    }
+    : Liveness.fixed(config.heartbeatTimeoutMs)
+
 /**
  * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (DESIGN.md
  * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`
@@ -186,7 +201,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
   return {
     config,
     membership: Membership.make(w, initial),
-    liveness: Liveness.make(w, nowMs, initial),
+    liveness: Liveness.make(w, nowMs, initial, detectorOf(config)),
     calibration: Roles.makeCalibration(w),
     lane: Alerts.make(config.alertCollapseMs),
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
@@ -252,7 +267,7 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
  * @category queries
  */
 export const expiring = (state: State, nowMs: number): Array<Rank> =>
-  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
+  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs)) : []
 
 /**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
