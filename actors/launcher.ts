@@ -219,6 +219,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+    ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
+    ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+    ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
+    ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })

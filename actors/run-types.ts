@@ -150,6 +150,20 @@ export interface RunOptions {
   readonly floods?: ReadonlyArray<FloodSpec>
   /** Stale after this many ms without a frame. Default 10000. */
   readonly heartbeatTimeoutMs?: number
+  /**
+   * While a rank saves a checkpoint the coordinator asked of it, or runs an eval, its timeout grows
+   * by this many ms (a synchronous trainer sends nothing meanwhile); past it, a `SaveTimeout` or
+   * `EvalTimeout` alert and the rank is declared (docs/liveness.md). Default 600000 each.
+   */
+  readonly saveTimeoutMs?: number
+  readonly evalTimeoutMs?: number
+  /**
+   * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's follows
+   * the gaps between its frames, in `[adaptiveTimeoutMinMs, heartbeatTimeoutMs]` (default
+   * `heartbeatTimeoutMs / 2`); docs/liveness.md.
+   */
+  readonly livenessDetector?: "fixed" | "adaptive"
+  readonly adaptiveTimeoutMinMs?: number
   /** A rank sends a `Heartbeat` when it sent nothing for this long. Default `min(1000, heartbeatTimeoutMs / 4)`. */
   readonly heartbeatIntervalMs?: number
   /**

@@ -71,16 +71,17 @@ export interface Options {
   /** A rank is stale after this many ms without a frame (strictly more). Default 10000. */
   readonly heartbeatTimeoutMs?: number
   /**
-   * While a rank holds a checkpoint the coordinator asked of it (`Checkpoint{version}` sent, no
-   * `CheckpointResult` yet), its timeout is `heartbeatTimeoutMs + saveTimeoutMs`: a synchronous
-   * trainer sends nothing while it saves. Past it the rank is declared dead with a `SaveTimeout`
+   * A rank asked for a checkpoint (`Checkpoint{version}` sent, no `CheckpointResult` yet) is not
+   * stale before `heartbeatTimeoutMs + saveTimeoutMs` after the ask (after the end of the calls
+   * it was asked before, when it holds several): a synchronous trainer sends nothing while it
+   * saves. Past it, and its last frame's timeout, the rank is declared dead with a `SaveTimeout`
    * alert naming the bound, and the checkpoint fails over (DESIGN.md §3.5). ms `> 0`. Default
    * 600000.
    */
   readonly saveTimeoutMs?: number
   /**
    * As `saveTimeoutMs`, for a rank asked for an eval (`Eval{epoch}` sent, no `EvalResult` yet);
-   * past it, an `EvalTimeout` alert. Both add up when a rank holds both. ms `> 0`. Default 600000.
+   * past it, an `EvalTimeout` alert. ms `> 0`. Default 600000.
    */
   readonly evalTimeoutMs?: number
   /**

@@ -8,10 +8,10 @@
  *   the core, so moving a rank to the back on each sighting keeps it sorted). Every rank's timeout
  *   is at least `floorMs`, so a rank at the front silent for `floorMs` or less ends the scan:
  *   nobody behind it can have expired.
- * - **The suspects**: a binary min-heap keyed by deadline (`lastSeenMs + timeout`), holding the
- *   ranks that were silent for more than `floorMs` when a scan reached them. A rank silent past
- *   `floorMs` but within its own timeout (a longer adaptive timeout, or an extension for a save
- *   the coordinator asked for) waits there, and a tick looks only at the heap's expired top.
+ * - **The suspects**: a binary min-heap keyed by deadline, holding the ranks that were silent for
+ *   more than `floorMs` when a scan reached them. A rank silent past `floorMs` but before its
+ *   deadline (a longer adaptive timeout, or a hold for a save the coordinator asked for) waits
+ *   there, and a tick looks only at the heap's expired top.
  *
  * A tick then costs O(1) when nothing new passed `floorMs`, plus O(log s) per rank that did (s
  * suspects; once per silence), plus O(k) for the k expired ranks (and a sort of them). A sighting
@@ -27,8 +27,12 @@
  *   `mean + deviations * deviation`, clamped to `[floorMs, timeoutMs]`. A link whose frames come
  *   late or in bursts gets a longer timeout, never longer than the fixed one; a steady one gets a
  *   shorter one, never shorter than `floorMs`. Until `samplesMin` gaps were seen it is `timeoutMs`.
- * - `extend(rank, ms)` adds `ms` to one rank's timeout while it runs a call the coordinator asked
- *   for (a checkpoint's save, an eval), whichever the detector.
+ * - `hold(rank, call, id, nowMs, forMs)`: a call the coordinator asked of the rank (a checkpoint's
+ *   save, an eval), which a synchronous trainer runs without sending anything. Until it is
+ *   `release`d, the rank is not stale before `nowMs + timeoutMs + forMs` (calls held together run
+ *   one after the other: each starts its `forMs` where the one before ends). A rank's deadline is
+ *   the later of its timeout after its last sighting and its holds; a hold never answered (a
+ *   trainer without `evaluate`) simply runs out, and the rank is judged by its frames again.
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
  * clock for a stall of the coordinator itself (DESIGN.md §3.10). It adds to `pausedMs`, which
@@ -69,13 +73,32 @@ export interface Detector {
 export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutMs, floorMs: timeoutMs, deviations: 0, samplesMin: 0 })
 
 /**
+ * A call the coordinator asked of a rank and has no answer for yet: `call` (`save` for a
+ * checkpoint, `eval`), `id` (the checkpoint's version, the eval's epoch), `untilMs`, the end of
+ * its hold on the liveness clock, and `passedAtEpoch`: a frame of this epoch or a later one from
+ * the rank shows it went past the call (it was asked before the rank entered that epoch; ranks
+ * apply the coordinator's messages in order), even if the call sends no answer (`Eval` to a
+ * trainer without `evaluate`). `Infinity` when no such epoch is known.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Hold {
+  readonly call: "save" | "eval"
+  readonly id: number
+  readonly untilMs: number
+  readonly passedAtEpoch: number
+}
+
+/**
  * - `lastSeenMs[r]`: the last frame from `r`, in monotonic milliseconds minus `pausedMs` at the
  *   time (the liveness clock); read it with `lastSeen`.
  * - `pausedMs`: total ms the liveness clock was paused for coordinator stalls.
  * - `prev`/`next`: list links (`-1` at the ends, `-2` once a rank left, `prev` `-3` while the rank
  *   is a suspect, `next` then being its heap position).
  * - `heap`: the suspects, a min-heap on deadline (ties to the lower rank).
- * - `extraMs`: extensions by rank (few: the ranks running a call the coordinator asked for).
+ * - `holds`: the calls held by rank (few: the ranks running a call the coordinator asked for),
+ *   `untilMs` on the liveness clock.
  * - `meanGapMs`, `deviationGapMs`, `gaps`, `ownTimeoutMs`: the adaptive detector's estimates
  *   (empty arrays with `fixed`).
  *
@@ -91,7 +114,7 @@ export interface Liveness {
   tail: number
   pausedMs: number
   readonly heap: Array<Rank>
-  readonly extraMs: Map<Rank, number>
+  readonly holds: Map<Rank, Array<Hold>>
   readonly meanGapMs: Float32Array
   readonly deviationGapMs: Float32Array
   readonly gaps: Uint8Array
@@ -126,7 +149,7 @@ export const make = (worldSize: number, nowMs: number, watched: number = worldSi
     tail: watched > 0 ? watched - 1 : NONE,
     pausedMs: 0,
     heap: [],
-    extraMs: new Map(),
+    holds: new Map(),
     meanGapMs: new Float32Array(adaptive),
     deviationGapMs: new Float32Array(adaptive),
     gaps: new Uint8Array(adaptive),
@@ -139,18 +162,41 @@ export const make = (worldSize: number, nowMs: number, watched: number = worldSi
 export const isWatched = (l: Liveness, rank: Rank): boolean => l.prev[rank] !== UNLINKED
 
 /**
- * `rank`'s timeout now, in ms: its detector's (module doc) plus its extension, if any.
+ * `rank`'s timeout now, in ms: its detector's (module doc); holds come on top (`deadlineOf`).
  *
  * @since 0.1.0
  * @category queries
  */
 export const timeoutOf = (l: Liveness, rank: Rank): number =>
-  (l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs) + (l.extraMs.get(rank) ?? 0)
+  l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs
 
-/** `rank`'s extension (ms; 0 without one). @since 0.1.0 @category queries */
-export const extensionOf = (l: Liveness, rank: Rank): number => l.extraMs.get(rank) ?? 0
+/** The end of `rank`'s latest hold, on the liveness clock (`-Infinity` without one). */
+const holdUntil = (l: Liveness, rank: Rank): number => {
+  let until = -Infinity
+  for (const h of l.holds.get(rank) ?? []) until = Math.max(until, h.untilMs)
+  return until
+}
 
-const deadline = (l: Liveness, rank: Rank): number => l.lastSeenMs[rank]! + timeoutOf(l, rank)
+const deadline = (l: Liveness, rank: Rank): number => Math.max(l.lastSeenMs[rank]! + timeoutOf(l, rank), holdUntil(l, rank))
+
+/**
+ * When `rank` turns stale (ms, the caller's clock, as `nowMs`): the later of its timeout after its
+ * last sighting and the end of its holds; stale strictly after it.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const deadlineOf = (l: Liveness, rank: Rank): number => deadline(l, rank) + l.pausedMs
+
+/**
+ * The calls that held `rank` up to its deadline, when its holds, not its frames, set it (the
+ * rank ran past them: `SaveTimeout`, `EvalTimeout`); empty otherwise.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const overrun = (l: Liveness, rank: Rank): ReadonlyArray<Hold> =>
+  holdUntil(l, rank) > l.lastSeenMs[rank]! + timeoutOf(l, rank) ? (l.holds.get(rank) ?? []) : []
 
 // --- the list ----------------------------------------------------------------------------------
 
@@ -287,21 +333,65 @@ export const touch = (l: Liveness, rank: Rank, nowMs: number): void => {
   append(l, rank)
 }
 
+/** Moves a suspect whose deadline changed to its place in the heap. */
+const reposition = (l: Liveness, rank: Rank): void => {
+  if (l.prev[rank] !== SUSPECT) return
+  siftUp(l, l.next[rank]!)
+  siftDown(l, l.next[rank]!)
+}
+
 /**
- * Sets `rank`'s extension to `ms` (0 removes it): its timeout grows by that much while it runs a
- * call the coordinator asked for. No-op for a rank not watched. O(log s).
+ * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): it is not
+ * stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end of the calls it holds
+ * already; `passedAtEpoch` as in `Hold`. Holds that ran out are dropped. No-op for a rank not
+ * watched. O(holds + log s).
  *
  * @since 0.1.0
  * @category mutations
  */
-export const extend = (l: Liveness, rank: Rank, ms: number): void => {
-  if (!isWatched(l, rank) || extensionOf(l, rank) === ms) return
-  const longer = ms > extensionOf(l, rank)
-  if (ms > 0) l.extraMs.set(rank, ms)
-  else l.extraMs.delete(rank)
-  if (l.prev[rank] !== SUSPECT) return
-  if (longer) siftDown(l, l.next[rank]!)
-  else siftUp(l, l.next[rank]!)
+export const hold = (
+  l: Liveness,
+  rank: Rank,
+  call: Hold["call"],
+  id: number,
+  nowMs: number,
+  forMs: number,
+  passedAtEpoch: number = Infinity
+): void => {
+  if (!isWatched(l, rank)) return
+  const clockMs = nowMs - l.pausedMs
+  const kept = (l.holds.get(rank) ?? []).filter((h) => h.untilMs >= clockMs)
+  const startMs = Math.max(clockMs + l.detector.timeoutMs, ...kept.map((h) => h.untilMs))
+  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch })
+  l.holds.set(rank, kept)
+  reposition(l, rank)
+}
+
+/**
+ * Ends `rank`'s hold for the call `(call, id)` (its answer came). No-op without one. O(holds + log s).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const release = (l: Liveness, rank: Rank, call: Hold["call"], id: number): void => releaseWhere(l, rank, (h) => h.call === call && h.id === id)
+
+/**
+ * Ends `rank`'s holds that a frame of `epoch` shows it went past (`Hold.passedAtEpoch`). O(1)
+ * for a rank without holds.
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const passed = (l: Liveness, rank: Rank, epoch: number): void => releaseWhere(l, rank, (h) => h.passedAtEpoch <= epoch)
+
+const releaseWhere = (l: Liveness, rank: Rank, done: (h: Hold) => boolean): void => {
+  const holds = l.holds.get(rank)
+  if (holds === undefined) return
+  const kept = holds.filter((h) => !done(h))
+  if (kept.length === holds.length) return
+  if (kept.length === 0) l.holds.delete(rank)
+  else l.holds.set(rank, kept)
+  reposition(l, rank)
 }
 
 /**
@@ -330,7 +420,7 @@ export const unwatch = (l: Liveness, rank: Rank): void => {
   else detach(l, rank)
   l.prev[rank] = UNLINKED
   l.next[rank] = UNLINKED
-  l.extraMs.delete(rank)
+  l.holds.delete(rank)
 }
 
 /** Moves the list's front ranks silent for more than `floorMs` at `clockMs` to the suspects. */

@@ -270,6 +270,15 @@ export const expiring = (state: State, nowMs: number): Array<Rank> =>
   state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs)) : []
 
 /**
+ * When `rank` turns stale (ms, the core's clock): the later of its timeout after its last frame
+ * and the end of the calls it is held for (`Liveness.deadlineOf`); stale strictly after it.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const deadlineOf = (state: State, rank: Rank): number => Liveness.deadlineOf(state.liveness, rank)
+
+/**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
  * ring (ring order is ascending rank order, DESIGN.md §4 `FormRing`). `undefined` with no survivor.
  * O(ranks skipped).

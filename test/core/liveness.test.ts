@@ -24,34 +24,52 @@ describe("liveness with per-rank timeouts (DESIGN.md §3.1)", () => {
     expect(Liveness.expired(l, 1201)).toEqual([1, 3, 2, 0])
   })
 
-  it("an extension keeps a rank out of the stale ones until its timeout plus the extension; removing it makes the rank stale at once", () => {
+  it("a hold keeps a rank out of the stale ones until timeoutMs + forMs after the ask; its release makes the rank stale at once", () => {
     const l = Liveness.make(3, 0, 3, Liveness.fixed(1000))
-    Liveness.extend(l, 1, 3000)
-    expect(Liveness.timeoutOf(l, 1)).toBe(4000)
+    Liveness.hold(l, 1, "save", 0, 0, 3000)
+    expect(Liveness.deadlineOf(l, 1)).toBe(4000)
     expect(Liveness.expired(l, 1001)).toEqual([0, 2])
     Liveness.touch(l, 0, 3500)
     Liveness.touch(l, 2, 3500)
     expect(Liveness.expired(l, 4000)).toEqual([])
     expect(Liveness.expired(l, 4001)).toEqual([1])
-    Liveness.extend(l, 1, 0)
-    Liveness.touch(l, 0, 4100)
-    Liveness.touch(l, 2, 4100)
-    expect(Liveness.expired(l, 4100)).toEqual([1])
+    expect(Liveness.overrun(l, 1)).toEqual([{ call: "save", id: 0, untilMs: 4000, passedAtEpoch: Infinity }])
+    Liveness.release(l, 1, "save", 0)
+    expect(Liveness.overrun(l, 1)).toEqual([])
+    Liveness.touch(l, 0, 3900)
+    Liveness.touch(l, 2, 3900)
+    expect(Liveness.expired(l, 3900)).toEqual([1])
+  })
+
+  it("calls held together run one after the other; a hold never answered runs out and the rank is judged by its frames again", () => {
+    const l = Liveness.make(1, 0, 1, Liveness.fixed(1000))
+    Liveness.hold(l, 0, "eval", 0, 0, 2000)
+    Liveness.hold(l, 0, "save", 0, 0, 3000)
+    expect(Liveness.deadlineOf(l, 0)).toBe(6000)
+    Liveness.release(l, 0, "eval", 0) // the eval answered; the save runs on
+    expect(Liveness.deadlineOf(l, 0)).toBe(6000)
+    Liveness.release(l, 0, "save", 0)
+    Liveness.hold(l, 0, "eval", 1, 10_000, 2000) // never answered (a trainer without evaluate)
+    Liveness.touch(l, 0, 12_500)
+    expect(Liveness.deadlineOf(l, 0)).toBe(13_500)
+    expect(Liveness.expired(l, 13_501)).toEqual([0])
+    expect(Liveness.overrun(l, 0)).toEqual([]) // its frames, not its hold, set the deadline
   })
 
   it("a suspect seen again goes back to the list and is judged from its new sighting", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
-    Liveness.extend(l, 0, 5000)
-    expect(Liveness.expired(l, 2000)).toEqual([1]) // rank 0 is now a suspect, within its extension
+    Liveness.hold(l, 0, "save", 3, 0, 5000)
+    expect(Liveness.expired(l, 2000)).toEqual([1]) // rank 0 is now a suspect, within its hold
     Liveness.touch(l, 0, 2500)
+    Liveness.release(l, 0, "save", 3)
     Liveness.unwatch(l, 1)
-    expect(Liveness.expired(l, 8500)).toEqual([])
-    expect(Liveness.expired(l, 8501)).toEqual([0])
+    expect(Liveness.expired(l, 3500)).toEqual([])
+    expect(Liveness.expired(l, 3501)).toEqual([0])
   })
 
-  it("a pause shifts every deadline, suspects' included", () => {
+  it("a pause shifts every deadline, suspects' and holds' included", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
-    Liveness.extend(l, 1, 1000)
+    Liveness.hold(l, 1, "eval", 0, 0, 1000)
     expect(Liveness.expired(l, 1500)).toEqual([0])
     Liveness.pause(l, 3000)
     Liveness.touch(l, 0, 4500)
@@ -59,10 +77,11 @@ describe("liveness with per-rank timeouts (DESIGN.md §3.1)", () => {
     expect(Liveness.expired(l, 5001)).toEqual([1])
   })
 
-  it("answers as a scan of every rank would, whatever the sightings, extensions, pauses and departures (fast-check)", () => {
+  it("answers as a scan of every rank would, whatever the sightings, holds, releases, pauses and departures (fast-check)", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("touch" as const), rank: fc.nat(7), dt: fc.nat(700) }),
-      fc.record({ kind: fc.constant("extend" as const), rank: fc.nat(7), ms: fc.constantFrom(0, 0, 250, 1500, 4000) }),
+      fc.record({ kind: fc.constant("hold" as const), rank: fc.nat(7), id: fc.nat(2), ms: fc.constantFrom(250, 1500, 4000) }),
+      fc.record({ kind: fc.constant("release" as const), rank: fc.nat(7), id: fc.nat(2) }),
       fc.record({ kind: fc.constant("unwatch" as const), rank: fc.nat(7) }),
       fc.record({ kind: fc.constant("pause" as const), ms: fc.nat(400) }),
       fc.record({ kind: fc.constant("scan" as const), dt: fc.nat(900) })
@@ -74,19 +93,20 @@ describe("liveness with per-rank timeouts (DESIGN.md §3.1)", () => {
         let now = 0
         for (const o of ops) {
           if (o.kind === "touch") Liveness.touch(l, o.rank, now += o.dt)
-          else if (o.kind === "extend") Liveness.extend(l, o.rank, o.ms)
+          else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms)
+          else if (o.kind === "release") Liveness.release(l, o.rank, "save", o.id)
           else if (o.kind === "unwatch") Liveness.unwatch(l, o.rank)
           else if (o.kind === "pause") Liveness.pause(l, o.ms)
           else {
             now += o.dt
             const naive = [0, 1, 2, 3, 4, 5, 6, 7]
-              .filter((r) => Liveness.isWatched(l, r) && Liveness.silentMs(l, r, now) > Liveness.timeoutOf(l, r))
+              .filter((r) => Liveness.isWatched(l, r) && now > Liveness.deadlineOf(l, r))
               .sort((a, b) => l.lastSeenMs[a]! - l.lastSeenMs[b]! || a - b)
             expect(Liveness.expired(l, now)).toEqual(naive)
           }
         }
       }),
-      { seed: 26, numRuns: 400 }
+      { seed: 26, numRuns: 500 }
     )
   })
 
@@ -157,7 +177,7 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
   })
 })
 
-describe("a call the coordinator asked for extends its rank's deadline (saveTimeoutMs, evalTimeoutMs)", () => {
+describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTimeoutMs)", () => {
   /** Two ranks, one epoch each committed at `nowMs`: rank 0 is asked for the eval and the checkpoint. */
   const endEpoch = (options: { readonly saveTimeoutMs?: number; readonly evalTimeoutMs?: number; readonly epochs?: number }) => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: options.epochs ?? 2, heartbeatTimeoutMs: 1000, rolePolicy: { rank: 0 }, ...options })
@@ -185,24 +205,36 @@ describe("a call the coordinator asked for extends its rank's deadline (saveTime
     expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "no frame for 1001 ms (timeout 1000 ms)"]])
   })
 
-  it("a save past heartbeatTimeoutMs + saveTimeoutMs: a SaveTimeout alert names the bound, the rank is declared, and the checkpoint fails over with its extension", () => {
+  it("a save past its hold: a SaveTimeout alert names the bound, the rank is declared, and the checkpoint fails over with a hold of its own", () => {
+    // Asked at 100 behind the eval: the eval's hold ends at 100 + 1000 + 500, the save's 3000 later.
     const s = endEpoch({ saveTimeoutMs: 3000, evalTimeoutMs: 500 })
     frame(s, 0, 150, { _tag: "EvalResult", epoch: 0, accuracy: 0.5, loss: 1 })
-    for (let t = 200; t <= 4100; t += 100) {
+    for (let t = 200; t <= 4600; t += 100) {
       heartbeat(s, t, [1, 2])
       expect(tick(s, t)).toEqual([])
     }
-    heartbeat(s, 4151, [1, 2])
-    const cmds = tick(s, 4151)
+    heartbeat(s, 4651, [1, 2])
+    const cmds = tick(s, 4651)
     expect(tags(cmds).slice(0, 2)).toEqual(["Alert:SaveTimeout", "Alert:RankLost"])
     const alert = cmds[0]!._tag === "Alert" ? cmds[0].alert : undefined
-    expect(alert?.detail).toBe("rank 0 ran past saveTimeoutMs 3000 on checkpoint 0 (no frame for 4001 ms)")
-    expect(s.deaths[0]?.cause).toBe("no frame for 4001 ms (timeout 1000 ms + saveTimeoutMs 3000 for the call it was asked)")
+    expect(alert?.detail).toBe("rank 0 ran past saveTimeoutMs 3000 on checkpoint 0 (no frame for 4501 ms)")
+    expect(s.deaths[0]?.cause).toBe("no frame for 4501 ms (timeout 1000 ms + saveTimeoutMs 3000 for the calls it was asked)")
     expect(deliveries(s, cmds).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[1, { _tag: "Checkpoint", version: 0 }]])
-    // Rank 1 now saves: its own heartbeat timeout no longer applies to it alone.
-    heartbeat(s, 5500, [2])
-    expect(tick(s, 5500)).toEqual([])
+    // Rank 1 now saves: held from 4651, it is not stale at 1000 ms of silence.
+    heartbeat(s, 6000, [2])
+    expect(tick(s, 6000)).toEqual([])
     expect(Coordinator.isLive(s, 1)).toBe(true)
+  })
+
+  it("an Eval a trainer without evaluate never answers: the rank's first frame of the next epoch ends its hold, so a rank stuck later is declared at the heartbeat timeout", () => {
+    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 5000 })
+    frame(s, 0, 150, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })
+    expect(Coordinator.deadlineOf(s, 0)).toBe(6100) // the eval's hold: asked at 100, 1000 + 5000
+    frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 2, msPerBatch: 1 })
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1200)
+    heartbeat(s, 1201, [1, 2])
+    expect(tags(tick(s, 1201))[0]).toBe("Alert:RankLost")
+    expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "no frame for 1001 ms (timeout 1000 ms)"]])
   })
 
   it("an eval past its bound: EvalTimeout; a rank asked for nothing is declared at the heartbeat timeout", () => {
