@@ -653,6 +653,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       )
     }
 
+    // The coordinator process's own shortages that others saw (the dashboard's listener): alerts.
+    const coordinatorAlerts = options.coordinatorAlerts
+    if (coordinatorAlerts !== undefined) {
+      yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+
     const helloTimeoutMs = served?.formationTimeoutMs ?? defaults.formationTimeoutMs
     const silentJoiners = Effect.sync(() => {
       const now = Date.now()

@@ -144,6 +144,12 @@ export interface RunOptions {
    * Default none.
    */
   readonly killRequests?: { readonly drain: () => ReadonlyArray<Rank> }
+  /**
+   * Shortages of the coordinator's own process that something beside the run saw (the dashboard's
+   * listener at its connection cap, out of file descriptors), one line each: the launcher drains
+   * it every 250 ms into `CoordinatorResource` alerts (never a rank's fault). Default none.
+   */
+  readonly coordinatorAlerts?: { readonly drain: () => ReadonlyArray<string> } | undefined
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Floods to inject (hostile ranks). Default none. */

@@ -474,6 +474,9 @@ export const step = (state: State, input: Input): Array<Command> => {
     case "Join":
       onJoin(state, input.rank, cmds)
       break
+    case "CoordinatorResource":
+      alert(state, cmds, "CoordinatorResource", "root", input.detail)
+      break
   }
   if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
   holdCalls(state, cmds)
