@@ -653,7 +653,9 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       )
     }
 
-    // The coordinator process's own shortages that others saw (the dashboard's listener): alerts.
+    // The coordinator process's own shortages, never a rank's fault: what others saw (the
+    // dashboard's listener at its cap), and its file descriptors, probed once a second (worker
+    // ranks share them: out of them, their saves fail for a reason that is not theirs).
     const coordinatorAlerts = options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
@@ -661,6 +663,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         Effect.forkScoped
       )
     }
+    yield* Effect.promise(() => Files.descriptorShortage(runDirAbsolute)).pipe(
+      Effect.flatMap((shortage) =>
+        shortage === undefined ? Effect.void : coordinator.resource(
+          `the coordinator's process is out of file descriptors (${shortage.message}): files it and its worker ranks open fail (checkpoints, logs) until some close; raise its limit (ulimit -n) or lower what holds them (--dashboard-connections-max)`
+        )
+      ),
+      Effect.repeat(Schedule.spaced(1000)),
+      Effect.forkScoped
+    )
 
     const helloTimeoutMs = served?.formationTimeoutMs ?? defaults.formationTimeoutMs
     const silentJoiners = Effect.sync(() => {
