@@ -54,7 +54,7 @@ export const defaults = {
   rankNice: 0,
   /**
    * Each rank's memory limit in MiB (0: none): enough for a few ranks of the bundled model beside
-   * the coordinator on a small machine, and a bound on a rank that allocates without end (issue C3).
+   * the coordinator on a small machine, and a bound on a rank that allocates without end.
    */
   rankMemoryMb: 1024,
   outDir: "runs",

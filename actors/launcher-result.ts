@@ -2,7 +2,7 @@
  * A run's result (`launcher.ts` module doc): once every rank ended, the coordinator's outcome with
  * the exits and deaths that followed it, each epoch's accuracy, the saves, the deaths' timings and
  * the exit code; logged as the journal's `ended` event and written atomically to
- * `<runDir>/summary.json` (issue 6, "never lose a run").
+ * `<runDir>/summary.json`.
  *
  * @since 0.1.0
  */
@@ -76,7 +76,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
   const epochsWithAccuracy = outcome.epochs.map((summary) => ({
     ...summary,
     accuracy: accuracyOf.get(summary.epoch),
-    // The epoch a resume picked up in the middle of: its audit covers both runs (issue 13).
+    // The epoch a resume picked up in the middle of: its audit covers both runs.
     ...(resumed !== undefined && resumed.committedSamples > 0 && summary.epoch === resumed.epoch
       ? { spansRuns: [resumed.parent.runId, runId] as const }
       : {})

@@ -3,7 +3,7 @@
  * supervises them, feeds their ends to the coordinator as death reports, injects the faults it was
  * asked for, and writes the run under `<outDir>/<runId>/`: the journal `events.ndjson`, streamed
  * as events happen and synced to disk at every death, epoch end and the run's end; `summary.json`,
- * written atomically at the end (issue 6, "never lose a run"); and what each rank printed under
+ * written atomically at the end; and what each rank printed under
  * `ranks/rank<N>.log`. An interrupt (`RunOptions.signal`) asks the core to stop the run; the
  * survivors save under `save/rank<r>/` within `interruptGraceMs`. The journal's writing and
  * ordering are `launcher-journal.ts`; the result and `summary.json`, `launcher-result.ts`.
@@ -32,6 +32,7 @@ import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
+import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
@@ -162,7 +163,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
 }
 
 /**
- * The journal's one decision for a ring generation's `FormRing`s (DESIGN.md §3.10), which the core
+ * The journal's one decision for a ring generation's `FormRing`s (docs/design.md §3.10), which the core
  * sends one per member with the same reason: `FormRing generation G to ranks 0, 1, 3: <reason>`
  * (at most 16 ranks named, then how many more).
  */
@@ -245,10 +246,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     deathsDeclared: () => state.deaths.length
   })
   const { emit, releaseHeld } = journal
+  // The model after each epoch, on this host; the epoch's line waits for it (`epoch-models.ts`).
+  const epochModels = EpochModels.make({ dir: `${runDirAbsolute}/checkpoints`, shownDir: `${runDir}/checkpoints`, now: () => sinceStart(Date.now()) })
 
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
-  // list: `state.deaths`, DESIGN.md §3.2, §3.6).
+  // list: `state.deaths`, docs/design.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
@@ -264,14 +267,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   let formedEmitted = false
   /**
-   * Joins refused after the server let them in (issue 17: a parameter count the run did not agree
+   * Joins refused after the server let them in (a parameter count the run did not agree
    * on, 4009, or the core's `JoinRefused`, 4013-4020), by close code: counted in
    * `RunResult.refusals` with the server's own; and where each joined from, for their events.
    */
   const lateRefusals: Record<string, number> = {}
   const joinedFrom = new Map<Rank, string>()
   /**
-   * Joiners the server let into the running run (issue 17) whose `Hello` has not come yet, with
+   * Joiners the server let into the running run whose `Hello` has not come yet, with
    * when (ms): one still silent after the formation timeout (how long any rank has to send its
    * `Hello`) is closed with `JoinTimeout` (4004), a refusal like the others, so that a link that
    * never becomes a rank does not hold its index until the run ends. At most `maxRanks` entries.
@@ -368,6 +371,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
         case "EpochEnded": {
           trainedInEpoch.clear()
+          // Final once the epoch's model is written here: the line, and all after it, wait for it.
+          journal.hold(epochModels.written(command.summary.epoch))
           // Final as written: the accuracy comes in its own `eval` event.
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
           return
@@ -421,6 +426,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       }
     },
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
+    onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -487,7 +493,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
     },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
-    // A run that may grow (issue 17) checks each join after formation against the core's state;
+    // A run that may grow checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   })
@@ -579,7 +585,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
         worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
         ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
-        // What a resume needs to continue it (issue 13): the model's seed, the averaging cadence, and
+        // What a resume needs to continue it: the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
@@ -744,7 +750,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
     // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
-    // A joiner let in whose Hello never came (issue 17) is no rank of the run: nothing to wait for.
+    // A joiner let in whose Hello never came is no rank of the run: nothing to wait for.
     const notJoined = outcome.status === "completed" ? Transport.CloseCode.JoinRunOver : Transport.CloseCode.JoinShuttingDown
     for (const rank of yield* host.transport.peers) if (Core.isVacant(state, rank)) host.transport.disconnect(rank, notJoined)
     // An interrupted run that never formed has nothing to save; a second signal stops at once.
@@ -773,6 +779,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     return outcome
   }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()
+  epochModels.releaseAll("the run ended before a ring member handed it over")
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
   if (exit._tag === "Failure") {

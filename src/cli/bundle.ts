@@ -1,5 +1,5 @@
 /**
- * Browser ranks (issue 14, item 4): `cohort bundle --trainer FILE --out DIR`, and the page,
+ * Browser ranks: `cohort bundle --trainer FILE --out DIR`, and the page,
  * rank module and data that `cohort serve --serve-browser` serves on its WebSocket port.
  *
  * `buildBrowserRank` compiles the rank (`actors/rank-browser.ts`) and the trainer into one ES

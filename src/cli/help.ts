@@ -34,7 +34,7 @@ Usage:
   cohort bundle --trainer FILE --out DIR
                                        build a browser rank: DIR/index.html and the rank with
                                        the trainer compiled in, DIR/cohort-rank.js (one ES
-                                       module for a Web Worker; see "Browser ranks" in the README)
+                                       module for a Web Worker; see docs/browser.md)
   cohort help                          print this help (also -h, --help)
   cohort version                       print Cohort's version and the runtime (also --version, -V)
 

@@ -24,13 +24,13 @@ import * as Config from "../core/config.ts"
 export const ExitCode = {
   /** The command finished; for a run (or the run `report` reads), every epoch's audit passed. */
   ok: 0,
-  /** The run was unrecoverable: the survivors saved their state and stopped (DESIGN.md §3.6). */
+  /** The run was unrecoverable: the survivors saved their state and stopped (docs/design.md §3.6). */
   unrecoverable: 1,
   /** Bad input: an unknown command or flag, an invalid value, a missing file or folder. */
   usage: 2,
   /** The run could not be carried out: the launcher is missing or failed before a result. */
   unavailable: 3,
-  /** An epoch's audit found lost or duplicated samples (DESIGN.md §3.8). */
+  /** An epoch's audit found lost or duplicated samples (docs/design.md §3.8). */
   auditFailed: 4,
   /** The run was interrupted by SIGINT (Ctrl-C): the survivors were asked to save and stopped. */
   interrupted: 130,
@@ -367,7 +367,7 @@ const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => 
 /**
  * The `run` flags that `resume` refuses, each with why: what they set is the parent's (its journal's
  * `started` event), so that the resumed run trains exactly the samples the parent did not commit,
- * in the same order, with the same model (README "Resuming a run").
+ * in the same order, with the same model (docs/resume.md).
  *
  * @since 0.1.0
  * @category parsing

@@ -54,7 +54,7 @@ const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? wo
  * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
  * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
  * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
- * `-A` is the one the README gives.
+ * `-A` is the one the docs give.
  *
  * @since 0.1.0
  * @category rendering
@@ -93,7 +93,9 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
   (resumed.committedSamples > 0
     ? `${plural(resumed.committedSamples, "sample")} of it committed by run ${resumed.parent.runId}, the rest trained here`
     : "the epoch is trained from its start") +
-  `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last epoch checkpoint"})`
+  (resumed.state === "start"
+    ? "; the initial model of the run's seed"
+    : `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last audited epoch's checkpoint"})`)
 
 /**
  * The line `report` prints on stderr for a run whose journal ends with `failed`: `cohort: the run
@@ -149,6 +151,10 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     }
     case "eval":
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
+    case "model":
+      return event.error === undefined
+        ? `epoch ${event.epoch}'s model (round ${event.round}) written to ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB in ${event.writeMs} ms)`
+        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}`
     case "decision":
       return `decision: ${event.detail}`
     case "round":
@@ -306,7 +312,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           return
         }
         case "welcomed": {
-          // A rank that joined the running run (issue 17) gets its bar now.
+          // A rank that joined the running run gets its bar now.
           live += 1
           if (!bars.has(event.rank)) {
             const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
@@ -391,7 +397,7 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
 }
 
 /**
- * `averaging: ring, 2 generations, direct links between worker threads` (issue 15;
+ * `averaging: ring, 2 generations, direct links between worker threads` (or
  * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`).
  */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
@@ -429,7 +435,7 @@ export const renderResult = (
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
-  // carries the last epoch's number but belongs to no row (DESIGN.md §3.6).
+  // carries the last epoch's number but belongs to no row (docs/design.md §3.6).
   const shown = new Set<RunTypes.DeathTiming>()
   const timingOf = (epoch: number, rank: number): RunTypes.DeathTiming | undefined => {
     const timing = result.deaths.find((d) => d.epoch === epoch && d.rank === rank && !shown.has(d))
@@ -505,7 +511,7 @@ export const renderResult = (
   }
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
-    // Ranks that joined the running run (issue 17): which index, when, and what it was given.
+    // Ranks that joined the running run: which index, when, and what it was given.
     lines.push("joins:")
     for (const j of joins) {
       lines.push(`  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`)
@@ -545,6 +551,10 @@ export const renderResult = (
   const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
+  const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
+  if (chain !== undefined && chain.length > 1) {
+    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
+  }
   const skipped = (result.skippedFaults ?? []).map((f) =>
     `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
@@ -556,7 +566,7 @@ export const renderResult = (
   // No survivor's save: a resume can only start from an epoch checkpoint, if the run wrote one.
   const nothingSaved = result.saves !== undefined && result.saves.saved.length === 0
   const resumedBy = (result as { readonly resumedBy?: { readonly runId: string; readonly runDir: string } }).resumedBy
-  const resumeHint = served || trainedNothing
+  const resumeHint = trainedNothing
     ? ""
     : resumedBy !== undefined
     ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
@@ -567,7 +577,9 @@ export const renderResult = (
     ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`
+      (resumedBy !== undefined
+        ? `run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+        : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
     : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
@@ -581,7 +593,7 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
-  // The trainer's error, once: the stop line names it, its stack follows (issue C1).
+  // The trainer's error, once: the stop line names it, its stack follows.
   const errLines = [...(stoppedLine === undefined ? [] : [stoppedLine]), ...crashLines(result), ...skipped]
   return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }

@@ -1,5 +1,5 @@
 /**
- * The progressive-mode chunk pool of one epoch (DESIGN.md §3.7).
+ * The progressive-mode chunk pool of one epoch (docs/design.md §3.7).
  *
  * Each rank owns a reservation span `[cursor, end)` that it consumes front to back; thieves take
  * from the tail of the largest remaining span, so owner and thieves can meet but never overlap.
@@ -204,7 +204,7 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: R
 }
 
 /**
- * Brings a retired rank with nothing held into the epoch (a joiner, issue 17): it becomes idle and
+ * Brings a retired rank with nothing held into the epoch (a joiner): it becomes idle and
  * its span grows from empty to the tail half (rounded down) of the largest remaining span, which
  * that span's owner gives up: owner and joiner then consume their halves front to back, and
  * thieves take from either tail as from any span, so no sample gets two holders. Returns the
@@ -259,8 +259,8 @@ const popReclaimedFront = (pool: Pool): Range | undefined => {
 
 /**
  * Adds free ranges to the back of the reclaimed queue, in the order given, so that they are served
- * before any span: how a resumed epoch's uncommitted ranges enter a pool whose spans are empty
- * (issue 13, "resume"). Empty ranges are skipped. O(ranges).
+ * before any span: how a resumed epoch's uncommitted ranges enter a pool whose spans are empty.
+ * Empty ranges are skipped. O(ranges).
  *
  * @since 0.1.0
  * @category mutations
@@ -470,7 +470,7 @@ export const remaining = (pool: Pool): number => pool.residueTotal + pool.reclai
 
 /**
  * True when nothing is left in spans or the reclaimed queue, nothing is outstanding and every done
- * chunk is committed (DESIGN.md §3.7). O(1).
+ * chunk is committed (docs/design.md §3.7). O(1).
  *
  * @since 0.1.0
  * @category queries

@@ -1,5 +1,5 @@
 /**
- * The coordinator's options, their defaults, and validation (DESIGN.md §1, §3).
+ * The coordinator's options, their defaults, and validation (docs/design.md §1, §3).
  *
  * Validation returns a reason instead of throwing: the core never throws for expected conditions.
  *
@@ -12,7 +12,7 @@ import type { Rank } from "./messages.ts"
  * `ceil(clamp(f, 0, 1) * members)` died, where `members` counts every rank that was ever a member
  * of the run (the ranks present at formation plus every welcomed joiner, dead and exited ones
  * included), so that a growing run's limit grows with it and a run that never grows keeps
- * `worldSize` (DESIGN.md §3.6; issue 17).
+ * `worldSize` (docs/design.md §3.6).
  *
  * A joiner becomes a member when the round open at its welcome closes (it enters the rounds). One
  * that dies before that is in the ledger and raises `RankLost` like any death, but is counted
@@ -27,7 +27,7 @@ export type FailureLimit = { readonly absolute: number } | { readonly fraction: 
 
 /**
  * `{rank: n}` pins the callback roles to rank `min(n, worldSize - 1)`; `"fastest"` follows the
- * rank with the best smoothed throughput (DESIGN.md §3.5).
+ * rank with the best smoothed throughput (docs/design.md §3.5).
  *
  * @since 0.1.0
  * @category model
@@ -48,14 +48,14 @@ export interface Options {
    */
   readonly worldSize: number
   /**
-   * Capacity (issue 17): rank indices are `[0, maxRanks)`; ranks `>= worldSize` may join while the
+   * Capacity: rank indices are `[0, maxRanks)`; ranks `>= worldSize` may join while the
    * run trains (`Join` input), each index at most once (indices are never reused: a dead or exited
    * rank's index stays taken). Integer `>= worldSize`. Default `worldSize`: the run never grows.
    * The core's per-rank arrays are sized by it (about 55 bytes per index).
    */
   readonly maxRanks?: number
   /**
-   * Formation starts once this many ranks joined (issue 17): the shell starts the core with the
+   * Formation starts once this many ranks joined: the shell starts the core with the
    * ranks it has (`start`'s `absent` names the formation indices still missing; they may join
    * later). Integer in `[1, worldSize]` (`>= 2` with the ring backend). Default `worldSize`.
    */
@@ -75,7 +75,7 @@ export interface Options {
    * stale before `heartbeatTimeoutMs + saveTimeoutMs` after the ask (after the end of the calls
    * it was asked before, when it holds several): a synchronous trainer sends nothing while it
    * saves. Past it, and its last frame's timeout, the rank is declared dead with a `SaveTimeout`
-   * alert naming the bound, and the checkpoint fails over (DESIGN.md §3.5). ms `> 0`. Default
+   * alert naming the bound, and the checkpoint fails over (docs/design.md §3.5). ms `> 0`. Default
    * 600000.
    */
   readonly saveTimeoutMs?: number
@@ -99,7 +99,7 @@ export interface Options {
    * A gap longer than this many ms between two consecutive inputs is a stall of the coordinator
    * itself (its thread or process did not run): liveness pauses for the whole gap and a
    * `CoordinatorStall` warn alert records it, so that the coordinator's own stall never makes live
-   * ranks look stale, whatever its length (DESIGN.md §3.10). The shell must give the core an input
+   * ranks look stale, whatever its length (docs/design.md §3.10). The shell must give the core an input
    * (a tick) at least twice per this period. Default 0: off, for callers that step the core with
    * their own irregular times; the coordinator actor turns it on (`heartbeatTimeoutMs / 4`).
    */
@@ -110,8 +110,8 @@ export interface Options {
   readonly redistribution?: "equal" | "throughput"
   /**
    * Static partitions in proportion to these weights, one per rank index (`worldSize` or
-   * `maxRanks` entries; with `worldSize` entries a joiner's weight is the mean of the given ones,
-   * issue 17); default equal split.
+   * `maxRanks` entries; with `worldSize` entries a joiner's weight is the mean of the given ones);
+   * default equal split.
    */
   readonly partitionRatios?: ReadonlyArray<number>
   /** Default `"fastest"`. */
@@ -140,7 +140,7 @@ export interface Options {
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
    * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
-   * hand to the survivors; `continue` treats it as any death (issue C1).
+   * hand to the survivors; `continue` treats it as any death.
    */
   readonly onRepeatedCrash?: "stop" | "continue"
 }
@@ -227,7 +227,7 @@ const isCount = (n: unknown, min: number): n is number => typeof n === "number" 
 
 /**
  * Fills defaults and validates. Returns the config, or `Invalid{option, reason}` for the first bad
- * option (e.g. a ring backend with `worldSize < 2`, DESIGN.md §3.6).
+ * option (e.g. a ring backend with `worldSize < 2`, docs/design.md §3.6).
  *
  * @since 0.1.0
  * @category constructors
@@ -365,8 +365,8 @@ export const make = (options: Options): Config | Invalid => {
 /**
  * The number of failures at which the run is unrecoverable: `absolute n` gives `n`;
  * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)` (the core passes the count of ranks that
- * were ever members as `worldSize`: `Membership.joined` less `Counters.joinersLost`, issue 17), the product rounded to 9 decimal places
- * before the ceiling so that 0.07 of 100 is 7 (DESIGN.md §3.6; fixes floating-point noise in
+ * were ever members as `worldSize`: `Membership.joined` less `Counters.joinersLost`), the product rounded to 9 decimal places
+ * before the ceiling so that 0.07 of 100 is 7 (docs/design.md §3.6; fixes floating-point noise in
  * floDl's `Percent`). `undefined` when there is no limit.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 /**
  * Liveness: each rank's `lastSeenMs` and its own timeout, kept so that a tick looks only at the
- * ranks that may have expired (DESIGN.md §3.1).
+ * ranks that may have expired (docs/design.md §3.1).
  *
  * Two places hold a watched rank:
  *
@@ -35,7 +35,7 @@
  *   trainer without `evaluate`) simply runs out, and the rank is judged by its frames again.
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
- * clock for a stall of the coordinator itself (DESIGN.md §3.10). It adds to `pausedMs`, which
+ * clock for a stall of the coordinator itself (docs/design.md §3.10). It adds to `pausedMs`, which
  * shifts every sighting and every deadline at once, so a pause is O(1) and no order changes.
  *
  * @since 0.1.0

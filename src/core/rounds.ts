@@ -1,7 +1,7 @@
 /**
- * Averaging rounds (DESIGN.md §3.3, §3.10): contributions, commits and the round's close, for the
+ * Averaging rounds (docs/design.md §3.3, §3.10): contributions, commits and the round's close, for the
  * `cpu` backend (`Params`, committed at receipt) and the `ring` backend (`RoundDone` of the current
- * generation, committed all at once when every ring member reported; issue 15). Internal to
+ * generation, committed all at once when every ring member reported). Internal to
  * `src/core`.
  *
  * @since 0.1.0
@@ -10,7 +10,8 @@ import * as Assignments from "./assignments.ts"
 import * as Audit from "./audit.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
-import { endEpoch } from "./ending.ts"
+import { complete, endEpoch } from "./ending.ts"
+import * as EpochModel from "./epoch-model.ts"
 import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
@@ -18,7 +19,7 @@ import type { Rank } from "./messages.ts"
 import type { State } from "./state.ts"
 
 /**
- * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
+ * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
  * (clamped and counted above the assignment; never backwards), or every chunk it completed
  * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
  */
@@ -38,15 +39,17 @@ export const commitContribution = (state: State, rank: Rank, samplesDone: number
 }
 
 /**
- * Ring backend (issue 15): the open round closes once every ring member (every survivor: each
+ * Ring backend: the open round closes once every ring member (every survivor: each
  * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
  * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
- * counts exactly when its parameters were folded into a completed round (DESIGN.md §3.3).
+ * counts exactly when its parameters were folded into a completed round (docs/design.md §3.3).
  */
 export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
   const ring = state.ring!
   const reports = state.ringReports
   if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
+  // The asked member must still hold the ended epoch's model when it reads the request.
+  if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
   for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
   cmds.push({
@@ -69,7 +72,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
 }
 
 /**
- * A death or exit discards the open ring round's reports (issue 15): the collective they finished
+ * A death or exit discards the open ring round's reports: the collective they finished
  * is never applied (no `RoundCommitted` follows), nothing of it was committed, and the new
  * generation redoes the round from each rank's pre-round parameters.
  */
@@ -113,12 +116,12 @@ export const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
 }
 
 /**
- * A run that stops mid-epoch first closes its open round with the contributions it has (issue 13):
+ * A run that stops mid-epoch first closes its open round with the contributions it has:
  * their samples are committed already, so the survivors' last `Update` (what they save as the
  * resumable model) must hold them, and `Outcome.uncommitted` is exactly what it lacks.
  */
 export const closeOpenRound = (state: State, cmds: Array<Command>, reason: string): void => {
-  // A ring round that did not complete is not a round: nothing of it is committed (issue 15).
+  // A ring round that did not complete is not a round: nothing of it is committed.
   if (state.ring !== undefined) return discardRingRound(state)
   if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
 }
@@ -141,4 +144,14 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
   state.contributions.set(rank, usable ? params : undefined)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * The ended epoch's model is no longer owed (`EpochModel.Outcome` `Settled`): the run completes
+ * when that was the last epoch, else a ring round held back by it may close now.
+ */
+export const afterEpochModel = (state: State, cmds: Array<Command>, outcome: EpochModel.Outcome): void => {
+  if (outcome._tag !== "Settled" || state.phase !== "running") return
+  if (outcome.finishing) complete(state, cmds)
+  else maybeCloseRound(state, cmds)
 }

@@ -1,5 +1,5 @@
 /**
- * `WireError`: why a transport message could not be decoded into frames (DESIGN.md §4), with the
+ * `WireError`: why a transport message could not be decoded into frames (docs/design.md §4), with the
  * rank when known and the WebSocket close code that the connection's policy may use.
  *
  * Offsets and byte counts are integers, measured from the start of the transport message (a batch
@@ -101,7 +101,7 @@ export interface VersionMismatch {
 
 /**
  * The frame names a sender (`got`: a rank, or `-1` for the coordinator) other than the one the
- * connection is bound to (`want`), DESIGN.md §5.
+ * connection is bound to (`want`), docs/design.md §5.
  *
  * @since 0.1.0
  * @category reasons

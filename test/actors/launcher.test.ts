@@ -232,7 +232,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(Date.now() - started).toBeLessThan(60_000)
     })
   }
-  it("the README's line trainer, which prints in save(), completes as child processes with no death; its lines reach onRankOutput and ranks/rank<N>.log", async () => {
+  it("the docs' line trainer, which prints in save(), completes as child processes with no death; its lines reach onRankOutput and ranks/rank<N>.log", async () => {
     const printed: Array<readonly [number, string]> = []
     const result = await Launcher.run({
       trainer: lineTrainer,

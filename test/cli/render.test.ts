@@ -66,7 +66,7 @@ describe("renderResult", () => {
 
   it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
     const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
-    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir")
+    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir; resume with: cohort resume runs/zz9")
     expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
   })
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import * as ChunkPool from "../../src/core/chunk-pool.ts"
 
-describe("chunk pool (DESIGN.md §3.7)", () => {
+describe("chunk pool (docs/design.md §3.7)", () => {
   it("spans of 70 and 30: rank 1 takes (70,30), steals (50,20) from rank 0's tail; rank 0 then gets (0,50)", () => {
     const pool = ChunkPool.make(0, [70, 30])
     expect(ChunkPool.take(pool, 1, 30)).toEqual({ offset: 70, size: 30 })

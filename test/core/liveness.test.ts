@@ -12,7 +12,7 @@ const adaptive = (timeoutMs: number, floorMs: number, deviations = 8, samplesMin
   samplesMin
 })
 
-describe("liveness with per-rank timeouts (DESIGN.md §3.1)", () => {
+describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
   it("a fixed timeout: stale strictly after it, least recently seen first, one entry examined when nothing expires", () => {
     const l = Liveness.make(4, 0, 4, Liveness.fixed(1000))
     Liveness.touch(l, 2, 100)

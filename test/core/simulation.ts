@@ -245,6 +245,12 @@ export const run = (scenario: Scenario): SimResult => {
       case "Eval":
         r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
         return
+      case "RequestParams":
+        // The ended epoch's model for the coordinator: no ring round closes while it is owed, so
+        // the asked member still holds the mean of that round (epoch-model.ts).
+        if (!r.hasModel || r.round - 1 !== message.round) return fail(`rank ${r.rank} asked for the model of round ${message.round} while it holds round ${r.round - 1}`)
+        r.answers.push({ _tag: "Params", epoch: Math.max(0, r.epoch), round: message.round, samplesDone: 0, params: Float32Array.of(0.5) })
+        return
       case "FormRing":
         if (!r.hasModel) return fail(`rank ${r.rank} got FormRing ${message.generation} before its model`)
         if (message.generation <= r.generation) return
