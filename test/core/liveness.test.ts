@@ -250,3 +250,59 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
     expect(s.deaths.map((d) => d.rank)).toEqual([2, 0])
   })
 })
+
+describe("whole runs with per-rank deadlines (seeded simulation with faults, then a liveness phase)", () => {
+  it("with the adaptive detector and holds for saves and evals, every epoch commits every sample once, a save-and-stop is sent at most once, and every run ends", async () => {
+    const Simulation = await import("./simulation.ts")
+    let completed = 0
+    let deaths = 0
+    fc.assert(
+      fc.property(
+        fc.record({
+          seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+          worldSize: fc.integer({ min: 2, max: 8 }),
+          epochSamples: fc.integer({ min: 8, max: 160 }),
+          mode: fc.constantFrom("static" as const, "progressive" as const),
+          backend: fc.constantFrom("cpu" as const, "ring" as const),
+          adaptive: fc.boolean(),
+          floorMs: fc.integer({ min: 60, max: 300 }),
+          saveTimeoutMs: fc.integer({ min: 1, max: 600 }),
+          evalTimeoutMs: fc.integer({ min: 1, max: 600 }),
+          kills: fc.integer({ min: 0, max: 3 }),
+          hangs: fc.integer({ min: 0, max: 2 }),
+          safetySteps: fc.integer({ min: 0, max: 600 })
+        }),
+        (s) => {
+          const result = Simulation.run({
+            seed: s.seed,
+            options: {
+              worldSize: s.worldSize,
+              epochSamples: s.epochSamples,
+              epochs: 2,
+              mode: s.mode,
+              backend: s.backend,
+              batchSize: 4,
+              chunkSamples: 8,
+              livenessDetector: s.adaptive ? "adaptive" : "fixed",
+              adaptiveTimeoutMinMs: s.floorMs,
+              saveTimeoutMs: s.saveTimeoutMs,
+              evalTimeoutMs: s.evalTimeoutMs
+            },
+            kills: s.kills,
+            hangs: s.hangs,
+            exits: 0,
+            lateFrames: 2,
+            averageEvery: 2,
+            safetySteps: s.safetySteps
+          })
+          expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
+          if (result.state.outcome?.status === "completed") completed += 1
+          deaths += result.state.deaths.length
+        }
+      ),
+      { seed: 26_2026, numRuns: 150 }
+    )
+    expect(completed).toBeGreaterThan(30)
+    expect(deaths).toBeGreaterThan(50)
+  })
+})
