@@ -30,6 +30,9 @@ describe("a save longer than the heartbeat timeout is not a death", () => {
         epochs: 2,
         transport,
         saveTimeoutMs: 20_000,
+        // The fixture has no evaluate: the Eval asked before each checkpoint holds its rank for
+        // next to nothing, so that the save's own hold is what keeps the rank.
+        evalTimeoutMs: 1,
         // A rank in a process of its own watches its coordinator too: its own save is not the
         // coordinator's silence.
         ...(transport === "process" ? { coordinatorTimeoutMs: 1500 } : {})
