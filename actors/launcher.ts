@@ -71,22 +71,22 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
-  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
+  const entry = Files.moduleUrl(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
-  const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
+  const redirect = Files.moduleUrl("../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = transport === "websocket" ? [
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as SocketRank from ${path(new URL("./socket-rank.ts", import.meta.url))}`,
+    `import * as SocketRank from ${path(Files.moduleUrl("./socket-rank.ts", import.meta.url))}`,
     `await SocketRank.processMain(async () => trainer)`
   ].join("\n") : [
     ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
-    `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
+    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
+    `import * as Rank from ${path(Files.moduleUrl("./rank.ts", import.meta.url))}`,
     `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
@@ -224,6 +224,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
     ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
     ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
+    ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+    ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
@@ -258,7 +260,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const trainedInEpoch = new Map<Rank, number>()
   const roundLoss = RoundLoss.make(mode)
   const lastProgressEventMs = new Map<Rank, number>()
-  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
+  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
@@ -332,7 +334,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
           ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
           : nowMs > epochStartedMs ? (samplesDone * 1000) / (nowMs - epochStartedMs) : 0
-        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs })
+        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
@@ -345,7 +347,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // The log keeps at most one progress line per rank per second; observers see them all.
         emit(progress, nowMs - last >= 1000)
         if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
-      } else if (message._tag === "Params" && message.epoch === state.epoch && mode === "static") {
+      } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
@@ -370,6 +372,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "alert", ms, alert: command.alert })
           return
         case "EpochEnded": {
+          // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
+          // What each live rank trained of the epoch goes to the observers (the bars, the live
+          // page) before the epoch's line, so that a finished bar shows it, whole.
+          for (const [rank, samplesDone] of trainedInEpoch) {
+            if (!Core.isLive(state, rank)) continue
+            const last = lastRate.get(rank)
+            const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
+            emit({ type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(rank) }, false)
+          }
           trainedInEpoch.clear()
           // Final once the epoch's model is written here: the line, and all after it, wait for it.
           journal.hold(epochModels.written(command.summary.epoch))
@@ -740,10 +751,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
-    // Faults still waiting when the run ended never happened: say so.
+    // Faults still waiting when the run ended never happened: say so. The demo's own kill, which
+    // nobody asked for, is no news when the user interrupted the run before it came.
     const endedMs = yield* Clock.currentTimeMillis
     const trained = trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - trainingSinceMs) / 1000).toFixed(1)} s of training`
-    for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    for (const kill of pendingKills) {
+      if ("plan" in kill && kill.plan === "demo" && outcome.status === "interrupted") continue
+      skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    }
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
     // and exit, and whoever is still there after it is stopped with the scope. The wait also lets

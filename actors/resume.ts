@@ -454,6 +454,8 @@ export const resume = async (
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? optionalNumber(o.heartbeatIntervalMs),
       coordinatorStallMs: options.coordinatorStallMs ?? optionalNumber(o.coordinatorStallMs),
       coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? optionalNumber(o.coordinatorTimeoutMs),
+      roundDeadlineMs: options.roundDeadlineMs ?? optionalNumber(o.roundDeadlineMs),
+      roundQuorum: options.roundQuorum ?? optionalNumber(o.roundQuorum),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       failureLimit: "failureLimit" in options ? options.failureLimit : failureLimitOf(o.failureLimit),
       rolePolicy: options.rolePolicy ?? rolePolicyOf(o.rolePolicy),

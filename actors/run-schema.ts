@@ -87,7 +87,7 @@ const SkippedFault = Schema.Struct({
   fault: Schema.Literals(["kill", "hang"]),
   spec: Schema.Union([
     Schema.Struct({ rank: Count, atSeconds: Schema.Finite }),
-    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite })
+    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite, plan: optional(Schema.Literal("demo")) })
   ]),
   reason: Schema.String
 })

@@ -12,14 +12,16 @@ import type { HttpHandler } from "../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
- * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`.
+ * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`. `plan: "demo"` marks the
+ * demo's own kill (`cohort demo` without `--kill`): nobody asked for it, so a run interrupted
+ * before it came records nothing about it, and a skip is told as the demo's plan, not as `--kill`.
  *
  * @since 0.1.0
  * @category options
  */
 export type KillSpec =
   | { readonly rank: Rank; readonly atSeconds: number }
-  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
+  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number; readonly plan?: "demo" }
 
 /**
  * When a rank stops responding while its worker stays alive (only heartbeats can catch it):
@@ -178,6 +180,15 @@ export interface RunOptions {
    * was (docs/design.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
    */
   readonly coordinatorStallMs?: number
+  /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes without the
+   * ranks still training once `roundQuorum` of the survivors contributed; a late contribution is
+   * folded into the next round, and its samples commit then (`Config.Options.roundDeadlineMs`).
+   * Default 0: off, every round waits for every survivor with work.
+   */
+  readonly roundDeadlineMs?: number
+  /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
+  readonly roundQuorum?: number
   /**
    * A rank in a process of its own (`transport: "process"`) that gets no frame from the
    * coordinator for this many ms counts it gone (the coordinator beats every second, from

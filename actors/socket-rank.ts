@@ -12,6 +12,7 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -357,7 +358,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     return JoinExitCode.refused
   }
   const run = client.run as Rank.JoinedRun
-  const module = (await import(options.trainer)) as { readonly trainSamples?: unknown }
+  const module = (await Bundle.importModule(options.trainer)) as { readonly trainSamples?: unknown }
   if (module.trainSamples !== run.epochSamples) {
     await Effect.runPromise(client.close(Transport.CloseCode.Normal))
     options.say(`cohort join: the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples}); start the same trainer as the coordinator`)
@@ -375,7 +376,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
   const joinedAtMs = Date.now()
-  await Rank.main(Effect.succeed({ ...link, whyEnded }), undefined, (code) => {
+  await Rank.main(Effect.succeed({ ...link, whyEnded }), Bundle.importModule, (code) => {
     const closeCode = probed ?? client.closeCode()
     if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
       const refusal = refusalOf(closeCode)

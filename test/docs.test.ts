@@ -40,7 +40,8 @@ describe("docs", () => {
         const argv = command.split(/\s+/).slice(2)
         const parsed = Cli.parse(argv)
         expect("error" in parsed ? parsed.error : undefined).toBeUndefined()
-        expect(parsed).toHaveProperty("command", argv[0])
+        // `--version` and `-V` are the `version` command's other names.
+        expect(parsed).toHaveProperty("command", argv[0] === "--version" || argv[0] === "-V" ? "version" : argv[0])
       })
     }
   }

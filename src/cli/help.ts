@@ -72,6 +72,12 @@ Options of demo and run:
   --liveness fixed|adaptive   every rank's timeout is --heartbeat-timeout-ms, or each rank's
                               follows its own frames, between half of it and it (default fixed;
                               docs/liveness.md)
+  --round-deadline-ms N       cpu backend: a round closes N ms after its first contribution
+                              without the ranks still training, once half the survivors
+                              contributed; a late contribution counts in the next round
+                              (default off: every round waits for every rank with work)
+  --round-quorum F            with --round-deadline-ms: the fraction of the survivors (above 0,
+                              at most 1) a round needs before its deadline closes it (default 0.5)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N

@@ -21,6 +21,9 @@ const msText = (ms: number | undefined): string => (ms === undefined ? "-" : ms.
 
 const accuracyText = (accuracy: number | undefined): string => (accuracy === undefined ? "-" : accuracy.toFixed(4))
 
+/** A skipped fault that was the demo's own kill (nobody passed `--kill`): told as the demo's plan. */
+const isDemoPlan = (skipped: RunTypes.SkippedFault): boolean => "plan" in skipped.spec && skipped.spec.plan === "demo"
+
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`
 
 const ranksText = (ranks: ReadonlyArray<number>): string =>
@@ -139,7 +142,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "fault":
       return `rank ${event.rank} ${event.fault === "kill" ? "killed" : "hung"} (injected fault)`
     case "fault-skipped":
-      return `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+      return isDemoPlan(event.skipped)
+        ? `the demo's planned kill of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+        : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
@@ -241,13 +246,16 @@ interface RankBar {
   readonly bar: CliProgress.SingleBar
   epoch: number
   total: number
+  value: number
 }
 
 /**
  * One `cli-progress` bar per rank (rank, epoch, samples done of its expected share, samples/s,
  * state) on `stream`; every other event is printed above the bars as a timestamped line. A bar's
  * total starts as the rank's equal share of the epoch among the live ranks and grows when the
- * rank is handed more (extensions, chunks).
+ * rank is handed more (extensions, chunks); when the epoch ends, a live rank's bar shows what it
+ * trained of it (the launcher's last progress event of the epoch), full: redistributed samples
+ * make a rank's part differ from its share.
  *
  * @since 0.1.0
  * @category rendering
@@ -287,7 +295,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           rankWidth.value = String(event.worldSize - 1).length
           for (let rank = 0; rank < event.worldSize; rank++) {
             const payload = { rank: String(rank).padStart(rankWidth.value), epoch: 0, speed: 0, state: "starting" }
-            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share() })
+            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share(), value: 0 })
           }
           log(event)
           return
@@ -304,6 +312,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
             entry.total = event.samplesDone
             entry.bar.setTotal(entry.total)
           }
+          entry.value = event.samplesDone
           entry.bar.update(event.samplesDone, {
             epoch: event.epoch,
             speed: Math.round(event.samplesPerSecond),
@@ -316,7 +325,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           live += 1
           if (!bars.has(event.rank)) {
             const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
-            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share() })
+            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share(), value: 0 })
           }
           log(event)
           return
@@ -330,6 +339,15 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
         }
         case "round":
           return
+        case "epoch": {
+          for (const [rank, entry] of bars) {
+            if (dead.has(rank) || entry.epoch !== event.summary.epoch || entry.value === 0 || entry.total === entry.value) continue
+            entry.total = entry.value
+            entry.bar.setTotal(entry.total)
+          }
+          log(event)
+          return
+        }
         case "ended": {
           const state = event.outcome.status === "completed" ? "done" : "stopped"
           for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })
@@ -556,7 +574,9 @@ export const renderResult = (
     lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
   }
   const skipped = (result.skippedFaults ?? []).map((f) =>
-    `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
+    isDemoPlan(f)
+      ? `cohort: note: the demo's planned kill of rank ${f.rank} (at ${Math.round((f.spec as { atFraction: number }).atFraction * 100)}% of epoch ${(f.spec as { atEpoch: number }).atEpoch}) did not happen: ${f.reason}`
+      : `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
   // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
   const served = (result as { readonly transport?: string }).transport === "serve"

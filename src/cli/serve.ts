@@ -144,6 +144,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--backend <kind>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
+    .option("--round-deadline-ms <ms>")
+    .option("--round-quorum <fraction>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -242,6 +244,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         backend: parsed.backend,
         heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
+        ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
+        ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

@@ -402,15 +402,33 @@ export const complete = (pool: Pool, rank: Rank, offset: number, size: number): 
 }
 
 /**
- * Commits every done chunk of `rank` (its averaging contribution arrived), calling `onCommit` for
- * each in dispatch order; outstanding chunks stay. Returns the samples committed. O(chunks held).
+ * The number of done-but-uncommitted chunks `rank` holds: what a contribution sent now would
+ * commit (`commit`'s `chunksMax`). O(chunks held).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const doneChunks = (pool: Pool, rank: Rank): number => {
+  let count = 0
+  for (let id = pool.doneHead[rank]!; id !== NONE; id = pool.chunkNext[id]!) count += 1
+  return count
+}
+
+/**
+ * Commits the first `chunksMax` done chunks of `rank` in the order their `ChunkDone`s were
+ * credited (every done chunk by default: its averaging contribution arrived), calling `onCommit`
+ * for each; outstanding chunks and later done ones stay. A ring round passes the count its
+ * member had done when it reported (`doneChunks` then), so a chunk credited after the member's
+ * contribution waits for a later one (docs/design.md §3.3). Returns the samples committed. O(chunks held).
  *
  * @since 0.1.0
  * @category mutations
  */
-export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void): number => {
+export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void, chunksMax = Number.POSITIVE_INFINITY): number => {
   let committed = 0
-  for (let id = pool.doneHead[rank]!; id !== NONE; ) {
+  let count = 0
+  let id = pool.doneHead[rank]!
+  for (; id !== NONE && count < chunksMax; count++) {
     const next = pool.chunkNext[id]!
     const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
     free(pool, id)
@@ -419,8 +437,8 @@ export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void)
     onCommit(range)
     id = next
   }
-  pool.doneHead[rank] = NONE
-  pool.doneTail[rank] = NONE
+  pool.doneHead[rank] = id
+  if (id === NONE) pool.doneTail[rank] = NONE
   return committed
 }
 

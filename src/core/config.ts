@@ -137,6 +137,20 @@ export interface Options {
   /** An averaging round open this long saves and stops the run (`ReduceStall`); 0 never. Default 600000. */
   readonly roundStallMs?: number
   /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes with the
+   * contributions in hand once `roundQuorum` of the survivors contributed, so that a slow rank
+   * does not set everyone's pace; its contribution, when it comes, is folded into the round open
+   * then, and its samples commit at that point (docs/design.md §3.3: a contribution commits when it is
+   * folded). 0 (default): off, a round waits for every survivor holding uncommitted work. Refused
+   * with the `ring` backend, whose round is one collective of every member.
+   */
+  readonly roundDeadlineMs?: number
+  /**
+   * With `roundDeadlineMs`: the fraction (0, 1] of the survivors whose contributions a round needs
+   * before its deadline may close it; at least one. Default 0.5.
+   */
+  readonly roundQuorum?: number
+  /**
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
    * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
@@ -180,6 +194,8 @@ export interface Config {
   readonly ringRendezvousTimeoutMs: number
   readonly ringRendezvousAttemptsMax: number
   readonly roundStallMs: number
+  readonly roundDeadlineMs: number
+  readonly roundQuorum: number
   readonly onRepeatedCrash: "stop" | "continue"
 }
 
@@ -208,6 +224,8 @@ export const defaults = {
   ringRendezvousTimeoutMs: 5_000,
   ringRendezvousAttemptsMax: 3,
   roundStallMs: 600_000,
+  roundDeadlineMs: 0,
+  roundQuorum: 0.5,
   onRepeatedCrash: "stop"
 } as const
 
@@ -323,6 +341,13 @@ export const make = (options: Options): Config | Invalid => {
   if (!isCount(ringRendezvousAttemptsMax, 1)) return invalid("ringRendezvousAttemptsMax", "must be an integer >= 1")
   const roundStallMs = o.roundStallMs ?? defaults.roundStallMs
   if (!(roundStallMs >= 0 && Number.isFinite(roundStallMs))) return invalid("roundStallMs", "must be >= 0")
+  const roundDeadlineMs = o.roundDeadlineMs ?? defaults.roundDeadlineMs
+  if (!(roundDeadlineMs >= 0 && Number.isFinite(roundDeadlineMs))) return invalid("roundDeadlineMs", `must be >= 0, got ${String(roundDeadlineMs)}`)
+  if (roundDeadlineMs > 0 && backend === "ring") {
+    return invalid("roundDeadlineMs", "needs the cpu backend: a ring round is one collective of every member")
+  }
+  const roundQuorum = o.roundQuorum ?? defaults.roundQuorum
+  if (!(roundQuorum > 0 && roundQuorum <= 1)) return invalid("roundQuorum", `must be in (0, 1], got ${String(roundQuorum)}`)
   const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
@@ -358,6 +383,8 @@ export const make = (options: Options): Config | Invalid => {
     ringRendezvousTimeoutMs,
     ringRendezvousAttemptsMax,
     roundStallMs,
+    roundDeadlineMs,
+    roundQuorum,
     onRepeatedCrash
   }
 }

@@ -39,7 +39,7 @@ import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { afterEpochModel, onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -408,6 +408,8 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     if (state.modelOwed.size > 0) reaskModels(state, cmds, ring.generation + 1)
     formRing(state, cmds, timedOut)
   }
+  maybeCloseAtDeadline(state, cmds)
+  if (state.phase !== "running") return
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)
   }

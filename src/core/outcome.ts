@@ -106,6 +106,8 @@ export interface Counters {
    * (`Config.FailureLimit`, docs/design.md §3.6).
    */
   joinersLost: number
+  /** `cpu` rounds closed at `roundDeadlineMs` without every survivor's contribution. */
+  roundsClosedAtDeadline: number
 }
 
 /**
@@ -187,5 +189,6 @@ export const zeroCounters = (): Counters => ({
   joins: 0,
   joinsRefused: 0,
   modelsRefused: 0,
-  joinersLost: 0
+  joinersLost: 0,
+  roundsClosedAtDeadline: 0
 })

@@ -20,14 +20,16 @@ import type { State } from "./state.ts"
 
 /**
  * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
- * (clamped and counted above the assignment; never backwards), or every chunk it completed
- * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
+ * (clamped and counted above the assignment; never backwards), or, in progressive mode, the first
+ * `chunksMax` chunks it completed (every one by default: the contribution arrived just now).
+ * Shared by `Params` (cpu, at receipt) and ring rounds (at the close, with the count each member
+ * had done when its `RoundDone` arrived).
  */
-export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>): void => {
+export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>, chunksMax = Number.POSITIVE_INFINITY): void => {
   const log = state.log
   tracked(state, rank, () => {
     if (state.pool !== undefined) {
-      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
+      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size), chunksMax)
     } else if (state.assignments !== undefined) {
       const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
       if (result.clamped) {
@@ -51,7 +53,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
   // The asked member must still hold the ended epoch's model when it reads the request.
   if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
-  for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
+  for (const [rank, report] of reports) commitContribution(state, rank, report.samplesDone, cmds, report.chunks)
   cmds.push({
     _tag: "AverageRound",
     epoch: state.epoch,
@@ -89,7 +91,10 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
     state.counters.staleRoundDone += 1
     return
   }
-  state.ringReports.set(rank, samplesDone)
+  // A chunk whose ChunkDone comes after this report was not in the rank's contribution: the close
+  // commits only the chunks done by now, and later ones wait for a later round (docs/design.md §3.3).
+  const chunks = state.pool === undefined ? 0 : ChunkPool.doneChunks(state.pool, rank)
+  state.ringReports.set(rank, { samplesDone, chunks })
   state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRingRound(state, cmds)
@@ -98,7 +103,7 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
 /** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
 export const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
-  const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
+  const params = [...state.contributions.values()].flat()
   cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
@@ -141,9 +146,34 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
     alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s parameters for round ${state.round} left out of the average: ${why}`)
   }
   // The samples are committed either way: they were trained; only the parameters are not averaged.
-  state.contributions.set(rank, usable ? params : undefined)
+  const folded = state.contributions.get(rank) ?? []
+  if (usable) folded.push(params)
+  state.contributions.set(rank, folded)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * `cpu` backend, `roundDeadlineMs` on: a round open that long since its first contribution, still
+ * waiting on some survivor, closes with the contributions in hand once at least `roundQuorum` of
+ * the survivors (at least one) contributed. The ranks it did not wait for stay required in the next
+ * round; a contribution they sent meanwhile is folded into it and commits then. Checked at each tick.
+ */
+export const maybeCloseAtDeadline = (state: State, cmds: Array<Command>): void => {
+  const { roundDeadlineMs, roundQuorum } = state.config
+  if (roundDeadlineMs <= 0 || state.ring !== undefined || state.phase !== "running" || state.roundOpenedMs === undefined) return
+  if (state.pendingRequired <= 0 || state.clockMs - state.roundOpenedMs < roundDeadlineMs) return
+  const survivors = state.membership.activeCount
+  const quorum = Math.max(1, Math.ceil(Math.round(roundQuorum * survivors * 1e9) / 1e9))
+  if (state.contributions.size < quorum) return
+  state.counters.roundsClosedAtDeadline += 1
+  closeRound(
+    state,
+    cmds,
+    `round ${state.round} closed at its deadline (${roundDeadlineMs} ms): ${state.contributions.size} of ${survivors} survivors contributed ` +
+      `(quorum ${quorum}); the ${state.pendingRequired} it did not wait for fold into the next round`
+  )
+  if (epochDone(state)) endEpoch(state, cmds)
 }
 
 /**

@@ -77,14 +77,20 @@ export interface State {
   readonly multiHost: boolean
   readonly counters: Counters
   readonly contributed: Uint8Array
-  /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
-  readonly contributions: Map<Rank, Float32Array | undefined>
+  /**
+   * The open round's contributions by contributor, in order of first contribution: the usable
+   * parameters each sent (none for one left out of the average, `BadParams`). A rank contributes
+   * twice to one round when a round deadline closed its previous round without it: its late
+   * contribution and its next one are both folded in.
+   */
+  readonly contributions: Map<Rank, Array<Float32Array>>
   /**
    * Ring backend: the open round's `RoundDone` reports of the current generation, as
-   * `samplesDone` by rank; committed all together when every ring member reported, discarded by
-   * a death or exit (the new generation redoes the round).
+   * `samplesDone` by rank, with the number of done chunks the rank held when its report arrived
+   * (progressive mode: exactly those are in its contribution); committed all together when every
+   * ring member reported, discarded by a death or exit (the new generation redoes the round).
    */
-  readonly ringReports: Map<Rank, number>
+  readonly ringReports: Map<Rank, { readonly samplesDone: number; readonly chunks: number }>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>

@@ -388,6 +388,17 @@ export const fileUrl = (path: string): string => (path.startsWith("file:") ? pat
 export const absolutePath = (path: string): string => resolvePath(path)
 
 /**
+ * The URL of another module of this package, `path` written as in the source tree (`./rank.ts`)
+ * and resolved from `fromUrl` (pass `import.meta.url`): in the published package, whose modules
+ * are built JavaScript (`from` ends in `.js`), the `.ts` name becomes `.js`.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const moduleUrl = (path: string, fromUrl: string): URL =>
+  new URL(fromUrl.endsWith(".js") ? path.replace(/\.ts$/, ".js") : path, fromUrl)
+
+/**
  * The file-system path of a `file:` URL; any other string is returned as it is.
  *
  * @since 0.1.0

@@ -121,15 +121,20 @@ export type TransportErrorReason =
   | { readonly _tag: "SpawnFailed"; readonly detail: string }
   | { readonly _tag: "TokenTooShort"; readonly length: number; readonly runTokenLengthMin: number }
 
+// The base classes below are named with their types written out so that JSR's fast type check
+// (`deno publish`) can read the public API without inferring a call's type.
+const TransportErrorBase: new (args: { readonly reason: TransportErrorReason }) => Cause.YieldableError & {
+  readonly _tag: "TransportError"
+  readonly reason: TransportErrorReason
+} = Data.TaggedError("TransportError")
+
 /**
  * An expected transport failure, tagged `TransportError`, with its `reason`.
  *
  * @since 0.1.0
  * @category errors
  */
-export class TransportError extends Data.TaggedError("TransportError")<{
-  readonly reason: TransportErrorReason
-}> {}
+export class TransportError extends TransportErrorBase {}
 
 /**
  * One endpoint of a transport.
@@ -181,6 +186,8 @@ export const sendFromUnsafe = (
     return error === undefined ? Effect.void : Effect.fail(error)
   })
 
+const TransportService: Context.ServiceClass<Transport, "cohort/transport/Transport", TransportShape> = Context.Service<Transport, TransportShape>()("cohort/transport/Transport")
+
 /**
  * The Transport service (docs/design.md §5): provide one of the in-memory, worker-thread,
  * child-process or WebSocket endpoints.
@@ -188,7 +195,7 @@ export const sendFromUnsafe = (
  * @since 0.1.0
  * @category services
  */
-export class Transport extends Context.Service<Transport, TransportShape>()("cohort/transport/Transport") {}
+export class Transport extends TransportService {}
 
 /**
  * What an inspector says about one received frame:

@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand } from "../cli-process.ts"
+import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import * as Resume from "../../actors/resume.ts"
 import type { RunEvent, RunOptions, RunResult } from "../../actors/run-types.ts"
@@ -140,6 +141,8 @@ describe(`cohort resume (${runtime})`, () => {
     expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
     expect(child.outcome.status).toBe("completed")
     expect(child.finalAccuracy!).toBeGreaterThanOrEqual(base.finalAccuracy! - 0.01)
+    await expectRecordsAgree(parent.runDir, parent)
+    await expectRecordsAgree(child.runDir, child)
     // The report marks the epoch that spans both runs.
     const report = await cohort("report", child.runDir)
     expect(report.code).toBe(0)

@@ -21,6 +21,23 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     expect(ChunkPool.isDone(pool)).toBe(true)
   })
 
+  it("commit with chunksMax commits the first done chunks in completion order and keeps the later ones done; a later commit takes them", () => {
+    const pool = ChunkPool.make(0, [30])
+    for (let i = 0; i < 3; i++) ChunkPool.take(pool, 0, 10)
+    ChunkPool.complete(pool, 0, 10, 10)
+    ChunkPool.complete(pool, 0, 0, 10)
+    expect(ChunkPool.doneChunks(pool, 0)).toBe(2)
+    const committed: Array<ChunkPool.Range> = []
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 1)).toBe(10)
+    expect(committed).toEqual([{ offset: 10, size: 10 }])
+    ChunkPool.complete(pool, 0, 20, 10)
+    expect(ChunkPool.held(pool, 0)).toEqual([{ offset: 0, size: 10, done: true }, { offset: 20, size: 10, done: true }])
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 0)).toBe(0)
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r))).toBe(20)
+    expect(committed).toEqual([{ offset: 10, size: 10 }, { offset: 0, size: 10 }, { offset: 20, size: 10 }])
+    expect(ChunkPool.isDone(pool)).toBe(true)
+  })
+
   it("forfeit puts (0,25) and (25,25) back in order; a survivor asking for 10 gets (0,10) and (10,15) stays at the front", () => {
     const pool = ChunkPool.make(0, [50, 50])
     expect(ChunkPool.take(pool, 0, 25)).toEqual({ offset: 0, size: 25 })

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import * as ChunkPool from "../../src/core/chunk-pool.ts"
 import * as Config from "../../src/core/config.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"
 import * as Roles from "../../src/core/roles.ts"
@@ -317,6 +318,35 @@ describe("failure limit and backend limits", () => {
     Coordinator.start(fixed)
     expect(frame(fixed, 0, 1, { _tag: "RoundDone", epoch: 1, round: 0, generation: 0, samplesDone: 10 })).toEqual([])
     expect(fixed.counters.framesWrongEpoch).toBe(1)
+  })
+
+  it("ring, progressive: a round commits exactly the chunks whose ChunkDone preceded each member's RoundDone; one done after it waits for a later round, and a death leaves it uncommitted", () => {
+    const run = () => {
+      const s = make({ worldSize: 2, epochSamples: 4, epochs: 1, mode: "progressive", chunkSamples: 1, chunksInflightMax: 2, backend: "ring" })
+      expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([[0, 0, 1], [0, 1, 1], [1, 2, 1], [1, 3, 1]])
+      frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 1 })
+      expect(roundDone(s, 0, 2, 0)).toEqual([])
+      frame(s, 0, 3, { _tag: "ChunkDone", epoch: 0, offset: 1, size: 1 }) // after rank 0's contribution
+      frame(s, 1, 3, { _tag: "ChunkDone", epoch: 0, offset: 2, size: 1 })
+      frame(s, 1, 3, { _tag: "ChunkDone", epoch: 0, offset: 3, size: 1 })
+      const closed = roundDone(s, 1, 4, 0)
+      expect(tags(closed)).toEqual(["AverageRound"]) // the epoch is not over: sample 1 is in no round yet
+      // Rank 0 still holds chunk (1,1), done and uncommitted; rank 1 holds nothing.
+      expect([ChunkPool.held(s.pool!, 0), ChunkPool.held(s.pool!, 1)]).toEqual([[{ offset: 1, size: 1, done: true }], []])
+      return s
+    }
+    const later = run()
+    expect(roundDone(later, 0, 5, 0)).toEqual([])
+    const ended = roundDone(later, 1, 5, 0)
+    expect(tags(ended).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    const summary = ended.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([4, 0, 0])
+
+    const dies = run()
+    report(dies, 0, 6)
+    tick(dies, 6)
+    expect(dies.outcome?.reason).toBe("SingleSurvivor")
+    expect(dies.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[1, 1]] })
   })
 
   it("ring, static: a member still in the older epoch (idle, it joined the new epoch's first round before its StartEpoch came) completes the round with 0 samples of this epoch; the epoch's audit stays clean", () => {

@@ -4,7 +4,7 @@
 // cut mid-epoch; 100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link.
 //
 // Every process is the CLI (`bin/cohort.mjs`) under the runtime running this file, so under
-// `npm test` the network path runs once per runtime: the coordinator's server is `ws` on Node,
+// `npm run test:all` the network path runs once per runtime: the coordinator's server is `ws` on Node,
 // `Bun.serve` and `Deno.serve`, and each sees a cut link differently, which is what these tests
 // are for. That is cheap enough: the file takes 45-65 s per runtime on 2 busy cores (126 s with a
 // load average of 20), beside the other files. Linux and root only, as CI runs: elsewhere each
