@@ -16,7 +16,7 @@
  * A tick then costs O(1) when nothing new passed `floorMs`, plus O(log s) per rank that did (s
  * suspects; once per silence), plus O(k) for the k expired ranks (and a sort of them). A sighting
  * is O(1) for a rank in the list and O(log s) for a suspect (it leaves the heap for the list's
- * back). With one fixed timeout and no extension, `floorMs` is that timeout and a rank passing it
+ * back). With one fixed timeout and no hold, `floorMs` is that timeout and a rank passing it
  * has expired: the list alone does the work, as before.
  *
  * Per-rank timeouts (`Detector`):

@@ -63,7 +63,8 @@ export interface Ring {
  * The coordinator's whole state. Mutable, owned by one actor; read it through the query functions.
  *
  * Per rank it holds about 55 bytes in static mode (liveness 17, membership 5, calibration 22,
- * assignment 12, round flag 1); extensions, contributions and audit ranges are sparse.
+ * assignment 12, round flag 1; the adaptive liveness detector adds 13); extensions, liveness
+ * holds, contributions and audit ranges are sparse.
  *
  * @since 0.1.0
  * @category model
