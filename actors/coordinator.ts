@@ -174,6 +174,12 @@ export interface Handle {
    * mailbox's inputs, so that every frame already received counts first.
    */
   readonly interrupt: (detail: string) => Effect.Effect<void>
+  /**
+   * Reports a shortage of the coordinator's own process (`detail`: what and how often; a
+   * listener's connection cap, file descriptors): a `CoordinatorResource` alert, never a rank's
+   * fault (`Core.Input` `CoordinatorResource`).
+   */
+  readonly resource: (detail: string) => Effect.Effect<void>
 }
 
 /**
@@ -211,6 +217,7 @@ type Message =
   | { readonly _tag: "Inbound"; readonly events: ReadonlyArray<Supervisor.Inbound> }
   | { readonly _tag: "Tick" }
   | { readonly _tag: "Interrupt"; readonly detail: string }
+  | { readonly _tag: "Resource"; readonly detail: string }
 
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
@@ -460,6 +467,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           formingSinceMs = yield* Clock.currentTimeMillis
           return
         }
+        if (message._tag === "Resource") {
+          // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
+          yield* stepAndExecute({ _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+          return
+        }
         if (message._tag === "Interrupt") {
           // Before formation too: the core ends the run (nothing to save yet) and it never starts.
           yield* stepAndExecute({ _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
@@ -513,6 +525,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       state,
       stats: actor.stats,
       relayStats,
-      interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore)
+      interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore),
+      resource: (detail: string) => actor.tell({ _tag: "Resource", detail }).pipe(Effect.ignore)
     }
   })

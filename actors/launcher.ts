@@ -221,6 +221,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+    ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
+    ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+    ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
+    ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
     ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
     ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
     failureLimit: options.failureLimit,
@@ -694,6 +698,26 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         Effect.forkScoped
       )
     }
+
+    // The coordinator process's own shortages, never a rank's fault: what others saw (the
+    // dashboard's listener at its cap), and its file descriptors, probed once a second (worker
+    // ranks share them: out of them, their saves fail for a reason that is not theirs).
+    const coordinatorAlerts = options.coordinatorAlerts
+    if (coordinatorAlerts !== undefined) {
+      yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+    yield* Effect.promise(() => Files.descriptorShortage(runDirAbsolute)).pipe(
+      Effect.flatMap((shortage) =>
+        shortage === undefined ? Effect.void : coordinator.resource(
+          `the coordinator's process is out of file descriptors (${shortage.message}): files it and its worker ranks open fail (checkpoints, logs) until some close; raise its limit (ulimit -n) or lower what holds them (--dashboard-connections-max)`
+        )
+      ),
+      Effect.repeat(Schedule.spaced(1000)),
+      Effect.forkScoped
+    )
 
     const helloTimeoutMs = served?.formationTimeoutMs ?? defaults.formationTimeoutMs
     const silentJoiners = Effect.sync(() => {

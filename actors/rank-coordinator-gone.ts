@@ -54,7 +54,9 @@ export interface WatchOptions {
 
 /**
  * A rank's coordinator watch (`watch`): `ended` records how the coordinator's link ended,
- * `silence(nowMs)` says whether the coordinator has been silent too long, `channelClosed()` is the
+ * `silence(nowMs)` says whether the coordinator has been silent too long (not counting the time
+ * spent in calls the coordinator asked for, which `asked(fromMs, toMs)` records: frames that came
+ * meanwhile may not be delivered yet), `channelClosed()` is the
  * `Gone` of an ended link, and `gone(why, save)` saves (unless `save` is false: a hung rank) and
  * leaves; it never fails.
  *
@@ -64,6 +66,7 @@ export interface WatchOptions {
 export interface Watch {
   readonly ended: (cause: DeathReport.DeathCause) => void
   readonly silence: (nowMs: number) => Gone | undefined
+  readonly asked: (fromMs: number, toMs: number) => void
   readonly channelClosed: () => Gone
   readonly gone: (why: Gone, save?: boolean) => Effect.Effect<void>
 }
@@ -82,11 +85,22 @@ export const watch = (options: WatchOptions): Watch => {
   const saveTimeoutMs = coordinatorTimeoutMs > 0 ? coordinatorTimeoutMs : coordinatorTimeoutMsDefault
   const startedMs = options.startedMs
   let linkEnded: DeathReport.DeathCause | undefined
+  // Time spent since the last arrival in calls the coordinator asked for (a save, an eval): a
+  // synchronous trainer does not let frames in meanwhile, so that silence is not the coordinator's.
+  let busyMs = 0
+  let busySinceArrivalMs: number | undefined
+  const lastHeardMs = (): number => Math.max(startedMs, transport.lastArrivalMs(toCoordinator) ?? startedMs)
   /** The coordinator's silence at `nowMs` past `coordinatorTimeoutMs`, if it is. */
   const silence = (nowMs: number): Gone | undefined => {
     if (coordinatorTimeoutMs <= 0) return undefined
-    const silentMs = nowMs - Math.max(startedMs, transport.lastArrivalMs(toCoordinator) ?? startedMs)
+    const heardMs = lastHeardMs()
+    const silentMs = nowMs - heardMs - (busySinceArrivalMs === heardMs ? busyMs : 0)
     return silentMs > coordinatorTimeoutMs ? { reason: "CoordinatorSilent", silentMs } : undefined
+  }
+  const asked = (fromMs: number, toMs: number): void => {
+    const heardMs = lastHeardMs()
+    if (busySinceArrivalMs !== heardMs) [busyMs, busySinceArrivalMs] = [0, heardMs]
+    busyMs += Math.max(0, toMs - Math.max(fromMs, heardMs))
   }
   const channelClosed = (): Gone => ({
     reason: "ChannelClosed",
@@ -170,6 +184,7 @@ export const watch = (options: WatchOptions): Watch => {
       linkEnded = cause
     },
     silence,
+    asked,
     channelClosed,
     gone
   }

@@ -251,10 +251,12 @@ export const run = (
             return
           case "Checkpoint": {
             const dir = `${data.checkpointDir}/v${message.version}`
+            const savingMs = yield* Clock.currentTimeMillis
             const saved = yield* Effect.tryPromise(async () => {
               await trainer.save(dir)
               await writeModel(dir)
             }).pipe(Effect.result)
+            coordinator.asked(savingMs, yield* Clock.currentTimeMillis)
             yield* send({
               _tag: "CheckpointResult",
               version: message.version,
@@ -266,7 +268,9 @@ export const run = (
           case "Eval": {
             if (trainer.evaluate === undefined) return
             const evaluate = trainer.evaluate.bind(trainer)
+            const evaluatingMs = yield* Clock.currentTimeMillis
             const result = yield* Effect.promise(async () => evaluate())
+            coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)
             yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
             return
           }

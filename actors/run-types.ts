@@ -146,12 +146,32 @@ export interface RunOptions {
    * Default none.
    */
   readonly killRequests?: { readonly drain: () => ReadonlyArray<Rank> }
+  /**
+   * Shortages of the coordinator's own process that something beside the run saw (the dashboard's
+   * listener at its connection cap, out of file descriptors), one line each: the launcher drains
+   * it every 250 ms into `CoordinatorResource` alerts (never a rank's fault). Default none.
+   */
+  readonly coordinatorAlerts?: { readonly drain: () => ReadonlyArray<string> } | undefined
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Floods to inject (hostile ranks). Default none. */
   readonly floods?: ReadonlyArray<FloodSpec>
   /** Stale after this many ms without a frame. Default 10000. */
   readonly heartbeatTimeoutMs?: number
+  /**
+   * While a rank saves a checkpoint the coordinator asked of it, or runs an eval, its timeout grows
+   * by this many ms (a synchronous trainer sends nothing meanwhile); past it, a `SaveTimeout` or
+   * `EvalTimeout` alert and the rank is declared (docs/liveness.md). Default 600000 each.
+   */
+  readonly saveTimeoutMs?: number
+  readonly evalTimeoutMs?: number
+  /**
+   * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's follows
+   * the gaps between its frames, in `[adaptiveTimeoutMinMs, heartbeatTimeoutMs]` (default
+   * `heartbeatTimeoutMs / 2`); docs/liveness.md.
+   */
+  readonly livenessDetector?: "fixed" | "adaptive"
+  readonly adaptiveTimeoutMinMs?: number
   /** A rank sends a `Heartbeat` when it sent nothing for this long. Default `min(1000, heartbeatTimeoutMs / 4)`. */
   readonly heartbeatIntervalMs?: number
   /**

@@ -139,6 +139,8 @@ export interface RunHooks {
   readonly stopSignal: AbortSignal
   /** The dashboard's kill buttons (`--dashboard-faults`); absent without them. */
   readonly killRequests?: RunTypes.RunOptions["killRequests"]
+  /** What the dashboard's listener saw of the coordinator process's resources (its cap, `EMFILE`). */
+  readonly coordinatorAlerts?: RunTypes.RunOptions["coordinatorAlerts"]
 }
 
 /**
@@ -153,6 +155,8 @@ export interface DashboardSetup {
   readonly host: string
   readonly port: number
   readonly faults: boolean
+  /** The listener's connection cap (`--dashboard-connections-max`); default `liveDefaults.connectionsMax`. */
+  readonly connectionsMax?: number
   readonly token?: (() => string | undefined) | undefined
 }
 
@@ -175,6 +179,8 @@ export const conduct = async (
 ): Promise<number> => {
   // The dashboard listens before the run starts, so that it sees every event.
   const kills: Array<number> = []
+  // At most a line a second per kind comes from the dashboard; the run drains them 4 times a second.
+  const resourceLines: Array<string> = []
   let live: Awaited<ReturnType<typeof import("../dashboard/live.ts").start>> | undefined
   const dashboard = options.dashboard
   if (dashboard !== undefined) {
@@ -185,8 +191,10 @@ export const conduct = async (
         port: dashboard.port,
         title: "cohort run",
         token: dashboard.token,
+        ...(dashboard.connectionsMax === undefined ? {} : { connectionsMax: dashboard.connectionsMax }),
         // One request per rank at most waits (a rank is killed once): the queue stays within worldSize.
-        kill: dashboard.faults ? (rank) => void (kills.includes(rank) ? undefined : kills.push(rank)) : undefined
+        kill: dashboard.faults ? (rank) => void (kills.includes(rank) ? undefined : kills.push(rank)) : undefined,
+        onResource: (line) => void (resourceLines.length < 64 ? resourceLines.push(line) : undefined)
       })
     } catch (error) {
       io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${firstLine(error)}\n`)
@@ -226,7 +234,8 @@ export const conduct = async (
       onRankOutput: (rank, line) => io.err(`${RankOutput.prefixed(rank, line)}\n`),
       signal: interrupt.signal,
       stopSignal: stop.signal,
-      ...(dashboard?.faults === true ? { killRequests: { drain: () => kills.splice(0) } } : {})
+      ...(dashboard?.faults === true ? { killRequests: { drain: () => kills.splice(0) } } : {}),
+      ...(dashboard !== undefined ? { coordinatorAlerts: { drain: () => resourceLines.splice(0) } } : {})
     })
   } catch (error) {
     removeHandlers()

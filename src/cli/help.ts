@@ -66,6 +66,12 @@ Options of demo and run:
   --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms
                               saves (emergency) and exits; it does at once when its channel
                               closes (default 10000; worker threads die with the coordinator)
+  --save-timeout-ms N         a rank asked for a checkpoint may send nothing for up to
+                              --heartbeat-timeout-ms + N ms while it saves (default 600000)
+  --eval-timeout-ms N         the same for an eval (default 600000)
+  --liveness fixed|adaptive   every rank's timeout is --heartbeat-timeout-ms, or each rank's
+                              follows its own frames, between half of it and it (default fixed;
+                              docs/liveness.md)
   --round-deadline-ms N       cpu backend: a round closes N ms after its first contribution
                               without the ranks still training, once half the survivors
                               contributed; a late contribution counts in the next round
@@ -93,6 +99,9 @@ Options of demo and run:
                               free port; the address is printed on stderr): ranks, timeline,
                               deaths, charts, audits, alerts (default off)
   --dashboard-faults          with --dashboard: a kill button per rank on the page (default off)
+  --dashboard-connections-max N
+                              with --dashboard: connections its listener holds at once; more are
+                              closed, with a CoordinatorResource alert (default 256)
 
 Options of serve (beside those of run, without --transport, --kill, --hang, --rank-memory-mb;
 --trainer defaults to the bundled workload, --world-size goes up to 1000000):

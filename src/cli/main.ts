@@ -26,11 +26,17 @@ const toRunOptions = (
   trainer: string,
   onEvent: (event: RunTypes.RunEvent) => void,
   onRankOutput: (rank: number, line: string) => void,
-  signals: { readonly signal: AbortSignal; readonly stopSignal: AbortSignal; readonly killRequests?: RunTypes.RunOptions["killRequests"] }
+  signals: {
+    readonly signal: AbortSignal
+    readonly stopSignal: AbortSignal
+    readonly killRequests?: RunTypes.RunOptions["killRequests"]
+    readonly coordinatorAlerts?: RunTypes.RunOptions["coordinatorAlerts"]
+  }
 ): RunTypes.RunOptions => ({
   signal: signals.signal,
   stopSignal: signals.stopSignal,
   ...(signals.killRequests === undefined ? {} : { killRequests: signals.killRequests }),
+  ...(signals.coordinatorAlerts === undefined ? {} : { coordinatorAlerts: signals.coordinatorAlerts }),
   trainer,
   worldSize: options.worldSize,
   epochs: options.epochs,
@@ -48,6 +54,9 @@ const toRunOptions = (
   onRepeatedCrash: options.onRepeatedCrash,
   rankMemoryMb: options.rankMemoryMb,
   interruptGraceMs: options.interruptGraceMs,
+  ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
+  ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+  livenessDetector: options.livenessDetector,
   seed: options.seed,
   outDir: options.outDir,
   onEvent,
@@ -69,7 +78,7 @@ const train = (io: Io, command: "demo" | "run", options: RunCommandOptions, laun
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", port: options.dashboard.port, faults: options.dashboard.faults }
+    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", ...options.dashboard }
     return conduct(io, { ...options, dashboard }, (hooks) => run(toRunOptions(options, trainer, hooks.onEvent, hooks.onRankOutput, hooks)))
   })
 

@@ -114,11 +114,17 @@ export interface RunCommandOptions {
   readonly onRepeatedCrash: "stop" | "continue"
   readonly rankMemoryMb: number
   readonly interruptGraceMs: number
+  /** `--save-timeout-ms`, `--eval-timeout-ms` (docs/liveness.md); `undefined`: the core's defaults. */
+  readonly saveTimeoutMs: number | undefined
+  readonly evalTimeoutMs: number | undefined
+  /** `--liveness fixed|adaptive` (docs/liveness.md); default fixed. */
+  readonly livenessDetector: "fixed" | "adaptive"
   /**
-   * `--dashboard [PORT]` (PORT default 0: a free port, printed) and `--dashboard-faults` (kill
-   * buttons): the live run page (`src/dashboard/live.ts`); `undefined` without `--dashboard`.
+   * `--dashboard [PORT]` (PORT default 0: a free port, printed), `--dashboard-faults` (kill
+   * buttons) and `--dashboard-connections-max N` (the listener's cap, default 256): the live run
+   * page (`src/dashboard/live.ts`); `undefined` without `--dashboard`.
    */
-  readonly dashboard?: { readonly port: number; readonly faults: boolean } | undefined
+  readonly dashboard?: { readonly port: number; readonly faults: boolean; readonly connectionsMax?: number } | undefined
   readonly seed: number
   readonly outDir: string
   readonly json: boolean
@@ -218,6 +224,10 @@ export interface RawRunOptions {
   readonly json?: boolean
   readonly dashboard?: string | true
   readonly dashboardFaults?: true
+  readonly dashboardConnectionsMax?: string
+  readonly saveTimeoutMs?: string
+  readonly evalTimeoutMs?: string
+  readonly liveness?: string
 }
 
 /** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
@@ -350,6 +360,9 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
     rankMemoryMb,
     interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
+    saveTimeoutMs: raw.saveTimeoutMs === undefined ? undefined : integerAtLeast("--save-timeout-ms", raw.saveTimeoutMs, 1, 1),
+    evalTimeoutMs: raw.evalTimeoutMs === undefined ? undefined : integerAtLeast("--eval-timeout-ms", raw.evalTimeoutMs, 1, 1),
+    livenessDetector: oneOf("--liveness", raw.liveness, ["fixed", "adaptive"], "fixed"),
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
     json: raw.json === true,
@@ -361,11 +374,13 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
 const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => {
   if (raw.dashboard === undefined) {
     if (raw.dashboardFaults === true) throw new UsageError("--dashboard-faults goes with --dashboard (it adds kill buttons to the page)")
+    if (raw.dashboardConnectionsMax !== undefined) throw new UsageError("--dashboard-connections-max goes with --dashboard (it caps the page's listener)")
     return undefined
   }
   const port = raw.dashboard === true ? 0 : integerAtLeast("--dashboard", raw.dashboard, 0, 0)
   if (port > 65_535) throw new UsageError(`--dashboard PORT must be at most 65535, got '${String(raw.dashboard)}'`)
-  return { port, faults: raw.dashboardFaults === true }
+  const cap = raw.dashboardConnectionsMax
+  return { port, faults: raw.dashboardFaults === true, ...(cap === undefined ? {} : { connectionsMax: integerAtLeast("--dashboard-connections-max", cap, 1, 1) }) }
 }
 
 /**
@@ -481,6 +496,10 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--json")
       .option("--dashboard [port]")
       .option("--dashboard-faults")
+      .option("--dashboard-connections-max <n>")
+      .option("--save-timeout-ms <ms>")
+      .option("--eval-timeout-ms <ms>")
+      .option("--liveness <detector>")
       .on("option:kill", () => {
         sawKill = true
       })

@@ -31,10 +31,11 @@ export const resume = (io: Io, options: ResumeCommandOptions): Promise<number> =
       return ExitCode.unavailable
     }
     // The dashboard as for demo and run: loopback only, kill buttons with --dashboard-faults.
-    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", port: options.dashboard.port, faults: options.dashboard.faults }
+    const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", ...options.dashboard }
     return conduct(io, { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs, dashboard }, (hooks) =>
       run(defined<RunTypes.ResumeOptions>({
         killRequests: hooks.killRequests,
+        coordinatorAlerts: hooks.coordinatorAlerts,
         resume: options.runDir,
         trainer: options.trainer,
         worldSize: options.worldSize,

@@ -160,6 +160,10 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--max-ranks <n>")
     .option("--min-ranks <n>")
     .option("--dashboard [port]")
+    .option("--dashboard-connections-max <n>")
+    .option("--save-timeout-ms <ms>")
+    .option("--eval-timeout-ms <ms>")
+    .option("--liveness <detector>")
     .option("--dashboard-faults")
     .action((options: RawServeOptions) => {
       raw = options
@@ -216,6 +220,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       host: listen.host,
       port: parsed.dashboard.port,
       faults: false,
+      ...(parsed.dashboard.connectionsMax === undefined ? {} : { connectionsMax: parsed.dashboard.connectionsMax }),
       ...(isLoopback(listen.host) ? {} : { token: () => runToken })
     }
     return conduct(io, { ...parsed, dashboard }, (hooks) => {
@@ -245,6 +250,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,
         interruptGraceMs: parsed.interruptGraceMs,
+        ...(parsed.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: parsed.saveTimeoutMs }),
+        ...(parsed.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: parsed.evalTimeoutMs }),
+        livenessDetector: parsed.livenessDetector,
         seed: parsed.seed,
         outDir: parsed.outDir,
         host: listen.host,

@@ -15,12 +15,15 @@ import type { Rank } from "./messages.ts"
  * `BadResume` (critical, a resume point the core could not use: the run started at epoch 0),
  * `BadStart` (critical, `start`'s `absent` list would leave fewer than `minRanks` ranks),
  * `StorageFault` (critical, raised by the launcher, not the core: a write of the run's record
- * failed: its journal, summary or a checkpoint).
+ * failed: its journal, summary or a checkpoint), `SaveTimeout` / `EvalTimeout` (warn, a rank ran
+ * past `saveTimeoutMs` / `evalTimeoutMs` on a call the coordinator asked of it, and is declared
+ * dead), `CoordinatorResource` (critical, the coordinator's own process ran short of something: a
+ * listener's connection cap reached, file descriptors exhausted; its ranks are not at fault).
  *
  * @since 0.1.0
  * @category model
  */
-export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall" | "BadResume" | "BadStart" | "StorageFault"
+export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall" | "BadResume" | "BadStart" | "StorageFault" | "SaveTimeout" | "EvalTimeout" | "CoordinatorResource"
 
 /** @since 0.1.0 @category model */
 export type Severity = "critical" | "warn"
@@ -66,7 +69,8 @@ export interface Lane {
 export const make = (windowMs: number): Lane => ({ windowMs, entries: new Map(), sweepAt: 1024 })
 
 /** The severity of each class. @since 0.1.0 @category model */
-export const severityOf = (c: AlertClass): Severity => (c === "RankLost" || c === "ControlDrop" || c === "BadResume" || c === "BadStart" || c === "StorageFault" ? "critical" : "warn")
+export const severityOf = (c: AlertClass): Severity =>
+  c === "RankLost" || c === "ControlDrop" || c === "BadResume" || c === "BadStart" || c === "StorageFault" || c === "CoordinatorResource" ? "critical" : "warn"
 
 /**
  * The alert path of a rank: `root` for a run of one rank, `root/{host}/rank{r}` when the ranks

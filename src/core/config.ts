@@ -71,6 +71,31 @@ export interface Options {
   /** A rank is stale after this many ms without a frame (strictly more). Default 10000. */
   readonly heartbeatTimeoutMs?: number
   /**
+   * A rank asked for a checkpoint (`Checkpoint{version}` sent, no `CheckpointResult` yet) is not
+   * stale before `heartbeatTimeoutMs + saveTimeoutMs` after the ask (after the end of the calls
+   * it was asked before, when it holds several): a synchronous trainer sends nothing while it
+   * saves. Past it, and its last frame's timeout, the rank is declared dead with a `SaveTimeout`
+   * alert naming the bound, and the checkpoint fails over (docs/design.md §3.5). ms `> 0`. Default
+   * 600000.
+   */
+  readonly saveTimeoutMs?: number
+  /**
+   * As `saveTimeoutMs`, for a rank asked for an eval (`Eval{epoch}` sent, no `EvalResult` yet);
+   * past it, an `EvalTimeout` alert. ms `> 0`. Default 600000.
+   */
+  readonly evalTimeoutMs?: number
+  /**
+   * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's
+   * timeout follows the gaps between its frames (smoothed mean plus `adaptiveDeviations` mean
+   * deviations), between `adaptiveTimeoutMinMs` and `heartbeatTimeoutMs`: never later than
+   * `fixed`, sooner for a steady link (`liveness.ts`; docs/liveness.md says when to turn it on).
+   */
+  readonly livenessDetector?: "fixed" | "adaptive"
+  /** `adaptive`'s lower bound, ms in `(0, heartbeatTimeoutMs]`. Default `heartbeatTimeoutMs / 2`. */
+  readonly adaptiveTimeoutMinMs?: number
+  /** `adaptive`'s multiple of the mean deviation of a rank's gaps, `>= 0`. Default 8. */
+  readonly adaptiveDeviations?: number
+  /**
    * A gap longer than this many ms between two consecutive inputs is a stall of the coordinator
    * itself (its thread or process did not run): liveness pauses for the whole gap and a
    * `CoordinatorStall` warn alert records it, so that the coordinator's own stall never makes live
@@ -149,6 +174,11 @@ export interface Config {
   readonly mode: "static" | "progressive"
   readonly backend: "cpu" | "ring"
   readonly heartbeatTimeoutMs: number
+  readonly saveTimeoutMs: number
+  readonly evalTimeoutMs: number
+  readonly livenessDetector: "fixed" | "adaptive"
+  readonly adaptiveTimeoutMinMs: number
+  readonly adaptiveDeviations: number
   readonly coordinatorStallMs: number
   readonly failureLimit: FailureLimit | undefined
   readonly redistribution: "equal" | "throughput"
@@ -179,6 +209,10 @@ export const defaults = {
   mode: "static",
   backend: "cpu",
   heartbeatTimeoutMs: 10_000,
+  saveTimeoutMs: 600_000,
+  evalTimeoutMs: 600_000,
+  livenessDetector: "fixed",
+  adaptiveDeviations: 8,
   redistribution: "equal",
   rolePolicy: "fastest",
   batchSize: 32,
@@ -238,6 +272,23 @@ export const make = (options: Options): Config | Invalid => {
   const heartbeatTimeoutMs = o.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   if (!(typeof heartbeatTimeoutMs === "number" && heartbeatTimeoutMs > 0 && Number.isFinite(heartbeatTimeoutMs))) {
     return invalid("heartbeatTimeoutMs", `must be a positive number of ms, got ${String(heartbeatTimeoutMs)}`)
+  }
+  const isMs = (ms: unknown): ms is number => typeof ms === "number" && ms > 0 && Number.isFinite(ms)
+  const saveTimeoutMs = o.saveTimeoutMs ?? defaults.saveTimeoutMs
+  if (!isMs(saveTimeoutMs)) return invalid("saveTimeoutMs", `must be a positive number of ms, got ${String(saveTimeoutMs)}`)
+  const evalTimeoutMs = o.evalTimeoutMs ?? defaults.evalTimeoutMs
+  if (!isMs(evalTimeoutMs)) return invalid("evalTimeoutMs", `must be a positive number of ms, got ${String(evalTimeoutMs)}`)
+  const livenessDetector = o.livenessDetector ?? defaults.livenessDetector
+  if (livenessDetector !== "fixed" && livenessDetector !== "adaptive") {
+    return invalid("livenessDetector", `must be fixed or adaptive, got ${String(livenessDetector)}`)
+  }
+  const adaptiveTimeoutMinMs = o.adaptiveTimeoutMinMs ?? heartbeatTimeoutMs / 2
+  if (!(isMs(adaptiveTimeoutMinMs) && adaptiveTimeoutMinMs <= heartbeatTimeoutMs)) {
+    return invalid("adaptiveTimeoutMinMs", `must be a number of ms in (0, heartbeatTimeoutMs (${heartbeatTimeoutMs})], got ${String(adaptiveTimeoutMinMs)}`)
+  }
+  const adaptiveDeviations = o.adaptiveDeviations ?? defaults.adaptiveDeviations
+  if (!(typeof adaptiveDeviations === "number" && adaptiveDeviations >= 0 && Number.isFinite(adaptiveDeviations))) {
+    return invalid("adaptiveDeviations", `must be a finite number >= 0, got ${String(adaptiveDeviations)}`)
   }
   const coordinatorStallMs = o.coordinatorStallMs ?? 0
   if (!(typeof coordinatorStallMs === "number" && coordinatorStallMs >= 0 && Number.isFinite(coordinatorStallMs))) {
@@ -310,6 +361,11 @@ export const make = (options: Options): Config | Invalid => {
     mode,
     backend,
     heartbeatTimeoutMs,
+    saveTimeoutMs,
+    evalTimeoutMs,
+    livenessDetector,
+    adaptiveTimeoutMinMs,
+    adaptiveDeviations,
     coordinatorStallMs,
     failureLimit: limit,
     redistribution,

@@ -50,7 +50,7 @@ export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, Re
 export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isOwedModel, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
+export { activeCount, assignment, committedSamples, deadlineOf, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isOwedModel, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Steps
@@ -138,6 +138,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   startEpoch(state, cmds)
   // A resumed epoch whose every sample the parent committed ends at once.
   if (epochDone(state) && state.phase === "running") endEpoch(state, cmds)
+  holdCalls(state, cmds)
   return cmds
 }
 
@@ -305,6 +306,69 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   }
 }
 
+/**
+ * Holds each rank asked for a call by `cmds` (a `Checkpoint`, an `Eval`) for `saveTimeoutMs` or
+ * `evalTimeoutMs` on top of its timeout (docs/design.md §3.1, `Liveness.hold`): a synchronous trainer
+ * sends nothing while it saves or evaluates. Read off the commands, so that every path that asks
+ * (an epoch's end, a checkpoint's failover) holds its rank. An epoch the same commands start on
+ * the rank after the ask releases the hold once a frame of it arrives (`Liveness.Hold`): so a rank
+ * whose trainer has no `evaluate`, and never answers `Eval`, is held no longer than it takes to
+ * go on. O(commands).
+ */
+const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
+  const { config, liveness } = state
+  let asked: Array<{ readonly to: Rank; readonly call: "save" | "eval"; readonly id: number; readonly forMs: number }> | undefined
+  let entered: Map<Rank, number> | undefined
+  for (const c of cmds) {
+    if (c._tag === "Send" && (c.message._tag === "Checkpoint" || c.message._tag === "Eval")) {
+      const call = c.message._tag === "Checkpoint"
+        ? { to: c.to, call: "save" as const, id: c.message.version, forMs: config.saveTimeoutMs }
+        : { to: c.to, call: "eval" as const, id: c.message.epoch, forMs: config.evalTimeoutMs }
+      ;(asked ??= []).push(call)
+    } else if (asked !== undefined) {
+      // An epoch the asked rank enters after the ask: its frames of that epoch show it went past.
+      const enter = (to: Rank, epoch: number) => {
+        if (asked!.some((a) => a.to === to) && !(entered ??= new Map()).has(to)) entered.set(to, epoch)
+      }
+      if (c._tag === "Send" && (c.message._tag === "StartEpoch" || c.message._tag === "AssignChunk")) enter(c.to, c.message.epoch)
+      else if (c._tag === "SendRanges" && (c.kind === "StartEpoch" || c.kind === "AssignChunk")) for (const to of c.ranks) enter(to, c.epoch)
+    }
+  }
+  for (const a of asked ?? []) Liveness.hold(liveness, a.to, a.call, a.id, state.clockMs, a.forMs, entered?.get(a.to) ?? Infinity)
+}
+
+/** A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's hold (`holdCalls`). */
+const releaseCall = (state: State, rank: Rank, message: ToCoordinator): void => {
+  if (!Membership.inRange(state.membership, rank)) return
+  if (message._tag === "CheckpointResult") Liveness.release(state.liveness, rank, "save", message.version)
+  else if (message._tag === "EvalResult") Liveness.release(state.liveness, rank, "eval", message.epoch)
+  else if (message._tag === "Progress" || message._tag === "Params" || message._tag === "ChunkDone" || message._tag === "RoundDone") {
+    Liveness.passed(state.liveness, rank, message.epoch)
+  }
+}
+
+/**
+ * Why a stale rank is declared: its silence and its timeout; past an extension, which call ran
+ * over its bound, with a `SaveTimeout` or `EvalTimeout` alert naming the bound.
+ */
+const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
+  const { config, liveness } = state
+  const silentMs = Liveness.silentMs(liveness, rank, state.clockMs)
+  const own = config.livenessDetector === "adaptive"
+    ? `adaptive timeout ${Math.round(Liveness.timeoutOf(liveness, rank))} ms of at most ${config.heartbeatTimeoutMs}`
+    : `timeout ${config.heartbeatTimeoutMs} ms`
+  const overrun = Liveness.overrun(liveness, rank)
+  if (overrun.length === 0) return `no frame for ${silentMs} ms (${own})`
+  const calls: Array<string> = []
+  for (const h of overrun) {
+    const bound = h.call === "save" ? `saveTimeoutMs ${config.saveTimeoutMs}` : `evalTimeoutMs ${config.evalTimeoutMs}`
+    const what = h.call === "save" ? `checkpoint ${h.id}` : `the eval of epoch ${h.id}`
+    alert(state, cmds, h.call === "save" ? "SaveTimeout" : "EvalTimeout", path(state, rank), `rank ${rank} ran past ${bound} on ${what} (no frame for ${silentMs} ms)`)
+    calls.push(bound)
+  }
+  return `no frame for ${silentMs} ms (${own} + ${calls.join(" + ")} for the calls it was asked)`
+}
+
 const onTick = (state: State, cmds: Array<Command>): void => {
   const { membership, counters, config } = state
   const batch: Array<Departure> = []
@@ -325,11 +389,10 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
     })
   }
-  for (const rank of Liveness.expired(state.liveness, state.clockMs, config.heartbeatTimeoutMs)) {
+  for (const rank of Liveness.expired(state.liveness, state.clockMs)) {
     if (inBatch.has(rank)) continue
     inBatch.add(rank)
-    const silentMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
-    batch.push({ rank, kind: "death", detector: "heartbeat", cause: `no frame for ${silentMs} ms (timeout ${config.heartbeatTimeoutMs} ms)`, reportedAtMs: state.clockMs })
+    batch.push({ rank, kind: "death", detector: "heartbeat", cause: staleCause(state, rank, cmds), reportedAtMs: state.clockMs })
   }
   if (batch.length > 0) declareBatch(state, batch, cmds)
   if (state.phase !== "running") return
@@ -418,6 +481,11 @@ export const step = (state: State, input: Input): Array<Command> => {
     case "Join":
       onJoin(state, input.rank, cmds)
       break
+    case "CoordinatorResource":
+      alert(state, cmds, "CoordinatorResource", "root", input.detail)
+      break
   }
+  if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
+  holdCalls(state, cmds)
   return cmds
 }

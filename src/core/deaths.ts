@@ -35,9 +35,15 @@ export interface Departure {
   readonly crash?: { readonly error: string; readonly stack: string | undefined; readonly fingerprint: string | undefined }
 }
 
+/**
+ * A crash of running out of file descriptors (`EMFILE`, `ENFILE`): the host's shortage (for a
+ * worker rank, its coordinator's process), not the trainer's bug, so it is never a repeated crash.
+ */
+const isDescriptorShortage = (error: string): boolean => /\b(EMFILE|ENFILE)\b/.test(error)
+
 /** Records a crash while the run goes on; the first one seen on a second rank is the repeat. */
 export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure["crash"]>): void => {
-  if (crash.fingerprint === undefined) return
+  if (crash.fingerprint === undefined || isDescriptorShortage(crash.error)) return
   const first = state.crashes.get(crash.fingerprint)
   if (first === undefined) state.crashes.set(crash.fingerprint, { rank, error: crash.error, stack: crash.stack })
   else state.repeatedCrash ??= { ranks: [first.rank, rank], error: first.error, stack: first.stack ?? crash.stack }

@@ -70,6 +70,10 @@ export type DeathCause =
  *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, docs/design.md §3.6)
  *   and ends `interrupted` with the epoch's uncommitted ranges; a run not yet started ends
  *   `interrupted` with nothing sent; a run already over ignores it.
+ * - `CoordinatorResource`: the coordinator's own process ran short of something (a listener's
+ *   connection cap reached, file descriptors exhausted; `detail` says what and how often). A
+ *   `CoordinatorResource` alert at `root`, folded like any alert; no rank is blamed and nothing
+ *   else changes.
  *
  * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)
  * is first read as a stall of the coordinator itself: liveness pauses for the gap and a
@@ -87,6 +91,7 @@ export type Input =
   | { readonly _tag: "Tick"; readonly nowMs: number }
   | { readonly _tag: "ShutdownRequested"; readonly nowMs: number; readonly detail: string }
   | { readonly _tag: "Join"; readonly rank: Rank | undefined; readonly nowMs: number }
+  | { readonly _tag: "CoordinatorResource"; readonly nowMs: number; readonly detail: string }
 
 /**
  * One command for the shell, with the reason it was decided.

@@ -63,7 +63,8 @@ export interface Ring {
  * The coordinator's whole state. Mutable, owned by one actor; read it through the query functions.
  *
  * Per rank it holds about 55 bytes in static mode (liveness 17, membership 5, calibration 22,
- * assignment 12, round flag 1); extensions, contributions and audit ranges are sparse.
+ * assignment 12, round flag 1; the adaptive liveness detector adds 13); extensions, liveness
+ * holds, contributions and audit ranges are sparse.
  *
  * @since 0.1.0
  * @category model
@@ -193,6 +194,21 @@ export interface ModelOwed {
 }
 
 
+/** Gaps a rank's adaptive timeout waits for before it applies (until then: `heartbeatTimeoutMs`). */
+const adaptiveSamplesMin = 8
+
+/** The liveness detector `config` asks for (`liveness.ts`). */
+const detectorOf = (config: Config.Config): Liveness.Detector =>
+  config.livenessDetector === "adaptive"
+    ? {
+      kind: "adaptive",
+      timeoutMs: config.heartbeatTimeoutMs,
+      floorMs: config.adaptiveTimeoutMinMs,
+      deviations: config.adaptiveDeviations,
+      samplesMin: adaptiveSamplesMin
+    }
+    : Liveness.fixed(config.heartbeatTimeoutMs)
+
 /**
  * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (docs/design.md
  * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`.
@@ -213,7 +229,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
   return {
     config,
     membership: Membership.make(w, initial),
-    liveness: Liveness.make(w, nowMs, initial),
+    liveness: Liveness.make(w, nowMs, initial, detectorOf(config)),
     calibration: Roles.makeCalibration(w),
     lane: Alerts.make(config.alertCollapseMs),
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
@@ -280,7 +296,16 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
  * @category queries
  */
 export const expiring = (state: State, nowMs: number): Array<Rank> =>
-  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs), state.config.heartbeatTimeoutMs) : []
+  state.started ? Liveness.expired(state.liveness, Math.max(nowMs, state.clockMs)) : []
+
+/**
+ * When `rank` turns stale (ms, the core's clock): the later of its timeout after its last frame
+ * and the end of the calls it is held for (`Liveness.deadlineOf`); stale strictly after it.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const deadlineOf = (state: State, rank: Rank): number => Liveness.deadlineOf(state.liveness, rank)
 
 /**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the

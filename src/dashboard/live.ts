@@ -17,6 +17,12 @@
  * the place of the open page with the most unsent bytes, if any has some; otherwise it is
  * answered 503.
  *
+ * The listener holds at most `connectionsMax` connections (under Node; `Bun.serve` and
+ * `Deno.serve` count none): past it each new one is closed as it arrives, so that idle
+ * connections never take the coordinator's file descriptors, which its worker ranks and its
+ * journal share. Refusals, and connections it could not accept (`EMFILE`: the process is out of
+ * descriptors), reach `onResource` as one line at most once a second, saying how many.
+ *
  * Requests: `GET /` the page; `GET /events` the stream; `POST /kill?rank=N` (only with `kill`,
  * `--dashboard-faults`) asks the run to kill rank N, and must carry the page's key in its
  * `x-cohort-dashboard` header (another site's page cannot read it, so it cannot kill a rank).
@@ -37,7 +43,7 @@ import * as Model from "./model.ts"
  * 100000 (events kept for pages that open late; past it the oldest are dropped, up to 1024 at a
  * time, and a late page sees the run from a later point), `pageBufferedBytesMax` 4 MiB (a page
  * with more unsent bytes is dropped), `pageSendBytesMax` 1 MiB (what a page that catches up is
- * sent per flush at most).
+ * sent per flush at most), `connectionsMax` 256 (connections the listener holds at once).
  *
  * @since 0.1.0
  * @category live
@@ -48,7 +54,8 @@ export const liveDefaults = {
   clientsMax: 16,
   replayEventsMax: 100_000,
   pageBufferedBytesMax: 4 * 1024 * 1024,
-  pageSendBytesMax: 1024 * 1024
+  pageSendBytesMax: 1024 * 1024,
+  connectionsMax: 256
 } as const
 
 /**
@@ -57,7 +64,9 @@ export const liveDefaults = {
  * function is read at each request, and while it gives `undefined` every request is answered 503:
  * `cohort serve` learns a made token only once it listens); `kill`
  * (shows a kill button per rank and accepts `POST /kill?rank=N`; `worldSize` bounds N); the
- * bounds of `liveDefaults` (`pageBufferedBytesMax` and `pageSendBytesMax` in bytes).
+ * bounds of `liveDefaults` (`pageBufferedBytesMax` and `pageSendBytesMax` in bytes);
+ * `onResource`, told in one line when the listener refused connections at `connectionsMax` or
+ * could not accept one (at most once a second; the CLI makes it a `CoordinatorResource` alert).
  *
  * @since 0.1.0
  * @category live
@@ -74,13 +83,15 @@ export interface LiveOptions {
   readonly replayEventsMax?: number
   readonly pageBufferedBytesMax?: number
   readonly pageSendBytesMax?: number
+  readonly connectionsMax?: number
+  readonly onResource?: ((detail: string) => void) | undefined
 }
 
 /**
  * A listening dashboard: its `url` (without the token), the bound `port`,
- * `onEvent` for every run event (the launcher's `onEvent`), `pages` (how many pages follow it and
- * how many were dropped for not reading), and `close`, which sends what is still filed and ends
- * every page's stream.
+ * `onEvent` for every run event (the launcher's `onEvent`), `pages` (how many pages follow it, how
+ * many were dropped for not reading, how many connections the listener refused at its cap), and
+ * `close`, which sends what is still filed and ends every page's stream.
  *
  * @since 0.1.0
  * @category live
@@ -89,7 +100,7 @@ export interface Live {
   readonly url: string
   readonly port: number
   readonly onEvent: (event: unknown) => void
-  readonly pages: () => { readonly open: number; readonly dropped: number }
+  readonly pages: () => { readonly open: number; readonly dropped: number; readonly refused: number }
   readonly close: () => Promise<void>
 }
 
@@ -262,9 +273,40 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     }
   }
 
+  // The listener's own resources, told to `onResource` at most once a second.
+  const connectionsMax = options.connectionsMax ?? liveDefaults.connectionsMax
+  let refused = 0
+  let refusedTold = 0
+  const acceptFailures = new Map<string, { count: number; told: number; message: string }>()
+  let lastToldMs = 0
+  const onResource = (event: Types.ResourceEvent): void => {
+    if (event._tag === "ConnectionRefused") refused += 1
+    else {
+      const known = acceptFailures.get(event.code) ?? { count: 0, told: 0, message: event.message }
+      known.count += 1
+      acceptFailures.set(event.code, known)
+    }
+  }
+  const tellResources = (now: number): void => {
+    if (options.onResource === undefined || now - lastToldMs < 1000) return
+    if (refused > refusedTold) {
+      options.onResource(`the dashboard refused ${refused - refusedTold} connection${refused - refusedTold === 1 ? "" : "s"} at its cap, connectionsMax ${connectionsMax} (${refused} in all); the run goes on`)
+      refusedTold = refused
+      lastToldMs = now
+    }
+    for (const [code, failure] of acceptFailures) {
+      if (failure.count === failure.told) continue
+      const why = code === "EMFILE" || code === "ENFILE" ? "the coordinator's process is out of file descriptors" : "the listener's error"
+      options.onResource(`the dashboard could not accept ${failure.count - failure.told} connection${failure.count - failure.told === 1 ? "" : "s"}: ${failure.message} (${why}; ${failure.count} in all); the run goes on`)
+      failure.told = failure.count
+      lastToldMs = now
+    }
+  }
+
   let lastClockMs = 0
   const flush = (final: boolean): void => {
     const now = Date.now()
+    tellResources(now)
     serialiseFiled()
     // Progress first: a death or the end still reads after it, so a rank never comes back to
     // life on the page (and the page's model keeps a dead rank's samples from before its death).
@@ -342,7 +384,7 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     }
   }
 
-  const server = await Select.serveHttp({ host: options.host, port: options.port, http }).catch((error: unknown) => {
+  const server = await Select.serveHttp({ host: options.host, port: options.port, http, connectionsMax, onResource }).catch((error: unknown) => {
     clearInterval(timer)
     throw error
   })
@@ -353,7 +395,7 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     url,
     port: server.port,
     onEvent,
-    pages: () => ({ open: pages.size, dropped }),
+    pages: () => ({ open: pages.size, dropped, refused }),
     close: async () => {
       if (closed) return
       closed = true

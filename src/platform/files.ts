@@ -441,3 +441,22 @@ export const moduleUrl = (path: string, fromUrl: string): URL =>
  * @category files
  */
 export const pathOf = (url: string): string => (url.startsWith("file:") ? fileURLToPath(url) : url)
+
+/**
+ * Whether this process can open a file descriptor now: opens `path` (a file or a directory)
+ * read-only and closes it. `undefined` when it could (or failed for another reason than a
+ * shortage); `{code, message}` when the process or the system is out of descriptors (`EMFILE`,
+ * `ENFILE`). Never rejects.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const descriptorShortage = async (path: string): Promise<{ readonly code: string; readonly message: string } | undefined> => {
+  try {
+    await (await open(path, "r")).close()
+    return undefined
+  } catch (error) {
+    const code = (error as { readonly code?: unknown }).code
+    return code === "EMFILE" || code === "ENFILE" ? { code, message: (error as Error).message } : undefined
+  }
+}

@@ -5,6 +5,8 @@
  * @since 0.1.0
  */
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http"
+import type { Server as NetServer } from "node:net"
+import { getHeapStatistics } from "node:v8"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Http from "./http.ts"
 import * as Runtime from "./detect.ts"
@@ -63,7 +65,22 @@ const answerNode = (handler: Types.HttpServeOptions["http"] | undefined, request
 }
 
 /**
+ * Caps a listening server's connections at `connectionsMax` (Node closes each one past it and
+ * emits `drop`) and reports refusals and accept errors to `onResource`: an error once listening
+ * (`EMFILE` when the process is out of descriptors) is the listener's, never the process's end.
+ */
+const watchResources = (server: NetServer, options: Pick<Types.HttpServeOptions, "connectionsMax" | "onResource">): void => {
+  const connectionsMax = options.connectionsMax
+  if (connectionsMax !== undefined) server.maxConnections = connectionsMax
+  server.on("drop", () => options.onResource?.({ _tag: "ConnectionRefused", connectionsMax: connectionsMax ?? Infinity }))
+  server.on("error", (error: Error & { code?: string }) => {
+    if (server.listening) options.onResource?.({ _tag: "AcceptFailed", code: error.code ?? "", message: error.message })
+  })
+}
+
+/**
  * A plain HTTP server on `node:http` (`serveHttp`); `close` ends open streamed responses too.
+ * `connectionsMax` and `onResource` as in `HttpServeOptions`.
  *
  * @since 0.1.0
  * @category http
@@ -71,7 +88,10 @@ const answerNode = (handler: Types.HttpServeOptions["http"] | undefined, request
 export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> =>
   new Promise((resolve, reject) => {
     const http = createHttpServer((request, response) => answerNode(options.http, request, response))
-    http.on("error", reject)
+    watchResources(http, options)
+    http.on("error", (error) => {
+      if (!http.listening) reject(error)
+    })
     http.listen(options.port, options.host, () => {
       const address = http.address()
       resolve({
@@ -101,6 +121,7 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
   new Promise((resolve, reject) => {
     const http = createHttpServer((request, response) => answerNode(options.http, request, response))
     const server = new WebSocketServer({ server: http, maxPayload: options.maxPayloadBytes })
+    watchResources(http, options)
     // `ws` re-emits its HTTP server's errors (a port in use) on itself: both reject.
     http.on("error", reject)
     server.on("error", reject)
@@ -161,6 +182,9 @@ export const webSocketClass = (): typeof globalThis.WebSocket =>
  * @category processes
  */
 export const engineMemoryBytes = (): number => {
-  const usage = process.memoryUsage()
-  return Runtime.detect() === "bun" ? usage.heapUsed : usage.heapUsed + usage.external
+  // Not `process.memoryUsage()`: it also reads the process's resident size, which opens a file
+  // (`uv_resident_set_memory`) and so fails with EMFILE when the process is out of descriptors:
+  // a worker rank would die of its coordinator's descriptors.
+  const heap = getHeapStatistics()
+  return Runtime.detect() === "bun" ? heap.used_heap_size : heap.used_heap_size + heap.external_memory
 }

@@ -181,6 +181,10 @@ export interface ServeOptions {
    * is answered 500.
    */
   readonly http?: HttpHandler
+  /** As `HttpServeOptions.connectionsMax` (Node only). Default: no cap. */
+  readonly connectionsMax?: number
+  /** As `HttpServeOptions.onResource`. Default: ignored. */
+  readonly onResource?: (event: ResourceEvent) => void
 }
 
 /**
@@ -249,7 +253,27 @@ export interface HttpServeOptions {
   readonly host: string
   readonly port: number
   readonly http: (request: HttpRequest) => Promise<HttpResponse | HttpStreamResponse>
+  /**
+   * At most this many connections open at once; more are closed as they arrive, each reported
+   * to `onResource` as `ConnectionRefused`. Enforced under Node (`node:http`'s `maxConnections`);
+   * `Bun.serve` and `Deno.serve` count no connections. Default: no cap.
+   */
+  readonly connectionsMax?: number
+  /** The listener's own resource events once it listens (`ResourceEvent`). Default: ignored. */
+  readonly onResource?: (event: ResourceEvent) => void
 }
+
+/**
+ * What a listener reports of its own resources: a connection refused at its `connectionsMax`, or
+ * an error accepting one (`code` `EMFILE`/`ENFILE` when the process ran out of file descriptors:
+ * the runtime closes the pending connection and goes on).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type ResourceEvent =
+  | { readonly _tag: "ConnectionRefused"; readonly connectionsMax: number }
+  | { readonly _tag: "AcceptFailed"; readonly code: string; readonly message: string }
 
 /** Answers one plain HTTP request. @since 0.1.0 @category model */
 export type HttpHandler = (request: HttpRequest) => Promise<HttpResponse>

@@ -27,6 +27,7 @@ describe("parse", () => {
         onRepeatedCrash: "stop",
         rankMemoryMb: 1024,
         interruptGraceMs: 30_000,
+        livenessDetector: "fixed",
         seed: 1,
         outDir: "runs",
         json: false
@@ -65,11 +66,21 @@ describe("parse", () => {
       "64",
       "--interrupt-grace-ms",
       "5000",
+      "--save-timeout-ms",
+      "30000",
+      "--eval-timeout-ms",
+      "20000",
+      "--liveness",
+      "adaptive",
       "--seed",
       "42",
       "--out",
       "/tmp/my-runs",
-      "--json"
+      "--json",
+      "--dashboard",
+      "8080",
+      "--dashboard-connections-max",
+      "64"
     ])
     expect(parsed).toEqual({
       command: "demo",
@@ -89,9 +100,13 @@ describe("parse", () => {
         onRepeatedCrash: "continue",
         rankMemoryMb: 64,
         interruptGraceMs: 5000,
+        saveTimeoutMs: 30_000,
+        evalTimeoutMs: 20_000,
+        livenessDetector: "adaptive",
         seed: 42,
         outDir: "/tmp/my-runs",
-        json: true
+        json: true,
+        dashboard: { port: 8080, faults: false, connectionsMax: 64 }
       }
     })
   })
@@ -188,6 +203,7 @@ describe("parse", () => {
         onRepeatedCrash: "stop",
         rankMemoryMb: 1024,
         interruptGraceMs: 30_000,
+        livenessDetector: "fixed",
         seed: 1,
         outDir: "runs",
         json: false

@@ -154,7 +154,7 @@ describe("the live dashboard's server", () => {
     expect(messages.length).toBeGreaterThan(8)
     expect(messages.slice(0, -1).flat()).toEqual([started, ...alerts, death, { type: "ended", ms: 500, outcome: { status: "completed" }, exitCode: 0 }])
     expect(messages.at(-1)).toEqual([progress(2, 5)])
-    expect(live.pages()).toEqual({ open: 0, dropped: 0 })
+    expect(live.pages()).toEqual({ open: 0, dropped: 0, refused: 0 })
   })
 
   it("drops a page that stops reading once its unsent bytes pass pageBufferedBytesMax, so that a new page can connect", async () => {
@@ -173,7 +173,7 @@ describe("the live dashboard's server", () => {
       for (let j = 0; j < 16; j++) live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: j } })
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
-    expect(live.pages()).toEqual({ open: 0, dropped: 1 })
+    expect(live.pages()).toEqual({ open: 0, dropped: 1, refused: 0 })
     stalled.destroy()
     const next = await fetch(`${live.url}events`, { headers: { connection: "close" } })
     expect(next.status).toBe(200)
