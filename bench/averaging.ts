@@ -12,7 +12,9 @@
  * rounds (default 5), and fails unless the run committed exactly the rounds asked for, each with
  * every rank. "coord ms": the coordinator thread's busy ms per timed round (its event loop's
  * active time, `performance.eventLoopUtilization`, where the runtime has it; the launcher shares
- * that thread and does next to nothing). Every run's audit must be clean.
+ * that thread and does next to nothing); "process cpu ms": the CPU time of the bench's process
+ * (all its threads: coordinator and worker ranks) per timed round, which a loaded machine moves
+ * less than the rounds' wall time. Every run's audit must be clean.
  *
  * Run: `node --import tsx bench/averaging.ts [--quick] [--process] [--no-json]`, `bun
  * bench/averaging.ts`, `deno run -A bench/averaging.ts`. `--quick` measures 2 and 4 ranks at 100 k
@@ -51,7 +53,9 @@ export interface MeasureOptions {
  * What one configuration measured: `rounds` is the count of timed rounds, taken from the run's
  * own `round` events (never from what was asked for); `medianMs` and `p90Ms` are over the gaps
  * between consecutive committed rounds, warm-up rounds left out; `coordinatorMsPerRound` is the
- * coordinator thread's busy time over the timed rounds, divided by their count.
+ * coordinator thread's busy time over the timed rounds, divided by their count, and
+ * `processCpuMsPerRound` the process's CPU time likewise (on a loaded machine it varies less than
+ * the rounds' wall time; with `process` ranks it leaves the ranks' processes out).
  */
 export interface Measured {
   readonly backend: "cpu" | "ring"
@@ -62,6 +66,8 @@ export interface Measured {
   readonly medianMs: number
   readonly p90Ms: number
   readonly coordinatorMsPerRound: number
+  /** CPU time of the whole process (every thread: coordinator and worker ranks) per timed round. */
+  readonly processCpuMsPerRound: number
   readonly links: string
   readonly roundMs: ReadonlyArray<number>
 }
@@ -107,6 +113,8 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
   const committed: Array<{ readonly round: number; readonly contributors: number }> = []
   let busyAt: Elu | undefined
   let busyMs = Number.NaN
+  let cpuAt: NodeJS.CpuUsage | undefined
+  let cpuMs = Number.NaN
   const result = await Launcher.run({
     trainer: trainerFor(options.outDir, worldSize * total, params),
     worldSize,
@@ -125,8 +133,16 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
       if (event.type !== "round") return
       committedAtMs.push(performance.now())
       committed.push({ round: event.round, contributors: event.contributors })
-      if (committed.length === warmupRounds) busyAt = elu?.()
-      if (committed.length === total && busyAt !== undefined && elu !== undefined) busyMs = elu(busyAt).active
+      if (committed.length === warmupRounds) {
+        busyAt = elu?.()
+        cpuAt = process.cpuUsage()
+      }
+      if (committed.length !== total) return
+      if (busyAt !== undefined && elu !== undefined) busyMs = elu(busyAt).active
+      if (cpuAt !== undefined) {
+        const used = process.cpuUsage(cpuAt)
+        cpuMs = (used.user + used.system) / 1000
+      }
     }
   })
   const clean = result.epochs.length === 1 && result.epochs.every((e) => e.lost === 0 && e.duplicated === 0) && result.exitCode === 0
@@ -143,7 +159,9 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
     warmupRounds,
     medianMs: quantile(roundMs, 0.5),
     p90Ms: quantile(roundMs, 0.9),
-    coordinatorMsPerRound: busyMs / roundMs.length,
+    // Deno's eventLoopUtilization reads 0 throughout: no measurement, not an idle coordinator.
+    coordinatorMsPerRound: busyMs > 0 ? busyMs / roundMs.length : Number.NaN,
+    processCpuMsPerRound: cpuMs / roundMs.length,
     links: result.ring?.links ?? "-",
     roundMs
   }
@@ -195,6 +213,8 @@ const main = async (): Promise<void> => {
         cell(cpu),
         cell(ring),
         cpu === undefined || ring === undefined ? "-" : fmt(cpu.medianMs / ring.medianMs),
+        cpu === undefined ? "-" : fmt(cpu.processCpuMsPerRound),
+        ring === undefined ? "-" : fmt(ring.processCpuMsPerRound),
         cpu === undefined ? "-" : fmt(cpu.coordinatorMsPerRound),
         ring === undefined ? "-" : fmt(ring.coordinatorMsPerRound),
         ring?.links ?? "-",
@@ -206,7 +226,7 @@ const main = async (): Promise<void> => {
   rmSync(outDir, { recursive: true, force: true })
   console.log(`averaging rounds on ${Runtime.describe()} (${transport} ranks; ms a round, median / p90 of ${rounds} rounds after ${warmupRounds} warm-up rounds)`)
   console.log(table(
-    ["ranks", "params", "cpu ms", "ring ms", "cpu/ring", "cpu coord ms", "ring coord ms", "ring links", "ring over links ms"],
+    ["ranks", "params", "cpu ms", "ring ms", "cpu/ring", "cpu process cpu ms", "ring process cpu ms", "cpu coord ms", "ring coord ms", "ring links", "ring over links ms"],
     rows
   ))
   if (!process.argv.includes("--no-json")) {
