@@ -17,6 +17,13 @@ export const percentiles = (values: ReadonlyArray<number>): { readonly median: n
   return { median: at(0.5), p99: at(0.99) }
 }
 
+/** The `q` quantile of a list of numbers (nearest rank; `q` in [0, 1]); NaN for an empty list. */
+export const quantile = (values: ReadonlyArray<number>, q: number): number => {
+  if (values.length === 0) return Number.NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))]!
+}
+
 /** Formats a number for a table: 3 significant digits, thousands separators for large values. */
 export const fmt = (value: number): string => {
   if (!Number.isFinite(value)) return String(value)

@@ -118,6 +118,7 @@ export class Area {
   /** Barriers this member passed in this area. */
   passed = 0
   private sums: Float64Array | undefined
+  private scratch: Float32Array | undefined
 
   constructor(readonly handle: AreaHandle) {
     const { buffer, ringSize: n, length } = handle
@@ -172,6 +173,12 @@ export class Area {
   private change(index: number): Promise<void> {
     const waited = waitAsync(this.header, index, Atomics.load(this.header, index), waitSliceMs)
     return waited.async ? waited.value.then(() => {}) : Promise.resolve()
+  }
+
+  /** A private float32 array of a segment's length (allocated once), for `reduceSegment`. */
+  scratchFor(segmentLength: number): Float32Array {
+    if (this.scratch === undefined || this.scratch.length !== segmentLength) this.scratch = new Float32Array(segmentLength)
+    return this.scratch
   }
 
   sumsFor(segmentLength: number): Float64Array {
@@ -258,10 +265,15 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
     if (at !== round) return new RingLinkError(`ring rank ${j} is at round ${at}, this rank at ${round}`)
     if (area.meta[2 * j + 1] !== 1) continue
     count += 1
-    const row = area.rows[j]!
-    for (let i = start; i < end; i++) sums[i - start] = sums[i - start]! + row[i]!
+    // The segment is summed from a private copy (one memcpy) rather than read in place: Bun 1.4.5
+    // ran this loop about 3 times slower over the shared memory itself (8 x 407,050), Node and
+    // Deno about as fast either way.
+    const row = area.scratchFor(end - start)
+    row.set(area.rows[j]!.subarray(start, end))
+    for (let i = 0; i < row.length; i++) sums[i] = sums[i]! + row[i]!
   }
   const { result } = area
+  const out = area.scratchFor(end - start)
   if (count === 0) {
     result.set(params.subarray(start, end), start)
     return undefined
@@ -280,8 +292,9 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
       }
       return "bad"
     }
-    result[i] = sum / count
+    out[i - start] = sum / count
   }
+  result.set(out, start)
   return undefined
 }
 

@@ -45,3 +45,28 @@ describe(`spawnWorker (${runtime}): the end of a terminated worker`, () => {
     }
   })
 })
+
+describe(`spawnWorker (${runtime}): frames on the port`, () => {
+  it("a view on part of a buffer arrives as exactly its bytes, both ways, and the sender's buffer stays whole", async () => {
+    const echo = new URL("../transport/fixtures/echo-tail.ts", import.meta.url).href
+    const answers: Array<Array<number>> = []
+    let child: RuntimeTypes.RawChild | undefined
+    await new Promise<void>((resolve, reject) => {
+      child = NodeRuntime.spawnWorker({ entry: echo, rank: 0, data: null }, {
+        message: (message) => {
+          answers.push([...message])
+          if (answers.length === 2) resolve()
+        },
+        error: (error) => reject(error),
+        exit: () => reject(new Error("the echo worker exited early"))
+      })
+      const shared = Uint8Array.from([9, 9, 1, 2, 3, 4, 9, 9])
+      child.post(shared.subarray(2, 6))
+      // The part was copied: the caller's buffer is neither detached nor changed.
+      expect([...shared]).toEqual([9, 9, 1, 2, 3, 4, 9, 9])
+      child.post(Uint8Array.from([5, 6, 7]))
+    })
+    child?.kill()
+    expect(answers).toEqual([[2, 3, 4], [6, 7]])
+  }, 30_000)
+})
