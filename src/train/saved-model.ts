@@ -38,13 +38,15 @@ export interface FileNames {
 export const rankFiles: FileNames = { params: paramsFile, meta: metaFile }
 
 /**
- * The coordinator's model of an ended epoch, in `checkpoints/v<E>/`: `params.f32` and
- * `model.json` (its `rank` is the member that handed it over, or -1 for the coordinator's own mean).
+ * The coordinator's model of an ended epoch, in `checkpoints/v<E>/`: `cohort-epoch.f32` and
+ * `cohort-epoch.json` (its `rank` is -1: the coordinator wrote it). Names of their own, so that
+ * neither the rank's `cohort-params.*` nor the trainer's own files (the bundled trainer writes
+ * `model.f32` and `model.json`) in the same folder can overwrite them.
  *
  * @since 0.1.0
  * @category files
  */
-export const coordinatorFiles: FileNames = { params: "params.f32", meta: "model.json" }
+export const coordinatorFiles: FileNames = { params: "cohort-epoch.f32", meta: "cohort-epoch.json" }
 
 /** Bound on `cohort-params.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
 export const metaBytesMax = 64 * 1024
