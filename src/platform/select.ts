@@ -64,6 +64,7 @@ export const connectWs = (
   return {
     send: (data) => socket.send(data as Uint8Array<ArrayBuffer> | string),
     close: (code, reason) => socket.close(code, reason),
+    bufferedBytes: () => socket.bufferedAmount,
     drop: () => {
       const terminate = (socket as unknown as { terminate?: () => void }).terminate
       if (typeof terminate === "function") terminate.call(socket)
