@@ -499,6 +499,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
     progressIntervalMs: defaults.progressIntervalMs,
     coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault,
+    heartbeatTimeoutMs,
     backend,
     runId
   }

@@ -502,7 +502,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
  *   up after `reconnectAttemptMs`) and resumes its session, both sides sending again what the
  *   other missed. The link ends when the server refuses the resume (`RankDead` 4011: the
  *   coordinator declared the rank; `ResumeLost` 4030), or when no resume succeeded within
- *   `reconnectWindowMs` of the loss (`Disconnected{1006}`). A server that refuses protocol 2
+ *   `reconnectWindowMs` of the loss (`Disconnected{1006}`; a function gets the welcome's `run`). A server that refuses protocol 2
  *   (`BadJoin` 4000: an older one) is joined again with protocol 1, without resumes. Messages
  *   travel in pieces of `pieceBytes` at most and wait in a resend buffer of `resendBytesMax`
  *   until acknowledged; the client pings every `pingIntervalMs`, and every piece or ping that
@@ -523,7 +523,7 @@ export interface ClientOptions extends Transport.Options {
   readonly reconnectSilenceMs?: number
   readonly reconnectRetryMs?: number
   readonly reconnectAttemptMs?: number
-  readonly reconnectWindowMs?: number
+  readonly reconnectWindowMs?: number | ((run: unknown) => number)
   readonly pingIntervalMs?: number
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
@@ -659,7 +659,9 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         silenceMs: options.reconnectSilenceMs ?? reconnectSilenceMsDefault,
         retryMs: options.reconnectRetryMs ?? reconnectRetryMsDefault,
         attemptMs: options.reconnectAttemptMs ?? reconnectAttemptMsDefault,
-        windowMs: options.reconnectWindowMs ?? reconnectWindowMsDefault,
+        windowMs: typeof options.reconnectWindowMs === "function"
+          ? options.reconnectWindowMs(welcome.run)
+          : options.reconnectWindowMs ?? reconnectWindowMsDefault,
         ended
       }, raw)
     }
