@@ -80,23 +80,29 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
         trainer: heldTrainer, worldSize: 3, epochs: 60, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs,
         env: { COHORT_TEST_HOLD: hold }
       })
+      const startedAt = Date.now()
+      const mark = (what: string) => console.log(`[links] ${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${what}`)
       await serve.waitFor(/epoch 0 done/, 60_000)
       const cuts = [8000, 9000, 8000, 9000]
       for (const cutMs of cuts) {
         network.down("b")
+        mark("down")
         await sleep(cutMs)
         network.up("b")
+        mark("up")
         // Resumed within a fraction of a second; a few more rounds before the next cut.
         await sleep(3000)
         expect(serve.stdout() + serve.stderr()).not.toMatch(/rank 0 lost/)
       }
       network.down("b")
+      mark("down for 20 s")
       const cutAt = Date.now()
       await serve.waitFor(/rank 0 lost/, 30_000)
       const declaredAfterMs = Date.now() - cutAt
       await sleep(Math.max(0, 20_000 - (Date.now() - cutAt)))
       network.up("b")
       const zeroExit = await ranks[0]!.exited
+      mark(`rank 0 exited ${zeroExit}; the coordinator said:\n${(serve.stdout() + serve.stderr()).split("\n").filter((l) => /rank 0 lost|refused|formed/.test(l)).join("\n")}`)
       unlinkSync(hold)
       expect(await serve.exited).toBe(0)
       expect(await Promise.all([ranks[1]!.exited, ranks[2]!.exited])).toEqual([0, 0])
