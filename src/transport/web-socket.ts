@@ -568,7 +568,7 @@ export const isRetryableRefusal = (closeCode: number): boolean =>
  * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its `rank` (the
  * one the server assigned for `"auto"`), `run` (the welcome's `run` value, `undefined` without
  * one), `close(code)` to leave with a close handshake, `drop` to cut the connection without one
- * where the runtime can (`ws` under Node; elsewhere it closes with 1000; a `resumable` link then
+ * where the runtime can (`ws` under Node; elsewhere it closes with `Dropped`, 4031; a `resumable` link then
  * resumes on a new connection, as after a cut), and `closeCode()`: the link's close code once it
  * ended (`undefined` while open). `resumable`: the server took the join with protocol 2.
  *

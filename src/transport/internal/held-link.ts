@@ -52,7 +52,8 @@ export interface Held {
 }
 
 /** Codes a socket closes with when it dropped, not closed on purpose: the link is held for a resume. */
-export const isDrop = (code: number): boolean => code === 1006 || code === 1005 || code === 1001
+export const isDrop = (code: number): boolean =>
+  code === 1006 || code === 1005 || code === 1001 || code === Transport.CloseCode.Dropped
 
 /** A new session id: 128 random bits in hex. @since 0.1.0 @category internal */
 export const sessionId = (): string =>
