@@ -341,9 +341,11 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
         }
         saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
         const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
-        // A resumable link watches the coordinator itself: silent, it is resumed, and it ends
-        // only when the coordinator refuses it or stays out of reach (`reconnectWindowMsOf`).
-        return client.resumable ? { ...data, coordinatorTimeoutMs: 0 } : data
+        // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
+        // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
+        // coordinator (a stuck one still accepts resumes) waits that long too.
+        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run)
+        return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
       }
     )))
     if (attempt._tag === "Success") {

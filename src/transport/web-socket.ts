@@ -165,6 +165,17 @@ export const resendBytesMaxDefault = 64 * 1024 * 1024
 /** Default `ServerOptions.pingIntervalMs`: 500 ms. @since 0.1.0 @category options */
 export const serverPingIntervalMsDefault = 500
 
+/**
+ * How long after a side last sent a message its pings keep going (both sides): 1500 ms. Pings fill
+ * the gaps between the heartbeats the actors send (every second by default), so that the last
+ * sign of life before a cut is at most a ping interval old; they stop soon after the actor stops
+ * sending, so that they never keep a stuck rank or coordinator alive in the other's eyes.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const pingAfterSendMsDefault = 1500
+
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
 export const joinTimeoutMsDefault = 5000
 
@@ -291,7 +302,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       pieceBytes: options.pieceBytes ?? pieceBytesDefault,
       resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
       resumeWindowMs: options.resumeWindowMs ?? resumeWindowMsDefault,
-      pingIntervalMs: options.pingIntervalMs ?? serverPingIntervalMsDefault
+      pingIntervalMs: options.pingIntervalMs ?? serverPingIntervalMsDefault,
+      pingAfterSendMs: pingAfterSendMsDefault
     }
 
     // Before `markFormed`: whether the formation can take a join for `asked` (a free formation
@@ -656,6 +668,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         pieceBytes: options.pieceBytes ?? pieceBytesDefault,
         resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
         pingIntervalMs: options.pingIntervalMs ?? clientPingIntervalMsDefault,
+        pingAfterSendMs: pingAfterSendMsDefault,
         silenceMs: options.reconnectSilenceMs ?? reconnectSilenceMsDefault,
         retryMs: options.reconnectRetryMs ?? reconnectRetryMsDefault,
         attemptMs: options.reconnectAttemptMs ?? reconnectAttemptMsDefault,

@@ -23,6 +23,8 @@ export interface Options {
   readonly resendBytesMax: number
   readonly resumeWindowMs: number
   readonly pingIntervalMs: number
+  /** Pings go out only this long after the coordinator last sent the rank a message (ms). */
+  readonly pingAfterSendMs: number
   /** The death cause of a link whose socket closed with `closeCode` (`ServerOptions.endCause`). */
   readonly endCause: (closeCode: number) => DeathReport.DeathCause
   /** The link ended (once). */
@@ -90,8 +92,12 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
     touch: () => link.touch(),
     fail: (closeCode) => link.close(closeCode)
   })
+  let lastPostMs = performance.now()
   const link: Hub.Link = options.hub.attach(options.rank, {
-    post: (message) => session.send(message),
+    post: (message) => {
+      lastPostMs = performance.now()
+      session.send(message)
+    },
     close: (closeCode) => {
       if (closing !== undefined) return
       closing = closeCode
@@ -102,7 +108,11 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
   })
   welcome(id)
   session.attach(sinkOf(first), 0)
-  const pinger = setInterval(() => session.ping(), options.pingIntervalMs)
+  // A ping says the coordinator's process is there; only while its actor sends too, so that a
+  // rank never takes a stuck coordinator for a live one.
+  const pinger = setInterval(() => {
+    if (performance.now() - lastPostMs <= options.pingAfterSendMs) session.ping()
+  }, options.pingIntervalMs)
   return {
     id,
     receive: (from, data) => {

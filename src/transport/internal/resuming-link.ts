@@ -32,6 +32,8 @@ export interface Options {
   readonly pieceBytes: number
   readonly resendBytesMax: number
   readonly pingIntervalMs: number
+  /** Pings go out only this long after the rank last sent a message (ms). */
+  readonly pingAfterSendMs: number
   readonly silenceMs: number
   readonly retryMs: number
   readonly attemptMs: number
@@ -97,8 +99,12 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     touch: () => link.touch(),
     fail: (closeCode) => link.close(closeCode)
   })
+  let lastPostMs = performance.now()
   const link: Hub.Link = options.hub.attach(Transport.coordinatorPeer, {
-    post: (message) => session.send(message),
+    post: (message) => {
+      lastPostMs = performance.now()
+      session.send(message)
+    },
     close: (closeCode) => {
       if (closing) return
       closing = true
@@ -165,7 +171,9 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     if (over) return
     const nowMs = performance.now()
     if (socket !== undefined) {
-      session.ping()
+      // Pings fill the gaps between the rank's own frames, never outlive them: a rank whose actor
+      // stopped sending is as silent to the coordinator as it was without pings.
+      if (nowMs - lastPostMs <= options.pingAfterSendMs) session.ping()
       if (nowMs - lastArrivalMs > options.silenceMs) lose()
       return
     }
