@@ -24,6 +24,17 @@
  * delivered. Nothing reaches the inbox before a join is accepted. After the join, frames travel as
  * binary batches; a message over `messageBytesMax` closes with 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *
+ * Protocol 2 (`joinProtocolVersion`; `ClientOptions.resumable`): the join is
+ * `{"v": 2, "token", "rank"}` and the welcome adds `"session"` (an id) and `"received": 0`; the
+ * batches then travel numbered and in pieces (`internal/session.ts`), acknowledged, with pings. A
+ * rank whose link dropped or went silent joins again with
+ * `{"v": 2, "token", "rank", "resume": {"session", "received", "attempt"}}` and is welcomed with
+ * the messages the server received; both send again what the other missed and the link goes on
+ * (`internal/held-link.ts`, `internal/resuming-link.ts`). Refusals of a resume: `RankDead` 4011
+ * (the link ended, or the coordinator declared the rank), `ResumeLost` 4030 (an unknown session, or
+ * messages no longer held), `DuplicateRank` 4003 (an older attempt than one already taken). The
+ * server reads joins of both versions; docs/liveness-links.md gives the timeouts' bounds.
+ *
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
