@@ -8,6 +8,7 @@ import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import * as Select from "../../src/platform/select.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import { contractSuite } from "./contract.ts"
@@ -137,5 +138,31 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       yield* client.transport.send(Transport.coordinatorPeer, frame(7))
       assert.deepStrictEqual(yield* takeFrames(server.transport.inbox, 1), [7])
       assert.strictEqual(client.closeCode(), undefined)
+    })), 20_000)
+
+  it.live("a server of join protocol 1 only refuses protocol 2 as a bad join: the client joins again with protocol 1, without resumes", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const joins: Array<unknown> = []
+      // What an older server does: a `v` other than 1 is a bad join (4000); a v1 join is welcomed.
+      const server = yield* Effect.acquireRelease(
+        Effect.promise(() => Select.serveWs({
+          host: "127.0.0.1", port: 0, maxPayloadBytes: 1024 * 1024,
+          open: (socket) => ({
+            message: (data) => {
+              if (typeof data !== "string") return
+              const join = JSON.parse(data) as { v?: number }
+              joins.push(join.v)
+              if (join.v !== undefined && join.v !== 1) return socket.close(Transport.CloseCode.BadJoin, "bad join")
+              socket.send(JSON.stringify({ v: 1, welcome: 0 }))
+            },
+            close: () => {}
+          })
+        })),
+        (raw) => Effect.promise(() => raw.close())
+      )
+      const client = yield* WebSocket.connect({ url: `ws://127.0.0.1:${server.port}/`, runToken, rank: 0, resumable: true })
+      assert.deepStrictEqual(joins, [2, 1])
+      assert.isFalse(client.resumable)
+      assert.strictEqual(client.rank, 0)
     })), 20_000)
 })
