@@ -483,6 +483,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
     },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
+    onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
     // A run that may grow (issue 17) checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})

@@ -76,6 +76,8 @@ import * as Transport from "./transport.ts"
  *   `undefined` (default): `Disconnected{closeCode}`.
  * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
  *   of each accepted and each refused join, called synchronously; they must not throw.
+ * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
+ *   milliseconds since anything of the rank had arrived before its resume.
  * - `admit(asked, taken)` (issue 17, a run that may grow): decides each join after `markFormed`
  *   instead of the `RunFormed` (4010) refusal, synchronously: `asked` is the index the join asked
  *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
@@ -114,6 +116,7 @@ export interface ServerOptions extends Transport.Options {
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
   readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
+  readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
   readonly resumeWindowMs?: number
   readonly pieceBytes?: number
@@ -405,8 +408,14 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             ? refuse(Transport.CloseCode.RankDead, "the rank is dead")
             : refuse(Transport.CloseCode.ResumeLost, "no such session")
         }
-        const refusal = found.resume(socket, asked.received, asked.attempt, (received) =>
-          socket.send(JSON.stringify({ v: 2, welcome: rank, session: found.id, received })))
+        const refusal = found.resume(socket, asked.received, asked.attempt, (received, silentMs) => {
+          socket.send(JSON.stringify({ v: 2, welcome: rank, session: found.id, received }))
+          try {
+            options.onResumed?.(rank as Transport.Peer, remoteAddress, silentMs)
+          } catch {
+            // an observer only watches
+          }
+        })
         if (refusal !== undefined) return refuse(refusal.closeCode, refusal.reason)
         held = found
       }

@@ -117,6 +117,12 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       expect(declaredAfterMs).toBeLessThan(20_000)
       expect(summary.refusals?.[4011] ?? 0).toBeGreaterThanOrEqual(1)
       expect(audits(summary)).toEqual(Array.from({ length: 60 }, () => [4800, 0, 0]))
+      // Each short cut was resumed, after a silence of the cut's length and at most about half a
+      // second more (the last ping before it, the first attempt after it).
+      const resumes = events.filter((e) => e.type === "resumed" && e.rank === 0).map((e) => e.silentMs as number)
+      console.log(`[links ${runtime}] rank 0 resumed after silences of ${JSON.stringify(resumes)} ms (cuts of ${JSON.stringify(cuts)} ms)`)
+      expect(resumes.filter((ms) => ms >= 7000).length).toBe(cuts.length)
+      expect(resumes.every((ms) => ms < 10_000)).toBe(true)
       // Every round took all three until the death; the other two went on with rounds of two.
       const contributors = events.filter((e) => e.type === "round").map((e) => e.contributors as number)
       const firstOfTwo = contributors.indexOf(2)

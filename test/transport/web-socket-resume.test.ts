@@ -58,7 +58,8 @@ const takeFrames = (inbox: Queue.Dequeue<Transport.Event, unknown>, n: number) =
 describe(`WebSocket resumable links (${runtime})`, () => {
   it.live("a cut is resumed: frames sent both ways while it lasts arrive once and in order, and nobody ends", () =>
     Effect.scoped(Effect.gen(function*() {
-      const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
+      const resumed: Array<number> = []
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, onResumed: (rank) => resumed.push(rank) })
       const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0, resumable: true, reconnectRetryMs: 20 })
       assert.isTrue(client.resumable)
       for (let i = 0; i < 3; i++) {
@@ -78,6 +79,7 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       }
       assert.isTrue(server.connected(0))
       assert.strictEqual(client.closeCode(), undefined)
+      assert.deepStrictEqual(resumed, [0, 0, 0])
     })), 20_000)
 
   it.live("a 3 MiB frame travels in 64 KiB pieces: each piece refreshes lastArrivalMs before the frame is whole", () =>

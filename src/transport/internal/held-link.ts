@@ -41,10 +41,10 @@ export interface Held {
   readonly closed: (socket: RuntimeTypes.RawSocket, code: number) => void
   /**
    * A resume on `socket` (attempt number `attempt`, the rank having received `received` messages):
-   * `welcome(n)` is called with the messages received from the rank so far before anything is
-   * sent again on it; or a refusal.
+   * `welcome(n, silentMs)` is called with the messages received from the rank so far (and the ms
+   * since anything of it last arrived) before anything is sent again on it; or a refusal.
    */
-  readonly resume: (socket: RuntimeTypes.RawSocket, received: number, attempt: number, welcome: (received: number) => void) =>
+  readonly resume: (socket: RuntimeTypes.RawSocket, received: number, attempt: number, welcome: (received: number, silentMs: number) => void) =>
     | undefined
     | { readonly closeCode: number; readonly reason: string }
   /** Ends the link from outside with `cause` (nothing once it ended). */
@@ -89,10 +89,15 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
     resendBytesMax: options.resendBytesMax,
     messageBytesMax: options.hub.options.messageBytesMax,
     deliver: (message) => link.receive(message),
-    touch: () => link.touch(),
+    touch: () => {
+      heardMs = performance.now()
+      link.touch()
+    },
     fail: (closeCode) => link.close(closeCode)
   })
   let lastPostMs = performance.now()
+  /** When anything of the rank last arrived (its clock: ms). */
+  let heardMs = performance.now()
   const link: Hub.Link = options.hub.attach(options.rank, {
     post: (message) => {
       lastPostMs = performance.now()
@@ -143,7 +148,8 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
         finish(DeathReport.disconnected(Transport.CloseCode.ResumeLost))
         return { closeCode: Transport.CloseCode.ResumeLost, reason: "messages the rank missed are no longer held (resendBytesMax)" }
       }
-      welcomeAgain(session.received())
+      welcomeAgain(session.received(), Math.round(performance.now() - heardMs))
+      heardMs = performance.now()
       session.attach(sinkOf(next), received)
       return undefined
     },
