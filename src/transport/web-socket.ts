@@ -180,10 +180,11 @@ export const resendBytesMaxDefault = 64 * 1024 * 1024
 export const serverPingIntervalMsDefault = 500
 
 /**
- * How long after a side last sent a message its pings keep going (both sides): 1500 ms. Pings fill
- * the gaps between the heartbeats the actors send (every second by default), so that the last
- * sign of life before a cut is at most a ping interval old; they stop soon after the actor stops
- * sending, so that they never keep a stuck rank or coordinator alive in the other's eyes.
+ * How long after a rank last sent a message its pings keep going: 1500 ms. Pings fill the gaps
+ * between the heartbeats the rank sends (every second by default), so that the last sign of life
+ * before a cut is at most a ping interval old; they stop soon after the rank stops sending, so
+ * that they never keep a stuck rank alive in the coordinator's eyes. (The server pings as long as
+ * its process runs.)
  *
  * @since 0.1.0
  * @category options
@@ -317,7 +318,9 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
       resumeWindowMs: options.resumeWindowMs ?? resumeWindowMsDefault,
       pingIntervalMs: options.pingIntervalMs ?? serverPingIntervalMsDefault,
-      pingAfterSendMs: pingAfterSendMsDefault
+      // The coordinator pings as long as its process runs: it stops sending heartbeats once the
+      // run saves and stops, and its ranks must not take that for a cut.
+      pingAfterSendMs: Number.POSITIVE_INFINITY
     }
 
     // Before `markFormed`: whether the formation can take a join for `asked` (a free formation

@@ -113,8 +113,7 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
   })
   welcome(id)
   session.attach(sinkOf(first), 0)
-  // A ping says the coordinator's process is there; only while its actor sends too, so that a
-  // rank never takes a stuck coordinator for a live one.
+  // A ping says the coordinator's process is there (and carries the acknowledgement).
   const pinger = setInterval(() => {
     if (performance.now() - lastPostMs <= options.pingAfterSendMs) session.ping()
   }, options.pingIntervalMs)
