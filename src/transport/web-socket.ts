@@ -89,10 +89,12 @@ import * as Transport from "./transport.ts"
  *
  * For ranks that join with protocol 2 (resumable links, `ClientOptions.resumable`):
  *
- * - `resumeWindowMs` (integer ms > 0; default `resumeWindowMsDefault`, 5000): how long the link of
- *   a rank whose socket dropped (closed without a close frame: 1006, 1005, 1001) is held for the
- *   rank to resume before it ends as `Disconnected{code}`. A cut link is usually not seen closing
- *   at all: the coordinator's heartbeat timeout decides, as for any silent rank.
+ * - `resumeWindowMs` (integer ms > 0; default `resumeWindowMsDefault`, 2000): how long the link of
+ *   a rank whose socket dropped (closed without a close frame: 1006, 1005, 1001, 4031) is held for
+ *   the rank to resume before it ends as `Disconnected{code}`. A socket seen closing is most often
+ *   a rank process that ended (its host closed the connection), or a rank that cut its own socket
+ *   and is already resuming; a cut link is usually not seen closing at all, and the coordinator's
+ *   heartbeat timeout decides, as for any silent rank.
  * - `pieceBytes` (integer > 0; default `pieceBytesDefault`, 64 KiB): the largest piece a message
  *   travels in (both ways; see `internal/session.ts`).
  * - `resendBytesMax` (integer > 0; default `resendBytesMaxDefault`, 64 MiB): bytes per link kept
@@ -167,8 +169,8 @@ export const admission = (
  */
 export const joinProtocolVersion = 2
 
-/** Default `ServerOptions.resumeWindowMs`: 5000 ms. @since 0.1.0 @category options */
-export const resumeWindowMsDefault = 5000
+/** Default `ServerOptions.resumeWindowMs`: 2000 ms. @since 0.1.0 @category options */
+export const resumeWindowMsDefault = 2000
 
 /** Default `pieceBytes`: 64 KiB. @since 0.1.0 @category options */
 export const pieceBytesDefault = 64 * 1024
