@@ -79,7 +79,9 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       }
       assert.isTrue(server.connected(0))
       assert.strictEqual(client.closeCode(), undefined)
-      assert.deepStrictEqual(resumed, [0, 0, 0])
+      // One resume per cut, or more when an attempt overtook another (each one takes the link).
+      assert.isAtLeast(resumed.length, 3)
+      assert.isTrue(resumed.every((rank) => rank === 0))
     })), 20_000)
 
   it.live("a 3 MiB frame travels in 64 KiB pieces: each piece refreshes lastArrivalMs before the frame is whole", () =>

@@ -2,7 +2,8 @@
  * A rank's side of a resumable link (join protocol 2): the hub's link to the coordinator outlives
  * its sockets. When the socket drops, or nothing arrives on it for `silenceMs` (a cut link is
  * silent, not closed), the rank opens a new connection every `retryMs` (each given up after
- * `attemptMs`) and resumes its session on the first one the server welcomes, where both sides
+ * `attemptMs`; none while one is open and waits for its welcome) and resumes its session on the
+ * first one the server welcomes, where both sides
  * send again what the other missed. The link ends when the server refuses the resume (a declared
  * rank: `RankDead`), when the rank closes it, or when no resume succeeded within `windowMs` of the
  * loss (the coordinator is gone).
@@ -79,7 +80,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   let lostAtMs: number | undefined
   let attempts = 0
   let lastAttemptMs = Number.NEGATIVE_INFINITY
-  const pending = new Map<ClientSocket, number>()
+  /** Attempts not yet welcomed: when each started, and whether its connection opened. */
+  const pending = new Map<ClientSocket, { readonly startedMs: number; opened: boolean }>()
 
   const finish = (closeCode: number): void => {
     if (over) return
@@ -147,7 +149,11 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     lastAttemptMs = performance.now()
     let welcomed = false
     const raw: ClientSocket = Select.connectWs(options.url, {
-      open: () => raw.send(options.resumeJoin(number, session.received())),
+      open: () => {
+        const entry = pending.get(raw)
+        if (entry !== undefined) entry.opened = true
+        raw.send(options.resumeJoin(number, session.received()))
+      },
       message: (data) => {
         if (over) return
         if (welcomed) return onMessage(raw, data)
@@ -164,7 +170,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
         if (!over && !isRetry(code) && number === attempts) finish(code)
       }
     })
-    pending.set(raw, lastAttemptMs)
+    pending.set(raw, { startedMs: lastAttemptMs, opened: false })
   }
 
   const tick = (): void => {
@@ -179,13 +185,16 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     }
     if (closing) return finish(Transport.CloseCode.Abnormal)
     if (lostAtMs !== undefined && nowMs - lostAtMs > options.windowMs) return finish(Transport.CloseCode.Abnormal)
-    for (const [raw, startedMs] of pending) {
-      if (nowMs - startedMs > options.attemptMs) {
+    let waiting = false
+    for (const [raw, entry] of pending) {
+      if (nowMs - entry.startedMs > options.attemptMs) {
         pending.delete(raw)
         raw.drop()
-      }
+      } else if (entry.opened) waiting = true
     }
-    if (nowMs - lastAttemptMs >= options.retryMs) attempt()
+    // A connection that opened and waits for its welcome says the way is clear: no more attempts
+    // meanwhile (each would take the link from the one before), unless it times out.
+    if (!waiting && nowMs - lastAttemptMs >= options.retryMs) attempt()
   }
   const timer = setInterval(tick, Math.max(1, Math.min(options.pingIntervalMs, options.retryMs)))
 
