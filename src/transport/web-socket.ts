@@ -544,7 +544,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
  *   travel in pieces of `pieceBytes` at most and wait in a resend buffer of `resendBytesMax`
  *   until acknowledged; the client pings every `pingIntervalMs`, and every piece or ping that
  *   arrives counts as a sign of life (`lastArrivalMs`) on either side.
- *   Defaults: `reconnectSilenceMs` 2000, `reconnectRetryMs` 250, `reconnectAttemptMs` 2000,
+ *   Defaults: `reconnectSilenceMs` 2000, `reconnectRetryMs` 100, `reconnectAttemptMs` 2000,
  *   `reconnectWindowMs` 30000, `pingIntervalMs` 250, `pieceBytes` 64 KiB, `resendBytesMax` 64 MiB
  *   (all integers > 0; ms or bytes).
  *
@@ -569,8 +569,8 @@ export interface ClientOptions extends Transport.Options {
 /** Default `ClientOptions.reconnectSilenceMs`: 2000 ms. @since 0.1.0 @category options */
 export const reconnectSilenceMsDefault = 2000
 
-/** Default `ClientOptions.reconnectRetryMs`: 250 ms. @since 0.1.0 @category options */
-export const reconnectRetryMsDefault = 250
+/** Default `ClientOptions.reconnectRetryMs`: 100 ms. @since 0.1.0 @category options */
+export const reconnectRetryMsDefault = 100
 
 /** Default `ClientOptions.reconnectAttemptMs`: 2000 ms. @since 0.1.0 @category options */
 export const reconnectAttemptMsDefault = 2000

@@ -80,6 +80,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   let lostAtMs: number | undefined
   let attempts = 0
   let lastAttemptMs = Number.NEGATIVE_INFINITY
+  let lastPingMs = Number.NEGATIVE_INFINITY
   /** Attempts not yet welcomed: when each started, and whether its connection opened. */
   const pending = new Map<ClientSocket, { readonly startedMs: number; opened: boolean }>()
 
@@ -179,7 +180,10 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     if (socket !== undefined) {
       // Pings fill the gaps between the rank's own frames, never outlive them: a rank whose actor
       // stopped sending is as silent to the coordinator as it was without pings.
-      if (nowMs - lastPostMs <= options.pingAfterSendMs) session.ping()
+      if (nowMs - lastPostMs <= options.pingAfterSendMs && nowMs - lastPingMs >= options.pingIntervalMs) {
+        lastPingMs = nowMs
+        session.ping()
+      }
       if (nowMs - lastArrivalMs > options.silenceMs) lose()
       return
     }
