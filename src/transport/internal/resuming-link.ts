@@ -83,12 +83,19 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   let lastPingMs = Number.NEGATIVE_INFINITY
   /** Attempts not yet welcomed: when each started, and whether its connection opened. */
   const pending = new Map<ClientSocket, { readonly startedMs: number; opened: boolean }>()
+  /** Sockets this side cut: their close says nothing of the server's answer. */
+  const cutByUs = new WeakSet<ClientSocket>()
+  const cut = (raw: ClientSocket | undefined): void => {
+    if (raw === undefined) return
+    cutByUs.add(raw)
+    raw.drop()
+  }
 
   const finish = (closeCode: number): void => {
     if (over) return
     over = true
     clearInterval(timer)
-    for (const raw of pending.keys()) raw.drop()
+    for (const raw of pending.keys()) cut(raw)
     pending.clear()
     session.stop()
     link.end(DeathReport.disconnected(closeCode))
@@ -124,7 +131,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     socket = undefined
     session.detach()
     lostAtMs = performance.now()
-    old?.drop()
+    cut(old)
   }
 
   const adopt = (raw: ClientSocket, peerReceived: number): void => {
@@ -137,8 +144,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     socket = raw
     lostAtMs = undefined
     lastArrivalMs = performance.now()
-    old?.drop()
-    for (const other of pending.keys()) other.drop()
+    cut(old)
+    for (const other of pending.keys()) cut(other)
     pending.clear()
     link.touch()
     session.attach(sinkOf(raw), peerReceived)
@@ -152,7 +159,12 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     const raw: ClientSocket = Select.connectWs(options.url, {
       open: () => {
         const entry = pending.get(raw)
-        if (entry !== undefined) entry.opened = true
+        // One join at a time: each one the server takes would take the link from the one before.
+        if (entry === undefined || [...pending.values()].some((other) => other.opened)) {
+          pending.delete(raw)
+          return cut(raw)
+        }
+        entry.opened = true
         raw.send(options.resumeJoin(number, session.received()))
       },
       message: (data) => {
@@ -167,6 +179,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       close: (code) => {
         if (welcomed) return onClosed(raw, code)
         pending.delete(raw)
+        if (cutByUs.has(raw)) return
         // The newest attempt's refusal decides; an older one may be refused as stale.
         if (!over && !isRetry(code) && number === attempts) finish(code)
       }
@@ -193,7 +206,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     for (const [raw, entry] of pending) {
       if (nowMs - entry.startedMs > options.attemptMs) {
         pending.delete(raw)
-        raw.drop()
+        cut(raw)
       } else if (entry.opened) waiting = true
     }
     // A connection that opened and waits for its welcome says the way is clear: no more attempts
@@ -227,8 +240,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       if (over) return
       over = true
       clearInterval(timer)
-      for (const raw of pending.keys()) raw.drop()
-      socket?.drop()
+      for (const raw of pending.keys()) cut(raw)
+      cut(socket)
       session.stop()
     }
   }
