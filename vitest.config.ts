@@ -1,17 +1,32 @@
 import { defineConfig } from "vitest/config"
 
-// The browser-rank test drives headless Chromium with playwright-core from the test process;
-// Node is enough for it (the page's HTTP side runs under all three runtimes in
-// test/transport/web-socket-http.test.ts), so the Bun and Deno passes leave that file out.
+// Two tiers (docs/testing.md). A test file that needs root (network namespaces, mounts, PID 1),
+// Chromium, nftables or a packed install belongs to the full tier only: it lives in one of the
+// folders below or its name ends in `.full.test.ts`. `npm test` runs the `quick` project on Node;
+// `npm run test:all` runs both projects on Node, then again on Bun and Deno. Where a full-tier
+// test cannot run it fails and says why; it never skips.
+const fullOnly = ["test/net/**/*.test.ts", "test/browser/**/*.test.ts", "test/package/**/*.test.ts", "test/**/*.full.test.ts"]
+
+// The browser-rank tests drive headless Chromium with playwright-core from the test process;
+// Node is enough for them (the page's HTTP side runs under all three runtimes in
+// test/transport/web-socket-http.test.ts), and the packed-package test drives Bun and Deno
+// itself, so the Bun and Deno passes leave those folders out.
 const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why).
-const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined ? ["test/browser/**", "test/net/links.test.ts"] : []
+const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined ? ["test/browser/**", "test/package/**", "test/net/links.test.ts"] : []
+
+const exclude = ["**/node_modules/**", ...nodeOnly]
+
+// The projects do not extend the root config, so that the global setup runs once per pass, not
+// once more per project.
+const testTimeout = 30_000
 
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    exclude: ["**/node_modules/**", ...nodeOnly],
     globalSetup: ["test/global-setup.ts"],
-    testTimeout: 30_000
+    projects: [
+      { test: { name: "quick", include: ["test/**/*.test.ts"], exclude: [...exclude, ...fullOnly], testTimeout } },
+      { test: { name: "full", include: fullOnly, exclude, testTimeout } }
+    ]
   }
 })

@@ -1,10 +1,10 @@
 /**
  * The coordinator's frames in and out (`coordinator.ts` module doc): once the run started, every
  * input from the transport (a frame, a bad frame, a death report) goes to the core from here; a
- * `Hello` from a vacant index is a join (issue 17), a `RingData` is relayed to the next ring rank
- * (issue 15), a frame that does not decode closes its rank. The commands' frames go out through
+ * `Hello` from a vacant index is a join, a `RingData` is relayed to the next ring rank,
+ * a frame that does not decode closes its rank. The commands' frames go out through
  * `deliver` and `broadcast`, which hold back a ring joiner's frames until its model is out
- * (`SendModel`, issue 17). What the protocol tells about a rank's end (its `Crashing` frame, the
+ * (`SendModel`). What the protocol tells about a rank's end (its `Crashing` frame, the
  * reason this coordinator closed it, a join turned away) is kept here, for `causeOf`.
  *
  * @since 0.1.0
@@ -129,7 +129,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
    * its end is then reported as `Crashed{error, stack}` instead of the `Exited{code}` (or the
    * stackless `Crashed`) its host saw; an end by a signal or the host (`Killed`,
    * `Disconnected`) stays what it was. The frame is read here, where every frame is decoded
-   * anyway; the supervisor reads none (issue C1).
+   * anyway; the supervisor reads none.
    */
   const crashes = new Map<Rank, { readonly error: string; readonly stack: string }>()
   // Ranks this coordinator closed for breaking the protocol, and why (their death's cause).
@@ -153,7 +153,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
   const turnedAway = new Set<Rank>()
 
   /**
-   * Ring joiners waiting for their model (issue 17, `SendModel`): the frames held back for each,
+   * Ring joiners waiting for their model (`SendModel`): the frames held back for each,
    * in order, until its model's `Update` goes out (`coordinator.ts` module docstring).
    */
   const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
@@ -185,7 +185,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
   }
 
   /**
-   * The ring backend's relay (issue 15): a ring step from `from` goes on to its next ring rank in
+   * The ring backend's relay: a ring step from `from` goes on to its next ring rank in
    * the current generation (ring order is the survivors' ascending order, which every death or
    * exit re-forms); a step of an older generation, or from a rank no longer live, is dropped.
    * A checked step goes on as the bytes it came in, only its frame header's sender replaced
@@ -230,7 +230,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     relayed += 1
     const step = Codec.reframeFromCoordinator(bytes, from) ?? Codec.encode(Frame.fromCoordinator(message))
     const holding = held.get(next)
-    // A joiner still waiting for its model gets its ring steps after it (issue 17).
+    // A joiner still waiting for its model gets its ring steps after it.
     if (holding !== undefined) holding.push({ message, bytes: step })
     else transport.sendUnsafe(next, step)
     return undefined
@@ -242,8 +242,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       case "Frame": {
         const decoded = decodeFrame(event, state.paramsLength)
         if (Result.isFailure(decoded)) {
-          // A frame that does not decode is a protocol violation, not noise (README "What a rank is
-          // trusted with"): that rank's link closes with the reason's code (1009 a field over its
+          // A frame that does not decode is a protocol violation, not noise (docs/security.md, "What a
+          // rank is trusted with"): that rank's link closes with the reason's code (1009 a field over its
           // bound, such as more parameters than the run agreed; 1008 a frame naming another rank;
           // 1002 anything else) and it is declared dead, refused, with the reason in words.
           const code = WireError.closeCode(decoded.failure)
@@ -282,7 +282,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
   }
 
   /**
-   * A `Hello` from a vacant index once the run started (issue 17): the rank's join. Its parameter
+   * A `Hello` from a vacant index once the run started: the rank's join. Its parameter
    * count must be the run's; then the core decides (`Join`).
    */
   function join(rank: Rank, paramsLength: number, nowMs: number): Effect.Effect<void> | undefined {

@@ -1,5 +1,5 @@
 /**
- * The coordinator actor: the shell around the core state machine (DESIGN.md §3, §3.10).
+ * The coordinator actor: the shell around the core state machine (docs/design.md §3, §3.10).
  *
  * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
  * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
@@ -8,7 +8,7 @@
  * mailbox, so every frame that arrived before it is applied first and the whole drained set of
  * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
  *
- * Its own stalls never kill ranks (DESIGN.md §3.10): the core pauses liveness for any gap between
+ * Its own stalls never kill ranks (docs/design.md §3.10): the core pauses liveness for any gap between
  * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
  * before each tick the ranks the core is about to find stale are checked against the transport's
  * arrival times: a rank whose frame already arrived but still waits behind other links' frames is
@@ -18,7 +18,7 @@
  * the lowest rank's) is the run's, and a rank that gave another is refused: declared dead at once
  * (`Refused`) and its link closed with `CloseCode.ParamsMismatch`.
  *
- * Growing runs (issue 17; the rules: `src/core/joins.ts`). Formation starts once `minRanks` ranks
+ * Growing runs (the rules: `src/core/joins.ts`). Formation starts once `minRanks` ranks
  * sent their `Hello` (the core's `minRanks`, default the world size); the formation ranks still
  * missing are `absent` (vacant). After the start, a `Hello` from a vacant index (a formation rank
  * that came late, or a rank the transport let in through its `admit` check) is that rank's join:
@@ -83,7 +83,7 @@ import type { Refused } from "./coordinator-inbound.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
- * - `onTurnedAway`: a joiner the shell closed before the core saw its join (issue 17: its `Hello`
+ * - `onTurnedAway`: a joiner the shell closed before the core saw its join (its `Hello`
  *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
  * @since 0.1.0
@@ -94,6 +94,13 @@ export interface Hooks {
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
   readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
+  /**
+   * The committed model after `epoch` (`Core` command `EpochModel`): with `cpu` the mean this
+   * shell broadcast for the epoch's last round, with `ring` the one a member handed over;
+   * `undefined` when there is none (no usable contribution ever, or no ring member left). The
+   * launcher writes it on the coordinator's host before the epoch's audit is final.
+   */
+  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
 }
 
 /**
@@ -106,8 +113,8 @@ export interface Hooks {
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
  * - `formationTimeoutMs`: how long every rank has to send `Hello` (it does once its trainer is
  *   ready) before the run fails to form (default 120000). The core starts when the last one did
- *   (when the core's `minRanks`-th one did, issue 17; the rest join the running run).
- * - `resume`: a resumed run's starting point (issue 13; `Core.Resume`) and the parent's model.
+ *   (when the core's `minRanks`-th one did; the rest join the running run).
+ * - `resume`: a resumed run's starting point (`Core.Resume`) and the parent's model.
  *   At formation every rank gets `Update{round: firstRound - 1, params}` (ranks `setParams` it)
  *   before the core's first commands; a model whose length is not the agreed parameter count
  *   fails the formation (`FormationError`: another trainer than the parent's).
@@ -124,7 +131,7 @@ export interface Options {
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
-   * Ring backend with direct links (worker threads, issue 15): called once per generation, just
+   * Ring backend with direct links (worker threads): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
    * the generation averages in a shared all-reduce area it returns how to commit a round there
@@ -163,7 +170,7 @@ export interface Handle {
   /**
    * Asks the run to stop (an operator's interrupt; `detail` says which, e.g. `SIGINT`): the core
    * decides (`ShutdownRequested`: `ShutdownWithSave{GracefulShutdown}` to the survivors and the
-   * outcome `interrupted`, DESIGN.md §1, §3.6); a run already over ignores it. Queued behind the
+   * outcome `interrupted`, docs/design.md §1, §3.6); a run already over ignores it. Queued behind the
    * mailbox's inputs, so that every frame already received counts first.
    */
   readonly interrupt: (detail: string) => Effect.Effect<void>
@@ -225,7 +232,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     /** Each joined rank's parameter count, from its `Hello`. */
     const joined = new Map<Rank, number>()
     /**
-     * The model a joiner is welcomed with (issue 17): the last closed round's mean (cpu), else the
+     * The model a joiner is welcomed with: the last closed round's mean (cpu), else the
      * resumed model; `undefined` before either.
      */
     let lastModel: { readonly round: number; readonly params: Float32Array } | undefined = options.resume?.params === undefined
@@ -280,7 +287,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             break
           case "AverageRound": {
             if (command.generation !== undefined) {
-              // Ring backend: the ranks averaged among themselves; the round is confirmed (issue 15),
+              // Ring backend: the ranks averaged among themselves; the round is confirmed,
               // in the generation's shared area when it has one (written before any later frame).
               if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
               else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
@@ -314,6 +321,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             hold(command.to)
             deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
             break
+          case "EpochModel": {
+            const model = command.params !== undefined
+              ? { round: command.round, params: command.params }
+              : state.ring === undefined ? lastModel : undefined
+            observe(() => hooks.onEpochModel?.(command.epoch, model))
+            break
+          }
           case "Alert":
           case "EpochEnded":
             break
@@ -412,7 +426,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
             for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
           }
-          // Formation ranks not here yet are vacant; they join later (issue 17, `minRanks`).
+          // Formation ranks not here yet are vacant; they join later (`minRanks`).
           const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
           const startOptions = {
             ...(paramsLength === undefined ? {} : { paramsLength }),

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import * as Trainer from "../src/train/trainer.ts"
+import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as Worker from "../src/transport/worker.ts"
@@ -54,7 +55,7 @@ export const defaults = {
   rankNice: 0,
   /**
    * Each rank's memory limit in MiB (0: none): enough for a few ranks of the bundled model beside
-   * the coordinator on a small machine, and a bound on a rank that allocates without end (issue C3).
+   * the coordinator on a small machine, and a bound on a rank that allocates without end.
    */
   rankMemoryMb: 1024,
   outDir: "runs",
@@ -100,7 +101,7 @@ export const loadTrainer = async (trainer: string): Promise<{ readonly url: stri
   }
   let loaded: unknown
   try {
-    loaded = await import(url)
+    loaded = await Bundle.importModule(url)
   } catch (error) {
     throw new LaunchError("trainer", `cannot load ${trainer}: ${error instanceof Error ? error.message : String(error)}`)
   }

@@ -10,6 +10,10 @@
  * carries its arrival time, which may be earlier than an event already emitted; it takes that
  * event's time instead.
  *
+ * An event can also wait on work (`hold`): an epoch's audit is final only once the model after
+ * that epoch is written on the coordinator's host, so its `epoch` line, and every event after it,
+ * waits for that write; the events the work yields (the `model` line) go out first.
+ *
  * @since 0.1.0
  */
 import * as Files from "../src/platform/files.ts"
@@ -45,6 +49,11 @@ export interface RunJournalOptions {
 export interface RunJournal {
   readonly emit: (event: RunEvent, log?: boolean) => void
   readonly releaseHeld: () => void
+  /**
+   * Every event emitted after this call waits until `until` settles; the events it resolves to go
+   * out first (logged), in order. A rejected `until` releases the events with nothing before them.
+   */
+  readonly hold: (until: Promise<ReadonlyArray<RunEvent>>) => void
   readonly close: () => Promise<void>
 }
 
@@ -74,19 +83,43 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
       // An observer that throws must not stop the coordinator; the event is still logged.
     }
   }
+  // Events behind a hold, and the holds, in order; `draining` while some hold is unsettled.
+  const waiting: Array<{ readonly event: RunEvent; readonly log: boolean } | { readonly until: Promise<ReadonlyArray<RunEvent>> }> = []
+  let draining: Promise<void> | undefined
+  const drain = async (): Promise<void> => {
+    while (waiting.length > 0) {
+      const next = waiting.shift()!
+      if ("event" in next) {
+        emitNow(next.event, next.log)
+        continue
+      }
+      const first = await next.until.catch((): ReadonlyArray<RunEvent> => [])
+      for (const event of first) emitNow(event, true)
+    }
+    draining = undefined
+  }
+  const pass = (event: RunEvent, log: boolean): void => {
+    if (draining === undefined) emitNow(event, log)
+    else waiting.push({ event, log })
+  }
+  const hold = (until: Promise<ReadonlyArray<RunEvent>>): void => {
+    waiting.push({ until })
+    draining ??= drain()
+  }
   const emit = (event: RunEvent, log = true): void => {
     if (event.type !== "death" && options.deathsDeclared() > deathsEmitted) held.push([event, log])
-    else emitNow(event, log)
+    else pass(event, log)
   }
   const releaseHeld = (): void => {
     deathsEmitted = options.deathsDeclared()
-    for (const [event, log] of held.splice(0)) emitNow(event, log)
+    for (const [event, log] of held.splice(0)) pass(event, log)
   }
   const close = async (): Promise<void> => {
+    while (draining !== undefined) await draining
     await Promise.all(syncs.splice(0))
     await journal.close()
   }
-  return { emit, releaseHeld, close }
+  return { emit, releaseHeld, hold, close }
 }
 
 /**

@@ -2,7 +2,7 @@
  * A run's result (`launcher.ts` module doc): once every rank ended, the coordinator's outcome with
  * the exits and deaths that followed it, each epoch's accuracy, the saves, the deaths' timings and
  * the exit code; logged as the journal's `ended` event and written atomically to
- * `<runDir>/summary.json` (issue 6, "never lose a run").
+ * `<runDir>/summary.json`.
  *
  * @since 0.1.0
  */
@@ -68,15 +68,16 @@ export interface RunEnd {
 export const finish = async (end: RunEnd): Promise<RunResult> => {
   const { state, runId, runDir, runDirAbsolute, resumed, askedToSave, interruptedBy, timings, record, journal, sinceStart } = end
   // The outcome is the core's snapshot at the end of the run; the clean exits and deaths that
-  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result too.
-  const outcome: Core.Outcome = { ...end.outcome, exits: [...state.exits], deaths: [...state.deaths] }
-  // The last epoch's eval arrives after the run ended: read the evals from the state, not the outcome.
-  const evals = state.evals
+  // followed it (survivors leaving after their save; deaths marked `afterEnd`) belong in the result
+  // too, and so do the evals: the last epoch's arrives after the run ended, and the journal's
+  // `eval` event, the epochs' accuracy and the outcome must list the same ones.
+  const evals = [...state.evals]
+  const outcome: Core.Outcome = { ...end.outcome, exits: [...state.exits], deaths: [...state.deaths], evals }
   const accuracyOf = new Map(evals.map((e) => [e.epoch, e.accuracy]))
   const epochsWithAccuracy = outcome.epochs.map((summary) => ({
     ...summary,
     accuracy: accuracyOf.get(summary.epoch),
-    // The epoch a resume picked up in the middle of: its audit covers both runs (issue 13).
+    // The epoch a resume picked up in the middle of: its audit covers both runs.
     ...(resumed !== undefined && resumed.committedSamples > 0 && summary.epoch === resumed.epoch
       ? { spansRuns: [resumed.parent.runId, runId] as const }
       : {})

@@ -3,7 +3,7 @@
  * supervises them, feeds their ends to the coordinator as death reports, injects the faults it was
  * asked for, and writes the run under `<outDir>/<runId>/`: the journal `events.ndjson`, streamed
  * as events happen and synced to disk at every death, epoch end and the run's end; `summary.json`,
- * written atomically at the end (issue 6, "never lose a run"); and what each rank printed under
+ * written atomically at the end; and what each rank printed under
  * `ranks/rank<N>.log`. An interrupt (`RunOptions.signal`) asks the core to stop the run; the
  * survivors save under `save/rank<r>/` within `interruptGraceMs`. The journal's writing and
  * ordering are `launcher-journal.ts`; the result and `summary.json`, `launcher-result.ts`.
@@ -32,6 +32,7 @@ import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
+import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
@@ -70,22 +71,22 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
-  const entry = new URL(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
+  const entry = Files.moduleUrl(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
-  const redirect = new URL("../src/platform/redirect-worker-output.ts", import.meta.url)
+  const redirect = Files.moduleUrl("../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = transport === "websocket" ? [
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as SocketRank from ${path(new URL("./socket-rank.ts", import.meta.url))}`,
+    `import * as SocketRank from ${path(Files.moduleUrl("./socket-rank.ts", import.meta.url))}`,
     `await SocketRank.processMain(async () => trainer)`
   ].join("\n") : [
     ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(new URL(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
-    `import * as Rank from ${path(new URL("./rank.ts", import.meta.url))}`,
+    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
+    `import * as Rank from ${path(Files.moduleUrl("./rank.ts", import.meta.url))}`,
     `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
@@ -162,7 +163,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
 }
 
 /**
- * The journal's one decision for a ring generation's `FormRing`s (DESIGN.md §3.10), which the core
+ * The journal's one decision for a ring generation's `FormRing`s (docs/design.md §3.10), which the core
  * sends one per member with the same reason: `FormRing generation G to ranks 0, 1, 3: <reason>`
  * (at most 16 ranks named, then how many more).
  */
@@ -219,6 +220,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     batchSize,
     heartbeatTimeoutMs,
     coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+    ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+    ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
@@ -241,17 +244,19 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     deathsDeclared: () => state.deaths.length
   })
   const { emit, releaseHeld } = journal
+  // The model after each epoch, on this host; the epoch's line waits for it (`epoch-models.ts`).
+  const epochModels = EpochModels.make({ dir: `${runDirAbsolute}/checkpoints`, shownDir: `${runDir}/checkpoints`, now: () => sinceStart(Date.now()) })
 
   const alerts: Array<Alerts.Alert> = []
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
-  // list: `state.deaths`, DESIGN.md §3.2, §3.6).
+  // list: `state.deaths`, docs/design.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
   const roundLoss = RoundLoss.make(mode)
   const lastProgressEventMs = new Map<Rank, number>()
-  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number }>()
+  const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>()
   let startedMs = Date.now()
   let epochStartedMs = startedMs
   const sinceStart = (ms: number): number => Math.round(ms - startedMs)
@@ -260,14 +265,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
 
   let formedEmitted = false
   /**
-   * Joins refused after the server let them in (issue 17: a parameter count the run did not agree
+   * Joins refused after the server let them in (a parameter count the run did not agree
    * on, 4009, or the core's `JoinRefused`, 4013-4020), by close code: counted in
    * `RunResult.refusals` with the server's own; and where each joined from, for their events.
    */
   const lateRefusals: Record<string, number> = {}
   const joinedFrom = new Map<Rank, string>()
   /**
-   * Joiners the server let into the running run (issue 17) whose `Hello` has not come yet, with
+   * Joiners the server let into the running run whose `Hello` has not come yet, with
    * when (ms): one still silent after the formation timeout (how long any rank has to send its
    * `Hello`) is closed with `JoinTimeout` (4004), a refusal like the others, so that a link that
    * never becomes a rank does not hold its index until the run ends. At most `maxRanks` entries.
@@ -325,7 +330,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
           ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
           : nowMs > epochStartedMs ? (samplesDone * 1000) / (nowMs - epochStartedMs) : 0
-        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs })
+        lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
         const progress: RunEvent = {
           type: "progress",
           ms: sinceStart(nowMs),
@@ -338,7 +343,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // The log keeps at most one progress line per rank per second; observers see them all.
         emit(progress, nowMs - last >= 1000)
         if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
-      } else if (message._tag === "Params" && message.epoch === state.epoch && mode === "static") {
+      } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
         trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
       } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
         trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
@@ -363,7 +368,18 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           emit({ type: "alert", ms, alert: command.alert })
           return
         case "EpochEnded": {
+          // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
+          // What each live rank trained of the epoch goes to the observers (the bars, the live
+          // page) before the epoch's line, so that a finished bar shows it, whole.
+          for (const [rank, samplesDone] of trainedInEpoch) {
+            if (!Core.isLive(state, rank)) continue
+            const last = lastRate.get(rank)
+            const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
+            emit({ type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(rank) }, false)
+          }
           trainedInEpoch.clear()
+          // Final once the epoch's model is written here: the line, and all after it, wait for it.
+          journal.hold(epochModels.written(command.summary.epoch))
           // Final as written: the accuracy comes in its own `eval` event.
           emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
           return
@@ -417,6 +433,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       }
     },
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
+    onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -484,7 +501,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
-    // A run that may grow (issue 17) checks each join after formation against the core's state;
+    // A run that may grow checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   })
@@ -577,7 +594,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
         worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
         ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
-        // What a resume needs to continue it (issue 13): the model's seed, the averaging cadence, and
+        // What a resume needs to continue it: the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
@@ -712,17 +729,21 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
       Effect.catch((error) => Effect.die(new LaunchError("formation", error.message)))
     )
-    // Faults still waiting when the run ended never happened: say so.
+    // Faults still waiting when the run ended never happened: say so. The demo's own kill, which
+    // nobody asked for, is no news when the user interrupted the run before it came.
     const endedMs = yield* Clock.currentTimeMillis
     const trained = trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - trainingSinceMs) / 1000).toFixed(1)} s of training`
-    for (const kill of pendingKills) skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    for (const kill of pendingKills) {
+      if ("plan" in kill && kill.plan === "demo" && outcome.status === "interrupted") continue
+      skip({ rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)
+    }
     for (const hang of pendingHangs) skip({ rank: hang.rank, fault: "hang", spec: hang, reason: `the run ended ${trained}` }, endedMs)
     // Dead ranks still connected (hung) are stopped now; the survivors get a grace period to save
     // and exit, and whoever is still there after it is stopped with the scope. The wait also lets
     // the coordinator declare every end its supervisor saw (a survivor that crashed while saving),
     // so that the ledger is complete before the coordinator stops.
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
-    // A joiner let in whose Hello never came (issue 17) is no rank of the run: nothing to wait for.
+    // A joiner let in whose Hello never came is no rank of the run: nothing to wait for.
     const notJoined = outcome.status === "completed" ? Transport.CloseCode.JoinRunOver : Transport.CloseCode.JoinShuttingDown
     for (const rank of yield* host.transport.peers) if (Core.isVacant(state, rank)) host.transport.disconnect(rank, notJoined)
     // An interrupted run that never formed has nothing to save; a second signal stops at once.
@@ -751,6 +772,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     return outcome
   }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   releaseHeld()
+  epochModels.releaseAll("the run ended before a ring member handed it over")
   // Every rank has ended with the scope, so every line it printed was forwarded.
   await closeRankLogs()
   if (exit._tag === "Failure") {

@@ -1,6 +1,6 @@
 /**
  * Entry of a browser rank: the body of the Web Worker that `cohort bundle` builds with the
- * user's trainer compiled in, and that the page (`index.html`) starts (issue 14, item 4).
+ * user's trainer compiled in, and that the page (`index.html`) starts.
  *
  * The page sends the coordinator's WebSocket URL, the run token and the rank to ask for
  * (`Browser.BrowserJoin`, `"auto"` by default); the worker joins over the browser's own

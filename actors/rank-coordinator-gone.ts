@@ -1,6 +1,6 @@
 /**
  * A rank's watch on its coordinator, and what the rank does when the coordinator is gone
- * (issue "Never lose a run"; `rank.ts` module doc): the link to the coordinator ended (its process
+ * (`rank.ts` module doc): the link to the coordinator ended (its process
  * died, its socket dropped), or the coordinator sent nothing for `coordinatorTimeoutMs`. Then the
  * rank saves through the trainer under `<saveDir>/rank<r>` with an `emergency.json` beside the
  * model (`EmergencySave`), the save bounded by `coordinatorTimeoutMs` too, prints one line (on the

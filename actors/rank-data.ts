@@ -1,8 +1,8 @@
 /**
- * What a rank is given and what it leaves behind (DESIGN.md §3.3, §4; issues 6 and "Never lose a
- * run"): the launcher's `RankData`, a joined rank's `JoinedRun`, the rank's `Link` to its
- * coordinator, the ring fault model, the exit codes and the files a save writes. `rank.ts`
- * re-exports all of it; import it from there.
+ * What a rank is given and what it leaves behind (docs/design.md §3.3, §4, §8): the launcher's
+ * `RankData`, a joined rank's `JoinedRun`, the rank's `Link` to its coordinator, the ring fault
+ * model, the exit codes and the files a save writes. `rank.ts` re-exports all of it; import it from
+ * there.
  *
  * @since 0.1.0
  */
@@ -53,7 +53,7 @@ export interface RankData {
    * A memory limit in MiB that the rank enforces itself, checking its engine's memory (heap and
    * typed arrays, `engineMemoryBytes`) after each batch, at most every `progressIntervalMs`: over
    * it (after a full collection under Bun), the rank crashes with an out-of-memory error. It
-   * complements V8's heap limit, which counts no typed array and which Bun lacks (issue C3);
+   * complements V8's heap limit, which counts no typed array and which Bun lacks;
    * `undefined`: no check.
    */
   readonly heapCheckMb?: number | undefined
@@ -67,7 +67,7 @@ export interface RankData {
    * share the coordinator's process: its silence is a stall, and its death is theirs).
    */
   readonly coordinatorTimeoutMs?: number | undefined
-  /** The averaging backend (DESIGN.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
+  /** The averaging backend (docs/design.md §1): `cpu` (default, `Params`/`Update`) or `ring` (module doc). */
   readonly backend?: "cpu" | "ring" | undefined
   /**
    * Fault injection inside a ring collective (tests and benches, keyed by round and step like

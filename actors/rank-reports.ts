@@ -1,5 +1,5 @@
 /**
- * What a rank sends of its own accord (DESIGN.md §3.5, §4; `rank.ts` module doc): every frame to
+ * What a rank sends of its own accord (docs/design.md §3.5, §4; `rank.ts` module doc): every frame to
  * the coordinator goes through `send`, which remembers when the last one left so that a
  * `Heartbeat` fills only the gaps of `heartbeatIntervalMs`; a `Progress` at most every
  * `progressIntervalMs` (so that many fast ranks do not flood the coordinator); the rank's own

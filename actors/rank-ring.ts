@@ -1,5 +1,5 @@
 /**
- * A rank's side of the ring backend (`RankData.backend` `ring`, issue 15; `rank.ts` module doc):
+ * A rank's side of the ring backend (`RankData.backend` `ring`; `rank.ts` module doc):
  * its view of the ring (the latest `FormRing`), its links to its ring neighbours (relayed through
  * the coordinator as `RingData`, or direct `MessageChannel` links between worker threads handed
  * over per generation, with the generation's shared all-reduce area when the host made one:

@@ -1,6 +1,6 @@
 /**
  * The rank actor: one training rank's loop, run inside its worker thread or child process
- * (DESIGN.md §3.3, §3.5, §3.7, §4; issue 6).
+ * (docs/design.md §3.3, §3.5, §3.7, §4).
  *
  * It takes `StartEpoch`, `ExtendPartition` and `AssignChunk`, trains batch by batch through the
  * user's trainer, reports `Progress` at most every `progressIntervalMs` (so that many fast ranks do
@@ -10,7 +10,7 @@
  * whenever it sent nothing for `heartbeatIntervalMs`. It runs checkpoint and eval callbacks when
  * asked, and on `ShutdownWithSave` saves through the trainer, announces `Exiting` and leaves.
  *
- * With the ring backend (`RankData.backend` `ring`, issue 15) a contribution point does not send
+ * With the ring backend (`RankData.backend` `ring`) a contribution point does not send
  * `Params`: the rank keeps its pre-round parameters and samples done, runs `Ring.allReduce` for
  * (generation, round) with its ring neighbours (over direct `MessageChannel` links between worker
  * threads, handed over per generation, or relayed through the coordinator as `RingData`), sends
@@ -26,11 +26,11 @@
  * message of that round waiting in its inbox), contributing its current parameters and the
  * samples it already reported, so that neighbours never wait on an idle rank, at an epoch's end
  * included. Faults for tests fire between two steps (`RankData.collectiveFault`). A rank joining a
- * running ring run (issue 17) gets its model as an `Update` before anything else of the ring; a
+ * running ring run gets its model as an `Update` before anything else of the ring; a
  * member asked for it (`RequestParams{round}`) answers `Params{round, params}` with `lastAverage`
  * when that is the model of `round`, else with no parameters.
  *
- * A rank never outlives its coordinator (issue "Never lose a run"): when the coordinator's link
+ * A rank never outlives its coordinator: when the coordinator's link
  * ends (the channel closed: its process died, its socket dropped) or the coordinator sent nothing
  * for `coordinatorTimeoutMs`, the rank saves through the trainer under `<saveDir>/rank<r>` with an
  * `emergency.json` beside the model (`EmergencySave`), the save bounded by `coordinatorTimeoutMs`
@@ -122,7 +122,7 @@ export const run = (
     // The last averaged parameters (the initial model until the first Update) and their round: what
     // every save writes as the resumable model (`SavedModel`), consistent with what was committed.
     // The trainer's parameters, checked on every read: a Float32Array of the length it had at the
-    // start (DESIGN.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
+    // start (docs/design.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
     // (and the run stops with TrainerFault when two ranks do), instead of sending frames the
     // coordinator must drop (a Float64Array) or refuse (another length).
     const firstParams = checked.getParams()
@@ -291,7 +291,7 @@ export const run = (
             stopping = { save: false, reason: "Shutdown" }
             return
           case "RequestParams":
-            // Ring (issue 17): a joiner's model, the mean this rank applied when `round` committed;
+            // Ring: a joiner's model, the mean this rank applied when `round` committed;
             // empty when it holds another round's (the coordinator then asks another member).
             if (!ringBackend) return
             yield* send({
@@ -488,8 +488,8 @@ export const run = (
  * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
  * `Crashing{error, stack}`, and exits with code 1: its supervisor then declares it
  * `Crashed{error, stack}`. This is how a child process reports its error at all, and how a
- * worker's stack reaches the coordinator under Deno, whose worker `error` event carries none
- * (issue C1). Nothing is printed: the coordinator shows the error once; only a ring collective that
+ * worker's stack reaches the coordinator under Deno, whose worker `error` event carries none.
+ * Nothing is printed: the coordinator shows the error once; only a ring collective that
  * failed (a neighbour's bad step, a closed link) also prints one line on the rank's own stderr,
  * `cohort rank N: ring collective failed (direct link): ...`.
  *

@@ -298,6 +298,49 @@ export const readResumedBy = async (path: string): Promise<{ readonly runId: str
   return { runId: "(unknown)", runDir: `the marker ${path}` }
 }
 
+/** How many runs the chain walks each way from the one reported (a bound against a marker loop). */
+const chainHopsMax = 64
+
+/** The parent a run's journal names in its `started` event (`resumed.parent`), read from its first 64 KiB. */
+const parentOf = async (runDir: string): Promise<{ readonly runId: string; readonly runDir: string } | undefined> => {
+  try {
+    const read = await Files.readRegularFile(`${runDir}/events.ndjson`, 64 * 1024).catch(() => undefined)
+    if (read === undefined || read._tag === "NotRegular") return undefined
+    const bytes = read._tag === "Read" ? read.bytes : undefined
+    const first = bytes === undefined ? undefined : new TextDecoder().decode(bytes).split("\n")[0]
+    const started = first === undefined ? undefined : JSON.parse(first) as { readonly resumed?: { readonly parent?: { readonly runId?: unknown; readonly runDir?: unknown } } }
+    const parent = started?.resumed?.parent
+    return typeof parent?.runId === "string" && typeof parent.runDir === "string" ? { runId: parent.runId, runDir: parent.runDir } : undefined
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * The chain of runs `runDir` belongs to (`RunResult.chain`): its parents, first run first, then
+ * `self`, then the runs that resumed it in turn. At most `chainHopsMax` runs each way.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const chainOf = async (runDir: string, self: { readonly runId: string; readonly runDir: string }): Promise<ReadonlyArray<{ readonly runId: string; readonly runDir: string }>> => {
+  const before: Array<{ readonly runId: string; readonly runDir: string }> = []
+  for (let dir = runDir, hops = 0; hops < chainHopsMax; hops++) {
+    const parent = await parentOf(dir)
+    if (parent === undefined) break
+    before.unshift(parent)
+    dir = parent.runDir
+  }
+  const after: Array<{ readonly runId: string; readonly runDir: string }> = []
+  for (let dir = runDir, hops = 0; hops < chainHopsMax; hops++) {
+    const child = await readResumedBy(`${dir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+    if (child === undefined || child.runId === "(unknown)") break
+    after.push(child)
+    dir = child.runDir
+  }
+  return [...before, self, ...after]
+}
+
 /**
  * Reads a finished run from its folder: `summary.json` (the `RunResult`) when present, else
  * `events.ndjson` through `resultFromEvents` (possibly a `PartialRun`). Every string of the result
@@ -313,7 +356,8 @@ export const readRun = async (runDir: string, options: ReadRunOptions = {}): Pro
   if (typeof found === "string") return printable(found)
   // A run that a resume took on from (its marker): the report names that run instead of a resume.
   const resumedBy = await readResumedBy(`${runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
-  return printableDeep(resumedBy === undefined ? found : { ...found, resumedBy }) as RunTypes.RunResult | PartialRun
+  const chain = found.resumed === undefined && resumedBy === undefined ? undefined : await chainOf(runDir, { runId: found.runId, runDir: found.runDir })
+  return printableDeep({ ...found, ...(resumedBy === undefined ? {} : { resumedBy }), ...(chain === undefined ? {} : { chain }) }) as RunTypes.RunResult | PartialRun
 }
 
 const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.RunResult | PartialRun | string> => {

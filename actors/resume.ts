@@ -1,6 +1,6 @@
 /**
  * `run({ resume: dir })`: continues a run that ended unrecoverable, interrupted, or cut off by the
- * death of its coordinator's process (issue 13, items 4 and 5). The parent's journal is read with
+ * death of its coordinator's process. The parent's journal is read with
  * the report's tolerant reader (a last line cut short is fine, and said); the state to load is
  * picked, the parent's options are carried over, and the launcher runs a new run directory whose
  * journal names its parent.
@@ -96,7 +96,7 @@ export const resumeErrors = {
   stillRunning: (runId: string, pid: number | undefined, lock: string) =>
     `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
   alreadyResumed: (runId: string, childId: string, childDir: string, marker: string) =>
-    `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (or, to train from run ${runId} again anyway, delete ${marker})`,
+    `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir}), or, to train from run ${runId} again anyway, delete ${marker}`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -163,19 +163,30 @@ interface Picked {
   readonly epoch: number
   readonly firstRound: number
   readonly committed: ReadonlyArray<readonly [number, number]>
-  readonly params: Float32Array
-  readonly state: "save" | "checkpoint"
+  readonly params: Float32Array | undefined
+  readonly state: "save" | "checkpoint" | "start"
   readonly loadedFrom: string
   readonly notes: ReadonlyArray<string>
 }
 
-const readModel = async (dir: string): Promise<{ readonly params: Float32Array; readonly round: number; readonly epoch: number } | { readonly error: string }> => {
+const readModel = async (dir: string, names: SavedModel.FileNames = SavedModel.rankFiles): Promise<{ readonly params: Float32Array; readonly round: number; readonly epoch: number } | { readonly error: string }> => {
   try {
-    const read = await SavedModel.read(dir)
+    const read = await SavedModel.read(dir, names)
     return read._tag === "Unusable" ? { error: read.reason } : { params: read.params, round: read.meta.round, epoch: read.meta.epoch }
   } catch (error) {
     return { error: firstLine(error) }
   }
+}
+
+/**
+ * The model in a checkpoint folder: the coordinator's (`params.f32`, `model.json`), else a rank's
+ * (`cohort-params.*`: a run from before the coordinator wrote its own, or a rank's save folder).
+ */
+const readCheckpoint = async (dir: string): Promise<Awaited<ReturnType<typeof readModel>>> => {
+  const own = await readModel(dir, SavedModel.coordinatorFiles)
+  if (!("error" in own)) return own
+  const rank = await readModel(dir)
+  return "error" in rank ? { error: own.error } : rank
 }
 
 const pickState = async (parent: Parent, epochSamples: number, epochs: number): Promise<Picked> => {
@@ -235,17 +246,32 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
     : outcome === undefined
     ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
     : `the survivors' saves are not usable (${saveProblems.join("; ")})`
-  // The newest good checkpoint: the model after epoch E's last round.
-  const checkpointProblems: Array<string> = []
-  for (let version = epochs - 1; version >= 0; version--) {
+  return fromAudited(parent, epochs, why, notes)
+}
+
+/**
+ * The state after the last epoch the parent's journal audited: its model, written on the
+ * coordinator's host before the audit line (`epoch-models.ts`), and the next epoch from its start.
+ * So whenever the parent's process died, every audited epoch counts once (in the parent) and every
+ * other one is trained here. With no audited epoch: where the parent itself started (a resume
+ * that died before its first audit), or the run's initial model from its seed.
+ */
+const fromAudited = async (parent: Parent, epochs: number, why: string, notes: ReadonlyArray<string>): Promise<Picked> => {
+  const { dir, read, started } = parent
+  const runId = started.runId
+  const audited = read.epochs.reduce((last, e) => Math.max(last, e.epoch), -1)
+  if (audited < 0) return fromStart(parent, why, notes)
+  if (audited + 1 >= epochs) fail(resumeErrors.lastEpochDone(runId, epochs))
+  const problems: Array<string> = []
+  for (let version = audited; version >= 0; version--) {
     const folder = `${dir}/checkpoints/v${version}`
-    if ((await Files.kind(folder)) !== "directory") continue
-    const model = await readModel(folder)
+    const model = await readCheckpoint(folder)
     if ("error" in model) {
-      checkpointProblems.push(`checkpoint v${version}: ${model.error}`)
+      if ((await Files.kind(folder)) === "directory") problems.push(`checkpoint v${version}: ${model.error}`)
       continue
     }
-    if (version + 1 >= epochs) fail(resumeErrors.lastEpochDone(runId, epochs))
+    // Only a run from before the coordinator kept its own models lacks the audited epoch's.
+    const again = version === audited ? [] : [`epochs ${version + 1} to ${audited} were audited by run ${runId} but their model is missing: they are trained again`]
     return {
       epoch: version + 1,
       firstRound: model.round + 1,
@@ -255,12 +281,41 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
       loadedFrom: folder,
       notes: [
         ...notes,
-        ...checkpointProblems.map((p) => `not loaded: ${p}`),
-        `${why}: resuming from checkpoint v${version}; epoch ${version + 1} is trained again from its start`
+        ...problems.map((p) => `not loaded: ${p}`),
+        ...again,
+        `${why}: resuming from checkpoint v${version}, the model after the last audited epoch; epoch ${version + 1} is trained from its start`
       ]
     }
   }
-  return fail(resumeErrors.noState(runId, [why, ...checkpointProblems].join("; "), `${dir}/checkpoints`))
+  return fail(resumeErrors.noState(runId, [why, ...problems].join("; "), `${dir}/checkpoints`))
+}
+
+/** No epoch audited: the state the parent started from (its own `resumed`), else its seed's model. */
+const fromStart = async (parent: Parent, why: string, notes: ReadonlyArray<string>): Promise<Picked> => {
+  const { started } = parent
+  const from = started.resumed
+  if (from === undefined || from.state === "start") {
+    return {
+      epoch: from?.epoch ?? 0,
+      firstRound: from?.firstRound ?? 0,
+      committed: from?.committed ?? [],
+      params: undefined,
+      state: "start",
+      loadedFrom: "",
+      notes: [...notes, `${why}; it audited no epoch: training starts again from epoch ${from?.epoch ?? 0} with the run's initial model (its seed)`]
+    }
+  }
+  const model = await readCheckpoint(from.loadedFrom)
+  if ("error" in model) return fail(resumeErrors.noState(started.runId, `${why}; it audited no epoch, and the model it started from (${from.loadedFrom}) is not usable: ${model.error}`, from.loadedFrom))
+  return {
+    epoch: from.epoch,
+    firstRound: from.firstRound,
+    committed: from.committed,
+    params: model.params,
+    state: from.state,
+    loadedFrom: from.loadedFrom,
+    notes: [...notes, `${why}; it audited no epoch: resuming from where it started (epoch ${from.epoch}, the model of ${from.loadedFrom})`]
+  }
 }
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === "number" && Number.isFinite(value) ? value : fallback)
@@ -399,6 +454,8 @@ export const resume = async (
       heartbeatIntervalMs: options.heartbeatIntervalMs ?? optionalNumber(o.heartbeatIntervalMs),
       coordinatorStallMs: options.coordinatorStallMs ?? optionalNumber(o.coordinatorStallMs),
       coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? optionalNumber(o.coordinatorTimeoutMs),
+      roundDeadlineMs: options.roundDeadlineMs ?? optionalNumber(o.roundDeadlineMs),
+      roundQuorum: options.roundQuorum ?? optionalNumber(o.roundQuorum),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       failureLimit: "failureLimit" in options ? options.failureLimit : failureLimitOf(o.failureLimit),
       rolePolicy: options.rolePolicy ?? rolePolicyOf(o.rolePolicy),

@@ -1,6 +1,6 @@
 /**
- * The training loss of each averaging round, for the journal's `round` event (issue 16, "See the
- * run": loss per round): each rank carries the mean loss of the batches it trained since its last
+ * The training loss of each averaging round, for the journal's `round` event (the dashboard's
+ * loss per round): each rank carries the mean loss of the batches it trained since its last
  * contribution on that contribution (`Params.loss`, or `RoundDone.loss` with the ring backend);
  * when the round closes, its loss is the sample-weighted mean over the round's contributors that
  * carried one.

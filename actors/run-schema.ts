@@ -87,7 +87,7 @@ const SkippedFault = Schema.Struct({
   fault: Schema.Literals(["kill", "hang"]),
   spec: Schema.Union([
     Schema.Struct({ rank: Count, atSeconds: Schema.Finite }),
-    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite })
+    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite, plan: optional(Schema.Literal("demo")) })
   ]),
   reason: Schema.String
 })
@@ -101,7 +101,7 @@ const Resumed = Schema.Struct({
   firstRound: Schema.Int,
   committedSamples: Count,
   committed: Schema.Array(Schema.Tuple([Count, Count])),
-  state: Schema.Literals(["save", "checkpoint"]),
+  state: Schema.Literals(["save", "checkpoint", "start"]),
   loadedFrom: Schema.String,
   notes: Schema.Array(Schema.String)
 })
@@ -111,7 +111,7 @@ const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Sche
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 130, 143])
 
-/** `RunResult.ring` (issue 15). */
+/** `RunResult.ring`. */
 const RingSummary = Schema.Struct({
   generations: Schema.Int,
   links: Schema.Literals(["relay", "port", "shared", "area"]),
@@ -181,6 +181,7 @@ export const RunEvent = Schema.Union([
   event("death", { death: DeathTiming }),
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
+  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optional(Ms), error: optional(Schema.String) }),
   event("decision", { detail: Schema.String }),
   event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite) }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),

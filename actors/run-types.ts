@@ -12,14 +12,16 @@ import type { HttpHandler } from "../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
- * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`.
+ * or once the ranks have trained `atFraction` (0..1) of epoch `atEpoch`. `plan: "demo"` marks the
+ * demo's own kill (`cohort demo` without `--kill`): nobody asked for it, so a run interrupted
+ * before it came records nothing about it, and a skip is told as the demo's plan, not as `--kill`.
  *
  * @since 0.1.0
  * @category options
  */
 export type KillSpec =
   | { readonly rank: Rank; readonly atSeconds: number }
-  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number }
+  | { readonly rank: Rank; readonly atEpoch: number; readonly atFraction: number; readonly plan?: "demo" }
 
 /**
  * When a rank stops responding while its worker stays alive (only heartbeats can catch it):
@@ -80,7 +82,7 @@ export interface RunOptions {
   /** Ranks, `>= 1`. Default 4. */
   readonly worldSize?: number
   /**
-   * Capacity of a run that may grow (issue 17; README "Growing a run"): rank indices are
+   * Capacity of a run that may grow (docs/growing.md): rank indices are
    * `[0, maxRanks)`, and while the run trains a rank may join a served or WebSocket run
    * (`cohort join --rank auto`, or a vacant index) up to this many ranks in all; indices are never
    * reused. Integer `>= worldSize`, at most the transport's `worldSize` bound. Default `worldSize`:
@@ -89,7 +91,7 @@ export interface RunOptions {
    */
   readonly maxRanks?: number
   /**
-   * Formation starts once this many ranks joined (issue 17); the others may join while the run
+   * Formation starts once this many ranks joined; the others may join while the run
    * trains. Integer in `[1, worldSize]` (`[2, worldSize]` with the `ring` backend). Default
    * `worldSize`.
    */
@@ -107,15 +109,15 @@ export interface RunOptions {
    */
   readonly transport?: "worker" | "process" | "websocket"
   /**
-   * The averaging backend (DESIGN.md §1): `cpu` (default; the coordinator averages every round)
+   * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
-   * report `RoundDone`; issue 15). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
+   * report `RoundDone`). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
    * otherwise) and ends with `SingleSurvivor` when one rank is left.
    */
   readonly backend?: "cpu" | "ring"
   /**
    * Ring backend on worker threads: each direction of a direct ring link passes its steps through
-   * a shared-memory segment of this many slots (`SharedRingLink`, issue 15), each slot one step's
+   * a shared-memory segment of this many slots (`SharedRingLink`), each slot one step's
    * data (about 8 bytes x parameters / ring size, so 4 slots at 8 ranks x 407,050 parameters take
    * 1.6 MB a link). A step that finds every slot taken travels on the link's `MessageChannel`, in
    * order. 0 keeps every step on the `MessageChannel`, as do runtimes without `Atomics.waitAsync`.
@@ -125,7 +127,7 @@ export interface RunOptions {
   readonly ringSharedSlots?: number
   /**
    * Ring backend on worker threads: each ring generation's collectives run through one shared
-   * all-reduce area (`SharedAllReduce`, issue 15: one barrier wait a round instead of `2 (n - 1)` ring
+   * all-reduce area (`SharedAllReduce`: one barrier wait a round instead of `2 (n - 1)` ring
    * steps) when the area, `16 + 16 n + 4 params (n + 1)` bytes for a ring of `n` (14.0 MiB at
    * 8 ranks x 407,050 parameters), is at most this many MiB; otherwise the steps take the direct
    * links (`ringSharedSlots`). 0 never uses an area. Default 256; an integer in [0, 65536]
@@ -155,9 +157,18 @@ export interface RunOptions {
   /**
    * A gap of more than this many ms between two inputs of the coordinator is its own stall: the
    * ranks' silence during it is not counted, and a `CoordinatorStall` warn alert says how long it
-   * was (DESIGN.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
+   * was (docs/design.md §3.10). Default `heartbeatTimeoutMs / 4`; 0 turns it off.
    */
   readonly coordinatorStallMs?: number
+  /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes without the
+   * ranks still training once `roundQuorum` of the survivors contributed; a late contribution is
+   * folded into the next round, and its samples commit then (`Config.Options.roundDeadlineMs`).
+   * Default 0: off, every round waits for every survivor with work.
+   */
+  readonly roundDeadlineMs?: number
+  /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
+  readonly roundQuorum?: number
   /**
    * A rank in a process of its own (`transport: "process"`) that gets no frame from the
    * coordinator for this many ms counts it gone (the coordinator beats every second, from
@@ -176,13 +187,13 @@ export interface RunOptions {
   /**
    * When a second rank crashes with the same error (same message and top stack frame): `stop`
    * (default) saves and stops the run with `TrainerFault`; `continue` treats it as any death and
-   * keeps redistributing (issue C1; `Config.onRepeatedCrash`).
+   * keeps redistributing (`Config.onRepeatedCrash`).
    */
   readonly onRepeatedCrash?: "stop" | "continue"
   /**
    * Each rank's memory limit in MiB, an integer >= 16, or 0 for none. Default 1024, which leaves
    * room for a few ranks and the coordinator on a small machine. A rank over it is declared
-   * `Crashed` with an out-of-memory reason (issue C3). Enforced as V8's old-generation limit:
+   * `Crashed` with an out-of-memory reason. Enforced as V8's old-generation limit:
    * `resourceLimits.maxOldGenerationSizeMb` for worker threads (Node, Deno) and
    * `--max-old-space-size` for child processes (Node; `--v8-flags=` under Deno). Bun ignores both
    * (its engine is JavaScriptCore): there the supervisor samples a rank process's resident memory
@@ -206,7 +217,7 @@ export interface RunOptions {
    */
   readonly rankNice?: number
   /**
-   * Where a resumed run begins (issue 13): the epoch, the first round's number, the ranges of that
+   * Where a resumed run begins: the epoch, the first round's number, the ranges of that
    * epoch the parent committed (`Core.Resume`), and the parent's model (`SavedModel`: its last
    * averaged parameters), which every rank gets as an `Update` at formation (`undefined`: the
    * trainers' own initial model, when the parent never averaged). The run trains only the rest of
@@ -264,7 +275,7 @@ export interface RunOptions {
  *   `<outDir>/<runId>/token` with mode 0600 (`RunResult.runDir`).
  * - `formationTimeoutMs` (integer > 0; default `serveDefaults.formationTimeoutMs`, 300000):
  *   how long the ranks have to join; past it the run ends without training: a `LaunchError`
- *   (option `formation`) naming the ranks that did not join. In a run that may grow (issue 17),
+ *   (option `formation`) naming the ranks that did not join. In a run that may grow,
  *   also how long a joiner let into the running run has to send its `Hello`: past it its link
  *   closes with `JoinTimeout` (4004), counted in `RunResult.refusals`.
  * - `onListening({url, host, port, runToken, tokenFile, runId, runDir})`: called once the server
@@ -317,11 +328,11 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * started). Events come in the order they happened and `ms` never decreases; a death comes before
  * the decisions and alerts it caused. `started` carries the run's options (defaults filled in,
  * functions and signals left out); `formed` says every rank joined (or, with `minRanks` below the
- * world size, that `joined` of them did and training started; issue 17). Over WebSocket
+ * world size, that `joined` of them did and training started). Over WebSocket
  * (`transport: "websocket"`, `serve`): `listening` gives the server's URL (never the token),
  * `joined` each accepted join (rank, peer address) and `refused` each refused one (close code,
- * reason, peer address; a join the coordinator refused after the joiner's `Hello`, issue 17, has
- * an empty address), as they happen. `welcomed` (issue 17): a rank joined the running run as index
+ * reason, peer address; a join the coordinator refused after the joiner's `Hello` has
+ * an empty address), as they happen. `welcomed`: a rank joined the running run as index
  * `rank` in `epoch`; rounds wait on it from `firstRound`; it was handed `samples` samples at once
  * (progressive: its first chunks; static: none until the next epoch's partition); `given` says
  * it in words. An `epoch` event is emitted
@@ -330,13 +341,18 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * (`saves`, see `RunResult`), with the run's `exitCode`. The journal keeps at most one `progress`
  * line per rank per second; observers see them all. `round`: averaging round `round` of `epoch`
  * closed (its `Update` went out) with `contributors` contributions, `openMs` milliseconds after its
- * first contribution arrived (DESIGN.md §3.1 "commit"); the gaps between rounds' `ms` are the round
+ * first contribution arrived (docs/design.md §1 "commit"); the gaps between rounds' `ms` are the round
  * times; `loss` (absent when no contributor carried one) is the contributors' mean training loss
  * since their previous contributions, weighted by the samples each trained (`round-loss.ts`). One line per round, journal only (the terminal views leave them out). `failed` comes
  * last instead of `ended` when the run could not be carried out (`Launcher.run` rejects with a
  * `LaunchError`, the CLI exits 3): `stage` is the error's option (`formation`: a formation timeout
  * or a rank that left before every rank joined; `listen`; `run`: anything else), `reason` its
- * words, `formed` whether every rank had joined (false: nothing was trained).
+ * words, `formed` whether every rank had joined (false: nothing was trained). `model`: the
+ * committed model after `epoch` (the mean of round `round`) was written durably on the
+ * coordinator's host at `path` (`bytes` bytes of parameters, in `writeMs` ms, `afterAuditMs` ms
+ * after the epoch's audit: with `ring` that includes asking a member for it), just before that
+ * epoch's `epoch` line, which waits for it: a journal that audits an epoch always has its model
+ * beside it. `error` says why not when it could not be written (the `epoch` line still follows).
  *
  * @since 0.1.0
  * @category events
@@ -356,6 +372,7 @@ export type RunEvent =
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
+  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
@@ -375,7 +392,7 @@ export interface DeathTiming {
   readonly epoch: number
   readonly detector: "supervisor" | "heartbeat"
   readonly cause: string
-  /** The error's stack trace of a crashed rank, when its supervisor learnt it (issue C1). */
+  /** The error's stack trace of a crashed rank, when its supervisor learnt it. */
   readonly stack?: string | undefined
   readonly faultMs: number | undefined
   readonly declaredMs: number
@@ -383,7 +400,7 @@ export interface DeathTiming {
   readonly detectedAfterFaultMs: number | undefined
   readonly recoveredAfterFaultMs: number | undefined
   readonly remainderSamples: number
-  /** False when the death ended the run (or came after its end): nothing moved then (DESIGN.md §3.2). */
+  /** False when the death ended the run (or came after its end): nothing moved then (docs/design.md §3.2). */
   readonly redistributed: boolean
 }
 
@@ -439,7 +456,7 @@ export interface RunResult {
   /**
    * Over WebSocket (`transport: "websocket"`, `serve`): joins refused, by close code
    * (`{"4001": 2}`: two wrong tokens; `Transport.CloseCode`): by the server, and (a run that may
-   * grow, issue 17) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
+   * grow) by the coordinator at the joiner's `Hello` (4009 a parameter count, 4013-4020
    * the core's refusals). `undefined` for other transports.
    */
   readonly refusals?: Readonly<Record<string, number>> | undefined
@@ -462,16 +479,21 @@ export interface RunResult {
    * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
    */
   readonly resumedBy?: { readonly runId: string; readonly runDir: string } | undefined
+  /**
+   * `cohort report` only: the chain of runs this one belongs to, first run first (its parents,
+   * from each journal's `resumed`, then this run, then the runs that resumed it, from their
+   * markers); absent for a run that neither resumed nor was resumed.
+   */
+  readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> | undefined
 }
 
 /**
- * Options of `run({ resume: dir })`: continue the run in `dir` (issue 13; README "Resuming a
- * run"). The seed, epochs, mode, batch size and averaging cadence are the parent's (from its
- * journal's `started` event) and cannot be given; the trainer is the parent's unless `trainer`
- * names the same module elsewhere (same dataset size and file contents). Everything else may be
- * given and otherwise is the parent's, except the injected faults (`kills`, `hangs`, `floods`),
- * which default to none. The resumed run is a new run directory under `outDir` (default: the
- * folder that holds the parent's).
+ * Options of `run({ resume: dir })`: continue the run in `dir` (docs/resume.md). The seed, epochs,
+ * mode, batch size and averaging cadence are the parent's (from its journal's `started` event) and
+ * cannot be given; the trainer is the parent's unless `trainer` names the same module elsewhere
+ * (same dataset size and file contents). Everything else may be given and otherwise is the
+ * parent's, except the injected faults (`kills`, `hangs`, `floods`), which default to none. The
+ * resumed run is a new run directory under `outDir` (default: the folder that holds the parent's).
  *
  * @since 0.1.0
  * @category options
@@ -491,7 +513,9 @@ export interface ResumeOptions extends Omit<RunOptions, "trainer" | "epochs" | "
  *   the parent committed (its audit counts them, recorded as rank -1), `committedSamples` their sum
  *   (0 when the epoch is trained again from its start); `firstRound`: its first averaging round;
  * - `state`: the model loaded, `save` (the survivors' saves after a save-and-shutdown or an
- *   interrupt) or `checkpoint` (the last epoch checkpoint); `loadedFrom`: its folder;
+ *   interrupt), `checkpoint` (the model of the last epoch audited) or `start` (no epoch was
+ *   audited and nothing saved: the run's initial model, from its seed); `loadedFrom`: its folder
+ *   (empty for `start`);
  * - `notes`: one line each for what the user should know (a fallback to a checkpoint and why, a
  *   journal cut short, a retrained epoch).
  *
@@ -504,7 +528,7 @@ export interface Resumed {
   readonly firstRound: number
   readonly committedSamples: number
   readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
-  readonly state: "save" | "checkpoint"
+  readonly state: "save" | "checkpoint" | "start"
   readonly loadedFrom: string
   readonly notes: ReadonlyArray<string>
 }

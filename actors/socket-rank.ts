@@ -1,5 +1,5 @@
 /**
- * A rank that reaches its coordinator over a WebSocket (DESIGN.md §5; issue 14): a local rank
+ * A rank that reaches its coordinator over a WebSocket (docs/design.md §5): a local rank
  * process of `run({ transport: "websocket" })`, or a rank of `cohort join` on any host.
  *
  * It joins with the run token (`WebSocket.connect`), runs the rank actor (`actors/rank.ts`) over
@@ -12,6 +12,7 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -108,7 +109,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
 }
 
 /**
- * Exit codes of `cohort join` (README "Across machines"): 0 a clean end (the run completed, or
+ * Exit codes of `cohort join` (docs/serve-and-join.md): 0 a clean end (the run completed, or
  * the rank saved after `ShutdownWithSave` and left); 1 the trainer failed (the rank crashed); 2 bad
  * input; 3 the coordinator is gone (the rank saved an emergency copy); then one per refusal class,
  * each after one line on stderr and never retried: 10 wrong token (close code 4001), 11 rank
@@ -117,7 +118,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * could not be reached within `connectTimeoutMs`, 16 any other refusal (a bad join 4000, a join
  * timeout 4004, retries of 1013/4008 spent, a parameter count the run did not agree on 4009, a
  * trainer whose `trainSamples` differ from the run's), 17 a join into a run that may grow refused
- * (issue 17: full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
+ * (full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
  * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,
  * 4015, is 13 as for 4011).
  *
@@ -378,13 +379,13 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     return JoinExitCode.refused
   }
   const run = client.run as Rank.JoinedRun
-  const module = (await import(options.trainer)) as { readonly trainSamples?: unknown }
+  const module = (await Bundle.importModule(options.trainer)) as { readonly trainSamples?: unknown }
   if (module.trainSamples !== run.epochSamples) {
     await Effect.runPromise(client.close(Transport.CloseCode.Normal))
     options.say(`cohort join: the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples}); start the same trainer as the coordinator`)
     return JoinExitCode.refused
   }
-  // A rank beyond the formation's world size joined a run that grows (issue 17).
+  // A rank beyond the formation's world size joined a run that grows.
   options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond the ${run.worldSize} ranks it formed with)`}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
   const leave = leaveThrough(() => client, options.beforeExit)
@@ -396,7 +397,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
   const joinedAtMs = Date.now()
-  await Rank.main(Effect.succeed({ ...link, whyEnded }), undefined, (code) => {
+  await Rank.main(Effect.succeed({ ...link, whyEnded }), Bundle.importModule, (code) => {
     const closeCode = probed ?? client.closeCode()
     if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
       const refusal = refusalOf(closeCode)

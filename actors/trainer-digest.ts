@@ -1,6 +1,6 @@
 /**
  * The SHA-256 of a trainer module's file, recorded in a run's journal (`started.options.trainerSha256`)
- * so that `cohort resume` can tell the same trainer from another one (issue 13). Only the module's
+ * so that `cohort resume` can tell the same trainer from another one. Only the module's
  * own file is hashed, not what it imports.
  *
  * @since 0.1.0

@@ -1,5 +1,5 @@
 /**
- * Averaging benchmark (issue 15): time per averaging round, `cpu` beside `ring`, in the same run,
+ * Averaging benchmark: time per averaging round, `cpu` beside `ring`, in the same run,
  * at a few rank counts and parameter counts, with worker-thread ranks (the ring's collectives in a
  * shared all-reduce area, and beside it over its direct links alone) and, with `--process`, child
  * processes (the ring relayed by the coordinator).

@@ -1,5 +1,5 @@
 /**
- * Codec benchmark (issue 4, DESIGN.md §4, §6): encode + decode round trips per second and bytes per
+ * Codec benchmark (docs/design.md §4, §6): encode + decode round trips per second and bytes per
  * message for a `Heartbeat`, an `ExtendPartition` and a 100,000-parameter `Params`, for Cohort's
  * codec (cbor-x with the agreed structures table, pre-scan and schema validation) beside JSON
  * (`JSON.stringify` + `TextEncoder`, params as a number list) and plain cbor-x

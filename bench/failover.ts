@@ -1,5 +1,5 @@
 /**
- * Failover with real worker threads (issue 7): ranks are killed one at a time (their supervisor
+ * Failover with real worker threads: ranks are killed one at a time (their supervisor
  * reports the death) and others hang (only heartbeats catch them). Reports the time from each kill
  * to the survivors being handed its remainder (median, p99), and from each hang to its
  * declaration, against the heartbeat timeout. The full run measures the ranks at the default
@@ -14,18 +14,18 @@
  * while the measured cluster still closes it. The honest ranks' kill → remainder-sent median is
  * compared with the quiet run's, as a ratio.
  *
- * The `websocket` row (issue 14) runs the quiet cluster with `transport: "websocket"`: the ranks
+ * The `websocket` row runs the quiet cluster with `transport: "websocket"`: the ranks
  * are child processes that join the coordinator's WebSocket server over loopback, so a kill is
  * seen by the process's supervisor or the socket's close, whichever comes first.
  *
- * The `ring` row (issue 15) runs worker-thread ranks with the ring backend (`bench/trainers/waiting.ts`
+ * The `ring` row runs worker-thread ranks with the ring backend (`bench/trainers/waiting.ts`
  * with `COHORT_BENCH_PARAMS` parameters, 407,050 by default: the bundled MLP's) and makes ranks
  * 0, 1, … exit inside an all-reduce (between two of its steps, rounds 3, 7, 11, …): the survivors
  * abort, re-form the ring and redo the round. It reports, per death, the time from its
  * declaration (the supervisor saw the worker end, a few ms after the exit) to the survivors' next
  * completed round (median, p99).
  *
- * The `dashboard` row (issue 16, with `--dashboard` only) runs the quiet cluster again with the
+ * The `dashboard` row (with `--dashboard` only) runs the quiet cluster again with the
  * live dashboard (`src/dashboard/live.ts`) serving it and one page attached: headless Chromium
  * (Debian's `chromium`, through playwright-core) under Node when it is installed, else a client
  * that reads the page's event stream, and then unwatched once more. Its kill → remainder-sent

@@ -1,5 +1,5 @@
 /**
- * Progressive mode at large world sizes (issue 7): every rank holds `inflight` chunks, ranks die
+ * Progressive mode at large world sizes: every rank holds `inflight` chunks, ranks die
  * one per tick and forfeit theirs, then the survivors complete chunks until every reclaimed chunk
  * is re-dispatched, and finally the epoch is driven to its end and audited (lost 0, duplicated 0).
  *

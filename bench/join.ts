@@ -1,5 +1,5 @@
 /**
- * Mid-run joins (issue 17): the time from a joiner's first frame (its `Hello`) reaching the
+ * Mid-run joins: the time from a joiner's first frame (its `Hello`) reaching the
  * coordinator to its first `AssignChunk` being handed to the transport, in progressive mode with
  * `liveRanks` ranks already live (1,000 in the issue's row), median and p99 over sequential joins.
  *

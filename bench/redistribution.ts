@@ -1,5 +1,5 @@
 /**
- * Static-mode redistribution at large world sizes (issue 7): deaths reported one per tick, each
+ * Static-mode redistribution at large world sizes: deaths reported one per tick, each
  * handing a remainder of R samples to the survivors. Per death: the core's time (report + tick),
  * the baseline's time on the same inputs, their ratio, ExtendPartition messages per second, and the
  * core's typed-array state per rank. Every death's messages are checked equal to the baseline's.

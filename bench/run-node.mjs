@@ -1,7 +1,7 @@
 // `npm run bench [-- --quick]` on Node: the core benches run from an esbuild bundle (so that they
 // time V8 on plain ES modules, as Bun and Deno run them, not tsx's module wrappers); the failover
-// bench starts real rank workers through the launcher, which needs the source tree, so it runs
-// through tsx. Arguments are passed to both.
+// and straggler benches start real rank workers through the launcher, which needs the source
+// tree, so they run through tsx. Arguments are passed to each.
 import { spawnSync } from "node:child_process"
 import { build } from "esbuild"
 
@@ -15,7 +15,7 @@ await build({
   outfile: "dist/bench.mjs",
   logLevel: "warning"
 })
-for (const command of [["dist/bench.mjs", "--no-failover"], ["--import", "tsx", "bench/failover.ts"]]) {
+for (const command of [["dist/bench.mjs", "--no-failover"], ["--import", "tsx", "bench/failover.ts"], ["--import", "tsx", "bench/straggler.ts"]]) {
   const { status } = spawnSync(process.execPath, [...command, ...args], { stdio: "inherit" })
   if (status !== 0) process.exit(status ?? 1)
 }

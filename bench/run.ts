@@ -8,6 +8,7 @@ import * as Forfeit from "./forfeit.ts"
 import * as Join from "./join.ts"
 import * as Lib from "./lib.ts"
 import * as Redistribution from "./redistribution.ts"
+import * as Straggler from "./straggler.ts"
 import * as Tick from "./tick.ts"
 
 const quick = Lib.isQuick()
@@ -22,7 +23,7 @@ const sections: Array<readonly [string, Section]> = [
   ["join", Join.run],
   // The Node bench runs bundled, and the launcher cannot start ranks from inside a bundle: there
   // `npm run bench` runs the failover section on its own after this (`--no-failover`).
-  ...(process.argv.includes("--no-failover") ? [] : [["failover", Failover.run] as const])
+  ...(process.argv.includes("--no-failover") ? [] : [["failover", Failover.run] as const, ["straggler", Straggler.run] as const])
 ]
 for (const [name, run] of sections) {
   const started = Lib.nowMs()

@@ -1,6 +1,6 @@
 /**
- * Tick cost when nothing expires, and heartbeats ingested per second, against worldSize
- * (issue 7). The baseline scans every rank each tick, as floDl does; the core looks only at the
+ * Tick cost when nothing expires, and heartbeats ingested per second, against worldSize.
+ * The baseline scans every rank each tick, as floDl does; the core looks only at the
  * front of its liveness list.
  *
  * Run: `node --import tsx bench/tick.ts [--quick]`.

@@ -1,5 +1,5 @@
 /**
- * Transport benchmark (issue 5, DESIGN.md §6): one-way frames per second from a rank to the
+ * Transport benchmark (docs/design.md §6): one-way frames per second from a rank to the
  * coordinator for each transport, beside the raw ceiling of the same channel measured in the same
  * run, as a ratio:
  *
@@ -20,7 +20,7 @@
  * Run: `node --import tsx bench/transport.ts`, `bun bench/transport.ts`,
  * `deno run -A bench/transport.ts`, or `npm run bench:transport`. Flags: `--quick` (under 10 s),
  * `--no-json`. Results go to `bench/results/transport.<runtime>.json` (rewritten by every run and
- * ignored by git; copy a run worth keeping into the README).
+ * ignored by git; copy a run worth keeping into docs/benchmarks.md).
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"

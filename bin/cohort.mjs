@@ -1,9 +1,16 @@
 #!/usr/bin/env node
-// Entry for the `cohort` command. Bun and Deno run TypeScript natively; Node 20 needs tsx's loader.
-if (globalThis.Bun === undefined && globalThis.Deno === undefined) {
+// Entry for the `cohort` command. In the source tree it runs the TypeScript: Bun and Deno run it
+// natively, Node 20 needs tsx's loader. The published package holds no TypeScript sources, only
+// their build in dist/ (scripts/build-package.mjs), which needs no loader.
+import { existsSync } from "node:fs"
+
+const built = !existsSync(new URL("../src/cli/index.ts", import.meta.url))
+if (!built && globalThis.Bun === undefined && globalThis.Deno === undefined) {
   const { register } = await import("tsx/esm/api")
   register()
 }
+const cli = built ? "../dist/src/cli/index.js" : "../src/cli/index.ts"
+const platform = built ? "../dist/src/platform/detect.js" : "../src/platform/detect.ts"
 // Something that ends the process before the command is done (a trainer module that calls
 // process.exit while the launcher imports it to check it) is named, not silent. `cohort join`
 // ends its process itself when its rank leaves: it says so through `io.leaving` first.
@@ -11,8 +18,8 @@ let done = false
 process.on("exit", (code) => {
   if (!done) process.stderr.write(`cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`)
 })
-const { commandOf, main, terminalIo } = await import("../src/cli/index.ts")
-const { detect } = await import("../src/platform/detect.ts")
+const { commandOf, main, terminalIo } = await import(cli)
+const { detect } = await import(platform)
 const code = await main(process.argv.slice(2), {
   ...terminalIo(),
   // Hints print the command the way it was started (`npx cohort`, `node bin/cohort.mjs`, ...).

@@ -1,5 +1,5 @@
 /**
- * The structural rules of DESIGN.md §2, as a pure checker over `{path, text}` pairs so that the
+ * The structural rules of docs/design.md §2, as a pure checker over `{path, text}` pairs so that the
  * tidy test can run it both on the real tree and on fixtures that must fail.
  */
 
@@ -83,7 +83,7 @@ const areaOf = (path: string): Area => {
   return "other"
 }
 
-/** Which areas each area may import (relative imports), per DESIGN.md §2. */
+/** Which areas each area may import (relative imports), per docs/design.md §2. */
 const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   core: ["core"],
   wire: ["core", "wire"],

@@ -23,7 +23,7 @@ const load = (base: string, dirs: ReadonlyArray<string>): Array<Tidy.SourceFile>
     return paths.map((path) => ({ path: relative(base, path).split("\\").join("/"), text: readFileSync(path, "utf8") }))
   })
 
-describe("tidy: DESIGN.md §2 import rules and banned globals", () => {
+describe("tidy: docs/design.md §2 import rules and banned globals", () => {
   it("the real tree has no violations", () => {
     const files = load(root, ["src", "actors"])
     expect(files.length).toBeGreaterThan(0)

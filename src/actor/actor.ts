@@ -1,6 +1,6 @@
 /**
  * The actor kit: a scoped fiber that owns its state and reads a bounded mailbox in order
- * (DESIGN.md §5).
+ * (docs/design.md §5).
  *
  * `spawn` forks the actor into a child of the caller's scope. Closing that scope stops the actor
  * and everything it spawned, because `receive` runs with the actor's own scope as its `Scope`.

@@ -1,5 +1,5 @@
 /**
- * Death reports: how a supervisor tells the coordinator that a rank ended (DESIGN.md §1, §5).
+ * Death reports: how a supervisor tells the coordinator that a rank ended (docs/design.md §1, §5).
  *
  * A supervisor never restarts anything; it turns each way a rank's worker, process or socket can
  * end into one `DeathReport{rank, cause}` and the coordinator decides. Any end of a rank that did
@@ -22,7 +22,7 @@ export interface Exited {
  * The rank's host crashed: an uncaught error or a defect. `error` is its message; `stack` its stack
  * trace when the supervisor learnt one (the rank's `Crashing` frame, or a worker's `error` event
  * under Node and Bun; Deno's carries none); `fingerprint` is `fingerprintOf(error, stack)`, which
- * the coordinator compares to find a trainer that fails the same way on two ranks (issue C1).
+ * the coordinator compares to find a trainer that fails the same way on two ranks.
  *
  * @since 0.1.0
  * @category model
@@ -62,7 +62,7 @@ export interface Refused {
 }
 
 /**
- * Every way a rank can end, as seen by its supervisor (DESIGN.md §5), or its refusal by the
+ * Every way a rank can end, as seen by its supervisor (docs/design.md §5), or its refusal by the
  * coordinator.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 /**
  * The actor supervisor: watches rank-hosting actors and turns each end into one `DeathReport`
- * (DESIGN.md §5). It never restarts anything; the coordinator decides.
+ * (docs/design.md §5). It never restarts anything; the coordinator decides.
  *
  * @since 0.1.0
  */

@@ -1,6 +1,6 @@
 /**
  * The `cpu` averaging backend: the coordinator-mediated mean of the contributions to one round
- * (DESIGN.md §1 "averaging backend"). The core decides who contributed to a round and when it
+ * (docs/design.md §1 "averaging backend"). The core decides who contributed to a round and when it
  * closes (`AverageRound`); this module only does the arithmetic.
  *
  * @since 0.1.0

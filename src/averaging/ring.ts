@@ -1,7 +1,7 @@
 /**
  * The `ring` averaging backend's collective: ring all-reduce of one round's parameters between the
- * ranks of a ring generation, reduce-scatter then all-gather (DESIGN.md §1 "averaging backend",
- * §3.2 "abort in-flight collectives"; issue 15).
+ * ranks of a ring generation, reduce-scatter then all-gather (docs/design.md §1 "averaging backend",
+ * §3.2 "abort in-flight collectives").
  *
  * The vector is cut into `ringSize` segments (`segmentOf`). In reduce-scatter step `s`
  * (`0 <= s < ringSize - 1`) ring rank `r` sends its partial sum of segment `(r - s) mod n` to the

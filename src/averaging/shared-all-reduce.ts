@@ -1,5 +1,5 @@
 /**
- * The `ring` backend's collective for worker threads of one process (issue 15): an all-reduce
+ * The `ring` backend's collective for worker threads of one process: an all-reduce
  * through one shared-memory area per ring generation, in one barrier wait a round instead of the
  * ring's `2 (n - 1)` dependent steps (`Ring.allReduce`). On a machine with fewer cores than ranks a
  * ring step waits for its neighbour to be scheduled, `2 (n - 1)` times in a row; here every rank
@@ -15,7 +15,7 @@
  *    last average, as in `Ring.allReduce`). It arrives at the second barrier, without waiting there,
  *    and returns: its part is done, and the rank reports `RoundDone`.
  * 3. The round is complete once every member did its part, which the coordinator learns from every
- *    member's `RoundDone`: it then commits the round in the area (`commit`; DESIGN.md §3.3, a
+ *    member's `RoundDone`: it then commits the round in the area (`commit`; docs/design.md §3.3, a
  *    round closes when every member reported `RoundDone`) and wakes the members once, instead of
  *    sending each a `RoundCommitted` frame. Each member then reads the mean from the area's result
  *    row (`allReduce` returns that row itself: no copy, no allocation). The next round's reduction

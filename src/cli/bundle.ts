@@ -1,5 +1,5 @@
 /**
- * Browser ranks (issue 14, item 4): `cohort bundle --trainer FILE --out DIR`, and the page,
+ * Browser ranks: `cohort bundle --trainer FILE --out DIR`, and the page,
  * rank module and data that `cohort serve --serve-browser` serves on its WebSocket port.
  *
  * `buildBrowserRank` compiles the rank (`actors/rank-browser.ts`) and the trainer into one ES
@@ -47,7 +47,7 @@ export type BrowserFiles = Readonly<Record<string, string>>
  * @category browser
  */
 export const buildBrowserRank = async (trainerPath: string, options: { readonly minify?: boolean } = {}): Promise<BrowserFiles> => {
-  const entry = new URL("../../actors/rank-browser.ts", import.meta.url)
+  const entry = Files.moduleUrl("../../actors/rank-browser.ts", import.meta.url)
   const source = [
     `import * as trainer from ${JSON.stringify(Files.absolutePath(trainerPath))}`,
     `import * as RankBrowser from ${JSON.stringify(Files.pathOf(entry.href))}`,

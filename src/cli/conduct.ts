@@ -7,6 +7,7 @@
  */
 import type * as RunTypes from "../../actors/run-types.ts"
 import * as Trainer from "../train/trainer.ts"
+import * as Bundle from "../platform/bundle.ts"
 import * as Files from "../platform/files.ts"
 import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
@@ -69,7 +70,7 @@ export const usage = (io: Io, message: string): number => {
 }
 
 /** The bundled workload's trainer module, as a `file:` URL (the launcher accepts paths or URLs). @since 0.1.0 @category cli */
-export const demoTrainer = (): string => new URL("../train/mnist-trainer.ts", import.meta.url).href
+export const demoTrainer = (): string => Files.moduleUrl("../train/mnist-trainer.ts", import.meta.url).href
 
 /**
  * The absolute path of the trainer module `given`, once imported and checked; or the exit code
@@ -83,7 +84,7 @@ export const loadTrainerPath = async (io: Io, given: string): Promise<string | n
   if (!(await Files.exists(path))) return usage(io, `trainer file not found: ${given}`)
   let mod: unknown
   try {
-    mod = await import(Files.fileUrl(path))
+    mod = await Bundle.importModule(Files.fileUrl(path))
   } catch (error) {
     return usage(io, `cannot import the trainer module ${given}: ${firstLine(error)}`)
   }

@@ -34,7 +34,7 @@ Usage:
   cohort bundle --trainer FILE --out DIR
                                        build a browser rank: DIR/index.html and the rank with
                                        the trainer compiled in, DIR/cohort-rank.js (one ES
-                                       module for a Web Worker; see "Browser ranks" in the README)
+                                       module for a Web Worker; see docs/browser.md)
   cohort help                          print this help (also -h, --help)
   cohort version                       print Cohort's version and the runtime (also --version, -V)
 
@@ -66,6 +66,12 @@ Options of demo and run:
   --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms
                               saves (emergency) and exits; it does at once when its channel
                               closes (default 10000; worker threads die with the coordinator)
+  --round-deadline-ms N       cpu backend: a round closes N ms after its first contribution
+                              without the ranks still training, once half the survivors
+                              contributed; a late contribution counts in the next round
+                              (default off: every round waits for every rank with work)
+  --round-quorum F            with --round-deadline-ms: the fraction of the survivors (above 0,
+                              at most 1) a round needs before its deadline closes it (default 0.5)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N

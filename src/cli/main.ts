@@ -40,6 +40,8 @@ const toRunOptions = (
   kills: options.kills,
   hangs: options.hangs,
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+  ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+  ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

@@ -24,13 +24,13 @@ import * as Config from "../core/config.ts"
 export const ExitCode = {
   /** The command finished; for a run (or the run `report` reads), every epoch's audit passed. */
   ok: 0,
-  /** The run was unrecoverable: the survivors saved their state and stopped (DESIGN.md §3.6). */
+  /** The run was unrecoverable: the survivors saved their state and stopped (docs/design.md §3.6). */
   unrecoverable: 1,
   /** Bad input: an unknown command or flag, an invalid value, a missing file or folder. */
   usage: 2,
   /** The run could not be carried out: the launcher is missing or failed before a result. */
   unavailable: 3,
-  /** An epoch's audit found lost or duplicated samples (DESIGN.md §3.8). */
+  /** An epoch's audit found lost or duplicated samples (docs/design.md §3.8). */
   auditFailed: 4,
   /** The run was interrupted by SIGINT (Ctrl-C): the survivors were asked to save and stopped. */
   interrupted: 130,
@@ -73,7 +73,7 @@ export { reportDefaults }
  * @category cli
  */
 export const demoKill = (worldSize: number, epochs: number): ReadonlyArray<RunTypes.KillSpec> =>
-  worldSize < 2 ? [] : [{ rank: Math.min(2, worldSize - 1), atEpoch: Math.min(1, epochs - 1), atFraction: 0.4 }]
+  worldSize < 2 ? [] : [{ rank: Math.min(2, worldSize - 1), atEpoch: Math.min(1, epochs - 1), atFraction: 0.4, plan: "demo" }]
 
 /** Where the survivors of a save-and-shutdown write their state, under the run directory. */
 /** The folder, under a run's directory, where survivors save after a save-and-shutdown. @since 0.1.0 @category cli */
@@ -103,6 +103,10 @@ export interface RunCommandOptions {
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
   readonly heartbeatTimeoutMs: number
   readonly coordinatorTimeoutMs: number
+  /** `--round-deadline-ms N` (cpu backend): rounds close N ms after their first contribution without the ranks still training, once half the survivors contributed; `undefined` (off) without it. */
+  readonly roundDeadlineMs?: number | undefined
+  /** `--round-quorum F` (with `--round-deadline-ms`): the fraction (0, 1] of the survivors a round needs before its deadline closes it; `undefined` (0.5) without it. */
+  readonly roundQuorum?: number | undefined
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -200,6 +204,8 @@ export interface RawRunOptions {
   readonly hang?: ReadonlyArray<string>
   readonly heartbeatTimeoutMs?: string
   readonly coordinatorTimeoutMs?: string
+  readonly roundDeadlineMs?: string
+  readonly roundQuorum?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -313,6 +319,15 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     : []
   const hangs = (raw.hang ?? []).map((text) => faultSpec("--hang", text, worldSize))
   const heartbeatTimeoutMs = integerAtLeast("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1, defaults.heartbeatTimeoutMs)
+  const roundDeadlineMs = raw.roundDeadlineMs === undefined ? undefined : integerAtLeast("--round-deadline-ms", raw.roundDeadlineMs, 1, 0)
+  if (roundDeadlineMs !== undefined && backend === "ring") {
+    throw new UsageError("--round-deadline-ms needs --backend cpu: a ring round is one collective of every member")
+  }
+  const roundQuorum = raw.roundQuorum === undefined ? undefined : Number(raw.roundQuorum)
+  if (roundQuorum !== undefined && !(/^(\d*\.\d+|1)$/.test(raw.roundQuorum!) && roundQuorum > 0 && roundQuorum <= 1)) {
+    throw new UsageError(`--round-quorum must be a fraction above 0, at most 1, got '${raw.roundQuorum}'`)
+  }
+  if (roundQuorum !== undefined && roundDeadlineMs === undefined) throw new UsageError("--round-quorum goes with --round-deadline-ms")
   if (raw.out === "") throw new UsageError("--out needs a folder path")
   const rankMemoryMb = raw.rankMemoryMb === "0" ? 0 : integerAtLeast("--rank-memory-mb", raw.rankMemoryMb, 16, defaults.rankMemoryMb)
   return {
@@ -326,6 +341,8 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     hangs,
     heartbeatTimeoutMs,
     coordinatorTimeoutMs: integerAtLeast("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1, defaults.coordinatorTimeoutMs),
+    ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
+    ...(roundQuorum === undefined ? {} : { roundQuorum }),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -352,7 +369,7 @@ const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => 
 /**
  * The `run` flags that `resume` refuses, each with why: what they set is the parent's (its journal's
  * `started` event), so that the resumed run trains exactly the samples the parent did not commit,
- * in the same order, with the same model (README "Resuming a run").
+ * in the same order, with the same model (docs/resume.md).
  *
  * @since 0.1.0
  * @category parsing
@@ -450,6 +467,8 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--hang <spec>", "", collect)
       .option("--heartbeat-timeout-ms <ms>")
       .option("--coordinator-timeout-ms <ms>")
+      .option("--round-deadline-ms <ms>")
+      .option("--round-quorum <fraction>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

@@ -21,6 +21,9 @@ const msText = (ms: number | undefined): string => (ms === undefined ? "-" : ms.
 
 const accuracyText = (accuracy: number | undefined): string => (accuracy === undefined ? "-" : accuracy.toFixed(4))
 
+/** A skipped fault that was the demo's own kill (nobody passed `--kill`): told as the demo's plan. */
+const isDemoPlan = (skipped: RunTypes.SkippedFault): boolean => "plan" in skipped.spec && skipped.spec.plan === "demo"
+
 const plural = (n: number, word: string): string => `${n} ${word}${n === 1 ? "" : "s"}`
 
 const ranksText = (ranks: ReadonlyArray<number>): string =>
@@ -54,7 +57,7 @@ const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? wo
  * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
  * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
  * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
- * `-A` is the one the README gives.
+ * `-A` is the one the docs give.
  *
  * @since 0.1.0
  * @category rendering
@@ -93,7 +96,9 @@ const resumedText = (resumed: RunTypes.Resumed): string =>
   (resumed.committedSamples > 0
     ? `${plural(resumed.committedSamples, "sample")} of it committed by run ${resumed.parent.runId}, the rest trained here`
     : "the epoch is trained from its start") +
-  `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last epoch checkpoint"})`
+  (resumed.state === "start"
+    ? "; the initial model of the run's seed"
+    : `; model from ${resumed.loadedFrom} (${resumed.state === "save" ? "the survivors' save" : "the last audited epoch's checkpoint"})`)
 
 /**
  * The line `report` prints on stderr for a run whose journal ends with `failed`: `cohort: the run
@@ -137,7 +142,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "fault":
       return `rank ${event.rank} ${event.fault === "kill" ? "killed" : "hung"} (injected fault)`
     case "fault-skipped":
-      return `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+      return isDemoPlan(event.skipped)
+        ? `the demo's planned kill of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+        : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {
@@ -149,6 +156,10 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     }
     case "eval":
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
+    case "model":
+      return event.error === undefined
+        ? `epoch ${event.epoch}'s model (round ${event.round}) written to ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB in ${event.writeMs} ms)`
+        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}`
     case "decision":
       return `decision: ${event.detail}`
     case "round":
@@ -237,13 +248,16 @@ interface RankBar {
   readonly bar: CliProgress.SingleBar
   epoch: number
   total: number
+  value: number
 }
 
 /**
  * One `cli-progress` bar per rank (rank, epoch, samples done of its expected share, samples/s,
  * state) on `stream`; every other event is printed above the bars as a timestamped line. A bar's
  * total starts as the rank's equal share of the epoch among the live ranks and grows when the
- * rank is handed more (extensions, chunks).
+ * rank is handed more (extensions, chunks); when the epoch ends, a live rank's bar shows what it
+ * trained of it (the launcher's last progress event of the epoch), full: redistributed samples
+ * make a rank's part differ from its share.
  *
  * @since 0.1.0
  * @category rendering
@@ -283,7 +297,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           rankWidth.value = String(event.worldSize - 1).length
           for (let rank = 0; rank < event.worldSize; rank++) {
             const payload = { rank: String(rank).padStart(rankWidth.value), epoch: 0, speed: 0, state: "starting" }
-            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share() })
+            bars.set(rank, { bar: multibar.create(share(), 0, payload), epoch: 0, total: share(), value: 0 })
           }
           log(event)
           return
@@ -300,6 +314,7 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
             entry.total = event.samplesDone
             entry.bar.setTotal(entry.total)
           }
+          entry.value = event.samplesDone
           entry.bar.update(event.samplesDone, {
             epoch: event.epoch,
             speed: Math.round(event.samplesPerSecond),
@@ -308,11 +323,11 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
           return
         }
         case "welcomed": {
-          // A rank that joined the running run (issue 17) gets its bar now.
+          // A rank that joined the running run gets its bar now.
           live += 1
           if (!bars.has(event.rank)) {
             const payload = { rank: String(event.rank).padStart(rankWidth.value), epoch: event.epoch, speed: 0, state: "joined" }
-            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share() })
+            bars.set(event.rank, { bar: multibar.create(share(), 0, payload), epoch: event.epoch, total: share(), value: 0 })
           }
           log(event)
           return
@@ -326,6 +341,15 @@ export const barsView = (stream: NodeJS.WritableStream): LiveView => {
         }
         case "round":
           return
+        case "epoch": {
+          for (const [rank, entry] of bars) {
+            if (dead.has(rank) || entry.epoch !== event.summary.epoch || entry.value === 0 || entry.total === entry.value) continue
+            entry.total = entry.value
+            entry.bar.setTotal(entry.total)
+          }
+          log(event)
+          return
+        }
         case "ended": {
           const state = event.outcome.status === "completed" ? "done" : "stopped"
           for (const [rank, entry] of bars) if (!dead.has(rank)) entry.bar.update({ state, speed: 0 })
@@ -393,7 +417,7 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
 }
 
 /**
- * `averaging: ring, 2 generations, direct links between worker threads` (issue 15;
+ * `averaging: ring, 2 generations, direct links between worker threads` (or
  * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`).
  */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
@@ -431,7 +455,7 @@ export const renderResult = (
 ): { readonly out: string; readonly err: string | undefined } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
-  // carries the last epoch's number but belongs to no row (DESIGN.md §3.6).
+  // carries the last epoch's number but belongs to no row (docs/design.md §3.6).
   const shown = new Set<RunTypes.DeathTiming>()
   const timingOf = (epoch: number, rank: number): RunTypes.DeathTiming | undefined => {
     const timing = result.deaths.find((d) => d.epoch === epoch && d.rank === rank && !shown.has(d))
@@ -507,7 +531,7 @@ export const renderResult = (
   }
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
-    // Ranks that joined the running run (issue 17): which index, when, and what it was given.
+    // Ranks that joined the running run: which index, when, and what it was given.
     lines.push("joins:")
     for (const j of joins) {
       lines.push(`  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`)
@@ -547,8 +571,14 @@ export const renderResult = (
   const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)
+  const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
+  if (chain !== undefined && chain.length > 1) {
+    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
+  }
   const skipped = (result.skippedFaults ?? []).map((f) =>
-    `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
+    isDemoPlan(f)
+      ? `cohort: note: the demo's planned kill of rank ${f.rank} (at ${Math.round((f.spec as { atFraction: number }).atFraction * 100)}% of epoch ${(f.spec as { atEpoch: number }).atEpoch}) did not happen: ${f.reason}`
+      : `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
   // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
   const served = (result as { readonly transport?: string }).transport === "serve"
@@ -558,7 +588,7 @@ export const renderResult = (
   // No survivor's save: a resume can only start from an epoch checkpoint, if the run wrote one.
   const nothingSaved = result.saves !== undefined && result.saves.saved.length === 0
   const resumedBy = (result as { readonly resumedBy?: { readonly runId: string; readonly runDir: string } }).resumedBy
-  const resumeHint = served || trainedNothing
+  const resumeHint = trainedNothing
     ? ""
     : resumedBy !== undefined
     ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
@@ -569,7 +599,9 @@ export const renderResult = (
     ? failureLine(result.failed, runDir, command)
     : outcome === undefined
     ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`
+      (resumedBy !== undefined
+        ? `run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+        : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
     : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
@@ -583,7 +615,7 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
-  // The trainer's error, once: the stop line names it, its stack follows (issue C1).
+  // The trainer's error, once: the stop line names it, its stack follows.
   const errLines = [...(stoppedLine === undefined ? [] : [stoppedLine]), ...crashLines(result), ...skipped]
   return { out: lines.join("\n") + "\n", err: errLines.length === 0 ? undefined : errLines.join("\n") }
 }

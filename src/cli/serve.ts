@@ -12,7 +12,7 @@
  *   ends without training: `cohort: the run failed: formation: ranks ... did not join within N
  *   ms` and exit 3.
  * - `--max-ranks N` (default the world size: the run never grows) and `--min-ranks N` (default
- *   the world size): a run that may grow (issue 17; README "Growing a run"). Formation starts once
+ *   the world size): a run that may grow (docs/growing.md). Formation starts once
  *   `--min-ranks` ranks joined; while it trains, `cohort join --rank auto` (or a vacant index)
  *   joins it, up to `--max-ranks` ranks in all (with `--backend ring` too: a joiner gets the
  *   model from a ring member and enters the ring at the next round boundary). `--max-ranks` below
@@ -144,6 +144,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--backend <kind>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
+    .option("--round-deadline-ms <ms>")
+    .option("--round-quorum <fraction>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -237,6 +239,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         backend: parsed.backend,
         heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
+        ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
+        ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

@@ -1,6 +1,6 @@
 /**
  * The alert lane: alert records with a collapse window, so that a storm of one alert folds into a
- * few records whose counts stay exact (DESIGN.md §3.9, §3.10 "Alert paths").
+ * few records whose counts stay exact (docs/design.md §3.9, §3.10 "Alert paths").
  *
  * @since 0.1.0
  */
@@ -13,7 +13,7 @@ import type { Rank } from "./messages.ts"
  * `BadParams` (warn, a contribution of the wrong length or with non-finite values was left out of
  * its round's average), `CoordinatorStall` (warn, the coordinator itself did not run for a while),
  * `BadResume` (critical, a resume point the core could not use: the run started at epoch 0),
- * `BadStart` (critical, `start`'s `absent` list would leave fewer than `minRanks` ranks; issue 17).
+ * `BadStart` (critical, `start`'s `absent` list would leave fewer than `minRanks` ranks).
  *
  * @since 0.1.0
  * @category model

@@ -1,7 +1,7 @@
 /**
  * Static-mode assignments of one epoch: each rank's ordered list of ranges (its partition, then
  * each extension in the order sent), how much of it is still uncommitted, and the remainder that a
- * death hands to the survivors (DESIGN.md §3.3).
+ * death hands to the survivors (docs/design.md §3.3).
  *
  * Fixes floDl gap 7.2.7: extensions are part of the list, so a survivor that received slices and
  * then dies hands them on too, and the remainder is one range per list entry.

@@ -1,6 +1,6 @@
 /**
  * The epoch audit: the committed ranges of one epoch, and the proof at its end that their union is
- * exactly `[0, epochSamples)` with no overlap (DESIGN.md §3.8).
+ * exactly `[0, epochSamples)` with no overlap (docs/design.md §3.8).
  *
  * The log records what the commit path reports and checks it independently of how the ranges were
  * planned, so a planning bug shows up as `lost` or `duplicated`, not as a silent pass.

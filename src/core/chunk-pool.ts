@@ -1,5 +1,5 @@
 /**
- * The progressive-mode chunk pool of one epoch (DESIGN.md §3.7).
+ * The progressive-mode chunk pool of one epoch (docs/design.md §3.7).
  *
  * Each rank owns a reservation span `[cursor, end)` that it consumes front to back; thieves take
  * from the tail of the largest remaining span, so owner and thieves can meet but never overlap.
@@ -204,7 +204,7 @@ export const make = (epoch: number, spanSizes: ReadonlyArray<number>, retired: R
 }
 
 /**
- * Brings a retired rank with nothing held into the epoch (a joiner, issue 17): it becomes idle and
+ * Brings a retired rank with nothing held into the epoch (a joiner): it becomes idle and
  * its span grows from empty to the tail half (rounded down) of the largest remaining span, which
  * that span's owner gives up: owner and joiner then consume their halves front to back, and
  * thieves take from either tail as from any span, so no sample gets two holders. Returns the
@@ -259,8 +259,8 @@ const popReclaimedFront = (pool: Pool): Range | undefined => {
 
 /**
  * Adds free ranges to the back of the reclaimed queue, in the order given, so that they are served
- * before any span: how a resumed epoch's uncommitted ranges enter a pool whose spans are empty
- * (issue 13, "resume"). Empty ranges are skipped. O(ranges).
+ * before any span: how a resumed epoch's uncommitted ranges enter a pool whose spans are empty.
+ * Empty ranges are skipped. O(ranges).
  *
  * @since 0.1.0
  * @category mutations
@@ -402,15 +402,33 @@ export const complete = (pool: Pool, rank: Rank, offset: number, size: number): 
 }
 
 /**
- * Commits every done chunk of `rank` (its averaging contribution arrived), calling `onCommit` for
- * each in dispatch order; outstanding chunks stay. Returns the samples committed. O(chunks held).
+ * The number of done-but-uncommitted chunks `rank` holds: what a contribution sent now would
+ * commit (`commit`'s `chunksMax`). O(chunks held).
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const doneChunks = (pool: Pool, rank: Rank): number => {
+  let count = 0
+  for (let id = pool.doneHead[rank]!; id !== NONE; id = pool.chunkNext[id]!) count += 1
+  return count
+}
+
+/**
+ * Commits the first `chunksMax` done chunks of `rank` in the order their `ChunkDone`s were
+ * credited (every done chunk by default: its averaging contribution arrived), calling `onCommit`
+ * for each; outstanding chunks and later done ones stay. A ring round passes the count its
+ * member had done when it reported (`doneChunks` then), so a chunk credited after the member's
+ * contribution waits for a later one (docs/design.md §3.3). Returns the samples committed. O(chunks held).
  *
  * @since 0.1.0
  * @category mutations
  */
-export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void): number => {
+export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void, chunksMax = Number.POSITIVE_INFINITY): number => {
   let committed = 0
-  for (let id = pool.doneHead[rank]!; id !== NONE; ) {
+  let count = 0
+  let id = pool.doneHead[rank]!
+  for (; id !== NONE && count < chunksMax; count++) {
     const next = pool.chunkNext[id]!
     const range = { offset: pool.chunkOffset[id]!, size: pool.chunkSize[id]! }
     free(pool, id)
@@ -419,8 +437,8 @@ export const commit = (pool: Pool, rank: Rank, onCommit: (range: Range) => void)
     onCommit(range)
     id = next
   }
-  pool.doneHead[rank] = NONE
-  pool.doneTail[rank] = NONE
+  pool.doneHead[rank] = id
+  if (id === NONE) pool.doneTail[rank] = NONE
   return committed
 }
 
@@ -470,7 +488,7 @@ export const remaining = (pool: Pool): number => pool.residueTotal + pool.reclai
 
 /**
  * True when nothing is left in spans or the reclaimed queue, nothing is outstanding and every done
- * chunk is committed (DESIGN.md §3.7). O(1).
+ * chunk is committed (docs/design.md §3.7). O(1).
  *
  * @since 0.1.0
  * @category queries

@@ -1,5 +1,5 @@
 /**
- * The coordinator's options, their defaults, and validation (DESIGN.md §1, §3).
+ * The coordinator's options, their defaults, and validation (docs/design.md §1, §3).
  *
  * Validation returns a reason instead of throwing: the core never throws for expected conditions.
  *
@@ -12,7 +12,7 @@ import type { Rank } from "./messages.ts"
  * `ceil(clamp(f, 0, 1) * members)` died, where `members` counts every rank that was ever a member
  * of the run (the ranks present at formation plus every welcomed joiner, dead and exited ones
  * included), so that a growing run's limit grows with it and a run that never grows keeps
- * `worldSize` (DESIGN.md §3.6; issue 17).
+ * `worldSize` (docs/design.md §3.6).
  *
  * A joiner becomes a member when the round open at its welcome closes (it enters the rounds). One
  * that dies before that is in the ledger and raises `RankLost` like any death, but is counted
@@ -27,7 +27,7 @@ export type FailureLimit = { readonly absolute: number } | { readonly fraction: 
 
 /**
  * `{rank: n}` pins the callback roles to rank `min(n, worldSize - 1)`; `"fastest"` follows the
- * rank with the best smoothed throughput (DESIGN.md §3.5).
+ * rank with the best smoothed throughput (docs/design.md §3.5).
  *
  * @since 0.1.0
  * @category model
@@ -48,14 +48,14 @@ export interface Options {
    */
   readonly worldSize: number
   /**
-   * Capacity (issue 17): rank indices are `[0, maxRanks)`; ranks `>= worldSize` may join while the
+   * Capacity: rank indices are `[0, maxRanks)`; ranks `>= worldSize` may join while the
    * run trains (`Join` input), each index at most once (indices are never reused: a dead or exited
    * rank's index stays taken). Integer `>= worldSize`. Default `worldSize`: the run never grows.
    * The core's per-rank arrays are sized by it (about 55 bytes per index).
    */
   readonly maxRanks?: number
   /**
-   * Formation starts once this many ranks joined (issue 17): the shell starts the core with the
+   * Formation starts once this many ranks joined: the shell starts the core with the
    * ranks it has (`start`'s `absent` names the formation indices still missing; they may join
    * later). Integer in `[1, worldSize]` (`>= 2` with the ring backend). Default `worldSize`.
    */
@@ -74,7 +74,7 @@ export interface Options {
    * A gap longer than this many ms between two consecutive inputs is a stall of the coordinator
    * itself (its thread or process did not run): liveness pauses for the whole gap and a
    * `CoordinatorStall` warn alert records it, so that the coordinator's own stall never makes live
-   * ranks look stale, whatever its length (DESIGN.md §3.10). The shell must give the core an input
+   * ranks look stale, whatever its length (docs/design.md §3.10). The shell must give the core an input
    * (a tick) at least twice per this period. Default 0: off, for callers that step the core with
    * their own irregular times; the coordinator actor turns it on (`heartbeatTimeoutMs / 4`).
    */
@@ -85,8 +85,8 @@ export interface Options {
   readonly redistribution?: "equal" | "throughput"
   /**
    * Static partitions in proportion to these weights, one per rank index (`worldSize` or
-   * `maxRanks` entries; with `worldSize` entries a joiner's weight is the mean of the given ones,
-   * issue 17); default equal split.
+   * `maxRanks` entries; with `worldSize` entries a joiner's weight is the mean of the given ones);
+   * default equal split.
    */
   readonly partitionRatios?: ReadonlyArray<number>
   /** Default `"fastest"`. */
@@ -112,10 +112,24 @@ export interface Options {
   /** An averaging round open this long saves and stops the run (`ReduceStall`); 0 never. Default 600000. */
   readonly roundStallMs?: number
   /**
+   * `cpu` backend: a round open this many ms (from its first contribution) closes with the
+   * contributions in hand once `roundQuorum` of the survivors contributed, so that a slow rank
+   * does not set everyone's pace; its contribution, when it comes, is folded into the round open
+   * then, and its samples commit at that point (docs/design.md §3.3: a contribution commits when it is
+   * folded). 0 (default): off, a round waits for every survivor holding uncommitted work. Refused
+   * with the `ring` backend, whose round is one collective of every member.
+   */
+  readonly roundDeadlineMs?: number
+  /**
+   * With `roundDeadlineMs`: the fraction (0, 1] of the survivors whose contributions a round needs
+   * before its deadline may close it; at least one. Default 0.5.
+   */
+  readonly roundQuorum?: number
+  /**
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
    * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
-   * hand to the survivors; `continue` treats it as any death (issue C1).
+   * hand to the survivors; `continue` treats it as any death.
    */
   readonly onRepeatedCrash?: "stop" | "continue"
 }
@@ -150,6 +164,8 @@ export interface Config {
   readonly ringRendezvousTimeoutMs: number
   readonly ringRendezvousAttemptsMax: number
   readonly roundStallMs: number
+  readonly roundDeadlineMs: number
+  readonly roundQuorum: number
   readonly onRepeatedCrash: "stop" | "continue"
 }
 
@@ -174,6 +190,8 @@ export const defaults = {
   ringRendezvousTimeoutMs: 5_000,
   ringRendezvousAttemptsMax: 3,
   roundStallMs: 600_000,
+  roundDeadlineMs: 0,
+  roundQuorum: 0.5,
   onRepeatedCrash: "stop"
 } as const
 
@@ -193,7 +211,7 @@ const isCount = (n: unknown, min: number): n is number => typeof n === "number" 
 
 /**
  * Fills defaults and validates. Returns the config, or `Invalid{option, reason}` for the first bad
- * option (e.g. a ring backend with `worldSize < 2`, DESIGN.md §3.6).
+ * option (e.g. a ring backend with `worldSize < 2`, docs/design.md §3.6).
  *
  * @since 0.1.0
  * @category constructors
@@ -272,6 +290,13 @@ export const make = (options: Options): Config | Invalid => {
   if (!isCount(ringRendezvousAttemptsMax, 1)) return invalid("ringRendezvousAttemptsMax", "must be an integer >= 1")
   const roundStallMs = o.roundStallMs ?? defaults.roundStallMs
   if (!(roundStallMs >= 0 && Number.isFinite(roundStallMs))) return invalid("roundStallMs", "must be >= 0")
+  const roundDeadlineMs = o.roundDeadlineMs ?? defaults.roundDeadlineMs
+  if (!(roundDeadlineMs >= 0 && Number.isFinite(roundDeadlineMs))) return invalid("roundDeadlineMs", `must be >= 0, got ${String(roundDeadlineMs)}`)
+  if (roundDeadlineMs > 0 && backend === "ring") {
+    return invalid("roundDeadlineMs", "needs the cpu backend: a ring round is one collective of every member")
+  }
+  const roundQuorum = o.roundQuorum ?? defaults.roundQuorum
+  if (!(roundQuorum > 0 && roundQuorum <= 1)) return invalid("roundQuorum", `must be in (0, 1], got ${String(roundQuorum)}`)
   const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
@@ -302,6 +327,8 @@ export const make = (options: Options): Config | Invalid => {
     ringRendezvousTimeoutMs,
     ringRendezvousAttemptsMax,
     roundStallMs,
+    roundDeadlineMs,
+    roundQuorum,
     onRepeatedCrash
   }
 }
@@ -309,8 +336,8 @@ export const make = (options: Options): Config | Invalid => {
 /**
  * The number of failures at which the run is unrecoverable: `absolute n` gives `n`;
  * `fraction f` gives `ceil(clamp(f, 0, 1) * worldSize)` (the core passes the count of ranks that
- * were ever members as `worldSize`: `Membership.joined` less `Counters.joinersLost`, issue 17), the product rounded to 9 decimal places
- * before the ceiling so that 0.07 of 100 is 7 (DESIGN.md §3.6; fixes floating-point noise in
+ * were ever members as `worldSize`: `Membership.joined` less `Counters.joinersLost`), the product rounded to 9 decimal places
+ * before the ceiling so that 0.07 of 100 is 7 (docs/design.md §3.6; fixes floating-point noise in
  * floDl's `Percent`). `undefined` when there is no limit.
  *
  * @since 0.1.0

@@ -1,11 +1,11 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
- * returns the commands to carry out (DESIGN.md §3). No I/O, no clock, no randomness: time enters
+ * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
  * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
  *
- * Averaging rounds (DESIGN.md §3.3, §3.10): with the `cpu` backend a round's contributions are
+ * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding
- * uncommitted work contributed. With the `ring` backend (issue 15) they are `RoundDone` frames of
+ * uncommitted work contributed. With the `ring` backend they are `RoundDone` frames of
  * the current ring generation and round (others are counted in `staleRoundDone`); the round closes
  * when every ring member (every survivor: each death or exit re-forms the ring) reported, and only
  * then are the reports committed, all at once, through the same path as `Params`; a death or exit
@@ -15,9 +15,9 @@
  *
  * This module holds the steps (`start`, `step` and the handling of each input); the rest of the
  * core is one room per responsibility: the death chain in `deaths.ts` (`declareBatch`, in the order
- * of DESIGN.md §3.2), averaging rounds in `rounds.ts`, roles and the checkpoint's failover in
+ * of docs/design.md §3.2), averaging rounds in `rounds.ts`, roles and the checkpoint's failover in
  * `role-moves.ts`, ending epochs and the run in `ending.ts`, unrecoverable runs in `stops.ts`,
- * epoch planning in `epochs.ts`, mid-run joins in `joins.ts` (issue 17), the state and its queries
+ * epoch planning in `epochs.ts`, mid-run joins in `joins.ts`, the state and its queries
  * in `state.ts`, the shared verbs in `emit.ts`, and the input, command and outcome types in
  * `inputs.ts` and `outcome.ts`. This module re-exports what users need, so `Coordinator.*` is the
  * whole public API.
@@ -39,7 +39,8 @@ import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, onParams, onRoundDone } from "./rounds.ts"
+import * as EpochModel from "./epoch-model.ts"
 import type { Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
@@ -56,10 +57,10 @@ export { activeCount, assignment, committedSamples, expiring, failures, forEachS
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Options of `start`. `paramsLength`: the parameter count agreed at formation (DESIGN.md §4
+ * Options of `start`. `paramsLength`: the parameter count agreed at formation (docs/design.md §4
  * `Hello`); a contribution with another count is left out of the average (`BadParams`). Default:
- * the first contribution's count. `resume`: where a resumed run begins (issue 13). `absent`
- * (issue 17): indices of `[0, worldSize)` that had not joined when formation started (with
+ * the first contribution's count. `resume`: where a resumed run begins. `absent`:
+ * indices of `[0, worldSize)` that had not joined when formation started (with
  * `minRanks < worldSize`); they are vacant and may join later through `Join`. Entries outside
  * `[0, worldSize)` and repeats are ignored; when fewer than `minRanks` ranks would be left, the
  * whole list is ignored and a `BadStart` alert says so (the shell starts only once `minRanks`
@@ -101,7 +102,7 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
  * Starts the run at `nowMs` (default: the time given to `make`): every rank counts as seen then,
  * the roles are announced to every rank, the ring is formed (ring backend), and epoch 0 is planned
  * (`StartEpoch` per rank, or the first chunks). Call once, before any `step`; a second call
- * returns nothing. The shell calls it when every rank has joined (`minRanks` of them, issue 17:
+ * returns nothing. The shell calls it when every rank has joined (`minRanks` of them:
  * the others are `absent` and join later), so that slow starts (loading a dataset) never look like
  * stale ranks.
  *
@@ -168,7 +169,7 @@ const onLateCheckpointResult = (state: State, rank: Rank, message: Extract<ToCoo
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
   const { counters, membership } = state
   if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
-    // Out of range, or an index no rank has joined as yet (issue 17): not a rank of the run.
+    // Out of range, or an index no rank has joined as yet: not a rank of the run.
     counters.framesOutOfRange += 1
     return
   }
@@ -226,9 +227,13 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     }
     case "Params": {
       if (state.ring !== undefined) {
-        // The ring backend's contributions are RoundDone reports (issue 15); a Params is a joiner's
-        // model from the member asked for it (issue 17), whatever epoch that member knows.
-        onModel(state, rank, message.round, message.params, cmds)
+        // The ring backend's contributions are RoundDone reports; a Params is the ended
+        // epoch's model, or a joiner's model, from the member asked for it.
+        const answered = EpochModel.onAnswer(state, rank, message.round, message.params, cmds)
+        if (answered._tag === "Ignored" || [...state.modelOwed.values()].some((owed) => owed.from === rank)) {
+          onModel(state, rank, message.round, message.params, cmds)
+        }
+        afterEpochModel(state, cmds, answered)
         return
       }
       if (message.epoch !== state.epoch) {
@@ -256,7 +261,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       return
     }
     case "RingData": {
-      // Relayed by the shell before the core sees it (issue 15). A step of the open round in the
+      // Relayed by the shell before the core sees it. A step of the open round in the
       // current generation shows its collective started: the round counts as open from then
       // (`roundStallMs`), as a cpu round from its first Params. Else a member that keeps sending
       // heartbeats but never its own steps would hold every other member's collective forever.
@@ -336,10 +341,12 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       return
     }
     const timedOut = `ring rendezvous of generation ${ring.generation} timed out (attempt ${ring.attempts})`
-    // A joiner whose asked member never answered holds the rendezvous up: ask another (issue 17).
+    // A joiner whose asked member never answered holds the rendezvous up: ask another.
     if (state.modelOwed.size > 0) reaskModels(state, cmds, ring.generation + 1)
     formRing(state, cmds, timedOut)
   }
+  maybeCloseAtDeadline(state, cmds)
+  if (state.phase !== "running") return
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)
   }
@@ -348,7 +355,7 @@ const onTick = (state: State, cmds: Array<Command>): void => {
 /**
  * The coordinator itself did not run for `gapMs` (its thread was blocked or its process stopped):
  * whatever the ranks sent meanwhile is still on its way in, so their silence during the gap is not
- * theirs. Liveness pauses for the gap; the rest of the core is unchanged (DESIGN.md §3.10).
+ * theirs. Liveness pauses for the gap; the rest of the core is unchanged (docs/design.md §3.10).
  */
 const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
   Liveness.pause(state.liveness, gapMs)

@@ -1,5 +1,5 @@
 /**
- * The death chain (DESIGN.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
+ * The death chain (docs/design.md §3.2, §3.10): one batch of departures (deaths found in one tick, or
  * a clean exit mid-run) declared in the order of §3.10: alerts, remainders, ledger, roles, the
  * unrecoverable check, aborting ring collectives, redistribution, the ring's re-rendezvous.
  * Internal to `src/core`.
@@ -11,6 +11,8 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { alert, broadcast, extendLive, formRing, leaveRound, memberCount, path, send } from "./emit.ts"
 import { wake } from "./epochs.ts"
 import { reissueModels } from "./joins.ts"
+import { complete } from "./ending.ts"
+import * as EpochModel from "./epoch-model.ts"
 import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
@@ -43,11 +45,13 @@ export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure
 
 /**
  * Declares one batch of departures: deaths found in one tick (reports first, then stale ranks), or
- * a single clean exit mid-run. Commands come out in the order of DESIGN.md §3.10.
+ * a single clean exit mid-run. Commands come out in the order of docs/design.md §3.10.
  */
 export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array<Command>): void => {
   const { membership, config } = state
-  const running = state.phase === "running"
+  // Once the last epoch is audited and only its model is owed, departures move nothing.
+  const finishing = state.phase === "running" && state.epochModel?.finishing === true
+  const running = state.phase === "running" && !finishing
   const rolesBefore = { ...state.roles }
   const alerts: Array<Command> = []
   const remainders: Array<{ readonly rank: Rank; readonly death: Death | undefined; readonly ranges: Array<readonly [number, number]> }> = []
@@ -107,6 +111,11 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     }
   }
   cmds.push(...alerts)
+  if (finishing) {
+    // The asked member left: another one is asked, or with none left the run completes without it.
+    if (EpochModel.reissue(state, new Set(batch.map((d) => d.rank)), cmds)._tag === "Settled") complete(state, cmds)
+    return
+  }
   if (!running) return
   if (state.ring !== undefined) discardRingRound(state)
   maybeResolveFastest(state)
@@ -128,7 +137,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // 4. Redistribute every remainder over the survivors as they stand after the whole batch.
   const a = state.assignments
   if (a !== undefined) {
-    // Joiners take remainders from the round after their welcome (issue 17), unless no one else is left.
+    // Joiners take remainders from the round after their welcome, unless no one else is left.
     const joining = state.joining
     const skipJoining = joining.size > 0 && memberCount(state) > 0
     const survivorCount = skipJoining ? memberCount(state) : membership.activeCount
@@ -167,9 +176,11 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   }
 
   // 5. Re-rendezvous the ring (a joiner whose model was to come from a departed rank is asked for
-  // from another member first, issue 17); wake idle survivors; re-send a moved checkpoint.
+  // from another member first); wake idle survivors; re-send a moved checkpoint.
   if (state.ring !== undefined) {
-    if (!reissueModels(state, new Set(batch.map((d) => d.rank)), cmds, state.ring.generation + 1)) return
+    const departed = new Set(batch.map((d) => d.rank))
+    if (!reissueModels(state, departed, cmds, state.ring.generation + 1)) return
+    EpochModel.reissue(state, departed, cmds)
     formRing(state, cmds, `re-rendezvous without rank${batch.length === 1 ? "" : "s"} ${batch.map((d) => d.rank).join(", ")}`)
   }
   wake(state, cmds, `take the chunks reclaimed from ranks ${batch.map((d) => d.rank).join(", ")}`)

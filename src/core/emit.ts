@@ -91,7 +91,7 @@ export const leaveRound = (state: State, rank: Rank): void => {
 
 /**
  * Sends `FormRing` to every ring member; every call after the first bumps the generation. The
- * members are the survivors but the joiners still waiting for the next generation (issue 17):
+ * members are the survivors but the joiners still waiting for the next generation:
  * `includeJoining` makes them members now (the round boundary where they enter).
  */
 export const formRing = (state: State, cmds: Array<Command>, reason: string, includeJoining = false): void => {
@@ -111,5 +111,5 @@ export const formRing = (state: State, cmds: Array<Command>, reason: string, inc
   })
 }
 
-/** Survivors the open round may wait on: every survivor but the joiners since it opened (issue 17). */
+/** Survivors the open round may wait on: every survivor but the joiners since it opened. */
 export const memberCount = (state: State): number => state.membership.activeCount - state.joining.size

@@ -1,5 +1,5 @@
 /**
- * Ending epochs and the run (DESIGN.md §3.7, §3.8): an epoch's audit and its callbacks (eval,
+ * Ending epochs and the run (docs/design.md §3.7, §3.8): an epoch's audit and its callbacks (eval,
  * checkpoint), the next epoch's start, and the run's `Outcome` once it completes or stops.
  * Internal to `src/core`.
  *
@@ -7,6 +7,7 @@
  */
 import * as Alerts from "./alerts.ts"
 import * as Audit from "./audit.ts"
+import * as EpochModel from "./epoch-model.ts"
 import { alert, broadcast, path, send } from "./emit.ts"
 import { startEpoch } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
@@ -59,6 +60,8 @@ export const endEpoch = (state: State, cmds: Array<Command>): void => {
   state.summaries.push(summary)
   cmds.push({ _tag: "EpochEnded", summary })
   const ended = state.epoch
+  // The epoch's model for the coordinator's host; its audit is final once that is written.
+  EpochModel.ask(state, cmds, ended, state.round - 1)
   const number = ended + 1
   if (config.evalEveryEpochs > 0 && number % config.evalEveryEpochs === 0) {
     const holder = state.roles.eval
@@ -76,11 +79,22 @@ export const endEpoch = (state: State, cmds: Array<Command>): void => {
     else failoverCheckpoint(state, cmds, `its holder ${holder} is not live`, true)
   }
   if (number >= config.epochs) {
-    const trained = config.epochs === 1 ? "the one epoch trained" : `all ${config.epochs} epochs trained`
-    broadcast(cmds, { _tag: "Shutdown" }, trained)
-    finish(state, cmds, "completed", undefined, `${trained} and audited`, false)
+    // A ring member still has to hand over the last epoch's model: the run completes when it did.
+    if (state.epochModel !== undefined) state.epochModel.finishing = true
+    else complete(state, cmds)
     return
   }
   state.epoch = number
   startEpoch(state, cmds)
+}
+
+/**
+ * The last epoch ended and its model is in (or no member was left to hand it over): the ranks
+ * are told to stop and the run completes.
+ */
+export const complete = (state: State, cmds: Array<Command>): void => {
+  const { config } = state
+  const trained = config.epochs === 1 ? "the one epoch trained" : `all ${config.epochs} epochs trained`
+  broadcast(cmds, { _tag: "Shutdown" }, trained)
+  finish(state, cmds, "completed", undefined, `${trained} and audited`, false)
 }

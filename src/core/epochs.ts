@@ -1,6 +1,6 @@
 /**
- * Planning an epoch (DESIGN.md §3.3, §3.7): static partitions, the progressive chunk pool and its
- * refills, and a resumed epoch (issue 13). Internal to `src/core`; `coordinator.ts` decides when.
+ * Planning an epoch (docs/design.md §3.3, §3.7): static partitions, the progressive chunk pool and its
+ * refills, and a resumed epoch. Internal to `src/core`; `coordinator.ts` decides when.
  *
  * @since 0.1.0
  */
@@ -48,7 +48,7 @@ export const wake = (state: State, cmds: Array<Command>, reason: string, except?
 }
 
 /**
- * Plans a resumed epoch (issue 13): the parent run's `committed` ranges go into the epoch's audit
+ * Plans a resumed epoch: the parent run's `committed` ranges go into the epoch's audit
  * log as rank -1, so that the audit covers both runs; only the rest is trained. Static: the
  * uncommitted ranges, laid end to end, are split equally over the survivors (each gets a
  * `StartEpoch` with its first range, or an empty one, and an `ExtendPartition` per further range;
@@ -88,7 +88,7 @@ export const planResumed = (state: State, cmds: Array<Command>, planned: Readonl
           used = 0
         }
       }
-      if (first) starts.push(rank, 0, 0) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
+      if (first) starts.push(rank, 0, 0) // an empty partition still gets its StartEpoch (docs/design.md §3.10)
     })
     sendRanges(state, cmds, "StartEpoch", starts, reason)
     if (extensions.count > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...extensions.build(), reason })
@@ -126,12 +126,12 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
     for (const rank of planned) {
       const [offset, size] = Assignments.partition(a, rank)
       if (size > 0) state.uncommittedLive += 1
-      out.push(rank, offset, size) // an empty partition still gets its StartEpoch (DESIGN.md §3.10)
+      out.push(rank, offset, size) // an empty partition still gets its StartEpoch (docs/design.md §3.10)
     }
     sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
   } else {
     state.assignments = undefined
-    // Spans over the capacity (issue 17): vacant indices get none, and a joiner's grows when it joins.
+    // Spans over the capacity: vacant indices get none, and a joiner's grows when it joins.
     const spans = new Array<number>(membership.worldSize).fill(0)
     planned.forEach((rank, i) => {
       spans[rank] = Split.equalPart(config.epochSamples, planned.length, i)[1]

@@ -1,6 +1,6 @@
 /**
  * The coordinator core's inputs and commands: what the actor shell feeds `Coordinator.step` and
- * what it carries out (DESIGN.md §3). Re-exported by `coordinator.ts`, where they are documented
+ * what it carries out (docs/design.md §3). Re-exported by `coordinator.ts`, where they are documented
  * for users.
  *
  * @since 0.1.0
@@ -11,7 +11,7 @@ import type { EpochSummary, Outcome } from "./outcome.ts"
 import type * as Roles from "./roles.ts"
 
 /**
- * Why a mid-run join was refused (issue 17); the transport maps each to its own close code.
+ * Why a mid-run join was refused; the transport maps each to its own close code.
  *
  * - `Full`: no vacant index left below `maxRanks`, or an explicit index `>= maxRanks`.
  * - `BadIndex`: an explicit index that is not an integer `>= 0`.
@@ -28,7 +28,7 @@ import type * as Roles from "./roles.ts"
 export type JoinRefusal = "Full" | "BadIndex" | "DeadIndex" | "ExitedIndex" | "LiveIndex" | "NotStarted" | "ShuttingDown" | "RunOver"
 
 /**
- * How a supervisor saw a rank end (DESIGN.md §5).
+ * How a supervisor saw a rank end (docs/design.md §5).
  *
  * @since 0.1.0
  * @category inputs
@@ -56,18 +56,18 @@ export type DeathCause =
  * - `DeathReport`: a supervisor saw `rank` end; queued and declared by the next `Tick`.
  * - `SendFailed`: the shell could not deliver `message` to `rank`.
  * - `Seen`: the transport received a frame from `rank` at `nowMs` that is still queued behind other
- *   links' frames; it refreshes the rank's liveness like a frame (DESIGN.md §3.10: frames that
+ *   links' frames; it refreshes the rank's liveness like a frame (docs/design.md §3.10: frames that
  *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
- * - `Join`: a rank asks to join the running run (issue 17; the rules: `joins.ts`): `rank` is the index
+ * - `Join`: a rank asks to join the running run (the rules: `joins.ts`): `rank` is the index
  *   it asks for, or `undefined` for the lowest vacant one (`--rank auto`). The shell checks the
  *   joiner's `Hello` (protocol, model size) as at formation before it sends `Join`. The outcome is
  *   one `Welcome` or one `JoinRefused` command (after a `CoordinatorStall` alert, if any), ahead of
  *   any command to the joiner.
  * - `ShutdownRequested`: someone outside the run asked it to stop (an operator's Ctrl-C or
  *   SIGTERM, an aborted `AbortSignal`; `detail` says which). The core decides: a running run
- *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, DESIGN.md §3.6)
+ *   sends `ShutdownWithSave{GracefulShutdown}` to the survivors (once per run, docs/design.md §3.6)
  *   and ends `interrupted` with the epoch's uncommitted ranges; a run not yet started ends
  *   `interrupted` with nothing sent; a run already over ignores it.
  *
@@ -105,10 +105,16 @@ export type Input =
  *   `openedAtMs` is when its first contribution arrived (core ms): the round was open from then to
  *   this step.
  *   With the ring backend `generation` is set and `params` is empty (the ranks averaged among
- *   themselves): broadcast `RoundCommitted{round, generation}` instead (issue 15).
- * - `EpochEnded`: the epoch's audit and summary.
+ *   themselves): broadcast `RoundCommitted{round, generation}` instead.
+ * - `EpochEnded`: the epoch's audit and summary. An `EpochModel` for the same epoch follows, in
+ *   the same step (`cpu`) or once a ring member handed the model over (`ring`).
+ * - `EpochModel`: the committed model after epoch `epoch` (the mean of round `round`, its last),
+ *   for the shell to write on the coordinator's host before the epoch's audit counts as final.
+ *   `cpu`: `params` is `undefined` and means the mean the shell itself broadcast for `round`.
+ *   `ring`: `params` is what member `from` handed over (checked: the run's parameter count,
+ *   finite), or `undefined` with `from` `undefined` when no member could (none was left).
  * - `RunEnded`: the run is over (completed or unrecoverable); the outcome.
- * - `Welcome` (issue 17): the joiner `rank` is in. Deliver, before anything else to it: the
+ * - `Welcome`: the joiner `rank` is in. Deliver, before anything else to it: the
  *   `roles`; the model (`model: "coordinator"`: the shell's last `Update` params, of round
  *   `firstRound - 1`, or the initial/resumed model when no round closed; `model: "peer"`: nothing
  *   now, a `SendModel` follows when its ring generation forms). `epoch` is the current epoch;
@@ -117,7 +123,7 @@ export type Input =
  *   come after the welcome; broadcasts of this step and later include it.
  * - `JoinRefused`: the join is refused for `reason`; close the joiner's link with the reason's
  *   close code. `rank` is the index asked for (`undefined` for auto).
- * - `SendModel` (issue 17, ring backend): rank `to` takes part in ring generation `generation`
+ * - `SendModel` (ring backend): rank `to` takes part in ring generation `generation`
  *   (its `FormRing` follows in the same step, unless `to` is already a member of it: a re-issue
  *   after a refused model); have rank `from` (a member that holds the model) send its parameters
  *   as of round `round` (the last round that closed: `from` applied its `RoundCommitted{round}`),
@@ -153,6 +159,7 @@ export type Command =
     readonly reason: string
   }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }
+  | { readonly _tag: "EpochModel"; readonly epoch: number; readonly round: number; readonly params: Float32Array | undefined; readonly from: Rank | undefined; readonly reason: string }
   | { readonly _tag: "RunEnded"; readonly outcome: Outcome }
   | {
     readonly _tag: "Welcome"

@@ -1,9 +1,9 @@
 /**
- * Growing cohorts (issue 17): ranks that join a running run. This module is the whole join path of
+ * Growing cohorts: ranks that join a running run. This module is the whole join path of
  * the core: the `Join` input's decision (a `Welcome` or a `JoinRefused` with its reason), and the
  * round boundary where joiners enter the rounds (and, with the ring backend, the ring).
  *
- * It adds to DESIGN.md §3 (proposed §3.11 "Joins"; §3.6's failure limit now counts the ranks that
+ * Its rules are docs/design.md §3.11 "Joins" (and §3.6: the failure limit counts the ranks that
  * were ever members, `Config.FailureLimit`):
  *
  * - **Capacity.** Rank indices are `[0, maxRanks)`; `[0, worldSize)` form the run (`minRanks` of
@@ -74,6 +74,7 @@ import { alert, formRing, path } from "./emit.ts"
 import { fill, sendRanges } from "./epochs.ts"
 import type { Command, JoinRefusal } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
+import { modelHolder } from "./epoch-model.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import * as Roles from "./roles.ts"
@@ -104,7 +105,7 @@ const advanceVacantFrom = (state: State): void => {
 }
 
 /**
- * What a `Join` for `asked` would decide now, without deciding it (issue 17): the index it would
+ * What a `Join` for `asked` would decide now, without deciding it: the index it would
  * take, or `[reason, detail]` (the refusal's `JoinRefusal` and one line). Reads `state` only, so
  * a shell may check a join before it opens the joiner's link. `taken(r)`: indices the shell has
  * already handed to a link that the core has not yet seen join (default none); an auto join skips
@@ -140,7 +141,7 @@ export const joinVerdict = (
 }
 
 /**
- * Decides a `Join` (issue 17): refuses it with a reason, or welcomes the rank and, in progressive
+ * Decides a `Join`: refuses it with a reason, or welcomes the rank and, in progressive
  * mode with the `cpu` backend, hands it its first chunks. See the module docstring for the rules.
  * O(log maxRanks + chunksInflightMax), plus the vacant indices skipped by an auto join.
  */
@@ -230,18 +231,6 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
   if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
 }
 
-/**
- * The lowest ring member that holds the model: live, neither a joiner waiting for the next
- * generation nor one still owed its own model, and not in `tried`. O(ranks skipped).
- */
-const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined): Rank | undefined => {
-  const m = state.membership
-  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
-    if (!state.joining.has(r) && !state.modelOwed.has(r) && (tried === undefined || !tried.has(r))) return r
-  }
-  return undefined
-}
-
 /** Asks the next member for `to`'s model (`SendModel` for ring `generation`); false when none is left. */
 const askNext = (state: State, cmds: Array<Command>, to: Rank, owed: ModelOwed, generation: number, why: string): boolean => {
   const from = modelHolder(state, owed.tried)
@@ -253,7 +242,7 @@ const askNext = (state: State, cmds: Array<Command>, to: Rank, owed: ModelOwed, 
 }
 
 /**
- * A `Params` with the ring backend (issue 17): the model hand-over `SendModel` asked `rank` for.
+ * A `Params` with the ring backend: the model hand-over `SendModel` asked `rank` for.
  * Forwards it to every joiner owed a model by `rank` as `Update{round, params}`, or refuses it (see
  * the module docstring, "Model hand-over"). O(joiners owed a model + params.length).
  */
@@ -286,7 +275,7 @@ export const onModel = (state: State, rank: Rank, round: number, params: Float32
  * owed its model is what holds the rendezvous up when its asked member has not answered (a slow or
  * broken member: the joiner gets its `FormRing` only after its model), so its model is asked of the
  * next member holding it not asked yet. With none left it keeps waiting on the members asked; the
- * rendezvous attempts then end the run (`ReduceStall`, DESIGN.md §3.10), as for a member that never
+ * rendezvous attempts then end the run (`ReduceStall`, docs/design.md §3.10), as for a member that never
  * sends `RingReady`. O(joiners owed a model + ranks skipped).
  *
  * @since 0.1.0
@@ -345,7 +334,7 @@ export const vacateAbsent = (state: State, cmds: Array<Command>, absent: Readonl
 
 /**
  * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
- * joined mid-run; with `fastest` not one that is still uncalibrated (issue 17). O(ranks skipped).
+ * joined mid-run; with `fastest` not one that is still uncalibrated. O(ranks skipped).
  */
 export const lowestEligible = (state: State): Rank | undefined => {
   const m = state.membership

@@ -1,13 +1,13 @@
 /**
  * Liveness: each rank's `lastSeenMs`, kept in a doubly linked list ordered by last sighting, so
- * that a tick looks only at the front of the list (DESIGN.md §3.1).
+ * that a tick looks only at the front of the list (docs/design.md §3.1).
  *
  * All ranks share one timeout, and time never runs backwards inside the core, so moving a rank to
  * the back on each sighting keeps the list sorted by `lastSeenMs`. The staleness scan then costs
  * O(expired ranks + 1), not O(worldSize) as in floDl's full scan.
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
- * clock for a stall of the coordinator itself (DESIGN.md §3.10). It adds to `pausedMs`, which
+ * clock for a stall of the coordinator itself (docs/design.md §3.10). It adds to `pausedMs`, which
  * shifts every sighting at once, so a pause is O(1) and the list order is unchanged.
  *
  * @since 0.1.0
@@ -39,7 +39,7 @@ export interface Liveness {
 
 /**
  * Ranks `[0, watched)` seen at `nowMs` (the coordinator's start), listed in rank order; ranks
- * `[watched, worldSize)` (vacant indices of a run that may grow, issue 17) are not watched until
+ * `[watched, worldSize)` (vacant indices of a run that may grow) are not watched until
  * `watch`. `watched` defaults to `worldSize`. O(worldSize).
  *
  * @since 0.1.0
@@ -64,7 +64,7 @@ export const make = (worldSize: number, nowMs: number, watched: number = worldSi
 }
 
 /**
- * Starts watching a rank that is not watched (a joiner, issue 17), seen at `nowMs` (not earlier
+ * Starts watching a rank that is not watched (a joiner), seen at `nowMs` (not earlier
  * than any earlier sighting): it goes to the back of the list. No-op for a watched rank. O(1).
  *
  * @since 0.1.0

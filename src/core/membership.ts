@@ -1,7 +1,7 @@
 /**
  * The dead-rank ledger and the membership around it: which ranks are alive, dead or exited,
  * `activeCount`, the failure count, and ascending iteration over the survivors that skips dead
- * and exited ranks in near-constant amortized time (DESIGN.md §1, §3.1, §3.6).
+ * and exited ranks in near-constant amortized time (docs/design.md §1, §3.1, §3.6).
  *
  * Written only by the coordinator core (fixes floDl gap 7.2.1, where the CPU controller wrote the
  * shared ledger behind the coordinator's back). A death is permanent.
@@ -16,12 +16,12 @@ export const ALIVE = 0
 export const DEAD = 1
 /** @since 0.1.0 @category status */
 export const EXITED = 2
-/** An index below the capacity that no rank has taken yet (issue 17). @since 0.1.0 @category status */
+/** An index below the capacity that no rank has taken yet. @since 0.1.0 @category status */
 export const VACANT = 3
 
 /**
  * Membership of a run whose rank indices are `[0, worldSize)`; `worldSize` here is the capacity
- * (`Config.maxRanks`, issue 17), which equals the initial world size unless the run may grow.
+ * (`Config.maxRanks`), which equals the initial world size unless the run may grow.
  *
  * - `status[r]`: `ALIVE`, `DEAD`, `EXITED` or `VACANT` (not joined yet; one byte per rank).
  * - `joined`: ranks that ever joined (alive, dead or exited): the failure limit's base.
@@ -61,7 +61,7 @@ export const isVacant = (m: Membership, rank: number): boolean => inRange(m, ran
 
 /**
  * Takes a survivor of the formation out again before the run starts: its index becomes vacant (it
- * was named absent at formation, issue 17), `activeCount - 1`, `joined - 1`. Returns false for a
+ * was named absent at formation), `activeCount - 1`, `joined - 1`. Returns false for a
  * rank that is not alive. O(1).
  *
  * @since 0.1.0
@@ -76,7 +76,7 @@ export const vacate = (m: Membership, rank: Rank): boolean => {
 }
 
 /**
- * A vacant index becomes a survivor (a rank joined, issue 17): `activeCount + 1`, `joined + 1`,
+ * A vacant index becomes a survivor (a rank joined): `activeCount + 1`, `joined + 1`,
  * and the skip pointers of the non-survivors just below it that may jump over it are pointed at
  * it. Returns false and changes nothing for an index that is not vacant. O(non-survivors between
  * the previous survivor and `rank`).

@@ -1,5 +1,5 @@
 /**
- * The messages exchanged between ranks and the coordinator, as plain data (DESIGN.md §4).
+ * The messages exchanged between ranks and the coordinator, as plain data (docs/design.md §4).
  *
  * These are the core's view of the protocol: `src/wire` gives each one a schema and a CBOR
  * encoding, and must keep these names and fields. Every number is a non-negative safe integer
@@ -17,9 +17,9 @@
 export type Rank = number
 
 /**
- * Why the coordinator told the survivors to save and stop (DESIGN.md §1, §3.6). `TrainerFault`:
+ * Why the coordinator told the survivors to save and stop (docs/design.md §1, §3.6). `TrainerFault`:
  * two ranks crashed with the same error (same message and top stack frame), a bug in the trainer
- * that redistribution would only spread to the survivors (issue C1; `Config.onRepeatedCrash`).
+ * that redistribution would only spread to the survivors (`Config.onRepeatedCrash`).
  *
  * @since 0.1.0
  * @category model
@@ -54,7 +54,7 @@ export const saveReasons: ReadonlyArray<SaveReason> = [
 /**
  * First frame of a rank, once its trainer is ready. `paramsLength`: its parameter count (values in
  * `getParams()`); the coordinator agrees one count for the run at formation and refuses a rank
- * whose count differs (DESIGN.md §4). @since 0.1.0 @category rank-to-coordinator
+ * whose count differs (docs/design.md §4). @since 0.1.0 @category rank-to-coordinator
  */
 export interface Hello {
   readonly _tag: "Hello"
@@ -67,7 +67,7 @@ export interface Heartbeat {
 }
 
 /**
- * Training progress. Never commits anything (DESIGN.md §3.3).
+ * Training progress. Never commits anything (docs/design.md §3.3).
  *
  * - `samplesDone`: samples of the rank's static assignment list trained so far in `epoch`.
  * - `msPerBatch`: the rank's latest wall time per batch in milliseconds (a finite float); `0` or
@@ -96,8 +96,8 @@ export interface ChunkDone {
  * every chunk it completed so far (progressive mode) when the coordinator receives it.
  *
  * `params` is the rank's model parameters (`Float32Array`). The `cpu` backend only: with the ring
- * backend a rank reports `RoundDone` instead, and a `Params` is the answer to a `RequestParams`
- * (issue 17): the model of `round` for a joiner (`samplesDone` 0; commits nothing; `epoch` is not
+ * backend a rank reports `RoundDone` instead, and a `Params` is the answer to a `RequestParams`:
+ * the model of `round` for a joiner (`samplesDone` 0; commits nothing; `epoch` is not
  * read); one nobody asked for is ignored and counted. `loss`
  * (optional, finite; structures version 4) is the rank's mean training loss over the batches it
  * trained since its last contribution, for the run's journal; the core does not read it.
@@ -142,10 +142,10 @@ export interface RingReady {
 }
 
 /**
- * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend, issue 15).
+ * The rank finished the ring all-reduce of `round` in ring `generation` (ring backend).
  * It commits nothing by itself: the coordinator commits every reporter's `samplesDone` (static
  * list) or completed chunks (progressive) only when every ring member of the generation reported
- * the round, and answers `RoundCommitted` (DESIGN.md §3.3: a sample counts once its parameters
+ * the round, and answers `RoundCommitted` (docs/design.md §3.3: a sample counts once its parameters
  * were folded into a completed round). A death or exit first discards the round's reports; the
  * new generation redoes the round. `loss` as `Params`'s (optional; the core does not read it).
  *
@@ -162,7 +162,7 @@ export interface RoundDone {
 }
 
 /**
- * One step of a ring collective relayed through the coordinator (ring backend, issue 15): a rank
+ * One step of a ring collective relayed through the coordinator (ring backend): a rank
  * sends it to the coordinator, which forwards it unchanged to the rank's next ring neighbour in
  * `generation` (and drops it for an older generation). `data` is a float64 partial sum
  * (reduce-scatter) or a float32 finished segment (all-gather); see `Ring.RingMessage`. Sent in
@@ -180,11 +180,11 @@ export interface RingData {
 }
 
 /**
- * The rank is ending because of an uncaught error: its last frame before it exits (issue C1).
+ * The rank is ending because of an uncaught error: its last frame before it exits.
  * `error` is the error's message, `stack` its stack trace as the rank's runtime printed it (`""`
  * when it has none). Informative only: the coordinator actor folds it into the rank's death report
  * (`Crashed{error, stack}`), which is what the coordinator declares; a process cannot report its
- * error any other way (DESIGN.md §5).
+ * error any other way (docs/design.md §5).
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -245,7 +245,7 @@ export interface AssignChunk {
 
 /**
  * Asks a rank for its parameters as of `round` (the mean it applied when `round` committed): with
- * the ring backend, the model a joiner enters the ring with (issue 17); the rank answers `Params`.
+ * the ring backend, the model a joiner enters the ring with; the rank answers `Params`.
  *
  * @since 0.1.0
  * @category coordinator-to-rank
@@ -262,7 +262,7 @@ export interface Update {
   readonly params: Float32Array
 }
 
-/** Which rank holds each callback role (DESIGN.md §3.5). @since 0.1.0 @category coordinator-to-rank */
+/** Which rank holds each callback role (docs/design.md §3.5). @since 0.1.0 @category coordinator-to-rank */
 export interface SetRoles {
   readonly _tag: "SetRoles"
   readonly checkpoint: Rank
@@ -305,7 +305,7 @@ export interface FormRing {
 
 /**
  * Round `round` of ring `generation` closed: every ring member reported `RoundDone`, their samples
- * are committed, and each may apply the mean its collective computed (ring backend, issue 15). A
+ * are committed, and each may apply the mean its collective computed (ring backend). A
  * rank holding a mean for another `(round, generation)` ignores it.
  *
  * @since 0.1.0

@@ -1,6 +1,6 @@
 /**
  * What the coordinator core records about a run: declared deaths, epoch summaries, counters, eval
- * results and the outcome (DESIGN.md §3.6, §3.8). Re-exported by `coordinator.ts`.
+ * results and the outcome (docs/design.md §3.6, §3.8). Re-exported by `coordinator.ts`.
  *
  * @since 0.1.0
  */
@@ -12,7 +12,7 @@ import type { Rank, SaveReason } from "./messages.ts"
  * `reportedAtMs` is the report's arrival (or the tick that found it stale), `declaredAtMs` the
  * tick that declared it; `remainderSamples` and `extensions` describe what moved to survivors.
  * `afterEnd` is true for a death declared after the run ended: it is recorded (alert, ledger,
- * `State.deaths`) but belongs to no epoch and decides nothing (DESIGN.md §3.6).
+ * `State.deaths`) but belongs to no epoch and decides nothing (docs/design.md §3.6).
  * `stack` is the error's stack trace of a `Crashed` death whose report carried one.
  *
  * @since 0.1.0
@@ -47,7 +47,7 @@ export interface EpochSummary extends Audit.Result {
 }
 
 /**
- * One welcomed mid-run join (issue 17): when (`atMs`, core ms), which index, in which epoch and
+ * One welcomed mid-run join: when (`atMs`, core ms), which index, in which epoch and
  * from which round it trains, and what it was given at its welcome: `samples` of the epoch (the
  * chunks' sizes, progressive; 0 in static mode, whose joiners train from the next epoch).
  *
@@ -81,7 +81,7 @@ export interface Counters {
   staleCallbackResults: number
   staleRingReady: number
   /**
-   * Ring backend (issue 15): `RoundDone`s for another generation or round than the open one, a
+   * Ring backend: `RoundDone`s for another generation or round than the open one, a
    * repeat from a rank that already reported, and contributions of the other backend's kind
    * (`Params` with `ring`, `RoundDone` with `cpu`), all ignored.
    */
@@ -89,29 +89,31 @@ export interface Counters {
   sendFailures: number
   paramsRejected: number
   coordinatorStalls: number
-  /** Mid-run joins welcomed (issue 17). */
+  /** Mid-run joins welcomed. */
   joins: number
-  /** Mid-run joins refused, whatever the reason (issue 17). */
+  /** Mid-run joins refused, whatever the reason. */
   joinsRefused: number
   /**
-   * Ring model hand-overs refused (issue 17): a `Params` from the member asked for a joiner's
+   * Ring model hand-overs refused: a `Params` from the member asked for a joiner's
    * model with another round, another length than the run's, or non-finite values. The joiner is
    * then asked for from another member. A `Params` nobody asked for counts in `staleRoundDone`.
    */
   modelsRefused: number
   /**
-   * Joiners that died while still joining (issue 17): welcomed, but dead before the round open at
+   * Joiners that died while still joining: welcomed, but dead before the round open at
    * their welcome closed, so never a member of any round. Each is in the ledger and raised
    * `RankLost` like any death, but the failure limit counts neither it nor its index
-   * (`Config.FailureLimit`, DESIGN.md §3.6).
+   * (`Config.FailureLimit`, docs/design.md §3.6).
    */
   joinersLost: number
+  /** `cpu` rounds closed at `roundDeadlineMs` without every survivor's contribution. */
+  roundsClosedAtDeadline: number
 }
 
 /**
  * The first repeated crash of a run: `ranks` are the earlier rank and the one that crashed the same
  * way (same message and top stack frame), in the order they were declared; `error` the message and
- * `stack` the earlier rank's stack trace, if known (issue C1).
+ * `stack` the earlier rank's stack trace, if known.
  *
  * @since 0.1.0
  * @category outcome
@@ -130,7 +132,7 @@ export interface RepeatedCrash {
  * per-epoch summaries, eval results, and, when the run ended mid-epoch, that epoch's uncommitted
  * ranges so that a resumed run can train exactly those.
  * `repeatedCrash` is the first crash seen on two ranks before the end (whatever
- * `onRepeatedCrash` made of it), else `undefined`. `joins` lists the mid-run joins (issue 17).
+ * `onRepeatedCrash` made of it), else `undefined`. `joins` lists the mid-run joins.
  *
  * @since 0.1.0
  * @category outcome
@@ -150,7 +152,7 @@ export interface Outcome {
   readonly uncommitted: { readonly epoch: number; readonly ranges: ReadonlyArray<readonly [offset: number, size: number]> } | undefined
   readonly counters: Readonly<Counters>
   readonly repeatedCrash?: RepeatedCrash | undefined
-  /** The mid-run joins welcomed, in order (issue 17); absent when there were none. */
+  /** The mid-run joins welcomed, in order; absent when there were none. */
   readonly joins?: ReadonlyArray<JoinRecord> | undefined
 }
 
@@ -187,5 +189,6 @@ export const zeroCounters = (): Counters => ({
   joins: 0,
   joinsRefused: 0,
   modelsRefused: 0,
-  joinersLost: 0
+  joinersLost: 0,
+  roundsClosedAtDeadline: 0
 })

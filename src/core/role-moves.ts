@@ -1,5 +1,5 @@
 /**
- * Roles and checkpoints as ranks come and go (DESIGN.md §3.5; joiners: issue 17): moving the roles
+ * Roles and checkpoints as ranks come and go (docs/design.md §3.5, §3.11 for joiners): moving the roles
  * away from a rank that left, the checkpoint's failover to the next untried live rank, and the
  * `fastest` policy's resolution once every survivor is calibrated. Internal to `src/core`.
  *
@@ -13,13 +13,13 @@ import * as Roles from "./roles.ts"
 import { alert, broadcast, send } from "./emit.ts"
 import type { State } from "./state.ts"
 
-/** Moves the roles away from a rank that died or exited (DESIGN.md §3.5; joiners: issue 17). */
+/** Moves the roles away from a rank that died or exited (docs/design.md §3.5, §3.11 for joiners). */
 export const moveRoles = (state: State, gone: Rank): void => {
   const { roles, membership } = state
   if (state.config.rolePolicy === "fastest") {
     const holders = [roles.checkpoint, roles.eval, roles.epochFn]
     if (!holders.includes(gone)) return
-    // With only uncalibrated joiners left, the lowest of them (DESIGN.md §3.5: an uncalibrated
+    // With only uncalibrated joiners left, the lowest of them (docs/design.md §3.5: an uncalibrated
     // survivor means the lowest live rank): a role left on a dead rank would skip every later
     // eval and epochFn, and only the checkpoint fails over on its own.
     const next = (state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)) ??
@@ -40,7 +40,7 @@ export const failoverCheckpoint = (state: State, cmds: Array<Command>, why: stri
   if (pending === undefined) return false
   const m = state.membership
   let next = Membership.nextLive(m, 0)
-  // A pinned policy's checkpoint never fails over to a rank that joined mid-run (issue 17).
+  // A pinned policy's checkpoint never fails over to a rank that joined mid-run.
   const pinned = state.config.rolePolicy !== "fastest"
   while (next < m.worldSize && (pending.tried.has(next) || (pinned && state.lateJoiner[next] === 1))) next = Membership.nextLive(m, next + 1)
   if (next >= m.worldSize) {
@@ -69,6 +69,6 @@ export const maybeResolveFastest = (state: State): boolean => {
   state.roles.eval = next
   state.roles.epochFn = next
   // A pending checkpoint may finish where it is (its result is matched against `checkpoint.rank`),
-  // but the role moves with the resolution: the next checkpoint goes to the fastest (DESIGN.md §3.5).
+  // but the role moves with the resolution: the next checkpoint goes to the fastest (docs/design.md §3.5).
   return Roles.differ(before, state.roles)
 }

@@ -1,6 +1,6 @@
 /**
  * Callback roles (`checkpoint`, `eval`, `epochFn`) and the throughput calibration that the
- * `fastest` policy and the `throughput` redistribution read (DESIGN.md §3.5, §3.4).
+ * `fastest` policy and the `throughput` redistribution read (docs/design.md §3.5, §3.4).
  *
  * Kept from floDl: a smoothed ms-per-batch as the mean of the last 5 reports; sticky roles that
  * re-resolve when their rank dies. Fixed (gaps 7.2.3 and 7.2.4): `fastest` resolves once every

@@ -1,7 +1,7 @@
 /**
- * Averaging rounds (DESIGN.md §3.3, §3.10): contributions, commits and the round's close, for the
+ * Averaging rounds (docs/design.md §3.3, §3.10): contributions, commits and the round's close, for the
  * `cpu` backend (`Params`, committed at receipt) and the `ring` backend (`RoundDone` of the current
- * generation, committed all at once when every ring member reported; issue 15). Internal to
+ * generation, committed all at once when every ring member reported). Internal to
  * `src/core`.
  *
  * @since 0.1.0
@@ -10,7 +10,8 @@ import * as Assignments from "./assignments.ts"
 import * as Audit from "./audit.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
-import { endEpoch } from "./ending.ts"
+import { complete, endEpoch } from "./ending.ts"
+import * as EpochModel from "./epoch-model.ts"
 import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
@@ -18,15 +19,17 @@ import type { Rank } from "./messages.ts"
 import type { State } from "./state.ts"
 
 /**
- * Commits a contribution's samples (DESIGN.md §3.3): the rank's static list up to `samplesDone`
- * (clamped and counted above the assignment; never backwards), or every chunk it completed
- * (progressive). Shared by `Params` (cpu, at receipt) and ring rounds (at the close).
+ * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
+ * (clamped and counted above the assignment; never backwards), or, in progressive mode, the first
+ * `chunksMax` chunks it completed (every one by default: the contribution arrived just now).
+ * Shared by `Params` (cpu, at receipt) and ring rounds (at the close, with the count each member
+ * had done when its `RoundDone` arrived).
  */
-export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>): void => {
+export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>, chunksMax = Number.POSITIVE_INFINITY): void => {
   const log = state.log
   tracked(state, rank, () => {
     if (state.pool !== undefined) {
-      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size))
+      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size), chunksMax)
     } else if (state.assignments !== undefined) {
       const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
       if (result.clamped) {
@@ -38,17 +41,19 @@ export const commitContribution = (state: State, rank: Rank, samplesDone: number
 }
 
 /**
- * Ring backend (issue 15): the open round closes once every ring member (every survivor: each
+ * Ring backend: the open round closes once every ring member (every survivor: each
  * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
  * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
- * counts exactly when its parameters were folded into a completed round (DESIGN.md §3.3).
+ * counts exactly when its parameters were folded into a completed round (docs/design.md §3.3).
  */
 export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void => {
   const ring = state.ring!
   const reports = state.ringReports
   if (state.phase !== "running" || reports.size === 0 || reports.size < memberCount(state)) return
+  // The asked member must still hold the ended epoch's model when it reads the request.
+  if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
-  for (const [rank, samplesDone] of reports) commitContribution(state, rank, samplesDone, cmds)
+  for (const [rank, report] of reports) commitContribution(state, rank, report.samplesDone, cmds, report.chunks)
   cmds.push({
     _tag: "AverageRound",
     epoch: state.epoch,
@@ -69,7 +74,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
 }
 
 /**
- * A death or exit discards the open ring round's reports (issue 15): the collective they finished
+ * A death or exit discards the open ring round's reports: the collective they finished
  * is never applied (no `RoundCommitted` follows), nothing of it was committed, and the new
  * generation redoes the round from each rank's pre-round parameters.
  */
@@ -86,7 +91,10 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
     state.counters.staleRoundDone += 1
     return
   }
-  state.ringReports.set(rank, samplesDone)
+  // A chunk whose ChunkDone comes after this report was not in the rank's contribution: the close
+  // commits only the chunks done by now, and later ones wait for a later round (docs/design.md §3.3).
+  const chunks = state.pool === undefined ? 0 : ChunkPool.doneChunks(state.pool, rank)
+  state.ringReports.set(rank, { samplesDone, chunks })
   state.contributed[rank] = 1 // waiting on the round (the launcher's progress shows it)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRingRound(state, cmds)
@@ -95,7 +103,7 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
 /** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
 export const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
-  const params = [...state.contributions.values()].filter((p): p is Float32Array => p !== undefined)
+  const params = [...state.contributions.values()].flat()
   cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
@@ -113,12 +121,12 @@ export const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
 }
 
 /**
- * A run that stops mid-epoch first closes its open round with the contributions it has (issue 13):
+ * A run that stops mid-epoch first closes its open round with the contributions it has:
  * their samples are committed already, so the survivors' last `Update` (what they save as the
  * resumable model) must hold them, and `Outcome.uncommitted` is exactly what it lacks.
  */
 export const closeOpenRound = (state: State, cmds: Array<Command>, reason: string): void => {
-  // A ring round that did not complete is not a round: nothing of it is committed (issue 15).
+  // A ring round that did not complete is not a round: nothing of it is committed.
   if (state.ring !== undefined) return discardRingRound(state)
   if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
 }
@@ -138,7 +146,42 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
     alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s parameters for round ${state.round} left out of the average: ${why}`)
   }
   // The samples are committed either way: they were trained; only the parameters are not averaged.
-  state.contributions.set(rank, usable ? params : undefined)
+  const folded = state.contributions.get(rank) ?? []
+  if (usable) folded.push(params)
+  state.contributions.set(rank, folded)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * `cpu` backend, `roundDeadlineMs` on: a round open that long since its first contribution, still
+ * waiting on some survivor, closes with the contributions in hand once at least `roundQuorum` of
+ * the survivors (at least one) contributed. The ranks it did not wait for stay required in the next
+ * round; a contribution they sent meanwhile is folded into it and commits then. Checked at each tick.
+ */
+export const maybeCloseAtDeadline = (state: State, cmds: Array<Command>): void => {
+  const { roundDeadlineMs, roundQuorum } = state.config
+  if (roundDeadlineMs <= 0 || state.ring !== undefined || state.phase !== "running" || state.roundOpenedMs === undefined) return
+  if (state.pendingRequired <= 0 || state.clockMs - state.roundOpenedMs < roundDeadlineMs) return
+  const survivors = state.membership.activeCount
+  const quorum = Math.max(1, Math.ceil(Math.round(roundQuorum * survivors * 1e9) / 1e9))
+  if (state.contributions.size < quorum) return
+  state.counters.roundsClosedAtDeadline += 1
+  closeRound(
+    state,
+    cmds,
+    `round ${state.round} closed at its deadline (${roundDeadlineMs} ms): ${state.contributions.size} of ${survivors} survivors contributed ` +
+      `(quorum ${quorum}); the ${state.pendingRequired} it did not wait for fold into the next round`
+  )
+  if (epochDone(state)) endEpoch(state, cmds)
+}
+
+/**
+ * The ended epoch's model is no longer owed (`EpochModel.Outcome` `Settled`): the run completes
+ * when that was the last epoch, else a ring round held back by it may close now.
+ */
+export const afterEpochModel = (state: State, cmds: Array<Command>, outcome: EpochModel.Outcome): void => {
+  if (outcome._tag !== "Settled" || state.phase !== "running") return
+  if (outcome.finishing) complete(state, cmds)
+  else maybeCloseRound(state, cmds)
 }

@@ -1,6 +1,6 @@
 /**
  * Splitting sample ranges over ranks: epoch partitions (equal or by ratios) and the redistribution
- * of a dead rank's remainder (equal or by throughput) (DESIGN.md §3.4; issue 3 item 3).
+ * of a dead rank's remainder (equal or by throughput) (docs/design.md §3.4).
  *
  * @since 0.1.0
  */

@@ -1,5 +1,5 @@
 /**
- * The coordinator core's state and its queries (DESIGN.md §3): what `Coordinator.make` builds and
+ * The coordinator core's state and its queries (docs/design.md §3): what `Coordinator.make` builds and
  * `Coordinator.step` mutates. Re-exported by `coordinator.ts`; the other core modules share it.
  *
  * @since 0.1.0
@@ -17,7 +17,7 @@ import { type Counters, type Death, type EpochSummary, type EvalRecord, type Joi
 import * as Roles from "./roles.ts"
 
 /**
- * Where a resumed run begins (issue 13): at `epoch` (in `[0, epochs)`), whose permutation
+ * Where a resumed run begins: at `epoch` (in `[0, epochs)`), whose permutation
  * positions `committed` (`[offset, size]` ranges) the parent run committed; rounds are numbered
  * from `firstRound`. Ranges are clipped to the epoch and may come in any order; overlaps count
  * once (`normalizeResume`). Epochs before `epoch` count as completed (`Outcome.epochsCompleted`).
@@ -77,14 +77,20 @@ export interface State {
   readonly multiHost: boolean
   readonly counters: Counters
   readonly contributed: Uint8Array
-  /** The open round's contributions; `undefined` for one left out of the average (`BadParams`). */
-  readonly contributions: Map<Rank, Float32Array | undefined>
   /**
-   * Ring backend (issue 15): the open round's `RoundDone` reports of the current generation, as
-   * `samplesDone` by rank; committed all together when every ring member reported, discarded by
-   * a death or exit (the new generation redoes the round).
+   * The open round's contributions by contributor, in order of first contribution: the usable
+   * parameters each sent (none for one left out of the average, `BadParams`). A rank contributes
+   * twice to one round when a round deadline closed its previous round without it: its late
+   * contribution and its next one are both folded in.
    */
-  readonly ringReports: Map<Rank, number>
+  readonly contributions: Map<Rank, Array<Float32Array>>
+  /**
+   * Ring backend: the open round's `RoundDone` reports of the current generation, as
+   * `samplesDone` by rank, with the number of done chunks the rank held when its report arrived
+   * (progressive mode: exactly those are in its contribution); committed all together when every
+   * ring member reported, discarded by a death or exit (the new generation redoes the round).
+   */
+  readonly ringReports: Map<Rank, { readonly samplesDone: number; readonly chunks: number }>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   readonly summaries: Array<EpochSummary>
@@ -131,29 +137,50 @@ export interface State {
   /** A resumed run's starting point, until its epoch is planned. */
   resume: Resume | undefined
   /**
-   * Joiners welcomed since the open round opened (issue 17): no round waits on them. With `cpu`
+   * Joiners welcomed since the open round opened: no round waits on them. With `cpu`
    * they count as having contributed to the open round; with `ring` they are not ring members
    * yet. Emptied when the open round closes (they enter the next round, and the ring's next
    * generation). Live ranks only.
    */
   readonly joining: Set<Rank>
-  /** 1 for a rank that joined mid-run (issue 17): a pinned role never moves to it. Per index. */
+  /** 1 for a rank that joined mid-run: a pinned role never moves to it. Per index. */
   readonly lateJoiner: Uint8Array
   /** No vacant index below this one: where `Join{rank: undefined}` starts looking. */
   vacantFrom: number
-  /** Every mid-run join welcomed, in order (issue 17). */
+  /** Every mid-run join welcomed, in order. */
   readonly joins: Array<JoinRecord>
   /**
-   * Ring joiners owed their model (issue 17, `joins.ts` "Model hand-over"): joiner → the member
+   * Ring joiners owed their model (`joins.ts` "Model hand-over"): joiner → the member
    * asked for it (`from`), the round of the model, and every member asked so far. An entry lives
    * from the joiner's `SendModel` until the coordinator forwards the model (`Update`), the joiner
    * leaves, or the run stops. Live ranks only.
    */
   readonly modelOwed: Map<Rank, ModelOwed>
+  /**
+   * Ring backend: the model of the epoch that just ended, asked of a member so that the shell can
+   * write it on the coordinator's host before the epoch's audit is final (`epoch-model.ts`).
+   * While it is owed no round closes, so the asked member still holds it. `undefined` otherwise.
+   */
+  epochModel: EpochModelOwed | undefined
 }
 
 /**
- * A ring joiner's model hand-over in progress (issue 17): `from` was asked (`SendModel`) for its
+ * The model of epoch `epoch` (the mean of round `round`, its last) asked of ring member `from`;
+ * `tried` holds every member asked so far; `finishing` when the run completes once it arrives.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface EpochModelOwed {
+  readonly epoch: number
+  readonly round: number
+  from: Rank
+  readonly tried: Set<Rank>
+  finishing: boolean
+}
+
+/**
+ * A ring joiner's model hand-over in progress: `from` was asked (`SendModel`) for its
  * parameters of `round`; `tried` holds every member asked so far, `from` included.
  *
  * @since 0.1.0
@@ -167,9 +194,9 @@ export interface ModelOwed {
 
 
 /**
- * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (DESIGN.md
- * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`
- * (issue 17). Returns `Config.Invalid` for bad options. O(maxRanks).
+ * A coordinator for `options` whose ranks `[0, worldSize)` all count as seen at `nowMs` (docs/design.md
+ * §3.10 "Before the first frame"); indices `[worldSize, maxRanks)` are vacant until a `Join`.
+ * Returns `Config.Invalid` for bad options. O(maxRanks).
  *
  * @since 0.1.0
  * @category constructors
@@ -231,7 +258,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     lateJoiner: new Uint8Array(w),
     vacantFrom: initial,
     joins: [],
-    modelOwed: new Map()
+    modelOwed: new Map(),
+    epochModel: undefined
   }
 }
 
@@ -246,7 +274,7 @@ export const forEachSurvivor = (state: State, f: (rank: Rank) => void): void => 
 /**
  * The live ranks a `Tick` at `nowMs` would find stale, least recently seen first: the shell asks its
  * transport whether a frame from any of them is already in and, if so, sends `Seen` first
- * (DESIGN.md §3.10). O(expired + 1).
+ * (docs/design.md §3.10). O(expired + 1).
  *
  * @since 0.1.0
  * @category queries
@@ -256,7 +284,7 @@ export const expiring = (state: State, nowMs: number): Array<Rank> =>
 
 /**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
- * ring (ring order is ascending rank order, DESIGN.md §4 `FormRing`). `undefined` with no survivor.
+ * ring (ring order is ascending rank order, docs/design.md §4 `FormRing`). `undefined` with no survivor.
  * O(ranks skipped).
  *
  * @since 0.1.0
@@ -271,7 +299,7 @@ export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
 }
 
 /**
- * True for a joiner welcomed since the open round opened (issue 17): no round waits on it yet, and
+ * True for a joiner welcomed since the open round opened: no round waits on it yet, and
  * with the ring backend it is not a ring member yet. O(1).
  *
  * @since 0.1.0
@@ -280,7 +308,7 @@ export const nextSurvivor = (state: State, rank: Rank): Rank | undefined => {
 export const isJoining = (state: State, rank: Rank): boolean => state.joining.has(rank)
 
 /**
- * Whether ring joiner `rank` still waits for its model (issue 17): it was sent `SendModel` and the
+ * Whether ring joiner `rank` still waits for its model: it was sent `SendModel` and the
  * coordinator has not forwarded the model yet. O(1).
  *
  * @since 0.1.0
@@ -290,7 +318,7 @@ export const isOwedModel = (state: State, rank: Rank): boolean => state.modelOwe
 
 /**
  * The survivors the ring's current generation was formed over, ascending: every survivor but the
- * joiners still waiting for the next generation (issue 17). O(worldSize) at worst.
+ * joiners still waiting for the next generation. O(worldSize) at worst.
  *
  * @since 0.1.0
  * @category queries
@@ -315,7 +343,7 @@ export const isDead = (state: State, rank: Rank): boolean => Membership.isDead(s
 /** @since 0.1.0 @category queries */
 export const isLive = (state: State, rank: Rank): boolean => Membership.isLive(state.membership, rank)
 
-/** Whether `rank` is a vacant index below `maxRanks`: no rank took it yet (issue 17). @since 0.1.0 @category queries */
+/** Whether `rank` is a vacant index below `maxRanks`: no rank took it yet. @since 0.1.0 @category queries */
 export const isVacant = (state: State, rank: Rank): boolean => Membership.isVacant(state.membership, rank)
 
 /** Samples of `rank`'s current static list committed so far (0 in progressive mode). @since 0.1.0 @category queries */

@@ -1,5 +1,5 @@
 /**
- * Unrecoverable runs and requested stops (DESIGN.md §3.6): when the run can no longer go on
+ * Unrecoverable runs and requested stops (docs/design.md §3.6): when the run can no longer go on
  * (a repeated trainer crash, the failure limit, a ring of one, no survivor), and the once-per-run
  * `ShutdownWithSave`. Internal to `src/core`.
  *
@@ -24,7 +24,7 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
     }
   }
   if (checkFailureLimit) {
-    // The limit counts members (issue 17): joiners that died before they entered the rounds count
+    // The limit counts members: joiners that died before they entered the rounds count
     // neither as failures nor in the fraction's base (`worldSize` for a run that never grows).
     const lost = state.counters.joinersLost
     const counted = membership.failures - lost
@@ -35,7 +35,7 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
       return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}${besides}` }
     }
   }
-  // Joiners not yet in the ring do not count: the ring re-forms without them (issue 17).
+  // Joiners not yet in the ring do not count: the ring re-forms without them.
   if (config.backend === "ring" && memberCount(state) < 2) {
     return { reason: "SingleSurvivor", detail: `the ring backend needs 2 survivors in the ring, ${memberCount(state)} left` }
   }
@@ -45,7 +45,7 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
   return undefined
 }
 
-/** Sends `ShutdownWithSave` at most once per run and ends it (DESIGN.md §3.6). */
+/** Sends `ShutdownWithSave` at most once per run and ends it (docs/design.md §3.6). */
 export const saveAndStop = (state: State, cmds: Array<Command>, reason: SaveReason, detail: string): void => {
   if (state.shutdownSent || state.phase !== "running") return
   state.shutdownSent = true
@@ -55,7 +55,7 @@ export const saveAndStop = (state: State, cmds: Array<Command>, reason: SaveReas
 }
 
 /**
- * An external shutdown request (DESIGN.md §1 save reason `GracefulShutdown`): the survivors save
+ * An external shutdown request (docs/design.md §1 save reason `GracefulShutdown`): the survivors save
  * and stop, through the same once-per-run `ShutdownWithSave` as an unrecoverable run (§3.6).
  */
 export const onShutdownRequested = (state: State, cmds: Array<Command>, detail: string): void => {

@@ -9,7 +9,7 @@ import * as Files from "../platform/files.ts"
 import * as Html from "./html.ts"
 
 /** The page module's file and the style sheets it needs. */
-const pageEntry = (): string => Files.pathOf(new URL("./page.ts", import.meta.url).href)
+const pageEntry = (): string => Files.pathOf(Files.moduleUrl("./page.ts", import.meta.url).href)
 const cssImports = ["uplot/dist/uPlot.min.css"]
 
 /**

@@ -50,6 +50,7 @@ th { font-weight: 600; }
 tr[data-status="dead"] td { color: #b91c1c; }
 tr[data-status="exited"] td, tr[data-status="saving"] td { color: #6b7280; }
 .chart { min-height: 2rem; }
+.u-legend.u-live.idle tr.u-series:first-child, .u-legend.u-live.idle .u-value { display: none; }
 `
 
 const section = (title: string, id: string, headings: ReadonlyArray<string>): string =>
@@ -86,6 +87,7 @@ ${section("Ranks", "ranks", rankHeadings)}
 <p class="meta">Averaging rounds on lane -1; each death on its rank's lane: fault injected (or first silence), declared dead (a red ring), remainder held by the survivors. Blue lines: epoch ends.</p>
 <div class="chart" id="timeline"></div>
 ${section("Deaths", "deaths", ["rank", "epoch", "detector", "cause", "fault", "declared", "remainder held", "fault → declared", "declared → held", "remainder samples"])}
+<p class="meta" id="deaths-none" hidden></p>
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
 <h2>Training loss per round</h2>

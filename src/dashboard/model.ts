@@ -66,7 +66,7 @@ export interface RoundPoint {
  * A death's three marks, in journal ms: `faultMs` (the injected fault, or a hung rank's first
  * silence; `undefined` when nothing was injected), `declaredMs` (the coordinator declared it) and
  * `recoveredMs` (the survivors held its remainder; `undefined` when nothing was redistributed),
- * with the milliseconds between them (DESIGN.md §3.2, §3.8).
+ * with the milliseconds between them (docs/design.md §3.2, §3.8).
  *
  * @since 0.1.0
  * @category model
@@ -86,7 +86,7 @@ export interface DeathMarks {
 
 /**
  * One finished epoch: its audit (`samplesCommitted` of `epochSamples`; `lost` and `duplicated`
- * must be 0, DESIGN.md §3.8), the deaths in it, when it ended (`ms`), and its eval (test
+ * must be 0, docs/design.md §3.8), the deaths in it, when it ended (`ms`), and its eval (test
  * `accuracy` and `loss`) once it arrived.
  *
  * @since 0.1.0
@@ -104,7 +104,7 @@ export interface EpochRow {
   loss: number | undefined
 }
 
-/** An alert as the journal holds it (DESIGN.md §3.9), with the journal time it came at. @since 0.1.0 @category model */
+/** An alert as the journal holds it (docs/design.md §3.9), with the journal time it came at. @since 0.1.0 @category model */
 export interface AlertRow {
   readonly ms: number
   readonly severity: string
@@ -232,7 +232,7 @@ export const apply = (model: Model, event: unknown): Model => {
       return model
     }
     case "welcomed": {
-      // A rank that joined the running run (issue 17): its row, after every index below it (an
+      // A rank that joined the running run: its row, after every index below it (an
       // index between is vacant and may still join).
       const rank = num(event.rank)
       if (rank === undefined || !Number.isInteger(rank) || rank < 0 || rank >= welcomedRankMax) return model

@@ -72,14 +72,24 @@ const aligned = (points: ReadonlyArray<readonly [x: number, series: number, y: n
   return [xs, ...ys]
 }
 
+/**
+ * Marks a live legend `idle` while no point is hovered (`u.legend.idx` is then null): the page's
+ * style hides the x series' entry and the values then, which would read `round: --`.
+ */
+const markIdle = (u: uPlot): void => {
+  u.root.querySelector(".u-legend")?.classList.toggle("idle", u.legend.idx == null)
+}
+
 /** A chart in box `id`, made at the first data (uPlot measures its box), then updated in place. */
 const chart = (id: string, options: (width: number) => uPlot.Options) => {
   const box = byId(id)
   let plot: uPlot | undefined
   return (data: uPlot.AlignedData, points: number): void => {
     box.dataset.points = String(points)
-    if (plot === undefined) plot = new uPlot(options(Math.max(320, box.clientWidth)), data, box)
-    else plot.setData(data)
+    if (plot !== undefined) return plot.setData(data)
+    const made = options(Math.max(320, box.clientWidth))
+    plot = new uPlot({ ...made, hooks: { ...made.hooks, setLegend: [...(made.hooks?.setLegend ?? []), markIdle] } }, data, box)
+    markIdle(plot)
   }
 }
 
@@ -183,7 +193,14 @@ const start = (): void => {
       ? "waiting for the run to start"
       : `run ${model.runId}: ${model.worldSize} ranks, ${model.epochs} epochs of ${integer(model.epochSamples)} samples, ` +
         `${model.mode ?? "?"} mode, ${model.transport ?? "?"} transport` + (model.resumedFrom === undefined ? "" : `, resumed from ${model.resumedFrom}`)
-    byId("clock").textContent = `${seconds(now)} since the run started`
+    // A finished run's page gives its duration; a journal cut short, how far it goes.
+    byId("clock").textContent = model.ended !== undefined
+      ? `the run took ${seconds(model.ended.ms)}`
+      : model.failed !== undefined
+      ? `the run failed ${seconds(model.failed.ms)} after it started`
+      : config.mode === "static"
+      ? `the journal stops ${seconds(now)} into the run`
+      : `${seconds(now)} since the run started`
     byId("outcome").textContent = model.ended === undefined
       ? model.failed !== undefined
         ? `failed ${model.failed.formed ? `(${model.failed.stage})` : "at formation"}: ${model.failed.reason}; exit code 3`
@@ -234,6 +251,11 @@ const start = (): void => {
       tr.dataset.deathRank = String(d.rank)
       tr.dataset.marks = String([d.faultMs, d.declaredMs, d.recoveredMs].filter((m) => m !== undefined).length)
     })
+    // No deaths: a line says so instead of an empty table.
+    const noDeaths = model.deaths.length === 0
+    byId("deaths").closest("table")!.hidden = noDeaths
+    byId("deaths-none").hidden = !noDeaths
+    byId("deaths-none").textContent = model.ended === undefined && model.failed === undefined ? "no deaths so far" : "no deaths"
 
     fillRows(byId("audits"), model.epochRows, (e) => [
       String(e.epoch),

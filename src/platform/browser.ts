@@ -1,6 +1,6 @@
 /**
  * The browser adapter: what a rank needs from its runtime when it runs in a Web Worker of a
- * browser tab (issue 14, item 4). `cohort bundle` (`bundle.ts`, `bundleBrowser`) builds the rank
+ * browser tab. `cohort bundle` (`bundle.ts`, `bundleBrowser`) builds the rank
  * with this file standing in for `node.ts`, `bun.ts`, `deno.ts`, `files.ts` and `schedule.ts`, so
  * it exports the names of all five that the rank, the WebSocket client and the bundled trainer
  * use, with a browser's meaning:

@@ -5,17 +5,21 @@
  * TypeScript and the user's trainer compiled in, packages left as imports) and starts that.
  * Bun and Deno run TypeScript natively and do not need this.
  *
- * Bundles are cached by content hash in `node_modules/.cache/cohort/` (so bare imports resolve
- * from the project's `node_modules`), written by rename so that parallel runs share them.
+ * Bundles are cached by content hash in `node_modules/.cache/cohort/` of this package's own folder
+ * (the repository, or `node_modules/cohort` where it is installed), so that bare imports resolve
+ * from its dependencies and then from the project's; written by rename so that parallel runs share
+ * them.
  *
  * @since 0.1.0
  */
 import { createHash } from "node:crypto"
-import { existsSync, mkdirSync, renameSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { basename, dirname, join, resolve } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Data from "effect/Data"
+import type { Plugin } from "esbuild"
 import * as Runtime from "./detect.ts"
+import * as Files from "./files.ts"
 
 /** True when this runtime needs bundled entries (Node). @since 0.1.0 @category bundle */
 export const needed = (): boolean => Runtime.detect() === "node"
@@ -36,13 +40,45 @@ export const bundle = async (source: string, resolveDir: string): Promise<string
     format: "esm",
     target: "node20",
     packages: "external",
+    plugins: [ownModuleUrls],
     write: false,
     logLevel: "silent"
   })
-  const code = result.outputFiles[0]!.contents
+  return cached("rank-entry", result.outputFiles[0]!.contents)
+}
+
+/**
+ * Keeps each compiled file's `import.meta.url` the URL of the file it was written in, not the
+ * bundle's, so that a trainer that finds its data beside itself (`new URL("./data.bin",
+ * import.meta.url)`) still does. Packages are not compiled in, so only the user's and Cohort's own
+ * files pass through here.
+ */
+const ownModuleUrls: Plugin = {
+  name: "cohort-own-module-urls",
+  setup: (plugin) => {
+    plugin.onLoad({ filter: /\.[cm]?[jt]s$/ }, (args) => {
+      const text = readFileSync(args.path, "utf8")
+      if (!text.includes("import.meta.url")) return undefined
+      return {
+        contents: text.replaceAll("import.meta.url", JSON.stringify(pathToFileURL(args.path).href)),
+        loader: /\.[cm]?ts$/.test(args.path) ? "ts" : "js"
+      }
+    })
+  }
+}
+
+/** This package's folder: the nearest one above this file with a `package.json`. */
+const packageFolder = (): string => {
+  let folder = dirname(fileURLToPath(import.meta.url))
+  while (!existsSync(join(folder, "package.json")) && dirname(folder) !== folder) folder = dirname(folder)
+  return folder
+}
+
+/** Writes `code` once under its content hash into the cache folder; returns its `file:` URL. */
+const cached = (name: string, code: Uint8Array): string => {
   const hash = createHash("sha256").update(code).digest("hex").slice(0, 16)
-  const folder = join(dirname(fileURLToPath(import.meta.url)), "../../node_modules/.cache/cohort")
-  const file = join(folder, `rank-entry.${hash}.mjs`)
+  const folder = join(packageFolder(), "node_modules/.cache/cohort")
+  const file = join(folder, `${name}.${hash}.mjs`)
   if (!existsSync(file)) {
     mkdirSync(folder, { recursive: true })
     const temporary = `${file}.${process.pid}.${Date.now()}`
@@ -52,8 +88,69 @@ export const bundle = async (source: string, resolveDir: string): Promise<string
   return pathToFileURL(file).href
 }
 
-/** The platform files that `browser.ts` stands in for in a browser bundle. */
-const replacedInBrowser = new Set(["node.ts", "bun.ts", "deno.ts", "files.ts", "schedule.ts"])
+/**
+ * Why a user's module could not be compiled for Node (`importModule`): esbuild's first error, as
+ * `file:line: text`.
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export class ModuleBuildError extends Data.TaggedError("ModuleBuildError")<{
+  readonly file: string
+  readonly problem: string
+}> {
+  override get message(): string {
+    return this.problem
+  }
+}
+
+const imported = new Map<string, Promise<unknown>>()
+
+/**
+ * Imports the user's module at `url` (a `file:` URL: a trainer in `.ts`, `.mts`, `.js` or `.mjs`,
+ * in any folder). Bun and Deno import it as it is. Node 20 cannot load TypeScript by itself and
+ * decides between ES module and CommonJS by the nearest `package.json`, so there the module is
+ * first compiled with esbuild into one ES module (its own relative imports compiled in, packages
+ * left as imports) and that is imported. Once per process and URL. Rejects with
+ * `ModuleBuildError` when the module does not compile, else with what importing it threw.
+ *
+ * @since 0.1.0
+ * @category bundle
+ */
+export const importModule = (url: string): Promise<unknown> => {
+  const known = imported.get(url)
+  if (known !== undefined) return known
+  const loading = needed() ? compiled(url).then((file) => import(file)) : import(url)
+  imported.set(url, loading)
+  loading.catch(() => imported.delete(url))
+  return loading
+}
+
+const compiled = async (url: string): Promise<string> => {
+  const { build } = await import("esbuild")
+  const file = fileURLToPath(url)
+  const result = await build({
+    entryPoints: [file],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    packages: "external",
+    plugins: [ownModuleUrls],
+    write: false,
+    logLevel: "silent"
+  }).catch((error: { errors?: ReadonlyArray<{ text: string; location: { file: string; line: number } | null }> }) => {
+    const first = error.errors?.[0]
+    throw new ModuleBuildError({
+      file,
+      problem: first === undefined ? String(error) : first.location === null ? first.text : `${first.location.file}:${first.location.line}: ${first.text}`
+    })
+  })
+  return cached(`module-${basename(file).replace(/[^\w.-]/g, "_")}`, result.outputFiles[0]!.contents)
+}
+
+/** The platform files that `browser.ts` stands in for in a browser bundle (`.js` once built). */
+const replacedInBrowser = new Set(["node", "bun", "deno", "files", "schedule"].flatMap((name) => [`${name}.ts`, `${name}.js`]))
 
 /**
  * Why a browser bundle did not build: esbuild's errors, or its warnings (an import that a
@@ -86,7 +183,7 @@ export class BrowserBundleError extends Data.TaggedError("BrowserBundleError")<{
 export const bundleBrowser = async (source: string, resolveDir: string, minify = false): Promise<string> => {
   const { build } = await import("esbuild")
   const platformDir = dirname(fileURLToPath(import.meta.url))
-  const browserFile = join(platformDir, "browser.ts")
+  const browserFile = fileURLToPath(Files.moduleUrl("./browser.ts", import.meta.url))
   const describe = (message: { text: string; location: { file: string; line: number } | null }) =>
     message.location === null ? message.text : `${message.location.file}:${message.location.line}: ${message.text}`
   const result = await build({
@@ -101,7 +198,7 @@ export const bundleBrowser = async (source: string, resolveDir: string, minify =
     plugins: [{
       name: "cohort-browser-platform",
       setup: (plugin) => {
-        plugin.onResolve({ filter: /\.ts$/ }, (args) => {
+        plugin.onResolve({ filter: /\.[jt]s$/ }, (args) => {
           if (!args.path.startsWith(".")) return undefined
           const file = resolve(args.resolveDir, args.path)
           return dirname(file) === platformDir && replacedInBrowser.has(basename(file)) ? { path: browserFile } : undefined

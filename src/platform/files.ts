@@ -182,6 +182,26 @@ export const writeFileAtomic = async (path: string, data: Uint8Array | string): 
   await rename(temporary, path)
 }
 
+/**
+ * Syncs the folder `path` itself (fsync of its entry list), so that a rename into it survives a
+ * crash of the machine, not only of the process. Best effort: where the runtime or the file
+ * system cannot open a folder for syncing (some platforms refuse), it does nothing.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const syncDir = async (path: string): Promise<void> => {
+  let handle: Awaited<ReturnType<typeof open>> | undefined
+  try {
+    handle = await open(path, "r")
+    await handle.sync()
+  } catch {
+    // Not every platform syncs a folder; the files themselves were synced before their rename.
+  } finally {
+    await handle?.close().catch(() => {})
+  }
+}
+
 const encoder = new TextEncoder()
 
 /** Writes every byte (a `write` may take fewer than it was given). */
@@ -366,6 +386,17 @@ export const fileUrl = (path: string): string => (path.startsWith("file:") ? pat
  * @category files
  */
 export const absolutePath = (path: string): string => resolvePath(path)
+
+/**
+ * The URL of another module of this package, `path` written as in the source tree (`./rank.ts`)
+ * and resolved from `fromUrl` (pass `import.meta.url`): in the published package, whose modules
+ * are built JavaScript (`from` ends in `.js`), the `.ts` name becomes `.js`.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const moduleUrl = (path: string, fromUrl: string): URL =>
+  new URL(fromUrl.endsWith(".js") ? path.replace(/\.ts$/, ".js") : path, fromUrl)
 
 /**
  * The file-system path of a `file:` URL; any other string is returned as it is.

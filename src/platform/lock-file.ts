@@ -1,8 +1,8 @@
 /**
  * Lock files: a file created exclusively (a hard link, which fails when the name exists) that
  * holds the owner's process id,
- * so that two processes on one machine never do the same thing at once (`cohort resume` of one run,
- * issue 13). `node:fs/promises` and `process.kill(pid, 0)` behave the same on Node 20, Bun and Deno
+ * so that two processes on one machine never do the same thing at once (`cohort resume` of one run).
+ * `node:fs/promises` and `process.kill(pid, 0)` behave the same on Node 20, Bun and Deno
  * (with `-A`), so one file serves all three runtimes.
  *
  * @since 0.1.0

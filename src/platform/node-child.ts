@@ -16,7 +16,7 @@ import type * as Types from "./types.ts"
 
 /**
  * The error code of a rank ended for going over its memory limit, beside Node's and Deno's
- * `ERR_WORKER_OUT_OF_MEMORY` for a worker past its `resourceLimits` (issue C3).
+ * `ERR_WORKER_OUT_OF_MEMORY` for a worker past its `resourceLimits`.
  *
  * @since 0.1.0
  * @category processes

@@ -104,7 +104,7 @@ export const spawnWorker = (
 }
 
 /**
- * A direct ring link between two workers (issue 15): a `MessageChannel` whose `sender` end goes
+ * A direct ring link between two workers: a `MessageChannel` whose `sender` end goes
  * to one worker (its `next`) and `receiver` end to its neighbour (its `prev`), through
  * `RawChild.postRing`. Node, Bun and Deno all transfer ports between workers. With `sharedSlots`
  * above 0 the steps then travel through a shared-memory segment the sending worker makes and

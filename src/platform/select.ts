@@ -1,5 +1,5 @@
 /**
- * Picks this runtime's implementation of each raw channel (DESIGN.md §5): the WebSocket server
+ * Picks this runtime's implementation of each raw channel (docs/design.md §5): the WebSocket server
  * is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno.
  *
  * @since 0.1.0

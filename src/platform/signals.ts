@@ -1,7 +1,7 @@
 /**
  * Process signals for the command line: SIGINT (Ctrl-C) and SIGTERM. `process.on` for signals
  * behaves the same on Node 20, Bun and Deno (with `-A`), so one file serves all three runtimes.
- * Signals are the shell's business, never the core's: the handler only asks (DESIGN.md §2).
+ * Signals are the shell's business, never the core's: the handler only asks (docs/design.md §2).
  *
  * @since 0.1.0
  */

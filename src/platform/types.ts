@@ -47,7 +47,7 @@ export interface RawChild {
   readonly post: (message: Uint8Array) => void
   readonly kill: (signal?: string) => void
   /**
-   * Workers only: hands the worker its two ring links of `generation` (issue 15), transferred on
+   * Workers only: hands the worker its two ring links of `generation`, transferred on
    * its frame port (so they arrive in order with its frames): `next` sends to its next ring
    * neighbour, `prev` receives from the previous one. Both are ends made by `ringChannel`.
    * `sharedSlots`: slots of the shared-memory segment each sending side makes (0: steps stay on
@@ -57,8 +57,8 @@ export interface RawChild {
 }
 
 /**
- * A ring generation's shared all-reduce area as one member gets it (issue 15,
- * `SharedAllReduce`): the `buffer` every member of the generation shares, this member's
+ * A ring generation's shared all-reduce area as one member gets it
+ * (`SharedAllReduce`): the `buffer` every member of the generation shares, this member's
  * `ringRank`, the `ringSize` and the parameter `length`. @since 0.1.0 @category model
  */
 export interface RingArea {
@@ -88,7 +88,7 @@ export interface RingWire {
 }
 
 /**
- * A worker's direct ring links of one `generation` (issue 15): `send` to the next ring rank,
+ * A worker's direct ring links of one `generation`: `send` to the next ring rank,
  * `onMessage` from the previous one, `close` both (when a newer generation supersedes them).
  * @since 0.1.0 @category model
  */

@@ -1,5 +1,5 @@
 /**
- * The seeded per-epoch permutation of sample indices (DESIGN.md §1 "epoch", §3 "randomness as a
+ * The seeded per-epoch permutation of sample indices (docs/design.md §1 "epoch", §3 "randomness as a
  * seed"). The coordinator plans over positions `[0, epochSamples)` of this permutation; a rank
  * maps the positions of its partitions, extensions and chunks to dataset indices with it.
  *

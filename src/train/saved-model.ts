@@ -1,10 +1,10 @@
 /**
  * The model Cohort itself keeps in every save folder, so that a run can be resumed whatever the
- * trainer's own `save` writes (issue 13, "resume"): `cohort-params.f32`, the rank's **last averaged
+ * trainer's own `save` writes: `cohort-params.f32`, the rank's **last averaged
  * parameters** as raw little-endian float32, and `cohort-params.json` describing them.
  *
  * Why the last average and not the rank's live parameters: a sample counts as committed once its
- * parameters were folded into a completed round (DESIGN.md §3.3), so the last `Update` a rank
+ * parameters were folded into a completed round (docs/design.md §3.3), so the last `Update` a rank
  * applied holds exactly what the journal committed, and nothing it trained since (which a resumed
  * run trains again). Before the first `Update` of a run it is the initial model.
  *
@@ -20,6 +20,31 @@ export const paramsFile = "cohort-params.f32"
 
 /** The description's file in a save folder. @since 0.1.0 @category files */
 export const metaFile = "cohort-params.json"
+
+/**
+ * The names of a model's two files in its folder: the raw parameters and their description. A
+ * rank's saves use `paramsFile` and `metaFile` (the default); the coordinator's epoch models use
+ * `coordinatorFiles`, so that both can sit in one checkpoint folder.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export interface FileNames {
+  readonly params: string
+  readonly meta: string
+}
+
+/** A rank's save: `cohort-params.f32` and `cohort-params.json`. @since 0.1.0 @category files */
+export const rankFiles: FileNames = { params: paramsFile, meta: metaFile }
+
+/**
+ * The coordinator's model of an ended epoch, in `checkpoints/v<E>/`: `params.f32` and
+ * `model.json` (its `rank` is the member that handed it over, or -1 for the coordinator's own mean).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const coordinatorFiles: FileNames = { params: "params.f32", meta: "model.json" }
 
 /** Bound on `cohort-params.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
 export const metaBytesMax = 64 * 1024
@@ -91,13 +116,16 @@ const fromBytes = (bytes: Uint8Array): Float32Array => {
 export const write = async (
   dir: string,
   params: Float32Array,
-  where: { readonly epoch: number; readonly round: number; readonly rank: number }
+  where: { readonly epoch: number; readonly round: number; readonly rank: number },
+  names: FileNames = rankFiles
 ): Promise<Meta> => {
   const bytes = toBytes(params)
   const meta: Meta = { paramsLength: params.length, checksum: checksum(bytes), epoch: where.epoch, round: where.round, rank: where.rank }
   await Files.mkdir(dir)
-  await Files.writeFileAtomic(`${dir}/${paramsFile}`, bytes)
-  await Files.writeFileAtomic(`${dir}/${metaFile}`, `${JSON.stringify(meta, null, 2)}\n`)
+  await Files.writeFileAtomic(`${dir}/${names.params}`, bytes)
+  await Files.writeFileAtomic(`${dir}/${names.meta}`, `${JSON.stringify(meta, null, 2)}\n`)
+  // The renames themselves survive a crash of the machine too.
+  await Files.syncDir(dir)
   return meta
 }
 
@@ -126,7 +154,9 @@ const isInteger = (value: unknown, min: number): value is number => typeof value
  * @since 0.1.0
  * @category files
  */
-export const read = async (dir: string): Promise<Read> => {
+export const read = async (dir: string, names: FileNames = rankFiles): Promise<Read> => {
+  const metaFile = names.meta
+  const paramsFile = names.params
   let metaText: string
   try {
     const found = await Files.readRegularFile(`${dir}/${metaFile}`, metaBytesMax)
@@ -146,7 +176,7 @@ export const read = async (dir: string): Promise<Read> => {
   const record = raw as Record<string, unknown>
   if (!isInteger(record.paramsLength, 0)) return unusable(`${metaFile} has no valid paramsLength`)
   if (typeof record.checksum !== "string" || !/^[0-9a-f]{8}$/.test(record.checksum)) return unusable(`${metaFile} has no valid checksum`)
-  if (!isInteger(record.epoch, -1) || !isInteger(record.round, -1) || !isInteger(record.rank, 0)) {
+  if (!isInteger(record.epoch, -1) || !isInteger(record.round, -1) || !isInteger(record.rank, -1)) {
     return unusable(`${metaFile} has no valid epoch, round and rank`)
   }
   const meta: Meta = { paramsLength: record.paramsLength, checksum: record.checksum, epoch: record.epoch, round: record.round, rank: record.rank }

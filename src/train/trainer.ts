@@ -21,14 +21,14 @@
  * ```
  *
  * Every method may be synchronous or return a promise. A method that throws or rejects is a
- * crash of its rank (DESIGN.md §5: the supervisor reports it and the coordinator moves its work).
+ * crash of its rank (docs/design.md §5: the supervisor reports it and the coordinator moves its work).
  *
  * @since 0.1.0
  */
 
 /**
  * What `createTrainer` learns about its rank: `rank` in `[0, worldSize)`, `worldSize` the ranks
- * at formation (DESIGN.md §1), and the run's `seed` (an integer, the same on every rank, so that
+ * at formation (docs/design.md §1), and the run's `seed` (an integer, the same on every rank, so that
  * every rank can build the same initial model).
  *
  * @since 0.1.0
@@ -67,7 +67,7 @@ export interface Evaluation {
  * - `save(dir)`: writes the model under the folder `dir` (created by the caller) so that it can
  *   be loaded again; used by checkpoints and save-and-shutdown.
  * - `evaluate()` (optional): metrics on the held-out test set, run by the rank holding the eval
- *   role (DESIGN.md §3.5).
+ *   role (docs/design.md §3.5).
  *
  * @since 0.1.0
  * @category contract

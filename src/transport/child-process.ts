@@ -1,7 +1,7 @@
 /**
  * The child-process transport, for process-per-rank runs: the coordinator's endpoint hosts one
  * child process per rank on the current runtime (`node --import tsx`, `bun`, `deno run -A`),
- * talking over a channel of its own, the child's fd 3 (DESIGN.md §5). The child's stdout and
+ * talking over a channel of its own, the child's fd 3 (docs/design.md §5). The child's stdout and
  * stderr are its own: trainer code may print, and every line goes to the host's `onOutput`
  * (default: `[rank N] line` on the coordinator's stderr; bounds in `rank-output.ts`). A record
  * whose header announces more than `messageBytesMax` closes the link before anything of it is
@@ -38,7 +38,7 @@ export interface SpawnOptions {
   readonly nice?: number
   /**
    * V8's heap limit of the process in MiB (default none), enforced by Node and Deno; reaching it
-   * ends the rank as `Crashed` with an out-of-memory reason. Bun ignores it (issue C3).
+   * ends the rank as `Crashed` with an out-of-memory reason. Bun ignores it.
    */
   readonly heapLimitMb?: number
 }

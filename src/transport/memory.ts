@@ -1,6 +1,6 @@
 /**
  * The in-memory transport: a real implementation of the Transport contract between endpoints of
- * one process, with injectable faults for tests (DESIGN.md §5).
+ * one process, with injectable faults for tests (docs/design.md §5).
  *
  * Every pair of endpoints of a `Network` is linked both ways by a pipe: a FIFO of messages
  * (batches) served by its own fiber. Faults act on messages as they are posted, per directed

@@ -1,5 +1,5 @@
 /**
- * Shared-memory ring links between worker threads (issue 15): one direction of a direct ring link
+ * Shared-memory ring links between worker threads: one direction of a direct ring link
  * (ring rank `r` to `r + 1` of one generation) whose steps travel through a `SharedArrayBuffer`
  * segment instead of being posted one by one on the pair's `MessageChannel`.
  *

@@ -1,6 +1,6 @@
 /**
  * The transport supervisor: reads a transport's ordered events and turns every end of a rank
- * into a `DeathReport{rank, cause}` (DESIGN.md §3.10, §5). Because a transport delivers a peer's
+ * into a `DeathReport{rank, cause}` (docs/design.md §3.10, §5). Because a transport delivers a peer's
  * end after its last frame, the report comes after every frame the rank sent. Whether the end was
  * clean is the core's decision, not the supervisor's: a rank whose `Exiting` the core accepted has
  * already left the run, and the core drops (and counts) the report; any other end is a death,

@@ -1,5 +1,5 @@
 /**
- * The Transport contract shared by every transport (DESIGN.md §5).
+ * The Transport contract shared by every transport (docs/design.md §5).
  *
  * A transport is one endpoint: it sends opaque frames (`Uint8Array`, normally CBOR from
  * `src/wire`) to peers and delivers, on one ordered inbox, every frame it receives as
@@ -32,7 +32,7 @@ export const coordinatorPeer: Peer = -1
 
 /**
  * One frame received from `peer`; `arrivedMs` is the transport's clock (integer milliseconds)
- * when the underlying message arrived: the frame's `nowMs` (DESIGN.md §3.10). `decoded` is what
+ * when the underlying message arrived: the frame's `nowMs` (docs/design.md §3.10). `decoded` is what
  * the inspector decoded from `bytes`, when it returned `Decoded` (so a consumer decodes once).
  *
  * @since 0.1.0
@@ -47,7 +47,7 @@ export interface Frame {
 }
 
 /**
- * A frame from `peer` that its inspector rejected (DESIGN.md §3.10 "a frame that fails to decode"):
+ * A frame from `peer` that its inspector rejected (docs/design.md §3.10 "a frame that fails to decode"):
  * it still shows the peer is alive, it is counted in `Stats.badFrames`, and the transport's
  * `badFramePolicy` decides whether the connection stays open. `error` is the inspector's error,
  * normally a `WireError`.
@@ -121,15 +121,20 @@ export type TransportErrorReason =
   | { readonly _tag: "SpawnFailed"; readonly detail: string }
   | { readonly _tag: "TokenTooShort"; readonly length: number; readonly runTokenLengthMin: number }
 
+// The base classes below are named with their types written out so that JSR's fast type check
+// (`deno publish`) can read the public API without inferring a call's type.
+const TransportErrorBase: new (args: { readonly reason: TransportErrorReason }) => Cause.YieldableError & {
+  readonly _tag: "TransportError"
+  readonly reason: TransportErrorReason
+} = Data.TaggedError("TransportError")
+
 /**
  * An expected transport failure, tagged `TransportError`, with its `reason`.
  *
  * @since 0.1.0
  * @category errors
  */
-export class TransportError extends Data.TaggedError("TransportError")<{
-  readonly reason: TransportErrorReason
-}> {}
+export class TransportError extends TransportErrorBase {}
 
 /**
  * One endpoint of a transport.
@@ -146,7 +151,7 @@ export class TransportError extends Data.TaggedError("TransportError")<{
  * - `events`: `inbox` as a stream (one consumer).
  * - `stats`: counters.
  * - `lastArrivalMs(peer)`: when the last message from `peer` arrived (the transport's clock, ms),
- *   even if its frames still wait behind other links' (DESIGN.md §3.10); `undefined` before any.
+ *   even if its frames still wait behind other links' (docs/design.md §3.10); `undefined` before any.
  * - `disconnect(peer, closeCode)`: closes the link to `peer` from this side with `closeCode`; its
  *   end is delivered later as usual. Nothing for an unknown or ended peer.
  *
@@ -181,14 +186,16 @@ export const sendFromUnsafe = (
     return error === undefined ? Effect.void : Effect.fail(error)
   })
 
+const TransportService: Context.ServiceClass<Transport, "cohort/transport/Transport", TransportShape> = Context.Service<Transport, TransportShape>()("cohort/transport/Transport")
+
 /**
- * The Transport service (DESIGN.md §5): provide one of the in-memory, worker-thread,
+ * The Transport service (docs/design.md §5): provide one of the in-memory, worker-thread,
  * child-process or WebSocket endpoints.
  *
  * @since 0.1.0
  * @category services
  */
-export class Transport extends Context.Service<Transport, TransportShape>()("cohort/transport/Transport") {}
+export class Transport extends TransportService {}
 
 /**
  * What an inspector says about one received frame:
@@ -300,7 +307,7 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4010 | RunFormed | a join after the run formed (every rank joined and training started) into a run that cannot grow (`maxRanks` equal to the world size, the default) |
  * | 4011 | RankDead | a join for a rank whose link ended or that the coordinator declared dead (a death is permanent); also the code the coordinator closes a declared-dead rank's socket with |
  * | 4012 | BadRingStep | a ring step (`RingData`) the coordinator was to relay broke the ring protocol (`Ring.checkStep`: a wrong length or step for the sender's place in the ring, a contribution count out of range, a value that is not finite): the sender is closed and declared dead, never its neighbour |
- * | 4013 | JoinFull | a join into a running run that may grow (`maxRanks` above the world size, issue 17) found no vacant index: every index below `maxRanks` was taken (indices are never reused), or the one asked for is `>= maxRanks` |
+ * | 4013 | JoinFull | a join into a running run that may grow (`maxRanks` above the world size) found no vacant index: every index below `maxRanks` was taken (indices are never reused), or the one asked for is `>= maxRanks` |
  * | 4014 | JoinBadIndex | a join into a growing run asked for an index that is not an integer `>= 0` |
  * | 4015 | JoinDeadIndex | a join into a growing run asked for a dead rank's index (a death is permanent; a run that cannot grow says `RankDead` 4011) |
  * | 4016 | JoinExitedIndex | a join into a growing run asked for the index of a rank that exited cleanly |
@@ -346,8 +353,8 @@ export const CloseCode = {
 } as const
 
 /**
- * The close code of each reason the core refuses a mid-run join for (issue 17;
- * `Coordinator.JoinRefusal`): `Full` 4013, `BadIndex` 4014, `DeadIndex` 4015, `ExitedIndex` 4016,
+ * The close code of each reason the core refuses a mid-run join for
+ * (`Coordinator.JoinRefusal`): `Full` 4013, `BadIndex` 4014, `DeadIndex` 4015, `ExitedIndex` 4016,
  * `LiveIndex` 4017, `NotStarted` 4018, `ShuttingDown` 4019, `RunOver` 4020.
  *
  * @since 0.1.0

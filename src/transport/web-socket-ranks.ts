@@ -1,17 +1,17 @@
 /**
  * Local ranks over the network path: a WebSocket server (`WebSocket.serve`) whose ranks are child
  * processes of this one that join it over loopback with the run token (`run({ transport:
- * "websocket" })`, issue 14 item 3). Frames travel only over the sockets; each process's frame
+ * "websocket" })`). Frames travel only over the sockets; each process's frame
  * channel carries nothing, and its stdout and stderr go to `onOutput` as with the child-process
  * transport.
  *
- * Two supervisors watch each rank (DESIGN.md §5): the process's end and the socket's close both
+ * Two supervisors watch each rank (docs/design.md §5): the process's end and the socket's close both
  * report, and the first wins (a rank's link ends once; the core declares once). A socket that
  * closes after its process was killed or exited reads as the process's cause (`Killed{SIGKILL}`),
  * not `Disconnected{1006}`. A process that ends while its socket is still open is reported after
  * `socketEndGraceMs`, unless the socket closes first: the frames it sent before its end (its
  * `Exiting`) come through the socket, which may lag its exit event, and must be read first
- * (DESIGN.md §3.1). A process that ends before it joined is reported at once.
+ * (docs/design.md §3.1). A process that ends before it joined is reported at once.
  *
  * @since 0.1.0
  */

@@ -1,5 +1,5 @@
 /**
- * The WebSocket transport: the coordinator serves, ranks connect (DESIGN.md §5).
+ * The WebSocket transport: the coordinator serves, ranks connect (docs/design.md §5).
  *
  * The server is `ws` on Node, `Bun.serve` under Bun and `Deno.serve` under Deno; the client is
  * `ws` on Node and the global `WebSocket` elsewhere (all in `src/platform/`).
@@ -12,7 +12,7 @@
  * (`Transport.CloseCode`): `BadJoin` 4000 (not a join, or a `v` other than 1), `WrongToken` 4001,
  * `RankOutOfRange` 4002, `RankDead` 4011 (the rank's link ended or it was ended from outside: a
  * dead rank never comes back), `RunFormed` 4010 (after `markFormed`, in a run that cannot grow; one
- * that can, issue 17, has `ServerOptions.admit` decide instead: its refusals are 4013-4020,
+ * that can has `ServerOptions.admit` decide instead: its refusals are 4013-4020,
  * `Transport.joinRefusalCloseCode`), `DuplicateRank` 4003 (a live
  * rank's second connection; `"auto"` with every rank taken), `JoinTimeout` 4004, `TryAgainLater` 1013 past `pendingJoinsMax` and
  * `AddressBusy` 4008 past `pendingJoinsPerAddressMax` (and, in a run that may grow, before
@@ -78,7 +78,7 @@ import * as Transport from "./transport.ts"
  *   of each accepted and each refused join, called synchronously; they must not throw.
  * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
  *   milliseconds since anything of the rank had arrived before its resume.
- * - `admit(asked, taken)` (issue 17, a run that may grow): decides each join after `markFormed`
+ * - `admit(asked, taken)` (a run that may grow): decides each join after `markFormed`
  *   instead of the `RunFormed` (4010) refusal, synchronously: `asked` is the index the join asked
  *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
  *   had a link on this server (live, ended, or joining). It returns `{rank}` (the join takes that
@@ -141,7 +141,7 @@ export interface ServerOptions extends Transport.Options {
 export type Admission = { readonly rank: Transport.Peer } | { readonly closeCode: number; readonly reason: string }
 
 /**
- * An `admit` answer from a core's join decision (issue 17): `asked` as the join gave it (`"auto"`,
+ * An `admit` answer from a core's join decision: `asked` as the join gave it (`"auto"`,
  * or an index), `decide` the core's verdict for it (`Coordinator.joinVerdict`: the index the join
  * takes, or `[reason, detail]`). A refusal closes with `Transport.joinRefusalCloseCode[reason]`;
  * an `asked` that is neither `"auto"` nor a number is `JoinBadIndex` (4014).
@@ -442,7 +442,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (join.resume !== undefined) return resume(join.rank, join.resume)
           let rank = join.rank
           if (formed && options.admit !== undefined) {
-            // A run that may grow (issue 17): its shell decides, from the core's state.
+            // A run that may grow: its shell decides, from the core's state.
             let admission: Admission
             try {
               admission = options.admit(rank, (r) => joined.has(r))
@@ -454,7 +454,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             return accept(admission.rank, join.version)
           }
           if (options.admit !== undefined && !isFormationIndex(rank)) {
-            // A run that may grow (issue 17), still forming: a join the formation cannot take
+            // A run that may grow, still forming: a join the formation cannot take
             // (every formation index taken, or one beyond them) is one for the running run, so it
             // is asked to come back (`connect` retries 1013) instead of refused for good.
             return refuse(Transport.CloseCode.TryAgainLater, "the run is forming: join again once it formed")

@@ -1,6 +1,6 @@
 /**
  * Wire integration: an `Inspect` built on the CBOR codec of `src/wire`, so a
- * transport surfaces bad frames as `WireError` and refuses impersonation (DESIGN.md §3.10, §4, §5).
+ * transport surfaces bad frames as `WireError` and refuses impersonation (docs/design.md §3.10, §4, §5).
  *
  * @since 0.1.0
  */

@@ -1,6 +1,6 @@
 /**
  * The worker-thread transport: the coordinator's endpoint hosts one `node:worker_threads` worker
- * per rank, identical on Node, Bun and Deno (DESIGN.md §5, TOOLCHAIN.md §3).
+ * per rank, identical on Node, Bun and Deno (docs/design.md §5, TOOLCHAIN.md §3).
  *
  * Each worker gets a dedicated `MessageChannel` port; frames travel as batches in transferred
  * buffers. When a worker ends, its port is drained before `Ended{rank, cause}` is delivered, so
@@ -60,7 +60,7 @@ export interface WorkerHost {
   readonly spawn: (options: SpawnOptions) => Effect.Effect<void, Transport.TransportError>
   readonly terminate: (rank: Transport.Peer) => Effect.Effect<void>
   /**
-   * The ring backend's direct links (issue 15): gives every rank of ring `generation` (`peers` in
+   * The ring backend's direct links: gives every rank of ring `generation` (`peers` in
    * ring order) a `MessageChannel` to its next neighbour and one from its previous neighbour,
    * transferred on its frame port ahead of the frames sent after this call. Returns how many ranks
    * it reached. Ranks close a generation's ports when a newer one arrives. `sharedSlots` (default

@@ -1,5 +1,5 @@
 /**
- * The CBOR codec for frames (DESIGN.md §4), on cbor-x with the fixed structures table.
+ * The CBOR codec for frames (docs/design.md §4), on cbor-x with the fixed structures table.
  *
  * Layout of one frame: the CBOR array `[protocolVersion, structuresVersion, from, message]`, where
  * `from` is the sender (a rank, or `-1` for the coordinator) and `message` is a cbor-x record: tag
@@ -30,7 +30,7 @@ import * as WireError from "./wire-error.ts"
  *
  * - `messageBytesMax`: integer bytes; default `Limits.defaults.messageBytesMax` (16 MiB). A longer
  *   message is rejected with `FrameTooLarge` before any decoding.
- * - `from`: the sender the connection is bound to (DESIGN.md §5); a frame naming another sender
+ * - `from`: the sender the connection is bound to (docs/design.md §5); a frame naming another sender
  *   gets `SenderMismatch`. Also the rank reported in errors. Default: accept any sender.
  * - `textBytesMax`, `paramsLengthMax`: see `Limits`; a longer field gets `FieldTooLarge` before it
  *   is read.
@@ -132,7 +132,7 @@ const coordinatorHeader = (() => {
  * The frame `bytes` (one encoded frame from rank `from`) as the coordinator would send the same
  * message: its header's sender replaced, its message bytes kept as they are (a message encodes
  * the same whoever sends it: the structure table is fixed). The coordinator's ring relay forwards a
- * checked `RingData` step this way instead of encoding it again (issue 15). A fresh `Uint8Array`,
+ * checked `RingData` step this way instead of encoding it again. A fresh `Uint8Array`,
  * or `undefined` when `bytes` does not start with the header `encode` writes for `from`.
  * O(frame length), one copy.
  *

@@ -1,5 +1,5 @@
 /**
- * The frame envelope: who sent a message (DESIGN.md §4 "carries the sender's rank").
+ * The frame envelope: who sent a message (docs/design.md §4 "carries the sender's rank").
  *
  * On the wire a frame is the CBOR array `[protocolVersion, structuresVersion, from, message]`,
  * where `from` is the rank (an unsigned integer) or `-1` for the coordinator, and `message` is a

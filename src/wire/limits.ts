@@ -1,5 +1,5 @@
 /**
- * Limits checked before any decoding (DESIGN.md §4, STYLE.md "Bound everything").
+ * Limits checked before any decoding (docs/design.md §4, STYLE.md "Bound everything").
  *
  * `messageBytesMax` bounds a whole transport message (one frame or a batch). Every length or count
  * inside it (string and byte-string lengths, array counts) is checked against the bytes that remain

@@ -1,5 +1,5 @@
 /**
- * One `Schema` per message of DESIGN.md §4, and one union per direction.
+ * One `Schema` per message of docs/design.md §4, and one union per direction.
  *
  * The schemas mirror `src/core/messages.ts` exactly (same `_tag`s, same fields); the type-level
  * checks at the end of this file fail to compile if they drift apart. Every frame is validated
@@ -10,7 +10,7 @@
  * `[0, 1]`; `params` is a `Float32Array` (CBOR typed-array tag 85 on the wire, never a number list);
  * a ring step's `data` a `Float64Array` (tag 86) or `Float32Array` (tag 85).
  *
- * The ring backend's protocol (structures version 3, issue 15): rank to coordinator
+ * The ring backend's protocol (structures version 3): rank to coordinator
  * `RoundDone{epoch, round, generation, samplesDone}` after the rank's all-reduce of a round
  * completed; coordinator to rank `RoundCommitted{round, generation}` once every ring member
  * reported (then, and only then, may a rank apply its mean); `RingData{generation, round, step,
@@ -50,7 +50,7 @@ export const Params = Schema.declare((input: unknown): input is Float32Array => 
 })
 
 /**
- * A ring step's data (issue 15): a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
+ * A ring step's data: a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
  * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values (one more for
  * float64 sums, which end with their contribution count). A number list is
  * rejected.
@@ -64,7 +64,7 @@ export const RingValues = Schema.declare(
 )
 
 /**
- * A save reason (DESIGN.md §1): one of `Messages.saveReasons`.
+ * A save reason (docs/design.md §1): one of `Messages.saveReasons`.
  *
  * @since 0.1.0
  * @category fields
@@ -84,17 +84,17 @@ export const SaveReason = Schema.Literals([
 
 /**
  * `Hello{paramsLength}`: a rank's first frame, once its trainer is ready; `paramsLength` is its
- * parameter count, agreed at formation (DESIGN.md §4). @since 0.1.0 @category rank-to-coordinator
+ * parameter count, agreed at formation (docs/design.md §4). @since 0.1.0 @category rank-to-coordinator
  */
 export const Hello = Schema.TaggedStruct("Hello", { paramsLength: Count })
 
-/** `Heartbeat`: fills the gaps between frames (DESIGN.md §3.1). @since 0.1.0 @category rank-to-coordinator */
+/** `Heartbeat`: fills the gaps between frames (docs/design.md §3.1). @since 0.1.0 @category rank-to-coordinator */
 export const Heartbeat = Schema.TaggedStruct("Heartbeat", {})
 
 /** `Progress{epoch, samplesDone, msPerBatch}`; `msPerBatch` finite, `<= 0` means no measurement. @since 0.1.0 @category rank-to-coordinator */
 export const Progress = Schema.TaggedStruct("Progress", { epoch: Count, samplesDone: Count, msPerBatch: Finite })
 
-/** `ChunkDone{epoch, offset, size}`: a progressive-mode chunk was trained (DESIGN.md §3.7). @since 0.1.0 @category rank-to-coordinator */
+/** `ChunkDone{epoch, offset, size}`: a progressive-mode chunk was trained (docs/design.md §3.7). @since 0.1.0 @category rank-to-coordinator */
 export const ChunkDone = Schema.TaggedStruct("ChunkDone", { epoch: Count, offset: Count, size: Count })
 
 /**
@@ -109,7 +109,7 @@ export const ChunkDone = Schema.TaggedStruct("ChunkDone", { epoch: Count, offset
 export const TrainLoss = Finite.check(Schema.isBetween({ minimum: -1e12, maximum: 1e12 }))
 
 /**
- * `Params{epoch, round, samplesDone, params, loss?}`: an averaging contribution (DESIGN.md §3.3);
+ * `Params{epoch, round, samplesDone, params, loss?}`: an averaging contribution (docs/design.md §3.3);
  * `params` is a `Float32Array`; `loss` a `TrainLoss`.
  *
  * @since 0.1.0
@@ -145,7 +145,7 @@ export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 
 /**
  * `Crashing{error, stack}`: a rank's last frame before it exits on an uncaught error; both free
- * text (`stack` is `""` when the error had none), bounded by the frame limit (issue C1).
+ * text (`stack` is `""` when the error had none), bounded by the frame limit.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -154,7 +154,7 @@ export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, 
 
 /**
  * `RoundDone{epoch, round, generation, samplesDone, loss?}`: the rank finished ring round `round`
- * in `generation`; committed only when the round closes (ring backend, issue 15); `loss` a
+ * in `generation`; committed only when the round closes (ring backend); `loss` a
  * `TrainLoss`.
  *
  * @since 0.1.0
@@ -169,7 +169,7 @@ export const RoundDone = Schema.TaggedStruct("RoundDone", {
 })
 
 /**
- * `RingData{generation, round, step, data}`: one relayed ring step, in both directions (issue 15);
+ * `RingData{generation, round, step, data}`: one relayed ring step, in both directions;
  * `data` a `Float64Array` (a reduce-scatter step: the segment's partial sums, then the number of
  * contributions folded into them) or a `Float32Array` (an all-gather step: a finished segment);
  * `Ring.allReduce` checks the layout.
@@ -204,22 +204,22 @@ export const ToCoordinator = Schema.Union([
 // Coordinator to rank
 // ---------------------------------------------------------------------------------------------
 
-/** `StartEpoch{epoch, offset, size}`: the rank's partition; `size` may be 0 (DESIGN.md §3.10). @since 0.1.0 @category coordinator-to-rank */
+/** `StartEpoch{epoch, offset, size}`: the rank's partition; `size` may be 0 (docs/design.md §3.10). @since 0.1.0 @category coordinator-to-rank */
 export const StartEpoch = Schema.TaggedStruct("StartEpoch", { epoch: Count, offset: Count, size: Count })
 
-/** `ExtendPartition{epoch, offset, size}`: a slice of a dead rank's remainder (DESIGN.md §3.4). @since 0.1.0 @category coordinator-to-rank */
+/** `ExtendPartition{epoch, offset, size}`: a slice of a dead rank's remainder (docs/design.md §3.4). @since 0.1.0 @category coordinator-to-rank */
 export const ExtendPartition = Schema.TaggedStruct("ExtendPartition", { epoch: Count, offset: Count, size: Count })
 
-/** `AssignChunk{epoch, offset, size}` (progressive mode, DESIGN.md §3.7). @since 0.1.0 @category coordinator-to-rank */
+/** `AssignChunk{epoch, offset, size}` (progressive mode, docs/design.md §3.7). @since 0.1.0 @category coordinator-to-rank */
 export const AssignChunk = Schema.TaggedStruct("AssignChunk", { epoch: Count, offset: Count, size: Count })
 
-/** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model, issue 17). @since 0.1.0 @category coordinator-to-rank */
+/** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model). @since 0.1.0 @category coordinator-to-rank */
 export const RequestParams = Schema.TaggedStruct("RequestParams", { round: Count })
 
 /** `Update{round, params}`: averaged parameters as a `Float32Array`. @since 0.1.0 @category coordinator-to-rank */
 export const Update = Schema.TaggedStruct("Update", { round: Count, params: Params })
 
-/** `SetRoles{checkpoint, eval, epochFn}`: the rank of each callback role (DESIGN.md §3.5). @since 0.1.0 @category coordinator-to-rank */
+/** `SetRoles{checkpoint, eval, epochFn}`: the rank of each callback role (docs/design.md §3.5). @since 0.1.0 @category coordinator-to-rank */
 export const SetRoles = Schema.TaggedStruct("SetRoles", { checkpoint: Count, eval: Count, epochFn: Count })
 
 /** `Checkpoint{version}`. @since 0.1.0 @category coordinator-to-rank */
@@ -228,11 +228,11 @@ export const Checkpoint = Schema.TaggedStruct("Checkpoint", { version: Count })
 /** `Eval{epoch}`. @since 0.1.0 @category coordinator-to-rank */
 export const Eval = Schema.TaggedStruct("Eval", { epoch: Count })
 
-/** `DeclareDead{rank}` (ring backend, DESIGN.md §3.2). @since 0.1.0 @category coordinator-to-rank */
+/** `DeclareDead{rank}` (ring backend, docs/design.md §3.2). @since 0.1.0 @category coordinator-to-rank */
 export const DeclareDead = Schema.TaggedStruct("DeclareDead", { rank: Count })
 
 /**
- * `FormRing{generation, ringRank, ringSize, peers}` (DESIGN.md §3.10 "Ring re-rendezvous").
+ * `FormRing{generation, ringRank, ringSize, peers}` (docs/design.md §3.10 "Ring re-rendezvous").
  * Beyond the field rules: `peers.length === ringSize`, `ringRank < ringSize`, and `peers` is
  * strictly ascending (ring order is ascending rank order).
  *
@@ -261,7 +261,7 @@ export const FormRing = Schema.TaggedStruct("FormRing", {
   })
 )
 
-/** `ShutdownWithSave{reason}` (DESIGN.md §3.6). @since 0.1.0 @category coordinator-to-rank */
+/** `ShutdownWithSave{reason}` (docs/design.md §3.6). @since 0.1.0 @category coordinator-to-rank */
 export const ShutdownWithSave = Schema.TaggedStruct("ShutdownWithSave", { reason: SaveReason })
 
 /** `Shutdown`: the run is over. @since 0.1.0 @category coordinator-to-rank */
@@ -270,7 +270,7 @@ export const Shutdown = Schema.TaggedStruct("Shutdown", {})
 /** `CoordHeartbeat`: the coordinator's liveness beacon. @since 0.1.0 @category coordinator-to-rank */
 export const CoordHeartbeat = Schema.TaggedStruct("CoordHeartbeat", {})
 
-/** `RoundCommitted{round, generation}`: ring round closed and committed (issue 15). @since 0.1.0 @category coordinator-to-rank */
+/** `RoundCommitted{round, generation}`: ring round closed and committed. @since 0.1.0 @category coordinator-to-rank */
 export const RoundCommitted = Schema.TaggedStruct("RoundCommitted", { round: Count, generation: Count })
 
 /**

@@ -1,5 +1,5 @@
 /**
- * The fixed tables both peers agree on: message ids and cbor-x record `structures` (DESIGN.md §4,
+ * The fixed tables both peers agree on: message ids and cbor-x record `structures` (docs/design.md §4,
  * TOOLCHAIN.md §2).
  *
  * A frame's message is a cbor-x record: CBOR tag `0xE000 + structure` over an array of values in
@@ -102,7 +102,7 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "CoordHeartbeat", direction: "toRank", fields: [] },
   // appended in structures version 2: ids 22..
   { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] },
-  // appended in structures version 3 (the ring backend, issue 15): ids 23..
+  // appended in structures version 3 (the ring backend): ids 23..
   { tag: "RoundDone", direction: "toCoordinator", fields: ["epoch", "round", "generation", "samplesDone"], optional: ["loss"] },
   { tag: "RoundCommitted", direction: "toRank", fields: ["round", "generation"] },
   { tag: "RingData", direction: "both", fields: ["generation", "round", "step", "data"] }

@@ -1,5 +1,5 @@
 /**
- * `WireError`: why a transport message could not be decoded into frames (DESIGN.md §4), with the
+ * `WireError`: why a transport message could not be decoded into frames (docs/design.md §4), with the
  * rank when known and the WebSocket close code that the connection's policy may use.
  *
  * Offsets and byte counts are integers, measured from the start of the transport message (a batch
@@ -8,6 +8,7 @@
  * @since 0.1.0
  */
 import type { Rank } from "../core/messages.ts"
+import type { Cause } from "effect"
 import { Data } from "effect"
 
 /** The message is longer than `messageBytesMax`; nothing was decoded. @since 0.1.0 @category reasons */
@@ -101,7 +102,7 @@ export interface VersionMismatch {
 
 /**
  * The frame names a sender (`got`: a rank, or `-1` for the coordinator) other than the one the
- * connection is bound to (`want`), DESIGN.md §5.
+ * connection is bound to (`want`), docs/design.md §5.
  *
  * @since 0.1.0
  * @category reasons
@@ -128,6 +129,13 @@ export type Reason =
   | VersionMismatch
   | SenderMismatch
 
+// Named with its type written out so that JSR's fast type check (`deno publish`) can read it.
+const WireErrorBase: new (args: { readonly reason: Reason; readonly rank: Rank | undefined }) => Cause.YieldableError & {
+  readonly _tag: "WireError"
+  readonly reason: Reason
+  readonly rank: Rank | undefined
+} = Data.TaggedError("WireError")
+
 /**
  * A frame that failed to decode or validate: `reason` says why, `rank` is the sending rank when
  * known (from the connection, else from the frame header), `undefined` otherwise or for the
@@ -136,10 +144,7 @@ export type Reason =
  * @since 0.1.0
  * @category errors
  */
-export class WireError extends Data.TaggedError("WireError")<{
-  readonly reason: Reason
-  readonly rank: Rank | undefined
-}> {
+export class WireError extends WireErrorBase {
   /** One line: the reason's tag and fields, and the rank. */
   override get message(): string {
     const { _tag, ...fields } = this.reason

@@ -15,7 +15,7 @@ const collector = (seen: Array<number>, mailbox?: Actor.MailboxOptions) => ({
   ...(mailbox === undefined ? {} : { mailbox })
 })
 
-describe("actor kit (DESIGN.md §5)", () => {
+describe("actor kit (docs/design.md §5)", () => {
   it.effect("an actor handles its messages one at a time in the order they were told", () =>
     Effect.scoped(Effect.gen(function*() {
       const seen: Array<number> = []

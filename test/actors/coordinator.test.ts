@@ -213,7 +213,7 @@ describe("coordinator actor", () => {
     })))
 
   // Breaker findings: malformed frames and frames naming another rank were dropped and counted,
-  // and the rank stayed joined (a flood of them stalled the coordinator); README says it is closed.
+  // and the rank stayed joined (a flood of them stalled the coordinator); docs/security.md says it is closed.
   it.live("a frame that does not decode closes its rank's link with the reason's code, and the rank is declared dead, refused, with the reason in words", () =>
     Effect.scoped(Effect.gen(function*() {
       const { handle, hello, frame, raw, end, disconnected } = yield* started(4)

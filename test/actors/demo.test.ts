@@ -2,7 +2,9 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import type * as RunTypes from "../../actors/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
+import { expectRecordsAgree } from "../run-records.ts"
 
 const outDir = mkdtempSync(join(tmpdir(), "cohort-demo-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
@@ -31,6 +33,9 @@ describe("cohort demo", () => {
     }
     expect(result.exitCode).toBe(0)
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
+    // Every record of the run lists the same evals (the last epoch's too), audits and deaths.
+    const records = await expectRecordsAgree((result as unknown as RunTypes.RunResult).runDir, result as unknown as RunTypes.RunResult)
+    expect([records.evals.map(([epoch]) => epoch), records.deaths.map(([rank, epoch]) => [rank, epoch])]).toEqual([[0], [[2, 0]]])
     // One epoch of the bundled MLP over 8,000 digits reaches about 0.89 test accuracy.
     expect(result.epochs[0]!.accuracy).toBeGreaterThan(0.85)
     if (transport === "worker") cpuAccuracy = result.epochs[0]!.accuracy
@@ -73,6 +78,8 @@ describe("cohort demo", () => {
     }
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])
+    const records = await expectRecordsAgree(result.runDir, result as unknown as RunTypes.RunResult)
+    expect(records.evals.map(([epoch]) => epoch)).toEqual([0])
     expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "area"])
     // One journal decision per ring generation, naming its members, not one per member.
     const journal = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { readonly type: string; readonly detail?: string })

@@ -8,8 +8,10 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand, removeDir } from "../cli-process.ts"
+import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/run-types.ts"
+import * as Cli from "../../src/cli/index.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 
 const runtime = Runtime.detect()
@@ -180,6 +182,27 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     const ended = journal.at(-1)!
     expect(ended.type === "ended" && ended.outcome).toEqual(JSON.parse(JSON.stringify(result.outcome)))
     expect(JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8"))).toEqual(JSON.parse(JSON.stringify(result)))
+    await expectRecordsAgree(result.runDir, result)
+  }, 180_000)
+
+  it("a run interrupted before the demo's own kill records nothing about that kill; a kill the user asked for is still reported as not done", async () => {
+    const controller = new AbortController()
+    const result = await Launcher.run({
+      trainer: steady,
+      worldSize: 3,
+      epochs: 400,
+      outDir,
+      kills: [{ rank: 2, atEpoch: 300, atFraction: 0.4, plan: "demo" }, { rank: 1, atEpoch: 300, atFraction: 0.5 }],
+      signal: controller.signal,
+      onEvent: (event) => {
+        if (event.type === "epoch" && event.summary.epoch === 0) controller.abort()
+      }
+    })
+    expect(result.outcome.status).toBe("interrupted")
+    expect(result.skippedFaults.map((f) => [f.rank, f.reason.startsWith("the run ended after ")])).toEqual([[1, true]])
+    expect(journalOf(result.runDir).filter((e) => e.type === "fault-skipped").map((e) => e.type === "fault-skipped" && e.skipped.rank)).toEqual([1])
+    const warnings = Cli.renderResult(result).err?.split("\n").filter((line) => /did not happen/.test(line))
+    expect(warnings).toEqual([`cohort: warning: --kill 1@epoch 300 did not happen: ${result.skippedFaults[0]!.reason}`])
   }, 180_000)
 
   it("a stop signal right after the interrupt cuts the grace: run() returns at once, still with its journal and summary", async () => {

@@ -5,9 +5,10 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher.ts"
 import * as Files from "../../src/platform/files.ts"
-import type { RunOptions } from "../../actors/run-types.ts"
+import type { RunEvent, RunOptions } from "../../actors/run-types.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
+const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
@@ -80,6 +81,42 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const last = new Map(progress.map((e) => [e.rank, e.samplesDone]))
     expect([1, 2].map((rank) => (last.get(rank) ?? 0) > 0)).toEqual([true, true])
   })
+
+  it("each rank's last progress event of an epoch, before the epoch's line, is what it trained of it: they add up to the epoch (static and progressive, cpu and ring)", async () => {
+    for (const [mode, backend] of [["static", "cpu"], ["static", "ring"], ["progressive", "cpu"]] as const) {
+      const events: Array<RunEvent> = []
+      const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, mode, backend, onEvent: (event) => void events.push(event) })
+      expect(result.exitCode).toBe(0)
+      for (const epoch of [0, 1]) {
+        const ended = events.findIndex((e) => e.type === "epoch" && e.summary.epoch === epoch)
+        const last = new Map<number, number>()
+        for (const e of events.slice(0, ended)) if (e.type === "progress" && e.epoch === epoch) last.set(e.rank, e.samplesDone)
+        expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({ mode, backend, epoch, trained: 4800 })
+      }
+    }
+  }, 120_000)
+
+  it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
+    const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths).toEqual([])
+    expect(result.outcome.counters.roundsClosedAtDeadline).toBeGreaterThan(0)
+    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as RunEvent)
+      .flatMap((e) => (e.type === "round" ? [e.contributors] : []))
+    expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
+  }, 90_000)
+
+  it("a resumed run keeps its parent's round deadline and quorum", async () => {
+    const parent = await Launcher.run({
+      ...fast, trainer: steady, worldSize: 3, epochs: 2, roundDeadlineMs: 70, roundQuorum: 0.6, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
+    expect(parent.exitCode).toBe(1)
+    const child = await Launcher.run({ resume: parent.runDir, outDir, onRankOutput: () => {} })
+    expect(child.exitCode).toBe(0)
+    const started = JSON.parse(readFileSync(join(child.runDir, "events.ndjson"), "utf8").split("\n")[0]!) as RunEvent
+    expect(started.type === "started" && [started.options?.["roundDeadlineMs"], started.options?.["roundQuorum"]]).toEqual([70, 0.6])
+  }, 90_000)
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
@@ -232,7 +269,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(Date.now() - started).toBeLessThan(60_000)
     })
   }
-  it("the README's line trainer, which prints in save(), completes as child processes with no death; its lines reach onRankOutput and ranks/rank<N>.log", async () => {
+  it("the docs' line trainer, which prints in save(), completes as child processes with no death; its lines reach onRankOutput and ranks/rank<N>.log", async () => {
     const printed: Array<readonly [number, string]> = []
     const result = await Launcher.run({
       trainer: lineTrainer,

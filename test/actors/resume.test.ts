@@ -11,6 +11,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand } from "../cli-process.ts"
+import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher.ts"
 import * as Resume from "../../actors/resume.ts"
 import type { RunEvent, RunOptions, RunResult } from "../../actors/run-types.ts"
@@ -140,6 +141,8 @@ describe(`cohort resume (${runtime})`, () => {
     expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
     expect(child.outcome.status).toBe("completed")
     expect(child.finalAccuracy!).toBeGreaterThanOrEqual(base.finalAccuracy! - 0.01)
+    await expectRecordsAgree(parent.runDir, parent)
+    await expectRecordsAgree(child.runDir, child)
     // The report marks the epoch that spans both runs.
     const report = await cohort("report", child.runDir)
     expect(report.code).toBe(0)
@@ -194,7 +197,7 @@ describe(`cohort resume (${runtime})`, () => {
     expect(resumed.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
       `cohort: note: the parent's journal was cut in line ${cutLine} (a write cut short); every whole line before it was read`,
       `cohort: note: the parent's journal ends without its outcome (it was cut in line ${cutLine}): its coordinator's process died: ` +
-        `resuming from checkpoint v${newest}; epoch ${newest + 1} is trained again from its start`
+        `resuming from checkpoint v${newest}, the model after the last audited epoch; epoch ${newest + 1} is trained from its start`
     ])
     const child = JSON.parse(resumed.stdout) as RunResult
     expect(child.resumed).toMatchObject({ epoch: newest + 1, committedSamples: 0, committed: [], state: "checkpoint", loadedFrom: `${runDir}/checkpoints/v${newest}` })
@@ -371,7 +374,7 @@ describe(`cohort resume (${runtime})`, () => {
       expect(done.code).toBe(0)
       expect(done.stderr.split("\n").filter((line) => line.startsWith("cohort: note:"))).toEqual([
         `cohort: note: the survivors' saves are not usable (${[0, 1, 2].map((r) => `rank ${r}: cohort-params.f32 does not match its checksum`).join("; ")}): ` +
-          `resuming from checkpoint v0; epoch 1 is trained again from its start`
+          `resuming from checkpoint v0, the model after the last audited epoch; epoch 1 is trained from its start`
       ])
       const fromCheckpoint = JSON.parse(done.stdout) as RunResult
       expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual(["checkpoint", 1, 0])
@@ -385,7 +388,7 @@ describe(`cohort resume (${runtime})`, () => {
       expect(JSON.parse(readFileSync(markerPath, "utf8"))).toEqual({ runId: fromCheckpoint.runId, runDir: fromCheckpoint.runDir })
       await refused(
         corrupt,
-        `resume: run ${parent.runId} was already resumed by run ${fromCheckpoint.runId} (${fromCheckpoint.runDir}), which trained on from it: resume that run instead (or, to train from run ${parent.runId} again anyway, delete ${markerPath})`
+        `resume: run ${parent.runId} was already resumed by run ${fromCheckpoint.runId} (${fromCheckpoint.runDir}), which trained on from it: resume that run instead (resume ${fromCheckpoint.runDir}), or, to train from run ${parent.runId} again anyway, delete ${markerPath}`
       )
 
       // Rank 0's save is a model of no round (a ring joiner still waiting for its model when the

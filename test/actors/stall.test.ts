@@ -1,4 +1,4 @@
-// The coordinator's own stall is never read as the ranks' silence (DESIGN.md §3.10): a blocked
+// The coordinator's own stall is never read as the ranks' silence (docs/design.md §3.10): a blocked
 // coordinator thread, a stopped coordinator process. Real workers and real processes.
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"

@@ -3,6 +3,7 @@ import * as Failover from "../../bench/failover.ts"
 import * as Forfeit from "../../bench/forfeit.ts"
 import * as Join from "../../bench/join.ts"
 import * as Redistribution from "../../bench/redistribution.ts"
+import * as Straggler from "../../bench/straggler.ts"
 import * as Tick from "../../bench/tick.ts"
 
 // The quick benches run in CI so that they never rot; they check results, never speed.
@@ -30,6 +31,16 @@ describe("quick benchmarks", () => {
       [1_000, 8, 800, 800, 0, 0]
     ])
   })
+
+  it("straggler: a healthy run, a straggler whose rounds wait for it, and one with a round deadline, each with a clean audit; only the last closes rounds at the deadline", async () => {
+    const { rows, markdown } = await Straggler.run(true)
+    expect(rows.map((r) => [r.run, r.lost, r.duplicated, r.roundsAtDeadline > 0])).toEqual([
+      ["healthy", 0, 0, false],
+      ["straggler, rounds wait", 0, 0, false],
+      ["straggler, round deadline", 0, 0, true]
+    ])
+    expect(markdown).toContain("| run |")
+  }, 120_000)
 
   it("join: 100 ranks join a progressive run of 1,000 live ranks one by one, each handed 2 chunks of 128 samples", async () => {
     const { rows, markdown } = await Join.run(true)

@@ -9,12 +9,13 @@
 // Node only (vitest.config.ts leaves test/browser out of the Bun and Deno passes; the page's model
 // and HTML are tested under all three in test/dashboard/). `.ci/run` installs Chromium with
 // apt-get when it is missing; without it this test fails, it never skips.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { pathToFileURL } from "node:url"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
+import * as Coordinator from "../../src/core/coordinator.ts"
 import { killStarted, launchChromium, requireChromium, root, start, until } from "./cohort-cli.ts"
 
 const scratch = mkdtempSync(join(tmpdir(), "cohort-run-page-test-"))
@@ -144,6 +145,65 @@ describe("the run page in headless Chromium", () => {
     expect(errors).toEqual([])
     await page.close()
   }, 240_000)
+
+  it("the page of a finished run with no deaths says 'no deaths' and the run's duration, and its chart legends show values only for a hovered point", async () => {
+    requireChromium()
+    const dir = join(scratch, "no-deaths")
+    mkdirSync(dir, { recursive: true })
+    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0, deaths: [], exits: [], startedAtMs: epoch * 1000, endedAtMs: epoch * 1000 + 900 })
+    const events: ReadonlyArray<JournalEvent> = [
+      { type: "started", ms: 0, runId: "nd1", runDir: dir, worldSize: 2, epochs: 2, epochSamples: 100, mode: "static", transport: "worker" },
+      { type: "formed", ms: 100, worldSize: 2 },
+      ...[0, 1, 2, 3].map((round) => ({ type: "round", ms: 300 + round * 400, epoch: round >> 1, round, contributors: 2, openMs: 5, loss: 1 - round / 10 })),
+      { type: "epoch", ms: 800, summary: summary(0) },
+      { type: "eval", ms: 850, epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 },
+      { type: "epoch", ms: 1700, summary: summary(1) },
+      { type: "eval", ms: 1750, epoch: 1, rank: 0, accuracy: 0.6, loss: 1.1 },
+      {
+        type: "ended",
+        ms: 13_412,
+        exitCode: 0,
+        outcome: {
+          status: "completed", detail: "all epochs done", endedAtMs: 1700, epochsCompleted: 2, failures: [], exits: [0, 1], deaths: [],
+          epochs: [summary(0), summary(1)], evals: [{ epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 }, { epoch: 1, rank: 0, accuracy: 0.6, loss: 1.1 }],
+          counters: Coordinator.zeroCounters()
+        }
+      }
+    ]
+    writeFileSync(join(dir, "events.ndjson"), events.map((e) => `${JSON.stringify(e)}\n`).join(""))
+    const file = await reportHtml(dir)
+    const errors: Array<string> = []
+    const page = await watchedPage(errors)
+    await page.goto(pathToFileURL(file).href)
+    await page.waitForFunction(() => document.body.dataset.state !== "loading", undefined, { timeout: 30_000 })
+    const shown = () =>
+      page.evaluate(() => ({
+        clock: document.getElementById("clock")!.textContent,
+        noDeaths: document.getElementById("deaths-none")!.checkVisibility() ? document.getElementById("deaths-none")!.textContent : undefined,
+        deathsTable: document.getElementById("deaths")!.closest("table")!.checkVisibility(),
+        // Each live legend's visible entries, as `label` or `label: value`.
+        legends: [...document.querySelectorAll<HTMLElement>(".u-legend.u-live")].map((legend) =>
+          [...legend.querySelectorAll<HTMLElement>("tr.u-series")].filter((tr) => tr.checkVisibility()).map((tr) =>
+            [...tr.querySelectorAll<HTMLElement>(".u-label, .u-value")].filter((cell) => cell.checkVisibility()).map((cell) => cell.textContent).join(": ")
+          )
+        )
+      }))
+    const idle = await shown()
+    expect({ ...idle, legends: undefined }).toEqual({ clock: "the run took 13.4 s", noDeaths: "no deaths", deathsTable: false, legends: undefined })
+    // Nothing hovered: the series' names, no x entry and no values.
+    expect(idle.legends).toEqual([
+      ["round time (ms since the previous round)", "open (ms after its first contribution)"],
+      ["training loss (contributors' mean)"],
+      ["test accuracy", "test loss"]
+    ])
+    // A point hovered: its round and values.
+    const box = (await page.locator("#rounds-chart .u-over").boundingBox())!
+    await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2)
+    await page.waitForFunction(() => !document.querySelector("#rounds-chart .u-legend")!.classList.contains("idle"), undefined, { timeout: 10_000 })
+    expect((await shown()).legends[0]).toEqual(["round: 3", "round time (ms since the previous round): 400", "open (ms after its first contribution): 5"])
+    expect(errors).toEqual([])
+    await page.close()
+  }, 120_000)
 
   it("a live demo with --dashboard: four ranks training, rank 2 killed from its button shown dead (supervisor) within 2 s with three marks, a round chart point per round; then its report", async () => {
     requireChromium()

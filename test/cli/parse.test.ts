@@ -18,7 +18,7 @@ describe("parse", () => {
         mode: "static",
         backend: "cpu",
         transport: "worker",
-        kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+        kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }],
         hangs: [],
         heartbeatTimeoutMs: 10_000,
         coordinatorTimeoutMs: 10_000,
@@ -140,16 +140,31 @@ describe("parse", () => {
     expect(err).toEqual(["cohort: serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere\n"])
   })
 
+  it("--round-deadline-ms takes an integer >= 1 with the cpu backend, and is off without it", () => {
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250"])).toMatchObject({ options: { roundDeadlineMs: 250 } })
+    expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.roundDeadlineMs")
+    expect(Cli.parse(["demo", "--round-deadline-ms", "0"])).toEqual({ error: "--round-deadline-ms must be an integer >= 1, got '0'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--round-deadline-ms", "250"])).toEqual({
+      error: "--round-deadline-ms needs --backend cpu: a ring round is one collective of every member"
+    })
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "0.75"])).toMatchObject({ options: { roundDeadlineMs: 250, roundQuorum: 0.75 } })
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "1"])).toMatchObject({ options: { roundQuorum: 1 } })
+    for (const bad of ["0", "1.5", "half", "-0.5"]) {
+      expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", bad])).toEqual({ error: `--round-quorum must be a fraction above 0, at most 1, got '${bad}'` })
+    }
+    expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
 
   it("moves the demo's kill to the last rank and epoch for small runs, and drops it for one rank", () => {
     expect(Cli.parse(["demo", "--world-size", "2", "--epochs", "1"])).toMatchObject({
-      options: { kills: [{ rank: 1, atEpoch: 0, atFraction: 0.4 }] }
+      options: { kills: [{ rank: 1, atEpoch: 0, atFraction: 0.4, plan: "demo" }] }
     })
     expect(Cli.parse(["demo", "--world-size", "3"])).toMatchObject({
-      options: { kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }] }
+      options: { kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }] }
     })
     expect(Cli.parse(["demo", "--world-size", "1"])).toMatchObject({ options: { kills: [] } })
   })
@@ -489,6 +504,10 @@ describe("help", () => {
         "(default 10000)",
         "--coordinator-timeout-ms N",
         "(default 10000; worker threads die with the coordinator)",
+        "--round-deadline-ms N",
+        "(default off: every round waits for every rank with work)",
+        "--round-quorum F",
+        "a round needs before its deadline closes it (default 0.5)",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",

@@ -66,7 +66,7 @@ describe("renderResult", () => {
 
   it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
     const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
-    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir")
+    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir; resume with: cohort resume runs/zz9")
     expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
   })
 
@@ -160,6 +160,22 @@ describe("renderResult", () => {
     const skipped: RunTypes.SkippedFault = { rank: 1, fault: "kill", spec: { rank: 1, atSeconds: 3 }, reason: "the run ended after 2.1 s of training" }
     expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
       "cohort: warning: --kill 1@3 did not happen: the run ended after 2.1 s of training"
+    )
+  })
+
+  it("tells the demo's own kill that did not happen as the demo's plan, not as a --kill nobody passed", () => {
+    const skipped: RunTypes.SkippedFault = {
+      rank: 2,
+      fault: "kill",
+      spec: { rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" },
+      reason: "rank 2 had already left"
+    }
+    expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
+      "cohort: note: the demo's planned kill of rank 2 (at 40% of epoch 1) did not happen: rank 2 had already left"
+    )
+    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped })).toBe("the demo's planned kill of rank 2 did not happen: rank 2 had already left")
+    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped: { ...skipped, spec: { rank: 2, atEpoch: 1, atFraction: 0.4 } } })).toBe(
+      "kill of rank 2 did not happen: rank 2 had already left"
     )
   })
 })
@@ -262,6 +278,35 @@ describe("barsView", () => {
     expect(plain).toContain("] 640/2000 samples | epoch 0 | 0 samples/s | done")
     expect(plain).toContain("[  41.2s] run ended: completed")
     expect(plain).toMatch(/rank 2 \[[^\]]*\] 0\/2000 samples \| epoch 0 \| 0 samples\/s \| dead/)
+  })
+
+  it("a live rank's bar ends full, at what it trained of the epoch, when the epoch ends: redistributed samples made its part differ from its share", () => {
+    let written = ""
+    const stream = {
+      isTTY: true,
+      columns: 120,
+      write: (chunk: string) => {
+        written += chunk
+        return true
+      }
+    } as unknown as NodeJS.WritableStream
+    const view = Cli.barsView(stream)
+    const events = eventsOf(completed)
+    view.onEvent(events[0]!)
+    view.onEvent({ type: "death", ms: 100, death: { ...killTiming, epoch: 0 } })
+    // Three live ranks: each bar's total is a third of the epoch, 2667; rank 1 trained 2592 of it,
+    // rank 3 more (2741) and rank 0 stopped reporting at 2400 (its last report before the epoch's end).
+    view.onEvent({ type: "progress", ms: 900, rank: 1, epoch: 1, samplesDone: 2592, samplesPerSecond: 700, state: "training" })
+    view.onEvent({ type: "progress", ms: 900, rank: 3, epoch: 1, samplesDone: 2741, samplesPerSecond: 700, state: "training" })
+    view.onEvent({ type: "progress", ms: 900, rank: 0, epoch: 1, samplesDone: 2400, samplesPerSecond: 700, state: "training" })
+    view.onEvent({ type: "progress", ms: 950, rank: 0, epoch: 1, samplesDone: 2667, samplesPerSecond: 700, state: "waiting" })
+    const epoch1 = events.find((e) => e.type === "epoch" && e.summary.epoch === 1)!
+    view.onEvent(epoch1)
+    view.onEvent({ type: "ended", ms: 41_234, outcome: completed.outcome })
+    view.stop()
+    const plain = written.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")
+    const last = (rank: number) => [...plain.matchAll(new RegExp(`rank ${rank} \\[[^\\]]*\\] (\\d+/\\d+) samples \\| epoch (\\d) \\| [^|]*\\| (\\w+)`, "g"))].at(-1)?.slice(1)
+    expect([0, 1, 2, 3].map(last)).toEqual([["2667/2667", "1", "done"], ["2592/2592", "1", "done"], ["0/2000", "0", "dead"], ["2741/2741", "1", "done"]])
   })
 
   it("on a real terminal (xterm.js, headless) every log line reads whole, with no bar text after it, and every rank's bar, a dead one's too, is on the screen at the end", async () => {

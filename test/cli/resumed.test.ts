@@ -50,7 +50,7 @@ describe("a resumed run", () => {
     expect(out).not.toContain("spans runs")
     expect(out).toContain(
       "resumed: this run resumes run par3nt (runs/par3nt) in epoch 1: the epoch is trained from its start; " +
-        "model from runs/par3nt/checkpoints/v0 (the last epoch checkpoint)\n  note one\n"
+        "model from runs/par3nt/checkpoints/v0 (the last audited epoch's checkpoint)\n  note one\n"
     )
   })
 

@@ -26,7 +26,7 @@ const runCli = (args: ReadonlyArray<string>) =>
 // The three runs mostly wait on their child processes: they run side by side.
 describe.concurrent(`cohort run --json as a real process (${Runtime.detect()}): stdout is exactly one JSON document`, () => {
   for (const transport of ["worker", "process"] as const) {
-    it(`with the README's line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async ({ expect }) => {
+    it(`with the docs' line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async ({ expect }) => {
       const { code, out, err } = await runCli([
         "run", "--trainer", "examples/line-trainer.ts", "--json", "--world-size", "2", "--epochs", "1",
         "--transport", transport, "--out", `${scratch()}/real-${transport}`

@@ -29,7 +29,7 @@ describe("demo and run", () => {
       mode: "static",
       backend: "cpu",
       transport: "worker",
-      kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4 }],
+      kills: [{ rank: 2, atEpoch: 1, atFraction: 0.4, plan: "demo" }],
       hangs: [],
       heartbeatTimeoutMs: 10_000,
       coordinatorTimeoutMs: 10_000,
@@ -71,6 +71,13 @@ describe("demo and run", () => {
     expect(code).toBe(1)
     expect(out.endsWith(Cli.renderResult(unrecoverable).out)).toBe(true)
     expect(err).toBe(`${Cli.renderResult(unrecoverable).err}\n`)
+  })
+
+  it("passes --round-deadline-ms and --round-quorum to the run", async () => {
+    const seen: Array<RunTypes.RunOptions> = []
+    const { code } = await runMain(["demo", "--round-deadline-ms", "300", "--round-quorum", "0.6"], fakeLaunch(completed, seen))
+    expect(code).toBe(0)
+    expect(seen.map((o) => [o.roundDeadlineMs, o.roundQuorum])).toEqual([[300, 0.6]])
   })
 
   it("exits 4 when an audit failed", async () => {

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import * as Alerts from "../../src/core/alerts.ts"
 import * as Audit from "../../src/core/audit.ts"
 
-describe("alert lane (DESIGN.md §3.9)", () => {
+describe("alert lane (docs/design.md §3.9)", () => {
   it("folds repeats within the window and emits them with the next occurrence after it; counts stay exact", () => {
     const lane = Alerts.make(10_000)
     const emitted = [0, 1_000, 2_000, 9_999, 10_000, 15_000, 30_000]
@@ -23,7 +23,7 @@ describe("alert lane (DESIGN.md §3.9)", () => {
   })
 })
 
-describe("epoch audit (DESIGN.md §3.8)", () => {
+describe("epoch audit (docs/design.md §3.8)", () => {
   it("passes an exact tiling and merges contiguous commits of one rank", () => {
     const log = Audit.make(0, 30)
     Audit.record(log, 0, 0, 5)

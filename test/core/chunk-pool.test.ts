@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import * as ChunkPool from "../../src/core/chunk-pool.ts"
 
-describe("chunk pool (DESIGN.md §3.7)", () => {
+describe("chunk pool (docs/design.md §3.7)", () => {
   it("spans of 70 and 30: rank 1 takes (70,30), steals (50,20) from rank 0's tail; rank 0 then gets (0,50)", () => {
     const pool = ChunkPool.make(0, [70, 30])
     expect(ChunkPool.take(pool, 1, 30)).toEqual({ offset: 70, size: 30 })
@@ -18,6 +18,23 @@ describe("chunk pool (DESIGN.md §3.7)", () => {
     ChunkPool.commit(pool, 1, (r) => committed.push(r))
     ChunkPool.commit(pool, 0, (r) => committed.push(r))
     expect(committed).toEqual([{ offset: 70, size: 30 }, { offset: 50, size: 20 }, { offset: 0, size: 50 }])
+    expect(ChunkPool.isDone(pool)).toBe(true)
+  })
+
+  it("commit with chunksMax commits the first done chunks in completion order and keeps the later ones done; a later commit takes them", () => {
+    const pool = ChunkPool.make(0, [30])
+    for (let i = 0; i < 3; i++) ChunkPool.take(pool, 0, 10)
+    ChunkPool.complete(pool, 0, 10, 10)
+    ChunkPool.complete(pool, 0, 0, 10)
+    expect(ChunkPool.doneChunks(pool, 0)).toBe(2)
+    const committed: Array<ChunkPool.Range> = []
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 1)).toBe(10)
+    expect(committed).toEqual([{ offset: 10, size: 10 }])
+    ChunkPool.complete(pool, 0, 20, 10)
+    expect(ChunkPool.held(pool, 0)).toEqual([{ offset: 0, size: 10, done: true }, { offset: 20, size: 10, done: true }])
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 0)).toBe(0)
+    expect(ChunkPool.commit(pool, 0, (r) => committed.push(r))).toBe(20)
+    expect(committed).toEqual([{ offset: 10, size: 10 }, { offset: 0, size: 10 }, { offset: 20, size: 10 }])
     expect(ChunkPool.isDone(pool)).toBe(true)
   })
 

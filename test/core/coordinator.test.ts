@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import * as ChunkPool from "../../src/core/chunk-pool.ts"
 import * as Config from "../../src/core/config.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"
 import * as Roles from "../../src/core/roles.ts"
@@ -319,6 +320,35 @@ describe("failure limit and backend limits", () => {
     expect(fixed.counters.framesWrongEpoch).toBe(1)
   })
 
+  it("ring, progressive: a round commits exactly the chunks whose ChunkDone preceded each member's RoundDone; one done after it waits for a later round, and a death leaves it uncommitted", () => {
+    const run = () => {
+      const s = make({ worldSize: 2, epochSamples: 4, epochs: 1, mode: "progressive", chunkSamples: 1, chunksInflightMax: 2, backend: "ring" })
+      expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([[0, 0, 1], [0, 1, 1], [1, 2, 1], [1, 3, 1]])
+      frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 1 })
+      expect(roundDone(s, 0, 2, 0)).toEqual([])
+      frame(s, 0, 3, { _tag: "ChunkDone", epoch: 0, offset: 1, size: 1 }) // after rank 0's contribution
+      frame(s, 1, 3, { _tag: "ChunkDone", epoch: 0, offset: 2, size: 1 })
+      frame(s, 1, 3, { _tag: "ChunkDone", epoch: 0, offset: 3, size: 1 })
+      const closed = roundDone(s, 1, 4, 0)
+      expect(tags(closed)).toEqual(["AverageRound"]) // the epoch is not over: sample 1 is in no round yet
+      // Rank 0 still holds chunk (1,1), done and uncommitted; rank 1 holds nothing.
+      expect([ChunkPool.held(s.pool!, 0), ChunkPool.held(s.pool!, 1)]).toEqual([[{ offset: 1, size: 1, done: true }], []])
+      return s
+    }
+    const later = run()
+    expect(roundDone(later, 0, 5, 0)).toEqual([])
+    const ended = roundDone(later, 1, 5, 0)
+    expect(tags(ended).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
+    const summary = ended.find((c) => c._tag === "EpochEnded")
+    expect(summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([4, 0, 0])
+
+    const dies = run()
+    report(dies, 0, 6)
+    tick(dies, 6)
+    expect(dies.outcome?.reason).toBe("SingleSurvivor")
+    expect(dies.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[1, 1]] })
+  })
+
   it("ring, static: a member still in the older epoch (idle, it joined the new epoch's first round before its StartEpoch came) completes the round with 0 samples of this epoch; the epoch's audit stays clean", () => {
     const s = make({ worldSize: 2, epochSamples: 20, epochs: 2, backend: "ring" })
     Coordinator.start(s)
@@ -328,8 +358,11 @@ describe("failure limit and backend limits", () => {
     expect(s.epoch).toBe(1)
     // Rank 0 trained 4 samples of epoch 1; rank 1, idle, still says epoch 0 and its 10 samples.
     roundDone(s, 0, 2, 4)
-    const closed = frame(s, 1, 2, { _tag: "RoundDone", epoch: 0, round: 1, generation: 0, samplesDone: 10 })
-    expect(tags(closed)[0]).toBe("AverageRound")
+    const waiting = frame(s, 1, 2, { _tag: "RoundDone", epoch: 0, round: 1, generation: 0, samplesDone: 10 })
+    // No round closes before epoch 0's model reached the coordinator (rank 0 was asked for it).
+    expect(tags(waiting)).toEqual([])
+    const closed = frame(s, 0, 2, { _tag: "Params", epoch: 1, round: 0, samplesDone: 0, params: Float32Array.of(1, 2) })
+    expect(tags(closed).slice(0, 2)).toEqual(["EpochModel", "AverageRound"])
     expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 1)]).toEqual([4, 0])
     expect(s.counters.framesWrongEpoch).toBe(0)
     roundDone(s, 0, 3, 10)
@@ -493,7 +526,7 @@ describe("epochs, rounds and the audit", () => {
     expect(tags(death)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition", "AverageRound"])
     params(s, 0, 4, 15)
     const end = params(s, 1, 5, 15)
-    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
     const summary = end.find((c) => c._tag === "EpochEnded")!
     expect(summary._tag === "EpochEnded" && summary.summary).toMatchObject({
       epoch: 0, epochSamples: 30, samplesCommitted: 30, lost: 0, duplicated: 0, exits: []
@@ -501,7 +534,7 @@ describe("epochs, rounds and the audit", () => {
     expect(ranges(s, end, "StartEpoch")).toEqual([[0, 0, 15], [1, 15, 15]])
     params(s, 0, 6, 15)
     const last = params(s, 1, 7, 15)
-    expect(tags(last)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Broadcast:Shutdown", "RunEnded"])
+    expect(tags(last)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Broadcast:Shutdown", "RunEnded"])
     expect(s.outcome).toMatchObject({ status: "completed", epochsCompleted: 2, failures: [2], uncommitted: undefined })
     expect(s.outcome?.epochs.map((e) => [e.lost, e.duplicated, e.samplesCommitted])).toEqual([[0, 0, 30], [0, 0, 30]])
   })
@@ -567,7 +600,7 @@ describe("callback roles", () => {
     params(s, 0, 2, 15)
     const end = params(s, 1, 3, 15)
     expect(tags(end)).toEqual([
-      "AverageRound", "EpochEnded", "Alert:CallbackSkipped", "Send:Checkpoint", "Alert:CallbackSkipped", "Send:StartEpoch", "Send:StartEpoch"
+      "AverageRound", "EpochEnded", "EpochModel", "Alert:CallbackSkipped", "Send:Checkpoint", "Alert:CallbackSkipped", "Send:StartEpoch", "Send:StartEpoch"
     ])
   })
 
@@ -643,13 +676,13 @@ describe("the last checkpoint after the run ended (breaker finding: a checkpoint
   })
 })
 
-describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
+describe("fastest roles with a checkpoint pending (docs/design.md §3.5)", () => {
   it("every role moves to the fastest rank; the pending checkpoint 0 finishes on rank 0 and checkpoint 1 goes to rank 1", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 2 })
     Coordinator.start(s)
     expect(params(s, 0, 100, 2)).toEqual([]) // the round waits for rank 1
     const end0 = params(s, 1, 100, 2)
-    expect(tags(end0)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(end0)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
     expect(deliveries(s, end0).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[0, { _tag: "Checkpoint", version: 0 }]])
     expect(frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 50 })).toEqual([])
     const resolved = frame(s, 1, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 10 })
@@ -668,7 +701,7 @@ describe("fastest roles with a checkpoint pending (DESIGN.md §3.5)", () => {
   })
 })
 
-describe("deaths after the end (DESIGN.md §3.6, §3.8)", () => {
+describe("deaths after the end (docs/design.md §3.6, §3.8)", () => {
   it("a death reported after the run completed changes no emitted summary and is recorded with afterEnd", () => {
     const s = make({ worldSize: 2, epochSamples: 4, epochs: 1 })
     Coordinator.start(s)
@@ -864,7 +897,7 @@ describe("hostile inputs through the library API", () => {
   })
 })
 
-describe("an external shutdown request (ShutdownRequested, DESIGN.md §1 GracefulShutdown)", () => {
+describe("an external shutdown request (ShutdownRequested, docs/design.md §1 GracefulShutdown)", () => {
   it("mid-epoch: ShutdownWithSave{GracefulShutdown} to every survivor once, the run ends interrupted with exactly the uncommitted ranges", () => {
     const s = make({ worldSize: 4, epochSamples: 1000, epochs: 2, heartbeatTimeoutMs: 10_000 })
     Coordinator.start(s)

@@ -182,7 +182,7 @@ describe("static joins (issue 17)", () => {
     report(s, 1, 2)
     expect(ranges(s, tick(s, 3), "ExtendPartition")).toEqual([[0, 15, 15]])
     const end = params(s, 0, 4, 30)
-    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
     expect(ranges(s, end, "StartEpoch")).toEqual([[0, 0, 15], [2, 15, 15]])
   })
 

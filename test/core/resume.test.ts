@@ -52,7 +52,7 @@ describe("Coordinator.start with a resume point", () => {
   it("an epoch the parent committed in full ends at start, and the next one is planned", () => {
     const s = make({ worldSize: 2, epochSamples: 10, epochs: 2, checkpointEveryEpochs: 0, evalEveryEpochs: 0 })
     const cmds = Coordinator.start(s, 0, { resume: { epoch: 0, firstRound: 3, committed: [[0, 10]] } })
-    expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:StartEpoch", "Send:StartEpoch", "EpochEnded", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:StartEpoch", "Send:StartEpoch", "EpochEnded", "EpochModel", "Send:StartEpoch", "Send:StartEpoch"])
     expect(ranges(s, cmds, "StartEpoch")).toEqual([[0, 0, 0], [1, 0, 0], [0, 0, 5], [1, 5, 5]])
     expect(s.summaries[0]).toMatchObject({ epoch: 0, samplesCommitted: 10, lost: 0, duplicated: 0 })
   })

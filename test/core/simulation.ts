@@ -54,6 +54,12 @@ export interface Scenario {
   readonly joins?: number
   /** Formation ranks absent at the start (the highest indices, at most `worldSize - minRanks`). */
   readonly absent?: number
+  /**
+   * Ring, progressive: a rank that reported `RoundDone` keeps training its chunks (half its turns)
+   * while it waits for `RoundCommitted`, so `ChunkDone`s arrive after its contribution; default
+   * false (today's rank actor trains nothing in that wait).
+   */
+  readonly trainWhileWaiting?: boolean
 }
 
 interface SimRank {
@@ -100,6 +106,8 @@ export interface SimResult {
   readonly modelsReissued: number
   /** Progressive joiners that got samples of the epoch they joined in. */
   readonly joinersTrainedAtOnce: number
+  /** Ring, progressive: chunks done after their rank's report that a ring round left for a later one. */
+  readonly chunksCarriedOver: number
 }
 
 const HEARTBEAT_TIMEOUT_MS = 300
@@ -174,6 +182,38 @@ export const run = (scenario: Scenario): SimResult => {
   const pendingReports: Array<Rank> = []
 
   /**
+   * Ring, progressive: per rank, the chunks (`epoch:offset:size`) whose `ChunkDone` the core
+   * credited after the rank's last accepted `RoundDone` (`doneAfter`) and those its accepted
+   * reports covered (`covered`), so that each round's close is checked: it commits exactly the
+   * covered chunks of each contributor and leaves the others done and uncommitted (docs/design.md §3.3).
+   */
+  const doneAfter = new Map<Rank, Set<string>>()
+  const covered = new Map<Rank, Set<string>>()
+  const chunksOf = (table: Map<Rank, Set<string>>, rank: Rank): Set<string> => {
+    let set = table.get(rank)
+    if (set === undefined) table.set(rank, set = new Set())
+    return set
+  }
+  /** The `RoundDone` being applied, and its rank: its report covers the rank's chunks done so far. */
+  let reporting: Rank | undefined
+  let chunksCarriedOver = 0
+  const heldDone = (rank: Rank, key: string): boolean =>
+    state.pool !== undefined && ChunkPool.held(state.pool, rank).some((c) => c.done && `${state.pool!.epoch}:${c.offset}:${c.size}` === key)
+  /** Checks a ring round's close for one contributor, then forgets what it committed. */
+  const checkRingCommit = (rank: Rank, what: string): void => {
+    if (!progressive) return
+    const inReport = chunksOf(covered, rank)
+    if (reporting === rank) for (const key of chunksOf(doneAfter, rank)) inReport.add(key)
+    for (const key of inReport) if (heldDone(rank, key)) fail(`${what}: rank ${rank}'s chunk ${key}, done before its RoundDone, was not committed by the round`)
+    for (const key of reporting === rank ? [] : chunksOf(doneAfter, rank)) {
+      if (!heldDone(rank, key)) fail(`${what}: rank ${rank}'s chunk ${key}, done after its RoundDone, was committed by that round`)
+      chunksCarriedOver += 1
+    }
+    inReport.clear()
+    if (reporting === rank) chunksOf(doneAfter, rank).clear()
+  }
+
+  /**
    * Ring joiners owed their model: the frames the shell holds back for them until their model's
    * `Update` (issue 17; `actors/coordinator.ts`), in order.
    */
@@ -245,6 +285,12 @@ export const run = (scenario: Scenario): SimResult => {
       case "Eval":
         r.outbox.push({ _tag: "EvalResult", epoch: message.epoch, accuracy: 0.5, loss: 1 })
         return
+      case "RequestParams":
+        // The ended epoch's model for the coordinator: no ring round closes while it is owed, so
+        // the asked member still holds the mean of that round (epoch-model.ts).
+        if (!r.hasModel || r.round - 1 !== message.round) return fail(`rank ${r.rank} asked for the model of round ${message.round} while it holds round ${r.round - 1}`)
+        r.answers.push({ _tag: "Params", epoch: Math.max(0, r.epoch), round: message.round, samplesDone: 0, params: Float32Array.of(0.5) })
+        return
       case "FormRing":
         if (!r.hasModel) return fail(`rank ${r.rank} got FormRing ${message.generation} before its model`)
         if (message.generation <= r.generation) return
@@ -303,6 +349,7 @@ export const run = (scenario: Scenario): SimResult => {
           if (cmd.generation > 0) ringRoundsClosedAfterReform += 1
           const members = peersOf.get(cmd.generation) ?? []
           if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join()) fail(`${what}: ring round closed by [${cmd.contributors}] but generation ${cmd.generation} is [${members}]`)
+          for (const rank of cmd.contributors) checkRingCommit(rank, what)
         }
         const message: ToRank = cmd.generation === undefined
           ? { _tag: "Update", round: cmd.round, params: new Float32Array(0) }
@@ -419,10 +466,26 @@ export const run = (scenario: Scenario): SimResult => {
     }
   }
 
+  /** Progressive: one batch of the rank's first chunk; a `ChunkDone` when that finishes it. */
+  const trainChunk = (r: SimRank): void => {
+    const chunk = r.entries[0]
+    if (chunk === undefined) return
+    r.chunkProgress = Math.min(chunk[1], r.chunkProgress + batchSize)
+    r.batchesSinceContribution += 1
+    r.outbox.push({ _tag: "Progress", epoch: r.epoch, samplesDone: 0, msPerBatch: 1 + r.rank })
+    if (r.chunkProgress === chunk[1]) {
+      r.entries.shift()
+      r.chunkProgress = 0
+      r.doneSinceContribution += 1
+      r.outbox.push({ _tag: "ChunkDone", epoch: r.epoch, offset: chunk[0], size: chunk[1] })
+    }
+  }
+
   /** One unit of work of a running rank: train a batch, or contribute. */
   const work = (r: SimRank): void => {
     if (r.state !== "running" || r.shutdown) return
     if (r.answers.length > 0) return void r.outbox.push(...r.answers.splice(0))
+    if (ring && r.waitingUpdate && r.reported && progressive && scenario.trainWhileWaiting === true && rand(0, 1) === 0) return trainChunk(r)
     if (ring && r.waitingUpdate) return ringStep(r)
     if (r.waitingUpdate) return
     if (ring && r.generation >= 0 && (progressive ? r.entries.length === 0 : r.trained >= listLength(r)) && collective(r.generation, r.round).size > 0) {
@@ -431,18 +494,7 @@ export const run = (scenario: Scenario): SimResult => {
       return ringStep(r)
     }
     if (progressive) {
-      const chunk = r.entries[0]
-      if (chunk !== undefined) {
-        r.chunkProgress = Math.min(chunk[1], r.chunkProgress + batchSize)
-        r.batchesSinceContribution += 1
-        r.outbox.push({ _tag: "Progress", epoch: r.epoch, samplesDone: 0, msPerBatch: 1 + r.rank })
-        if (r.chunkProgress === chunk[1]) {
-          r.entries.shift()
-          r.chunkProgress = 0
-          r.doneSinceContribution += 1
-          r.outbox.push({ _tag: "ChunkDone", epoch: r.epoch, offset: chunk[0], size: chunk[1] })
-        }
-      }
+      trainChunk(r)
       const idle = r.entries.length === 0
       if (r.doneSinceContribution > 0 && (idle || r.batchesSinceContribution >= scenario.averageEvery)) {
         if (ring) {
@@ -479,7 +531,21 @@ export const run = (scenario: Scenario): SimResult => {
   const flushOne = (r: SimRank): boolean => {
     const message = r.outbox.shift()
     if (message === undefined) return false
+    const reportedBefore = state.ringReports.has(r.rank)
+    const roundBefore = state.round
+    reporting = message._tag === "RoundDone" ? r.rank : undefined
     step({ _tag: "Frame", rank: r.rank, nowMs, message }, `frame from ${r.rank}: ${message._tag}`)
+    reporting = undefined
+    if (ring && progressive && Coordinator.isLive(state, r.rank)) {
+      if (message._tag === "ChunkDone") {
+        const key = `${message.epoch}:${message.offset}:${message.size}`
+        if (heldDone(r.rank, key)) chunksOf(doneAfter, r.rank).add(key)
+      } else if (message._tag === "RoundDone" && !reportedBefore && state.ringReports.has(r.rank) && state.round === roundBefore) {
+        // Accepted into the open round: its report covers every chunk done so far.
+        for (const key of chunksOf(doneAfter, r.rank)) chunksOf(covered, r.rank).add(key)
+        chunksOf(doneAfter, r.rank).clear()
+      }
+    }
     if (message._tag === "Exiting") {
       r.state = "exited"
       r.outbox = []
@@ -651,6 +717,7 @@ export const run = (scenario: Scenario): SimResult => {
     refused,
     ringEntries,
     modelsReissued,
-    joinersTrainedAtOnce
+    joinersTrainedAtOnce,
+    chunksCarriedOver
   }
 }

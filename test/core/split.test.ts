@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import * as Membership from "../../src/core/membership.ts"
 import * as Split from "../../src/core/split.ts"
 
-describe("splits (DESIGN.md §3.4)", () => {
+describe("splits (docs/design.md §3.4)", () => {
   it("100 samples over 7 ranks gives 15,15,14,14,14,14,14", () => {
     expect([0, 1, 2, 3, 4, 5, 6].map((i) => Split.equalPart(100, 7, i))).toEqual([
       [0, 15], [15, 15], [30, 14], [44, 14], [58, 14], [72, 14], [86, 14]

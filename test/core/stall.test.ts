@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest"
 import * as Coordinator from "../../src/core/coordinator.ts"
 import { heartbeat, make, tags, tick } from "./harness.ts"
 
-describe("a stall of the coordinator itself never makes live ranks look stale (DESIGN.md §3.10)", () => {
+describe("a stall of the coordinator itself never makes live ranks look stale (docs/design.md §3.10)", () => {
   const threeRanks = () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000, coordinatorStallMs: 250 })
     Coordinator.start(s, 0)

@@ -76,7 +76,7 @@ describe(`the Kubernetes manifests run as written (${runtime})`, () => {
     expect(flag(serve.args, "--token-file")).toBe(`${tokenMount(serve)}/token`)
     expect(flag(join_.args, "--token-file")).toBe(`${tokenMount(join_)}/token`)
     expect(serve.image).toBe(join_.image)
-    expect(readFileSync(join(root, "deploy/Dockerfile"), "utf8")).toContain(`ENTRYPOINT ["node", "/opt/cohort/bin/cohort.mjs"]`)
+    expect(readFileSync(join(root, "deploy/Dockerfile"), "utf8")).toContain(`ENTRYPOINT ["node", "/opt/cohort/node_modules/cohort/bin/cohort.mjs"]`)
   })
 
   it("the coordinator's and the ranks' commands, run here, complete a run with clean audits", async () => {

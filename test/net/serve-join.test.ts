@@ -4,7 +4,7 @@
 // cut mid-epoch; 100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link.
 //
 // Every process is the CLI (`bin/cohort.mjs`) under the runtime running this file, so under
-// `npm test` the network path runs once per runtime: the coordinator's server is `ws` on Node,
+// `npm run test:all` the network path runs once per runtime: the coordinator's server is `ws` on Node,
 // `Bun.serve` and `Deno.serve`, and each sees a cut link differently, which is what these tests
 // are for. That is cheap enough: the file takes 45-65 s per runtime on 2 busy cores (126 s with a
 // load average of 20), beside the other files. Linux and root only, as CI runs: elsewhere each
@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import type { RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import { startCli } from "../cli-process.ts"
 import * as Netns from "./netns.ts"
 
 const runtime = Runtime.detect()
@@ -159,6 +160,34 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       console.log(`[net ${runtime}] latency and loss: round times ${JSON.stringify(times)} ms, open ${
         JSON.stringify(rounds.map((e) => e.openMs))
       } ms; packets dropped in A, B, C: ${JSON.stringify(dropped)}`)
+    })
+  }, testTimeoutMs)
+
+  it.concurrent("cohort serve SIGKILLed just after an epoch's audit line: cohort resume on A's host, with nothing copied from B or C, completes; the chain audits every epoch once", async () => {
+    await cluster("serve-killed", { epochs: 3, heartbeatTimeoutMs: 5000 }, async ({ serve, ranks, out }) => {
+      await serve.waitFor(/epoch 0 done/, 60_000)
+      await sleep(Math.floor(Math.random() * 200))
+      serve.kill("SIGKILL")
+      await serve.exited
+      // The joined ranks see their coordinator gone and leave (an emergency save on their own hosts).
+      await Promise.all(ranks.map((r) => r.exited))
+      const [runId] = readdirSync(out)
+      const parentDir = join(out, runId!)
+      const resumed = startCli(["resume", parentDir], { cwd: scratch })
+      expect(await resumed.exit, `${resumed.out()}${resumed.err()}`).toBe(0)
+      const childId = readdirSync(out).find((id) => id !== runId)!
+      const epochsOf = (dir: string) =>
+        readFileSync(join(dir, "events.ndjson"), "utf8").split("\n").flatMap((line) => {
+          try {
+            const event = JSON.parse(line) as Event
+            return event.type === "epoch" ? [event.summary as { epoch: number; samplesCommitted: number; lost: number; duplicated: number }] : []
+          } catch {
+            return []
+          }
+        })
+      const chain = [...epochsOf(parentDir), ...epochsOf(join(out, childId))].map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+      expect(chain.sort()).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
+      console.log(`[net ${runtime}] serve killed after epoch 0: resumed on A's host, ${resumed.err().split("\n").filter((l) => l.includes("note")).join(" | ")}`)
     })
   }, testTimeoutMs)
 

@@ -1,5 +1,5 @@
 /**
- * The one contract suite every transport passes (DESIGN.md §5): ordering both ways, batching,
+ * The one contract suite every transport passes (docs/design.md §5): ordering both ways, batching,
  * end after the last frame, bad frames as `WireError` under both policies, and send errors.
  */
 import { assert, describe, it } from "@effect/vitest"

@@ -7,7 +7,7 @@ import * as Supervisor from "../../src/transport/supervisor.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Script from "./rank-script.ts"
 
-describe("transport supervisor (DESIGN.md §3.10, §5)", () => {
+describe("transport supervisor (docs/design.md §3.10, §5)", () => {
   it.effect("every end is one death report after the rank's last frame, whatever the rank sent before it", () =>
     Effect.scoped(Effect.gen(function*() {
       const network = yield* Memory.make

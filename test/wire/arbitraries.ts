@@ -1,5 +1,5 @@
 /**
- * fast-check arbitraries for valid messages and frames (DESIGN.md §4 field rules).
+ * fast-check arbitraries for valid messages and frames (docs/design.md §4 field rules).
  *
  * Floats never include -0: cbor-x writes integral numbers as integers, so -0 arrives as 0 (a unit
  * test pins that). Float32Array contents are arbitrary bit patterns and survive exactly.

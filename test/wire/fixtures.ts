@@ -1,5 +1,5 @@
 /**
- * One instance of every message of DESIGN.md §4, each in a frame, for the golden vectors and the
+ * One instance of every message of docs/design.md §4, each in a frame, for the golden vectors and the
  * hand-written tests. Values are chosen to exercise every CBOR width the encoder uses: 1-, 2-, 3-,
  * 5- and 9-byte integers, float64, UTF-8 text of 1 to 4 bytes per code point, and Float32Array
  * bit patterns (NaN, -0, infinities, a subnormal) built from bits, not from arithmetic, so that every

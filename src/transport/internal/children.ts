@@ -24,7 +24,7 @@ export interface Host<O> {
   readonly kill: (rank: Transport.Peer, signal?: string) => Effect.Effect<void>
   /**
    * Workers only: gives ring `generation`'s `peers` (ring order) direct links, each rank one to
-   * its next and one from its previous neighbour (issue 15); returns the peers it reached. A peer
+   * its next and one from its previous neighbour; returns the peers it reached. A peer
    * without a child (gone) is skipped: its neighbours' links to it lead nowhere, and the
    * coordinator's DeclareDead aborts whatever waits on them. `sharedSlots` as `RawChild.postRing`;
    * `area`: a shared all-reduce area (`SharedAllReduce`) every peer gets with its ring rank.
