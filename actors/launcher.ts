@@ -532,6 +532,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
     },
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
+    onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
     // A run that may grow checks each join after formation against the core's state;
     // the core decides again at the joiner's Hello (`Join`).
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
@@ -548,6 +549,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4),
     progressIntervalMs: defaults.progressIntervalMs,
     coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault,
+    heartbeatTimeoutMs,
     backend,
     runId
   }

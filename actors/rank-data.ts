@@ -105,6 +105,11 @@ export interface JoinedRun {
   readonly heartbeatIntervalMs: number
   readonly progressIntervalMs: number
   readonly coordinatorTimeoutMs: number
+  /**
+   * The coordinator's `heartbeatTimeoutMs` (absent from an older coordinator): a rank whose link
+   * dropped keeps trying to resume it for at least twice this long (`cohort join`).
+   */
+  readonly heartbeatTimeoutMs?: number
   readonly backend?: "cpu" | "ring"
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string

@@ -172,6 +172,7 @@ export const RunEvent = Schema.Union([
   event("listening", { url: Schema.String }),
   event("joined", { rank: Count, address: Schema.String }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
+  event("resumed", { rank: Count, address: Schema.String, silentMs: Count }),
   event("formed", { worldSize: Count, joined: optional(Count) }),
   event("welcomed", { rank: Count, epoch: Count, firstRound: Count, samples: Count, given: Schema.String }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),

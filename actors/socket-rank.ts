@@ -151,6 +151,8 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.runFormed, words: "the run already formed" }
     case Transport.CloseCode.RankDead:
       return { code: JoinExitCode.rankDead, words: "the rank was declared dead" }
+    case Transport.CloseCode.ResumeLost:
+      return { code: JoinExitCode.rankDead, words: "the rank's link could not be resumed without losing messages: the coordinator counts it dead" }
     case Transport.CloseCode.RankOutOfRange:
       return { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }
     case Transport.CloseCode.ParamsMismatch:
@@ -296,6 +298,20 @@ const probeCloseCode = (url: string, runToken: string, rank: number): Effect.Eff
   )
 
 /**
+ * How long a `cohort join` rank whose link dropped keeps trying to resume it (ms): at least
+ * `WebSocket.reconnectWindowMsDefault` (30000) and twice the coordinator's `heartbeatTimeoutMs`
+ * from the welcome, so that it gives up only after the coordinator has declared it (and then
+ * hears so on its return: `RankDead`) or is out of reach for longer than that.
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const reconnectWindowMsOf = (run: unknown): number => {
+  const heartbeatTimeoutMs = typeof run === "object" && run !== null ? (run as { readonly heartbeatTimeoutMs?: unknown }).heartbeatTimeoutMs : undefined
+  return Math.max(WebSocket.reconnectWindowMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
+}
+
+/**
  * Joins a served run as one rank in this process and trains until the run ends; resolves with
  * the process's exit code (`JoinExitCode`) instead of exiting, except once training started:
  * then the rank leaves the process itself (`process.exit`) with that code, after closing its
@@ -318,14 +334,19 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     // retried by `connect` for what is left of `connectTimeoutMs`.
     const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: true, reconnectWindowMs: reconnectWindowMsOf },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true
           return undefined as unknown as Rank.RankData
         }
         saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
-        return Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
+        const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
+        // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
+        // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
+        // coordinator (a stuck one still accepts resumes) waits that long too.
+        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run)
+        return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
       }
     )))
     if (attempt._tag === "Success") {

@@ -178,6 +178,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `listening on ${event.url}`
     case "joined":
       return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}`
+    case "resumed":
+      return `rank ${event.rank} resumed its link from ${event.address === "" ? "an unknown address" : event.address} after ${event.silentMs} ms of silence`
     case "refused":
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":

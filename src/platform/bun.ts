@@ -10,6 +10,7 @@ interface BunSocket {
   data: { remoteAddress: string; handlers?: Types.SocketHandlers }
   send(data: Uint8Array | string): void
   close(code?: number, reason?: string): void
+  getBufferedAmount(): number
 }
 
 interface BunServer {
@@ -69,7 +70,7 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
       maxPayloadLength: options.maxPayloadBytes,
       open: (ws) => {
         ws.data.handlers = options.open(
-          { send: (data) => ws.send(data), close: (code, reason) => ws.close(code, reason) },
+          { send: (data) => ws.send(data), close: (code, reason) => ws.close(code, reason), bufferedBytes: () => ws.getBufferedAmount() },
           ws.data.remoteAddress
         )
       },

@@ -151,7 +151,8 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
               if (closedWith !== undefined) return
               closedWith = code
               closeWhenQuiet(code, reason)
-            }
+            },
+            bufferedBytes: () => socket.bufferedAmount
           }, remoteAddress)
         }
         socket.onmessage = (event: MessageEvent) => {

@@ -129,7 +129,8 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       let tooBig = false
       const handlers = options.open({
         send: (data) => socket.send(data),
-        close: (code, reason) => socket.close(code, reason)
+        close: (code, reason) => socket.close(code, reason),
+        bufferedBytes: () => socket.bufferedAmount
       }, request.socket.remoteAddress ?? "")
       let closeTimer: ReturnType<typeof setTimeout> | undefined
       socket.on("error", (error: Error & { code?: string }) => {

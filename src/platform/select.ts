@@ -38,7 +38,9 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
  * Opens a WebSocket client to `url` with this runtime's constructor; binary messages arrive as
  * `Uint8Array`, text as `string`; `close` gets 1006 for a connection that ended without a close
  * frame on every runtime. `drop` ends the connection without a close handshake where the
- * runtime allows it (`ws`'s `terminate`), else closes with 1000.
+ * runtime allows it (`ws`'s `terminate`), else closes with 4031 (`Dropped`: a server of
+ * resumable links holds the link for a resume, as after a drop; a browser's WebSocket accepts
+ * no code below 3000 but 1000).
  *
  * @since 0.1.0
  * @category sockets
@@ -64,10 +66,11 @@ export const connectWs = (
   return {
     send: (data) => socket.send(data as Uint8Array<ArrayBuffer> | string),
     close: (code, reason) => socket.close(code, reason),
+    bufferedBytes: () => socket.bufferedAmount,
     drop: () => {
       const terminate = (socket as unknown as { terminate?: () => void }).terminate
       if (typeof terminate === "function") terminate.call(socket)
-      else socket.close(1000, "dropped")
+      else socket.close(4031, "dropped")
     }
   }
 }

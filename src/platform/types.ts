@@ -143,6 +143,8 @@ export interface ParentLink {
 export interface RawSocket {
   readonly send: (data: Uint8Array | string) => void
   readonly close: (code: number, reason: string) => void
+  /** Bytes sent but not yet taken by the network (the socket's `bufferedAmount`); absent where the runtime cannot say. */
+  readonly bufferedBytes?: () => number
 }
 
 /**

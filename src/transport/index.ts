@@ -1,7 +1,8 @@
 /**
  * Cohort's transports for building on the network path yourself (package entry
  * `cohort/transport`): the WebSocket server and client the coordinator and `cohort join` use
- * (`WebSocket.serve`, `WebSocket.connect`: run-token joins, join protocol 1 with `"auto"` ranks,
+ * (`WebSocket.serve`, `WebSocket.connect`: run-token joins, join protocols 1 and 2 (resumable
+ * links, `resumable: true`) with `"auto"` ranks,
  * one connection per rank, limits and close codes), the contract every transport shares
  * (`Transport`: `TransportShape`, `TransportError`, `CloseCode`), and the WebSocket ranks host
  * that `run({ transport: "websocket" })` starts (`WebSocketRanks`).

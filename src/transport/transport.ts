@@ -315,6 +315,8 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4018 | JoinNotStarted | the core was asked to welcome a rank before the run formed (a shell defect; joins before formation go through the formation) |
  * | 4019 | JoinShuttingDown | a join into a growing run while it saves and stops (`ShutdownWithSave` sent, or interrupted) |
  * | 4020 | JoinRunOver | a join into a growing run after it completed |
+ * | 4030 | ResumeLost | a resumable link (join protocol 2) cannot go on without losing messages: a resume named a session the server does not hold, or messages its peer still needed were no longer in the resend buffer (`resendBytesMax`), or more than that waited to be sent |
+ * | 4031 | Dropped | a client cut its connection as a cut link would, where its runtime cannot end it without a close frame (`WebSocket.ClientHandle.drop`): a server holds a resumable link for its resume, as after 1006 |
  *
  * @since 0.1.0
  * @category model
@@ -345,7 +347,9 @@ export const CloseCode = {
   JoinLiveIndex: 4017,
   JoinNotStarted: 4018,
   JoinShuttingDown: 4019,
-  JoinRunOver: 4020
+  JoinRunOver: 4020,
+  ResumeLost: 4030,
+  Dropped: 4031
 } as const
 
 /**

@@ -24,6 +24,17 @@
  * delivered. Nothing reaches the inbox before a join is accepted. After the join, frames travel as
  * binary batches; a message over `messageBytesMax` closes with 1009. A connection's end is `Ended{rank, Disconnected{closeCode}}`, after its last frame.
  *
+ * Protocol 2 (`joinProtocolVersion`; `ClientOptions.resumable`): the join is
+ * `{"v": 2, "token", "rank"}` and the welcome adds `"session"` (an id) and `"received": 0`; the
+ * batches then travel numbered and in pieces (`internal/session.ts`), acknowledged, with pings. A
+ * rank whose link dropped or went silent joins again with
+ * `{"v": 2, "token", "rank", "resume": {"session", "received", "attempt"}}` and is welcomed with
+ * the messages the server received; both send again what the other missed and the link goes on
+ * (`internal/held-link.ts`, `internal/resuming-link.ts`). Refusals of a resume: `RankDead` 4011
+ * (the link ended, or the coordinator declared the rank), `ResumeLost` 4030 (an unknown session, or
+ * messages no longer held), `DuplicateRank` 4003 (an older attempt than one already taken). The
+ * server reads joins of both versions; docs/liveness-links.md gives the timeouts' bounds.
+ *
  * @since 0.1.0
  */
 import * as Duration from "effect/Duration"
@@ -32,7 +43,9 @@ import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import type { JoinRefusal } from "../core/inputs.ts"
+import * as HeldLink from "./internal/held-link.ts"
 import * as Hub from "./internal/hub.ts"
+import * as ResumingLink from "./internal/resuming-link.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
@@ -63,6 +76,8 @@ import * as Transport from "./transport.ts"
  *   `undefined` (default): `Disconnected{closeCode}`.
  * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
  *   of each accepted and each refused join, called synchronously; they must not throw.
+ * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
+ *   milliseconds since anything of the rank had arrived before its resume.
  * - `admit(asked, taken)` (a run that may grow): decides each join after `markFormed`
  *   instead of the `RunFormed` (4010) refusal, synchronously: `asked` is the index the join asked
  *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
@@ -71,6 +86,22 @@ import * as Transport from "./transport.ts"
  *   none: a run that cannot grow. With it, before `markFormed`, a join the formation cannot take
  *   (`"auto"` with every formation rank taken, or an index `>= worldSize`) is refused with
  *   `TryAgainLater` (1013), which `connect` retries, not for good: it joins the running run.
+ *
+ * For ranks that join with protocol 2 (resumable links, `ClientOptions.resumable`):
+ *
+ * - `resumeWindowMs` (integer ms > 0; default `resumeWindowMsDefault`, 2000): how long the link of
+ *   a rank whose socket dropped (closed without a close frame: 1006, 1005, 1001, 4031) is held for
+ *   the rank to resume before it ends as `Disconnected{code}`. A socket seen closing is most often
+ *   a rank process that ended (its host closed the connection), or a rank that cut its own socket
+ *   and is already resuming; a cut link is usually not seen closing at all, and the coordinator's
+ *   heartbeat timeout decides, as for any silent rank.
+ * - `pieceBytes` (integer > 0; default `pieceBytesDefault`, 64 KiB): the largest piece a message
+ *   travels in (both ways; see `internal/session.ts`).
+ * - `resendBytesMax` (integer > 0; default `resendBytesMaxDefault`, 64 MiB): bytes per link kept
+ *   until the rank acknowledged them; a resume that needs more than was kept, or more than this
+ *   waiting to go out, ends the link with `ResumeLost` (4030).
+ * - `pingIntervalMs` (integer ms > 0; default `serverPingIntervalMsDefault`, 500): how often the
+ *   server sends each such rank a ping carrying its acknowledgement.
  *
  * @since 0.1.0
  * @category options
@@ -87,7 +118,12 @@ export interface ServerOptions extends Transport.Options {
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
   readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
+  readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
+  readonly resumeWindowMs?: number
+  readonly pieceBytes?: number
+  readonly resendBytesMax?: number
+  readonly pingIntervalMs?: number
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
@@ -124,8 +160,38 @@ export const admission = (
   return typeof verdict === "number" ? { rank: verdict } : { closeCode: Transport.joinRefusalCloseCode[verdict[0]], reason: verdict[1] }
 }
 
-/** The join handshake's protocol version: 1. @since 0.1.0 @category model */
-export const joinProtocolVersion = 1
+/**
+ * The join handshake's newest protocol version: 2 (resumable links). A server reads joins of
+ * version 1 (or none) as before and of version 2; see the module doc.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const joinProtocolVersion = 2
+
+/** Default `ServerOptions.resumeWindowMs`: 2000 ms. @since 0.1.0 @category options */
+export const resumeWindowMsDefault = 2000
+
+/** Default `pieceBytes`: 64 KiB. @since 0.1.0 @category options */
+export const pieceBytesDefault = 64 * 1024
+
+/** Default `resendBytesMax`: 64 MiB. @since 0.1.0 @category options */
+export const resendBytesMaxDefault = 64 * 1024 * 1024
+
+/** Default `ServerOptions.pingIntervalMs`: 500 ms. @since 0.1.0 @category options */
+export const serverPingIntervalMsDefault = 500
+
+/**
+ * How long after a rank last sent a message its pings keep going: 1500 ms. Pings fill the gaps
+ * between the heartbeats the rank sends (every second by default), so that the last sign of life
+ * before a cut is at most a ping interval old; they stop soon after the rank stops sending, so
+ * that they never keep a stuck rank alive in the coordinator's eyes. (The server pings as long as
+ * its process runs.)
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const pingAfterSendMsDefault = 1500
 
 /** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
 export const joinTimeoutMsDefault = 5000
@@ -182,14 +248,38 @@ const sameToken = (a: string, b: string): boolean => {
 const addressKey = (remoteAddress: string): string =>
   remoteAddress.toLowerCase().startsWith("::ffff:") && remoteAddress.includes(".") ? remoteAddress.slice(7) : remoteAddress
 
-const parseJoin = (data: Uint8Array | string): { readonly token: string; readonly rank: unknown } | undefined => {
+/** A resume (protocol 2): the session, the messages the rank received, and its attempt's number. */
+interface Resume {
+  readonly session: string
+  readonly received: number
+  readonly attempt: number
+}
+
+interface Join {
+  readonly token: string
+  readonly rank: unknown
+  readonly version: 1 | 2
+  readonly resume: Resume | undefined
+}
+
+const parseResume = (value: unknown): Resume | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const { session, received, attempt } = value as { session?: unknown; received?: unknown; attempt?: unknown }
+  return typeof session === "string" && Number.isSafeInteger(received) && Number.isSafeInteger(attempt)
+    ? { session, received: received as number, attempt: attempt as number }
+    : undefined
+}
+
+const parseJoin = (data: Uint8Array | string): Join | undefined => {
   if (typeof data !== "string" || data.length > 4096) return undefined
   try {
-    const value = JSON.parse(data) as { token?: unknown; rank?: unknown; v?: unknown }
-    return typeof value === "object" && value !== null && typeof value.token === "string" &&
-        (value.v === undefined || value.v === joinProtocolVersion)
-      ? { token: value.token, rank: value.rank }
-      : undefined
+    const value = JSON.parse(data) as { token?: unknown; rank?: unknown; v?: unknown; resume?: unknown }
+    if (typeof value !== "object" || value === null || typeof value.token !== "string") return undefined
+    if (value.v === undefined || value.v === 1) return { token: value.token, rank: value.rank, version: 1, resume: undefined }
+    if (value.v !== 2) return undefined
+    const resume = value.resume === undefined ? undefined : parseResume(value.resume)
+    if (value.resume !== undefined && resume === undefined) return undefined
+    return { token: value.token, rank: value.rank, version: 2, resume }
   } catch {
     return undefined
   }
@@ -222,6 +312,18 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     let formed = false
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
+    /** Links of ranks that joined with protocol 2: they outlive their sockets. */
+    const helds = new Map<Transport.Peer, HeldLink.Held>()
+    const holdOptions = {
+      hub,
+      pieceBytes: options.pieceBytes ?? pieceBytesDefault,
+      resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
+      resumeWindowMs: options.resumeWindowMs ?? resumeWindowMsDefault,
+      pingIntervalMs: options.pingIntervalMs ?? serverPingIntervalMsDefault,
+      // The coordinator pings as long as its process runs: it stops sending heartbeats once the
+      // run saves and stops, and its ranks must not take that for a cut.
+      pingAfterSendMs: Number.POSITIVE_INFINITY
+    }
 
     // Before `markFormed`: whether the formation can take a join for `asked` (a free formation
     // index for "auto", or any index below `worldSize`; the checks below refuse the rest).
@@ -234,6 +336,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       const address = addressKey(remoteAddress)
       let link: Hub.Link | undefined
       let linkRank: Transport.Peer | undefined
+      /** The held link this socket carries (protocol 2), once welcomed or resumed. */
+      let held: HeldLink.Held | undefined
       let refused = false
       const refuse = (code: number, reason: string) => {
         if (refused) return
@@ -275,14 +379,25 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         timers.delete(timer)
       }
       // The join is in: its link opens and the welcome goes out.
-      const accept = (joinedRank: Transport.Peer): void => {
+      const accept = (joinedRank: Transport.Peer, version: 1 | 2): void => {
         joined.add(joinedRank)
-        link = hub.attach(joinedRank, {
-          post: (message) => socket.send(message),
-          close: (code) => socket.close(code, "closed by coordinator")
-        })
         const run = options.welcome?.(joinedRank)
-        socket.send(JSON.stringify({ v: joinProtocolVersion, welcome: joinedRank, ...(run === undefined ? {} : { run }) }))
+        const runField = run === undefined ? {} : { run }
+        if (version === 2) {
+          held = HeldLink.hold({
+            ...holdOptions,
+            rank: joinedRank,
+            endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
+            ended: () => void ended.add(joinedRank)
+          }, socket, (session) => socket.send(JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField })))
+          helds.set(joinedRank, held)
+        } else {
+          link = hub.attach(joinedRank, {
+            post: (message) => socket.send(message),
+            close: (code) => socket.close(code, "closed by coordinator")
+          })
+          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField }))
+        }
         linkRank = joinedRank
         try {
           options.onJoined?.(joinedRank, remoteAddress)
@@ -290,8 +405,31 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           // an observer only watches
         }
       }
+      // A rank of protocol 2 comes back on a new socket: the held link goes on there.
+      const resume = (rank: unknown, asked: Resume): void => {
+        const found = typeof rank === "number" ? helds.get(rank) : undefined
+        if (found === undefined || found.id !== asked.session) {
+          return typeof rank === "number" && ended.has(rank)
+            ? refuse(Transport.CloseCode.RankDead, "the rank is dead")
+            : refuse(Transport.CloseCode.ResumeLost, "no such session")
+        }
+        const refusal = found.resume(socket, asked.received, asked.attempt, (received, silentMs) => {
+          socket.send(JSON.stringify({ v: 2, welcome: rank, session: found.id, received }))
+          try {
+            options.onResumed?.(rank as Transport.Peer, remoteAddress, silentMs)
+          } catch {
+            // an observer only watches
+          }
+        })
+        if (refusal !== undefined) return refuse(refusal.closeCode, refusal.reason)
+        held = found
+      }
       return {
         message: (data) => {
+          if (held !== undefined) {
+            if (typeof data === "string") return socket.close(Transport.CloseCode.BadBatch, "text after the join")
+            return held.receive(socket, data)
+          }
           if (link !== undefined) {
             if (typeof data === "string") return link.close(Transport.CloseCode.BadBatch)
             return link.receive(data)
@@ -301,6 +439,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          if (join.resume !== undefined) return resume(join.rank, join.resume)
           let rank = join.rank
           if (formed && options.admit !== undefined) {
             // A run that may grow: its shell decides, from the core's state.
@@ -312,7 +451,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             }
             if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
             if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-            return accept(admission.rank)
+            return accept(admission.rank, join.version)
           }
           if (options.admit !== undefined && !isFormationIndex(rank)) {
             // A run that may grow, still forming: a join the formation cannot take
@@ -332,10 +471,11 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
           if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
           if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-          return accept(rank)
+          return accept(rank, join.version)
         },
         close: (code) => {
           settle()
+          if (held !== undefined) return held.closed(socket, code)
           if (link === undefined || linkRank === undefined) return
           ended.add(linkRank)
           link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
@@ -351,6 +491,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {
         for (const timer of timers) clearTimeout(timer)
+        for (const held of helds.values()) held.stop()
         hub.flushAll()
         await server.close()
         hub.shutdown()
@@ -369,6 +510,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       end: (rank, cause) => {
         if (ended.has(rank)) return
         ended.add(rank)
+        const held = helds.get(rank)
+        if (held !== undefined) return held.end(cause)
         // A rank that never joined still gets its end, through a link of its own that carries nothing.
         const link = joined.has(rank) ? hub.link(rank) : hub.attach(rank, { post: () => {}, close: () => {} })
         joined.add(rank)
@@ -390,6 +533,20 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
  *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
  *   passed since the first attempt; the last refusal is then the error. An attempt the server
  *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
+ * - `resumable` (default false): join with protocol 2, so that the link survives a cut (see
+ *   `internal/resuming-link.ts`): when the socket drops, or nothing arrives for
+ *   `reconnectSilenceMs`, the client opens a new connection every `reconnectRetryMs` (each given
+ *   up after `reconnectAttemptMs`) and resumes its session, both sides sending again what the
+ *   other missed. The link ends when the server refuses the resume (`RankDead` 4011: the
+ *   coordinator declared the rank; `ResumeLost` 4030), or when no resume succeeded within
+ *   `reconnectWindowMs` of the loss (`Disconnected{1006}`; a function gets the welcome's `run`). A server that refuses protocol 2
+ *   (`BadJoin` 4000: an older one) is joined again with protocol 1, without resumes. Messages
+ *   travel in pieces of `pieceBytes` at most and wait in a resend buffer of `resendBytesMax`
+ *   until acknowledged; the client pings every `pingIntervalMs`, and every piece or ping that
+ *   arrives counts as a sign of life (`lastArrivalMs`) on either side.
+ *   Defaults: `reconnectSilenceMs` 2000, `reconnectRetryMs` 100, `reconnectAttemptMs` 2000,
+ *   `reconnectWindowMs` 30000, `pingIntervalMs` 250, `pieceBytes` 64 KiB, `resendBytesMax` 64 MiB
+ *   (all integers > 0; ms or bytes).
  *
  * @since 0.1.0
  * @category options
@@ -399,7 +556,30 @@ export interface ClientOptions extends Transport.Options {
   readonly runToken: string
   readonly rank: Transport.Peer | "auto"
   readonly joinTimeoutMs?: number
+  readonly resumable?: boolean
+  readonly reconnectSilenceMs?: number
+  readonly reconnectRetryMs?: number
+  readonly reconnectAttemptMs?: number
+  readonly reconnectWindowMs?: number | ((run: unknown) => number)
+  readonly pingIntervalMs?: number
+  readonly pieceBytes?: number
+  readonly resendBytesMax?: number
 }
+
+/** Default `ClientOptions.reconnectSilenceMs`: 2000 ms. @since 0.1.0 @category options */
+export const reconnectSilenceMsDefault = 2000
+
+/** Default `ClientOptions.reconnectRetryMs`: 100 ms. @since 0.1.0 @category options */
+export const reconnectRetryMsDefault = 100
+
+/** Default `ClientOptions.reconnectAttemptMs`: 2000 ms. @since 0.1.0 @category options */
+export const reconnectAttemptMsDefault = 2000
+
+/** Default `ClientOptions.reconnectWindowMs`: 30000 ms. @since 0.1.0 @category options */
+export const reconnectWindowMsDefault = 30_000
+
+/** Default `ClientOptions.pingIntervalMs`: 250 ms. @since 0.1.0 @category options */
+export const clientPingIntervalMsDefault = 250
 
 /** Default client `joinTimeoutMs`: 30000 ms. @since 0.1.0 @category options */
 export const connectJoinTimeoutMsDefault = 30_000
@@ -425,8 +605,9 @@ export const isRetryableRefusal = (closeCode: number): boolean =>
  * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its `rank` (the
  * one the server assigned for `"auto"`), `run` (the welcome's `run` value, `undefined` without
  * one), `close(code)` to leave with a close handshake, `drop` to cut the connection without one
- * where the runtime can (`ws` under Node; elsewhere it closes with 1000), and `closeCode()`: the
- * connection's close code once it closed (`undefined` while open).
+ * where the runtime can (`ws` under Node; elsewhere it closes with `Dropped`, 4031; a `resumable` link then
+ * resumes on a new connection, as after a cut), and `closeCode()`: the link's close code once it
+ * ended (`undefined` while open). `resumable`: the server took the join with protocol 2.
  *
  * @since 0.1.0
  * @category model
@@ -435,18 +616,27 @@ export interface ClientHandle {
   readonly transport: Transport.TransportShape
   readonly rank: Transport.Peer
   readonly run: unknown
+  readonly resumable: boolean
   readonly close: (closeCode?: number) => Effect.Effect<void>
   readonly drop: Effect.Effect<void>
   readonly closeCode: () => number | undefined
 }
 
-const parseWelcome = (data: string): { readonly rank: Transport.Peer; readonly run: unknown } | undefined => {
+interface Welcome {
+  readonly rank: Transport.Peer
+  readonly run: unknown
+  /** Protocol 2: the session to resume and the messages the server received so far. */
+  readonly session: string | undefined
+  readonly received: number
+}
+
+const parseWelcome = (data: string): Welcome | undefined => {
   try {
-    const value = JSON.parse(data) as { welcome?: unknown; run?: unknown; v?: unknown }
-    return typeof value === "object" && value !== null && typeof value.welcome === "number" && Number.isInteger(value.welcome) &&
-        (value.v === undefined || value.v === joinProtocolVersion)
-      ? { rank: value.welcome, run: value.run }
-      : undefined
+    const value = JSON.parse(data) as { welcome?: unknown; run?: unknown; v?: unknown; session?: unknown; received?: unknown }
+    if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome)) return undefined
+    if (value.v === undefined || value.v === 1) return { rank: value.welcome, run: value.run, session: undefined, received: 0 }
+    if (value.v !== 2 || typeof value.session !== "string" || !Number.isSafeInteger(value.received)) return undefined
+    return { rank: value.welcome, run: value.run, session: value.session, received: value.received as number }
   } catch {
     return undefined
   }
@@ -471,15 +661,56 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
     let closeCode: number | undefined
     const hub = yield* Hub.make(self, options)
     let link: Hub.Link | undefined
+    let resuming: ResumingLink.Resuming | undefined
+    // Protocol 2 when resumable, down to 1 once a server refused it as a bad join (an older server).
+    let version: 1 | 2 = options.resumable === true ? 2 : 1
     let closed: (() => void) | undefined
     const done = new Promise<void>((resolve) => (closed = resolve))
+    const ended = (code: number) => {
+      closeCode = code
+      closed?.()
+    }
+    /** The link of a welcomed socket: plain (protocol 1), or one that resumes (protocol 2). */
+    const open = (raw: JoinedSocket, welcome: Welcome): void => {
+      if (welcome.session === undefined) {
+        link = hub.attach(Transport.coordinatorPeer, {
+          post: (message) => raw.send(message),
+          close: (code) => raw.close(code, "closed by rank")
+        })
+        return
+      }
+      const session = welcome.session
+      resuming = ResumingLink.start({
+        hub,
+        url: options.url,
+        sessionId: session,
+        resumeJoin: (attempt, received) =>
+          JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
+        parseWelcome: (text) => {
+          const again = parseWelcome(text)
+          return again?.session === session && again.rank === self ? again.received : undefined
+        },
+        pieceBytes: options.pieceBytes ?? pieceBytesDefault,
+        resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
+        pingIntervalMs: options.pingIntervalMs ?? clientPingIntervalMsDefault,
+        pingAfterSendMs: pingAfterSendMsDefault,
+        silenceMs: options.reconnectSilenceMs ?? reconnectSilenceMsDefault,
+        retryMs: options.reconnectRetryMs ?? reconnectRetryMsDefault,
+        attemptMs: options.reconnectAttemptMs ?? reconnectAttemptMsDefault,
+        windowMs: typeof options.reconnectWindowMs === "function"
+          ? options.reconnectWindowMs(welcome.run)
+          : options.reconnectWindowMs ?? reconnectWindowMsDefault,
+        ended
+      }, raw)
+    }
     // One join attempt: resolves once welcomed; a refusal or failure closes only this attempt's socket.
     const attempt = Effect.callback<JoinedSocket, Transport.TransportError>((resume) => {
       let welcomed = false
-      let ended = false
-      const raw = Select.connectWs(options.url, {
-        open: () => raw.send(JSON.stringify({ token: options.runToken, rank: options.rank })),
+      let over = false
+      const raw: JoinedSocket = Select.connectWs(options.url, {
+        open: () => raw.send(JSON.stringify({ v: version, token: options.runToken, rank: options.rank })),
         message: (data) => {
+          if (resuming !== undefined) return resuming.message(raw, data)
           if (link !== undefined) {
             if (welcomed && typeof data !== "string") link.receive(data)
             return
@@ -492,20 +723,18 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             welcomed = true
             self = welcome.rank
             run = welcome.run
-            link = hub.attach(Transport.coordinatorPeer, {
-              post: (message) => raw.send(message),
-              close: (code) => raw.close(code, "closed by rank")
-            })
+            open(raw, welcome)
             resume(Effect.succeed(raw))
           }
         },
         close: (code) => {
-          ended = true
+          over = true
           if (welcomed) {
-            closeCode = code
-            closed?.()
+            if (resuming !== undefined) return resuming.closed(raw, code)
+            ended(code)
             return link?.end(DeathReport.disconnected(code))
           }
+          if (code === Transport.CloseCode.BadJoin && version === 2) version = 1
           resume(Effect.fail(
             new Transport.TransportError({
               reason: code === Transport.CloseCode.Abnormal
@@ -517,7 +746,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       })
       // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
       return Effect.sync(() => {
-        if (!welcomed && !ended) raw.drop()
+        if (!welcomed && !over) raw.drop()
       })
     })
     const joinTimeoutMs = options.joinTimeoutMs ?? connectJoinTimeoutMsDefault
@@ -526,25 +755,43 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       Schedule.jittered,
       Schedule.upTo({ duration: Duration.millis(joinTimeoutMs) })
     )
+    let downgraded = false
     const socket = yield* Effect.retry(attempt, {
       schedule: backOff,
-      while: (error) => error.reason._tag === "Refused" && isRetryableRefusal(error.reason.closeCode)
+      while: (error) => {
+        if (error.reason._tag !== "Refused") return false
+        // An older server refused protocol 2: once more with protocol 1.
+        if (error.reason.closeCode === Transport.CloseCode.BadJoin && version === 1 && options.resumable === true && !downgraded) {
+          downgraded = true
+          return true
+        }
+        return isRetryableRefusal(error.reason.closeCode)
+      }
     })
     const close = (closeCode: number = Transport.CloseCode.Normal) =>
       Effect.promise(() => {
-        link?.close(closeCode)
+        hub.link(Transport.coordinatorPeer)?.close(closeCode)
         return done
       })
-    yield* Effect.addFinalizer(() => Effect.andThen(close(), Effect.sync(() => hub.shutdown())))
+    yield* Effect.addFinalizer(() =>
+      Effect.andThen(close(), Effect.sync(() => {
+        resuming?.stop()
+        hub.shutdown()
+      }))
+    )
     return {
       transport: self === hub.transport.self ? hub.transport : { ...hub.transport, self },
       rank: self,
       run,
+      resumable: resuming !== undefined,
       close,
-      drop: Effect.promise(() => {
-        socket.drop()
-        return done
-      }),
+      drop: resuming === undefined
+        ? Effect.promise(() => {
+          socket.drop()
+          return done
+        })
+        : Effect.sync(() => resuming?.drop()),
       closeCode: () => closeCode
     }
   })
+

@@ -13,7 +13,10 @@
  * - `cut(host)` / `restore(host)`: the switch side of the host's link down / up
  *   (`ip link set v-<host> down`): the cable pulled at the switch; the host sees no error, only
  *   silence.
- * - `rateLimit(host, ...)`: `tc qdisc replace dev eth0 root tbf ...` in the host.
+ * - `down(host)` / `up(host)`: the host's own `eth0` down / up (`ip link set eth0 down` in the
+ *   host): the cable pulled on the host's side; its connections see no error, its new ones fail.
+ * - `rateLimit(host, ...)`: `tc qdisc replace dev eth0 root tbf ...` in the host (what it sends);
+ *   `rateLimitBoth(host, ...)` also on the switch side of its link (what it receives).
  * - `dropPercent(host, p)`: nftables drops `p`% of the packets arriving on the host's `eth0`
  *   (`numgen random`), so a percentage on every host is that loss on each direction of each link;
  *   `dropped(host)` reads the rule's counter.
@@ -128,7 +131,10 @@ export interface Network {
   readonly script: (host: string, script: string, args: ReadonlyArray<string>, options?: ExecOptions) => Proc
   readonly cut: (host: string) => void
   readonly restore: (host: string) => void
+  readonly down: (host: string) => void
+  readonly up: (host: string) => void
   readonly rateLimit: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
+  readonly rateLimitBoth: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
   readonly dropPercent: (host: string, percent: number) => void
   /** Packets `dropPercent`'s rule has dropped in `host` so far. */
   readonly dropped: (host: string) => number
@@ -192,10 +198,13 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
     if (index < 0) throw new Error(`no host ${host} in ${hosts.join(", ")}`)
     return `${subnet}.${index + 1}`
   }
-  const rateLimit = (host: string, limit: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => {
-    ip("-n", namespace(host), "link", "show", "eth0")
-    run("ip", ["netns", "exec", namespace(host), "tc", "qdisc", "replace", "dev", "eth0", "root", "tbf",
+  type Limit = { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }
+  const shape = (ns: string, dev: string, limit: Limit) =>
+    run("ip", ["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
       "rate", `${limit.rateKbit}kbit`, "burst", String(limit.burstBytes ?? 64 * 1024), "latency", `${limit.latencyMs ?? 200}ms`])
+  const rateLimit = (host: string, limit: Limit) => {
+    ip("-n", namespace(host), "link", "show", "eth0")
+    shape(namespace(host), "eth0", limit)
   }
   try {
     ip("netns", "add", sw)
@@ -307,7 +316,13 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
     script,
     cut: (host) => void ip("-n", sw, "link", "set", `v-${host}`, "down"),
     restore: (host) => void ip("-n", sw, "link", "set", `v-${host}`, "up"),
+    down: (host) => void ip("-n", namespace(host), "link", "set", "eth0", "down"),
+    up: (host) => void ip("-n", namespace(host), "link", "set", "eth0", "up"),
     rateLimit,
+    rateLimitBoth: (host, limit) => {
+      rateLimit(host, limit)
+      shape(sw, `v-${host}`, limit)
+    },
     dropPercent: (host, percent) => {
       if (!hasNft()) throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
       const perTenThousand = Math.round(percent * 100)

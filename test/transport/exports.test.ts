@@ -11,6 +11,6 @@ describe("the cohort/transport entry", () => {
     const entry = (await import(new URL(`../../${source}`, import.meta.url).href)) as typeof import("../../src/transport/index.ts")
     expect([typeof entry.WebSocket.serve, typeof entry.WebSocket.connect, typeof entry.WebSocketRanks.host]).toEqual(["function", "function", "function"])
     expect([entry.Transport.CloseCode.WrongToken, entry.Transport.CloseCode.RunFormed, entry.Transport.CloseCode.RankDead]).toEqual([4001, 4010, 4011])
-    expect(entry.WebSocket.joinProtocolVersion).toBe(1)
+    expect(entry.WebSocket.joinProtocolVersion).toBe(2)
   })
 })

@@ -177,7 +177,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: "auto" })), 4010)
       assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 1 })), 4010)
       assert.deepStrictEqual(refused, ["4003 every rank is taken", "4010 the run already formed", "4010 the run already formed"])
-      assert.strictEqual(yield* rawJoin(server.url, JSON.stringify({ v: 2, token: runToken, rank: 0 })), 4000)
+      assert.strictEqual(yield* rawJoin(server.url, JSON.stringify({ v: 3, token: runToken, rank: 0 })), 4000)
     })))
 
   it.effect("a run that may grow (issue 17): after markFormed the core decides each join; auto takes the next vacant index, and beyond maxRanks (4013), a bad index (4014), a dead rank's index (4015), a live one (4017) and a join while the run saves and stops (4019) are refused with their own codes", () =>

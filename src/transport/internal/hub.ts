@@ -27,6 +27,8 @@ export interface Port {
 export interface Link {
   /** One underlying message (a batch) arrived. */
   readonly receive: (message: Uint8Array) => void
+  /** Bytes of the peer arrived that are not a whole message yet (a piece, a ping): it is alive (`lastArrivalMs`). */
+  readonly touch: () => void
   /** The channel ended; idempotent; delivered after every message already received. */
   readonly end: (cause: DeathReport.DeathCause) => void
   /** Hands queued frames to the channel now. */
@@ -260,6 +262,9 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       const link: Link = {
         flush: () => flush(state),
         close: (closeCode) => closeLink(state, closeCode),
+        touch: () => {
+          if (!state.ended) state.lastArrivalMs = clock.currentTimeMillisUnsafe()
+        },
         receive: (message) => {
           if (state.closing || state.ended || !open) return
           const arrivedMs = clock.currentTimeMillisUnsafe()

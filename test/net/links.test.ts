@@ -1,0 +1,161 @@
+// Served ranks on links that misbehave (harness: ./netns.ts; docs/liveness-links.md): a rank whose
+// own link goes down (`ip link set eth0 down` in its host) for 8 s and 9 s, twice each, with the
+// default timeouts, resumes its link and is never lost; a 20 s cut gets it declared once and
+// refused with RankDead on its return while the others go on; a rank on a 1 Mbit/s link with the
+// bundled 407,050-parameter model (1.6 MB a Params or Update) is never declared dead.
+//
+// The coordinator (`cohort serve`) is in host A, rank 0 in host B (the link that misbehaves), the
+// other ranks in host C. Both tests are timed against the heartbeat timeout: they run one after the
+// other, never beside each other. Node only (vitest.config.ts): about 2.5 minutes together, and the
+// three runtimes' servers already meet cut links in serve-join.test.ts; the resume itself runs on
+// all three in test/transport/web-socket-resume.test.ts.
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import type { RunResult } from "../../actors/run-types.ts"
+import * as Runtime from "../../src/platform/detect.ts"
+import * as Netns from "./netns.ts"
+
+const runtime = Runtime.detect()
+const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
+// 40 ms a batch while the hold file exists, then 4 ms: the run lasts as long as the test acts on it.
+const heldTrainer = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
+const wideTrainer = fileURLToPath(new URL("./fixtures/wide-model.ts", import.meta.url))
+const scratch = mkdtempSync(join(tmpdir(), "cohort-links-"))
+afterAll(() => rmSync(scratch, { recursive: true, force: true }))
+const tokenFile = join(scratch, "token")
+writeFileSync(tokenFile, "links-test-token-3e8d0a7c51f2", { mode: 0o600 })
+const port = 7100
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+interface Event {
+  readonly type: string
+  readonly ms: number
+  readonly [key: string]: unknown
+}
+
+const readRun = (out: string): { readonly summary: RunResult; readonly events: ReadonlyArray<Event> } => {
+  const [runId] = readdirSync(out)
+  const dir = join(out, runId ?? "missing")
+  return {
+    summary: JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")) as RunResult,
+    events: readFileSync(join(dir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+  }
+}
+
+const audits = (summary: RunResult) => summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])
+
+/** `cohort serve` in A, and one `cohort join` per rank in `hostOf(rank)`. */
+const start = (network: Netns.Network, name: string, options: {
+  readonly trainer: string
+  readonly worldSize: number
+  readonly epochs: number
+  readonly hostOf: (rank: number) => string
+  readonly lifetimeMs: number
+  readonly env?: Readonly<Record<string, string>>
+}) => {
+  const out = join(scratch, name, "runs")
+  const serve = network.script("a", cli, [
+    "serve", "--trainer", options.trainer, "--world-size", String(options.worldSize), "--epochs", String(options.epochs),
+    "--listen", `${network.address("a")}:${port}`, "--token-file", tokenFile, "--out", out
+  ], { lifetimeMs: options.lifetimeMs, ...(options.env === undefined ? {} : { env: options.env }) })
+  const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
+    network.script(options.hostOf(rank), cli, [
+      "join", `ws://${network.address("a")}:${port}/`, "--trainer", options.trainer, "--token-file", tokenFile,
+      "--rank", String(rank), "--save-dir", join(scratch, name, `save-${rank}`)
+    ], { lifetimeMs: options.lifetimeMs, ...(options.env === undefined ? {} : { env: options.env }) }))
+  return { serve, ranks, out }
+}
+
+describe(`served ranks on links that misbehave (${runtime})`, () => {
+  it("rank 0's link down for 8 s, 9 s, 8 s and 9 s with default timeouts: resumed each time, never lost, audits clean; down for 20 s: declared once, refused with RankDead on its return, the others go on", async () => {
+    const lifetimeMs = 170_000
+    const hold = join(scratch, "cut-hold")
+    writeFileSync(hold, "")
+    const network = Netns.create(["a", "b", "c"])
+    try {
+      const { serve, ranks, out } = start(network, "cut", {
+        trainer: heldTrainer, worldSize: 3, epochs: 60, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs,
+        env: { COHORT_TEST_HOLD: hold }
+      })
+      const startedAt = Date.now()
+      const mark = (what: string) => console.log(`[links] ${((Date.now() - startedAt) / 1000).toFixed(1)} s: ${what}`)
+      await serve.waitFor(/epoch 0 done/, 60_000)
+      const cuts = [8000, 9000, 8000, 9000]
+      for (const cutMs of cuts) {
+        network.down("b")
+        mark("down")
+        await sleep(cutMs)
+        network.up("b")
+        mark("up")
+        // Resumed within a fraction of a second; a few more rounds before the next cut.
+        await sleep(3000)
+        expect(serve.stdout() + serve.stderr()).not.toMatch(/rank 0 lost/)
+      }
+      network.down("b")
+      mark("down for 20 s")
+      const cutAt = Date.now()
+      await serve.waitFor(/rank 0 lost/, 30_000)
+      const declaredAfterMs = Date.now() - cutAt
+      await sleep(Math.max(0, 20_000 - (Date.now() - cutAt)))
+      network.up("b")
+      const zeroExit = await ranks[0]!.exited
+      mark(`rank 0 exited ${zeroExit}; the coordinator said:\n${(serve.stdout() + serve.stderr()).split("\n").filter((l) => /rank 0 lost|refused|formed/.test(l)).join("\n")}`)
+      unlinkSync(hold)
+      expect(await serve.exited).toBe(0)
+      expect(await Promise.all([ranks[1]!.exited, ranks[2]!.exited])).toEqual([0, 0])
+      const said = `${ranks[0]!.stdout()}${ranks[0]!.stderr()}`.trim().split("\n")
+      console.log(`[links ${runtime}] 20 s cut: rank 0 declared ${declaredAfterMs} ms after it, then exited ${zeroExit}: ${JSON.stringify(said)}`)
+      expect(zeroExit).toBe(13)
+      expect(said.at(-1)).toMatch(/^cohort rank 0: the coordinator declared this rank dead \(close code 4011\)/)
+      const { summary, events } = readRun(out)
+      // Declared once, by the heartbeat timeout (10 s by default), during the 20 s cut only.
+      expect(summary.deaths.map((d) => [d.rank, d.detector])).toEqual([[0, "heartbeat"]])
+      expect(declaredAfterMs).toBeGreaterThanOrEqual(8000)
+      expect(declaredAfterMs).toBeLessThan(20_000)
+      expect(summary.refusals?.[4011] ?? 0).toBeGreaterThanOrEqual(1)
+      expect(audits(summary)).toEqual(Array.from({ length: 60 }, () => [4800, 0, 0]))
+      // Each short cut was resumed, after a silence of the cut's length and at most about half a
+      // second more (the last ping before it, the first attempt after it).
+      const resumes = events.filter((e) => e.type === "resumed" && e.rank === 0).map((e) => e.silentMs as number)
+      console.log(`[links ${runtime}] rank 0 resumed after silences of ${JSON.stringify(resumes)} ms (cuts of ${JSON.stringify(cuts)} ms)`)
+      expect(resumes.filter((ms) => ms >= 7000).length).toBe(cuts.length)
+      expect(resumes.every((ms) => ms < 10_000)).toBe(true)
+      // Every round took all three until the death; the other two went on with rounds of two.
+      const contributors = events.filter((e) => e.type === "round").map((e) => e.contributors as number)
+      const firstOfTwo = contributors.indexOf(2)
+      expect(firstOfTwo).toBeGreaterThan(0)
+      expect(contributors.slice(0, firstOfTwo).every((n) => n === 3)).toBe(true)
+      expect(contributors.slice(firstOfTwo).every((n) => n === 2)).toBe(true)
+    } finally {
+      network.destroy()
+      if (existsSync(hold)) unlinkSync(hold)
+    }
+  }, 180_000)
+
+  it("rank 0 on a 1 Mbit/s link both ways with the bundled 407,050-parameter model: no death, audits clean; the epoch time is reported", async () => {
+    const network = Netns.create(["a", "b", "c"])
+    try {
+      network.rateLimitBoth("b", { rateKbit: 1000, burstBytes: 4096, latencyMs: 400 })
+      const { serve, ranks, out } = start(network, "slow", {
+        trainer: wideTrainer, worldSize: 2, epochs: 1, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000
+      })
+      expect(await serve.exited).toBe(0)
+      expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0])
+      const { summary, events } = readRun(out)
+      expect(summary.deaths).toEqual([])
+      expect(audits(summary)).toEqual([[1024, 0, 0]])
+      const formedMs = events.find((e) => e.type === "formed")?.ms ?? 0
+      const epochMs = (events.find((e) => e.type === "epoch")?.ms ?? Number.NaN) - formedMs
+      // 1.6 MB each way at 1 Mbit/s is about 13 s each: longer than the 10 s heartbeat timeout.
+      expect(epochMs).toBeGreaterThan(10_000)
+      console.log(`[links ${runtime}] 1 Mbit/s link, 407,050 parameters, 2 ranks: epoch 0 took ${epochMs} ms; rounds ${
+        JSON.stringify(events.filter((e) => e.type === "round").map((e) => [e.contributors, e.openMs]))
+      }`)
+    } finally {
+      network.destroy()
+    }
+  }, 120_000)
+})
