@@ -37,7 +37,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
-import { failureText, printable, readResumedBy, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
+import { chainOf, failureText, printable, readResumedBy, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
 export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
@@ -58,15 +58,41 @@ export const lockFileName = "resume.lock"
  * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
  * `started` event gives the run's id and folder). A marker that cannot be written is not fatal.
  */
-const markResumed = (path: string, onEvent: ResumeOptions["onEvent"]): NonNullable<ResumeOptions["onEvent"]> => {
+const markResumed = (
+  path: string,
+  unmarked: ReadonlyArray<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }>,
+  onEvent: ResumeOptions["onEvent"]
+): NonNullable<ResumeOptions["onEvent"]> => {
   let self: { readonly runId: string; readonly runDir: string } | undefined
   return (event) => {
     if (event.type === "started") self = { runId: event.runId, runDir: event.runDir }
     if (event.type === "formed" && self !== undefined) {
       void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch(() => {})
+      // Ancestors whose own resume never formed: this run trains on from their state too.
+      for (const ancestor of unmarked) {
+        void Files.exists(ancestor.path).then((found) => found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)).catch(() => {})
+      }
     }
     onEvent?.(event)
   }
+}
+
+/**
+ * The parent's ancestors that no resume marked (the resume of each died before it formed), each
+ * with the run that resumed it: once this resume forms, it marks them too, since it trains on
+ * from their state; else each of them would still look resumable, and a resume of one would train
+ * the same epochs a second time. Walks up from the parent's own parent to the first marked one.
+ */
+const unmarkedAncestors = async (parentDir: string, parent: { readonly runId: string; readonly runDir: string }) => {
+  const chain = await chainOf(parentDir, parent)
+  const before = chain.slice(0, chain.indexOf(parent))
+  const unmarked: Array<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }> = []
+  for (let i = before.length - 1; i >= 0; i--) {
+    const path = `${before[i]!.runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`
+    if ((await readResumedBy(path)) !== undefined) break
+    unmarked.push({ path, child: before[i + 1] ?? parent })
+  }
+  return unmarked
 }
 
 /**
@@ -97,6 +123,8 @@ export const resumeErrors = {
     `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
   alreadyResumed: (runId: string, childId: string, childDir: string, marker: string) =>
     `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir}), or, to train from run ${runId} again anyway, delete ${marker}`,
+  parentResumedAgain: (runId: string, parentId: string, childId: string, childDir: string) =>
+    `run ${runId} resumed run ${parentId}, which was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir})`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -380,6 +408,13 @@ export const resume = async (
   const markerPath = `${parent.dir}/${resumedByFileName}`
   const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
+  // A resume that died before it formed marked nothing: the run it resumed may have been resumed
+  // again since, by a run that trained on from the same state.
+  const grandparent = started.resumed?.parent
+  const sibling = grandparent === undefined ? undefined : await readResumedBy(`${grandparent.runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+  if (grandparent !== undefined && sibling !== undefined && sibling.runId !== "(unknown)" && sibling.runId !== started.runId) {
+    fail(resumeErrors.parentResumedAgain(started.runId, grandparent.runId, sibling.runId, sibling.runDir))
+  }
   if (parent.read.outcome?.status === "completed") fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
@@ -465,7 +500,7 @@ export const resume = async (
       runId: options.runId,
       signal: options.signal,
       stopSignal: options.stopSignal,
-      onEvent: markResumed(markerPath, options.onEvent),
+      onEvent: markResumed(markerPath, await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }), options.onEvent),
       onRankOutput: options.onRankOutput,
       resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params }
     })
