@@ -207,7 +207,7 @@ const readModel = async (dir: string, names: SavedModel.FileNames = SavedModel.r
 }
 
 /**
- * The model in a checkpoint folder: the coordinator's (`params.f32`, `model.json`), else a rank's
+ * The model in a checkpoint folder: the coordinator's (`cohort-epoch-model.f32`, `.json`), else a rank's
  * (`cohort-params.*`: a run from before the coordinator wrote its own, or a rank's save folder).
  */
 const readCheckpoint = async (dir: string): Promise<Awaited<ReturnType<typeof readModel>>> => {
