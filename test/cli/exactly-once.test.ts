@@ -182,3 +182,25 @@ describe(`a resume killed before it formed (${runtime})`, () => {
     expectOnce(runDirs(dir).flatMap(auditsOf), "parent, resume killed before forming, the parent resumed again, the dead resume resumed")
   }, 180_000)
 })
+
+describe(`a resume killed in its first epoch, resumed from another folder (${runtime})`, () => {
+  it("the paths its journal recorded relative to where it ran (--out runs) are found: the chain completes and audits every epoch once", async () => {
+    const dir = join(outDir, "elsewhere")
+    mkdirSync(dir, { recursive: true })
+    const runs = join(dir, "runs")
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", "runs"], { cwd: dir })
+    await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
+    run.child.kill("SIGKILL")
+    await run.exit
+    const parent = runDirs(runs)[0]!
+    const first = startCli(["resume", `runs/${parent.split("/").at(-1)}`], { cwd: dir })
+    await waitFor(() => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null, 60_000, "the resume to form and mark its parent")
+    first.child.kill("SIGKILL")
+    await first.exit
+    const child = runDirs(runs).find((d) => d !== parent)!
+    expect(auditsOf(child)).toEqual([])
+    const second = startCli(["resume", child], { cwd: tmpdir() })
+    expect(await second.exit, `${second.out()}${second.err()}`).toBe(0)
+    expectOnce(runDirs(runs).flatMap(auditsOf), "parent, killed resume, its resume from another folder")
+  }, 120_000)
+})
