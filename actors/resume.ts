@@ -88,7 +88,8 @@ const unmarkedAncestors = async (parentDir: string, parent: { readonly runId: st
   const before = chain.slice(0, chain.indexOf(parent))
   const unmarked: Array<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }> = []
   for (let i = before.length - 1; i >= 0; i--) {
-    const path = `${before[i]!.runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`
+    // Paths recorded relative to where the chain ran (taken to be where the parent ran).
+    const path = `${recordedPath(parentDir, parent.runDir, before[i]!.runDir).replace(/(.)\/+$/, "$1")}/${resumedByFileName}`
     if ((await readResumedBy(path)) !== undefined) break
     unmarked.push({ path, child: before[i + 1] ?? parent })
   }
@@ -318,10 +319,23 @@ const fromAudited = async (parent: Parent, epochs: number, why: string, notes: R
   return fail(resumeErrors.noState(runId, [why, ...problems].join("; "), `${dir}/checkpoints`))
 }
 
+/**
+ * `path` as recorded in the journal of the run in `dir`: a relative one (`--out runs`) was relative
+ * to the folder that run ran in, which `dir` tells when it ends with the run's recorded `runDir`
+ * (read as `/home/u/runs/x`, recorded as `runs/x`: `/home/u`); else `path` as it is.
+ */
+const recordedPath = (dir: string, recordedRunDir: string, path: string): string => {
+  if (path === "" || path.startsWith("/") || recordedRunDir.startsWith("/")) return path
+  const absolute = Files.absolutePath(dir)
+  const suffix = `/${recordedRunDir.replace(/^\.\/+/, "").replace(/\/+$/, "")}`
+  return absolute.endsWith(suffix) ? `${absolute.slice(0, -suffix.length)}/${path}` : path
+}
+
 /** No epoch audited: the state the parent started from (its own `resumed`), else its seed's model. */
 const fromStart = async (parent: Parent, why: string, notes: ReadonlyArray<string>): Promise<Picked> => {
   const { started } = parent
-  const from = started.resumed
+  const recorded = started.resumed
+  const from = recorded === undefined ? undefined : { ...recorded, loadedFrom: recordedPath(parent.dir, started.runDir, recorded.loadedFrom) }
   if (from === undefined || from.state === "start") {
     return {
       epoch: from?.epoch ?? 0,
@@ -411,7 +425,8 @@ export const resume = async (
   // A resume that died before it formed marked nothing: the run it resumed may have been resumed
   // again since, by a run that trained on from the same state.
   const grandparent = started.resumed?.parent
-  const sibling = grandparent === undefined ? undefined : await readResumedBy(`${grandparent.runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+  const grandparentDir = grandparent === undefined ? undefined : recordedPath(parent.dir, started.runDir, grandparent.runDir)
+  const sibling = grandparentDir === undefined ? undefined : await readResumedBy(`${grandparentDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
   if (grandparent !== undefined && sibling !== undefined && sibling.runId !== "(unknown)" && sibling.runId !== started.runId) {
     fail(resumeErrors.parentResumedAgain(started.runId, grandparent.runId, sibling.runId, sibling.runDir))
   }
