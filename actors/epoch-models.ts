@@ -1,6 +1,6 @@
 /**
- * The model after each ended epoch, written on the coordinator's host: `checkpoints/v<E>/cohort-epoch.f32`
- * and `cohort-epoch.json` in the run's folder (`SavedModel.coordinatorFiles`), each written to a temporary
+ * The model after each ended epoch, written on the coordinator's host: `checkpoints/v<E>/cohort-epoch-model.f32`
+ * and `cohort-epoch-model.json` in the run's folder (`SavedModel.coordinatorFiles`), each written to a temporary
  * file, synced, renamed, and the folder synced. The journal's `epoch` line of E waits for this
  * write (`RunJournal.hold`), so that whenever the coordinator's process dies, a journal that
  * audits epoch E has the model a resume needs beside it, whatever the ranks' own checkpoints (a

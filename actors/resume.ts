@@ -37,7 +37,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as SavedModel from "../src/train/saved-model.ts"
 import { firstLine } from "./error-text.ts"
-import { failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
+import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
 export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
@@ -58,15 +58,42 @@ export const lockFileName = "resume.lock"
  * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
  * `started` event gives the run's id and folder). A marker that cannot be written is not fatal.
  */
-const markResumed = (path: string, onEvent: ResumeOptions["onEvent"]): NonNullable<ResumeOptions["onEvent"]> => {
+const markResumed = (
+  path: string,
+  unmarked: ReadonlyArray<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }>,
+  onEvent: ResumeOptions["onEvent"]
+): NonNullable<ResumeOptions["onEvent"]> => {
   let self: { readonly runId: string; readonly runDir: string } | undefined
   return (event) => {
     if (event.type === "started") self = { runId: event.runId, runDir: event.runDir }
     if (event.type === "formed" && self !== undefined) {
       void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch(() => {})
+      // Ancestors whose own resume never formed: this run trains on from their state too.
+      for (const ancestor of unmarked) {
+        void Files.exists(ancestor.path).then((found) => found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)).catch(() => {})
+      }
     }
     onEvent?.(event)
   }
+}
+
+/**
+ * The parent's ancestors that no resume marked (the resume of each died before it formed), each
+ * with the run that resumed it: once this resume forms, it marks them too, since it trains on
+ * from their state; else each of them would still look resumable, and a resume of one would train
+ * the same epochs a second time. Walks up from the parent's own parent to the first marked one.
+ */
+const unmarkedAncestors = async (parentDir: string, parent: { readonly runId: string; readonly runDir: string }) => {
+  const chain = await chainOf(parentDir, parent)
+  const before = chain.slice(0, chain.indexOf(parent))
+  const unmarked: Array<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }> = []
+  for (let i = before.length - 1; i >= 0; i--) {
+    // Paths recorded relative to where the chain ran (taken to be where the parent ran).
+    const path = `${recordedPath(parentDir, parent.runDir, before[i]!.runDir).replace(/(.)\/+$/, "$1")}/${resumedByFileName}`
+    if ((await readResumedBy(path)) !== undefined) break
+    unmarked.push({ path, child: before[i + 1] ?? parent })
+  }
+  return unmarked
 }
 
 /**
@@ -97,6 +124,8 @@ export const resumeErrors = {
     `run ${runId} is still running${pid === undefined ? "" : ` in process ${pid}`} (lock file ${lock}); stop it first (SIGINT saves it) or wait for it to end`,
   alreadyResumed: (runId: string, childId: string, childDir: string, marker: string) =>
     `run ${runId} was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir}), or, to train from run ${runId} again anyway, delete ${marker}`,
+  parentResumedAgain: (runId: string, parentId: string, childId: string, childDir: string) =>
+    `run ${runId} resumed run ${parentId}, which was already resumed by run ${childId} (${childDir}), which trained on from it: resume that run instead (resume ${childDir})`,
   outInsideRun: (out: string, runId: string, dir: string) =>
     `--out ${out} is inside the folder of run ${runId} (${dir}); a resumed run is written beside the run it resumes, never inside it`
 } as const
@@ -189,7 +218,7 @@ const readModel = async (dir: string, names: SavedModel.FileNames = SavedModel.r
 }
 
 /**
- * The model in a checkpoint folder: the coordinator's (`cohort-epoch.f32`, `cohort-epoch.json`), else a rank's
+ * The model in a checkpoint folder: the coordinator's (`cohort-epoch-model.f32`, `.json`), else a rank's
  * (`cohort-params.*`: a run from before the coordinator wrote its own, or a rank's save folder).
  */
 const readCheckpoint = async (dir: string): Promise<Awaited<ReturnType<typeof readModel>>> => {
@@ -300,10 +329,23 @@ const fromAudited = async (parent: Parent, epochs: number, why: string, notes: R
   return fail(resumeErrors.noState(runId, [why, ...problems].join("; "), `${dir}/checkpoints`))
 }
 
+/**
+ * `path` as recorded in the journal of the run in `dir`: a relative one (`--out runs`) was relative
+ * to the folder that run ran in, which `dir` tells when it ends with the run's recorded `runDir`
+ * (read as `/home/u/runs/x`, recorded as `runs/x`: `/home/u`); else `path` as it is.
+ */
+const recordedPath = (dir: string, recordedRunDir: string, path: string): string => {
+  if (path === "" || path.startsWith("/") || recordedRunDir.startsWith("/")) return path
+  const absolute = Files.absolutePath(dir)
+  const suffix = `/${recordedRunDir.replace(/^\.\/+/, "").replace(/\/+$/, "")}`
+  return absolute.endsWith(suffix) ? `${absolute.slice(0, -suffix.length)}/${path}` : path
+}
+
 /** No epoch audited: the state the parent started from (its own `resumed`), else its seed's model. */
 const fromStart = async (parent: Parent, why: string, notes: ReadonlyArray<string>): Promise<Picked> => {
   const { started } = parent
-  const from = started.resumed
+  const recorded = started.resumed
+  const from = recorded === undefined ? undefined : { ...recorded, loadedFrom: recordedPath(parent.dir, started.runDir, recorded.loadedFrom) }
   if (from === undefined || from.state === "start") {
     return {
       epoch: from?.epoch ?? 0,
@@ -402,6 +444,14 @@ export const resume = async (
   const markerPath = `${parent.dir}/${resumedByFileName}`
   const child = await readResumedBy(markerPath)
   if (child !== undefined) fail(resumeErrors.alreadyResumed(started.runId, child.runId, child.runDir, markerPath))
+  // A resume that died before it formed marked nothing: the run it resumed may have been resumed
+  // again since, by a run that trained on from the same state.
+  const grandparent = started.resumed?.parent
+  const grandparentDir = grandparent === undefined ? undefined : recordedPath(parent.dir, started.runDir, grandparent.runDir)
+  const sibling = grandparentDir === undefined ? undefined : await readResumedBy(`${grandparentDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+  if (grandparent !== undefined && sibling !== undefined && sibling.runId !== "(unknown)" && sibling.runId !== started.runId) {
+    fail(resumeErrors.parentResumedAgain(started.runId, grandparent.runId, sibling.runId, sibling.runDir))
+  }
   // `summary.json` is the authority for a completed run: its journal may be short (a write that a
   // full or failing disk refused after the summary's), which alone would read as a cut-off run.
   if (parent.read.outcome?.status === "completed" || await completedPerSummary(parent.dir)) fail(resumeErrors.completed(started.runId, started.epochs))
@@ -496,7 +546,7 @@ export const resume = async (
       runId: options.runId,
       signal: options.signal,
       stopSignal: options.stopSignal,
-      onEvent: markResumed(markerPath, options.onEvent),
+      onEvent: markResumed(markerPath, await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }), options.onEvent),
       onRankOutput: options.onRankOutput,
       resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params }
     })

@@ -620,6 +620,8 @@ export const renderResult = (
         : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
     : outcome.status === "unrecoverable"
     ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
+    : outcome.status === "interrupted" && trainedNothing && resumedBy !== undefined
+    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
     : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
     ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
       `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir, command)}`

@@ -24,7 +24,9 @@ export const metaFile = "cohort-params.json"
 /**
  * The names of a model's two files in its folder: the raw parameters and their description. A
  * rank's saves use `paramsFile` and `metaFile` (the default); the coordinator's epoch models use
- * `coordinatorFiles`, so that both can sit in one checkpoint folder.
+ * `coordinatorFiles`, so that both can sit in one checkpoint folder. All of Cohort's names start
+ * with `cohort-`: the trainer's own `save` writes into the same folder (the bundled trainer's
+ * `model.f32` and `model.json`).
  *
  * @since 0.1.0
  * @category files
@@ -38,15 +40,13 @@ export interface FileNames {
 export const rankFiles: FileNames = { params: paramsFile, meta: metaFile }
 
 /**
- * The coordinator's model of an ended epoch, in `checkpoints/v<E>/`: `cohort-epoch.f32` and
- * `cohort-epoch.json` (its `rank` is -1: the coordinator wrote it). Names of their own, so that
- * neither the rank's `cohort-params.*` nor the trainer's own files (the bundled trainer writes
- * `model.f32` and `model.json`) in the same folder can overwrite them.
+ * The coordinator's model of an ended epoch, in `checkpoints/v<E>/`: `cohort-epoch-model.f32`
+ * and `cohort-epoch-model.json` (its `rank` is -1: the coordinator wrote it, whoever computed the mean).
  *
  * @since 0.1.0
  * @category files
  */
-export const coordinatorFiles: FileNames = { params: "cohort-epoch.f32", meta: "cohort-epoch.json" }
+export const coordinatorFiles: FileNames = { params: "cohort-epoch-model.f32", meta: "cohort-epoch-model.json" }
 
 /** Bound on `cohort-params.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
 export const metaBytesMax = 64 * 1024

@@ -111,6 +111,11 @@ describe(`cohort resume (${runtime})`, () => {
       const cohorts = await SavedModel.read(folder)
       expect(cohorts._tag === "Model" && [cohorts.params.length, cohorts.meta.epoch]).toEqual([50890, epoch])
     }
+    // And the coordinator's model of each epoch, in the same checkpoint folders.
+    for (const [folder, epoch] of [[`${base.runDir}/checkpoints/v0`, 0], [`${base.runDir}/checkpoints/v1`, 1]] as const) {
+      const own = await SavedModel.read(folder, SavedModel.coordinatorFiles)
+      expect(own._tag === "Model" && [own.params.length, own.meta.epoch, own.meta.rank]).toEqual([50890, epoch, -1])
+    }
     // What `cohort report` (and the CLI at the end of the run) says about it.
     const stopped = await cohort("report", parent.runDir)
     expect([stopped.code, stopped.stderr]).toEqual([

@@ -138,3 +138,69 @@ describe(`a resume killed in its first epoch (${runtime})`, () => {
     expectOnce([...auditsOf(parent), ...auditsOf(child), ...auditsOf(grandchild)], "parent, killed resume, its resume")
   }, 120_000)
 })
+
+describe(`a resume killed before it formed (${runtime})`, () => {
+  // Such a resume marks nothing (a run marks its parent once it formed), so the run it resumed
+  // and the dead resume both look resumable; only one of them may train on.
+  const killedBeforeForming = async (dir: string): Promise<{ readonly parent: string; readonly dead: string }> => {
+    mkdirSync(dir, { recursive: true })
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], { cwd: dir })
+    await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
+    run.child.kill("SIGKILL")
+    await run.exit
+    const parent = runDirs(dir)[0]!
+    const resumed = startCli(["resume", parent], { cwd: dir })
+    const started = (): boolean => runDirs(dir).some((d) => d !== parent && existsSync(join(d, "events.ndjson")) && journal(d).some((e) => e.type === "started"))
+    await waitFor(() => started() || resumed.child.exitCode !== null, 60_000, "the resume to start its journal")
+    resumed.child.kill("SIGKILL")
+    await resumed.exit
+    const dead = runDirs(dir).find((d) => d !== parent)!
+    expect(journal(dead).some((e) => e.type === "formed"), "the resume was killed before it formed").toBe(false)
+    expect(existsSync(join(parent, "resumed-by.json"))).toBe(false)
+    return { parent, dead }
+  }
+
+  it("resuming the dead resume, then the run it resumed: the second is refused; the chain audits every epoch once", async () => {
+    const dir = join(outDir, "unformed-then-parent")
+    const { parent, dead } = await killedBeforeForming(dir)
+    const second = startCli(["resume", dead], { cwd: dir })
+    expect(await second.exit, `${second.out()}${second.err()}`).toBe(0)
+    const again = startCli(["resume", parent], { cwd: dir })
+    expect(await again.exit, `${again.out()}${again.err()}`).toBe(2)
+    expect(again.err()).toMatch(/already resumed/)
+    expectOnce(runDirs(dir).flatMap(auditsOf), "parent, resume killed before forming, its resume, the parent resumed again")
+  }, 180_000)
+
+  it("resuming the run it resumed, then the dead resume: the second is refused; the chain audits every epoch once", async () => {
+    const dir = join(outDir, "parent-then-unformed")
+    const { parent, dead } = await killedBeforeForming(dir)
+    const second = startCli(["resume", parent], { cwd: dir })
+    expect(await second.exit, `${second.out()}${second.err()}`).toBe(0)
+    const again = startCli(["resume", dead], { cwd: dir })
+    expect(await again.exit, `${again.out()}${again.err()}`).toBe(2)
+    expect(again.err()).toMatch(/already resumed/)
+    expectOnce(runDirs(dir).flatMap(auditsOf), "parent, resume killed before forming, the parent resumed again, the dead resume resumed")
+  }, 180_000)
+})
+
+describe(`a resume killed in its first epoch, resumed from another folder (${runtime})`, () => {
+  it("the paths its journal recorded relative to where it ran (--out runs) are found: the chain completes and audits every epoch once", async () => {
+    const dir = join(outDir, "elsewhere")
+    mkdirSync(dir, { recursive: true })
+    const runs = join(dir, "runs")
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", "runs"], { cwd: dir })
+    await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
+    run.child.kill("SIGKILL")
+    await run.exit
+    const parent = runDirs(runs)[0]!
+    const first = startCli(["resume", `runs/${parent.split("/").at(-1)}`], { cwd: dir })
+    await waitFor(() => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null, 60_000, "the resume to form and mark its parent")
+    first.child.kill("SIGKILL")
+    await first.exit
+    const child = runDirs(runs).find((d) => d !== parent)!
+    expect(auditsOf(child)).toEqual([])
+    const second = startCli(["resume", child], { cwd: tmpdir() })
+    expect(await second.exit, `${second.out()}${second.err()}`).toBe(0)
+    expectOnce(runDirs(runs).flatMap(auditsOf), "parent, killed resume, its resume from another folder")
+  }, 120_000)
+})

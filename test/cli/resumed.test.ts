@@ -84,6 +84,23 @@ describe("a resumed run", () => {
     expect(err).toBe("cohort: run interrupted by SIGINT: run in runs/ch1ld; it stopped before training started, so run par3nt was not resumed: resume it with: cohort resume runs/par3nt")
   })
 
+  it("a resume interrupted before it formed and resumed since names the run that trained on, not its parent (a resume of it is refused)", () => {
+    const early: RunTypes.RunResult & { readonly resumedBy: { readonly runId: string; readonly runDir: string } } = {
+      ...interrupted,
+      runId: "ch1ld",
+      runDir: "runs/ch1ld",
+      outcome: { ...interrupted.outcome, detail: "interrupted by SIGINT", uncommitted: undefined, epochs: [], epochsCompleted: 0 },
+      epochs: [],
+      saves: { saved: [], notSaved: [] },
+      exitCode: 130,
+      resumed,
+      resumedBy: { runId: "gr4nd", runDir: "runs/gr4nd" }
+    }
+    expect(Cli.renderResult(early).err).toBe(
+      "cohort: run interrupted by SIGINT: run in runs/ch1ld; it stopped before training started; run gr4nd (runs/gr4nd) resumed it and trained on from it"
+    )
+  })
+
   it("report reads a resumed run's journal back with the spanning epoch marked", async () => {
     const dir = mkdtempSync(join(tmpdir(), "cohort-resumed-"))
     try {

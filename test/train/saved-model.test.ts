@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import * as ModelFile from "../../src/train/model-file.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 
 const root = mkdtempSync(join(tmpdir(), "cohort-saved-model-"))
@@ -24,6 +25,28 @@ describe("SavedModel", () => {
     if (read._tag !== "Model") return
     expect(Array.from(read.params)).toEqual(Array.from(params))
     expect(read.meta).toEqual(meta)
+  })
+
+  // A checkpoint folder holds the coordinator's epoch model, the checkpoint rank's own model and
+  // whatever the trainer's save wrote (the bundled trainer: ModelFile's files), written at the same
+  // time: none may overwrite another, in either order.
+  it("the coordinator's epoch model, a rank's model and the bundled trainer's files share one folder, each read back", async () => {
+    for (const trainerFirst of [true, false]) {
+      const dir = folder()
+      const coordinators = new Float32Array([1, 2, 3])
+      const trainers = new Float32Array([4, 5, 6])
+      const writeTrainers = () => ModelFile.write(dir, trainers, { model: "mlp" })
+      if (trainerFirst) await writeTrainers()
+      await SavedModel.write(dir, coordinators, { epoch: 0, round: 1, rank: -1 }, SavedModel.coordinatorFiles)
+      await SavedModel.write(dir, coordinators, { epoch: 0, round: 1, rank: 2 })
+      if (!trainerFirst) await writeTrainers()
+      const own = await SavedModel.read(dir, SavedModel.coordinatorFiles)
+      expect(own._tag === "Model" && [Array.from(own.params), own.meta.rank], `trainer first: ${trainerFirst}`).toEqual([[1, 2, 3], -1])
+      const rank = await SavedModel.read(dir)
+      expect(rank._tag === "Model" && [Array.from(rank.params), rank.meta.rank]).toEqual([[1, 2, 3], 2])
+      const saved = await ModelFile.read(dir)
+      expect([Array.from(saved.params), saved.meta.model]).toEqual([[4, 5, 6], "mlp"])
+    }
   })
 
   it("checksum is FNV-1a 32: the empty input and 'a' give the published values", () => {
