@@ -36,6 +36,7 @@ describe("demo and run", () => {
       failureLimit: undefined,
       rolePolicy: "fastest",
       onRepeatedCrash: "stop",
+      livenessDetector: "fixed",
       rankMemoryMb: 1024,
       interruptGraceMs: 30_000,
       seed: 7,
