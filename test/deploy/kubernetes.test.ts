@@ -11,6 +11,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { Deployment } from "kubernetes-models/apps/v1/Deployment"
+import { Job } from "kubernetes-models/batch/v1/Job"
+import { Service } from "kubernetes-models/v1/Service"
 import { parseAllDocuments } from "yaml"
 import * as Runtime from "../../src/platform/detect.ts"
 import { freePort, startCli } from "../cli-process.ts"
@@ -77,6 +80,16 @@ describe(`the Kubernetes manifests run as written (${runtime})`, () => {
     expect(flag(join_.args, "--token-file")).toBe(`${tokenMount(join_)}/token`)
     expect(serve.image).toBe(join_.image)
     expect(readFileSync(join(root, "deploy/Dockerfile"), "utf8")).toContain(`ENTRYPOINT ["node", "/opt/cohort/node_modules/cohort/bin/cohort.mjs"]`)
+  })
+
+  it("every manifest is valid against the Kubernetes API's schemas (kubernetes-models), and a wrong type is caught", () => {
+    const models: Record<string, new (data: object) => { validate: () => void }> = { Job, Deployment, Service }
+    const all = [...manifests("coordinator.yaml"), ...manifests("ranks.yaml")]
+    expect(all.map((m) => m.kind).sort()).toEqual(["Deployment", "Job", "Service"])
+    for (const manifest of all) expect(() => new models[manifest.kind]!(manifest).validate(), `${manifest.kind} ${manifest.metadata.name}`).not.toThrow()
+    // The check is real: the Job's per-index back-off limit as a string is refused.
+    const job = all.find((m) => m.kind === "Job")!
+    expect(() => new Job({ ...job, spec: { ...job.spec, backoffLimitPerIndex: "none" } } as object).validate()).toThrow(/backoffLimitPerIndex/)
   })
 
   it("the coordinator's and the ranks' commands, run here, complete a run with clean audits", async () => {
