@@ -63,7 +63,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
-import * as Cpu from "../src/averaging/cpu.ts"
+import * as Aggregate from "../src/averaging/aggregate.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { Rank, ToCoordinator } from "../src/core/messages.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
@@ -267,6 +267,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
 
     // The current ring generation's commit through its shared all-reduce area, when it has one.
     let areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
+    // Contributions the aggregation found far outside the others: told to the core after the round's broadcast.
+    const outliersFound: Array<{ readonly rank: Rank; readonly round: number; readonly detail: string }> = []
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
       Effect.suspend(() => {
         switch (command._tag) {
@@ -302,8 +304,14 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             }
             // The core leaves unusable contributions out; with none left, the Update carries no
             // parameters and ranks keep their own.
-            const averaged = Cpu.mean(command.params)
-            const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
+            const combined = Aggregate.combine(command.params, state.config.aggregation, lastModel?.params)
+            const params = "_tag" in combined ? new Float32Array(0) : combined.params
+            if (!("_tag" in combined)) {
+              for (const o of combined.outliers) {
+                const detail = `${o.distance.toPrecision(3)} from the coordinate-wise median, ${(o.distance / o.medianDistance).toPrecision(3)} times the median distance ${o.medianDistance.toPrecision(3)}`
+                outliersFound.push({ rank: command.paramRanks[o.index]!, round: command.round, detail })
+              }
+            }
             if (params.length > 0) lastModel = { round: command.round, params }
             broadcast({ _tag: "Update", round: command.round, params }, refused)
             break
@@ -356,6 +364,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           for (const { rank, message, reason } of refused) {
             const nowMs = yield* Clock.currentTimeMillis
             yield* execute(Core.step(state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+          }
+          for (const { rank, round, detail } of outliersFound.splice(0)) {
+            const nowMs = yield* Clock.currentTimeMillis
+            yield* execute(Core.step(state, { _tag: "Outlier", rank, nowMs, round, detail }))
           }
         }
       })

@@ -182,3 +182,18 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs }
 }
+
+/**
+ * The run's aggregation options for the core's config (`Config.Options.aggregate` and the rest),
+ * only those given: the core fills in the defaults and checks them (`LaunchError` with the option).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const aggregationOptions = (options: RunOptions) => ({
+  ...(options.aggregate === undefined ? {} : { aggregate: options.aggregate }),
+  ...(options.trimFraction === undefined ? {} : { trimFraction: options.trimFraction }),
+  ...(options.clipNorm === undefined ? {} : { clipNorm: options.clipNorm }),
+  ...(options.outlierFactor === undefined ? {} : { outlierFactor: options.outlierFactor }),
+  ...(options.outlierRoundsMax === undefined ? {} : { outlierRoundsMax: options.outlierRoundsMax })
+})

@@ -531,6 +531,12 @@ export const resume = async (
       coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? optionalNumber(o.coordinatorTimeoutMs),
       roundDeadlineMs: options.roundDeadlineMs ?? optionalNumber(o.roundDeadlineMs),
       roundQuorum: options.roundQuorum ?? optionalNumber(o.roundQuorum),
+      // How rounds were combined: the parent's unless the caller says otherwise.
+      aggregate: options.aggregate ?? (o.aggregate === "mean" || o.aggregate === "trimmed-mean" || o.aggregate === "median" ? o.aggregate : undefined),
+      trimFraction: options.trimFraction ?? optionalNumber(o.trimFraction),
+      clipNorm: options.clipNorm ?? optionalNumber(o.clipNorm),
+      outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
+      outlierRoundsMax: options.outlierRoundsMax ?? optionalNumber(o.outlierRoundsMax),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       saveTimeoutMs: options.saveTimeoutMs ?? optionalNumber(o.saveTimeoutMs),
       evalTimeoutMs: options.evalTimeoutMs ?? optionalNumber(o.evalTimeoutMs),

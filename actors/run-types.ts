@@ -190,6 +190,19 @@ export interface RunOptions {
   /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
   readonly roundQuorum?: number
   /**
+   * `cpu` backend: how a round is combined (docs/edge-averaging.md): `mean` (default),
+   * `trimmed-mean` (`trimFraction` cut from each end per coordinate, default 0.25) or `median`;
+   * `clipNorm` bounds each contribution's change from the last committed model (0: off);
+   * `outlierFactor` flags contributions that far outside the others with an `OutlierParams` alert
+   * (default 10 with a robust rule or clipping, else 0: off); `outlierRoundsMax` declares a rank dead
+   * after that many outlier rounds (default 0: never). `Config.Options` holds the rules.
+   */
+  readonly aggregate?: "mean" | "trimmed-mean" | "median"
+  readonly trimFraction?: number
+  readonly clipNorm?: number
+  readonly outlierFactor?: number
+  readonly outlierRoundsMax?: number
+  /**
    * A rank in a process of its own (`transport: "process"`) that gets no frame from the
    * coordinator for this many ms counts it gone (the coordinator beats every second, from
    * formation on): it saves under `<runDir>/save/rank<r>` with an `emergency.json`, the save

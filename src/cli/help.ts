@@ -78,6 +78,13 @@ Options of demo and run:
                               (default off: every round waits for every rank with work)
   --round-quorum F            with --round-deadline-ms: the fraction of the survivors (above 0,
                               at most 1) a round needs before its deadline closes it (default 0.5)
+  --aggregate RULE            cpu backend: how a round's contributions are combined: mean,
+                              median, trimmed-mean[:F] (F cut from each end per coordinate,
+                              default 0.25) or clip:N (the mean of changes clipped to norm N)
+                              (default mean; docs/edge-averaging.md)
+  --clip-norm N               clip each contribution's change from the last model to L2 norm N
+  --outlier-rounds-max K      declare a rank dead after K rounds its contribution was an outlier
+                              (default 0: only an OutlierParams alert)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N

@@ -48,6 +48,7 @@ const toRunOptions = (
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
   ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+  ...options.aggregation,
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

@@ -146,6 +146,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--coordinator-timeout-ms <ms>")
     .option("--round-deadline-ms <ms>")
     .option("--round-quorum <fraction>")
+    .option("--aggregate <rule>")
+    .option("--clip-norm <norm>")
+    .option("--outlier-rounds-max <rounds>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -246,6 +249,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
         ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
         ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
+        ...parsed.aggregation,
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

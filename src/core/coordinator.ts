@@ -39,7 +39,7 @@ import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { afterEpochModel, maybeCloseAtDeadline, onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -483,6 +483,9 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     case "CoordinatorResource":
       alert(state, cmds, "CoordinatorResource", "root", input.detail)
+      break
+    case "Outlier":
+      onOutlier(state, input.rank, input.round, input.detail, cmds)
       break
   }
   if (input._tag === "Frame") releaseCall(state, input.rank, input.message)

@@ -170,6 +170,26 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
   })
 
+  it("--aggregate takes mean, median, trimmed-mean[:F] or clip:N, --clip-norm goes with any rule, and robust rules need the cpu backend", () => {
+    expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.aggregation")
+    expect(Cli.parse(["demo", "--aggregate", "median"])).toMatchObject({ options: { aggregation: { aggregate: "median" } } })
+    expect(Cli.parse(["demo", "--aggregate", "trimmed-mean"])).toMatchObject({ options: { aggregation: { aggregate: "trimmed-mean" } } })
+    expect(Cli.parse(["demo", "--aggregate", "trimmed-mean:0.2", "--clip-norm", "5", "--outlier-rounds-max", "3"])).toMatchObject({
+      options: { aggregation: { aggregate: "trimmed-mean", trimFraction: 0.2, clipNorm: 5, outlierRoundsMax: 3 } }
+    })
+    expect(Cli.parse(["demo", "--aggregate", "clip:2.5"])).toMatchObject({ options: { aggregation: { aggregate: "mean", clipNorm: 2.5 } } })
+    for (const bad of ["mode", "trimmed-mean:0.5", "trimmed-mean:x", "clip:0", "clip:", "median:1"]) {
+      expect(Cli.parse(["demo", "--aggregate", bad])).toEqual({
+        error: `--aggregate must be mean, median, trimmed-mean, trimmed-mean:F (0 <= F < 0.5) or clip:N (N > 0), got '${bad}'`
+      })
+    }
+    expect(Cli.parse(["demo", "--clip-norm", "-1"])).toEqual({ error: "--clip-norm must be a number above 0, got '-1'" })
+    expect(Cli.parse(["demo", "--aggregate", "clip:1", "--clip-norm", "2"])).toEqual({ error: "--clip-norm cannot be used with --aggregate clip:N (it says the norm already)" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--aggregate", "median"])).toEqual({
+      error: "--aggregate and --clip-norm need --backend cpu: ring members average among themselves"
+    })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -524,6 +544,9 @@ describe("help", () => {
         "(default off: every round waits for every rank with work)",
         "--round-quorum F",
         "a round needs before its deadline closes it (default 0.5)",
+        "--aggregate RULE",
+        "--clip-norm N",
+        "--outlier-rounds-max K",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",
