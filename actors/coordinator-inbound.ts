@@ -70,6 +70,8 @@ export interface Refused {
  * - `crashes`: each rank's `Crashing{error, stack}` (the formation records them too).
  * - `turnedAway`: joiners the core refused or the shell turned away: their end is no death.
  * - `relayStats()`: ring steps relayed and dropped.
+ * - `averagingBytes()`: the averaging traffic so far, in bytes of frames: `received` (`Params`,
+ *   relayed `RingData`) and `sent` (`Update`s, one per recipient, relayed `RingData`).
  *
  * @since 0.1.0
  * @category model
@@ -77,13 +79,14 @@ export interface Refused {
 export interface CoordinatorInbound {
   readonly inbound: (event: Supervisor.Inbound) => Effect.Effect<void> | undefined
   readonly deliver: (rank: Rank, message: ToRank, refused: Array<Refused>) => void
-  readonly broadcast: (message: ToRank, refused: Array<Refused>) => void
+  readonly broadcast: (message: ToRank, refused: Array<Refused>, packed?: Uint8Array) => void
   readonly hold: (rank: Rank) => void
   readonly ringFormed: (message: Extract<ToRank, { _tag: "FormRing" }>) => void
   readonly causeOf: (rank: Rank, cause: DeathReport.DeathCause) => DeathReport.DeathCause
   readonly crashes: Map<Rank, { readonly error: string; readonly stack: string }>
   readonly turnedAway: Set<Rank>
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
+  readonly averagingBytes: () => { readonly received: number; readonly sent: number }
 }
 
 /**
@@ -174,13 +177,16 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     }
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
+    else if (message._tag === "Update" || message._tag === "RingData") bytesSent += bytes.length
   }
+  let bytesSent = 0
+  let bytesReceived = 0
 
   const deliver = (rank: Rank, message: ToRank, refused: Array<Refused>): void =>
     sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)), refused)
 
-  const broadcast = (message: ToRank, refused: Array<Refused>): void => {
-    const bytes = Codec.encode(Frame.fromCoordinator(message))
+  const broadcast = (message: ToRank, refused: Array<Refused>, packed?: Uint8Array): void => {
+    const bytes = Codec.encodePacked(Frame.fromCoordinator(message), packed)
     for (const rank of Core.survivors(state)) sendTo(rank, message, bytes, refused)
   }
 
@@ -232,7 +238,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     const holding = held.get(next)
     // A joiner still waiting for its model gets its ring steps after it.
     if (holding !== undefined) holding.push({ message, bytes: step })
-    else transport.sendUnsafe(next, step)
+    else if (transport.sendUnsafe(next, step) === undefined) bytesSent += step.length
     return undefined
   }
 
@@ -252,6 +258,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
         }
         const frameMessage = decoded.success.message as ToCoordinator
+        if (frameMessage._tag === "Params" || frameMessage._tag === "RingData") bytesReceived += event.bytes.length
         if (frameMessage._tag === "RingData") {
           const problem = relay(event.peer, frameMessage, event.bytes)
           if (problem !== undefined) {
@@ -307,6 +314,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     causeOf,
     crashes,
     turnedAway,
-    relayStats: () => ({ relayed, dropped: relayDropped })
+    relayStats: () => ({ relayed, dropped: relayDropped }),
+    averagingBytes: () => ({ received: bytesReceived, sent: bytesSent })
   }
 }

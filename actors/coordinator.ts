@@ -71,6 +71,7 @@ import * as Supervisor from "../src/transport/supervisor.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
+import * as Packed from "../src/wire/packed.ts"
 import * as CoordinatorInbound from "./coordinator-inbound.ts"
 import { decodeFrame, observe } from "./coordinator-inbound.ts"
 import type { Refused } from "./coordinator-inbound.ts"
@@ -101,6 +102,13 @@ export interface Hooks {
    * launcher writes it on the coordinator's host before the epoch's audit is final.
    */
   readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
+  /**
+   * The averaging traffic of a round that just closed, in bytes of frames, before its
+   * `AverageRound` reaches `onCommand`: `received` (its `Params`, or the ring steps relayed) and
+   * `sent` (its `Update` to every survivor, or the ring steps relayed). Ring steps over direct
+   * links never reach the coordinator and are not counted.
+   */
+  readonly onRoundBytes?: (round: number, bytes: { readonly received: number; readonly sent: number }) => void
 }
 
 /**
@@ -139,6 +147,13 @@ export interface Options {
    * as `RoundCommitted` frames (one store and one wake-up instead of a frame per member).
    */
   readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined
+  /**
+   * `cpu` backend: how each round's `Update` travels (docs/edge-averaging.md): `none` (default,
+   * float32), `fp16` or `int8` (`Packed`, with error feedback: what packing dropped is added to
+   * the next round's mean before it is packed). Every rank then holds the unpacked mean, and so
+   * does this coordinator (its epoch models, its joiners' model).
+   */
+  readonly compress?: Packed.Compression
 }
 
 /**
@@ -250,7 +265,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let self: Actor.ActorRef<Message, never> | undefined
     let ended: Core.Outcome | undefined
     // Frames in, and the commands' frames out (a ring joiner's held back until its model is out).
-    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats } = CoordinatorInbound.make({
+    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats, averagingBytes } = CoordinatorInbound.make({
       state,
       transport,
       hooks,
@@ -269,6 +284,35 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
     // Contributions the aggregation found far outside the others: told to the core after the round's broadcast.
     const outliersFound: Array<{ readonly rank: Rank; readonly round: number; readonly detail: string }> = []
+    const compress = options.compress ?? "none"
+    // What packing the mean dropped (error feedback: added to the next mean before it is packed).
+    let updateResidual: Float32Array | undefined
+    // The averaging traffic when the last round closed: a round's bytes are what came since.
+    let roundBytesFrom = { received: 0, sent: 0 }
+    /**
+     * `cpu`: combines the round (`Aggregate`: the core left unusable contributions out; with none
+     * left, the Update carries no parameters and ranks keep their own), packs it when asked, and
+     * broadcasts it. The model every rank then holds is the unpacked one: it is the one kept.
+     */
+    const averageCpu = (command: Extract<Core.Command, { _tag: "AverageRound" }>, refused: Array<Refused>): void => {
+      const combined = Aggregate.combine(command.params, state.config.aggregation, lastModel?.params)
+      let params = "_tag" in combined ? new Float32Array(0) : combined.params
+      if (!("_tag" in combined)) {
+        for (const o of combined.outliers) {
+          const detail = `${o.distance.toPrecision(3)} from the coordinate-wise median, ${(o.distance / o.medianDistance).toPrecision(3)} times the median distance ${o.medianDistance.toPrecision(3)}`
+          outliersFound.push({ rank: command.paramRanks[o.index]!, round: command.round, detail })
+        }
+      }
+      let packed: Uint8Array | undefined
+      if (params.length > 0 && compress !== "none") {
+        const out = Packed.withFeedback(params, updateResidual, compress)
+        updateResidual = out.residual
+        packed = out.bytes
+        params = Packed.unpack(out.bytes) as Float32Array
+      }
+      if (params.length > 0) lastModel = { round: command.round, params }
+      broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
+    }
     const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
       Effect.suspend(() => {
         switch (command._tag) {
@@ -300,20 +344,13 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
               // in the generation's shared area when it has one (written before any later frame).
               if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
               else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
-              break
+            } else {
+              averageCpu(command, refused)
             }
-            // The core leaves unusable contributions out; with none left, the Update carries no
-            // parameters and ranks keep their own.
-            const combined = Aggregate.combine(command.params, state.config.aggregation, lastModel?.params)
-            const params = "_tag" in combined ? new Float32Array(0) : combined.params
-            if (!("_tag" in combined)) {
-              for (const o of combined.outliers) {
-                const detail = `${o.distance.toPrecision(3)} from the coordinate-wise median, ${(o.distance / o.medianDistance).toPrecision(3)} times the median distance ${o.medianDistance.toPrecision(3)}`
-                outliersFound.push({ rank: command.paramRanks[o.index]!, round: command.round, detail })
-              }
-            }
-            if (params.length > 0) lastModel = { round: command.round, params }
-            broadcast({ _tag: "Update", round: command.round, params }, refused)
+            const bytes = averagingBytes()
+            const round = { received: bytes.received - roundBytesFrom.received, sent: bytes.sent - roundBytesFrom.sent }
+            roundBytesFrom = bytes
+            observe(() => hooks.onRoundBytes?.(command.round, round))
             break
           }
           case "Welcome": {

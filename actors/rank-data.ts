@@ -10,6 +10,7 @@ import type * as Effect from "effect/Effect"
 import type { Rank } from "../src/core/messages.ts"
 import type * as RuntimeTypes from "../src/platform/types.ts"
 import type * as Transport from "../src/transport/transport.ts"
+import type * as Packed from "../src/wire/packed.ts"
 
 /**
  * The file a rank writes in its save folder (`<saveDir>/rank<r>/`) once the trainer's `save`
@@ -83,6 +84,12 @@ export interface RankData {
    * hands over per generation (`Link.onRingPorts`: `MessageChannel`s between worker threads).
    */
   readonly ringLinks?: "relay" | "port" | undefined
+  /**
+   * How a `cpu` contribution travels (docs/edge-averaging.md): `none` (default, float32), `fp16`
+   * or `int8` (`Packed`), with error feedback: the rank keeps what quantization dropped and adds
+   * it to its next contribution.
+   */
+  readonly compress?: Packed.Compression | undefined
 }
 
 /**
@@ -111,6 +118,8 @@ export interface JoinedRun {
    */
   readonly heartbeatTimeoutMs?: number
   readonly backend?: "cpu" | "ring"
+  /** How contributions travel (`RankData.compress`; absent: `none`). */
+  readonly compress?: Packed.Compression
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string
 }
@@ -129,7 +138,8 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
   const nonNegative = (key: string) => typeof run[key] === "number" && Number.isFinite(run[key]) && (run[key] as number) >= 0
   return ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
     ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
-    (run.backend === undefined || run.backend === "cpu" || run.backend === "ring")
+    (run.backend === undefined || run.backend === "cpu" || run.backend === "ring") &&
+    (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8")
 }
 
 /**
@@ -155,7 +165,8 @@ export const rankDataOf = (
   saveDir: local.saveDir,
   checkpointDir: local.checkpointDir,
   coordinatorTimeoutMs: run.coordinatorTimeoutMs,
-  ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {})
+  ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {}),
+  ...(run.compress === undefined ? {} : { compress: run.compress })
 })
 
 /**

@@ -38,7 +38,7 @@ export interface BatchProgress {
  * A rank's reports (`make`):
  *
  * - `send`: one frame to the coordinator (a send on a closed link is ignored: the link's end
- *   arrives as an event).
+ *   arrives as an event); `packed`: a packed vector sent in place of its `params` (`Codec.encodePacked`).
  * - `heartbeatIfDue(nowMs)`: a `Heartbeat` when nothing went out for `heartbeatIntervalMs`.
  * - `afterBatch(startedMs, finishedMs, progress)`: after a batch that ran from `startedMs` to
  *   `finishedMs` (ms): the memory check (it dies with an out-of-memory error over
@@ -49,7 +49,7 @@ export interface BatchProgress {
  * @category model
  */
 export interface Reports {
-  readonly send: (message: ToCoordinator) => Effect.Effect<void>
+  readonly send: (message: ToCoordinator, packed?: Uint8Array) => Effect.Effect<void>
   readonly heartbeatIfDue: (nowMs: number) => Effect.Effect<void>
   readonly afterBatch: (startedMs: number, finishedMs: number, progress: BatchProgress) => Effect.Effect<void>
   readonly flood: (afterMs: number, framesPerSecond: number) => void
@@ -65,10 +65,10 @@ export const make = (link: Link, data: RankData): Reports => {
   const { transport, rank } = link
   let lastSentMs = 0
   let lastProgressMs = 0
-  const send = (message: ToCoordinator) =>
+  const send = (message: ToCoordinator, packed?: Uint8Array) =>
     Effect.gen(function*() {
       lastSentMs = yield* Clock.currentTimeMillis
-      yield* transport.send(toCoordinator, Codec.encode(Frame.fromRank(rank, message))).pipe(Effect.ignore)
+      yield* transport.send(toCoordinator, Codec.encodePacked(Frame.fromRank(rank, message), packed)).pipe(Effect.ignore)
     })
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0

@@ -61,6 +61,7 @@ import * as Trainer from "../src/train/trainer.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
+import * as Packed from "../src/wire/packed.ts"
 import * as CoordinatorGone from "./rank-coordinator-gone.ts"
 import { savedMarker } from "./rank-data.ts"
 import type { Link, RankData } from "./rank-data.ts"
@@ -141,6 +142,10 @@ export const run = (
     const reports = RankReports.make(link, data)
     const send = reports.send
     const ringBackend = data.backend === "ring"
+    // Contributions packed for slow links (cpu backend), with the residual quantization dropped.
+    const compress = ringBackend ? "none" : (data.compress ?? "none")
+    let residual: Float32Array | undefined
+    const emptyParams = new Float32Array(0)
     // The training loss since the last contribution (sample-weighted over its batches), carried by
     // the contribution for the journal's round loss: `Params.loss`, or the ring's `RoundDone.loss`
     // (the ring sends it when its all-reduce completes, a redo included).
@@ -344,7 +349,12 @@ export const run = (
           params.set(current)
           return yield* ring.contribute({ epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, round)
         }
-        yield* send({ _tag: "Params", epoch, round, samplesDone, params: getParams(), ...(loss === undefined ? {} : { loss }) })
+        const message = { _tag: "Params", epoch, round, samplesDone, params: getParams(), ...(loss === undefined ? {} : { loss }) } as const
+        if (compress === "none") return yield* send(message)
+        // Error feedback: what quantization drops now is added to the next contribution.
+        const packed = Packed.withFeedback(message.params, residual, compress)
+        residual = packed.residual
+        yield* send({ ...message, params: emptyParams }, packed.bytes)
       })
 
     const trainOne = Effect.gen(function*() {
