@@ -15,9 +15,9 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why). The
 // dashboard's connection cap is enforced by Node's server only (Bun.serve and Deno.serve count no
 // connections), so its two tests run on Node alone too. Robust aggregation is arithmetic in the
-// coordinator, the same on every runtime: its end-to-end poisoning runs are Node-only.
+// coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs are Node-only.
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
-  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts", "test/actors/aggregate.full.test.ts"]
+  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts", "test/actors/aggregate.full.test.ts", "test/actors/compress.full.test.ts"]
   : []
 
 const exclude = ["**/node_modules/**", ...nodeOnly]

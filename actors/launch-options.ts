@@ -180,7 +180,10 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     check(flood.framesPerSecond > 0 && Number.isFinite(flood.framesPerSecond), "floods", `framesPerSecond must be > 0, got ${flood.framesPerSecond}`)
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
-  return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs }
+  const compress = options.compress ?? "none"
+  check(compress === "none" || compress === "fp16" || compress === "int8", "compress", `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`)
+  check(compress === "none" || backend === "cpu", "compress", "packs cpu contributions and updates; ring steps travel as float64 and float32")
+  return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs, compress }
 }
 
 /**

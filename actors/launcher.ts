@@ -181,7 +181,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // Defaults filled in and every option checked (`launch-options.ts`).
   const {
     worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, batchSize, heartbeatTimeoutMs,
-    ringSharedSlots, ringLinks, ringAreaMemoryMb, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb
+    ringSharedSlots, ringLinks, ringAreaMemoryMb, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, compress
   } = resolveOptions(options, served !== undefined)
   // What the ring's collectives took, decided at the first generation (the largest: a worker ring
   // never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
@@ -285,6 +285,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
   const roundLoss = RoundLoss.make(mode)
+  // The closing round's averaging traffic, told just before its AverageRound (`onRoundBytes`).
+  let roundBytes: { readonly received: number; readonly sent: number } | undefined
   const lastProgressEventMs = new Map<Rank, number>()
   const lastRate = new Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>()
   let startedMs = Date.now()
@@ -452,6 +454,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
           return
         case "AverageRound": {
           const loss = roundLoss.onRound(command.contributors)
+          // Told by the coordinator just before this command (`onRoundBytes`).
           emit({
             type: "round",
             ms,
@@ -459,14 +462,19 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
             round: command.round,
             contributors: command.contributors.length,
             openMs: Math.max(0, state.clockMs - command.openedAtMs),
-            ...(loss === undefined ? {} : { loss })
+            ...(loss === undefined ? {} : { loss }),
+            ...(roundBytes === undefined ? {} : { receivedBytes: roundBytes.received, sentBytes: roundBytes.sent })
           })
+          roundBytes = undefined
           return
         }
       }
     },
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
     onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
+    onRoundBytes: (_round, bytes) => {
+      roundBytes = bytes
+    },
     onDeclared: (declared, recoveredMs) => {
       // Called right after the declaring step: if the run is over, that batch moved nothing.
       const redistributed = state.phase === "running"
@@ -552,6 +560,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault,
     heartbeatTimeoutMs,
     backend,
+    ...(compress === "none" ? {} : { compress }),
     runId
   }
   interface Host {
@@ -631,6 +640,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+        compress,
         trainerUrl,
         trainerSha256: trainerDigest,
         resumeState: undefined
@@ -650,6 +660,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
         backend,
+        ...(compress === "none" ? {} : { compress }),
         ringLinks: ringLinks === "relay" ? "relay" : "port",
         collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
@@ -677,6 +688,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       tickMs: options.tickMs ?? defaults.tickMs,
       formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
       hooks,
+      compress,
       ...(backend === "ring" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
       ...(resumeState === undefined ? {} : {
         resume: {

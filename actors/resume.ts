@@ -537,6 +537,7 @@ export const resume = async (
       clipNorm: options.clipNorm ?? optionalNumber(o.clipNorm),
       outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
       outlierRoundsMax: options.outlierRoundsMax ?? optionalNumber(o.outlierRoundsMax),
+      compress: options.compress ?? (o.compress === "none" || o.compress === "fp16" || o.compress === "int8" ? o.compress : undefined),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       saveTimeoutMs: options.saveTimeoutMs ?? optionalNumber(o.saveTimeoutMs),
       evalTimeoutMs: options.evalTimeoutMs ?? optionalNumber(o.evalTimeoutMs),

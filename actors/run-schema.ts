@@ -184,7 +184,7 @@ export const RunEvent = Schema.Union([
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optional(Ms), error: optional(Schema.String) }),
   event("decision", { detail: Schema.String }),
-  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite) }),
+  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite), receivedBytes: optional(Count), sentBytes: optional(Count) }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
 ])

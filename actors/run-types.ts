@@ -198,6 +198,12 @@ export interface RunOptions {
    * after that many outlier rounds (default 0: never). `Config.Options` holds the rules.
    */
   readonly aggregate?: "mean" | "trimmed-mean" | "median"
+  /**
+   * `cpu` backend: how contributions and updates travel (docs/edge-averaging.md): `none`
+   * (default, float32), `fp16` (2 bytes a value) or `int8` (blockwise, 1 byte a value and a
+   * scale per 64), both with error feedback. Refused with the `ring` backend.
+   */
+  readonly compress?: "none" | "fp16" | "int8"
   readonly trimFraction?: number
   readonly clipNorm?: number
   readonly outlierFactor?: number
@@ -407,7 +413,18 @@ export type RunEvent =
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
-  | { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss?: number }
+  | {
+    readonly type: "round"
+    readonly ms: number
+    readonly epoch: number
+    readonly round: number
+    readonly contributors: number
+    readonly openMs: number
+    readonly loss?: number
+    /** The round's averaging traffic at the coordinator, in bytes of frames (`Coordinator.Hooks.onRoundBytes`). */
+    readonly receivedBytes?: number
+    readonly sentBytes?: number
+  }
   | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
   | { readonly type: "failed"; readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean }
 

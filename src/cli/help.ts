@@ -85,6 +85,9 @@ Options of demo and run:
   --clip-norm N               clip each contribution's change from the last model to L2 norm N
   --outlier-rounds-max K      declare a rank dead after K rounds its contribution was an outlier
                               (default 0: only an OutlierParams alert)
+  --compress none|fp16|int8   cpu backend: how contributions and updates travel: float32, half
+                              floats, or int8 blocks with a scale each, with error feedback
+                              (default none)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N

@@ -49,6 +49,7 @@ const toRunOptions = (
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
   ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
   ...options.aggregation,
+  ...(options.compress === undefined ? {} : { compress: options.compress }),
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

@@ -111,6 +111,8 @@ export interface RunCommandOptions {
   readonly roundQuorum?: number | undefined
   /** `--aggregate`, `--clip-norm`, `--outlier-rounds-max` (cpu backend, docs/edge-averaging.md); only those given. */
   readonly aggregation?: Aggregation
+  /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
+  readonly compress?: "none" | "fp16" | "int8"
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -219,6 +221,7 @@ export interface RawRunOptions {
   readonly aggregate?: string
   readonly clipNorm?: string
   readonly outlierRoundsMax?: string
+  readonly compress?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -362,6 +365,12 @@ const aggregation = (raw: RawRunOptions, backend: "cpu" | "ring"): Aggregation =
   return out
 }
 
+const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "int8" => {
+  const compress = oneOf("--compress", text, ["none", "fp16", "int8"], "none")
+  if (compress !== "none" && backend === "ring") throw new UsageError("--compress needs --backend cpu: ring steps travel as float64 and float32")
+  return compress
+}
+
 const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } => (Object.keys(given).length === 0 ? {} : { aggregation: given })
 
 /** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
@@ -413,6 +422,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
     ...withAggregation(aggregation(raw, backend)),
+    ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -547,6 +557,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--aggregate <rule>")
       .option("--clip-norm <norm>")
       .option("--outlier-rounds-max <rounds>")
+      .option("--compress <kind>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

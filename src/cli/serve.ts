@@ -149,6 +149,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--aggregate <rule>")
     .option("--clip-norm <norm>")
     .option("--outlier-rounds-max <rounds>")
+    .option("--compress <kind>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -250,6 +251,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
         ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
         ...parsed.aggregation,
+        ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

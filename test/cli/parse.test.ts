@@ -190,6 +190,14 @@ describe("parse", () => {
     })
   })
 
+  it("--compress takes none, fp16 or int8 with the cpu backend", () => {
+    expect(Cli.parse(["demo"])).not.toHaveProperty("options.compress")
+    expect(Cli.parse(["demo", "--compress", "int8"])).toMatchObject({ options: { compress: "int8" } })
+    expect(Cli.parse(["demo", "--compress", "fp16"])).toMatchObject({ options: { compress: "fp16" } })
+    expect(Cli.parse(["demo", "--compress", "int4"])).toEqual({ error: "--compress must be none, fp16 or int8, got 'int4'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({ error: "--compress needs --backend cpu: ring steps travel as float64 and float32" })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -547,6 +555,7 @@ describe("help", () => {
         "--aggregate RULE",
         "--clip-norm N",
         "--outlier-rounds-max K",
+        "--compress none|fp16|int8",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",

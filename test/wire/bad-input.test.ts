@@ -170,6 +170,11 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...long]))), { paramsLengthMax: 99 })).toMatchObject({
         failure: { reason: { _tag: "FieldTooLarge", field: "params" } }
       })
+      // Exactly the bound passes in either form (fp16 is the larger).
+      for (const compression of ["fp16", "int8"] as const) {
+        const full = Packed.pack(new Float32Array(99), compression, 8)
+        expect(Result.isSuccess(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...full]))), { paramsLengthMax: 99 }))).toBe(true)
+      }
       const huge = Packed.pack(new Float32Array(1000), "fp16")
       expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...huge]))), { paramsLengthMax: 10 })).toMatchObject({
         failure: { reason: { _tag: "FieldTooLarge", field: "params" } }

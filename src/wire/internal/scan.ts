@@ -210,7 +210,7 @@ const element = (key: string, index: number): WireError.Reason | undefined => {
 /**
  * A packed parameter vector (tag 64 over a byte string; structures version 5), only in a `params`
  * field. Its bytes are bounded here by what the largest packed form of `paramsLengthMax` values
- * takes (`Packed.packedBytes`, the smallest block); the codec checks the rest when it unpacks.
+ * takes (`Packed.packedBytes`); the codec checks the rest when it unpacks.
  */
 const packed = (key: string): WireError.Reason | undefined => {
   const inner = head()
@@ -220,7 +220,8 @@ const packed = (key: string): WireError.Reason | undefined => {
     return skipContent()
   }
   if (arg > lim - pos) return truncated(pos + arg)
-  const bytesMax = 8 + floatsMax + 4 * Math.ceil(floatsMax / 8)
+  // fp16's 2 bytes a value is the largest form (int8 takes at most 1.5 with blocks of 8 or more).
+  const bytesMax = 8 + 2 * floatsMax
   if (arg > bytesMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg, bytesMax }
   pos += arg
   return undefined
