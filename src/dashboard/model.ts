@@ -47,7 +47,8 @@ export interface RankRow {
  * journal counts them, from 0 over the run), its contributors, `openMs` (how long it waited after
  * its first contribution), `roundMs`, the time since the previous round closed (or since the run
  * formed, for the first), and `loss`, the contributors' mean training loss (`undefined` when the
- * journal has none for the round).
+ * journal has none for the round); `receivedBytes` and `sentBytes`, the round's averaging traffic
+ * at the coordinator (`undefined` in an older journal).
  *
  * @since 0.1.0
  * @category model
@@ -60,6 +61,8 @@ export interface RoundPoint {
   readonly openMs: number
   readonly roundMs: number
   readonly loss: number | undefined
+  readonly receivedBytes?: number | undefined
+  readonly sentBytes?: number | undefined
 }
 
 /**
@@ -315,7 +318,7 @@ export const apply = (model: Model, event: unknown): Model => {
       const round = num(event.round)
       if (epoch === undefined || round === undefined) return model
       const previous = model.rounds.at(-1)?.ms ?? model.formedMs ?? 0
-      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss) })
+      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss), receivedBytes: num(event.receivedBytes), sentBytes: num(event.sentBytes) })
       return model
     }
     case "epoch": {
