@@ -89,7 +89,7 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   wire: ["core", "wire"],
   actor: ["core", "wire", "actor", "platform"],
   transport: ["core", "wire", "actor", "transport", "platform"],
-  platform: ["core", "wire", "actor", "transport", "platform"],
+  platform: ["platform"],
   averaging: ["core", "wire", "actor", "averaging", "platform"],
   train: ["core", "train", "platform"],
   // The command line is the entry point that composes everything, actors included.
