@@ -4,10 +4,10 @@
  * @since 0.1.0
  */
 import * as CliProgress from "cli-progress"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import type * as Alerts from "../core/alerts.ts"
 import { saveFolder } from "./parse.ts"
-import { failureText, type PartialRun, type RunFailure } from "../../actors/read-run.ts"
+import { failureText, type PartialRun, type RunFailure } from "../../actors/cli-entry.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Rendering
