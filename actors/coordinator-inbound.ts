@@ -150,6 +150,7 @@ const isDecodedFrame = (value: unknown): value is Frame.Frame =>
  * @category constructors
  */
 export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const { state, transport, hooks, stepNow, stepAndExecute } = options
   /**
    * Each rank's `Crashing{error, stack}`, its last frame before it exits on an uncaught error:

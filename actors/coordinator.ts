@@ -202,6 +202,7 @@ type Message =
  */
 export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // Long because it is still one closure over the coordinator's state: splitting it into named steps is pending.
     const { state, transport } = options
     const hooks = options.hooks ?? {}
     const scope = yield* Effect.scope

@@ -169,6 +169,7 @@ const formRingDecision = (message: { readonly generation: number; readonly peers
  * parent, recorded in `started` and the result).
  */
 const launch = async (options: RunOptions, served: Served | undefined, resumed?: Resumed): Promise<RunResult> => {
+  // Long because it is still one closure over the run's state: splitting it into named steps is pending.
   // Defaults filled in and every option checked (`launch-options.ts`).
   const {
     worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, batchSize, heartbeatTimeoutMs,
@@ -601,6 +602,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   }
 
   const program = Effect.gen(function*() {
+    // Long because it is still one closure over the run's state: splitting it into named steps is pending.
     startedMs = yield* Clock.currentTimeMillis
     const host = yield* makeHost()
     const entry = served === undefined ? yield* Effect.promise(() => rankEntry(transportKind, trainerUrl)) : ""

@@ -169,6 +169,7 @@ const onLateCheckpointResult = (state: State, rank: Rank, message: Extract<ToCoo
 }
 
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
+  // Long because it is the one dispatch over every frame a rank sends; each case is a few lines.
   const { counters, membership } = state
   if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
     // Out of range, or an index no rank has joined as yet: not a rank of the run.
