@@ -14,7 +14,8 @@ import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine } from "./parse.ts"
 import type { PartialRun } from "../../actors/cli-entry.ts"
-import { barsView, lineView, renderResult } from "./render.ts"
+import { barsView, lineView } from "./live-view.ts"
+import { renderResult } from "./result-table.ts"
 
 /**
  * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is
