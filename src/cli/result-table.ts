@@ -77,24 +77,13 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
+type Shown = Set<RunTypes.DeathTiming>
+
 /**
- * What a finished run prints: `out` (the table per epoch, deaths, alerts, the outcome line and
- * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
- * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
- * (`report` shows the folder it read). A `PartialRun` (a journal cut before the run ended) shows
- * what was read, an unknown outcome, and a warning line saying where the journal stops; one whose
- * journal ends with `failed` says so instead (`cohort: the run failed at formation: ...; nothing
- * was trained: there is nothing to resume`).
- *
- * @since 0.1.0
- * @category rendering
+ * The rows of the table per epoch, and the deaths they showed (`shown`). `completedEpochs` is
+ * how many epochs the outcome says were completed (0 without an outcome).
  */
-export const renderResult = (
-  result: RunTypes.RunResult | PartialRun,
-  runDir: string = result.runDir,
-  command = "cohort"
-): { readonly out: string; readonly err: string | undefined } => {
-  // Long because it is split into named steps in the next commit.
+const epochRows = (result: RunTypes.RunResult | PartialRun, completedEpochs: number): { readonly rows: Array<ReadonlyArray<string>>; readonly shown: Shown } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
   // carries the last epoch's number but belongs to no row (docs/design.md §3.6).
@@ -128,18 +117,19 @@ export const renderResult = (
     )
   )
   // An unrecoverable run stopped in the middle of an epoch: one more row, with that epoch's deaths.
-  // A resume stopped before it formed stopped in the epoch it was to resume in, not in epoch 0.
-  const completedEpochs = outcome === undefined ? 0 : Math.max(outcome.epochsCompleted, result.resumed?.epoch ?? 0)
   const stoppedEpoch = outcome !== undefined && outcome.status !== "completed" ? (outcome.uncommitted?.epoch ?? completedEpochs) : undefined
   if (stoppedEpoch !== undefined && !result.epochs.some((e) => e.epoch === stoppedEpoch)) {
     const deaths = result.deaths.filter((d) => d.epoch === stoppedEpoch && !shown.has(d))
     for (const death of deaths) shown.add(death)
     rows.push(row(stoppedEpoch, ["stopped", "-", "-"], deaths, "-"))
   }
+  return { rows, shown }
+}
+
+/** The lines under the table: the resume, what a stopped run left uncommitted, deaths, joins, alerts. */
+const noteLines = (result: RunTypes.RunResult | PartialRun, shown: Shown, lines: Array<string>): void => {
+  const outcome = result.outcome
   const stopped = outcome !== undefined && outcome.status !== "completed" ? outcome.uncommitted : undefined
-  const lines: Array<string> = []
-  if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
-  else lines.push("no epoch finished")
   const resumed = result.resumed
   if (resumed !== undefined) {
     const spanning = result.epochs.find((e) => e.spansRuns !== undefined)
@@ -183,8 +173,16 @@ export const renderResult = (
     lines.push("alerts:")
     for (const alert of result.alerts) lines.push(`  ${alertText(alert).replace(/^alert /, "")}`)
   }
-  const failed = failedAudits(result)
-  const storageFault = (result as { readonly storageFault?: RunTypes.RunResult["storageFault"] }).storageFault
+}
+
+/** The `outcome:` line, with what the audits say (`failed`: the epochs whose audit failed). */
+const outcomeLine = (
+  result: RunTypes.RunResult | PartialRun,
+  failed: ReadonlyArray<RunTypes.RunResult["epochs"][number]>,
+  storageFault: RunTypes.RunResult["storageFault"],
+  completedEpochs: number
+): string => {
+  const outcome = result.outcome
   // A record that could not be written claims no audit: the journal may lack what the run did.
   const audits = failed.length === 0 && storageFault !== undefined
     ? `its record is incomplete (cannot write ${storageFault.path}), so no audit is claimed`
@@ -194,10 +192,10 @@ export const renderResult = (
     ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
     : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
   if (outcome === undefined && result.failed !== undefined && !result.failed.formed) {
-    lines.push(`outcome: failed at formation (${(result.durationMs / 1000).toFixed(1)} s into the run): nothing was trained`)
+    return `outcome: failed at formation (${(result.durationMs / 1000).toFixed(1)} s into the run): nothing was trained`
   } else if (outcome === undefined) {
     const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)
-    lines.push(
+    return (
       `outcome: unknown: the journal ${result.cut} (${(result.durationMs / 1000).toFixed(1)} s into the run), before the run ended; ` +
         `${plural(result.epochs.length, "epoch")} finished; deaths so far: ${ranksText(deadRanks)}; ` +
         `last test accuracy ${accuracyText(result.finalAccuracy)}; ${audits === "every audit clean" ? "every audit read clean" : audits}`
@@ -208,24 +206,30 @@ export const renderResult = (
       : outcome.status === "interrupted"
       ? `${interruptedText(outcome.detail)} after ${plural(completedEpochs, "completed epoch")}`
       : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(completedEpochs, "completed epoch")}`
-    lines.push(
+    return (
       `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
         `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
     )
   }
-  if (result.backend !== undefined) lines.push(averagingText(result.backend, result.ring))
-  const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
-  if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
-  lines.push(`run directory: ${runDir}`)
-  const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
-  if (chain !== undefined && chain.length > 1) {
-    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
-  }
-  const skipped = (result.skippedFaults ?? []).map((f) =>
+}
+
+/** The skipped faults, one warning each (the demo's own planned kill as a note). */
+const skippedLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<string> =>
+  (result.skippedFaults ?? []).map((f) =>
     isDemoPlan(f)
       ? `cohort: note: the demo's planned kill of rank ${f.rank} (at ${Math.round((f.spec as { atFraction: number }).atFraction * 100)}% of epoch ${(f.spec as { atEpoch: number }).atEpoch}) did not happen: ${f.reason}`
       : `cohort: warning: --${f.fault} ${f.rank}@${"atSeconds" in f.spec ? f.spec.atSeconds : `epoch ${(f.spec as { atEpoch: number }).atEpoch}`} did not happen: ${f.reason}`
   )
+
+/** The `cohort: ...` line for stderr of a run that did not complete cleanly, or `undefined`. */
+const stopLine = (
+  result: RunTypes.RunResult | PartialRun,
+  runDir: string,
+  command: string,
+  failed: ReadonlyArray<RunTypes.RunResult["epochs"][number]>,
+  storageFault: RunTypes.RunResult["storageFault"]
+): string | undefined => {
+  const outcome = result.outcome
   // A served run's ranks save on their own hosts (`cohort join --save-dir`), out of a resume's reach.
   const served = (result as { readonly transport?: string }).transport === "serve"
   const savedWhere = served ? "their hosts' --save-dir" : `${runDir}/${saveFolder}`
@@ -241,7 +245,7 @@ export const renderResult = (
     : nothingSaved
     ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
     : `; resume with: ${resumeCommand(runDir, command)}`
-  const stoppedLine = storageFault !== undefined && outcome !== undefined
+  return storageFault !== undefined && outcome !== undefined
     ? storageLine(storageFault, outcome.status, runDir, command)
     : outcome === undefined && result.failed !== undefined
     ? failureLine(result.failed, runDir, command)
@@ -265,6 +269,46 @@ export const renderResult = (
     : failed.length > 0
     ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
     : undefined
+}
+
+/**
+ * What a finished run prints: `out` (the table per epoch, deaths, alerts, the outcome line and
+ * the run directory) for stdout, and `err`, one `cohort: ...` line for stderr when the run was
+ * unrecoverable or an audit failed (else `undefined`). `runDir` overrides the directory shown
+ * (`report` shows the folder it read). A `PartialRun` (a journal cut before the run ended) shows
+ * what was read, an unknown outcome, and a warning line saying where the journal stops; one whose
+ * journal ends with `failed` says so instead (`cohort: the run failed at formation: ...; nothing
+ * was trained: there is nothing to resume`).
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const renderResult = (
+  result: RunTypes.RunResult | PartialRun,
+  runDir: string = result.runDir,
+  command = "cohort"
+): { readonly out: string; readonly err: string | undefined } => {
+  const outcome = result.outcome
+  // A resume stopped before it formed stopped in the epoch it was to resume in, not in epoch 0.
+  const completedEpochs = outcome === undefined ? 0 : Math.max(outcome.epochsCompleted, result.resumed?.epoch ?? 0)
+  const { rows, shown } = epochRows(result, completedEpochs)
+  const lines: Array<string> = []
+  if (rows.length > 0) lines.push(table(epochHeaders, rows).trimEnd())
+  else lines.push("no epoch finished")
+  noteLines(result, shown, lines)
+  const failed = failedAudits(result)
+  const storageFault = (result as { readonly storageFault?: RunTypes.RunResult["storageFault"] }).storageFault
+  lines.push(outcomeLine(result, failed, storageFault, completedEpochs))
+  if (result.backend !== undefined) lines.push(averagingText(result.backend, result.ring))
+  const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
+  if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
+  lines.push(`run directory: ${runDir}`)
+  const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
+  if (chain !== undefined && chain.length > 1) {
+    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
+  }
+  const stoppedLine = stopLine(result, runDir, command, failed, storageFault)
+  const skipped = skippedLines(result)
   const incomplete = (result as { readonly journalIncomplete?: string }).journalIncomplete
   // The trainer's error, once: the stop line names it, its stack follows.
   const errLines = [
