@@ -20,6 +20,8 @@ import * as Netns from "./netns.ts"
 const runtime = Runtime.detect()
 // 40 ms a batch while the hold file exists, then 4 ms: the run lasts as long as the test acts on it.
 const heldTrainer = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
+// 40 ms a batch of 32: an epoch of 3 ranks (1,600 samples each) lasts about 2 s.
+const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
 const wideTrainer = fileURLToPath(new URL("./fixtures/wide-model.ts", import.meta.url))
 const scratch = Cluster.scratch("cohort-links-")
 afterAll(() => rmSync(scratch.dir, { recursive: true, force: true }))
@@ -122,6 +124,31 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       console.log(`[links ${runtime}] 1 Mbit/s link, 407,050 parameters, 2 ranks: epoch 0 took ${epochMs} ms; rounds ${
         JSON.stringify(events.filter((e) => e.type === "round").map((e) => [e.contributors, e.openMs]))
       }`)
+    } finally {
+      network.destroy()
+    }
+  }, 120_000)
+
+  it("rank 0 at 30% packet loss both ways, rounds with a deadline: no healthy rank dies, audits clean; rank 0 is declared at most once", async () => {
+    const network = Netns.create(["a", "b", "c"])
+    try {
+      network.dropPercentBoth("b", 30)
+      const { serve, ranks, out } = await start(network, "lossy", {
+        trainer: steadySlow, worldSize: 3, epochs: 3, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000,
+        serveArgs: ["--round-deadline-ms", "500"]
+      })
+      expect(await serve.exited, serve.stderr()).toBe(0)
+      expect(await Promise.all([ranks[1]!.exited, ranks[2]!.exited])).toEqual([0, 0])
+      const zeroExit = await ranks[0]!.exited
+      const { summary, events } = readRun(out)
+      expect(summary.deaths.filter((d) => d.rank !== 0)).toEqual([])
+      expect(summary.deaths.length).toBeLessThanOrEqual(1)
+      expect(audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+      const rounds = events.filter((e) => e.type === "round")
+      const resumes = events.filter((e) => e.type === "resumed").map((e) => e.silentMs)
+      console.log(`[links ${runtime}] rank 0 at 30% loss: exited ${zeroExit}, deaths ${JSON.stringify(summary.deaths.map((d) => [d.rank, d.cause]))}; ` +
+        `round times ${JSON.stringify(Cluster.roundTimes(events))} ms, contributors ${JSON.stringify(rounds.map((e) => e.contributors))}; ` +
+        `resumes after ${JSON.stringify(resumes)} ms; packets dropped ${network.dropped("b")} at B`)
     } finally {
       network.destroy()
     }
