@@ -172,13 +172,12 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       }))
       network.restore("c")
       // Declared by staleness: not before the timeout (the last frame came at most one heartbeat
-      // interval before the cut). Usually within the timeout plus two ticks (about 3 s here), but
-      // since links resume (join protocol 2) a cut rank is sometimes declared near twice the
-      // timeout (5.8 to 5.9 s, often, on every runtime, at a load of 2 to 4); the cause
-      // is not found yet (docs/liveness-links.md, "Known"). The bound says a cut is never missed.
+      // interval before the cut), and within the timeout plus two ticks of the last thing that
+      // arrived from the rank, which is before the cut; a margin of 1 s for a loaded machine (the
+      // line still has to reach this process).
       for (const ms of declaredAfterCut) {
         expect(ms).toBeGreaterThanOrEqual(heartbeatTimeoutMs - heartbeatIntervalMs - tickMs)
-        expect(ms).toBeLessThanOrEqual(2 * heartbeatTimeoutMs + 2 * tickMs + 1000)
+        expect(ms).toBeLessThanOrEqual(heartbeatTimeoutMs + 2 * tickMs + 1000)
       }
       const refusedCodes = await Promise.all([ranks[2]!, ranks[3]!].map((r) => r.exited))
       expect(await serve.exited).toBe(0)

@@ -73,6 +73,7 @@ const sinkOf = (socket: RuntimeTypes.RawSocket): Session.Sink => ({
 
 /** Starts resuming `first` (welcomed, the server having received `received` messages: 0). @since 0.1.0 @category internal */
 export const start = (options: Options, first: ClientSocket): Resuming => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   let socket: ClientSocket | undefined = first
   let closing = false
   let over = false
