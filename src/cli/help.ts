@@ -138,6 +138,10 @@ Options of join URL:
                               saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
+  --coordinator-reconnect-ms N
+                              how long a rank whose coordinator dropped or went silent keeps
+                              its state and tries to reconnect before it saves and exits 3
+                              (default 60000, or twice the heartbeat timeout if longer)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
