@@ -547,6 +547,7 @@ describe("help", () => {
         "--save-dir DIR",
         "./cohort-save/<runId>: one folder per run joined",
         "--connect-timeout-ms N",
+        "--coordinator-reconnect-ms N",
         "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
         "cohort bundle --trainer FILE --out DIR",
         "--serve-browser",
