@@ -293,6 +293,7 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 1006 | Abnormal | the connection dropped without a close frame |
  * | 1008 | RankMismatch | a frame claimed another rank than the connection's: a policy violation, the code `WireError.closeCodeOf` gives `SenderMismatch` |
  * | 1009 | MessageTooBig | a message over `messageBytesMax` |
+ * | 1015 | TlsFailed | a client found the `wss://` server's certificate untrusted (not signed by a root it trusts, another host name, or not the pinned fingerprint): it closed before sending anything (the WebSocket protocol's reserved code, reported by the client only) |
  * | 1013 | TryAgainLater | a WebSocket server already has `pendingJoinsMax` connections waiting to join (a client retries it) |
  * | 4000 | BadJoin | the first message was not a join |
  * | 4001 | WrongToken | the join carried the wrong run token |
@@ -327,6 +328,7 @@ export const CloseCode = {
   RankMismatch: 1008,
   MessageTooBig: 1009,
   TryAgainLater: 1013,
+  TlsFailed: 1015,
   BadJoin: 4000,
   WrongToken: 4001,
   RankOutOfRange: 4002,

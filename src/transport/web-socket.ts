@@ -129,6 +129,8 @@ export interface ServerOptions extends Transport.Options {
    * page this way); default: 426 to each.
    */
   readonly http?: RuntimeTypes.HttpHandler
+  /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
+  readonly tls?: RuntimeTypes.TlsIdentity | undefined
 }
 
 /**
@@ -484,7 +486,15 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
+      try: () =>
+        Select.serveWs({
+          host,
+          port: options.port ?? 0,
+          maxPayloadBytes: hub.options.messageBytesMax,
+          open,
+          ...(options.http === undefined ? {} : { http: options.http }),
+          ...(options.tls === undefined ? {} : { tls: options.tls })
+        }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
@@ -501,7 +511,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       transport: hub.transport,
       host,
       port: server.port,
-      url: `ws://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
+      url: `${options.tls === undefined ? "ws" : "wss"}://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
       refusals: Effect.sync(() => ({ ...refusals })),
       markFormed: () => {
         formed = true
@@ -564,6 +574,12 @@ export interface ClientOptions extends Transport.Options {
   readonly pingIntervalMs?: number
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
+  /**
+   * How a `wss://` server's certificate is checked (`RuntimeTypes.TlsTrust`); default the
+   * system's roots. A server that fails it is `Refused{closeCode: 1015}` (`CloseCode.TlsFailed`),
+   * never retried, and nothing was sent to it.
+   */
+  readonly tls?: RuntimeTypes.TlsTrust | undefined
 }
 
 /** Default `ClientOptions.reconnectSilenceMs`: 2000 ms. @since 0.1.0 @category options */
@@ -683,6 +699,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       resuming = ResumingLink.start({
         hub,
         url: options.url,
+        trust: options.tls,
         sessionId: session,
         resumeJoin: (attempt, received) =>
           JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
@@ -727,7 +744,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             resume(Effect.succeed(raw))
           }
         },
-        close: (code) => {
+        close: (code, reason) => {
           over = true
           if (welcomed) {
             if (resuming !== undefined) return resuming.closed(raw, code)
@@ -739,11 +756,11 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             new Transport.TransportError({
               reason: code === Transport.CloseCode.Abnormal
                 ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
-                : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
+                : { _tag: "Refused", closeCode: code, detail: reason ?? `join refused with ${code}` }
             })
           ))
         }
-      })
+      }, options.tls)
       // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
       return Effect.sync(() => {
         if (!welcomed && !over) raw.drop()
