@@ -26,6 +26,7 @@ import * as ChildProcess from "../src/transport/child-process.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
+import * as Select from "../src/platform/select.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
@@ -61,6 +62,7 @@ interface Served {
   readonly formationTimeoutMs: number
   readonly onListening: ((listening: Listening) => void) | undefined
   readonly http: ServeOptions["http"]
+  readonly tls: ServeOptions["tls"]
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -152,14 +154,19 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   if (options.runToken !== undefined) {
     check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, ...rest } = options
+  if (options.tls !== undefined) {
+    check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(options.tls.cert), "tls", "cert holds no PEM certificate block")
+    check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(options.tls.key), "tls", "key holds no PEM private key block")
+  }
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, ...rest } = options
   return launch({ ...rest, transport: "websocket" }, {
     host: host ?? serveDefaults.host,
     port: port ?? serveDefaults.port,
     runToken,
     formationTimeoutMs,
     onListening,
-    http
+    http,
+    tls
   })
 }
 
@@ -526,6 +533,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     port: served?.port ?? 0,
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
+    ...(served?.tls === undefined ? {} : { tls: served.tls }),
     onJoined: (rank, address) => {
       joinedFrom.set(rank, address)
       if (formedEmitted) awaitingHello.set(rank, Date.now())
@@ -639,7 +647,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     if (server !== undefined) {
       // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
-        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir })
+        const fingerprint256 = served.tls === undefined ? undefined : yield* Effect.promise(() => Select.certificateFingerprint(served.tls!.cert))
+        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256 })
       }
       emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
     }

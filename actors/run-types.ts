@@ -303,6 +303,11 @@ export interface RunOptions {
  * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
  * - `http`: answers plain HTTP requests on the same port (`cohort serve --serve-browser` serves
  *   the browser rank's page and data this way, `src/cli/bundle.ts`); default: 426 to each.
+ * - `tls` (`{cert, key}`, PEM text: the certificate chain, leaf first, and its private key):
+ *   serve `wss://` (and `https://` for `http`); `Listening.fingerprint256` then gives the leaf's
+ *   SHA-256 for ranks that pin it (`cohort join --fingerprint`). Default: plain `ws://`. A `cert`
+ *   or `key` without its PEM block is a `LaunchError` (option `tls`); one the runtime cannot
+ *   use fails the listen (option `listen`).
  *
  * @since 0.1.0
  * @category options
@@ -314,12 +319,14 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly formationTimeoutMs?: number
   readonly onListening?: (listening: Listening) => void
   readonly http?: HttpHandler
+  readonly tls?: { readonly cert: string; readonly key: string }
 }
 
 /**
- * Where a served run listens: `url` (`ws://host:port/`), the bound `host` and `port`, the
- * `runToken`, `tokenFile` (where the generated token was written; `undefined` when it was given),
- * `runId` and `runDir`.
+ * Where a served run listens: `url` (`ws://host:port/`, `wss://` over TLS), the bound `host` and
+ * `port`, the `runToken`, `tokenFile` (where the generated token was written; `undefined` when it
+ * was given), `runId` and `runDir`; over TLS, `fingerprint256`: the SHA-256 of its certificate
+ * (`AB:CD:...`).
  *
  * @since 0.1.0
  * @category events
@@ -332,6 +339,7 @@ export interface Listening {
   readonly tokenFile: string | undefined
   readonly runId: string
   readonly runDir: string
+  readonly fingerprint256?: string | undefined
 }
 
 /**

@@ -119,6 +119,10 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
                               free port); on an address that is not loopback the page asks for
                               ?token=<the run token> (no kill buttons for serve)
+  --tls-cert FILE --tls-key FILE
+                              serve wss:// (and the dashboard over https) with this certificate
+                              and key (PEM); prints the certificate's SHA-256 fingerprint. Off
+                              loopback without them, a warning says what travels in clear
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)
@@ -136,11 +140,14 @@ Options of join URL:
                               saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
+  --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
+  --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
+                              (default for wss://: the system's roots and the host name)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
-  the join (full, a taken or exited index, not started, shutting down, over). A refusal is one
-  line on stderr and is never retried.
+  the join (full, a taken or exited index, not started, shutting down, over); 18 the server's
+  certificate failed the check. A refusal is one line on stderr and is never retried.
 
 Options of resume (the seed, epochs, mode, batch size, backend, role policy and
 --on-repeated-crash are the run's own: --seed, --epochs, --mode, --backend, --role-policy and

@@ -48,6 +48,22 @@ export const tlsFailedCloseCode = 1015
 export const normalFingerprint = (text: string): string =>
   (text.replace(/^sha256:/i, "").replace(/[^0-9A-Fa-f]/g, "").toUpperCase().match(/../g) ?? []).join(":")
 
+/**
+ * The SHA-256 fingerprint (`AB:CD:...`, upper case) of the first certificate in `pem` (a chain's
+ * leaf), as clients see it (`peerFingerprint`) and `openssl x509 -fingerprint -sha256` prints it;
+ * `undefined` when `pem` holds no certificate block.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const certificateFingerprint = async (pem: string): Promise<string | undefined> => {
+  const body = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----/.exec(pem)?.[1]
+  if (body === undefined) return undefined
+  const der = Uint8Array.from(atob(body.replace(/\s/g, "")), (c) => c.charCodeAt(0))
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", der))
+  return [...digest].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join(":")
+}
+
 // What the runtimes say when a certificate fails its check (OpenSSL's codes under Node and Bun,
 // rustls's words under Deno).
 const certificateFailure = /certificate|TLS handshake|self[- ]signed|altname|issuer|CERT_|UNABLE_TO_VERIFY/i
