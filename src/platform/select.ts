@@ -109,7 +109,7 @@ export const connectWs = (
     if (pinned !== undefined) {
       const seen = Node.peerFingerprint(socket)
       if (seen === undefined || normalFingerprint(seen) !== normalFingerprint(pinned)) {
-        return untrusted(`the server's certificate has fingerprint ${seen === undefined ? "(none shown)" : normalFingerprint(seen)}, not the pinned ${normalFingerprint(pinned)}`)
+        return untrusted(`it has fingerprint ${seen === undefined ? "(none shown)" : normalFingerprint(seen)}, not the pinned ${normalFingerprint(pinned)}`)
       }
     }
     opened = true
@@ -123,7 +123,7 @@ export const connectWs = (
     if (!opened && url.startsWith("wss:") && certificateFailure.test(words)) failure = words
   }
   socket.onclose = (event: CloseEvent) => {
-    if (failure !== undefined) return untrusted(`the server's certificate is not trusted: ${failure}`)
+    if (failure !== undefined) return untrusted(`not trusted: ${failure}`)
     if (closed) return
     closed = true
     // Deno's client reports a connection reset before the close frame as code 0; the protocol says 1006.

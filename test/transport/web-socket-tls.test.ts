@@ -5,7 +5,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
+import { request } from "node:https"
 import { afterAll } from "vitest"
+import * as Live from "../../src/dashboard/live.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
@@ -15,6 +17,20 @@ const runtime = Runtime.detect()
 const runToken = "run-token-tls-7f3a1c2d"
 const certs = makeTestCerts()
 afterAll(() => certs.remove())
+
+/** GET over https trusting the test CA: the status and body. */
+const httpsGet = (url: string) =>
+  Effect.promise(() =>
+    new Promise<readonly [number, string]>((resolve, reject) => {
+      const req = request(url, { ca: certs.ca }, (response) => {
+        let body = ""
+        response.on("data", (chunk) => (body += String(chunk)))
+        response.on("end", () => resolve([response.statusCode ?? 0, body]))
+      })
+      req.on("error", reject)
+      req.end()
+    })
+  )
 
 const bytes = (...values: ReadonlyArray<number>) => new Uint8Array(values)
 
@@ -58,14 +74,32 @@ describe(`WebSocket over TLS (${runtime})`, () => {
       const { url, joins, server } = yield* tlsServer
       const wrongCa = yield* refusalOf({ url, runToken, rank: 0, tls: { ca: certs.otherCa } })
       assert.strictEqual(wrongCa[0], Transport.CloseCode.TlsFailed)
-      assert.match(wrongCa[1], /certificate is not trusted/)
+      assert.match(wrongCa[1], /^not trusted: /)
       const wrongPin = yield* refusalOf({ url, runToken, rank: 0, tls: { fingerprint256: "00".repeat(32) } })
       assert.strictEqual(wrongPin[0], Transport.CloseCode.TlsFailed)
-      assert.match(wrongPin[1], new RegExp(`fingerprint ${certs.fingerprint256}, not the pinned 00:00`))
+      assert.match(wrongPin[1], new RegExp(`^it has fingerprint ${certs.fingerprint256}, not the pinned 00:00`))
       const systemRoots = yield* refusalOf({ url, runToken, rank: 0 })
       assert.strictEqual(systemRoots[0], Transport.CloseCode.TlsFailed)
       // Nothing reached the server as a join: no join accepted, none refused.
       assert.deepStrictEqual(joins, [])
       assert.deepStrictEqual(yield* server.refusals, {})
+    })))
+
+  it.live("plain requests on the wss:// port, and the dashboard, are served over https", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({
+        runToken,
+        worldSize: 1,
+        tls: { cert: certs.cert, key: certs.key },
+        http: async (request) => ({ status: 200, headers: { "content-type": "text/plain" }, body: `hello ${request.path}` })
+      })
+      assert.deepStrictEqual(yield* httpsGet(`https://localhost:${server.port}/page`), [200, "hello /page"])
+      const live = yield* Effect.acquireRelease(
+        Effect.promise(() => Live.start({ host: "127.0.0.1", port: 0, title: "tls", tls: { cert: certs.cert, key: certs.key } })),
+        (live) => Effect.promise(() => live.close())
+      )
+      assert.match(live.url, /^https:\/\/127\.0\.0\.1:\d+\/$/)
+      const [status, page] = yield* httpsGet(live.url)
+      assert.deepStrictEqual([status, page.includes("<html")], [200, true])
     })))
 })
