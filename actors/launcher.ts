@@ -28,6 +28,7 @@ import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
 import * as Select from "../src/platform/select.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
+import * as Credentials from "../src/transport/credentials.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
@@ -40,6 +41,7 @@ import * as LauncherResult from "./launcher-result.ts"
 import { check, defaults, LaunchError, loadTrainer, resolveOptions, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as Resume from "./resume.ts"
+import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
@@ -64,6 +66,33 @@ interface Served {
   readonly onListening: ((listening: Listening) => void) | undefined
   readonly http: ServeOptions["http"]
   readonly tls: ServeOptions["tls"]
+  readonly issueTokens: number
+  readonly tokenTtlMs: number | undefined
+}
+
+/**
+ * Writes `count` credentials of run `runId`, one per rank index from 0, to
+ * `<runDir>/credentials/rank<r>` (mode 0600), each expiring `ttlMs` from now (never without it);
+ * returns where each went.
+ */
+const issueCredentials = async (
+  runToken: string,
+  runId: string,
+  runDir: string,
+  count: number,
+  ttlMs: number | undefined
+): Promise<ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>> => {
+  if (count === 0) return []
+  await Files.mkdir(`${runDir}/credentials`)
+  const expiresAtMs = ttlMs === undefined ? undefined : Date.now() + ttlMs
+  const issued: Array<{ readonly rank: number; readonly id: string; readonly file: string }> = []
+  for (let rank = 0; rank < count; rank++) {
+    const id = Credentials.newId()
+    const file = `${runDir}/credentials/rank${rank}`
+    await Files.writeSecretFile(file, `${Credentials.issue(runToken, runId, { id, rank, expiresAtMs })}\n`)
+    issued.push({ rank, id, file })
+  }
+  return issued
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -149,7 +178,12 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
     check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(options.tls.cert), "tls", "cert holds no PEM certificate block")
     check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(options.tls.key), "tls", "key holds no PEM private key block")
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, ...rest } = options
+  const issueTokens = options.issueTokens ?? 0
+  check(Number.isSafeInteger(issueTokens) && issueTokens >= 0, "issueTokens", `must be an integer >= 0, got ${issueTokens}`)
+  if (options.tokenTtlMs !== undefined) {
+    check(Number.isSafeInteger(options.tokenTtlMs) && options.tokenTtlMs > 0, "tokenTtlMs", `must be an integer > 0, got ${options.tokenTtlMs}`)
+  }
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, ...rest } = options
   return launch({ ...rest, transport: "websocket" }, {
     host: host ?? serveDefaults.host,
     port: port ?? serveDefaults.port,
@@ -157,7 +191,9 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
     formationTimeoutMs,
     onListening,
     http,
-    tls
+    tls,
+    issueTokens,
+    tokenTtlMs
   })
 }
 
@@ -510,6 +546,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     await Files.writeSecretFile(tokenFile, `${runToken}\n`)
   }
   let server: WebSocket.ServerHandle | undefined
+  const credentials = Revocations.ledger()
   const observeListening = (listening: Listening): void => {
     try {
       served?.onListening?.(listening)
@@ -526,11 +563,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
     ...(served?.tls === undefined ? {} : { tls: served.tls }),
-    onJoined: (rank, address) => {
+    onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
+      if (credential !== undefined) credentials.joined(rank, credential)
       if (formedEmitted) awaitingHello.set(rank, Date.now())
-      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, credential: credential ?? "run-token" })
     },
+    // A served run admits ranks' own credentials too (HMACs of the run token; none is kept).
+    ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
     // A run that may grow checks each join after formation against the core's state;
@@ -641,7 +681,20 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
         const fingerprint256 = served.tls === undefined ? undefined : yield* Effect.promise(() => Select.certificateFingerprint(served.tls!.cert))
-        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256 })
+        const issued = yield* Effect.promise(() => issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs))
+        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256, credentials: issued })
+        // Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code.
+        yield* Effect.promise(() => Revocations.read(runDir)).pipe(
+          Effect.flatMap((all) => Effect.sync(() => {
+            for (const revocation of credentials.fresh(all)) {
+              const { rank, credential } = credentials.revoke(revocation)
+              emit({ type: "revoked", ms: sinceStart(Date.now()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
+              if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
+            }
+          })),
+          Effect.repeat(Schedule.spaced(Revocations.revocationPollMs)),
+          Effect.forkScoped
+        )
       }
       emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
     }

@@ -308,6 +308,12 @@ export interface RunOptions {
  *   SHA-256 for ranks that pin it (`cohort join --fingerprint`). Default: plain `ws://`. A `cert`
  *   or `key` without its PEM block is a `LaunchError` (option `tls`); one the runtime cannot
  *   use fails the listen (option `listen`).
+ * - `issueTokens` (integer >= 0; default 0): credentials of one rank each, for indices `0` to
+ *   `issueTokens - 1`, written to `<runDir>/credentials/rank<r>` (mode 0600) once the server
+ *   listens (`Listening.credentials`); each admits its index only, and can be revoked while the
+ *   run goes on (`cohort revoke`, `actors/revocations.ts`). The run token still admits any rank.
+ * - `tokenTtlMs` (integer ms > 0; default none: never): those credentials expire this long after
+ *   they were issued; a join or resume with one past it is refused (`CredentialExpired`, 4023).
  *
  * @since 0.1.0
  * @category options
@@ -320,6 +326,8 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly onListening?: (listening: Listening) => void
   readonly http?: HttpHandler
   readonly tls?: { readonly cert: string; readonly key: string }
+  readonly issueTokens?: number
+  readonly tokenTtlMs?: number
 }
 
 /**
@@ -340,6 +348,7 @@ export interface Listening {
   readonly runId: string
   readonly runDir: string
   readonly fingerprint256?: string | undefined
+  readonly credentials?: ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>
 }
 
 /**
@@ -388,7 +397,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
 export type RunEvent =
   | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" | "websocket" | "serve"; readonly options?: Readonly<Record<string, unknown>>; readonly resumed?: Resumed }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
-  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
+  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
+  | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "resumed"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly silentMs: number }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }

@@ -122,7 +122,9 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,
  * 4015, is 13 as for 4011), 18 the `wss://` server's certificate failed the check (not signed by
  * a trusted root or `--ca`, another host name, or not the pinned `--fingerprint`; close code
- * 1015, reported by the rank itself: nothing was sent to that server).
+ * 1015, reported by the rank itself: nothing was sent to that server), 19 the rank's own
+ * credential was refused, at the join or later while training: another rank's (4021), revoked
+ * (4022: `cohort revoke`, which also closes the rank holding it), expired (4023).
  *
  * @since 0.1.0
  * @category join
@@ -140,7 +142,8 @@ export const JoinExitCode = {
   unreachable: 15,
   refused: 16,
   joinRefused: 17,
-  untrusted: 18
+  untrusted: 18,
+  credentialRefused: 19
 } as const
 
 /** The exit code and words of a refusal's close code. */
@@ -176,6 +179,12 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
     case Transport.CloseCode.JoinRunOver:
       return { code: JoinExitCode.joinRefused, words: "the run is over" }
+    case Transport.CloseCode.CredentialMismatch:
+      return { code: JoinExitCode.credentialRefused, words: "the credential admits another rank index" }
+    case Transport.CloseCode.CredentialRevoked:
+      return { code: JoinExitCode.credentialRefused, words: "the credential was revoked" }
+    case Transport.CloseCode.CredentialExpired:
+      return { code: JoinExitCode.credentialRefused, words: "the credential expired" }
     case Transport.CloseCode.TlsFailed:
       return { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }
     case Transport.CloseCode.TryAgainLater:

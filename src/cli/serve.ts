@@ -21,6 +21,9 @@
  *   over HTTPS); the header then prints the certificate's SHA-256 fingerprint and the join
  *   command pins it (`--fingerprint`). Without them, listening off loopback prints
  *   `clearTextWarning`.
+ * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
+ *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
+ *   admitting its index only (`actors/revocations.ts`, `cohort revoke`); the run token still works.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -167,6 +170,8 @@ interface RawServeOptions extends RawRunOptions {
   readonly minRanks?: string
   readonly tlsCert?: string
   readonly tlsKey?: string
+  readonly issueTokens?: string
+  readonly tokenTtlMs?: string
 }
 
 /**
@@ -206,6 +211,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--min-ranks <n>")
     .option("--tls-cert <file>")
     .option("--tls-key <file>")
+    .option("--issue-tokens <n>")
+    .option("--token-ttl-ms <ms>")
     .option("--dashboard [port]")
     .option("--dashboard-connections-max <n>")
     .option("--save-timeout-ms <ms>")
@@ -222,6 +229,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let minRanks: number
   let token: Awaited<ReturnType<typeof readToken>>
   let tls: { readonly cert: string; readonly key: string } | undefined
+  let issueTokens: number
+  let tokenTtlMs: number | undefined
   try {
     command.parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
@@ -238,6 +247,10 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
     tls = await readTlsIdentity(raw.tlsCert, raw.tlsKey)
+    issueTokens = integerAtLeast("--issue-tokens", raw.issueTokens, 0, 0)
+    if (issueTokens > maxRanks) throw new UsageError(`--issue-tokens must be at most the ranks the run may hold (${maxRanks}), got ${issueTokens}`)
+    tokenTtlMs = raw.tokenTtlMs === undefined ? undefined : integerAtLeast("--token-ttl-ms", raw.tokenTtlMs, 1, 0)
+    if (tokenTtlMs !== undefined && issueTokens === 0) throw new UsageError("--token-ttl-ms is the lifetime of the credentials --issue-tokens writes: give both")
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -311,6 +324,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(token === undefined ? {} : { runToken: token.token }),
         ...(browser === undefined ? {} : { http: browser.http }),
         ...(tls === undefined ? {} : { tls }),
+        issueTokens,
+        ...(tokenTtlMs === undefined ? {} : { tokenTtlMs }),
         onListening: (listening) => {
           runToken = listening.runToken
           say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}${
@@ -323,6 +338,11 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           if (listening.fingerprint256 !== undefined) say(`TLS certificate SHA-256 fingerprint ${listening.fingerprint256}`)
           const tokenFile = listening.tokenFile === undefined ? tokenFileGiven : Files.absolutePath(listening.tokenFile)
           if (listening.tokenFile !== undefined) say(`token in ${tokenFile} (mode 0600)`)
+          const issued = listening.credentials ?? []
+          if (issued.length > 0) {
+            const dir = Files.absolutePath(`${listening.runDir}/credentials`)
+            say(`${issued.length} rank ${issued.length === 1 ? "credential" : "credentials"} in ${dir}/rank<r> (mode 0600${tokenTtlMs === undefined ? "" : `, valid for ${tokenTtlMs} ms`}): rank r joins with --token-file ${dir}/rank<r> --rank r; ids ${issued.map((c) => c.id).join(", ")} (cohort revoke ${shellWord(Files.absolutePath(listening.runDir))} ID|RANK)`)
+          }
           const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
           const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
           // A wildcard listen (0.0.0.0, [::]) is no address to join: the command names one of this
