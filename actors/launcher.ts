@@ -70,6 +70,13 @@ interface Served {
   readonly tokenTtlMs: number | undefined
 }
 
+/** Checks a `tls` option's PEM blocks (`LaunchError`, option `tls`). */
+const checkTls = (tls: RunOptions["tls"]): void => {
+  if (tls === undefined) return
+  check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(tls.cert), "tls", "cert holds no PEM certificate block")
+  check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(tls.key), "tls", "key holds no PEM private key block")
+}
+
 /**
  * Writes `count` credentials of run `runId`, one per rank index from 0, to
  * `<runDir>/credentials/rank<r>` (mode 0600), each expiring `ttlMs` from now (never without it);
@@ -174,10 +181,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   if (options.runToken !== undefined) {
     check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
   }
-  if (options.tls !== undefined) {
-    check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(options.tls.cert), "tls", "cert holds no PEM certificate block")
-    check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(options.tls.key), "tls", "key holds no PEM private key block")
-  }
+  checkTls(options.tls)
   const issueTokens = options.issueTokens ?? 0
   check(Number.isSafeInteger(issueTokens) && issueTokens >= 0, "issueTokens", `must be an integer >= 0, got ${issueTokens}`)
   if (options.tokenTtlMs !== undefined) {
@@ -554,6 +558,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       // an observer only watches
     }
   }
+  // Over TLS: a served run's certificate, or a local WebSocket run's (its ranks pin it).
+  const tls = served?.tls ?? (transportKind === "websocket" ? options.tls : undefined)
+  if (served === undefined) checkTls(tls)
+  const fingerprint256 = tls === undefined ? undefined : await Select.certificateFingerprint(tls.cert)
   // The run's WebSocket settings, beside the transport's defaults.
   const serverOptions = (): WebSocket.ServerOptions => ({
     runToken,
@@ -562,12 +570,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     port: served?.port ?? 0,
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
-    ...(served?.tls === undefined ? {} : { tls: served.tls }),
+    ...(tls === undefined ? {} : { tls }),
     onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
       if (credential !== undefined) credentials.joined(rank, credential)
       if (formedEmitted) awaitingHello.set(rank, Date.now())
-      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, credential: credential ?? "run-token" })
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, ...(credential === undefined ? {} : { credential }) })
     },
     // A served run admits ranks' own credentials too (HMACs of the run token; none is kept).
     ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
@@ -666,7 +674,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       transport: served === undefined ? transportKind : "serve",
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
         worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
-        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
+        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs, tls: served.tls !== undefined, issueTokens: served.issueTokens }),
         // What a resume needs to continue it: the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
@@ -680,7 +688,6 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     if (server !== undefined) {
       // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
-        const fingerprint256 = served.tls === undefined ? undefined : yield* Effect.promise(() => Select.certificateFingerprint(served.tls!.cert))
         const issued = yield* Effect.promise(() => issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs))
         observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256, credentials: issued })
         // Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code.
@@ -721,7 +728,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
       }
-      const spawnData = server === undefined ? data : { ...data, url: server.url, runToken }
+      const spawnData = server === undefined ? data : { ...data, url: server.url, runToken, ...(fingerprint256 === undefined ? {} : { fingerprint256 }) }
       yield* host.spawn({ entry, rank, data: spawnData, nice: rankNice }).pipe(Effect.orDie)
     }
     const resumeState = options.resumeState

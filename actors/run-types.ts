@@ -109,6 +109,13 @@ export interface RunOptions {
    */
   readonly transport?: "worker" | "process" | "websocket"
   /**
+   * With `transport: "websocket"` (and `serve`): the coordinator's certificate chain and private
+   * key (PEM text, leaf first), so that it serves `wss://`; the local ranks pin its fingerprint.
+   * Default: plain `ws://`. Ignored by the other transports. A `cert` or `key` without its PEM
+   * block is a `LaunchError` (option `tls`).
+   */
+  readonly tls?: { readonly cert: string; readonly key: string }
+  /**
    * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
    * report `RoundDone`). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
@@ -325,7 +332,6 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly formationTimeoutMs?: number
   readonly onListening?: (listening: Listening) => void
   readonly http?: HttpHandler
-  readonly tls?: { readonly cert: string; readonly key: string }
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
 }

@@ -29,7 +29,8 @@ export const leaveCloseMsMax = 2000
 
 /**
  * What a local WebSocket rank process gets from its launcher (its `COHORT_CHILD_DATA`): the
- * rank's `RankData`, plus the server's `url` and the `runToken`.
+ * rank's `RankData`, plus the server's `url`, the `runToken` and, over TLS, the certificate's
+ * `fingerprint256`.
  *
  * @since 0.1.0
  * @category model
@@ -37,6 +38,8 @@ export const leaveCloseMsMax = 2000
 export interface ProcessData extends Rank.RankData {
   readonly url: string
   readonly runToken: string
+  /** The coordinator's certificate fingerprint when it serves `wss://` (`RunOptions.tls`): the rank pins it. */
+  readonly fingerprint256?: string
 }
 
 /**
@@ -99,7 +102,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
   const data = parent.data as ProcessData
   let client: WebSocket.ClientHandle | undefined
   const connect = Effect.map(
-    join({ url: data.url, runToken: data.runToken, rank: parent.rank }, () => data, parent.detach),
+    join({ url: data.url, runToken: data.runToken, rank: parent.rank, ...(data.fingerprint256 === undefined ? {} : { tls: { fingerprint256: data.fingerprint256 } }) }, () => data, parent.detach),
     (joined) => {
       client = joined.client
       return joined.link

@@ -181,7 +181,7 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `listening on ${event.url}`
     case "joined":
       return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}${
-        event.credential === undefined || event.credential === "run-token" ? "" : ` with credential ${event.credential}`
+        event.credential === undefined ? "" : ` with credential ${event.credential}`
       }`
     case "revoked":
       return `revoked ${event.credential === undefined ? "" : `credential ${event.credential} `}${

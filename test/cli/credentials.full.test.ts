@@ -22,7 +22,7 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
     const url = `ws://127.0.0.1:${port}/`
     writeFileSync(join(scratch, "token"), "cred-test-run-token-61f0a9c3", { mode: 0o600 })
     const serve = startCli([
-      "serve", "--trainer", trainer, "--world-size", "3", "--epochs", "2", "--heartbeat-timeout-ms", "5000",
+      "serve", "--trainer", trainer, "--world-size", "3", "--epochs", "3", "--heartbeat-timeout-ms", "5000",
       "--listen", `127.0.0.1:${port}`, "--token-file", join(scratch, "token"), "--out", join(scratch, "runs"), "--issue-tokens", "3"
     ], { cwd: scratch })
     try {
@@ -42,17 +42,20 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
       const revoke = startCli(["revoke", runDir, idOf(2)], { cwd: scratch })
       expect(await revoke.exit).toBe(0)
       expect(revoke.out()).toBe(`cohort revoke: credential ${idOf(2)} revoked in ${runDir} (the coordinator applies it within a second)\n`)
+      // Back as soon as the coordinator applied it, while the run still trains (under load the
+      // revoked rank's own exit may come late).
+      await waitFor(() => /revoked credential/.test(serve.out()), 30_000, "the revocation to be applied")
+      const back = joinAs(2, 2, "back")
+      expect(await back.exit).toBe(19)
       expect(await ranks[2]!.exit).toBe(19)
       const said = ranks[2]!.err().trim().split("\n")
       expect(said[said.length - 1]).toMatch(/^cohort rank 2: the coordinator revoked this rank \(close code 4022: cohort revoke\)/)
-      const back = joinAs(2, 2, "back")
-      expect(await back.exit).toBe(19)
       expect(back.err().trim().split("\n")).toEqual([`cohort join: refused by ${url}: the credential was revoked (close code 4022)`])
       expect(await serve.exit, `${serve.out()}${serve.err()}`).toBe(0)
       expect([await ranks[0]!.exit, await ranks[1]!.exit]).toEqual([0, 0])
       const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult
       expect(summary.deaths.map((d) => [d.rank, d.cause, d.redistributed])).toEqual([[2, "disconnected (close code 4022)", true]])
-      expect(summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+      expect(summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
       const events = readFileSync(join(runDir, "events.ndjson"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
       expect(events.filter((e) => e.type === "joined").map((e) => [e.rank, e.credential]).sort()).toEqual([[0, idOf(0)], [1, idOf(1)], [2, idOf(2)]])
       expect(events.filter((e) => e.type === "revoked").map((e) => [e.rank, e.credential])).toEqual([[2, idOf(2)]])
