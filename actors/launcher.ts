@@ -23,6 +23,7 @@ import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as ListenerResources from "../src/transport/listener-resources.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
@@ -562,6 +563,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   const tls = served?.tls ?? (transportKind === "websocket" ? options.tls : undefined)
   if (served === undefined) checkTls(tls)
   const fingerprint256 = tls === undefined ? undefined : await Select.certificateFingerprint(tls.cert)
+  // The ranks' listener holds at most this many connections; what it refuses or cannot accept
+  // is told as the coordinator's alerts, never as a rank's fault.
+  const rankConnectionsMax = options.rankConnectionsMax ?? WebSocket.connectionsMaxOf(state.config.maxRanks)
+  const rankListener = ListenerResources.make("the rank listener", rankConnectionsMax, "rankConnectionsMax (--rank-connections-max)")
   // The run's WebSocket settings, beside the transport's defaults.
   const serverOptions = (): WebSocket.ServerOptions => ({
     runToken,
@@ -571,6 +576,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     welcome: () => welcomeData,
     ...(served?.http === undefined ? {} : { http: served.http }),
     ...(tls === undefined ? {} : { tls }),
+    connectionsMax: rankConnectionsMax,
+    onResource: rankListener.onResource,
     onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
       if (credential !== undefined) credentials.joined(rank, credential)
@@ -769,6 +776,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const coordinatorAlerts = options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+    if (transportKind === "websocket") {
+      yield* Effect.suspend(() => Effect.forEach(rankListener.drain(Date.now()), coordinator.resource, { discard: true })).pipe(
         Effect.repeat(Schedule.spaced(250)),
         Effect.forkScoped
       )

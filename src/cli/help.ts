@@ -121,6 +121,8 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
                               free port); on an address that is not loopback the page asks for
                               ?token=<the run token> (no kill buttons for serve)
+  --rank-connections-max N    connections the rank port holds at once; more are closed, with a
+                              CoordinatorResource alert (default 2 per rank of --max-ranks + 128)
   --tls-cert FILE --tls-key FILE
                               serve wss:// (and the dashboard over https) with this certificate
                               and key (PEM); prints the certificate's SHA-256 fingerprint. Off

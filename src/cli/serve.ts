@@ -24,6 +24,9 @@
  * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
  *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
  *   admitting its index only (`actors/revocations.ts`, `cohort revoke`); the run token still works.
+ * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
+ *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
+ *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -172,6 +175,7 @@ interface RawServeOptions extends RawRunOptions {
   readonly tlsKey?: string
   readonly issueTokens?: string
   readonly tokenTtlMs?: string
+  readonly rankConnectionsMax?: string
 }
 
 /**
@@ -213,6 +217,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--tls-key <file>")
     .option("--issue-tokens <n>")
     .option("--token-ttl-ms <ms>")
+    .option("--rank-connections-max <n>")
     .option("--dashboard [port]")
     .option("--dashboard-connections-max <n>")
     .option("--save-timeout-ms <ms>")
@@ -227,6 +232,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let formationTimeoutMs: number
   let maxRanks: number
   let minRanks: number
+  let rankConnectionsMax: number | undefined
   let token: Awaited<ReturnType<typeof readToken>>
   let tls: { readonly cert: string; readonly key: string } | undefined
   let issueTokens: number
@@ -244,6 +250,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (minRanks < ringMin) throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
     if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
     if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
+    rankConnectionsMax = raw.rankConnectionsMax === undefined ? undefined : integerAtLeast("--rank-connections-max", raw.rankConnectionsMax, 1, 1)
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
     tls = await readTlsIdentity(raw.tlsCert, raw.tlsKey)
@@ -321,6 +328,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
+        ...(rankConnectionsMax === undefined ? {} : { rankConnectionsMax }),
         ...(token === undefined ? {} : { runToken: token.token }),
         ...(browser === undefined ? {} : { http: browser.http }),
         ...(tls === undefined ? {} : { tls }),
