@@ -504,8 +504,9 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
-          const checked = sameToken(join.token, options.runToken) ? undefined : options.credential?.(join.token)
-          if (checked === undefined && !sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          const isRunToken = sameToken(join.token, options.runToken)
+          const checked = isRunToken ? undefined : options.credential?.(join.token)
+          if (!isRunToken && checked === undefined) return refuse(Transport.CloseCode.WrongToken, "wrong token")
           if (checked !== undefined && "closeCode" in checked) return refuse(checked.closeCode, checked.reason)
           const credential = checked
           if (join.resume !== undefined) {
