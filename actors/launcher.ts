@@ -30,6 +30,7 @@ import * as RankOutput from "../src/transport/rank-output.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as EpochModels from "./epoch-models.ts"
@@ -517,6 +518,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     host: served?.host ?? WebSocket.hostDefault,
     port: served?.port ?? 0,
     welcome: () => welcomeData,
+    // Heartbeats go between the pieces of a large Update on a resumable link.
+    orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
     onJoined: (rank, address) => {
       joinedFrom.set(rank, address)

@@ -117,6 +117,10 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       lastPostMs = performance.now()
       session.send(message)
     },
+    postLoose: (message) => {
+      lastPostMs = performance.now()
+      session.sendLoose(message)
+    },
     close: (closeCode) => {
       if (closing) return
       closing = true
