@@ -23,6 +23,7 @@ import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as ListenerResources from "../src/transport/listener-resources.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
@@ -511,6 +512,10 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       // an observer only watches
     }
   }
+  // The ranks' listener holds at most this many connections; what it refuses or cannot accept
+  // is told as the coordinator's alerts, never as a rank's fault.
+  const rankConnectionsMax = options.rankConnectionsMax ?? WebSocket.connectionsMaxOf(state.config.maxRanks)
+  const rankListener = ListenerResources.make("the rank listener", rankConnectionsMax, "rankConnectionsMax (--rank-connections-max)")
   // The run's WebSocket settings, beside the transport's defaults.
   const serverOptions = (): WebSocket.ServerOptions => ({
     runToken,
@@ -521,6 +526,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     // Heartbeats go between the pieces of a large Update on a resumable link.
     orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
+    connectionsMax: rankConnectionsMax,
+    onResource: rankListener.onResource,
     onJoined: (rank, address) => {
       joinedFrom.set(rank, address)
       if (formedEmitted) awaitingHello.set(rank, Date.now())
@@ -703,6 +710,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const coordinatorAlerts = options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+    if (transportKind === "websocket") {
+      yield* Effect.suspend(() => Effect.forEach(rankListener.drain(Date.now()), coordinator.resource, { discard: true })).pipe(
         Effect.repeat(Schedule.spaced(250)),
         Effect.forkScoped
       )

@@ -152,6 +152,13 @@ export interface RunOptions {
    * it every 250 ms into `CoordinatorResource` alerts (never a rank's fault). Default none.
    */
   readonly coordinatorAlerts?: { readonly drain: () => ReadonlyArray<string> } | undefined
+  /**
+   * Over WebSocket (`transport: "websocket"`, `serve`): connections the ranks' listener holds at
+   * once (integer > 0; default `WebSocket.connectionsMaxOf(maxRanks)`: two a rank, the pending
+   * joins, 64 more). Past it a connection is closed as it arrives, and a `CoordinatorResource`
+   * alert names the cap (at most one a second), never a rank's fault. Enforced under Node only.
+   */
+  readonly rankConnectionsMax?: number
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Floods to inject (hostile ranks). Default none. */

@@ -119,6 +119,8 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
                               free port); on an address that is not loopback the page asks for
                               ?token=<the run token> (no kill buttons for serve)
+  --rank-connections-max N    connections the rank port holds at once; more are closed, with a
+                              CoordinatorResource alert (default 2 per rank of --max-ranks + 128)
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)

@@ -17,6 +17,9 @@
  *   joins it, up to `--max-ranks` ranks in all (with `--backend ring` too: a joiner gets the
  *   model from a ring member and enters the ring at the next round boundary). `--max-ranks` below
  *   the world size, and `--min-ranks` above it or under 1 (2 with `--backend ring`), are exit 2.
+ * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
+ *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
+ *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -122,6 +125,7 @@ interface RawServeOptions extends RawRunOptions {
   readonly serveBrowser?: boolean
   readonly maxRanks?: string
   readonly minRanks?: string
+  readonly rankConnectionsMax?: string
 }
 
 /**
@@ -159,6 +163,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--serve-browser")
     .option("--max-ranks <n>")
     .option("--min-ranks <n>")
+    .option("--rank-connections-max <n>")
     .option("--dashboard [port]")
     .option("--dashboard-connections-max <n>")
     .option("--save-timeout-ms <ms>")
@@ -173,6 +178,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let formationTimeoutMs: number
   let maxRanks: number
   let minRanks: number
+  let rankConnectionsMax: number | undefined
   let token: Awaited<ReturnType<typeof readToken>>
   try {
     command.parse([...argv], { from: "user" })
@@ -187,6 +193,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (minRanks < ringMin) throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
     if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
     if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
+    rankConnectionsMax = raw.rankConnectionsMax === undefined ? undefined : integerAtLeast("--rank-connections-max", raw.rankConnectionsMax, 1, 1)
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
   } catch (error) {
@@ -258,6 +265,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
+        ...(rankConnectionsMax === undefined ? {} : { rankConnectionsMax }),
         ...(token === undefined ? {} : { runToken: token.token }),
         ...(browser === undefined ? {} : { http: browser.http }),
         onListening: (listening) => {

@@ -103,6 +103,19 @@ import * as Transport from "./transport.ts"
  * - `pingIntervalMs` (integer ms > 0; default `serverPingIntervalMsDefault`, 500): how often the
  *   server sends each such rank a ping carrying its acknowledgement.
  *
+ * The listener's own resources:
+ *
+ * - `connectionsMax` (integer > 0; default `connectionsMaxOf(worldSize, pendingJoinsMax)`):
+ *   connections the listener holds at once, joined or not (ranks, their resumes, pending joins,
+ *   plain HTTP requests); one more is closed as it arrives, before any join, and told to
+ *   `onResource` as `ConnectionRefused`. So connections to the rank port, however many, hold at
+ *   most this many of the coordinator process's file descriptors (its files and worker ranks need
+ *   the rest), and a rank already joined keeps its link. Enforced under Node; `Bun.serve` and
+ *   `Deno.serve` count no connections.
+ * - `onResource(event)`: the listener's resource events (`ConnectionRefused` at the cap,
+ *   `AcceptFailed`, code `EMFILE` when the process is out of descriptors), the coordinator's
+ *   problem and never a rank's; called synchronously, must not throw; default ignored.
+ *
  * @since 0.1.0
  * @category options
  */
@@ -124,6 +137,8 @@ export interface ServerOptions extends Transport.Options {
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
   readonly pingIntervalMs?: number
+  readonly connectionsMax?: number
+  readonly onResource?: (event: RuntimeTypes.ResourceEvent) => void
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
@@ -198,6 +213,21 @@ export const joinTimeoutMsDefault = 5000
 
 /** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
 export const pendingJoinsMaxDefault = 64
+
+/**
+ * Default `ServerOptions.connectionsMax` for `ranks` ranks (the largest index a join may take,
+ * plus one) and `pendingJoinsMax`: two connections a rank (its link and a resume that replaces
+ * it), every pending join, and `connectionsSpare` (64) more for plain HTTP requests and
+ * connections closing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const connectionsMaxOf = (ranks: number, pendingJoinsMax: number = pendingJoinsMaxDefault): number =>
+  2 * ranks + pendingJoinsMax + connectionsSpare
+
+/** The connections `connectionsMaxOf` adds beyond ranks and pending joins: 64. @since 0.1.0 @category options */
+export const connectionsSpare = 64
 
 /** Default `pendingJoinsPerAddressMax`: 16 connections from one IP address. @since 0.1.0 @category options */
 export const pendingJoinsPerAddressMaxDefault = 16
@@ -486,7 +516,16 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
+      try: () =>
+        Select.serveWs({
+          host,
+          port: options.port ?? 0,
+          maxPayloadBytes: hub.options.messageBytesMax,
+          open,
+          connectionsMax: options.connectionsMax ?? connectionsMaxOf(options.worldSize, pendingJoinsMax),
+          ...(options.onResource === undefined ? {} : { onResource: options.onResource }),
+          ...(options.http === undefined ? {} : { http: options.http })
+        }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })

@@ -6,7 +6,7 @@
 // alert names the cap, no rank dies or crashes, audits clean.
 //
 // In a namespace so that the flood's ports and sockets are its own. Node only (vitest.config.ts:
-// the cap is enforced by Node's server only); about 20 s. test/cli/dashboard-descriptors.test.ts
+// the cap is enforced by Node's server only); about 20 s. test/cli/dashboard-descriptors.full.test.ts
 // covers the same with a lowered descriptor limit, and the cap out of the way.
 import { rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
