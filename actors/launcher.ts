@@ -33,6 +33,7 @@ import * as Credentials from "../src/transport/credentials.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as EpochModels from "./epoch-models.ts"
@@ -574,6 +575,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     host: served?.host ?? WebSocket.hostDefault,
     port: served?.port ?? 0,
     welcome: () => welcomeData,
+    // Heartbeats go between the pieces of a large Update on a resumable link.
+    orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
     ...(tls === undefined ? {} : { tls }),
     connectionsMax: rankConnectionsMax,

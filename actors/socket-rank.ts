@@ -17,6 +17,7 @@ import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Rank from "./rank.ts"
 
 /**
@@ -58,7 +59,8 @@ export const join = (
 ): Effect.Effect<{ readonly client: WebSocket.ClientHandle; readonly link: Rank.Link }, Transport.TransportError> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* WebSocket.connect(options).pipe(
+    // Heartbeats go between the pieces of a large Params on a resumable link.
+    const client = yield* WebSocket.connect({ orderFree: WireFrames.orderFree, ...options }).pipe(
       Scope.provide(scope),
       Effect.onError(() => Scope.close(scope, Exit.void))
     )

@@ -3,7 +3,8 @@
  *
  * A transport is one endpoint: it sends opaque frames (`Uint8Array`, normally CBOR from
  * `src/wire`) to peers and delivers, on one ordered inbox, every frame it receives as
- * `Frame{peer, bytes, arrivedMs}` in the order the peer sent them, then `Ended{peer, cause}` once
+ * `Frame{peer, bytes, arrivedMs}` in the order the peer sent them (but for frames
+ * `Options.orderFree` marks, which may come early), then `Ended{peer, cause}` once
  * the peer is gone, after its last frame. Frames queued together go out batched, several per
  * underlying message.
  *
@@ -248,6 +249,12 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the
  *   link; `"close"` also closes the link with the verdict's close code.
  * - `inspect` (default none: frames are opaque): see `Inspect`.
+ * - `orderFree(frame)` (default none: every frame keeps its order): frames it returns true for
+ *   (a heartbeat: it says only that its sender is alive) may arrive before frames sent earlier.
+ *   A link that sends large messages in pieces (a resumable WebSocket link) sends a batch made
+ *   only of such frames between two pieces of a large message instead of after all of them, so
+ *   that a 1.6 MB `Params` on a slow link does not hold the heartbeats sent after it; every other
+ *   link keeps them in order. It must be cheap: it runs on every frame of every batch sent.
  *
  * @since 0.1.0
  * @category options
@@ -261,6 +268,7 @@ export interface Options {
   readonly linkFramesMax?: number
   readonly badFramePolicy?: "drop" | "close"
   readonly inspect?: Inspect
+  readonly orderFree?: (frame: Uint8Array) => boolean
 }
 
 /** Default `messageBytesMax`: 16 MiB. @since 0.1.0 @category options */

@@ -78,6 +78,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   // Long because it is a factory: the closures it returns share its state, and each is short.
   let socket: ClientSocket | undefined = first
   let closing = false
+  /** The rank closed the link while it had no socket: the code to close with once resumed, and when. */
+  let closeLater: { readonly closeCode: number; readonly atMs: number } | undefined
   let over = false
   let lastArrivalMs = performance.now()
   let lostAtMs: number | undefined
@@ -119,10 +121,19 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       lastPostMs = performance.now()
       session.send(message)
     },
+    postLoose: (message) => {
+      lastPostMs = performance.now()
+      session.sendLoose(message)
+    },
     close: (closeCode) => {
       if (closing) return
       closing = true
-      if (socket === undefined) return finish(closeCode)
+      // Between sockets: resume once more (for at most attemptMs) so that what the rank sent last
+      // (a checkpoint's result, its exit) reaches the coordinator, then close.
+      if (socket === undefined) {
+        closeLater = { closeCode, atMs: performance.now() }
+        return
+      }
       session.flushAll()
       socket.close(closeCode, "closed by rank")
     }
@@ -153,6 +164,10 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     pending.clear()
     link.touch()
     session.attach(sinkOf(raw), peerReceived)
+    if (closeLater !== undefined) {
+      session.flushAll()
+      raw.close(closeLater.closeCode, "closed by rank")
+    }
   }
 
   const attempt = (): void => {
@@ -209,7 +224,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       if (nowMs - lastArrivalMs > options.silenceMs) lose()
       return
     }
-    if (closing) return finish(Transport.CloseCode.Abnormal)
+    if (closing && (closeLater === undefined || nowMs - closeLater.atMs > options.attemptMs)) return finish(Transport.CloseCode.Abnormal)
     if (lostAtMs !== undefined && nowMs - lostAtMs > options.windowMs) return finish(Transport.CloseCode.Abnormal)
     let waiting = false
     for (const [raw, entry] of pending) {
