@@ -17,7 +17,7 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // connections), so its two tests run on Node alone too. The direct ring links' fault tests run on
 // Node alone (their runtime-specific parts are in quick tests under every runtime).
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
-  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts", "test/actors/ring-direct.full.test.ts"]
+  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/net/calls.test.ts", "test/net/dashboard-flood.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts", "test/actors/ring-direct.full.test.ts"]
   : []
 
 const exclude = ["**/node_modules/**", ...nodeOnly]

@@ -20,6 +20,7 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
+import { importSocketRank } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
@@ -105,9 +106,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (typeof loaded === "number") return loaded
     trainer = Files.fileUrl(loaded)
   }
-  let joinRun: typeof import("../../actors/socket-rank.ts").joinRun
+  let joinRun: Awaited<ReturnType<typeof importSocketRank>>["joinRun"]
   try {
-    joinRun = (await import("../../actors/socket-rank.ts")).joinRun
+    joinRun = (await importSocketRank()).joinRun
   } catch (error) {
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
