@@ -149,6 +149,79 @@ interface Generation {
   closed: boolean
 }
 
+/** Decodes one step of generation `into` from its previous neighbour; `false` when it is not one. */
+const take = (data: Uint8Array, into: Generation): boolean => {
+  const decoded = Codec.decode(data, { from: into.prev })
+  if (Result.isFailure(decoded)) return false
+  const message = decoded.success.message
+  if (message._tag !== "RingData" || message.generation !== into.generation) return false
+  const step = { generation: message.generation, round: message.round, step: message.step, data: message.data }
+  if (into.deliver !== undefined) into.deliver(step)
+  else into.received.push(step)
+  return true
+}
+
+/**
+ * The outgoing link of `generation` to rank `next`: `connected` resolves `true` once it is open and
+ * the hello went out, `false` when it cannot be made within `connectTimeoutMs` or closes first.
+ */
+const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+  const url = options.urls[next]
+  // Start data travels as JSON: a rank without a listener has `null` there.
+  if (typeof url !== "string" || next === options.rank) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+  let open = false
+  let ended = false
+  let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
+  const connected = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      if (open) return
+      ended = true
+      socket?.drop()
+      resolve(false)
+    }, connectTimeoutMs)
+    try {
+      socket = Select.connectWs(url, {
+        open: () => {
+          if (ended) return
+          open = true
+          clearTimeout(timer)
+          socket!.send(JSON.stringify({ token: options.token, generation, from: options.rank }))
+          resolve(true)
+        },
+        message: () => {},
+        close: () => {
+          ended = true
+          open = false
+          clearTimeout(timer)
+          resolve(false)
+        }
+      })
+    } catch {
+      ended = true
+      clearTimeout(timer)
+      resolve(false)
+    }
+  })
+  return {
+    connected,
+    socket: () => (open && !ended ? socket : undefined),
+    close: () => {
+      ended = true
+      socket?.close(1000, "generation over")
+    }
+  }
+}
+
+/** Older generations are over: their incoming links close. */
+const closeOlder = (generations: Map<number, Generation>, generation: number): void => {
+  for (const [g, older] of generations) {
+    if (g >= generation) continue
+    older.closed = true
+    older.incoming?.socket.close(closeCodes.Superseded, "generation over")
+    generations.delete(g)
+  }
+}
+
 /**
  * Starts listening on `options.host`:`options.port` (in the background: until it is bound, and
  * for good when it cannot bind, neighbours fall back to the relay) and returns the rank's links.
@@ -167,17 +240,6 @@ export const start = (options: PeerRingOptions): PeerRing => {
   let bound = false
   let closed = false
   let server: RuntimeTypes.RawServer | undefined
-
-  const take = (data: Uint8Array, into: Generation): boolean => {
-    const decoded = Codec.decode(data, { from: into.prev })
-    if (Result.isFailure(decoded)) return false
-    const message = decoded.success.message
-    if (message._tag !== "RingData" || message.generation !== into.generation) return false
-    const step = { generation: message.generation, round: message.round, step: message.step, data: message.data }
-    if (into.deliver !== undefined) into.deliver(step)
-    else into.received.push(step)
-    return true
-  }
 
   /** Attaches an authenticated incoming link to its generation, or closes it. */
   const attach = (hello: Hello, incoming: Incoming): void => {
@@ -243,53 +305,6 @@ export const start = (options: PeerRingOptions): PeerRing => {
     }
   )
 
-  const connect = (generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
-    const url = options.urls[next]
-    // Start data travels as JSON: a rank without a listener has `null` there.
-    if (typeof url !== "string" || next === options.rank) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
-    let open = false
-    let ended = false
-    let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
-    const connected = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => {
-        if (open) return
-        ended = true
-        socket?.drop()
-        resolve(false)
-      }, connectTimeoutMs)
-      try {
-        socket = Select.connectWs(url, {
-          open: () => {
-            if (ended) return
-            open = true
-            clearTimeout(timer)
-            socket!.send(JSON.stringify({ token: options.token, generation, from: options.rank }))
-            resolve(true)
-          },
-          message: () => {},
-          close: () => {
-            ended = true
-            open = false
-            clearTimeout(timer)
-            resolve(false)
-          }
-        })
-      } catch {
-        ended = true
-        clearTimeout(timer)
-        resolve(false)
-      }
-    })
-    return {
-      connected,
-      socket: () => (open && !ended ? socket : undefined),
-      close: () => {
-        ended = true
-        socket?.close(1000, "generation over")
-      }
-    }
-  }
-
   return {
     listening: () => bound,
     open: (generation, peers, ringRank) => {
@@ -299,15 +314,9 @@ export const start = (options: PeerRingOptions): PeerRing => {
       const entry: Generation = { generation, prev, received: [], deliver: undefined, incoming: undefined, closed: false }
       generations.set(generation, entry)
       newest = Math.max(newest, generation)
-      // Older generations are over: their links close.
-      for (const [g, older] of generations) {
-        if (g >= generation) continue
-        older.closed = true
-        older.incoming?.socket.close(closeCodes.Superseded, "generation over")
-        generations.delete(g)
-      }
+      closeOlder(generations, generation)
       unpark()
-      const outgoing = connect(generation, next)
+      const outgoing = connect(options, connectTimeoutMs, generation, next)
       return {
         generation,
         connected: outgoing.connected,
