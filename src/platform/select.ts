@@ -40,17 +40,26 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
  * frame on every runtime. `drop` ends the connection without a close handshake where the
  * runtime allows it (`ws`'s `terminate`), else closes with 4031 (`Dropped`: a server of
  * resumable links holds the link for a resume, as after a drop; a browser's WebSocket accepts
- * no code below 3000 but 1000).
+ * no code below 3000 but 1000). `options.unmasked`: see below (links between ranks only).
  *
  * @since 0.1.0
  * @category sockets
  */
 export const connectWs = (
   url: string,
-  handlers: Types.ClientHandlers
+  handlers: Types.ClientHandlers,
+  options?: { readonly unmasked?: boolean }
 ): Types.RawSocket & { readonly drop: () => void } => {
   const Ctor = Node.webSocketClass()
-  const socket = new Ctor(url)
+  // `unmasked`: with `ws` (Node) the client sends frames with an all-zero mask, which `ws` neither
+  // applies nor undoes: without its native addon it masks in a JavaScript loop over every byte,
+  // most of the cost of a large message. Masking only shields proxies from a browser's
+  // traffic; a link between two ranks has none. Bun's and Deno's own clients mask natively.
+  const socket = options?.unmasked === true && Runtime.detect() === "node"
+    ? new (Ctor as unknown as new(url: string, protocols: undefined, options: { generateMask: (mask: Uint8Array) => void }) => WebSocket)(url, undefined, {
+      generateMask: (mask) => void mask.fill(0)
+    })
+    : new Ctor(url)
   socket.binaryType = "arraybuffer"
   let closed = false
   socket.onopen = () => handlers.open()
