@@ -195,7 +195,7 @@ const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation:
           clearTimeout(timer)
           resolve(false)
         }
-      }, { unmasked: true })
+      }, undefined, { unmasked: true })
     } catch {
       ended = true
       clearTimeout(timer)
