@@ -52,10 +52,13 @@ Options of demo and run:
                               run token (the network path) (default worker)
   --backend cpu|ring          averaging: the coordinator averages every round (cpu), or the
                               ranks all-reduce among themselves: worker threads through a
-                              shared-memory area, processes in a ring relayed by the
-                              coordinator;
+                              shared-memory area, processes in a ring over direct links;
                               ring needs 2 ranks or more and stops with SingleSurvivor at 1
                               (default cpu)
+  --ring-links direct|relay   ring steps rank to rank where the transport can (worker
+                              threads; processes over loopback WebSockets, each link falling
+                              back to the relay), or every step through the coordinator,
+                              which checks it (default direct)
   --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts (2@5, 2@1.5,
                               2@1.5s, or milliseconds: 2@500ms); repeatable;
                               replaces the demo's kill (demo default: rank 2 killed 40% into
