@@ -26,6 +26,16 @@ export class LaunchError extends Error {
 }
 
 /**
+ * The lock file a run holds in its folder while it trains (`<runDir>/run.lock`, holding its
+ * process id; `src/platform/lock-file.ts`): `cohort resume` refuses a run whose lock is held by a
+ * live process. A run whose process was killed leaves it behind, stale, which is no bar.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const runLockFileName = "run.lock"
+
+/**
  * Defaults of `RunOptions`.
  *
  * @since 0.1.0
@@ -139,7 +149,15 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   // without blocking, else MessageChannel); processes go through the relay.
   const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
   check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
-  const ringLinks: "shared" | "port" | "relay" = transportKind !== "worker" ? "relay" : ringSharedSlots > 0 && Worker.sharedRingLinks() ? "shared" : "port"
+  const ringLinksAsked = options.ringLinks ?? "direct"
+  check(ringLinksAsked === "direct" || ringLinksAsked === "relay", "ringLinks", `must be "direct" or "relay", got ${JSON.stringify(ringLinksAsked)}`)
+  const ringLinks: "shared" | "port" | "direct" | "relay" = ringLinksAsked === "relay" || (transportKind !== "worker" && transportKind !== "process") || served
+    ? "relay"
+    : transportKind === "process"
+    ? "direct"
+    : ringSharedSlots > 0 && Worker.sharedRingLinks()
+    ? "shared"
+    : "port"
   const ringAreaMemoryMb = options.ringAreaMemoryMb ?? defaults.ringAreaMemoryMb
   check(Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax, "ringAreaMemoryMb", `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`)
   const batchSize = options.batchSize ?? defaults.batchSize
@@ -158,6 +176,7 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   positive(options.tickMs, "tickMs", false)
   positive(options.averageEverySteps, "averageEverySteps", true)
   positive(options.coordinatorTimeoutMs, "coordinatorTimeoutMs", true)
+  positive(options.rankConnectionsMax, "rankConnectionsMax", true)
   const interruptGraceMs = options.interruptGraceMs ?? defaults.interruptGraceMs
   check(interruptGraceMs >= 0 && Number.isFinite(interruptGraceMs), "interruptGraceMs", `must be a number >= 0, got ${interruptGraceMs}`)
   const rankNice = options.rankNice ?? defaults.rankNice

@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import { rankBrowserUrl } from "../../actors/cli-entry.ts"
 import * as Browser from "../platform/browser.ts"
 import * as BrowserPage from "../platform/browser-page.ts"
 import * as Bundle from "../platform/bundle.ts"
@@ -47,7 +48,7 @@ export type BrowserFiles = Readonly<Record<string, string>>
  * @category browser
  */
 export const buildBrowserRank = async (trainerPath: string, options: { readonly minify?: boolean } = {}): Promise<BrowserFiles> => {
-  const entry = Files.moduleUrl("../../actors/rank-browser.ts", import.meta.url)
+  const entry = rankBrowserUrl()
   const source = [
     `import * as trainer from ${JSON.stringify(Files.absolutePath(trainerPath))}`,
     `import * as RankBrowser from ${JSON.stringify(Files.pathOf(entry.href))}`,
@@ -118,13 +119,14 @@ export const browserHttp = (files: BrowserFiles): Http.HttpHandler => async (req
 
 /**
  * The address a browser opens to join a run served with `--serve-browser`:
- * `http://HOST:PORT/?token=TOKEN` (an IPv6 host in brackets, the token URL-encoded).
+ * `http://HOST:PORT/?token=TOKEN` (`https://` when `secure`: served over TLS; an IPv6 host in
+ * brackets, the token URL-encoded).
  *
  * @since 0.1.0
  * @category browser
  */
-export const pageUrl = (host: string, port: number, token: string): string =>
-  `http://${host.includes(":") ? `[${host}]` : host}:${port}/?token=${encodeURIComponent(token)}`
+export const pageUrl = (host: string, port: number, token: string, secure = false): string =>
+  `${secure ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}/?token=${encodeURIComponent(token)}`
 
 /**
  * What `cohort serve --serve-browser` adds to its WebSocket server: builds the page and the rank

@@ -1,23 +1,24 @@
 /**
- * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `bundle`, `report`, `resume` and `help`
+ * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `revoke`, `bundle`, `report`, `resume` and `help`
  * through an `Io`.
  *
  * @since 0.1.0
  */
-import type * as RunTypes from "../../actors/run-types.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, terminalIo, usage, withConsoleOnStderr } from "./conduct.ts"
 import * as Runtime from "../platform/detect.ts"
 import * as Join from "./join.ts"
 import { helpText } from "./help.ts"
 import { type BundleCommandOptions, ExitCode, firstLine, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
-import { readRun } from "../../actors/read-run.ts"
-import { failureLine } from "./render.ts"
+import { importLauncher, readRun } from "../../actors/cli-entry.ts"
+import { failureLine } from "./event-text.ts"
 import { resume } from "./resume.ts"
+import * as Revoke from "./revoke.ts"
 import * as Serve from "./serve.ts"
 import { version } from "./version.ts"
 
 const loadLauncher = async (): Promise<Launch> => {
-  const launcher = await import("../../actors/launcher.ts")
+  const launcher = await importLauncher()
   return launcher.run
 }
 
@@ -42,6 +43,7 @@ const toRunOptions = (
   epochs: options.epochs,
   mode: options.mode,
   backend: options.backend,
+  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
   transport: options.transport,
   kills: options.kills,
   hangs: options.hangs,
@@ -149,6 +151,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return Serve.main(parsed.argv, io)
     case "join":
       return Join.main(parsed.argv, io)
+    case "revoke":
+      return Revoke.main(parsed.argv, io)
     case "report":
       return report(io, parsed.options)
     case "resume":

@@ -88,6 +88,3 @@ export const packed: { readonly [name: string]: { readonly frame: Frame.Frame; r
     unpacked: new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 127 * secondScale, -85 * secondScale])
   }
 }
-
-/** The golden batch: three frames in one transport message. */
-export const batch: ReadonlyArray<Frame.Frame> = [frames.Heartbeat, frames.Progress, frames.Params]

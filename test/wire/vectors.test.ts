@@ -11,8 +11,8 @@ const read = (name: string): Uint8Array => new Uint8Array(readFileSync(join(dir,
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
 describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
-  it("has exactly one vector per message, plus the batch, the contributions with a loss and the packed parameters", () => {
-    const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor", "RingData-relayed.cbor"]
+  it("has exactly one vector per message, plus the relayed RingData, the contributions with a loss and the packed parameters", () => {
+    const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "RingData-relayed.cbor"]
     const withLoss = [...names, "Params-loss.cbor", "RoundDone-loss.cbor"]
     const packed = Object.keys(Fixtures.packed).map((name) => `${name}.cbor`)
     expect(readdirSync(dir).filter((name) => name !== "v3" && name !== "v4").sort()).toEqual([...withLoss, ...packed].sort())
@@ -31,7 +31,7 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
 
   for (const name of readdirSync(join(dir, "v4"))) {
     it(`${name}: its structures version 4 vector still decodes to the same frame as today's`, () => {
-      expect(Codec.decodeBatch(read(`v4/${name}`))).toEqual(Codec.decodeBatch(read(name)))
+      expect(Codec.decode(read(`v4/${name}`))).toEqual(Codec.decode(read(name)))
       expect(read(`v4/${name}`)[2]).toBe(4)
     })
   }
@@ -57,12 +57,6 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
       expect(Codec.decode(golden)).toEqual(Result.succeed(frame))
     })
   }
-
-  it("batch: three frames back to back", () => {
-    const golden = read("batch.cbor")
-    expect(hex(Codec.encodeBatch(Fixtures.batch))).toBe(hex(golden))
-    expect(Codec.decodeBatch(golden)).toEqual(Fixtures.batch.map((frame) => Result.succeed(frame)))
-  })
 
   it("RingData-relayed: the coordinator's relay of a float32 segment (RingData travels both ways)", () => {
     const golden = read("RingData-relayed.cbor")
