@@ -36,6 +36,7 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
       "test/actors/ring-direct.full.test.ts",
       "test/actors/aggregate.full.test.ts",
       "test/actors/compress.full.test.ts",
+      "test/actors/outer.full.test.ts",
     ]
   : []
 

@@ -47,7 +47,7 @@ export interface Hooks {
    * `undefined` when there is none (no usable contribution ever, or no ring member left). The
    * launcher writes it on the coordinator's host before the epoch's audit is final.
    */
-  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
+  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined) => void
   /**
    * The averaging traffic of a round that just closed, in bytes of frames, before its
    * `AverageRound` reaches `onCommand`: `received` (its `Params`, or the ring steps relayed) and

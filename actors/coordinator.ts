@@ -64,6 +64,7 @@ import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
 import * as Aggregate from "../src/averaging/aggregate.ts"
+import * as Outer from "../src/averaging/outer.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { Rank, ToCoordinator } from "../src/core/messages.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
@@ -121,6 +122,15 @@ export interface Options {
    * does this coordinator (its epoch models, its joiners' model).
    */
   readonly compress?: Packed.Compression
+  /**
+   * `cpu` backend: the outer optimizer (docs/edge-averaging.md): each round's mean change from
+   * the last committed model goes through SGD with Nesterov momentum (`Outer.step`) before it is
+   * sent. `undefined`, or `lr` 1 with `momentum` 0: plain averaging. `momentum` in `resume`
+   * carries a parent's momentum on.
+   */
+  readonly outer?: Outer.Settings
+  /** The outer optimizer's momentum to start from (a resumed run's parent's, `EpochModels`). */
+  readonly outerMomentum?: Float32Array
 }
 
 /**
@@ -255,6 +265,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const compress = options.compress ?? "none"
     // What packing the mean dropped (error feedback: added to the next mean before it is packed).
     let updateResidual: Float32Array | undefined
+    const outer = Outer.isOn(options.outer) ? options.outer : undefined
+    // The outer optimizer's momentum, one value a parameter (its state, saved with each epoch model).
+    let outerMomentum: Float32Array | undefined = options.outerMomentum
     // The averaging traffic when the last round closed: a round's bytes are what came since.
     let roundBytesFrom = { received: 0, sent: 0 }
     /**
@@ -270,6 +283,12 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           const detail = `${o.distance.toPrecision(3)} from the coordinate-wise median, ${(o.distance / o.medianDistance).toPrecision(3)} times the median distance ${o.medianDistance.toPrecision(3)}`
           outliersFound.push({ rank: command.paramRanks[o.index]!, round: command.round, detail })
         }
+      }
+      // The outer step needs the model every rank started the round from: the last one sent.
+      if (outer !== undefined && lastModel !== undefined && params.length > 0 && params.length === lastModel.params.length) {
+        const stepped = Outer.step(lastModel.params, params, outer, outerMomentum)
+        params = stepped.params
+        outerMomentum = stepped.momentum
       }
       let packed: Uint8Array | undefined
       if (params.length > 0 && compress !== "none") {
@@ -342,9 +361,12 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
             break
           case "EpochModel": {
+            // cpu: the outer optimizer's momentum goes with the model it was last updated with.
             const model = command.params !== undefined
               ? { round: command.round, params: command.params }
-              : state.ring === undefined ? lastModel : undefined
+              : state.ring === undefined && lastModel !== undefined
+              ? { ...lastModel, ...(outerMomentum === undefined ? {} : { outerMomentum }) }
+              : undefined
             observe(() => hooks.onEpochModel?.(command.epoch, model))
             break
           }

@@ -42,7 +42,7 @@ export interface Options {
  */
 export interface EpochModels {
   readonly written: (epoch: number) => Promise<ReadonlyArray<RunEvent>>
-  readonly deliver: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
+  readonly deliver: (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined) => void
   readonly releaseAll: (why: string) => void
 }
 
@@ -73,7 +73,7 @@ export const make = (options: Options): EpochModels => {
     found.done = true
     found.resolve([{ ...event, afterAuditMs: options.now() - found.auditedAtMs }])
   }
-  const deliver = (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined): void => {
+  const deliver = (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined): void => {
     const folder = `v${epoch}`
     const path = `${options.shownDir}/${folder}`
     entry(epoch).delivered = true
@@ -82,7 +82,12 @@ export const make = (options: Options): EpochModels => {
       return
     }
     const startedMs = options.now()
-    SavedModel.write(`${options.dir}/${folder}`, model.params, { epoch, round: model.round, rank: -1 }, SavedModel.coordinatorFiles).then(
+    const where = { epoch, round: model.round, rank: -1 }
+    // The outer optimizer's momentum first: a folder whose model is complete has its momentum too.
+    const momentum = model.outerMomentum === undefined
+      ? Promise.resolve()
+      : SavedModel.write(`${options.dir}/${folder}`, model.outerMomentum, where, SavedModel.outerMomentumFiles)
+    momentum.then(() => SavedModel.write(`${options.dir}/${folder}`, model.params, where, SavedModel.coordinatorFiles)).then(
       () => settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: model.params.length * 4, writeMs: options.now() - startedMs }),
       (error: unknown) => {
         options.onWriteError?.(path, error)

@@ -202,7 +202,11 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   const compress = options.compress ?? "none"
   check(compress === "none" || compress === "fp16" || compress === "int8", "compress", `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`)
   check(compress === "none" || backend === "cpu", "compress", "packs cpu contributions and updates; ring steps travel as float64 and float32")
-  return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs, compress }
+  const outer = { lr: options.outerLr ?? 1, momentum: options.outerMomentum ?? 0 }
+  check(outer.lr > 0 && Number.isFinite(outer.lr), "outerLr", `must be a number > 0, got ${outer.lr}`)
+  check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
+  check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
+  return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs, compress, outer }
 }
 
 /**

@@ -240,7 +240,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // Defaults filled in and every option checked (`launch-options.ts`).
   const {
     worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, batchSize, heartbeatTimeoutMs,
-    ringSharedSlots, ringLinks, ringAreaMemoryMb, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, compress
+    ringSharedSlots, ringLinks, ringAreaMemoryMb, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, compress, outer
   } = resolveOptions(options, served !== undefined)
   // What the ring's collectives took, decided at the first generation (the largest: a worker ring
   // never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
@@ -718,6 +718,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         seed: options.seed ?? defaults.seed,
         averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
         compress,
+        outerLr: outer.lr,
+        outerMomentum: outer.momentum,
         trainerUrl,
         trainerSha256: trainerDigest,
         resumeState: undefined
@@ -781,6 +783,8 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
       hooks,
       compress,
+      outer,
+      ...(options.resumeState?.outerMomentum === undefined ? {} : { outerMomentum: options.resumeState.outerMomentum }),
       ...(backend === "ring" && ringLinks !== "relay" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
       ...(resumeState === undefined ? {} : {
         resume: {

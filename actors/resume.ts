@@ -228,6 +228,17 @@ const readCheckpoint = async (dir: string): Promise<Awaited<ReturnType<typeof re
   return "error" in rank ? { error: own.error } : rank
 }
 
+/**
+ * The outer optimizer's momentum saved beside the picked model (the coordinator writes it with
+ * each epoch model, same epoch and round): used when it has the model's length; otherwise none
+ * (a rank's save, or a run without the outer optimizer), and the resumed run starts it at zero.
+ */
+const outerMomentumOf = async (picked: Picked): Promise<{ readonly outerMomentum?: Float32Array }> => {
+  if (picked.params === undefined || picked.loadedFrom === "") return {}
+  const momentum = await readModel(picked.loadedFrom, SavedModel.outerMomentumFiles)
+  return "error" in momentum || momentum.params.length !== picked.params.length ? {} : { outerMomentum: momentum.params }
+}
+
 const pickState = async (parent: Parent, epochSamples: number, epochs: number): Promise<Picked> => {
   const { dir, read } = parent
   const runId = parent.started.runId
@@ -539,6 +550,8 @@ export const resume = async (
       outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
       outlierRoundsMax: options.outlierRoundsMax ?? optionalNumber(o.outlierRoundsMax),
       compress: options.compress ?? (o.compress === "none" || o.compress === "fp16" || o.compress === "int8" ? o.compress : undefined),
+      outerLr: options.outerLr ?? optionalNumber(o.outerLr),
+      outerMomentum: options.outerMomentum ?? optionalNumber(o.outerMomentum),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       saveTimeoutMs: options.saveTimeoutMs ?? optionalNumber(o.saveTimeoutMs),
       evalTimeoutMs: options.evalTimeoutMs ?? optionalNumber(o.evalTimeoutMs),
@@ -556,7 +569,7 @@ export const resume = async (
       stopSignal: options.stopSignal,
       onEvent: markResumed(markerPath, await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }), options.onEvent),
       onRankOutput: options.onRankOutput,
-      resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params }
+      resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params, ...(await outerMomentumOf(picked)) }
     })
     return await launch(fresh, resumed)
   } finally {

@@ -227,6 +227,15 @@ export interface RunOptions {
    * scale per 64), both with error feedback. Refused with the `ring` backend.
    */
   readonly compress?: "none" | "fp16" | "int8"
+  /**
+   * `cpu` backend: the outer optimizer (docs/edge-averaging.md): each round's mean change from the
+   * last committed model is applied with SGD, learning rate `outerLr` (> 0, default 1) and
+   * Nesterov momentum `outerMomentum` ([0, 1), default 0). The defaults are plain averaging; with
+   * a large `averageEverySteps` this is DiLoCo-style infrequent sync. The momentum is saved with
+   * each epoch's model and restored by `resume`.
+   */
+  readonly outerLr?: number
+  readonly outerMomentum?: number
   readonly trimFraction?: number
   readonly clipNorm?: number
   readonly outlierFactor?: number
@@ -292,6 +301,8 @@ export interface RunOptions {
     readonly firstRound: number
     readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
     readonly params: Float32Array | undefined
+    /** The outer optimizer's momentum saved with `params` (`SavedModel.outerMomentumFiles`), when it was on. */
+    readonly outerMomentum?: Float32Array | undefined
   }
   /** Where runs are written: `<outDir>/<runId>/`. Default `runs`. */
   readonly outDir?: string

@@ -93,6 +93,9 @@ Options of demo and run:
   --compress none|fp16|int8   cpu backend: how contributions and updates travel: float32, half
                               floats, or int8 blocks with a scale each, with error feedback
                               (default none)
+  --outer-lr N, --outer-momentum F
+                              cpu backend: apply each round's mean change with SGD at rate N and
+                              Nesterov momentum F (default 1 and 0: plain averaging)
   --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
                               of the ranks (0 < F < 1) (default none: stop when no rank is left)
   --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N

@@ -115,6 +115,8 @@ export interface RunCommandOptions {
   readonly aggregation?: Aggregation
   /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
   readonly compress?: "none" | "fp16" | "int8"
+  /** `--outer-lr`, `--outer-momentum` (cpu backend, docs/edge-averaging.md); only those given. */
+  readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number }
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -225,6 +227,8 @@ export interface RawRunOptions {
   readonly clipNorm?: string
   readonly outlierRoundsMax?: string
   readonly compress?: string
+  readonly outerLr?: string
+  readonly outerMomentum?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -374,6 +378,19 @@ const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "
   return compress
 }
 
+/** `--outer-lr N` (> 0) and `--outer-momentum F` ([0, 1)), cpu backend only. */
+const outerOptions = (raw: RawRunOptions, backend: "cpu" | "ring"): { readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number } } => {
+  if (raw.outerLr === undefined && raw.outerMomentum === undefined) return {}
+  if (backend === "ring") throw new UsageError("--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step")
+  const lr = raw.outerLr === undefined ? undefined : Number(raw.outerLr)
+  if (lr !== undefined && !(positiveNumber.test(raw.outerLr!) && lr > 0 && Number.isFinite(lr))) throw new UsageError(`--outer-lr must be a number above 0, got '${raw.outerLr}'`)
+  const momentum = raw.outerMomentum === undefined ? undefined : Number(raw.outerMomentum)
+  if (momentum !== undefined && !(/^(0|0?\.\d+)$/.test(raw.outerMomentum!) && momentum < 1)) {
+    throw new UsageError(`--outer-momentum must be a number from 0 to below 1, got '${raw.outerMomentum}'`)
+  }
+  return { outer: { ...(lr === undefined ? {} : { outerLr: lr }), ...(momentum === undefined ? {} : { outerMomentum: momentum }) } }
+}
+
 const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } => (Object.keys(given).length === 0 ? {} : { aggregation: given })
 
 /** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
@@ -429,6 +446,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
     ...withAggregation(aggregation(raw, backend)),
     ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
+    ...outerOptions(raw, backend),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -565,6 +583,8 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--clip-norm <norm>")
       .option("--outlier-rounds-max <rounds>")
       .option("--compress <kind>")
+      .option("--outer-lr <rate>")
+      .option("--outer-momentum <momentum>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

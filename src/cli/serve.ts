@@ -204,6 +204,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--clip-norm <norm>")
     .option("--outlier-rounds-max <rounds>")
     .option("--compress <kind>")
+    .option("--outer-lr <rate>")
+    .option("--outer-momentum <momentum>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -322,6 +324,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
         ...parsed.aggregation,
         ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
+        ...parsed.outer,
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

@@ -205,6 +205,14 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({ error: "--compress needs --backend cpu: ring steps travel as float64 and float32" })
   })
 
+  it("--outer-lr and --outer-momentum take a rate above 0 and a momentum in [0, 1), with the cpu backend", () => {
+    expect(Cli.parse(["demo"])).not.toHaveProperty("options.outer")
+    expect(Cli.parse(["demo", "--outer-lr", "0.7", "--outer-momentum", "0.9"])).toMatchObject({ options: { outer: { outerLr: 0.7, outerMomentum: 0.9 } } })
+    expect(Cli.parse(["demo", "--outer-lr", "0"])).toEqual({ error: "--outer-lr must be a number above 0, got '0'" })
+    expect(Cli.parse(["demo", "--outer-momentum", "1"])).toEqual({ error: "--outer-momentum must be a number from 0 to below 1, got '1'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--outer-lr", "0.7"])).toEqual({ error: "--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step" })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -563,6 +571,7 @@ describe("help", () => {
         "--clip-norm N",
         "--outlier-rounds-max K",
         "--compress none|fp16|int8",
+        "--outer-lr N, --outer-momentum F",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",
