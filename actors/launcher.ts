@@ -23,6 +23,7 @@ import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as PeerRing from "../src/transport/peer-ring.ts"
 import * as ListenerResources from "../src/transport/listener-resources.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
@@ -214,6 +215,23 @@ const formRingDecision = (message: { readonly generation: number; readonly peers
   }: ${reason}`
 
 /**
+ * The direct ring links of child-process ranks (`RunOptions.ringLinks` `direct`): a port on loopback
+ * for each rank's listener and a secret of the run that a neighbour's link must present. A
+ * port the system cannot hand out leaves every rank without one (its steps take the relay).
+ */
+const peerAddresses = (worldSize: number) =>
+  Effect.map(
+    Effect.promise(() => PeerRing.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
+    (ports) => ({
+      token: nanoid(32),
+      urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `ws://${peerHost}:${ports[rank]}/`)),
+      host: peerHost,
+      ports
+    })
+  )
+const peerHost = "127.0.0.1"
+
+/**
  * `run` for a fresh run, a served one (`served`: where it listens), or a resumed one (`resumed`: its
  * parent, recorded in `started` and the result).
  */
@@ -226,7 +244,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   } = resolveOptions(options, served !== undefined)
   // What the ring's collectives took, decided at the first generation (the largest: a worker ring
   // never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
-  let ringLinksUsed: "area" | "shared" | "port" | "relay" = ringLinks
+  let ringLinksUsed: "area" | "shared" | "port" | "direct" | "relay" = ringLinks
   let ringLinksDecided = false
   /** The shared all-reduce area of a worker ring generation of `ringSize` ranks, when one is used. */
   const ringArea = (ringSize: number, paramsLength: number | undefined): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
@@ -715,13 +733,15 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       }
       emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
     }
+    const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
       const collectiveFault = collectiveFaults.find((f) => f.rank === rank)
       const data: RankActor.RankData = {
         backend,
-        ringLinks: ringLinks === "relay" ? "relay" : "port",
+        ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
+        ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
         collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,
@@ -748,7 +768,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       tickMs: options.tickMs ?? defaults.tickMs,
       formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
       hooks,
-      ...(backend === "ring" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
+      ...(backend === "ring" && ringLinks !== "relay" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
       ...(resumeState === undefined ? {} : {
         resume: {
           point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },

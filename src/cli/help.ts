@@ -87,6 +87,10 @@ Options of join URL:
                               saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
+  --coordinator-reconnect-ms N
+                              how long a rank whose coordinator dropped or went silent keeps
+                              its state and tries to reconnect before it saves and exits 3
+                              (default 60000, or twice the heartbeat timeout if longer)
   --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
   --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
                               (default for wss://: the system's roots and the host name)

@@ -64,8 +64,14 @@ export const runOptions: ReadonlyArray<RunOption> = [
   {
     flag: "--backend cpu|ring",
     default: defaults.backend,
-    help: "averaging: the coordinator averages every round (cpu), or the ranks all-reduce among themselves: worker threads through a shared-memory area, processes in a ring relayed by the coordinator; ring needs 2 ranks or more and stops with SingleSurvivor at 1",
+    help: "averaging: the coordinator averages every round (cpu), or the ranks all-reduce among themselves: worker threads through a shared-memory area, processes in a ring over direct links; ring needs 2 ranks or more and stops with SingleSurvivor at 1",
     doc: "how parameters are averaged (see [averaging backends](ring.md)); `ring` needs `--world-size` 2 or more (exit 2 otherwise)"
+  },
+  {
+    flag: "--ring-links direct|relay",
+    default: "direct",
+    help: "ring steps rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it",
+    doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
   },
   {
     flag: "--kill RANK@SECONDS",
