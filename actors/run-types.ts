@@ -109,6 +109,13 @@ export interface RunOptions {
    */
   readonly transport?: "worker" | "process" | "websocket"
   /**
+   * With `transport: "websocket"` (and `serve`): the coordinator's certificate chain and private
+   * key (PEM text, leaf first), so that it serves `wss://`; the local ranks pin its fingerprint.
+   * Default: plain `ws://`. Ignored by the other transports. A `cert` or `key` without its PEM
+   * block is a `LaunchError` (option `tls`).
+   */
+  readonly tls?: { readonly cert: string; readonly key: string }
+  /**
    * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
    * report `RoundDone`). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
@@ -135,6 +142,15 @@ export interface RunOptions {
    * without `Atomics.waitAsync`.
    */
   readonly ringAreaMemoryMb?: number
+  /**
+   * Ring backend: how ring steps travel between ranks. `direct` (default): rank to rank wherever
+   * the transport can (worker threads: `ringAreaMemoryMb`, `ringSharedSlots`; child processes:
+   * WebSocket links on loopback between ring neighbours, authenticated with a run secret, each
+   * falling back to the relay where it cannot be made; over `websocket` and `serve`, the relay
+   * still). `relay`: every step as a `RingData` frame through the coordinator, which checks it.
+   * `LaunchError` on `ringLinks` for anything else.
+   */
+  readonly ringLinks?: "direct" | "relay"
   /** Faults inside ring collectives (ring backend). Default none. */
   readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
@@ -310,6 +326,17 @@ export interface RunOptions {
  * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
  * - `http`: answers plain HTTP requests on the same port (`cohort serve --serve-browser` serves
  *   the browser rank's page and data this way, `src/cli/bundle.ts`); default: 426 to each.
+ * - `tls` (`{cert, key}`, PEM text: the certificate chain, leaf first, and its private key):
+ *   serve `wss://` (and `https://` for `http`); `Listening.fingerprint256` then gives the leaf's
+ *   SHA-256 for ranks that pin it (`cohort join --fingerprint`). Default: plain `ws://`. A `cert`
+ *   or `key` without its PEM block is a `LaunchError` (option `tls`); one the runtime cannot
+ *   use fails the listen (option `listen`).
+ * - `issueTokens` (integer >= 0; default 0): credentials of one rank each, for indices `0` to
+ *   `issueTokens - 1`, written to `<runDir>/credentials/rank<r>` (mode 0600) once the server
+ *   listens (`Listening.credentials`); each admits its index only, and can be revoked while the
+ *   run goes on (`cohort revoke`, `actors/revocations.ts`). The run token still admits any rank.
+ * - `tokenTtlMs` (integer ms > 0; default none: never): those credentials expire this long after
+ *   they were issued; a join or resume with one past it is refused (`CredentialExpired`, 4023).
  *
  * @since 0.1.0
  * @category options
@@ -321,12 +348,15 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly formationTimeoutMs?: number
   readonly onListening?: (listening: Listening) => void
   readonly http?: HttpHandler
+  readonly issueTokens?: number
+  readonly tokenTtlMs?: number
 }
 
 /**
- * Where a served run listens: `url` (`ws://host:port/`), the bound `host` and `port`, the
- * `runToken`, `tokenFile` (where the generated token was written; `undefined` when it was given),
- * `runId` and `runDir`.
+ * Where a served run listens: `url` (`ws://host:port/`, `wss://` over TLS), the bound `host` and
+ * `port`, the `runToken`, `tokenFile` (where the generated token was written; `undefined` when it
+ * was given), `runId` and `runDir`; over TLS, `fingerprint256`: the SHA-256 of its certificate
+ * (`AB:CD:...`).
  *
  * @since 0.1.0
  * @category events
@@ -339,6 +369,8 @@ export interface Listening {
   readonly tokenFile: string | undefined
   readonly runId: string
   readonly runDir: string
+  readonly fingerprint256?: string | undefined
+  readonly credentials?: ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>
 }
 
 /**
@@ -387,7 +419,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
 export type RunEvent =
   | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" | "websocket" | "serve"; readonly options?: Readonly<Record<string, unknown>>; readonly resumed?: Resumed }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
-  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
+  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
+  | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "resumed"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly silentMs: number }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }
@@ -493,12 +526,13 @@ export interface RunResult {
   readonly backend?: "cpu" | "ring"
   /**
    * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
-   * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
+   * (`relay`: `RingData` through the coordinator; `direct`: WebSocket links between child processes,
+   * with `relayed` counting the steps that fell back to the relay; `port`: a direct `MessageChannel` between worker
    * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`;
    * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`),
    * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
-  readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "direct" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**

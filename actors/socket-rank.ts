@@ -30,7 +30,8 @@ export const leaveCloseMsMax = 2000
 
 /**
  * What a local WebSocket rank process gets from its launcher (its `COHORT_CHILD_DATA`): the
- * rank's `RankData`, plus the server's `url` and the `runToken`.
+ * rank's `RankData`, plus the server's `url`, the `runToken` and, over TLS, the certificate's
+ * `fingerprint256`.
  *
  * @since 0.1.0
  * @category model
@@ -38,6 +39,8 @@ export const leaveCloseMsMax = 2000
 export interface ProcessData extends Rank.RankData {
   readonly url: string
   readonly runToken: string
+  /** The coordinator's certificate fingerprint when it serves `wss://` (`RunOptions.tls`): the rank pins it. */
+  readonly fingerprint256?: string
 }
 
 /**
@@ -101,7 +104,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
   const data = parent.data as ProcessData
   let client: WebSocket.ClientHandle | undefined
   const connect = Effect.map(
-    join({ url: data.url, runToken: data.runToken, rank: parent.rank }, () => data, parent.detach),
+    join({ url: data.url, runToken: data.runToken, rank: parent.rank, ...(data.fingerprint256 === undefined ? {} : { tls: { fingerprint256: data.fingerprint256 } }) }, () => data, parent.detach),
     (joined) => {
       client = joined.client
       return joined.link
@@ -122,7 +125,11 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * trainer whose `trainSamples` differ from the run's), 17 a join into a run that may grow refused
  * (full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
  * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,
- * 4015, is 13 as for 4011).
+ * 4015, is 13 as for 4011), 18 the `wss://` server's certificate failed the check (not signed by
+ * a trusted root or `--ca`, another host name, or not the pinned `--fingerprint`; close code
+ * 1015, reported by the rank itself: nothing was sent to that server), 19 the rank's own
+ * credential was refused, at the join or later while training: another rank's (4021), revoked
+ * (4022: `cohort revoke`, which also closes the rank holding it), expired (4023).
  *
  * @since 0.1.0
  * @category join
@@ -139,7 +146,9 @@ export const JoinExitCode = {
   rankOutOfRange: 14,
   unreachable: 15,
   refused: 16,
-  joinRefused: 17
+  joinRefused: 17,
+  untrusted: 18,
+  credentialRefused: 19
 } as const
 
 /** The exit code and words of a refusal's close code. */
@@ -175,6 +184,14 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
     case Transport.CloseCode.JoinRunOver:
       return { code: JoinExitCode.joinRefused, words: "the run is over" }
+    case Transport.CloseCode.CredentialMismatch:
+      return { code: JoinExitCode.credentialRefused, words: "the credential admits another rank index" }
+    case Transport.CloseCode.CredentialRevoked:
+      return { code: JoinExitCode.credentialRefused, words: "the credential was revoked" }
+    case Transport.CloseCode.CredentialExpired:
+      return { code: JoinExitCode.credentialRefused, words: "the credential expired" }
+    case Transport.CloseCode.TlsFailed:
+      return { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }
     case Transport.CloseCode.TryAgainLater:
     case Transport.CloseCode.AddressBusy:
       return { code: JoinExitCode.refused, words: "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)" }
@@ -198,6 +215,12 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  *   (2000), each delay scaled by 0.8–1.2; and, for what is left of it, how long `WebSocket.connect`
  *   retries a join the server asks to come back later (1013: a full server, or a run that may grow
  *   still forming; 4008).
+ * - `coordinatorReconnectMs` (integer ms > 0; default `reconnectWindowMsOf`: 60000, or twice the
+ *   coordinator's `heartbeatTimeoutMs` when that is longer): how long a rank whose link to its
+ *   coordinator dropped or went silent keeps its state and tries to reconnect before it saves and
+ *   exits 3 (docs/recovery.md).
+ * - `tls`: how a `wss://` server's certificate is checked (`WebSocket.ClientOptions.tls`); default
+ *   the system's roots.
  * - `say(line)`: where the command's own lines go (stderr).
  * - `beforeExit(code)`: called once the rank has left, just before it exits the process with `code`
  *   (default none; `bin/cohort.mjs` learns from it that the command finished).
@@ -213,6 +236,8 @@ export interface JoinRunOptions {
   readonly saveDir: string
   readonly saveDirPerRun?: boolean
   readonly connectTimeoutMs?: number
+  readonly coordinatorReconnectMs?: number
+  readonly tls?: WebSocket.ClientOptions["tls"]
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
 }
@@ -291,8 +316,8 @@ export const closeProbeMsMax = 3000
  * the refusal, if the coordinator refused it; undefined otherwise (a join that succeeds, which a
  * run that already formed never lets happen, is closed at once).
  */
-const probeCloseCode = (url: string, runToken: string, rank: number): Effect.Effect<number | undefined> =>
-  Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax })).pipe(
+const probeCloseCode = (url: string, runToken: string, rank: number, tls: WebSocket.ClientOptions["tls"]): Effect.Effect<number | undefined> =>
+  Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax, tls })).pipe(
     Effect.as(undefined),
     Effect.catch((error) => Effect.succeed(error.reason._tag === "Refused" ? error.reason.closeCode : undefined)),
     Effect.timeoutOption(closeProbeMsMax),
@@ -300,17 +325,28 @@ const probeCloseCode = (url: string, runToken: string, rank: number): Effect.Eff
   )
 
 /**
- * How long a `cohort join` rank whose link dropped keeps trying to resume it (ms): at least
- * `WebSocket.reconnectWindowMsDefault` (30000) and twice the coordinator's `heartbeatTimeoutMs`
- * from the welcome, so that it gives up only after the coordinator has declared it (and then
- * hears so on its return: `RankDead`) or is out of reach for longer than that.
+ * Default `JoinRunOptions.coordinatorReconnectMs`: 60000 ms, long enough for a restarted
+ * coordinator's pod (or process) to listen again at the same address.
  *
  * @since 0.1.0
  * @category join
  */
-export const reconnectWindowMsOf = (run: unknown): number => {
+export const coordinatorReconnectMsDefault = 60_000
+
+/**
+ * How long a `cohort join` rank whose link dropped keeps trying to resume it (ms):
+ * `coordinatorReconnectMs` when it is given; otherwise at least `coordinatorReconnectMsDefault`
+ * (60000) and twice the coordinator's `heartbeatTimeoutMs` from the welcome, so that it gives up
+ * only after the coordinator has declared it (and then hears so on its return: `RankDead`) or is
+ * out of reach for longer than that.
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: number): number => {
+  if (coordinatorReconnectMs !== undefined) return coordinatorReconnectMs
   const heartbeatTimeoutMs = typeof run === "object" && run !== null ? (run as { readonly heartbeatTimeoutMs?: unknown }).heartbeatTimeoutMs : undefined
-  return Math.max(WebSocket.reconnectWindowMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
+  return Math.max(coordinatorReconnectMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
 }
 
 /**
@@ -336,7 +372,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     // retried by `connect` for what is left of `connectTimeoutMs`.
     const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: true, reconnectWindowMs: reconnectWindowMsOf },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true
@@ -346,8 +382,10 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
         const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
         // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
         // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
-        // coordinator (a stuck one still accepts resumes) waits that long too.
-        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run)
+        // coordinator (a stuck one still accepts resumes) waits that long too. Meanwhile the rank
+        // keeps its state and assignment; what it sends waits in the link's resend buffer, and a
+        // contribution there commits nothing until a coordinator receives it.
+        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run, options.coordinatorReconnectMs)
         return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
       }
     )))
@@ -358,7 +396,8 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     const reason = attempt.failure.reason
     if (reason._tag === "Refused") {
       const refusal = refusalOf(reason.closeCode)
-      options.say(`cohort join: refused by ${options.url}: ${refusal.words} (close code ${reason.closeCode})`)
+      const words = reason.closeCode === Transport.CloseCode.TlsFailed ? `${refusal.words}: ${reason.detail}` : refusal.words
+      options.say(`cohort join: refused by ${options.url}: ${words} (close code ${reason.closeCode})`)
       return refusal.code
     }
     if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
@@ -393,7 +432,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const leave = leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
-  const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank)).pipe(
+  const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank, options.tls)).pipe(
     // Only a RankDead refusal says why this link ended; another (a live rank's index taken) does not.
     Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))

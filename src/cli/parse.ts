@@ -100,6 +100,8 @@ export interface RunCommandOptions {
   readonly epochs: number
   readonly mode: "static" | "progressive"
   readonly backend: "cpu" | "ring"
+  /** `--ring-links direct|relay` (ring backend): ring steps rank to rank where the transport can, or all through the coordinator; `undefined` (direct) without it. */
+  readonly ringLinks?: "direct" | "relay" | undefined
   readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -197,7 +199,7 @@ export type Parsed =
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "resume"; readonly options: ResumeCommandOptions }
   | { readonly command: "bundle"; readonly options: BundleCommandOptions }
-  | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
+  | { readonly command: "serve" | "join" | "revoke"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
 /** Commander's raw values of the run flags. @since 0.1.0 @category parsing */
@@ -207,6 +209,7 @@ export interface RawRunOptions {
   readonly epochs?: string
   readonly mode?: string
   readonly backend?: string
+  readonly ringLinks?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -322,6 +325,8 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   const backend = oneOf("--backend", raw.backend, ["cpu", "ring"], defaults.backend)
   if (backend === "ring" && worldSize < 2) throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
+  const ringLinks = raw.ringLinks === undefined ? undefined : oneOf("--ring-links", raw.ringLinks, ["direct", "relay"], "direct")
+  if (ringLinks !== undefined && backend !== "ring") throw new UsageError("--ring-links goes with --backend ring")
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
     : raw.kill !== undefined
@@ -348,6 +353,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     epochs,
     mode,
     backend,
+    ...(ringLinks === undefined ? {} : { ringLinks }),
     transport,
     kills,
     hangs,
@@ -459,8 +465,8 @@ export const oneLine = (message: string): string =>
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
   if (argv.length === 1 && (argv[0] === "version" || argv[0] === "--version" || argv[0] === "-V")) return { command: "version" }
-  // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
-  if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
+  // serve, join and revoke parse their own flags (src/cli/serve.ts, join.ts, revoke.ts).
+  if (argv[0] === "serve" || argv[0] === "join" || argv[0] === "revoke") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
   const program = new Commander.Command("cohort")
     .exitOverride()
@@ -478,6 +484,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--epochs <n>")
       .option("--mode <mode>")
       .option("--backend <backend>")
+      .option("--ring-links <links>")
       .option("--transport <kind>")
       .option("--kill <spec>", "", collect)
       .option("--no-kill")

@@ -25,6 +25,8 @@ export type ClientSocket = RuntimeTypes.RawSocket & { readonly drop: () => void 
 export interface Options {
   readonly hub: Hub.Hub
   readonly url: string
+  /** How a `wss://` server's certificate is checked on each new connection (default the system's roots). */
+  readonly trust?: RuntimeTypes.TlsTrust | undefined
   readonly sessionId: string
   /** The resume join's text for attempt `attempt`, the rank having received `received` messages. */
   readonly resumeJoin: (attempt: number, received: number) => string
@@ -200,7 +202,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
         // The newest attempt's refusal decides; an older one may be refused as stale.
         if (!over && !isRetry(code) && number === attempts) finish(code)
       }
-    })
+    }, options.trust)
     pending.set(raw, { startedMs: lastAttemptMs, opened: false })
   }
 
