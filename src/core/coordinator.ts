@@ -472,7 +472,10 @@ export const step = (state: State, input: Input): Array<Command> => {
       onSendFailed(state, input.rank, input.message, input.reason, cmds)
       break
     case "Seen":
-      if (Membership.isLive(state.membership, input.rank)) Liveness.touch(state.liveness, input.rank, state.clockMs)
+      // The bytes arrived at `input.nowMs`, usually before the clock (the shell asks at a tick):
+      // the rank's silence counts from then. A pinging link whose actor fell silent must not
+      // get a whole timeout more from the tick that asked.
+      if (Membership.isLive(state.membership, input.rank)) Liveness.seen(state.liveness, input.rank, Math.min(input.nowMs, state.clockMs))
       break
     case "Tick":
       onTick(state, cmds)
