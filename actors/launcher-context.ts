@@ -12,11 +12,14 @@ import * as Core from "../src/core/coordinator.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as Files from "../src/platform/files.ts"
 import type * as Trainer from "../src/train/trainer.ts"
+import * as Select from "../src/platform/select.ts"
+import * as ListenerResources from "../src/transport/listener-resources.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
-import type * as WebSocket from "../src/transport/web-socket.ts"
+import * as WebSocket from "../src/transport/web-socket.ts"
 import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
-import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
+import { check, checkTls, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
+import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "./run-types.ts"
@@ -38,6 +41,9 @@ export interface Served {
   readonly formationTimeoutMs: number
   readonly onListening: ((listening: Listening) => void) | undefined
   readonly http: ServeOptions["http"]
+  readonly tls: ServeOptions["tls"]
+  readonly issueTokens: number
+  readonly tokenTtlMs: number | undefined
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -116,6 +122,17 @@ export interface Context {
   /** Over WebSocket: the run token, and the file it was written to when the run made it. */
   readonly runToken: string
   readonly tokenFile: string | undefined
+  /** The credentials ranks joined with, and the revocations already applied. */
+  readonly credentials: ReturnType<typeof Revocations.ledger>
+  /** Over TLS: a served run's certificate, or a local WebSocket run's (its ranks pin it). */
+  readonly tls: RunOptions["tls"]
+  readonly fingerprint256: string | undefined
+  /**
+   * The ranks' listener holds at most `rankConnectionsMax` connections; what it refuses or cannot
+   * accept is told as the coordinator's alerts, never as a rank's fault.
+   */
+  readonly rankConnectionsMax: number
+  readonly rankListener: ReturnType<typeof ListenerResources.make>
   readonly vars: Vars
   readonly sinceStart: (ms: number) => number
   /**
@@ -163,6 +180,29 @@ const makeState = (options: RunOptions, served: Served | undefined, resolved: Re
     if (typeof point === "string") throw new LaunchError("resumeState", point)
   }
   return made
+}
+
+/**
+ * What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
+ * `ranks/rank<N>.log`, opened at a rank's first line (a silent rank has no log).
+ */
+const rankOutput = (options: RunOptions, runDir: string): Pick<Context, "onOutput" | "closeRankLogs"> => {
+  const forward = options.onRankOutput ?? RankOutput.writeToStderr
+  const rankLogs = new Map<Rank, Files.Appender>()
+  const onOutput = (rank: Rank, line: string): void => {
+    try {
+      forward(rank, line)
+    } catch {
+      // An observer that throws must not stop the coordinator; the line is still logged.
+    }
+    let log = rankLogs.get(rank)
+    if (log === undefined) {
+      log = Files.openAppend(`${runDir}/ranks/rank${rank}.log`)
+      rankLogs.set(rank, log)
+    }
+    log.write(`${line}\n`)
+  }
+  return { onOutput, closeRankLogs: () => Promise.all([...rankLogs.values()].map((log) => log.close())) }
 }
 
 /**
@@ -230,23 +270,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
     emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
   }
-  // What ranks print: forwarded (default `[rank N] line` on stderr) and kept in
-  // `ranks/rank<N>.log`, opened at a rank's first line (a silent rank has no log).
-  const forward = options.onRankOutput ?? RankOutput.writeToStderr
-  const rankLogs = new Map<Rank, Files.Appender>()
-  const onOutput = (rank: Rank, line: string): void => {
-    try {
-      forward(rank, line)
-    } catch {
-      // An observer that throws must not stop the coordinator; the line is still logged.
-    }
-    let log = rankLogs.get(rank)
-    if (log === undefined) {
-      log = Files.openAppend(`${runDir}/ranks/rank${rank}.log`)
-      rankLogs.set(rank, log)
-    }
-    log.write(`${line}\n`)
-  }
+  const { onOutput, closeRankLogs } = rankOutput(options, runDir)
   // Over WebSocket: the run token (given, or made for the run; a served run's made token is
   // written to <runDir>/token, mode 0600, for the ranks' hosts).
   const runToken = served?.runToken ?? newRunToken()
@@ -255,6 +279,10 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     tokenFile = `${runDir}/token`
     await Files.writeSecretFile(tokenFile, `${runToken}\n`)
   }
+  const tls = served?.tls ?? (resolved.transportKind === "websocket" ? options.tls : undefined)
+  if (served === undefined) checkTls(tls)
+  const fingerprint256 = tls === undefined ? undefined : await Select.certificateFingerprint(tls.cert)
+  const rankConnectionsMax = options.rankConnectionsMax ?? WebSocket.connectionsMaxOf(state.config.maxRanks)
   return {
     options,
     served,
@@ -284,11 +312,16 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     awaitingHello: new Map(),
     runToken,
     tokenFile,
+    credentials: Revocations.ledger(),
+    tls,
+    fingerprint256,
+    rankConnectionsMax,
+    rankListener: ListenerResources.make("the rank listener", rankConnectionsMax, "rankConnectionsMax (--rank-connections-max)"),
     vars,
     sinceStart,
     storageFailed,
     refusedLate,
     onOutput,
-    closeRankLogs: () => Promise.all([...rankLogs.values()].map((log) => log.close()))
+    closeRankLogs
   }
 }

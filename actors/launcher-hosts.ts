@@ -13,9 +13,11 @@ import type { Rank } from "../src/core/messages.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as Credentials from "../src/transport/credentials.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Worker from "../src/transport/worker.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError } from "./launch-options.ts"
@@ -70,6 +72,31 @@ const ringArea = (ctx: Context, ringSize: number, paramsLength: number | undefin
   return buffer !== undefined && paramsLength !== undefined ? { buffer, length: paramsLength } : undefined
 }
 
+/**
+ * Writes `count` credentials of run `runId`, one per rank index from 0, to
+ * `<runDir>/credentials/rank<r>` (mode 0600), each expiring `ttlMs` from now (never without it);
+ * returns where each went.
+ */
+export const issueCredentials = async (
+  runToken: string,
+  runId: string,
+  runDir: string,
+  count: number,
+  ttlMs: number | undefined
+): Promise<ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>> => {
+  if (count === 0) return []
+  await Files.mkdir(`${runDir}/credentials`)
+  const expiresAtMs = ttlMs === undefined ? undefined : Date.now() + ttlMs
+  const issued: Array<{ readonly rank: number; readonly id: string; readonly file: string }> = []
+  for (let rank = 0; rank < count; rank++) {
+    const id = Credentials.newId()
+    const file = `${runDir}/credentials/rank${rank}`
+    await Files.writeSecretFile(file, `${Credentials.issue(runToken, runId, { id, rank, expiresAtMs })}\n`)
+    issued.push({ rank, id, file })
+  }
+  return issued
+}
+
 /** Tells the served run's observer where it listens; an observer that throws is ignored. */
 export const observeListening = (ctx: Context, listening: Listening): void => {
   try {
@@ -100,7 +127,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
 
 /** The run's WebSocket settings, beside the transport's defaults. */
 const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
-  const { state, served, runToken, emit, sinceStart, joinedFrom, awaitingHello } = ctx
+  const { state, served, runToken, runId, emit, sinceStart, joinedFrom, awaitingHello, tls, credentials } = ctx
   const { worldSize } = ctx.resolved
   const welcome = welcomeData(ctx)
   // A run that may grow checks each join after formation against the core's state;
@@ -113,12 +140,20 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     host: served?.host ?? WebSocket.hostDefault,
     port: served?.port ?? 0,
     welcome: () => welcome,
+    // Heartbeats go between the pieces of a large Update on a resumable link.
+    orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
-    onJoined: (rank, address) => {
+    ...(tls === undefined ? {} : { tls }),
+    connectionsMax: ctx.rankConnectionsMax,
+    onResource: ctx.rankListener.onResource,
+    onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
+      if (credential !== undefined) credentials.joined(rank, credential)
       if (ctx.vars.formedEmitted) awaitingHello.set(rank, Date.now())
-      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, ...(credential === undefined ? {} : { credential }) })
     },
+    // A served run admits ranks' own credentials too (HMACs of the run token; none is kept).
+    ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})

@@ -35,9 +35,10 @@ import * as LauncherHosts from "./launcher-hosts.ts"
 import type { Host } from "./launcher-hosts.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
-import { check, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
+import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as Resume from "./resume.ts"
+import * as Revocations from "./revocations.ts"
 import type { Resumed, ResumeOptions, RunOptions, RunResult, ServeOptions } from "./run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
@@ -93,53 +94,83 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   if (options.runToken !== undefined) {
     check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, ...rest } = options
+  checkTls(options.tls)
+  const issueTokens = options.issueTokens ?? 0
+  check(Number.isSafeInteger(issueTokens) && issueTokens >= 0, "issueTokens", `must be an integer >= 0, got ${issueTokens}`)
+  if (options.tokenTtlMs !== undefined) {
+    check(Number.isSafeInteger(options.tokenTtlMs) && options.tokenTtlMs > 0, "tokenTtlMs", `must be an integer > 0, got ${options.tokenTtlMs}`)
+  }
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, ...rest } = options
   return launch({ ...rest, transport: "websocket" }, {
     host: host ?? serveDefaults.host,
     port: port ?? serveDefaults.port,
     runToken,
     formationTimeoutMs,
     onListening,
-    http
+    http,
+    tls,
+    issueTokens,
+    tokenTtlMs
   })
 }
 
-/** The journal's first events: `started` (with the options a resume needs), and where a served run listens. */
-const announce = (ctx: Context): void => {
-  const { options, served, resumed, runId, runDir, module, emit, trainerUrl, trainerDigest, runToken, tokenFile, vars } = ctx
-  const { worldSize, epochs, mode, transportKind, backend, batchSize, heartbeatTimeoutMs, interruptGraceMs, rankNice, rankMemoryMb } = ctx.resolved
-  emit({
-    type: "started",
-    ms: 0,
-    runId,
-    runDir,
-    worldSize,
-    epochs,
-    epochSamples: module.trainSamples,
-    mode,
-    transport: served === undefined ? transportKind : "serve",
-    options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
-      worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
-      ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
-      // What a resume needs to continue it: the model's seed, the averaging cadence, and
-      // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
-      seed: options.seed ?? defaults.seed,
-      averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
-      trainerUrl,
-      trainerSha256: trainerDigest,
-      resumeState: undefined
-    }),
-    ...(resumed === undefined ? {} : { resumed })
-  })
-  const server = vars.server
-  if (server !== undefined) {
-    // A served run's own header (the URL and the join command) comes before the event's line.
-    if (served !== undefined) {
-      LauncherHosts.observeListening(ctx, { url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir })
+/**
+ * The journal's first events: `started` (with the options a resume needs), and where a served run
+ * listens (its credentials issued, and revocations watched while the run goes on).
+ */
+const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { options, served, resumed, runId, runDir, module, emit, trainerUrl, trainerDigest, runToken, tokenFile, vars } = ctx
+    const { worldSize, epochs, mode, transportKind, backend, batchSize, heartbeatTimeoutMs, interruptGraceMs, rankNice, rankMemoryMb } = ctx.resolved
+    emit({
+      type: "started",
+      ms: 0,
+      runId,
+      runDir,
+      worldSize,
+      epochs,
+      epochSamples: module.trainSamples,
+      mode,
+      transport: served === undefined ? transportKind : "serve",
+      options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
+        worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
+        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs, tls: served.tls !== undefined, issueTokens: served.issueTokens }),
+        // What a resume needs to continue it: the model's seed, the averaging cadence, and
+        // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
+        seed: options.seed ?? defaults.seed,
+        averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+        trainerUrl,
+        trainerSha256: trainerDigest,
+        resumeState: undefined
+      }),
+      ...(resumed === undefined ? {} : { resumed })
+    })
+    const server = vars.server
+    if (server !== undefined) {
+      // A served run's own header (the URL and the join command) comes before the event's line.
+      if (served !== undefined) {
+        const issued = yield* Effect.promise(() => LauncherHosts.issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs))
+        LauncherHosts.observeListening(ctx, { url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256: ctx.fingerprint256, credentials: issued })
+        yield* watchRevocations(ctx, host)
+      }
+      emit({ type: "listening", ms: ctx.sinceStart(Date.now()), url: server.url })
     }
-    emit({ type: "listening", ms: ctx.sinceStart(Date.now()), url: server.url })
-  }
-}
+  })
+
+/** Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code. */
+const watchRevocations = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> =>
+  Effect.promise(() => Revocations.read(ctx.runDir)).pipe(
+    Effect.flatMap((all) => Effect.sync(() => {
+      for (const revocation of ctx.credentials.fresh(all)) {
+        const { rank, credential } = ctx.credentials.revoke(revocation)
+        ctx.emit({ type: "revoked", ms: ctx.sinceStart(Date.now()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
+        if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
+      }
+    })),
+    Effect.repeat(Schedule.spaced(Revocations.revocationPollMs)),
+    Effect.forkScoped,
+    Effect.asVoid
+  )
 
 /** Starts the ranks this process runs (none when the run is served: they join from elsewhere). */
 const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void> =>
@@ -169,7 +200,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
       }
-      const spawnData = vars.server === undefined ? data : { ...data, url: vars.server.url, runToken }
+      const spawnData = vars.server === undefined ? data : { ...data, url: vars.server.url, runToken, ...(ctx.fingerprint256 === undefined ? {} : { fingerprint256: ctx.fingerprint256 }) }
       yield* host.spawn({ entry, rank, data: spawnData, nice: rankNice }).pipe(Effect.orDie)
     }
   })
@@ -223,6 +254,12 @@ const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.E
     const coordinatorAlerts = ctx.options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+    if (ctx.resolved.transportKind === "websocket") {
+      yield* Effect.suspend(() => Effect.forEach(ctx.rankListener.drain(Date.now()), coordinator.resource, { discard: true })).pipe(
         Effect.repeat(Schedule.spaced(250)),
         Effect.forkScoped
       )
@@ -287,7 +324,7 @@ const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> 
     vars.startedMs = yield* Clock.currentTimeMillis
     const host = yield* LauncherHosts.makeHost(ctx)
     const entry = served === undefined ? yield* Effect.promise(() => LauncherHosts.rankEntry(ctx.resolved.transportKind, trainerUrl)) : ""
-    announce(ctx)
+    yield* announce(ctx, host)
     yield* spawnRanks(ctx, host, entry)
     const coordinator = yield* startCoordinator(ctx, host)
     yield* watchSignals(ctx, coordinator)

@@ -78,6 +78,8 @@ export interface Running {
   readonly ring: RankRing.RankRing
   readonly ringBackend: boolean
   readonly coordinator: CoordinatorGone.Watch
+  /** The hang's deadline is read against `Clock`: both sides from the same clock. */
+  readonly clock: Clock.Clock
   readonly s: Training
 }
 
@@ -168,6 +170,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       ring,
       ringBackend: data.backend === "ring",
       coordinator,
+      clock: yield* Clock.Clock,
       s
     }
   })
@@ -182,7 +185,7 @@ const takeLoss = (s: Training): number | undefined => {
 
 const enterEpoch = (r: Running, next: number): void => {
   const { s, data } = r
-  if (s.epoch < 0 && data.hangAfterMs !== undefined) s.hangAtMs = Date.now() + data.hangAfterMs
+  if (s.epoch < 0 && data.hangAfterMs !== undefined) s.hangAtMs = r.clock.currentTimeMillisUnsafe() + data.hangAfterMs
   if (s.epoch < 0 && data.flood !== undefined) r.reports.flood(data.flood.afterMs, data.flood.framesPerSecond)
   s.epoch = next
   s.order = Permutation.permutation(data.seed, next, r.module.trainSamples)

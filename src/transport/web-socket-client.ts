@@ -17,6 +17,37 @@ import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
 import { pieceBytesDefault, pingAfterSendMsDefault, resendBytesMaxDefault } from "./web-socket-protocol.ts"
 
+/**
+ * Client options, beside `Transport.Options`:
+ *
+ * - `url`: the server's `ws://host:port/` (required).
+ * - `runToken`: the server's run token (required).
+ * - `rank`: the rank to join as (required): an integer, or `"auto"` for the lowest free rank
+ *   (`ClientHandle.rank` says which).
+ * - `joinTimeoutMs` (integer milliseconds > 0; default `connectJoinTimeoutMsDefault`, 30000): how
+ *   long `connect` keeps retrying refusals that say "try again later" (`TryAgainLater` 1013,
+ *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
+ *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
+ *   passed since the first attempt; the last refusal is then the error. An attempt the server
+ *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
+ * - `resumable` (default false): join with protocol 2, so that the link survives a cut (see
+ *   `internal/resuming-link.ts`): when the socket drops, or nothing arrives for
+ *   `reconnectSilenceMs`, the client opens a new connection every `reconnectRetryMs` (each given
+ *   up after `reconnectAttemptMs`) and resumes its session, both sides sending again what the
+ *   other missed. The link ends when the server refuses the resume (`RankDead` 4011: the
+ *   coordinator declared the rank; `ResumeLost` 4030), or when no resume succeeded within
+ *   `reconnectWindowMs` of the loss (`Disconnected{1006}`; a function gets the welcome's `run`). A server that refuses protocol 2
+ *   (`BadJoin` 4000: an older one) is joined again with protocol 1, without resumes. Messages
+ *   travel in pieces of `pieceBytes` at most and wait in a resend buffer of `resendBytesMax`
+ *   until acknowledged; the client pings every `pingIntervalMs`, and every piece or ping that
+ *   arrives counts as a sign of life (`lastArrivalMs`) on either side.
+ *   Defaults: `reconnectSilenceMs` 2000, `reconnectRetryMs` 100, `reconnectAttemptMs` 2000,
+ *   `reconnectWindowMs` 30000, `pingIntervalMs` 250, `pieceBytes` 64 KiB, `resendBytesMax` 64 MiB
+ *   (all integers > 0; ms or bytes).
+ *
+ * @since 0.1.0
+ * @category options
+ */
 export interface ClientOptions extends Transport.Options {
   readonly url: string
   readonly runToken: string
@@ -30,6 +61,12 @@ export interface ClientOptions extends Transport.Options {
   readonly pingIntervalMs?: number
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
+  /**
+   * How a `wss://` server's certificate is checked (`RuntimeTypes.TlsTrust`); default the
+   * system's roots. A server that fails it is `Refused{closeCode: 1015}` (`CloseCode.TlsFailed`),
+   * never retried, and nothing was sent to it.
+   */
+  readonly tls?: RuntimeTypes.TlsTrust | undefined
 }
 
 /** Default `ClientOptions.reconnectSilenceMs`: 2000 ms. @since 0.1.0 @category options */
@@ -150,6 +187,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       resuming = ResumingLink.start({
         hub,
         url: options.url,
+        trust: options.tls,
         sessionId: session,
         resumeJoin: (attempt, received) =>
           JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
@@ -194,7 +232,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             resume(Effect.succeed(raw))
           }
         },
-        close: (code) => {
+        close: (code, reason) => {
           over = true
           if (welcomed) {
             if (resuming !== undefined) return resuming.closed(raw, code)
@@ -206,11 +244,11 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             new Transport.TransportError({
               reason: code === Transport.CloseCode.Abnormal
                 ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
-                : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
+                : { _tag: "Refused", closeCode: code, detail: reason ?? `join refused with ${code}` }
             })
           ))
         }
-      })
+      }, options.tls)
       // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
       return Effect.sync(() => {
         if (!welcomed && !over) raw.drop()

@@ -40,8 +40,15 @@ import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.
  * - `endCause(rank, closeCode)`: the death cause of a joined rank's link that closed with
  *   `closeCode`, when its supervisor knows better than the socket (the rank's process was killed);
  *   `undefined` (default): `Disconnected{closeCode}`.
- * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
- *   of each accepted and each refused join, called synchronously; they must not throw.
+ * - `onJoined(rank, remoteAddress, credentialId)` and `onRefused(closeCode, reason, remoteAddress)`:
+ *   observers of each accepted and each refused join, called synchronously; they must not throw.
+ *   `credentialId` is the id of the rank's credential, `undefined` when it joined with `runToken`.
+ * - `credential(token)`: reads a join's token that is not `runToken` as a rank's own credential
+ *   (`Credential`; the launcher's are HMACs of the run token, `src/transport/credentials.ts`):
+ *   `undefined` when it is none (`WrongToken` 4001), or the refusal's close code (revoked,
+ *   expired). A credential for index `r` joins as `r` when it asks for `"auto"`; asking for
+ *   another index, or resuming as another rank, is `CredentialMismatch` (4021), and so is an
+ *   `"any"` credential's second index. Default none: only `runToken` joins.
  * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
  *   milliseconds since anything of the rank had arrived before its resume.
  * - `admit(asked, taken)` (a run that may grow): decides each join after `markFormed`
@@ -69,6 +76,19 @@ import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.
  * - `pingIntervalMs` (integer ms > 0; default `serverPingIntervalMsDefault`, 500): how often the
  *   server sends each such rank a ping carrying its acknowledgement.
  *
+ * The listener's own resources:
+ *
+ * - `connectionsMax` (integer > 0; default `connectionsMaxOf(worldSize, pendingJoinsMax)`):
+ *   connections the listener holds at once, joined or not (ranks, their resumes, pending joins,
+ *   plain HTTP requests); one more is closed as it arrives, before any join, and told to
+ *   `onResource` as `ConnectionRefused`. So connections to the rank port, however many, hold at
+ *   most this many of the coordinator process's file descriptors (its files and worker ranks need
+ *   the rest), and a rank already joined keeps its link. Enforced under Node; `Bun.serve` and
+ *   `Deno.serve` count no connections.
+ * - `onResource(event)`: the listener's resource events (`ConnectionRefused` at the cap,
+ *   `AcceptFailed`, code `EMFILE` when the process is out of descriptors), the coordinator's
+ *   problem and never a rank's; called synchronously, must not throw; default ignored.
+ *
  * @since 0.1.0
  * @category options
  */
@@ -82,7 +102,7 @@ export interface ServerOptions extends Transport.Options {
   readonly pendingJoinsPerAddressMax?: number
   readonly welcome?: (rank: Transport.Peer) => unknown
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
-  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
+  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string, credentialId?: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
   readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
@@ -90,11 +110,29 @@ export interface ServerOptions extends Transport.Options {
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
   readonly pingIntervalMs?: number
+  readonly connectionsMax?: number
+  readonly onResource?: (event: RuntimeTypes.ResourceEvent) => void
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
    */
   readonly http?: RuntimeTypes.HttpHandler
+  readonly credential?: (token: string) => Credential | { readonly closeCode: number; readonly reason: string } | undefined
+  /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
+  readonly tls?: RuntimeTypes.TlsIdentity | undefined
+}
+
+/**
+ * A credential of one rank (`ServerOptions.credential`): its `id` (named in the journal and by
+ * revocations, never secret) and the `rank` index it admits, or `"any"`: the first index it
+ * joins as, and that one only.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Credential {
+  readonly id: string
+  readonly rank: Transport.Peer | "any"
 }
 
 /**
@@ -137,6 +175,21 @@ export const joinTimeoutMsDefault = 5000
 
 /** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
 export const pendingJoinsMaxDefault = 64
+
+/**
+ * Default `ServerOptions.connectionsMax` for `ranks` ranks (the largest index a join may take,
+ * plus one) and `pendingJoinsMax`: two connections a rank (its link and a resume that replaces
+ * it), every pending join, and `connectionsSpare` (64) more for plain HTTP requests and
+ * connections closing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const connectionsMaxOf = (ranks: number, pendingJoinsMax: number = pendingJoinsMaxDefault): number =>
+  2 * ranks + pendingJoinsMax + connectionsSpare
+
+/** The connections `connectionsMaxOf` adds beyond ranks and pending joins: 64. @since 0.1.0 @category options */
+export const connectionsSpare = 64
 
 /** Default `pendingJoinsPerAddressMax`: 16 connections from one IP address. @since 0.1.0 @category options */
 export const pendingJoinsPerAddressMaxDefault = 16
@@ -250,6 +303,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const joined = new Set<Transport.Peer>()
     const ended = new Set<Transport.Peer>()
     let formed = false
+    // The index each credential joined as: a credential for "any" index takes one, once.
+    const credentialRank = new Map<string, Transport.Peer>()
+    const credentialMisbound = (credential: Credential | undefined, rank: Transport.Peer): string | undefined => {
+      if (credential === undefined) return undefined
+      const bound = credentialRank.get(credential.id) ?? (credential.rank === "any" ? rank : credential.rank)
+      return bound === rank ? undefined : `credential ${credential.id} is for rank ${bound}, not ${rank}`
+    }
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
     /** Links of ranks that joined with protocol 2: they outlive their sockets. */
@@ -320,7 +380,10 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         timers.delete(timer)
       }
       // The join is in: its link opens and the welcome goes out.
-      const accept = (joinedRank: Transport.Peer, version: 1 | 2): void => {
+      const accept = (joinedRank: Transport.Peer, version: 1 | 2, credential?: Credential): void => {
+        const misbound = credentialMisbound(credential, joinedRank)
+        if (misbound !== undefined) return refuse(Transport.CloseCode.CredentialMismatch, misbound)
+        if (credential !== undefined) credentialRank.set(credential.id, joinedRank)
         joined.add(joinedRank)
         const run = options.welcome?.(joinedRank)
         const runField = run === undefined ? {} : { run }
@@ -341,7 +404,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         }
         linkRank = joinedRank
         try {
-          options.onJoined?.(joinedRank, remoteAddress)
+          options.onJoined?.(joinedRank, remoteAddress, credential?.id)
         } catch {
           // an observer only watches
         }
@@ -379,9 +442,18 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           settle()
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
-          if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
-          if (join.resume !== undefined) return resume(join.rank, join.resume)
-          let rank = join.rank
+          // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
+          const isRunToken = sameToken(join.token, options.runToken)
+          const checked = isRunToken ? undefined : options.credential?.(join.token)
+          if (!isRunToken && checked === undefined) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          if (checked !== undefined && "closeCode" in checked) return refuse(checked.closeCode, checked.reason)
+          const credential = checked
+          if (join.resume !== undefined) {
+            const misbound = typeof join.rank === "number" ? credentialMisbound(credential, join.rank) : "a resume names its rank"
+            return misbound === undefined ? resume(join.rank, join.resume) : refuse(Transport.CloseCode.CredentialMismatch, misbound)
+          }
+          // A credential for one index joins as that index when asked for "auto".
+          let rank = join.rank === "auto" && typeof credential?.rank === "number" ? credential.rank : join.rank
           if (formed && options.admit !== undefined) {
             // A run that may grow: its shell decides, from the core's state.
             let admission: Admission
@@ -392,7 +464,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             }
             if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
             if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-            return accept(admission.rank, join.version)
+            return accept(admission.rank, join.version, credential)
           }
           if (options.admit !== undefined && !isFormationIndex(rank)) {
             // A run that may grow, still forming: a join the formation cannot take
@@ -412,7 +484,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
           if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
           if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-          return accept(rank, join.version)
+          return accept(rank, join.version, credential)
         },
         close: (code) => {
           settle()
@@ -425,7 +497,17 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
+      try: () =>
+        Select.serveWs({
+          host,
+          port: options.port ?? 0,
+          maxPayloadBytes: hub.options.messageBytesMax,
+          open,
+          connectionsMax: options.connectionsMax ?? connectionsMaxOf(options.worldSize, pendingJoinsMax),
+          ...(options.onResource === undefined ? {} : { onResource: options.onResource }),
+          ...(options.http === undefined ? {} : { http: options.http }),
+          ...(options.tls === undefined ? {} : { tls: options.tls })
+        }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
@@ -442,7 +524,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       transport: hub.transport,
       host,
       port: server.port,
-      url: `ws://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
+      url: `${options.tls === undefined ? "ws" : "wss"}://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
       refusals: Effect.sync(() => ({ ...refusals })),
       markFormed: () => {
         formed = true
@@ -460,35 +542,3 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       }
     }
   })
-
-/**
- * Client options, beside `Transport.Options`:
- *
- * - `url`: the server's `ws://host:port/` (required).
- * - `runToken`: the server's run token (required).
- * - `rank`: the rank to join as (required): an integer, or `"auto"` for the lowest free rank
- *   (`ClientHandle.rank` says which).
- * - `joinTimeoutMs` (integer milliseconds > 0; default `connectJoinTimeoutMsDefault`, 30000): how
- *   long `connect` keeps retrying refusals that say "try again later" (`TryAgainLater` 1013,
- *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
- *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
- *   passed since the first attempt; the last refusal is then the error. An attempt the server
- *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
- * - `resumable` (default false): join with protocol 2, so that the link survives a cut (see
- *   `internal/resuming-link.ts`): when the socket drops, or nothing arrives for
- *   `reconnectSilenceMs`, the client opens a new connection every `reconnectRetryMs` (each given
- *   up after `reconnectAttemptMs`) and resumes its session, both sides sending again what the
- *   other missed. The link ends when the server refuses the resume (`RankDead` 4011: the
- *   coordinator declared the rank; `ResumeLost` 4030), or when no resume succeeded within
- *   `reconnectWindowMs` of the loss (`Disconnected{1006}`; a function gets the welcome's `run`). A server that refuses protocol 2
- *   (`BadJoin` 4000: an older one) is joined again with protocol 1, without resumes. Messages
- *   travel in pieces of `pieceBytes` at most and wait in a resend buffer of `resendBytesMax`
- *   until acknowledged; the client pings every `pingIntervalMs`, and every piece or ping that
- *   arrives counts as a sign of life (`lastArrivalMs`) on either side.
- *   Defaults: `reconnectSilenceMs` 2000, `reconnectRetryMs` 100, `reconnectAttemptMs` 2000,
- *   `reconnectWindowMs` 30000, `pingIntervalMs` 250, `pieceBytes` 64 KiB, `resendBytesMax` 64 MiB
- *   (all integers > 0; ms or bytes).
- *
- * @since 0.1.0
- * @category options
- */
