@@ -81,7 +81,8 @@ export type { Hooks } from "./coordinator-inbound.ts"
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
- *   that is on (a longer period is shortened to it).
+ *   that is on, and at most a quarter of its `roundDeadlineMs` when that is on (but not under
+ *   `roundDeadlineTickMsMin`, 5 ms): a longer period is shortened to it.
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
@@ -193,6 +194,9 @@ type Message =
   | { readonly _tag: "Interrupt"; readonly detail: string }
   | { readonly _tag: "Resource"; readonly detail: string }
 
+/** The shortest tick a round deadline asks for: 5 ms. @since 0.1.0 @category constructors */
+export const roundDeadlineTickMsMin = 5
+
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
  * mailbox until the scope closes.
@@ -207,7 +211,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const hooks = options.hooks ?? {}
     const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
-    const tickMs = stallMs > 0 ? Math.min(options.tickMs ?? 100, stallMs / 2) : (options.tickMs ?? 100)
+    // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
+    // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
+    const deadlineMs = state.config.roundDeadlineMs
+    const askedTickMs = deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
+    const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
     const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
     const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
     const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
