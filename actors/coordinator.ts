@@ -83,7 +83,8 @@ export type { Hooks } from "./coordinator-inbound.ts"
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
- *   that is on (a longer period is shortened to it).
+ *   that is on, and at most a quarter of its `roundDeadlineMs` when that is on (but not under
+ *   `roundDeadlineTickMsMin`, 5 ms): a longer period is shortened to it.
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
@@ -202,6 +203,9 @@ const agreedParamsLength = (joined: ReadonlyMap<Rank, number>): number | undefin
  */
 const mailboxCapacity = 8
 const inboundBatchMax = 64
+
+/** The shortest tick a round deadline asks for: 5 ms. @since 0.1.0 @category constructors */
+export const roundDeadlineTickMsMin = 5
 
 type Message =
   | { readonly _tag: "Start" }
@@ -562,7 +566,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const hooks = options.hooks ?? {}
     const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
-    const tickMs = stallMs > 0 ? Math.min(options.tickMs ?? 100, stallMs / 2) : (options.tickMs ?? 100)
+    // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
+    // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
+    const deadlineMs = state.config.roundDeadlineMs
+    const askedTickMs = deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
+    const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
     const shell: Shell = {
       options,
       state,
