@@ -125,6 +125,13 @@ export const check = (ok: boolean, option: string, reason: string): void => {
   if (!ok) throw new LaunchError(option, reason)
 }
 
+/** Checks a `tls` option's PEM blocks (`LaunchError`, option `tls`). */
+export const checkTls = (tls: RunOptions["tls"]): void => {
+  if (tls === undefined) return
+  check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(tls.cert), "tls", "cert holds no PEM certificate block")
+  check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(tls.key), "tls", "key holds no PEM private key block")
+}
+
 /**
  * `options` with every default filled in and every check of its own made (`LaunchError` naming the
  * option otherwise); `served`: the ranks join from elsewhere (`serve`), which lifts the one-machine
