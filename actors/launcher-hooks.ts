@@ -85,7 +85,7 @@ const onFrame = (ctx: Context) => (rank: Rank, message: ToCoordinator, nowMs: nu
 const onCommand = (ctx: Context) => (command: Core.Command): void => {
   const { state, emit, journal, epochModels, roundLoss, trainedInEpoch, lastRate, alerts, sinceStart, refusedLate, vars } = ctx
   const { worldSize } = ctx.resolved
-  const ms = sinceStart(Date.now())
+  const ms = sinceStart(ctx.nowMs())
   if (!vars.formedEmitted && state.started) {
     vars.formedEmitted = true
     vars.server?.markFormed()
@@ -144,7 +144,7 @@ const onCommand = (ctx: Context) => (command: Core.Command): void => {
       }
       return
     case "SendRanges":
-      if (command.kind === "StartEpoch") vars.epochStartedMs = Date.now()
+      if (command.kind === "StartEpoch") vars.epochStartedMs = ctx.nowMs()
       emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
       return
     case "AverageRound": {

@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -361,7 +362,10 @@ export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: numbe
  */
 export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
-  const startedMs = Date.now()
+  // How long the join has tried, on Effect's clock (`elapsedMs`).
+  const clock = Clock.Clock.defaultValue()
+  const startedMs = clock.currentTimeMillisUnsafe()
+  const elapsedMs = (): number => clock.currentTimeMillisUnsafe() - startedMs
   let delayMs = connectRetryDelayMsBase
   let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
   let badRun = false
@@ -370,7 +374,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   while (joined === undefined) {
     // A "try again later" refusal (a full server, or a run that may grow still forming) is
     // retried by `connect` for what is left of `connectTimeoutMs`.
-    const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
+    const joinTimeoutMs = Math.max(1, connectTimeoutMs - elapsedMs())
     const attempt = await Effect.runPromise(Effect.result(join(
       { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
       (client) => {
@@ -400,13 +404,13 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
       options.say(`cohort join: refused by ${options.url}: ${words} (close code ${reason.closeCode})`)
       return refusal.code
     }
-    if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
+    if (elapsedMs() + delayMs > connectTimeoutMs) {
       options.say(`cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`)
       return JoinExitCode.unreachable
     }
     // One line while it keeps trying, so that a join to a coordinator that is not (or no longer)
     // there does not wait silently for minutes.
-    if (!waitingSaid && Date.now() - startedMs >= waitingLineAfterMs) {
+    if (!waitingSaid && elapsedMs() >= waitingLineAfterMs) {
       waitingSaid = true
       options.say(`cohort join: ${options.url} cannot be reached yet (${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}); trying again for up to ${Math.round(connectTimeoutMs / 1000)} s (--connect-timeout-ms)`)
     }
@@ -437,6 +441,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
+  // Wall-clock time, as the saved marker's `savedAtMs` it is compared with (a file's stamp).
   const joinedAtMs = Date.now()
   await Rank.main(Effect.succeed({ ...link, whyEnded }), Bundle.importModule, (code) => {
     const closeCode = probed ?? client.closeCode()
