@@ -136,6 +136,9 @@ Options of join URL:
                               saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
+  --ranks N                   N ranks in this process, each with its own socket and trainer
+                              (default 1; with --rank R: ranks R .. R+N-1); it exits once every
+                              rank ended, with the first exit code that is not 0
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused

@@ -4,6 +4,8 @@
  *
  * Flags: `--trainer FILE` (default the bundled workload; the same trainer as the coordinator's,
  * loading its own data on this host), `--token-file FILE` or `COHORT_TOKEN` (one is required),
+ * `--ranks N` (default 1: N ranks in this process, each with its own socket and trainer
+ * instance, the trainer module loaded once; with `--rank R` they are R .. R + N - 1),
  * `--rank N`, `--rank auto` (default: the coordinator assigns the lowest free rank) or
  * `--rank-from-env NAME` (an integer from the environment variable NAME, e.g. a Kubernetes
  * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (saves go to `DIR/rank<r>`, checkpoints
@@ -41,6 +43,7 @@ interface RawJoinOptions {
   readonly rankFromEnv?: string
   readonly saveDir?: string
   readonly connectTimeoutMs?: string
+  readonly ranks?: string
 }
 
 const rankOf = (text: string, flag: string): number | "auto" => {
@@ -63,6 +66,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let rank: number | "auto"
   let token: Awaited<ReturnType<typeof readToken>>
   let connectTimeoutMs: number
+  let ranks: number
   try {
     new Commander.Command("join")
       .exitOverride()
@@ -76,6 +80,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--rank-from-env <name>")
       .option("--save-dir <dir>")
       .option("--connect-timeout-ms <ms>")
+      .option("--ranks <n>")
       .action((given: string, options: RawJoinOptions) => {
         url = given
         raw = options
@@ -92,6 +97,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       rank = rankOf(raw.rank ?? joinDefaults.rank, "--rank")
     }
     if (raw.saveDir === "") throw new UsageError("--save-dir needs a folder path")
+    ranks = integerAtLeast("--ranks", raw.ranks, 1, 1)
+    if (ranks > 1 && raw.rankFromEnv !== undefined) throw new UsageError("--ranks cannot be used with --rank-from-env")
     connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
     token = await readToken(raw.tokenFile, env)
     if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
@@ -112,7 +119,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
-  return joinRun({
+  const joinOptions = {
     url,
     runToken: token.token,
     rank,
@@ -121,7 +128,21 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     // The default folder is shared by every run joined from here: one subfolder per run.
     saveDirPerRun: raw.saveDir === undefined,
     connectTimeoutMs,
-    say: (line) => io.err(`${line}\n`),
-    ...(io.leaving === undefined ? {} : { beforeExit: io.leaving })
-  })
+    say: (line: string) => io.err(`${line}\n`)
+  }
+  if (ranks === 1) return joinRun({ ...joinOptions, ...(io.leaving === undefined ? {} : { beforeExit: io.leaving }) })
+  return joinMany({ ...joinOptions, ranks }, io)
+}
+
+/** `--ranks N` above 1: the ranks train side by side; the process ends once every one has ended. */
+const joinMany = async (options: import("../../actors/socket-ranks.ts").JoinRanksOptions, io: Io): Promise<number> => {
+  let SocketRanks: typeof import("../../actors/socket-ranks.ts")
+  try {
+    SocketRanks = await import("../../actors/socket-ranks.ts")
+  } catch (error) {
+    io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const codes = await Promise.all(SocketRanks.joinRanks(options).map((rank) => rank.ended))
+  return SocketRanks.processExitCode(codes)
 }
