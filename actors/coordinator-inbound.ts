@@ -70,6 +70,9 @@ export interface Refused {
  * - `crashes`: each rank's `Crashing{error, stack}` (the formation records them too).
  * - `turnedAway`: joiners the core refused or the shell turned away: their end is no death.
  * - `relayStats()`: ring steps relayed and dropped.
+ * - `controlBytes()`: bytes of the frames sent through `deliver` and `broadcast` so far, but
+ *   `Update`, `RoundCommitted` and `CoordHeartbeat` (what a departure makes the coordinator send:
+ *   extensions, chunks, roles, `DeclareDead`, `FormRing`).
  *
  * @since 0.1.0
  * @category model
@@ -84,6 +87,7 @@ export interface CoordinatorInbound {
   readonly crashes: Map<Rank, { readonly error: string; readonly stack: string }>
   readonly turnedAway: Set<Rank>
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
+  readonly controlBytes: () => number
 }
 
 /**
@@ -157,6 +161,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
    * in order, until its model's `Update` goes out (`coordinator.ts` module docstring).
    */
   const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
+  let sentControlBytes = 0
   const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
     const holding = held.get(rank)
     if (holding !== undefined && message._tag !== "CoordHeartbeat") {
@@ -172,6 +177,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         return
       }
     }
+    if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat") sentControlBytes += bytes.length
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
   }
@@ -307,6 +313,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     causeOf,
     crashes,
     turnedAway,
-    relayStats: () => ({ relayed, dropped: relayDropped })
+    relayStats: () => ({ relayed, dropped: relayDropped }),
+    controlBytes: () => sentControlBytes
   }
 }

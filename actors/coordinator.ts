@@ -83,6 +83,10 @@ import type { Refused } from "./coordinator-inbound.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ * - `onLeft`: departures (deaths and exits) while the run trains that the core just recorded
+ *   (`Core.Leave`), with the wall time the step's commands were out (`recoveredMs`) and the bytes
+ *   of the control frames that step sent (`controlBytes`: extensions, chunks, roles,
+ *   `DeclareDead`, `FormRing`; not an `Update` of a round the departure let close).
  * - `onTurnedAway`: a joiner the shell closed before the core saw its join (its `Hello`
  *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
@@ -93,6 +97,7 @@ export interface Hooks {
   readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+  readonly onLeft?: (leaves: ReadonlyArray<Core.Leave>, recoveredMs: number, controlBytes: number) => void
   readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
   /**
    * The committed model after `epoch` (`Core` command `EpochModel`): with `cpu` the mean this
@@ -250,7 +255,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     let self: Actor.ActorRef<Message, never> | undefined
     let ended: Core.Outcome | undefined
     // Frames in, and the commands' frames out (a ring joiner's held back until its model is out).
-    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats } = CoordinatorInbound.make({
+    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats, controlBytes } = CoordinatorInbound.make({
       state,
       transport,
       hooks,
@@ -365,13 +370,19 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
 
     // One step's commands go out without yielding to the event loop in between, so that a death's
     // extensions reach the transport together, before any further input is read.
-    const afterStep = (commands: ReadonlyArray<Core.Command>, deathsBefore: number): Effect.Effect<void> =>
+    const afterStep = (commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
       Effect.gen(function*() {
+        const bytesBefore = controlBytes()
         yield* execute(commands)
         if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
           const declared = state.deaths.slice(deathsBefore)
           const nowMs = yield* Clock.currentTimeMillis
           observe(() => hooks.onDeclared?.(declared, nowMs))
+        }
+        if (state.leaves.length > leavesBefore && hooks.onLeft !== undefined) {
+          const left = state.leaves.slice(leavesBefore)
+          const nowMs = yield* Clock.currentTimeMillis
+          observe(() => hooks.onLeft?.(left, nowMs, controlBytes() - bytesBefore))
         }
         yield* settle
       }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
@@ -383,8 +394,11 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
      */
     const stepNow = (input: Core.Input): Effect.Effect<void> | undefined => {
       const deathsBefore = state.deaths.length
+      const leavesBefore = state.leaves.length
       const commands = Core.step(state, input)
-      return commands.length === 0 && state.deaths.length === deathsBefore ? undefined : afterStep(commands, deathsBefore)
+      return commands.length === 0 && state.deaths.length === deathsBefore && state.leaves.length === leavesBefore
+        ? undefined
+        : afterStep(commands, deathsBefore, leavesBefore)
     }
 
     const stepAndExecute = (input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(input) ?? Effect.void)

@@ -40,7 +40,7 @@ import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefault
 import * as RankActor from "./rank.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, KillSpec, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
+import type { DeathTiming, KillSpec, LeaveCost, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 export { defaults, LaunchError, loadTrainer, serveDefaults } from "./launch-options.ts"
@@ -280,6 +280,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // Every death the core declared, timed as the coordinator's hook saw it (the core's ledger is the
   // list: `state.deaths`, docs/design.md §3.2, §3.6).
   const timings = new Map<Core.Death, DeathTiming>()
+  const leaveCosts: Array<LeaveCost> = []
   const skippedFaults: Array<SkippedFault> = []
   const faultAt = new Map<Rank, number>()
   const trainedInEpoch = new Map<Rank, number>()
@@ -464,6 +465,13 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         }
       }
     },
+    onLeft: (left, recoveredMs, controlBytes) => {
+      for (const leave of left) {
+        const cost = leaveCost(leave, recoveredMs, Math.round(controlBytes / left.length))
+        leaveCosts.push(cost)
+        emit({ type: "leave", ms: cost.declaredMs, leave: cost })
+      }
+    },
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
     onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onDeclared: (declared, recoveredMs) => {
@@ -476,6 +484,22 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       if (server !== undefined) for (const death of declared) server.transport.disconnect(death.rank, Transport.CloseCode.RankDead)
     }
   }
+
+  /** A departure's cost line (`LeaveCost`), from the core's record and the step's wall time and bytes. */
+  const leaveCost = (leave: Core.Leave, recoveredMs: number, bytesMoved: number): LeaveCost => ({
+    rank: leave.rank,
+    epoch: leave.epoch,
+    kind: leave.kind,
+    cause: leave.cause,
+    declaredMs: sinceStart(leave.declaredAtMs),
+    detectionMs: Math.max(0, leave.declaredAtMs - leave.lastSeenAtMs),
+    recoveryMs: leave.redistributed ? Math.max(0, recoveredMs - leave.declaredAtMs) : undefined,
+    remainderSamples: leave.remainderSamples,
+    lostSamples: leave.redistributed ? 0 : leave.remainderSamples,
+    duplicatedSamples: 0,
+    redoneSamples: leave.redistributed ? leave.redoneSamples : 0,
+    bytesMoved
+  })
 
   /** Times a declared death and logs it, once per death. */
   const record = (death: Core.Death, recoveredMs: number, redistributed: boolean): void => {
@@ -849,6 +873,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     askedToSave,
     interruptedBy,
     timings,
+    leaves: leaveCosts,
     record,
     skippedFaults,
     alerts,

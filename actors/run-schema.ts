@@ -82,6 +82,21 @@ const DeathTiming = Schema.Struct({
   redistributed: Schema.Boolean
 })
 
+const LeaveCost = Schema.Struct({
+  rank: Count,
+  epoch: Count,
+  kind: Schema.Literals(["graceful", "crash", "silent"]),
+  cause: Schema.String,
+  declaredMs: Ms,
+  detectionMs: Ms,
+  recoveryMs: optional(Ms),
+  remainderSamples: Count,
+  lostSamples: Count,
+  duplicatedSamples: Count,
+  redoneSamples: Count,
+  bytesMoved: Count
+})
+
 const SkippedFault = Schema.Struct({
   rank: Count,
   fault: Schema.Literals(["kill", "hang"]),
@@ -133,6 +148,7 @@ export const RunResult = Schema.Struct({
   runDir: Schema.String,
   outcome: Outcome,
   deaths: Schema.Array(DeathTiming),
+  leaves: optional(Schema.Array(LeaveCost)),
   skippedFaults: optional(Schema.Array(SkippedFault)),
   alerts: Schema.Array(Alert),
   epochs: Schema.Array(EpochRow),
@@ -180,6 +196,7 @@ export const RunEvent = Schema.Union([
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),
   event("fault-skipped", { skipped: SkippedFault }),
   event("death", { death: DeathTiming }),
+  event("leave", { leave: LeaveCost }),
   event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optional(Ms), error: optional(Schema.String) }),

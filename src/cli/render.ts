@@ -42,6 +42,14 @@ const deathText = (death: RunTypes.DeathTiming): string => {
   return parts.join("; ")
 }
 
+/** A departure's cost, e.g. `detected in 10043 ms, survivors given its 96 samples 0.4 ms later; ...`. */
+const leaveText = (leave: RunTypes.LeaveCost): string =>
+  `detected in ${leave.detectionMs} ms, ` +
+  (leave.recoveryMs === undefined
+    ? `${plural(leave.remainderSamples, "sample")} left uncommitted (the run stopped)`
+    : `survivors given its ${plural(leave.remainderSamples, "sample")} ${msText(leave.recoveryMs)} ms later`) +
+  `; lost ${leave.lostSamples}, duplicated ${leave.duplicatedSamples}, redone ${leave.redoneSamples}, ${leave.bytesMoved} bytes moved`
+
 const alertText = (alert: Alerts.Alert): string =>
   `alert ${alert.severity} ${alert.class} ${alert.path}: ${alert.detail}${alert.count > 1 ? ` (${alert.count} times)` : ""}`
 
@@ -157,6 +165,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
+    case "leave":
+      return `rank ${event.leave.rank} left (${event.leave.kind}): ${leaveText(event.leave)}`
     case "epoch": {
       const s = event.summary
       // The eval runs after the epoch ends: live, its accuracy follows on its own line.
@@ -385,6 +395,59 @@ const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray
   return [line(headers), ...rows.map(line)].join("\n") + "\n"
 }
 
+/** The `p`-quantile (0..1) of `values` by nearest rank; `undefined` for none. */
+const quantile = (values: ReadonlyArray<number>, p: number): number | undefined => {
+  if (values.length === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
+}
+
+/**
+ * The departures' cost lines (`RunResult.leaves`): one row each, then per kind the median and p90
+ * of detection and recovery and the sums of samples and bytes.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<string> => {
+  const rows = leaves.map((l) => [
+    String(l.rank),
+    String(l.epoch),
+    l.kind,
+    String(l.detectionMs),
+    msText(l.recoveryMs),
+    String(l.remainderSamples),
+    String(l.lostSamples),
+    String(l.duplicatedSamples),
+    String(l.redoneSamples),
+    String(l.bytesMoved)
+  ])
+  const kinds = (["graceful", "crash", "silent"] as const).map((kind) => {
+    const of = leaves.filter((l) => l.kind === kind)
+    const recovery = of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))
+    const sum = (pick: (l: RunTypes.LeaveCost) => number) => String(of.reduce((total, l) => total + pick(l), 0))
+    return [
+      kind,
+      String(of.length),
+      msText(quantile(of.map((l) => l.detectionMs), 0.5)),
+      msText(quantile(of.map((l) => l.detectionMs), 0.9)),
+      msText(quantile(recovery, 0.5)),
+      msText(quantile(recovery, 0.9)),
+      sum((l) => l.lostSamples),
+      sum((l) => l.duplicatedSamples),
+      sum((l) => l.redoneSamples),
+      sum((l) => l.bytesMoved)
+    ]
+  }).filter((row) => row[1] !== "0")
+  const indent = (text: string) => text.trimEnd().split("\n").map((line) => `  ${line}`)
+  return [
+    "departures (what each cost):",
+    ...indent(table(["rank", "epoch", "kind", "detection ms", "recovery ms", "remainder", "lost", "duplicated", "redone", "bytes moved"], rows)),
+    "departures by kind:",
+    ...indent(table(["kind", "count", "detection median ms", "p90", "recovery median ms", "p90", "lost", "duplicated", "redone", "bytes moved"], kinds))
+  ]
+}
+
 const epochHeaders = [
   "epoch",
   "samples committed",
@@ -539,6 +602,8 @@ export const renderResult = (
       lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
     }
   }
+  const leaves = result.leaves ?? []
+  if (leaves.length > 0) lines.push(...leavesLines(leaves))
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
     // Ranks that joined the running run: which index, when, and what it was given.

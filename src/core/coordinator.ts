@@ -46,7 +46,7 @@ import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
 export { causeText } from "./emit.ts"
 export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
-export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, RepeatedCrash } from "./outcome.ts"
+export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Leave, LeaveKind, Outcome, RepeatedCrash } from "./outcome.ts"
 export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
@@ -202,6 +202,12 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         return
       }
       Roles.report(state.calibration, rank, message.msPerBatch)
+      const reported = state.reportedDone.get(rank)
+      if (reported === undefined) state.reportedDone.set(rank, { epoch: message.epoch, samplesDone: message.samplesDone })
+      else {
+        reported.epoch = message.epoch
+        reported.samplesDone = message.samplesDone
+      }
       if (maybeResolveFastest(state)) {
         broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `every live rank calibrated: roles go to the fastest, rank ${state.roles.eval}`)
       }

@@ -13,7 +13,7 @@ import type { DeathCause } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
+import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Leave, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
 import * as Roles from "./roles.ts"
 
 /**
@@ -94,6 +94,10 @@ export interface State {
   readonly ringReports: Map<Rank, { readonly samplesDone: number; readonly chunks: number }>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
+  /** Every departure while the run trained, with what it cost (`Leave`), in declaration order. */
+  readonly leaves: Array<Leave>
+  /** Each rank's last `Progress.samplesDone` and its epoch (ranks that reported only). */
+  readonly reportedDone: Map<Rank, { epoch: number; samplesDone: number }>
   readonly summaries: Array<EpochSummary>
   readonly evals: Array<EvalRecord>
   readonly pendingReports: Array<PendingReport>
@@ -239,6 +243,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     ringReports: new Map(),
     deaths: [],
     exits: [],
+    leaves: [],
+    reportedDone: new Map(),
     summaries: [],
     evals: [],
     pendingReports: [],
