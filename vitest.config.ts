@@ -16,7 +16,7 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // dashboard's connection cap is enforced by Node's server only (Bun.serve and Deno.serve count no
 // connections), so its two tests run on Node alone too.
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
-  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts"]
+  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/net/calls.test.ts", "test/net/dashboard-flood.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.test.ts"]
   : []
 
 const exclude = ["**/node_modules/**", ...nodeOnly]

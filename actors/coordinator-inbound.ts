@@ -21,7 +21,39 @@ import * as Transport from "../src/transport/transport.ts"
 import * as Codec from "../src/wire/codec.ts"
 import * as Frame from "../src/wire/frame.ts"
 import * as WireError from "../src/wire/wire-error.ts"
-import type { Hooks } from "./coordinator.ts"
+
+/**
+ * Observers of what the coordinator does; each is called synchronously inside the actor, so it
+ * must be quick and must not throw.
+ *
+ * - `onFrame`: a decoded frame from a live or late rank, before the core sees it.
+ * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
+ * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
+ *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ * - `onLeft`: departures (deaths and exits) while the run trains that the core just recorded
+ *   (`Core.Leave`), with the wall time the step's commands were out (`recoveredMs`) and the bytes
+ *   of the control frames that step sent (`controlBytes`: extensions, chunks, roles,
+ *   `DeclareDead`, `FormRing`; not an `Update` of a round the departure let close).
+ * - `onTurnedAway`: a joiner the shell closed before the core saw its join (its `Hello`
+ *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Hooks {
+  readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
+  readonly onCommand?: (command: Core.Command, state: Core.State) => void
+  readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+  readonly onLeft?: (leaves: ReadonlyArray<Core.Leave>, recoveredMs: number, controlBytes: number) => void
+  readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
+  /**
+   * The committed model after `epoch` (`Core` command `EpochModel`): with `cpu` the mean this
+   * shell broadcast for the epoch's last round, with `ring` the one a member handed over;
+   * `undefined` when there is none (no usable contribution ever, or no ring member left). The
+   * launcher writes it on the coordinator's host before the epoch's audit is final.
+   */
+  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined) => void
+}
 
 /**
  * What `make` needs of the coordinator: its core state and transport, its observers, how it steps
@@ -127,6 +159,7 @@ const isDecodedFrame = (value: unknown): value is Frame.Frame =>
  * @category constructors
  */
 export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const { state, transport, hooks, stepNow, stepAndExecute } = options
   /**
    * Each rank's `Crashing{error, stack}`, its last frame before it exits on an uncaught error:

@@ -26,6 +26,16 @@ export class LaunchError extends Error {
 }
 
 /**
+ * The lock file a run holds in its folder while it trains (`<runDir>/run.lock`, holding its
+ * process id; `src/platform/lock-file.ts`): `cohort resume` refuses a run whose lock is held by a
+ * live process. A run whose process was killed leaves it behind, stale, which is no bar.
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const runLockFileName = "run.lock"
+
+/**
  * Defaults of `RunOptions`.
  *
  * @since 0.1.0

@@ -36,14 +36,15 @@ import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
-import { check, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
+import { check, defaults, LaunchError, loadTrainer, resolveOptions, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
+import * as Resume from "./resume.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, KillSpec, LeaveCost, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
-export { defaults, LaunchError, loadTrainer, serveDefaults } from "./launch-options.ts"
+export { defaults, LaunchError, loadTrainer, runLockFileName, serveDefaults } from "./launch-options.ts"
 
 /**
  * A new run token: 22 characters of nanoid's 64-letter URL-safe alphabet, 132 random bits.
@@ -103,16 +104,6 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
   })
 
 /**
- * The lock file a run holds in its folder while it trains (`<runDir>/run.lock`, holding its
- * process id; `src/platform/lock-file.ts`): `cohort resume` refuses a run whose lock is held by a
- * live process. A run whose process was killed leaves it behind, stale, which is no bar.
- *
- * @since 0.1.0
- * @category launcher
- */
-export const runLockFileName = "run.lock"
-
-/**
  * Runs a training run to its end and returns its result; the journal (`events.ndjson`, streamed)
  * and summary are written under `<outDir>/<runId>/`. Rejects with `LaunchError` for bad options or
  * a bad trainer; a run that ends unrecoverable resolves normally with `exitCode` 1, and one
@@ -129,7 +120,7 @@ export const runLockFileName = "run.lock"
  */
 export const run = async (options: RunOptions | ResumeOptions): Promise<RunResult> =>
   "resume" in options && options.resume !== undefined
-    ? (await import("./resume.ts")).resume(options, (fresh, resumed) => launch(fresh, undefined, resumed))
+    ? Resume.resume(options, (fresh, resumed) => launch(fresh, undefined, resumed))
     : launch(options as RunOptions, undefined)
 
 /**
@@ -178,6 +169,7 @@ const formRingDecision = (message: { readonly generation: number; readonly peers
  * parent, recorded in `started` and the result).
  */
 const launch = async (options: RunOptions, served: Served | undefined, resumed?: Resumed): Promise<RunResult> => {
+  // Long because it is still one closure over the run's state: splitting it into named steps is pending.
   // Defaults filled in and every option checked (`launch-options.ts`).
   const {
     worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, batchSize, heartbeatTimeoutMs,
@@ -634,6 +626,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   }
 
   const program = Effect.gen(function*() {
+    // Long because it is still one closure over the run's state: splitting it into named steps is pending.
     startedMs = yield* Clock.currentTimeMillis
     const host = yield* makeHost()
     const entry = served === undefined ? yield* Effect.promise(() => rankEntry(transportKind, trainerUrl)) : ""

@@ -115,6 +115,7 @@ export interface RankRing {
  * @category rank
  */
 export const make = (options: RankRingOptions): RankRing => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const { data, link, send, leave } = options
   /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
   const faultOr = (

@@ -111,6 +111,7 @@ export const run = (
   loadTrainer: (url: string) => Promise<unknown> = (url) => import(url)
 ): Effect.Effect<void> =>
   Effect.gen(function*() {
+    // Long because it is still one closure over the rank's state: splitting it into named steps is pending.
     const { transport, rank } = link
     const data = link.data as RankData
     const module = Trainer.validateTrainerModule(yield* Effect.promise(() => loadTrainer(data.trainer)))

@@ -40,7 +40,7 @@ import { firstLine } from "./error-text.ts"
 import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
 export { resumedByFileName } from "./read-run.ts"
 import * as RunSchema from "./run-schema.ts"
-import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launcher.ts"
+import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
@@ -425,6 +425,7 @@ export const resume = async (
   options: ResumeOptions,
   launch: (options: RunOptions, resumed: Resumed) => Promise<RunResult>
 ): Promise<RunResult> => {
+  // Long because it checks the refusals one after the other before anything is written; each check is a line or two with its why.
   // A run still training is not resumed, whatever its journal says so far: its own lock says so (a
   // stale one, of a process that is gone, is left as it is: the parent's folder is not changed).
   const runLockPath = `${options.resume.replace(/\/+$/, "")}/${runLockFileName}`

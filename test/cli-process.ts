@@ -4,7 +4,7 @@ import { type ChildProcess, spawn } from "node:child_process"
 import { rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
-import { commandOf } from "../src/cli/render.ts"
+import { commandOf } from "../src/cli/event-text.ts"
 import * as Runtime from "../src/platform/detect.ts"
 
 const cli = fileURLToPath(new URL("../bin/cohort.mjs", import.meta.url))

@@ -12,7 +12,7 @@ export interface SourceFile {
 export interface Violation {
   readonly path: string
   readonly line: number
-  readonly rule: "import" | "global"
+  readonly rule: "import" | "global" | "cycle" | "length"
   readonly detail: string
 }
 
@@ -89,16 +89,19 @@ const allowedAreas: Record<Area, ReadonlyArray<Area>> = {
   wire: ["core", "wire"],
   actor: ["core", "wire", "actor", "platform"],
   transport: ["core", "wire", "actor", "transport", "platform"],
-  platform: ["core", "wire", "actor", "transport", "platform"],
+  platform: ["platform"],
   averaging: ["core", "wire", "actor", "averaging", "platform"],
   train: ["core", "train", "platform"],
-  // The command line is the entry point that composes everything, actors included.
+  // The command line composes everything; it reaches actors/ only through `cliEntry`.
   cli: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors", "cli", "dashboard"],
   // The run page: its model and browser module, and the build that bundles them (platform).
   dashboard: ["core", "dashboard", "platform"],
   actors: ["core", "wire", "actor", "transport", "platform", "averaging", "train", "actors"],
   other: []
 }
+
+/** The one file of actors/ that src/ may import (docs/design.md §2). */
+export const cliEntry = "actors/cli-entry.ts"
 
 /** Which packages (bare specifiers, by package name) each area may import. */
 const allowedPackages: Record<Area, ReadonlyArray<string>> = {
@@ -147,9 +150,97 @@ const runtimeGlobals: ReadonlyArray<{ readonly name: string; readonly pattern: R
 const stripStrings = (code: string): string =>
   code.replace(/"(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`(?:[^`\\]|\\.)*`/g, (s) => s.replace(/[^\n]/g, " "))
 
+/**
+ * The import cycles among `files` (relative imports, type-only and dynamic ones included): one
+ * violation per cycle, on its first file, naming the files around it in import order.
+ */
+export const cycles = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation> => {
+  const known = new Set(files.map((f) => f.path))
+  const edges = new Map<string, Array<{ readonly target: string; readonly line: number }>>()
+  for (const file of files) {
+    const out = importSpecifiers(file.text)
+      .filter(({ specifier }) => specifier.startsWith("."))
+      .map(({ specifier, line }) => ({ target: resolveRelative(file.path, specifier), line }))
+      .filter(({ target }) => known.has(target))
+    edges.set(file.path, out)
+  }
+  // Depth-first search over the files in path order; a back edge closes a cycle.
+  const state = new Map<string, "open" | "done">()
+  const stack: Array<string> = []
+  const found: Array<Violation> = []
+  const seen = new Set<string>()
+  const visit = (path: string): void => {
+    state.set(path, "open")
+    stack.push(path)
+    for (const { target, line } of edges.get(path) ?? []) {
+      const mark = state.get(target)
+      if (mark === undefined) visit(target)
+      else if (mark === "open") {
+        const ring = stack.slice(stack.indexOf(target))
+        const key = [...ring].sort().join(" ")
+        if (!seen.has(key)) {
+          seen.add(key)
+          found.push({ path, line, rule: "cycle", detail: [...ring, target].join(" -> ") })
+        }
+      }
+    }
+    stack.pop()
+    state.set(path, "done")
+  }
+  for (const path of [...known].sort()) if (!state.has(path)) visit(path)
+  return found
+}
+
+/** The longest a function may be, in lines, without a stated reason. */
+export const functionLinesMax = 120
+
+const controlWords = new Set(["if", "for", "while", "switch", "catch", "with", "return", "else", "do", "try", "finally"])
+
+/** Whether a line (comments and strings blanked) ends by opening a function's body. */
+const opensFunction = (line: string): boolean => {
+  if (!/\{\s*$/.test(line)) return false
+  if (/=>\s*\{\s*$/.test(line)) return true
+  if (/\bfunction\b\s*\*?\s*[\w$]*\s*(?:<[^>]*>)?\s*\([^]*\)[^{]*\{\s*$/.test(line)) return true
+  const method = /^\s*(?:(?:public|private|protected|static|async|override|get|set)\s+)*\*?\s*([\w$]+)\s*(?:<[^>]*>)?\s*\([^]*\)\s*(?::[^{]*)?\{\s*$/.exec(line)
+  return method !== null && !controlWords.has(method[1] ?? "")
+}
+
+/**
+ * Functions longer than `functionLinesMax` lines (from the line that opens the body to the one
+ * that closes it) whose body does not begin with a comment stating why: `// Long because …`.
+ */
+export const longFunctions = (files: ReadonlyArray<SourceFile>, linesMax = functionLinesMax): ReadonlyArray<Violation> => {
+  const found: Array<Violation> = []
+  for (const file of files) {
+    const original = file.text.split("\n")
+    const lines = stripStrings(stripComments(file.text)).split("\n")
+    lines.forEach((line, index) => {
+      if (!opensFunction(line)) return
+      let depth = 0
+      for (let i = index; i < lines.length; i++) {
+        const text = i === index ? (lines[i] ?? "").slice((lines[i] ?? "").lastIndexOf("{")) : (lines[i] ?? "")
+        for (const char of text) {
+          if (char === "{") depth += 1
+          else if (char === "}") depth -= 1
+          if (depth === 0) break
+        }
+        if (depth === 0) {
+          const length = i - index + 1
+          const reason = /^\s*\/\/\s*Long because\b/.test(original[index + 1] ?? "")
+          if (length > linesMax && !reason) {
+            found.push({ path: file.path, line: index + 1, rule: "length", detail: `a function of ${length} lines (at most ${linesMax} without a "// Long because" reason)` })
+          }
+          return
+        }
+      }
+    })
+  }
+  return found
+}
+
 /** Checks every rule on the given files; an empty result means the tree is tidy. */
 export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation> => {
-  const violations: Array<Violation> = []
+  const violations: Array<Violation> = [...cycles(files), ...longFunctions(files.filter((f) => areaOf(f.path) !== "other"))]
   for (const file of files) {
     const area = areaOf(file.path)
     if (area === "other") continue
@@ -159,6 +250,8 @@ export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation
         const targetArea = areaOf(target)
         if (!allowedAreas[area].includes(targetArea)) {
           violations.push({ path: file.path, line, rule: "import", detail: `${area} may not import ${target}` })
+        } else if (targetArea === "actors" && file.path.startsWith("src/") && target !== cliEntry) {
+          violations.push({ path: file.path, line, rule: "import", detail: `src may import actors/ only through ${cliEntry}, not ${target}` })
         }
         continue
       }

@@ -23,7 +23,7 @@ const load = (base: string, dirs: ReadonlyArray<string>): Array<Tidy.SourceFile>
     return paths.map((path) => ({ path: relative(base, path).split("\\").join("/"), text: readFileSync(path, "utf8") }))
   })
 
-describe("tidy: docs/design.md §2 import rules and banned globals", () => {
+describe("tidy: docs/design.md §2 import rules, cycles, function length and banned globals", () => {
   it("the real tree has no violations", () => {
     const files = load(root, ["src", "actors"])
     expect(files.length).toBeGreaterThan(0)
@@ -60,6 +60,38 @@ describe("tidy: docs/design.md §2 import rules and banned globals", () => {
       "export const x = 1"
     ].join("\n")
     expect(Tidy.check([{ path: "src/core/ok.ts", text }])).toEqual([])
+  })
+
+  it("flags an import cycle, type-only and dynamic imports included", () => {
+    const files = [
+      { path: "actors/a.ts", text: 'import type { B } from "./b.ts"' },
+      { path: "actors/b.ts", text: 'export const load = () => import("./c.ts")' },
+      { path: "actors/c.ts", text: 'import * as A from "./a.ts"' },
+      { path: "actors/d.ts", text: 'import * as A from "./a.ts"' }
+    ]
+    expect(Tidy.check(files).map((v) => `${v.rule} ${v.detail}`)).toEqual(["cycle actors/a.ts -> actors/b.ts -> actors/c.ts -> actors/a.ts"])
+    expect(Tidy.check(files.slice(1))).toEqual([])
+  })
+
+  it("flags a function over the limit unless its body begins with the reason", () => {
+    const body = (lines: number) => Array.from({ length: lines }, (_, i) => `  const x${i} = ${i}`)
+    const long = ["export const f = (a: number): number => {", ...body(Tidy.functionLinesMax - 1), "  return a", "}"].join("\n")
+    const fits = ["export function g(a: number): number {", ...body(Tidy.functionLinesMax - 3), "  return a", "}"].join("\n")
+    const stated = long.replace("=> {", "=> {\n  // Long because one table reads best whole.")
+    expect(Tidy.check([{ path: "src/core/f.ts", text: long }]).map((v) => `${v.line} ${v.rule}`)).toEqual(["1 length"])
+    expect(Tidy.check([{ path: "src/core/g.ts", text: fits }])).toEqual([])
+    expect(Tidy.check([{ path: "src/core/f.ts", text: stated }])).toEqual([])
+  })
+
+  it("lets src/ reach actors/ only through the command line's entry", () => {
+    const entry = `import * as Actors from "../../${Tidy.cliEntry}"`
+    expect(Tidy.check([{ path: "src/cli/a.ts", text: entry }])).toEqual([])
+    expect(Tidy.check([{ path: "src/cli/b.ts", text: 'import * as L from "../../actors/launcher.ts"' }]).map((v) => v.detail)).toEqual([
+      `src may import actors/ only through ${Tidy.cliEntry}, not actors/launcher.ts`
+    ])
+    expect(Tidy.check([{ path: "src/platform/c.ts", text: 'import * as T from "../transport/transport.ts"' }]).map((v) => v.detail)).toEqual([
+      "platform may not import src/transport/transport.ts"
+    ])
   })
 
   it("resolves relative specifiers across folders", () => {

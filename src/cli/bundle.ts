@@ -11,6 +11,7 @@
  *
  * @since 0.1.0
  */
+import { rankBrowserUrl } from "../../actors/cli-entry.ts"
 import * as Browser from "../platform/browser.ts"
 import * as BrowserPage from "../platform/browser-page.ts"
 import * as Bundle from "../platform/bundle.ts"
@@ -47,7 +48,7 @@ export type BrowserFiles = Readonly<Record<string, string>>
  * @category browser
  */
 export const buildBrowserRank = async (trainerPath: string, options: { readonly minify?: boolean } = {}): Promise<BrowserFiles> => {
-  const entry = Files.moduleUrl("../../actors/rank-browser.ts", import.meta.url)
+  const entry = rankBrowserUrl()
   const source = [
     `import * as trainer from ${JSON.stringify(Files.absolutePath(trainerPath))}`,
     `import * as RankBrowser from ${JSON.stringify(Files.pathOf(entry.href))}`,

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type * as RunTypes from "../../actors/run-types.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import * as Trainer from "../train/trainer.ts"
 import * as Bundle from "../platform/bundle.ts"
 import * as Files from "../platform/files.ts"
@@ -13,8 +13,9 @@ import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
 import { ExitCode, firstLine } from "./parse.ts"
-import type { PartialRun } from "../../actors/read-run.ts"
-import { barsView, lineView, renderResult } from "./render.ts"
+import type { PartialRun } from "../../actors/cli-entry.ts"
+import { barsView, lineView } from "./live-view.ts"
+import { renderResult } from "./result-table.ts"
 
 /**
  * Where `main` writes, and what it knows about the terminal. `out` and `err` take text as is

@@ -22,6 +22,7 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
+import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
@@ -112,9 +113,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (typeof loaded === "number") return loaded
     trainer = Files.fileUrl(loaded)
   }
-  let joinRun: typeof import("../../actors/socket-rank.ts").joinRun
+  let joinRun: Awaited<ReturnType<typeof importSocketRank>>["joinRun"]
   try {
-    joinRun = (await import("../../actors/socket-rank.ts")).joinRun
+    joinRun = (await importSocketRank()).joinRun
   } catch (error) {
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
@@ -135,10 +136,10 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
 }
 
 /** `--ranks N` above 1: the ranks train side by side; the process ends once every one has ended. */
-const joinMany = async (options: import("../../actors/socket-ranks.ts").JoinRanksOptions, io: Io): Promise<number> => {
-  let SocketRanks: typeof import("../../actors/socket-ranks.ts")
+const joinMany = async (options: Parameters<Awaited<ReturnType<typeof importSocketRanks>>["joinRanks"]>[0], io: Io): Promise<number> => {
+  let SocketRanks: Awaited<ReturnType<typeof importSocketRanks>>
   try {
-    SocketRanks = await import("../../actors/socket-ranks.ts")
+    SocketRanks = await importSocketRanks()
   } catch (error) {
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable

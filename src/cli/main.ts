@@ -4,20 +4,20 @@
  *
  * @since 0.1.0
  */
-import type * as RunTypes from "../../actors/run-types.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import { conduct, demoTrainer, finish, type Io, type Launch, loadTrainerPath, terminalIo, usage, withConsoleOnStderr } from "./conduct.ts"
 import * as Runtime from "../platform/detect.ts"
 import * as Join from "./join.ts"
 import { helpText } from "./help.ts"
 import { type BundleCommandOptions, ExitCode, firstLine, parse, type ReportCommandOptions, type RunCommandOptions } from "./parse.ts"
-import { readRun } from "../../actors/read-run.ts"
-import { failureLine } from "./render.ts"
+import { importLauncher, readRun } from "../../actors/cli-entry.ts"
+import { failureLine } from "./event-text.ts"
 import { resume } from "./resume.ts"
 import * as Serve from "./serve.ts"
 import { version } from "./version.ts"
 
 const loadLauncher = async (): Promise<Launch> => {
-  const launcher = await import("../../actors/launcher.ts")
+  const launcher = await importLauncher()
   return launcher.run
 }
 

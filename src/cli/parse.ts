@@ -5,10 +5,10 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
-import { firstLine } from "../../actors/error-text.ts"
-import * as Launch from "../../actors/launch-options.ts"
-import { reportDefaults } from "../../actors/read-run.ts"
-import type * as RunTypes from "../../actors/run-types.ts"
+import { firstLine } from "../../actors/cli-entry.ts"
+import { LaunchOptions as Launch } from "../../actors/cli-entry.ts"
+import { reportDefaults } from "../../actors/cli-entry.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import * as Config from "../core/config.ts"
 
 // ---------------------------------------------------------------------------------------------

@@ -10,8 +10,8 @@ import * as Build from "../dashboard/build.ts"
 import * as Model from "../dashboard/model.ts"
 import * as Files from "../platform/files.ts"
 import { firstLine } from "./parse.ts"
-import { printable, printableDeep, type RunFailure } from "../../actors/read-run.ts"
-import * as RunSchema from "../../actors/run-schema.ts"
+import { printable, printableDeep, type RunFailure } from "../../actors/cli-entry.ts"
+import { RunSchema } from "../../actors/cli-entry.ts"
 
 /**
  * A journal's page, folded line by line (`push` each chunk of its text, then `finish`): every

@@ -7,9 +7,9 @@
  *
  * @since 0.1.0
  */
-import type * as RunTypes from "../../actors/run-types.ts"
+import type { RunTypes } from "../../actors/cli-entry.ts"
 import { conduct, type Io, withConsoleOnStderr } from "./conduct.ts"
-import { defined } from "../../actors/resume.ts"
+import { defined, importLauncher } from "../../actors/cli-entry.ts"
 import { defaults, ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
 
 
@@ -25,7 +25,7 @@ export const resume = (io: Io, options: ResumeCommandOptions): Promise<number> =
   withConsoleOnStderr(options.json, async () => {
     let run: (options: RunTypes.ResumeOptions) => Promise<RunTypes.RunResult>
     try {
-      run = (await import("../../actors/launcher.ts")).run
+      run = (await importLauncher()).run
     } catch (error) {
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable

@@ -40,7 +40,7 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
-import type * as RunTypes from "../../actors/run-types.ts"
+import { importLauncher, type RunTypes } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
@@ -206,7 +206,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (typeof browser === "number") return browser
     let serve: (options: RunTypes.ServeOptions) => Promise<RunTypes.RunResult>
     try {
-      serve = (await import("../../actors/launcher.ts")).serve
+      serve = (await importLauncher()).serve
     } catch (error) {
       io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
       return ExitCode.unavailable

@@ -251,6 +251,7 @@ const isCount = (n: unknown, min: number): n is number => typeof n === "number" 
  * @category constructors
  */
 export const make = (options: Options): Config | Invalid => {
+  // Long because it checks every option in turn, each check a line or two; splitting them would scatter one table.
   const invalid = (option: string, reason: string): Invalid => ({ _tag: "Invalid", option, reason })
   const o = options
   if (!isCount(o.worldSize, 1)) return invalid("worldSize", `must be an integer >= 1, got ${String(o.worldSize)}`)

@@ -37,7 +37,8 @@ import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked
 import { endEpoch } from "./ending.ts"
 import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
-import { onJoin, onModel, reaskModels, vacateAbsent } from "./joins.ts"
+import { onJoin, vacateAbsent } from "./joins.ts"
+import { onModel, reaskModels } from "./model-handover.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { afterEpochModel, maybeCloseAtDeadline, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
@@ -168,6 +169,7 @@ const onLateCheckpointResult = (state: State, rank: Rank, message: Extract<ToCoo
 }
 
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
+  // Long because it is the one dispatch over every frame a rank sends; each case is a few lines.
   const { counters, membership } = state
   if (!Membership.inRange(membership, rank) || Membership.isVacant(membership, rank)) {
     // Out of range, or an index no rank has joined as yet: not a rank of the run.
@@ -476,7 +478,10 @@ export const step = (state: State, input: Input): Array<Command> => {
       onSendFailed(state, input.rank, input.message, input.reason, cmds)
       break
     case "Seen":
-      if (Membership.isLive(state.membership, input.rank)) Liveness.touch(state.liveness, input.rank, state.clockMs)
+      // The bytes arrived at `input.nowMs`, usually before the clock (the shell asks at a tick):
+      // the rank's silence counts from then. A pinging link whose actor fell silent must not
+      // get a whole timeout more from the tick that asked.
+      if (Membership.isLive(state.membership, input.rank)) Liveness.seen(state.liveness, input.rank, Math.min(input.nowMs, state.clockMs))
       break
     case "Tick":
       onTick(state, cmds)

@@ -10,7 +10,7 @@ import * as Assignments from "./assignments.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import { alert, broadcast, extendLive, formRing, leaveRound, memberCount, path, send } from "./emit.ts"
 import { wake } from "./epochs.ts"
-import { reissueModels } from "./joins.ts"
+import { reissueModels } from "./model-handover.ts"
 import { complete } from "./ending.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { Command } from "./inputs.ts"
@@ -77,6 +77,7 @@ const leaveOf = (state: State, d: Departure): Leave => ({
  * a single clean exit mid-run. Commands come out in the order of docs/design.md §3.10.
  */
 export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds: Array<Command>): void => {
+  // Long because its steps are docs/design.md §3.10's in that order, and the order is the rule.
   const { membership, config } = state
   // Once the last epoch is audited and only its model is owed, departures move nothing.
   const finishing = state.phase === "running" && state.epochModel?.finishing === true

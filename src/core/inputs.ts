@@ -56,8 +56,9 @@ export type DeathCause =
  * - `DeathReport`: a supervisor saw `rank` end; queued and declared by the next `Tick`.
  * - `SendFailed`: the shell could not deliver `message` to `rank`.
  * - `Seen`: the transport received a frame from `rank` at `nowMs` that is still queued behind other
- *   links' frames; it refreshes the rank's liveness like a frame (docs/design.md §3.10: frames that
- *   arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
+ *   links' frames, or bytes of one (a piece, a ping); it refreshes the rank's liveness as of `nowMs`
+ *   (not later than the core's clock), so that its silence counts from that arrival
+ *   (docs/design.md §3.10: frames that arrived are applied before the staleness scan). The shell sends it before a `Tick` for the
  *   ranks `expiring` names.
  * - `Tick`: drain queued death reports, then scan for stale ranks, then time-outs.
  * - `Join`: a rank asks to join the running run (the rules: `joins.ts`): `rank` is the index

@@ -79,8 +79,7 @@ import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import * as Roles from "./roles.ts"
 import * as Split from "./split.ts"
-import type { ModelOwed, State } from "./state.ts"
-import { saveAndStop } from "./stops.ts"
+import type { State } from "./state.ts"
 
 const refuse = (state: State, cmds: Array<Command>, asked: Rank | undefined, reason: JoinRefusal, detail: string): void => {
   state.counters.joinsRefused += 1
@@ -231,80 +230,6 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
   if (state.pool !== undefined) admitToPool(state, cmds, joiners, `ranks ${joiners.join(", ")} entered the ring: their first chunks`)
 }
 
-/** Asks the next member for `to`'s model (`SendModel` for ring `generation`); false when none is left. */
-const askNext = (state: State, cmds: Array<Command>, to: Rank, owed: ModelOwed, generation: number, why: string): boolean => {
-  const from = modelHolder(state, owed.tried)
-  if (from === undefined) return false
-  owed.from = from
-  owed.tried.add(from)
-  cmds.push({ _tag: "SendModel", to, from, round: owed.round, generation, reason: `${why}: rank ${to} gets the model of round ${owed.round} from rank ${from} instead` })
-  return true
-}
-
-/**
- * A `Params` with the ring backend: the model hand-over `SendModel` asked `rank` for.
- * Forwards it to every joiner owed a model by `rank` as `Update{round, params}`, or refuses it (see
- * the module docstring, "Model hand-over"). O(joiners owed a model + params.length).
- */
-export const onModel = (state: State, rank: Rank, round: number, params: Float32Array, cmds: Array<Command>): void => {
-  const owedBy = [...state.modelOwed].filter(([, owed]) => owed.from === rank).sort(([a], [b]) => a - b)
-  if (owedBy.length === 0) {
-    state.counters.staleRoundDone += 1
-    return
-  }
-  const expected = state.paramsLength
-  let problem = expected === undefined ? (params.length === 0 ? "no values" : undefined) : params.length === expected ? undefined : `${params.length} values instead of ${expected}`
-  for (let i = 0; problem === undefined && i < params.length; i++) if (!Number.isFinite(params[i]!)) problem = "non-finite values"
-  for (const [to, owed] of owedBy) {
-    const why = owed.round !== round ? `the model of round ${round} instead of ${owed.round}` : problem
-    if (why === undefined) {
-      state.modelOwed.delete(to)
-      cmds.push({ _tag: "Send", to, message: { _tag: "Update", round, params }, reason: `rank ${to}'s model: round ${round} from rank ${rank}` })
-      continue
-    }
-    state.counters.modelsRefused += 1
-    alert(state, cmds, "BadParams", path(state, rank), `rank ${rank}'s model for joiner ${to} refused: ${why}`)
-    if (!askNext(state, cmds, to, owed, state.ring!.generation, `rank ${rank}'s model was refused`)) {
-      return saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}`)
-    }
-  }
-}
-
-/**
- * A ring rendezvous timed out (`tick`, before the ring re-forms as `generation`): a joiner still
- * owed its model is what holds the rendezvous up when its asked member has not answered (a slow or
- * broken member: the joiner gets its `FormRing` only after its model), so its model is asked of the
- * next member holding it not asked yet. With none left it keeps waiting on the members asked; the
- * rendezvous attempts then end the run (`ReduceStall`, docs/design.md §3.10), as for a member that never
- * sends `RingReady`. O(joiners owed a model + ranks skipped).
- *
- * @since 0.1.0
- * @category joins
- */
-export const reaskModels = (state: State, cmds: Array<Command>, generation: number): void => {
-  for (const [to, owed] of [...state.modelOwed].sort(([a], [b]) => a - b)) {
-    askNext(state, cmds, to, owed, generation, `rank ${owed.from} did not hand the model over before the ring rendezvous timed out`)
-  }
-}
-
-/**
- * A departure batch (`declareBatch`, before the ring re-forms as `generation`): a departed joiner
- * is owed nothing any more, and a joiner whose asked member departed is asked for from the next
- * member (`SendModel` for `generation`). Returns false when it stopped the run (no member left
- * holds the model: `ReduceStall`). O(joiners owed a model + ranks skipped).
- */
-export const reissueModels = (state: State, departed: ReadonlySet<Rank>, cmds: Array<Command>, generation: number): boolean => {
-  for (const rank of departed) state.modelOwed.delete(rank)
-  const stranded = [...state.modelOwed].filter(([, owed]) => departed.has(owed.from)).sort(([a], [b]) => a - b)
-  for (const [to, owed] of stranded) {
-    if (!askNext(state, cmds, to, owed, generation, `rank ${owed.from} left before it sent the model`)) {
-      saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}: every rank that held it is gone`)
-      return false
-    }
-  }
-  return true
-}
-
 /**
  * Formation started without the `absent` ranks (`start`'s option, `minRanks < worldSize`): their
  * indices become vacant and unwatched, and the roles start on a present rank (the pinned one if
@@ -330,17 +255,4 @@ export const vacateAbsent = (state: State, cmds: Array<Command>, absent: Readonl
   state.roles.checkpoint = holder
   state.roles.eval = holder
   state.roles.epochFn = holder
-}
-
-/**
- * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
- * joined mid-run; with `fastest` not one that is still uncalibrated. O(ranks skipped).
- */
-export const lowestEligible = (state: State): Rank | undefined => {
-  const m = state.membership
-  const pinned = state.config.rolePolicy !== "fastest"
-  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
-    if (state.lateJoiner[r] === 0 || (!pinned && Roles.isCalibrated(state.calibration, r))) return r
-  }
-  return undefined
 }

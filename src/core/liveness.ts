@@ -9,7 +9,8 @@
  *   is at least `floorMs`, so a rank at the front silent for `floorMs` or less ends the scan:
  *   nobody behind it can have expired.
  * - **The suspects**: a binary min-heap keyed by deadline, holding the ranks that were silent for
- *   more than `floorMs` when a scan reached them. A rank silent past `floorMs` but before its
+ *   more than `floorMs` when a scan reached them, and the ranks sighted at a past time (`seen`:
+ *   the list has no place for them). A rank silent past `floorMs` but before its
  *   deadline (a longer adaptive timeout, or a hold for a save the coordinator asked for) waits
  *   there, and a tick looks only at the heap's expired top.
  *
@@ -338,6 +339,33 @@ const reposition = (l: Liveness, rank: Rank): void => {
   if (l.prev[rank] !== SUSPECT) return
   siftUp(l, l.next[rank]!)
   siftDown(l, l.next[rank]!)
+}
+
+/**
+ * Records a sighting of a watched rank at `atMs`, which may be earlier than the caller's clock
+ * (bytes of the rank that a transport received before the caller asked, `Seen`): its last
+ * sighting becomes the later of the two, so its silence counts from `atMs`, never from the time
+ * of asking. A sighting no later than the last one changes nothing. The rank goes to the
+ * suspects' heap (a list ordered by sighting has no place for a past one), or to the list's back
+ * when `atMs` is not earlier than the latest sighting there. O(log s).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const seen = (l: Liveness, rank: Rank, atMs: number): void => {
+  if (!isWatched(l, rank)) return
+  const clockMs = atMs - l.pausedMs
+  if (!(clockMs > l.lastSeenMs[rank]!)) return
+  if (l.prev[rank] !== SUSPECT && (l.tail === rank || clockMs >= l.lastSeenMs[l.tail]!)) return touch(l, rank, atMs)
+  if (l.detector.kind === "adaptive") learnGap(l, rank, clockMs - l.lastSeenMs[rank]!)
+  if (l.prev[rank] === SUSPECT) {
+    l.lastSeenMs[rank] = clockMs
+    reposition(l, rank)
+    return
+  }
+  detach(l, rank)
+  l.lastSeenMs[rank] = clockMs
+  suspect(l, rank)
 }
 
 /**

@@ -6,7 +6,6 @@
  * @since 0.1.0
  */
 import type { Command } from "./inputs.ts"
-import { lowestEligible } from "./joins.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
 import * as Roles from "./roles.ts"
@@ -71,4 +70,17 @@ export const maybeResolveFastest = (state: State): boolean => {
   // A pending checkpoint may finish where it is (its result is matched against `checkpoint.rank`),
   // but the role moves with the resolution: the next checkpoint goes to the fastest (docs/design.md §3.5).
   return Roles.differ(before, state.roles)
+}
+
+/**
+ * The lowest survivor a role may move to, or `undefined`: with the pinned policy never a rank that
+ * joined mid-run; with `fastest` not one that is still uncalibrated. O(ranks skipped).
+ */
+export const lowestEligible = (state: State): Rank | undefined => {
+  const m = state.membership
+  const pinned = state.config.rolePolicy !== "fastest"
+  for (let r = Membership.nextLive(m, 0); r < m.worldSize; r = Membership.nextLive(m, r + 1)) {
+    if (state.lateJoiner[r] === 0 || (!pinned && Roles.isCalibrated(state.calibration, r))) return r
+  }
+  return undefined
 }

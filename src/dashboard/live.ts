@@ -162,6 +162,7 @@ const messageOf = (parts: ReadonlyArray<string>): string => `data: [${parts.join
  * @category live
  */
 export const start = async (options: LiveOptions): Promise<Live> => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const progressIntervalMs = options.progressIntervalMs ?? liveDefaults.progressIntervalMs
   const clientsMax = options.clientsMax ?? liveDefaults.clientsMax
   const replayEventsMax = options.replayEventsMax ?? liveDefaults.replayEventsMax

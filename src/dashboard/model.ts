@@ -206,6 +206,7 @@ export const isShown = (event: unknown): boolean =>
  * @category model
  */
 export const apply = (model: Model, event: unknown): Model => {
+  // Long because it is one case per journal event kind; each case is a few lines.
   if (!isRecord(event)) return model
   const ms = num(event.ms)
   if (ms !== undefined) model.nowMs = Math.max(model.nowMs, ms)

@@ -114,6 +114,7 @@ const line = (stroke: string, label: string, scale = "y"): uPlot.Series => ({ la
 const roundSteps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 
 const start = (): void => {
+  // Long because it wires the page's charts and handlers, which share the page's state.
   const config = readJson("cohort-config") as Config
   const model = Model.empty()
   document.body.dataset.state = "loading"

@@ -6,7 +6,7 @@
  * @since 0.1.0
  */
 import { MessageChannel, MessagePort, receiveMessageOnPort, Worker, workerData } from "node:worker_threads"
-import * as SharedRingLink from "../transport/shared-ring-link.ts"
+import * as SharedRingLink from "./shared-ring-link.ts"
 import { bytesOf, lowerPriority, needsTsx, processExitHooks, redirectOutput } from "./node-shared.ts"
 import type * as Types from "./types.ts"
 

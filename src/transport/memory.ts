@@ -99,6 +99,7 @@ const key = (from: Transport.Peer, to: Transport.Peer): string => `${from}>${to}
  * @category constructors
  */
 export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(function*() {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const scope = yield* Effect.scope
   const clock = yield* Clock.Clock
   const nodes = new Map<Transport.Peer, Node>()

@@ -295,6 +295,7 @@ const parseJoin = (data: Uint8Array | string): Join | undefined => {
  */
 export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Transport.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
+    // Long because it is a factory: the closures it returns share its state, and each is short.
     if (options.runToken.length < runTokenLengthMin) {
       return yield* new Transport.TransportError({
         reason: { _tag: "TokenTooShort", length: options.runToken.length, runTokenLengthMin }
@@ -333,6 +334,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         : !(typeof asked === "number" && Number.isSafeInteger(asked) && asked >= options.worldSize)
 
     const open = (socket: RuntimeTypes.RawSocket, remoteAddress: string): RuntimeTypes.SocketHandlers => {
+      // Long because it is a factory: the closures it returns share its state, and each is short.
       const address = addressKey(remoteAddress)
       let link: Hub.Link | undefined
       let linkRank: Transport.Peer | undefined
@@ -655,6 +657,7 @@ type JoinedSocket = RuntimeTypes.RawSocket & { readonly drop: () => void }
  */
 export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Transport.TransportError, Scope.Scope> =>
   Effect.gen(function*() {
+    // Long because it is a factory: the closures it returns share its state, and each is short.
     // An "auto" join learns its rank at the welcome; the endpoint's `self` is set from it.
     let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
     let run: unknown

@@ -18,7 +18,7 @@
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Children from "./internal/children.ts"
-import * as SharedRingLink from "./shared-ring-link.ts"
+import * as SharedRingLink from "../platform/shared-ring-link.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import type * as RankOutput from "./rank-output.ts"

@@ -67,6 +67,23 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     expect(Liveness.expired(l, 3501)).toEqual([0])
   })
 
+  it("a sighting in the past (seen) counts from its own time, in the list or among the suspects; an older one changes nothing", () => {
+    const l = Liveness.make(3, 0, 3, Liveness.fixed(1000))
+    Liveness.touch(l, 0, 500)
+    Liveness.touch(l, 1, 600)
+    Liveness.seen(l, 2, 300) // in the list, behind ranks seen later: it moves to the suspects
+    expect(Liveness.deadlineOf(l, 2)).toBe(1300)
+    Liveness.seen(l, 2, 200)
+    expect(Liveness.deadlineOf(l, 2)).toBe(1300)
+    expect(Liveness.expired(l, 1301)).toEqual([2])
+    Liveness.seen(l, 2, 900) // a suspect: its deadline moves, it stays a suspect
+    expect(Liveness.expired(l, 1601)).toEqual([0, 1])
+    expect(Liveness.expired(l, 1901)).toEqual([0, 1, 2])
+    Liveness.seen(l, 1, 2000) // later than every sighting: the list's back, as a touch
+    expect(Liveness.expired(l, 3000)).toEqual([0, 2])
+    expect(Liveness.expired(l, 3001)).toEqual([0, 2, 1])
+  })
+
   it("a pause shifts every deadline, suspects' and holds' included", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
     Liveness.hold(l, 1, "eval", 0, 0, 1000)
@@ -77,9 +94,10 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     expect(Liveness.expired(l, 5001)).toEqual([1])
   })
 
-  it("answers as a scan of every rank would, whatever the sightings, holds, releases, pauses and departures (fast-check)", () => {
+  it("answers as a scan of every rank would, whatever the sightings (past ones too), holds, releases, pauses and departures (fast-check)", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("touch" as const), rank: fc.nat(7), dt: fc.nat(700) }),
+      fc.record({ kind: fc.constant("seen" as const), rank: fc.nat(7), backMs: fc.nat(1500) }),
       fc.record({ kind: fc.constant("hold" as const), rank: fc.nat(7), id: fc.nat(2), ms: fc.constantFrom(250, 1500, 4000) }),
       fc.record({ kind: fc.constant("release" as const), rank: fc.nat(7), id: fc.nat(2) }),
       fc.record({ kind: fc.constant("unwatch" as const), rank: fc.nat(7) }),
@@ -93,6 +111,7 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
         let now = 0
         for (const o of ops) {
           if (o.kind === "touch") Liveness.touch(l, o.rank, now += o.dt)
+          else if (o.kind === "seen") Liveness.seen(l, o.rank, now - o.backMs)
           else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms)
           else if (o.kind === "release") Liveness.release(l, o.rank, "save", o.id)
           else if (o.kind === "unwatch") Liveness.unwatch(l, o.rank)

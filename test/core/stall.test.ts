@@ -99,3 +99,41 @@ describe("Seen: a frame the transport holds but the core has not applied yet ref
     expect(Coordinator.expiring(s, 5000)).toEqual([])
   })
 })
+
+describe("Seen counts from when the bytes arrived, not from when the shell asked", () => {
+  // The shell's tick (actors/coordinator.ts): for each rank `expiring` names, a `Seen` at the
+  // transport's last arrival from it when that is within the timeout, then the `Tick`. A resumable
+  // link's pings (every 250 ms) arrive between the rank's frames (every 750 ms), so a cut rank's
+  // last arrival is later than its last frame: it must be declared its timeout after that arrival.
+  const tickLikeTheShell = (s: Coordinator.State, nowMs: number, lastArrivalMs: ReadonlyMap<number, number>) => {
+    for (const rank of Coordinator.expiring(s, nowMs)) {
+      const arrivedMs = lastArrivalMs.get(rank)
+      if (arrivedMs !== undefined && nowMs - arrivedMs <= 1000) Coordinator.step(s, { _tag: "Seen", rank, nowMs: arrivedMs })
+    }
+    return tick(s, nowMs)
+  }
+
+  it("a rank whose last frame came at 200 ms and last ping at 400 ms is declared at the first tick after 1400 ms, not near twice the timeout", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s, 0)
+    const arrivals = new Map([[2, 400]])
+    let declaredMs: number | undefined
+    for (let t = 100; t <= 3000 && declaredMs === undefined; t += 100) {
+      heartbeat(s, t, t <= 200 ? [0, 1, 2] : [0, 1])
+      if (tags(tickLikeTheShell(s, t, arrivals)).includes("Alert:RankLost")) declaredMs = t
+    }
+    expect(declaredMs).toBe(1500)
+    expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "no frame for 1100 ms (timeout 1000 ms)"]])
+  })
+
+  it("a Seen older than the rank's last frame changes nothing; one later than the core's clock counts from the clock", () => {
+    const s = make({ worldSize: 2, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
+    Coordinator.start(s, 0)
+    heartbeat(s, 500, [0, 1])
+    expect(Coordinator.step(s, { _tag: "Seen", rank: 1, nowMs: 300 })).toEqual([])
+    expect(Coordinator.deadlineOf(s, 1)).toBe(1500)
+    expect(Coordinator.step(s, { _tag: "Seen", rank: 1, nowMs: 700 })).toEqual([])
+    expect(Coordinator.deadlineOf(s, 1)).toBe(1700)
+    expect(Coordinator.expiring(s, 1600)).toEqual([0])
+  })
+})

@@ -9,43 +9,24 @@
 // other, never beside each other. Node only (vitest.config.ts): about 2.5 minutes together, and the
 // three runtimes' servers already meet cut links in serve-join.test.ts; the resume itself runs on
 // all three in test/transport/web-socket-resume.test.ts.
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { existsSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import * as Cluster from "./cluster.ts"
 import * as Netns from "./netns.ts"
 
 const runtime = Runtime.detect()
-const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 // 40 ms a batch while the hold file exists, then 4 ms: the run lasts as long as the test acts on it.
 const heldTrainer = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
+// 40 ms a batch of 32: an epoch of 3 ranks (1,600 samples each) lasts about 2 s.
+const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
 const wideTrainer = fileURLToPath(new URL("./fixtures/wide-model.ts", import.meta.url))
-const scratch = mkdtempSync(join(tmpdir(), "cohort-links-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-const tokenFile = join(scratch, "token")
-writeFileSync(tokenFile, "links-test-token-3e8d0a7c51f2", { mode: 0o600 })
+const scratch = Cluster.scratch("cohort-links-")
+afterAll(() => rmSync(scratch.dir, { recursive: true, force: true }))
 const port = 7100
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
-
-interface Event {
-  readonly type: string
-  readonly ms: number
-  readonly [key: string]: unknown
-}
-
-const readRun = (out: string): { readonly summary: RunResult; readonly events: ReadonlyArray<Event> } => {
-  const [runId] = readdirSync(out)
-  const dir = join(out, runId ?? "missing")
-  return {
-    summary: JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")) as RunResult,
-    events: readFileSync(join(dir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
-  }
-}
-
-const audits = (summary: RunResult) => summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])
+const { audits, readRun, sleep } = Cluster
 
 /** `cohort serve` in A, and one `cohort join` per rank in `hostOf(rank)`. */
 const start = (network: Netns.Network, name: string, options: {
@@ -55,28 +36,17 @@ const start = (network: Netns.Network, name: string, options: {
   readonly hostOf: (rank: number) => string
   readonly lifetimeMs: number
   readonly env?: Readonly<Record<string, string>>
-}) => {
-  const out = join(scratch, name, "runs")
-  const serve = network.script("a", cli, [
-    "serve", "--trainer", options.trainer, "--world-size", String(options.worldSize), "--epochs", String(options.epochs),
-    "--listen", `${network.address("a")}:${port}`, "--token-file", tokenFile, "--out", out
-  ], { lifetimeMs: options.lifetimeMs, ...(options.env === undefined ? {} : { env: options.env }) })
-  const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
-    network.script(options.hostOf(rank), cli, [
-      "join", `ws://${network.address("a")}:${port}/`, "--trainer", options.trainer, "--token-file", tokenFile,
-      "--rank", String(rank), "--save-dir", join(scratch, name, `save-${rank}`)
-    ], { lifetimeMs: options.lifetimeMs, ...(options.env === undefined ? {} : { env: options.env }) }))
-  return { serve, ranks, out }
-}
+  readonly serveArgs?: ReadonlyArray<string>
+}) => Cluster.start(network, { ...options, scratch, name, port })
 
 describe(`served ranks on links that misbehave (${runtime})`, () => {
   it("rank 0's link down for 8 s, 9 s, 8 s and 9 s with default timeouts: resumed each time, never lost, audits clean; down for 20 s: declared once, refused with RankDead on its return, the others go on", async () => {
     const lifetimeMs = 170_000
-    const hold = join(scratch, "cut-hold")
+    const hold = join(scratch.dir, "cut-hold")
     writeFileSync(hold, "")
     const network = Netns.create(["a", "b", "c"])
     try {
-      const { serve, ranks, out } = start(network, "cut", {
+      const { serve, ranks, out } = await start(network, "cut", {
         trainer: heldTrainer, worldSize: 3, epochs: 60, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs,
         env: { COHORT_TEST_HOLD: hold }
       })
@@ -139,7 +109,7 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
     const network = Netns.create(["a", "b", "c"])
     try {
       network.rateLimitBoth("b", { rateKbit: 1000, burstBytes: 4096, latencyMs: 400 })
-      const { serve, ranks, out } = start(network, "slow", {
+      const { serve, ranks, out } = await start(network, "slow", {
         trainer: wideTrainer, worldSize: 2, epochs: 1, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000
       })
       expect(await serve.exited).toBe(0)
@@ -154,6 +124,31 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       console.log(`[links ${runtime}] 1 Mbit/s link, 407,050 parameters, 2 ranks: epoch 0 took ${epochMs} ms; rounds ${
         JSON.stringify(events.filter((e) => e.type === "round").map((e) => [e.contributors, e.openMs]))
       }`)
+    } finally {
+      network.destroy()
+    }
+  }, 120_000)
+
+  it("rank 0 at 30% packet loss both ways, rounds with a deadline: no healthy rank dies, audits clean; rank 0 is declared at most once", async () => {
+    const network = Netns.create(["a", "b", "c"])
+    try {
+      network.dropPercentBoth("b", 30)
+      const { serve, ranks, out } = await start(network, "lossy", {
+        trainer: steadySlow, worldSize: 3, epochs: 3, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000,
+        serveArgs: ["--round-deadline-ms", "500"]
+      })
+      expect(await serve.exited, serve.stderr()).toBe(0)
+      expect(await Promise.all([ranks[1]!.exited, ranks[2]!.exited])).toEqual([0, 0])
+      const zeroExit = await ranks[0]!.exited
+      const { summary, events } = readRun(out)
+      expect(summary.deaths.filter((d) => d.rank !== 0)).toEqual([])
+      expect(summary.deaths.length).toBeLessThanOrEqual(1)
+      expect(audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+      const rounds = events.filter((e) => e.type === "round")
+      const resumes = events.filter((e) => e.type === "resumed").map((e) => e.silentMs)
+      console.log(`[links ${runtime}] rank 0 at 30% loss: exited ${zeroExit}, deaths ${JSON.stringify(summary.deaths.map((d) => [d.rank, d.cause]))}; ` +
+        `round times ${JSON.stringify(Cluster.roundTimes(events))} ms, contributors ${JSON.stringify(rounds.map((e) => e.contributors))}; ` +
+        `resumes after ${JSON.stringify(resumes)} ms; packets dropped ${network.dropped("b")} at B`)
     } finally {
       network.destroy()
     }

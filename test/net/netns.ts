@@ -136,6 +136,8 @@ export interface Network {
   readonly rateLimit: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
   readonly rateLimitBoth: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
   readonly dropPercent: (host: string, percent: number) => void
+  /** `dropPercent` on the host's own side and, on the switch, `percent`% of what it sends: that loss both ways on its link only. */
+  readonly dropPercentBoth: (host: string, percent: number) => void
   /** Packets `dropPercent`'s rule has dropped in `host` so far. */
   readonly dropped: (host: string) => number
   readonly relay: (host: string, options: {
@@ -227,6 +229,19 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
   } catch (error) {
     destroy()
     throw error
+  }
+
+  /** nftables drops `percent`% of the packets arriving on `eth0` in namespace `ns`. */
+  const dropPercent = (ns: string, percent: number): void => {
+    if (!hasNft()) throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
+    run("ip", ["netns", "exec", ns, "nft", "-f", "-"], [
+      "table inet cohort_loss {",
+      "  chain input {",
+      "    type filter hook input priority 0; policy accept;",
+      `    iifname "eth0" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
+      "  }",
+      "}"
+    ].join("\n"))
   }
 
   const exec = (host: string, command: string, args: ReadonlyArray<string>, execOptions: ExecOptions = {}): Proc => {
@@ -323,14 +338,15 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
       rateLimit(host, limit)
       shape(sw, `v-${host}`, limit)
     },
-    dropPercent: (host, percent) => {
-      if (!hasNft()) throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
-      const perTenThousand = Math.round(percent * 100)
-      run("ip", ["netns", "exec", namespace(host), "nft", "-f", "-"], [
-        "table inet cohort_loss {",
-        "  chain input {",
-        "    type filter hook input priority 0; policy accept;",
-        `    iifname "eth0" numgen random mod 10000 < ${perTenThousand} counter drop`,
+    dropPercent: (host, percent) => dropPercent(namespace(host), percent),
+    dropPercentBoth: (host, percent) => {
+      dropPercent(namespace(host), percent)
+      // Bridged frames pass the bridge family's hooks, not inet's: the rule names the host's port.
+      run("ip", ["netns", "exec", sw, "nft", "-f", "-"], [
+        `table bridge cohort_loss_${host} {`,
+        "  chain forward {",
+        "    type filter hook forward priority 0; policy accept;",
+        `    iifname "v-${host}" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
         "  }",
         "}"
       ].join("\n"))

@@ -12,58 +12,34 @@
 // Each test removes its namespaces in `finally`, kills its processes after at most 110 s (a run
 // takes 10-20 s on an idle 2-core machine; the margin is for a loaded one), and caps every link
 // at 100 Mbit/s.
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readdirSync, readFileSync, rmSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import type { RunResult } from "../../actors/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import { startCli } from "../cli-process.ts"
+import * as Cluster from "./cluster.ts"
 import * as Netns from "./netns.ts"
 
 const runtime = Runtime.detect()
-const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 // 40 ms per batch of 32: an epoch of 4 ranks (1,200 samples each) lasts about 1.5 s.
 const trainer = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
-const scratch = mkdtempSync(join(tmpdir(), "cohort-net-"))
-afterAll(() => rmSync(scratch, { recursive: true, force: true }))
-const tokenFile = join(scratch, "token")
-writeFileSync(tokenFile, "net-test-token-9d27c4e1a0b3f6", { mode: 0o600 })
+const scratch = Cluster.scratch("cohort-net-")
+afterAll(() => rmSync(scratch.dir, { recursive: true, force: true }))
 
 const port = 7000
 /** Every process of a test is killed after this long; each test's own limit is 10 s more. */
 const lifetimeMs = 110_000
 const testTimeoutMs = lifetimeMs + 10_000
 const hostOf = (rank: number) => (rank < 2 ? "b" : "c")
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+const { readRun, roundTimes, sleep } = Cluster
+type Event = Cluster.Event
 
-interface Event {
-  readonly type: string
-  readonly ms: number
-  readonly [key: string]: unknown
-}
+const audits = (summary: RunResult) =>
+  summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
-/** The one run under `out`: its summary and its journal. */
-const readRun = (out: string): { readonly summary: RunResult; readonly events: ReadonlyArray<Event> } => {
-  const [runId] = readdirSync(out)
-  const dir = join(out, runId ?? "missing")
-  return {
-    summary: JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")) as RunResult,
-    events: readFileSync(join(dir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
-  }
-}
-
-/** Milliseconds from each round's close to the next one's (from the start of training for the first). */
-const roundTimes = (events: ReadonlyArray<Event>): ReadonlyArray<number> => {
-  const formed = events.find((e) => e.type === "formed")?.ms ?? 0
-  const closes = events.filter((e) => e.type === "round").map((e) => e.ms)
-  return closes.map((ms, i) => ms - (i === 0 ? formed : closes[i - 1]!))
-}
-
-const audits = (summary: RunResult) => summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
-
-interface Cluster {
+interface Started {
   readonly network: Netns.Network
   readonly serve: Netns.Proc
   readonly ranks: ReadonlyArray<Netns.Proc>
@@ -81,27 +57,17 @@ const cluster = async (
     readonly heartbeatTimeoutMs: number
     readonly prepare?: (network: Netns.Network) => Promise<(rank: number) => string>
   },
-  body: (cluster: Cluster) => Promise<void>
+  body: (cluster: Started) => Promise<void>
 ): Promise<void> => {
   const network = Netns.create(["a", "b", "c"])
   try {
-    const out = join(scratch, name, "runs")
-    const urlOf = options.prepare === undefined
-      ? () => `ws://${network.address("a")}:${port}/`
-      : await options.prepare(network)
-    const serve = network.script("a", cli, [
-      "serve", "--trainer", trainer, "--world-size", "4", "--epochs", String(options.epochs),
-      "--heartbeat-timeout-ms", String(options.heartbeatTimeoutMs),
-      "--listen", `${network.address("a")}:${port}`, "--token-file", tokenFile, "--out", out
-    ], { lifetimeMs })
-    await serve.waitFor(new RegExp(`${port}`), 20_000)
-    const ranks = [0, 1, 2, 3].map((rank) =>
-      network.script(hostOf(rank), cli, [
-        "join", urlOf(rank), "--trainer", trainer, "--token-file", tokenFile, "--rank", String(rank),
-        "--save-dir", join(scratch, name, `save-${hostOf(rank)}`)
-      ], { lifetimeMs })
-    )
-    await body({ network, serve, ranks, out })
+    const urlOf = options.prepare === undefined ? undefined : await options.prepare(network)
+    const started = await Cluster.start(network, {
+      scratch, name, trainer, worldSize: 4, epochs: options.epochs, port, hostOf, lifetimeMs,
+      serveArgs: ["--heartbeat-timeout-ms", String(options.heartbeatTimeoutMs)],
+      ...(urlOf === undefined ? {} : { urlOf })
+    })
+    await body({ network, ...started })
   } finally {
     network.destroy()
   }
@@ -173,7 +139,7 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       await Promise.all(ranks.map((r) => r.exited))
       const [runId] = readdirSync(out)
       const parentDir = join(out, runId!)
-      const resumed = startCli(["resume", parentDir], { cwd: scratch })
+      const resumed = startCli(["resume", parentDir], { cwd: scratch.dir })
       expect(await resumed.exit, `${resumed.out()}${resumed.err()}`).toBe(0)
       const childId = readdirSync(out).find((id) => id !== runId)!
       const epochsOf = (dir: string) =>
@@ -206,13 +172,12 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
       }))
       network.restore("c")
       // Declared by staleness: not before the timeout (the last frame came at most one heartbeat
-      // interval before the cut). Usually within the timeout plus two ticks (about 3 s here), but
-      // since links resume (join protocol 2) a cut rank is sometimes declared near twice the
-      // timeout (5.8 to 5.9 s, often, on every runtime, at a load of 2 to 4); the cause
-      // is not found yet (docs/liveness-links.md, "Known"). The bound says a cut is never missed.
+      // interval before the cut), and within the timeout plus two ticks of the last thing that
+      // arrived from the rank, which is before the cut; a margin of 1 s for a loaded machine (the
+      // line still has to reach this process).
       for (const ms of declaredAfterCut) {
         expect(ms).toBeGreaterThanOrEqual(heartbeatTimeoutMs - heartbeatIntervalMs - tickMs)
-        expect(ms).toBeLessThanOrEqual(2 * heartbeatTimeoutMs + 2 * tickMs + 1000)
+        expect(ms).toBeLessThanOrEqual(heartbeatTimeoutMs + 2 * tickMs + 1000)
       }
       const refusedCodes = await Promise.all([ranks[2]!, ranks[3]!].map((r) => r.exited))
       expect(await serve.exited).toBe(0)

@@ -84,6 +84,24 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       assert.isTrue(resumed.every((rank) => rank === 0))
     })), 20_000)
 
+  it.live("a rank whose thread was blocked for longer than reconnectSilenceMs (a synchronous save) keeps its socket: no resume, frames sent meanwhile arrive", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const resumed: Array<number> = []
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, onResumed: (rank) => resumed.push(rank) })
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0, resumable: true, reconnectSilenceMs: 1000 })
+      yield* server.transport.send(0, frame(1))
+      assert.deepStrictEqual(yield* takeFrames(client.transport.inbox, 1), [1])
+      yield* server.transport.send(0, frame(2))
+      // This thread is both sides': the server's pings wait too, and arrive just after the block.
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 2500)
+      yield* client.transport.send(Transport.coordinatorPeer, frame(3))
+      assert.deepStrictEqual(yield* takeFrames(client.transport.inbox, 1), [2])
+      assert.deepStrictEqual(yield* takeFrames(server.transport.inbox, 1), [3])
+      yield* sleep(500)
+      assert.deepStrictEqual(resumed, [])
+      assert.isTrue(server.connected(0))
+    })), 20_000)
+
   it.live("a 3 MiB frame travels in 64 KiB pieces: each piece refreshes lastArrivalMs before the frame is whole", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1 })

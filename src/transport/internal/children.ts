@@ -65,6 +65,7 @@ export const make = <O>(
   options?: Transport.Options & RankOutput.Options
 ): Effect.Effect<Host<O>, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // Long because it is a factory: the closures it returns share its state, and each is short.
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
     const children = new Map<Transport.Peer, Child>()
 

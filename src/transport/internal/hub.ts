@@ -115,6 +115,7 @@ const fullPollsMax = 8
 /** Makes a hub for endpoint `self`. @since 0.1.0 @category internal */
 export const make = (self: Transport.Peer, options: Transport.Options = {}): Effect.Effect<Hub> =>
   Effect.gen(function*() {
+    // Long because it is a factory: the closures it returns share its state, and each is short.
     const resolved = resolve(options)
     const clock = yield* Clock.Clock
     const inbox = yield* Queue.unbounded<Transport.Event, Cause.Done>()

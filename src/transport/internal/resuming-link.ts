@@ -73,6 +73,7 @@ const sinkOf = (socket: RuntimeTypes.RawSocket): Session.Sink => ({
 
 /** Starts resuming `first` (welcomed, the server having received `received` messages: 0). @since 0.1.0 @category internal */
 export const start = (options: Options, first: ClientSocket): Resuming => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   let socket: ClientSocket | undefined = first
   let closing = false
   let over = false
@@ -81,6 +82,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   let attempts = 0
   let lastAttemptMs = Number.NEGATIVE_INFINITY
   let lastPingMs = Number.NEGATIVE_INFINITY
+  let lastTickMs = performance.now()
   /** Attempts not yet welcomed: when each started, and whether its connection opened. */
   const pending = new Map<ClientSocket, { readonly startedMs: number; opened: boolean }>()
   /** Sockets this side cut: their close says nothing of the server's answer. */
@@ -190,6 +192,11 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   const tick = (): void => {
     if (over) return
     const nowMs = performance.now()
+    // A tick this late means this thread was blocked (a synchronous save or eval): the silence
+    // was its own, and what the server sent meanwhile waits unread in the socket. The socket gets
+    // a whole silence window again rather than being cut for it.
+    if (nowMs - lastTickMs > options.silenceMs) lastArrivalMs = nowMs
+    lastTickMs = nowMs
     if (socket !== undefined) {
       // Pings fill the gaps between the rank's own frames, never outlive them: a rank whose actor
       // stopped sending is as silent to the coordinator as it was without pings.

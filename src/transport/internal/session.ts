@@ -92,6 +92,7 @@ const header = (kind: number, last: boolean, seq: number, ack: number, payloadBy
 
 /** Makes one side of a resumable link. @since 0.1.0 @category internal */
 export const make = (options: Options): Session => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
   const { pieceBytes } = options
   /** Messages not yet acked by the peer, oldest first (sent or not). */
   const buffer: Array<Outgoing> = []

@@ -9,7 +9,7 @@ import fc from "fast-check"
 import { MessageChannel, Worker } from "node:worker_threads"
 import { describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
-import * as SharedRingLink from "../../src/transport/shared-ring-link.ts"
+import * as SharedRingLink from "../../src/platform/shared-ring-link.ts"
 
 const SEED = 20261202
 
