@@ -62,7 +62,7 @@ export const make = (options: Options): EpochModels => {
     if (found === undefined) {
       let resolve: (events: ReadonlyArray<RunEvent>) => void = () => {}
       const promise = new Promise<ReadonlyArray<RunEvent>>((r) => (resolve = r))
-      found = { promise, resolve, done: false, delivered: false, auditedAtMs: Date.now() }
+      found = { promise, resolve, done: false, delivered: false, auditedAtMs: options.now() }
       pending.set(epoch, found)
     }
     return found
@@ -71,7 +71,7 @@ export const make = (options: Options): EpochModels => {
     const found = entry(epoch)
     if (found.done) return
     found.done = true
-    found.resolve([{ ...event, afterAuditMs: Date.now() - found.auditedAtMs }])
+    found.resolve([{ ...event, afterAuditMs: options.now() - found.auditedAtMs }])
   }
   const deliver = (epoch: number, model: { readonly round: number; readonly params: Float32Array } | undefined): void => {
     const folder = `v${epoch}`
@@ -81,12 +81,12 @@ export const make = (options: Options): EpochModels => {
       settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path, bytes: 0, writeMs: 0, error: "the coordinator holds no model of this epoch" })
       return
     }
-    const startedMs = Date.now()
+    const startedMs = options.now()
     SavedModel.write(`${options.dir}/${folder}`, model.params, { epoch, round: model.round, rank: -1 }, SavedModel.coordinatorFiles).then(
-      () => settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: model.params.length * 4, writeMs: Date.now() - startedMs }),
+      () => settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: model.params.length * 4, writeMs: options.now() - startedMs }),
       (error: unknown) => {
         options.onWriteError?.(path, error)
-        settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: 0, writeMs: Date.now() - startedMs, error: firstLine(error) })
+        settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: 0, writeMs: options.now() - startedMs, error: firstLine(error) })
       }
     )
   }

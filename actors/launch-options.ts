@@ -168,6 +168,7 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   positive(options.tickMs, "tickMs", false)
   positive(options.averageEverySteps, "averageEverySteps", true)
   positive(options.coordinatorTimeoutMs, "coordinatorTimeoutMs", true)
+  positive(options.rankConnectionsMax, "rankConnectionsMax", true)
   const interruptGraceMs = options.interruptGraceMs ?? defaults.interruptGraceMs
   check(interruptGraceMs >= 0 && Number.isFinite(interruptGraceMs), "interruptGraceMs", `must be a number >= 0, got ${interruptGraceMs}`)
   const rankNice = options.rankNice ?? defaults.rankNice

@@ -127,7 +127,8 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
 
 /**
  * The run's options as the journal's `started` event records them: every plain option as given,
- * the defaults used for the rest (`resolved`, which wins), and no functions, signals or handles.
+ * the defaults used for the rest (`resolved`, which wins), and no functions, signals or handles;
+ * `tls` (a private key) only as `true`.
  *
  * @since 0.1.0
  * @category journal
@@ -135,6 +136,11 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
 export const loggedOptions = (options: object, resolved: Readonly<Record<string, unknown>>): Record<string, unknown> => {
   const logged: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(options)) {
+    // A TLS identity holds a private key: the journal says only that there was one.
+    if (key === "tls") {
+      if (value !== undefined) logged[key] = true
+      continue
+    }
     // Signals, and handles such as `killRequests` (an object of functions), are not options to log.
     const handle = typeof value === "object" && value !== null && !Array.isArray(value) &&
       ("aborted" in value || Object.values(value).some((field) => typeof field === "function"))

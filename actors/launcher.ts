@@ -23,13 +23,17 @@ import * as Core from "../src/core/coordinator.ts"
 import * as Liveness from "../src/core/liveness.ts"
 import type { Rank } from "../src/core/messages.ts"
 import * as ChildProcess from "../src/transport/child-process.ts"
+import * as ListenerResources from "../src/transport/listener-resources.ts"
 import * as Bundle from "../src/platform/bundle.ts"
 import * as Files from "../src/platform/files.ts"
 import * as LockFile from "../src/platform/lock-file.ts"
+import * as Select from "../src/platform/select.ts"
 import * as RankOutput from "../src/transport/rank-output.ts"
+import * as Credentials from "../src/transport/credentials.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Worker from "../src/transport/worker.ts"
 import * as Coordinator from "./coordinator.ts"
 import * as EpochModels from "./epoch-models.ts"
@@ -39,6 +43,7 @@ import * as LauncherResult from "./launcher-result.ts"
 import { check, defaults, LaunchError, loadTrainer, resolveOptions, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "./rank.ts"
 import * as Resume from "./resume.ts"
+import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type { DeathTiming, KillSpec, LeaveCost, Listening, RankState, ResumeOptions, Resumed, RunEvent, RunOptions, RunResult, ServeOptions, SkippedFault } from "./run-types.ts"
@@ -62,6 +67,41 @@ interface Served {
   readonly formationTimeoutMs: number
   readonly onListening: ((listening: Listening) => void) | undefined
   readonly http: ServeOptions["http"]
+  readonly tls: ServeOptions["tls"]
+  readonly issueTokens: number
+  readonly tokenTtlMs: number | undefined
+}
+
+/** Checks a `tls` option's PEM blocks (`LaunchError`, option `tls`). */
+const checkTls = (tls: RunOptions["tls"]): void => {
+  if (tls === undefined) return
+  check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(tls.cert), "tls", "cert holds no PEM certificate block")
+  check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(tls.key), "tls", "key holds no PEM private key block")
+}
+
+/**
+ * Writes `count` credentials of run `runId`, one per rank index from 0, to
+ * `<runDir>/credentials/rank<r>` (mode 0600), each expiring `ttlMs` from now (never without it);
+ * returns where each went.
+ */
+const issueCredentials = async (
+  runToken: string,
+  runId: string,
+  runDir: string,
+  count: number,
+  ttlMs: number | undefined
+): Promise<ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>> => {
+  if (count === 0) return []
+  await Files.mkdir(`${runDir}/credentials`)
+  const expiresAtMs = ttlMs === undefined ? undefined : Date.now() + ttlMs
+  const issued: Array<{ readonly rank: number; readonly id: string; readonly file: string }> = []
+  for (let rank = 0; rank < count; rank++) {
+    const id = Credentials.newId()
+    const file = `${runDir}/credentials/rank${rank}`
+    await Files.writeSecretFile(file, `${Credentials.issue(runToken, runId, { id, rank, expiresAtMs })}\n`)
+    issued.push({ rank, id, file })
+  }
+  return issued
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -143,14 +183,23 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   if (options.runToken !== undefined) {
     check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, ...rest } = options
+  checkTls(options.tls)
+  const issueTokens = options.issueTokens ?? 0
+  check(Number.isSafeInteger(issueTokens) && issueTokens >= 0, "issueTokens", `must be an integer >= 0, got ${issueTokens}`)
+  if (options.tokenTtlMs !== undefined) {
+    check(Number.isSafeInteger(options.tokenTtlMs) && options.tokenTtlMs > 0, "tokenTtlMs", `must be an integer > 0, got ${options.tokenTtlMs}`)
+  }
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, ...rest } = options
   return launch({ ...rest, transport: "websocket" }, {
     host: host ?? serveDefaults.host,
     port: port ?? serveDefaults.port,
     runToken,
     formationTimeoutMs,
     onListening,
-    http
+    http,
+    tls,
+    issueTokens,
+    tokenTtlMs
   })
 }
 
@@ -527,6 +576,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     await Files.writeSecretFile(tokenFile, `${runToken}\n`)
   }
   let server: WebSocket.ServerHandle | undefined
+  const credentials = Revocations.ledger()
   const observeListening = (listening: Listening): void => {
     try {
       served?.onListening?.(listening)
@@ -534,6 +584,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       // an observer only watches
     }
   }
+  // Over TLS: a served run's certificate, or a local WebSocket run's (its ranks pin it).
+  const tls = served?.tls ?? (transportKind === "websocket" ? options.tls : undefined)
+  if (served === undefined) checkTls(tls)
+  const fingerprint256 = tls === undefined ? undefined : await Select.certificateFingerprint(tls.cert)
+  // The ranks' listener holds at most this many connections; what it refuses or cannot accept
+  // is told as the coordinator's alerts, never as a rank's fault.
+  const rankConnectionsMax = options.rankConnectionsMax ?? WebSocket.connectionsMaxOf(state.config.maxRanks)
+  const rankListener = ListenerResources.make("the rank listener", rankConnectionsMax, "rankConnectionsMax (--rank-connections-max)")
   // The run's WebSocket settings, beside the transport's defaults.
   const serverOptions = (): WebSocket.ServerOptions => ({
     runToken,
@@ -541,12 +599,20 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     host: served?.host ?? WebSocket.hostDefault,
     port: served?.port ?? 0,
     welcome: () => welcomeData,
+    // Heartbeats go between the pieces of a large Update on a resumable link.
+    orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
-    onJoined: (rank, address) => {
+    ...(tls === undefined ? {} : { tls }),
+    connectionsMax: rankConnectionsMax,
+    onResource: rankListener.onResource,
+    onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
+      if (credential !== undefined) credentials.joined(rank, credential)
       if (formedEmitted) awaitingHello.set(rank, Date.now())
-      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address })
+      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, ...(credential === undefined ? {} : { credential }) })
     },
+    // A served run admits ranks' own credentials too (HMACs of the run token; none is kept).
+    ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
     // A run that may grow checks each join after formation against the core's state;
@@ -642,7 +708,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
       transport: served === undefined ? transportKind : "serve",
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
         worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
-        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs }),
+        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs, tls: served.tls !== undefined, issueTokens: served.issueTokens }),
         // What a resume needs to continue it: the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
@@ -656,7 +722,20 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     if (server !== undefined) {
       // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
-        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir })
+        const issued = yield* Effect.promise(() => issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs))
+        observeListening({ url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256, credentials: issued })
+        // Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code.
+        yield* Effect.promise(() => Revocations.read(runDir)).pipe(
+          Effect.flatMap((all) => Effect.sync(() => {
+            for (const revocation of credentials.fresh(all)) {
+              const { rank, credential } = credentials.revoke(revocation)
+              emit({ type: "revoked", ms: sinceStart(Date.now()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
+              if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
+            }
+          })),
+          Effect.repeat(Schedule.spaced(Revocations.revocationPollMs)),
+          Effect.forkScoped
+        )
       }
       emit({ type: "listening", ms: sinceStart(Date.now()), url: server.url })
     }
@@ -683,7 +762,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
       }
-      const spawnData = server === undefined ? data : { ...data, url: server.url, runToken }
+      const spawnData = server === undefined ? data : { ...data, url: server.url, runToken, ...(fingerprint256 === undefined ? {} : { fingerprint256 }) }
       yield* host.spawn({ entry, rank, data: spawnData, nice: rankNice }).pipe(Effect.orDie)
     }
     const resumeState = options.resumeState
@@ -724,6 +803,12 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const coordinatorAlerts = options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
+        Effect.repeat(Schedule.spaced(250)),
+        Effect.forkScoped
+      )
+    }
+    if (transportKind === "websocket") {
+      yield* Effect.suspend(() => Effect.forEach(rankListener.drain(Date.now()), coordinator.resource, { discard: true })).pipe(
         Effect.repeat(Schedule.spaced(250)),
         Effect.forkScoped
       )

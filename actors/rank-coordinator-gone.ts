@@ -116,6 +116,8 @@ export const watch = (options: WatchOptions): Watch => {
   const headOf = (why: Gone): string =>
     why.reason === "ChannelClosed" && why.closeCode === Transport.CloseCode.RankDead
       ? `the coordinator declared this rank dead (close code ${why.closeCode})`
+      : why.reason === "ChannelClosed" && why.closeCode === Transport.CloseCode.CredentialRevoked
+      ? `the coordinator revoked this rank (close code ${why.closeCode}: cohort revoke)`
       : `the coordinator is gone (${describe(why)})`
   /** A link that dropped without a code: what the link learns of why (`Link.whyEnded`), if it can. */
   const learnWhy = (why: Gone): Effect.Effect<Gone> =>

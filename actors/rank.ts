@@ -171,6 +171,8 @@ export const run = (
     let round = 0
     let stopping: { readonly save: boolean; readonly reason: string } | undefined
     let hangAtMs = Number.POSITIVE_INFINITY
+    // The hang's deadline is read against `Clock` below: both sides from the same clock.
+    const clock = yield* Clock.Clock
     let samplesTotal = 0
     let samplesInEpoch = 0
 
@@ -191,7 +193,7 @@ export const run = (
     const { gone, silence, channelClosed } = coordinator
 
     const enterEpoch = (next: number): void => {
-      if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = Date.now() + data.hangAfterMs
+      if (epoch < 0 && data.hangAfterMs !== undefined) hangAtMs = clock.currentTimeMillisUnsafe() + data.hangAfterMs
       if (epoch < 0 && data.flood !== undefined) reports.flood(data.flood.afterMs, data.flood.framesPerSecond)
       epoch = next
       order = Permutation.permutation(data.seed, next, module.trainSamples)

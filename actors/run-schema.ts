@@ -186,7 +186,8 @@ export const RunEvent = Schema.Union([
     resumed: optional(Resumed)
   }),
   event("listening", { url: Schema.String }),
-  event("joined", { rank: Count, address: Schema.String }),
+  event("joined", { rank: Count, address: Schema.String, credential: optional(Schema.String) }),
+  event("revoked", { rank: optional(Count), credential: optional(Schema.String) }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
   event("resumed", { rank: Count, address: Schema.String, silentMs: Count }),
   event("formed", { worldSize: Count, joined: optional(Count) }),

@@ -109,6 +109,13 @@ export interface RunOptions {
    */
   readonly transport?: "worker" | "process" | "websocket"
   /**
+   * With `transport: "websocket"` (and `serve`): the coordinator's certificate chain and private
+   * key (PEM text, leaf first), so that it serves `wss://`; the local ranks pin its fingerprint.
+   * Default: plain `ws://`. Ignored by the other transports. A `cert` or `key` without its PEM
+   * block is a `LaunchError` (option `tls`).
+   */
+  readonly tls?: { readonly cert: string; readonly key: string }
+  /**
    * The averaging backend (docs/design.md §1): `cpu` (default; the coordinator averages every round)
    * or `ring` (the ranks all-reduce among themselves, reduce-scatter then all-gather, and only
    * report `RoundDone`). `ring` needs `worldSize >= 2` (`LaunchError` on `backend`
@@ -152,6 +159,13 @@ export interface RunOptions {
    * it every 250 ms into `CoordinatorResource` alerts (never a rank's fault). Default none.
    */
   readonly coordinatorAlerts?: { readonly drain: () => ReadonlyArray<string> } | undefined
+  /**
+   * Over WebSocket (`transport: "websocket"`, `serve`): connections the ranks' listener holds at
+   * once (integer > 0; default `WebSocket.connectionsMaxOf(maxRanks)`: two a rank, the pending
+   * joins, 64 more). Past it a connection is closed as it arrives, and a `CoordinatorResource`
+   * alert names the cap (at most one a second), never a rank's fault. Enforced under Node only.
+   */
+  readonly rankConnectionsMax?: number
   /** Hangs to inject. Default none. */
   readonly hangs?: ReadonlyArray<HangSpec>
   /** Floods to inject (hostile ranks). Default none. */
@@ -303,6 +317,17 @@ export interface RunOptions {
  * - `worldSize`: up to `serveDefaults.worldSizeMax` (1,000,000): the ranks are not this machine's.
  * - `http`: answers plain HTTP requests on the same port (`cohort serve --serve-browser` serves
  *   the browser rank's page and data this way, `src/cli/bundle.ts`); default: 426 to each.
+ * - `tls` (`{cert, key}`, PEM text: the certificate chain, leaf first, and its private key):
+ *   serve `wss://` (and `https://` for `http`); `Listening.fingerprint256` then gives the leaf's
+ *   SHA-256 for ranks that pin it (`cohort join --fingerprint`). Default: plain `ws://`. A `cert`
+ *   or `key` without its PEM block is a `LaunchError` (option `tls`); one the runtime cannot
+ *   use fails the listen (option `listen`).
+ * - `issueTokens` (integer >= 0; default 0): credentials of one rank each, for indices `0` to
+ *   `issueTokens - 1`, written to `<runDir>/credentials/rank<r>` (mode 0600) once the server
+ *   listens (`Listening.credentials`); each admits its index only, and can be revoked while the
+ *   run goes on (`cohort revoke`, `actors/revocations.ts`). The run token still admits any rank.
+ * - `tokenTtlMs` (integer ms > 0; default none: never): those credentials expire this long after
+ *   they were issued; a join or resume with one past it is refused (`CredentialExpired`, 4023).
  *
  * @since 0.1.0
  * @category options
@@ -314,12 +339,15 @@ export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "
   readonly formationTimeoutMs?: number
   readonly onListening?: (listening: Listening) => void
   readonly http?: HttpHandler
+  readonly issueTokens?: number
+  readonly tokenTtlMs?: number
 }
 
 /**
- * Where a served run listens: `url` (`ws://host:port/`), the bound `host` and `port`, the
- * `runToken`, `tokenFile` (where the generated token was written; `undefined` when it was given),
- * `runId` and `runDir`.
+ * Where a served run listens: `url` (`ws://host:port/`, `wss://` over TLS), the bound `host` and
+ * `port`, the `runToken`, `tokenFile` (where the generated token was written; `undefined` when it
+ * was given), `runId` and `runDir`; over TLS, `fingerprint256`: the SHA-256 of its certificate
+ * (`AB:CD:...`).
  *
  * @since 0.1.0
  * @category events
@@ -332,6 +360,8 @@ export interface Listening {
   readonly tokenFile: string | undefined
   readonly runId: string
   readonly runDir: string
+  readonly fingerprint256?: string | undefined
+  readonly credentials?: ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>
 }
 
 /**
@@ -380,7 +410,8 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
 export type RunEvent =
   | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" | "websocket" | "serve"; readonly options?: Readonly<Record<string, unknown>>; readonly resumed?: Resumed }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
-  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string }
+  | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
+  | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "resumed"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly silentMs: number }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }

@@ -17,6 +17,7 @@ import * as Files from "../src/platform/files.ts"
 import * as NodeRuntime from "../src/platform/node.ts"
 import * as Transport from "../src/transport/transport.ts"
 import * as WebSocket from "../src/transport/web-socket.ts"
+import * as WireFrames from "../src/transport/wire-frames.ts"
 import * as Rank from "./rank.ts"
 
 /**
@@ -29,7 +30,8 @@ export const leaveCloseMsMax = 2000
 
 /**
  * What a local WebSocket rank process gets from its launcher (its `COHORT_CHILD_DATA`): the
- * rank's `RankData`, plus the server's `url` and the `runToken`.
+ * rank's `RankData`, plus the server's `url`, the `runToken` and, over TLS, the certificate's
+ * `fingerprint256`.
  *
  * @since 0.1.0
  * @category model
@@ -37,6 +39,8 @@ export const leaveCloseMsMax = 2000
 export interface ProcessData extends Rank.RankData {
   readonly url: string
   readonly runToken: string
+  /** The coordinator's certificate fingerprint when it serves `wss://` (`RunOptions.tls`): the rank pins it. */
+  readonly fingerprint256?: string
 }
 
 /**
@@ -55,7 +59,8 @@ export const join = (
 ): Effect.Effect<{ readonly client: WebSocket.ClientHandle; readonly link: Rank.Link }, Transport.TransportError> =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
-    const client = yield* WebSocket.connect(options).pipe(
+    // Heartbeats go between the pieces of a large Params on a resumable link.
+    const client = yield* WebSocket.connect({ orderFree: WireFrames.orderFree, ...options }).pipe(
       Scope.provide(scope),
       Effect.onError(() => Scope.close(scope, Exit.void))
     )
@@ -99,7 +104,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
   const data = parent.data as ProcessData
   let client: WebSocket.ClientHandle | undefined
   const connect = Effect.map(
-    join({ url: data.url, runToken: data.runToken, rank: parent.rank }, () => data, parent.detach),
+    join({ url: data.url, runToken: data.runToken, rank: parent.rank, ...(data.fingerprint256 === undefined ? {} : { tls: { fingerprint256: data.fingerprint256 } }) }, () => data, parent.detach),
     (joined) => {
       client = joined.client
       return joined.link
@@ -120,7 +125,11 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * trainer whose `trainSamples` differ from the run's), 17 a join into a run that may grow refused
  * (full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
  * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,
- * 4015, is 13 as for 4011).
+ * 4015, is 13 as for 4011), 18 the `wss://` server's certificate failed the check (not signed by
+ * a trusted root or `--ca`, another host name, or not the pinned `--fingerprint`; close code
+ * 1015, reported by the rank itself: nothing was sent to that server), 19 the rank's own
+ * credential was refused, at the join or later while training: another rank's (4021), revoked
+ * (4022: `cohort revoke`, which also closes the rank holding it), expired (4023).
  *
  * @since 0.1.0
  * @category join
@@ -137,7 +146,9 @@ export const JoinExitCode = {
   rankOutOfRange: 14,
   unreachable: 15,
   refused: 16,
-  joinRefused: 17
+  joinRefused: 17,
+  untrusted: 18,
+  credentialRefused: 19
 } as const
 
 /** The exit code and words of a refusal's close code. */
@@ -173,6 +184,14 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
     case Transport.CloseCode.JoinRunOver:
       return { code: JoinExitCode.joinRefused, words: "the run is over" }
+    case Transport.CloseCode.CredentialMismatch:
+      return { code: JoinExitCode.credentialRefused, words: "the credential admits another rank index" }
+    case Transport.CloseCode.CredentialRevoked:
+      return { code: JoinExitCode.credentialRefused, words: "the credential was revoked" }
+    case Transport.CloseCode.CredentialExpired:
+      return { code: JoinExitCode.credentialRefused, words: "the credential expired" }
+    case Transport.CloseCode.TlsFailed:
+      return { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }
     case Transport.CloseCode.TryAgainLater:
     case Transport.CloseCode.AddressBusy:
       return { code: JoinExitCode.refused, words: "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)" }
@@ -196,6 +215,8 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  *   (2000), each delay scaled by 0.8–1.2; and, for what is left of it, how long `WebSocket.connect`
  *   retries a join the server asks to come back later (1013: a full server, or a run that may grow
  *   still forming; 4008).
+ * - `tls`: how a `wss://` server's certificate is checked (`WebSocket.ClientOptions.tls`); default
+ *   the system's roots.
  * - `say(line)`: where the command's own lines go (stderr).
  * - `beforeExit(code)`: called once the rank has left, just before it exits the process with `code`
  *   (default none; `bin/cohort.mjs` learns from it that the command finished).
@@ -211,6 +232,7 @@ export interface JoinRunOptions {
   readonly saveDir: string
   readonly saveDirPerRun?: boolean
   readonly connectTimeoutMs?: number
+  readonly tls?: WebSocket.ClientOptions["tls"]
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
   /**
@@ -303,8 +325,8 @@ export const closeProbeMsMax = 3000
  * the refusal, if the coordinator refused it; undefined otherwise (a join that succeeds, which a
  * run that already formed never lets happen, is closed at once).
  */
-const probeCloseCode = (url: string, runToken: string, rank: number): Effect.Effect<number | undefined> =>
-  Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax })).pipe(
+const probeCloseCode = (url: string, runToken: string, rank: number, tls: WebSocket.ClientOptions["tls"]): Effect.Effect<number | undefined> =>
+  Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax, tls })).pipe(
     Effect.as(undefined),
     Effect.catch((error) => Effect.succeed(error.reason._tag === "Refused" ? error.reason.closeCode : undefined)),
     Effect.timeoutOption(closeProbeMsMax),
@@ -348,7 +370,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     // retried by `connect` for what is left of `connectTimeoutMs`.
     const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: reconnectWindowMsOf },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: reconnectWindowMsOf, tls: options.tls },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true
@@ -370,7 +392,8 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     const reason = attempt.failure.reason
     if (reason._tag === "Refused") {
       const refusal = refusalOf(reason.closeCode)
-      options.say(`cohort join: refused by ${options.url}: ${refusal.words} (close code ${reason.closeCode})`)
+      const words = reason.closeCode === Transport.CloseCode.TlsFailed ? `${refusal.words}: ${reason.detail}` : refusal.words
+      options.say(`cohort join: refused by ${options.url}: ${words} (close code ${reason.closeCode})`)
       return refusal.code
     }
     if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
@@ -405,7 +428,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const leave = options.leaving?.(client) ?? leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
-  const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank)).pipe(
+  const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank, options.tls)).pipe(
     // Only a RankDead refusal says why this link ended; another (a live rank's index taken) does not.
     Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))

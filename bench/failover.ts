@@ -33,13 +33,18 @@
  * same run (the issue asks for them within 20%; a process's first cluster runs cold).
  * `--dashboard-only` measures just those three clusters.
  *
- * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard | --dashboard-only]`, `bun
+ * The link rows (`--links`, or `--links-only` for them alone; root on Linux only, see
+ * `bench/links.ts`) run served ranks across network namespaces: rank 0's link clean, at 1 Mbit/s
+ * or at 30% loss while two healthy ranks are killed; kill → remainder sent, and false deaths.
+ *
+ * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard | --dashboard-only] [--links | --links-only]`, `bun
  * bench/failover.ts`.
  */
 import { existsSync } from "node:fs"
 import * as Launcher from "../actors/launcher.ts"
 import type { HangSpec, KillSpec, RunEvent } from "../actors/run-types.ts"
 import * as Live from "../src/dashboard/live.ts"
+import * as Links from "./links.ts"
 import * as Lib from "./lib.ts"
 
 export interface Result {
@@ -318,12 +323,23 @@ const dashboardText = (watched: Result, ratio: number, before: Result, after: Re
     watched.watched === "chromium" ? "Chromium page" : "stream reader"
   } attached, ${Lib.fmt(ratio)}x the unwatched clusters' ${Lib.fmt(before.killToRecoveredMs.median)} ms (before) and ${Lib.fmt(after.killToRecoveredMs.median)} ms (after)`
 
-if (Lib.isMain("failover")) {
+if (Lib.isMain("failover") && process.argv.includes("--links-only")) {
+  const { markdown, rows } = await Links.runFailoverRows(Lib.isQuick(), Links.paramsOf(process.argv))
+  console.log(`## failover on links (served ranks across network namespaces)\n\n${markdown}\n`)
+  console.log(`results: ${Lib.writeResults({ failoverLinks: rows }, Lib.isQuick())}`)
+} else if (Lib.isMain("failover")) {
   const quick = Lib.isQuick()
+  // The link rows need root (network namespaces): they fail at once, saying so, before the rest runs.
+  if (process.argv.includes("--links")) Links.requireRoot()
   const { markdown, ...data } = process.argv.includes("--dashboard-only")
     ? { ...(await runDashboard(quick)) }
     : await run(quick, { dashboard: process.argv.includes("--dashboard") })
   console.log(`## failover\n\n${markdown}\n`)
   // The dashboard's three clusters alone are kept apart from the full run's rows.
   console.log(`results: ${Lib.writeResults(process.argv.includes("--dashboard-only") ? { failoverDashboard: data } : { failover: data }, quick)}`)
+  if (process.argv.includes("--links")) {
+    const links = await Links.runFailoverRows(quick, Links.paramsOf(process.argv))
+    console.log(`## failover on links (served ranks across network namespaces)\n\n${links.markdown}\n`)
+    console.log(`results: ${Lib.writeResults({ failoverLinks: links.rows }, quick)}`)
+  }
 }

@@ -119,13 +119,14 @@ export const browserHttp = (files: BrowserFiles): Http.HttpHandler => async (req
 
 /**
  * The address a browser opens to join a run served with `--serve-browser`:
- * `http://HOST:PORT/?token=TOKEN` (an IPv6 host in brackets, the token URL-encoded).
+ * `http://HOST:PORT/?token=TOKEN` (`https://` when `secure`: served over TLS; an IPv6 host in
+ * brackets, the token URL-encoded).
  *
  * @since 0.1.0
  * @category browser
  */
-export const pageUrl = (host: string, port: number, token: string): string =>
-  `http://${host.includes(":") ? `[${host}]` : host}:${port}/?token=${encodeURIComponent(token)}`
+export const pageUrl = (host: string, port: number, token: string, secure = false): string =>
+  `${secure ? "https" : "http"}://${host.includes(":") ? `[${host}]` : host}:${port}/?token=${encodeURIComponent(token)}`
 
 /**
  * What `cohort serve --serve-browser` adds to its WebSocket server: builds the page and the rank

@@ -159,6 +159,8 @@ export interface DashboardSetup {
   /** The listener's connection cap (`--dashboard-connections-max`); default `liveDefaults.connectionsMax`. */
   readonly connectionsMax?: number
   readonly token?: (() => string | undefined) | undefined
+  /** Serve the dashboard over HTTPS with the run's certificate and key (`serve --tls-cert`). */
+  readonly tls?: { readonly cert: string; readonly key: string } | undefined
 }
 
 /**
@@ -192,6 +194,7 @@ export const conduct = async (
         port: dashboard.port,
         title: "cohort run",
         token: dashboard.token,
+        ...(dashboard.tls === undefined ? {} : { tls: dashboard.tls }),
         ...(dashboard.connectionsMax === undefined ? {} : { connectionsMax: dashboard.connectionsMax }),
         // One request per rank at most waits (a rank is killed once): the queue stays within worldSize.
         kill: dashboard.faults ? (rank) => void (kills.includes(rank) ? undefined : kills.push(rank)) : undefined,

@@ -190,7 +190,13 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "listening":
       return `listening on ${event.url}`
     case "joined":
-      return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}`
+      return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}${
+        event.credential === undefined ? "" : ` with credential ${event.credential}`
+      }`
+    case "revoked":
+      return `revoked ${event.credential === undefined ? "" : `credential ${event.credential} `}${
+        event.rank === undefined ? "(no rank holds it)" : `(rank ${event.rank}): closed with 4022 and refused on return`
+      }`
     case "resumed":
       return `rank ${event.rank} resumed its link from ${event.address === "" ? "an unknown address" : event.address} after ${event.silentMs} ms of silence`
     case "refused":

@@ -20,6 +20,8 @@ Usage:
   cohort run --trainer FILE [options]  train your own trainer module (no kill by default)
   cohort serve [options]               run the coordinator alone; ranks join over the network
   cohort join URL [options]            join a served run as one rank (on any host)
+  cohort revoke RUN_DIR RANK|CREDENTIAL-ID
+                                       revoke a served run's rank or credential while it runs
   cohort report [--json] [--file-bytes-max N] RUN_DIR
                                        print a finished run's summary again from RUN_DIR;
                                        files above N bytes are not read (default 268435456)
@@ -119,6 +121,16 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --dashboard [PORT]          serve the run's live page on the --listen host, PORT (default a
                               free port); on an address that is not loopback the page asks for
                               ?token=<the run token> (no kill buttons for serve)
+  --rank-connections-max N    connections the rank port holds at once; more are closed, with a
+                              CoordinatorResource alert (default 2 per rank of --max-ranks + 128)
+  --tls-cert FILE --tls-key FILE
+                              serve wss:// (and the dashboard over https) with this certificate
+                              and key (PEM); prints the certificate's SHA-256 fingerprint. Off
+                              loopback without them, a warning says what travels in clear
+  --issue-tokens N            write a credential per rank 0..N-1 to DIR/<runId>/credentials/rank<r>
+                              (mode 0600): each admits its rank only and can be revoked while
+                              the run goes on (cohort revoke); the run token still works
+  --token-ttl-ms N            those credentials expire N ms after serve wrote them (default never)
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)
@@ -139,11 +151,20 @@ Options of join URL:
   --ranks N                   N ranks in this process, each with its own socket and trainer
                               (default 1; with --rank R: ranks R .. R+N-1); it exits once every
                               rank ended, with the first exit code that is not 0
+  --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
+  --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
+                              (default for wss://: the system's roots and the host name)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
-  the join (full, a taken or exited index, not started, shutting down, over). A refusal is one
-  line on stderr and is never retried.
+  the join (full, a taken or exited index, not started, shutting down, over); 18 the server's
+  certificate failed the check; 19 the rank's credential was refused (another rank's, revoked,
+  expired). A refusal is one line on stderr and is never retried.
+
+Revoking (cohort revoke RUN_DIR RANK|CREDENTIAL-ID):
+  revokes a served run's rank or credential while it runs: the rank holding it is closed (close
+  code 4022), its samples go to the survivors, and it is refused on return (4022; an expired
+  credential: 4023). Join exit code 19 for either, or for a credential of another rank (4021).
 
 Options of resume (the seed, epochs, mode, batch size, backend, role policy and
 --on-repeated-crash are the run's own: --seed, --epochs, --mode, --backend, --role-policy and

@@ -11,11 +11,14 @@
  * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (saves go to `DIR/rank<r>`, checkpoints
  * to `DIR/checkpoints`; default `./cohort-save/<runId>`, one folder per run, `runId` from the
  * coordinator's welcome), `--connect-timeout-ms N` (default 300000: a coordinator that is not up
- * yet is tried again, with jittered back-off, for this long).
+ * yet is tried again, with jittered back-off, for this long), `--ca FILE` or `--fingerprint SHA256`
+ * (how a `wss://` server's certificate is checked: a private CA, or the fingerprint `cohort
+ * serve` prints; default the system's roots).
  *
  * Its lines go to stderr: `cohort join: joined ws://HOST:PORT/ as rank R of N` once welcomed,
  * `cohort join: rank R saved its state under DIR/rank<r> (REASON)` after a `ShutdownWithSave`,
- * `cohort join: refused by URL: <words> (close code C)` for a refused join, and the rank's own
+ * `cohort join: refused by URL: <words> (close code C)` for a refused join (1015: the server's
+ * certificate failed the check, exit 18), and the rank's own
  * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/socket-rank.ts` (0 a
  * clean end, 10-16 one per refusal class, 15 unreachable, 3 coordinator gone, 2 bad input).
  *
@@ -45,6 +48,39 @@ interface RawJoinOptions {
   readonly saveDir?: string
   readonly connectTimeoutMs?: string
   readonly ranks?: string
+  readonly ca?: string
+  readonly fingerprint?: string
+}
+
+/**
+ * How `join` checks a `wss://` server: `--ca FILE` (PEM) or `--fingerprint SHA256` (hex, colons
+ * optional; `cohort serve` prints it), not both, and only with a `wss://` URL; neither: the
+ * system's roots. `UsageError` otherwise, or for a file it cannot read or that holds no
+ * certificate, or a fingerprint that is not 32 bytes of hex.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const readTrust = async (
+  url: string,
+  caFile: string | undefined,
+  fingerprint: string | undefined
+): Promise<{ readonly ca?: string; readonly fingerprint256?: string } | undefined> => {
+  if (caFile === undefined && fingerprint === undefined) return undefined
+  if (caFile !== undefined && fingerprint !== undefined) throw new UsageError("--ca and --fingerprint are two ways to trust the server: give one")
+  if (!url.startsWith("wss://")) throw new UsageError(`--ca and --fingerprint check a TLS server: the URL must be wss://, got '${url}'`)
+  if (fingerprint !== undefined) {
+    if (!/^(sha256:)?([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$/.test(fingerprint)) throw new UsageError(`--fingerprint expects a SHA-256 as cohort serve prints it (AB:CD:... 32 bytes of hex), got '${fingerprint}'`)
+    return { fingerprint256: fingerprint }
+  }
+  let ca: string
+  try {
+    ca = new TextDecoder().decode(await Files.readFile(caFile!))
+  } catch (error) {
+    throw new UsageError(`--ca: cannot read ${caFile}: ${firstLine(error)}`)
+  }
+  if (!/-----BEGIN CERTIFICATE-----/.test(ca)) throw new UsageError(`--ca: ${caFile} holds no PEM certificate`)
+  return { ca }
 }
 
 const rankOf = (text: string, flag: string): number | "auto" => {
@@ -68,6 +104,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let token: Awaited<ReturnType<typeof readToken>>
   let connectTimeoutMs: number
   let ranks: number
+  let tls: { readonly ca?: string; readonly fingerprint256?: string } | undefined
   try {
     new Commander.Command("join")
       .exitOverride()
@@ -82,6 +119,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--save-dir <dir>")
       .option("--connect-timeout-ms <ms>")
       .option("--ranks <n>")
+      .option("--ca <file>")
+      .option("--fingerprint <sha256>")
       .action((given: string, options: RawJoinOptions) => {
         url = given
         raw = options
@@ -103,6 +142,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
     token = await readToken(raw.tokenFile, env)
     if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
+    tls = await readTrust(url, raw.ca, raw.fingerprint)
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -129,6 +169,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     // The default folder is shared by every run joined from here: one subfolder per run.
     saveDirPerRun: raw.saveDir === undefined,
     connectTimeoutMs,
+    ...(tls === undefined ? {} : { tls }),
     say: (line: string) => io.err(`${line}\n`)
   }
   if (ranks === 1) return joinRun({ ...joinOptions, ...(io.leaving === undefined ? {} : { beforeExit: io.leaving }) })

@@ -1,5 +1,5 @@
 /**
- * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `bundle`, `report`, `resume` and `help`
+ * The `cohort` command line's entry: runs `demo`, `run`, `serve`, `join`, `revoke`, `bundle`, `report`, `resume` and `help`
  * through an `Io`.
  *
  * @since 0.1.0
@@ -13,6 +13,7 @@ import { type BundleCommandOptions, ExitCode, firstLine, parse, type ReportComma
 import { importLauncher, readRun } from "../../actors/cli-entry.ts"
 import { failureLine } from "./event-text.ts"
 import { resume } from "./resume.ts"
+import * as Revoke from "./revoke.ts"
 import * as Serve from "./serve.ts"
 import { version } from "./version.ts"
 
@@ -147,6 +148,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return Serve.main(parsed.argv, io)
     case "join":
       return Join.main(parsed.argv, io)
+    case "revoke":
+      return Revoke.main(parsed.argv, io)
     case "report":
       return report(io, parsed.options)
     case "resume":

@@ -197,7 +197,7 @@ export type Parsed =
   | { readonly command: "report"; readonly options: ReportCommandOptions }
   | { readonly command: "resume"; readonly options: ResumeCommandOptions }
   | { readonly command: "bundle"; readonly options: BundleCommandOptions }
-  | { readonly command: "serve" | "join"; readonly argv: ReadonlyArray<string> }
+  | { readonly command: "serve" | "join" | "revoke"; readonly argv: ReadonlyArray<string> }
   | { readonly error: string }
 
 /** Commander's raw values of the run flags. @since 0.1.0 @category parsing */
@@ -459,8 +459,8 @@ export const oneLine = (message: string): string =>
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
   if (isHelpRequest(argv)) return { command: "help" }
   if (argv.length === 1 && (argv[0] === "version" || argv[0] === "--version" || argv[0] === "-V")) return { command: "version" }
-  // serve and join parse their own flags (src/cli/serve.ts, src/cli/join.ts).
-  if (argv[0] === "serve" || argv[0] === "join") return { command: argv[0], argv: argv.slice(1) }
+  // serve, join and revoke parse their own flags (src/cli/serve.ts, join.ts, revoke.ts).
+  if (argv[0] === "serve" || argv[0] === "join" || argv[0] === "revoke") return { command: argv[0], argv: argv.slice(1) }
   let parsed: Parsed | undefined
   const program = new Commander.Command("cohort")
     .exitOverride()

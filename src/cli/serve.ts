@@ -17,6 +17,16 @@
  *   joins it, up to `--max-ranks` ranks in all (with `--backend ring` too: a joiner gets the
  *   model from a ring member and enters the ring at the next round boundary). `--max-ranks` below
  *   the world size, and `--min-ranks` above it or under 1 (2 with `--backend ring`), are exit 2.
+ * - `--tls-cert FILE --tls-key FILE` (PEM; both or neither): serve `wss://` (and the dashboard
+ *   over HTTPS); the header then prints the certificate's SHA-256 fingerprint and the join
+ *   command pins it (`--fingerprint`). Without them, listening off loopback prints
+ *   `clearTextWarning`.
+ * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
+ *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
+ *   admitting its index only (`actors/revocations.ts`, `cohort revoke`); the run token still works.
+ * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
+ *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
+ *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.
  * - `--serve-browser`: also serves a browser rank's page on the same port (`bundle.ts`): builds
  *   it for the run's trainer first (a trainer that does not build for a browser is exit 2) and
  *   prints `cohort serve: browser: http://HOST:PORT/?token=TOKEN` (the token itself: opening that
@@ -112,6 +122,45 @@ export const readToken = async (
   return { token, from }
 }
 
+/**
+ * The line `serve` prints when it listens off loopback without TLS: what an eavesdropper on the
+ * network reads.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const clearTextWarning =
+  "warning: without --tls-cert, the run token, every frame and every model travel in clear between this host and its ranks"
+
+/**
+ * Reads `--tls-cert` and `--tls-key` (PEM files): both or neither (`UsageError` otherwise, or
+ * for a file it cannot read or that holds no PEM block of its kind).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const readTlsIdentity = async (
+  certFile: string | undefined,
+  keyFile: string | undefined
+): Promise<{ readonly cert: string; readonly key: string } | undefined> => {
+  if (certFile === undefined && keyFile === undefined) return undefined
+  if (certFile === undefined || keyFile === undefined) throw new UsageError("--tls-cert and --tls-key go together (a certificate and its private key, PEM files)")
+  const read = async (flag: string, file: string, block: RegExp, what: string): Promise<string> => {
+    let text: string
+    try {
+      text = new TextDecoder().decode(await Files.readFile(file))
+    } catch (error) {
+      throw new UsageError(`${flag}: cannot read ${file}: ${firstLine(error)}`)
+    }
+    if (!block.test(text)) throw new UsageError(`${flag}: ${file} holds no PEM ${what}`)
+    return text
+  }
+  return {
+    cert: await read("--tls-cert", certFile, /-----BEGIN [A-Z ]*CERTIFICATE-----/, "certificate"),
+    key: await read("--tls-key", keyFile, /-----BEGIN [A-Z ]*PRIVATE KEY-----/, "private key")
+  }
+}
+
 /** A path as a shell reads it: quoted when it holds anything but plain characters. */
 const shellWord = (text: string): string => /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
 
@@ -122,6 +171,11 @@ interface RawServeOptions extends RawRunOptions {
   readonly serveBrowser?: boolean
   readonly maxRanks?: string
   readonly minRanks?: string
+  readonly tlsCert?: string
+  readonly tlsKey?: string
+  readonly issueTokens?: string
+  readonly tokenTtlMs?: string
+  readonly rankConnectionsMax?: string
 }
 
 /**
@@ -159,6 +213,11 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--serve-browser")
     .option("--max-ranks <n>")
     .option("--min-ranks <n>")
+    .option("--tls-cert <file>")
+    .option("--tls-key <file>")
+    .option("--issue-tokens <n>")
+    .option("--token-ttl-ms <ms>")
+    .option("--rank-connections-max <n>")
     .option("--dashboard [port]")
     .option("--dashboard-connections-max <n>")
     .option("--save-timeout-ms <ms>")
@@ -173,7 +232,11 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let formationTimeoutMs: number
   let maxRanks: number
   let minRanks: number
+  let rankConnectionsMax: number | undefined
   let token: Awaited<ReturnType<typeof readToken>>
+  let tls: { readonly cert: string; readonly key: string } | undefined
+  let issueTokens: number
+  let tokenTtlMs: number | undefined
   try {
     command.parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
@@ -187,8 +250,14 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     if (minRanks < ringMin) throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
     if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
     if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
+    rankConnectionsMax = raw.rankConnectionsMax === undefined ? undefined : integerAtLeast("--rank-connections-max", raw.rankConnectionsMax, 1, 1)
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
+    tls = await readTlsIdentity(raw.tlsCert, raw.tlsKey)
+    issueTokens = integerAtLeast("--issue-tokens", raw.issueTokens, 0, 0)
+    if (issueTokens > maxRanks) throw new UsageError(`--issue-tokens must be at most the ranks the run may hold (${maxRanks}), got ${issueTokens}`)
+    tokenTtlMs = raw.tokenTtlMs === undefined ? undefined : integerAtLeast("--token-ttl-ms", raw.tokenTtlMs, 1, 0)
+    if (tokenTtlMs !== undefined && issueTokens === 0) throw new UsageError("--token-ttl-ms is the lifetime of the credentials --issue-tokens writes: give both")
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -221,7 +290,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       port: parsed.dashboard.port,
       faults: false,
       ...(parsed.dashboard.connectionsMax === undefined ? {} : { connectionsMax: parsed.dashboard.connectionsMax }),
-      ...(isLoopback(listen.host) ? {} : { token: () => runToken })
+      ...(isLoopback(listen.host) ? {} : { token: () => runToken }),
+      ...(tls === undefined ? {} : { tls })
     }
     return conduct(io, { ...parsed, dashboard }, (hooks) => {
       // The run's `started` line comes after serve's own header (the URL and the join command),
@@ -258,8 +328,12 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
+        ...(rankConnectionsMax === undefined ? {} : { rankConnectionsMax }),
         ...(token === undefined ? {} : { runToken: token.token }),
         ...(browser === undefined ? {} : { http: browser.http }),
+        ...(tls === undefined ? {} : { tls }),
+        issueTokens,
+        ...(tokenTtlMs === undefined ? {} : { tokenTtlMs }),
         onListening: (listening) => {
           runToken = listening.runToken
           say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}${
@@ -267,9 +341,16 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           }`)
           if (!isLoopback(listening.host)) {
             say(`${listening.host} is not a loopback address: any host that reaches it and holds the token can join`)
+            if (tls === undefined) say(clearTextWarning)
           }
+          if (listening.fingerprint256 !== undefined) say(`TLS certificate SHA-256 fingerprint ${listening.fingerprint256}`)
           const tokenFile = listening.tokenFile === undefined ? tokenFileGiven : Files.absolutePath(listening.tokenFile)
           if (listening.tokenFile !== undefined) say(`token in ${tokenFile} (mode 0600)`)
+          const issued = listening.credentials ?? []
+          if (issued.length > 0) {
+            const dir = Files.absolutePath(`${listening.runDir}/credentials`)
+            say(`${issued.length} rank ${issued.length === 1 ? "credential" : "credentials"} in ${dir}/rank<r> (mode 0600${tokenTtlMs === undefined ? "" : `, valid for ${tokenTtlMs} ms`}): rank r joins with --token-file ${dir}/rank<r> --rank r; ids ${issued.map((c) => c.id).join(", ")} (cohort revoke ${shellWord(Files.absolutePath(listening.runDir))} ID|RANK)`)
+          }
           const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
           const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
           // A wildcard listen (0.0.0.0, [::]) is no address to join: the command names one of this
@@ -277,7 +358,10 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           const wildcard = listening.host === "0.0.0.0" || listening.host === "::"
           const addresses = wildcard ? HostAddresses.externalAddresses() : []
           const joinHost = addresses[0] === undefined ? undefined : addresses[0].includes(":") ? `[${addresses[0]}]` : addresses[0]
-          const joinUrl = joinHost === undefined ? listening.url : `ws://${joinHost}:${listening.port}/`
+          const joinUrl = joinHost === undefined ? listening.url : `${tls === undefined ? "ws" : "wss"}://${joinHost}:${listening.port}/`
+          // A pinned fingerprint works for any certificate; `--ca FILE` or nothing (a certificate the
+          // joining host already trusts) are the alternatives docs/security.md describes.
+          const pinFlag = listening.fingerprint256 === undefined ? "" : ` --fingerprint ${listening.fingerprint256}`
           if (wildcard) {
             say(
               addresses.length === 0
@@ -285,9 +369,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
                 : `${listening.host} listens on every address of this host: ${addresses.join(", ")}`
             )
           }
-          say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag} --rank auto`)
+          say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag}${pinFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
-          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken)}`)
+          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken, tls !== undefined)}`)
           listened = true
           if (started !== undefined) hooks.onEvent(started)
           started = undefined

@@ -85,6 +85,8 @@ export interface LiveOptions {
   readonly pageSendBytesMax?: number
   readonly connectionsMax?: number
   readonly onResource?: ((detail: string) => void) | undefined
+  /** Serve `https://` with this certificate and key (PEM text; `cohort serve --tls-cert`); default `http://`. */
+  readonly tls?: Types.TlsIdentity | undefined
 }
 
 /**
@@ -385,12 +387,12 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     }
   }
 
-  const server = await Select.serveHttp({ host: options.host, port: options.port, http, connectionsMax, onResource }).catch((error: unknown) => {
+  const server = await Select.serveHttp({ host: options.host, port: options.port, http, connectionsMax, onResource, ...(options.tls === undefined ? {} : { tls: options.tls }) }).catch((error: unknown) => {
     clearInterval(timer)
     throw error
   })
   const shownHost = options.host.includes(":") && !options.host.startsWith("[") ? `[${options.host}]` : options.host
-  const url = `http://${shownHost}:${server.port}/`
+  const url = `${options.tls === undefined ? "http" : "https"}://${shownHost}:${server.port}/`
   let closed = false
   return {
     url,

@@ -49,6 +49,21 @@ export const collectGarbage = (): void => {}
 /** The browser's own `WebSocket` constructor. @since 0.1.0 @category sockets */
 export const webSocketClass = (): typeof globalThis.WebSocket => globalThis.WebSocket
 
+/**
+ * A WebSocket to `url` with the browser's own client, which checks a `wss://` server against
+ * the browser's roots; a browser takes no other `trust` (`ca`, a pinned fingerprint): throws.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const openWebSocket = (url: string, trust?: { readonly ca?: string | undefined; readonly fingerprint256?: string | undefined }): WebSocket => {
+  if (trust?.ca !== undefined || trust?.fingerprint256 !== undefined) throw new Error("a browser checks certificates against its own roots only")
+  return new WebSocket(url)
+}
+
+/** `undefined`: a browser shows no peer certificate. @since 0.1.0 @category sockets */
+export const peerFingerprint = (_socket: WebSocket): string | undefined => undefined
+
 /** Rejects: a browser tab serves no WebSocket. @since 0.1.0 @category sockets */
 export const serveWs = (): Promise<never> => Promise.reject(new Error("a browser cannot serve WebSockets"))
 

@@ -26,6 +26,7 @@ interface BunGlobal {
     port: number
     fetch(request: Request, server: BunServer): Promise<Response | undefined> | Response | undefined
     idleTimeout?: number
+    tls?: Types.TlsIdentity
     websocket?: {
       maxPayloadLength: number
       open(ws: BunSocket): void
@@ -48,7 +49,7 @@ export const collectGarbage = (): void => {
 }
 
 /**
- * A WebSocket server on `Bun.serve`; Bun closes a connection whose message exceeds
+ * A WebSocket server on `Bun.serve` (`wss://` with `options.tls`); Bun closes a connection whose message exceeds
  * `maxPayloadBytes` with 1009, reported to `close` as 1009.
  *
  * @since 0.1.0
@@ -59,6 +60,7 @@ export const serveWs = async (options: Types.ServeOptions): Promise<Types.RawSer
   const server = bun.serve({
     hostname: options.host,
     port: options.port,
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
     // An upgrade is answered synchronously, as before; only plain requests wait for the handler.
     fetch: (request, server) =>
       request.headers.get("upgrade")?.toLowerCase() === "websocket"
@@ -99,6 +101,7 @@ export const serveHttp = async (options: Types.HttpServeOptions): Promise<Types.
     hostname: options.host,
     port: options.port,
     idleTimeout: 0,
+    ...(options.tls === undefined ? {} : { tls: options.tls }),
     fetch: (request) => Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
   })
   return { port: server.port, close: async () => void (await server.stop(true)) }

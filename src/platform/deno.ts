@@ -8,7 +8,7 @@ import type * as Types from "./types.ts"
 
 interface DenoGlobal {
   serve(
-    options: { hostname: string; port: number; signal: AbortSignal; onListen(address: { port: number }): void },
+    options: { hostname: string; port: number; signal: AbortSignal; onListen(address: { port: number }): void; cert?: string; key?: string },
     handler: (request: Request, info: { readonly remoteAddr: { readonly hostname: string } }) => Response | Promise<Response>
   ): { finished: Promise<void> }
   upgradeWebSocket(request: Request): { socket: WebSocket; response: Response }
@@ -49,7 +49,7 @@ export const closeLingerMsMax = 1000
 export const closeAnswerMs = 1000
 
 /**
- * A WebSocket server on `Deno.serve`. `Deno.upgradeWebSocket` has no payload limit, so a message
+ * A WebSocket server on `Deno.serve` (`wss://` with `options.tls`). `Deno.upgradeWebSocket` has no payload limit, so a message
  * over `maxPayloadBytes` is checked on arrival and closes the connection with 1009 before it is
  * passed on.
  *
@@ -78,6 +78,7 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         hostname: options.host,
         port: options.port,
         signal: abort.signal,
+        ...(options.tls === undefined ? {} : { cert: options.tls.cert, key: options.tls.key }),
         onListen: ({ port }) =>
           resolve({
             port,
@@ -193,6 +194,7 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
         hostname: options.host,
         port: options.port,
         signal: abort.signal,
+        ...(options.tls === undefined ? {} : { cert: options.tls.cert, key: options.tls.key }),
         onListen: ({ port }) =>
           resolve({
             port,

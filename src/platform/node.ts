@@ -5,7 +5,10 @@
  * @since 0.1.0
  */
 import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from "node:http"
+import { createServer as createHttpsServer } from "node:https"
+import { createRequire } from "node:module"
 import type { Server as NetServer } from "node:net"
+import { dirname } from "node:path"
 import { getHeapStatistics } from "node:v8"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Http from "./http.ts"
@@ -78,8 +81,12 @@ const watchResources = (server: NetServer, options: Pick<Types.HttpServeOptions,
   })
 }
 
+/** A `node:http` server, or a `node:https` one with `tls` (same events, same `listen`). */
+const listener = (tls: Types.TlsIdentity | undefined, answer: (request: IncomingMessage, response: ServerResponse) => void) =>
+  tls === undefined ? createHttpServer(answer) : createHttpsServer({ cert: tls.cert, key: tls.key }, answer)
+
 /**
- * A plain HTTP server on `node:http` (`serveHttp`); `close` ends open streamed responses too.
+ * A plain HTTP server on `node:http` (`serveHttp`), or `node:https` with `tls`; `close` ends open streamed responses too.
  * `connectionsMax` and `onResource` as in `HttpServeOptions`.
  *
  * @since 0.1.0
@@ -87,7 +94,7 @@ const watchResources = (server: NetServer, options: Pick<Types.HttpServeOptions,
  */
 export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> =>
   new Promise((resolve, reject) => {
-    const http = createHttpServer((request, response) => answerNode(options.http, request, response))
+    const http = listener(options.tls, (request, response) => answerNode(options.http, request, response))
     watchResources(http, options)
     http.on("error", (error) => {
       if (!http.listening) reject(error)
@@ -119,7 +126,7 @@ const closeAnswerMs = 1000
  */
 export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =>
   new Promise((resolve, reject) => {
-    const http = createHttpServer((request, response) => answerNode(options.http, request, response))
+    const http = listener(options.tls, (request, response) => answerNode(options.http, request, response))
     const server = new WebSocketServer({ server: http, maxPayload: options.maxPayloadBytes })
     watchResources(http, options)
     // `ws` re-emits its HTTP server's errors (a port in use) on itself: both reject.
@@ -172,6 +179,51 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
  */
 export const webSocketClass = (): typeof globalThis.WebSocket =>
   (Runtime.detect() === "node" ? WsClient : globalThis.WebSocket) as unknown as typeof globalThis.WebSocket
+
+/**
+ * The `ws` package's client on every runtime. Bun resolves `import "ws"` to a client of its own
+ * that shows no peer certificate and takes no `ca` check of the host name's chain the same way,
+ * so under Bun the package's own file is loaded by its path.
+ */
+const wsPackageClient = (): typeof WsClient => {
+  if (Runtime.detect() !== "bun") return WsClient
+  const require = createRequire(import.meta.url)
+  return require(`${dirname(require.resolve("ws/package.json"))}/lib/websocket.js`) as typeof WsClient
+}
+
+/**
+ * Opens a WebSocket to `url`, checking a `wss://` server's certificate as `trust` says
+ * (`TlsTrust`): without `trust`, this runtime's client (`webSocketClass`) and the system's roots;
+ * with `ca`, the `ws` package's client trusting those certificates (host name checked); with
+ * `fingerprint256`, the `ws` package's client taking any certificate, which the caller must
+ * compare (`peerFingerprint`) before it sends anything.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const openWebSocket = (url: string, trust: Types.TlsTrust | undefined): globalThis.WebSocket => {
+  if (trust === undefined || (trust.ca === undefined && trust.fingerprint256 === undefined)) return new (webSocketClass())(url)
+  const Client = wsPackageClient()
+  const options = trust.fingerprint256 !== undefined ? { rejectUnauthorized: false } : { ca: trust.ca }
+  return new Client(url, options) as unknown as globalThis.WebSocket
+}
+
+/**
+ * The SHA-256 fingerprint of the certificate the server of an open `openWebSocket` socket showed
+ * (`AB:CD:...`, upper case), or `undefined` when the socket cannot say (not the `ws` package's, or
+ * not TLS).
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const peerFingerprint = (socket: globalThis.WebSocket): string | undefined => {
+  const raw = (socket as unknown as { _socket?: { getPeerCertificate?: () => { fingerprint256?: string } } })._socket
+  try {
+    return raw?.getPeerCertificate?.().fingerprint256
+  } catch {
+    return undefined
+  }
+}
 
 /**
  * The memory the calling thread's JavaScript engine holds for it, in bytes, per worker thread

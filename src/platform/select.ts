@@ -35,6 +35,40 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
 }
 
 /**
+ * The close code `connectWs` reports when a `wss://` server's certificate failed the check
+ * (`TlsTrust`): 1015, the WebSocket protocol's reserved "TLS handshake failure", with words
+ * saying why as the close's `reason`.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const tlsFailedCloseCode = 1015
+
+/** `AB:CD:...` upper case, from hex with or without colons (or a `sha256:` prefix). */
+export const normalFingerprint = (text: string): string =>
+  (text.replace(/^sha256:/i, "").replace(/[^0-9A-Fa-f]/g, "").toUpperCase().match(/../g) ?? []).join(":")
+
+/**
+ * The SHA-256 fingerprint (`AB:CD:...`, upper case) of the first certificate in `pem` (a chain's
+ * leaf), as clients see it (`peerFingerprint`) and `openssl x509 -fingerprint -sha256` prints it;
+ * `undefined` when `pem` holds no certificate block.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const certificateFingerprint = async (pem: string): Promise<string | undefined> => {
+  const body = /-----BEGIN CERTIFICATE-----([A-Za-z0-9+/=\s]+)-----END CERTIFICATE-----/.exec(pem)?.[1]
+  if (body === undefined) return undefined
+  const der = Uint8Array.from(atob(body.replace(/\s/g, "")), (c) => c.charCodeAt(0))
+  const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", der))
+  return [...digest].map((b) => b.toString(16).padStart(2, "0").toUpperCase()).join(":")
+}
+
+// What the runtimes say when a certificate fails its check (OpenSSL's codes under Node and Bun,
+// rustls's words under Deno).
+const certificateFailure = /certificate|TLS handshake|self[- ]signed|altname|issuer|CERT_|UNABLE_TO_VERIFY/i
+
+/**
  * Opens a WebSocket client to `url` with this runtime's constructor; binary messages arrive as
  * `Uint8Array`, text as `string`; `close` gets 1006 for a connection that ended without a close
  * frame on every runtime. `drop` ends the connection without a close handshake where the
@@ -42,22 +76,54 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
  * resumable links holds the link for a resume, as after a drop; a browser's WebSocket accepts
  * no code below 3000 but 1000).
  *
+ * A `wss://` server's certificate is checked as `trust` says (`TlsTrust`; default the system's
+ * roots): one that fails, or whose fingerprint differs from the pinned one, ends the connection
+ * before `open` with `close(tlsFailedCloseCode, words)`, so nothing was sent to that server.
+ *
  * @since 0.1.0
  * @category sockets
  */
 export const connectWs = (
   url: string,
-  handlers: Types.ClientHandlers
+  handlers: Types.ClientHandlers,
+  trust?: Types.TlsTrust
 ): Types.RawSocket & { readonly drop: () => void } => {
-  const Ctor = Node.webSocketClass()
-  const socket = new Ctor(url)
+  const socket = Node.openWebSocket(url, trust)
   socket.binaryType = "arraybuffer"
   let closed = false
-  socket.onopen = () => handlers.open()
+  let opened = false
+  let failure: string | undefined
+  const terminate = () => {
+    const end = (socket as unknown as { terminate?: () => void }).terminate
+    if (typeof end === "function") end.call(socket)
+    else socket.close(4031, "dropped")
+  }
+  const untrusted = (words: string) => {
+    if (closed) return
+    closed = true
+    terminate()
+    handlers.close(tlsFailedCloseCode, words)
+  }
+  socket.onopen = () => {
+    const pinned = trust?.fingerprint256
+    if (pinned !== undefined) {
+      const seen = Node.peerFingerprint(socket)
+      if (seen === undefined || normalFingerprint(seen) !== normalFingerprint(pinned)) {
+        return untrusted(`it has fingerprint ${seen === undefined ? "(none shown)" : normalFingerprint(seen)}, not the pinned ${normalFingerprint(pinned)}`)
+      }
+    }
+    opened = true
+    handlers.open()
+  }
   socket.onmessage = (event: MessageEvent) =>
     handlers.message(typeof event.data === "string" ? event.data : new Uint8Array(event.data as ArrayBuffer))
-  socket.onerror = () => {}
+  socket.onerror = (event: Event) => {
+    const error = (event as { error?: { code?: unknown; message?: unknown } }).error
+    const words = `${String(error?.code ?? "")} ${String(error?.message ?? (event as { message?: unknown }).message ?? "")}`.trim()
+    if (!opened && url.startsWith("wss:") && certificateFailure.test(words)) failure = words
+  }
   socket.onclose = (event: CloseEvent) => {
+    if (failure !== undefined) return untrusted(`not trusted: ${failure}`)
     if (closed) return
     closed = true
     // Deno's client reports a connection reset before the close frame as code 0; the protocol says 1006.
@@ -67,10 +133,6 @@ export const connectWs = (
     send: (data) => socket.send(data as Uint8Array<ArrayBuffer> | string),
     close: (code, reason) => socket.close(code, reason),
     bufferedBytes: () => socket.bufferedAmount,
-    drop: () => {
-      const terminate = (socket as unknown as { terminate?: () => void }).terminate
-      if (typeof terminate === "function") terminate.call(socket)
-      else socket.close(4031, "dropped")
-    }
+    drop: terminate
   }
 }

@@ -36,17 +36,6 @@ export const writeStderr = (text: string): void => {
 export const stdoutIsTerminal = (): boolean => process.stdout.isTTY === true
 
 /**
- * The terminal's width in columns, or 80 when standard output is not a terminal or does not say.
- *
- * @since 0.1.0
- * @category terminal
- */
-export const stdoutColumns = (): number => {
-  const columns = process.stdout.columns
-  return typeof columns === "number" && columns > 0 ? columns : 80
-}
-
-/**
  * Standard output as a writable stream, for libraries that draw on a stream themselves (the
  * progress bars of `cli-progress`).
  *

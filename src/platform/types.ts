@@ -156,8 +156,35 @@ export interface RawSocket {
  */
 export interface SocketHandlers {
   readonly message: (data: Uint8Array | string) => void
-  readonly close: (code: number) => void
+  /** `reason`: words for a client whose TLS check failed (code 1015), else absent. */
+  readonly close: (code: number, reason?: string) => void
 }
+
+/**
+ * A server's TLS identity: its certificate chain and private key, PEM text (the leaf first).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TlsIdentity {
+  readonly cert: string
+  readonly key: string
+}
+
+/**
+ * How a client checks a `wss://` server's certificate: `ca` (PEM text) trusts the certificates
+ * it holds instead of the system's roots (the host name is still checked); `fingerprint256` (the
+ * SHA-256 of the server's leaf certificate, hex, colons optional) accepts that certificate alone,
+ * whoever signed it and whatever names it carries. Neither: the system's roots and the host name.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TlsTrust {
+  readonly ca?: string | undefined
+  readonly fingerprint256?: string | undefined
+}
+
 
 /**
  * What a raw WebSocket server needs: bind `host:port` (0 = any free port), refuse messages over
@@ -177,6 +204,8 @@ export interface ServeOptions {
   readonly port: number
   readonly maxPayloadBytes: number
   readonly open: (socket: RawSocket, remoteAddress: string) => SocketHandlers
+  /** Serve `wss://` (and `https://` for plain requests) with this identity; default plain `ws://`. */
+  readonly tls?: TlsIdentity | undefined
   /**
    * Answers plain HTTP requests on the same port (every request that is not a WebSocket
    * upgrade); default: each is answered 426 "WebSocket upgrade required". A handler that rejects
@@ -255,6 +284,8 @@ export interface HttpServeOptions {
   readonly host: string
   readonly port: number
   readonly http: (request: HttpRequest) => Promise<HttpResponse | HttpStreamResponse>
+  /** Serve `https://` with this identity; default plain `http://`. */
+  readonly tls?: TlsIdentity | undefined
   /**
    * At most this many connections open at once; more are closed as they arrive, each reported
    * to `onResource` as `ConnectionRefused`. Enforced under Node (`node:http`'s `maxConnections`);

@@ -3,7 +3,8 @@
  *
  * A transport is one endpoint: it sends opaque frames (`Uint8Array`, normally CBOR from
  * `src/wire`) to peers and delivers, on one ordered inbox, every frame it receives as
- * `Frame{peer, bytes, arrivedMs}` in the order the peer sent them, then `Ended{peer, cause}` once
+ * `Frame{peer, bytes, arrivedMs}` in the order the peer sent them (but for frames
+ * `Options.orderFree` marks, which may come early), then `Ended{peer, cause}` once
  * the peer is gone, after its last frame. Frames queued together go out batched, several per
  * underlying message.
  *
@@ -248,6 +249,12 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the
  *   link; `"close"` also closes the link with the verdict's close code.
  * - `inspect` (default none: frames are opaque): see `Inspect`.
+ * - `orderFree(frame)` (default none: every frame keeps its order): frames it returns true for
+ *   (a heartbeat: it says only that its sender is alive) may arrive before frames sent earlier.
+ *   A link that sends large messages in pieces (a resumable WebSocket link) sends a batch made
+ *   only of such frames between two pieces of a large message instead of after all of them, so
+ *   that a 1.6 MB `Params` on a slow link does not hold the heartbeats sent after it; every other
+ *   link keeps them in order. It must be cheap: it runs on every frame of every batch sent.
  *
  * @since 0.1.0
  * @category options
@@ -261,6 +268,7 @@ export interface Options {
   readonly linkFramesMax?: number
   readonly badFramePolicy?: "drop" | "close"
   readonly inspect?: Inspect
+  readonly orderFree?: (frame: Uint8Array) => boolean
 }
 
 /** Default `messageBytesMax`: 16 MiB. @since 0.1.0 @category options */
@@ -293,6 +301,7 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 1006 | Abnormal | the connection dropped without a close frame |
  * | 1008 | RankMismatch | a frame claimed another rank than the connection's: a policy violation, the code `WireError.closeCodeOf` gives `SenderMismatch` |
  * | 1009 | MessageTooBig | a message over `messageBytesMax` |
+ * | 1015 | TlsFailed | a client found the `wss://` server's certificate untrusted (not signed by a root it trusts, another host name, or not the pinned fingerprint): it closed before sending anything (the WebSocket protocol's reserved code, reported by the client only) |
  * | 1013 | TryAgainLater | a WebSocket server already has `pendingJoinsMax` connections waiting to join (a client retries it) |
  * | 4000 | BadJoin | the first message was not a join |
  * | 4001 | WrongToken | the join carried the wrong run token |
@@ -315,6 +324,9 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4018 | JoinNotStarted | the core was asked to welcome a rank before the run formed (a shell defect; joins before formation go through the formation) |
  * | 4019 | JoinShuttingDown | a join into a growing run while it saves and stops (`ShutdownWithSave` sent, or interrupted) |
  * | 4020 | JoinRunOver | a join into a growing run after it completed |
+ * | 4021 | CredentialMismatch | a rank's own credential joined (or resumed) as another index than the one it admits (an "any" credential admits the first index it took) |
+ * | 4022 | CredentialRevoked | the join's credential was revoked (`cohort revoke`); also the code the coordinator closes the rank holding it with, mid-run |
+ * | 4023 | CredentialExpired | the join's credential is past its expiry |
  * | 4030 | ResumeLost | a resumable link (join protocol 2) cannot go on without losing messages: a resume named a session the server does not hold, or messages its peer still needed were no longer in the resend buffer (`resendBytesMax`), or more than that waited to be sent |
  * | 4031 | Dropped | a client cut its connection as a cut link would, where its runtime cannot end it without a close frame (`WebSocket.ClientHandle.drop`): a server holds a resumable link for its resume, as after 1006 |
  *
@@ -327,6 +339,7 @@ export const CloseCode = {
   RankMismatch: 1008,
   MessageTooBig: 1009,
   TryAgainLater: 1013,
+  TlsFailed: 1015,
   BadJoin: 4000,
   WrongToken: 4001,
   RankOutOfRange: 4002,
@@ -348,6 +361,9 @@ export const CloseCode = {
   JoinNotStarted: 4018,
   JoinShuttingDown: 4019,
   JoinRunOver: 4020,
+  CredentialMismatch: 4021,
+  CredentialRevoked: 4022,
+  CredentialExpired: 4023,
   ResumeLost: 4030,
   Dropped: 4031
 } as const

@@ -74,8 +74,15 @@ import * as Transport from "./transport.ts"
  * - `endCause(rank, closeCode)`: the death cause of a joined rank's link that closed with
  *   `closeCode`, when its supervisor knows better than the socket (the rank's process was killed);
  *   `undefined` (default): `Disconnected{closeCode}`.
- * - `onJoined(rank, remoteAddress)` and `onRefused(closeCode, reason, remoteAddress)`: observers
- *   of each accepted and each refused join, called synchronously; they must not throw.
+ * - `onJoined(rank, remoteAddress, credentialId)` and `onRefused(closeCode, reason, remoteAddress)`:
+ *   observers of each accepted and each refused join, called synchronously; they must not throw.
+ *   `credentialId` is the id of the rank's credential, `undefined` when it joined with `runToken`.
+ * - `credential(token)`: reads a join's token that is not `runToken` as a rank's own credential
+ *   (`Credential`; the launcher's are HMACs of the run token, `src/transport/credentials.ts`):
+ *   `undefined` when it is none (`WrongToken` 4001), or the refusal's close code (revoked,
+ *   expired). A credential for index `r` joins as `r` when it asks for `"auto"`; asking for
+ *   another index, or resuming as another rank, is `CredentialMismatch` (4021), and so is an
+ *   `"any"` credential's second index. Default none: only `runToken` joins.
  * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
  *   milliseconds since anything of the rank had arrived before its resume.
  * - `admit(asked, taken)` (a run that may grow): decides each join after `markFormed`
@@ -103,6 +110,19 @@ import * as Transport from "./transport.ts"
  * - `pingIntervalMs` (integer ms > 0; default `serverPingIntervalMsDefault`, 500): how often the
  *   server sends each such rank a ping carrying its acknowledgement.
  *
+ * The listener's own resources:
+ *
+ * - `connectionsMax` (integer > 0; default `connectionsMaxOf(worldSize, pendingJoinsMax)`):
+ *   connections the listener holds at once, joined or not (ranks, their resumes, pending joins,
+ *   plain HTTP requests); one more is closed as it arrives, before any join, and told to
+ *   `onResource` as `ConnectionRefused`. So connections to the rank port, however many, hold at
+ *   most this many of the coordinator process's file descriptors (its files and worker ranks need
+ *   the rest), and a rank already joined keeps its link. Enforced under Node; `Bun.serve` and
+ *   `Deno.serve` count no connections.
+ * - `onResource(event)`: the listener's resource events (`ConnectionRefused` at the cap,
+ *   `AcceptFailed`, code `EMFILE` when the process is out of descriptors), the coordinator's
+ *   problem and never a rank's; called synchronously, must not throw; default ignored.
+ *
  * @since 0.1.0
  * @category options
  */
@@ -116,7 +136,7 @@ export interface ServerOptions extends Transport.Options {
   readonly pendingJoinsPerAddressMax?: number
   readonly welcome?: (rank: Transport.Peer) => unknown
   readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
-  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string) => void
+  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string, credentialId?: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
   readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
@@ -124,11 +144,29 @@ export interface ServerOptions extends Transport.Options {
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
   readonly pingIntervalMs?: number
+  readonly connectionsMax?: number
+  readonly onResource?: (event: RuntimeTypes.ResourceEvent) => void
   /**
    * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
    * page this way); default: 426 to each.
    */
   readonly http?: RuntimeTypes.HttpHandler
+  readonly credential?: (token: string) => Credential | { readonly closeCode: number; readonly reason: string } | undefined
+  /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
+  readonly tls?: RuntimeTypes.TlsIdentity | undefined
+}
+
+/**
+ * A credential of one rank (`ServerOptions.credential`): its `id` (named in the journal and by
+ * revocations, never secret) and the `rank` index it admits, or `"any"`: the first index it
+ * joins as, and that one only.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Credential {
+  readonly id: string
+  readonly rank: Transport.Peer | "any"
 }
 
 /**
@@ -198,6 +236,21 @@ export const joinTimeoutMsDefault = 5000
 
 /** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
 export const pendingJoinsMaxDefault = 64
+
+/**
+ * Default `ServerOptions.connectionsMax` for `ranks` ranks (the largest index a join may take,
+ * plus one) and `pendingJoinsMax`: two connections a rank (its link and a resume that replaces
+ * it), every pending join, and `connectionsSpare` (64) more for plain HTTP requests and
+ * connections closing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const connectionsMaxOf = (ranks: number, pendingJoinsMax: number = pendingJoinsMaxDefault): number =>
+  2 * ranks + pendingJoinsMax + connectionsSpare
+
+/** The connections `connectionsMaxOf` adds beyond ranks and pending joins: 64. @since 0.1.0 @category options */
+export const connectionsSpare = 64
 
 /** Default `pendingJoinsPerAddressMax`: 16 connections from one IP address. @since 0.1.0 @category options */
 export const pendingJoinsPerAddressMaxDefault = 16
@@ -311,6 +364,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const joined = new Set<Transport.Peer>()
     const ended = new Set<Transport.Peer>()
     let formed = false
+    // The index each credential joined as: a credential for "any" index takes one, once.
+    const credentialRank = new Map<string, Transport.Peer>()
+    const credentialMisbound = (credential: Credential | undefined, rank: Transport.Peer): string | undefined => {
+      if (credential === undefined) return undefined
+      const bound = credentialRank.get(credential.id) ?? (credential.rank === "any" ? rank : credential.rank)
+      return bound === rank ? undefined : `credential ${credential.id} is for rank ${bound}, not ${rank}`
+    }
     const refusals: Record<number, number> = {}
     const timers = new Set<ReturnType<typeof setTimeout>>()
     /** Links of ranks that joined with protocol 2: they outlive their sockets. */
@@ -381,7 +441,10 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         timers.delete(timer)
       }
       // The join is in: its link opens and the welcome goes out.
-      const accept = (joinedRank: Transport.Peer, version: 1 | 2): void => {
+      const accept = (joinedRank: Transport.Peer, version: 1 | 2, credential?: Credential): void => {
+        const misbound = credentialMisbound(credential, joinedRank)
+        if (misbound !== undefined) return refuse(Transport.CloseCode.CredentialMismatch, misbound)
+        if (credential !== undefined) credentialRank.set(credential.id, joinedRank)
         joined.add(joinedRank)
         const run = options.welcome?.(joinedRank)
         const runField = run === undefined ? {} : { run }
@@ -402,7 +465,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         }
         linkRank = joinedRank
         try {
-          options.onJoined?.(joinedRank, remoteAddress)
+          options.onJoined?.(joinedRank, remoteAddress, credential?.id)
         } catch {
           // an observer only watches
         }
@@ -440,9 +503,18 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           settle()
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
-          if (!sameToken(join.token, options.runToken)) return refuse(Transport.CloseCode.WrongToken, "wrong token")
-          if (join.resume !== undefined) return resume(join.rank, join.resume)
-          let rank = join.rank
+          // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
+          const isRunToken = sameToken(join.token, options.runToken)
+          const checked = isRunToken ? undefined : options.credential?.(join.token)
+          if (!isRunToken && checked === undefined) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          if (checked !== undefined && "closeCode" in checked) return refuse(checked.closeCode, checked.reason)
+          const credential = checked
+          if (join.resume !== undefined) {
+            const misbound = typeof join.rank === "number" ? credentialMisbound(credential, join.rank) : "a resume names its rank"
+            return misbound === undefined ? resume(join.rank, join.resume) : refuse(Transport.CloseCode.CredentialMismatch, misbound)
+          }
+          // A credential for one index joins as that index when asked for "auto".
+          let rank = join.rank === "auto" && typeof credential?.rank === "number" ? credential.rank : join.rank
           if (formed && options.admit !== undefined) {
             // A run that may grow: its shell decides, from the core's state.
             let admission: Admission
@@ -453,7 +525,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             }
             if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
             if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-            return accept(admission.rank, join.version)
+            return accept(admission.rank, join.version, credential)
           }
           if (options.admit !== undefined && !isFormationIndex(rank)) {
             // A run that may grow, still forming: a join the formation cannot take
@@ -473,7 +545,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
           if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
           if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
-          return accept(rank, join.version)
+          return accept(rank, join.version, credential)
         },
         close: (code) => {
           settle()
@@ -486,7 +558,17 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     }
 
     const server = yield* Effect.tryPromise({
-      try: () => Select.serveWs({ host, port: options.port ?? 0, maxPayloadBytes: hub.options.messageBytesMax, open, ...(options.http === undefined ? {} : { http: options.http }) }),
+      try: () =>
+        Select.serveWs({
+          host,
+          port: options.port ?? 0,
+          maxPayloadBytes: hub.options.messageBytesMax,
+          open,
+          connectionsMax: options.connectionsMax ?? connectionsMaxOf(options.worldSize, pendingJoinsMax),
+          ...(options.onResource === undefined ? {} : { onResource: options.onResource }),
+          ...(options.http === undefined ? {} : { http: options.http }),
+          ...(options.tls === undefined ? {} : { tls: options.tls })
+        }),
       catch: (error) =>
         new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
@@ -503,7 +585,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       transport: hub.transport,
       host,
       port: server.port,
-      url: `ws://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
+      url: `${options.tls === undefined ? "ws" : "wss"}://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
       refusals: Effect.sync(() => ({ ...refusals })),
       markFormed: () => {
         formed = true
@@ -566,6 +648,12 @@ export interface ClientOptions extends Transport.Options {
   readonly pingIntervalMs?: number
   readonly pieceBytes?: number
   readonly resendBytesMax?: number
+  /**
+   * How a `wss://` server's certificate is checked (`RuntimeTypes.TlsTrust`); default the
+   * system's roots. A server that fails it is `Refused{closeCode: 1015}` (`CloseCode.TlsFailed`),
+   * never retried, and nothing was sent to it.
+   */
+  readonly tls?: RuntimeTypes.TlsTrust | undefined
 }
 
 /** Default `ClientOptions.reconnectSilenceMs`: 2000 ms. @since 0.1.0 @category options */
@@ -686,6 +774,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       resuming = ResumingLink.start({
         hub,
         url: options.url,
+        trust: options.tls,
         sessionId: session,
         resumeJoin: (attempt, received) =>
           JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
@@ -730,7 +819,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             resume(Effect.succeed(raw))
           }
         },
-        close: (code) => {
+        close: (code, reason) => {
           over = true
           if (welcomed) {
             if (resuming !== undefined) return resuming.closed(raw, code)
@@ -742,11 +831,11 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             new Transport.TransportError({
               reason: code === Transport.CloseCode.Abnormal
                 ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
-                : { _tag: "Refused", closeCode: code, detail: `join refused with ${code}` }
+                : { _tag: "Refused", closeCode: code, detail: reason ?? `join refused with ${code}` }
             })
           ))
         }
-      })
+      }, options.tls)
       // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
       return Effect.sync(() => {
         if (!welcomed && !over) raw.drop()

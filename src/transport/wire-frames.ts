@@ -35,3 +35,24 @@ export const inspect = (options: { readonly messageBytesMax?: number } = {}): Tr
   if (error.reason._tag === "SenderMismatch") return { _tag: "Impersonation", claimed: error.reason.got }
   return { _tag: "Bad", error, closeCode: WireError.closeCode(error) }
 }
+
+/** The messages that say only that their sender is alive. */
+const beacons = new Set(["Heartbeat", "CoordHeartbeat"])
+/** A heartbeat frame is a few bytes; anything longer is not one (and is not decoded here). */
+const beaconBytesMax = 32
+
+/**
+ * `Transport.Options.orderFree` for frames of `src/wire`: true for a `Heartbeat` or a
+ * `CoordHeartbeat`, which say only that their sender is alive, so that a resumable WebSocket link
+ * sends them between the pieces of a large `Params` or `Update` rather than after it. Every other
+ * message keeps its order (a `Checkpoint` must follow the `Update` it saves; a `ChunkDone` must
+ * precede the `Params` that commits it).
+ *
+ * @since 0.1.0
+ * @category inspect
+ */
+export const orderFree = (frame: Uint8Array): boolean => {
+  if (frame.byteLength > beaconBytesMax) return false
+  const result = Codec.decode(frame)
+  return Result.isSuccess(result) && beacons.has(result.success.message._tag)
+}

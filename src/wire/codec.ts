@@ -150,37 +150,6 @@ export const reframeFromCoordinator = (bytes: Uint8Array, from: Rank): Uint8Arra
   return out
 }
 
-/**
- * Concatenates encoded frames into one transport message (a CBOR sequence); `decodeBatch` splits
- * it again. A fresh `Uint8Array`.
- *
- * @since 0.1.0
- * @category batching
- */
-export const concat = (encoded: ReadonlyArray<Uint8Array>): Uint8Array => {
-  let total = 0
-  for (const part of encoded) total += part.length
-  const out = new Uint8Array(total)
-  let at = 0
-  for (const part of encoded) {
-    out.set(part, at)
-    at += part.length
-  }
-  return out
-}
-
-/**
- * Encodes several frames into one transport message: the same bytes as `concat(frames.map(encode))`
- * with a single copy. An empty list gives an empty message.
- *
- * @since 0.1.0
- * @category batching
- */
-export const encodeBatch = (frames: ReadonlyArray<Frame.Frame>): Uint8Array =>
-  // cbor-x never overwrites bytes it has returned (it moves on to a new buffer), so the views stay
-  // valid until copied.
-  concat(frames.map((frame) => encoder.encode(toWire(frame))))
-
 const errorRank = (options: DecodeOptions | undefined, from: number | undefined): number | undefined => {
   if (options?.from !== undefined) return options.from === "coordinator" ? undefined : options.from
   return from !== undefined && from >= 0 ? from : undefined
@@ -285,58 +254,12 @@ export const decode = (
   if (scanned.reason !== undefined) return failure(scanned.reason, options, scanned.from)
   if (scanned.end !== bytes.length) {
     return failure(
-      { _tag: "MalformedCbor", offset: scanned.end, detail: "bytes after the frame (a batch needs decodeBatch)" },
+      { _tag: "MalformedCbor", offset: scanned.end, detail: "bytes after the frame" },
       options,
       scanned.from
     )
   }
   return materialize(bytes, 0, scanned, options)
-}
-
-/**
- * Failed frames after which `decodeBatch` drops the rest of a message.
- *
- * @since 0.1.0
- * @category batching
- */
-export const batchErrorsMax = 64
-
-/**
- * Decodes every frame of a transport message (a batch), in order; never throws.
- *
- * Each frame gives a success or a `WireError` (reasons as for `decode`). A bad frame whose end is
- * known (a schema mismatch, an unknown tag, a wrong sender) does not stop the batch; a frame whose
- * end is unknown (`Truncated`, `MalformedCbor`, `VersionMismatch`) ends it. `FrameTooLarge` is
- * checked on the whole message and gives a single error. An empty message gives `[]`. After
- * `batchErrorsMax` failed frames the rest of the message is dropped: a message of junk costs a
- * bounded amount of work and memory, however many tiny frames it seems to hold.
- *
- * @since 0.1.0
- * @category batching
- */
-export const decodeBatch = (
-  bytes: Uint8Array,
-  options?: DecodeOptions
-): Array<Result.Result<Frame.Frame, WireError.WireError>> => {
-  const large = tooLarge(bytes, options)
-  if (large !== undefined) return [large]
-  const expected = options?.from === undefined ? undefined : senderWireId(options.from)
-  const results: Array<Result.Result<Frame.Frame, WireError.WireError>> = []
-  const limits = fieldLimits(options)
-  let start = 0
-  let errors = 0
-  while (start < bytes.length) {
-    const scanned = Scan.scanFrame(bytes, start, expected, limits)
-    if (scanned.reason !== undefined) {
-      results.push(failure(scanned.reason, options, scanned.from))
-      errors += 1
-      if (scanned.fatal || errors >= batchErrorsMax) break
-    } else {
-      results.push(materialize(bytes, start, scanned, options))
-    }
-    start = scanned.end
-  }
-  return results
 }
 
 /**

@@ -297,40 +297,23 @@ export const ToRank = Schema.Union([
   RingData
 ])
 
+/** A message schema: a struct whose `_tag` field is one literal. */
+type Tagged = { readonly fields: { readonly _tag: { readonly schema: { readonly literal: string } } } }
+
+/** The members of a union keyed by their `_tag`, each under its own type. */
+type ByTag<Members extends ReadonlyArray<Tagged>> = { readonly [M in Members[number] as M["fields"]["_tag"]["schema"]["literal"]]: M }
+
+const indexByTag = <const Members extends ReadonlyArray<Tagged>>(members: Members): ByTag<Members> =>
+  // `fromEntries` cannot say that each key is its member's tag; the mapped type above does.
+  Object.fromEntries(members.map((member) => [member.fields._tag.schema.literal, member])) as ByTag<Members>
+
 /**
  * Each message's schema by `_tag`, for decoding a frame whose tag is already known.
  *
  * @since 0.1.0
  * @category registry
  */
-export const byTag = {
-  Hello,
-  Heartbeat,
-  Progress,
-  ChunkDone,
-  Params: ParamsMessage,
-  Exiting,
-  CheckpointResult,
-  EvalResult,
-  RingReady,
-  Crashing,
-  StartEpoch,
-  ExtendPartition,
-  AssignChunk,
-  RequestParams,
-  Update,
-  SetRoles,
-  Checkpoint,
-  Eval,
-  DeclareDead,
-  FormRing,
-  ShutdownWithSave,
-  Shutdown,
-  CoordHeartbeat,
-  RoundDone,
-  RoundCommitted,
-  RingData
-} as const
+export const byTag = { ...indexByTag(ToCoordinator.members), ...indexByTag(ToRank.members) }
 
 /**
  * Any message's `_tag`, in either direction.

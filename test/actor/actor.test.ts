@@ -7,7 +7,6 @@ import * as Queue from "effect/Queue"
 import * as Scope from "effect/Scope"
 import * as Actor from "../../src/actor/actor.ts"
 import * as DeathReport from "../../src/actor/death-report.ts"
-import * as Supervisor from "../../src/actor/supervisor.ts"
 
 const collector = (seen: Array<number>, mailbox?: Actor.MailboxOptions) => ({
   initial: 0,
@@ -140,9 +139,8 @@ describe("actor kit (docs/design.md §5)", () => {
       assert.deepStrictEqual(error, new Actor.ActorStopped({ actor: "child" }))
     }))
 
-  it.effect("a defect ends the actor, stops its children, and the supervisor reports Crashed with the message", () =>
+  it.effect("a defect ends the actor, stops its children, and its exit reads as Crashed with the message and stack", () =>
     Effect.scoped(Effect.gen(function*() {
-      const supervisor = yield* Supervisor.make
       const childRef = yield* Deferred.make<Actor.ActorRef<number>>()
       const ref = yield* Actor.spawn<number, "spawn" | "die">("rank3", {
         initial: 0,
@@ -151,32 +149,22 @@ describe("actor kit (docs/design.md §5)", () => {
             ? Effect.die(new Error("broken invariant"))
             : Effect.as(Effect.flatMap(Actor.spawn("child", collector([])), (c) => Deferred.succeed(childRef, c)), s)
       })
-      yield* supervisor.watch(3, ref)
       yield* ref.tell("spawn")
       yield* ref.tell("die")
-      const report = yield* Queue.take(supervisor.reports)
-      const stack = report.cause._tag === "Crashed" ? report.cause.stack : undefined
-      assert.match(stack ?? "", /^Error: broken invariant\n\s+at /)
-      assert.deepStrictEqual(report, DeathReport.make(3, DeathReport.crashed("broken invariant", stack)))
       const exit = yield* ref.await
       assert.isTrue(Exit.isFailure(exit) && Cause.hasDies(exit.cause))
+      const cause = DeathReport.fromExit(exit)
+      const stack = cause._tag === "Crashed" ? cause.stack : undefined
+      assert.match(stack ?? "", /^Error: broken invariant\n\s+at /)
+      assert.deepStrictEqual(cause, DeathReport.crashed("broken invariant", stack))
       assert.isTrue(Actor.isStopped(yield* (yield* Deferred.await(childRef)).await))
-      assert.strictEqual(yield* Queue.size(supervisor.reports), 0)
     })))
 
-  it.effect("an actor that announced exiting ends without a death report", () =>
+  it.effect("an actor stopped from outside reads as Killed by interrupt", () =>
     Effect.scoped(Effect.gen(function*() {
-      const supervisor = yield* Supervisor.make
-      const a = yield* Actor.spawn("rank0", collector([]))
-      const b = yield* Actor.spawn("rank1", collector([]))
-      yield* supervisor.watch(0, a)
-      yield* supervisor.watch(1, b)
-      yield* supervisor.exiting(0)
-      yield* a.stop
-      yield* b.stop
-      const report = yield* Queue.take(supervisor.reports)
-      assert.deepStrictEqual(report, DeathReport.make(1, DeathReport.killed("interrupt")))
-      assert.strictEqual(yield* Queue.size(supervisor.reports), 0)
+      const ref = yield* Actor.spawn("rank1", collector([]))
+      yield* ref.stop
+      assert.deepStrictEqual(DeathReport.fromExit(yield* ref.await), DeathReport.killed("interrupt"))
     })))
 
   it("fromExit reads success as Exited 0 and a typed failure as Crashed", () => {

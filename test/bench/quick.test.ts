@@ -1,12 +1,11 @@
 import { describe, expect, it } from "vitest"
-import * as Failover from "../../bench/failover.ts"
 import * as Forfeit from "../../bench/forfeit.ts"
 import * as Join from "../../bench/join.ts"
 import * as Redistribution from "../../bench/redistribution.ts"
-import * as Straggler from "../../bench/straggler.ts"
 import * as Tick from "../../bench/tick.ts"
 
-// The quick benches run in CI so that they never rot; they check results, never speed.
+// The quick benches run in CI so that they never rot; they check results, never speed. The ones
+// that train real workers for a minute are in runs.full.test.ts.
 describe("quick benchmarks", () => {
   it("tick: the core examines one list entry per tick at every size", () => {
     const { rows, markdown } = Tick.run(true)
@@ -32,34 +31,10 @@ describe("quick benchmarks", () => {
     ])
   })
 
-  it("straggler: a healthy run, a straggler whose rounds wait for it, and one with a round deadline, each with a clean audit; only the last closes rounds at the deadline", async () => {
-    const { rows, markdown } = await Straggler.run(true)
-    expect(rows.map((r) => [r.run, r.lost, r.duplicated, r.roundsAtDeadline > 0])).toEqual([
-      ["healthy", 0, 0, false],
-      ["straggler, rounds wait", 0, 0, false],
-      ["straggler, round deadline", 0, 0, true]
-    ])
-    expect(markdown).toContain("| run |")
-  }, 120_000)
-
   it("join: 100 ranks join a progressive run of 1,000 live ranks one by one, each handed 2 chunks of 128 samples", async () => {
     const { rows, markdown } = await Join.run(true)
     expect(rows.map((r) => [r.liveRanks, r.joins, r.samplesHanded])).toEqual([[1_000, 100, 100 * 256]])
     expect(rows[0]!.firstFrameToChunkMs.median).toBeGreaterThan(0)
     expect(markdown).toContain("| live ranks |")
   }, 60_000)
-
-  it("failover: real workers are killed and hung, each caught by its detector, with clean audits; a ring member exits inside an all-reduce and the survivors complete the next round", async () => {
-    const { result, hostile, websocket, ring } = await Failover.run(true)
-    expect([result.worldSize, result.kills, result.hangs, result.lost, result.duplicated]).toEqual([7, 3, 1, 0, 0])
-    // The same cluster with its last rank flooding 100,000 frames/s: every honest death caught by
-    // its detector, clean audits (the flooder itself may be closed where the machine cannot keep up).
-    expect([hostile.worldSize, hostile.kills, hostile.hangs, hostile.lost, hostile.duplicated]).toEqual([7, 3, 1, 0, 0])
-    // The same quiet cluster as rank processes joined over WebSocket (loopback).
-    expect([websocket.transport, websocket.worldSize, websocket.kills, websocket.hangs, websocket.lost, websocket.duplicated]).toEqual(["websocket", 7, 3, 1, 0, 0])
-    // The ring row: rank 0 exits inside round 3's all-reduce; the 3 survivors re-form (generation
-    // 2 of 2) and complete a round after it, with clean audits.
-    expect([ring.worldSize, ring.deaths, ring.generations, ring.lost, ring.duplicated]).toEqual([4, 1, 2, 0, 0])
-    expect(ring.declaredToNextRoundMs.median).toBeGreaterThanOrEqual(0)
-  }, 180_000)
 })

@@ -148,6 +148,8 @@ export interface Network {
     /** The relay stops (closing every connection) past this many bytes, both ways together; default 64 MiB. */
     readonly bytesMax?: number
     readonly lifetimeMs?: number
+    /** Every byte relayed, both ways, is appended to this file (a capture of the link); default none. */
+    readonly recordFile?: string
   }) => Promise<Relay>
   readonly destroy: () => void
 }
@@ -361,7 +363,8 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
         relayOptions.target,
         String(relayOptions.delayMs),
         String(relayOptions.jitterMs),
-        String(relayOptions.bytesMax ?? 64 * 1024 * 1024)
+        String(relayOptions.bytesMax ?? 64 * 1024 * 1024),
+        ...(relayOptions.recordFile === undefined ? [] : [relayOptions.recordFile])
       ], { lifetimeMs: relayOptions.lifetimeMs ?? 60_000 })
       const match = await proc.waitFor(/relay listening on \S+:(\d+)/, 20_000)
       return { port: Number(match[1]), proc }

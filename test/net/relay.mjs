@@ -1,17 +1,19 @@
 // A delaying TCP relay for the network tests (test/net/netns.ts): the kernel here has no netem
 // (TOOLCHAIN.md §9), so added latency comes from this process, run inside a namespace.
 //
-//   relay.mjs LISTEN_HOST:PORT TARGET_HOST:PORT DELAY_MS JITTER_MS BYTES_MAX
+//   relay.mjs LISTEN_HOST:PORT TARGET_HOST:PORT DELAY_MS JITTER_MS BYTES_MAX [RECORD_FILE]
 //
 // Each accepted connection is paired with a new connection to the target. Every chunk read on
 // either side is written to the other side DELAY_MS ± JITTER_MS (uniform) after it arrived, never
 // before the chunk read before it (order is kept per direction). An end or error on one side ends
 // the other once its delayed chunks are written. Past BYTES_MAX relayed bytes (both directions, all
 // connections) it exits with 3: a test's traffic stays bounded. Prints
-// `relay listening on HOST:PORT` once listening.
+// `relay listening on HOST:PORT` once listening. With RECORD_FILE, every byte relayed (both ways)
+// is appended to that file as it arrives: what an eavesdropper on the link reads.
+import { appendFileSync } from "node:fs"
 import * as net from "node:net"
 
-const [listen, target, delayArg, jitterArg, bytesMaxArg] = process.argv.slice(2)
+const [listen, target, delayArg, jitterArg, bytesMaxArg, recordFile] = process.argv.slice(2)
 const split = (hostPort) => {
   const at = hostPort.lastIndexOf(":")
   return { host: hostPort.slice(0, at), port: Number(hostPort.slice(at + 1)) }
@@ -54,6 +56,7 @@ const pipeDelayed = (source, sink) => {
       process.stderr.write(`relay: over ${bytesMax} bytes, stopping\n`)
       process.exit(3)
     }
+    if (recordFile !== undefined) appendFileSync(recordFile, chunk)
     push(chunk)
   })
   source.on("end", () => {

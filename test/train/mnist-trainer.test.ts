@@ -29,21 +29,13 @@ const trainEpoch = async (trainer: MnistTrainer.MnistTrainer, epoch: number): Pr
 }
 
 describe("the bundled MNIST trainer", () => {
-  it("reaches test accuracy 0.946 after 3 epochs of batches of 32 on all 8000 images, the same on every runtime", async () => {
+  it("reaches test accuracy 0.934 after 1 epoch of batches of 32 on all 8000 images, the same on every runtime", async () => {
     const trainer = await MnistTrainer.createTrainer({ rank: 0, worldSize: 1, seed: SEED })
-    const started = performance.now()
-    const accuracies: Array<number> = []
-    for (let epoch = 0; epoch < 3; epoch++) {
-      await trainEpoch(trainer, epoch)
-      accuracies.push(trainer.evaluate().accuracy)
-    }
-    const trainMs = performance.now() - started
-    console.log(`mnist trainer: 3 epochs + 3 evaluations in ${trainMs.toFixed(0)} ms`)
-    expect(trainer.samplesTrained).toBe(24_000)
-    expect(accuracies).toEqual([0.934, 0.939, 0.946])
-    expect(trainer.evaluate()).toEqual({ accuracy: 0.946, loss: 0.1953238168955371 })
-    expect(fnvFloat32(trainer.getParams())).toBe(1392894878)
-    // About 8 s on one idle core; 45 s on a machine at load 16, past the default 30 s.
+    await trainEpoch(trainer, 0)
+    expect(trainer.samplesTrained).toBe(8_000)
+    expect(trainer.evaluate()).toEqual({ accuracy: 0.934, loss: 0.2563519157640495 })
+    expect(fnvFloat32(trainer.getParams())).toBe(1901636031)
+    // Three epochs (0.946) are in mnist-trainer-epochs.full.test.ts.
   }, 120_000)
 
   it("starts every rank from the same seeded model and trains deterministically", async () => {

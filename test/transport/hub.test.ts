@@ -97,3 +97,23 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue:
       assert.strictEqual((yield* hub.transport.stats).overflows, 1)
     }))
 })
+
+describe("hub: order-free batches (Transport.Options.orderFree)", () => {
+  it.live("a batch made only of frames orderFree marks goes to the port's postLoose; a batch with any other frame, or a port without postLoose, goes to post", () =>
+    Effect.gen(function*() {
+      const hub = yield* Hub.make(Transport.coordinatorPeer, { orderFree: (f) => f[0] === 9 })
+      const posted: Array<string> = []
+      const record = (how: string) => (m: Uint8Array) => void posted.push(`${how}:${Batch.decode(m)!.map((f) => f[0]).join(",")}`)
+      hub.attach(0, { post: record("post"), postLoose: record("loose"), close: () => {} })
+      hub.attach(1, { post: record("post"), close: () => {} })
+      const flushed = () => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 0)))
+      yield* hub.transport.send(0, Uint8Array.of(9))
+      yield* flushed()
+      yield* hub.transport.send(0, Uint8Array.of(9))
+      yield* hub.transport.send(0, Uint8Array.of(1))
+      yield* flushed()
+      yield* hub.transport.send(1, Uint8Array.of(9))
+      yield* flushed()
+      assert.deepStrictEqual(posted, ["loose:9", "post:9,1", "post:9"])
+    }))
+})

@@ -3,6 +3,9 @@
 import { describe, expect, it } from "vitest"
 import * as Session from "../../src/transport/internal/session.ts"
 import * as Transport from "../../src/transport/transport.ts"
+import * as WireFrames from "../../src/transport/wire-frames.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
 
 interface Side {
   readonly session: Session.Session
@@ -121,5 +124,38 @@ describe("resumable link sessions", () => {
       Transport.CloseCode.MessageTooBig
     ])
     expect(a.delivered).toEqual([])
+  })
+
+  it("an order-free message goes between the pieces still waiting, unnumbered, and is delivered as it arrives; with nothing waiting it goes the ordered way", async () => {
+    const a = side()
+    const b = side()
+    const written: Array<Uint8Array> = []
+    // The socket holds a piece unsent until the test lets it drain: the pieces wait in the session.
+    let unsent = 4
+    a.session.attach({ send: (bytes) => written.push(bytes), bufferedBytes: () => unsent }, 0)
+    a.session.send(Uint8Array.of(1, 2, 3, 4, 5, 6, 7, 8, 9, 10))
+    a.session.sendLoose(Uint8Array.of(42))
+    // Kind 3 (loose), one byte: ahead of every piece of the message sent before it.
+    expect(written.map((p) => [p[0], p.byteLength - Session.headerBytes])).toEqual([[3, 1]])
+    unsent = 0
+    await new Promise((resolve) => setTimeout(resolve, 50))
+    expect(written.map((p) => [p[0], p.byteLength - Session.headerBytes])).toEqual([[3, 1], [1, 4], [1, 4], [1, 2]])
+    for (const p of written) b.session.receive(p)
+    expect(b.delivered.map((m) => [...m])).toEqual([[42], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
+    // Not numbered: the next ordered message is message 1, and the peer acknowledges one.
+    expect(b.session.received()).toBe(1)
+    // Nothing waits now: an order-free message is an ordered one, numbered and kept for a resend.
+    a.session.sendLoose(Uint8Array.of(43))
+    expect([written.at(-1)![0], new DataView(written.at(-1)!.buffer).getUint32(4, true)]).toEqual([1, 1])
+    a.session.stop()
+  })
+
+  it("WireFrames.orderFree: a Heartbeat or a CoordHeartbeat may overtake; nothing else does", () => {
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(3, { _tag: "Heartbeat" })))).toBe(true)
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromCoordinator({ _tag: "CoordHeartbeat" })))).toBe(true)
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(3, { _tag: "Progress", epoch: 1, samplesDone: 32, msPerBatch: 4 })))).toBe(false)
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromCoordinator({ _tag: "Checkpoint", version: 0 })))).toBe(false)
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 32, params: new Float32Array(4) })))).toBe(false)
+    expect(WireFrames.orderFree(Uint8Array.of(1, 2, 3))).toBe(false)
   })
 })

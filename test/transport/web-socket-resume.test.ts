@@ -102,6 +102,19 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       assert.isTrue(server.connected(0))
     })), 20_000)
 
+  it.live("a rank that leaves while its link is cut resumes once to send what it sent last, then closes: the coordinator gets its frame and its own close code", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
+      const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0, resumable: true, reconnectRetryMs: 20 })
+      yield* client.drop
+      yield* client.transport.send(Transport.coordinatorPeer, frame(7))
+      yield* client.close(Transport.CloseCode.Normal)
+      assert.deepStrictEqual(yield* takeFrames(server.transport.inbox, 1), [7])
+      const ended = yield* Queue.take(server.transport.inbox)
+      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 0, cause: DeathReport.disconnected(Transport.CloseCode.Normal) })
+      assert.strictEqual(client.closeCode(), Transport.CloseCode.Normal)
+    })), 20_000)
+
   it.live("a 3 MiB frame travels in 64 KiB pieces: each piece refreshes lastArrivalMs before the frame is whole", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
@@ -134,18 +147,25 @@ describe(`WebSocket resumable links (${runtime})`, () => {
   it.live("a rank whose socket dropped and that never comes back ends after resumeWindowMs as Disconnected{1006}", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1, resumeWindowMs: 300 })
-      const client = yield* Effect.scoped(Effect.gen(function*() {
-        const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0, resumable: true, reconnectRetryMs: 60_000 })
-        yield* client.drop
-        return client
-      }))
+      // A rank that joins with protocol 2 and is gone at once, without a close frame (a client of
+      // this module would come back once to close, even as it leaves).
+      yield* Effect.callback<void>((resume) => {
+        const raw = Select.connectWs(server.url, {
+          open: () => raw.send(JSON.stringify({ v: 2, token: runToken, rank: 0 })),
+          message: (data) => {
+            if (typeof data !== "string") return
+            raw.drop()
+            resume(Effect.void)
+          },
+          close: () => {}
+        })
+      })
       const startedMs = performance.now()
       const ended = yield* Queue.take(server.transport.inbox)
       assert.strictEqual(ended._tag, "Ended")
       if (ended._tag === "Ended") assert.strictEqual(ended.cause._tag, "Disconnected")
       assert.isAtLeast(performance.now() - startedMs, 200)
       assert.isFalse(server.connected(0))
-      void client
     })), 20_000)
 
   it.live("a link goes on past reconnectSilenceMs while the server sends now and then: its pings fill the gaps", () =>

@@ -97,12 +97,6 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         bytesMax: bytes.length - 1
       })
     })
-
-    it("checks the whole batch, as one error", () => {
-      const bytes = Codec.encodeBatch([Fixtures.frames.Hello, Fixtures.frames.Heartbeat])
-      const results = Codec.decodeBatch(bytes, { messageBytesMax: 17 })
-      expect(results.map((r) => failure(r).reason)).toEqual([{ _tag: "FrameTooLarge", bytes: 23, bytesMax: 17 }])
-    })
   })
 
   describe("UnknownTag", () => {
@@ -356,12 +350,11 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
 
     it("bytes after the frame given to decode", () => {
-      const bytes = Codec.encodeBatch([Fixtures.frames.Hello, Fixtures.frames.Hello])
-      expect(reasonOf(bytes)).toEqual({
-        _tag: "MalformedCbor",
-        offset: 14,
-        detail: "bytes after the frame (a batch needs decodeBatch)"
-      })
+      const hello = Codec.encode(Fixtures.frames.Hello)
+      const bytes = new Uint8Array(2 * hello.length)
+      bytes.set(hello)
+      bytes.set(hello, hello.length)
+      expect(reasonOf(bytes)).toEqual({ _tag: "MalformedCbor", offset: 14, detail: "bytes after the frame" })
     })
   })
 
@@ -409,49 +402,5 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(error.message).toBe('FrameTooLarge {"bytes":9,"bytesMax":8} from rank 4')
       expect(error._tag).toBe("WireError")
     })
-  })
-
-  describe("batches", () => {
-    it("go on after a frame whose end is known", () => {
-      const bad = C.frame(C.uint(1), C.record(structure("RingReady"), id("RingReady"), C.nint(-5)))
-      const bytes = Codec.concat([Codec.encode(Fixtures.frames.Hello), bad, Codec.encode(Fixtures.frames.Heartbeat)])
-      const results = Codec.decodeBatch(bytes)
-      expect(results.length).toBe(3)
-      expect(results[0]).toEqual(Result.succeed(Fixtures.frames.Hello))
-      expect(failure(results[1]!)).toEqual({
-        reason: { _tag: "SchemaMismatch", path: ["generation"], message: "Expected a value greater than or equal to 0" },
-        rank: 1
-      })
-      expect(results[2]).toEqual(Result.succeed(Fixtures.frames.Heartbeat))
-    })
-
-    it("stop at a frame whose end is unknown", () => {
-      const hello = Codec.encode(Fixtures.frames.Hello)
-      const other = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { protocol: 7 })
-      const results = Codec.decodeBatch(Codec.concat([hello, other, hello]))
-      expect(results.length).toBe(2)
-      expect(results[0]).toEqual(Result.succeed(Fixtures.frames.Hello))
-      expect(failure(results[1]!).reason).toEqual({ _tag: "VersionMismatch", field: "protocol", got: 7, want: 1 })
-      const cut = Codec.decodeBatch(Codec.concat([hello, hello]).subarray(0, hello.length + 3))
-      expect(cut.map((r) => (Result.isSuccess(r) ? "ok" : r.failure.reason))).toEqual([
-        "ok",
-        // The cut frame has read its versions; its last two items need at least two more bytes.
-        { _tag: "Truncated", bytes: 17, bytesNeeded: 19 }
-      ])
-    })
-
-    it("an empty message is an empty batch", () => {
-      expect(Codec.decodeBatch(new Uint8Array(0))).toEqual([])
-      expect(Codec.encodeBatch([])).toEqual(new Uint8Array(0))
-    })
-  })
-})
-
-describe("decodeBatch on a message of junk", () => {
-  it("stops after batchErrorsMax failed frames", () => {
-    const junk = new Uint8Array(1 << 20).fill(0x80)
-    const results = Codec.decodeBatch(junk)
-    expect(results).toHaveLength(Codec.batchErrorsMax)
-    expect(results.every((r) => r._tag === "Failure")).toBe(true)
   })
 })

@@ -24,17 +24,6 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
     })
   }
 
-  it("round trips batches of any frames, in order", () => {
-    fc.assert(
-      fc.property(fc.array(Arb.frame, { maxLength: 8 }), (frames) => {
-        const bytes = Codec.encodeBatch(frames)
-        expect(bytes).toEqual(Codec.concat(frames.map(Codec.encode)))
-        expect(Codec.decodeBatch(bytes)).toEqual(frames.map((frame) => Result.succeed(frame)))
-      }),
-      { seed, numRuns: 200 }
-    )
-  })
-
   it("carries params as a Float32Array with every bit pattern intact, in its own buffer", () => {
     const bits = new Uint32Array([0x7fc00001, 0xffffffff, 0x80000000, 0x00000001, 0x3f800000])
     const frame = Frame.fromRank(2, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: new Float32Array(bits.buffer) })

@@ -66,5 +66,3 @@ export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame
   RoundDone: Frame.fromRank(6, { _tag: "RoundDone", epoch: 2, round: 300, generation: 1, samplesDone: 70_000, loss: 2.25 })
 }
 
-/** The golden batch: three frames in one transport message. */
-export const batch: ReadonlyArray<Frame.Frame> = [frames.Heartbeat, frames.Progress, frames.Params]

@@ -10,8 +10,8 @@ const read = (name: string): Uint8Array => new Uint8Array(readFileSync(join(dir,
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
 describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
-  it("has exactly one vector per message, plus the batch and the contributions with a loss", () => {
-    const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "batch.cbor", "RingData-relayed.cbor"]
+  it("has exactly one vector per message, plus the relayed RingData and the contributions with a loss", () => {
+    const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "RingData-relayed.cbor"]
     expect(readdirSync(dir).filter((name) => name !== "v3").sort()).toEqual([...names, "Params-loss.cbor", "RoundDone-loss.cbor"].sort())
     // Structures version 3's frames, kept as they were sent before the optional loss.
     expect(readdirSync(join(dir, "v3")).sort()).toEqual(names.sort())
@@ -38,12 +38,6 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
       expect(Codec.decode(golden)).toEqual(Result.succeed(frame))
     })
   }
-
-  it("batch: three frames back to back", () => {
-    const golden = read("batch.cbor")
-    expect(hex(Codec.encodeBatch(Fixtures.batch))).toBe(hex(golden))
-    expect(Codec.decodeBatch(golden)).toEqual(Fixtures.batch.map((frame) => Result.succeed(frame)))
-  })
 
   it("RingData-relayed: the coordinator's relay of a float32 segment (RingData travels both ways)", () => {
     const golden = read("RingData-relayed.cbor")

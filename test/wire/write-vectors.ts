@@ -16,7 +16,6 @@ const force = process.argv.includes("--force")
 const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
   ...Object.entries(Fixtures.withLoss).map(([tag, frame]) => [`${tag}-loss.cbor`, Codec.encode(frame)] as const),
-  ["batch.cbor", Codec.encodeBatch(Fixtures.batch)],
   ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)]
 ]
 for (const [name, bytes] of files) {

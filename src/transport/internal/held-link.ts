@@ -103,6 +103,10 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
       lastPostMs = performance.now()
       session.send(message)
     },
+    postLoose: (message) => {
+      lastPostMs = performance.now()
+      session.sendLoose(message)
+    },
     close: (closeCode) => {
       if (closing !== undefined) return
       closing = closeCode

@@ -20,6 +20,8 @@ import * as Batch from "./batch.ts"
 /** How the hub reaches one peer's channel. `close` asks the channel to close; its end is reported later through `Link.end`. @since 0.1.0 @category internal */
 export interface Port {
   readonly post: (message: Uint8Array) => void
+  /** Posts a message whose every frame `Transport.Options.orderFree` marks, ahead of what waits (a link that sends in pieces); default `post`. */
+  readonly postLoose?: (message: Uint8Array) => void
   readonly close: (closeCode: number) => void
 }
 
@@ -59,6 +61,7 @@ export interface Resolved {
   readonly linkFramesMax: number
   readonly badFramePolicy: "drop" | "close"
   readonly inspect: Transport.Inspect | undefined
+  readonly orderFree: ((frame: Uint8Array) => boolean) | undefined
 }
 
 /** Applies defaults (`Transport.Options`). @since 0.1.0 @category internal */
@@ -73,7 +76,8 @@ export const resolve = (options: Transport.Options = {}): Resolved => {
     inboxFramesMax: options.inboxFramesMax ?? Transport.inboxFramesMaxDefault,
     linkFramesMax: Math.max(1, options.linkFramesMax ?? Transport.linkFramesMaxDefault),
     badFramePolicy: options.badFramePolicy ?? "drop",
-    inspect: options.inspect
+    inspect: options.inspect,
+    orderFree: options.orderFree
   }
 }
 
@@ -135,11 +139,13 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       state.scheduled = false
       if (state.outbox.length === 0 || state.ended) return
       const message = Batch.encode(state.outbox, state.outboxBytes)
+      const loose = state.port.postLoose !== undefined && resolved.orderFree !== undefined && state.outbox.every(resolved.orderFree)
       stats.framesSent += state.outbox.length
       stats.messagesSent += 1
       state.outbox = []
       state.outboxBytes = 0
-      state.port.post(message)
+      if (loose) state.port.postLoose!(message)
+      else state.port.post(message)
     }
 
     /** Drops what a link still has waiting (it broke a rule, or it was closed). */

@@ -25,6 +25,8 @@ export type ClientSocket = RuntimeTypes.RawSocket & { readonly drop: () => void 
 export interface Options {
   readonly hub: Hub.Hub
   readonly url: string
+  /** How a `wss://` server's certificate is checked on each new connection (default the system's roots). */
+  readonly trust?: RuntimeTypes.TlsTrust | undefined
   readonly sessionId: string
   /** The resume join's text for attempt `attempt`, the rank having received `received` messages. */
   readonly resumeJoin: (attempt: number, received: number) => string
@@ -76,6 +78,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   // Long because it is a factory: the closures it returns share its state, and each is short.
   let socket: ClientSocket | undefined = first
   let closing = false
+  /** The rank closed the link while it had no socket: the code to close with once resumed, and when. */
+  let closeLater: { readonly closeCode: number; readonly atMs: number } | undefined
   let over = false
   let lastArrivalMs = performance.now()
   let lostAtMs: number | undefined
@@ -117,10 +121,19 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       lastPostMs = performance.now()
       session.send(message)
     },
+    postLoose: (message) => {
+      lastPostMs = performance.now()
+      session.sendLoose(message)
+    },
     close: (closeCode) => {
       if (closing) return
       closing = true
-      if (socket === undefined) return finish(closeCode)
+      // Between sockets: resume once more (for at most attemptMs) so that what the rank sent last
+      // (a checkpoint's result, its exit) reaches the coordinator, then close.
+      if (socket === undefined) {
+        closeLater = { closeCode, atMs: performance.now() }
+        return
+      }
       session.flushAll()
       socket.close(closeCode, "closed by rank")
     }
@@ -151,6 +164,10 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     pending.clear()
     link.touch()
     session.attach(sinkOf(raw), peerReceived)
+    if (closeLater !== undefined) {
+      session.flushAll()
+      raw.close(closeLater.closeCode, "closed by rank")
+    }
   }
 
   const attempt = (): void => {
@@ -185,7 +202,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
         // The newest attempt's refusal decides; an older one may be refused as stale.
         if (!over && !isRetry(code) && number === attempts) finish(code)
       }
-    })
+    }, options.trust)
     pending.set(raw, { startedMs: lastAttemptMs, opened: false })
   }
 
@@ -207,7 +224,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
       if (nowMs - lastArrivalMs > options.silenceMs) lose()
       return
     }
-    if (closing) return finish(Transport.CloseCode.Abnormal)
+    if (closing && (closeLater === undefined || nowMs - closeLater.atMs > options.attemptMs)) return finish(Transport.CloseCode.Abnormal)
     if (lostAtMs !== undefined && nowMs - lostAtMs > options.windowMs) return finish(Transport.CloseCode.Abnormal)
     let waiting = false
     for (const [raw, entry] of pending) {

@@ -10,9 +10,16 @@
  * When a socket is replaced (a reconnect), each side tells the other how many messages it
  * received, and the other sends again from there; a partial message is sent again whole.
  *
- * Layout, little endian, 12 bytes of header: `u8 kind` (1 piece, 2 ping), `u8 last` (1 on a
- * message's last piece), `u16 0`, `u32 seq` (the message's number, from 0), `u32 ack`, then the
- * piece's bytes (none in a ping).
+ * A message the hub marks order-free (every frame in it may overtake the frames sent before it:
+ * a heartbeat) does not wait behind the pieces of a large message: `sendLoose` writes it whole,
+ * unnumbered, between two pieces, and the peer delivers it as it arrives. It is not kept for a
+ * resend (a heartbeat lost in a cut says nothing the resume does not); with no socket, or while
+ * nothing waits to be written, it goes the ordered way.
+ *
+ * Layout, little endian, 12 bytes of header: `u8 kind` (1 piece, 2 ping, 3 loose message), `u8
+ * last` (1 on a message's last piece), `u16 0`, `u32 seq` (the message's number, from 0; 0 in a
+ * ping or a loose message), `u32 ack`, then the piece's bytes (none in a ping; the whole message in
+ * a loose one).
  *
  * @since 0.1.0
  * @internal
@@ -25,6 +32,7 @@ export const headerBytes = 12
 
 const kindPiece = 1
 const kindPing = 2
+const kindLoose = 3
 
 /** Where a session writes: the current socket. @since 0.1.0 @category internal */
 export interface Sink {
@@ -50,6 +58,8 @@ export interface Options {
 export interface Session {
   /** Queues one hub message; it goes out in pieces on the current socket, if any. */
   readonly send: (message: Uint8Array) => void
+  /** Sends an order-free hub message ahead of the pieces still waiting (see the module doc). */
+  readonly sendLoose: (message: Uint8Array) => void
   /** One binary WebSocket message from the peer. */
   readonly receive: (data: Uint8Array) => void
   /**
@@ -184,16 +194,24 @@ export const make = (options: Options): Session => {
     options.deliver(whole)
   }
 
+  const send = (message: Uint8Array): void => {
+    buffer.push({ seq: nextSeq, bytes: message })
+    nextSeq += 1
+    bufferBytes += message.byteLength
+    bound()
+    if (!waiting) pump()
+  }
+
   const canResume = (peerReceived: number): boolean =>
     Number.isSafeInteger(peerReceived) && peerReceived >= (buffer.length > 0 ? buffer[0]!.seq : nextSeq) && peerReceived <= nextSeq
 
   return {
-    send: (message) => {
-      buffer.push({ seq: nextSeq, bytes: message })
-      nextSeq += 1
-      bufferBytes += message.byteLength
-      bound()
-      if (!waiting) pump()
+    send,
+    sendLoose: (message) => {
+      if (sink === undefined || sendIndex >= buffer.length || message.byteLength > pieceBytes) return send(message)
+      const loose = header(kindLoose, true, 0, received, message.byteLength)
+      loose.set(message, headerBytes)
+      sink.send(loose)
     },
     receive: (data) => {
       if (data.byteLength < headerBytes) return options.fail(Transport.CloseCode.BadBatch, "a piece shorter than its header")
@@ -206,6 +224,7 @@ export const make = (options: Options): Session => {
       if (acked <= nextSeq) trim(acked)
       const kind = view.getUint8(0)
       if (kind === kindPiece) return receivePiece(view, data)
+      if (kind === kindLoose) return options.deliver(data.subarray(headerBytes))
       if (kind !== kindPing) return options.fail(Transport.CloseCode.BadBatch, `unknown piece kind ${kind}`)
     },
     canResume: (peerReceived) => canResume(peerReceived),

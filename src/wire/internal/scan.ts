@@ -10,10 +10,6 @@
  * cbor-x therefore only ever decodes frames of the protocol's own shape, and its shared structures
  * can never be redefined by a peer (record-definition tags are rejected here).
  *
- * Problems are of two kinds. `fatal`: the frame's end is unknown (truncated, malformed, another
- * version), so nothing after it in a batch can be read. Otherwise the frame's end is known and a
- * batch goes on after a bad frame.
- *
  * Single-threaded and synchronous: the scan state lives in module variables for speed.
  */
 import * as Structures from "../structures.ts"
@@ -21,7 +17,7 @@ import type * as WireError from "../wire-error.ts"
 
 /** The outcome of scanning one frame that starts at `start`. */
 export interface Scanned {
-  /** Offset just past the frame (meaningful unless `fatal`). */
+  /** Offset just past the frame (meaningful when `reason` is undefined). */
   readonly end: number
   /** The sender's wire id (a rank, or -1 for the coordinator), when the header was readable. */
   readonly from: number | undefined
@@ -29,8 +25,6 @@ export interface Scanned {
   readonly structure: number
   /** The first problem found, if any. */
   readonly reason: WireError.Reason | undefined
-  /** True when the frame's end is unknown, so the rest of the message cannot be read. */
-  readonly fatal: boolean
 }
 
 const empty = new Uint8Array(0)
@@ -395,8 +389,7 @@ export const scanFrame = (
     end: pos,
     from: body.from,
     structure: body.structure,
-    reason,
-    fatal: body.fatal !== undefined
+    reason
   }
   src = empty
   soft = undefined

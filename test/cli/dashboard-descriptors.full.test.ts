@@ -5,7 +5,8 @@
 // dashboard's cap (256 by default) the run completes with an alert naming the cap; with the cap
 // out of the way the process runs out of descriptors, the run goes on with an alert saying so and
 // no rank crashes (the ranks' memory check opens no file), and it completes once the connections
-// go.
+// go. Full tier: two training runs against 3,000 connections; the quick tier checks the cap
+// itself in test/dashboard/live-cap.test.ts.
 import { existsSync, mkdtempSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
