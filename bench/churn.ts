@@ -33,6 +33,8 @@ export interface Scenario {
   readonly params: number
   readonly batchMs: number
   readonly heartbeatTimeoutMs: number
+  /** `cpu` only: rounds close this long after their first contribution without the silent ranks (0: off). */
+  readonly roundDeadlineMs?: number
 }
 
 export interface Row {
@@ -148,6 +150,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     batchSize,
     averageEverySteps: 2,
     heartbeatTimeoutMs: scenario.heartbeatTimeoutMs,
+    ...(scenario.roundDeadlineMs === undefined || scenario.roundDeadlineMs === 0 ? {} : { roundDeadlineMs: scenario.roundDeadlineMs }),
     failureLimit: { fraction: 1 },
     runToken,
     port: 0,
@@ -212,7 +215,7 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
   (["graceful", "crash", "silent"] as const).map((kind) => {
     const of = row.leaves.filter((l) => l.kind === kind)
     return [
-      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}`,
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}`,
       kind,
       of.length,
       ms(of.map((l) => l.detectionMs)),
@@ -229,10 +232,12 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
 
 export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArray<Row>; readonly markdown: string }> => {
   const base = { processes: quick ? 2 : 4, epochs: quick ? 5 : 5, params: 10_000, batchMs: 5, heartbeatTimeoutMs: 2000 }
-  const shapes: Array<Pick<Scenario, "ranks" | "backend" | "mode">> = quick
+  const shapes: Array<Pick<Scenario, "ranks" | "backend" | "mode" | "roundDeadlineMs">> = quick
     ? [{ ranks: 64, backend: "cpu", mode: "progressive" }]
     : [
       { ranks: 64, backend: "cpu", mode: "progressive" },
+      // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
+      { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
       { ranks: 64, backend: "ring", mode: "progressive" },
       { ranks: 256, backend: "cpu", mode: "progressive" },
       { ranks: 256, backend: "cpu", mode: "static" },
@@ -258,8 +263,9 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--fraction=F]
+    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS]
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
+    const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
       processes: 2,
@@ -269,7 +275,8 @@ if (Lib.isMain("churn")) {
       fraction,
       params: 10_000,
       batchMs: 5,
-      heartbeatTimeoutMs: 2000
+      heartbeatTimeoutMs: 2000,
+      roundDeadlineMs
     })
     console.log(Lib.table(["cohort", "kind", "count", "detection", "recovery", "fault → recovered", "redone", "bytes", "audits", "committed/s", "cpu ms/round", "RSS MB"], rowsOf(row, undefined)))
     console.log(`churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s`)
