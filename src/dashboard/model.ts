@@ -63,6 +63,28 @@ export interface RoundPoint {
 }
 
 /**
+ * One departure's cost line (the journal's `leave` event, `RunTypes.LeaveCost`; docs/churn.md):
+ * its kind, when it was declared (ms since the run started), detection and recovery (ms;
+ * recovery `undefined` when nothing moved) and its samples and bytes.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface LeaveRow {
+  readonly rank: number
+  readonly epoch: number
+  readonly kind: string
+  readonly declaredMs: number
+  readonly detectionMs: number
+  readonly recoveryMs: number | undefined
+  readonly remainderSamples: number
+  readonly lostSamples: number
+  readonly duplicatedSamples: number
+  readonly redoneSamples: number
+  readonly bytesMoved: number
+}
+
+/**
  * A death's three marks, in journal ms: `faultMs` (the injected fault, or a hung rank's first
  * silence; `undefined` when nothing was injected), `declaredMs` (the coordinator declared it) and
  * `recoveredMs` (the survivors held its remainder; `undefined` when nothing was redistributed),
@@ -136,6 +158,7 @@ export interface Model {
   readonly ranks: Array<RankRow>
   readonly rounds: Array<RoundPoint>
   readonly deaths: Array<DeathMarks>
+  readonly leaves: Array<LeaveRow>
   readonly epochRows: Array<EpochRow>
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
@@ -157,6 +180,7 @@ export const empty = (): Model => ({
   ranks: [],
   rounds: [],
   deaths: [],
+  leaves: [],
   epochRows: [],
   alerts: [],
   faults: [],
@@ -281,6 +305,24 @@ export const apply = (model: Model, event: unknown): Model => {
     case "fault": {
       const rank = num(event.rank)
       if (rank !== undefined) model.faults.push({ ms: at, rank, fault: str(event.fault) ?? "fault" })
+      return model
+    }
+    case "leave": {
+      const leave = isRecord(event.leave) ? event.leave : undefined
+      if (leave === undefined) return model
+      model.leaves.push({
+        rank: num(leave.rank) ?? -1,
+        epoch: num(leave.epoch) ?? 0,
+        kind: str(leave.kind) ?? "unknown",
+        declaredMs: num(leave.declaredMs) ?? at,
+        detectionMs: num(leave.detectionMs) ?? 0,
+        recoveryMs: num(leave.recoveryMs),
+        remainderSamples: num(leave.remainderSamples) ?? 0,
+        lostSamples: num(leave.lostSamples) ?? 0,
+        duplicatedSamples: num(leave.duplicatedSamples) ?? 0,
+        redoneSamples: num(leave.redoneSamples) ?? 0,
+        bytesMoved: num(leave.bytesMoved) ?? 0
+      })
       return model
     }
     case "death": {
