@@ -213,7 +213,7 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
+  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "leave", "epoch", "eval", "round", "ended", "failed", "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
