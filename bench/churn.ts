@@ -52,6 +52,8 @@ export interface Row {
   readonly coordinatorCpuPerRoundMs: number
   readonly roundsPerSecond: number
   readonly rankRssPeakMb: number
+  /** This process (the coordinator alone), sampled at each epoch's end: its peaks, MB. */
+  readonly coordinatorPeakMb: { readonly rss: number; readonly heapUsed: number; readonly arrayBuffers: number }
   readonly audits: { readonly epochs: number; readonly lost: number; readonly duplicated: number; readonly samples: number }
   readonly exitCode: number
   readonly durationMs: number
@@ -105,7 +107,14 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   let cpuAtStart: NodeJS.CpuUsage | undefined
   let startedMs = 0
   let lastAuditAtMs = 0
-  const sampleRss = () => (rssPeak = Math.max(rssPeak, children.reduce((sum, child) => sum + rssMb(child.pid), 0)))
+  const coordinatorPeakMb = { rss: 0, heapUsed: 0, arrayBuffers: 0 }
+  const sampleRss = (): void => {
+    rssPeak = Math.max(rssPeak, children.reduce((sum, child) => sum + rssMb(child.pid), 0))
+    const own = process.memoryUsage()
+    coordinatorPeakMb.rss = Math.max(coordinatorPeakMb.rss, own.rss / 2 ** 20)
+    coordinatorPeakMb.heapUsed = Math.max(coordinatorPeakMb.heapUsed, own.heapUsed / 2 ** 20)
+    coordinatorPeakMb.arrayBuffers = Math.max(coordinatorPeakMb.arrayBuffers, own.arrayBuffers / 2 ** 20)
+  }
   const churn = (): void => {
     if (!started || scenario.fraction === 0 || awaitingJoins > 0) return
     const count = Math.max(3, Math.round(liveCount * scenario.fraction))
@@ -126,6 +135,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
         return
       case "round":
         rounds += 1
+        if (rounds % 10 === 0) sampleRss()
         churn()
         return
       case "leave": {
@@ -196,6 +206,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
     roundsPerSecond: rounds / (durationMs / 1000),
     rankRssPeakMb: rssPeak,
+    coordinatorPeakMb,
     audits: {
       epochs: result.epochs.length,
       lost: result.epochs.reduce((sum, e) => sum + e.lost, 0),
@@ -279,6 +290,7 @@ if (Lib.isMain("churn")) {
       roundDeadlineMs
     })
     console.log(Lib.table(["cohort", "kind", "count", "detection", "recovery", "fault → recovered", "redone", "bytes", "audits", "committed/s", "cpu ms/round", "RSS MB"], rowsOf(row, undefined)))
-    console.log(`churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s`)
+    const peak = row.coordinatorPeakMb
+    console.log(`churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`)
   }
 }
