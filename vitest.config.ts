@@ -14,12 +14,27 @@ const fullOnly = ["test/net/**/*.test.ts", "test/browser/**/*.test.ts", "test/pa
 const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why). The
 // dashboard's and the ranks' listeners' connection caps are enforced by Node's server only
-// (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too. The
+// (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too; so does
+// the served ranks' wait for their coordinator (the resumable link under it runs on all three). The
 // CLI's credentials test drives nothing runtime-specific (test/transport/credentials.test.ts
-// runs that part on all three). The churn bench's quick check starts its rank processes through
-// tsx: Node only.
+// runs that part on all three). The direct ring links' fault tests run on Node alone (their
+// runtime-specific parts are in quick tests under every runtime). The churn bench's quick check
+// starts its rank processes through tsx: Node only.
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
-  ? ["test/browser/**", "test/package/**", "test/net/links.test.ts", "test/net/calls.test.ts", "test/net/dashboard-flood.test.ts", "test/dashboard/live-cap.test.ts", "test/cli/dashboard-descriptors.full.test.ts", "test/transport/web-socket-cap*.test.ts", "test/cli/credentials.full.test.ts", "test/bench/churn.full.test.ts"]
+  ? [
+      "test/browser/**",
+      "test/package/**",
+      "test/net/links.test.ts",
+      "test/net/calls.test.ts",
+      "test/net/dashboard-flood.test.ts",
+      "test/dashboard/live-cap.test.ts",
+      "test/cli/dashboard-descriptors.full.test.ts",
+      "test/transport/web-socket-cap*.test.ts",
+      "test/cli/credentials.full.test.ts",
+      "test/cli/coordinator-reconnect.full.test.ts",
+      "test/actors/ring-direct.full.test.ts",
+      "test/bench/churn.full.test.ts",
+    ]
   : []
 
 const exclude = ["**/node_modules/**", ...nodeOnly]

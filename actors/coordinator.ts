@@ -65,7 +65,7 @@ import * as Queue from "effect/Queue"
 import * as Actor from "../src/actor/actor.ts"
 import * as Cpu from "../src/averaging/cpu.ts"
 import * as Core from "../src/core/coordinator.ts"
-import type { Rank, ToCoordinator } from "../src/core/messages.ts"
+import type { Rank, ToRank } from "../src/core/messages.ts"
 import * as DeathReport from "../src/actor/death-report.ts"
 import * as Supervisor from "../src/transport/supervisor.ts"
 import * as Transport from "../src/transport/transport.ts"
@@ -81,7 +81,8 @@ export type { Hooks } from "./coordinator-inbound.ts"
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
- *   that is on (a longer period is shortened to it).
+ *   that is on, and at most a quarter of its `roundDeadlineMs` when that is on (but not under
+ *   `roundDeadlineTickMsMin`, 5 ms): a longer period is shortened to it.
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
  *   `coordinatorTimeoutMs` without a frame for a coordinator that is gone.
@@ -186,12 +187,310 @@ const agreedParamsLength = (joined: ReadonlyMap<Rank, number>): number | undefin
 const mailboxCapacity = 8
 const inboundBatchMax = 64
 
+/** The shortest tick a round deadline asks for: 5 ms. @since 0.1.0 @category constructors */
+export const roundDeadlineTickMsMin = 5
+
 type Message =
   | { readonly _tag: "Start" }
   | { readonly _tag: "Inbound"; readonly events: ReadonlyArray<Supervisor.Inbound> }
   | { readonly _tag: "Tick" }
   | { readonly _tag: "Interrupt"; readonly detail: string }
   | { readonly _tag: "Resource"; readonly detail: string }
+
+/** The coordinator shell's state beside the core's: what its steps share. */
+interface Shell {
+  readonly options: Options
+  readonly state: Core.State
+  readonly transport: Transport.TransportShape
+  readonly hooks: Hooks
+  readonly outcome: Deferred.Deferred<Core.Outcome, FormationError>
+  readonly formationTimeoutMs: number
+  readonly coordHeartbeatMs: number
+  /** Each joined rank's parameter count, from its `Hello`. */
+  readonly joined: Map<Rank, number>
+  /** Frames in, and the commands' frames out (a ring joiner's held back until its model is out). */
+  readonly io: CoordinatorInbound.CoordinatorInbound
+  /**
+   * The model a joiner is welcomed with: the last closed round's mean (cpu), else the
+   * resumed model; `undefined` before either.
+   */
+  lastModel: { readonly round: number; readonly params: Float32Array } | undefined
+  formingSinceMs: number | undefined
+  lastBeatMs: number
+  self: Actor.ActorRef<Message, never> | undefined
+  ended: Core.Outcome | undefined
+  /** The current ring generation's commit through its shared all-reduce area, when it has one. */
+  areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
+}
+
+/** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
+const formRing = (shell: Shell, ring: Extract<ToRank, { _tag: "FormRing" }>): void => {
+  shell.io.ringFormed(ring)
+  if (ring.ringRank !== 0) return
+  shell.areaCommit = undefined
+  observe(() => {
+    const commit = shell.options.formRingLinks?.(ring.generation, ring.peers, shell.state.paramsLength)
+    if (commit !== undefined) shell.areaCommit = { generation: ring.generation, commit }
+  })
+}
+
+/** A round's average: confirmed to a ring (in its shared area when it has one), or the cpu mean broadcast. */
+const averageRound = (shell: Shell, command: Extract<Core.Command, { _tag: "AverageRound" }>, refused: Array<Refused>): void => {
+  if (command.generation !== undefined) {
+    // Ring backend: the ranks averaged among themselves; the round is confirmed,
+    // in the generation's shared area when it has one (written before any later frame).
+    if (shell.areaCommit?.generation === command.generation) shell.areaCommit.commit(command.round)
+    else shell.io.broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
+    return
+  }
+  // The core leaves unusable contributions out; with none left, the Update carries no
+  // parameters and ranks keep their own.
+  const averaged = Cpu.mean(command.params)
+  const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
+  if (params.length > 0) shell.lastModel = { round: command.round, params }
+  shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused)
+}
+
+/** Carries out one of the core's commands; sends the transport refused go to `refused`. */
+const carryOut = (shell: Shell, command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
+  Effect.suspend(() => {
+    const { state, transport, hooks, io } = shell
+    switch (command._tag) {
+      case "Send":
+        if (command.message._tag === "FormRing") formRing(shell, command.message)
+        io.deliver(command.to, command.message, refused)
+        break
+      case "Broadcast":
+        io.broadcast(command.message, refused)
+        break
+      case "SendRanges":
+        for (let i = 0; i < command.ranks.length; i++) {
+          const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
+          io.deliver(command.ranks[i]!, message, refused)
+        }
+        break
+      case "AverageRound":
+        averageRound(shell, command, refused)
+        break
+      case "Welcome": {
+        // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
+        io.deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
+        // Ring: the model comes from a member when the joiner enters the ring (SendModel).
+        if (command.model === "peer") break
+        const round = shell.lastModel?.round ?? Math.max(0, command.firstRound - 2)
+        io.deliver(command.rank, { _tag: "Update", round, params: shell.lastModel?.params ?? new Float32Array(0) }, refused)
+        break
+      }
+      case "JoinRefused":
+        if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
+          io.turnedAway.add(command.rank)
+          transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
+        }
+        break
+      case "SendModel":
+        // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
+        io.hold(command.to)
+        io.deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
+        break
+      case "EpochModel": {
+        const model = command.params !== undefined
+          ? { round: command.round, params: command.params }
+          : state.ring === undefined ? shell.lastModel : undefined
+        observe(() => hooks.onEpochModel?.(command.epoch, model))
+        break
+      }
+      case "Alert":
+      case "EpochEnded":
+        break
+      case "RunEnded":
+        // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
+        // close this actor's scope at once, and must not cut the last step short.
+        shell.ended = command.outcome
+        break
+    }
+    return Effect.void
+  })
+
+const execute = (shell: Shell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    for (const command of commands) {
+      const refused: Array<Refused> = []
+      yield* carryOut(shell, command, refused)
+      observe(() => shell.hooks.onCommand?.(command, shell.state))
+      for (const { rank, message, reason } of refused) {
+        const nowMs = yield* Clock.currentTimeMillis
+        yield* execute(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+      }
+    }
+  })
+
+/** Resolves `outcome` once the run ended and the observers saw every command of its step. */
+const settle = (shell: Shell): Effect.Effect<void> =>
+  Effect.suspend(() => (shell.ended === undefined ? Effect.void : Deferred.succeed(shell.outcome, shell.ended)))
+
+// One step's commands go out without yielding to the event loop in between, so that a death's
+// extensions reach the transport together, before any further input is read.
+const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { state, hooks } = shell
+    const bytesBefore = shell.io.controlBytes()
+    yield* execute(shell, commands)
+    if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
+      const declared = state.deaths.slice(deathsBefore)
+      const nowMs = yield* Clock.currentTimeMillis
+      observe(() => hooks.onDeclared?.(declared, nowMs))
+    }
+    if (state.leaves.length > leavesBefore && hooks.onLeft !== undefined) {
+      const left = state.leaves.slice(leavesBefore)
+      const nowMs = yield* Clock.currentTimeMillis
+      observe(() => hooks.onLeft?.(left, nowMs, shell.io.controlBytes() - bytesBefore))
+    }
+    yield* settle(shell)
+  }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
+
+/**
+ * Steps the core now; returns the effect that carries out what it decided, or `undefined`
+ * when it decided nothing (most frames: a heartbeat, a progress report), so that a stream of
+ * such frames costs no effect per frame.
+ */
+const stepNow = (shell: Shell, input: Core.Input): Effect.Effect<void> | undefined => {
+  const deathsBefore = shell.state.deaths.length
+  const leavesBefore = shell.state.leaves.length
+  const commands = Core.step(shell.state, input)
+  return commands.length === 0 && shell.state.deaths.length === deathsBefore && shell.state.leaves.length === leavesBefore
+    ? undefined
+    : afterStep(shell, commands, deathsBefore, leavesBefore)
+}
+
+const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(shell, input) ?? Effect.void)
+
+/**
+ * Before the run starts: wait for every rank's Hello; any end of a rank fails the run. The run
+ * starts at the Hello that completes it; the rest of its batch is then ordinary input.
+ */
+const form = (shell: Shell, message: Message): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { state, outcome, joined, io } = shell
+    if (message._tag !== "Inbound") return yield* formed(shell, yield* Clock.currentTimeMillis)
+    for (const event of message.events) {
+      if (state.started || (yield* Deferred.isDone(outcome))) {
+        const effect = state.started ? io.inbound(event) : undefined
+        if (effect !== undefined) yield* effect
+        continue
+      }
+      if (event._tag === "DeathReport") {
+        const cause = io.causeOf(event.rank, event.cause)
+        const at = cause._tag === "Crashed" && cause.stack !== undefined ? DeathReport.topFrame(cause.stack) : ""
+        yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`))
+        return
+      }
+      if (event._tag === "Frame") {
+        const decoded = decodeFrame(event, state.paramsLength)
+        const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
+        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
+        if (frameMessage?._tag === "Crashing") io.crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
+      }
+      yield* formed(shell, yield* Clock.currentTimeMillis)
+    }
+  })
+
+/** Starts the core once enough ranks joined: the resumed model first, then a rank whose count differs is refused. */
+const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { state, transport, joined, outcome } = shell
+    const paramsLength = agreedParamsLength(joined)
+    const resume = shell.options.resume
+    if (resume?.params !== undefined) {
+      if (resume.params.length !== paramsLength) {
+        const error = new FormationError(`the saved model has ${resume.params.length} parameters; the trainer's model has ${paramsLength ?? "no agreed count of"} parameters`)
+        return yield* Deferred.fail(outcome, error)
+      }
+      const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
+      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+    }
+    // Formation ranks not here yet are vacant; they join later (`minRanks`).
+    const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    const startOptions = {
+      ...(paramsLength === undefined ? {} : { paramsLength }),
+      ...(resume === undefined ? {} : { resume: resume.point }),
+      ...(absent.length === 0 ? {} : { absent })
+    }
+    yield* execute(shell, Core.start(state, nowMs, startOptions))
+    for (const [rank, length] of joined) {
+      if (length === paramsLength) continue
+      const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
+      yield* stepAndExecute(shell, { _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(reason) })
+      transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
+    }
+    if ([...joined.values()].some((length) => length !== paramsLength)) yield* stepAndExecute(shell, { _tag: "Tick", nowMs })
+    yield* settle(shell)
+  })
+
+/** Starts the run once every rank joined, or fails it once the formation timed out. */
+const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { state, transport, joined, outcome, formationTimeoutMs } = shell
+    if (yield* Deferred.isDone(outcome)) return
+    if (joined.size >= state.config.minRanks) {
+      yield* startRun(shell, nowMs)
+    } else if (shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > formationTimeoutMs) {
+      const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+      yield* Deferred.fail(outcome, new FormationError(`${missing.length === 1 ? "rank" : "ranks"} ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
+    } else if (nowMs - shell.lastBeatMs >= shell.coordHeartbeatMs) {
+      // Ranks that joined wait for the others: beat for them too, so that a rank process
+      // never takes a slow formation for a coordinator that is gone (`coordinatorTimeoutMs`).
+      shell.lastBeatMs = nowMs
+      const beat = Codec.encode(Frame.fromCoordinator({ _tag: "CoordHeartbeat" }))
+      for (const rank of joined.keys()) transport.sendUnsafe(rank, beat)
+    }
+  })
+
+/** A tick of the running run: late frames counted, the core ticked, survivors heartbeated. */
+const tick = (shell: Shell): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { state, transport } = shell
+    const nowMs = yield* Clock.currentTimeMillis
+    // Frames that arrived but wait behind other links' frames count before the scan.
+    for (const rank of Core.expiring(state, nowMs)) {
+      const arrivedMs = transport.lastArrivalMs(rank)
+      if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
+        yield* stepAndExecute(shell, { _tag: "Seen", rank, nowMs: arrivedMs })
+      }
+    }
+    yield* stepAndExecute(shell, { _tag: "Tick", nowMs })
+    if (nowMs - shell.lastBeatMs >= shell.coordHeartbeatMs && state.phase === "running") {
+      shell.lastBeatMs = nowMs
+      yield* execute(shell, [{ _tag: "Broadcast", message: { _tag: "CoordHeartbeat" }, reason: "coordinator heartbeat" }])
+    }
+  })
+
+/** The actor's one handler: every message of its mailbox, in order. */
+const receive = (shell: Shell) => (_: void, message: Message): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    if (message._tag === "Start") {
+      shell.formingSinceMs = yield* Clock.currentTimeMillis
+      return
+    }
+    if (message._tag === "Resource") {
+      // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
+      yield* stepAndExecute(shell, { _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+      return
+    }
+    if (message._tag === "Interrupt") {
+      // Before formation too: the core ends the run (nothing to save yet) and it never starts.
+      yield* stepAndExecute(shell, { _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+      return
+    }
+    if (!shell.state.started) {
+      yield* form(shell, message)
+      return
+    }
+    if (message._tag === "Tick") return yield* tick(shell)
+    for (const event of message.events) {
+      const effect = shell.io.inbound(event)
+      if (effect !== undefined) yield* effect
+    }
+  })
 
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
@@ -202,299 +501,55 @@ type Message =
  */
 export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scope> =>
   Effect.gen(function*() {
-    // Long because it is still one closure over the coordinator's state: splitting it into named steps is pending.
     const { state, transport } = options
     const hooks = options.hooks ?? {}
     const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
-    const tickMs = stallMs > 0 ? Math.min(options.tickMs ?? 100, stallMs / 2) : (options.tickMs ?? 100)
-    const coordHeartbeatMs = options.coordHeartbeatMs ?? 1000
-    const outcome = yield* Deferred.make<Core.Outcome, FormationError>()
-    const formationTimeoutMs = options.formationTimeoutMs ?? 120_000
-    /** Each joined rank's parameter count, from its `Hello`. */
-    const joined = new Map<Rank, number>()
-    /**
-     * The model a joiner is welcomed with: the last closed round's mean (cpu), else the
-     * resumed model; `undefined` before either.
-     */
-    let lastModel: { readonly round: number; readonly params: Float32Array } | undefined = options.resume?.params === undefined
-      ? undefined
-      : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params }
-    let formingSinceMs: number | undefined
-    let lastBeatMs = 0
-    let self: Actor.ActorRef<Message, never> | undefined
-    let ended: Core.Outcome | undefined
-    // Frames in, and the commands' frames out (a ring joiner's held back until its model is out).
-    const { inbound, deliver, broadcast, hold, ringFormed, causeOf, crashes, turnedAway, relayStats, controlBytes } = CoordinatorInbound.make({
+    // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
+    // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
+    const deadlineMs = state.config.roundDeadlineMs
+    const askedTickMs = deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
+    const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
+    const shell: Shell = {
+      options,
       state,
       transport,
       hooks,
-      stepNow: (input) => stepNow(input),
-      stepAndExecute: (input) => stepAndExecute(input),
-      // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
-      // (a flood) it is told from a fiber of its own: the actor never waits on itself.
-      wake: Effect.suspend(() =>
-        self !== undefined && !self.tryTell({ _tag: "Tick" })
-          ? Effect.asVoid(Effect.forkIn(self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope))
-          : Effect.void
-      )
-    })
-
-    // The current ring generation's commit through its shared all-reduce area, when it has one.
-    let areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
-    const carryOut = (command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
-      Effect.suspend(() => {
-        switch (command._tag) {
-          case "Send":
-            // A generation's FormRings go out together, ring rank 0 first: its links go just ahead.
-            if (command.message._tag === "FormRing") ringFormed(command.message)
-            if (command.message._tag === "FormRing" && command.message.ringRank === 0) {
-              const ring = command.message
-              areaCommit = undefined
-              observe(() => {
-                const commit = options.formRingLinks?.(ring.generation, ring.peers, state.paramsLength)
-                if (commit !== undefined) areaCommit = { generation: ring.generation, commit }
-              })
-            }
-            deliver(command.to, command.message, refused)
-            break
-          case "Broadcast":
-            broadcast(command.message, refused)
-            break
-          case "SendRanges":
-            for (let i = 0; i < command.ranks.length; i++) {
-              const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
-              deliver(command.ranks[i]!, message, refused)
-            }
-            break
-          case "AverageRound": {
-            if (command.generation !== undefined) {
-              // Ring backend: the ranks averaged among themselves; the round is confirmed,
-              // in the generation's shared area when it has one (written before any later frame).
-              if (areaCommit?.generation === command.generation) areaCommit.commit(command.round)
-              else broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
-              break
-            }
-            // The core leaves unusable contributions out; with none left, the Update carries no
-            // parameters and ranks keep their own.
-            const averaged = Cpu.mean(command.params)
-            const params = Cpu.isError(averaged) ? new Float32Array(0) : averaged
-            if (params.length > 0) lastModel = { round: command.round, params }
-            broadcast({ _tag: "Update", round: command.round, params }, refused)
-            break
-          }
-          case "Welcome": {
-            // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
-            deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
-            // Ring: the model comes from a member when the joiner enters the ring (SendModel).
-            if (command.model === "peer") break
-            const round = lastModel?.round ?? Math.max(0, command.firstRound - 2)
-            deliver(command.rank, { _tag: "Update", round, params: lastModel?.params ?? new Float32Array(0) }, refused)
-            break
-          }
-          case "JoinRefused":
-            if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
-              turnedAway.add(command.rank)
-              transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
-            }
-            break
-          case "SendModel":
-            // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
-            hold(command.to)
-            deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
-            break
-          case "EpochModel": {
-            const model = command.params !== undefined
-              ? { round: command.round, params: command.params }
-              : state.ring === undefined ? lastModel : undefined
-            observe(() => hooks.onEpochModel?.(command.epoch, model))
-            break
-          }
-          case "Alert":
-          case "EpochEnded":
-            break
-          case "RunEnded":
-            // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
-            // close this actor's scope at once, and must not cut the last step short.
-            ended = command.outcome
-            break
-        }
-        return Effect.void
-      })
-
-    const execute = (commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        for (const command of commands) {
-          const refused: Array<Refused> = []
-          yield* carryOut(command, refused)
-          observe(() => hooks.onCommand?.(command, state))
-          for (const { rank, message, reason } of refused) {
-            const nowMs = yield* Clock.currentTimeMillis
-            yield* execute(Core.step(state, { _tag: "SendFailed", rank, nowMs, message, reason }))
-          }
-        }
-      })
-
-    /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
-    const settle = Effect.suspend(() => (ended === undefined ? Effect.void : Deferred.succeed(outcome, ended)))
-
-    // One step's commands go out without yielding to the event loop in between, so that a death's
-    // extensions reach the transport together, before any further input is read.
-    const afterStep = (commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        const bytesBefore = controlBytes()
-        yield* execute(commands)
-        if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
-          const declared = state.deaths.slice(deathsBefore)
-          const nowMs = yield* Clock.currentTimeMillis
-          observe(() => hooks.onDeclared?.(declared, nowMs))
-        }
-        if (state.leaves.length > leavesBefore && hooks.onLeft !== undefined) {
-          const left = state.leaves.slice(leavesBefore)
-          const nowMs = yield* Clock.currentTimeMillis
-          observe(() => hooks.onLeft?.(left, nowMs, controlBytes() - bytesBefore))
-        }
-        yield* settle
-      }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
-
-    /**
-     * Steps the core now; returns the effect that carries out what it decided, or `undefined`
-     * when it decided nothing (most frames: a heartbeat, a progress report), so that a stream of
-     * such frames costs no effect per frame.
-     */
-    const stepNow = (input: Core.Input): Effect.Effect<void> | undefined => {
-      const deathsBefore = state.deaths.length
-      const leavesBefore = state.leaves.length
-      const commands = Core.step(state, input)
-      return commands.length === 0 && state.deaths.length === deathsBefore && state.leaves.length === leavesBefore
+      outcome: yield* Deferred.make<Core.Outcome, FormationError>(),
+      formationTimeoutMs: options.formationTimeoutMs ?? 120_000,
+      coordHeartbeatMs: options.coordHeartbeatMs ?? 1000,
+      joined: new Map(),
+      io: CoordinatorInbound.make({
+        state,
+        transport,
+        hooks,
+        stepNow: (input) => stepNow(shell, input),
+        stepAndExecute: (input) => stepAndExecute(shell, input),
+        // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
+        // (a flood) it is told from a fiber of its own: the actor never waits on itself.
+        wake: Effect.suspend(() =>
+          shell.self !== undefined && !shell.self.tryTell({ _tag: "Tick" })
+            ? Effect.asVoid(Effect.forkIn(shell.self.tell({ _tag: "Tick" }).pipe(Effect.ignore), scope))
+            : Effect.void
+        )
+      }),
+      lastModel: options.resume?.params === undefined
         ? undefined
-        : afterStep(commands, deathsBefore, leavesBefore)
+        : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params },
+      formingSinceMs: undefined,
+      lastBeatMs: 0,
+      self: undefined,
+      ended: undefined,
+      areaCommit: undefined
     }
-
-    const stepAndExecute = (input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(input) ?? Effect.void)
-
-    /**
-     * Before the run starts: wait for every rank's Hello; any end of a rank fails the run. The run
-     * starts at the Hello that completes it; the rest of its batch is then ordinary input.
-     */
-    const form = (message: Message): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        if (message._tag !== "Inbound") return yield* formed(yield* Clock.currentTimeMillis)
-        for (const event of message.events) {
-          if (state.started || (yield* Deferred.isDone(outcome))) {
-            const effect = state.started ? inbound(event) : undefined
-            if (effect !== undefined) yield* effect
-            continue
-          }
-          if (event._tag === "DeathReport") {
-            const cause = causeOf(event.rank, event.cause)
-            const at = cause._tag === "Crashed" && cause.stack !== undefined ? DeathReport.topFrame(cause.stack) : ""
-            yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`))
-            return
-          }
-          if (event._tag === "Frame") {
-            const decoded = decodeFrame(event, state.paramsLength)
-            const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
-            if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
-            if (frameMessage?._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
-          }
-          yield* formed(yield* Clock.currentTimeMillis)
-        }
-      })
-
-    /** Starts the run once every rank joined, or fails it once the formation timed out. */
-    const formed = (nowMs: number): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        if (yield* Deferred.isDone(outcome)) return
-        if (joined.size >= state.config.minRanks) {
-          const paramsLength = agreedParamsLength(joined)
-          const resume = options.resume
-          if (resume?.params !== undefined) {
-            if (resume.params.length !== paramsLength) {
-              const error = new FormationError(`the saved model has ${resume.params.length} parameters; the trainer's model has ${paramsLength ?? "no agreed count of"} parameters`)
-              return yield* Deferred.fail(outcome, error)
-            }
-            const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
-            for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
-          }
-          // Formation ranks not here yet are vacant; they join later (`minRanks`).
-          const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
-          const startOptions = {
-            ...(paramsLength === undefined ? {} : { paramsLength }),
-            ...(resume === undefined ? {} : { resume: resume.point }),
-            ...(absent.length === 0 ? {} : { absent })
-          }
-          yield* execute(Core.start(state, nowMs, startOptions))
-          for (const [rank, length] of joined) {
-            if (length === paramsLength) continue
-            const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
-            yield* stepAndExecute({ _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(reason) })
-            transport.disconnect(rank, Transport.CloseCode.ParamsMismatch)
-          }
-          if ([...joined.values()].some((length) => length !== paramsLength)) yield* stepAndExecute({ _tag: "Tick", nowMs })
-          yield* settle
-        } else if (formingSinceMs !== undefined && nowMs - formingSinceMs > formationTimeoutMs) {
-          const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
-          yield* Deferred.fail(outcome, new FormationError(`${missing.length === 1 ? "rank" : "ranks"} ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
-        } else if (nowMs - lastBeatMs >= coordHeartbeatMs) {
-          // Ranks that joined wait for the others: beat for them too, so that a rank process
-          // never takes a slow formation for a coordinator that is gone (`coordinatorTimeoutMs`).
-          lastBeatMs = nowMs
-          const beat = Codec.encode(Frame.fromCoordinator({ _tag: "CoordHeartbeat" }))
-          for (const rank of joined.keys()) transport.sendUnsafe(rank, beat)
-        }
-      })
-
-    const receive = (_: void, message: Message): Effect.Effect<void> =>
-      Effect.gen(function*() {
-        if (message._tag === "Start") {
-          formingSinceMs = yield* Clock.currentTimeMillis
-          return
-        }
-        if (message._tag === "Resource") {
-          // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
-          yield* stepAndExecute({ _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-          return
-        }
-        if (message._tag === "Interrupt") {
-          // Before formation too: the core ends the run (nothing to save yet) and it never starts.
-          yield* stepAndExecute({ _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-          return
-        }
-        if (!state.started) {
-          yield* form(message)
-          return
-        }
-        if (message._tag === "Tick") {
-          const nowMs = yield* Clock.currentTimeMillis
-          // Frames that arrived but wait behind other links' frames count before the scan.
-          for (const rank of Core.expiring(state, nowMs)) {
-            const arrivedMs = transport.lastArrivalMs(rank)
-            if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
-              yield* stepAndExecute({ _tag: "Seen", rank, nowMs: arrivedMs })
-            }
-          }
-          yield* stepAndExecute({ _tag: "Tick", nowMs })
-          if (nowMs - lastBeatMs >= coordHeartbeatMs && state.phase === "running") {
-            lastBeatMs = nowMs
-            yield* execute([{ _tag: "Broadcast", message: { _tag: "CoordHeartbeat" }, reason: "coordinator heartbeat" }])
-          }
-          return
-        }
-        for (const event of message.events) {
-          const effect = inbound(event)
-          if (effect !== undefined) yield* effect
-        }
-      })
-
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,
-      receive,
+      receive: receive(shell),
       // A small mailbox: inputs beyond it wait in the transport, per link, where one link's backlog
       // cannot hold back another's frames or a death report (Transport.Options).
       mailbox: { capacity: mailboxCapacity, whenFull: "suspend" }
     })
-    self = actor
+    shell.self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
     // Inbound events go to the mailbox in batches (one effect per batch, not per frame).
     yield* Effect.gen(function*() {
@@ -505,10 +560,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     }).pipe(Effect.ignore, Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
     return {
-      outcome,
+      outcome: shell.outcome,
       state,
       stats: actor.stats,
-      relayStats,
+      relayStats: shell.io.relayStats,
       interrupt: (detail: string) => actor.tell({ _tag: "Interrupt", detail }).pipe(Effect.ignore),
       resource: (detail: string) => actor.tell({ _tag: "Resource", detail }).pipe(Effect.ignore)
     }

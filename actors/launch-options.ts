@@ -125,6 +125,13 @@ export const check = (ok: boolean, option: string, reason: string): void => {
   if (!ok) throw new LaunchError(option, reason)
 }
 
+/** Checks a `tls` option's PEM blocks (`LaunchError`, option `tls`). */
+export const checkTls = (tls: RunOptions["tls"]): void => {
+  if (tls === undefined) return
+  check(/-----BEGIN [A-Z ]*CERTIFICATE-----/.test(tls.cert), "tls", "cert holds no PEM certificate block")
+  check(/-----BEGIN [A-Z ]*PRIVATE KEY-----/.test(tls.key), "tls", "key holds no PEM private key block")
+}
+
 /**
  * `options` with every default filled in and every check of its own made (`LaunchError` naming the
  * option otherwise); `served`: the ranks join from elsewhere (`serve`), which lifts the one-machine
@@ -149,7 +156,15 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   // without blocking, else MessageChannel); processes go through the relay.
   const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
   check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
-  const ringLinks: "shared" | "port" | "relay" = transportKind !== "worker" ? "relay" : ringSharedSlots > 0 && Worker.sharedRingLinks() ? "shared" : "port"
+  const ringLinksAsked = options.ringLinks ?? "direct"
+  check(ringLinksAsked === "direct" || ringLinksAsked === "relay", "ringLinks", `must be "direct" or "relay", got ${JSON.stringify(ringLinksAsked)}`)
+  const ringLinks: "shared" | "port" | "direct" | "relay" = ringLinksAsked === "relay" || (transportKind !== "worker" && transportKind !== "process") || served
+    ? "relay"
+    : transportKind === "process"
+    ? "direct"
+    : ringSharedSlots > 0 && Worker.sharedRingLinks()
+    ? "shared"
+    : "port"
   const ringAreaMemoryMb = options.ringAreaMemoryMb ?? defaults.ringAreaMemoryMb
   check(Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax, "ringAreaMemoryMb", `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`)
   const batchSize = options.batchSize ?? defaults.batchSize

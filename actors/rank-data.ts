@@ -9,6 +9,7 @@
 import type * as Effect from "effect/Effect"
 import type { Rank } from "../src/core/messages.ts"
 import type * as RuntimeTypes from "../src/platform/types.ts"
+import type * as PeerRing from "../src/transport/peer-ring.ts"
 import type * as Transport from "../src/transport/transport.ts"
 
 /**
@@ -80,9 +81,13 @@ export interface RankData {
   /**
    * How ring steps travel (ring backend): `relay` (default) as `RingData` frames through the
    * coordinator, which forwards them to the next ring rank; `port` over direct links the host
-   * hands over per generation (`Link.onRingPorts`: `MessageChannel`s between worker threads).
+   * hands over per generation (`Link.onRingPorts`: `MessageChannel`s between worker threads);
+   * `direct` over WebSocket links this rank opens to its next ring neighbour's listener
+   * (`peerLinks`; processes), each falling back to the relay where it cannot be made.
    */
-  readonly ringLinks?: "relay" | "port" | undefined
+  readonly ringLinks?: "relay" | "port" | "direct" | undefined
+  /** With `ringLinks` `direct`: the run's token, every rank's listener URL and this rank's own (`PeerRing.PeerAddresses`). */
+  readonly peerLinks?: PeerRing.PeerAddresses | undefined
 }
 
 /**

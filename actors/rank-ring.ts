@@ -24,6 +24,7 @@ import * as Fiber from "effect/Fiber"
 import * as Ring from "../src/averaging/ring.ts"
 import * as SharedAllReduce from "../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../src/core/messages.ts"
+import * as PeerRing from "../src/transport/peer-ring.ts"
 import { collectiveFaultExitCode } from "./rank-data.ts"
 import type { Link, RankData } from "./rank-data.ts"
 
@@ -197,7 +198,35 @@ export const make = (options: RankRingOptions): RankRing => {
       notify()
     })
   }
-  const channelFor = (generation: number): RingChannel | undefined => (usePorts ? portChannels.get(generation) : relay)
+  /**
+   * Direct links between processes (`RankData.ringLinks` `direct`): opened per generation from its
+   * `FormRing`; a generation whose outgoing link cannot be made sends through the relay, and the
+   * relay's steps of a generation go to its channel, so a receiver takes steps from both.
+   */
+  const peers = data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
+    ? PeerRing.start({ ...data.peerLinks, rank: link.rank })
+    : undefined
+  const relaySend = (step: Ring.RingMessage): Effect.Effect<void> =>
+    send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data })
+  /** How the current generation's outgoing steps went: over its direct link, or the relay. */
+  const peerUsed = new Map<number, "direct" | "relay">()
+  const openPeers = (message: FormRing): void => {
+    if (peers === undefined || portChannels.has(message.generation)) return
+    const end = peers.open(message.generation, message.peers, message.ringRank)
+    const direct = new Ring.BufferedLink((message) =>
+      faultOr(message, (step) =>
+        Effect.flatMap(Effect.promise(() => end.connected), (connected) => {
+          const way = connected && end.send(step) ? "direct" : "relay"
+          peerUsed.set(step.generation, way)
+          return way === "direct" ? Effect.void : relaySend(step)
+        })))
+    end.onMessage((step) => {
+      direct.push(step)
+      if (collective === undefined && finished === undefined) notify()
+    })
+    portChannels.set(message.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: end.close })
+  }
+  const channelFor = (generation: number): RingChannel | undefined => (usePorts || peers !== undefined ? portChannels.get(generation) : relay)
 
   const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
 
@@ -320,6 +349,7 @@ export const make = (options: RankRingOptions): RankRing => {
         if (ringView !== undefined && message.generation <= ringView.generation) return
         ringView = message
         dropPortsBefore(message.generation)
+        openPeers(message)
         if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
         if (finished !== undefined && finished.generation < message.generation) finished = undefined
         yield* send({ _tag: "RingReady", generation: message.generation })
@@ -341,7 +371,13 @@ export const make = (options: RankRingOptions): RankRing => {
       if (done?.area === undefined || !done.area.committed(done.round)) return undefined
       return { round: done.round, mean: takeFinished(done) }
     },
-    relayed: (message) => relayLink.push({ generation: message.generation, round: message.round, step: message.step, data: message.data }),
+    relayed: (message) =>
+      (peers === undefined ? relayLink : portChannels.get(message.generation)?.link)?.push({
+        generation: message.generation,
+        round: message.round,
+        step: message.step,
+        data: message.data
+      }),
     contribute: (contribution, round) => {
       pending = contribution
       return startCollective(round)
@@ -365,6 +401,7 @@ export const make = (options: RankRingOptions): RankRing => {
       return false
     },
     linkName: () => {
+      if (ringView !== undefined && peers !== undefined) return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
       if (ringView === undefined || !usePorts) return "relayed link"
       return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },

@@ -3,41 +3,60 @@
  * `cohort report` checks a file before it prints from it: a hand-edited or foreign file gives one
  * error naming its first bad field, never a `TypeError`.
  *
- * The schemas follow `actors/run-types.ts` and `src/core/coordinator.ts`. Fields that are
- * `undefined` in memory are absent in JSON, so they are optional keys here; fields added after
- * the first release (`skippedFaults`, `saves`, `Outcome.deaths`, `Death.afterEnd`, `Outcome.joins`) are optional too, so
- * older runs still read. Strings that are only printed (alert classes, detectors, causes) are any
- * string; values the report branches on (`outcome.status`, `exitCode`, event `type`) are literals.
+ * One definition per record: each schema decodes to exactly the type the writer uses
+ * (`actors/run-types.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
+ * the checks at the end of this file prove at compile time, so a decoded file needs no cast. A
+ * field that is `undefined` in memory is absent in JSON and decodes back to `undefined`; a field
+ * added after the first release (`skippedFaults`, `Outcome.deaths`, `Death.afterEnd`, counters)
+ * decodes to its empty value when an older run lacks it. Literals are the writer's own (alert
+ * classes, detectors, rank states): a value this version never writes is a bad field.
  *
  * @since 0.1.0
  */
-import { Result, Schema, SchemaIssue } from "effect"
+import { Effect, Result, Schema, SchemaIssue } from "effect"
+import type * as Alerts from "../src/core/alerts.ts"
+import * as CoreOutcome from "../src/core/outcome.ts"
 import { SaveReason } from "../src/wire/schema.ts"
 import type * as RunTypes from "./run-types.ts"
 
 const Count = Schema.Natural
 const Ms = Schema.Finite
 const optional = Schema.optional
+const optionalKey = Schema.optionalKey
+
+/** A key the writer leaves out when its value is `undefined` (JSON has none): absent decodes to `undefined`. */
+const absentAsUndefined = <S extends Schema.Top>(schema: S) => Schema.UndefinedOr(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed(undefined)))
+
+/** A list that older runs did not write: absent decodes to an empty list. */
+const absentAsEmpty = <S extends Schema.Top>(schema: S) => Schema.Array(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed([])))
+
+const alertClasses = [
+  "RankLost", "ControlDrop", "Overflow", "CallbackSkipped", "CheckpointFailed", "BadParams", "CoordinatorStall", "BadResume", "BadStart",
+  "StorageFault", "SaveTimeout", "EvalTimeout", "CoordinatorResource"
+] as const
 
 const Alert = Schema.Struct({
   ts: Ms,
-  severity: Schema.String,
+  severity: Schema.Literals(["critical", "warn"]),
   path: Schema.String,
-  class: Schema.String,
+  class: Schema.Literals(alertClasses),
   detail: Schema.String,
   count: Count
 })
 
+const Detector = Schema.Literals(["supervisor", "heartbeat"])
+
 const Death = Schema.Struct({
   rank: Count,
   epoch: Count,
-  detector: Schema.String,
+  detector: Detector,
   cause: Schema.String,
+  stack: optional(Schema.String),
   reportedAtMs: Ms,
   declaredAtMs: Ms,
   remainderSamples: Count,
   extensions: Count,
-  afterEnd: optional(Schema.Boolean)
+  afterEnd: Schema.Boolean.pipe(Schema.withDecodingDefaultKey(Effect.succeed(false)))
 })
 
 const EpochSummary = Schema.Struct({
@@ -52,32 +71,41 @@ const EpochSummary = Schema.Struct({
   endedAtMs: Ms
 })
 
+/** Every counter of the core's `Counters`; one that an older run did not write reads as 0. */
+const Counters = Schema.Struct(
+  Object.fromEntries(Object.keys(CoreOutcome.zeroCounters()).map((name) => [name, Count.pipe(Schema.withDecodingDefaultKey(Effect.succeed(0)))])) as {
+    readonly [Name in keyof CoreOutcome.Counters]: Schema.withDecodingDefaultKey<typeof Count>
+  }
+)
+
 const Outcome = Schema.Struct({
   status: Schema.Literals(["completed", "unrecoverable", "interrupted"]),
-  reason: optional(SaveReason),
+  reason: absentAsUndefined(SaveReason),
   detail: Schema.String,
   endedAtMs: Ms,
   epochsCompleted: Count,
   failures: Schema.Array(Count),
   exits: Schema.Array(Count),
-  deaths: optional(Schema.Array(Death)),
+  deaths: absentAsEmpty(Death),
   epochs: Schema.Array(EpochSummary),
   evals: Schema.Array(Schema.Struct({ epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite })),
-  uncommitted: optional(Schema.Struct({ epoch: Count, ranges: Schema.Array(Schema.Tuple([Count, Count])) })),
-  counters: Schema.Record(Schema.String, Schema.Finite),
+  uncommitted: absentAsUndefined(Schema.Struct({ epoch: Count, ranges: Schema.Array(Schema.Tuple([Count, Count])) })),
+  counters: Counters,
+  repeatedCrash: optional(Schema.Struct({ ranks: Schema.Tuple([Count, Count]), error: Schema.String, stack: absentAsUndefined(Schema.String) })),
   joins: optional(Schema.Array(Schema.Struct({ rank: Count, atMs: Ms, epoch: Count, firstRound: Count, samples: Count })))
 })
 
 const DeathTiming = Schema.Struct({
   rank: Count,
   epoch: Count,
-  detector: Schema.String,
+  detector: Detector,
   cause: Schema.String,
-  faultMs: optional(Ms),
+  stack: optional(Schema.String),
+  faultMs: absentAsUndefined(Ms),
   declaredMs: Ms,
   recoveredMs: Ms,
-  detectedAfterFaultMs: optional(Ms),
-  recoveredAfterFaultMs: optional(Ms),
+  detectedAfterFaultMs: absentAsUndefined(Ms),
+  recoveredAfterFaultMs: absentAsUndefined(Ms),
   remainderSamples: Count,
   redistributed: Schema.Boolean
 })
@@ -89,7 +117,7 @@ const LeaveCost = Schema.Struct({
   cause: Schema.String,
   declaredMs: Ms,
   detectionMs: Ms,
-  recoveryMs: optional(Ms),
+  recoveryMs: absentAsUndefined(Ms),
   remainderSamples: Count,
   lostSamples: Count,
   duplicatedSamples: Count,
@@ -102,7 +130,7 @@ const SkippedFault = Schema.Struct({
   fault: Schema.Literals(["kill", "hang"]),
   spec: Schema.Union([
     Schema.Struct({ rank: Count, atSeconds: Schema.Finite }),
-    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite, plan: optional(Schema.Literal("demo")) })
+    Schema.Struct({ rank: Count, atEpoch: Count, atFraction: Schema.Finite, plan: optionalKey(Schema.Literal("demo")) })
   ]),
   reason: Schema.String
 })
@@ -121,7 +149,7 @@ const Resumed = Schema.Struct({
   notes: Schema.Array(Schema.String)
 })
 
-const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: optional(Schema.Finite), spansRuns: optional(Schema.Tuple([Schema.String, Schema.String])) })
+const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: absentAsUndefined(Schema.Finite), spansRuns: optionalKey(Schema.Tuple([Schema.String, Schema.String])) })
 
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 5, 130, 143])
@@ -129,7 +157,7 @@ const ExitCode = Schema.Literals([0, 1, 4, 5, 130, 143])
 /** `RunResult.ring`. */
 const RingSummary = Schema.Struct({
   generations: Schema.Int,
-  links: Schema.Literals(["relay", "port", "shared", "area"]),
+  links: Schema.Literals(["relay", "direct", "port", "shared", "area"]),
   relayed: Schema.Int,
   dropped: Schema.Int
 })
@@ -148,20 +176,24 @@ export const RunResult = Schema.Struct({
   runDir: Schema.String,
   outcome: Outcome,
   deaths: Schema.Array(DeathTiming),
-  leaves: optional(Schema.Array(LeaveCost)),
-  skippedFaults: optional(Schema.Array(SkippedFault)),
+  leaves: optionalKey(Schema.Array(LeaveCost)),
+  skippedFaults: absentAsEmpty(SkippedFault),
   alerts: Schema.Array(Alert),
   epochs: Schema.Array(EpochRow),
-  finalAccuracy: optional(Schema.Finite),
+  finalAccuracy: absentAsUndefined(Schema.Finite),
   saves: optional(Saves),
   durationMs: Ms,
   exitCode: ExitCode,
   resumed: optional(Resumed),
   refusals: optional(Schema.Record(Schema.String, Count)),
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
-  backend: optional(Backend),
+  backend: optionalKey(Backend),
   ring: optional(RingSummary),
-  storageFault: optional(Schema.Struct({ path: Schema.String, error: Schema.String }))
+  storageFault: optional(Schema.Struct({ path: Schema.String, error: Schema.String })),
+  // Added by `cohort report` as it reads a run, never in summary.json.
+  resumedBy: optional(Schema.Struct({ runId: Schema.String, runDir: Schema.String })),
+  journalIncomplete: optional(Schema.String),
+  chain: optional(Schema.Array(Schema.Struct({ runId: Schema.String, runDir: Schema.String })))
 })
 
 const event = <const Type extends string, const Fields extends Schema.Struct.Fields>(type: Type, fields: Fields) =>
@@ -182,28 +214,28 @@ export const RunEvent = Schema.Union([
     epochSamples: Count,
     mode: Schema.Literals(["static", "progressive"]),
     transport: Schema.Literals(["worker", "process", "websocket", "serve"]),
-    options: optional(Schema.Record(Schema.String, Schema.Unknown)),
-    resumed: optional(Resumed)
+    options: optionalKey(Schema.Record(Schema.String, Schema.Unknown)),
+    resumed: optionalKey(Resumed)
   }),
   event("listening", { url: Schema.String }),
-  event("joined", { rank: Count, address: Schema.String, credential: optional(Schema.String) }),
-  event("revoked", { rank: optional(Count), credential: optional(Schema.String) }),
+  event("joined", { rank: Count, address: Schema.String, credential: optionalKey(Schema.String) }),
+  event("revoked", { rank: optionalKey(Count), credential: optionalKey(Schema.String) }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
   event("resumed", { rank: Count, address: Schema.String, silentMs: Count }),
   event("formed", { worldSize: Count, joined: optional(Count) }),
   event("welcomed", { rank: Count, epoch: Count, firstRound: Count, samples: Count, given: Schema.String }),
-  event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.String }),
+  event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.Literals(["starting", "training", "waiting", "idle", "dead", "exited"]) }),
   event("alert", { alert: Alert }),
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),
   event("fault-skipped", { skipped: SkippedFault }),
   event("death", { death: DeathTiming }),
   event("leave", { leave: LeaveCost }),
-  event("epoch", { summary: EpochSummary, accuracy: optional(Schema.Finite) }),
+  event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
-  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optional(Ms), error: optional(Schema.String) }),
+  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optionalKey(Ms), error: optionalKey(Schema.String) }),
   event("decision", { detail: Schema.String }),
-  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optional(Schema.Finite) }),
-  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optional(ExitCode), ring: optional(RingSummary) }),
+  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optionalKey(Schema.Finite) }),
+  event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optionalKey(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
 ])
 
@@ -238,8 +270,7 @@ const decodeRunEvent = Schema.decodeUnknownResult(RunEvent)
  */
 export const validateRunResult = (value: unknown): { readonly ok: RunTypes.RunResult } | { readonly bad: string } => {
   const result = decodeRunResult(value)
-  // Optional keys decode to absent properties, which read as the `undefined` the writer dropped.
-  return Result.isFailure(result) ? { bad: firstIssue(result.failure.issue) } : { ok: result.success as RunTypes.RunResult }
+  return Result.isFailure(result) ? { bad: firstIssue(result.failure.issue) } : { ok: result.success }
 }
 
 /**
@@ -251,5 +282,24 @@ export const validateRunResult = (value: unknown): { readonly ok: RunTypes.RunRe
  */
 export const validateRunEvent = (value: unknown): { readonly ok: RunTypes.RunEvent } | { readonly bad: string } => {
   const result = decodeRunEvent(value)
-  return Result.isFailure(result) ? { bad: firstIssue(result.failure.issue) } : { ok: result.success as RunTypes.RunEvent }
+  return Result.isFailure(result) ? { bad: firstIssue(result.failure.issue) } : { ok: result.success }
 }
+
+// ---------------------------------------------------------------------------------------------
+// One definition: each schema decodes to exactly the writer's type (checked by the compiler)
+// ---------------------------------------------------------------------------------------------
+
+type Equals<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false
+/** Each assignable to the other: the same fields and values, but for `readonly` (the core's `Death` counts its remainder in place). */
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false
+
+const alertMatchesCore: Equals<typeof Alert.Type, Alerts.Alert> = true
+const deathMatchesCore: Same<typeof Death.Type, CoreOutcome.Death> = true
+const epochSummaryMatchesCore: Same<typeof EpochSummary.Type, CoreOutcome.EpochSummary> = true
+const outcomeMatchesCore: Same<typeof Outcome.Type, CoreOutcome.Outcome> = true
+const deathTimingMatches: Equals<typeof DeathTiming.Type, RunTypes.DeathTiming> = true
+const skippedFaultMatches: Same<typeof SkippedFault.Type, RunTypes.SkippedFault> = true
+const resumedMatches: Equals<typeof Resumed.Type, RunTypes.Resumed> = true
+const runResultMatches: Same<typeof RunResult.Type, RunTypes.RunResult> = true
+const runEventMatches: Same<typeof RunEvent.Type, RunTypes.RunEvent> = true
+void [alertMatchesCore, deathMatchesCore, epochSummaryMatchesCore, outcomeMatchesCore, deathTimingMatches, skippedFaultMatches, resumedMatches, runResultMatches, runEventMatches]

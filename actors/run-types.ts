@@ -142,6 +142,15 @@ export interface RunOptions {
    * without `Atomics.waitAsync`.
    */
   readonly ringAreaMemoryMb?: number
+  /**
+   * Ring backend: how ring steps travel between ranks. `direct` (default): rank to rank wherever
+   * the transport can (worker threads: `ringAreaMemoryMb`, `ringSharedSlots`; child processes:
+   * WebSocket links on loopback between ring neighbours, authenticated with a run secret, each
+   * falling back to the relay where it cannot be made; over `websocket` and `serve`, the relay
+   * still). `relay`: every step as a `RingData` frame through the coordinator, which checks it.
+   * `LaunchError` on `ringLinks` for anything else.
+   */
+  readonly ringLinks?: "direct" | "relay"
   /** Faults inside ring collectives (ring backend). Default none. */
   readonly collectiveFaults?: ReadonlyArray<CollectiveFaultSpec>
   /** Kills to inject. Default none. */
@@ -560,12 +569,13 @@ export interface RunResult {
   readonly backend?: "cpu" | "ring"
   /**
    * Ring backend: `generations` formed (1 + every re-rendezvous), the `links` every ring step took
-   * (`relay`: `RingData` through the coordinator; `port`: a direct `MessageChannel` between worker
+   * (`relay`: `RingData` through the coordinator; `direct`: WebSocket links between child processes,
+   * with `relayed` counting the steps that fell back to the relay; `port`: a direct `MessageChannel` between worker
    * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`;
    * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`),
    * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
-  readonly ring?: { readonly generations: number; readonly links: "relay" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
+  readonly ring?: { readonly generations: number; readonly links: "relay" | "direct" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**

@@ -215,6 +215,10 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  *   (2000), each delay scaled by 0.8–1.2; and, for what is left of it, how long `WebSocket.connect`
  *   retries a join the server asks to come back later (1013: a full server, or a run that may grow
  *   still forming; 4008).
+ * - `coordinatorReconnectMs` (integer ms > 0; default `reconnectWindowMsOf`: 60000, or twice the
+ *   coordinator's `heartbeatTimeoutMs` when that is longer): how long a rank whose link to its
+ *   coordinator dropped or went silent keeps its state and tries to reconnect before it saves and
+ *   exits 3 (docs/recovery.md).
  * - `tls`: how a `wss://` server's certificate is checked (`WebSocket.ClientOptions.tls`); default
  *   the system's roots.
  * - `say(line)`: where the command's own lines go (stderr).
@@ -232,6 +236,7 @@ export interface JoinRunOptions {
   readonly saveDir: string
   readonly saveDirPerRun?: boolean
   readonly connectTimeoutMs?: number
+  readonly coordinatorReconnectMs?: number
   readonly tls?: WebSocket.ClientOptions["tls"]
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
@@ -334,17 +339,28 @@ const probeCloseCode = (url: string, runToken: string, rank: number, tls: WebSoc
   )
 
 /**
- * How long a `cohort join` rank whose link dropped keeps trying to resume it (ms): at least
- * `WebSocket.reconnectWindowMsDefault` (30000) and twice the coordinator's `heartbeatTimeoutMs`
- * from the welcome, so that it gives up only after the coordinator has declared it (and then
- * hears so on its return: `RankDead`) or is out of reach for longer than that.
+ * Default `JoinRunOptions.coordinatorReconnectMs`: 60000 ms, long enough for a restarted
+ * coordinator's pod (or process) to listen again at the same address.
  *
  * @since 0.1.0
  * @category join
  */
-export const reconnectWindowMsOf = (run: unknown): number => {
+export const coordinatorReconnectMsDefault = 60_000
+
+/**
+ * How long a `cohort join` rank whose link dropped keeps trying to resume it (ms):
+ * `coordinatorReconnectMs` when it is given; otherwise at least `coordinatorReconnectMsDefault`
+ * (60000) and twice the coordinator's `heartbeatTimeoutMs` from the welcome, so that it gives up
+ * only after the coordinator has declared it (and then hears so on its return: `RankDead`) or is
+ * out of reach for longer than that.
+ *
+ * @since 0.1.0
+ * @category join
+ */
+export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: number): number => {
+  if (coordinatorReconnectMs !== undefined) return coordinatorReconnectMs
   const heartbeatTimeoutMs = typeof run === "object" && run !== null ? (run as { readonly heartbeatTimeoutMs?: unknown }).heartbeatTimeoutMs : undefined
-  return Math.max(WebSocket.reconnectWindowMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
+  return Math.max(coordinatorReconnectMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
 }
 
 /**
@@ -370,7 +386,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     // retried by `connect` for what is left of `connectTimeoutMs`.
     const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: reconnectWindowMsOf, tls: options.tls },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true
@@ -380,8 +396,10 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
         const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
         // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
         // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
-        // coordinator (a stuck one still accepts resumes) waits that long too.
-        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run)
+        // coordinator (a stuck one still accepts resumes) waits that long too. Meanwhile the rank
+        // keeps its state and assignment; what it sends waits in the link's resend buffer, and a
+        // contribution there commits nothing until a coordinator receives it.
+        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run, options.coordinatorReconnectMs)
         return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
       }
     )))

@@ -26,6 +26,11 @@
  * area). With worker threads each size is also run over the ring's direct links alone (no area),
  * the last column, unless `--no-links-row`. Numbers from a machine shared with other work are
  * labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
+ *
+ * With `--process` the ring runs over direct links between the processes (`ringLinks` `direct`) and,
+ * beside it, through the coordinator's relay (`--no-relay-row` leaves that out); `--reference` also
+ * times gloo and Open MPI for each configuration (`bench/reference.ts`) and prints the ratios, all
+ * in a second table.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -34,6 +39,7 @@ import { fileURLToPath } from "node:url"
 import * as Launcher from "../actors/launcher.ts"
 import * as Runtime from "../src/platform/detect.ts"
 import { fmt, isMain, isQuick, note, quantile, table, writeResults } from "./lib.ts"
+import { measureReferences, type Reference } from "./reference.ts"
 
 /** One configuration of the bench: `rounds` timed rounds after `warmupRounds` untimed ones. */
 export interface MeasureOptions {
@@ -47,6 +53,8 @@ export interface MeasureOptions {
   readonly outDir: string
   readonly ringSharedSlots?: number | undefined
   readonly ringAreaMemoryMb?: number | undefined
+  /** `RunOptions.ringLinks`: `relay` puts every ring step through the coordinator. */
+  readonly ringLinks?: "direct" | "relay" | undefined
 }
 
 /**
@@ -69,6 +77,8 @@ export interface Measured {
   /** CPU time of the whole process (every thread: coordinator and worker ranks) per timed round. */
   readonly processCpuMsPerRound: number
   readonly links: string
+  /** Ring steps the coordinator relayed in the whole run (0 when every direct link held). */
+  readonly relayedSteps: number
   readonly roundMs: ReadonlyArray<number>
 }
 
@@ -123,6 +133,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
     transport: options.transport,
     ...(options.ringSharedSlots === undefined ? {} : { ringSharedSlots: options.ringSharedSlots }),
     ...(options.ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb: options.ringAreaMemoryMb }),
+    ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
     batchSize: 1,
     averageEverySteps: 1,
     heartbeatTimeoutMs: 30_000,
@@ -163,6 +174,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
     coordinatorMsPerRound: busyMs > 0 ? busyMs / roundMs.length : Number.NaN,
     processCpuMsPerRound: cpuMs / roundMs.length,
     links: result.ring?.links ?? "-",
+    relayedSteps: result.ring?.relayed ?? 0,
     roundMs
   }
 }
@@ -197,7 +209,8 @@ const main = async (): Promise<void> => {
   const common = { params: 0, rounds, warmupRounds, transport, outDir, ringSharedSlots }
   const rows: Array<Array<string | number>> = []
   const results: Array<Record<string, unknown>> = []
-  const cell = (m: Measured | undefined): string => (m === undefined ? "-" : `${fmt(m.medianMs)} / ${fmt(m.p90Ms)}`)
+  const processRows: Array<Array<string | number>> = []
+  const cell = (m: { readonly medianMs: number; readonly p90Ms: number } | undefined): string => (m === undefined ? "-" : `${fmt(m.medianMs)} / ${fmt(m.p90Ms)}`)
   for (const params of sizes) {
     for (const worldSize of rankCounts) {
       note(`averaging: ${worldSize} ranks, ${params} parameters, ${transport}, ${warmupRounds} + ${rounds} rounds`)
@@ -207,6 +220,31 @@ const main = async (): Promise<void> => {
       // Worker threads: the same ring over its direct links only (no shared all-reduce area), beside it.
       const overLinks = transport === "worker" && ring?.links === "area" && !noLinksRow
       const ringLinks = overLinks ? await measure({ ...at, backend: "ring", ringAreaMemoryMb: 0 }) : undefined
+      // Processes: the ring through the coordinator's relay beside its direct links, and what a user
+      // would pick instead (gloo, Open MPI), in the same run.
+      const ringRelay = transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-relay-row")
+        ? await measure({ ...at, backend: "ring", ringLinks: "relay" })
+        : undefined
+      const references = transport === "process" && process.argv.includes("--reference") ? measureReferences(worldSize, params, rounds, warmupRounds) : []
+      const reference = (library: Reference["library"]) => references.find((r) => r.library === library)
+      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined) => (m === undefined || r === undefined ? "-" : fmt(m.medianMs / r.medianMs))
+      if (transport === "process") {
+        processRows.push([
+          worldSize,
+          params,
+          cell(ring),
+          ring === undefined ? "-" : ring.relayedSteps,
+          cell(ringRelay),
+          ratio(ringRelay, ring),
+          cell(cpu),
+          cell(reference("gloo")),
+          ratio(ring, reference("gloo")),
+          cell(reference("mpi")),
+          ratio(ring, reference("mpi")),
+          cell(reference("mpi tcp")),
+          ratio(ring, reference("mpi tcp"))
+        ])
+      }
       rows.push([
         worldSize,
         params,
@@ -220,7 +258,7 @@ const main = async (): Promise<void> => {
         ring?.links ?? "-",
         cell(ringLinks)
       ])
-      results.push({ worldSize, params, transport, cpu: summary(cpu), ring: summary(ring), ringLinks: summary(ringLinks) })
+      results.push({ worldSize, params, transport, cpu: summary(cpu), ring: summary(ring), ringLinks: summary(ringLinks), ringRelay: summary(ringRelay), references })
     }
   }
   rmSync(outDir, { recursive: true, force: true })
@@ -229,6 +267,13 @@ const main = async (): Promise<void> => {
     ["ranks", "params", "cpu ms", "ring ms", "cpu/ring", "cpu process cpu ms", "ring process cpu ms", "cpu coord ms", "ring coord ms", "ring links", "ring over links ms"],
     rows
   ))
+  if (transport === "process") {
+    console.log(`\nring between processes: direct links beside the relay and the reference points (ms a round, median / p90; ratios of medians; "relayed": ring steps the coordinator carried over direct links)`)
+    console.log(table(
+      ["ranks", "params", "ring direct ms", "relayed", "ring relay ms", "relay/direct", "cpu ms", "gloo ms", "direct/gloo", "mpi ms", "direct/mpi", "mpi tcp ms", "direct/mpi tcp"],
+      processRows
+    ))
+  }
   if (!process.argv.includes("--no-json")) {
     const file = writeResults({ averaging: { loaded: !process.argv.includes("--quiet-machine"), transport, rounds, warmupRounds, rows: results } }, quick)
     note(`wrote ${file}`)

@@ -6,8 +6,8 @@
  *
  * Every cluster runs `bench/trainers/waiting.ts` (2 ms a batch) with `COHORT_BENCH_PARAMS`
  * parameters (8,192 by default: a 32 KB `Params`, 0.26 s at 1 Mbit/s; `--params N`) and rounds with a deadline
- * (`--round-deadline-ms N`, 100 by default; the quorum is the default half of the survivors), so
- * that a round can close without a slow contributor.
+ * (`--round-deadline-ms N`, 100 by default; `--round-quorum F`, the CLI's half of the survivors
+ * by default; `--mode`, static by default), so that a round can close without a slow contributor.
  *
  * - **Loss ratio**: the same run twice in one bench run, every link clean and then rank 0's link at
  *   30% packet loss both ways (nftables); the time between two rounds closing (what the healthy
@@ -20,7 +20,7 @@
  *   process ends is held `resumeWindowMs`, 2 s, for a resume before it is declared), and false
  *   deaths: ranks declared that were not killed (target 0).
  *
- * Run (as root): `node --import tsx bench/links.ts [--quick] [--params N] [--round-deadline-ms N]`; the failover rows
+ * Run (as root): `node --import tsx bench/links.ts [--quick] [--loss-only] [--params N] [--mode M] [--round-deadline-ms N] [--round-quorum F]`; the failover rows
  * alone: `node --import tsx bench/failover.ts --links-only`.
  */
 import { rmSync } from "node:fs"
@@ -30,11 +30,20 @@ import * as Netns from "../test/net/netns.ts"
 import * as Lib from "./lib.ts"
 
 const trainer = fileURLToPath(new URL("./trainers/waiting.ts", import.meta.url))
-/** `--round-deadline-ms N` (default 100: half a clean round here, so that a round that waits the whole deadline for the lossy rank is about 1.5x a clean one). */
-const roundDeadlineMs = (() => {
-  const at = process.argv.indexOf("--round-deadline-ms")
-  return at < 0 ? 100 : Number(process.argv[at + 1])
-})()
+const flag = (name: string, fallback: string): string => {
+  const at = process.argv.indexOf(name)
+  return at < 0 ? fallback : process.argv[at + 1] ?? fallback
+}
+/** `--round-deadline-ms N` (default 100: about a clean round here). */
+const roundDeadlineMs = Number(flag("--round-deadline-ms", "100"))
+/** `--round-quorum F` (default the CLI's, half the survivors). */
+const roundQuorum = flag("--round-quorum", "")
+/** `--mode static|progressive` (default static). */
+const mode = flag("--mode", "static")
+const serveArgs = [
+  "--round-deadline-ms", String(roundDeadlineMs), "--mode", mode, ...(roundQuorum === "" ? [] : ["--round-quorum", roundQuorum])
+]
+const setting = `--mode ${mode}, --round-deadline-ms ${roundDeadlineMs}${roundQuorum === "" ? "" : `, --round-quorum ${roundQuorum}`}`
 const roundsMin = 20
 /** Every process is killed after this long. */
 const lifetimeMs = 300_000
@@ -84,7 +93,7 @@ const runCluster = async (options: {
     const { serve, ranks, out } = await Cluster.start(network, {
       scratch, name: `run${clusters}`, trainer, worldSize: options.worldSize, epochs: options.epochs, port: 7300, lifetimeMs,
       hostOf: (rank) => (rank === 0 ? "b" : "c"),
-      serveArgs: ["--round-deadline-ms", String(roundDeadlineMs)],
+      serveArgs,
       env: { COHORT_BENCH_PARAMS: String(options.params) }
     })
     await serve.waitFor(/formed/, 120_000)
@@ -158,7 +167,7 @@ export const runLossRatio = async (quick: boolean, params: number): Promise<{ re
   const markdown = Lib.table(
     ["rank 0's link", "round gaps measured", "closed at deadline", "round ms median", "p90", "ratio median", "ratio p90", "deaths", "run s"],
     rows.map((r) => [r.link, r.rounds, r.roundsAtDeadline, r.roundMs.median, r.roundMs.p90, r.ratio.median, r.ratio.p90, r.deaths, r.wallMs / 1000])
-  ) + `\n\n3 served ranks (rank 0 on the link named), ${params.toLocaleString("en-US")} parameters, --round-deadline-ms ${roundDeadlineMs}; target: ratio <= 1.5`
+  ) + `\n\n3 served ranks (rank 0 on the link named), ${params.toLocaleString("en-US")} parameters, ${setting}; target: ratio <= 1.5`
   return { rows, markdown }
 }
 
@@ -199,7 +208,7 @@ export const runFailoverRows = async (quick: boolean, params: number): Promise<{
   const markdown = Lib.table(
     ["rank 0's link", "kills", "kill → declared ms (median)", "kill → remainder sent ms (median)", "false deaths", "lost", "duplicated", "run s"],
     rows.map((r) => [r.link, r.kills, r.killToDeclaredMs, r.killToRecoveredMs, r.falseDeaths, r.lost, r.duplicated, r.wallMs / 1000])
-  ) + `\n\n5 served ranks (rank 0 on the link named, ranks 1-4 in another host; ranks 4 and 3 SIGKILLed at 3 s and 6 s), ${params.toLocaleString("en-US")} parameters, --round-deadline-ms ${roundDeadlineMs}; target: 0 false deaths`
+  ) + `\n\n5 served ranks (rank 0 on the link named, ranks 1-4 in another host; ranks 4 and 3 SIGKILLed at 3 s and 6 s), ${params.toLocaleString("en-US")} parameters, ${setting}; target: 0 false deaths`
   return { rows, markdown }
 }
 
@@ -208,7 +217,7 @@ if (Lib.isMain("links")) {
   const params = paramsOf(process.argv)
   const loss = await runLossRatio(quick, params)
   console.log(`## links: round time with one rank at 30% loss\n\n${loss.markdown}\n`)
-  const failover = await runFailoverRows(quick, params)
-  console.log(`## links: failover\n\n${failover.markdown}\n`)
-  console.log(`results: ${Lib.writeResults({ linksLoss: loss.rows, linksFailover: failover.rows }, quick)}`)
+  const failover = process.argv.includes("--loss-only") ? undefined : await runFailoverRows(quick, params)
+  if (failover !== undefined) console.log(`## links: failover\n\n${failover.markdown}\n`)
+  console.log(`results: ${Lib.writeResults({ linksLoss: loss.rows, ...(failover === undefined ? {} : { linksFailover: failover.rows }) }, quick)}`)
 }

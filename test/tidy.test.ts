@@ -83,6 +83,11 @@ describe("tidy: docs/design.md §2 import rules, cycles, function length and ban
     expect(Tidy.check([{ path: "src/core/f.ts", text: stated }])).toEqual([])
   })
 
+  it("counts braces in code only: strings, comments, regular expressions and template text are blanked, `${}` code kept", () => {
+    const text = 'const a = "{" + `x${ { b: 1 }.b }}` + /[{]/.source // {\n/* { */ const c = 1'
+    expect(Tidy.blankLiterals(text).replace(/\s+/g, " ")).toBe('const a = " " + ` ${ { b: 1 }.b } ` + / /.source const c = 1')
+  })
+
   it("lets src/ reach actors/ only through the command line's entry", () => {
     const entry = `import * as Actors from "../../${Tidy.cliEntry}"`
     expect(Tidy.check([{ path: "src/cli/a.ts", text: entry }])).toEqual([])

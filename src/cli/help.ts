@@ -4,6 +4,7 @@
  * @since 0.1.0
  */
 import * as Runtime from "../platform/detect.ts"
+import * as Options from "./options.ts"
 
 /**
  * The text of `cohort help` (also `-h` and `--help` anywhere, and no arguments at all).
@@ -41,69 +42,7 @@ Usage:
   cohort version                       print Cohort's version and the runtime (also --version, -V)
 
 Options of demo and run:
-  --trainer FILE              run only: the trainer module, a path from the current folder; it
-                              must export trainSamples and createTrainer
-  --world-size N              ranks, 1 to 1024 on one machine (default 4)
-  --epochs N                  epochs, N >= 1; they count from 0 (default 3)
-  --mode static|progressive   whole partitions, or small chunks on demand (default static)
-  --transport worker|process|websocket
-                              ranks as worker threads, child processes, or child processes
-                              that join this process's WebSocket server over loopback with a
-                              run token (the network path) (default worker)
-  --backend cpu|ring          averaging: the coordinator averages every round (cpu), or the
-                              ranks all-reduce among themselves: worker threads through a
-                              shared-memory area, processes in a ring relayed by the
-                              coordinator;
-                              ring needs 2 ranks or more and stops with SingleSurvivor at 1
-                              (default cpu)
-  --kill RANK@SECONDS         kill RANK's worker SECONDS after training starts (2@5, 2@1.5,
-                              2@1.5s, or milliseconds: 2@500ms); repeatable;
-                              replaces the demo's kill (demo default: rank 2 killed 40% into
-                              epoch 1; the last rank or epoch if there are fewer; none with 1 rank)
-  --hang RANK@SECONDS         RANK stops responding SECONDS after training starts while its
-                              worker stays alive, so only heartbeats catch it; repeatable; the
-                              time as for --kill (default none)
-  --no-kill                   no kill at all (removes the demo's kill)
-  --heartbeat-timeout-ms N    a rank silent for more than N ms is dead (default 10000)
-  --coordinator-timeout-ms N  a rank process that hears nothing from the coordinator for N ms
-                              saves (emergency) and exits; it does at once when its channel
-                              closes (default 10000; worker threads die with the coordinator)
-  --save-timeout-ms N         a rank asked for a checkpoint may send nothing for up to
-                              --heartbeat-timeout-ms + N ms while it saves (default 600000)
-  --eval-timeout-ms N         the same for an eval (default 600000)
-  --liveness fixed|adaptive   every rank's timeout is --heartbeat-timeout-ms, or each rank's
-                              follows its own frames, between half of it and it (default fixed;
-                              docs/liveness.md)
-  --round-deadline-ms N       cpu backend: a round closes N ms after its first contribution
-                              without the ranks still training, once half the survivors
-                              contributed; a late contribution counts in the next round
-                              (default off: every round waits for every rank with work)
-  --round-quorum F            with --round-deadline-ms: the fraction of the survivors (above 0,
-                              at most 1) a round needs before its deadline closes it (default 0.5)
-  --failure-limit N|F         save and stop once N ranks died (an integer >= 0) or a fraction F
-                              of the ranks (0 < F < 1) (default none: stop when no rank is left)
-  --role-policy fastest|N     who runs eval and checkpoints: the fastest rank, or rank N
-                              (default fastest)
-  --on-repeated-crash stop|continue
-                              when a second rank crashes with the same error (message and top
-                              stack frame), save and stop the run (TrainerFault) or go on
-                              (default stop)
-  --rank-memory-mb N          each rank's heap limit in MiB, N >= 16, 0 for none; a rank over it
-                              is declared crashed: out of memory (default 1024)
-  --interrupt-grace-ms N      after SIGINT (Ctrl-C) or SIGTERM, how long the ranks have to save
-                              before they are stopped; a second signal stops at once
-                              (default 30000)
-  --seed N                    seed of the data order and the model, 0 to 4294967295 (default 1)
-  --out DIR                   write the run to DIR/<runId>/ (default runs)
-  --json                      print the result as JSON on stdout instead of tables, and nothing
-                              else (progress lines then go to stderr)
-  --dashboard [PORT]          serve the run's live page on http://127.0.0.1:PORT/ (default: a
-                              free port; the address is printed on stderr): ranks, timeline,
-                              deaths, charts, audits, alerts (default off)
-  --dashboard-faults          with --dashboard: a kill button per rank on the page (default off)
-  --dashboard-connections-max N
-                              with --dashboard: connections its listener holds at once; more are
-                              closed, with a CoordinatorResource alert (default 256)
+${Options.helpLines()}
 
 Options of serve (beside those of run, without --transport, --kill, --hang, --rank-memory-mb;
 --trainer defaults to the bundled workload, --world-size goes up to 1000000):
@@ -151,6 +90,10 @@ Options of join URL:
   --ranks N                   N ranks in this process, each with its own socket and trainer
                               (default 1; with --rank R: ranks R .. R+N-1); it exits once every
                               rank ended, with the first exit code that is not 0
+  --coordinator-reconnect-ms N
+                              how long a rank whose coordinator dropped or went silent keeps
+                              its state and tries to reconnect before it saves and exits 3
+                              (default 60000, or twice the heartbeat timeout if longer)
   --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
   --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
                               (default for wss://: the system's roots and the host name)

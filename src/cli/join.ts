@@ -11,7 +11,10 @@
  * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (saves go to `DIR/rank<r>`, checkpoints
  * to `DIR/checkpoints`; default `./cohort-save/<runId>`, one folder per run, `runId` from the
  * coordinator's welcome), `--connect-timeout-ms N` (default 300000: a coordinator that is not up
- * yet is tried again, with jittered back-off, for this long), `--ca FILE` or `--fingerprint SHA256`
+ * yet is tried again, with jittered back-off, for this long), `--coordinator-reconnect-ms N`
+ * (default 60000, or twice the coordinator's heartbeat timeout when that is longer: how long a rank
+ * whose coordinator dropped or went silent keeps its state and tries to reconnect before it saves
+ * and exits 3; docs/recovery.md), `--ca FILE` or `--fingerprint SHA256`
  * (how a `wss://` server's certificate is checked: a private CA, or the fingerprint `cohort
  * serve` prints; default the system's roots).
  *
@@ -48,6 +51,7 @@ interface RawJoinOptions {
   readonly saveDir?: string
   readonly connectTimeoutMs?: string
   readonly ranks?: string
+  readonly coordinatorReconnectMs?: string
   readonly ca?: string
   readonly fingerprint?: string
 }
@@ -104,6 +108,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let token: Awaited<ReturnType<typeof readToken>>
   let connectTimeoutMs: number
   let ranks: number
+  let coordinatorReconnectMs: number | undefined
   let tls: { readonly ca?: string; readonly fingerprint256?: string } | undefined
   try {
     new Commander.Command("join")
@@ -119,6 +124,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--save-dir <dir>")
       .option("--connect-timeout-ms <ms>")
       .option("--ranks <n>")
+      .option("--coordinator-reconnect-ms <ms>")
       .option("--ca <file>")
       .option("--fingerprint <sha256>")
       .action((given: string, options: RawJoinOptions) => {
@@ -140,6 +146,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     ranks = integerAtLeast("--ranks", raw.ranks, 1, 1)
     if (ranks > 1 && raw.rankFromEnv !== undefined) throw new UsageError("--ranks cannot be used with --rank-from-env")
     connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
+    coordinatorReconnectMs = raw.coordinatorReconnectMs === undefined
+      ? undefined
+      : integerAtLeast("--coordinator-reconnect-ms", raw.coordinatorReconnectMs, 1, 1)
     token = await readToken(raw.tokenFile, env)
     if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
     tls = await readTrust(url, raw.ca, raw.fingerprint)
@@ -169,6 +178,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     // The default folder is shared by every run joined from here: one subfolder per run.
     saveDirPerRun: raw.saveDir === undefined,
     connectTimeoutMs,
+    ...(coordinatorReconnectMs === undefined ? {} : { coordinatorReconnectMs }),
     ...(tls === undefined ? {} : { tls }),
     say: (line: string) => io.err(`${line}\n`)
   }

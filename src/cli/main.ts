@@ -43,6 +43,7 @@ const toRunOptions = (
   epochs: options.epochs,
   mode: options.mode,
   backend: options.backend,
+  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
   transport: options.transport,
   kills: options.kills,
   hangs: options.hangs,

@@ -100,6 +100,8 @@ export interface RunCommandOptions {
   readonly epochs: number
   readonly mode: "static" | "progressive"
   readonly backend: "cpu" | "ring"
+  /** `--ring-links direct|relay` (ring backend): ring steps rank to rank where the transport can, or all through the coordinator; `undefined` (direct) without it. */
+  readonly ringLinks?: "direct" | "relay" | undefined
   readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -207,6 +209,7 @@ export interface RawRunOptions {
   readonly epochs?: string
   readonly mode?: string
   readonly backend?: string
+  readonly ringLinks?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -322,6 +325,8 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   const backend = oneOf("--backend", raw.backend, ["cpu", "ring"], defaults.backend)
   if (backend === "ring" && worldSize < 2) throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
+  const ringLinks = raw.ringLinks === undefined ? undefined : oneOf("--ring-links", raw.ringLinks, ["direct", "relay"], "direct")
+  if (ringLinks !== undefined && backend !== "ring") throw new UsageError("--ring-links goes with --backend ring")
   const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
     ? []
     : raw.kill !== undefined
@@ -348,6 +353,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     epochs,
     mode,
     backend,
+    ...(ringLinks === undefined ? {} : { ringLinks }),
     transport,
     kills,
     hangs,
@@ -478,6 +484,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--epochs <n>")
       .option("--mode <mode>")
       .option("--backend <backend>")
+      .option("--ring-links <links>")
       .option("--transport <kind>")
       .option("--kill <spec>", "", collect)
       .option("--no-kill")

@@ -60,7 +60,8 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
 
 /**
  * `averaging: ring, 2 generations, direct links between worker threads` (or
- * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`).
+ * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`, `direct
+ * links between processes` with `direct`).
  */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
   backend === "cpu" || ring === undefined
@@ -72,6 +73,8 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
         ? "shared-memory links between worker threads"
         : ring.links === "area"
         ? "a shared-memory all-reduce between worker threads"
+        : ring.links === "direct"
+        ? `direct links between processes (${ring.relayed} steps fell back to the relay)`
         : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
     }`
 

@@ -185,6 +185,7 @@ interface RawServeOptions extends RawRunOptions {
  * @category cli
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
+  // Long because it lists the command's 29 options inline, one line each, then checks them and prints the served run's header.
   let raw: RawServeOptions | undefined
   const command = new Commander.Command("serve")
     .exitOverride()

@@ -74,7 +74,7 @@ const certificateFailure = /certificate|TLS handshake|self[- ]signed|altname|iss
  * frame on every runtime. `drop` ends the connection without a close handshake where the
  * runtime allows it (`ws`'s `terminate`), else closes with 4031 (`Dropped`: a server of
  * resumable links holds the link for a resume, as after a drop; a browser's WebSocket accepts
- * no code below 3000 but 1000).
+ * no code below 3000 but 1000). `options.unmasked`: see below (links between ranks only).
  *
  * A `wss://` server's certificate is checked as `trust` says (`TlsTrust`; default the system's
  * roots): one that fails, or whose fingerprint differs from the pinned one, ends the connection
@@ -86,9 +86,18 @@ const certificateFailure = /certificate|TLS handshake|self[- ]signed|altname|iss
 export const connectWs = (
   url: string,
   handlers: Types.ClientHandlers,
-  trust?: Types.TlsTrust
+  trust?: Types.TlsTrust,
+  options?: { readonly unmasked?: boolean }
 ): Types.RawSocket & { readonly drop: () => void } => {
-  const socket = Node.openWebSocket(url, trust)
+  // `unmasked`: with `ws` (Node) the client sends frames with an all-zero mask, which `ws` neither
+  // applies nor undoes: without its native addon it masks in a JavaScript loop over every byte,
+  // most of the cost of a large message. Masking only shields proxies from a browser's
+  // traffic; a link between two ranks has none. Bun's and Deno's own clients mask natively.
+  const socket = options?.unmasked === true && trust === undefined && Runtime.detect() === "node"
+    ? new (Node.webSocketClass() as unknown as new(url: string, protocols: undefined, options: { generateMask: (mask: Uint8Array) => void }) => WebSocket)(url, undefined, {
+      generateMask: (mask) => void mask.fill(0)
+    })
+    : Node.openWebSocket(url, trust)
   socket.binaryType = "arraybuffer"
   let closed = false
   let opened = false

@@ -122,23 +122,25 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     })
   })
 
-  it("child processes relay their ring steps through the coordinator (RingData): a rank that exits mid-collective still leaves clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 0, round: 1, step: 2, fault: "exit" }] })
+  it("child processes send their ring steps rank to rank over direct links (the coordinator relays none): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
-    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "exited with code 70 without Exiting"]])
-    expect(result.ring?.links).toBe("relay")
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "exited with code 70 without Exiting"]])
+    expect(result.ring?.links).toBe("direct")
     expect(result.ring?.generations).toBe(2)
-    expect(result.ring?.relayed).toBeGreaterThan(0)
+    expect(result.ring?.relayed).toBe(0)
   })
 
-  it("a relayed rank that sends a corrupt ring step (every value NaN) is closed with BadRingStep (4012) and declared dead; its neighbours never see the step, and the survivors finish with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "corrupt" }] })
+  it("a relayed rank (child processes, ringLinks relay) that sends a corrupt ring step (every value NaN) is closed with BadRingStep (4012) and declared dead; its neighbours never see the step, and the survivors finish with clean audits", async () => {
+    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", ringLinks: "relay", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "corrupt" }] })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     // Only the sender dies: had the step gone on, rank 2's collective would have failed instead.
     expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "refused: a bad ring step (close code 4012): step 1 carried a contribution count of NaN, expected an integer in [0, 2]"]])
     expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("relay")
+    expect(result.ring?.relayed).toBeGreaterThan(0)
   })
 
   it("worker threads' direct links are not checked by the coordinator: a corrupt step (every value NaN) fails its neighbour's collective, which says so in one line of its own output and is declared crashed; the survivors finish with clean audits", async () => {

@@ -18,3 +18,15 @@ describe("a joined rank's save folder", () => {
     }
   })
 })
+
+describe("how long a joined rank waits for its coordinator", () => {
+  it("by default a minute, or twice the coordinator's heartbeat timeout when that is longer; a given --coordinator-reconnect-ms as it is", () => {
+    expect(SocketRank.reconnectWindowMsOf({ heartbeatTimeoutMs: 10_000 })).toBe(SocketRank.coordinatorReconnectMsDefault)
+    expect(SocketRank.coordinatorReconnectMsDefault).toBe(60_000)
+    expect(SocketRank.reconnectWindowMsOf({ heartbeatTimeoutMs: 45_000 })).toBe(90_000)
+    for (const run of [{}, { heartbeatTimeoutMs: "x" }, { heartbeatTimeoutMs: Number.POSITIVE_INFINITY }, undefined, null]) {
+      expect(SocketRank.reconnectWindowMsOf(run)).toBe(60_000)
+    }
+    expect(SocketRank.reconnectWindowMsOf({ heartbeatTimeoutMs: 45_000 }, 4000)).toBe(4000)
+  })
+})

@@ -155,6 +155,13 @@ describe("parse", () => {
     expect(err).toEqual(["cohort: serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere\n"])
   })
 
+  it("--ring-links takes direct or relay with the ring backend, and is absent (direct) without it", () => {
+    expect(Cli.parse(["demo", "--backend", "ring", "--transport", "process", "--ring-links", "relay"])).toMatchObject({ options: { ringLinks: "relay", transport: "process" } })
+    expect(Cli.parse(["demo", "--backend", "ring"])).not.toHaveProperty("options.ringLinks")
+    expect(Cli.parse(["demo", "--backend", "ring", "--ring-links", "mesh"])).toEqual({ error: "--ring-links must be direct or relay, got 'mesh'" })
+    expect(Cli.parse(["demo", "--ring-links", "relay"])).toEqual({ error: "--ring-links goes with --backend ring" })
+  })
+
   it("--round-deadline-ms takes an integer >= 1 with the cpu backend, and is off without it", () => {
     expect(Cli.parse(["demo", "--round-deadline-ms", "250"])).toMatchObject({ options: { roundDeadlineMs: 250 } })
     expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.roundDeadlineMs")
@@ -513,15 +520,15 @@ describe("help", () => {
         "--transport worker|process",
         "(default worker)",
         "--kill RANK@SECONDS",
-        "demo default: rank 2 killed 40% into",
+        "(default demo: rank 2 at 40% of epoch 1; run: none)",
         "--hang RANK@SECONDS",
         "--no-kill",
         "--heartbeat-timeout-ms N",
         "(default 10000)",
         "--coordinator-timeout-ms N",
-        "(default 10000; worker threads die with the coordinator)",
+        "(default 10000)",
         "--round-deadline-ms N",
-        "(default off: every round waits for every rank with work)",
+        "(default off)",
         "--round-quorum F",
         "a round needs before its deadline closes it (default 0.5)",
         "--failure-limit N|F",
@@ -547,6 +554,7 @@ describe("help", () => {
         "--save-dir DIR",
         "./cohort-save/<runId>: one folder per run joined",
         "--connect-timeout-ms N",
+        "--coordinator-reconnect-ms N",
         "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
         "cohort bundle --trainer FILE --out DIR",
         "--serve-browser",

@@ -119,7 +119,8 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [["serve", "--listen", "0.0.0.0"], {}, "cohort: --listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '0.0.0.0'\n"],
       [["join", "ws://127.0.0.1:9/"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
       [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
-      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"]
+      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"],
+      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--coordinator-reconnect-ms", "0"], {}, "cohort: --coordinator-reconnect-ms must be an integer >= 1, got '0'\n"]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args, env]) => cohort(args, env))

@@ -72,6 +72,8 @@ export interface StartOptions {
   readonly lifetimeMs: number
   /** More `cohort serve` options (`--heartbeat-timeout-ms`...). */
   readonly serveArgs?: ReadonlyArray<string>
+  /** More `cohort join` options, for every rank (`--coordinator-reconnect-ms`...). */
+  readonly joinArgs?: ReadonlyArray<string>
   /** The URL rank `rank` joins; default the serving host's address and `port`. */
   readonly urlOf?: (rank: number) => string
   readonly env?: Readonly<Record<string, string>>
@@ -101,7 +103,7 @@ export const start = async (network: Netns.Network, options: StartOptions): Prom
   const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
     network.script(options.hostOf(rank), cli, [
       "join", urlOf(rank), "--trainer", options.trainer, "--token-file", options.scratch.tokenFile,
-      "--rank", String(rank), "--save-dir", join(options.scratch.dir, options.name, `save-${rank}`)
+      "--rank", String(rank), "--save-dir", join(options.scratch.dir, options.name, `save-${rank}`), ...(options.joinArgs ?? [])
     ], { lifetimeMs: options.lifetimeMs, ...env }))
   return { serve, ranks, out }
 }

@@ -55,6 +55,7 @@ const cluster = async (
   options: {
     readonly epochs: number
     readonly heartbeatTimeoutMs: number
+    readonly joinArgs?: ReadonlyArray<string>
     readonly prepare?: (network: Netns.Network) => Promise<(rank: number) => string>
   },
   body: (cluster: Started) => Promise<void>
@@ -65,6 +66,7 @@ const cluster = async (
     const started = await Cluster.start(network, {
       scratch, name, trainer, worldSize: 4, epochs: options.epochs, port, hostOf, lifetimeMs,
       serveArgs: ["--heartbeat-timeout-ms", String(options.heartbeatTimeoutMs)],
+      ...(options.joinArgs === undefined ? {} : { joinArgs: options.joinArgs }),
       ...(urlOf === undefined ? {} : { urlOf })
     })
     await body({ network, ...started })
@@ -130,7 +132,8 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
   }, testTimeoutMs)
 
   it.concurrent("cohort serve SIGKILLed just after an epoch's audit line: cohort resume on A's host, with nothing copied from B or C, completes; the chain audits every epoch once", async () => {
-    await cluster("serve-killed", { epochs: 3, heartbeatTimeoutMs: 5000 }, async ({ serve, ranks, out }) => {
+    // The ranks wait 10 s for their coordinator to return (not the default minute), then save.
+    await cluster("serve-killed", { epochs: 3, heartbeatTimeoutMs: 5000, joinArgs: ["--coordinator-reconnect-ms", "10000"] }, async ({ serve, ranks, out }) => {
       await serve.waitFor(/epoch 0 done/, 60_000)
       await sleep(Math.floor(Math.random() * 200))
       serve.kill("SIGKILL")

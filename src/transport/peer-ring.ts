@@ -1,0 +1,359 @@
+/**
+ * Direct ring links between ranks in separate processes: each rank listens on a WebSocket port of
+ * its own, and in every ring generation connects to its next ring neighbour's port and sends it
+ * that generation's ring steps, so that a step travels rank to rank instead of through the
+ * coordinator's relay (docs/averaging.md).
+ *
+ * Who may connect: the first message on a connection is a text hello `{token, generation, from}`.
+ * The listener takes a connection only with the run's `token` (a secret the host handed every rank
+ * with its start data) and only from the rank that is its previous neighbour in that generation;
+ * anything else is closed (`closeCodes`). A hello for a generation this rank has not opened yet
+ * (its `FormRing` is still on the way) is held, at most `parkedMax` of them for `parkedMs`, until it
+ * is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a WebSocket message.
+ *
+ * Where a link cannot be made (no address for the neighbour, a refused or timed-out connection, a
+ * listener that could not bind its port) `PeerEnd.connected` resolves `false` and the caller sends
+ * that generation's steps through the relay; the receiving side takes steps from both. A link that
+ * closes after it opened sends nothing more (`send` answers `false`): a neighbour that died is
+ * declared by the coordinator, which re-forms the ring.
+ *
+ * @since 0.1.0
+ */
+import * as Result from "effect/Result"
+import type { Rank, RingData } from "../core/messages.ts"
+import { freePorts as freePortsOn } from "../platform/free-ports.ts"
+import * as Select from "../platform/select.ts"
+import type * as RuntimeTypes from "../platform/types.ts"
+import * as Codec from "../wire/codec.ts"
+
+/**
+ * What a rank needs to link up directly: its own `rank`, the run's `token`, each rank's listener
+ * URL by rank (`urls[r]`, `undefined` where a rank has none) and where this rank listens
+ * (`host`, `port`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface PeerAddresses {
+  readonly token: string
+  readonly urls: ReadonlyArray<string | undefined>
+  readonly host: string
+  readonly port: number
+}
+
+/**
+ * Bounds of `start`: `connectTimeoutMs` (default 5000) for a connection to open before its
+ * generation falls back to the relay; `parkedMax` (default 16) hellos held for generations not
+ * opened yet, each for at most `parkedMs` (default 30000); `messageBytesMax` (default 256 MiB) the
+ * largest step taken.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface PeerRingOptions extends PeerAddresses {
+  readonly rank: Rank
+  readonly connectTimeoutMs?: number
+  readonly parkedMax?: number
+  readonly parkedMs?: number
+  readonly messageBytesMax?: number
+}
+
+/** Default `PeerRingOptions.connectTimeoutMs`. @since 0.1.0 @category limits */
+export const connectTimeoutMsDefault = 5000
+/** Default `PeerRingOptions.parkedMax`. @since 0.1.0 @category limits */
+export const parkedMaxDefault = 16
+/** Default `PeerRingOptions.parkedMs`. @since 0.1.0 @category limits */
+export const parkedMsDefault = 30_000
+/** Default `PeerRingOptions.messageBytesMax`. @since 0.1.0 @category limits */
+export const messageBytesMaxDefault = 256 * 1024 * 1024
+
+/**
+ * Close codes of a refused connection: `BadHello` (4020: not a hello, or a wrong token),
+ * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
+ * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const closeCodes = { BadHello: 4020, NotNeighbour: 4021, TooManyParked: 4022, BadStep: 4023, Superseded: 4024 } as const
+
+/**
+ * One generation's two direct links: the outgoing one to the next neighbour and the incoming one
+ * from the previous neighbour (module doc).
+ *
+ * - `connected`: resolves `true` once the outgoing link is open, `false` when it cannot be made
+ *   (then send through the relay).
+ * - `send`: sends one step on the outgoing link; `false` when it is not open (not yet, or no more).
+ * - `onMessage`: the incoming link's steps, in the order sent.
+ * - `close`: closes both.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface PeerEnd {
+  readonly generation: number
+  readonly connected: Promise<boolean>
+  readonly send: (message: RuntimeTypes.RingWire) => boolean
+  readonly onMessage: (callback: (message: RuntimeTypes.RingWire) => void) => void
+  readonly close: () => void
+}
+
+/**
+ * A rank's direct ring links (`start`): `open` one generation's links (ring order `peers`, this
+ * rank at `ringRank`); `listening()` whether its listener is bound; `close` everything.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface PeerRing {
+  readonly open: (generation: number, peers: ReadonlyArray<Rank>, ringRank: number) => PeerEnd
+  readonly listening: () => boolean
+  readonly close: () => void
+}
+
+interface Hello {
+  readonly token: string
+  readonly generation: number
+  readonly from: number
+}
+
+const helloOf = (text: string): Hello | undefined => {
+  try {
+    const value = JSON.parse(text) as Partial<Hello>
+    if (typeof value.token !== "string" || !Number.isSafeInteger(value.generation) || !Number.isSafeInteger(value.from)) return undefined
+    return value as Hello
+  } catch {
+    return undefined
+  }
+}
+
+/** Compares two strings in time independent of where they differ. */
+const sameToken = (a: string, b: string): boolean => {
+  if (a.length !== b.length) return false
+  let diff = 0
+  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
+  return diff === 0
+}
+
+interface Incoming {
+  readonly socket: RuntimeTypes.RawSocket
+  deliver: ((message: RuntimeTypes.RingWire) => void) | undefined
+}
+
+interface Generation {
+  readonly generation: number
+  readonly prev: Rank
+  readonly received: Array<RuntimeTypes.RingWire>
+  deliver: ((message: RuntimeTypes.RingWire) => void) | undefined
+  incoming: Incoming | undefined
+  closed: boolean
+}
+
+/** Decodes one step of generation `into` from its previous neighbour; `false` when it is not one. */
+const take = (data: Uint8Array, into: Generation): boolean => {
+  const decoded = Codec.decode(data, { from: into.prev })
+  if (Result.isFailure(decoded)) return false
+  const message = decoded.success.message
+  if (message._tag !== "RingData" || message.generation !== into.generation) return false
+  const step = { generation: message.generation, round: message.round, step: message.step, data: message.data }
+  if (into.deliver !== undefined) into.deliver(step)
+  else into.received.push(step)
+  return true
+}
+
+/**
+ * The outgoing link of `generation` to rank `next`: `connected` resolves `true` once it is open and
+ * the hello went out, `false` when it cannot be made within `connectTimeoutMs` or closes first.
+ */
+const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+  const url = options.urls[next]
+  // Start data travels as JSON: a rank without a listener has `null` there.
+  if (typeof url !== "string" || next === options.rank) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+  let open = false
+  let ended = false
+  let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
+  const connected = new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => {
+      if (open) return
+      ended = true
+      socket?.drop()
+      resolve(false)
+    }, connectTimeoutMs)
+    try {
+      socket = Select.connectWs(url, {
+        open: () => {
+          if (ended) return
+          open = true
+          clearTimeout(timer)
+          socket!.send(JSON.stringify({ token: options.token, generation, from: options.rank }))
+          resolve(true)
+        },
+        message: () => {},
+        close: () => {
+          ended = true
+          open = false
+          clearTimeout(timer)
+          resolve(false)
+        }
+      }, undefined, { unmasked: true })
+    } catch {
+      ended = true
+      clearTimeout(timer)
+      resolve(false)
+    }
+  })
+  return {
+    connected,
+    socket: () => (open && !ended ? socket : undefined),
+    close: () => {
+      ended = true
+      socket?.close(1000, "generation over")
+    }
+  }
+}
+
+/** Older generations are over: their incoming links close. */
+const closeOlder = (generations: Map<number, Generation>, generation: number): void => {
+  for (const [g, older] of generations) {
+    if (g >= generation) continue
+    older.closed = true
+    older.incoming?.socket.close(closeCodes.Superseded, "generation over")
+    generations.delete(g)
+  }
+}
+
+/**
+ * Starts listening on `options.host`:`options.port` (in the background: until it is bound, and
+ * for good when it cannot bind, neighbours fall back to the relay) and returns the rank's links.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const start = (options: PeerRingOptions): PeerRing => {
+  const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
+  const parkedMax = options.parkedMax ?? parkedMaxDefault
+  const parkedMs = options.parkedMs ?? parkedMsDefault
+  const messageBytesMax = options.messageBytesMax ?? messageBytesMaxDefault
+  const generations = new Map<number, Generation>()
+  let newest = -1
+  const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
+  let bound = false
+  let closed = false
+  let server: RuntimeTypes.RawServer | undefined
+
+  /** Attaches an authenticated incoming link to its generation, or closes it. */
+  const attach = (hello: Hello, incoming: Incoming): void => {
+    const target = generations.get(hello.generation)
+    if (target === undefined || target.closed || target.prev !== hello.from || target.incoming !== undefined) {
+      return incoming.socket.close(closeCodes.NotNeighbour, "not this generation's previous neighbour")
+    }
+    target.incoming = incoming
+    incoming.deliver = (step) => (target.deliver !== undefined ? target.deliver(step) : void target.received.push(step))
+  }
+
+  const unpark = (): void => {
+    const nowMs = Date.now()
+    for (let i = parked.length - 1; i >= 0; i--) {
+      const entry = parked[i]!
+      if (entry.hello.generation <= newest) {
+        parked.splice(i, 1)
+        attach(entry.hello, entry.incoming)
+      } else if (nowMs - entry.atMs > parkedMs) {
+        parked.splice(i, 1)
+        entry.incoming.socket.close(closeCodes.NotNeighbour, "its generation never came")
+      }
+    }
+  }
+
+  const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers => {
+    const incoming: Incoming = { socket, deliver: undefined }
+    let hello: Hello | undefined
+    return {
+      message: (data) => {
+        if (hello === undefined) {
+          const said = typeof data === "string" ? helloOf(data) : undefined
+          if (said === undefined || !sameToken(said.token, options.token)) return socket.close(closeCodes.BadHello, "bad hello")
+          hello = said
+          if (said.generation <= newest) return attach(said, incoming)
+          unpark()
+          if (parked.length >= parkedMax) return socket.close(closeCodes.TooManyParked, "too many links wait for their generation")
+          parked.push({ hello: said, incoming, atMs: Date.now() })
+          return
+        }
+        const target = generations.get(hello.generation)
+        if (typeof data === "string" || target === undefined) return
+        if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
+      },
+      close: () => {
+        const at = parked.findIndex((entry) => entry.incoming === incoming)
+        if (at >= 0) parked.splice(at, 1)
+      }
+    }
+  }
+
+  const listen = typeof options.urls[options.rank] === "string"
+    ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
+    : Promise.reject(new Error("no port"))
+  listen.then(
+    (listening) => {
+      if (closed) return void listening.close()
+      server = listening
+      bound = true
+    },
+    () => {
+      // Another process took the port: neighbours fall back to the relay for this rank.
+    }
+  )
+
+  return {
+    listening: () => bound,
+    open: (generation, peers, ringRank) => {
+      const n = peers.length
+      const prev = peers[(ringRank - 1 + n) % n]!
+      const next = peers[(ringRank + 1) % n]!
+      const entry: Generation = { generation, prev, received: [], deliver: undefined, incoming: undefined, closed: false }
+      generations.set(generation, entry)
+      newest = Math.max(newest, generation)
+      closeOlder(generations, generation)
+      unpark()
+      const outgoing = connect(options, connectTimeoutMs, generation, next)
+      return {
+        generation,
+        connected: outgoing.connected,
+        send: (message) => {
+          const socket = outgoing.socket()
+          if (socket === undefined) return false
+          const step: RingData = { _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }
+          socket.send(Codec.encode({ from: options.rank, message: step }))
+          return true
+        },
+        onMessage: (callback) => {
+          entry.deliver = callback
+          for (const step of entry.received.splice(0)) callback(step)
+        },
+        close: () => {
+          entry.closed = true
+          outgoing.close()
+          entry.incoming?.socket.close(closeCodes.Superseded, "generation over")
+          if (generations.get(generation) === entry) generations.delete(generation)
+        }
+      }
+    },
+    close: () => {
+      closed = true
+      for (const entry of generations.values()) entry.incoming?.socket.close(closeCodes.Superseded, "rank ends")
+      generations.clear()
+      void server?.close()
+    }
+  }
+}
+
+/**
+ * `count` free TCP ports on `host` for the ranks' listeners (`PeerAddresses`), picked by the host
+ * before it starts them. A port another process takes in between leaves its rank without a
+ * listener: its neighbour falls back to the relay.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const freePorts = (host: string, count: number): Promise<ReadonlyArray<number>> => freePortsOn(host, count)

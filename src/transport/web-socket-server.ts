@@ -1,0 +1,544 @@
+/**
+ * The WebSocket transport's server: the coordinator's end (`serve`), which checks each join,
+ * admits or refuses it, and holds the links of ranks that may resume. The protocol is described in
+ * `web-socket.ts`, which re-exports this module.
+ *
+ * @since 0.1.0
+ */
+import * as Effect from "effect/Effect"
+import * as Scope from "effect/Scope"
+import * as DeathReport from "../actor/death-report.ts"
+import type { JoinRefusal } from "../core/inputs.ts"
+import * as HeldLink from "./internal/held-link.ts"
+import * as Hub from "./internal/hub.ts"
+import * as Select from "../platform/select.ts"
+import type * as RuntimeTypes from "../platform/types.ts"
+import * as Transport from "./transport.ts"
+import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.ts"
+
+/**
+ * Server options, beside `Transport.Options`:
+ *
+ * - `runToken`: the secret every join must carry (required), at least `runTokenLengthMin` (16)
+ *   characters; a shorter one fails `serve` with `TransportError` `TokenTooShort`. Compared in
+ *   constant time.
+ * - `worldSize`: ranks accepted are `[0, worldSize)` (required).
+ * - `host`: the address to bind; default `"127.0.0.1"` (loopback only).
+ * - `port`: default `0` (any free port; read it from `ServerHandle.port`).
+ * - `joinTimeoutMs`: milliseconds a connection may take to join; default `joinTimeoutMsDefault` (5000).
+ * - `pendingJoinsMax`: connections open but not yet joined; one more is refused with
+ *   `CloseCode.TryAgainLater` (1013); default `pendingJoinsMaxDefault` (64).
+ * - `pendingJoinsPerAddressMax` (integer >= 0; default `pendingJoinsPerAddressMaxDefault`, 16):
+ *   connections open but not yet joined from one IP address (an IPv4 peer of a dual-stack
+ *   listener counts as its IPv4 address); one more from that address is refused with
+ *   `CloseCode.AddressBusy` (4008), so that one host flooding the server with connections that
+ *   never join holds at most this many of the `pendingJoinsMax` slots and ranks on other hosts
+ *   still join. A code of its own rather than 1013, so that `refusals` tells a busy address from
+ *   a full server; `connect` retries both.
+ * - `welcome(rank)`: a JSON value sent in the welcome as `run` (what a joining rank needs to
+ *   know of the run: its seed, batch size...); default none.
+ * - `endCause(rank, closeCode)`: the death cause of a joined rank's link that closed with
+ *   `closeCode`, when its supervisor knows better than the socket (the rank's process was killed);
+ *   `undefined` (default): `Disconnected{closeCode}`.
+ * - `onJoined(rank, remoteAddress, credentialId)` and `onRefused(closeCode, reason, remoteAddress)`:
+ *   observers of each accepted and each refused join, called synchronously; they must not throw.
+ *   `credentialId` is the id of the rank's credential, `undefined` when it joined with `runToken`.
+ * - `credential(token)`: reads a join's token that is not `runToken` as a rank's own credential
+ *   (`Credential`; the launcher's are HMACs of the run token, `src/transport/credentials.ts`):
+ *   `undefined` when it is none (`WrongToken` 4001), or the refusal's close code (revoked,
+ *   expired). A credential for index `r` joins as `r` when it asks for `"auto"`; asking for
+ *   another index, or resuming as another rank, is `CredentialMismatch` (4021), and so is an
+ *   `"any"` credential's second index. Default none: only `runToken` joins.
+ * - `onResumed(rank, remoteAddress, silentMs)`: likewise, each resumed link (protocol 2), with the
+ *   milliseconds since anything of the rank had arrived before its resume.
+ * - `admit(asked, taken)` (a run that may grow): decides each join after `markFormed`
+ *   instead of the `RunFormed` (4010) refusal, synchronously: `asked` is the index the join asked
+ *   for (any JSON value; `"auto"` for the lowest vacant one), `taken(r)` whether index `r` already
+ *   had a link on this server (live, ended, or joining). It returns `{rank}` (the join takes that
+ *   index: any integer `>= 0`, beyond `worldSize` too) or `{closeCode, reason}` (refused). Default
+ *   none: a run that cannot grow. With it, before `markFormed`, a join the formation cannot take
+ *   (`"auto"` with every formation rank taken, or an index `>= worldSize`) is refused with
+ *   `TryAgainLater` (1013), which `connect` retries, not for good: it joins the running run.
+ *
+ * For ranks that join with protocol 2 (resumable links, `ClientOptions.resumable`):
+ *
+ * - `resumeWindowMs` (integer ms > 0; default `resumeWindowMsDefault`, 2000): how long the link of
+ *   a rank whose socket dropped (closed without a close frame: 1006, 1005, 1001, 4031) is held for
+ *   the rank to resume before it ends as `Disconnected{code}`. A socket seen closing is most often
+ *   a rank process that ended (its host closed the connection), or a rank that cut its own socket
+ *   and is already resuming; a cut link is usually not seen closing at all, and the coordinator's
+ *   heartbeat timeout decides, as for any silent rank.
+ * - `pieceBytes` (integer > 0; default `pieceBytesDefault`, 64 KiB): the largest piece a message
+ *   travels in (both ways; see `internal/session.ts`).
+ * - `resendBytesMax` (integer > 0; default `resendBytesMaxDefault`, 64 MiB): bytes per link kept
+ *   until the rank acknowledged them; a resume that needs more than was kept, or more than this
+ *   waiting to go out, ends the link with `ResumeLost` (4030).
+ * - `pingIntervalMs` (integer ms > 0; default `serverPingIntervalMsDefault`, 500): how often the
+ *   server sends each such rank a ping carrying its acknowledgement.
+ *
+ * The listener's own resources:
+ *
+ * - `connectionsMax` (integer > 0; default `connectionsMaxOf(worldSize, pendingJoinsMax)`):
+ *   connections the listener holds at once, joined or not (ranks, their resumes, pending joins,
+ *   plain HTTP requests); one more is closed as it arrives, before any join, and told to
+ *   `onResource` as `ConnectionRefused`. So connections to the rank port, however many, hold at
+ *   most this many of the coordinator process's file descriptors (its files and worker ranks need
+ *   the rest), and a rank already joined keeps its link. Enforced under Node; `Bun.serve` and
+ *   `Deno.serve` count no connections.
+ * - `onResource(event)`: the listener's resource events (`ConnectionRefused` at the cap,
+ *   `AcceptFailed`, code `EMFILE` when the process is out of descriptors), the coordinator's
+ *   problem and never a rank's; called synchronously, must not throw; default ignored.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface ServerOptions extends Transport.Options {
+  readonly runToken: string
+  readonly worldSize: number
+  readonly host?: string
+  readonly port?: number
+  readonly joinTimeoutMs?: number
+  readonly pendingJoinsMax?: number
+  readonly pendingJoinsPerAddressMax?: number
+  readonly welcome?: (rank: Transport.Peer) => unknown
+  readonly endCause?: (rank: Transport.Peer, closeCode: number) => DeathReport.DeathCause | undefined
+  readonly onJoined?: (rank: Transport.Peer, remoteAddress: string, credentialId?: string) => void
+  readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
+  readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
+  readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
+  readonly resumeWindowMs?: number
+  readonly pieceBytes?: number
+  readonly resendBytesMax?: number
+  readonly pingIntervalMs?: number
+  readonly connectionsMax?: number
+  readonly onResource?: (event: RuntimeTypes.ResourceEvent) => void
+  /**
+   * Answers plain HTTP requests on the server's port (`cohort serve --serve-browser` serves its
+   * page this way); default: 426 to each.
+   */
+  readonly http?: RuntimeTypes.HttpHandler
+  readonly credential?: (token: string) => Credential | { readonly closeCode: number; readonly reason: string } | undefined
+  /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
+  readonly tls?: RuntimeTypes.TlsIdentity | undefined
+}
+
+/**
+ * A credential of one rank (`ServerOptions.credential`): its `id` (named in the journal and by
+ * revocations, never secret) and the `rank` index it admits, or `"any"`: the first index it
+ * joins as, and that one only.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Credential {
+  readonly id: string
+  readonly rank: Transport.Peer | "any"
+}
+
+/**
+ * `ServerOptions.admit`'s answer for a join into a running run: the index it takes, or the
+ * refusal's close code and reason.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export type Admission = { readonly rank: Transport.Peer } | { readonly closeCode: number; readonly reason: string }
+
+/**
+ * An `admit` answer from a core's join decision: `asked` as the join gave it (`"auto"`,
+ * or an index), `decide` the core's verdict for it (`Coordinator.joinVerdict`: the index the join
+ * takes, or `[reason, detail]`). A refusal closes with `Transport.joinRefusalCloseCode[reason]`;
+ * an `asked` that is neither `"auto"` nor a number is `JoinBadIndex` (4014).
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const admission = (
+  asked: unknown,
+  decide: (asked: Transport.Peer | undefined) => Transport.Peer | readonly [JoinRefusal, string]
+): Admission => {
+  if (asked !== "auto" && typeof asked !== "number") {
+    return { closeCode: Transport.CloseCode.JoinBadIndex, reason: `rank index ${JSON.stringify(asked)} is not an integer >= 0` }
+  }
+  const verdict = decide(asked === "auto" ? undefined : asked)
+  return typeof verdict === "number" ? { rank: verdict } : { closeCode: Transport.joinRefusalCloseCode[verdict[0]], reason: verdict[1] }
+}
+
+/** Default `ServerOptions.resumeWindowMs`: 2000 ms. @since 0.1.0 @category options */
+export const resumeWindowMsDefault = 2000
+
+/** Default `ServerOptions.pingIntervalMs`: 500 ms. @since 0.1.0 @category options */
+export const serverPingIntervalMsDefault = 500
+
+/** Default `joinTimeoutMs`: 5000 ms. @since 0.1.0 @category options */
+export const joinTimeoutMsDefault = 5000
+
+/** Default `pendingJoinsMax`: 64 connections. @since 0.1.0 @category options */
+export const pendingJoinsMaxDefault = 64
+
+/**
+ * Default `ServerOptions.connectionsMax` for `ranks` ranks (the largest index a join may take,
+ * plus one) and `pendingJoinsMax`: two connections a rank (its link and a resume that replaces
+ * it), every pending join, and `connectionsSpare` (64) more for plain HTTP requests and
+ * connections closing.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const connectionsMaxOf = (ranks: number, pendingJoinsMax: number = pendingJoinsMaxDefault): number =>
+  2 * ranks + pendingJoinsMax + connectionsSpare
+
+/** The connections `connectionsMaxOf` adds beyond ranks and pending joins: 64. @since 0.1.0 @category options */
+export const connectionsSpare = 64
+
+/** Default `pendingJoinsPerAddressMax`: 16 connections from one IP address. @since 0.1.0 @category options */
+export const pendingJoinsPerAddressMaxDefault = 16
+
+/** The shortest `runToken` `serve` accepts: 16 characters. @since 0.1.0 @category options */
+export const runTokenLengthMin = 16
+
+/** Default bind address: loopback. @since 0.1.0 @category options */
+export const hostDefault = "127.0.0.1"
+
+/**
+ * A listening server: its endpoint (peer id `coordinatorPeer`), bound `host` and `port`, `url`
+ * (`ws://host:port/`, an IPv6 host in brackets) and counters of refused joins by close code.
+ *
+ * - `markFormed()`: the run formed; every later join is refused with `RunFormed` (4010), or
+ *   `RankDead` (4011) for a dead rank.
+ * - `connected(rank)`: whether `rank` joined and its link has not ended.
+ * - `end(rank, cause)`: ends `rank` from outside (its supervisor saw its process end): its
+ *   `Ended{rank, cause}` is delivered after the frames already received, unless its link already
+ *   ended (the first end wins); a rank that never joined gets its `Ended` too, and can no longer join.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface ServerHandle {
+  readonly transport: Transport.TransportShape
+  readonly host: string
+  readonly port: number
+  readonly url: string
+  readonly refusals: Effect.Effect<Readonly<Record<number, number>>>
+  readonly markFormed: () => void
+  readonly connected: (rank: Transport.Peer) => boolean
+  readonly end: (rank: Transport.Peer, cause: DeathReport.DeathCause) => void
+}
+
+const encoder = new TextEncoder()
+
+// Compares without an early exit so that the time taken does not reveal the matching prefix.
+const sameToken = (a: string, b: string): boolean => {
+  const x = encoder.encode(a)
+  const y = encoder.encode(b)
+  let diff = x.length ^ y.length
+  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0)
+  return diff === 0
+}
+
+// A v4-mapped IPv6 address ("::ffff:127.0.0.1") is the same peer as its IPv4 address.
+const addressKey = (remoteAddress: string): string =>
+  remoteAddress.toLowerCase().startsWith("::ffff:") && remoteAddress.includes(".") ? remoteAddress.slice(7) : remoteAddress
+
+/** A resume (protocol 2): the session, the messages the rank received, and its attempt's number. */
+interface Resume {
+  readonly session: string
+  readonly received: number
+  readonly attempt: number
+}
+
+interface Join {
+  readonly token: string
+  readonly rank: unknown
+  readonly version: 1 | 2
+  readonly resume: Resume | undefined
+}
+
+const parseResume = (value: unknown): Resume | undefined => {
+  if (typeof value !== "object" || value === null) return undefined
+  const { session, received, attempt } = value as { session?: unknown; received?: unknown; attempt?: unknown }
+  return typeof session === "string" && Number.isSafeInteger(received) && Number.isSafeInteger(attempt)
+    ? { session, received: received as number, attempt: attempt as number }
+    : undefined
+}
+
+const parseJoin = (data: Uint8Array | string): Join | undefined => {
+  if (typeof data !== "string" || data.length > 4096) return undefined
+  try {
+    const value = JSON.parse(data) as { token?: unknown; rank?: unknown; v?: unknown; resume?: unknown }
+    if (typeof value !== "object" || value === null || typeof value.token !== "string") return undefined
+    if (value.v === undefined || value.v === 1) return { token: value.token, rank: value.rank, version: 1, resume: undefined }
+    if (value.v !== 2) return undefined
+    const resume = value.resume === undefined ? undefined : parseResume(value.resume)
+    if (value.resume !== undefined && resume === undefined) return undefined
+    return { token: value.token, rank: value.rank, version: 2, resume }
+  } catch {
+    return undefined
+  }
+}
+
+/**
+ * Starts a server in the current scope; closing the scope closes every connection and the
+ * listener. Fails with `TransportError`: `TokenTooShort` for a `runToken` under
+ * `runTokenLengthMin` characters, `ConnectFailed` when it cannot bind.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Transport.TransportError, Scope.Scope> =>
+  Effect.gen(function*() {
+    // Long because it is a factory: the closures it returns share its state, and each is short.
+    if (options.runToken.length < runTokenLengthMin) {
+      return yield* new Transport.TransportError({
+        reason: { _tag: "TokenTooShort", length: options.runToken.length, runTokenLengthMin }
+      })
+    }
+    const hub = yield* Hub.make(Transport.coordinatorPeer, options)
+    const host = options.host ?? hostDefault
+    const joinTimeoutMs = options.joinTimeoutMs ?? joinTimeoutMsDefault
+    const pendingJoinsMax = options.pendingJoinsMax ?? pendingJoinsMaxDefault
+    const pendingJoinsPerAddressMax = options.pendingJoinsPerAddressMax ?? pendingJoinsPerAddressMaxDefault
+    let pending = 0
+    const pendingByAddress = new Map<string, number>()
+    const joined = new Set<Transport.Peer>()
+    const ended = new Set<Transport.Peer>()
+    let formed = false
+    // The index each credential joined as: a credential for "any" index takes one, once.
+    const credentialRank = new Map<string, Transport.Peer>()
+    const credentialMisbound = (credential: Credential | undefined, rank: Transport.Peer): string | undefined => {
+      if (credential === undefined) return undefined
+      const bound = credentialRank.get(credential.id) ?? (credential.rank === "any" ? rank : credential.rank)
+      return bound === rank ? undefined : `credential ${credential.id} is for rank ${bound}, not ${rank}`
+    }
+    const refusals: Record<number, number> = {}
+    const timers = new Set<ReturnType<typeof setTimeout>>()
+    /** Links of ranks that joined with protocol 2: they outlive their sockets. */
+    const helds = new Map<Transport.Peer, HeldLink.Held>()
+    const holdOptions = {
+      hub,
+      pieceBytes: options.pieceBytes ?? pieceBytesDefault,
+      resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
+      resumeWindowMs: options.resumeWindowMs ?? resumeWindowMsDefault,
+      pingIntervalMs: options.pingIntervalMs ?? serverPingIntervalMsDefault,
+      // The coordinator pings as long as its process runs: it stops sending heartbeats once the
+      // run saves and stops, and its ranks must not take that for a cut.
+      pingAfterSendMs: Number.POSITIVE_INFINITY
+    }
+
+    // Before `markFormed`: whether the formation can take a join for `asked` (a free formation
+    // index for "auto", or any index below `worldSize`; the checks below refuse the rest).
+    const isFormationIndex = (asked: unknown): boolean =>
+      asked === "auto"
+        ? joined.size < options.worldSize
+        : !(typeof asked === "number" && Number.isSafeInteger(asked) && asked >= options.worldSize)
+
+    const open = (socket: RuntimeTypes.RawSocket, remoteAddress: string): RuntimeTypes.SocketHandlers => {
+      // Long because it is a factory: the closures it returns share its state, and each is short.
+      const address = addressKey(remoteAddress)
+      let link: Hub.Link | undefined
+      let linkRank: Transport.Peer | undefined
+      /** The held link this socket carries (protocol 2), once welcomed or resumed. */
+      let held: HeldLink.Held | undefined
+      let refused = false
+      const refuse = (code: number, reason: string) => {
+        if (refused) return
+        refused = true
+        refusals[code] = (refusals[code] ?? 0) + 1
+        socket.close(code, reason)
+        try {
+          options.onRefused?.(code, reason, remoteAddress)
+        } catch {
+          // an observer only watches
+        }
+      }
+      if (pending >= pendingJoinsMax) {
+        refuse(Transport.CloseCode.TryAgainLater, "too many pending joins")
+        return { message: () => {}, close: () => {} }
+      }
+      const fromAddress = pendingByAddress.get(address) ?? 0
+      if (fromAddress >= pendingJoinsPerAddressMax) {
+        refuse(Transport.CloseCode.AddressBusy, "too many pending joins from this address")
+        return { message: () => {}, close: () => {} }
+      }
+      pending += 1
+      pendingByAddress.set(address, fromAddress + 1)
+      // A timed-out connection frees its slot at once, not when its close completes.
+      const timer = setTimeout(() => {
+        settle()
+        refuse(Transport.CloseCode.JoinTimeout, "join timeout")
+      }, joinTimeoutMs)
+      timers.add(timer)
+      let settled = false
+      const settle = () => {
+        if (settled) return
+        settled = true
+        pending -= 1
+        const left = (pendingByAddress.get(address) ?? 1) - 1
+        if (left === 0) pendingByAddress.delete(address)
+        else pendingByAddress.set(address, left)
+        clearTimeout(timer)
+        timers.delete(timer)
+      }
+      // The join is in: its link opens and the welcome goes out.
+      const accept = (joinedRank: Transport.Peer, version: 1 | 2, credential?: Credential): void => {
+        const misbound = credentialMisbound(credential, joinedRank)
+        if (misbound !== undefined) return refuse(Transport.CloseCode.CredentialMismatch, misbound)
+        if (credential !== undefined) credentialRank.set(credential.id, joinedRank)
+        joined.add(joinedRank)
+        const run = options.welcome?.(joinedRank)
+        const runField = run === undefined ? {} : { run }
+        if (version === 2) {
+          held = HeldLink.hold({
+            ...holdOptions,
+            rank: joinedRank,
+            endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
+            ended: () => void ended.add(joinedRank)
+          }, socket, (session) => socket.send(JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField })))
+          helds.set(joinedRank, held)
+        } else {
+          link = hub.attach(joinedRank, {
+            post: (message) => socket.send(message),
+            close: (code) => socket.close(code, "closed by coordinator")
+          })
+          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField }))
+        }
+        linkRank = joinedRank
+        try {
+          options.onJoined?.(joinedRank, remoteAddress, credential?.id)
+        } catch {
+          // an observer only watches
+        }
+      }
+      // A rank of protocol 2 comes back on a new socket: the held link goes on there.
+      const resume = (rank: unknown, asked: Resume): void => {
+        const found = typeof rank === "number" ? helds.get(rank) : undefined
+        if (found === undefined || found.id !== asked.session) {
+          return typeof rank === "number" && ended.has(rank)
+            ? refuse(Transport.CloseCode.RankDead, "the rank is dead")
+            : refuse(Transport.CloseCode.ResumeLost, "no such session")
+        }
+        const refusal = found.resume(socket, asked.received, asked.attempt, (received, silentMs) => {
+          socket.send(JSON.stringify({ v: 2, welcome: rank, session: found.id, received }))
+          try {
+            options.onResumed?.(rank as Transport.Peer, remoteAddress, silentMs)
+          } catch {
+            // an observer only watches
+          }
+        })
+        if (refusal !== undefined) return refuse(refusal.closeCode, refusal.reason)
+        held = found
+      }
+      return {
+        message: (data) => {
+          if (held !== undefined) {
+            if (typeof data === "string") return socket.close(Transport.CloseCode.BadBatch, "text after the join")
+            return held.receive(socket, data)
+          }
+          if (link !== undefined) {
+            if (typeof data === "string") return link.close(Transport.CloseCode.BadBatch)
+            return link.receive(data)
+          }
+          if (refused) return
+          settle()
+          const join = parseJoin(data)
+          if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
+          // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
+          const isRunToken = sameToken(join.token, options.runToken)
+          const checked = isRunToken ? undefined : options.credential?.(join.token)
+          if (!isRunToken && checked === undefined) return refuse(Transport.CloseCode.WrongToken, "wrong token")
+          if (checked !== undefined && "closeCode" in checked) return refuse(checked.closeCode, checked.reason)
+          const credential = checked
+          if (join.resume !== undefined) {
+            const misbound = typeof join.rank === "number" ? credentialMisbound(credential, join.rank) : "a resume names its rank"
+            return misbound === undefined ? resume(join.rank, join.resume) : refuse(Transport.CloseCode.CredentialMismatch, misbound)
+          }
+          // A credential for one index joins as that index when asked for "auto".
+          let rank = join.rank === "auto" && typeof credential?.rank === "number" ? credential.rank : join.rank
+          if (formed && options.admit !== undefined) {
+            // A run that may grow: its shell decides, from the core's state.
+            let admission: Admission
+            try {
+              admission = options.admit(rank, (r) => joined.has(r))
+            } catch (error) {
+              admission = { closeCode: Transport.CloseCode.BadJoin, reason: DeathReport.errorMessage(error) }
+            }
+            if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
+            if (joined.has(admission.rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
+            return accept(admission.rank, join.version, credential)
+          }
+          if (options.admit !== undefined && !isFormationIndex(rank)) {
+            // A run that may grow, still forming: a join the formation cannot take
+            // (every formation index taken, or one beyond them) is one for the running run, so it
+            // is asked to come back (`connect` retries 1013) instead of refused for good.
+            return refuse(Transport.CloseCode.TryAgainLater, "the run is forming: join again once it formed")
+          }
+          if (rank === "auto") {
+            if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
+            const free = Array.from({ length: options.worldSize }, (_, r) => r).find((r) => !joined.has(r))
+            if (free === undefined) return refuse(Transport.CloseCode.DuplicateRank, "every rank is taken")
+            rank = free
+          }
+          if (typeof rank !== "number" || !Number.isInteger(rank) || rank < 0 || rank >= options.worldSize) {
+            return refuse(Transport.CloseCode.RankOutOfRange, "rank out of range")
+          }
+          if (ended.has(rank)) return refuse(Transport.CloseCode.RankDead, "the rank is dead")
+          if (formed) return refuse(Transport.CloseCode.RunFormed, "the run already formed")
+          if (joined.has(rank)) return refuse(Transport.CloseCode.DuplicateRank, "duplicate rank")
+          return accept(rank, join.version, credential)
+        },
+        close: (code) => {
+          settle()
+          if (held !== undefined) return held.closed(socket, code)
+          if (link === undefined || linkRank === undefined) return
+          ended.add(linkRank)
+          link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
+        }
+      }
+    }
+
+    const server = yield* Effect.tryPromise({
+      try: () =>
+        Select.serveWs({
+          host,
+          port: options.port ?? 0,
+          maxPayloadBytes: hub.options.messageBytesMax,
+          open,
+          connectionsMax: options.connectionsMax ?? connectionsMaxOf(options.worldSize, pendingJoinsMax),
+          ...(options.onResource === undefined ? {} : { onResource: options.onResource }),
+          ...(options.http === undefined ? {} : { http: options.http }),
+          ...(options.tls === undefined ? {} : { tls: options.tls })
+        }),
+      catch: (error) =>
+        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
+    })
+    yield* Effect.addFinalizer(() =>
+      Effect.promise(async () => {
+        for (const timer of timers) clearTimeout(timer)
+        for (const held of helds.values()) held.stop()
+        hub.flushAll()
+        await server.close()
+        hub.shutdown()
+      })
+    )
+    return {
+      transport: hub.transport,
+      host,
+      port: server.port,
+      url: `${options.tls === undefined ? "ws" : "wss"}://${host.includes(":") ? `[${host}]` : host}:${server.port}/`,
+      refusals: Effect.sync(() => ({ ...refusals })),
+      markFormed: () => {
+        formed = true
+      },
+      connected: (rank) => joined.has(rank) && !ended.has(rank),
+      end: (rank, cause) => {
+        if (ended.has(rank)) return
+        ended.add(rank)
+        const held = helds.get(rank)
+        if (held !== undefined) return held.end(cause)
+        // A rank that never joined still gets its end, through a link of its own that carries nothing.
+        const link = joined.has(rank) ? hub.link(rank) : hub.attach(rank, { post: () => {}, close: () => {} })
+        joined.add(rank)
+        link?.end(cause)
+      }
+    }
+  })
