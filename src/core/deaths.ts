@@ -127,6 +127,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     // A joiner that dies before it entered the rounds was never a member: not a failure of the limit.
     if (running && d.kind === "death" && state.joining.has(d.rank)) state.counters.joinersLost += 1
     state.joining.delete(d.rank)
+    state.unreachable.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)

@@ -96,6 +96,12 @@ export interface State {
   readonly exits: Array<Rank>
   /** Every departure while the run trained, with what it cost (`Leave`), in declaration order. */
   readonly leaves: Array<Leave>
+  /**
+   * Live ranks a send to failed (`SendFailed`), not heard from since: no chunk is handed to them
+   * until a frame of theirs arrives or they leave. Without it, two unreachable idle ranks would
+   * hand a taken-back chunk to each other for ever within one step.
+   */
+  readonly unreachable: Set<Rank>
   /** Each rank's last `Progress.samplesDone` and its epoch (ranks that reported only). */
   readonly reportedDone: Map<Rank, { epoch: number; samplesDone: number }>
   readonly summaries: Array<EpochSummary>
@@ -245,6 +251,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     exits: [],
     leaves: [],
     reportedDone: new Map(),
+    unreachable: new Set(),
     summaries: [],
     evals: [],
     pendingReports: [],

@@ -2,7 +2,7 @@
 // remainder and the samples the survivors train again.
 import { describe, expect, it } from "vitest"
 import * as Coordinator from "../../src/core/coordinator.ts"
-import { frame, heartbeat, make, params, report, tick } from "./harness.ts"
+import { frame, heartbeat, make, params, ranges, report, tick } from "./harness.ts"
 
 describe("departures' cost lines", () => {
   it("static: a graceful exit, a crash and a silent leave, each with its kind, times, remainder and redone samples", () => {
@@ -48,5 +48,25 @@ describe("departures' cost lines", () => {
     frame(s, 0, 3, { _tag: "Exiting" })
     frame(s, 1, 4, { _tag: "Exiting" })
     expect(s.leaves).toEqual([])
+  })
+})
+
+describe("unreachable ranks", () => {
+  it("a chunk taken back from a rank a send failed to is never handed to another rank a send failed to (no ping-pong within a step)", () => {
+    const s = make({ worldSize: 3, epochSamples: 960, epochs: 1, mode: "progressive", batchSize: 4, chunkSamples: 8 })
+    const started = Coordinator.start(s)
+    const assigned = ranges(s, started, "AssignChunk")
+    const failed = (rank: number) =>
+      assigned.filter(([to]) => to === rank).flatMap(([to, offset, size]) =>
+        Coordinator.step(s, { _tag: "SendFailed", rank: to, nowMs: 1, message: { _tag: "AssignChunk", epoch: 0, offset, size }, reason: "PeerGone" })
+      )
+    // Rank 1's chunks come back; the others are full: nobody is woken.
+    expect(ranges(s, failed(1), "AssignChunk")).toEqual([])
+    // Rank 2's chunks come back: rank 1 is idle but unreachable, so it is not given them.
+    expect(ranges(s, failed(2), "AssignChunk").filter(([to]) => to === 1 || to === 2)).toEqual([])
+    // A frame from rank 1 shows it is there again: the next wake-up fills it.
+    frame(s, 1, 2, { _tag: "Heartbeat" })
+    frame(s, 0, 3, { _tag: "ChunkDone", epoch: 0, offset: assigned[0]![1], size: assigned[0]![2] })
+    expect(s.unreachable.has(1)).toBe(false)
   })
 })
