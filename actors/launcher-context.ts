@@ -23,7 +23,7 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "./run-types.ts"
+import type { DeathTiming, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "./run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -109,6 +109,8 @@ export interface Context {
    * the list: `state.deaths`, docs/design.md §3.2, §3.6).
    */
   readonly timings: Map<Core.Death, DeathTiming>
+  /** What every departure while the run trained cost (`LeaveCost`), in declaration order. */
+  readonly leaveCosts: Array<LeaveCost>
   readonly skippedFaults: Array<SkippedFault>
   readonly faultAt: Map<Rank, number>
   readonly trainedInEpoch: Map<Rank, number>
@@ -325,6 +327,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     alerts,
     storageStop,
     timings: new Map(),
+    leaveCosts: [],
     skippedFaults: [],
     faultAt: new Map(),
     trainedInEpoch: new Map(),

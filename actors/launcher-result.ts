@@ -13,7 +13,7 @@ import * as Files from "../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
 import * as StorageFault from "./storage-fault.ts"
 import * as RankActor from "./rank.ts"
-import type { DeathTiming, Resumed, RunResult, SkippedFault } from "./run-types.ts"
+import type { DeathTiming, LeaveCost, Resumed, RunResult, SkippedFault } from "./run-types.ts"
 
 /**
  * What `finish` needs of a run that ran (its scope closed, every rank ended):
@@ -48,6 +48,7 @@ export interface RunEnd {
   readonly askedToSave: ReadonlyArray<Rank>
   readonly interruptedBy: string | undefined
   readonly timings: ReadonlyMap<Core.Death, DeathTiming>
+  readonly leaves: ReadonlyArray<LeaveCost>
   readonly record: (death: Core.Death, recoveredMs: number, redistributed: boolean) => void
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
@@ -119,6 +120,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     runDir,
     outcome,
     deaths,
+    ...(end.leaves.length === 0 ? {} : { leaves: end.leaves }),
     skippedFaults: end.skippedFaults,
     alerts: end.alerts,
     epochs: epochsWithAccuracy,

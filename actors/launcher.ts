@@ -414,6 +414,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     askedToSave: vars.askedToSave,
     interruptedBy: vars.interruptedBy,
     timings: ctx.timings,
+    leaves: ctx.leaveCosts,
     record: (death, recoveredMs, redistributed) => LauncherHooks.recordDeath(ctx, death, recoveredMs, redistributed),
     skippedFaults: ctx.skippedFaults,
     alerts: ctx.alerts,
