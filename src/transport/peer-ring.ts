@@ -4,15 +4,22 @@
  * that generation's ring steps, so that a step travels rank to rank instead of through the
  * coordinator's relay (docs/averaging.md).
  *
- * Who may connect: the first message on a connection is a text hello `{token, generation, from}`.
- * The listener takes a connection only with the run's `token` (a secret the host handed every rank
- * with its start data) and only from the rank that is its previous neighbour in that generation;
- * anything else is closed (`closeCodes`). A hello for a generation this rank has not opened yet
- * (its `FormRing` is still on the way) is held, at most `parkedMax` of them for `parkedMs`, until it
- * is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a WebSocket message.
+ * Who may connect: both ends prove they hold the run's `token` (a secret the host handed every
+ * rank with its start data) without ever sending it, since whoever listens on a neighbour's port
+ * may be another process that took the port first. The listener sends a text challenge
+ * `{challenge}` (random, `challengeBytes`) as the connection opens; the connector answers with a
+ * hello `{generation, from, challenge, proof}`, `proof` the HMAC-SHA256 under the token of the
+ * listener's challenge, the generation and both ranks; the listener answers `{proof}` over the
+ * connector's challenge in turn, and the connector counts the link as made only once that checks.
+ * The listener takes a connection only from the rank that is its previous neighbour in that
+ * generation; anything else is closed (`closeCodes`). A hello for a generation this rank has not
+ * opened yet (its `FormRing` is still on the way) is held, at most `parkedMax` of them for
+ * `parkedMs`, until it is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a
+ * WebSocket message.
  *
  * Where a link cannot be made (no address for the neighbour, a refused or timed-out connection, a
- * listener that could not bind its port) `PeerEnd.connected` resolves `false` and the caller sends
+ * listener that could not bind its port, one that cannot prove the token) `PeerEnd.connected`
+ * resolves `false` and the caller sends
  * that generation's steps through the relay; the receiving side takes steps from both. A link that
  * closes after it opened sends nothing more (`send` answers `false`): a neighbour that died is
  * declared by the coordinator, which re-forms the ring.
@@ -68,7 +75,8 @@ export const parkedMsDefault = 30_000
 export const messageBytesMaxDefault = 256 * 1024 * 1024
 
 /**
- * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a wrong token),
+ * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a proof that does
+ * not check), `BadAnswer` (4025: the listener's answer to the connector's challenge does not check),
  * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
  * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame),
  * `Superseded` (4024: a newer generation opened, or the rank ends).
@@ -76,7 +84,10 @@ export const messageBytesMaxDefault = 256 * 1024 * 1024
  * @since 0.1.0
  * @category model
  */
-export const closeCodes = { BadHello: 4020, NotNeighbour: 4021, TooManyParked: 4022, BadStep: 4023, Superseded: 4024 } as const
+export const closeCodes = { BadHello: 4020, NotNeighbour: 4021, TooManyParked: 4022, BadStep: 4023, Superseded: 4024, BadAnswer: 4025 } as const
+
+/** Random bytes in each side's challenge. @since 0.1.0 @category limits */
+export const challengeBytes = 32
 
 /**
  * One generation's two direct links: the outgoing one to the next neighbour and the incoming one
@@ -113,28 +124,63 @@ export interface PeerRing {
 }
 
 interface Hello {
-  readonly token: string
   readonly generation: number
   readonly from: number
+  readonly challenge: string
+  readonly proof: string
 }
 
-const helloOf = (text: string): Hello | undefined => {
+const parsed = (text: string): Record<string, unknown> | undefined => {
   try {
-    const value = JSON.parse(text) as Partial<Hello>
-    if (typeof value.token !== "string" || !Number.isSafeInteger(value.generation) || !Number.isSafeInteger(value.from)) return undefined
-    return value as Hello
+    const value: unknown = JSON.parse(text)
+    return typeof value === "object" && value !== null ? (value as Record<string, unknown>) : undefined
   } catch {
     return undefined
   }
 }
 
-/** Compares two strings in time independent of where they differ. */
-const sameToken = (a: string, b: string): boolean => {
-  if (a.length !== b.length) return false
-  let diff = 0
-  for (let i = 0; i < a.length; i++) diff |= a.charCodeAt(i) ^ b.charCodeAt(i)
-  return diff === 0
+const helloOf = (text: string): Hello | undefined => {
+  const value = parsed(text)
+  if (value === undefined || !Number.isSafeInteger(value["generation"]) || !Number.isSafeInteger(value["from"])) return undefined
+  if (typeof value["challenge"] !== "string" || typeof value["proof"] !== "string") return undefined
+  return value as unknown as Hello
 }
+
+/** A field `key` of a text message that is a string, else `undefined`. */
+const fieldOf = (data: Uint8Array | string, key: string): string | undefined => {
+  const value = typeof data === "string" ? parsed(data)?.[key] : undefined
+  return typeof value === "string" ? value : undefined
+}
+
+const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
+
+const unhex = (text: string): Uint8Array<ArrayBuffer> | undefined => {
+  if (text.length % 2 !== 0 || !/^[0-9a-f]*$/.test(text)) return undefined
+  const bytes = new Uint8Array(new ArrayBuffer(text.length / 2))
+  for (let i = 0; i < bytes.length; i++) bytes[i] = parseInt(text.slice(2 * i, 2 * i + 2), 16)
+  return bytes
+}
+
+const challenge = (): string => hex(globalThis.crypto.getRandomValues(new Uint8Array(challengeBytes)))
+
+/**
+ * The run token as an HMAC-SHA256 key (WebCrypto, the same on every runtime). Each proof names its
+ * direction, generation and both ranks, so one cannot be replayed as another.
+ */
+const proofKey = (token: string) => {
+  const key = globalThis.crypto.subtle.importKey("raw", new TextEncoder().encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"])
+  const text = (parts: ReadonlyArray<string | number>) => new TextEncoder().encode(["cohort-peer-ring", ...parts].join("|"))
+  return {
+    sign: async (parts: ReadonlyArray<string | number>): Promise<string> => hex(new Uint8Array(await globalThis.crypto.subtle.sign("HMAC", await key, text(parts)))),
+    // `verify` compares in time independent of where the proofs differ.
+    check: async (proof: string, parts: ReadonlyArray<string | number>): Promise<boolean> => {
+      const bytes = unhex(proof)
+      return bytes !== undefined && globalThis.crypto.subtle.verify("HMAC", await key, bytes, text(parts))
+    }
+  }
+}
+
+type ProofKey = ReturnType<typeof proofKey>
 
 interface Incoming {
   readonly socket: RuntimeTypes.RawSocket
@@ -163,10 +209,11 @@ const take = (data: Uint8Array, into: Generation): boolean => {
 }
 
 /**
- * The outgoing link of `generation` to rank `next`: `connected` resolves `true` once it is open and
- * the hello went out, `false` when it cannot be made within `connectTimeoutMs` or closes first.
+ * The outgoing link of `generation` to rank `next`: `connected` resolves `true` once the listener
+ * proved it holds the token (module doc), `false` when that does not happen within
+ * `connectTimeoutMs`, its proof does not check, or the link closes first.
  */
-const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+const connect = (options: PeerRingOptions, key: ProofKey, connectTimeoutMs: number, generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
   const url = options.urls[next]
   // Start data travels as JSON: a rank without a listener has `null` there.
   if (typeof url !== "string" || next === options.rank) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
@@ -174,22 +221,45 @@ const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation:
   let ended = false
   let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
   const connected = new Promise<boolean>((resolve) => {
+    const fail = (code: number, reason: string) => {
+      if (ended) return
+      ended = true
+      clearTimeout(timer)
+      socket?.close(code, reason)
+      resolve(false)
+    }
     const timer = setTimeout(() => {
       if (open) return
       ended = true
       socket?.drop()
       resolve(false)
     }, connectTimeoutMs)
+    const mine = challenge()
+    let theirs: string | undefined
+    const answer = async (data: Uint8Array | string): Promise<void> => {
+      if (theirs === undefined) {
+        theirs = fieldOf(data, "challenge")
+        if (theirs === undefined) return fail(closeCodes.BadAnswer, "no challenge")
+        const proof = await key.sign(["hello", theirs, generation, options.rank, next])
+        if (!ended) socket!.send(JSON.stringify({ generation, from: options.rank, challenge: mine, proof }))
+        return
+      }
+      const proof = fieldOf(data, "proof")
+      if (proof === undefined || !(await key.check(proof, ["answer", mine, theirs, generation, options.rank, next]))) {
+        return fail(closeCodes.BadAnswer, "the listener does not hold the run token")
+      }
+      if (ended) return
+      open = true
+      clearTimeout(timer)
+      resolve(true)
+    }
     try {
       socket = Select.connectWs(url, {
-        open: () => {
-          if (ended) return
-          open = true
-          clearTimeout(timer)
-          socket!.send(JSON.stringify({ token: options.token, generation, from: options.rank }))
-          resolve(true)
+        open: () => {},
+        message: (data) => {
+          // Once the link is made only steps go this way; the listener sends nothing more.
+          if (!open && !ended) void answer(data).catch(() => fail(closeCodes.BadAnswer, "no proof"))
         },
-        message: () => {},
         close: () => {
           ended = true
           open = false
@@ -209,6 +279,49 @@ const connect = (options: PeerRingOptions, connectTimeoutMs: number, generation:
     close: () => {
       ended = true
       socket?.close(1000, "generation over")
+    }
+  }
+}
+
+/**
+ * The listener's side of one connection (module doc): sends a challenge, checks the hello's proof,
+ * answers the connector's challenge and hands the hello to `accepted`; later messages go to `step`.
+ */
+const accept = (
+  socket: RuntimeTypes.RawSocket,
+  key: ProofKey,
+  rank: Rank,
+  accepted: (hello: Hello, incoming: Incoming) => void,
+  step: (hello: Hello, incoming: Incoming, data: Uint8Array | string) => void,
+  closed: (incoming: Incoming) => void
+): RuntimeTypes.SocketHandlers => {
+  const incoming: Incoming = { socket, deliver: undefined }
+  const mine = challenge()
+  let hello: Hello | undefined
+  let checking = false
+  let gone = false
+  const refuse = () => socket.close(closeCodes.BadHello, "bad hello")
+  const welcome = async (said: Hello): Promise<void> => {
+    if (!(await key.check(said.proof, ["hello", mine, said.generation, said.from, rank])) || gone) return gone ? undefined : refuse()
+    const proof = await key.sign(["answer", said.challenge, mine, said.generation, said.from, rank])
+    if (gone) return
+    hello = said
+    socket.send(JSON.stringify({ proof }))
+    accepted(said, incoming)
+  }
+  socket.send(JSON.stringify({ challenge: mine }))
+  return {
+    message: (data) => {
+      if (hello !== undefined) return step(hello, incoming, data)
+      // Nothing may come between the hello and this side's answer.
+      const said = typeof data === "string" && !checking ? helloOf(data) : undefined
+      if (said === undefined) return refuse()
+      checking = true
+      void welcome(said).catch(refuse)
+    },
+    close: () => {
+      gone = true
+      closed(incoming)
     }
   }
 }
@@ -235,6 +348,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const parkedMax = options.parkedMax ?? parkedMaxDefault
   const parkedMs = options.parkedMs ?? parkedMsDefault
   const messageBytesMax = options.messageBytesMax ?? messageBytesMaxDefault
+  const key = proofKey(options.token)
   const generations = new Map<number, Generation>()
   let newest = -1
   const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
@@ -266,31 +380,23 @@ export const start = (options: PeerRingOptions): PeerRing => {
     }
   }
 
-  const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers => {
-    const incoming: Incoming = { socket, deliver: undefined }
-    let hello: Hello | undefined
-    return {
-      message: (data) => {
-        if (hello === undefined) {
-          const said = typeof data === "string" ? helloOf(data) : undefined
-          if (said === undefined || !sameToken(said.token, options.token)) return socket.close(closeCodes.BadHello, "bad hello")
-          hello = said
-          if (said.generation <= newest) return attach(said, incoming)
-          unpark()
-          if (parked.length >= parkedMax) return socket.close(closeCodes.TooManyParked, "too many links wait for their generation")
-          parked.push({ hello: said, incoming, atMs: Date.now() })
-          return
-        }
-        const target = generations.get(hello.generation)
-        if (typeof data === "string" || target === undefined) return
-        if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
-      },
-      close: () => {
-        const at = parked.findIndex((entry) => entry.incoming === incoming)
-        if (at >= 0) parked.splice(at, 1)
-      }
-    }
+  /** A connection whose hello checked: it attaches to its generation, or waits for it. */
+  const accepted = (said: Hello, incoming: Incoming): void => {
+    if (said.generation <= newest) return attach(said, incoming)
+    unpark()
+    if (parked.length >= parkedMax) return incoming.socket.close(closeCodes.TooManyParked, "too many links wait for their generation")
+    parked.push({ hello: said, incoming, atMs: Date.now() })
   }
+
+  const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers =>
+    accept(socket, key, options.rank, accepted, (hello, incoming, data) => {
+      const target = generations.get(hello.generation)
+      if (typeof data === "string" || target === undefined) return
+      if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
+    }, (incoming) => {
+      const at = parked.findIndex((entry) => entry.incoming === incoming)
+      if (at >= 0) parked.splice(at, 1)
+    })
 
   const listen = typeof options.urls[options.rank] === "string"
     ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
@@ -317,7 +423,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
       newest = Math.max(newest, generation)
       closeOlder(generations, generation)
       unpark()
-      const outgoing = connect(options, connectTimeoutMs, generation, next)
+      const outgoing = connect(options, key, connectTimeoutMs, generation, next)
       return {
         generation,
         connected: outgoing.connected,

@@ -27,11 +27,49 @@ const ranks = async (count: number, without: ReadonlyArray<number> = []) => {
 
 const nextMessage = (end: PeerRing.PeerEnd): Promise<RuntimeTypes.RingWire> => new Promise((resolve) => end.onMessage(resolve))
 
-/** Opens a raw client, says `hello`, and gives the close code the listener answered with. */
-const strangerCode = (url: string, hello: string): Promise<number> =>
+/** The proof a connector owes the listener's `challenge` (as `PeerRing` computes it), signed with `key`. */
+const proofOf = async (key: string, parts: ReadonlyArray<string | number>): Promise<string> => {
+  const cryptoKey = await crypto.subtle.importKey("raw", new TextEncoder().encode(key), { name: "HMAC", hash: "SHA-256" }, false, ["sign"])
+  const signed = await crypto.subtle.sign("HMAC", cryptoKey, new TextEncoder().encode(["cohort-peer-ring", ...parts].join("|")))
+  return Array.from(new Uint8Array(signed), (b) => b.toString(16).padStart(2, "0")).join("")
+}
+
+/** Opens a raw client, answers the listener's challenge with `hello(challenge)`, and gives the close code the listener answered with. */
+const strangerCode = (url: string, hello: (challenge: string) => Promise<string>): Promise<number> =>
   new Promise((resolve) => {
-    const socket = Select.connectWs(url, { open: () => socket.send(hello), message: () => {}, close: (code) => resolve(code) })
+    let said = false
+    const socket = Select.connectWs(url, {
+      open: () => {},
+      message: (data) => {
+        if (said || typeof data !== "string") return
+        said = true
+        void hello((JSON.parse(data) as { challenge: string }).challenge).then((text) => socket.send(text))
+      },
+      close: (code) => resolve(code)
+    })
   })
+
+/** A listener on a free port that takes every connection, sends `challenge` (if any), answers each message with a made-up proof, and keeps what it got. */
+const squatter = async (challenge: string | undefined) => {
+  const [port] = await PeerRing.freePorts(host, 1)
+  const received: Array<string> = []
+  const server = await Select.serveWs({
+    host,
+    port: port!,
+    maxPayloadBytes: 1 << 20,
+    open: (socket) => {
+      if (challenge !== undefined) socket.send(JSON.stringify({ challenge }))
+      return {
+        message: (data) => {
+          received.push(typeof data === "string" ? data : new TextDecoder().decode(data))
+          socket.send(JSON.stringify({ proof: "00".repeat(32) }))
+        },
+        close: () => {}
+      }
+    }
+  })
+  return { url: `ws://${host}:${port}/`, received, close: () => server.close() }
+}
 
 describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a step goes from a rank to its next ring neighbour, as sent", async () => {
@@ -48,10 +86,14 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a connection with a wrong token is closed with BadHello (4020), one from a rank that is not the previous neighbour with NotNeighbour (4021)", async () => {
     const { rings, urls } = await ranks(3)
     rings.forEach((ring, rank) => ring.open(0, [0, 1, 2], rank))
-    expect(await strangerCode(urls[1]!, JSON.stringify({ token: "guessed", generation: 0, from: 0 }))).toBe(PeerRing.closeCodes.BadHello)
-    expect(await strangerCode(urls[1]!, "not a hello")).toBe(PeerRing.closeCodes.BadHello)
+    const hello = (key: string, from: number) => async (challenge: string) =>
+      JSON.stringify({ generation: 0, from, challenge: "ab".repeat(32), proof: await proofOf(key, ["hello", challenge, 0, from, 1]) })
+    expect(await strangerCode(urls[1]!, hello("guessed", 0))).toBe(PeerRing.closeCodes.BadHello)
+    expect(await strangerCode(urls[1]!, async () => "not a hello")).toBe(PeerRing.closeCodes.BadHello)
+    // A proof over another challenge than the one this connection got (a replay).
+    expect(await strangerCode(urls[1]!, (challenge) => hello(token, 0)(challenge.replace(/^./, (c) => (c === "0" ? "1" : "0"))))).toBe(PeerRing.closeCodes.BadHello)
     // Rank 2 is rank 1's next neighbour, not its previous one.
-    expect(await strangerCode(urls[1]!, JSON.stringify({ token, generation: 0, from: 2 }))).toBe(PeerRing.closeCodes.NotNeighbour)
+    expect(await strangerCode(urls[1]!, hello(token, 2))).toBe(PeerRing.closeCodes.NotNeighbour)
   })
 
   it("a link opened before its receiver knows the generation waits for it; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
@@ -65,6 +107,26 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     // Rank 2 has no listener: rank 1's link to it is never made.
     expect(await end1.connected).toBe(false)
     expect(end1.send({ generation: 4, round: 0, step: 0, data: new Float32Array([1]) })).toBe(false)
+  })
+
+  it("a stranger that took a neighbour's port gets no token and no step, and the generation falls back to the relay", async () => {
+    const { rings, urls } = await ranks(2)
+    for (const challenge of ["cd".repeat(32), undefined]) {
+      const stranger = await squatter(challenge)
+      try {
+        const ring = PeerRing.start({ rank: 0, token, urls: [urls[0], stranger.url], host, port: 0, connectTimeoutMs: 1000 })
+        opened.push(ring)
+        const end = ring.open(0, [0, 1], 0)
+        expect(await end.connected).toBe(false)
+        expect(end.send({ generation: 0, round: 0, step: 0, data: new Float32Array([1]) })).toBe(false)
+        expect(stranger.received.every((text) => !text.includes(token))).toBe(true)
+        // With a challenge it got the hello (a proof, not the token); without, nothing.
+        expect(stranger.received.length).toBe(challenge === undefined ? 0 : 1)
+      } finally {
+        await stranger.close()
+      }
+    }
+    rings[1]!.close()
   })
 
   it("a neighbour that died (its port refuses) leaves the generation on the relay", async () => {
