@@ -166,12 +166,13 @@ const onCommand = (ctx: Context) => (command: Core.Command): void => {
 }
 
 /**
- * The coordinator's hooks for a launch: its journal, alerts and death timings.
+ * The coordinator's hooks for a launch: its journal, alerts and death timings. `stop` ends a rank
+ * this process started once the coordinator declared it dead (default: nothing to stop).
  *
  * @since 0.1.0
  * @category launcher
  */
-export const hooks = (ctx: Context): Coordinator.Hooks => {
+export const hooks = (ctx: Context, stop: (rank: Rank) => void = () => {}): Coordinator.Hooks => {
   const { state, journal, epochModels, refusedLate, vars } = ctx
   return {
     onFrame: onFrame(ctx),
@@ -196,6 +197,9 @@ export const hooks = (ctx: Context): Coordinator.Hooks => {
       // A rank declared dead over WebSocket hears it: its socket closes with RankDead (a hung or
       // cut-off rank's socket may still be open; a rank elsewhere then leaves with one line).
       if (vars.server !== undefined) for (const death of declared) vars.server.transport.disconnect(death.rank, Transport.CloseCode.RankDead)
+      // A rank declared dead that still runs here (stopped by the OS, hung) must never act again:
+      // once it resumed it would wait out the coordinator's silence and write into the live run.
+      for (const death of declared) stop(death.rank)
     }
   }
 }

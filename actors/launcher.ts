@@ -239,7 +239,8 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     transport: host.transport,
     tickMs: options.tickMs ?? defaults.tickMs,
     formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
-    hooks: LauncherHooks.hooks(ctx),
+    // A served run's ranks run elsewhere: the hooks close their sockets instead.
+    hooks: LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,
     ...(resumeState?.outerMomentum === undefined ? {} : { outerMomentum: resumeState.outerMomentum }),
