@@ -119,8 +119,34 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
   session.attach(sinkOf(first), 0)
   // A ping says the coordinator's process is there (and carries the acknowledgement).
   const pinger = setInterval(() => {
+    noteStall(performance.now())
     if (performance.now() - lastPostMs <= options.pingAfterSendMs) session.ping()
   }, options.pingIntervalMs)
+  /** When the pinger last ran, and the last stall of this process it saw: when it ended and its length (ms). */
+  let lastTickMs = performance.now()
+  let stall = { endMs: Number.NEGATIVE_INFINITY, ms: 0 }
+  // A stall is a gap between ticks longer than a tick plus half the window: the process was
+  // stopped or its event loop blocked, and read only afterwards what the rank did meanwhile.
+  const noteStall = (nowMs: number): void => {
+    const gapMs = nowMs - lastTickMs
+    if (gapMs > options.pingIntervalMs + options.resumeWindowMs / 2) stall = { endMs: nowMs, ms: gapMs }
+    lastTickMs = nowMs
+  }
+  // Holds the link for a resume from `sinceMs` on. A close read right after a stall of this
+  // process (or a stall during the hold) gets the stall's length on top of the window: the rank
+  // cut its socket because the coordinator was silent, its resume attempts piled up unanswered
+  // and are read all at once at the wake (most refused as a flood, or given up by the rank), so
+  // it needs a few retries after the wake, and a rank stalled itself meanwhile needs longer.
+  const holdFor = (code: number, sinceMs: number): void => {
+    noteStall(sinceMs)
+    const graceMs = sinceMs - stall.endMs <= options.resumeWindowMs ? stall.ms : 0
+    windowTimer = setTimeout(() => {
+      const nowMs = performance.now()
+      noteStall(nowMs)
+      if (stall.endMs > sinceMs) return holdFor(code, nowMs)
+      finish(options.endCause(code))
+    }, options.resumeWindowMs + graceMs)
+  }
   return {
     id,
     receive: (from, data) => {
@@ -133,7 +159,7 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
       // The coordinator's own close ends the link with its code, whatever the socket reports.
       if (closing !== undefined) return finish(options.endCause(closing))
       if (!isDrop(code)) return finish(options.endCause(code))
-      windowTimer = setTimeout(() => finish(options.endCause(code)), options.resumeWindowMs)
+      holdFor(code, performance.now())
     },
     resume: (next, received, nextAttempt, welcomeAgain) => {
       if (over || closing !== undefined) return { closeCode: Transport.CloseCode.RankDead, reason: "the rank is dead" }
