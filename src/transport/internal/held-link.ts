@@ -66,6 +66,23 @@ const sinkOf = (socket: RuntimeTypes.RawSocket): Session.Sink => ({
   bufferedBytes: () => socket.bufferedBytes?.()
 })
 
+/**
+ * Stalls of this process seen from a ticking timer: a gap between two `note`s longer than
+ * `gapMsMin` means the process was stopped or its event loop blocked, and read only afterwards
+ * what happened meanwhile. `last()` is the latest: when it ended and its length (ms).
+ */
+const watchStalls = (gapMsMin: number) => {
+  let lastNoteMs = performance.now()
+  let last = { endMs: Number.NEGATIVE_INFINITY, ms: 0 }
+  return {
+    note: (nowMs: number): void => {
+      if (nowMs - lastNoteMs > gapMsMin) last = { endMs: nowMs, ms: nowMs - lastNoteMs }
+      lastNoteMs = Math.max(lastNoteMs, nowMs)
+    },
+    last: () => last
+  }
+}
+
 /** Holds `rank`'s link from its first socket on. @since 0.1.0 @category internal */
 export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (id: string) => void): Held => {
   const id = sessionId()
@@ -117,33 +134,25 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
   })
   welcome(id)
   session.attach(sinkOf(first), 0)
+  // A stall: a gap between pings longer than a ping and half the window.
+  const stalls = watchStalls(options.pingIntervalMs + options.resumeWindowMs / 2)
   // A ping says the coordinator's process is there (and carries the acknowledgement).
   const pinger = setInterval(() => {
-    noteStall(performance.now())
+    stalls.note(performance.now())
     if (performance.now() - lastPostMs <= options.pingAfterSendMs) session.ping()
   }, options.pingIntervalMs)
-  /** When the pinger last ran, and the last stall of this process it saw: when it ended and its length (ms). */
-  let lastTickMs = performance.now()
-  let stall = { endMs: Number.NEGATIVE_INFINITY, ms: 0 }
-  // A stall is a gap between ticks longer than a tick plus half the window: the process was
-  // stopped or its event loop blocked, and read only afterwards what the rank did meanwhile.
-  const noteStall = (nowMs: number): void => {
-    const gapMs = nowMs - lastTickMs
-    if (gapMs > options.pingIntervalMs + options.resumeWindowMs / 2) stall = { endMs: nowMs, ms: gapMs }
-    lastTickMs = nowMs
-  }
-  // Holds the link for a resume from `sinceMs` on. A close read right after a stall of this
-  // process (or a stall during the hold) gets the stall's length on top of the window: the rank
-  // cut its socket because the coordinator was silent, its resume attempts piled up unanswered
-  // and are read all at once at the wake (most refused as a flood, or given up by the rank), so
-  // it needs a few retries after the wake, and a rank stalled itself meanwhile needs longer.
+  // Holds the link for a resume from `sinceMs` on; a close read just after a stall of this process
+  // (or a stall during the hold) gets the stall's length on top: the rank cut its socket in the
+  // coordinator's silence, its resumes piled up unanswered and are read at once at the wake (most
+  // refused as a flood), and it needs retries after the wake, longer if it stalled itself then.
   const holdFor = (code: number, sinceMs: number): void => {
-    noteStall(sinceMs)
-    const graceMs = sinceMs - stall.endMs <= options.resumeWindowMs ? stall.ms : 0
+    stalls.note(sinceMs)
+    const last = stalls.last()
+    const graceMs = sinceMs - last.endMs <= options.resumeWindowMs ? last.ms : 0
     windowTimer = setTimeout(() => {
       const nowMs = performance.now()
-      noteStall(nowMs)
-      if (stall.endMs > sinceMs) return holdFor(code, nowMs)
+      stalls.note(nowMs)
+      if (stalls.last().endMs > sinceMs) return holdFor(code, nowMs)
       finish(options.endCause(code))
     }, options.resumeWindowMs + graceMs)
   }
