@@ -67,7 +67,8 @@ import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.
  *   the rank to resume before it ends as `Disconnected{code}`. A socket seen closing is most often
  *   a rank process that ended (its host closed the connection), or a rank that cut its own socket
  *   and is already resuming; a cut link is usually not seen closing at all, and the coordinator's
- *   heartbeat timeout decides, as for any silent rank.
+ *   heartbeat timeout decides, as for any silent rank. A close read just after a stall of the
+ *   coordinator's process (or a stall during the hold) is held for this plus the stall's length.
  * - `pieceBytes` (integer > 0; default `pieceBytesDefault`, 64 KiB): the largest piece a message
  *   travels in (both ways; see `internal/session.ts`).
  * - `resendBytesMax` (integer > 0; default `resendBytesMaxDefault`, 64 MiB): bytes per link kept
