@@ -1,7 +1,7 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
  * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
- * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
+ * as `nowMs`, and the actor shell in `actors/coordinator/coordinator.ts` runs the commands.
  *
  * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding

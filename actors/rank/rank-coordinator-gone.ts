@@ -11,10 +11,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
-import * as DeathReport from "../src/actor/death-report.ts"
-import type { Rank } from "../src/core/messages.ts"
-import * as Files from "../src/platform/files.ts"
-import * as Transport from "../src/transport/transport.ts"
+import * as DeathReport from "../../src/actor/death-report.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as Transport from "../../src/transport/transport.ts"
 import { coordinatorGoneExitCode, coordinatorTimeoutMsDefault } from "./rank-data.ts"
 import type { EmergencySave, Link } from "./rank-data.ts"
 

@@ -15,9 +15,9 @@
  */
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
-import * as Browser from "../src/platform/browser.ts"
-import * as Transport from "../src/transport/transport.ts"
-import * as WebSocket from "../src/transport/web-socket.ts"
+import * as Browser from "../../src/platform/browser.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as Rank from "./rank.ts"
 
 /** What the exit codes of a rank mean, for the page's last line. */

@@ -3,7 +3,7 @@
  *
  * @since 0.1.0
  */
-import * as ChildProcess from "../src/transport/child-process.ts"
+import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Rank from "./rank.ts"
 
 await Rank.main(ChildProcess.connect())

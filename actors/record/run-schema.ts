@@ -4,7 +4,7 @@
  * error naming its first bad field, never a `TypeError`.
  *
  * One definition per record: each schema decodes to exactly the type the writer uses
- * (`actors/run-types.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
+ * (`actors/record/run-types.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
  * the checks at the end of this file prove at compile time, so a decoded file needs no cast. A
  * field that is `undefined` in memory is absent in JSON and decodes back to `undefined`; a field
  * added after the first release (`skippedFaults`, `Outcome.deaths`, `Death.afterEnd`, counters)
@@ -14,9 +14,9 @@
  * @since 0.1.0
  */
 import { Effect, Result, Schema, SchemaIssue } from "effect"
-import type * as Alerts from "../src/core/alerts.ts"
-import * as CoreOutcome from "../src/core/outcome.ts"
-import { SaveReason } from "../src/wire/schema.ts"
+import type * as Alerts from "../../src/core/alerts.ts"
+import * as CoreOutcome from "../../src/core/outcome.ts"
+import { SaveReason } from "../../src/wire/schema.ts"
 import type * as RunTypes from "./run-types.ts"
 
 const Count = Schema.Natural

@@ -2,7 +2,7 @@
  * A rank that reaches its coordinator over a WebSocket (docs/design.md §5): a local rank
  * process of `run({ transport: "websocket" })`, or a rank of `cohort join` on any host.
  *
- * It joins with the run token (`WebSocket.connect`), runs the rank actor (`actors/rank.ts`) over
+ * It joins with the run token (`WebSocket.connect`), runs the rank actor (`actors/rank/rank.ts`) over
  * the socket, and leaves by closing the socket with 1000 before the process exits (bounded by
  * `leaveCloseMsMax`), so that every frame it sent (its `Exiting`, a `Crashing`) reaches the
  * coordinator before the socket's end does.
@@ -12,12 +12,12 @@
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
-import * as Bundle from "../src/platform/bundle.ts"
-import * as Files from "../src/platform/files.ts"
-import * as NodeRuntime from "../src/platform/node.ts"
-import * as Transport from "../src/transport/transport.ts"
-import * as WebSocket from "../src/transport/web-socket.ts"
-import * as WireFrames from "../src/transport/wire-frames.ts"
+import * as Bundle from "../../src/platform/bundle.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as NodeRuntime from "../../src/platform/node.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as WireFrames from "../../src/transport/wire-frames.ts"
 import * as Rank from "./rank.ts"
 
 /**

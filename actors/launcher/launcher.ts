@@ -22,13 +22,13 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { nanoid } from "nanoid"
-import * as Core from "../src/core/coordinator.ts"
-import * as Files from "../src/platform/files.ts"
-import * as LockFile from "../src/platform/lock-file.ts"
-import * as PeerRing from "../src/transport/peer-ring.ts"
-import * as Transport from "../src/transport/transport.ts"
-import * as WebSocket from "../src/transport/web-socket.ts"
-import * as Coordinator from "./coordinator.ts"
+import * as Core from "../../src/core/coordinator.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as LockFile from "../../src/platform/lock-file.ts"
+import * as PeerRing from "../../src/transport/peer-ring.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as Coordinator from "../coordinator/coordinator.ts"
 import * as LaunchContext from "./launcher-context.ts"
 import type { Context, Served } from "./launcher-context.ts"
 import * as LauncherFaults from "./launcher-faults.ts"
@@ -38,10 +38,10 @@ import type { Host } from "./launcher-hosts.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
 import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
-import * as RankActor from "./rank.ts"
+import * as RankActor from "../rank/rank.ts"
 import * as Resume from "./resume.ts"
 import * as Revocations from "./revocations.ts"
-import type { Resumed, ResumeOptions, RunOptions, RunResult, ServeOptions } from "./run-types.ts"
+import type { Resumed, ResumeOptions, RunOptions, RunResult, ServeOptions } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
 export { defaults, LaunchError, loadTrainer, runLockFileName, serveDefaults } from "./launch-options.ts"
@@ -64,7 +64,7 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
  * signal's reason is `"SIGTERM"`).
  *
  * With `resume: dir` (`ResumeOptions`) it continues the run in `dir` instead: see
- * `actors/resume.ts` for how the state is picked and the `LaunchError`s (option `resume`) it
+ * `actors/launcher/resume.ts` for how the state is picked and the `LaunchError`s (option `resume`) it
  * rejects with; the parent's directory is left as it was (a lock file `resume.lock` lives there
  * while the resume runs).
  *

@@ -31,18 +31,18 @@
  *
  * @since 0.1.0
  */
-import * as Audit from "../src/core/audit.ts"
-import type * as Config from "../src/core/config.ts"
-import * as Files from "../src/platform/files.ts"
-import * as LockFile from "../src/platform/lock-file.ts"
-import * as SavedModel from "../src/train/saved-model.ts"
-import { firstLine } from "./error-text.ts"
-import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "./read-run.ts"
-export { resumedByFileName } from "./read-run.ts"
-import * as RunSchema from "./run-schema.ts"
+import * as Audit from "../../src/core/audit.ts"
+import type * as Config from "../../src/core/config.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as LockFile from "../../src/platform/lock-file.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
+import { firstLine } from "../record/error-text.ts"
+import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "../record/read-run.ts"
+export { resumedByFileName } from "../record/read-run.ts"
+import * as RunSchema from "../record/run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launch-options.ts"
-import * as RankActor from "./rank.ts"
-import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "./run-types.ts"
+import * as RankActor from "../rank/rank.ts"
+import type { ResumeOptions, Resumed, RunEvent, RunOptions, RunResult } from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**

@@ -9,12 +9,12 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type { Rank, ToCoordinator } from "../src/core/messages.ts"
-import * as BunRuntime from "../src/platform/bun.ts"
-import * as NodeRuntime from "../src/platform/node.ts"
-import * as Transport from "../src/transport/transport.ts"
-import * as Codec from "../src/wire/codec.ts"
-import * as Frame from "../src/wire/frame.ts"
+import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
+import * as BunRuntime from "../../src/platform/bun.ts"
+import * as NodeRuntime from "../../src/platform/node.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
 import type { Link, RankData } from "./rank-data.ts"
 
 const toCoordinator = Transport.coordinatorPeer

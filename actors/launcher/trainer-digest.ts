@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import * as Files from "../src/platform/files.ts"
+import * as Files from "../../src/platform/files.ts"
 
 /**
  * The hex SHA-256 of the file at `url` (a `file:` URL or a path), or `undefined` when it cannot be

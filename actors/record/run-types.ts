@@ -1,14 +1,14 @@
 /**
  * The public shapes of a training run: its options, the events it emits while running, and its
- * result. `actors/launcher.ts` implements `run(options)`; the CLI and library users build on these.
+ * result. `actors/launcher/launcher.ts` implements `run(options)`; the CLI and library users build on these.
  *
  * @since 0.1.0
  */
-import type * as Alerts from "../src/core/alerts.ts"
-import type * as Config from "../src/core/config.ts"
-import type * as Coordinator from "../src/core/coordinator.ts"
-import type { Rank } from "../src/core/messages.ts"
-import type { HttpHandler } from "../src/platform/types.ts"
+import type * as Alerts from "../../src/core/alerts.ts"
+import type * as Config from "../../src/core/config.ts"
+import type * as Coordinator from "../../src/core/coordinator.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import type { HttpHandler } from "../../src/platform/types.ts"
 
 /**
  * When to kill a rank's worker (or process): `atSeconds` after training started (every rank joined),
@@ -269,7 +269,7 @@ export interface RunOptions {
    * `--max-old-space-size` for child processes (Node; `--v8-flags=` under Deno). Bun ignores both
    * (its engine is JavaScriptCore): there the supervisor samples a rank process's resident memory
    * and kills it over the limit, and a worker rank checks its own heap between batches (so a single
-   * batch that allocates without end is not stopped under Bun). See `actors/launcher.ts`.
+   * batch that allocates without end is not stopped under Bun). See `actors/launcher/launcher.ts`.
    */
   readonly rankMemoryMb?: number
   /** Seed of the permutation and the model. Default 1. */
@@ -364,7 +364,7 @@ export interface RunOptions {
  * - `issueTokens` (integer >= 0; default 0): credentials of one rank each, for indices `0` to
  *   `issueTokens - 1`, written to `<runDir>/credentials/rank<r>` (mode 0600) once the server
  *   listens (`Listening.credentials`); each admits its index only, and can be revoked while the
- *   run goes on (`cohort revoke`, `actors/revocations.ts`). The run token still admits any rank.
+ *   run goes on (`cohort revoke`, `actors/launcher/revocations.ts`). The run token still admits any rank.
  * - `tokenTtlMs` (integer ms > 0; default none: never): those credentials expire this long after
  *   they were issued; a join or resume with one past it is refused (`CredentialExpired`, 4023).
  *

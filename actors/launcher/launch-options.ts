@@ -5,12 +5,12 @@
  *
  * @since 0.1.0
  */
-import * as Trainer from "../src/train/trainer.ts"
-import * as Bundle from "../src/platform/bundle.ts"
-import * as Files from "../src/platform/files.ts"
-import * as WebSocket from "../src/transport/web-socket.ts"
-import * as Worker from "../src/transport/worker.ts"
-import type { RunOptions } from "./run-types.ts"
+import * as Trainer from "../../src/train/trainer.ts"
+import * as Bundle from "../../src/platform/bundle.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as Worker from "../../src/transport/worker.ts"
+import type { RunOptions } from "../record/run-types.ts"
 
 /**
  * Why a run could not start: bad options, or a trainer module that cannot be loaded.

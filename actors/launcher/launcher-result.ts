@@ -6,14 +6,14 @@
  *
  * @since 0.1.0
  */
-import type * as Alerts from "../src/core/alerts.ts"
-import type * as Core from "../src/core/coordinator.ts"
-import type { Rank } from "../src/core/messages.ts"
-import * as Files from "../src/platform/files.ts"
+import type * as Alerts from "../../src/core/alerts.ts"
+import type * as Core from "../../src/core/coordinator.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import * as Files from "../../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
 import * as StorageFault from "./storage-fault.ts"
-import * as RankActor from "./rank.ts"
-import type { DeathTiming, Resumed, RunResult, SkippedFault } from "./run-types.ts"
+import * as RankActor from "../rank/rank.ts"
+import type { DeathTiming, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
 
 /**
  * What `finish` needs of a run that ran (its scope closed, every rank ended):

@@ -10,7 +10,7 @@
  *
  * @since 0.1.0
  */
-import * as Files from "../src/platform/files.ts"
+import * as Files from "../../src/platform/files.ts"
 
 /** The file in a run's folder that holds its revocations. @since 0.1.0 @category revocations */
 export const revokedFileName = "revoked"

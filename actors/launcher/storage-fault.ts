@@ -7,8 +7,8 @@
  *
  * @since 0.1.0
  */
-import type * as Alerts from "../src/core/alerts.ts"
-import { firstLine } from "./error-text.ts"
+import type * as Alerts from "../../src/core/alerts.ts"
+import { firstLine } from "../record/error-text.ts"
 
 /**
  * A failed write: the file (or folder) and the runtime's error as one line, e.g. `ENOSPC: no space

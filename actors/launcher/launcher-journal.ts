@@ -16,8 +16,8 @@
  *
  * @since 0.1.0
  */
-import * as Files from "../src/platform/files.ts"
-import type { RunEvent } from "./run-types.ts"
+import * as Files from "../../src/platform/files.ts"
+import type { RunEvent } from "../record/run-types.ts"
 
 /**
  * - `path`: the journal file (`<runDir>/events.ndjson`), opened for appending.

@@ -10,10 +10,10 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
-import * as Core from "../src/core/coordinator.ts"
+import * as Core from "../../src/core/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
 import type { Host } from "./launcher-hosts.ts"
-import type { HangSpec, KillSpec, SkippedFault } from "./run-types.ts"
+import type { HangSpec, KillSpec, SkippedFault } from "../record/run-types.ts"
 
 /**
  * The faults not yet injected, and when training started (`undefined` before it did).

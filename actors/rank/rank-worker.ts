@@ -3,8 +3,8 @@
  *
  * @since 0.1.0
  */
-import "../src/platform/redirect-worker-output.ts"
-import * as Worker from "../src/transport/worker.ts"
+import "../../src/platform/redirect-worker-output.ts"
+import * as Worker from "../../src/transport/worker.ts"
 import * as Rank from "./rank.ts"
 
 await Rank.main(Worker.connect())

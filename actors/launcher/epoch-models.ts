@@ -8,9 +8,9 @@
  *
  * @since 0.1.0
  */
-import * as SavedModel from "../src/train/saved-model.ts"
-import { firstLine } from "./error-text.ts"
-import type { RunEvent } from "./run-types.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
+import { firstLine } from "../record/error-text.ts"
+import type { RunEvent } from "../record/run-types.ts"
 
 /**
  * - `dir`: the run's `checkpoints` folder (absolute); `shownDir`: the same as the user named it.

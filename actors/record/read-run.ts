@@ -7,8 +7,8 @@
  *
  * @since 0.1.0
  */
-import type * as Alerts from "../src/core/alerts.ts"
-import * as Files from "../src/platform/files.ts"
+import type * as Alerts from "../../src/core/alerts.ts"
+import * as Files from "../../src/platform/files.ts"
 import { firstLine } from "./error-text.ts"
 import type * as RunTypes from "./run-types.ts"
 import * as RunSchema from "./run-schema.ts"

@@ -5,13 +5,13 @@
  *
  * @since 0.1.0
  */
-import * as Core from "../src/core/coordinator.ts"
-import * as Liveness from "../src/core/liveness.ts"
-import type { Rank, ToCoordinator } from "../src/core/messages.ts"
-import * as Transport from "../src/transport/transport.ts"
-import type * as Coordinator from "./coordinator.ts"
+import * as Core from "../../src/core/coordinator.ts"
+import * as Liveness from "../../src/core/liveness.ts"
+import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import type * as Coordinator from "../coordinator/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
-import type { DeathTiming, RankState, RunEvent } from "./run-types.ts"
+import type { DeathTiming, RankState, RunEvent } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
 /**

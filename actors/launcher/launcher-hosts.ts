@@ -7,22 +7,22 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
-import * as SharedAllReduce from "../src/averaging/shared-all-reduce.ts"
-import * as Core from "../src/core/coordinator.ts"
-import type { Rank } from "../src/core/messages.ts"
-import * as Bundle from "../src/platform/bundle.ts"
-import * as Files from "../src/platform/files.ts"
-import * as ChildProcess from "../src/transport/child-process.ts"
-import * as Credentials from "../src/transport/credentials.ts"
-import * as Transport from "../src/transport/transport.ts"
-import * as WebSocket from "../src/transport/web-socket.ts"
-import * as WebSocketRanks from "../src/transport/web-socket-ranks.ts"
-import * as WireFrames from "../src/transport/wire-frames.ts"
-import * as Worker from "../src/transport/worker.ts"
+import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
+import * as Core from "../../src/core/coordinator.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import * as Bundle from "../../src/platform/bundle.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as ChildProcess from "../../src/transport/child-process.ts"
+import * as Credentials from "../../src/transport/credentials.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as WebSocket from "../../src/transport/web-socket.ts"
+import * as WebSocketRanks from "../../src/transport/web-socket-ranks.ts"
+import * as WireFrames from "../../src/transport/wire-frames.ts"
+import * as Worker from "../../src/transport/worker.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError } from "./launch-options.ts"
-import * as RankActor from "./rank.ts"
-import type { Listening } from "./run-types.ts"
+import * as RankActor from "../rank/rank.ts"
+import type { Listening } from "../record/run-types.ts"
 
 /**
  * The entry each rank starts: the TypeScript entry under Bun and Deno; under Node, a bundle of it
@@ -30,22 +30,22 @@ import type { Listening } from "./run-types.ts"
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 export const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
-  const entry = Files.moduleUrl(transport === "worker" ? "./rank-worker.ts" : transport === "process" ? "./rank-process.ts" : "./rank-socket.ts", import.meta.url)
+  const entry = Files.moduleUrl(transport === "worker" ? "../rank/rank-worker.ts" : transport === "process" ? "../rank/rank-process.ts" : "../rank/rank-socket.ts", import.meta.url)
   if (!Bundle.needed()) return entry.href
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
-  const redirect = Files.moduleUrl("../src/platform/redirect-worker-output.ts", import.meta.url)
+  const redirect = Files.moduleUrl("../../src/platform/redirect-worker-output.ts", import.meta.url)
   const source = transport === "websocket" ? [
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as SocketRank from ${path(Files.moduleUrl("./socket-rank.ts", import.meta.url))}`,
+    `import * as SocketRank from ${path(Files.moduleUrl("../rank/socket-rank.ts", import.meta.url))}`,
     `await SocketRank.processMain(async () => trainer)`
   ].join("\n") : [
     ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
     `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../src/transport/worker.ts" : "../src/transport/child-process.ts", import.meta.url))}`,
-    `import * as Rank from ${path(Files.moduleUrl("./rank.ts", import.meta.url))}`,
+    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../../src/transport/worker.ts" : "../../src/transport/child-process.ts", import.meta.url))}`,
+    `import * as Rank from ${path(Files.moduleUrl("../rank/rank.ts", import.meta.url))}`,
     `await Rank.main(Host.connect(), async () => trainer)`
   ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)

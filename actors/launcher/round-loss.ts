@@ -13,7 +13,7 @@
  *
  * @since 0.1.0
  */
-import type { Rank, ToCoordinator } from "../src/core/messages.ts"
+import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
 
 interface Pending {
   readonly round: number

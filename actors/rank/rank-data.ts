@@ -7,11 +7,11 @@
  * @since 0.1.0
  */
 import type * as Effect from "effect/Effect"
-import type { Rank } from "../src/core/messages.ts"
-import type * as RuntimeTypes from "../src/platform/types.ts"
-import type * as PeerRing from "../src/transport/peer-ring.ts"
-import type * as Transport from "../src/transport/transport.ts"
-import type * as Packed from "../src/wire/packed.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import type * as RuntimeTypes from "../../src/platform/types.ts"
+import type * as PeerRing from "../../src/transport/peer-ring.ts"
+import type * as Transport from "../../src/transport/transport.ts"
+import type * as Packed from "../../src/wire/packed.ts"
 
 /**
  * The file a rank writes in its save folder (`<saveDir>/rank<r>/`) once the trainer's `save`
