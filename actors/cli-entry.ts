@@ -33,6 +33,14 @@ export const importLauncher = (): Promise<typeof import("./launcher/launcher.ts"
 export const importSocketRank = (): Promise<typeof import("./rank/socket-rank.ts")> => import("./rank/socket-rank.ts")
 
 /**
+ * Many joining ranks in one process (`joinRanks`), loaded when `cohort join --ranks N` needs it.
+ *
+ * @since 0.1.0
+ * @category entry
+ */
+export const importSocketRanks = (): Promise<typeof import("./rank/socket-ranks.ts")> => import("./rank/socket-ranks.ts")
+
+/**
  * The URL of the browser rank's module (`actors/rank/rank-browser.ts`, `.js` in the built package),
  * which `cohort bundle` bundles with a trainer.
  *

@@ -30,6 +30,10 @@ import * as WireError from "../../src/wire/wire-error.ts"
  * - `onCommand`: every command, after it was carried out (alerts, epoch ends, the run's end).
  * - `onDeclared`: deaths the core just declared, with the wall time their remainders were handed
  *   to the transport (`recoveredMs`, the coordinator clock's ms).
+ * - `onLeft`: departures (deaths and exits) while the run trains that the core just recorded
+ *   (`Core.Leave`), with the wall time the step's commands were out (`recoveredMs`) and the bytes
+ *   of the control frames that step sent (`controlBytes`: extensions, chunks, roles,
+ *   `DeclareDead`, `FormRing`; not an `Update` of a round the departure let close).
  * - `onTurnedAway`: a joiner the shell closed before the core saw its join (its `Hello`
  *   gave another parameter count than the run's; `closeCode` 4009), with the reason.
  *
@@ -40,6 +44,7 @@ export interface Hooks {
   readonly onFrame?: (rank: Rank, message: ToCoordinator, nowMs: number) => void
   readonly onCommand?: (command: Core.Command, state: Core.State) => void
   readonly onDeclared?: (deaths: ReadonlyArray<Core.Death>, recoveredMs: number) => void
+  readonly onLeft?: (leaves: ReadonlyArray<Core.Leave>, recoveredMs: number, controlBytes: number) => void
   readonly onTurnedAway?: (rank: Rank, closeCode: number, reason: string) => void
   /**
    * The committed model after `epoch` (`Core` command `EpochModel`): with `cpu` the mean this
@@ -106,6 +111,9 @@ export interface Refused {
  * - `relayStats()`: ring steps relayed and dropped.
  * - `averagingBytes()`: the averaging traffic so far, in bytes of frames: `received` (`Params`,
  *   relayed `RingData`) and `sent` (`Update`s, one per recipient, relayed `RingData`).
+ * - `controlBytes()`: bytes of the frames sent through `deliver` and `broadcast` so far, but
+ *   `Update`, `RoundCommitted` and `CoordHeartbeat` (what a departure makes the coordinator send:
+ *   extensions, chunks, roles, `DeclareDead`, `FormRing`).
  *
  * @since 0.1.0
  * @category model
@@ -121,6 +129,7 @@ export interface CoordinatorInbound {
   readonly turnedAway: Set<Rank>
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
   readonly averagingBytes: () => { readonly received: number; readonly sent: number }
+  readonly controlBytes: () => number
 }
 
 /**
@@ -195,6 +204,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
    * in order, until its model's `Update` goes out (`coordinator.ts` module docstring).
    */
   const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
+  let sentControlBytes = 0
   const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
     const holding = held.get(rank)
     if (holding !== undefined && message._tag !== "CoordHeartbeat") {
@@ -210,6 +220,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         return
       }
     }
+    if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat") sentControlBytes += bytes.length
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
     else if (message._tag === "Update" || message._tag === "RingData") bytesSent += bytes.length
@@ -350,6 +361,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     crashes,
     turnedAway,
     relayStats: () => ({ relayed, dropped: relayDropped }),
-    averagingBytes: () => ({ received: bytesReceived, sent: bytesSent })
+    averagingBytes: () => ({ received: bytesReceived, sent: bytesSent }),
+    controlBytes: () => sentControlBytes
   }
 }

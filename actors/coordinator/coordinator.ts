@@ -400,14 +400,20 @@ const settle = (shell: Shell): Effect.Effect<void> =>
 
 // One step's commands go out without yielding to the event loop in between, so that a death's
 // extensions reach the transport together, before any further input is read.
-const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBefore: number): Effect.Effect<void> =>
+const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
   Effect.gen(function*() {
     const { state, hooks } = shell
+    const bytesBefore = shell.io.controlBytes()
     yield* execute(shell, commands)
     if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
       const declared = state.deaths.slice(deathsBefore)
       const nowMs = yield* Clock.currentTimeMillis
       observe(() => hooks.onDeclared?.(declared, nowMs))
+    }
+    if (state.leaves.length > leavesBefore && hooks.onLeft !== undefined) {
+      const left = state.leaves.slice(leavesBefore)
+      const nowMs = yield* Clock.currentTimeMillis
+      observe(() => hooks.onLeft?.(left, nowMs, shell.io.controlBytes() - bytesBefore))
     }
     yield* settle(shell)
   }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
@@ -419,8 +425,11 @@ const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBe
  */
 const stepNow = (shell: Shell, input: Core.Input): Effect.Effect<void> | undefined => {
   const deathsBefore = shell.state.deaths.length
+  const leavesBefore = shell.state.leaves.length
   const commands = Core.step(shell.state, input)
-  return commands.length === 0 && shell.state.deaths.length === deathsBefore ? undefined : afterStep(shell, commands, deathsBefore)
+  return commands.length === 0 && shell.state.deaths.length === deathsBefore && shell.state.leaves.length === leavesBefore
+    ? undefined
+    : afterStep(shell, commands, deathsBefore, leavesBefore)
 }
 
 const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(shell, input) ?? Effect.void)

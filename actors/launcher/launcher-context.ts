@@ -6,6 +6,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import { customAlphabet, nanoid } from "nanoid"
 import type * as Alerts from "../../src/core/alerts.ts"
 import * as Core from "../../src/core/coordinator.ts"
@@ -22,7 +23,7 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -59,6 +60,13 @@ export interface Vars {
   ringLinksDecided: boolean
   /** The first write of the run's journal or epoch model that failed: the run stops on it (`storageStop`). */
   storageFault: StorageFault.StorageFault | undefined
+  /**
+   * The clock the run's timing reads (the core's `nowMs`, the journal's `ms`, epoch rates, silent
+   * joiners, the duration): Effect's default until `program` starts, then its fiber's, so that the
+   * coordinator actor and the launcher's callbacks read one clock.
+   */
+  clock: Clock.Clock
+  /** When the run started, on `clock` (ms): the journal's `ms` counts from it. */
   startedMs: number
   epochStartedMs: number
   /** The closing round's averaging traffic, told just before its AverageRound (`Coordinator.Hooks.onRoundBytes`). */
@@ -101,6 +109,8 @@ export interface Context {
    * the list: `state.deaths`, docs/design.md §3.2, §3.6).
    */
   readonly timings: Map<Core.Death, DeathTiming>
+  /** What every departure while the run trained cost (`LeaveCost`), in declaration order. */
+  readonly leaveCosts: Array<LeaveCost>
   readonly skippedFaults: Array<SkippedFault>
   readonly faultAt: Map<Rank, number>
   readonly trainedInEpoch: Map<Rank, number>
@@ -136,6 +146,8 @@ export interface Context {
   readonly rankConnectionsMax: number
   readonly rankListener: ReturnType<typeof ListenerResources.make>
   readonly vars: Vars
+  /** The run's time now, on `vars.clock` (ms). */
+  readonly nowMs: () => number
   readonly sinceStart: (ms: number) => number
   /**
    * A write of the run's record failed: a critical alert at once; with `stop` (the journal, an
@@ -150,7 +162,13 @@ export interface Context {
 }
 
 /** Checks what needs the trainer and makes the core's state (`LaunchError` for a bad option). */
-const makeState = (options: RunOptions, served: Served | undefined, resolved: ReturnType<typeof resolveOptions>, module: Trainer.TrainerModule): Core.State => {
+const makeState = (
+  options: RunOptions,
+  served: Served | undefined,
+  resolved: ReturnType<typeof resolveOptions>,
+  module: Trainer.TrainerModule,
+  nowMs: number
+): Core.State => {
   const { worldSize, epochs, mode, backend, batchSize, heartbeatTimeoutMs } = resolved
   const maxRanks = options.maxRanks ?? worldSize
   check(Number.isSafeInteger(maxRanks) && maxRanks >= worldSize, "maxRanks", `must be an integer >= worldSize (${worldSize}), got ${maxRanks}`)
@@ -176,7 +194,7 @@ const makeState = (options: RunOptions, served: Served | undefined, resolved: Re
     failureLimit: options.failureLimit,
     rolePolicy: options.rolePolicy ?? "fastest",
     ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
-  }, Date.now())
+  }, nowMs)
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   if (options.resumeState !== undefined) {
     const point = Core.normalizeResume(made.config, options.resumeState)
@@ -220,16 +238,18 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
   const resolved = resolveOptions(options, served !== undefined)
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const trainerDigest = await trainerSha256(trainerUrl)
-  const state = makeState(options, served, resolved, module)
+  const clock = Clock.Clock.defaultValue()
+  const state = makeState(options, served, resolved, module, clock.currentTimeMillisUnsafe())
   const runId = options.runId ?? runIdOf()
   const runDir = `${options.outDir ?? defaults.outDir}/${runId}`
   await Files.mkdir(`${runDir}/ranks`)
   const runDirAbsolute = Files.absolutePath(runDir)
-  const startedMs = Date.now()
+  const startedMs = clock.currentTimeMillisUnsafe()
   const vars: Vars = {
     ringLinksUsed: resolved.ringLinks,
     ringLinksDecided: false,
     storageFault: undefined,
+    clock,
     startedMs,
     epochStartedMs: startedMs,
     roundBytes: undefined,
@@ -239,13 +259,15 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     server: undefined,
     relayStats: () => ({ relayed: 0, dropped: 0 })
   }
+  const nowMs = (): number => vars.clock.currentTimeMillisUnsafe()
   const sinceStart = (ms: number): number => Math.round(ms - vars.startedMs)
   const alerts: Array<Alerts.Alert> = []
   const storageStop = new AbortController()
   const storageFailed = (fault: StorageFault.StorageFault, stop: boolean): void => {
+    // An alert's `ts` is a wall-clock stamp (when, on the host's calendar), not the run's timing.
     const alert = StorageFault.alert(fault, Date.now())
     alerts.push(alert)
-    emit({ type: "alert", ms: sinceStart(Date.now()), alert })
+    emit({ type: "alert", ms: sinceStart(nowMs()), alert })
     if (!stop || vars.storageFault !== undefined) return
     vars.storageFault = fault
     storageStop.abort()
@@ -264,7 +286,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
   const epochModels = EpochModels.make({
     dir: `${runDirAbsolute}/checkpoints`,
     shownDir: `${runDir}/checkpoints`,
-    now: () => sinceStart(Date.now()),
+    now: () => sinceStart(nowMs()),
     // Without it the epoch's audit line stands without the model a resume needs: stop, as for the journal.
     onWriteError: (path, error) => storageFailed(StorageFault.of(path, error), true)
   })
@@ -272,7 +294,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
   const joinedFrom = new Map<Rank, string>()
   const refusedLate = (rank: Rank | undefined, closeCode: number, reason: string): void => {
     lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
-    emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
+    emit({ type: "refused", ms: sinceStart(nowMs()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
   }
   const { onOutput, closeRankLogs } = rankOutput(options, runDir)
   // Over WebSocket: the run token (given, or made for the run; a served run's made token is
@@ -305,6 +327,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     alerts,
     storageStop,
     timings: new Map(),
+    leaveCosts: [],
     skippedFaults: [],
     faultAt: new Map(),
     trainedInEpoch: new Map(),
@@ -322,6 +345,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     rankConnectionsMax,
     rankListener: ListenerResources.make("the rank listener", rankConnectionsMax, "rankConnectionsMax (--rank-connections-max)"),
     vars,
+    nowMs,
     sinceStart,
     storageFailed,
     refusedLate,

@@ -11,7 +11,7 @@ import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import type * as Coordinator from "../coordinator/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
-import type { DeathTiming, RankState, RunEvent } from "../record/run-types.ts"
+import type { DeathTiming, LeaveCost, RankState, RunEvent } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
 /**
@@ -85,7 +85,7 @@ const onFrame = (ctx: Context) => (rank: Rank, message: ToCoordinator, nowMs: nu
 const onCommand = (ctx: Context) => (command: Core.Command): void => {
   const { state, emit, journal, epochModels, roundLoss, trainedInEpoch, lastRate, alerts, sinceStart, refusedLate, vars } = ctx
   const { worldSize } = ctx.resolved
-  const ms = sinceStart(Date.now())
+  const ms = sinceStart(ctx.nowMs())
   if (!vars.formedEmitted && state.started) {
     vars.formedEmitted = true
     vars.server?.markFormed()
@@ -144,7 +144,7 @@ const onCommand = (ctx: Context) => (command: Core.Command): void => {
       }
       return
     case "SendRanges":
-      if (command.kind === "StartEpoch") vars.epochStartedMs = Date.now()
+      if (command.kind === "StartEpoch") vars.epochStartedMs = ctx.nowMs()
       emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
       return
     case "AverageRound": {
@@ -177,6 +177,13 @@ export const hooks = (ctx: Context): Coordinator.Hooks => {
     onFrame: onFrame(ctx),
     onCommand: onCommand(ctx),
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
+    onLeft: (left, recoveredMs, controlBytes) => {
+      for (const leave of left) {
+        const cost = leaveCost(ctx, leave, recoveredMs, Math.round(controlBytes / left.length))
+        ctx.leaveCosts.push(cost)
+        ctx.emit({ type: "leave", ms: cost.declaredMs, leave: cost })
+      }
+    },
     onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onRoundBytes: (_round, bytes) => {
       vars.roundBytes = bytes
@@ -192,6 +199,22 @@ export const hooks = (ctx: Context): Coordinator.Hooks => {
     }
   }
 }
+
+/** A departure's cost line (`LeaveCost`), from the core's record and the step's wall time and bytes. */
+const leaveCost = (ctx: Context, leave: Core.Leave, recoveredMs: number, bytesMoved: number): LeaveCost => ({
+  rank: leave.rank,
+  epoch: leave.epoch,
+  kind: leave.kind,
+  cause: leave.cause,
+  declaredMs: ctx.sinceStart(leave.declaredAtMs),
+  detectionMs: Math.max(0, leave.declaredAtMs - leave.lastSeenAtMs),
+  recoveryMs: leave.redistributed ? Math.max(0, recoveredMs - leave.declaredAtMs) : undefined,
+  remainderSamples: leave.remainderSamples,
+  lostSamples: leave.redistributed ? 0 : leave.remainderSamples,
+  duplicatedSamples: 0,
+  redoneSamples: leave.redistributed ? leave.redoneSamples : 0,
+  bytesMoved
+})
 
 /**
  * Times a declared death and logs it, once per death.

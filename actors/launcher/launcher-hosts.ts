@@ -86,6 +86,7 @@ export const issueCredentials = async (
 ): Promise<ReadonlyArray<{ readonly rank: number; readonly id: string; readonly file: string }>> => {
   if (count === 0) return []
   await Files.mkdir(`${runDir}/credentials`)
+  // A credential's expiry is wall-clock time: the rank's host and `cohort` commands read it too.
   const expiresAtMs = ttlMs === undefined ? undefined : Date.now() + ttlMs
   const issued: Array<{ readonly rank: number; readonly id: string; readonly file: string }> = []
   for (let rank = 0; rank < count; rank++) {
@@ -150,13 +151,14 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
       if (credential !== undefined) credentials.joined(rank, credential)
-      if (ctx.vars.formedEmitted) awaitingHello.set(rank, Date.now())
-      emit({ type: "joined", ms: sinceStart(Date.now()), rank, address, ...(credential === undefined ? {} : { credential }) })
+      if (ctx.vars.formedEmitted) awaitingHello.set(rank, ctx.nowMs())
+      emit({ type: "joined", ms: sinceStart(ctx.nowMs()), rank, address, ...(credential === undefined ? {} : { credential }) })
     },
-    // A served run admits ranks' own credentials too (HMACs of the run token; none is kept).
+    // A served run admits ranks' own credentials too (HMACs of the run token; none is kept),
+    // their expiry checked against wall-clock time, as it was written.
     ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
-    onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(Date.now()), closeCode, reason, address }),
-    onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(Date.now()), rank, address, silentMs }),
+    onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(ctx.nowMs()), closeCode, reason, address }),
+    onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(ctx.nowMs()), rank, address, silentMs }),
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   }
 }

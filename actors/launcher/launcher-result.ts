@@ -13,7 +13,7 @@ import * as Files from "../../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
 import * as StorageFault from "./storage-fault.ts"
 import * as RankActor from "../rank/rank.ts"
-import type { DeathTiming, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, LeaveCost, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
 
 /**
  * What `finish` needs of a run that ran (its scope closed, every rank ended):
@@ -26,10 +26,11 @@ import type { DeathTiming, Resumed, RunResult, SkippedFault } from "../record/ru
  * - `interruptedBy`: the signal that interrupted the run (`SIGINT`, `SIGTERM`, `aborted`), if any.
  * - `timings`, `record`: each declared death's timing, and how a death the coordinator's hook did
  *   not see is timed and logged (`record(death, recoveredMs, redistributed)`).
- * - `skippedFaults`, `alerts`, `refusals` (`RunResult`), `startedMs` (wall ms the run started),
+ * - `skippedFaults`, `alerts`, `refusals` (`RunResult`), `startedMs` (ms the run started, on the run's clock),
  *   `transport` and `backend` (`RunResult`).
  * - `ringLinks`, `relayStats`: the links the ring's steps took, and the steps the coordinator relayed.
- * - `journal`, `sinceStart` (wall ms to ms since the start): the `ended` event goes there.
+ * - `journal`, `nowMs` (the run's clock, ms), `sinceStart` (its ms to ms since the start): the
+ *   `ended` event goes there.
  * - `storageFault`: the journal's write that failed (the run stopped on it), if any;
  *   `storageFailed(path, error)`: raises the alert of another failed write (`summary.json`).
  *
@@ -47,6 +48,7 @@ export interface RunEnd {
   readonly askedToSave: ReadonlyArray<Rank>
   readonly interruptedBy: string | undefined
   readonly timings: ReadonlyMap<Core.Death, DeathTiming>
+  readonly leaves: ReadonlyArray<LeaveCost>
   readonly record: (death: Core.Death, recoveredMs: number, redistributed: boolean) => void
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
@@ -57,6 +59,7 @@ export interface RunEnd {
   readonly ringLinks: NonNullable<RunResult["ring"]>["links"]
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
   readonly journal: RunJournal
+  readonly nowMs: () => number
   readonly sinceStart: (ms: number) => number
   readonly storageFault: () => StorageFault.StorageFault | undefined
   readonly storageFailed: (path: string, error: unknown) => void
@@ -111,18 +114,19 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
     : 1
   const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: end.ringLinks, ...end.relayStats() }
-  journal.emit({ type: "ended", ms: sinceStart(Date.now()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
+  journal.emit({ type: "ended", ms: sinceStart(end.nowMs()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,
     runDir,
     outcome,
     deaths,
+    ...(end.leaves.length === 0 ? {} : { leaves: end.leaves }),
     skippedFaults: end.skippedFaults,
     alerts: end.alerts,
     epochs: epochsWithAccuracy,
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
-    durationMs: Date.now() - end.startedMs,
+    durationMs: end.nowMs() - end.startedMs,
     exitCode,
     ...(end.refusals === undefined ? {} : { refusals: end.refusals }),
     transport: end.transport,

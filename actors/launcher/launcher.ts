@@ -158,7 +158,7 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
         LauncherHosts.observeListening(ctx, { url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256: ctx.fingerprint256, credentials: issued })
         yield* watchRevocations(ctx, host)
       }
-      emit({ type: "listening", ms: ctx.sinceStart(Date.now()), url: server.url })
+      emit({ type: "listening", ms: ctx.sinceStart(ctx.nowMs()), url: server.url })
     }
   })
 
@@ -168,7 +168,7 @@ const watchRevocations = (ctx: Context, host: Host): Effect.Effect<void, never, 
     Effect.flatMap((all) => Effect.sync(() => {
       for (const revocation of ctx.credentials.fresh(all)) {
         const { rank, credential } = ctx.credentials.revoke(revocation)
-        ctx.emit({ type: "revoked", ms: ctx.sinceStart(Date.now()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
+        ctx.emit({ type: "revoked", ms: ctx.sinceStart(ctx.nowMs()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
         if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
       }
     })),
@@ -287,7 +287,8 @@ const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.E
       )
     }
     if (ctx.resolved.transportKind === "websocket") {
-      yield* Effect.suspend(() => Effect.forEach(ctx.rankListener.drain(Date.now()), coordinator.resource, { discard: true })).pipe(
+      yield* Clock.currentTimeMillis.pipe(
+        Effect.flatMap((nowMs) => Effect.forEach(ctx.rankListener.drain(nowMs), coordinator.resource, { discard: true })),
         Effect.repeat(Schedule.spaced(250)),
         Effect.forkScoped
       )
@@ -307,8 +308,7 @@ const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.E
 const closeSilentJoiners = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> => {
   const { state, awaitingHello, vars } = ctx
   const helloTimeoutMs = ctx.served?.formationTimeoutMs ?? defaults.formationTimeoutMs
-  const silentJoiners = Effect.sync(() => {
-    const now = Date.now()
+  const silentJoiners = Effect.map(Clock.currentTimeMillis, (now) => {
     for (const [rank, atMs] of awaitingHello) {
       if (Core.isVacant(state, rank) && now - atMs <= helloTimeoutMs) continue
       awaitingHello.delete(rank)
@@ -349,6 +349,7 @@ const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Eff
 const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { served, trainerUrl, vars } = ctx
+    vars.clock = yield* Clock.Clock
     vars.startedMs = yield* Clock.currentTimeMillis
     const host = yield* LauncherHosts.makeHost(ctx)
     const entry = served === undefined ? yield* Effect.promise(() => LauncherHosts.rankEntry(ctx.resolved.transportKind, trainerUrl)) : ""
@@ -378,6 +379,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   let finalRefusals: Record<string, number> | undefined
   // While the run trains, its folder holds `run.lock` with this process's id: `cohort resume`
   // refuses a run that is still running (a stale lock, of a process that is gone, is no bar).
+  // The lock's stamp is wall-clock time: another process reads it.
   const runLock = await LockFile.acquire(`${runDir}/${runLockFileName}`, Date.now())
   const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
     const outcome = yield* program(ctx)
@@ -396,7 +398,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const failure = error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
     // The journal's last line says the run failed (a formation timeout, a rank that left before
     // formation, a listen or spawn that failed), so that report and resume need not guess.
-    ctx.emit({ type: "failed", ms: ctx.sinceStart(Date.now()), stage: failure.option, reason: failure.reason, formed: state.started })
+    ctx.emit({ type: "failed", ms: ctx.sinceStart(ctx.nowMs()), stage: failure.option, reason: failure.reason, formed: state.started })
     await journal.close()
     throw failure
   }
@@ -412,6 +414,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     askedToSave: vars.askedToSave,
     interruptedBy: vars.interruptedBy,
     timings: ctx.timings,
+    leaves: ctx.leaveCosts,
     record: (death, recoveredMs, redistributed) => LauncherHooks.recordDeath(ctx, death, recoveredMs, redistributed),
     skippedFaults: ctx.skippedFaults,
     alerts: ctx.alerts,
@@ -422,6 +425,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     ringLinks: vars.ringLinksUsed,
     relayStats: vars.relayStats,
     journal,
+    nowMs: ctx.nowMs,
     sinceStart: ctx.sinceStart,
     storageFault: () => vars.storageFault,
     storageFailed: (path, error) => ctx.storageFailed(StorageFault.of(path, error), false)

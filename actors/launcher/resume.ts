@@ -494,6 +494,7 @@ export const resume = async (
   }
   let lock: LockFile.Acquired
   try {
+    // The lock's stamp is wall-clock time: another process reads it.
     lock = await LockFile.acquire(lockPath, Date.now())
   } catch (error) {
     return fail(resumeErrors.cannotLock(lockPath, firstLine(error)))

@@ -448,7 +448,8 @@ export const stopAsTold = (r: Running, stopping: NonNullable<Training["stopping"
   Effect.gen(function*() {
     const { rank, data, trainer } = r
     if (stopping.save) {
-      // The marker says the trainer's save resolved (a save may write nothing of its own).
+      // The marker says the trainer's save resolved (a save may write nothing of its own); its
+      // `savedAtMs` is wall-clock time, read by another process (`cohort join`) against its own.
       const dir = `${data.saveDir}/rank${rank}`
       yield* Effect.tryPromise(async () => {
         await trainer.save(dir)

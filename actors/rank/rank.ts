@@ -119,7 +119,8 @@ export const run = (
  * A rank entry's whole body: connects with `connect` (a transport's rank-side `connect()`), runs
  * the rank, and leaves the process or worker with its exit code through `exit` (default
  * `process.exit`; a WebSocket rank closes its socket first, so that its last frames arrive before
- * its end). `loadTrainer` imports the trainer module (bundled entries pass the module they
+ * its end). `stop` aborted interrupts the rank where it is, without a leave or a last frame (a
+ * process that runs many ranks stops one that way to make it leave, crash or go silent). `loadTrainer` imports the trainer module (bundled entries pass the module they
  * contain). A failure to connect is a defect: the rank ends and its supervisor reports it.
  *
  * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
@@ -136,7 +137,8 @@ export const run = (
 export const main = (
   connect: Effect.Effect<Link, Transport.TransportError>,
   loadTrainer?: (url: string) => Promise<unknown>,
-  leave: (code: number) => void = (code) => process.exit(code)
+  leave: (code: number) => void = (code) => process.exit(code),
+  stop?: AbortSignal
 ): Promise<void> =>
   Effect.runPromise(
     Effect.gen(function*() {
@@ -154,5 +156,6 @@ export const main = (
       yield* link.transport.send(toCoordinator, Codec.encode(Frame.fromRank(link.rank, crashing))).pipe(Effect.ignore)
       yield* link.transport.flush
       leave(1)
-    })
+    }),
+    stop === undefined ? undefined : { signal: stop }
   )

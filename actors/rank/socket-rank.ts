@@ -9,6 +9,7 @@
  *
  * @since 0.1.0
  */
+import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
@@ -240,6 +241,20 @@ export interface JoinRunOptions {
   readonly tls?: WebSocket.ClientOptions["tls"]
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
+  /**
+   * Join with protocol 2 (a link that resumes after a cut; default true). Without it a socket that
+   * drops ends the rank at once, as for a local rank.
+   */
+  readonly resumable?: boolean
+  /**
+   * How the rank leaves once it trained (default: close the socket, then exit the process): a
+   * process that runs many ranks (`SocketRanks.joinRanks`) closes the rank's socket and carries on.
+   */
+  readonly leaving?: (client: WebSocket.ClientHandle) => (code: number) => void
+  /** Told the client once the rank is welcomed and about to train. */
+  readonly onJoined?: (client: WebSocket.ClientHandle) => void
+  /** Aborted: the rank stops where it is (`Rank.main`'s `stop`). */
+  readonly stop?: AbortSignal
 }
 
 /**
@@ -361,7 +376,10 @@ export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: numbe
  */
 export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
-  const startedMs = Date.now()
+  // How long the join has tried, on Effect's clock (`elapsedMs`).
+  const clock = Clock.Clock.defaultValue()
+  const startedMs = clock.currentTimeMillisUnsafe()
+  const elapsedMs = (): number => clock.currentTimeMillisUnsafe() - startedMs
   let delayMs = connectRetryDelayMsBase
   let joined: { readonly client: WebSocket.ClientHandle; readonly link: Rank.Link } | undefined
   let badRun = false
@@ -370,9 +388,9 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   while (joined === undefined) {
     // A "try again later" refusal (a full server, or a run that may grow still forming) is
     // retried by `connect` for what is left of `connectTimeoutMs`.
-    const joinTimeoutMs = Math.max(1, connectTimeoutMs - (Date.now() - startedMs))
+    const joinTimeoutMs = Math.max(1, connectTimeoutMs - elapsedMs())
     const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
+      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
       (client) => {
         if (!Rank.isJoinedRun(client.run)) {
           badRun = true
@@ -400,13 +418,13 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
       options.say(`cohort join: refused by ${options.url}: ${words} (close code ${reason.closeCode})`)
       return refusal.code
     }
-    if (Date.now() - startedMs + delayMs > connectTimeoutMs) {
+    if (elapsedMs() + delayMs > connectTimeoutMs) {
       options.say(`cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`)
       return JoinExitCode.unreachable
     }
     // One line while it keeps trying, so that a join to a coordinator that is not (or no longer)
     // there does not wait silently for minutes.
-    if (!waitingSaid && Date.now() - startedMs >= waitingLineAfterMs) {
+    if (!waitingSaid && elapsedMs() >= waitingLineAfterMs) {
       waitingSaid = true
       options.say(`cohort join: ${options.url} cannot be reached yet (${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}); trying again for up to ${Math.round(connectTimeoutMs / 1000)} s (--connect-timeout-ms)`)
     }
@@ -429,7 +447,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   // A rank beyond the formation's world size joined a run that grows.
   options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond the ${run.worldSize} ranks it formed with)`}`)
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
-  const leave = leaveThrough(() => client, options.beforeExit)
+  const leave = options.leaving?.(client) ?? leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
   const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank, options.tls)).pipe(
@@ -437,7 +455,9 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
+  // Wall-clock time, as the saved marker's `savedAtMs` it is compared with (a file's stamp).
   const joinedAtMs = Date.now()
+  options.onJoined?.(client)
   await Rank.main(Effect.succeed({ ...link, whyEnded }), Bundle.importModule, (code) => {
     const closeCode = probed ?? client.closeCode()
     if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
@@ -450,7 +470,8 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
       if (saved !== undefined) options.say(`cohort join: rank ${client.rank} saved its state under ${saved.dir}${saved.reason === "" ? "" : ` (${saved.reason})`}`)
       leave(code)
     })
-  })
-  // Rank.main resolves once the rank decided to leave; the leave exits the process.
+  }, options.stop)
+  // Rank.main resolves once the rank decided to leave; the leave exits the process (or, with
+  // `leaving`, settles what its caller waits on).
   return new Promise<number>(() => {})
 }

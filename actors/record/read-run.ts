@@ -159,6 +159,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   let lastMs = 0
   let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
+  const leaves: Array<RunTypes.LeaveCost> = []
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
@@ -207,6 +208,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       case "death":
         deaths.push(e.death)
         break
+      case "leave":
+        leaves.push(e.leave)
+        break
       case "alert":
         alerts.push(e.alert)
         break
@@ -238,6 +242,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     runId: started.runId,
     runDir: started.runDir,
     deaths,
+    ...(leaves.length === 0 ? {} : { leaves }),
     skippedFaults,
     alerts,
     epochs: rows,

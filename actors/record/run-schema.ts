@@ -110,6 +110,21 @@ const DeathTiming = Schema.Struct({
   redistributed: Schema.Boolean
 })
 
+const LeaveCost = Schema.Struct({
+  rank: Count,
+  epoch: Count,
+  kind: Schema.Literals(["graceful", "crash", "silent"]),
+  cause: Schema.String,
+  declaredMs: Ms,
+  detectionMs: Ms,
+  recoveryMs: absentAsUndefined(Ms),
+  remainderSamples: Count,
+  lostSamples: Count,
+  duplicatedSamples: Count,
+  redoneSamples: Count,
+  bytesMoved: Count
+})
+
 const SkippedFault = Schema.Struct({
   rank: Count,
   fault: Schema.Literals(["kill", "hang"]),
@@ -161,6 +176,7 @@ export const RunResult = Schema.Struct({
   runDir: Schema.String,
   outcome: Outcome,
   deaths: Schema.Array(DeathTiming),
+  leaves: optionalKey(Schema.Array(LeaveCost)),
   skippedFaults: absentAsEmpty(SkippedFault),
   alerts: Schema.Array(Alert),
   epochs: Schema.Array(EpochRow),
@@ -213,6 +229,7 @@ export const RunEvent = Schema.Union([
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),
   event("fault-skipped", { skipped: SkippedFault }),
   event("death", { death: DeathTiming }),
+  event("leave", { leave: LeaveCost }),
   event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optionalKey(Ms), error: optionalKey(Schema.String) }),

@@ -460,6 +460,7 @@ export type RunEvent =
   | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }
   | { readonly type: "fault-skipped"; readonly ms: number; readonly skipped: SkippedFault }
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
+  | { readonly type: "leave"; readonly ms: number; readonly leave: LeaveCost }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
   | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
@@ -506,6 +507,46 @@ export interface DeathTiming {
 }
 
 /**
+ * What one departure cost (docs/churn.md): one per rank that left while the run trained, graceful
+ * exits included, in the order the coordinator took them out.
+ *
+ * - `kind`: `graceful` (it announced its exit), `crash` (its process, worker or socket ended
+ *   without that, or it reported its trainer's error), `silent` (nothing of it arrived for the
+ *   heartbeat timeout: a sleeping laptop, a frozen tab, a cut link).
+ * - `declaredMs`: since the run started, when the coordinator took it out of the run.
+ * - `detectionMs`: from the last thing that arrived from it to `declaredMs`: the silence a
+ *   `silent` leave took to be seen; for a `crash` it includes the rank's own quiet before its end
+ *   (at most its heartbeat interval while it trains), for `graceful` it is 0.
+ * - `recoveryMs`: from `declaredMs` until its remainder was handed to the survivors' links (the
+ *   extensions, or its chunks back in the pool and the idle survivors woken), so that they train
+ *   it; `undefined` when the departure stopped the run (nothing moved).
+ * - `remainderSamples`: its samples not committed at its leaving; `lostSamples`: of those, the
+ *   samples no one was given (the run stopped: a resume trains them); `duplicatedSamples`: given
+ *   twice (always 0: the epoch's audit checks it); `redoneSamples`: the samples the coordinator
+ *   knew it had trained but not committed, trained again by the survivors.
+ * - `bytesMoved`: the bytes of the control frames its declaration sent (extensions, chunks,
+ *   roles, `DeclareDead`, `FormRing`), shared equally among the departures of one batch; not the
+ *   parameters of a round its departure let close, nor a ring's repeated collective.
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface LeaveCost {
+  readonly rank: Rank
+  readonly epoch: number
+  readonly kind: "graceful" | "crash" | "silent"
+  readonly cause: string
+  readonly declaredMs: number
+  readonly detectionMs: number
+  readonly recoveryMs: number | undefined
+  readonly remainderSamples: number
+  readonly lostSamples: number
+  readonly duplicatedSamples: number
+  readonly redoneSamples: number
+  readonly bytesMoved: number
+}
+
+/**
  * A requested fault that never happened: the run ended first, or its rank had already left.
  *
  * @since 0.1.0
@@ -534,6 +575,8 @@ export interface RunResult {
   readonly runDir: string
   readonly outcome: Coordinator.Outcome
   readonly deaths: ReadonlyArray<DeathTiming>
+  /** What each departure while the run trained cost (`LeaveCost`); absent when none left (and in summaries written before it existed). */
+  readonly leaves?: ReadonlyArray<LeaveCost>
   /** Requested kills and hangs that never happened (say so: a silent no-op misleads). */
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
