@@ -24,8 +24,9 @@ import type * as Scope from "effect/Scope"
 import { nanoid } from "nanoid"
 import * as Core from "../../src/core/coordinator.ts"
 import * as Files from "../../src/platform/files.ts"
+// Picked here, not in the ring links module: the browser rank bundles that one, and node:net with it.
+import * as FreePorts from "../../src/platform/free-ports.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
-import * as PeerRing from "../../src/transport/peer-ring.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as Coordinator from "../coordinator/coordinator.ts"
@@ -184,7 +185,7 @@ const watchRevocations = (ctx: Context, host: Host): Effect.Effect<void, never, 
  */
 const peerAddresses = (worldSize: number) =>
   Effect.map(
-    Effect.promise(() => PeerRing.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
+    Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
     (ports) => ({
       token: nanoid(32),
       urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `ws://${peerHost}:${ports[rank]}/`)),
