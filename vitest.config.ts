@@ -18,7 +18,9 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // the served ranks' wait for their coordinator (the resumable link under it runs on all three). The
 // CLI's credentials test drives nothing runtime-specific (test/transport/credentials.test.ts
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
-// runtime-specific parts are in quick tests under every runtime). The churn bench's quick check
+// runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
+// in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
+// are Node-only. The churn bench's quick check
 // starts its rank processes through tsx: Node only.
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
   ? [
@@ -33,6 +35,9 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
       "test/cli/credentials.full.test.ts",
       "test/cli/coordinator-reconnect.full.test.ts",
       "test/actors/ring-direct.full.test.ts",
+      "test/actors/aggregate.full.test.ts",
+      "test/actors/compress.full.test.ts",
+      "test/actors/outer.full.test.ts",
       "test/bench/churn.full.test.ts",
     ]
   : []

@@ -57,7 +57,7 @@ export const terminalIo = (): Io => ({
 })
 
 /**
- * Runs a training run: `run` of `actors/launcher.ts`, or a stand-in in tests.
+ * Runs a training run: `run` of `actors/launcher/launcher.ts`, or a stand-in in tests.
  *
  * @since 0.1.0
  * @category cli
@@ -226,8 +226,12 @@ export const conduct = async (
       io.err(`cohort: ${signal}: asking the ranks to save and stop (grace ${grace / 1000} s); send it again to stop at once\n`)
       interrupt.abort(signal)
     } else if (!stop.signal.aborted) {
-      io.err(`cohort: ${signal} again: stopping at once\n`)
+      io.err(`cohort: ${signal} again: stopping at once (a third time ends this process now)\n`)
       stop.abort(signal)
+    } else {
+      // A run stuck where no stop reaches it (a file system call that never returns) still ends.
+      io.err(`cohort: ${signal} a third time: ending now; rank processes may be left running\n`)
+      Signals.endAsSignal(signal)
     }
   })
   let result: RunTypes.RunResult

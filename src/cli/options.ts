@@ -134,6 +134,36 @@ export const runOptions: ReadonlyArray<RunOption> = [
     doc: "with `--round-deadline-ms`: the fraction of the survivors (above 0, at most 1) a round needs before its deadline closes it"
   },
   {
+    flag: "--aggregate RULE",
+    default: "mean",
+    help: "cpu backend: how a round's contributions are combined: mean, median, trimmed-mean[:F] (F cut from each end per coordinate, default 0.25) or clip:N (the mean of changes clipped to norm N) (docs/edge-averaging.md)",
+    doc: "cpu backend: how a round's contributions are combined: `mean`, `median`, `trimmed-mean[:F]` (F cut from each end per coordinate, default 0.25) or `clip:N` (the mean of changes clipped to norm N) ([edge averaging](edge-averaging.md#robust-aggregation-cpu-backend))"
+  },
+  {
+    flag: "--clip-norm N",
+    default: "off",
+    help: "clip each contribution's change from the last model to L2 norm N, with any --aggregate rule",
+    doc: "clip each contribution's change from the last model to L2 norm N, with any `--aggregate` rule"
+  },
+  {
+    flag: "--outlier-rounds-max K",
+    default: "0",
+    help: "declare a rank dead after K rounds its contribution was an outlier; 0: only an OutlierParams alert",
+    doc: "declare a rank dead after K rounds its contribution was an outlier; 0: only an `OutlierParams` alert"
+  },
+  {
+    flag: "--compress none|fp16|int8",
+    default: "none",
+    help: "cpu backend: how contributions and updates travel: float32, half floats, or int8 blocks with a scale each, with error feedback",
+    doc: "cpu backend: how contributions and updates travel: float32, half floats, or int8 blocks with a scale each, with error feedback ([edge averaging](edge-averaging.md#compression---compress-nonefp16int8))"
+  },
+  {
+    flag: "--outer-lr N, --outer-momentum F",
+    default: "1 and 0",
+    help: "cpu backend: apply each round's mean change with SGD at rate N and Nesterov momentum F; the defaults are plain averaging",
+    doc: "cpu backend: apply each round's mean change with SGD at rate N and Nesterov momentum F; the defaults are plain averaging ([edge averaging](edge-averaging.md#outer-optimizer---outer-lr---outer-momentum))"
+  },
+  {
     flag: "--failure-limit N|F",
     default: "none",
     help: "save and stop once N ranks died (an integer >= 0) or a fraction F of the ranks (0 < F < 1); without it the run stops only when no rank is left",

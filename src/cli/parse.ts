@@ -111,6 +111,12 @@ export interface RunCommandOptions {
   readonly roundDeadlineMs?: number | undefined
   /** `--round-quorum F` (with `--round-deadline-ms`): the fraction (0, 1] of the survivors a round needs before its deadline closes it; `undefined` (0.5) without it. */
   readonly roundQuorum?: number | undefined
+  /** `--aggregate`, `--clip-norm`, `--outlier-rounds-max` (cpu backend, docs/edge-averaging.md); only those given. */
+  readonly aggregation?: Aggregation
+  /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
+  readonly compress?: "none" | "fp16" | "int8"
+  /** `--outer-lr`, `--outer-momentum` (cpu backend, docs/edge-averaging.md); only those given. */
+  readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number }
   readonly failureLimit: Config.FailureLimit | undefined
   readonly rolePolicy: Config.RolePolicy
   readonly onRepeatedCrash: "stop" | "continue"
@@ -217,6 +223,12 @@ export interface RawRunOptions {
   readonly coordinatorTimeoutMs?: string
   readonly roundDeadlineMs?: string
   readonly roundQuorum?: string
+  readonly aggregate?: string
+  readonly clipNorm?: string
+  readonly outlierRoundsMax?: string
+  readonly compress?: string
+  readonly outerLr?: string
+  readonly outerMomentum?: string
   readonly failureLimit?: string
   readonly rolePolicy?: string
   readonly onRepeatedCrash?: string
@@ -310,6 +322,77 @@ const seed = (text: string | undefined): number => {
   return value
 }
 
+/**
+ * How the cpu backend combines rounds, as the run options take it (`RunOptions.aggregate` and the rest).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface Aggregation {
+  readonly aggregate?: "mean" | "trimmed-mean" | "median"
+  readonly trimFraction?: number
+  readonly clipNorm?: number
+  readonly outlierRoundsMax?: number
+}
+
+const fractionBelowHalf = /^(0|0?\.\d+)$/
+const positiveNumber = /^(\d+(\.\d*)?|\.\d+)(e[+-]?\d+)?$/i
+
+/**
+ * `--aggregate mean|median|trimmed-mean[:F]|clip:N` (`clip:N` is the mean of contributions
+ * clipped to change norm N), `--clip-norm N` (with any rule), `--outlier-rounds-max K`.
+ */
+const aggregation = (raw: RawRunOptions, backend: "cpu" | "ring"): Aggregation => {
+  const text = raw.aggregate
+  const [rule, argument] = text === undefined ? [undefined, undefined] : [text.split(":")[0], text.split(":").slice(1).join(":")]
+  const usage = `--aggregate must be mean, median, trimmed-mean, trimmed-mean:F (0 <= F < 0.5) or clip:N (N > 0), got '${text}'`
+  let out: { -readonly [K in keyof Aggregation]: Aggregation[K] } = {}
+  if (rule === "mean" || rule === "median") {
+    if (text !== rule) throw new UsageError(usage)
+    out.aggregate = rule
+  } else if (rule === "trimmed-mean") {
+    out.aggregate = "trimmed-mean"
+    if (text !== rule) {
+      if (!fractionBelowHalf.test(argument!) || !(Number(argument) < 0.5)) throw new UsageError(usage)
+      out.trimFraction = Number(argument)
+    }
+  } else if (rule === "clip") {
+    if (!positiveNumber.test(argument!) || !(Number(argument) > 0) || !Number.isFinite(Number(argument))) throw new UsageError(usage)
+    out = { aggregate: "mean", clipNorm: Number(argument) }
+  } else if (rule !== undefined) throw new UsageError(usage)
+  if (raw.clipNorm !== undefined) {
+    if (rule === "clip") throw new UsageError("--clip-norm cannot be used with --aggregate clip:N (it says the norm already)")
+    const norm = Number(raw.clipNorm)
+    if (!positiveNumber.test(raw.clipNorm) || !(norm > 0) || !Number.isFinite(norm)) throw new UsageError(`--clip-norm must be a number above 0, got '${raw.clipNorm}'`)
+    out.clipNorm = norm
+  }
+  if (raw.outlierRoundsMax !== undefined) out.outlierRoundsMax = integerAtLeast("--outlier-rounds-max", raw.outlierRoundsMax, 0, 0)
+  const robust = (out.aggregate !== undefined && out.aggregate !== "mean") || out.clipNorm !== undefined
+  if (robust && backend === "ring") throw new UsageError("--aggregate and --clip-norm need --backend cpu: ring members average among themselves")
+  return out
+}
+
+const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "int8" => {
+  const compress = oneOf("--compress", text, ["none", "fp16", "int8"], "none")
+  if (compress !== "none" && backend === "ring") throw new UsageError("--compress needs --backend cpu: ring steps travel as float64 and float32")
+  return compress
+}
+
+/** `--outer-lr N` (> 0) and `--outer-momentum F` ([0, 1)), cpu backend only. */
+const outerOptions = (raw: RawRunOptions, backend: "cpu" | "ring"): { readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number } } => {
+  if (raw.outerLr === undefined && raw.outerMomentum === undefined) return {}
+  if (backend === "ring") throw new UsageError("--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step")
+  const lr = raw.outerLr === undefined ? undefined : Number(raw.outerLr)
+  if (lr !== undefined && !(positiveNumber.test(raw.outerLr!) && lr > 0 && Number.isFinite(lr))) throw new UsageError(`--outer-lr must be a number above 0, got '${raw.outerLr}'`)
+  const momentum = raw.outerMomentum === undefined ? undefined : Number(raw.outerMomentum)
+  if (momentum !== undefined && !(/^(0|0?\.\d+)$/.test(raw.outerMomentum!) && momentum < 1)) {
+    throw new UsageError(`--outer-momentum must be a number from 0 to below 1, got '${raw.outerMomentum}'`)
+  }
+  return { outer: { ...(lr === undefined ? {} : { outerLr: lr }), ...(momentum === undefined ? {} : { outerMomentum: momentum }) } }
+}
+
+const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } => (Object.keys(given).length === 0 ? {} : { aggregation: given })
+
 /** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
 export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
   if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
@@ -361,6 +444,9 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     coordinatorTimeoutMs: integerAtLeast("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1, defaults.coordinatorTimeoutMs),
     ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
+    ...withAggregation(aggregation(raw, backend)),
+    ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
+    ...outerOptions(raw, backend),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
@@ -493,6 +579,12 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--coordinator-timeout-ms <ms>")
       .option("--round-deadline-ms <ms>")
       .option("--round-quorum <fraction>")
+      .option("--aggregate <rule>")
+      .option("--clip-norm <norm>")
+      .option("--outlier-rounds-max <rounds>")
+      .option("--compress <kind>")
+      .option("--outer-lr <rate>")
+      .option("--outer-momentum <momentum>")
       .option("--failure-limit <limit>")
       .option("--role-policy <policy>")
       .option("--on-repeated-crash <action>")

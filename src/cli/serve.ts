@@ -23,7 +23,7 @@
  *   `clearTextWarning`.
  * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
  *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
- *   admitting its index only (`actors/revocations.ts`, `cohort revoke`); the run token still works.
+ *   admitting its index only (`actors/launcher/revocations.ts`, `cohort revoke`); the run token still works.
  * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
  *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
  *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.
@@ -201,6 +201,12 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--coordinator-timeout-ms <ms>")
     .option("--round-deadline-ms <ms>")
     .option("--round-quorum <fraction>")
+    .option("--aggregate <rule>")
+    .option("--clip-norm <norm>")
+    .option("--outlier-rounds-max <rounds>")
+    .option("--compress <kind>")
+    .option("--outer-lr <rate>")
+    .option("--outer-momentum <momentum>")
     .option("--failure-limit <limit>")
     .option("--role-policy <policy>")
     .option("--on-repeated-crash <action>")
@@ -317,6 +323,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
         ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
         ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
+        ...parsed.aggregation,
+        ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
+        ...parsed.outer,
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
         onRepeatedCrash: parsed.onRepeatedCrash,

@@ -18,12 +18,13 @@ import type { Rank } from "./messages.ts"
  * failed: its journal, summary or a checkpoint), `SaveTimeout` / `EvalTimeout` (warn, a rank ran
  * past `saveTimeoutMs` / `evalTimeoutMs` on a call the coordinator asked of it, and is declared
  * dead), `CoordinatorResource` (critical, the coordinator's own process ran short of something: a
- * listener's connection cap reached, file descriptors exhausted; its ranks are not at fault).
+ * listener's connection cap reached, file descriptors exhausted; its ranks are not at fault),
+ * `OutlierParams` (warn, a rank's contribution was far outside the others' in a round).
  *
  * @since 0.1.0
  * @category model
  */
-export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall" | "BadResume" | "BadStart" | "StorageFault" | "SaveTimeout" | "EvalTimeout" | "CoordinatorResource"
+export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall" | "BadResume" | "BadStart" | "StorageFault" | "SaveTimeout" | "EvalTimeout" | "CoordinatorResource" | "OutlierParams"
 
 /** @since 0.1.0 @category model */
 export type Severity = "critical" | "warn"

@@ -157,6 +157,43 @@ export interface Options {
    * hand to the survivors; `continue` treats it as any death.
    */
   readonly onRepeatedCrash?: "stop" | "continue"
+  /**
+   * `cpu` backend: how a round's contributions are combined (docs/edge-averaging.md): `mean`
+   * (default, as always), `trimmed-mean` (coordinate-wise, `trimFraction` cut from each end) or
+   * `median` (coordinate-wise). Refused with the `ring` backend, whose members average among
+   * themselves.
+   */
+  readonly aggregate?: "mean" | "trimmed-mean" | "median"
+  /** With `trimmed-mean`: the share of the contributions cut from each end, per coordinate, in [0, 0.5). Default 0.25. */
+  readonly trimFraction?: number
+  /**
+   * `cpu` backend: each contribution's change from the last committed model is scaled down to
+   * this L2 norm when longer, before it is combined. 0 (default): off.
+   */
+  readonly clipNorm?: number
+  /**
+   * `cpu` backend: a contribution whose distance from the round's coordinate-wise median is more
+   * than this many times the median distance raises an `OutlierParams` alert naming its rank
+   * (rounds of 3 contributions or more). 0: never. Default 10 with `trimmed-mean`, `median` or
+   * `clipNorm`; 0 with the plain mean (the check costs a coordinate-wise median per round).
+   */
+  readonly outlierFactor?: number
+  /** A rank whose contributions were outliers in this many rounds is declared dead (`OutlierParams`). 0 (default): never. */
+  readonly outlierRoundsMax?: number
+}
+
+/**
+ * How the `cpu` backend combines a round (`Options.aggregate`, `trimFraction`, `clipNorm`,
+ * `outlierFactor`), every default filled in.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Aggregation {
+  readonly aggregate: "mean" | "trimmed-mean" | "median"
+  readonly trimFraction: number
+  readonly clipNorm: number
+  readonly outlierFactor: number
 }
 
 /**
@@ -197,6 +234,8 @@ export interface Config {
   readonly roundDeadlineMs: number
   readonly roundQuorum: number
   readonly onRepeatedCrash: "stop" | "continue"
+  readonly aggregation: Aggregation
+  readonly outlierRoundsMax: number
 }
 
 /**
@@ -226,7 +265,12 @@ export const defaults = {
   roundStallMs: 600_000,
   roundDeadlineMs: 0,
   roundQuorum: 0.5,
-  onRepeatedCrash: "stop"
+  onRepeatedCrash: "stop",
+  aggregate: "mean",
+  trimFraction: 0.25,
+  clipNorm: 0,
+  outlierFactor: 10,
+  outlierRoundsMax: 0
 } as const
 
 /**
@@ -353,6 +397,10 @@ export const make = (options: Options): Config | Invalid => {
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
   }
+  const aggregation = aggregationOf(o, backend)
+  if (aggregation._tag === "Invalid") return aggregation
+  const outlierRoundsMax = o.outlierRoundsMax ?? defaults.outlierRoundsMax
+  if (!isCount(outlierRoundsMax, 0)) return invalid("outlierRoundsMax", `must be an integer >= 0, got ${String(outlierRoundsMax)}`)
   return {
     worldSize: o.worldSize,
     maxRanks,
@@ -386,8 +434,28 @@ export const make = (options: Options): Config | Invalid => {
     roundStallMs,
     roundDeadlineMs,
     roundQuorum,
-    onRepeatedCrash
+    onRepeatedCrash,
+    aggregation: aggregation.value,
+    outlierRoundsMax
   }
+}
+
+/** The aggregation options checked, defaults filled in (`Options.aggregate` and the rest). */
+const aggregationOf = (o: Options, backend: "cpu" | "ring"): Invalid | { readonly _tag: "Ok"; readonly value: Aggregation } => {
+  const invalid = (option: string, reason: string): Invalid => ({ _tag: "Invalid", option, reason })
+  const aggregate = o.aggregate ?? defaults.aggregate
+  if (aggregate !== "mean" && aggregate !== "trimmed-mean" && aggregate !== "median") {
+    return invalid("aggregate", `must be mean, trimmed-mean or median, got ${String(aggregate)}`)
+  }
+  const trimFraction = o.trimFraction ?? defaults.trimFraction
+  if (!(trimFraction >= 0 && trimFraction < 0.5)) return invalid("trimFraction", `must be in [0, 0.5), got ${String(trimFraction)}`)
+  const clipNorm = o.clipNorm ?? defaults.clipNorm
+  if (!(clipNorm >= 0 && Number.isFinite(clipNorm))) return invalid("clipNorm", `must be a finite number >= 0, got ${String(clipNorm)}`)
+  const robust = aggregate !== "mean" || clipNorm > 0
+  const outlierFactor = o.outlierFactor ?? (robust ? defaults.outlierFactor : 0)
+  if (!(outlierFactor >= 0 && Number.isFinite(outlierFactor))) return invalid("outlierFactor", `must be a finite number >= 0, got ${String(outlierFactor)}`)
+  if (backend === "ring" && robust) return invalid("aggregate", "needs the cpu backend: ring members average among themselves")
+  return { _tag: "Ok", value: { aggregate, trimFraction, clipNorm, outlierFactor } }
 }
 
 /**

@@ -1,7 +1,7 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
  * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
- * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
+ * as `nowMs`, and the actor shell in `actors/coordinator/coordinator.ts` runs the commands.
  *
  * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding
@@ -40,7 +40,7 @@ import type { Command, Input } from "./inputs.ts"
 import { onJoin, vacateAbsent } from "./joins.ts"
 import { onModel, reaskModels } from "./model-handover.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { afterEpochModel, maybeCloseAtDeadline, onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -498,6 +498,9 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     case "CoordinatorResource":
       alert(state, cmds, "CoordinatorResource", "root", input.detail)
+      break
+    case "Outlier":
+      onOutlier(state, input.rank, input.round, input.detail, cmds)
       break
   }
   if (input._tag === "Frame") releaseCall(state, input.rank, input.message)

@@ -75,6 +75,11 @@ export type DeathCause =
  *   connection cap reached, file descriptors exhausted; `detail` says what and how often). A
  *   `CoordinatorResource` alert at `root`, folded like any alert; no rank is blamed and nothing
  *   else changes.
+ * - `Outlier`: the shell's aggregation found `rank`'s contribution to round `round` far outside
+ *   the others (`detail`: by how much; docs/edge-averaging.md). An `OutlierParams` warn alert on
+ *   the rank's path; with `outlierRoundsMax` on, the rank is declared dead (cause `Refused`) by the
+ *   next tick once that many of its rounds were outliers. Its samples stay committed: they were
+ *   trained, only what it sent was distrusted (the audit is unchanged).
  *
  * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)
  * is first read as a stall of the coordinator itself: liveness pauses for the gap and a
@@ -93,6 +98,7 @@ export type Input =
   | { readonly _tag: "ShutdownRequested"; readonly nowMs: number; readonly detail: string }
   | { readonly _tag: "Join"; readonly rank: Rank | undefined; readonly nowMs: number }
   | { readonly _tag: "CoordinatorResource"; readonly nowMs: number; readonly detail: string }
+  | { readonly _tag: "Outlier"; readonly rank: Rank; readonly nowMs: number; readonly round: number; readonly detail: string }
 
 /**
  * One command for the shell, with the reason it was decided.
@@ -161,6 +167,8 @@ export type Command =
     readonly openedAtMs: number
     readonly contributors: ReadonlyArray<Rank>
     readonly params: ReadonlyArray<Float32Array>
+    /** The rank that sent each entry of `params` (same order and length; empty with the ring backend). */
+    readonly paramRanks: ReadonlyArray<Rank>
     readonly generation?: number
     readonly reason: string
   }

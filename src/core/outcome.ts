@@ -127,6 +127,8 @@ export interface Counters {
   staleRoundDone: number
   sendFailures: number
   paramsRejected: number
+  /** Contributions the aggregation found far outside the others (`OutlierParams`), every rank's. */
+  outlierContributions: number
   coordinatorStalls: number
   /** Mid-run joins welcomed. */
   joins: number
@@ -224,6 +226,7 @@ export const zeroCounters = (): Counters => ({
   staleRoundDone: 0,
   sendFailures: 0,
   paramsRejected: 0,
+  outlierContributions: 0,
   coordinatorStalls: 0,
   joins: 0,
   joinsRefused: 0,

@@ -12,6 +12,7 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
 import { complete, endEpoch } from "./ending.ts"
 import * as EpochModel from "./epoch-model.ts"
+import * as Membership from "./membership.ts"
 import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
@@ -61,6 +62,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
     openedAtMs: state.roundOpenedMs ?? state.clockMs,
     contributors,
     params: [],
+    paramRanks: [],
     generation: ring.generation,
     reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
   })
@@ -103,8 +105,15 @@ export const onRoundDone = (state: State, rank: Rank, round: number, generation:
 /** Closes the open round with the contributions it has: `AverageRound`, and the next round opens. */
 export const closeRound = (state: State, cmds: Array<Command>, reason: string): void => {
   const contributors = [...state.contributions.keys()]
-  const params = [...state.contributions.values()].flat()
-  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, reason })
+  const params: Array<Float32Array> = []
+  const paramRanks: Array<Rank> = []
+  for (const [rank, sent] of state.contributions) {
+    for (const p of sent) {
+      params.push(p)
+      paramRanks.push(rank)
+    }
+  }
+  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, paramRanks, reason })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1
@@ -151,6 +160,24 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
   state.contributions.set(rank, folded)
   state.roundOpenedMs ??= state.clockMs
   maybeCloseRound(state, cmds)
+}
+
+/**
+ * An `Outlier` input (docs/edge-averaging.md): the alert names the rank; with `outlierRoundsMax`
+ * on, the rank's count of outlier rounds reaching it queues its death (declared by the next tick,
+ * like a supervisor's report). Dead, exited and out-of-range ranks are ignored: their rounds no
+ * longer matter.
+ */
+export const onOutlier = (state: State, rank: Rank, round: number, detail: string, cmds: Array<Command>): void => {
+  if (!Membership.isLive(state.membership, rank)) return
+  state.counters.outlierContributions += 1
+  const rounds = (state.outlierRounds.get(rank) ?? 0) + 1
+  state.outlierRounds.set(rank, rounds)
+  alert(state, cmds, "OutlierParams", path(state, rank), `rank ${rank}'s parameters for round ${round} far outside the others': ${detail}`)
+  const max = state.config.outlierRoundsMax
+  if (max > 0 && rounds === max) {
+    state.pendingReports.push({ rank, nowMs: state.clockMs, cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` } })
+  }
 }
 
 /**

@@ -92,6 +92,8 @@ export interface State {
    * ring member reported, discarded by a death or exit (the new generation redoes the round).
    */
   readonly ringReports: Map<Rank, { readonly samplesDone: number; readonly chunks: number }>
+  /** Rounds in which each rank's contribution was an outlier (`Outlier` input; sparse). */
+  readonly outlierRounds: Map<Rank, number>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
   /** Every departure while the run trained, with what it cost (`Leave`), in declaration order. */
@@ -247,6 +249,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     contributed: new Uint8Array(w),
     contributions: new Map(),
     ringReports: new Map(),
+    outlierRounds: new Map(),
     deaths: [],
     exits: [],
     leaves: [],

@@ -92,6 +92,9 @@ ${section("Departures", "leaves", ["rank", "epoch", "kind", "declared", "detecti
 <p class="meta" id="leaves-none" hidden></p>
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
+<h2>Averaging traffic per round</h2>
+<p class="meta">Bytes of the round's frames at the coordinator: contributions received, updates sent to every survivor (with <code>--compress</code>, packed; docs/edge-averaging.md).</p>
+<div class="chart" id="bytes-chart"></div>
 <h2>Training loss per round</h2>
 <p class="meta">The round's contributors' mean training loss since their previous round, weighted by the samples each trained.</p>
 <div class="chart" id="loss-chart"></div>

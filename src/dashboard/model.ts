@@ -1,7 +1,7 @@
 /**
  * The dashboard's page model: what the run page shows (rank rows, the timeline, the round and
  * epoch charts, audits, deaths, alerts), folded from the run's journal events (`events.ndjson`,
- * `actors/run-types.ts` `RunEvent`) one at a time. The same fold serves the live page (events
+ * `actors/record/run-types.ts` `RunEvent`) one at a time. The same fold serves the live page (events
  * streamed as they happen) and the static report (every event of a finished journal), so the page
  * never keeps a record of its own.
  *
@@ -47,7 +47,8 @@ export interface RankRow {
  * journal counts them, from 0 over the run), its contributors, `openMs` (how long it waited after
  * its first contribution), `roundMs`, the time since the previous round closed (or since the run
  * formed, for the first), and `loss`, the contributors' mean training loss (`undefined` when the
- * journal has none for the round).
+ * journal has none for the round); `receivedBytes` and `sentBytes`, the round's averaging traffic
+ * at the coordinator (`undefined` in an older journal).
  *
  * @since 0.1.0
  * @category model
@@ -60,6 +61,8 @@ export interface RoundPoint {
   readonly openMs: number
   readonly roundMs: number
   readonly loss: number | undefined
+  readonly receivedBytes?: number | undefined
+  readonly sentBytes?: number | undefined
 }
 
 /**
@@ -358,7 +361,7 @@ export const apply = (model: Model, event: unknown): Model => {
       const round = num(event.round)
       if (epoch === undefined || round === undefined) return model
       const previous = model.rounds.at(-1)?.ms ?? model.formedMs ?? 0
-      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss) })
+      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss), receivedBytes: num(event.receivedBytes), sentBytes: num(event.sentBytes) })
       return model
     }
     case "epoch": {

@@ -185,6 +185,13 @@ const start = (): void => {
     axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "ms" }],
     series: [{ label: "round" }, line("#2563eb", "round time (ms since the previous round)"), line("#9333ea", "open (ms after its first contribution)")]
   }))
+  const traffic = chart("bytes-chart", (width) => ({
+    width,
+    height: 220,
+    scales: { x: { time: false } },
+    axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "bytes" }],
+    series: [{ label: "round" }, line("#0891b2", "received (contributions)"), line("#ea580c", "sent (updates)")]
+  }))
   const losses = chart("loss-chart", (width) => ({
     width,
     height: 220,
@@ -308,6 +315,8 @@ const start = (): void => {
     timeline(aligned(marks, 4), points)
     // x: the journal's round numbers (a resumed run's start past 0).
     rounds([model.rounds.map((r) => r.round), model.rounds.map((r) => r.roundMs), model.rounds.map((r) => r.openMs)], model.rounds.length)
+    const counted = model.rounds.filter((r) => r.receivedBytes !== undefined)
+    traffic([counted.map((r) => r.round), counted.map((r) => r.receivedBytes ?? null), counted.map((r) => r.sentBytes ?? null)], counted.length)
     const withLoss = model.rounds.filter((r) => r.loss !== undefined)
     losses([withLoss.map((r) => r.round), withLoss.map((r) => r.loss ?? null)], withLoss.length)
     const evaluated = model.epochRows.filter((e) => e.accuracy !== undefined)

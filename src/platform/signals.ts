@@ -31,3 +31,17 @@ export const onInterrupt = (handler: (signal: InterruptSignal) => void): (() => 
     process.off("SIGTERM", onTerm)
   }
 }
+
+/**
+ * Ends this process at once as `signal` would by default (exit status 128 + the signal's
+ * number): every handler of it is removed and the signal is sent again. For a run stuck where
+ * no save or stop can reach it (a file system call that never returns), after the user asked
+ * twice.
+ *
+ * @since 0.1.0
+ * @category signals
+ */
+export const endAsSignal = (signal: InterruptSignal): void => {
+  process.removeAllListeners(signal)
+  process.kill(process.pid, signal)
+}

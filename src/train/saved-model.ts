@@ -48,6 +48,15 @@ export const rankFiles: FileNames = { params: paramsFile, meta: metaFile }
  */
 export const coordinatorFiles: FileNames = { params: "cohort-epoch-model.f32", meta: "cohort-epoch-model.json" }
 
+/**
+ * The outer optimizer's momentum beside the coordinator's model of an ended epoch (docs/edge-averaging.md):
+ * `cohort-outer-momentum.f32` and `.json`, written with it, with the same epoch and round.
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const outerMomentumFiles: FileNames = { params: "cohort-outer-momentum.f32", meta: "cohort-outer-momentum.json" }
+
 /** Bound on `cohort-params.json`'s size when reading, in bytes (64 KiB). @since 0.1.0 @category files */
 export const metaBytesMax = 64 * 1024
 

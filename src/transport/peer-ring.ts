@@ -68,9 +68,10 @@ export const parkedMsDefault = 30_000
 export const messageBytesMaxDefault = 256 * 1024 * 1024
 
 /**
- * Close codes of a refused connection: `BadHello` (4020: not a hello, or a wrong token),
+ * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a wrong token),
  * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
- * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame).
+ * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame),
+ * `Superseded` (4024: a newer generation opened, or the rank ends).
  *
  * @since 0.1.0
  * @category model

@@ -21,6 +21,7 @@ import type { Rank } from "../core/messages.ts"
 import * as Frame from "./frame.ts"
 import * as Scan from "./internal/scan.ts"
 import * as Limits from "./limits.ts"
+import * as Packed from "./packed.ts"
 import * as MessageSchema from "./schema.ts"
 import * as Structures from "./structures.ts"
 import * as WireError from "./wire-error.ts"
@@ -89,19 +90,24 @@ const formatIssue = SchemaIssue.makeFormatterStandardSchemaV1()
 
 const senderWireId = (from: Frame.Sender): number => (from === "coordinator" ? Structures.coordinatorWireId : from)
 
-const toWire = (frame: Frame.Frame): ReadonlyArray<unknown> => {
+const toWire = (frame: Frame.Frame, packedParams?: Uint8Array): ReadonlyArray<unknown> => {
   const message = frame.message as unknown as Readonly<Record<string, unknown>>
   const row = rows.get(frame.message._tag)
   if (row === undefined) throw new Error(`Codec.encode: unknown message tag ${String(frame.message._tag)}`)
   // Keys in table order, so that cbor-x picks the agreed structure whatever order the caller used.
   const body: Record<string, unknown> = { _tag: row.id }
-  for (const field of row.fields) body[field] = message[field]
+  for (const field of row.fields) body[field] = field === "params" && packedParams !== undefined ? plainBytes(packedParams) : message[field]
   // Optional fields all or none: the structure with them, or the one without (Structures).
   if (row.optional.length > 0 && row.optional.every((field) => message[field] !== undefined)) {
     for (const field of row.optional) body[field] = message[field]
   }
   return [Structures.protocolVersion, Structures.structuresVersion, senderWireId(frame.from), body]
 }
+
+// cbor-x writes a Buffer as a plain byte string and a Uint8Array as tag 64: a packed vector must be
+// a Uint8Array proper, whatever the runtime's Buffer is.
+const plainBytes = (bytes: Uint8Array): Uint8Array =>
+  Object.getPrototypeOf(bytes) === Uint8Array.prototype ? bytes : new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 /**
  * Encodes one frame to CBOR bytes (a fresh `Uint8Array` with its own `ArrayBuffer`, safe to
@@ -111,8 +117,19 @@ const toWire = (frame: Frame.Frame): ReadonlyArray<unknown> => {
  * @since 0.1.0
  * @category encoding
  */
-export const encode = (frame: Frame.Frame): Uint8Array => {
-  const view = encoder.encode(toWire(frame))
+export const encode = (frame: Frame.Frame): Uint8Array => encodePacked(frame, undefined)
+
+/**
+ * `encode` with a packed vector (`Packed.pack`, `Packed.withFeedback`) sent in place of the
+ * message's `params` (a `Params` or `Update`; structures version 5): the receiver's `decode`
+ * unpacks it into a `Float32Array`, so no reader of messages ever sees the packed form.
+ * `packed` `undefined` is `encode`.
+ *
+ * @since 0.1.0
+ * @category encoding
+ */
+export const encodePacked = (frame: Frame.Frame, packed: Uint8Array | undefined): Uint8Array => {
+  const view = encoder.encode(toWire(frame, packed))
   const out = new Uint8Array(view.length)
   out.set(view)
   return out
@@ -218,6 +235,20 @@ const materialize = (
     )
   }
   record["_tag"] = entry.tag
+  const params = record["params"]
+  if (params instanceof Uint8Array) {
+    const unpacked = Packed.unpack(params, fieldLimits(options).paramsLengthMax)
+    if (Packed.isError(unpacked)) {
+      return failure(
+        unpacked._tag === "TooLong"
+          ? { _tag: "FieldTooLarge", field: "params", bytes: unpacked.length, bytesMax: unpacked.lengthMax }
+          : { _tag: "SchemaMismatch", path: ["params"], message: Packed.words(unpacked) },
+        options,
+        from
+      )
+    }
+    record["params"] = unpacked
+  }
   const validated = validators[idNumber]!(record)
   if (Result.isFailure(validated)) {
     const first = formatIssue(validated.failure.issue).issues[0]

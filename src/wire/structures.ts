@@ -16,6 +16,10 @@
  * after every structure of version 3 (whose indices stay the same); one without them is sent as
  * before. Frames of `structuresVersionsRead` (3 and 4) are read, so a version 3 frame stays valid.
  *
+ * Packed parameters (structures version 5): a `params` field may hold a packed vector (`Packed`,
+ * CBOR tag 64 over its bytes) instead of a Float32Array; the table itself is unchanged, and frames
+ * of versions 3 and 4 (which never hold one) are still read.
+ *
  * @since 0.1.0
  */
 import type * as Schema from "./schema.ts"
@@ -35,16 +39,16 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 4
+export const structuresVersion = 5
 
 /**
  * The structures versions a frame may carry and still be read: 3 (before `optional` fields, whose
- * frames are laid out the same) and 4.
+ * frames are laid out the same), 4 (before packed parameters) and 5.
  *
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersionsRead: ReadonlyArray<number> = [3, 4]
+export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5]
 
 /**
  * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
@@ -186,6 +190,16 @@ export const float32Tag = 85
  * @category tables
  */
 export const float64Tag = 86
+
+/**
+ * The CBOR tag of a `Uint8Array` (RFC 8746), which carries a packed parameter vector in a `params`
+ * field (`Packed`; structures version 5). The codec unpacks it: decoded messages always hold a
+ * `Float32Array`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const uint8Tag = 64
 
 /**
  * The sender id of the coordinator on the wire (`-1`, like `Transport.coordinatorPeer`); ranks

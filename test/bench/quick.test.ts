@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import * as Compression from "../../bench/compression.ts"
 import * as Forfeit from "../../bench/forfeit.ts"
 import * as Join from "../../bench/join.ts"
 import * as Redistribution from "../../bench/redistribution.ts"
@@ -11,6 +12,18 @@ describe("quick benchmarks", () => {
     const { rows, markdown } = Tick.run(true)
     expect(rows.map((r) => [r.worldSize, r.coreExaminedPerTick])).toEqual([[1_000, 1], [10_000, 1]])
     expect(markdown).toContain("| worldSize |")
+  })
+
+  it("compression: fp16 halves a round's bytes and int8 cuts them 3.5× or more, each within its quantizer's error", () => {
+    const { rows, markdown } = Compression.run(true, [])
+    expect(rows.map((r) => r.compress)).toEqual(["none", "fp16", "int8"])
+    expect(rows[0]!.maxError).toBe(0)
+    expect(rows[1]!.ratio).toBeGreaterThanOrEqual(1.99)
+    expect(rows[2]!.ratio).toBeGreaterThanOrEqual(3.5)
+    // The values are within ±0.1: fp16 keeps 11 bits, int8 half a step of 0.1 / 127.
+    expect(rows[1]!.maxError).toBeLessThanOrEqual(0.1 * 2 ** -11)
+    expect(rows[2]!.maxError).toBeLessThanOrEqual(0.1 / 254 + 1e-7)
+    expect(markdown).toContain("| compress |")
   })
 
   it("redistribution: every death's messages equal the baseline's", () => {

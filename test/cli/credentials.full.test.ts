@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunResult } from "../../actors/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import { freePort, startCli, waitFor } from "../cli-process.ts"
 
 const trainer = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
@@ -39,6 +39,12 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
       const ranks = [0, 1, 2].map((rank) => joinAs(rank, rank, `save-${rank}`))
       await waitFor(() => /formed/.test(serve.out()), 30_000, "the run to form")
       await new Promise((resolve) => setTimeout(resolve, 600))
+      // A revocation that could not apply is refused, never reported as done.
+      for (const [target, said] of [["9", /rank 9 is not a rank of this run/], [`${idOf(2)}x`, /this run issued no credential/]] as const) {
+        const wrong = startCli(["revoke", runDir, target], { cwd: scratch })
+        expect(await wrong.exit).toBe(2)
+        expect(wrong.err()).toMatch(said)
+      }
       const revoke = startCli(["revoke", runDir, idOf(2)], { cwd: scratch })
       expect(await revoke.exit).toBe(0)
       expect(revoke.out()).toBe(`cohort revoke: credential ${idOf(2)} revoked in ${runDir} (the coordinator applies it within a second)\n`)

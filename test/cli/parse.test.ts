@@ -177,6 +177,42 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
   })
 
+  it("--aggregate takes mean, median, trimmed-mean[:F] or clip:N, --clip-norm goes with any rule, and robust rules need the cpu backend", () => {
+    expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.aggregation")
+    expect(Cli.parse(["demo", "--aggregate", "median"])).toMatchObject({ options: { aggregation: { aggregate: "median" } } })
+    expect(Cli.parse(["demo", "--aggregate", "trimmed-mean"])).toMatchObject({ options: { aggregation: { aggregate: "trimmed-mean" } } })
+    expect(Cli.parse(["demo", "--aggregate", "trimmed-mean:0.2", "--clip-norm", "5", "--outlier-rounds-max", "3"])).toMatchObject({
+      options: { aggregation: { aggregate: "trimmed-mean", trimFraction: 0.2, clipNorm: 5, outlierRoundsMax: 3 } }
+    })
+    expect(Cli.parse(["demo", "--aggregate", "clip:2.5"])).toMatchObject({ options: { aggregation: { aggregate: "mean", clipNorm: 2.5 } } })
+    for (const bad of ["mode", "trimmed-mean:0.5", "trimmed-mean:x", "clip:0", "clip:", "median:1"]) {
+      expect(Cli.parse(["demo", "--aggregate", bad])).toEqual({
+        error: `--aggregate must be mean, median, trimmed-mean, trimmed-mean:F (0 <= F < 0.5) or clip:N (N > 0), got '${bad}'`
+      })
+    }
+    expect(Cli.parse(["demo", "--clip-norm", "-1"])).toEqual({ error: "--clip-norm must be a number above 0, got '-1'" })
+    expect(Cli.parse(["demo", "--aggregate", "clip:1", "--clip-norm", "2"])).toEqual({ error: "--clip-norm cannot be used with --aggregate clip:N (it says the norm already)" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--aggregate", "median"])).toEqual({
+      error: "--aggregate and --clip-norm need --backend cpu: ring members average among themselves"
+    })
+  })
+
+  it("--compress takes none, fp16 or int8 with the cpu backend", () => {
+    expect(Cli.parse(["demo"])).not.toHaveProperty("options.compress")
+    expect(Cli.parse(["demo", "--compress", "int8"])).toMatchObject({ options: { compress: "int8" } })
+    expect(Cli.parse(["demo", "--compress", "fp16"])).toMatchObject({ options: { compress: "fp16" } })
+    expect(Cli.parse(["demo", "--compress", "int4"])).toEqual({ error: "--compress must be none, fp16 or int8, got 'int4'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({ error: "--compress needs --backend cpu: ring steps travel as float64 and float32" })
+  })
+
+  it("--outer-lr and --outer-momentum take a rate above 0 and a momentum in [0, 1), with the cpu backend", () => {
+    expect(Cli.parse(["demo"])).not.toHaveProperty("options.outer")
+    expect(Cli.parse(["demo", "--outer-lr", "0.7", "--outer-momentum", "0.9"])).toMatchObject({ options: { outer: { outerLr: 0.7, outerMomentum: 0.9 } } })
+    expect(Cli.parse(["demo", "--outer-lr", "0"])).toEqual({ error: "--outer-lr must be a number above 0, got '0'" })
+    expect(Cli.parse(["demo", "--outer-momentum", "1"])).toEqual({ error: "--outer-momentum must be a number from 0 to below 1, got '1'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--outer-lr", "0.7"])).toEqual({ error: "--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step" })
+  })
+
   it("--no-kill removes the demo's kill", () => {
     expect(Cli.parse(["demo", "--no-kill"])).toMatchObject({ options: { kills: [] } })
   })
@@ -531,6 +567,11 @@ describe("help", () => {
         "(default off)",
         "--round-quorum F",
         "a round needs before its deadline closes it (default 0.5)",
+        "--aggregate RULE",
+        "--clip-norm N",
+        "--outlier-rounds-max K",
+        "--compress none|fp16|int8",
+        "--outer-lr N, --outer-momentum F",
         "--failure-limit N|F",
         "(default none",
         "--role-policy fastest|N",

@@ -218,6 +218,7 @@ describe("failure limit and backend limits", () => {
       openedAtMs: 1, // rank 0's report
       contributors: [0, 2, 1],
       params: [],
+      paramRanks: [],
       generation: 0,
       reason: "round 0 closed: every member of ring generation 0 reported RoundDone"
     })

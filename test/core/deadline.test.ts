@@ -36,6 +36,7 @@ describe("round deadline (cpu backend): a slow rank does not set the pace, and i
       openedAtMs: 10,
       contributors: [0, 1],
       params: [new Float32Array([0]), new Float32Array([1])],
+      paramRanks: [0, 1],
       reason: "round 0 closed at its deadline (1000 ms): 2 of 3 survivors contributed (quorum 2); the 1 it did not wait for fold into the next round"
     }])
     expect([s.round, s.counters.roundsClosedAtDeadline]).toEqual([1, 1])
@@ -51,6 +52,7 @@ describe("round deadline (cpu backend): a slow rank does not set the pace, and i
       round: 1,
       contributors: [2, 0, 1],
       params: [new Float32Array([20]), new Float32Array([21]), new Float32Array([0]), new Float32Array([1])],
+      paramRanks: [2, 2, 0, 1],
       reason: "round 1 closed: every survivor holding uncommitted work contributed"
     }])
     const summary = ended.find((c) => c._tag === "EpochEnded")

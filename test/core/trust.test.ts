@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest"
 import * as Audit from "../../src/core/audit.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"
-import { frame, make, tags } from "./harness.ts"
+import { frame, make, ranges, tags, tick } from "./harness.ts"
 
 const contribution = (state: Coordinator.State, rank: number, nowMs: number, samplesDone: number, values: ReadonlyArray<number>) =>
   frame(state, rank, nowMs, { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone, params: new Float32Array(values) })
@@ -31,5 +31,31 @@ describe("rank-claimed fields are checked against what the run agreed (issue: on
     expect(Coordinator.assignment(s, 1)).toEqual([[10, 10]])
     expect(s.log.committedSamples).toBe(10)
     expect(Audit.uncommitted(s.log)).toEqual([[0, 10], [20, 10]])
+  })
+})
+
+describe("outlier contributions (docs/edge-averaging.md)", () => {
+  it("the round names each contribution's rank; an Outlier alerts on the rank's path, and outlierRoundsMax declares it at the next tick with its samples still committed", () => {
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, aggregate: "median", outlierRoundsMax: 2 })
+    Coordinator.start(s, 0, { paramsLength: 1 })
+    contribution(s, 2, 10, 5, [9e9])
+    contribution(s, 0, 11, 5, [1])
+    const round = contribution(s, 1, 12, 5, [2]).find((c) => c._tag === "AverageRound")
+    expect(round?._tag === "AverageRound" ? round.paramRanks : undefined).toEqual([2, 0, 1])
+    const first = Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 13, round: 0, detail: "far" })
+    expect(first.map((c) => (c._tag === "Alert" ? [c.alert.class, c.alert.path, c.alert.detail] : c._tag))).toEqual([
+      ["OutlierParams", "root/rank2", "rank 2's parameters for round 0 far outside the others': far"]
+    ])
+    expect(tags(tick(s, 14))).toEqual([])
+    Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 20, round: 1, detail: "far" })
+    const declared = tick(s, 21)
+    expect(tags(declared)).toContain("Alert:RankLost")
+    expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "refused: its parameters were outliers in 2 rounds (outlierRoundsMax 2)"]])
+    expect(s.counters.outlierContributions).toBe(2)
+    // Its first 5 samples were committed by its contribution; the rest of its partition moved on.
+    expect(s.log.committedSamples).toBe(15)
+    expect(ranges(s, declared, "ExtendPartition")).toEqual([[0, 25, 3], [1, 28, 2]])
+    // A dead rank's later outliers change nothing.
+    expect(Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 22, round: 1, detail: "far" })).toEqual([])
   })
 })

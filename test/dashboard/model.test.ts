@@ -19,7 +19,7 @@ describe("dashboard model: the run page folded from journal events", () => {
       { type: "formed", ms: 100, worldSize: 3 },
       { type: "progress", ms: 600, rank: 0, epoch: 0, samplesDone: 32, samplesPerSecond: 64, state: "training" },
       { type: "progress", ms: 700, rank: 1, epoch: 0, samplesDone: 64, samplesPerSecond: 100, state: "waiting" },
-      { type: "round", ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, loss: 2.25 },
+      { type: "round", ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, loss: 2.25, receivedBytes: 3000, sentBytes: 2700 },
       { type: "fault", ms: 1500, rank: 2, fault: "kill" },
       death,
       { type: "alert", ms: 1510, alert: { ts: 5, severity: "critical", path: "root/rank2", class: "RankLost", detail: "rank 2 lost", count: 1 } },
@@ -37,7 +37,7 @@ describe("dashboard model: the run page folded from journal events", () => {
       [2, "dead", "supervisor", undefined, 0, 0, undefined]
     ])
     expect(model.rounds).toEqual([
-      { ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, roundMs: 900, loss: 2.25 },
+      { ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, roundMs: 900, loss: 2.25, receivedBytes: 3000, sentBytes: 2700 },
       { ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0, roundMs: 1200, loss: undefined }
     ])
     expect(model.deaths).toEqual([{

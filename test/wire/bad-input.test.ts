@@ -1,6 +1,7 @@
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Codec from "../../src/wire/codec.ts"
+import * as Packed from "../../src/wire/packed.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import * as Structures from "../../src/wire/structures.ts"
 import * as WireError from "../../src/wire/wire-error.ts"
@@ -135,10 +136,45 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 4 })
-      // Version 3 frames (before the optional loss) are read: their layout is the same.
-      const v3 = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 3 })
-      expect(Codec.decode(v3)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 5 })
+      // Version 3 frames (before the optional loss) and 4 (before packed parameters) are read: their layout is the same.
+      for (const structures of [3, 4]) {
+        const old = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures })
+        expect(Codec.decode(old)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
+      }
+    })
+
+    it("a packed vector (tag 64) that is bad, too long, or outside params", () => {
+      const withParams = (params: ReadonlyArray<number>) =>
+        C.frame(coordinator, C.record(structure("Update"), id("Update"), C.uint(1), params))
+      const good = Packed.pack(new Float32Array([1, 2, 3]), "fp16")
+      expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...good]))), { from: "coordinator" })).toEqual(
+        Result.succeed(Frame.fromCoordinator({ _tag: "Update", round: 1, params: new Float32Array([1, 2, 3]) }))
+      )
+      // One byte short of what its header says: never read past the bytes given.
+      expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.bytes([...good.subarray(0, good.length - 1)]))))).toEqual({
+        _tag: "SchemaMismatch",
+        path: ["params"],
+        message: "a packed vector of 13 bytes, its header implies 14"
+      })
+      expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.bytes([9, 0, 0, 0, 0, 0, 0, 0]))))).toMatchObject({ _tag: "SchemaMismatch", path: ["params"] })
+      expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.uint(3))))).toMatchObject({ _tag: "SchemaMismatch", path: ["params"] })
+      // More values than the run agreed: the field's bound, as for a Float32Array.
+      const long = Packed.pack(new Float32Array(100), "int8")
+      expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...long]))), { paramsLengthMax: 99 })).toMatchObject({
+        failure: { reason: { _tag: "FieldTooLarge", field: "params" } }
+      })
+      // Exactly the bound passes in either form (fp16 is the larger).
+      for (const compression of ["fp16", "int8"] as const) {
+        const full = Packed.pack(new Float32Array(99), compression, 8)
+        expect(Result.isSuccess(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...full]))), { paramsLengthMax: 99 }))).toBe(true)
+      }
+      const huge = Packed.pack(new Float32Array(1000), "fp16")
+      expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...huge]))), { paramsLengthMax: 10 })).toMatchObject({
+        failure: { reason: { _tag: "FieldTooLarge", field: "params" } }
+      })
+      const ring = C.frame(C.uint(7), C.record(structure("RingData"), id("RingData"), C.uint(0), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good]))))
+      expect(reasonOf(ring)).toEqual({ _tag: "SchemaMismatch", path: ["data"], message: "a packed vector (tag 64) is only allowed in params" })
     })
 
     it("an optional loss that is not a finite number of magnitude at most 1e12, or on a message without it", () => {

@@ -66,3 +66,25 @@ export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame
   RoundDone: Frame.fromRank(6, { _tag: "RoundDone", epoch: 2, round: 300, generation: 1, samplesDone: 70_000, loss: 2.25 })
 }
 
+/**
+ * Packed parameters (structures version 5): `<name>.cbor` is the frame encoded with the packed
+ * vector of `values` in place of its `params`; it decodes to the frame with `unpacked`.
+ * Every value is exact in half floats; in int8 blocks of 8 the first block's largest magnitude is
+ * 127, so its scale is exactly 1 and its integers come back exact; the second block's scale is
+ * float32(1.5 / 127).
+ */
+export const packedValues = new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 1.5, -1])
+const secondScale = Math.fround(1.5 / 127)
+export const packed: { readonly [name: string]: { readonly frame: Frame.Frame; readonly compression: "fp16" | "int8"; readonly unpacked: Float32Array } } = {
+  "Params-fp16": {
+    frame: Frame.fromRank(1, { _tag: "Params", epoch: 3, round: 41, samplesDone: 70_000, params: new Float32Array(0), loss: 0.3125 }),
+    compression: "fp16",
+    unpacked: packedValues
+  },
+  "Update-int8": {
+    frame: Frame.fromCoordinator({ _tag: "Update", round: 41, params: new Float32Array(0) }),
+    compression: "int8",
+    // Block 1 (1.5, -1): 1.5 is 127 steps of its scale, -1 the nearest, -85.
+    unpacked: new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 127 * secondScale, -85 * secondScale])
+  }
+}

@@ -4,11 +4,12 @@
  * Run only when the wire format changes on purpose (after bumping `Structures.protocolVersion` or
  * `structuresVersion`): `node --import tsx test/wire/write-vectors.ts --force`. Without `--force`
  * it refuses to overwrite an existing file, so the vectors stay the reference the tests check.
- * The frames of structures version 3 stay in test/wire/vectors/v3/ (they must still decode).
+ * The frames of structures versions 3 and 4 stay in test/wire/vectors/v3/ and v4/ (they must still decode).
  */
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import * as Codec from "../../src/wire/codec.ts"
+import * as Packed from "../../src/wire/packed.ts"
 import * as Fixtures from "./fixtures.ts"
 
 const dir = join(import.meta.dirname, "vectors")
@@ -16,7 +17,8 @@ const force = process.argv.includes("--force")
 const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
   ...Object.entries(Fixtures.withLoss).map(([tag, frame]) => [`${tag}-loss.cbor`, Codec.encode(frame)] as const),
-  ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)]
+  ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)],
+  ...Object.entries(Fixtures.packed).map(([name, p]) => [`${name}.cbor`, Codec.encodePacked(p.frame, Packed.pack(Fixtures.packedValues, p.compression, 8))] as const)
 ]
 for (const [name, bytes] of files) {
   const path = join(dir, name)

@@ -5,8 +5,8 @@
  * the bytes that remain (each item takes at least one byte), so no field can make the decoder
  * allocate more than the message holds. It reads the envelope, checks the versions first (so a peer
  * on another version gets `VersionMismatch`, whatever follows), and checks the frame's shape
- * against the structures table: only the table's record tags and the Float32Array and Float64Array tags (85, 86)
- * are allowed, no maps, no nesting beyond an array of numbers, no indefinite lengths, valid UTF-8.
+ * against the structures table: only the table's record tags, the Float32Array and Float64Array tags (85, 86)
+ * and, in `params`, the packed vector's Uint8Array tag (64) are allowed, no maps, no nesting beyond an array of numbers, no indefinite lengths, valid UTF-8.
  * cbor-x therefore only ever decodes frames of the protocol's own shape, and its shared structures
  * can never be redefined by a peer (record-definition tags are rejected here).
  *
@@ -201,6 +201,26 @@ const element = (key: string, index: number): WireError.Reason | undefined => {
   return skipContent()
 }
 
+/**
+ * A packed parameter vector (tag 64 over a byte string; structures version 5), only in a `params`
+ * field. Its bytes are bounded here by what the largest packed form of `paramsLengthMax` values
+ * takes (`Packed.packedBytes`); the codec checks the rest when it unpacks.
+ */
+const packed = (key: string): WireError.Reason | undefined => {
+  const inner = head()
+  if (inner !== undefined) return inner
+  if (key !== "params" || major !== 2) {
+    soft = mismatch([key], key !== "params" ? "a packed vector (tag 64) is only allowed in params" : "expected a packed vector: tag 64 over a byte string")
+    return skipContent()
+  }
+  if (arg > lim - pos) return truncated(pos + arg)
+  // fp16's 2 bytes a value is the largest form (int8 takes at most 1.5 with blocks of 8 or more).
+  const bytesMax = 8 + 2 * floatsMax
+  if (arg > bytesMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg, bytesMax }
+  pos += arg
+  return undefined
+}
+
 /** One field value of a record. */
 const value = (key: string): WireError.Reason | undefined => {
   const at = pos
@@ -238,6 +258,7 @@ const value = (key: string): WireError.Reason | undefined => {
       return skipContent()
     default: {
       // major 6: a tag
+      if (arg === Structures.uint8Tag) return packed(key)
       if (arg !== Structures.float32Tag && arg !== Structures.float64Tag) {
         soft = { _tag: "UnknownTag", kind: "cbor", tag: arg }
         return skipItems(1)
