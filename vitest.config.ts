@@ -37,6 +37,7 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
       "test/actors/aggregate.full.test.ts",
       "test/actors/compress.full.test.ts",
       "test/actors/outer.full.test.ts",
+      "test/cli/serve-vacate.full.test.ts",
     ]
   : []
 
