@@ -20,7 +20,8 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
 // runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
 // in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
-// are Node-only.
+// are Node-only. The churn bench's quick check
+// starts its rank processes through tsx: Node only.
 const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
   ? [
       "test/browser/**",
@@ -38,6 +39,7 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
       "test/actors/compress.full.test.ts",
       "test/actors/outer.full.test.ts",
       "test/cli/serve-vacate.full.test.ts",
+      "test/bench/churn.full.test.ts",
     ]
   : []
 

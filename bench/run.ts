@@ -3,6 +3,7 @@
  * `bench/results/<runtime>-<date>.json`. Benchmarks report; they never fail on a number, only on
  * a wrong result (a message that differs from the baseline, an audit that is not clean).
  */
+import * as Churn from "./churn.ts"
 import * as Failover from "./failover.ts"
 import * as Forfeit from "./forfeit.ts"
 import * as Join from "./join.ts"
@@ -23,6 +24,8 @@ const sections: Array<readonly [string, Section]> = [
   ["join", Join.run],
   // The Node bench runs bundled, and the launcher cannot start ranks from inside a bundle: there
   // `npm run bench` runs the failover section on its own after this (`--no-failover`).
+  // The churn bench's rank processes are Node processes through tsx: on Node only (run-node.mjs runs it after this).
+  ...(process.argv.includes("--no-failover") || env.runtime !== "node" ? [] : [["churn", Churn.run] as const]),
   ...(process.argv.includes("--no-failover") ? [] : [["failover", Failover.run] as const, ["straggler", Straggler.run] as const])
 ]
 for (const [name, run] of sections) {

@@ -1,4 +1,4 @@
-// The README and docs/: every `npx cohort ...` command in a shell block parses as written, every
+// The README, CONTRIBUTING.md and docs/: every `npx cohort ...` command in a shell block parses as written, every
 // relative link points at a file that exists, and the README stays short.
 import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { dirname, join } from "node:path"
@@ -6,7 +6,13 @@ import { describe, expect, it } from "vitest"
 import * as Cli from "../src/cli/index.ts"
 
 const root = join(import.meta.dirname, "..")
-const pages = ["README.md", ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)]
+const pages = [
+  "README.md",
+  "CONTRIBUTING.md",
+  ...readdirSync(join(root, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .map((f) => `docs/${f}`)
+]
 const read = (page: string): string => readFileSync(join(root, page), "utf8")
 
 // Pages written on other branches at the same time; the README links them before they land.

@@ -44,6 +44,14 @@ export const deathText = (death: RunTypes.DeathTiming): string => {
   return parts.join("; ")
 }
 
+/** A departure's cost, e.g. `detected in 10043 ms, survivors given its 96 samples 0.4 ms later; ...`. */
+export const leaveText = (leave: RunTypes.LeaveCost): string =>
+  `detected in ${leave.detectionMs} ms, ` +
+  (leave.recoveryMs === undefined
+    ? `${plural(leave.remainderSamples, "sample")} left uncommitted (the run stopped)`
+    : `survivors given its ${plural(leave.remainderSamples, "sample")} ${msText(leave.recoveryMs)} ms later`) +
+  `; lost ${leave.lostSamples}, duplicated ${leave.duplicatedSamples}, redone ${leave.redoneSamples}, ${leave.bytesMoved} bytes moved`
+
 /** One alert as a line: severity, class, path, detail, and how often it was raised. */
 export const alertText = (alert: Alerts.Alert): string =>
   `alert ${alert.severity} ${alert.class} ${alert.path}: ${alert.detail}${alert.count > 1 ? ` (${alert.count} times)` : ""}`
@@ -158,6 +166,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return isDemoPlan(event.skipped)
         ? `the demo's planned kill of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
         : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
+    case "leave":
+      return `rank ${event.leave.rank} left (${event.leave.kind}): ${leaveText(event.leave)}`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {

@@ -87,6 +87,9 @@ Options of join URL:
                               saved says where in one line
   --connect-timeout-ms N      how long a coordinator that is not up yet is tried again, with
                               jittered back-off (default 300000)
+  --ranks N                   N ranks in this process, each with its own socket and trainer
+                              (default 1; with --rank R: ranks R .. R+N-1); it exits once every
+                              rank ended, with the first exit code that is not 0
   --coordinator-reconnect-ms N
                               how long a rank whose coordinator dropped or went silent keeps
                               its state and tries to reconnect before it saves and exits 3

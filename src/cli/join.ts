@@ -4,6 +4,8 @@
  *
  * Flags: `--trainer FILE` (default the bundled workload; the same trainer as the coordinator's,
  * loading its own data on this host), `--token-file FILE` or `COHORT_TOKEN` (one is required),
+ * `--ranks N` (default 1: N ranks in this process, each with its own socket and trainer
+ * instance, the trainer module loaded once; with `--rank R` they are R .. R + N - 1),
  * `--rank N`, `--rank auto` (default: the coordinator assigns the lowest free rank) or
  * `--rank-from-env NAME` (an integer from the environment variable NAME, e.g. a Kubernetes
  * Indexed Job's `JOB_COMPLETION_INDEX`), `--save-dir DIR` (saves go to `DIR/rank<r>`, checkpoints
@@ -20,13 +22,13 @@
  * `cohort join: rank R saved its state under DIR/rank<r> (REASON)` after a `ShutdownWithSave`,
  * `cohort join: refused by URL: <words> (close code C)` for a refused join (1015: the server's
  * certificate failed the check, exit 18), and the rank's own
- * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/socket-rank.ts` (0 a
+ * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/rank/socket-rank.ts` (0 a
  * clean end, 10-16 one per refusal class, 15 unreachable, 3 coordinator gone, 2 bad input).
  *
  * @since 0.1.0
  */
 import * as Commander from "commander"
-import { importSocketRank } from "../../actors/cli-entry.ts"
+import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
@@ -48,6 +50,7 @@ interface RawJoinOptions {
   readonly rankFromEnv?: string
   readonly saveDir?: string
   readonly connectTimeoutMs?: string
+  readonly ranks?: string
   readonly coordinatorReconnectMs?: string
   readonly ca?: string
   readonly fingerprint?: string
@@ -104,6 +107,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let rank: number | "auto"
   let token: Awaited<ReturnType<typeof readToken>>
   let connectTimeoutMs: number
+  let ranks: number
   let coordinatorReconnectMs: number | undefined
   let tls: { readonly ca?: string; readonly fingerprint256?: string } | undefined
   try {
@@ -119,6 +123,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--rank-from-env <name>")
       .option("--save-dir <dir>")
       .option("--connect-timeout-ms <ms>")
+      .option("--ranks <n>")
       .option("--coordinator-reconnect-ms <ms>")
       .option("--ca <file>")
       .option("--fingerprint <sha256>")
@@ -138,6 +143,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       rank = rankOf(raw.rank ?? joinDefaults.rank, "--rank")
     }
     if (raw.saveDir === "") throw new UsageError("--save-dir needs a folder path")
+    ranks = integerAtLeast("--ranks", raw.ranks, 1, 1)
+    if (ranks > 1 && raw.rankFromEnv !== undefined) throw new UsageError("--ranks cannot be used with --rank-from-env")
     connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
     coordinatorReconnectMs = raw.coordinatorReconnectMs === undefined
       ? undefined
@@ -162,7 +169,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
-  return joinRun({
+  const joinOptions = {
     url,
     runToken: token.token,
     rank,
@@ -173,7 +180,21 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     connectTimeoutMs,
     ...(coordinatorReconnectMs === undefined ? {} : { coordinatorReconnectMs }),
     ...(tls === undefined ? {} : { tls }),
-    say: (line) => io.err(`${line}\n`),
-    ...(io.leaving === undefined ? {} : { beforeExit: io.leaving })
-  })
+    say: (line: string) => io.err(`${line}\n`)
+  }
+  if (ranks === 1) return joinRun({ ...joinOptions, ...(io.leaving === undefined ? {} : { beforeExit: io.leaving }) })
+  return joinMany({ ...joinOptions, ranks }, io)
+}
+
+/** `--ranks N` above 1: the ranks train side by side; the process ends once every one has ended. */
+const joinMany = async (options: Parameters<Awaited<ReturnType<typeof importSocketRanks>>["joinRanks"]>[0], io: Io): Promise<number> => {
+  let SocketRanks: Awaited<ReturnType<typeof importSocketRanks>>
+  try {
+    SocketRanks = await importSocketRanks()
+  } catch (error) {
+    io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const codes = await Promise.all(SocketRanks.joinRanks(options).map((rank) => rank.ended))
+  return SocketRanks.processExitCode(codes)
 }

@@ -6,6 +6,7 @@
  */
 import type { RunTypes } from "../../actors/cli-entry.ts"
 import { accuracyText, alertText, deathText, failureLine, interruptedText, isDemoPlan, msText, plural, ranksText, resumeCommand, resumedText, storageLine } from "./event-text.ts"
+import { leavesLines } from "./leave-table.ts"
 import { saveFolder } from "./parse.ts"
 import type { PartialRun } from "../../actors/cli-entry.ts"
 
@@ -164,6 +165,8 @@ const noteLines = (result: RunTypes.RunResult | PartialRun, shown: Shown, lines:
       lines.push(`  rank ${death.rank} ${when} (${death.detector}): ${deathText(death)}`)
     }
   }
+  const leaves = result.leaves ?? []
+  if (leaves.length > 0) lines.push(...leavesLines(leaves))
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
     // Ranks that joined the running run: which index, when, and what it was given.

@@ -414,6 +414,13 @@ export const doneChunks = (pool: Pool, rank: Rank): number => {
   return count
 }
 
+/** Samples of the chunks `rank` reported done that are not committed yet. O(done chunks). @since 0.1.0 @category queries */
+export const doneSamples = (pool: Pool, rank: Rank): number => {
+  let samples = 0
+  for (let id = pool.doneHead[rank]!; id !== NONE; id = pool.chunkNext[id]!) samples += pool.chunkSize[id]!
+  return samples
+}
+
 /**
  * Commits the first `chunksMax` done chunks of `rank` in the order their `ChunkDone`s were
  * credited (every done chunk by default: its averaging contribution arrived), calling `onCommit`

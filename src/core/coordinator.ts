@@ -1,7 +1,7 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
  * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
- * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
+ * as `nowMs`, and the actor shell in `actors/coordinator/coordinator.ts` runs the commands.
  *
  * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding
@@ -47,7 +47,7 @@ import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
 export { causeText } from "./emit.ts"
 export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
-export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Outcome, RepeatedCrash } from "./outcome.ts"
+export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Leave, LeaveKind, Outcome, RepeatedCrash } from "./outcome.ts"
 export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
@@ -185,6 +185,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     return
   }
   Liveness.touch(state.liveness, rank, state.clockMs)
+  if (state.unreachable.size > 0) state.unreachable.delete(rank)
   if (state.phase !== "running") {
     // After the end, exits and the last eval are recorded; everything else decides nothing.
     if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
@@ -204,6 +205,12 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         return
       }
       Roles.report(state.calibration, rank, message.msPerBatch)
+      const reported = state.reportedDone.get(rank)
+      if (reported === undefined) state.reportedDone.set(rank, { epoch: message.epoch, samplesDone: message.samplesDone })
+      else {
+        reported.epoch = message.epoch
+        reported.samplesDone = message.samplesDone
+      }
       if (maybeResolveFastest(state)) {
         broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `every live rank calibrated: roles go to the fastest, rank ${state.roles.eval}`)
       }
@@ -430,6 +437,7 @@ const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
 
 const onSendFailed = (state: State, rank: Rank, message: ToRank, reason: string, cmds: Array<Command>): void => {
   state.counters.sendFailures += 1
+  if (Membership.isLive(state.membership, rank)) state.unreachable.add(rank)
   alert(state, cmds, "ControlDrop", Membership.inRange(state.membership, rank) ? path(state, rank) : "root", `${message._tag} to rank ${rank} failed: ${reason}`)
   if (message._tag === "AssignChunk" && state.pool !== undefined && message.epoch === state.epoch && state.phase === "running") {
     const pool = state.pool

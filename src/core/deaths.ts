@@ -17,7 +17,7 @@ import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import type { Death } from "./outcome.ts"
+import type { Death, Leave } from "./outcome.ts"
 import { failoverCheckpoint, maybeResolveFastest, moveRoles } from "./role-moves.ts"
 import * as Roles from "./roles.ts"
 import { discardRingRound, maybeCloseRound } from "./rounds.ts"
@@ -49,6 +49,29 @@ export const noteCrash = (state: State, rank: Rank, crash: NonNullable<Departure
   else state.repeatedCrash ??= { ranks: [first.rank, rank], error: first.error, stack: first.stack ?? crash.stack }
 }
 
+/** The samples `rank` is known to have trained and not committed (`Leave.redoneSamples`). */
+const trainedUncommitted = (state: State, rank: Rank): number => {
+  if (state.pool !== undefined) return ChunkPool.doneSamples(state.pool, rank)
+  const reported = state.reportedDone.get(rank)
+  if (state.assignments === undefined || reported === undefined || reported.epoch !== state.epoch) return 0
+  const known = Math.min(reported.samplesDone, Assignments.assignedLength(state.assignments, rank))
+  return Math.max(0, known - Assignments.committed(state.assignments, rank))
+}
+
+/** The cost line of a departure while the run trains (`State.leaves`). */
+const leaveOf = (state: State, d: Departure): Leave => ({
+  rank: d.rank,
+  epoch: state.epoch,
+  kind: d.kind === "exit" ? "graceful" : d.detector === "heartbeat" ? "silent" : "crash",
+  cause: d.cause,
+  lastSeenAtMs: state.clockMs - Liveness.silentMs(state.liveness, d.rank, state.clockMs),
+  reportedAtMs: d.reportedAtMs,
+  declaredAtMs: state.clockMs,
+  remainderSamples: 0,
+  redoneSamples: trainedUncommitted(state, d.rank),
+  redistributed: false
+})
+
 /**
  * Declares one batch of departures: deaths found in one tick (reports first, then stale ranks), or
  * a single clean exit mid-run. Commands come out in the order of docs/design.md §3.10.
@@ -64,6 +87,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   const remainders: Array<{ readonly rank: Rank; readonly death: Death | undefined; readonly ranges: Array<readonly [number, number]> }> = []
   let checkpointMoved = false
   const anyDeath = batch.some((d) => d.kind === "death")
+  const leaves: Array<Leave> = []
 
   // 1. For each departing rank, in order: alert, remainder, ledger, activeCount, roles.
   for (const d of batch) {
@@ -92,11 +116,18 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     }
     const ranges = running && state.assignments !== undefined ? Assignments.remainder(state.assignments, d.rank) : []
     if (death !== undefined) death.remainderSamples = ranges.reduce((sum, [, size]) => sum + size, 0)
+    if (running) {
+      const leave = leaveOf(state, d)
+      leave.remainderSamples = ranges.reduce((sum, [, size]) => sum + size, 0)
+      state.leaves.push(leave)
+      leaves.push(leave)
+    }
     remainders.push({ rank: d.rank, death, ranges })
     if (Membership.isLive(membership, d.rank)) leaveRound(state, d.rank)
     // A joiner that dies before it entered the rounds was never a member: not a failure of the limit.
     if (running && d.kind === "death" && state.joining.has(d.rank)) state.counters.joinersLost += 1
     state.joining.delete(d.rank)
+    state.unreachable.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)
@@ -140,6 +171,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     saveAndStop(state, cmds, verdict.reason, verdict.detail)
     return
   }
+  for (const leave of leaves) leave.redistributed = true
 
   // 4. Redistribute every remainder over the survivors as they stand after the whole batch.
   const a = state.assignments
@@ -178,7 +210,10 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     for (const { rank, death } of remainders) {
       const moved = ChunkPool.forfeit(state.pool, rank)
       ChunkPool.retire(state.pool, rank)
-      if (death !== undefined) death.remainderSamples = moved.reduce((sum, r) => sum + r.size, 0)
+      const samples = moved.reduce((sum, r) => sum + r.size, 0)
+      if (death !== undefined) death.remainderSamples = samples
+      const leave = leaves.find((l) => l.rank === rank)
+      if (leave !== undefined) leave.remainderSamples = samples
     }
   }
 

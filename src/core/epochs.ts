@@ -42,7 +42,7 @@ export const wake = (state: State, cmds: Array<Command>, reason: string, except?
   const pool = state.pool
   const out = new Split.SliceBuilder()
   for (let rank = ChunkPool.nextIdle(pool, 0); rank < pool.worldSize && ChunkPool.remaining(pool) > 0; rank = ChunkPool.nextIdle(pool, rank + 1)) {
-    if (rank !== except) fill(state, out, rank)
+    if (rank !== except && !state.unreachable.has(rank)) fill(state, out, rank)
   }
   sendRanges(state, cmds, "AssignChunk", out, reason)
 }

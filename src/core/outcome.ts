@@ -32,6 +32,45 @@ export interface Death {
 }
 
 /**
+ * How a rank left the running run (docs/churn.md): `graceful` (it announced `Exiting`), `crash`
+ * (its supervisor reported its end: a process, worker or socket that ended without `Exiting`, a
+ * `Crashing` frame), `silent` (nothing of it arrived for its heartbeat timeout).
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export type LeaveKind = "graceful" | "crash" | "silent"
+
+/**
+ * What one rank's leaving cost, for every departure while the run trains (exits included; not the
+ * ranks that leave when the run ends): all times in core ms.
+ *
+ * - `lastSeenAtMs`: its last frame's arrival; `reportedAtMs`: its report's arrival (a death
+ *   report, its `Exiting`, or the tick that found it stale); `declaredAtMs`: the step that took
+ *   it out of the run (took its remainder, moved its roles).
+ * - `remainderSamples`: its samples not committed, handed to the survivors (or, when
+ *   `redistributed` is false, left uncommitted: the run stopped at this departure).
+ * - `redoneSamples`: of those, the samples the coordinator knows it had trained (its last
+ *   `Progress` beyond its committed position in static mode; its done but uncommitted chunks in
+ *   progressive mode): the survivors train them again.
+ *
+ * @since 0.1.0
+ * @category outcome
+ */
+export interface Leave {
+  readonly rank: Rank
+  readonly epoch: number
+  readonly kind: LeaveKind
+  readonly cause: string
+  readonly lastSeenAtMs: number
+  readonly reportedAtMs: number
+  readonly declaredAtMs: number
+  remainderSamples: number
+  readonly redoneSamples: number
+  redistributed: boolean
+}
+
+/**
  * One finished epoch: the audit (`lost` and `duplicated` must be 0), its deaths and clean exits,
  * and its start and end times in core ms. Once emitted (`EpochEnded`) a summary never changes: its
  * lists are copies, not the live state's.

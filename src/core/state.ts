@@ -13,7 +13,7 @@ import type { DeathCause } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
+import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Leave, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
 import * as Roles from "./roles.ts"
 
 /**
@@ -96,6 +96,16 @@ export interface State {
   readonly outlierRounds: Map<Rank, number>
   readonly deaths: Array<Death>
   readonly exits: Array<Rank>
+  /** Every departure while the run trained, with what it cost (`Leave`), in declaration order. */
+  readonly leaves: Array<Leave>
+  /**
+   * Live ranks a send to failed (`SendFailed`), not heard from since: no chunk is handed to them
+   * until a frame of theirs arrives or they leave. Without it, two unreachable idle ranks would
+   * hand a taken-back chunk to each other for ever within one step.
+   */
+  readonly unreachable: Set<Rank>
+  /** Each rank's last `Progress.samplesDone` and its epoch (ranks that reported only). */
+  readonly reportedDone: Map<Rank, { epoch: number; samplesDone: number }>
   readonly summaries: Array<EpochSummary>
   readonly evals: Array<EvalRecord>
   readonly pendingReports: Array<PendingReport>
@@ -242,6 +252,9 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     outlierRounds: new Map(),
     deaths: [],
     exits: [],
+    leaves: [],
+    reportedDone: new Map(),
+    unreachable: new Set(),
     summaries: [],
     evals: [],
     pendingReports: [],

@@ -88,6 +88,8 @@ ${section("Ranks", "ranks", rankHeadings)}
 <div class="chart" id="timeline"></div>
 ${section("Deaths", "deaths", ["rank", "epoch", "detector", "cause", "fault", "declared", "remainder held", "fault → declared", "declared → held", "remainder samples"])}
 <p class="meta" id="deaths-none" hidden></p>
+${section("Departures", "leaves", ["rank", "epoch", "kind", "declared", "detection", "recovery", "remainder", "lost", "duplicated", "redone", "bytes moved"])}
+<p class="meta" id="leaves-none" hidden></p>
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
 <h2>Averaging traffic per round</h2>

@@ -1,7 +1,7 @@
 /**
  * The dashboard's page model: what the run page shows (rank rows, the timeline, the round and
  * epoch charts, audits, deaths, alerts), folded from the run's journal events (`events.ndjson`,
- * `actors/run-types.ts` `RunEvent`) one at a time. The same fold serves the live page (events
+ * `actors/record/run-types.ts` `RunEvent`) one at a time. The same fold serves the live page (events
  * streamed as they happen) and the static report (every event of a finished journal), so the page
  * never keeps a record of its own.
  *
@@ -63,6 +63,28 @@ export interface RoundPoint {
   readonly loss: number | undefined
   readonly receivedBytes?: number | undefined
   readonly sentBytes?: number | undefined
+}
+
+/**
+ * One departure's cost line (the journal's `leave` event, `RunTypes.LeaveCost`; docs/churn.md):
+ * its kind, when it was declared (ms since the run started), detection and recovery (ms;
+ * recovery `undefined` when nothing moved) and its samples and bytes.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface LeaveRow {
+  readonly rank: number
+  readonly epoch: number
+  readonly kind: string
+  readonly declaredMs: number
+  readonly detectionMs: number
+  readonly recoveryMs: number | undefined
+  readonly remainderSamples: number
+  readonly lostSamples: number
+  readonly duplicatedSamples: number
+  readonly redoneSamples: number
+  readonly bytesMoved: number
 }
 
 /**
@@ -139,6 +161,7 @@ export interface Model {
   readonly ranks: Array<RankRow>
   readonly rounds: Array<RoundPoint>
   readonly deaths: Array<DeathMarks>
+  readonly leaves: Array<LeaveRow>
   readonly epochRows: Array<EpochRow>
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
@@ -160,6 +183,7 @@ export const empty = (): Model => ({
   ranks: [],
   rounds: [],
   deaths: [],
+  leaves: [],
   epochRows: [],
   alerts: [],
   faults: [],
@@ -192,7 +216,7 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "epoch", "eval", "round", "ended", "failed", "decision"
+  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "leave", "epoch", "eval", "round", "ended", "failed", "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
@@ -284,6 +308,24 @@ export const apply = (model: Model, event: unknown): Model => {
     case "fault": {
       const rank = num(event.rank)
       if (rank !== undefined) model.faults.push({ ms: at, rank, fault: str(event.fault) ?? "fault" })
+      return model
+    }
+    case "leave": {
+      const leave = isRecord(event.leave) ? event.leave : undefined
+      if (leave === undefined) return model
+      model.leaves.push({
+        rank: num(leave.rank) ?? -1,
+        epoch: num(leave.epoch) ?? 0,
+        kind: str(leave.kind) ?? "unknown",
+        declaredMs: num(leave.declaredMs) ?? at,
+        detectionMs: num(leave.detectionMs) ?? 0,
+        recoveryMs: num(leave.recoveryMs),
+        remainderSamples: num(leave.remainderSamples) ?? 0,
+        lostSamples: num(leave.lostSamples) ?? 0,
+        duplicatedSamples: num(leave.duplicatedSamples) ?? 0,
+        redoneSamples: num(leave.redoneSamples) ?? 0,
+        bytesMoved: num(leave.bytesMoved) ?? 0
+      })
       return model
     }
     case "death": {

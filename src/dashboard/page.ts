@@ -113,6 +113,28 @@ const line = (stroke: string, label: string, scale = "y"): uPlot.Series => ({ la
 
 const roundSteps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 
+/** One row per departure and its cost (docs/churn.md); the table shows only once a rank left. */
+const renderLeaves = (leaves: ReadonlyArray<Model.LeaveRow>): void => {
+  fillRows(byId("leaves"), leaves, (l) => [
+    String(l.rank),
+    String(l.epoch),
+    l.kind,
+    seconds(l.declaredMs),
+    millis(l.detectionMs),
+    l.recoveryMs === undefined ? "nothing moved" : `${l.recoveryMs.toFixed(1)} ms`,
+    integer(l.remainderSamples),
+    integer(l.lostSamples),
+    integer(l.duplicatedSamples),
+    integer(l.redoneSamples),
+    integer(l.bytesMoved)
+  ], (tr, l) => {
+    tr.dataset.leaveKind = l.kind
+  })
+  byId("leaves").closest("table")!.hidden = leaves.length === 0
+  byId("leaves-none").hidden = leaves.length > 0
+  byId("leaves-none").textContent = "no rank left while the run trained"
+}
+
 const start = (): void => {
   // Long because it wires the page's charts and handlers, which share the page's state.
   const config = readJson("cohort-config") as Config
@@ -264,6 +286,8 @@ const start = (): void => {
     byId("deaths").closest("table")!.hidden = noDeaths
     byId("deaths-none").hidden = !noDeaths
     byId("deaths-none").textContent = model.ended === undefined && model.failed === undefined ? "no deaths so far" : "no deaths"
+
+    renderLeaves(model.leaves)
 
     fillRows(byId("audits"), model.epochRows, (e) => [
       String(e.epoch),

@@ -3,7 +3,7 @@ import { execFileSync } from "node:child_process"
 import { symlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import * as Files from "../../src/platform/files.ts"
 import { auditFailed, completed, eventsOf, interrupted, killTiming, rankLost, runMain, streamedEventsOf, unrecoverable, useScratch } from "./fixtures.ts"
@@ -293,5 +293,42 @@ describe("report", () => {
     const json = await runMain(["report", "--json", dir])
     expect(json.code).toBe(2)
     expect(JSON.parse(json.out)).toMatchObject({ runId: "abc123", journal: `${dir}/events.ndjson`, cut: "was cut in line 7", durationMs: 29_000 })
+  })
+})
+
+describe("report: the departures' cost lines", () => {
+  const withLeaves: RunTypes.RunResult = {
+    ...completed,
+    leaves: [
+      { rank: 2, epoch: 1, kind: "crash", cause: "killed by terminate", declaredMs: 12_000, detectionMs: 40, recoveryMs: 1.5, remainderSamples: 1200, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 64, bytesMoved: 96 },
+      { rank: 3, epoch: 1, kind: "silent", cause: "heartbeat", declaredMs: 14_000, detectionMs: 10_043, recoveryMs: 0.5, remainderSamples: 800, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 0, bytesMoved: 48 },
+      { rank: 1, epoch: 2, kind: "graceful", cause: "clean exit", declaredMs: 20_000, detectionMs: 0, recoveryMs: 0.2, remainderSamples: 300, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 32, bytesMoved: 48 }
+    ]
+  }
+
+  it("prints one row per departure and the median and p90 per kind, from summary.json and from the journal alone; --json carries them", async () => {
+    for (const files of [{ summary: true, events: false }, { summary: false, events: true }]) {
+      const dir = `${scratch()}/leaves-${files.summary ? "summary" : "journal"}`
+      await Files.mkdir(dir)
+      if (files.summary) await Files.writeFile(`${dir}/summary.json`, `${JSON.stringify(withLeaves)}\n`)
+      else {
+        const events = [...streamedEventsOf(withLeaves), ...withLeaves.leaves!.map((leave) => ({ type: "leave", ms: leave.declaredMs, leave }))]
+        await Files.writeFile(`${dir}/events.ndjson`, events.map((e) => JSON.stringify(e)).join("\n") + "\n")
+      }
+      const { code, out } = await runMain(["report", dir])
+      expect(code).toBe(0)
+      const lines = out.split("\n")
+      const at = lines.indexOf("departures (what each cost):")
+      expect(lines.slice(at + 1, at + 5).map((line) => line.trim().split(/\s+/))).toEqual([
+        ["rank", "epoch", "kind", "detection", "ms", "recovery", "ms", "remainder", "lost", "duplicated", "redone", "bytes", "moved"],
+        ["2", "1", "crash", "40", "1.5", "1200", "0", "0", "64", "96"],
+        ["3", "1", "silent", "10043", "0.5", "800", "0", "0", "0", "48"],
+        ["1", "2", "graceful", "0", "0.2", "300", "0", "0", "32", "48"]
+      ])
+      expect(lines[at + 5]).toBe("departures by kind:")
+      expect(lines.slice(at + 7, at + 10).map((line) => line.trim().split(/\s+/).slice(0, 2))).toEqual([["graceful", "1"], ["crash", "1"], ["silent", "1"]])
+      const json = await runMain(["report", dir, "--json"])
+      expect((JSON.parse(json.out) as RunTypes.RunResult).leaves).toEqual(JSON.parse(JSON.stringify(withLeaves.leaves)))
+    }
   })
 })

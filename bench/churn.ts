@@ -1,0 +1,296 @@
+/**
+ * Churn at edge scale (docs/churn.md): a served run of `ranks` ranks over real WebSocket on
+ * loopback, the ranks in a few child processes of many ranks each (`cohort join --ranks`'s
+ * `SocketRanks.joinRanks`, bench/churn-ranks.ts). After every averaging round (at most one churn
+ * in flight: the next waits until the last one's joiners trained), `fraction` of the live ranks
+ * leave, a third each gracefully, by a crash (socket cut) and silently (socket open, nothing sent),
+ * and as many new ranks join (`maxRanks`). The same cohort without churn is the baseline.
+ *
+ * Each row: departures by kind (median / p90 of detection and recovery from the journal's cost
+ * lines, and of the bench's own fault → remainder handed over), samples redone, bytes moved,
+ * committed samples per second against the baseline, the coordinator's CPU per round (this process
+ * holds only the coordinator), the rank processes' peak resident memory, and the audits.
+ *
+ * Run: `node --import tsx bench/churn.ts [--quick]` (quick: 64 ranks, cpu only).
+ */
+import { fork } from "node:child_process"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath, pathToFileURL } from "node:url"
+import * as Launcher from "../actors/launcher/launcher.ts"
+import type { LeaveCost, RunEvent } from "../actors/record/run-types.ts"
+import * as Lib from "./lib.ts"
+
+export interface Scenario {
+  readonly ranks: number
+  readonly processes: number
+  readonly backend: "cpu" | "ring"
+  readonly mode: "static" | "progressive"
+  readonly epochs: number
+  /** Fraction of the live ranks that leave (and join) per churn; 0 for the baseline. */
+  readonly fraction: number
+  readonly params: number
+  readonly batchMs: number
+  readonly heartbeatTimeoutMs: number
+  /** `cpu` only: rounds close this long after their first contribution without the silent ranks (0: off). */
+  readonly roundDeadlineMs?: number
+}
+
+export interface Row {
+  readonly scenario: Scenario
+  readonly churns: number
+  readonly rounds: number
+  readonly leaves: ReadonlyArray<LeaveCost>
+  /** Each rank the bench made leave, how, and when (wall clock ms). */
+  readonly faults: ReadonlyArray<readonly [rank: number, kind: string, atMs: number]>
+  /** When the last epoch's audit line arrived (wall clock ms): later departures cost nothing. */
+  readonly lastAuditAtMs: number
+  /** The bench's clock: from a fault to its cost line (the survivors had the remainder), by kind. */
+  readonly faultToRecoveredMs: Readonly<Record<string, ReadonlyArray<number>>>
+  readonly committedPerSecond: number
+  readonly coordinatorCpuPerRoundMs: number
+  readonly roundsPerSecond: number
+  readonly rankRssPeakMb: number
+  /** This process (the coordinator alone), sampled at each epoch's end: its peaks, MB. */
+  readonly coordinatorPeakMb: { readonly rss: number; readonly heapUsed: number; readonly arrayBuffers: number }
+  readonly audits: { readonly epochs: number; readonly lost: number; readonly duplicated: number; readonly samples: number }
+  readonly exitCode: number
+  readonly durationMs: number
+}
+
+const here = fileURLToPath(new URL(".", import.meta.url))
+
+/** A params-only trainer module whose batches take `batchMs` (a timer, no CPU). */
+const writeTrainer = (dir: string, scenario: Scenario, samples: number): string => {
+  const file = join(dir, `trainer-${scenario.params}-${samples}-${scenario.batchMs}.ts`)
+  writeFileSync(
+    file,
+    `import { paramsOnly } from ${JSON.stringify(join(here, "trainers/params-only.ts"))}\n` +
+      `const t = paramsOnly({ samples: ${samples}, params: ${scenario.params} })\n` +
+      `export const trainSamples = t.trainSamples\n` +
+      `export const createTrainer = (context: { readonly rank: number }) => {\n` +
+      `  const inner = t.createTrainer(context)\n` +
+      `  return { ...inner, trainBatch: async (indices: Uint32Array) => { await new Promise((r) => setTimeout(r, ${scenario.batchMs})); return inner.trainBatch(indices) } }\n` +
+      `}\n`
+  )
+  return file
+}
+
+const rssMb = (pid: number | undefined): number => {
+  if (pid === undefined) return 0
+  try {
+    const kb = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1]
+    return kb === undefined ? 0 : Number(kb) / 1024
+  } catch {
+    return 0
+  }
+}
+
+// Long because: one scenario is one served run, its rank processes and its churn driver together.
+export const measure = async (scenario: Scenario): Promise<Row> => {
+  const dir = mkdtempSync(join(tmpdir(), "cohort-churn-"))
+  const batchSize = 8
+  const samples = scenario.ranks * batchSize * 12
+  const trainer = writeTrainer(dir, scenario, samples)
+  const runToken = "churn-bench-token-0123456789abcdef"
+  const joinsMax = Math.ceil(scenario.ranks * scenario.fraction) * 200
+  const children: Array<ReturnType<typeof fork>> = []
+  const faultAt = new Map<number, { readonly kind: string; readonly atMs: number }>()
+  const faultToRecoveredMs: Record<string, Array<number>> = { graceful: [], crash: [], silent: [] }
+  let liveCount = 0
+  let awaitingJoins = 0
+  let started = false
+  let churns = 0
+  let rounds = 0
+  let rssPeak = 0
+  let cpuAtStart: NodeJS.CpuUsage | undefined
+  let startedMs = 0
+  let lastAuditAtMs = 0
+  const coordinatorPeakMb = { rss: 0, heapUsed: 0, arrayBuffers: 0 }
+  const sampleRss = (): void => {
+    rssPeak = Math.max(rssPeak, children.reduce((sum, child) => sum + rssMb(child.pid), 0))
+    const own = process.memoryUsage()
+    coordinatorPeakMb.rss = Math.max(coordinatorPeakMb.rss, own.rss / 2 ** 20)
+    coordinatorPeakMb.heapUsed = Math.max(coordinatorPeakMb.heapUsed, own.heapUsed / 2 ** 20)
+    coordinatorPeakMb.arrayBuffers = Math.max(coordinatorPeakMb.arrayBuffers, own.arrayBuffers / 2 ** 20)
+  }
+  const churn = (): void => {
+    if (!started || scenario.fraction === 0 || awaitingJoins > 0) return
+    const count = Math.max(3, Math.round(liveCount * scenario.fraction))
+    // Thirds by kind, spread over the processes (each takes as many as it has live ranks).
+    const per = (total: number, i: number) => Math.floor(total / children.length) + (i < total % children.length ? 1 : 0)
+    const kinds = { graceful: Math.ceil(count / 3), crash: Math.ceil((count - Math.ceil(count / 3)) / 2), silent: 0 }
+    kinds.silent = count - kinds.graceful - kinds.crash
+    churns += 1
+    awaitingJoins = count
+    children.forEach((child, i) => child.send({ op: "churn", graceful: per(kinds.graceful, i), crash: per(kinds.crash, i), silent: per(kinds.silent, i), join: per(count, i) }))
+  }
+  const onEvent = (event: RunEvent): void => {
+    switch (event.type) {
+      case "formed":
+        started = true
+        startedMs = Date.now()
+        cpuAtStart = process.cpuUsage()
+        return
+      case "round":
+        rounds += 1
+        if (rounds % 10 === 0) sampleRss()
+        churn()
+        return
+      case "leave": {
+        const fault = faultAt.get(event.leave.rank)
+        if (fault !== undefined) faultToRecoveredMs[fault.kind]?.push(Date.now() - fault.atMs)
+        return
+      }
+      case "epoch":
+        lastAuditAtMs = Date.now()
+        sampleRss()
+        Lib.note(`churn ${scenario.backend} ${scenario.mode} ${scenario.ranks} ranks ${scenario.fraction}: epoch ${event.summary.epoch} lost ${event.summary.lost} duplicated ${event.summary.duplicated}, ${churns} churns`)
+        return
+    }
+  }
+  const result = await Launcher.serve({
+    trainer,
+    worldSize: scenario.ranks,
+    maxRanks: scenario.ranks + joinsMax,
+    epochs: scenario.epochs,
+    mode: scenario.mode,
+    backend: scenario.backend,
+    batchSize,
+    averageEverySteps: 2,
+    heartbeatTimeoutMs: scenario.heartbeatTimeoutMs,
+    ...(scenario.roundDeadlineMs === undefined || scenario.roundDeadlineMs === 0 ? {} : { roundDeadlineMs: scenario.roundDeadlineMs }),
+    failureLimit: { fraction: 1 },
+    runToken,
+    port: 0,
+    outDir: join(dir, "runs"),
+    onEvent,
+    onListening: (listening) => {
+      const per = (i: number) => Math.floor(scenario.ranks / scenario.processes) + (i < scenario.ranks % scenario.processes ? 1 : 0)
+      for (let i = 0; i < scenario.processes; i++) {
+        const given = { url: listening.url, runToken, trainer: pathToFileURL(trainer).href, ranks: per(i), saveDir: join(dir, "saves"), seed: 17 + i }
+        const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] })
+        child.on("message", (message: { welcomed?: number; left?: number; kind?: string; atMs?: number }) => {
+          if (message.welcomed !== undefined) {
+            liveCount += 1
+            if (started) awaitingJoins = Math.max(0, awaitingJoins - 1)
+          }
+          if (message.left !== undefined && message.kind !== undefined && message.atMs !== undefined) {
+            liveCount -= 1
+            faultAt.set(message.left, { kind: message.kind, atMs: message.atMs })
+          }
+        })
+        children.push(child)
+      }
+    }
+  })
+  const cpu = process.cpuUsage(cpuAtStart)
+  const durationMs = Date.now() - startedMs
+  sampleRss()
+  for (const child of children) {
+    child.send({ op: "end" })
+    setTimeout(() => child.kill("SIGKILL"), 5000).unref()
+  }
+  rmSync(dir, { recursive: true, force: true })
+  const committed = result.epochs.reduce((sum, e) => sum + e.samplesCommitted, 0)
+  return {
+    scenario,
+    churns,
+    rounds,
+    leaves: result.leaves ?? [],
+    faults: [...faultAt].map(([rank, fault]) => [rank, fault.kind, fault.atMs] as const),
+    lastAuditAtMs,
+    faultToRecoveredMs,
+    committedPerSecond: committed / (durationMs / 1000),
+    coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
+    roundsPerSecond: rounds / (durationMs / 1000),
+    rankRssPeakMb: rssPeak,
+    coordinatorPeakMb,
+    audits: {
+      epochs: result.epochs.length,
+      lost: result.epochs.reduce((sum, e) => sum + e.lost, 0),
+      duplicated: result.epochs.reduce((sum, e) => sum + e.duplicated, 0),
+      samples: committed
+    },
+    exitCode: result.exitCode,
+    durationMs
+  }
+}
+
+const ms = (values: ReadonlyArray<number>): string =>
+  values.length === 0 ? "-" : `${Lib.fmt(Lib.quantile(values, 0.5))} / ${Lib.fmt(Lib.quantile(values, 0.9))}`
+
+/** One row per kind of a churned scenario, with the baseline's throughput beside it. */
+const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | number>> =>
+  (["graceful", "crash", "silent"] as const).map((kind) => {
+    const of = row.leaves.filter((l) => l.kind === kind)
+    return [
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}`,
+      kind,
+      of.length,
+      ms(of.map((l) => l.detectionMs)),
+      ms(of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))),
+      ms(row.faultToRecoveredMs[kind] ?? []),
+      of.reduce((sum, l) => sum + l.redoneSamples, 0),
+      of.reduce((sum, l) => sum + l.bytesMoved, 0),
+      `${row.audits.epochs} epochs, lost ${row.audits.lost}, duplicated ${row.audits.duplicated}, exit ${row.exitCode}`,
+      `${Lib.fmt(row.committedPerSecond)} (${baseline === undefined ? "-" : `${Lib.fmt((100 * row.committedPerSecond) / baseline.committedPerSecond)}%`})`,
+      Lib.fmt(row.coordinatorCpuPerRoundMs),
+      Lib.fmt(row.rankRssPeakMb)
+    ]
+  })
+
+export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArray<Row>; readonly markdown: string }> => {
+  const base = { processes: quick ? 2 : 4, epochs: quick ? 5 : 5, params: 10_000, batchMs: 5, heartbeatTimeoutMs: 2000 }
+  const shapes: Array<Pick<Scenario, "ranks" | "backend" | "mode" | "roundDeadlineMs">> = quick
+    ? [{ ranks: 64, backend: "cpu", mode: "progressive" }]
+    : [
+      { ranks: 64, backend: "cpu", mode: "progressive" },
+      // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
+      { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
+      { ranks: 64, backend: "ring", mode: "progressive" },
+      { ranks: 256, backend: "cpu", mode: "progressive" },
+      { ranks: 256, backend: "cpu", mode: "static" },
+      { ranks: 256, backend: "ring", mode: "progressive" }
+    ]
+  const rows: Array<Row> = []
+  const table: Array<Array<string | number>> = []
+  for (const shape of shapes) {
+    const baseline = await measure({ ...base, ...shape, fraction: 0 })
+    const churned = await measure({ ...base, ...shape, fraction: 0.3 })
+    rows.push(baseline, churned)
+    table.push(...rowsOf(churned, baseline))
+  }
+  const markdown = Lib.table(
+    ["cohort", "kind", "count", "detection ms median / p90", "recovery ms", "fault → recovered ms", "redone", "bytes moved", "audits", "committed/s (of no churn)", "coordinator cpu ms / round", "rank processes peak RSS MB"],
+    table
+  )
+  return { rows, markdown }
+}
+
+if (Lib.isMain("churn")) {
+  const quick = Lib.isQuick()
+  const ranks = process.argv.find((a) => a.startsWith("--ranks="))
+  if (ranks === undefined) console.log((await run(quick)).markdown)
+  else {
+    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS]
+    const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
+    const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
+    const row = await measure({
+      ranks: Number(ranks.slice(8)),
+      processes: 2,
+      backend: process.argv.includes("--ring") ? "ring" : "cpu",
+      mode: process.argv.includes("--static") ? "static" : "progressive",
+      epochs: 5,
+      fraction,
+      params: 10_000,
+      batchMs: 5,
+      heartbeatTimeoutMs: 2000,
+      roundDeadlineMs
+    })
+    console.log(Lib.table(["cohort", "kind", "count", "detection", "recovery", "fault → recovered", "redone", "bytes", "audits", "committed/s", "cpu ms/round", "RSS MB"], rowsOf(row, undefined)))
+    const peak = row.coordinatorPeakMb
+    console.log(`churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`)
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The departures' cost lines in what `report` and a finished run print (`RunResult.leaves`,
+ * docs/churn.md): one row per departure, then the median and p90 per kind.
+ *
+ * @since 0.1.0
+ */
+import type { RunTypes } from "../../actors/cli-entry.ts"
+import { msText } from "./event-text.ts"
+
+const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): Array<string> => {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? "").length)))
+  const line = (cells: ReadonlyArray<string>): string => `  ${cells.map((cell, column) => cell.padStart(widths[column] ?? 0)).join("  ")}`
+  return [line(headers), ...rows.map(line)]
+}
+
+/** The `p`-quantile (0..1) of `values` by nearest rank; `undefined` for none. */
+const quantile = (values: ReadonlyArray<number>, p: number): number | undefined => {
+  if (values.length === 0) return undefined
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))]
+}
+
+/**
+ * The departures' cost lines (`RunResult.leaves`): one row each, then per kind the median and p90
+ * of detection and recovery and the sums of samples and bytes.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<string> => {
+  const rows = leaves.map((l) => [
+    String(l.rank),
+    String(l.epoch),
+    l.kind,
+    String(l.detectionMs),
+    msText(l.recoveryMs),
+    String(l.remainderSamples),
+    String(l.lostSamples),
+    String(l.duplicatedSamples),
+    String(l.redoneSamples),
+    String(l.bytesMoved)
+  ])
+  const kinds = (["graceful", "crash", "silent"] as const).map((kind) => {
+    const of = leaves.filter((l) => l.kind === kind)
+    const recovery = of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))
+    const sum = (pick: (l: RunTypes.LeaveCost) => number) => String(of.reduce((total, l) => total + pick(l), 0))
+    return [
+      kind,
+      String(of.length),
+      msText(quantile(of.map((l) => l.detectionMs), 0.5)),
+      msText(quantile(of.map((l) => l.detectionMs), 0.9)),
+      msText(quantile(recovery, 0.5)),
+      msText(quantile(recovery, 0.9)),
+      sum((l) => l.lostSamples),
+      sum((l) => l.duplicatedSamples),
+      sum((l) => l.redoneSamples),
+      sum((l) => l.bytesMoved)
+    ]
+  }).filter((row) => row[1] !== "0")
+  return [
+    "departures (what each cost):",
+    ...(table(["rank", "epoch", "kind", "detection ms", "recovery ms", "remainder", "lost", "duplicated", "redone", "bytes moved"], rows)),
+    "departures by kind:",
+    ...(table(["kind", "count", "detection median ms", "p90", "recovery median ms", "p90", "lost", "duplicated", "redone", "bytes moved"], kinds))
+  ]
+}
