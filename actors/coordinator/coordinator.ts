@@ -105,6 +105,14 @@ export interface Options {
   readonly tickMs?: number
   readonly coordHeartbeatMs?: number
   readonly formationTimeoutMs?: number
+  /**
+   * Ranks that join from elsewhere (a served run): a rank that ends before the run formed does
+   * not fail it but leaves its index free; this is called with the rank and why it left (its
+   * `Crashing` error, else its end's cause), once its end was taken, and the formation keeps
+   * waiting (`formationTimeoutMs`). Without it (ranks this launcher started, which would not come
+   * back), such an end fails the formation (`FormationError`).
+   */
+  readonly vacate?: (rank: Rank, reason: string) => void
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
@@ -435,7 +443,8 @@ const stepNow = (shell: Shell, input: Core.Input): Effect.Effect<void> | undefin
 const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> => Effect.suspend(() => stepNow(shell, input) ?? Effect.void)
 
 /**
- * Before the run starts: wait for every rank's Hello; any end of a rank fails the run. The run
+ * Before the run starts: wait for every rank's Hello; any end of a rank fails the run (or, in a
+ * served run, frees its index: `Options.vacate`). The run
  * starts at the Hello that completes it; the rest of its batch is then ordinary input.
  */
 const form = (shell: Shell, message: Message): Effect.Effect<void> =>
@@ -450,6 +459,13 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
       }
       if (event._tag === "DeathReport") {
         const cause = io.causeOf(event.rank, event.cause)
+        const vacate = shell.options.vacate
+        if (vacate !== undefined) {
+          joined.delete(event.rank)
+          io.crashes.delete(event.rank)
+          vacate(event.rank, cause._tag === "Crashed" ? cause.error : Core.causeText(cause))
+          continue
+        }
         const at = cause._tag === "Crashed" && cause.stack !== undefined ? DeathReport.topFrame(cause.stack) : ""
         yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`))
         return

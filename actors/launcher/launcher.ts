@@ -240,6 +240,13 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     transport: host.transport,
     tickMs: options.tickMs ?? defaults.tickMs,
     formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
+    // Ranks that join from elsewhere may leave before the run formed and others take their index.
+    ...(served === undefined ? {} : {
+      vacate: (rank: number, reason: string) => {
+        ctx.vars.server?.vacate(rank)
+        ctx.emit({ type: "left", ms: ctx.sinceStart(Date.now()), rank, reason })
+      }
+    }),
     hooks: LauncherHooks.hooks(ctx),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,

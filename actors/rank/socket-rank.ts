@@ -19,6 +19,8 @@ import * as NodeRuntime from "../../src/platform/node.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as WireFrames from "../../src/transport/wire-frames.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
 import * as Rank from "./rank.ts"
 
 /**
@@ -440,8 +442,12 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const run = client.run as Rank.JoinedRun
   const module = (await Bundle.importModule(options.trainer)) as { readonly trainSamples?: unknown }
   if (module.trainSamples !== run.epochSamples) {
+    const why = `the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples})`
+    // The coordinator hears why this rank leaves (a served run keeps forming without it).
+    const crashing = Codec.encode(Frame.fromRank(client.rank, { _tag: "Crashing", error: why, stack: "" }))
+    await Effect.runPromise(link.transport.send(Transport.coordinatorPeer, crashing).pipe(Effect.andThen(link.transport.flush), Effect.ignore))
     await Effect.runPromise(client.close(Transport.CloseCode.Normal))
-    options.say(`cohort join: the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples}); start the same trainer as the coordinator`)
+    options.say(`cohort join: ${why}; start the same trainer as the coordinator`)
     return JoinExitCode.refused
   }
   // A rank beyond the formation's world size joined a run that grows.

@@ -222,6 +222,7 @@ export const RunEvent = Schema.Union([
   event("revoked", { rank: optionalKey(Count), credential: optionalKey(Schema.String) }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),
   event("resumed", { rank: Count, address: Schema.String, silentMs: Count }),
+  event("left", { rank: Count, reason: Schema.String }),
   event("formed", { worldSize: Count, joined: optional(Count) }),
   event("welcomed", { rank: Count, epoch: Count, firstRound: Count, samples: Count, given: Schema.String }),
   event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.Literals(["starting", "training", "waiting", "idle", "dead", "exited"]) }),

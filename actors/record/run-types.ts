@@ -453,6 +453,7 @@ export type RunEvent =
   | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
   | { readonly type: "resumed"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly silentMs: number }
+  | { readonly type: "left"; readonly ms: number; readonly rank: Rank; readonly reason: string }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }
   | { readonly type: "welcomed"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly firstRound: number; readonly samples: number; readonly given: string }
   | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
