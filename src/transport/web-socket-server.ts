@@ -211,6 +211,10 @@ export const hostDefault = "127.0.0.1"
  * - `end(rank, cause)`: ends `rank` from outside (its supervisor saw its process end): its
  *   `Ended{rank, cause}` is delivered after the frames already received, unless its link already
  *   ended (the first end wins); a rank that never joined gets its `Ended` too, and can no longer join.
+ * - `vacate(rank)`: before `markFormed`, frees the index of a rank whose link ended (a joiner
+ *   that left a served run before it formed): a later join may take it. Nothing once formed.
+ *   The caller calls it once the rank's `Ended` was taken from the inbox, so that a new link on
+ *   the index never has its frames ahead of the old one's end.
  *
  * @since 0.1.0
  * @category model
@@ -224,6 +228,7 @@ export interface ServerHandle {
   readonly markFormed: () => void
   readonly connected: (rank: Transport.Peer) => boolean
   readonly end: (rank: Transport.Peer, cause: DeathReport.DeathCause) => void
+  readonly vacate: (rank: Transport.Peer) => void
 }
 
 const encoder = new TextEncoder()
@@ -540,6 +545,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         const link = joined.has(rank) ? hub.link(rank) : hub.attach(rank, { post: () => {}, close: () => {} })
         joined.add(rank)
         link?.end(cause)
+      },
+      vacate: (rank) => {
+        if (formed || !ended.has(rank)) return
+        joined.delete(rank)
+        ended.delete(rank)
+        helds.delete(rank)
+        for (const [id, bound] of credentialRank) if (bound === rank) credentialRank.delete(id)
       }
     }
   })
