@@ -38,6 +38,7 @@ const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
       "test/actors/aggregate.full.test.ts",
       "test/actors/compress.full.test.ts",
       "test/actors/outer.full.test.ts",
+      "test/cli/serve-vacate.full.test.ts",
       "test/bench/churn.full.test.ts",
     ]
   : []

@@ -8,13 +8,13 @@
  */
 import * as Files from "../src/platform/files.ts"
 
-export { firstLine } from "./error-text.ts"
-export * as LaunchOptions from "./launch-options.ts"
-export * from "./read-run.ts"
-export * as Revocations from "./revocations.ts"
-export { defined } from "./resume.ts"
-export * as RunSchema from "./run-schema.ts"
-export type * as RunTypes from "./run-types.ts"
+export { firstLine } from "./record/error-text.ts"
+export * as LaunchOptions from "./launcher/launch-options.ts"
+export * from "./record/read-run.ts"
+export * as Revocations from "./launcher/revocations.ts"
+export { defined } from "./launcher/resume.ts"
+export * as RunSchema from "./record/run-schema.ts"
+export type * as RunTypes from "./record/run-types.ts"
 
 /**
  * The launcher (`run`, `serve`), loaded when a command first needs it.
@@ -22,7 +22,7 @@ export type * as RunTypes from "./run-types.ts"
  * @since 0.1.0
  * @category entry
  */
-export const importLauncher = (): Promise<typeof import("./launcher.ts")> => import("./launcher.ts")
+export const importLauncher = (): Promise<typeof import("./launcher/launcher.ts")> => import("./launcher/launcher.ts")
 
 /**
  * The rank that joins a served run (`joinRun`), loaded when `cohort join` needs it.
@@ -30,7 +30,7 @@ export const importLauncher = (): Promise<typeof import("./launcher.ts")> => imp
  * @since 0.1.0
  * @category entry
  */
-export const importSocketRank = (): Promise<typeof import("./socket-rank.ts")> => import("./socket-rank.ts")
+export const importSocketRank = (): Promise<typeof import("./rank/socket-rank.ts")> => import("./rank/socket-rank.ts")
 
 /**
  * Many joining ranks in one process (`joinRanks`), loaded when `cohort join --ranks N` needs it.
@@ -38,13 +38,13 @@ export const importSocketRank = (): Promise<typeof import("./socket-rank.ts")> =
  * @since 0.1.0
  * @category entry
  */
-export const importSocketRanks = (): Promise<typeof import("./socket-ranks.ts")> => import("./socket-ranks.ts")
+export const importSocketRanks = (): Promise<typeof import("./rank/socket-ranks.ts")> => import("./rank/socket-ranks.ts")
 
 /**
- * The URL of the browser rank's module (`actors/rank-browser.ts`, `.js` in the built package),
+ * The URL of the browser rank's module (`actors/rank/rank-browser.ts`, `.js` in the built package),
  * which `cohort bundle` bundles with a trainer.
  *
  * @since 0.1.0
  * @category entry
  */
-export const rankBrowserUrl = (): URL => Files.moduleUrl("./rank-browser.ts", import.meta.url)
+export const rankBrowserUrl = (): URL => Files.moduleUrl("./rank/rank-browser.ts", import.meta.url)

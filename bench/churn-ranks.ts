@@ -8,7 +8,7 @@
  * is left and exit). To the parent: `{ welcomed: rank }` once a rank trains, `{ left: rank, kind,
  * atMs }` as it makes one leave (`atMs` wall clock), `{ done: true }` once its first ranks ended.
  */
-import * as SocketRanks from "../actors/socket-ranks.ts"
+import * as SocketRanks from "../actors/rank/socket-ranks.ts"
 
 interface Given {
   readonly url: string

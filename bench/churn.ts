@@ -18,8 +18,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
-import * as Launcher from "../actors/launcher.ts"
-import type { LeaveCost, RunEvent } from "../actors/run-types.ts"
+import * as Launcher from "../actors/launcher/launcher.ts"
+import type { LeaveCost, RunEvent } from "../actors/record/run-types.ts"
 import * as Lib from "./lib.ts"
 
 export interface Scenario {

@@ -21,8 +21,8 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import * as Launcher from "../actors/launcher.ts"
-import type { RunEvent } from "../actors/run-types.ts"
+import * as Launcher from "../actors/launcher/launcher.ts"
+import type { RunEvent } from "../actors/record/run-types.ts"
 import { fmt, isQuick, note, table, writeResults } from "./lib.ts"
 
 const quick = isQuick()

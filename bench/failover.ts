@@ -41,8 +41,8 @@
  * bench/failover.ts`.
  */
 import { existsSync } from "node:fs"
-import * as Launcher from "../actors/launcher.ts"
-import type { HangSpec, KillSpec, RunEvent } from "../actors/run-types.ts"
+import * as Launcher from "../actors/launcher/launcher.ts"
+import type { HangSpec, KillSpec, RunEvent } from "../actors/record/run-types.ts"
 import * as Live from "../src/dashboard/live.ts"
 import * as Links from "./links.ts"
 import * as Lib from "./lib.ts"

@@ -3,7 +3,7 @@
  * coordinator to its first `AssignChunk` being handed to the transport, in progressive mode with
  * `liveRanks` ranks already live (1,000 in the issue's row), median and p99 over sequential joins.
  *
- * It runs the real coordinator actor (`actors/coordinator.ts`: mailbox, core step, codec) over a
+ * It runs the real coordinator actor (`actors/coordinator/coordinator.ts`: mailbox, core step, codec) over a
  * bench transport that feeds frames into the actor's inbox and records, at the moment of the send,
  * the first `AssignChunk` to each joiner; the live ranks only sent their `Hello` (heartbeats are
  * off: `heartbeatTimeoutMs` 1e9), so the row is the join path's own cost, not a network's.
@@ -13,7 +13,7 @@
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
-import * as Coordinator from "../actors/coordinator.ts"
+import * as Coordinator from "../actors/coordinator/coordinator.ts"
 import * as Core from "../src/core/coordinator.ts"
 import type { ToRank } from "../src/core/messages.ts"
 import * as Transport from "../src/transport/transport.ts"

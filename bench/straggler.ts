@@ -11,7 +11,7 @@
  *
  * Run: `node --import tsx bench/straggler.ts [--quick]`, `bun bench/straggler.ts`.
  */
-import * as Launcher from "../actors/launcher.ts"
+import * as Launcher from "../actors/launcher/launcher.ts"
 import * as Lib from "./lib.ts"
 
 export interface Row {

@@ -5,8 +5,8 @@
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { expect } from "vitest"
-import { resultFromEvents } from "../actors/read-run.ts"
-import type * as RunTypes from "../actors/run-types.ts"
+import { resultFromEvents } from "../actors/record/read-run.ts"
+import type * as RunTypes from "../actors/record/run-types.ts"
 import * as Cli from "../src/cli/index.ts"
 import { journalModel } from "../src/cli/report-html.ts"
 

@@ -2,7 +2,7 @@
  * Browser ranks: `cohort bundle --trainer FILE --out DIR`, and the page,
  * rank module and data that `cohort serve --serve-browser` serves on its WebSocket port.
  *
- * `buildBrowserRank` compiles the rank (`actors/rank-browser.ts`) and the trainer into one ES
+ * `buildBrowserRank` compiles the rank (`actors/rank/rank-browser.ts`) and the trainer into one ES
  * module for a module Web Worker (`Bundle.bundleBrowser`: everything inlined, the browser adapter
  * `src/platform/browser.ts` standing in for the runtime files) beside the page that starts it
  * (`BrowserPage.indexHtml`). `browserHttp` answers the page's requests: the page, the module, and

@@ -57,7 +57,7 @@ export const terminalIo = (): Io => ({
 })
 
 /**
- * Runs a training run: `run` of `actors/launcher.ts`, or a stand-in in tests.
+ * Runs a training run: `run` of `actors/launcher/launcher.ts`, or a stand-in in tests.
  *
  * @since 0.1.0
  * @category cli

@@ -199,6 +199,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       }`
     case "resumed":
       return `rank ${event.rank} resumed its link from ${event.address === "" ? "an unknown address" : event.address} after ${event.silentMs} ms of silence`
+    case "left":
+      return `rank ${event.rank} left before the run formed: ${event.reason}; its index is free for another join`
     case "refused":
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":

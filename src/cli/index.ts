@@ -8,7 +8,7 @@
  * each run's events as they happen (progress bars from `cli-progress` when stdout is a terminal,
  * timestamped lines otherwise) and ends with a table per epoch. All output goes through an `Io`
  * object, so that tests can capture it. One file per responsibility: `parse.ts`, `help.ts`,
- * `event-text.ts`, `live-view.ts`, `result-table.ts`, `main.ts` (reading a run back: `actors/read-run.ts`).
+ * `event-text.ts`, `live-view.ts`, `result-table.ts`, `main.ts` (reading a run back: `actors/record/read-run.ts`).
  *
  * @since 0.1.0
  */

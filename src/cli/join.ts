@@ -22,7 +22,7 @@
  * `cohort join: rank R saved its state under DIR/rank<r> (REASON)` after a `ShutdownWithSave`,
  * `cohort join: refused by URL: <words> (close code C)` for a refused join (1015: the server's
  * certificate failed the check, exit 18), and the rank's own
- * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/socket-rank.ts` (0 a
+ * line when its coordinator is gone. Exit codes: `JoinExitCode` in `actors/rank/socket-rank.ts` (0 a
  * clean end, 10-16 one per refusal class, 15 unreachable, 3 coordinator gone, 2 bad input).
  *
  * @since 0.1.0

@@ -128,7 +128,7 @@ const bundle = async (io: Io, options: BundleCommandOptions): Promise<number> =>
  * code (`ExitCode`). Bad input writes one `cohort: ...` line to `io.err` and returns 2; nothing
  * here throws for bad input or calls `process.exit`.
  *
- * `launch` replaces the launcher (tests); by default `actors/launcher.ts` is imported when a run
+ * `launch` replaces the launcher (tests); by default `actors/launcher/launcher.ts` is imported when a run
  * starts.
  *
  * @since 0.1.0

@@ -1,7 +1,7 @@
 /**
  * `cohort resume RUN_DIR`: continues a run that was interrupted, stopped unrecoverable, or cut off
  * by the death of its coordinator's process, as a new run (`run({ resume })` of
- * `actors/launcher.ts`; how the state is picked and what is refused: `actors/resume.ts`). Shows it
+ * `actors/launcher/launcher.ts`; how the state is picked and what is refused: `actors/launcher/resume.ts`). Shows it
  * as `demo` and `run` do (`--dashboard [PORT]` and `--dashboard-faults` too); the notes of the resume (a fallback to a checkpoint, a journal cut short)
  * go to stderr as `cohort: note: ...` lines.
  *

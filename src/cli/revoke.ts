@@ -1,6 +1,6 @@
 /**
  * `cohort revoke RUN_DIR RANK|CREDENTIAL-ID`: revokes a served run's rank or credential while the
- * run goes on (`actors/revocations.ts`): the line goes to `RUN_DIR/revoked`, which the coordinator
+ * run goes on (`actors/launcher/revocations.ts`): the line goes to `RUN_DIR/revoked`, which the coordinator
  * reads every half second; the rank holding it is closed with `CredentialRevoked` (4022), its
  * samples go to the survivors, and it is refused on return. Prints `cohort revoke: <what> revoked
  * in RUN_DIR (the coordinator applies it within a second)`. Exit 0, or 2 for bad input (a

@@ -23,7 +23,7 @@
  *   `clearTextWarning`.
  * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
  *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
- *   admitting its index only (`actors/revocations.ts`, `cohort revoke`); the run token still works.
+ *   admitting its index only (`actors/launcher/revocations.ts`, `cohort revoke`); the run token still works.
  * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
  *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
  *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.

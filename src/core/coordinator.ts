@@ -1,7 +1,7 @@
 /**
  * The coordinator as a deterministic state machine: `step(state, input)` applies one input and
  * returns the commands to carry out (docs/design.md §3). No I/O, no clock, no randomness: time enters
- * as `nowMs`, and the actor shell in `actors/coordinator.ts` runs the commands.
+ * as `nowMs`, and the actor shell in `actors/coordinator/coordinator.ts` runs the commands.
  *
  * Averaging rounds (docs/design.md §3.3, §3.10): with the `cpu` backend a round's contributions are
  * `Params` frames, committed as they arrive, and the round closes when every survivor holding
@@ -185,7 +185,9 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     return
   }
   Liveness.touch(state.liveness, rank, state.clockMs)
-  if (state.unreachable.size > 0) state.unreachable.delete(rank)
+  // A rank a send failed to is heard from again: it takes chunks again, at once if it is idle.
+  const reachedAgain = state.unreachable.size > 0 && state.unreachable.delete(rank)
+  if (reachedAgain && state.phase === "running") wake(state, cmds, `rank ${rank} is reachable again`)
   if (state.phase !== "running") {
     // After the end, exits and the last eval are recorded; everything else decides nothing.
     if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)

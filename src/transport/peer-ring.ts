@@ -28,7 +28,6 @@
  */
 import * as Result from "effect/Result"
 import type { Rank, RingData } from "../core/messages.ts"
-import { freePorts as freePortsOn } from "../platform/free-ports.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import * as Codec from "../wire/codec.ts"
@@ -454,13 +453,3 @@ export const start = (options: PeerRingOptions): PeerRing => {
     }
   }
 }
-
-/**
- * `count` free TCP ports on `host` for the ranks' listeners (`PeerAddresses`), picked by the host
- * before it starts them. A port another process takes in between leaves its rank without a
- * listener: its neighbour falls back to the relay.
- *
- * @since 0.1.0
- * @category constructors
- */
-export const freePorts = (host: string, count: number): Promise<ReadonlyArray<number>> => freePortsOn(host, count)

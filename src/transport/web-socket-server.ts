@@ -67,7 +67,8 @@ import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.
  *   the rank to resume before it ends as `Disconnected{code}`. A socket seen closing is most often
  *   a rank process that ended (its host closed the connection), or a rank that cut its own socket
  *   and is already resuming; a cut link is usually not seen closing at all, and the coordinator's
- *   heartbeat timeout decides, as for any silent rank.
+ *   heartbeat timeout decides, as for any silent rank. A close read just after a stall of the
+ *   coordinator's process (or a stall during the hold) is held for this plus the stall's length.
  * - `pieceBytes` (integer > 0; default `pieceBytesDefault`, 64 KiB): the largest piece a message
  *   travels in (both ways; see `internal/session.ts`).
  * - `resendBytesMax` (integer > 0; default `resendBytesMaxDefault`, 64 MiB): bytes per link kept
@@ -210,6 +211,10 @@ export const hostDefault = "127.0.0.1"
  * - `end(rank, cause)`: ends `rank` from outside (its supervisor saw its process end): its
  *   `Ended{rank, cause}` is delivered after the frames already received, unless its link already
  *   ended (the first end wins); a rank that never joined gets its `Ended` too, and can no longer join.
+ * - `vacate(rank)`: before `markFormed`, frees the index of a rank whose link ended (a joiner
+ *   that left a served run before it formed): a later join may take it. Nothing once formed.
+ *   The caller calls it once the rank's `Ended` was taken from the inbox, so that a new link on
+ *   the index never has its frames ahead of the old one's end.
  *
  * @since 0.1.0
  * @category model
@@ -223,6 +228,7 @@ export interface ServerHandle {
   readonly markFormed: () => void
   readonly connected: (rank: Transport.Peer) => boolean
   readonly end: (rank: Transport.Peer, cause: DeathReport.DeathCause) => void
+  readonly vacate: (rank: Transport.Peer) => void
 }
 
 const encoder = new TextEncoder()
@@ -539,6 +545,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         const link = joined.has(rank) ? hub.link(rank) : hub.attach(rank, { post: () => {}, close: () => {} })
         joined.add(rank)
         link?.end(cause)
+      },
+      vacate: (rank) => {
+        if (formed || !ended.has(rank)) return
+        joined.delete(rank)
+        ended.delete(rank)
+        helds.delete(rank)
+        for (const [id, bound] of credentialRank) if (bound === rank) credentialRank.delete(id)
       }
     }
   })

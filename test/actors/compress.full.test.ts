@@ -3,7 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { target } from "../fixtures/trainers/wide.ts"
 

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type * as Rank from "../../actors/rank.ts"
+import type * as Rank from "../../actors/rank/rank.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 
 const runtime = Runtime.detect()

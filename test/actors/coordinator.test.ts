@@ -3,7 +3,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
-import * as Coordinator from "../../actors/coordinator.ts"
+import * as Coordinator from "../../actors/coordinator/coordinator.ts"
 import type * as Config from "../../src/core/config.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import * as DeathReport from "../../src/actor/death-report.ts"
@@ -82,12 +82,12 @@ describe("coordinator actor", () => {
       assert.isFalse(yield* Deferred.isDone(handle.outcome))
     })))
 
-  const started = (worldSize: number) =>
+  const started = (worldSize: number, options: Partial<Coordinator.Options> = {}) =>
     Effect.gen(function*() {
       const made = Core.make({ worldSize, epochSamples: 30, epochs: 1 }, 0)
       if ("_tag" in made) return yield* Effect.die(made.reason)
       const { transport, sent, hello, disconnected } = yield* recordingTransport(-1)
-      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+      const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY, ...options })
       const frame = (rank: number, message: ToCoordinator) =>
         Queue.offer(transport.inbox as Queue.Queue<Transport.Event, never>, {
           _tag: "Frame",
@@ -199,6 +199,24 @@ describe("coordinator actor", () => {
         [1, "supervisor", "exited with code 0 without Exiting"]
       ])
       assert.deepStrictEqual(handle.state.exits, [])
+    })))
+
+  it.live("with vacate (a served run), a rank that ends before the run formed frees its index with its reason; the formation goes on and a new join takes the index", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const left: Array<readonly [number, string]> = []
+      const { handle, hello, frame, end } = yield* started(2, { vacate: (rank, reason) => void left.push([rank, reason]) })
+      yield* hello(0)
+      yield* frame(0, { _tag: "Crashing", error: "the trainer's trainSamples differ", stack: "" })
+      yield* end(0, DeathReport.disconnected(1000))
+      yield* end(1, DeathReport.disconnected(1006))
+      while (left.length < 2) yield* Effect.sleep(1)
+      assert.deepStrictEqual(left, [[0, "the trainer's trainSamples differ"], [1, "disconnected (close code 1006)"]])
+      assert.isFalse(handle.state.started)
+      assert.isFalse(yield* Deferred.isDone(handle.outcome))
+      // Rank 0's index again, by another joiner: its Hello counts, the run forms with no death.
+      for (const rank of [0, 1]) yield* hello(rank)
+      while (!handle.state.started) yield* Effect.sleep(1)
+      assert.deepStrictEqual(handle.state.deaths, [])
     })))
 
   it.live("a Params with more values than the run agreed closes that rank's link with 1009 before it is copied", () =>

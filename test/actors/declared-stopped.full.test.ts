@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-declared-stopped-"))

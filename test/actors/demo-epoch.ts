@@ -1,5 +1,5 @@
 import { expect } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import { expectRecordsAgree } from "../run-records.ts"
 

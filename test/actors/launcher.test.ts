@@ -3,9 +3,9 @@ import { getPriority, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as Files from "../../src/platform/files.ts"
-import type { RunEvent, RunOptions } from "../../actors/run-types.ts"
+import type { RunEvent, RunOptions } from "../../actors/record/run-types.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))

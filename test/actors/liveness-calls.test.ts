@@ -6,8 +6,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
-import type { RunOptions } from "../../actors/run-types.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
+import type { RunOptions } from "../../actors/record/run-types.ts"
 
 const slowSave = fileURLToPath(new URL("../fixtures/trainers/slow-save.ts", import.meta.url))
 const endlessBatch = fileURLToPath(new URL("../fixtures/trainers/endless-batch.ts", import.meta.url))

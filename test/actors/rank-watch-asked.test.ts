@@ -2,8 +2,8 @@
 // coordinator asked for (a save, an eval) as the coordinator's silence: a synchronous trainer
 // lets no frame in meanwhile (docs/liveness.md). Explicit times, a stand-in link.
 import { describe, expect, it } from "vitest"
-import * as CoordinatorGone from "../../actors/rank-coordinator-gone.ts"
-import type { Link } from "../../actors/rank-data.ts"
+import * as CoordinatorGone from "../../actors/rank/rank-coordinator-gone.ts"
+import type { Link } from "../../actors/rank/rank-data.ts"
 
 const watchWith = (arrivals: { lastMs: number | undefined }) =>
   CoordinatorGone.watch({

@@ -8,8 +8,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
-import type { RunOptions } from "../../actors/run-types.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
+import type { RunOptions } from "../../actors/record/run-types.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-direct-"))

@@ -1,7 +1,7 @@
-// The round's training loss for the journal (actors/round-loss.ts): the contributors' losses,
+// The round's training loss for the journal (actors/launcher/round-loss.ts): the contributors' losses,
 // weighted by the samples each trained since its previous contribution.
 import { describe, expect, it } from "vitest"
-import * as RoundLoss from "../../actors/round-loss.ts"
+import * as RoundLoss from "../../actors/launcher/round-loss.ts"
 
 const params = new Float32Array(0)
 const contribution = (epoch: number, round: number, samplesDone: number, loss?: number) =>

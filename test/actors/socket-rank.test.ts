@@ -1,6 +1,6 @@
 // The save folder of a rank that `cohort join`ed a served run (its own host's, out of the coordinator's sight).
 import { describe, expect, it } from "vitest"
-import * as SocketRank from "../../actors/socket-rank.ts"
+import * as SocketRank from "../../actors/rank/socket-rank.ts"
 
 describe("a joined rank's save folder", () => {
   it("without --save-dir each run has its own folder under it, named by the run id the welcome carries", () => {

@@ -6,8 +6,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher.ts"
-import type { RunOptions, RunResult } from "../../actors/run-types.ts"
+import * as Launcher from "../../actors/launcher/launcher.ts"
+import type { RunOptions, RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 
 const runtime = Runtime.detect()

@@ -1,7 +1,7 @@
 // The words of a storage fault: the code first on every runtime, the path named, and which rank
 // failure texts are storage faults.
 import { describe, expect, it } from "vitest"
-import * as StorageFault from "../../actors/storage-fault.ts"
+import * as StorageFault from "../../actors/launcher/storage-fault.ts"
 
 const errorOf = (message: string, code: string): Error => Object.assign(new Error(message), { code })
 

@@ -14,7 +14,7 @@ import { join } from "node:path"
 import type { Browser } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
 import { killStarted, launchChromium, requireChromium, root, start, until } from "./cohort-cli.ts"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as BrowserRank from "../../src/cli/bundle.ts"
 
 const trainer = join(root, "src/train/mnist-trainer.ts")

@@ -140,7 +140,8 @@ describe("the run page in headless Chromium", () => {
     expect(shown.deaths).toEqual([{ rank: "1", marks: "3", detector: "supervisor" }])
     expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
     expect(shown.losses).toBe(String(events.filter((e) => e.type === "round" && typeof e.loss === "number").length))
-    expect(shown.canvases).toBe(4)
+    // The averaging traffic's chart is the fifth.
+    expect(shown.canvases).toBe(5)
     expect(await page.textContent("#outcome")).toMatch(/^interrupted \(GracefulShutdown\): .*; exit code 130$/)
     expect(errors).toEqual([])
     await page.close()
@@ -193,6 +194,7 @@ describe("the run page in headless Chromium", () => {
     // Nothing hovered: the series' names, no x entry and no values.
     expect(idle.legends).toEqual([
       ["round time (ms since the previous round)", "open (ms after its first contribution)"],
+      ["received (contributions)", "sent (updates)"],
       ["training loss (contributors' mean)"],
       ["test accuracy", "test loss"]
     ])

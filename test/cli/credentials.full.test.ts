@@ -9,7 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunResult } from "../../actors/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import { freePort, startCli, waitFor } from "../cli-process.ts"
 
 const trainer = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))

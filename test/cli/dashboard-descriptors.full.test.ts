@@ -13,7 +13,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunResult } from "../../actors/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import { removeDir, waitFor } from "../cli-process.ts"
 import { spawn } from "node:child_process"
 

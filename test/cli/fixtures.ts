@@ -4,7 +4,7 @@
 import { rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { afterAll, beforeAll } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import type * as Alerts from "../../src/core/alerts.ts"
 import * as Coordinator from "../../src/core/coordinator.ts"

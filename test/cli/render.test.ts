@@ -1,7 +1,7 @@
 // The end table, the result's stderr lines and the two live views of a run (split from test/cli.test.ts).
 import { Terminal } from "@xterm/headless"
 import { describe, expect, it } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import { auditFailed, completed, completedEpochs, eventsOf, killTiming, rankLost, stoppedTiming, unrecoverable } from "./fixtures.ts"
 

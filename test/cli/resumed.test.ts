@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import { completed, interrupted, summary } from "./fixtures.ts"
 

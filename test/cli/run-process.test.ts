@@ -2,7 +2,7 @@
 import { spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
 import { describe, it } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Files from "../../src/platform/files.ts"
 import { useScratch } from "./fixtures.ts"

@@ -1,6 +1,6 @@
 // demo and run through main with a stand-in launcher (split from test/cli.test.ts).
 import { describe, expect, it } from "vitest"
-import type * as RunTypes from "../../actors/run-types.ts"
+import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import { auditFailed, completed, eventsOf, runMain, unrecoverable, useScratch } from "./fixtures.ts"
 

@@ -215,7 +215,7 @@ export const run = (scenario: Scenario): SimResult => {
 
   /**
    * Ring joiners owed their model: the frames the shell holds back for them until their model's
-   * `Update` (issue 17; `actors/coordinator.ts`), in order.
+   * `Update` (issue 17; `actors/coordinator/coordinator.ts`), in order.
    */
   const held = new Map<Rank, Array<ToRank>>()
 

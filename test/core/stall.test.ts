@@ -101,7 +101,7 @@ describe("Seen: a frame the transport holds but the core has not applied yet ref
 })
 
 describe("Seen counts from when the bytes arrived, not from when the shell asked", () => {
-  // The shell's tick (actors/coordinator.ts): for each rank `expiring` names, a `Seen` at the
+  // The shell's tick (actors/coordinator/coordinator.ts): for each rank `expiring` names, a `Seen` at the
   // transport's last arrival from it when that is within the timeout, then the `Tick`. A resumable
   // link's pings (every 250 ms) arrive between the rank's frames (every 750 ms), so a cut rank's
   // last arrival is later than its last frame: it must be declared its timeout after that arrival.

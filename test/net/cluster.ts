@@ -9,7 +9,7 @@ import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import type { RunResult } from "../../actors/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import type * as Netns from "./netns.ts"
 
 /** The CLI every process runs. */

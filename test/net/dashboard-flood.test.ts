@@ -12,7 +12,7 @@ import { rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunResult } from "../../actors/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import * as Cluster from "./cluster.ts"
 import * as Netns from "./netns.ts"
 

@@ -5,6 +5,7 @@ import { afterEach, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Select from "../../src/platform/select.ts"
 import type * as RuntimeTypes from "../../src/platform/types.ts"
+import * as FreePorts from "../../src/platform/free-ports.ts"
 import * as PeerRing from "../../src/transport/peer-ring.ts"
 
 const host = "127.0.0.1"
@@ -16,7 +17,7 @@ afterEach(() => {
 
 /** `count` ranks with listeners (those in `without` get no address). */
 const ranks = async (count: number, without: ReadonlyArray<number> = []) => {
-  const ports = await PeerRing.freePorts(host, count)
+  const ports = await FreePorts.freePorts(host, count)
   const urls = ports.map((port, rank) => (without.includes(rank) ? undefined : `ws://${host}:${port}/`))
   const rings = ports.map((port, rank) => PeerRing.start({ rank, token, urls, host, port, connectTimeoutMs: 2000 }))
   opened.push(...rings)
@@ -51,7 +52,7 @@ const strangerCode = (url: string, hello: (challenge: string) => Promise<string>
 
 /** A listener on a free port that takes every connection, sends `challenge` (if any), answers each message with a made-up proof, and keeps what it got. */
 const squatter = async (challenge: string | undefined) => {
-  const [port] = await PeerRing.freePorts(host, 1)
+  const [port] = await FreePorts.freePorts(host, 1)
   const received: Array<string> = []
   const server = await Select.serveWs({
     host,

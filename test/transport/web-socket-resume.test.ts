@@ -168,6 +168,37 @@ describe(`WebSocket resumable links (${runtime})`, () => {
       assert.isFalse(server.connected(0))
     })), 20_000)
 
+  it.live("a socket that closed while the coordinator stalled is held for resumeWindowMs plus the stall: the rank's late resume is welcomed", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 1, resumeWindowMs: 200, pingIntervalMs: 50 })
+      const join = (text: string) =>
+        Effect.callback<{ readonly raw: ReturnType<typeof Select.connectWs>; readonly welcome: string }>((resume) => {
+          const raw = Select.connectWs(server.url, {
+            open: () => raw.send(text),
+            message: (data) => {
+              if (typeof data === "string") resume(Effect.succeed({ raw, welcome: data }))
+            },
+            close: (code) => resume(Effect.die(new Error(`refused with ${code}`)))
+          })
+        })
+      const first = yield* join(JSON.stringify({ v: 2, token: runToken, rank: 0 }))
+      const session: string = JSON.parse(first.welcome).session
+      // The rank cuts its socket; the coordinator (this thread) stalls and reads the close after it.
+      first.raw.drop()
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 800)
+      // Longer after the wake than resumeWindowMs, well within resumeWindowMs + the stall.
+      yield* sleep(450)
+      const again = yield* join(JSON.stringify({ v: 2, token: runToken, rank: 0, resume: { session, received: 0, attempt: 1 } }))
+      assert.strictEqual(JSON.parse(again.welcome).session, session)
+      assert.isTrue(server.connected(0))
+      // Gone for good afterwards: the window is the plain one again.
+      again.raw.drop()
+      const startedMs = performance.now()
+      const ended = yield* Queue.take(server.transport.inbox)
+      assert.strictEqual(ended._tag, "Ended")
+      assert.isBelow(performance.now() - startedMs, 700)
+    })), 20_000)
+
   it.live("a link goes on past reconnectSilenceMs while the server sends now and then: its pings fill the gaps", () =>
     Effect.scoped(Effect.gen(function*() {
       const server = yield* WebSocket.serve({ runToken, worldSize: 1, pingIntervalMs: 50 })

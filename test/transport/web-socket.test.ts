@@ -153,6 +153,26 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
       assert.deepStrictEqual(yield* server.refusals, { 4003: 1, 4011: 1 })
     })))
 
+  it.effect("vacate before markFormed frees an ended rank's index: a new join takes it and its frames arrive; after markFormed vacate does nothing", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const server = yield* WebSocket.serve({ runToken, worldSize: 2 })
+      const first = yield* WebSocket.connect({ url: server.url, runToken, rank: "auto" })
+      assert.strictEqual(first.rank, 0)
+      yield* first.close()
+      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(server.transport.inbox)), { _tag: "Ended", peer: 0, cause: DeathReport.disconnected(1000) })
+      server.vacate(0)
+      const again = yield* WebSocket.connect({ url: server.url, runToken, rank: "auto" })
+      assert.strictEqual(again.rank, 0)
+      yield* again.transport.send(Transport.coordinatorPeer, Script.dataFrame(4))
+      const event = yield* Effect.orDie(Queue.take(server.transport.inbox))
+      assert.deepStrictEqual(event._tag === "Frame" && [event.peer, Script.indexOf(event.bytes)], [0, 4])
+      server.markFormed()
+      yield* again.close()
+      yield* Effect.orDie(Queue.take(server.transport.inbox))
+      server.vacate(0)
+      assert.strictEqual(yield* refusedWith(WebSocket.connect({ url: server.url, runToken, rank: 0 })), 4011)
+    })))
+
   it.effect("rank auto takes the lowest free rank and the welcome carries the run's data; after markFormed every join is refused with 4010", () =>
     Effect.scoped(Effect.gen(function*() {
       const refused: Array<string> = []

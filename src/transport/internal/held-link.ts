@@ -66,6 +66,23 @@ const sinkOf = (socket: RuntimeTypes.RawSocket): Session.Sink => ({
   bufferedBytes: () => socket.bufferedBytes?.()
 })
 
+/**
+ * Stalls of this process seen from a ticking timer: a gap between two `note`s longer than
+ * `gapMsMin` means the process was stopped or its event loop blocked, and read only afterwards
+ * what happened meanwhile. `last()` is the latest: when it ended and its length (ms).
+ */
+const watchStalls = (gapMsMin: number) => {
+  let lastNoteMs = performance.now()
+  let last = { endMs: Number.NEGATIVE_INFINITY, ms: 0 }
+  return {
+    note: (nowMs: number): void => {
+      if (nowMs - lastNoteMs > gapMsMin) last = { endMs: nowMs, ms: nowMs - lastNoteMs }
+      lastNoteMs = Math.max(lastNoteMs, nowMs)
+    },
+    last: () => last
+  }
+}
+
 /** Holds `rank`'s link from its first socket on. @since 0.1.0 @category internal */
 export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (id: string) => void): Held => {
   const id = sessionId()
@@ -117,10 +134,28 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
   })
   welcome(id)
   session.attach(sinkOf(first), 0)
+  // A stall: a gap between pings longer than a ping and half the window.
+  const stalls = watchStalls(options.pingIntervalMs + options.resumeWindowMs / 2)
   // A ping says the coordinator's process is there (and carries the acknowledgement).
   const pinger = setInterval(() => {
+    stalls.note(performance.now())
     if (performance.now() - lastPostMs <= options.pingAfterSendMs) session.ping()
   }, options.pingIntervalMs)
+  // Holds the link for a resume from `sinceMs` on; a close read just after a stall of this process
+  // (or a stall during the hold) gets the stall's length on top: the rank cut its socket in the
+  // coordinator's silence, its resumes piled up unanswered and are read at once at the wake (most
+  // refused as a flood), and it needs retries after the wake, longer if it stalled itself then.
+  const holdFor = (code: number, sinceMs: number): void => {
+    stalls.note(sinceMs)
+    const last = stalls.last()
+    const graceMs = sinceMs - last.endMs <= options.resumeWindowMs ? last.ms : 0
+    windowTimer = setTimeout(() => {
+      const nowMs = performance.now()
+      stalls.note(nowMs)
+      if (stalls.last().endMs > sinceMs) return holdFor(code, nowMs)
+      finish(options.endCause(code))
+    }, options.resumeWindowMs + graceMs)
+  }
   return {
     id,
     receive: (from, data) => {
@@ -133,7 +168,7 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
       // The coordinator's own close ends the link with its code, whatever the socket reports.
       if (closing !== undefined) return finish(options.endCause(closing))
       if (!isDrop(code)) return finish(options.endCause(code))
-      windowTimer = setTimeout(() => finish(options.endCause(code)), options.resumeWindowMs)
+      holdFor(code, performance.now())
     },
     resume: (next, received, nextAttempt, welcomeAgain) => {
       if (over || closing !== undefined) return { closeCode: Transport.CloseCode.RankDead, reason: "the rank is dead" }

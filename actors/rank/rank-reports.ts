@@ -1,0 +1,116 @@
+/**
+ * What a rank sends of its own accord (docs/design.md §3.5, §4; `rank.ts` module doc): every frame to
+ * the coordinator goes through `send`, which remembers when the last one left so that a
+ * `Heartbeat` fills only the gaps of `heartbeatIntervalMs`; a `Progress` at most every
+ * `progressIntervalMs` (so that many fast ranks do not flood the coordinator); the rank's own
+ * memory check (`RankData.heapCheckMb`); and a hostile rank's injected flood (`RankData.flood`).
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
+import * as BunRuntime from "../../src/platform/bun.ts"
+import * as NodeRuntime from "../../src/platform/node.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
+import type { Link, RankData } from "./rank-data.ts"
+
+const toCoordinator = Transport.coordinatorPeer
+
+/**
+ * Where a rank stands after a batch, for its `Progress` and its link's `status`: the epoch, the
+ * samples of its list trained in it (`samplesDone`, static mode's position), the samples it
+ * trained in the epoch and in all (`samplesInEpoch`, `samplesTotal`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface BatchProgress {
+  readonly epoch: number
+  readonly samplesDone: number
+  readonly samplesInEpoch: number
+  readonly samplesTotal: number
+}
+
+/**
+ * A rank's reports (`make`):
+ *
+ * - `send`: one frame to the coordinator (a send on a closed link is ignored: the link's end
+ *   arrives as an event); `packed`: a packed vector sent in place of its `params` (`Codec.encodePacked`).
+ * - `heartbeatIfDue(nowMs)`: a `Heartbeat` when nothing went out for `heartbeatIntervalMs`.
+ * - `afterBatch(startedMs, finishedMs, progress)`: after a batch that ran from `startedMs` to
+ *   `finishedMs` (ms): the memory check (it dies with an out-of-memory error over
+ *   `heapCheckMb`), then the `Progress` and the link's `status` when due.
+ * - `flood(afterMs, framesPerSecond)`: starts the injected flood of `Heartbeat` frames.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Reports {
+  readonly send: (message: ToCoordinator, packed?: Uint8Array) => Effect.Effect<void>
+  readonly heartbeatIfDue: (nowMs: number) => Effect.Effect<void>
+  readonly afterBatch: (startedMs: number, finishedMs: number, progress: BatchProgress) => Effect.Effect<void>
+  readonly flood: (afterMs: number, framesPerSecond: number) => void
+}
+
+/**
+ * Makes a rank's reports (`Reports`) over its link.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const make = (link: Link, data: RankData): Reports => {
+  const { transport, rank } = link
+  let lastSentMs = 0
+  let lastProgressMs = 0
+  const send = (message: ToCoordinator, packed?: Uint8Array) =>
+    Effect.gen(function*() {
+      lastSentMs = yield* Clock.currentTimeMillis
+      yield* transport.send(toCoordinator, Codec.encodePacked(Frame.fromRank(rank, message), packed)).pipe(Effect.ignore)
+    })
+  const heapCheckMb = data.heapCheckMb
+  let lastHeapCheckMs = 0
+  const afterBatch = (started: number, finished: number, progress: BatchProgress) =>
+    Effect.gen(function*() {
+      if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
+        lastHeapCheckMs = finished
+        // Over the limit: measure again after a full collection, so garbage never kills a rank.
+        const over = NodeRuntime.engineMemoryBytes() / 2 ** 20 > heapCheckMb
+        if (over) BunRuntime.collectGarbage()
+        const heapMb = NodeRuntime.engineMemoryBytes() / 2 ** 20
+        if (over && heapMb > heapCheckMb) {
+          return yield* Effect.die(
+            Object.assign(new Error(`out of memory: ${Math.round(heapMb)} MiB in use, over the rank memory limit of ${heapCheckMb} MiB`), {
+              code: NodeRuntime.outOfMemoryCode
+            })
+          )
+        }
+      }
+      if (finished - lastProgressMs >= data.progressIntervalMs) {
+        lastProgressMs = finished
+        const { epoch, samplesDone, samplesInEpoch, samplesTotal } = progress
+        yield* send({ _tag: "Progress", epoch, samplesDone, msPerBatch: Math.max(finished - started, 0.001) })
+        link.status?.({ epoch, samplesDone: samplesInEpoch, samplesTotal })
+      }
+    })
+  // A hostile rank's flood (fault injection): bursts of Heartbeats on a timer of its own.
+  const flood = (afterMs: number, framesPerSecond: number): void => {
+    const heartbeat = Codec.encode(Frame.fromRank(rank, { _tag: "Heartbeat" }))
+    const perBurst = Math.max(1, Math.round(framesPerSecond / 100))
+    setTimeout(() => {
+      const timer = setInterval(() => {
+        for (let i = 0; i < perBurst; i++) {
+          if (transport.sendUnsafe(toCoordinator, heartbeat) !== undefined) return clearInterval(timer)
+        }
+      }, 10)
+    }, afterMs)
+  }
+  return {
+    send,
+    heartbeatIfDue: (nowMs) => (nowMs - lastSentMs >= data.heartbeatIntervalMs ? send({ _tag: "Heartbeat" }) : Effect.void),
+    afterBatch,
+    flood
+  }
+}

@@ -1,0 +1,422 @@
+/**
+ * A rank's side of the ring backend (`RankData.backend` `ring`; `rank.ts` module doc):
+ * its view of the ring (the latest `FormRing`), its links to its ring neighbours (relayed through
+ * the coordinator as `RingData`, or direct `MessageChannel` links between worker threads handed
+ * over per generation, with the generation's shared all-reduce area when the host made one:
+ * `SharedAllReduce`, used instead of the links' steps), and the one collective it runs at a time.
+ *
+ * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
+ * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
+ * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
+ * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
+ * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
+ * for it). `DeclareDead` interrupts a running collective
+ * and discards a finished but unconfirmed one; no collective of that generation starts again. A
+ * newer `FormRing` supersedes the older generation (its ports are closed) and the rank redoes the
+ * round from its pre-round parameters. Faults for tests fire between two steps
+ * (`RankData.collectiveFault`).
+ *
+ * @since 0.1.0
+ */
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Ring from "../../src/averaging/ring.ts"
+import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
+import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
+import * as PeerRing from "../../src/transport/peer-ring.ts"
+import { collectiveFaultExitCode } from "./rank-data.ts"
+import type { Link, RankData } from "./rank-data.ts"
+
+/**
+ * What `make` needs of the rank: its `RankData` (`ringLinks`, `collectiveFault`), its link
+ * (`onRingPorts`), how it sends to the coordinator, how it leaves with an exit code (an injected
+ * `exit` fault), and how it stops responding (an injected `hang` fault).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RankRingOptions {
+  readonly data: RankData
+  readonly link: Link
+  readonly send: (message: ToCoordinator) => Effect.Effect<void>
+  readonly leave: (code: number) => void
+  readonly hang: () => void
+}
+
+/**
+ * One round's contribution: the rank's epoch and samples done at its contribution point, its
+ * pre-round parameters (what every collective of the round, and its redo, averages), and whether
+ * they count in the mean (`contributes`: false for a member that trained nothing since its last
+ * round, which only keeps the ring whole; `Ring.allReduce`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Contribution {
+  readonly epoch: number
+  readonly samplesDone: number
+  readonly params: Float32Array
+  readonly contributes: boolean
+}
+
+/**
+ * A rank's ring state (`make`). `round` arguments are the rank's current averaging round.
+ *
+ * - `view()`: the latest `FormRing`, if any.
+ * - `formRing`, `declareDead`, `relayed`: apply those frames from the coordinator.
+ * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
+ *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
+ *   mean is the area's result row: read it before the rank's next contribution, never write it.
+ * - `areaCommitted()`: the same for a commit the coordinator wrote into the generation's shared
+ *   all-reduce area (`SharedAllReduce.commit`): the finished round and its mean, once. The rank
+ *   asks before it handles anything from the coordinator (the commit was written before any
+ *   later frame was sent) and whenever it is woken.
+ * - `contribute`: keeps the round's pre-round contribution and starts its collective.
+ * - `startCollective`: starts the pending contribution's collective when it can (module doc).
+ * - `neighboursWaiting`: whether a ring step of `round` in the current generation waits in the inbox
+ *   (with a shared all-reduce area: whether another member entered `round`'s collective; an idle
+ *   rank that asks watches the area and is `woken` when a member arrives).
+ * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
+ * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
+ *   waiting for its commit), a generation's direct links arrived, a collective failed, or the
+ *   coordinator committed a finished round in the area, since the last `rearm()`.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface RankRing {
+  readonly view: () => FormRing | undefined
+  readonly formRing: (message: FormRing, round: number) => Effect.Effect<void>
+  readonly declareDead: Effect.Effect<void>
+  readonly committed: (message: RoundCommitted) => Float32Array | undefined
+  readonly areaCommitted: () => { readonly round: number; readonly mean: Float32Array } | undefined
+  readonly relayed: (message: RingData) => void
+  readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
+  readonly startCollective: (round: number) => Effect.Effect<void>
+  readonly neighboursWaiting: (round: number) => boolean
+  /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
+  readonly linkName: () => string
+  readonly failure: () => Ring.RingLinkError | undefined
+  readonly woken: () => Effect.Effect<"woken">
+  readonly rearm: () => void
+  /**
+   * A buffer for the next contribution's pre-round parameters: the last committed contribution's
+   * (nothing reads it once its round committed), taken once, when it has `length` values; else a
+   * new one. Saves allocating the whole vector every round.
+   */
+  readonly contributionBuffer: (length: number) => Float32Array
+}
+
+/**
+ * Makes a rank's ring state (`RankRing`, module doc); with `RankData.ringLinks` `port`, registers
+ * for the link's direct ring ports of each generation.
+ *
+ * @since 0.1.0
+ * @category rank
+ */
+export const make = (options: RankRingOptions): RankRing => {
+  // Long because it is a factory: the closures it returns share its state, and each is short.
+  const { data, link, send, leave } = options
+  /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
+  const faultOr = (
+    message: Ring.RingMessage,
+    deliver: (message: Ring.RingMessage) => Effect.Effect<void>
+  ): Effect.Effect<void, Ring.RingLinkError> =>
+    Effect.suspend(() => {
+      const fault = data.collectiveFault
+      if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+        if (fault.fault === "corrupt") return deliver({ ...message, data: message.data.map(() => Number.NaN) })
+        if (fault.fault === "exit") leave(collectiveFaultExitCode)
+        else options.hang()
+        return Effect.never
+      }
+      return deliver(message)
+    })
+  /**
+   * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
+   * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
+   * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
+   * `corrupt` writes NaN into the rank's row at either.
+   */
+  const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
+    const fault = data.collectiveFault
+    if (fault === undefined || fault.round !== round) return {}
+    if (fault.fault === "corrupt") return { corrupt: true }
+    const phase = fault.step < ringSize - 1 ? 0 : 1
+    return {
+      before: (at) =>
+        Effect.suspend(() => {
+          if (at !== phase) return Effect.void
+          if (fault.fault === "exit") leave(collectiveFaultExitCode)
+          else options.hang()
+          return Effect.never
+        })
+    }
+  }
+  // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
+  let wake = Deferred.makeUnsafe<void>()
+  const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
+  interface RingChannel {
+    readonly link: Ring.BufferedLink
+    readonly inbox: Ring.RingInbox
+    readonly close: () => void
+    /** The generation's shared all-reduce area (worker threads): collectives run there, not over the link. */
+    readonly area?: SharedAllReduce.Area | undefined
+    /** Whether an idle rank watches the area for a collective it is not in yet. */
+    watching?: boolean
+  }
+  /** The relay (`RingData` through the coordinator): one link for every generation. */
+  const relayLink = new Ring.BufferedLink((message) =>
+    faultOr(message, (step) => send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data }))
+  )
+  const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
+  /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
+  const usePorts = data.ringLinks === "port" && link.onRingPorts !== undefined
+  const portChannels = new Map<number, RingChannel>()
+  const dropPortsBefore = (generation: number): void => {
+    for (const [g, channel] of portChannels) {
+      if (g >= generation) continue
+      channel.close()
+      portChannels.delete(g)
+    }
+  }
+  if (usePorts) {
+    link.onRingPorts!((ports) => {
+      if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
+      const direct = new Ring.BufferedLink((message) => faultOr(message, (step) => Effect.sync(() => ports.send(step))))
+      ports.onMessage((message) => {
+        direct.push(message)
+        // Only an idle rank acts on a neighbour's step (it joins the collective); one whose
+        // collective runs or waits for its RoundCommitted would wake its loop for nothing, once
+        // a step.
+        if (collective === undefined && finished === undefined) notify()
+      })
+      // The host makes an area only where this runtime can wait on one (`Worker.sharedRingLinks`).
+      const area = ports.area === undefined ? undefined : new SharedAllReduce.Area(ports.area)
+      portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close, area })
+      notify()
+    })
+  }
+  /**
+   * Direct links between processes (`RankData.ringLinks` `direct`): opened per generation from its
+   * `FormRing`; a generation whose outgoing link cannot be made sends through the relay, and the
+   * relay's steps of a generation go to its channel, so a receiver takes steps from both.
+   */
+  const peers = data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
+    ? PeerRing.start({ ...data.peerLinks, rank: link.rank })
+    : undefined
+  const relaySend = (step: Ring.RingMessage): Effect.Effect<void> =>
+    send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data })
+  /** How the current generation's outgoing steps went: over its direct link, or the relay. */
+  const peerUsed = new Map<number, "direct" | "relay">()
+  const openPeers = (message: FormRing): void => {
+    if (peers === undefined || portChannels.has(message.generation)) return
+    const end = peers.open(message.generation, message.peers, message.ringRank)
+    const direct = new Ring.BufferedLink((message) =>
+      faultOr(message, (step) =>
+        Effect.flatMap(Effect.promise(() => end.connected), (connected) => {
+          const way = connected && end.send(step) ? "direct" : "relay"
+          peerUsed.set(step.generation, way)
+          return way === "direct" ? Effect.void : relaySend(step)
+        })))
+    end.onMessage((step) => {
+      direct.push(step)
+      if (collective === undefined && finished === undefined) notify()
+    })
+    portChannels.set(message.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: end.close })
+  }
+  const channelFor = (generation: number): RingChannel | undefined => (usePorts || peers !== undefined ? portChannels.get(generation) : relay)
+
+  const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
+
+  // The latest FormRing; a generation a DeclareDead aborted (no collective of it starts again);
+  // the round's pre-round contribution; the running collective; its mean, finished but not yet
+  // confirmed by RoundCommitted.
+  let ringView: FormRing | undefined
+  let blockedGeneration = -1
+  let pending: Contribution | undefined
+  let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
+  let finished: {
+    readonly generation: number
+    readonly round: number
+    readonly mean: Float32Array
+    readonly area: SharedAllReduce.Area | undefined
+    readonly ringRank: number
+  } | undefined
+  let ringFailure: Ring.RingLinkError | undefined
+  // The pre-round parameters of the last committed round: free for the next contribution.
+  let spare: Float32Array | undefined
+
+  /**
+   * Wakes the rank's loop when the coordinator commits `done`'s round in its area, or fails the
+   * rank's collective when a reducer marked this rank's row not finite (`SharedAllReduce` module
+   * doc); stops watching once `done` is no longer the finished round.
+   */
+  const watchCommit = (done: NonNullable<typeof finished>): void => {
+    const area = done.area!
+    const look = (): void => {
+      if (finished !== done) return
+      if (area.committed(done.round)) return notify()
+      if (area.badRank() === done.ringRank) {
+        finished = undefined
+        ringFailure = notFinite
+        return notify() // the rank's loop leaves on it
+      }
+      void area.commits().then(look)
+    }
+    look()
+  }
+
+  /** The finished round's mean, now committed: the rank applies it; its pre-round copy is free again. */
+  const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
+    finished = undefined
+    spare = pending?.params
+    pending = undefined
+    return done.mean
+  }
+
+  /** Interrupts the running collective, if any: it changes nothing the rank holds. */
+  const abortCollective = Effect.suspend(() => {
+    const running = collective
+    collective = undefined
+    return running?.fiber === undefined ? Effect.void : Fiber.interrupt(running.fiber)
+  })
+
+  /**
+   * Starts the all-reduce of the pending contribution in the current generation, unless one
+   * runs or finished already, no ring is formed yet, or a `DeclareDead` aborted this generation.
+   * When it completes the rank reports `RoundDone` and keeps the mean until `RoundCommitted`.
+   */
+  const startCollective = (round: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      const view = ringView
+      const contribution = pending
+      if (contribution === undefined || view === undefined || collective !== undefined || finished !== undefined) return Effect.void
+      if (view.generation <= blockedGeneration) return Effect.void
+      const channel = channelFor(view.generation)
+      if (channel === undefined) return Effect.void // its direct links have not arrived yet
+      const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
+        generation: view.generation,
+        round,
+        fiber: undefined
+      }
+      collective = entry
+      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      // With an area every member runs there (an area made for another shape fails the collective,
+      // never splits the ring between the area and the links).
+      const area = channel.area
+      const collectiveOf = area !== undefined
+        ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
+        : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
+      const body = collectiveOf.pipe(
+        Effect.flatMap((mean) =>
+          Effect.suspend(() => {
+            if (collective !== entry) return Effect.void
+            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite)
+            collective = undefined
+            if (mean === undefined) {
+              // This member's segment met another member's row that is not finite: no RoundDone, so
+              // the round is never committed; that member fails itself (`watchCommit`), and this one
+              // waits for its DeclareDead, starting nothing more in this generation.
+              blockedGeneration = Math.max(blockedGeneration, entry.generation)
+              return Effect.void
+            }
+            const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank }
+            finished = done
+            if (area !== undefined) watchCommit(done)
+            return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+          })
+        ),
+        Effect.catch((error) =>
+          Effect.sync(() => {
+            if (collective !== entry) return
+            ringFailure = error
+            notify() // the rank's loop leaves on it
+          })
+        )
+      )
+      return Effect.map(Effect.forkChild(body), (fiber) => {
+        entry.fiber = fiber
+      })
+    })
+
+  return {
+    view: () => ringView,
+    formRing: (message, round) =>
+      Effect.gen(function*() {
+        // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
+        if (ringView !== undefined && message.generation <= ringView.generation) return
+        ringView = message
+        dropPortsBefore(message.generation)
+        openPeers(message)
+        if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
+        if (finished !== undefined && finished.generation < message.generation) finished = undefined
+        yield* send({ _tag: "RingReady", generation: message.generation })
+        yield* startCollective(round) // redo an unconfirmed round from the pre-round parameters
+      }),
+    // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
+    declareDead: Effect.gen(function*() {
+      if (ringView !== undefined) blockedGeneration = Math.max(blockedGeneration, ringView.generation)
+      yield* abortCollective
+      finished = undefined
+    }),
+    committed: (message) => {
+      const done = finished
+      if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
+      return takeFinished(done)
+    },
+    areaCommitted: () => {
+      const done = finished
+      if (done?.area === undefined || !done.area.committed(done.round)) return undefined
+      return { round: done.round, mean: takeFinished(done) }
+    },
+    relayed: (message) =>
+      (peers === undefined ? relayLink : portChannels.get(message.generation)?.link)?.push({
+        generation: message.generation,
+        round: message.round,
+        step: message.step,
+        data: message.data
+      }),
+    contribute: (contribution, round) => {
+      pending = contribution
+      return startCollective(round)
+    },
+    startCollective,
+    neighboursWaiting: (round) => {
+      if (ringView === undefined) return false
+      const generation = ringView.generation
+      const channel = channelFor(generation)
+      if (channel === undefined) return false
+      if (channel.area === undefined) return channel.inbox.holds(generation, round, channel.link.pending)
+      if (channel.area.neighboursAt(round)) return true
+      // Idle: wake the loop when a member arrives at a barrier (a collective this rank is not in).
+      if (channel.watching !== true) {
+        channel.watching = true
+        void channel.area.arrivals().then(() => {
+          channel.watching = false
+          if (collective === undefined && finished === undefined && portChannels.get(generation) === channel) notify()
+        })
+      }
+      return false
+    },
+    linkName: () => {
+      if (ringView !== undefined && peers !== undefined) return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
+      if (ringView === undefined || !usePorts) return "relayed link"
+      return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
+    },
+    failure: () => ringFailure,
+    woken: () => {
+      const woken = wake
+      return Effect.as(Deferred.await(woken), "woken" as const)
+    },
+    contributionBuffer: (length) => {
+      const buffer = spare
+      spare = undefined
+      return buffer !== undefined && buffer.length === length ? buffer : new Float32Array(length)
+    },
+    rearm: () => {
+      wake = Deferred.makeUnsafe<void>()
+    }
+  }
+}

@@ -1,0 +1,520 @@
+/**
+ * The rank's steps, which `Rank.run` loops over: `start` loads the trainer and makes the rank's
+ * state (`Running`, its `Training` the part that changes), `apply` and `handle` carry out what the
+ * coordinator sends, `trainOne` trains a batch and contributes when due, `turn` is one pass of
+ * the loop, `hangUntilGone` an injected hang, `stopAsTold` a shutdown.
+ *
+ * @since 0.1.0
+ */
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Result from "effect/Result"
+import * as Ring from "../../src/averaging/ring.ts"
+import type { ToRank } from "../../src/core/messages.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as Permutation from "../../src/train/permutation.ts"
+import * as SavedModel from "../../src/train/saved-model.ts"
+import * as Trainer from "../../src/train/trainer.ts"
+import * as Transport from "../../src/transport/transport.ts"
+import * as Codec from "../../src/wire/codec.ts"
+import * as Packed from "../../src/wire/packed.ts"
+import * as CoordinatorGone from "./rank-coordinator-gone.ts"
+import { savedMarker } from "./rank-data.ts"
+import type { Link, RankData } from "./rank-data.ts"
+import * as RankReports from "./rank-reports.ts"
+import * as RankRing from "./rank-ring.ts"
+
+interface Chunk {
+  readonly offset: number
+  readonly size: number
+  progress: number
+}
+
+const toCoordinator = Transport.coordinatorPeer
+
+/** What a rank changes as it trains: its epoch's work, its round, its last model and its loss. */
+export interface Training {
+  /** The last averaged parameters (the initial model until the first Update) and their round. */
+  lastAverage: Float32Array
+  lastAverageRound: number
+  // The training loss since the last contribution (sample-weighted over its batches), carried by
+  // the contribution for the journal's round loss: `Params.loss`, or the ring's `RoundDone.loss`
+  // (the ring sends it when its all-reduce completes, a redo included).
+  lossSum: number
+  lossSamples: number
+  ringLoss: number | undefined
+  epoch: number
+  order: Uint32Array
+  /** Static: partition, then extensions. */
+  readonly entries: Array<readonly [number, number]>
+  trained: number
+  contributedUpTo: number
+  /** Progressive: chunks held, in order. */
+  readonly chunks: Array<Chunk>
+  chunksDoneSinceContribution: number
+  batchesSinceContribution: number
+  waitingUpdate: boolean
+  round: number
+  stopping: { readonly save: boolean; readonly reason: string } | undefined
+  hangAtMs: number
+  samplesTotal: number
+  /** `cpu` with `compress`: what packing dropped from the last contribution, added to the next (error feedback). */
+  residual: Float32Array | undefined
+  samplesInEpoch: number
+}
+
+/** A running rank: what is fixed once it started, and its `training` state. */
+export interface Running {
+  readonly link: Link
+  readonly data: RankData
+  readonly rank: number
+  readonly leave: (code: number) => void
+  readonly module: Trainer.TrainerModule
+  readonly trainer: Trainer.Trainer
+  readonly paramsLength: number
+  /** The trainer's parameters, checked on every read (see `start`). */
+  readonly getParams: () => Float32Array
+  readonly writeModel: (dir: string) => Promise<unknown>
+  readonly reports: RankReports.Reports
+  readonly send: RankReports.Reports["send"]
+  readonly ring: RankRing.RankRing
+  readonly ringBackend: boolean
+  readonly coordinator: CoordinatorGone.Watch
+  /** The hang's deadline is read against `Clock`: both sides from the same clock. */
+  readonly clock: Clock.Clock
+  readonly s: Training
+}
+
+/**
+ * Loads the trainer and makes the rank's state, its reports, its ring and its watch on the
+ * coordinator. A trainer that fails to load or is not one is a defect.
+ */
+export const start = (link: Link, leave: (code: number) => void, loadTrainer: (url: string) => Promise<unknown>): Effect.Effect<Running> =>
+  Effect.gen(function*() {
+    const { rank } = link
+    const data = link.data as RankData
+    const module = Trainer.validateTrainerModule(yield* Effect.promise(() => loadTrainer(data.trainer)))
+    if (typeof module === "string") return yield* Effect.die(new Error(`rank ${rank}: ${module}`))
+    const trainer = yield* Effect.promise(async () => module.createTrainer({ rank, worldSize: data.worldSize, seed: data.seed }))
+    const checked = Trainer.validateTrainer(trainer)
+    if (typeof checked === "string") return yield* Effect.die(new Error(`rank ${rank}: ${checked}`))
+
+    // The last averaged parameters (the initial model until the first Update) and their round: what
+    // every save writes as the resumable model (`SavedModel`), consistent with what was committed.
+    // The trainer's parameters, checked on every read: a Float32Array of the length it had at the
+    // start (docs/design.md §4 `Hello`). Anything else is the trainer's bug: the rank crashes with it
+    // (and the run stops with TrainerFault when two ranks do), instead of sending frames the
+    // coordinator must drop (a Float64Array) or refuse (another length).
+    const firstParams = checked.getParams()
+    if (!(firstParams instanceof Float32Array)) return yield* Effect.die(new Error(`rank ${rank}: ${Trainer.paramsProblem(firstParams, undefined)}`))
+    const paramsLength = firstParams.length
+    const getParams = (): Float32Array => {
+      const current = checked.getParams()
+      const problem = current instanceof Float32Array && current.length === paramsLength ? undefined : Trainer.paramsProblem(current, paramsLength)
+      if (problem !== undefined) throw new Error(problem)
+      return current
+    }
+    const s: Training = {
+      lastAverage: new Float32Array(firstParams),
+      lastAverageRound: -1,
+      lossSum: 0,
+      lossSamples: 0,
+      ringLoss: undefined,
+      epoch: -1,
+      order: new Uint32Array(0),
+      entries: [],
+      trained: 0,
+      contributedUpTo: 0,
+      chunks: [],
+      chunksDoneSinceContribution: 0,
+      batchesSinceContribution: 0,
+      waitingUpdate: false,
+      round: 0,
+      stopping: undefined,
+      hangAtMs: Number.POSITIVE_INFINITY,
+      samplesTotal: 0,
+      samplesInEpoch: 0,
+      residual: undefined
+    }
+    const writeModel = (dir: string) => SavedModel.write(dir, s.lastAverage, { epoch: s.epoch, round: s.lastAverageRound, rank })
+
+    const reports = RankReports.make(link, data)
+    const send = reports.send
+    const ringSend: typeof send = (message) =>
+      message._tag === "RoundDone" && s.ringLoss !== undefined ? send({ ...message, loss: s.ringLoss }) : send(message)
+    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0) })
+
+    // The coordinator's liveness, as the rank sees it: its link's end, or its silence.
+    const coordinator = CoordinatorGone.watch({
+      link,
+      rank,
+      saveDir: data.saveDir,
+      coordinatorTimeoutMs: data.coordinatorTimeoutMs,
+      startedMs: yield* Clock.currentTimeMillis,
+      save: async (dir) => {
+        await checked.save(dir)
+        await writeModel(dir)
+      },
+      epoch: () => s.epoch,
+      leave
+    })
+    return {
+      link,
+      data,
+      rank,
+      leave,
+      module,
+      trainer: checked,
+      paramsLength,
+      getParams,
+      writeModel,
+      reports,
+      send,
+      ring,
+      ringBackend: data.backend === "ring",
+      coordinator,
+      clock: yield* Clock.Clock,
+      s
+    }
+  })
+
+/** The mean training loss since the last contribution, and a fresh start for the next. */
+const takeLoss = (s: Training): number | undefined => {
+  const mean = s.lossSamples > 0 ? s.lossSum / s.lossSamples : undefined
+  s.lossSum = 0
+  s.lossSamples = 0
+  return mean !== undefined && Number.isFinite(mean) && Math.abs(mean) <= 1e12 ? mean : undefined
+}
+
+const enterEpoch = (r: Running, next: number): void => {
+  const { s, data } = r
+  if (s.epoch < 0 && data.hangAfterMs !== undefined) s.hangAtMs = r.clock.currentTimeMillisUnsafe() + data.hangAfterMs
+  if (s.epoch < 0 && data.flood !== undefined) r.reports.flood(data.flood.afterMs, data.flood.framesPerSecond)
+  s.epoch = next
+  s.order = Permutation.permutation(data.seed, next, r.module.trainSamples)
+  s.entries.length = 0
+  s.chunks.length = 0
+  s.trained = 0
+  s.samplesInEpoch = 0
+  s.contributedUpTo = 0
+  s.chunksDoneSinceContribution = 0
+  s.batchesSinceContribution = 0
+}
+
+const listLength = (s: Training): number => s.entries.reduce((sum, [, size]) => sum + size, 0)
+const hasWork = (s: Training): boolean => s.chunks.length > 0 || s.trained < listLength(s)
+
+/**
+ * Applies a committed ring round's mean. Copied once into our own array, which the trainer then
+ * copies (`Trainer.setParams`): the mean may be the shared all-reduce area's result row, which
+ * the trainer must never hold (other members read it). No allocation a round: saves run inside
+ * this loop, so none sees the array change under it.
+ */
+const applyCommitted = (r: Running, committedRound: number, mean: Float32Array): void => {
+  const { s } = r
+  if (s.lastAverage.length === mean.length) s.lastAverage.set(mean)
+  else s.lastAverage = mean.slice()
+  r.trainer.setParams(s.lastAverage)
+  s.lastAverageRound = committedRound
+  s.round = committedRound + 1
+  s.waitingUpdate = false
+}
+
+/** A commit the coordinator wrote into the ring's shared area: applied before anything it sent after. */
+export const applyAreaCommit = (r: Running): void => {
+  const committed = r.ring.areaCommitted()
+  if (committed !== undefined) applyCommitted(r, committed.round, committed.mean)
+}
+
+/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
+const checkpoint = (r: Running, version: number) =>
+  Effect.gen(function*() {
+    const dir = `${r.data.checkpointDir}/v${version}`
+    const savingMs = yield* Clock.currentTimeMillis
+    const saved = yield* Effect.tryPromise(async () => {
+      await r.trainer.save(dir)
+      await r.writeModel(dir)
+    }).pipe(Effect.result)
+    r.coordinator.asked(savingMs, yield* Clock.currentTimeMillis)
+    yield* r.send({
+      _tag: "CheckpointResult",
+      version,
+      ok: Result.isSuccess(saved),
+      detail: Result.isSuccess(saved) ? dir : String(saved.failure.cause ?? saved.failure)
+    })
+  })
+
+/** Carries out one message of the coordinator's. */
+const handle = (r: Running, message: ToRank) =>
+  Effect.gen(function*() {
+    const { s, trainer, ring, ringBackend, send } = r
+    switch (message._tag) {
+      case "StartEpoch":
+        enterEpoch(r, message.epoch)
+        if (message.size > 0) s.entries.push([message.offset, message.size])
+        return
+      case "ExtendPartition":
+        if (message.epoch === s.epoch) s.entries.push([message.offset, message.size])
+        return
+      case "AssignChunk":
+        if (message.epoch > s.epoch) enterEpoch(r, message.epoch)
+        if (message.epoch === s.epoch) s.chunks.push({ offset: message.offset, size: message.size, progress: 0 })
+        return
+      case "Update":
+        if (message.params.length > 0) {
+          // A copy of our own: a trainer that keeps the array it was given may train in place on it.
+          s.lastAverage = message.params.slice()
+          trainer.setParams(message.params)
+          s.lastAverageRound = message.round
+        }
+        s.round = message.round + 1
+        s.waitingUpdate = false
+        return
+      case "Checkpoint":
+        return yield* checkpoint(r, message.version)
+      case "Eval": {
+        if (trainer.evaluate === undefined) return
+        const evaluate = trainer.evaluate.bind(trainer)
+        const evaluatingMs = yield* Clock.currentTimeMillis
+        const result = yield* Effect.promise(async () => evaluate())
+        r.coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)
+        yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
+        return
+      }
+      case "FormRing":
+        return yield* ring.formRing(message, s.round)
+      case "DeclareDead":
+        // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
+        if (!ringBackend) return
+        return yield* ring.declareDead
+      case "RoundCommitted": {
+        const mean = ring.committed(message)
+        if (mean !== undefined) applyCommitted(r, message.round, mean)
+        return
+      }
+      case "RingData":
+        ring.relayed(message)
+        return
+      case "ShutdownWithSave":
+        s.stopping = { save: true, reason: message.reason }
+        return
+      case "Shutdown":
+        s.stopping = { save: false, reason: "Shutdown" }
+        return
+      case "RequestParams":
+        // Ring: a joiner's model, the mean this rank applied when `round` committed;
+        // empty when it holds another round's (the coordinator then asks another member).
+        if (!ringBackend) return
+        yield* send({
+          _tag: "Params",
+          epoch: Math.max(s.epoch, 0),
+          round: message.round,
+          samplesDone: 0,
+          params: s.lastAverageRound === message.round ? s.lastAverage : new Float32Array(0)
+        })
+        return
+      case "SetRoles":
+      case "CoordHeartbeat":
+        return
+    }
+  })
+
+/** Applies one transport event; returns false when the coordinator's link ended. */
+export const apply = (r: Running, event: Transport.Event) =>
+  Effect.gen(function*() {
+    applyAreaCommit(r)
+    if (event._tag === "Ended") {
+      if (event.peer === toCoordinator) r.coordinator.ended(event.cause)
+      return event.peer !== toCoordinator
+    }
+    if (event._tag !== "Frame") return true
+    const decoded = Codec.decode(event.bytes, { from: "coordinator" })
+    if (Result.isFailure(decoded)) return true // counted by the transport's inspector
+    yield* handle(r, decoded.success.message as ToRank)
+    return true
+  })
+
+/** Sends the rank's contribution to its round: `Params` to the coordinator, or the ring's collective. */
+const contribute = (r: Running, samplesDone: number) =>
+  Effect.gen(function*() {
+    const { s, ring } = r
+    // A ring member that trained nothing since its last round keeps the ring whole but adds
+    // nothing to the mean (as cpu's round, which only averages its contributors); nor does one
+    // whose parameters are not all finite (as cpu's BadParams): the mean then replaces them.
+    const trainedSince = s.batchesSinceContribution > 0
+    s.batchesSinceContribution = 0
+    s.waitingUpdate = true
+    const loss = takeLoss(s)
+    if (r.ringBackend) {
+      s.ringLoss = loss
+      // The pre-round parameters: what every collective of this round (and its redo) averages.
+      const current = r.getParams()
+      const params = ring.contributionBuffer(current.length)
+      params.set(current)
+      return yield* ring.contribute({ epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, s.round)
+    }
+    const message = { _tag: "Params", epoch: s.epoch, round: s.round, samplesDone, params: r.getParams(), ...(loss === undefined ? {} : { loss }) } as const
+    const compress = r.data.compress ?? "none"
+    if (compress === "none") return yield* r.send(message)
+    // Error feedback: what packing drops now is added to the next contribution.
+    const packed = Packed.withFeedback(message.params, s.residual, compress)
+    s.residual = packed.residual
+    yield* r.send({ ...message, params: emptyParams }, packed.bytes)
+  })
+
+const emptyParams = new Float32Array(0)
+
+/** The sample indices of the next batch: from the first chunk held, or the static list's next positions. */
+const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {
+  const { s, data } = r
+  if (chunk !== undefined) {
+    const n = Math.min(data.batchSize, chunk.size - chunk.progress)
+    const indices = s.order.subarray(chunk.offset + chunk.progress, chunk.offset + chunk.progress + n)
+    chunk.progress += n
+    return indices
+  }
+  // Map the next batch of list positions to permutation positions, across entries.
+  const n = Math.min(data.batchSize, listLength(s) - s.trained)
+  const indices = new Uint32Array(n)
+  let position = 0
+  let filled = 0
+  for (const [offset, size] of s.entries) {
+    const from = Math.max(s.trained, position)
+    const to = Math.min(s.trained + n, position + size)
+    for (let p = from; p < to; p++) indices[filled++] = s.order[offset + (p - position)]!
+    position += size
+  }
+  s.trained += n
+  return indices
+}
+
+/** Trains one batch, reports it, and contributes when the batch ends a chunk or an averaging step. */
+const trainOne = (r: Running) =>
+  Effect.gen(function*() {
+    const { s, data } = r
+    const started = yield* Clock.currentTimeMillis
+    const chunk = s.chunks[0]
+    const indices = nextBatch(r, chunk)
+    const result = yield* Effect.promise(async () => r.trainer.trainBatch(indices))
+    // A trainer that returns no finite loss leaves its rank's contributions without one.
+    const batchLoss = (result as { readonly loss?: unknown } | undefined)?.loss
+    if (typeof batchLoss === "number" && Number.isFinite(batchLoss) && indices.length > 0) {
+      s.lossSum += batchLoss * indices.length
+      s.lossSamples += indices.length
+    }
+    s.batchesSinceContribution += 1
+    s.samplesTotal += indices.length
+    s.samplesInEpoch += indices.length
+    const finished = yield* Clock.currentTimeMillis
+    yield* r.reports.afterBatch(started, finished, { epoch: s.epoch, samplesDone: s.trained, samplesInEpoch: s.samplesInEpoch, samplesTotal: s.samplesTotal })
+    if (chunk !== undefined && chunk.progress >= chunk.size) {
+      s.chunks.shift()
+      s.chunksDoneSinceContribution += 1
+      yield* r.send({ _tag: "ChunkDone", epoch: s.epoch, offset: chunk.offset, size: chunk.size })
+    }
+    const outOfWork = !hasWork(s)
+    if (chunk !== undefined || s.chunksDoneSinceContribution > 0) {
+      if (s.chunksDoneSinceContribution > 0 && (outOfWork || s.batchesSinceContribution >= data.averageEverySteps)) {
+        s.chunksDoneSinceContribution = 0
+        yield* contribute(r, 0)
+      }
+    } else if (s.trained > s.contributedUpTo && (outOfWork || s.batchesSinceContribution >= data.averageEverySteps)) {
+      s.contributedUpTo = s.trained
+      yield* contribute(r, s.trained)
+    }
+  })
+
+/** An injected hang: stop responding (the worker stays alive), but never outlive the coordinator. */
+export const hangUntilGone = (r: Running) =>
+  Effect.gen(function*() {
+    const { coordinator } = r
+    while (true) {
+      const event = yield* Queue.take(r.link.transport.inbox).pipe(
+        Effect.timeoutOption(r.data.heartbeatIntervalMs),
+        Effect.catch(() => Effect.succeed(undefined))
+      )
+      if (event === undefined || (event._tag === "Some" && event.value._tag === "Ended" && event.value.peer === toCoordinator)) {
+        if (event?._tag === "Some" && event.value._tag === "Ended") coordinator.ended(event.value.cause)
+        return yield* coordinator.gone(coordinator.channelClosed(), false)
+      }
+      const silent = coordinator.silence(yield* Clock.currentTimeMillis)
+      if (silent !== undefined) return yield* coordinator.gone(silent, false)
+    }
+  })
+
+/** Told to stop: saves first when asked to (`ShutdownWithSave`), says `Exiting`, and leaves with 0. */
+export const stopAsTold = (r: Running, stopping: NonNullable<Training["stopping"]>) =>
+  Effect.gen(function*() {
+    const { rank, data, trainer } = r
+    if (stopping.save) {
+      // The marker says the trainer's save resolved (a save may write nothing of its own); its
+      // `savedAtMs` is wall-clock time, read by another process (`cohort join`) against its own.
+      const dir = `${data.saveDir}/rank${rank}`
+      yield* Effect.tryPromise(async () => {
+        await trainer.save(dir)
+        await r.writeModel(dir)
+        await Files.writeFile(`${dir}/${savedMarker}`, `${JSON.stringify({ rank, reason: stopping?.reason, savedAtMs: Date.now() })}\n`)
+      }).pipe(Effect.ignore)
+    }
+    yield* r.send({ _tag: "Exiting" })
+    yield* r.link.transport.flush
+    r.leave(0)
+  })
+
+/**
+ * One turn of the rank's loop once the hang and the inbox are handled: a failed ring collective
+ * ends the rank; an idle ring member joins its neighbours' collective; a silent coordinator ends
+ * it; otherwise it trains a batch or waits for the next message. Returns `"stop"` when the rank's
+ * run is over (it left, or was told to stop), else `"continue"`.
+ */
+export const turn = (r: Running) =>
+  Effect.gen(function*() {
+    const { s, ring, rank, coordinator } = r
+    const ringFailure = ring.failure()
+    if (ringFailure !== undefined) {
+      // The coordinator shows the crash too, but only as one rank's cause among others: the rank's
+      // own output says why it left, where its neighbour's bad step or closed link is visible.
+      console.error(`cohort rank ${rank}: ring collective failed (${ring.linkName()}): ${ringFailure.message}`)
+      return yield* Effect.die(new Error(`rank ${rank}: ring collective failed: ${ringFailure.message}`))
+    }
+    // A rank with no work left joins its neighbours' collective of its round as soon as their
+    // first message reaches it, so that they never wait on an idle rank (epoch ends included).
+    if (r.ringBackend && ring.view() !== undefined) {
+      if (!s.waitingUpdate && !hasWork(s) && ring.neighboursWaiting(s.round)) {
+        yield* contribute(r, s.trained)
+      }
+      // A contribution whose direct links arrived after its FormRing starts now.
+      yield* ring.startCollective(s.round)
+    }
+    const now = yield* Clock.currentTimeMillis
+    const silent = coordinator.silence(now)
+    if (silent !== undefined) {
+      yield* coordinator.gone(silent)
+      return "stop" as const
+    }
+    yield* r.reports.heartbeatIfDue(now)
+    if (!s.waitingUpdate && hasWork(s)) {
+      yield* trainOne(r)
+      yield* Effect.sleep(0) // let the event loop deliver frames and timers between batches
+      return "continue" as const
+    }
+    // Nothing to do until the coordinator (or a direct ring link) speaks: wait, heartbeating on time.
+    const event = yield* Effect.raceFirst(
+      Queue.take(r.link.transport.inbox).pipe(
+        Effect.timeoutOption(r.data.heartbeatIntervalMs),
+        Effect.catch(() => Effect.succeed(undefined))
+      ),
+      ring.woken()
+    )
+    if (event === "woken") {
+      ring.rearm()
+      return "continue" as const
+    }
+    if (event === undefined || (event._tag === "Some" && !(yield* apply(r, event.value)))) {
+      if (s.stopping !== undefined) return "continue" as const // told to stop first: it goes as told
+      yield* coordinator.gone(coordinator.channelClosed())
+      return "stop" as const
+    }
+    return "continue" as const
+  })
