@@ -63,7 +63,8 @@ describe("a rank declared dead is stopped", () => {
       heartbeatTimeoutMs: 3000,
       outDir,
       onEvent: (event) => {
-        if (!stopped && event.type === "progress" && event.epoch >= 1) {
+        // Mid-epoch, away from the epoch's end (its eval and checkpoint requests).
+        if (!stopped && event.type === "progress" && event.rank === 1 && event.epoch >= 1 && event.samplesDone >= 200) {
           stopped = true
           pid = rankPid(1)
           if (pid !== undefined) process.kill(pid, "SIGSTOP")
