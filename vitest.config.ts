@@ -11,7 +11,7 @@ const fullOnly = ["test/net/**/*.test.ts", "test/browser/**/*.test.ts", "test/pa
 // Node is enough for them (the page's HTTP side runs under all three runtimes in
 // test/transport/web-socket-http.test.ts), and the packed-package test drives Bun and Deno
 // itself, so the Bun and Deno passes leave those folders out.
-const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
+const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why). The
 // dashboard's and the ranks' listeners' connection caps are enforced by Node's server only
 // (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too; so does
@@ -22,26 +22,27 @@ const runtime = (globalThis as { Bun?: unknown; Deno?: unknown })
 // in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
 // are Node-only. The churn bench's quick check
 // starts its rank processes through tsx: Node only.
-const nodeOnly = runtime.Bun !== undefined || runtime.Deno !== undefined
-  ? [
-      "test/browser/**",
-      "test/package/**",
-      "test/net/links.test.ts",
-      "test/net/calls.test.ts",
-      "test/net/dashboard-flood.test.ts",
-      "test/dashboard/live-cap.test.ts",
-      "test/cli/dashboard-descriptors.full.test.ts",
-      "test/transport/web-socket-cap*.test.ts",
-      "test/cli/credentials.full.test.ts",
-      "test/cli/coordinator-reconnect.full.test.ts",
-      "test/actors/ring-direct.full.test.ts",
-      "test/actors/aggregate.full.test.ts",
-      "test/actors/compress.full.test.ts",
-      "test/actors/outer.full.test.ts",
-      "test/cli/serve-vacate.full.test.ts",
-      "test/bench/churn.full.test.ts",
-    ]
-  : []
+const nodeOnly =
+  runtime.Bun !== undefined || runtime.Deno !== undefined
+    ? [
+        "test/browser/**",
+        "test/package/**",
+        "test/net/links.test.ts",
+        "test/net/calls.test.ts",
+        "test/net/dashboard-flood.test.ts",
+        "test/dashboard/live-cap.test.ts",
+        "test/cli/dashboard-descriptors.full.test.ts",
+        "test/transport/web-socket-cap*.test.ts",
+        "test/cli/credentials.full.test.ts",
+        "test/cli/coordinator-reconnect.full.test.ts",
+        "test/actors/ring-direct.full.test.ts",
+        "test/actors/aggregate.full.test.ts",
+        "test/actors/compress.full.test.ts",
+        "test/actors/outer.full.test.ts",
+        "test/cli/serve-vacate.full.test.ts",
+        "test/bench/churn.full.test.ts"
+      ]
+    : []
 
 const exclude = ["**/node_modules/**", ...nodeOnly]
 

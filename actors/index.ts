@@ -7,5 +7,18 @@
  * @since 0.1.0
  */
 export { defaults, LaunchError, loadTrainer, newRunToken, run, serve, serveDefaults } from "./launcher/launcher.ts"
-export type { DeathTiming, HangSpec, KillSpec, LeaveCost, Listening, RankState, Resumed, ResumeOptions, RunEvent, RunOptions, RunResult, ServeOptions } from "./record/run-types.ts"
+export type {
+  DeathTiming,
+  HangSpec,
+  KillSpec,
+  LeaveCost,
+  Listening,
+  RankState,
+  Resumed,
+  ResumeOptions,
+  RunEvent,
+  RunOptions,
+  RunResult,
+  ServeOptions
+} from "./record/run-types.ts"
 export type { Trainer, TrainerContext, TrainerModule } from "../src/train/trainer.ts"

@@ -95,13 +95,16 @@ const paramsOnly = fileURLToPath(new URL("./trainers/params-only.ts", import.met
  */
 const trainerFor = (outDir: string, samples: number, params: number): string => {
   const file = join(outDir, `params-only-${samples}x${params}.ts`)
-  writeFileSync(file, [
-    `import { paramsOnly } from ${JSON.stringify(paramsOnly)}`,
-    `const trainer = paramsOnly({ samples: ${samples}, params: ${params} })`,
-    "export const trainSamples = trainer.trainSamples",
-    "export const createTrainer = trainer.createTrainer",
-    ""
-  ].join("\n"))
+  writeFileSync(
+    file,
+    [
+      `import { paramsOnly } from ${JSON.stringify(paramsOnly)}`,
+      `const trainer = paramsOnly({ samples: ${samples}, params: ${params} })`,
+      "export const trainSamples = trainer.trainSamples",
+      "export const createTrainer = trainer.createTrainer",
+      ""
+    ].join("\n")
+  )
   return file
 }
 
@@ -116,7 +119,9 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
   const { backend, worldSize, params, rounds, warmupRounds } = options
   const name = `${backend} ${worldSize} x ${params}`
   if (!(Number.isSafeInteger(rounds) && rounds >= 1 && Number.isSafeInteger(warmupRounds) && warmupRounds >= 1)) {
-    throw new Error(`${name}: rounds and warm-up rounds must be integers >= 1 (the first timed round needs one before it), got ${rounds} and ${warmupRounds}`)
+    throw new Error(
+      `${name}: rounds and warm-up rounds must be integers >= 1 (the first timed round needs one before it), got ${rounds} and ${warmupRounds}`
+    )
   }
   const total = warmupRounds + rounds
   const committedAtMs: Array<number> = []
@@ -158,9 +163,13 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
   })
   const clean = result.epochs.length === 1 && result.epochs.every((e) => e.lost === 0 && e.duplicated === 0) && result.exitCode === 0
   if (!clean) throw new Error(`${name}: the run did not complete clean (exit ${result.exitCode})`)
-  if (committed.length !== total) throw new Error(`${name}: ${total} rounds asked for (${warmupRounds} warm-up), ${committed.length} committed`)
+  if (committed.length !== total)
+    throw new Error(`${name}: ${total} rounds asked for (${warmupRounds} warm-up), ${committed.length} committed`)
   const gap = committed.findIndex((c, i) => c.round !== committed[0]!.round + i || c.contributors !== worldSize)
-  if (gap >= 0) throw new Error(`${name}: committed round ${gap} is round ${committed[gap]!.round} with ${committed[gap]!.contributors} contributors; expected consecutive rounds of ${worldSize}`)
+  if (gap >= 0)
+    throw new Error(
+      `${name}: committed round ${gap} is round ${committed[gap]!.round} with ${committed[gap]!.contributors} contributors; expected consecutive rounds of ${worldSize}`
+    )
   const roundMs = committedAtMs.slice(warmupRounds).map((at, i) => at - committedAtMs[warmupRounds + i - 1]!)
   return {
     backend,
@@ -196,7 +205,7 @@ const summary = (measured: Measured | undefined) => {
 
 const main = async (): Promise<void> => {
   const quick = isQuick()
-  const transport = process.argv.includes("--process") ? "process" as const : "worker" as const
+  const transport = process.argv.includes("--process") ? ("process" as const) : ("worker" as const)
   const outDir = mkdtempSync(join(tmpdir(), "cohort-bench-averaging-"))
   const rounds = Number(flag("rounds") ?? (quick ? 20 : 40))
   const warmupRounds = Number(flag("warmup") ?? 5)
@@ -210,7 +219,8 @@ const main = async (): Promise<void> => {
   const rows: Array<Array<string | number>> = []
   const results: Array<Record<string, unknown>> = []
   const processRows: Array<Array<string | number>> = []
-  const cell = (m: { readonly medianMs: number; readonly p90Ms: number } | undefined): string => (m === undefined ? "-" : `${fmt(m.medianMs)} / ${fmt(m.p90Ms)}`)
+  const cell = (m: { readonly medianMs: number; readonly p90Ms: number } | undefined): string =>
+    m === undefined ? "-" : `${fmt(m.medianMs)} / ${fmt(m.p90Ms)}`
   for (const params of sizes) {
     for (const worldSize of rankCounts) {
       note(`averaging: ${worldSize} ranks, ${params} parameters, ${transport}, ${warmupRounds} + ${rounds} rounds`)
@@ -222,12 +232,15 @@ const main = async (): Promise<void> => {
       const ringLinks = overLinks ? await measure({ ...at, backend: "ring", ringAreaMemoryMb: 0 }) : undefined
       // Processes: the ring through the coordinator's relay beside its direct links, and what a user
       // would pick instead (gloo, Open MPI), in the same run.
-      const ringRelay = transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-relay-row")
-        ? await measure({ ...at, backend: "ring", ringLinks: "relay" })
-        : undefined
-      const references = transport === "process" && process.argv.includes("--reference") ? measureReferences(worldSize, params, rounds, warmupRounds) : []
+      const ringRelay =
+        transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-relay-row")
+          ? await measure({ ...at, backend: "ring", ringLinks: "relay" })
+          : undefined
+      const references =
+        transport === "process" && process.argv.includes("--reference") ? measureReferences(worldSize, params, rounds, warmupRounds) : []
       const reference = (library: Reference["library"]) => references.find((r) => r.library === library)
-      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined) => (m === undefined || r === undefined ? "-" : fmt(m.medianMs / r.medianMs))
+      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined) =>
+        m === undefined || r === undefined ? "-" : fmt(m.medianMs / r.medianMs)
       if (transport === "process") {
         processRows.push([
           worldSize,
@@ -258,24 +271,70 @@ const main = async (): Promise<void> => {
         ring?.links ?? "-",
         cell(ringLinks)
       ])
-      results.push({ worldSize, params, transport, cpu: summary(cpu), ring: summary(ring), ringLinks: summary(ringLinks), ringRelay: summary(ringRelay), references })
+      results.push({
+        worldSize,
+        params,
+        transport,
+        cpu: summary(cpu),
+        ring: summary(ring),
+        ringLinks: summary(ringLinks),
+        ringRelay: summary(ringRelay),
+        references
+      })
     }
   }
   rmSync(outDir, { recursive: true, force: true })
-  console.log(`averaging rounds on ${Runtime.describe()} (${transport} ranks; ms a round, median / p90 of ${rounds} rounds after ${warmupRounds} warm-up rounds)`)
-  console.log(table(
-    ["ranks", "params", "cpu ms", "ring ms", "cpu/ring", "cpu process cpu ms", "ring process cpu ms", "cpu coord ms", "ring coord ms", "ring links", "ring over links ms"],
-    rows
-  ))
+  console.log(
+    `averaging rounds on ${Runtime.describe()} (${transport} ranks; ms a round, median / p90 of ${rounds} rounds after ${warmupRounds} warm-up rounds)`
+  )
+  console.log(
+    table(
+      [
+        "ranks",
+        "params",
+        "cpu ms",
+        "ring ms",
+        "cpu/ring",
+        "cpu process cpu ms",
+        "ring process cpu ms",
+        "cpu coord ms",
+        "ring coord ms",
+        "ring links",
+        "ring over links ms"
+      ],
+      rows
+    )
+  )
   if (transport === "process") {
-    console.log(`\nring between processes: direct links beside the relay and the reference points (ms a round, median / p90; ratios of medians; "relayed": ring steps the coordinator carried over direct links)`)
-    console.log(table(
-      ["ranks", "params", "ring direct ms", "relayed", "ring relay ms", "relay/direct", "cpu ms", "gloo ms", "direct/gloo", "mpi ms", "direct/mpi", "mpi tcp ms", "direct/mpi tcp"],
-      processRows
-    ))
+    console.log(
+      `\nring between processes: direct links beside the relay and the reference points (ms a round, median / p90; ratios of medians; "relayed": ring steps the coordinator carried over direct links)`
+    )
+    console.log(
+      table(
+        [
+          "ranks",
+          "params",
+          "ring direct ms",
+          "relayed",
+          "ring relay ms",
+          "relay/direct",
+          "cpu ms",
+          "gloo ms",
+          "direct/gloo",
+          "mpi ms",
+          "direct/mpi",
+          "mpi tcp ms",
+          "direct/mpi tcp"
+        ],
+        processRows
+      )
+    )
   }
   if (!process.argv.includes("--no-json")) {
-    const file = writeResults({ averaging: { loaded: !process.argv.includes("--quiet-machine"), transport, rounds, warmupRounds, rows: results } }, quick)
+    const file = writeResults(
+      { averaging: { loaded: !process.argv.includes("--quiet-machine"), transport, rounds, warmupRounds, rows: results } },
+      quick
+    )
     note(`wrote ${file}`)
   }
 }

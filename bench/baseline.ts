@@ -22,7 +22,12 @@ export class FlodlStyle {
   /** Ranks examined by staleness scans (the work a tick does). */
   examined = 0
 
-  constructor(readonly worldSize: number, readonly epochSamples: number, readonly timeoutMs: number, nowMs: number) {
+  constructor(
+    readonly worldSize: number,
+    readonly epochSamples: number,
+    readonly timeoutMs: number,
+    nowMs: number
+  ) {
     this.lastSeenMs = new Float64Array(worldSize).fill(nowMs)
     this.dead = new Uint8Array(worldSize)
     this.committed = new Float64Array(worldSize)

@@ -109,7 +109,10 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   let lastAuditAtMs = 0
   const coordinatorPeakMb = { rss: 0, heapUsed: 0, arrayBuffers: 0 }
   const sampleRss = (): void => {
-    rssPeak = Math.max(rssPeak, children.reduce((sum, child) => sum + rssMb(child.pid), 0))
+    rssPeak = Math.max(
+      rssPeak,
+      children.reduce((sum, child) => sum + rssMb(child.pid), 0)
+    )
     const own = process.memoryUsage()
     coordinatorPeakMb.rss = Math.max(coordinatorPeakMb.rss, own.rss / 2 ** 20)
     coordinatorPeakMb.heapUsed = Math.max(coordinatorPeakMb.heapUsed, own.heapUsed / 2 ** 20)
@@ -124,7 +127,15 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     kinds.silent = count - kinds.graceful - kinds.crash
     churns += 1
     awaitingJoins = count
-    children.forEach((child, i) => child.send({ op: "churn", graceful: per(kinds.graceful, i), crash: per(kinds.crash, i), silent: per(kinds.silent, i), join: per(count, i) }))
+    children.forEach((child, i) =>
+      child.send({
+        op: "churn",
+        graceful: per(kinds.graceful, i),
+        crash: per(kinds.crash, i),
+        silent: per(kinds.silent, i),
+        join: per(count, i)
+      })
+    )
   }
   const onEvent = (event: RunEvent): void => {
     switch (event.type) {
@@ -146,7 +157,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       case "epoch":
         lastAuditAtMs = Date.now()
         sampleRss()
-        Lib.note(`churn ${scenario.backend} ${scenario.mode} ${scenario.ranks} ranks ${scenario.fraction}: epoch ${event.summary.epoch} lost ${event.summary.lost} duplicated ${event.summary.duplicated}, ${churns} churns`)
+        Lib.note(
+          `churn ${scenario.backend} ${scenario.mode} ${scenario.ranks} ranks ${scenario.fraction}: epoch ${event.summary.epoch} lost ${event.summary.lost} duplicated ${event.summary.duplicated}, ${churns} churns`
+        )
         return
     }
   }
@@ -169,8 +182,18 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     onListening: (listening) => {
       const per = (i: number) => Math.floor(scenario.ranks / scenario.processes) + (i < scenario.ranks % scenario.processes ? 1 : 0)
       for (let i = 0; i < scenario.processes; i++) {
-        const given = { url: listening.url, runToken, trainer: pathToFileURL(trainer).href, ranks: per(i), saveDir: join(dir, "saves"), seed: 17 + i }
-        const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], { execArgv: ["--import", "tsx"], stdio: ["ignore", "ignore", "inherit", "ipc"] })
+        const given = {
+          url: listening.url,
+          runToken,
+          trainer: pathToFileURL(trainer).href,
+          ranks: per(i),
+          saveDir: join(dir, "saves"),
+          seed: 17 + i
+        }
+        const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], {
+          execArgv: ["--import", "tsx"],
+          stdio: ["ignore", "ignore", "inherit", "ipc"]
+        })
         child.on("message", (message: { welcomed?: number; left?: number; kind?: string; atMs?: number }) => {
           if (message.welcomed !== undefined) {
             liveCount += 1
@@ -246,14 +269,14 @@ export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArra
   const shapes: Array<Pick<Scenario, "ranks" | "backend" | "mode" | "roundDeadlineMs">> = quick
     ? [{ ranks: 64, backend: "cpu", mode: "progressive" }]
     : [
-      { ranks: 64, backend: "cpu", mode: "progressive" },
-      // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
-      { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
-      { ranks: 64, backend: "ring", mode: "progressive" },
-      { ranks: 256, backend: "cpu", mode: "progressive" },
-      { ranks: 256, backend: "cpu", mode: "static" },
-      { ranks: 256, backend: "ring", mode: "progressive" }
-    ]
+        { ranks: 64, backend: "cpu", mode: "progressive" },
+        // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
+        { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
+        { ranks: 64, backend: "ring", mode: "progressive" },
+        { ranks: 256, backend: "cpu", mode: "progressive" },
+        { ranks: 256, backend: "cpu", mode: "static" },
+        { ranks: 256, backend: "ring", mode: "progressive" }
+      ]
   const rows: Array<Row> = []
   const table: Array<Array<string | number>> = []
   for (const shape of shapes) {
@@ -263,7 +286,20 @@ export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArra
     table.push(...rowsOf(churned, baseline))
   }
   const markdown = Lib.table(
-    ["cohort", "kind", "count", "detection ms median / p90", "recovery ms", "fault → recovered ms", "redone", "bytes moved", "audits", "committed/s (of no churn)", "coordinator cpu ms / round", "rank processes peak RSS MB"],
+    [
+      "cohort",
+      "kind",
+      "count",
+      "detection ms median / p90",
+      "recovery ms",
+      "fault → recovered ms",
+      "redone",
+      "bytes moved",
+      "audits",
+      "committed/s (of no churn)",
+      "coordinator cpu ms / round",
+      "rank processes peak RSS MB"
+    ],
     table
   )
   return { rows, markdown }
@@ -289,8 +325,28 @@ if (Lib.isMain("churn")) {
       heartbeatTimeoutMs: 2000,
       roundDeadlineMs
     })
-    console.log(Lib.table(["cohort", "kind", "count", "detection", "recovery", "fault → recovered", "redone", "bytes", "audits", "committed/s", "cpu ms/round", "RSS MB"], rowsOf(row, undefined)))
+    console.log(
+      Lib.table(
+        [
+          "cohort",
+          "kind",
+          "count",
+          "detection",
+          "recovery",
+          "fault → recovered",
+          "redone",
+          "bytes",
+          "audits",
+          "committed/s",
+          "cpu ms/round",
+          "RSS MB"
+        ],
+        rowsOf(row, undefined)
+      )
+    )
     const peak = row.coordinatorPeakMb
-    console.log(`churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`)
+    console.log(
+      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+    )
   }
 }

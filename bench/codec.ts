@@ -76,7 +76,7 @@ const plainDecoder = new Decoder({ useRecords: false })
 const plain: CodecUnderTest = {
   name: "plain cbor-x (no records)",
   encode: (frame) => plainEncoder.encode(frame),
-  decode: (bytes) => (plainDecoder.decode(bytes) as { from: unknown }).from === "coordinator" ? 1 : 0
+  decode: (bytes) => ((plainDecoder.decode(bytes) as { from: unknown }).from === "coordinator" ? 1 : 0)
 }
 
 const codecs: ReadonlyArray<CodecUnderTest> = [cohort, json, plain]
@@ -120,8 +120,7 @@ for (const { name, frame } of cases) {
   }
 }
 
-const format = (n: number): string =>
-  n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0)
+const format = (n: number): string => (n >= 1e6 ? `${(n / 1e6).toFixed(2)} M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)} k` : n.toFixed(0))
 
 const header = ["message", "codec", "encode+decode msg/s", "bytes/msg", "msg/s vs JSON", "bytes vs JSON"]
 const table = rows.map((row) => {

@@ -65,12 +65,26 @@ export const run = (quick: boolean, argv: ReadonlyArray<string> = process.argv) 
       const started = nowMs()
       const packed = compress === "none" ? undefined : Packed.withFeedback(values, undefined, compress).bytes
       const packedMs = nowMs() - started
-      contribution = Codec.encodePacked(Frame.fromRank(1, { _tag: "Params", epoch: 0, round: 7, samplesDone: 4096, params: packed === undefined ? values : new Float32Array(0), loss: 0.5 }), packed)
-      update = Codec.encodePacked(Frame.fromCoordinator({ _tag: "Update", round: 7, params: packed === undefined ? values : new Float32Array(0) }), packed)
+      contribution = Codec.encodePacked(
+        Frame.fromRank(1, {
+          _tag: "Params",
+          epoch: 0,
+          round: 7,
+          samplesDone: 4096,
+          params: packed === undefined ? values : new Float32Array(0),
+          loss: 0.5
+        }),
+        packed
+      )
+      update = Codec.encodePacked(
+        Frame.fromCoordinator({ _tag: "Update", round: 7, params: packed === undefined ? values : new Float32Array(0) }),
+        packed
+      )
       const decodeStarted = nowMs()
       const decoded = Codec.decode(contribution)
       const decodedMs = nowMs() - decodeStarted
-      if (decoded._tag !== "Success" || decoded.success.message._tag !== "Params") throw new Error(`${compress}: the contribution did not decode`)
+      if (decoded._tag !== "Success" || decoded.success.message._tag !== "Params")
+        throw new Error(`${compress}: the contribution did not decode`)
       if (i >= 3) {
         packTimes.push(packedMs)
         decodeTimes.push(decodedMs)
@@ -96,8 +110,32 @@ export const run = (quick: boolean, argv: ReadonlyArray<string> = process.argv) 
     })
   }
   const markdown = table(
-    ["compress", "params", "ranks", "contribution bytes", "round bytes", "bytes / sample", "fewer bytes", "pack ms", "decode ms", "max error", "s at 1 Mbit/s"],
-    rows.map((r) => [r.compress, r.params, r.ranks, r.contributionBytes, r.roundBytes, r.bytesPerSample, `${fmt(r.ratio)}×`, r.packMs, r.decodeMs, r.maxError, r.secondsAt1Mbit])
+    [
+      "compress",
+      "params",
+      "ranks",
+      "contribution bytes",
+      "round bytes",
+      "bytes / sample",
+      "fewer bytes",
+      "pack ms",
+      "decode ms",
+      "max error",
+      "s at 1 Mbit/s"
+    ],
+    rows.map((r) => [
+      r.compress,
+      r.params,
+      r.ranks,
+      r.contributionBytes,
+      r.roundBytes,
+      r.bytesPerSample,
+      `${fmt(r.ratio)}×`,
+      r.packMs,
+      r.decodeMs,
+      r.maxError,
+      r.secondsAt1Mbit
+    ])
   )
   return { rows, markdown }
 }

@@ -54,7 +54,9 @@ const measure = async (backend: "cpu" | "ring", params: number) => {
     onRankOutput: () => {}
   })
   if (result.epochs.length !== epochs || result.epochs.some((e) => e.lost !== 0 || e.duplicated !== 0)) {
-    throw new Error(`${backend} x ${params}: not every epoch was audited clean: ${JSON.stringify(result.epochs.map((e) => [e.lost, e.duplicated]))}`)
+    throw new Error(
+      `${backend} x ${params}: not every epoch was audited clean: ${JSON.stringify(result.epochs.map((e) => [e.lost, e.duplicated]))}`
+    )
   }
   const models = events.filter((e): e is Extract<RunEvent, { type: "model" }> => e.type === "model")
   if (models.length !== epochs || models.some((m) => m.error !== undefined || m.bytes !== params * 4)) {
@@ -89,8 +91,17 @@ try {
 } finally {
   rmSync(outDir, { recursive: true, force: true })
 }
-console.log(table(
-  ["backend", "params", "round ms (median)", "audit to model written ms (median / p90)", "write ms (median / p90)", "cost / round"],
-  rows.map((r) => [r.backend, r.params, fmt(r.roundMs), `${fmt(r.costMedianMs)} / ${fmt(r.costP90Ms)}`, `${fmt(r.writeMedianMs)} / ${fmt(r.writeP90Ms)}`, `${fmt(r.costPerRound)}x`])
-))
+console.log(
+  table(
+    ["backend", "params", "round ms (median)", "audit to model written ms (median / p90)", "write ms (median / p90)", "cost / round"],
+    rows.map((r) => [
+      r.backend,
+      r.params,
+      fmt(r.roundMs),
+      `${fmt(r.costMedianMs)} / ${fmt(r.costP90Ms)}`,
+      `${fmt(r.writeMedianMs)} / ${fmt(r.writeP90Ms)}`,
+      `${fmt(r.costPerRound)}x`
+    ])
+  )
+)
 if (!process.argv.includes("--no-json")) console.log(`results: ${writeResults({ epochModel: { worldSize, epochs, rows } }, quick)}`)

@@ -177,18 +177,29 @@ const measureRing = async (quick: boolean): Promise<RingResult> => {
  * The live dashboard with one page attached: headless Chromium under Node when `/usr/bin/chromium`
  * is installed (playwright-core), else a reader of the page's event stream.
  */
-const watch = async (): Promise<{ readonly kind: "chromium" | "stream"; readonly onEvent: (event: RunEvent) => void; readonly close: () => Promise<void> }> => {
+const watch = async (): Promise<{
+  readonly kind: "chromium" | "stream"
+  readonly onEvent: (event: RunEvent) => void
+  readonly close: () => Promise<void>
+}> => {
   const live = await Live.start({ host: "127.0.0.1", port: 0, title: "bench" })
   const g = globalThis as { Bun?: unknown; Deno?: unknown }
   if (g.Bun === undefined && g.Deno === undefined && existsSync("/usr/bin/chromium")) {
     const { chromium } = await import("playwright-core")
-    const browser = await chromium.launch({ executablePath: "/usr/bin/chromium", args: ["--headless=new", "--no-sandbox", "--disable-gpu"] })
+    const browser = await chromium.launch({
+      executablePath: "/usr/bin/chromium",
+      args: ["--headless=new", "--no-sandbox", "--disable-gpu"]
+    })
     const page = await browser.newPage()
     await page.goto(live.url)
-    return { kind: "chromium", onEvent: live.onEvent, close: async () => {
-      await live.close()
-      await browser.close()
-    } }
+    return {
+      kind: "chromium",
+      onEvent: live.onEvent,
+      close: async () => {
+        await live.close()
+        await browser.close()
+      }
+    }
   }
   const response = await fetch(`${live.url}events`)
   const reader = response.body!.getReader()
@@ -197,10 +208,14 @@ const watch = async (): Promise<{ readonly kind: "chromium" | "stream"; readonly
       // the page's side: read and drop
     }
   })()
-  return { kind: "stream", onEvent: live.onEvent, close: async () => {
-    await live.close()
-    await reading.catch(() => {})
-  } }
+  return {
+    kind: "stream",
+    onEvent: live.onEvent,
+    close: async () => {
+      await live.close()
+      await reading.catch(() => {})
+    }
+  }
 }
 
 /**
@@ -234,7 +249,10 @@ const maxAllowedFloodRate = async (): Promise<number> => {
  * remainder-sent median over the quiet one) and, in the full run, again with `rankNice: 10`
  * (`niced`), where busy ranks yield the CPU to the coordinator's thread.
  */
-export const run = async (quick: boolean, options: { readonly dashboard?: boolean } = {}): Promise<{
+export const run = async (
+  quick: boolean,
+  options: { readonly dashboard?: boolean } = {}
+): Promise<{
   readonly result: Result
   readonly hostile: Result
   readonly hostileRatio: number
@@ -262,14 +280,29 @@ export const run = async (quick: boolean, options: { readonly dashboard?: boolea
   const niced = quick ? undefined : await measure(quick, 10)
   const websocket = await measure(quick, 0, 0, "websocket")
   const ring = await measureRing(quick)
-  const markdown = dashboardTable([result, ...(watched === undefined ? [] : [watched]), ...(again === undefined ? [] : [again]), hostile, ...(niced === undefined ? [] : [niced]), websocket])
-  const ringLine = `\nring backend (worker threads, ${ring.worldSize} ranks, ${ring.params} parameters): ${ring.deaths} ranks exited inside an all-reduce; ` +
+  const markdown = dashboardTable([
+    result,
+    ...(watched === undefined ? [] : [watched]),
+    ...(again === undefined ? [] : [again]),
+    hostile,
+    ...(niced === undefined ? [] : [niced]),
+    websocket
+  ])
+  const ringLine =
+    `\nring backend (worker threads, ${ring.worldSize} ranks, ${ring.params} parameters): ${ring.deaths} ranks exited inside an all-reduce; ` +
     `declared → next completed round median ${Lib.fmt(ring.declaredToNextRoundMs.median)} ms, p99 ${Lib.fmt(ring.declaredToNextRoundMs.p99)} ms; ` +
     `${ring.generations} ring generations; lost ${ring.lost}, duplicated ${ring.duplicated}`
-  const ratioLine = ringLine + `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
-  const dashboard = watched === undefined || again === undefined
-    ? undefined
-    : { result: watched, again, ratio: watched.killToRecoveredMs.median / ((result.killToRecoveredMs.median + again.killToRecoveredMs.median) / 2) }
+  const ratioLine =
+    ringLine +
+    `\nhostile rank: kill → remainder sent median ${Lib.fmt(hostile.killToRecoveredMs.median)} ms with one rank flooding at ${floodRate} frames/s, ${Lib.fmt(hostileRatio)}x the quiet ${Lib.fmt(result.killToRecoveredMs.median)} ms`
+  const dashboard =
+    watched === undefined || again === undefined
+      ? undefined
+      : {
+          result: watched,
+          again,
+          ratio: watched.killToRecoveredMs.median / ((result.killToRecoveredMs.median + again.killToRecoveredMs.median) / 2)
+        }
   const dashboardLine = dashboard === undefined ? "" : dashboardText(dashboard.result, dashboard.ratio, result, dashboard.again)
   return {
     result,
@@ -288,18 +321,38 @@ export const run = async (quick: boolean, options: { readonly dashboard?: boolea
  * dashboard and one Chromium page, and unwatched again; the watched kill → remainder median
  * against the mean of the unwatched ones.
  */
-export const runDashboard = async (quick: boolean): Promise<{ readonly rows: ReadonlyArray<Result>; readonly ratio: number; readonly markdown: string }> => {
+export const runDashboard = async (
+  quick: boolean
+): Promise<{ readonly rows: ReadonlyArray<Result>; readonly ratio: number; readonly markdown: string }> => {
   const before = await measure(quick, 0)
   const watched = await measure(quick, 0, 0, "worker", true)
   const after = await measure(quick, 0)
   const ratio = watched.killToRecoveredMs.median / ((before.killToRecoveredMs.median + after.killToRecoveredMs.median) / 2)
-  return { rows: [before, watched, after], ratio, markdown: dashboardTable([before, watched, after]) + dashboardText(watched, ratio, before, after) }
+  return {
+    rows: [before, watched, after],
+    ratio,
+    markdown: dashboardTable([before, watched, after]) + dashboardText(watched, ratio, before, after)
+  }
 }
 
 /** The table's rows: one per cluster measured. */
 const dashboardTable = (rows: ReadonlyArray<Result>): string =>
   Lib.table(
-    ["transport", "watched", "worldSize", "rank nice", "flood frames/s", "kills", "kill→declared median ms", "kill→remainder sent median ms", "p99 ms", "hangs", "hang→declared median ms (timeout)", "lost", "duplicated"],
+    [
+      "transport",
+      "watched",
+      "worldSize",
+      "rank nice",
+      "flood frames/s",
+      "kills",
+      "kill→declared median ms",
+      "kill→remainder sent median ms",
+      "p99 ms",
+      "hangs",
+      "hang→declared median ms (timeout)",
+      "lost",
+      "duplicated"
+    ],
     rows.map((r) => [
       r.transport,
       r.watched === "none" ? "-" : `dashboard + ${r.watched}`,
@@ -336,7 +389,9 @@ if (Lib.isMain("failover") && process.argv.includes("--links-only")) {
     : await run(quick, { dashboard: process.argv.includes("--dashboard") })
   console.log(`## failover\n\n${markdown}\n`)
   // The dashboard's three clusters alone are kept apart from the full run's rows.
-  console.log(`results: ${Lib.writeResults(process.argv.includes("--dashboard-only") ? { failoverDashboard: data } : { failover: data }, quick)}`)
+  console.log(
+    `results: ${Lib.writeResults(process.argv.includes("--dashboard-only") ? { failoverDashboard: data } : { failover: data }, quick)}`
+  )
   if (process.argv.includes("--links")) {
     const links = await Links.runFailoverRows(quick, Links.paramsOf(process.argv))
     console.log(`## failover on links (served ranks across network namespaces)\n\n${links.markdown}\n`)

@@ -29,7 +29,17 @@ const measure = (worldSize: number, inflight: number, deathsWanted: number): Row
   // Every rank's span holds one fill and one more chunk.
   const epochSamples = worldSize * CHUNK * (inflight + 1)
   const state = Coordinator.make(
-    { worldSize, epochSamples, epochs: 1, mode: "progressive", chunkSamples: CHUNK, chunksInflightMax: inflight, heartbeatTimeoutMs: 1e15, evalEveryEpochs: 0, checkpointEveryEpochs: 0 },
+    {
+      worldSize,
+      epochSamples,
+      epochs: 1,
+      mode: "progressive",
+      chunkSamples: CHUNK,
+      chunksInflightMax: inflight,
+      heartbeatTimeoutMs: 1e15,
+      evalEveryEpochs: 0,
+      checkpointEveryEpochs: 0
+    },
     0
   )
   if ("_tag" in state) throw new Error(state.reason)
@@ -102,7 +112,12 @@ const measure = (worldSize: number, inflight: number, deathsWanted: number): Row
   }
   let summary: Coordinator.EpochSummary | undefined
   for (const rank of Coordinator.survivors(state)) {
-    for (const cmd of Coordinator.step(state, { _tag: "Frame", rank, nowMs: t, message: { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: new Float32Array(0) } })) {
+    for (const cmd of Coordinator.step(state, {
+      _tag: "Frame",
+      rank,
+      nowMs: t,
+      message: { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: new Float32Array(0) }
+    })) {
       if (cmd._tag === "EpochEnded") summary = cmd.summary
     }
   }
@@ -126,13 +141,24 @@ const measure = (worldSize: number, inflight: number, deathsWanted: number): Row
 /** Runs the grid; `quick` keeps it to a few seconds. */
 export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readonly markdown: string } => {
   const grid: Array<readonly [number, number]> = quick
-    ? [[1_000, 1], [1_000, 8]]
+    ? [
+        [1_000, 1],
+        [1_000, 8]
+      ]
     : [
-      [1_000, 1], [1_000, 2], [1_000, 4], [1_000, 8],
-      [10_000, 1], [10_000, 2], [10_000, 4], [10_000, 8],
-      [100_000, 1], [100_000, 8],
-      [1_000_000, 1], [1_000_000, 8]
-    ]
+        [1_000, 1],
+        [1_000, 2],
+        [1_000, 4],
+        [1_000, 8],
+        [10_000, 1],
+        [10_000, 2],
+        [10_000, 4],
+        [10_000, 8],
+        [100_000, 1],
+        [100_000, 8],
+        [1_000_000, 1],
+        [1_000_000, 8]
+      ]
   measure(1_000, 2, 100) // warm-up
   const rows = grid.map(([worldSize, inflight]) => {
     Lib.collectGarbage()
@@ -140,8 +166,32 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
     return measure(worldSize, inflight, 100)
   })
   const markdown = Lib.table(
-    ["worldSize", "in flight", "deaths", "chunks reclaimed", "death median ms", "reclaimed chunks/s", "re-dispatch ms", "completions to re-dispatch", "rest of epoch ms", "lost", "duplicated"],
-    rows.map((r) => [r.worldSize, r.inflight, r.deaths, r.chunksReclaimed, r.deathMedianMs, r.reclaimedPerSecond, r.redispatchMs, r.redispatchCompletions, r.epochMs, r.lost, r.duplicated])
+    [
+      "worldSize",
+      "in flight",
+      "deaths",
+      "chunks reclaimed",
+      "death median ms",
+      "reclaimed chunks/s",
+      "re-dispatch ms",
+      "completions to re-dispatch",
+      "rest of epoch ms",
+      "lost",
+      "duplicated"
+    ],
+    rows.map((r) => [
+      r.worldSize,
+      r.inflight,
+      r.deaths,
+      r.chunksReclaimed,
+      r.deathMedianMs,
+      r.reclaimedPerSecond,
+      r.redispatchMs,
+      r.redispatchCompletions,
+      r.epochMs,
+      r.lost,
+      r.duplicated
+    ])
   )
   return { rows, markdown }
 }

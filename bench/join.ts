@@ -31,53 +31,64 @@ export interface Row {
 }
 
 const measure = (liveRanks: number, joins: number): Promise<Row> =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const made = Core.make({
-      worldSize: liveRanks,
-      maxRanks: liveRanks + joins,
-      epochSamples: liveRanks * 4096,
-      epochs: 1,
-      mode: "progressive",
-      heartbeatTimeoutMs: 1e9,
-      coordinatorStallMs: 0
-    }, Lib.nowMs())
-    if ("_tag" in made) return yield* Effect.die(made.reason)
-    const inbox = yield* Queue.unbounded<Transport.Event, never>()
-    const firstChunkMs = new Map<number, number>()
-    let waiting: (() => void) | undefined
-    const sendUnsafe = (peer: number, frame: Uint8Array): Transport.TransportError | undefined => {
-      // Only the joiners' frames are decoded: the live ranks' cost nothing here.
-      if (peer < liveRanks || firstChunkMs.has(peer)) return undefined
-      const decoded = Codec.decode(frame, { from: "coordinator" })
-      if (Result.isSuccess(decoded) && (decoded.success.message as ToRank)._tag === "AssignChunk") {
-        firstChunkMs.set(peer, Lib.nowMs())
-        waiting?.()
-      }
-      return undefined
-    }
-    const transport = RecordingTransport.make(inbox, sendUnsafe)
-    const handle = yield* Coordinator.start({ state: made, transport, tickMs: 100, coordHeartbeatMs: Number.POSITIVE_INFINITY })
-    const hello = (rank: number) => Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 4 }))
-    yield* Queue.offerAll(inbox, Array.from({ length: liveRanks }, (_, rank) => ({ _tag: "Frame" as const, peer: rank, bytes: hello(rank), arrivedMs: 0 })))
-    while (!handle.state.started) yield* Effect.sleep(1)
-    const samples: Array<number> = []
-    for (let j = 0; j < joins; j++) {
-      const rank = liveRanks + j
-      const bytes = hello(rank)
-      const handed = new Promise<void>((resolve) => (waiting = resolve))
-      const sentMs = Lib.nowMs()
-      yield* Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes, arrivedMs: sentMs })
-      yield* Effect.promise(() => handed)
-      samples.push(firstChunkMs.get(rank)! - sentMs)
-    }
-    if (handle.state.counters.joins !== joins) return yield* Effect.die(`expected ${joins} joins, the core welcomed ${handle.state.counters.joins}`)
-    return {
-      liveRanks,
-      joins,
-      firstFrameToChunkMs: Lib.percentiles(samples),
-      samplesHanded: handle.state.joins.reduce((sum, j) => sum + j.samples, 0)
-    }
-  })))
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const made = Core.make(
+          {
+            worldSize: liveRanks,
+            maxRanks: liveRanks + joins,
+            epochSamples: liveRanks * 4096,
+            epochs: 1,
+            mode: "progressive",
+            heartbeatTimeoutMs: 1e9,
+            coordinatorStallMs: 0
+          },
+          Lib.nowMs()
+        )
+        if ("_tag" in made) return yield* Effect.die(made.reason)
+        const inbox = yield* Queue.unbounded<Transport.Event, never>()
+        const firstChunkMs = new Map<number, number>()
+        let waiting: (() => void) | undefined
+        const sendUnsafe = (peer: number, frame: Uint8Array): Transport.TransportError | undefined => {
+          // Only the joiners' frames are decoded: the live ranks' cost nothing here.
+          if (peer < liveRanks || firstChunkMs.has(peer)) return undefined
+          const decoded = Codec.decode(frame, { from: "coordinator" })
+          if (Result.isSuccess(decoded) && (decoded.success.message as ToRank)._tag === "AssignChunk") {
+            firstChunkMs.set(peer, Lib.nowMs())
+            waiting?.()
+          }
+          return undefined
+        }
+        const transport = RecordingTransport.make(inbox, sendUnsafe)
+        const handle = yield* Coordinator.start({ state: made, transport, tickMs: 100, coordHeartbeatMs: Number.POSITIVE_INFINITY })
+        const hello = (rank: number) => Codec.encode(Frame.fromRank(rank, { _tag: "Hello", paramsLength: 4 }))
+        yield* Queue.offerAll(
+          inbox,
+          Array.from({ length: liveRanks }, (_, rank) => ({ _tag: "Frame" as const, peer: rank, bytes: hello(rank), arrivedMs: 0 }))
+        )
+        while (!handle.state.started) yield* Effect.sleep(1)
+        const samples: Array<number> = []
+        for (let j = 0; j < joins; j++) {
+          const rank = liveRanks + j
+          const bytes = hello(rank)
+          const handed = new Promise<void>((resolve) => (waiting = resolve))
+          const sentMs = Lib.nowMs()
+          yield* Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes, arrivedMs: sentMs })
+          yield* Effect.promise(() => handed)
+          samples.push(firstChunkMs.get(rank)! - sentMs)
+        }
+        if (handle.state.counters.joins !== joins)
+          return yield* Effect.die(`expected ${joins} joins, the core welcomed ${handle.state.counters.joins}`)
+        return {
+          liveRanks,
+          joins,
+          firstFrameToChunkMs: Lib.percentiles(samples),
+          samplesHanded: handle.state.joins.reduce((sum, j) => sum + j.samples, 0)
+        }
+      })
+    )
+  )
 
 /** One row at 1,000 live ranks; `quick` joins 100 ranks instead of 1,000. */
 export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArray<Row>; readonly markdown: string }> => {

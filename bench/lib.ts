@@ -36,11 +36,7 @@ export const fmt = (value: number): string => {
 /** A markdown table. */
 export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string | number>>): string => {
   const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? fmt(c) : c)))
-  return [
-    `| ${header.join(" | ")} |`,
-    `|${header.map(() => "---").join("|")}|`,
-    ...cells.map((r) => `| ${r.join(" | ")} |`)
-  ].join("\n")
+  return [`| ${header.join(" | ")} |`, `|${header.map(() => "---").join("|")}|`, ...cells.map((r) => `| ${r.join(" | ")} |`)].join("\n")
 }
 
 /** `--quick` on the command line. */

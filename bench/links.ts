@@ -32,7 +32,7 @@ import * as Lib from "./lib.ts"
 const trainer = fileURLToPath(new URL("./trainers/waiting.ts", import.meta.url))
 const flag = (name: string, fallback: string): string => {
   const at = process.argv.indexOf(name)
-  return at < 0 ? fallback : process.argv[at + 1] ?? fallback
+  return at < 0 ? fallback : (process.argv[at + 1] ?? fallback)
 }
 /** `--round-deadline-ms N` (default 100: about a clean round here). */
 const roundDeadlineMs = Number(flag("--round-deadline-ms", "100"))
@@ -41,7 +41,11 @@ const roundQuorum = flag("--round-quorum", "")
 /** `--mode static|progressive` (default static). */
 const mode = flag("--mode", "static")
 const serveArgs = [
-  "--round-deadline-ms", String(roundDeadlineMs), "--mode", mode, ...(roundQuorum === "" ? [] : ["--round-quorum", roundQuorum])
+  "--round-deadline-ms",
+  String(roundDeadlineMs),
+  "--mode",
+  mode,
+  ...(roundQuorum === "" ? [] : ["--round-quorum", roundQuorum])
 ]
 const setting = `--mode ${mode}, --round-deadline-ms ${roundDeadlineMs}${roundQuorum === "" ? "" : `, --round-quorum ${roundQuorum}`}`
 const roundsMin = 20
@@ -91,7 +95,13 @@ const runCluster = async (options: {
     if (options.link === "1 Mbit/s") network.rateLimitBoth("b", { rateKbit: 1000, burstBytes: 4096, latencyMs: 400 })
     if (options.link === "30% loss") network.dropPercentBoth("b", 30)
     const { serve, ranks, out } = await Cluster.start(network, {
-      scratch, name: `run${clusters}`, trainer, worldSize: options.worldSize, epochs: options.epochs, port: 7300, lifetimeMs,
+      scratch,
+      name: `run${clusters}`,
+      trainer,
+      worldSize: options.worldSize,
+      epochs: options.epochs,
+      port: 7300,
+      lifetimeMs,
       hostOf: (rank) => (rank === 0 ? "b" : "c"),
       serveArgs,
       env: { COHORT_BENCH_PARAMS: String(options.params) }
@@ -101,7 +111,8 @@ const runCluster = async (options: {
     const killsWallMs: Array<number> = []
     for (const [rank, atMs] of options.kills) {
       await Cluster.sleep(Math.max(0, formedWallMs + atMs - Date.now()))
-      if (/run ended/.test(serve.stdout() + serve.stderr())) throw new Error(`the run ended before the kill at ${atMs} ms: give it more epochs`)
+      if (/run ended/.test(serve.stdout() + serve.stderr()))
+        throw new Error(`the run ended before the kill at ${atMs} ms: give it more epochs`)
       ranks[rank]!.kill("SIGKILL")
       killsWallMs.push(Date.now())
     }
@@ -129,7 +140,9 @@ const roundGaps = (events: ReadonlyArray<Cluster.Event>): ReadonlyArray<number> 
 
 /** Rounds closed at their deadline, from the journal's last event. */
 const roundsAtDeadline = (events: ReadonlyArray<Cluster.Event>): number => {
-  const ended = events.find((e) => e.type === "ended") as { readonly outcome?: { readonly counters?: { readonly roundsClosedAtDeadline?: number } } } | undefined
+  const ended = events.find((e) => e.type === "ended") as
+    | { readonly outcome?: { readonly counters?: { readonly roundsClosedAtDeadline?: number } } }
+    | undefined
   return ended?.outcome?.counters?.roundsClosedAtDeadline ?? Number.NaN
 }
 
@@ -144,14 +157,18 @@ export interface LossRow {
 }
 
 /** The loss ratio: the clean run, then the lossy one, in this bench run. */
-export const runLossRatio = async (quick: boolean, params: number): Promise<{ readonly rows: ReadonlyArray<LossRow>; readonly markdown: string }> => {
+export const runLossRatio = async (
+  quick: boolean,
+  params: number
+): Promise<{ readonly rows: ReadonlyArray<LossRow>; readonly markdown: string }> => {
   requireRoot()
   const measured: Array<Omit<LossRow, "ratio">> = []
   for (const link of ["clean", "30% loss"] as const) {
     Lib.note(`links: loss ratio, ${link}`)
     const ran = await runCluster({ link, worldSize: 3, epochs: quick ? 2 : 4, params, kills: [] })
     const gaps = roundGaps(ran.events)
-    if (gaps.length < roundsMin) throw new Error(`the ${link} run closed ${gaps.length + 1} rounds, fewer than the ${roundsMin} the ratio needs`)
+    if (gaps.length < roundsMin)
+      throw new Error(`the ${link} run closed ${gaps.length + 1} rounds, fewer than the ${roundsMin} the ratio needs`)
     if (!auditsClean(ran)) throw new Error(`the ${link} run's audit is not clean: ${JSON.stringify(ran.summary.epochs)}`)
     measured.push({
       link,
@@ -163,11 +180,35 @@ export const runLossRatio = async (quick: boolean, params: number): Promise<{ re
     })
   }
   const clean = measured[0]!
-  const rows = measured.map((m) => ({ ...m, ratio: { median: m.roundMs.median / clean.roundMs.median, p90: m.roundMs.p90 / clean.roundMs.p90 } }))
-  const markdown = Lib.table(
-    ["rank 0's link", "round gaps measured", "closed at deadline", "round ms median", "p90", "ratio median", "ratio p90", "deaths", "run s"],
-    rows.map((r) => [r.link, r.rounds, r.roundsAtDeadline, r.roundMs.median, r.roundMs.p90, r.ratio.median, r.ratio.p90, r.deaths, r.wallMs / 1000])
-  ) + `\n\n3 served ranks (rank 0 on the link named), ${params.toLocaleString("en-US")} parameters, ${setting}; target: ratio <= 1.5`
+  const rows = measured.map((m) => ({
+    ...m,
+    ratio: { median: m.roundMs.median / clean.roundMs.median, p90: m.roundMs.p90 / clean.roundMs.p90 }
+  }))
+  const markdown =
+    Lib.table(
+      [
+        "rank 0's link",
+        "round gaps measured",
+        "closed at deadline",
+        "round ms median",
+        "p90",
+        "ratio median",
+        "ratio p90",
+        "deaths",
+        "run s"
+      ],
+      rows.map((r) => [
+        r.link,
+        r.rounds,
+        r.roundsAtDeadline,
+        r.roundMs.median,
+        r.roundMs.p90,
+        r.ratio.median,
+        r.ratio.p90,
+        r.deaths,
+        r.wallMs / 1000
+      ])
+    ) + `\n\n3 served ranks (rank 0 on the link named), ${params.toLocaleString("en-US")} parameters, ${setting}; target: ratio <= 1.5`
   return { rows, markdown }
 }
 
@@ -183,12 +224,20 @@ export interface FailoverLinkRow {
 }
 
 /** The failover bench's link rows. */
-export const runFailoverRows = async (quick: boolean, params: number): Promise<{ readonly rows: ReadonlyArray<FailoverLinkRow>; readonly markdown: string }> => {
+export const runFailoverRows = async (
+  quick: boolean,
+  params: number
+): Promise<{ readonly rows: ReadonlyArray<FailoverLinkRow>; readonly markdown: string }> => {
   requireRoot()
   const rows: Array<FailoverLinkRow> = []
   for (const link of ["clean", "1 Mbit/s", "30% loss"] as const) {
     Lib.note(`links: failover, rank 0's link ${link}`)
-    const kills: ReadonlyArray<readonly [number, number]> = quick ? [[4, 3000]] : [[4, 3000], [3, 6000]]
+    const kills: ReadonlyArray<readonly [number, number]> = quick
+      ? [[4, 3000]]
+      : [
+          [4, 3000],
+          [3, 6000]
+        ]
     const ran = await runCluster({ link, worldSize: 5, epochs: quick ? 6 : 10, params, kills })
     const killed = new Set(kills.map(([rank]) => rank))
     const deathOf = (rank: number) => ran.summary.deaths.find((d) => d.rank === rank)
@@ -205,10 +254,21 @@ export const runFailoverRows = async (quick: boolean, params: number): Promise<{
       wallMs: ran.wallMs
     })
   }
-  const markdown = Lib.table(
-    ["rank 0's link", "kills", "kill → declared ms (median)", "kill → remainder sent ms (median)", "false deaths", "lost", "duplicated", "run s"],
-    rows.map((r) => [r.link, r.kills, r.killToDeclaredMs, r.killToRecoveredMs, r.falseDeaths, r.lost, r.duplicated, r.wallMs / 1000])
-  ) + `\n\n5 served ranks (rank 0 on the link named, ranks 1-4 in another host; ranks 4 and 3 SIGKILLed at 3 s and 6 s), ${params.toLocaleString("en-US")} parameters, ${setting}; target: 0 false deaths`
+  const markdown =
+    Lib.table(
+      [
+        "rank 0's link",
+        "kills",
+        "kill → declared ms (median)",
+        "kill → remainder sent ms (median)",
+        "false deaths",
+        "lost",
+        "duplicated",
+        "run s"
+      ],
+      rows.map((r) => [r.link, r.kills, r.killToDeclaredMs, r.killToRecoveredMs, r.falseDeaths, r.lost, r.duplicated, r.wallMs / 1000])
+    ) +
+    `\n\n5 served ranks (rank 0 on the link named, ranks 1-4 in another host; ranks 4 and 3 SIGKILLed at 3 s and 6 s), ${params.toLocaleString("en-US")} parameters, ${setting}; target: 0 false deaths`
   return { rows, markdown }
 }
 
@@ -219,5 +279,7 @@ if (Lib.isMain("links")) {
   console.log(`## links: round time with one rank at 30% loss\n\n${loss.markdown}\n`)
   const failover = process.argv.includes("--loss-only") ? undefined : await runFailoverRows(quick, params)
   if (failover !== undefined) console.log(`## links: failover\n\n${failover.markdown}\n`)
-  console.log(`results: ${Lib.writeResults({ linksLoss: loss.rows, ...(failover === undefined ? {} : { linksFailover: failover.rows }) }, quick)}`)
+  console.log(
+    `results: ${Lib.writeResults({ linksLoss: loss.rows, ...(failover === undefined ? {} : { linksFailover: failover.rows }) }, quick)}`
+  )
 }

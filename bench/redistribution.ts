@@ -103,8 +103,28 @@ export const run = (quick: boolean): { readonly rows: ReadonlyArray<Row>; readon
     }
   }
   const markdown = Lib.table(
-    ["worldSize", "remainder", "deaths", "core median ms", "core p99 ms", "baseline median ms", "speedup", "ExtendPartition/s", "state B/rank"],
-    rows.map((r) => [r.worldSize, r.remainder, r.deaths, r.coreMedianMs, r.coreP99Ms, r.baselineMedianMs, `${Lib.fmt(r.speedup)}x`, r.extensionsPerSecond, r.stateBytesPerRank])
+    [
+      "worldSize",
+      "remainder",
+      "deaths",
+      "core median ms",
+      "core p99 ms",
+      "baseline median ms",
+      "speedup",
+      "ExtendPartition/s",
+      "state B/rank"
+    ],
+    rows.map((r) => [
+      r.worldSize,
+      r.remainder,
+      r.deaths,
+      r.coreMedianMs,
+      r.coreP99Ms,
+      r.baselineMedianMs,
+      `${Lib.fmt(r.speedup)}x`,
+      r.extensionsPerSecond,
+      r.stateBytesPerRank
+    ])
   )
   return { rows, markdown }
 }

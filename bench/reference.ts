@@ -38,7 +38,9 @@ const runJson = (command: string, args: ReadonlyArray<string>, library: Referenc
   const ran = spawnSync(command, args, { encoding: "utf8", timeout: 600_000, env: { ...process.env, OMP_NUM_THREADS: "1" } })
   const line = ran.stdout?.split("\n").find((l) => l.startsWith("{"))
   if (ran.status !== 0 || line === undefined) {
-    note(`reference ${library}: not measured (${ran.error?.message ?? `exit ${ran.status}`}: ${(ran.stderr ?? "").trim().split("\n").slice(-1)[0] ?? ""})`)
+    note(
+      `reference ${library}: not measured (${ran.error?.message ?? `exit ${ran.status}`}: ${(ran.stderr ?? "").trim().split("\n").slice(-1)[0] ?? ""})`
+    )
     return undefined
   }
   return { ...(JSON.parse(line) as Omit<Reference, "library">), library }
@@ -80,7 +82,8 @@ if (isMain("reference")) {
   const warmup = Number(flag("warmup") ?? 5)
   const rows: Array<Array<string | number>> = []
   for (const params of sizes) {
-    for (const r of measureReferences(ranks, params, rounds, warmup)) rows.push([r.library, r.ranks, r.params, fmt(r.medianMs), fmt(r.p90Ms)])
+    for (const r of measureReferences(ranks, params, rounds, warmup))
+      rows.push([r.library, r.ranks, r.params, fmt(r.medianMs), fmt(r.p90Ms)])
   }
   console.log(`all-reduce reference points (ms a round, median / p90 of ${rounds} rounds after ${warmup} warm-up rounds; slowest rank)`)
   console.log(table(["library", "ranks", "params", "median ms", "p90 ms"], rows))

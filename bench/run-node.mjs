@@ -15,7 +15,12 @@ await build({
   outfile: "dist/bench.mjs",
   logLevel: "warning"
 })
-for (const command of [["dist/bench.mjs", "--no-failover"], ["--import", "tsx", "bench/failover.ts"], ["--import", "tsx", "bench/straggler.ts"], ["--import", "tsx", "bench/churn.ts"]]) {
+for (const command of [
+  ["dist/bench.mjs", "--no-failover"],
+  ["--import", "tsx", "bench/failover.ts"],
+  ["--import", "tsx", "bench/straggler.ts"],
+  ["--import", "tsx", "bench/churn.ts"]
+]) {
   const { status } = spawnSync(process.execPath, [...command, ...args], { stdio: "inherit" })
   if (status !== 0) process.exit(status ?? 1)
 }

@@ -83,7 +83,21 @@ export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArra
   })
   const rows = [row("healthy", healthy, 0), row("straggler, rounds wait", waits, 0), row("straggler, round deadline", deadline, deadlineMs)]
   const markdown = Lib.table(
-    ["run", "ranks", "deadline ms", "rounds", "at deadline", "open ms median", "round ms median", "p99", "× healthy", "epoch ms", "× healthy", "lost", "duplicated"],
+    [
+      "run",
+      "ranks",
+      "deadline ms",
+      "rounds",
+      "at deadline",
+      "open ms median",
+      "round ms median",
+      "p99",
+      "× healthy",
+      "epoch ms",
+      "× healthy",
+      "lost",
+      "duplicated"
+    ],
     rows.map((r) => [
       r.run,
       r.worldSize,

@@ -65,7 +65,7 @@ pump()
 
 /** Cohort sender inside a worker: `n` frames to the coordinator, windowed on ack frames. */
 const transportSender = (t: Transport.TransportShape, n: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let sent = 0
     let acked = 0
     while (sent < n) {
@@ -114,19 +114,25 @@ const rawWorker = (n: number): Promise<number> =>
     worker.on("error", reject)
   })
 
-const cohortWorker = (decode: boolean) => (n: number): Promise<number> =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const host = yield* Worker.host()
-    yield* host.spawn({ entry: import.meta.url, rank: 0, data: { benchTransport: true, n } })
-    const t = host.transport
-    return yield* receive(t, 0, n, decode)
-  })))
+const cohortWorker =
+  (decode: boolean) =>
+  (n: number): Promise<number> =>
+    Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const host = yield* Worker.host()
+          yield* host.spawn({ entry: import.meta.url, rank: 0, data: { benchTransport: true, n } })
+          const t = host.transport
+          return yield* receive(t, 0, n, decode)
+        })
+      )
+    )
 
 let decoded = 0
 
 /** Counts `n` frames from `peer` on `t`, acking each window, decoding each with the wire codec when `decode`; frames per second. */
 const receive = (t: Transport.TransportShape, peer: Transport.Peer, n: number, decode = false) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     let received = 0
     let started = 0
     while (received < n) {
@@ -186,23 +192,33 @@ const rawWebSocket = async (n: number): Promise<number> => {
   return rate
 }
 
-const cohortWebSocket = (decode: boolean) => (n: number): Promise<number> =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const runToken = "bench-run-token-0001"
-    const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
-    const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
-    yield* Effect.forkScoped(transportSender(client.transport, n))
-    return yield* receive(server.transport, 0, n, decode)
-  })))
+const cohortWebSocket =
+  (decode: boolean) =>
+  (n: number): Promise<number> =>
+    Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const runToken = "bench-run-token-0001"
+          const server = yield* WebSocket.serve({ runToken, worldSize: 1 })
+          const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 0 })
+          yield* Effect.forkScoped(transportSender(client.transport, n))
+          return yield* receive(server.transport, 0, n, decode)
+        })
+      )
+    )
 
 const cohortMemory = (n: number): Promise<number> =>
-  Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-    const network = yield* Memory.make
-    const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
-    const rank = yield* network.endpoint(0)
-    yield* Effect.forkScoped(transportSender(rank, n))
-    return yield* receive(coordinator, 0, n)
-  })))
+  Effect.runPromise(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const network = yield* Memory.make
+        const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
+        const rank = yield* network.endpoint(0)
+        yield* Effect.forkScoped(transportSender(rank, n))
+        return yield* receive(coordinator, 0, n)
+      })
+    )
+  )
 
 // ---------------------------------------------------------------------------------------------
 // Main

@@ -16,7 +16,10 @@ const platform = built ? "../dist/src/platform/detect.js" : "../src/platform/det
 // ends its process itself when its rank leaves: it says so through `io.leaving` first.
 let done = false
 process.on("exit", (code) => {
-  if (!done) process.stderr.write(`cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`)
+  if (!done)
+    process.stderr.write(
+      `cohort: the process exited with code ${code} before the command finished (did the trainer module call process.exit?)\n`
+    )
 })
 const { commandOf, main, terminalIo } = await import(cli)
 const { detect } = await import(platform)

@@ -30,19 +30,23 @@ await build({
   format: "esm",
   target: "es2022",
   logLevel: "warning",
-  plugins: [{
-    name: "one-module-per-file",
-    setup: (plugin) => {
-      plugin.onResolve({ filter: /.*/ }, (args) => {
-        if (args.kind === "entry-point") return undefined
-        const relative = args.path.startsWith("./") || args.path.startsWith("../")
-        return { path: relative ? args.path.replace(/\.ts$/, ".js") : args.path, external: true }
-      })
+  plugins: [
+    {
+      name: "one-module-per-file",
+      setup: (plugin) => {
+        plugin.onResolve({ filter: /.*/ }, (args) => {
+          if (args.kind === "entry-point") return undefined
+          const relative = args.path.startsWith("./") || args.path.startsWith("../")
+          return { path: relative ? args.path.replace(/\.ts$/, ".js") : args.path, external: true }
+        })
+      }
     }
-  }]
+  ]
 })
 
-const tsc = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "inherit" })
+const tsc = spawnSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], {
+  stdio: "inherit"
+})
 if (tsc.status !== 0) throw new Error(`tsc (declarations) failed with exit code ${tsc.status}`)
 // tsc keeps the `.ts` of relative imports in declarations; the files beside them are `.d.ts`.
 for (const file of filesUnder("dist", (name) => name.endsWith(".d.ts"))) {

@@ -24,7 +24,15 @@ export const make = (
   flush: Effect.void,
   inbox,
   events: Stream.fromQueue(inbox),
-  stats: Effect.succeed({ framesSent: 0, messagesSent: 0, framesReceived: 0, messagesReceived: 0, badFrames: 0, overflows: 0, refusedMessages: 0 }),
+  stats: Effect.succeed({
+    framesSent: 0,
+    messagesSent: 0,
+    framesReceived: 0,
+    messagesReceived: 0,
+    badFrames: 0,
+    overflows: 0,
+    refusedMessages: 0
+  }),
   lastArrivalMs: () => undefined,
   disconnect
 })

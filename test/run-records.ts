@@ -35,9 +35,13 @@ const ofResult = (result: RunTypes.RunResult): Records => ({
 export const expectRecordsAgree = async (runDir: string, printed?: RunTypes.RunResult): Promise<Records> => {
   const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunTypes.RunResult
   const text = readFileSync(join(runDir, "events.ndjson"), "utf8")
-  const events = text.split("\n").filter((line) => line.trim() !== "").map((line) => JSON.parse(line) as Event)
+  const events = text
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Event)
   const rebuilt = resultFromEvents(text)
-  if (typeof rebuilt === "string" || rebuilt.outcome === undefined) throw new Error(`the journal of ${runDir} does not read as a finished run: ${typeof rebuilt === "string" ? rebuilt : rebuilt.cut}`)
+  if (typeof rebuilt === "string" || rebuilt.outcome === undefined)
+    throw new Error(`the journal of ${runDir} does not read as a finished run: ${typeof rebuilt === "string" ? rebuilt : rebuilt.cut}`)
   let reported = ""
   const code = await Cli.main(["report", runDir, "--json"], {
     out: (chunk) => void (reported += chunk),
@@ -56,18 +60,24 @@ export const expectRecordsAgree = async (runDir: string, printed?: RunTypes.RunR
   const journal: Records = {
     evals: evalEvents.map((e) => [e.epoch as number, e.rank as number, e.accuracy as number] as const),
     // An epoch line goes out before its eval: the accuracy is the last eval event's for the epoch.
-    accuracy: events.filter((e) => e.type === "epoch").map((e) => {
-      const epoch = (e.summary as { readonly epoch: number }).epoch
-      return [epoch, [...evalEvents].reverse().find((v) => v.epoch === epoch)?.accuracy as number | undefined] as const
-    }),
-    audits: events.filter((e) => e.type === "epoch").map((e) => {
-      const s = e.summary as RunTypes.RunResult["epochs"][number]
-      return [s.epoch, s.samplesCommitted, s.lost, s.duplicated, s.deaths.length] as const
-    }),
-    deaths: events.filter((e) => e.type === "death").map((e) => {
-      const d = e.death as RunTypes.DeathTiming
-      return [d.rank, d.epoch, d.detector] as const
-    })
+    accuracy: events
+      .filter((e) => e.type === "epoch")
+      .map((e) => {
+        const epoch = (e.summary as { readonly epoch: number }).epoch
+        return [epoch, [...evalEvents].reverse().find((v) => v.epoch === epoch)?.accuracy as number | undefined] as const
+      }),
+    audits: events
+      .filter((e) => e.type === "epoch")
+      .map((e) => {
+        const s = e.summary as RunTypes.RunResult["epochs"][number]
+        return [s.epoch, s.samplesCommitted, s.lost, s.duplicated, s.deaths.length] as const
+      }),
+    deaths: events
+      .filter((e) => e.type === "death")
+      .map((e) => {
+        const d = e.death as RunTypes.DeathTiming
+        return [d.rank, d.epoch, d.detector] as const
+      })
   }
   const pageRecords: Records = {
     evals: expected.evals,

@@ -18,9 +18,7 @@ export interface Violation {
 
 const stripComments = (text: string): string =>
   // Keep line structure so line numbers stay right.
-  text
-    .replace(/\/\*[\s\S]*?\*\//g, (block) => block.replace(/[^\n]/g, " "))
-    .replace(/(^|[^:"'`\\])\/\/.*$/gm, (_m, lead: string) => lead)
+  text.replace(/\/\*[\s\S]*?\*\//g, (block) => block.replace(/[^\n]/g, " ")).replace(/(^|[^:"'`\\])\/\/.*$/gm, (_m, lead: string) => lead)
 
 /** Every import/export specifier in a file, with its 1-based line. */
 export const importSpecifiers = (text: string): Array<{ readonly specifier: string; readonly line: number }> => {
@@ -56,18 +54,7 @@ const normalize = (parts: ReadonlyArray<string>): string => {
 export const resolveRelative = (fromPath: string, specifier: string): string =>
   normalize([...fromPath.split("/").slice(0, -1), ...specifier.split("/")])
 
-type Area =
-  | "core"
-  | "wire"
-  | "actor"
-  | "transport"
-  | "platform"
-  | "averaging"
-  | "train"
-  | "cli"
-  | "dashboard"
-  | "actors"
-  | "other"
+type Area = "core" | "wire" | "actor" | "transport" | "platform" | "averaging" | "train" | "cli" | "dashboard" | "actors" | "other"
 
 const areaOf = (path: string): Area => {
   if (path.startsWith("src/core/")) return "core"
@@ -126,7 +113,10 @@ const packageName = (specifier: string): string => {
 }
 
 const runtimeSpecific = (specifier: string): boolean =>
-  specifier.startsWith("node:") || specifier.startsWith("bun:") || specifier === "ws" || specifier.startsWith("jsr:") ||
+  specifier.startsWith("node:") ||
+  specifier.startsWith("bun:") ||
+  specifier === "ws" ||
+  specifier.startsWith("jsr:") ||
   specifier.startsWith("npm:")
 
 /** Globals banned in `src/core`: the core takes time as `nowMs` and randomness as a seed. */
@@ -288,7 +278,10 @@ const opensFunction = (line: string): boolean => {
   if (!/\{\s*$/.test(line)) return false
   if (/=>\s*\{\s*$/.test(line)) return true
   if (/\bfunction\b\s*\*?\s*[\w$]*\s*(?:<[^>]*>)?\s*\([^]*\)[^{]*\{\s*$/.test(line)) return true
-  const method = /^\s*(?:(?:public|private|protected|static|async|override|get|set)\s+)*\*?\s*([\w$]+)\s*(?:<[^>]*>)?\s*\([^]*\)\s*(?::[^{]*)?\{\s*$/.exec(line)
+  const method =
+    /^\s*(?:(?:public|private|protected|static|async|override|get|set)\s+)*\*?\s*([\w$]+)\s*(?:<[^>]*>)?\s*\([^]*\)\s*(?::[^{]*)?\{\s*$/.exec(
+      line
+    )
   return method !== null && !controlWords.has(method[1] ?? "")
 }
 
@@ -315,7 +308,12 @@ export const longFunctions = (files: ReadonlyArray<SourceFile>, linesMax = funct
           const length = i - index + 1
           const reason = /^\s*\/\/\s*Long because\b/.test(original[index + 1] ?? "")
           if (length > linesMax && !reason) {
-            found.push({ path: file.path, line: index + 1, rule: "length", detail: `a function of ${length} lines (at most ${linesMax} without a "// Long because" reason)` })
+            found.push({
+              path: file.path,
+              line: index + 1,
+              rule: "length",
+              detail: `a function of ${length} lines (at most ${linesMax} without a "// Long because" reason)`
+            })
           }
           return
         }
@@ -338,7 +336,12 @@ export const check = (files: ReadonlyArray<SourceFile>): ReadonlyArray<Violation
         if (!allowedAreas[area].includes(targetArea)) {
           violations.push({ path: file.path, line, rule: "import", detail: `${area} may not import ${target}` })
         } else if (targetArea === "actors" && file.path.startsWith("src/") && target !== cliEntry) {
-          violations.push({ path: file.path, line, rule: "import", detail: `src may import actors/ only through ${cliEntry}, not ${target}` })
+          violations.push({
+            path: file.path,
+            line,
+            rule: "import",
+            detail: `src may import actors/ only through ${cliEntry}, not ${target}`
+          })
         }
         continue
       }

@@ -69,7 +69,9 @@ describe("tidy: docs/design.md §2 import rules, cycles, function length and ban
       { path: "actors/c.ts", text: 'import * as A from "./a.ts"' },
       { path: "actors/d.ts", text: 'import * as A from "./a.ts"' }
     ]
-    expect(Tidy.check(files).map((v) => `${v.rule} ${v.detail}`)).toEqual(["cycle actors/a.ts -> actors/b.ts -> actors/c.ts -> actors/a.ts"])
+    expect(Tidy.check(files).map((v) => `${v.rule} ${v.detail}`)).toEqual([
+      "cycle actors/a.ts -> actors/b.ts -> actors/c.ts -> actors/a.ts"
+    ])
     expect(Tidy.check(files.slice(1))).toEqual([])
   })
 
@@ -94,9 +96,9 @@ describe("tidy: docs/design.md §2 import rules, cycles, function length and ban
     expect(Tidy.check([{ path: "src/cli/b.ts", text: 'import * as L from "../../actors/launcher.ts"' }]).map((v) => v.detail)).toEqual([
       `src may import actors/ only through ${Tidy.cliEntry}, not actors/launcher.ts`
     ])
-    expect(Tidy.check([{ path: "src/platform/c.ts", text: 'import * as T from "../transport/transport.ts"' }]).map((v) => v.detail)).toEqual([
-      "platform may not import src/transport/transport.ts"
-    ])
+    expect(
+      Tidy.check([{ path: "src/platform/c.ts", text: 'import * as T from "../transport/transport.ts"' }]).map((v) => v.detail)
+    ).toEqual(["platform may not import src/transport/transport.ts"])
   })
 
   it("resolves relative specifiers across folders", () => {

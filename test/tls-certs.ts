@@ -27,12 +27,33 @@ const openssl = (args: ReadonlyArray<string>, cwd: string): string => {
     return execFileSync("openssl", args, { cwd, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
   } catch (error) {
     const code = (error as { code?: string }).code
-    throw new Error(code === "ENOENT" ? "these tests need openssl on PATH (apt-get install -y openssl)" : `openssl ${args[0]} failed: ${String(error)}`)
+    throw new Error(
+      code === "ENOENT" ? "these tests need openssl on PATH (apt-get install -y openssl)" : `openssl ${args[0]} failed: ${String(error)}`
+    )
   }
 }
 
 const newCa = (dir: string, name: string): void => {
-  openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-days", "2", "-subj", `/CN=${name}`, "-keyout", `${name}.key`, "-out", `${name}.pem`], dir)
+  openssl(
+    [
+      "req",
+      "-x509",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-days",
+      "2",
+      "-subj",
+      `/CN=${name}`,
+      "-keyout",
+      `${name}.key`,
+      "-out",
+      `${name}.pem`
+    ],
+    dir
+  )
 }
 
 /** A CA and a server certificate for `localhost`, `127.0.0.1` and each of `addresses`. */
@@ -40,10 +61,45 @@ export const makeTestCerts = (addresses: ReadonlyArray<string> = []): TestCerts 
   const dir = mkdtempSync(join(tmpdir(), "cohort-tls-"))
   newCa(dir, "ca")
   newCa(dir, "other-ca")
-  openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes", "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr"], dir)
+  openssl(
+    [
+      "req",
+      "-newkey",
+      "ec",
+      "-pkeyopt",
+      "ec_paramgen_curve:prime256v1",
+      "-nodes",
+      "-subj",
+      "/CN=localhost",
+      "-keyout",
+      "server.key",
+      "-out",
+      "server.csr"
+    ],
+    dir
+  )
   const names = ["DNS:localhost", "IP:127.0.0.1", ...addresses.map((address) => `IP:${address}`)]
   writeFileSync(join(dir, "ext.cnf"), `subjectAltName=${names.join(",")}\nbasicConstraints=CA:FALSE\n`)
-  openssl(["x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-days", "2", "-extfile", "ext.cnf", "-out", "server.pem"], dir)
+  openssl(
+    [
+      "x509",
+      "-req",
+      "-in",
+      "server.csr",
+      "-CA",
+      "ca.pem",
+      "-CAkey",
+      "ca.key",
+      "-CAcreateserial",
+      "-days",
+      "2",
+      "-extfile",
+      "ext.cnf",
+      "-out",
+      "server.pem"
+    ],
+    dir
+  )
   const fingerprint = openssl(["x509", "-in", "server.pem", "-noout", "-fingerprint", "-sha256"], dir)
   const read = (name: string) => readFileSync(join(dir, name), "utf8")
   return {

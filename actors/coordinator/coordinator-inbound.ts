@@ -52,7 +52,10 @@ export interface Hooks {
    * `undefined` when there is none (no usable contribution ever, or no ring member left). The
    * launcher writes it on the coordinator's host before the epoch's audit is final.
    */
-  readonly onEpochModel?: (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined) => void
+  readonly onEpochModel?: (
+    epoch: number,
+    model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined
+  ) => void
   /**
    * The averaging traffic of a round that just closed, in bytes of frames, before its
    * `AverageRound` reaches `onCommand`: `received` (its `Params`, or the ring steps relayed) and
@@ -153,7 +156,10 @@ export const observe = (f: () => void): void => {
  * @since 0.1.0
  * @category utils
  */
-export const decodeFrame = (event: Transport.Frame, paramsLengthMax: number | undefined): Result.Result<Frame.Frame, WireError.WireError> =>
+export const decodeFrame = (
+  event: Transport.Frame,
+  paramsLengthMax: number | undefined
+): Result.Result<Frame.Frame, WireError.WireError> =>
   isDecodedFrame(event.decoded)
     ? Result.succeed(event.decoded)
     : Codec.decode(event.bytes, paramsLengthMax === undefined ? { from: event.peer } : { from: event.peer, paramsLengthMax })
@@ -192,7 +198,9 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     crashes.delete(rank)
     // A rank that said `Crashing` and then ended its process, or closed its socket normally
     // (a joined rank leaves that way), crashed with that error.
-    const ended = cause._tag === "Exited" || cause._tag === "Crashed" ||
+    const ended =
+      cause._tag === "Exited" ||
+      cause._tag === "Crashed" ||
       (cause._tag === "Disconnected" && cause.closeCode === Transport.CloseCode.Normal)
     return ended ? DeathReport.crashed(crash.error, crash.stack) : cause
   }
@@ -220,7 +228,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         return
       }
     }
-    if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat") sentControlBytes += bytes.length
+    if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat")
+      sentControlBytes += bytes.length
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
     else if (message._tag === "Update" || message._tag === "RingData") bytesSent += bytes.length
@@ -265,14 +274,22 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     const members = relayRing
     const ringRank = members?.ringRankOf.get(from)
     if (
-      ring === undefined || members === undefined || ringRank === undefined || message.generation !== ring.generation ||
-      members.generation !== ring.generation || state.phase !== "running" || !Core.isLive(state, from) ||
-      state.paramsLength === undefined || closedFor.has(from)
+      ring === undefined ||
+      members === undefined ||
+      ringRank === undefined ||
+      message.generation !== ring.generation ||
+      members.generation !== ring.generation ||
+      state.phase !== "running" ||
+      !Core.isLive(state, from) ||
+      state.paramsLength === undefined ||
+      closedFor.has(from)
     ) {
       relayDropped += 1
       return undefined
     }
-    const problem = Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength }) ?? relayOrder.check(from, message, state.round)
+    const problem =
+      Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength }) ??
+      relayOrder.check(from, message, state.round)
     if (problem !== undefined) return problem
     const next = members.peers[(ringRank + 1) % members.peers.length]!
     if (next === from || !Core.isLive(state, next)) {
@@ -299,7 +316,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           // bound, such as more parameters than the run agreed; 1008 a frame naming another rank;
           // 1002 anything else) and it is declared dead, refused, with the reason in words.
           const code = WireError.closeCode(decoded.failure)
-          if (!closedFor.has(event.peer)) closedFor.set(event.peer, `a bad frame (close code ${code}): ${WireError.words(decoded.failure.reason)}`)
+          if (!closedFor.has(event.peer))
+            closedFor.set(event.peer, `a bad frame (close code ${code}): ${WireError.words(decoded.failure.reason)}`)
           transport.disconnect(event.peer, code)
           return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
         }
@@ -316,7 +334,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           }
         }
         if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
-        if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer)) return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
+        if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer))
+          return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
         observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
         return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
       }
@@ -326,7 +345,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         // A joiner turned away, or one that left before its Hello, was never a rank of the run.
         if (turnedAway.has(event.rank) || Core.isVacant(state, event.rank)) return undefined
         held.delete(event.rank)
-        return Effect.gen(function*() {
+        return Effect.gen(function* () {
           const nowMs = yield* Clock.currentTimeMillis
           yield* stepAndExecute({ _tag: "DeathReport", rank: event.rank, nowMs, cause: causeOf(event.rank, event.cause) })
           yield* options.wake

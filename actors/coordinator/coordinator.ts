@@ -123,7 +123,11 @@ export interface Options {
    * (`SharedAllReduce.commit`): that generation's rounds are then committed through it, not sent
    * as `RoundCommitted` frames (one store and one wake-up instead of a frame per member).
    */
-  readonly formRingLinks?: (generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined
+  readonly formRingLinks?: (
+    generation: number,
+    peers: ReadonlyArray<Rank>,
+    paramsLength: number | undefined
+  ) => ((round: number) => void) | undefined
   /**
    * `cpu` backend: how each round's `Update` travels (docs/edge-averaging.md): `none` (default,
    * float32), `fp16` or `int8` (`Packed`, with error feedback: what packing dropped is added to
@@ -365,11 +369,12 @@ const carryOut = (shell: Shell, command: Core.Command, refused: Array<Refused>):
       case "EpochModel": {
         // cpu: the outer optimizer's momentum goes with the model it was last updated with.
         const last = shell.lastModel
-        const model = command.params !== undefined
-          ? { round: command.round, params: command.params }
-          : state.ring === undefined && last !== undefined
-          ? { ...last, ...(shell.outerMomentum === undefined ? {} : { outerMomentum: shell.outerMomentum }) }
-          : undefined
+        const model =
+          command.params !== undefined
+            ? { round: command.round, params: command.params }
+            : state.ring === undefined && last !== undefined
+              ? { ...last, ...(shell.outerMomentum === undefined ? {} : { outerMomentum: shell.outerMomentum }) }
+              : undefined
         observe(() => hooks.onEpochModel?.(command.epoch, model))
         break
       }
@@ -386,7 +391,7 @@ const carryOut = (shell: Shell, command: Core.Command, refused: Array<Refused>):
   })
 
 const execute = (shell: Shell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     for (const command of commands) {
       const refused: Array<Refused> = []
       yield* carryOut(shell, command, refused)
@@ -409,7 +414,7 @@ const settle = (shell: Shell): Effect.Effect<void> =>
 // One step's commands go out without yielding to the event loop in between, so that a death's
 // extensions reach the transport together, before any further input is read.
 const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, hooks } = shell
     const bytesBefore = shell.io.controlBytes()
     yield* execute(shell, commands)
@@ -448,7 +453,7 @@ const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> =>
  * starts at the Hello that completes it; the rest of its batch is then ordinary input.
  */
 const form = (shell: Shell, message: Message): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, outcome, joined, io } = shell
     if (message._tag !== "Inbound") return yield* formed(shell, yield* Clock.currentTimeMillis)
     for (const event of message.events) {
@@ -467,7 +472,10 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
           continue
         }
         const at = cause._tag === "Crashed" && cause.stack !== undefined ? DeathReport.topFrame(cause.stack) : ""
-        yield* Deferred.fail(outcome, new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`))
+        yield* Deferred.fail(
+          outcome,
+          new FormationError(`rank ${event.rank} ${Core.causeText(cause)} before the run formed${at === "" ? "" : ` (${at})`}`)
+        )
         return
       }
       if (event._tag === "Frame") {
@@ -482,16 +490,20 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
 
 /** Starts the core once enough ranks joined: the resumed model first, then a rank whose count differs is refused. */
 const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, transport, joined, outcome } = shell
     const paramsLength = agreedParamsLength(joined)
     const resume = shell.options.resume
     if (resume?.params !== undefined) {
       if (resume.params.length !== paramsLength) {
-        const error = new FormationError(`the saved model has ${resume.params.length} parameters; the trainer's model has ${paramsLength ?? "no agreed count of"} parameters`)
+        const error = new FormationError(
+          `the saved model has ${resume.params.length} parameters; the trainer's model has ${paramsLength ?? "no agreed count of"} parameters`
+        )
         return yield* Deferred.fail(outcome, error)
       }
-      const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params }))
+      const update = Codec.encode(
+        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params })
+      )
       for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
     }
     // Formation ranks not here yet are vacant; they join later (`minRanks`).
@@ -514,14 +526,17 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
 
 /** Starts the run once every rank joined, or fails it once the formation timed out. */
 const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, transport, joined, outcome, formationTimeoutMs } = shell
     if (yield* Deferred.isDone(outcome)) return
     if (joined.size >= state.config.minRanks) {
       yield* startRun(shell, nowMs)
     } else if (shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > formationTimeoutMs) {
       const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
-      yield* Deferred.fail(outcome, new FormationError(`${missing.length === 1 ? "rank" : "ranks"} ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`))
+      yield* Deferred.fail(
+        outcome,
+        new FormationError(`${missing.length === 1 ? "rank" : "ranks"} ${missing.join(", ")} did not join within ${formationTimeoutMs} ms`)
+      )
     } else if (nowMs - shell.lastBeatMs >= shell.coordHeartbeatMs) {
       // Ranks that joined wait for the others: beat for them too, so that a rank process
       // never takes a slow formation for a coordinator that is gone (`coordinatorTimeoutMs`).
@@ -533,7 +548,7 @@ const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
 
 /** A tick of the running run: late frames counted, the core ticked, survivors heartbeated. */
 const tick = (shell: Shell): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, transport } = shell
     const nowMs = yield* Clock.currentTimeMillis
     // Frames that arrived but wait behind other links' frames count before the scan.
@@ -551,32 +566,34 @@ const tick = (shell: Shell): Effect.Effect<void> =>
   })
 
 /** The actor's one handler: every message of its mailbox, in order. */
-const receive = (shell: Shell) => (_: void, message: Message): Effect.Effect<void> =>
-  Effect.gen(function*() {
-    if (message._tag === "Start") {
-      shell.formingSinceMs = yield* Clock.currentTimeMillis
-      return
-    }
-    if (message._tag === "Resource") {
-      // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
-      yield* stepAndExecute(shell, { _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-      return
-    }
-    if (message._tag === "Interrupt") {
-      // Before formation too: the core ends the run (nothing to save yet) and it never starts.
-      yield* stepAndExecute(shell, { _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-      return
-    }
-    if (!shell.state.started) {
-      yield* form(shell, message)
-      return
-    }
-    if (message._tag === "Tick") return yield* tick(shell)
-    for (const event of message.events) {
-      const effect = shell.io.inbound(event)
-      if (effect !== undefined) yield* effect
-    }
-  })
+const receive =
+  (shell: Shell) =>
+  (_: void, message: Message): Effect.Effect<void> =>
+    Effect.gen(function* () {
+      if (message._tag === "Start") {
+        shell.formingSinceMs = yield* Clock.currentTimeMillis
+        return
+      }
+      if (message._tag === "Resource") {
+        // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
+        yield* stepAndExecute(shell, { _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+        return
+      }
+      if (message._tag === "Interrupt") {
+        // Before formation too: the core ends the run (nothing to save yet) and it never starts.
+        yield* stepAndExecute(shell, { _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+        return
+      }
+      if (!shell.state.started) {
+        yield* form(shell, message)
+        return
+      }
+      if (message._tag === "Tick") return yield* tick(shell)
+      for (const event of message.events) {
+        const effect = shell.io.inbound(event)
+        if (effect !== undefined) yield* effect
+      }
+    })
 
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
@@ -586,7 +603,7 @@ const receive = (shell: Shell) => (_: void, message: Message): Effect.Effect<voi
  * @category constructors
  */
 export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, transport } = options
     const hooks = options.hooks ?? {}
     const scope = yield* Effect.scope
@@ -594,7 +611,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
     // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
     const deadlineMs = state.config.roundDeadlineMs
-    const askedTickMs = deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
+    const askedTickMs =
+      deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
     const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
     const shell: Shell = {
       options,
@@ -619,9 +637,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
             : Effect.void
         )
       }),
-      lastModel: options.resume?.params === undefined
-        ? undefined
-        : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params },
+      lastModel:
+        options.resume?.params === undefined
+          ? undefined
+          : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params },
       formingSinceMs: undefined,
       lastBeatMs: 0,
       self: undefined,
@@ -642,7 +661,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     shell.self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
     // Inbound events go to the mailbox in batches (one effect per batch, not per frame).
-    yield* Effect.gen(function*() {
+    yield* Effect.gen(function* () {
       while (true) {
         const events = yield* Queue.takeBetween(transport.inbox, 1, inboundBatchMax)
         yield* actor.tell({ _tag: "Inbound", events: events.map(Supervisor.classify) })

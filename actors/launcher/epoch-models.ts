@@ -42,7 +42,10 @@ export interface Options {
  */
 export interface EpochModels {
   readonly written: (epoch: number) => Promise<ReadonlyArray<RunEvent>>
-  readonly deliver: (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined) => void
+  readonly deliver: (
+    epoch: number,
+    model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined
+  ) => void
   readonly releaseAll: (why: string) => void
 }
 
@@ -56,7 +59,16 @@ type Event = Extract<RunEvent, { type: "model" }>
  */
 export const make = (options: Options): EpochModels => {
   // Per epoch: its `written` promise; `delivered` once the model came (a write in flight is waited for).
-  const pending = new Map<number, { readonly promise: Promise<ReadonlyArray<RunEvent>>; resolve: (events: ReadonlyArray<RunEvent>) => void; done: boolean; delivered: boolean; readonly auditedAtMs: number }>()
+  const pending = new Map<
+    number,
+    {
+      readonly promise: Promise<ReadonlyArray<RunEvent>>
+      resolve: (events: ReadonlyArray<RunEvent>) => void
+      done: boolean
+      delivered: boolean
+      readonly auditedAtMs: number
+    }
+  >()
   const entry = (epoch: number) => {
     let found = pending.get(epoch)
     if (found === undefined) {
@@ -73,31 +85,74 @@ export const make = (options: Options): EpochModels => {
     found.done = true
     found.resolve([{ ...event, afterAuditMs: options.now() - found.auditedAtMs }])
   }
-  const deliver = (epoch: number, model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined): void => {
+  const deliver = (
+    epoch: number,
+    model: { readonly round: number; readonly params: Float32Array; readonly outerMomentum?: Float32Array } | undefined
+  ): void => {
     const folder = `v${epoch}`
     const path = `${options.shownDir}/${folder}`
     entry(epoch).delivered = true
     if (model === undefined) {
-      settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path, bytes: 0, writeMs: 0, error: "the coordinator holds no model of this epoch" })
+      settle(epoch, {
+        type: "model",
+        ms: options.now(),
+        epoch,
+        round: -1,
+        path,
+        bytes: 0,
+        writeMs: 0,
+        error: "the coordinator holds no model of this epoch"
+      })
       return
     }
     const startedMs = options.now()
     const where = { epoch, round: model.round, rank: -1 }
     // The outer optimizer's momentum first: a folder whose model is complete has its momentum too.
-    const momentum = model.outerMomentum === undefined
-      ? Promise.resolve()
-      : SavedModel.write(`${options.dir}/${folder}`, model.outerMomentum, where, SavedModel.outerMomentumFiles)
-    momentum.then(() => SavedModel.write(`${options.dir}/${folder}`, model.params, where, SavedModel.coordinatorFiles)).then(
-      () => settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: model.params.length * 4, writeMs: options.now() - startedMs }),
-      (error: unknown) => {
-        options.onWriteError?.(path, error)
-        settle(epoch, { type: "model", ms: options.now(), epoch, round: model.round, path, bytes: 0, writeMs: options.now() - startedMs, error: firstLine(error) })
-      }
-    )
+    const momentum =
+      model.outerMomentum === undefined
+        ? Promise.resolve()
+        : SavedModel.write(`${options.dir}/${folder}`, model.outerMomentum, where, SavedModel.outerMomentumFiles)
+    momentum
+      .then(() => SavedModel.write(`${options.dir}/${folder}`, model.params, where, SavedModel.coordinatorFiles))
+      .then(
+        () =>
+          settle(epoch, {
+            type: "model",
+            ms: options.now(),
+            epoch,
+            round: model.round,
+            path,
+            bytes: model.params.length * 4,
+            writeMs: options.now() - startedMs
+          }),
+        (error: unknown) => {
+          options.onWriteError?.(path, error)
+          settle(epoch, {
+            type: "model",
+            ms: options.now(),
+            epoch,
+            round: model.round,
+            path,
+            bytes: 0,
+            writeMs: options.now() - startedMs,
+            error: firstLine(error)
+          })
+        }
+      )
   }
   const releaseAll = (why: string): void => {
     for (const [epoch, found] of pending) {
-      if (!found.done && !found.delivered) settle(epoch, { type: "model", ms: options.now(), epoch, round: -1, path: `${options.shownDir}/v${epoch}`, bytes: 0, writeMs: 0, error: why })
+      if (!found.done && !found.delivered)
+        settle(epoch, {
+          type: "model",
+          ms: options.now(),
+          epoch,
+          round: -1,
+          path: `${options.shownDir}/v${epoch}`,
+          bytes: 0,
+          writeMs: 0,
+          error: why
+        })
     }
   }
   return { written: (epoch) => entry(epoch).promise, deliver, releaseAll }

@@ -20,7 +20,10 @@ import type { RunOptions } from "../record/run-types.ts"
  */
 export class LaunchError extends Error {
   readonly _tag = "LaunchError"
-  constructor(readonly option: string, readonly reason: string) {
+  constructor(
+    readonly option: string,
+    readonly reason: string
+  ) {
     super(`${option}: ${reason}`)
   }
 }
@@ -142,11 +145,16 @@ export const checkTls = (tls: RunOptions["tls"]): void => {
  * @category launcher
  */
 export const resolveOptions = (options: RunOptions, served: boolean) => {
+  // Long because one check per run option, in the options' order; pieces would only move the list.
   const worldSize = options.worldSize ?? defaults.worldSize
   const epochs = options.epochs ?? defaults.epochs
   const mode = options.mode ?? defaults.mode
   const transportKind = options.transport ?? defaults.transport
-  check((transports as ReadonlyArray<string>).includes(transportKind), "transport", `must be "worker", "process" or "websocket", got ${JSON.stringify(transportKind)}`)
+  check(
+    (transports as ReadonlyArray<string>).includes(transportKind),
+    "transport",
+    `must be "worker", "process" or "websocket", got ${JSON.stringify(transportKind)}`
+  )
   const kills = options.kills ?? []
   const hangs = options.hangs ?? []
   const floods = options.floods ?? []
@@ -155,18 +163,31 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   // Worker threads link ring neighbours directly (shared memory where the runtime can wait on it
   // without blocking, else MessageChannel); processes go through the relay.
   const ringSharedSlots = options.ringSharedSlots ?? defaults.ringSharedSlots
-  check(Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax, "ringSharedSlots", `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`)
+  check(
+    Number.isSafeInteger(ringSharedSlots) && ringSharedSlots >= 0 && ringSharedSlots <= defaults.ringSharedSlotsMax,
+    "ringSharedSlots",
+    `must be an integer in [0, ${defaults.ringSharedSlotsMax}], got ${ringSharedSlots}`
+  )
   const ringLinksAsked = options.ringLinks ?? "direct"
-  check(ringLinksAsked === "direct" || ringLinksAsked === "relay", "ringLinks", `must be "direct" or "relay", got ${JSON.stringify(ringLinksAsked)}`)
-  const ringLinks: "shared" | "port" | "direct" | "relay" = ringLinksAsked === "relay" || (transportKind !== "worker" && transportKind !== "process") || served
-    ? "relay"
-    : transportKind === "process"
-    ? "direct"
-    : ringSharedSlots > 0 && Worker.sharedRingLinks()
-    ? "shared"
-    : "port"
+  check(
+    ringLinksAsked === "direct" || ringLinksAsked === "relay",
+    "ringLinks",
+    `must be "direct" or "relay", got ${JSON.stringify(ringLinksAsked)}`
+  )
+  const ringLinks: "shared" | "port" | "direct" | "relay" =
+    ringLinksAsked === "relay" || (transportKind !== "worker" && transportKind !== "process") || served
+      ? "relay"
+      : transportKind === "process"
+        ? "direct"
+        : ringSharedSlots > 0 && Worker.sharedRingLinks()
+          ? "shared"
+          : "port"
   const ringAreaMemoryMb = options.ringAreaMemoryMb ?? defaults.ringAreaMemoryMb
-  check(Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax, "ringAreaMemoryMb", `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`)
+  check(
+    Number.isSafeInteger(ringAreaMemoryMb) && ringAreaMemoryMb >= 0 && ringAreaMemoryMb <= defaults.ringAreaMemoryMbMax,
+    "ringAreaMemoryMb",
+    `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`
+  )
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   if (!served) {
@@ -177,7 +198,11 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   check(Number.isSafeInteger(epochs) && epochs >= 1, "epochs", `must be an integer >= 1, got ${epochs}`)
   const positive = (value: number | undefined, option: string, integer: boolean): void => {
     if (value === undefined) return
-    check(value > 0 && Number.isFinite(value) && (!integer || Number.isSafeInteger(value)), option, `must be ${integer ? "an integer" : "a number"} > 0, got ${value}`)
+    check(
+      value > 0 && Number.isFinite(value) && (!integer || Number.isSafeInteger(value)),
+      option,
+      `must be ${integer ? "an integer" : "a number"} > 0, got ${value}`
+    )
   }
   positive(options.heartbeatIntervalMs, "heartbeatIntervalMs", false)
   positive(options.tickMs, "tickMs", false)
@@ -189,7 +214,11 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   const rankNice = options.rankNice ?? defaults.rankNice
   check(Number.isSafeInteger(rankNice) && rankNice >= 0 && rankNice <= 19, "rankNice", `must be an integer from 0 to 19, got ${rankNice}`)
   const rankMemoryMb = options.rankMemoryMb ?? defaults.rankMemoryMb
-  check(rankMemoryMb === 0 || (Number.isSafeInteger(rankMemoryMb) && rankMemoryMb >= 16), "rankMemoryMb", `must be 0 (no limit) or an integer >= 16, got ${rankMemoryMb}`)
+  check(
+    rankMemoryMb === 0 || (Number.isSafeInteger(rankMemoryMb) && rankMemoryMb >= 16),
+    "rankMemoryMb",
+    `must be 0 (no limit) or an integer >= 16, got ${rankMemoryMb}`
+  )
   // Node and Deno enforce the limit on the heap in V8 (worker `resourceLimits`,
   // `--max-old-space-size` for a process); everywhere the rank also checks its heap and typed
   // arrays (which V8's limit leaves out, and Bun's engine has no limit) between batches.
@@ -197,23 +226,64 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   check(backend === "cpu" || backend === "ring", "backend", `must be "cpu" or "ring", got ${String(backend)}`)
   for (const fault of collectiveFaults) {
     check(backend === "ring", "collectiveFaults", "need the ring backend")
-    check(Number.isSafeInteger(fault.round) && fault.round >= 0 && Number.isSafeInteger(fault.step) && fault.step >= 0, "collectiveFaults", `round and step must be integers >= 0, got ${fault.round} and ${fault.step}`)
+    check(
+      Number.isSafeInteger(fault.round) && fault.round >= 0 && Number.isSafeInteger(fault.step) && fault.step >= 0,
+      "collectiveFaults",
+      `round and step must be integers >= 0, got ${fault.round} and ${fault.step}`
+    )
   }
   for (const fault of [...kills, ...hangs, ...floods, ...collectiveFaults]) {
-    check(Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize, "kills/hangs", `rank ${fault.rank} is out of range [0, ${worldSize})`)
+    check(
+      Number.isSafeInteger(fault.rank) && fault.rank >= 0 && fault.rank < worldSize,
+      "kills/hangs",
+      `rank ${fault.rank} is out of range [0, ${worldSize})`
+    )
   }
   for (const flood of floods) {
-    check(flood.framesPerSecond > 0 && Number.isFinite(flood.framesPerSecond), "floods", `framesPerSecond must be > 0, got ${flood.framesPerSecond}`)
+    check(
+      flood.framesPerSecond > 0 && Number.isFinite(flood.framesPerSecond),
+      "floods",
+      `framesPerSecond must be > 0, got ${flood.framesPerSecond}`
+    )
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
   const compress = options.compress ?? "none"
-  check(compress === "none" || compress === "fp16" || compress === "int8", "compress", `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`)
-  check(compress === "none" || backend === "cpu", "compress", "packs cpu contributions and updates; ring steps travel as float64 and float32")
+  check(
+    compress === "none" || compress === "fp16" || compress === "int8",
+    "compress",
+    `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`
+  )
+  check(
+    compress === "none" || backend === "cpu",
+    "compress",
+    "packs cpu contributions and updates; ring steps travel as float64 and float32"
+  )
   const outer = { lr: options.outerLr ?? 1, momentum: options.outerMomentum ?? 0 }
   check(outer.lr > 0 && Number.isFinite(outer.lr), "outerLr", `must be a number > 0, got ${outer.lr}`)
   check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
   check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
-  return { worldSize, epochs, mode, transportKind, kills, hangs, floods, backend, collectiveFaults, ringSharedSlots, ringLinks, ringAreaMemoryMb, batchSize, interruptGraceMs, rankNice, rankMemoryMb, heapLimitMb, heartbeatTimeoutMs, compress, outer }
+  return {
+    worldSize,
+    epochs,
+    mode,
+    transportKind,
+    kills,
+    hangs,
+    floods,
+    backend,
+    collectiveFaults,
+    ringSharedSlots,
+    ringLinks,
+    ringAreaMemoryMb,
+    batchSize,
+    interruptGraceMs,
+    rankNice,
+    rankMemoryMb,
+    heapLimitMb,
+    heartbeatTimeoutMs,
+    compress,
+    outer
+  }
 }
 
 /**

@@ -171,30 +171,41 @@ const makeState = (
 ): Core.State => {
   const { worldSize, epochs, mode, backend, batchSize, heartbeatTimeoutMs } = resolved
   const maxRanks = options.maxRanks ?? worldSize
-  check(Number.isSafeInteger(maxRanks) && maxRanks >= worldSize, "maxRanks", `must be an integer >= worldSize (${worldSize}), got ${maxRanks}`)
-  check(maxRanks <= (served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax), "maxRanks", `at most ${served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax} ranks, got ${maxRanks}`)
-  const made = Core.make({
-    worldSize,
-    maxRanks,
-    ...(options.minRanks === undefined ? {} : { minRanks: options.minRanks }),
-    epochSamples: module.trainSamples,
-    epochs,
-    mode,
-    backend,
-    batchSize,
-    heartbeatTimeoutMs,
-    coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
-    ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
-    ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
-    ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
-    ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
-    ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
-    ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
-    ...aggregationOptions(options),
-    failureLimit: options.failureLimit,
-    rolePolicy: options.rolePolicy ?? "fastest",
-    ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
-  }, nowMs)
+  check(
+    Number.isSafeInteger(maxRanks) && maxRanks >= worldSize,
+    "maxRanks",
+    `must be an integer >= worldSize (${worldSize}), got ${maxRanks}`
+  )
+  check(
+    maxRanks <= (served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax),
+    "maxRanks",
+    `at most ${served === undefined ? defaults.worldSizeMax : serveDefaults.worldSizeMax} ranks, got ${maxRanks}`
+  )
+  const made = Core.make(
+    {
+      worldSize,
+      maxRanks,
+      ...(options.minRanks === undefined ? {} : { minRanks: options.minRanks }),
+      epochSamples: module.trainSamples,
+      epochs,
+      mode,
+      backend,
+      batchSize,
+      heartbeatTimeoutMs,
+      coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
+      ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
+      ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+      ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
+      ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
+      ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+      ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+      ...aggregationOptions(options),
+      failureLimit: options.failureLimit,
+      rolePolicy: options.rolePolicy ?? "fastest",
+      ...(options.onRepeatedCrash === undefined ? {} : { onRepeatedCrash: options.onRepeatedCrash })
+    },
+    nowMs
+  )
   if ("_tag" in made) throw new LaunchError(made.option, made.reason)
   if (options.resumeState !== undefined) {
     const point = Core.normalizeResume(made.config, options.resumeState)
@@ -294,7 +305,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
   const joinedFrom = new Map<Rank, string>()
   const refusedLate = (rank: Rank | undefined, closeCode: number, reason: string): void => {
     lateRefusals[closeCode] = (lateRefusals[closeCode] ?? 0) + 1
-    emit({ type: "refused", ms: sinceStart(nowMs()), closeCode, reason, address: rank === undefined ? "" : joinedFrom.get(rank) ?? "" })
+    emit({ type: "refused", ms: sinceStart(nowMs()), closeCode, reason, address: rank === undefined ? "" : (joinedFrom.get(rank) ?? "") })
   }
   const { onOutput, closeRankLogs } = rankOutput(options, runDir)
   // Over WebSocket: the run token (given, or made for the run; a served run's made token is

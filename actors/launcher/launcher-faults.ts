@@ -40,10 +40,14 @@ const skip = (ctx: Context, skipped: SkippedFault, now: number): void => {
  * @category launcher
  */
 export const inject = (ctx: Context, host: Host): Effect.Effect<Pending, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, options, module, trainedInEpoch, faultAt, emit, sinceStart } = ctx
-    const pending: Pending = { kills: new Set<KillSpec>(ctx.resolved.kills), hangs: new Set(ctx.resolved.hangs), trainingSinceMs: undefined }
-    const faults = Effect.gen(function*() {
+    const pending: Pending = {
+      kills: new Set<KillSpec>(ctx.resolved.kills),
+      hangs: new Set(ctx.resolved.hangs),
+      trainingSinceMs: undefined
+    }
+    const faults = Effect.gen(function* () {
       const now = yield* Clock.currentTimeMillis
       if (!state.started) return
       pending.trainingSinceMs ??= now
@@ -51,10 +55,13 @@ export const inject = (ctx: Context, host: Host): Effect.Effect<Pending, never, 
       // A kill asked for now is due now: `atSeconds` measured from training's start.
       for (const rank of options.killRequests?.drain() ?? []) pending.kills.add({ rank, atSeconds: (now - trainingSinceMs) / 1000 })
       for (const kill of pending.kills) {
-        const due = "atSeconds" in kill
-          ? now - trainingSinceMs >= kill.atSeconds * 1000
-          : state.phase === "running" && (state.epoch > kill.atEpoch || (state.epoch === kill.atEpoch &&
-            [...trainedInEpoch.values()].reduce((a, b) => a + b, 0) >= kill.atFraction * module.trainSamples))
+        const due =
+          "atSeconds" in kill
+            ? now - trainingSinceMs >= kill.atSeconds * 1000
+            : state.phase === "running" &&
+              (state.epoch > kill.atEpoch ||
+                (state.epoch === kill.atEpoch &&
+                  [...trainedInEpoch.values()].reduce((a, b) => a + b, 0) >= kill.atFraction * module.trainSamples))
         if (!due) continue
         pending.kills.delete(kill)
         if (!Core.isLive(state, kill.rank)) {
@@ -88,9 +95,12 @@ export const inject = (ctx: Context, host: Host): Effect.Effect<Pending, never, 
  * @category launcher
  */
 export const skipPending = (ctx: Context, pending: Pending, outcome: Core.Outcome): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const endedMs = yield* Clock.currentTimeMillis
-    const trained = pending.trainingSinceMs === undefined ? "before training started" : `after ${((endedMs - pending.trainingSinceMs) / 1000).toFixed(1)} s of training`
+    const trained =
+      pending.trainingSinceMs === undefined
+        ? "before training started"
+        : `after ${((endedMs - pending.trainingSinceMs) / 1000).toFixed(1)} s of training`
     for (const kill of pending.kills) {
       if ("plan" in kill && kill.plan === "demo" && outcome.status === "interrupted") continue
       skip(ctx, { rank: kill.rank, fault: "kill", spec: kill, reason: `the run ended ${trained}` }, endedMs)

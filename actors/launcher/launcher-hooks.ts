@@ -31,139 +31,157 @@ const rankState = (state: Core.State, rank: Rank): RankState => {
 }
 
 /** A decoded frame from a rank: its progress (with samples per second), its eval, a failed checkpoint's disk. */
-const onFrame = (ctx: Context) => (rank: Rank, message: ToCoordinator, nowMs: number): void => {
-  const { state, emit, roundLoss, trainedInEpoch, lastProgressEventMs, lastRate, sinceStart, storageFailed, runDir, vars } = ctx
-  const { mode } = ctx.resolved
-  // A frame from a rank that is not live (an admitted joiner before its Hello, a dead or
-  // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
-  if (!Core.isLive(state, rank)) return
-  roundLoss.onFrame(rank, message)
-  if (message._tag === "Progress" && message.epoch === state.epoch) {
-    if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
-    // A progressive rank's samplesDone (its static list's position) stays 0: its samples are
-    // the chunks it completed in the epoch.
-    const samplesDone = mode === "static" ? message.samplesDone : trainedInEpoch.get(rank) ?? 0
-    const last = lastProgressEventMs.get(rank) ?? 0
-    // Samples per second from successive reports (a batch's own time says nothing about the
-    // waits between batches).
-    const previous = lastRate.get(rank)
-    // The first report of an epoch counts from the epoch's start (a batch's own time leaves
-    // out every wait, and a tiny model trains a batch in microseconds).
-    // (A progressive rank's samples grow a chunk at a time: its rate is the epoch's average.)
-    const rate = mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
-      ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
-      : nowMs > vars.epochStartedMs ? (samplesDone * 1000) / (nowMs - vars.epochStartedMs) : 0
-    lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
-    const progress: RunEvent = {
-      type: "progress",
-      ms: sinceStart(nowMs),
-      rank,
-      epoch: message.epoch,
-      samplesDone,
-      samplesPerSecond: Math.max(0, rate),
-      state: rankState(state, rank)
+const onFrame =
+  (ctx: Context) =>
+  (rank: Rank, message: ToCoordinator, nowMs: number): void => {
+    const { state, emit, roundLoss, trainedInEpoch, lastProgressEventMs, lastRate, sinceStart, storageFailed, runDir, vars } = ctx
+    const { mode } = ctx.resolved
+    // A frame from a rank that is not live (an admitted joiner before its Hello, a dead or
+    // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
+    if (!Core.isLive(state, rank)) return
+    roundLoss.onFrame(rank, message)
+    if (message._tag === "Progress" && message.epoch === state.epoch) {
+      if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
+      // A progressive rank's samplesDone (its static list's position) stays 0: its samples are
+      // the chunks it completed in the epoch.
+      const samplesDone = mode === "static" ? message.samplesDone : (trainedInEpoch.get(rank) ?? 0)
+      const last = lastProgressEventMs.get(rank) ?? 0
+      // Samples per second from successive reports (a batch's own time says nothing about the
+      // waits between batches).
+      const previous = lastRate.get(rank)
+      // The first report of an epoch counts from the epoch's start (a batch's own time leaves
+      // out every wait, and a tiny model trains a batch in microseconds).
+      // (A progressive rank's samples grow a chunk at a time: its rate is the epoch's average.)
+      const rate =
+        mode === "static" && previous !== undefined && previous.epoch === message.epoch && nowMs > previous.ms
+          ? ((samplesDone - previous.samples) * 1000) / (nowMs - previous.ms)
+          : nowMs > vars.epochStartedMs
+            ? (samplesDone * 1000) / (nowMs - vars.epochStartedMs)
+            : 0
+      lastRate.set(rank, { epoch: message.epoch, samples: samplesDone, ms: nowMs, rate: Math.max(0, rate) })
+      const progress: RunEvent = {
+        type: "progress",
+        ms: sinceStart(nowMs),
+        rank,
+        epoch: message.epoch,
+        samplesDone,
+        samplesPerSecond: Math.max(0, rate),
+        state: rankState(state, rank)
+      }
+      // The log keeps at most one progress line per rank per second; observers see them all.
+      emit(progress, nowMs - last >= 1000)
+      if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
+    } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
+      trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
+    } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
+      trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
+    } else if (message._tag === "EvalResult" && state.evalsAsked.get(message.epoch) === rank) {
+      // The epoch's line went out with its accuracy pending; this is the accuracy. Only the
+      // rank asked for that epoch's eval gives it (the core records no other: a rank that
+      // holds the token must not put an accuracy in the journal for an eval nobody asked).
+      emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
+    } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
+      // The core fails the checkpoint over to another rank; the operator hears of the disk now.
+      storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
     }
-    // The log keeps at most one progress line per rank per second; observers see them all.
-    emit(progress, nowMs - last >= 1000)
-    if (nowMs - last >= 1000) lastProgressEventMs.set(rank, nowMs)
-  } else if ((message._tag === "Params" || message._tag === "RoundDone") && message.epoch === state.epoch && mode === "static") {
-    trainedInEpoch.set(rank, Math.max(trainedInEpoch.get(rank) ?? 0, message.samplesDone))
-  } else if (message._tag === "ChunkDone" && message.epoch === state.epoch) {
-    trainedInEpoch.set(rank, (trainedInEpoch.get(rank) ?? 0) + message.size)
-  } else if (message._tag === "EvalResult" && state.evalsAsked.get(message.epoch) === rank) {
-    // The epoch's line went out with its accuracy pending; this is the accuracy. Only the
-    // rank asked for that epoch's eval gives it (the core records no other: a rank that
-    // holds the token must not put an accuracy in the journal for an eval nobody asked).
-    emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
-  } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
-    // The core fails the checkpoint over to another rank; the operator hears of the disk now.
-    storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
   }
-}
 
 /** A command the coordinator carried out, as the journal's event (or none). */
-const onCommand = (ctx: Context) => (command: Core.Command): void => {
-  const { state, emit, journal, epochModels, roundLoss, trainedInEpoch, lastRate, alerts, sinceStart, refusedLate, vars } = ctx
-  const { worldSize } = ctx.resolved
-  const ms = sinceStart(ctx.nowMs())
-  if (!vars.formedEmitted && state.started) {
-    vars.formedEmitted = true
-    vars.server?.markFormed()
-    const present = Core.activeCount(state)
-    emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
-  }
-  switch (command._tag) {
-    case "Alert":
-      alerts.push(command.alert)
-      emit({ type: "alert", ms, alert: command.alert })
-      return
-    case "EpochEnded": {
-      // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
-      // What each live rank trained of the epoch goes to the observers (the bars, the live
-      // page) before the epoch's line, so that a finished bar shows it, whole.
-      for (const [rank, samplesDone] of trainedInEpoch) {
-        if (!Core.isLive(state, rank)) continue
-        const last = lastRate.get(rank)
-        const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
-        emit({ type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(state, rank) }, false)
-      }
-      trainedInEpoch.clear()
-      // Final once the epoch's model is written here: the line, and all after it, wait for it.
-      journal.hold(epochModels.written(command.summary.epoch))
-      // Final as written: the accuracy comes in its own `eval` event.
-      emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
-      return
+const onCommand =
+  (ctx: Context) =>
+  (command: Core.Command): void => {
+    const { state, emit, journal, epochModels, roundLoss, trainedInEpoch, lastRate, alerts, sinceStart, refusedLate, vars } = ctx
+    const { worldSize } = ctx.resolved
+    const ms = sinceStart(ctx.nowMs())
+    if (!vars.formedEmitted && state.started) {
+      vars.formedEmitted = true
+      vars.server?.markFormed()
+      const present = Core.activeCount(state)
+      emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
     }
-    case "Welcome": {
-      // The core recorded the join when it decided it (its first chunks' samples included).
-      const record = [...state.joins].reverse().find((j) => j.rank === command.rank)
-      emit({ type: "welcomed", ms, rank: command.rank, epoch: command.epoch, firstRound: command.firstRound, samples: record?.samples ?? 0, given: command.reason })
-      return
-    }
-    case "JoinRefused":
-      refusedLate(command.rank, Transport.joinRefusalCloseCode[command.reason], command.detail)
-      return
-    case "RunEnded":
-      if (command.outcome.status !== "completed") vars.askedToSave = Core.survivors(state)
-      // The `ended` event closes the journal once the run is over, survivors' exits included.
-      return
-    case "Send":
-      // A generation's FormRings (one per member, same reason) are one decision, naming its members.
-      if (command.message._tag === "FormRing") {
-        if (command.message.ringRank === 0) emit({ type: "decision", ms, detail: formRingDecision(command.message, command.reason) })
+    switch (command._tag) {
+      case "Alert":
+        alerts.push(command.alert)
+        emit({ type: "alert", ms, alert: command.alert })
+        return
+      case "EpochEnded": {
+        // Progress reports are spaced (progressIntervalMs): the last one may be batches short.
+        // What each live rank trained of the epoch goes to the observers (the bars, the live
+        // page) before the epoch's line, so that a finished bar shows it, whole.
+        for (const [rank, samplesDone] of trainedInEpoch) {
+          if (!Core.isLive(state, rank)) continue
+          const last = lastRate.get(rank)
+          const samplesPerSecond = last !== undefined && last.epoch === command.summary.epoch ? last.rate : 0
+          emit(
+            { type: "progress", ms, rank, epoch: command.summary.epoch, samplesDone, samplesPerSecond, state: rankState(state, rank) },
+            false
+          )
+        }
+        trainedInEpoch.clear()
+        // Final once the epoch's model is written here: the line, and all after it, wait for it.
+        journal.hold(epochModels.written(command.summary.epoch))
+        // Final as written: the accuracy comes in its own `eval` event.
+        emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
         return
       }
-      // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
-      if (command.message._tag !== "AssignChunk") {
-        emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` })
+      case "Welcome": {
+        // The core recorded the join when it decided it (its first chunks' samples included).
+        const record = [...state.joins].reverse().find((j) => j.rank === command.rank)
+        emit({
+          type: "welcomed",
+          ms,
+          rank: command.rank,
+          epoch: command.epoch,
+          firstRound: command.firstRound,
+          samples: record?.samples ?? 0,
+          given: command.reason
+        })
+        return
       }
-      return
-    case "Broadcast":
-      if (command.message._tag !== "CoordHeartbeat" && command.message._tag !== "Update") {
-        emit({ type: "decision", ms, detail: `${command.message._tag} to every survivor: ${command.reason}` })
+      case "JoinRefused":
+        refusedLate(command.rank, Transport.joinRefusalCloseCode[command.reason], command.detail)
+        return
+      case "RunEnded":
+        if (command.outcome.status !== "completed") vars.askedToSave = Core.survivors(state)
+        // The `ended` event closes the journal once the run is over, survivors' exits included.
+        return
+      case "Send":
+        // A generation's FormRings (one per member, same reason) are one decision, naming its members.
+        if (command.message._tag === "FormRing") {
+          if (command.message.ringRank === 0) emit({ type: "decision", ms, detail: formRingDecision(command.message, command.reason) })
+          return
+        }
+        // Chunk refills after every ChunkDone are routine, not decisions worth a line each.
+        if (command.message._tag !== "AssignChunk") {
+          emit({ type: "decision", ms, detail: `${command.message._tag} to rank ${command.to}: ${command.reason}` })
+        }
+        return
+      case "Broadcast":
+        if (command.message._tag !== "CoordHeartbeat" && command.message._tag !== "Update") {
+          emit({ type: "decision", ms, detail: `${command.message._tag} to every survivor: ${command.reason}` })
+        }
+        return
+      case "SendRanges":
+        if (command.kind === "StartEpoch") vars.epochStartedMs = ctx.nowMs()
+        emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
+        return
+      case "AverageRound": {
+        const loss = roundLoss.onRound(command.contributors)
+        emit({
+          type: "round",
+          ms,
+          epoch: command.epoch,
+          round: command.round,
+          contributors: command.contributors.length,
+          openMs: Math.max(0, state.clockMs - command.openedAtMs),
+          ...(loss === undefined ? {} : { loss }),
+          ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent })
+        })
+        vars.roundBytes = undefined
+        return
       }
-      return
-    case "SendRanges":
-      if (command.kind === "StartEpoch") vars.epochStartedMs = ctx.nowMs()
-      emit({ type: "decision", ms, detail: `${command.ranks.length} × ${command.kind}: ${command.reason}` })
-      return
-    case "AverageRound": {
-      const loss = roundLoss.onRound(command.contributors)
-      emit({
-        type: "round",
-        ms,
-        epoch: command.epoch,
-        round: command.round,
-        contributors: command.contributors.length,
-        openMs: Math.max(0, state.clockMs - command.openedAtMs),
-        ...(loss === undefined ? {} : { loss }),
-        ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent })
-      })
-      vars.roundBytes = undefined
-      return
     }
   }
-}
 
 /**
  * The coordinator's hooks for a launch: its journal, alerts and death timings. `stop` ends a rank
@@ -196,7 +214,8 @@ export const hooks = (ctx: Context, stop: (rank: Rank) => void = () => {}): Coor
       journal.releaseHeld()
       // A rank declared dead over WebSocket hears it: its socket closes with RankDead (a hung or
       // cut-off rank's socket may still be open; a rank elsewhere then leaves with one line).
-      if (vars.server !== undefined) for (const death of declared) vars.server.transport.disconnect(death.rank, Transport.CloseCode.RankDead)
+      if (vars.server !== undefined)
+        for (const death of declared) vars.server.transport.disconnect(death.rank, Transport.CloseCode.RankDead)
       // A rank declared dead that still runs here (stopped by the OS, hung) must never act again:
       // once it resumed it would wait out the coordinator's silence and write into the live run.
       for (const death of declared) stop(death.rank)
@@ -230,9 +249,10 @@ export const recordDeath = (ctx: Context, death: Core.Death, recoveredMs: number
   const { state, emit, timings, faultAt, sinceStart } = ctx
   if (timings.has(death)) return
   // A hung rank's fault is best timed by its last frame: the moment it went silent.
-  const faultMs = death.detector === "heartbeat" && faultAt.has(death.rank)
-    ? death.declaredAtMs - Liveness.silentMs(state.liveness, death.rank, death.declaredAtMs)
-    : faultAt.get(death.rank)
+  const faultMs =
+    death.detector === "heartbeat" && faultAt.has(death.rank)
+      ? death.declaredAtMs - Liveness.silentMs(state.liveness, death.rank, death.declaredAtMs)
+      : faultAt.get(death.rank)
   const timing: DeathTiming = {
     rank: death.rank,
     epoch: death.epoch,

@@ -30,32 +30,45 @@ import type { Listening } from "../record/run-types.ts"
  * TypeScript entry (through tsx) if the bundle cannot be built.
  */
 export const rankEntry = async (transport: "worker" | "process" | "websocket", trainerUrl: string): Promise<string> => {
-  const entry = Files.moduleUrl(transport === "worker" ? "../rank/rank-worker.ts" : transport === "process" ? "../rank/rank-process.ts" : "../rank/rank-socket.ts", import.meta.url)
+  const entry = Files.moduleUrl(
+    transport === "worker" ? "../rank/rank-worker.ts" : transport === "process" ? "../rank/rank-process.ts" : "../rank/rank-socket.ts",
+    import.meta.url
+  )
   if (!Bundle.needed()) return entry.href
   // Paths, not URLs: esbuild leaves `file:` URLs as external imports.
   const path = (url: string | URL): string => JSON.stringify(Files.pathOf(String(url)))
   // Worker ranks redirect what they print before the trainer module loads (ES modules evaluate
   // in import order), so that even its top-level prints stay off the coordinator's stdout.
   const redirect = Files.moduleUrl("../../src/platform/redirect-worker-output.ts", import.meta.url)
-  const source = transport === "websocket" ? [
-    `import * as trainer from ${path(trainerUrl)}`,
-    `import * as SocketRank from ${path(Files.moduleUrl("../rank/socket-rank.ts", import.meta.url))}`,
-    `await SocketRank.processMain(async () => trainer)`
-  ].join("\n") : [
-    ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
-    `import * as trainer from ${path(trainerUrl)}`,
-    `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../../src/transport/worker.ts" : "../../src/transport/child-process.ts", import.meta.url))}`,
-    `import * as Rank from ${path(Files.moduleUrl("../rank/rank.ts", import.meta.url))}`,
-    `await Rank.main(Host.connect(), async () => trainer)`
-  ].join("\n")
+  const source =
+    transport === "websocket"
+      ? [
+          `import * as trainer from ${path(trainerUrl)}`,
+          `import * as SocketRank from ${path(Files.moduleUrl("../rank/socket-rank.ts", import.meta.url))}`,
+          `await SocketRank.processMain(async () => trainer)`
+        ].join("\n")
+      : [
+          ...(transport === "worker" ? [`import ${path(redirect)}`] : []),
+          `import * as trainer from ${path(trainerUrl)}`,
+          `import * as Host from ${path(Files.moduleUrl(transport === "worker" ? "../../src/transport/worker.ts" : "../../src/transport/child-process.ts", import.meta.url))}`,
+          `import * as Rank from ${path(Files.moduleUrl("../rank/rank.ts", import.meta.url))}`,
+          `await Rank.main(Host.connect(), async () => trainer)`
+        ].join("\n")
   return Bundle.bundle(source, Files.absolutePath(".")).catch(() => entry.href)
 }
 
 /** The shared all-reduce area of a worker ring generation of `ringSize` ranks, when one is used. */
-const ringArea = (ctx: Context, ringSize: number, paramsLength: number | undefined): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
+const ringArea = (
+  ctx: Context,
+  ringSize: number,
+  paramsLength: number | undefined
+): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
   const { vars } = ctx
   const { ringAreaMemoryMb } = ctx.resolved
-  const fits = paramsLength !== undefined && ringAreaMemoryMb > 0 && Worker.sharedRingLinks() &&
+  const fits =
+    paramsLength !== undefined &&
+    ringAreaMemoryMb > 0 &&
+    Worker.sharedRingLinks() &&
     SharedAllReduce.areaBytes(ringSize, paramsLength) <= ringAreaMemoryMb * 2 ** 20
   // An area the runtime cannot allocate (out of memory) leaves that generation on its links: its
   // ranks must still get links, or they would never start a collective.
@@ -156,7 +169,9 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     },
     // A served run admits ranks' own credentials too (HMACs of the run token; none is kept),
     // their expiry checked against wall-clock time, as it was written.
-    ...(served === undefined ? {} : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
+    ...(served === undefined
+      ? {}
+      : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(ctx.nowMs()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(ctx.nowMs()), rank, address, silentMs }),
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
@@ -175,11 +190,18 @@ export interface Host {
   readonly spawn: (options: Worker.SpawnOptions & ChildProcess.SpawnOptions) => Effect.Effect<void, Transport.TransportError>
   readonly kill: (rank: Rank) => Effect.Effect<void>
   /** Worker threads: direct ring links per generation (`MessageChannel`s); other hosts relay. */
-  readonly formRingLinks?: ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined) | undefined
+  readonly formRingLinks?:
+    | ((generation: number, peers: ReadonlyArray<Rank>, paramsLength: number | undefined) => ((round: number) => void) | undefined)
+    | undefined
 }
 
 const bindFailed = (served: Context["served"]) => (error: Transport.TransportError) =>
-  Effect.die(new LaunchError("listen", error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message))
+  Effect.die(
+    new LaunchError(
+      "listen",
+      error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message
+    )
+  )
 
 /**
  * Makes the host of a launch's ranks (a served run's WebSocket server sets `vars.server`).
@@ -205,22 +227,28 @@ export const makeHost = (ctx: Context): Effect.Effect<Host, never, Scope.Scope> 
   }
   switch (transportKind) {
     case "worker":
-      return Effect.map(Worker.host({ onOutput }), (h): Host => ({
-        transport: h.transport,
-        spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-        kill: h.terminate,
-        formRingLinks: (generation, peers, paramsLength) => {
-          const area = ringArea(ctx, peers.length, paramsLength)
-          h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
-          return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
-        }
-      }))
+      return Effect.map(
+        Worker.host({ onOutput }),
+        (h): Host => ({
+          transport: h.transport,
+          spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
+          kill: h.terminate,
+          formRingLinks: (generation, peers, paramsLength) => {
+            const area = ringArea(ctx, peers.length, paramsLength)
+            h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
+            return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
+          }
+        })
+      )
     case "process":
-      return Effect.map(ChildProcess.host({ onOutput }), (h): Host => ({
-        transport: h.transport,
-        spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
-        kill: (r) => h.kill(r)
-      }))
+      return Effect.map(
+        ChildProcess.host({ onOutput }),
+        (h): Host => ({
+          transport: h.transport,
+          spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
+          kill: (r) => h.kill(r)
+        })
+      )
     case "websocket":
       return WebSocketRanks.host({ ...serverOptions(ctx), onOutput }).pipe(
         Effect.catch(bindFailed(served)),

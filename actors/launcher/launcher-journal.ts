@@ -78,7 +78,8 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
     if (log) {
       journal.append(`${JSON.stringify(ordered)}\n`)
       // Durable at every death, epoch end and the run's end.
-      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed") syncs.push(journal.sync())
+      if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed")
+        syncs.push(journal.sync())
     }
     try {
       options.onEvent(ordered)
@@ -142,7 +143,10 @@ export const loggedOptions = (options: object, resolved: Readonly<Record<string,
       continue
     }
     // Signals, and handles such as `killRequests` (an object of functions), are not options to log.
-    const handle = typeof value === "object" && value !== null && !Array.isArray(value) &&
+    const handle =
+      typeof value === "object" &&
+      value !== null &&
+      !Array.isArray(value) &&
       ("aborted" in value || Object.values(value).some((field) => typeof field === "function"))
     if (typeof value !== "function" && !handle) logged[key] = value
   }

@@ -98,7 +98,8 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
   const notSaved: Array<Rank> = []
   for (const rank of askedToSave) {
     // A served run's ranks save on their own hosts: there, announcing the exit (after the save) is all it can see.
-    const done = state.exits.includes(rank) && (end.served || await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`))
+    const done =
+      state.exits.includes(rank) && (end.served || (await Files.exists(`${runDirAbsolute}/save/rank${rank}/${RankActor.savedMarker}`)))
     ;(done ? saved : notSaved).push(rank)
   }
   const saves = outcome.status !== "completed" ? { saved, notSaved } : undefined
@@ -108,12 +109,19 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
   const deaths = state.deaths.map((death) => timings.get(death)!)
   const auditClean = outcome.epochs.every((e) => e.lost === 0 && e.duplicated === 0)
   const journalFault = end.storageFault()
-  const exitCode: RunResult["exitCode"] = !auditClean ? 4
-    : journalFault !== undefined ? 5
-    : outcome.status === "completed" ? 0
-    : outcome.status === "interrupted" ? (interruptedBy === "SIGTERM" ? 143 : 130)
-    : 1
-  const ring: RunResult["ring"] = state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: end.ringLinks, ...end.relayStats() }
+  const exitCode: RunResult["exitCode"] = !auditClean
+    ? 4
+    : journalFault !== undefined
+      ? 5
+      : outcome.status === "completed"
+        ? 0
+        : outcome.status === "interrupted"
+          ? interruptedBy === "SIGTERM"
+            ? 143
+            : 130
+          : 1
+  const ring: RunResult["ring"] =
+    state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: end.ringLinks, ...end.relayStats() }
   journal.emit({ type: "ended", ms: sinceStart(end.nowMs()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
   const result: RunResult = {
     runId,

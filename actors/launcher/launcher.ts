@@ -93,28 +93,43 @@ export const run = async (options: RunOptions | ResumeOptions): Promise<RunResul
  */
 export const serve = (options: ServeOptions): Promise<RunResult> => {
   const formationTimeoutMs = options.formationTimeoutMs ?? serveDefaults.formationTimeoutMs
-  check(Number.isSafeInteger(formationTimeoutMs) && formationTimeoutMs > 0, "formationTimeoutMs", `must be an integer > 0, got ${formationTimeoutMs}`)
+  check(
+    Number.isSafeInteger(formationTimeoutMs) && formationTimeoutMs > 0,
+    "formationTimeoutMs",
+    `must be an integer > 0, got ${formationTimeoutMs}`
+  )
   if (options.runToken !== undefined) {
-    check(options.runToken.length >= WebSocket.runTokenLengthMin, "runToken", `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`)
+    check(
+      options.runToken.length >= WebSocket.runTokenLengthMin,
+      "runToken",
+      `must be at least ${WebSocket.runTokenLengthMin} characters, got ${options.runToken.length}`
+    )
   }
   checkTls(options.tls)
   const issueTokens = options.issueTokens ?? 0
   check(Number.isSafeInteger(issueTokens) && issueTokens >= 0, "issueTokens", `must be an integer >= 0, got ${issueTokens}`)
   if (options.tokenTtlMs !== undefined) {
-    check(Number.isSafeInteger(options.tokenTtlMs) && options.tokenTtlMs > 0, "tokenTtlMs", `must be an integer > 0, got ${options.tokenTtlMs}`)
+    check(
+      Number.isSafeInteger(options.tokenTtlMs) && options.tokenTtlMs > 0,
+      "tokenTtlMs",
+      `must be an integer > 0, got ${options.tokenTtlMs}`
+    )
   }
   const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, ...rest } = options
-  return launch({ ...rest, transport: "websocket" }, {
-    host: host ?? serveDefaults.host,
-    port: port ?? serveDefaults.port,
-    runToken,
-    formationTimeoutMs,
-    onListening,
-    http,
-    tls,
-    issueTokens,
-    tokenTtlMs
-  })
+  return launch(
+    { ...rest, transport: "websocket" },
+    {
+      host: host ?? serveDefaults.host,
+      port: port ?? serveDefaults.port,
+      runToken,
+      formationTimeoutMs,
+      onListening,
+      http,
+      tls,
+      issueTokens,
+      tokenTtlMs
+    }
+  )
 }
 
 /**
@@ -122,9 +137,10 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
  * listens (its credentials issued, and revocations watched while the run goes on).
  */
 const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { options, served, resumed, runId, runDir, module, emit, trainerUrl, trainerDigest, runToken, tokenFile, vars } = ctx
-    const { worldSize, epochs, mode, transportKind, backend, batchSize, heartbeatTimeoutMs, interruptGraceMs, rankNice, rankMemoryMb } = ctx.resolved
+    const { worldSize, epochs, mode, transportKind, backend, batchSize, heartbeatTimeoutMs, interruptGraceMs, rankNice, rankMemoryMb } =
+      ctx.resolved
     emit({
       type: "started",
       ms: 0,
@@ -136,8 +152,24 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
       mode,
       transport: served === undefined ? transportKind : "serve",
       options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
-        worldSize, epochs, mode, backend, transport: served === undefined ? transportKind : "serve", batchSize, heartbeatTimeoutMs, interruptGraceMs, runId,
-        ...(served === undefined ? { rankNice, rankMemoryMb } : { host: served.host, port: served.port, formationTimeoutMs: served.formationTimeoutMs, tls: served.tls !== undefined, issueTokens: served.issueTokens }),
+        worldSize,
+        epochs,
+        mode,
+        backend,
+        transport: served === undefined ? transportKind : "serve",
+        batchSize,
+        heartbeatTimeoutMs,
+        interruptGraceMs,
+        runId,
+        ...(served === undefined
+          ? { rankNice, rankMemoryMb }
+          : {
+              host: served.host,
+              port: served.port,
+              formationTimeoutMs: served.formationTimeoutMs,
+              tls: served.tls !== undefined,
+              issueTokens: served.issueTokens
+            }),
         // What a resume needs to continue it: the model's seed, the averaging cadence, and
         // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
         seed: options.seed ?? defaults.seed,
@@ -155,8 +187,20 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
     if (server !== undefined) {
       // A served run's own header (the URL and the join command) comes before the event's line.
       if (served !== undefined) {
-        const issued = yield* Effect.promise(() => LauncherHosts.issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs))
-        LauncherHosts.observeListening(ctx, { url: server.url, host: server.host, port: server.port, runToken, tokenFile, runId, runDir, fingerprint256: ctx.fingerprint256, credentials: issued })
+        const issued = yield* Effect.promise(() =>
+          LauncherHosts.issueCredentials(runToken, runId, runDir, served.issueTokens, served.tokenTtlMs)
+        )
+        LauncherHosts.observeListening(ctx, {
+          url: server.url,
+          host: server.host,
+          port: server.port,
+          runToken,
+          tokenFile,
+          runId,
+          runDir,
+          fingerprint256: ctx.fingerprint256,
+          credentials: issued
+        })
         yield* watchRevocations(ctx, host)
       }
       emit({ type: "listening", ms: ctx.sinceStart(ctx.nowMs()), url: server.url })
@@ -166,13 +210,20 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
 /** Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code. */
 const watchRevocations = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> =>
   Effect.promise(() => Revocations.read(ctx.runDir)).pipe(
-    Effect.flatMap((all) => Effect.sync(() => {
-      for (const revocation of ctx.credentials.fresh(all)) {
-        const { rank, credential } = ctx.credentials.revoke(revocation)
-        ctx.emit({ type: "revoked", ms: ctx.sinceStart(ctx.nowMs()), ...(rank === undefined ? {} : { rank }), ...(credential === undefined ? {} : { credential }) })
-        if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
-      }
-    })),
+    Effect.flatMap((all) =>
+      Effect.sync(() => {
+        for (const revocation of ctx.credentials.fresh(all)) {
+          const { rank, credential } = ctx.credentials.revoke(revocation)
+          ctx.emit({
+            type: "revoked",
+            ms: ctx.sinceStart(ctx.nowMs()),
+            ...(rank === undefined ? {} : { rank }),
+            ...(credential === undefined ? {} : { credential })
+          })
+          if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
+        }
+      })
+    ),
     Effect.repeat(Schedule.spaced(Revocations.revocationPollMs)),
     Effect.forkScoped,
     Effect.asVoid
@@ -197,9 +248,22 @@ const peerHost = "127.0.0.1"
 
 /** Starts the ranks this process runs (none when the run is served: they join from elsewhere). */
 const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { options, served, trainerUrl, runDirAbsolute, runToken, vars } = ctx
-    const { worldSize, hangs, floods, collectiveFaults, backend, ringLinks, batchSize, heartbeatTimeoutMs, heapLimitMb, transportKind, rankNice, compress } = ctx.resolved
+    const {
+      worldSize,
+      hangs,
+      floods,
+      collectiveFaults,
+      backend,
+      ringLinks,
+      batchSize,
+      heartbeatTimeoutMs,
+      heapLimitMb,
+      transportKind,
+      rankNice,
+      compress
+    } = ctx.resolved
     const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
@@ -210,7 +274,10 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         ...(compress === "none" ? {} : { compress }),
         ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
         ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
-        collectiveFault: collectiveFault === undefined ? undefined : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
+        collectiveFault:
+          collectiveFault === undefined
+            ? undefined
+            : { round: collectiveFault.round, step: collectiveFault.step, fault: collectiveFault.fault },
         trainer: trainerUrl,
         worldSize,
         seed: options.seed ?? defaults.seed,
@@ -224,9 +291,12 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.
-        coordinatorTimeoutMs: transportKind === "worker" ? 0 : options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault
+        coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault)
       }
-      const spawnData = vars.server === undefined ? data : { ...data, url: vars.server.url, runToken, ...(ctx.fingerprint256 === undefined ? {} : { fingerprint256: ctx.fingerprint256 }) }
+      const spawnData =
+        vars.server === undefined
+          ? data
+          : { ...data, url: vars.server.url, runToken, ...(ctx.fingerprint256 === undefined ? {} : { fingerprint256: ctx.fingerprint256 }) }
       yield* host.spawn({ entry, rank, data: spawnData, nice: rankNice }).pipe(Effect.orDie)
     }
   })
@@ -241,30 +311,36 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     tickMs: options.tickMs ?? defaults.tickMs,
     formationTimeoutMs: served?.formationTimeoutMs ?? defaults.formationTimeoutMs,
     // Ranks that join from elsewhere may leave before the run formed and others take their index.
-    ...(served === undefined ? {} : {
-      vacate: (rank: number, reason: string) => {
-        ctx.vars.server?.vacate(rank)
-        ctx.emit({ type: "left", ms: ctx.sinceStart(Date.now()), rank, reason })
-      }
-    }),
+    ...(served === undefined
+      ? {}
+      : {
+          vacate: (rank: number, reason: string) => {
+            ctx.vars.server?.vacate(rank)
+            ctx.emit({ type: "left", ms: ctx.sinceStart(Date.now()), rank, reason })
+          }
+        }),
     // A served run's ranks run elsewhere: the hooks close their sockets instead.
     hooks: LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,
     ...(resumeState?.outerMomentum === undefined ? {} : { outerMomentum: resumeState.outerMomentum }),
-    ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined ? { formRingLinks: host.formRingLinks } : {}),
-    ...(resumeState === undefined ? {} : {
-      resume: {
-        point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
-        params: resumeState.params
-      }
-    })
+    ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined
+      ? { formRingLinks: host.formRingLinks }
+      : {}),
+    ...(resumeState === undefined
+      ? {}
+      : {
+          resume: {
+            point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
+            params: resumeState.params
+          }
+        })
   })
 }
 
 /** An interrupt (or an immediate stop, or a record that can no longer be written) asks the core to end the run; it decides. */
 const watchSignals = (ctx: Context, coordinator: Coordinator.Handle): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { options, storageStop, vars } = ctx
     const detailOf = (signal: AbortSignal): string =>
       typeof signal.reason === "string" && /^SIG[A-Z]+$/.test(signal.reason) ? signal.reason : "aborted"
@@ -272,7 +348,8 @@ const watchSignals = (ctx: Context, coordinator: Coordinator.Handle): Effect.Eff
       if (signal === undefined) continue
       yield* aborted(signal).pipe(
         Effect.flatMap(() => {
-          if (signal === storageStop.signal && vars.storageFault !== undefined) return coordinator.interrupt(StorageFault.text(vars.storageFault))
+          if (signal === storageStop.signal && vars.storageFault !== undefined)
+            return coordinator.interrupt(StorageFault.text(vars.storageFault))
           if (vars.interruptedBy === undefined) vars.interruptedBy = detailOf(signal)
           return coordinator.interrupt(`interrupted by ${vars.interruptedBy}`)
         }),
@@ -287,7 +364,7 @@ const watchSignals = (ctx: Context, coordinator: Coordinator.Handle): Effect.Eff
  * ranks share them: out of them, their saves fail for a reason that is not theirs).
  */
 const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const coordinatorAlerts = ctx.options.coordinatorAlerts
     if (coordinatorAlerts !== undefined) {
       yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
@@ -304,9 +381,11 @@ const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.E
     }
     yield* Effect.promise(() => Files.descriptorShortage(ctx.runDirAbsolute)).pipe(
       Effect.flatMap((shortage) =>
-        shortage === undefined ? Effect.void : coordinator.resource(
-          `the coordinator's process is out of file descriptors (${shortage.message}): files it and its worker ranks open fail (checkpoints, logs) until some close; raise its limit (ulimit -n) or lower what holds them (--dashboard-connections-max)`
-        )
+        shortage === undefined
+          ? Effect.void
+          : coordinator.resource(
+              `the coordinator's process is out of file descriptors (${shortage.message}): files it and its worker ranks open fail (checkpoints, logs) until some close; raise its limit (ulimit -n) or lower what holds them (--dashboard-connections-max)`
+            )
       ),
       Effect.repeat(Schedule.spaced(1000)),
       Effect.forkScoped
@@ -337,7 +416,7 @@ const closeSilentJoiners = (ctx: Context, host: Host): Effect.Effect<void, never
  * while saving), so that the ledger is complete before the coordinator stops.
  */
 const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { state, options } = ctx
     for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
     // A joiner let in whose Hello never came is no rank of the run: nothing to wait for.
@@ -347,7 +426,8 @@ const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Eff
     const graceMs = outcome.status !== "interrupted" ? defaults.exitGraceMs : state.started ? ctx.resolved.interruptGraceMs : 0
     const deadline = (yield* Clock.currentTimeMillis) + graceMs
     while (
-      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) && (yield* Clock.currentTimeMillis) < deadline &&
+      ((yield* host.transport.peers).length > 0 || Core.activeCount(state) > 0) &&
+      (yield* Clock.currentTimeMillis) < deadline &&
       options.stopSignal?.aborted !== true
     ) {
       yield* Effect.sleep(20)
@@ -356,7 +436,7 @@ const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Eff
 
 /** The run, from its host's start to its ranks' end: resolves with the core's outcome. */
 const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { served, trainerUrl, vars } = ctx
     vars.clock = yield* Clock.Clock
     vars.startedMs = yield* Clock.currentTimeMillis
@@ -390,14 +470,18 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
   // refuses a run that is still running (a stale lock, of a process that is gone, is no bar).
   // The lock's stamp is wall-clock time: another process reads it.
   const runLock = await LockFile.acquire(`${runDir}/${runLockFileName}`, Date.now())
-  const exit = await Effect.runPromiseExit(Effect.scoped(Effect.gen(function*() {
-    const outcome = yield* program(ctx)
-    if (vars.server !== undefined) {
-      finalRefusals = { ...(yield* vars.server.refusals) }
-      for (const [code, count] of Object.entries(ctx.lateRefusals)) finalRefusals[code] = (finalRefusals[code] ?? 0) + count
-    }
-    return outcome
-  }))).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
+  const exit = await Effect.runPromiseExit(
+    Effect.scoped(
+      Effect.gen(function* () {
+        const outcome = yield* program(ctx)
+        if (vars.server !== undefined) {
+          finalRefusals = { ...(yield* vars.server.refusals) }
+          for (const [code, count] of Object.entries(ctx.lateRefusals)) finalRefusals[code] = (finalRefusals[code] ?? 0) + count
+        }
+        return outcome
+      })
+    )
+  ).finally(() => (runLock._tag === "Acquired" ? runLock.release() : undefined))
   journal.releaseHeld()
   epochModels.releaseAll("the run ended before a ring member handed it over")
   // Every rank has ended with the scope, so every line it printed was forwarded.

@@ -37,7 +37,16 @@ import * as Files from "../../src/platform/files.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { firstLine } from "../record/error-text.ts"
-import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resultFromEvents, resumedByFileName } from "../record/read-run.ts"
+import {
+  chainOf,
+  failureText,
+  printable,
+  readResumedBy,
+  readText,
+  reportDefaults,
+  resultFromEvents,
+  resumedByFileName
+} from "../record/read-run.ts"
 export { resumedByFileName } from "../record/read-run.ts"
 import * as RunSchema from "../record/run-schema.ts"
 import { defaults, LaunchError, loadTrainer, runLockFileName } from "./launch-options.ts"
@@ -52,7 +61,6 @@ import { trainerSha256 } from "./trainer-digest.ts"
  * @category resume
  */
 export const lockFileName = "resume.lock"
-
 
 /**
  * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
@@ -70,7 +78,9 @@ const markResumed = (
       void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch(() => {})
       // Ancestors whose own resume never formed: this run trains on from their state too.
       for (const ancestor of unmarked) {
-        void Files.exists(ancestor.path).then((found) => found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)).catch(() => {})
+        void Files.exists(ancestor.path)
+          .then((found) => (found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)))
+          .catch(() => {})
       }
     }
     onEvent?.(event)
@@ -176,12 +186,16 @@ const readParent = async (given: string): Promise<Parent> => {
   const text = new TextDecoder().decode((read as Extract<Files.RegularFileRead, { _tag: "Read" }>).bytes)
   const result = resultFromEvents(text, path)
   if (typeof result === "string") {
-    return fail(result.endsWith("has no started event") ? resumeErrors.notARun(given, "its journal has no started event") : resumeErrors.unreadable(given, result))
+    return fail(
+      result.endsWith("has no started event")
+        ? resumeErrors.notARun(given, "its journal has no started event")
+        : resumeErrors.unreadable(given, result)
+    )
   }
   // The first `started` line, checked (resultFromEvents found one, so there is one).
   let started: Started | undefined
   for (const line of text.split("\n")) {
-    if (!line.includes("\"started\"")) continue
+    if (!line.includes('"started"')) continue
     try {
       const checked = RunSchema.validateRunEvent(JSON.parse(line))
       if ("ok" in checked && checked.ok.type === "started") {
@@ -208,7 +222,10 @@ interface Picked {
   readonly notes: ReadonlyArray<string>
 }
 
-const readModel = async (dir: string, names: SavedModel.FileNames = SavedModel.rankFiles): Promise<{ readonly params: Float32Array; readonly round: number; readonly epoch: number } | { readonly error: string }> => {
+const readModel = async (
+  dir: string,
+  names: SavedModel.FileNames = SavedModel.rankFiles
+): Promise<{ readonly params: Float32Array; readonly round: number; readonly epoch: number } | { readonly error: string }> => {
   try {
     const read = await SavedModel.read(dir, names)
     return read._tag === "Unusable" ? { error: read.reason } : { params: read.params, round: read.meta.round, epoch: read.meta.epoch }
@@ -245,12 +262,14 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
   const outcome = read.outcome
   const saveProblems: Array<string> = []
   const notes: Array<string> = []
-  if (parent.cutLine !== undefined) notes.push(`the parent's journal ${parent.cutLine} (a write cut short); every whole line before it was read`)
+  if (parent.cutLine !== undefined)
+    notes.push(`the parent's journal ${parent.cutLine} (a write cut short); every whole line before it was read`)
   if (outcome !== undefined) {
     const epoch = outcome.uncommitted?.epoch ?? outcome.epochsCompleted
     if (epoch >= epochs) fail(resumeErrors.completed(runId, epochs))
     const saved = read.saves?.saved ?? []
-    if (saved.length === 0) saveProblems.push(read.saves === undefined ? "the parent recorded no saves" : "no survivor of the parent finished its save")
+    if (saved.length === 0)
+      saveProblems.push(read.saves === undefined ? "the parent recorded no saves" : "no survivor of the parent finished its save")
     // Of the good saves, the one of the newest round (the lowest rank of those): every survivor
     // that applied the last commit holds its mean, but a ring joiner still waiting for its model
     // when the run stopped saved its initial one (round -1), which lacks the committed samples.
@@ -278,7 +297,8 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
     }
     if (newest !== undefined) {
       const loaded = newest
-      for (const { rank, round } of older) saveProblems.push(`rank ${rank}: its model is of round ${round}, older than rank ${loaded.rank}'s (round ${loaded.round})`)
+      for (const { rank, round } of older)
+        saveProblems.push(`rank ${rank}: its model is of round ${round}, older than rank ${loaded.rank}'s (round ${loaded.round})`)
       const uncommitted = outcome.uncommitted?.ranges ?? [[0, epochSamples] as const]
       return {
         epoch,
@@ -291,11 +311,12 @@ const pickState = async (parent: Parent, epochSamples: number, epochs: number): 
       }
     }
   }
-  const why = outcome === undefined && read.failed !== undefined
-    ? `the parent's journal ends without its outcome: ${failureText(read.failed)}`
-    : outcome === undefined
-    ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
-    : `the survivors' saves are not usable (${saveProblems.join("; ")})`
+  const why =
+    outcome === undefined && read.failed !== undefined
+      ? `the parent's journal ends without its outcome: ${failureText(read.failed)}`
+      : outcome === undefined
+        ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
+        : `the survivors' saves are not usable (${saveProblems.join("; ")})`
   return fromAudited(parent, epochs, why, notes)
 }
 
@@ -321,7 +342,10 @@ const fromAudited = async (parent: Parent, epochs: number, why: string, notes: R
       continue
     }
     // Only a run from before the coordinator kept its own models lacks the audited epoch's.
-    const again = version === audited ? [] : [`epochs ${version + 1} to ${audited} were audited by run ${runId} but their model is missing: they are trained again`]
+    const again =
+      version === audited
+        ? []
+        : [`epochs ${version + 1} to ${audited} were audited by run ${runId} but their model is missing: they are trained again`]
     return {
       epoch: version + 1,
       firstRound: model.round + 1,
@@ -356,7 +380,8 @@ const recordedPath = (dir: string, recordedRunDir: string, path: string): string
 const fromStart = async (parent: Parent, why: string, notes: ReadonlyArray<string>): Promise<Picked> => {
   const { started } = parent
   const recorded = started.resumed
-  const from = recorded === undefined ? undefined : { ...recorded, loadedFrom: recordedPath(parent.dir, started.runDir, recorded.loadedFrom) }
+  const from =
+    recorded === undefined ? undefined : { ...recorded, loadedFrom: recordedPath(parent.dir, started.runDir, recorded.loadedFrom) }
   if (from === undefined || from.state === "start") {
     return {
       epoch: from?.epoch ?? 0,
@@ -365,11 +390,21 @@ const fromStart = async (parent: Parent, why: string, notes: ReadonlyArray<strin
       params: undefined,
       state: "start",
       loadedFrom: "",
-      notes: [...notes, `${why}; it audited no epoch: training starts again from epoch ${from?.epoch ?? 0} with the run's initial model (its seed)`]
+      notes: [
+        ...notes,
+        `${why}; it audited no epoch: training starts again from epoch ${from?.epoch ?? 0} with the run's initial model (its seed)`
+      ]
     }
   }
   const model = await readCheckpoint(from.loadedFrom)
-  if ("error" in model) return fail(resumeErrors.noState(started.runId, `${why}; it audited no epoch, and the model it started from (${from.loadedFrom}) is not usable: ${model.error}`, from.loadedFrom))
+  if ("error" in model)
+    return fail(
+      resumeErrors.noState(
+        started.runId,
+        `${why}; it audited no epoch, and the model it started from (${from.loadedFrom}) is not usable: ${model.error}`,
+        from.loadedFrom
+      )
+    )
   return {
     epoch: from.epoch,
     firstRound: from.firstRound,
@@ -391,9 +426,11 @@ const failureLimitOf = (value: unknown): Config.FailureLimit | undefined => {
 }
 
 const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
-  value === "fastest" ? "fastest"
-  : typeof value === "object" && value !== null && typeof (value as { rank?: unknown }).rank === "number" ? { rank: (value as { rank: number }).rank }
-  : undefined
+  value === "fastest"
+    ? "fastest"
+    : typeof value === "object" && value !== null && typeof (value as { rank?: unknown }).rank === "number"
+      ? { rank: (value as { rank: number }).rank }
+      : undefined
 
 /**
  * `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`): builds
@@ -460,28 +497,34 @@ export const resume = async (
   // again since, by a run that trained on from the same state.
   const grandparent = started.resumed?.parent
   const grandparentDir = grandparent === undefined ? undefined : recordedPath(parent.dir, started.runDir, grandparent.runDir)
-  const sibling = grandparentDir === undefined ? undefined : await readResumedBy(`${grandparentDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
+  const sibling =
+    grandparentDir === undefined ? undefined : await readResumedBy(`${grandparentDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
   if (grandparent !== undefined && sibling !== undefined && sibling.runId !== "(unknown)" && sibling.runId !== started.runId) {
     fail(resumeErrors.parentResumedAgain(started.runId, grandparent.runId, sibling.runId, sibling.runDir))
   }
   // `summary.json` is the authority for a completed run: its journal may be short (a write that a
   // full or failing disk refused after the summary's), which alone would read as a cut-off run.
-  if (parent.read.outcome?.status === "completed" || await completedPerSummary(parent.dir)) fail(resumeErrors.completed(started.runId, started.epochs))
+  if (parent.read.outcome?.status === "completed" || (await completedPerSummary(parent.dir)))
+    fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
   if (options.outDir !== undefined) {
     const out = Files.absolutePath(options.outDir)
     const dir = Files.absolutePath(parent.dir)
-    if (out === dir || out.startsWith(dir.endsWith("/") ? dir : `${dir}/`)) fail(resumeErrors.outInsideRun(options.outDir, started.runId, parent.dir))
+    if (out === dir || out.startsWith(dir.endsWith("/") ? dir : `${dir}/`))
+      fail(resumeErrors.outInsideRun(options.outDir, started.runId, parent.dir))
   }
   // A run that failed before every rank joined (its journal ends with `failed`) trained nothing.
   const failed = parent.read.outcome === undefined ? parent.read.failed : undefined
   if (failed !== undefined && !failed.formed) fail(resumeErrors.failedAtFormation(started.runId, failureText(failed)))
   // The trainer: the parent's (the absolute URL it recorded; an older journal's path as given), or
   // the one named, which must be the same module: same dataset size, same file contents.
-  const recordedUrl = typeof parentOptions.trainerUrl === "string"
-    ? parentOptions.trainerUrl
-    : typeof parentOptions.trainer === "string" ? Files.fileUrl(parentOptions.trainer) : undefined
+  const recordedUrl =
+    typeof parentOptions.trainerUrl === "string"
+      ? parentOptions.trainerUrl
+      : typeof parentOptions.trainer === "string"
+        ? Files.fileUrl(parentOptions.trainer)
+        : undefined
   const trainerGiven = options.trainer ?? recordedUrl
   if (trainerGiven === undefined) return fail(resumeErrors.notARun(options.resume, "its journal does not name its trainer"))
   const { url: trainerUrl, module } = await loadTrainer(trainerGiven)
@@ -513,7 +556,9 @@ export const resume = async (
       notes: [
         ...(running._tag === "Stale" ? [staleLockNote(runLockPath, running.why, false)] : []),
         ...(lock.tookOver === undefined ? [] : [staleLockNote(lockPath, lock.tookOver.why, true)]),
-        ...(started.transport === "serve" && options.transport === undefined ? ["the run's ranks joined over WebSocket (cohort serve); this resume runs them here as worker threads"] : []),
+        ...(started.transport === "serve" && options.transport === undefined
+          ? ["the run's ranks joined over WebSocket (cohort serve); this resume runs them here as worker threads"]
+          : []),
         ...picked.notes
       ]
     }
@@ -545,7 +590,9 @@ export const resume = async (
       roundDeadlineMs: options.roundDeadlineMs ?? optionalNumber(o.roundDeadlineMs),
       roundQuorum: options.roundQuorum ?? optionalNumber(o.roundQuorum),
       // How rounds were combined: the parent's unless the caller says otherwise.
-      aggregate: options.aggregate ?? (o.aggregate === "mean" || o.aggregate === "trimmed-mean" || o.aggregate === "median" ? o.aggregate : undefined),
+      aggregate:
+        options.aggregate ??
+        (o.aggregate === "mean" || o.aggregate === "trimmed-mean" || o.aggregate === "median" ? o.aggregate : undefined),
       trimFraction: options.trimFraction ?? optionalNumber(o.trimFraction),
       clipNorm: options.clipNorm ?? optionalNumber(o.clipNorm),
       outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
@@ -556,11 +603,13 @@ export const resume = async (
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),
       saveTimeoutMs: options.saveTimeoutMs ?? optionalNumber(o.saveTimeoutMs),
       evalTimeoutMs: options.evalTimeoutMs ?? optionalNumber(o.evalTimeoutMs),
-      livenessDetector: options.livenessDetector ?? (o.livenessDetector === "fixed" || o.livenessDetector === "adaptive" ? o.livenessDetector : undefined),
+      livenessDetector:
+        options.livenessDetector ?? (o.livenessDetector === "fixed" || o.livenessDetector === "adaptive" ? o.livenessDetector : undefined),
       adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs ?? optionalNumber(o.adaptiveTimeoutMinMs),
       failureLimit: "failureLimit" in options ? options.failureLimit : failureLimitOf(o.failureLimit),
       rolePolicy: options.rolePolicy ?? rolePolicyOf(o.rolePolicy),
-      onRepeatedCrash: options.onRepeatedCrash ?? (o.onRepeatedCrash === "continue" || o.onRepeatedCrash === "stop" ? o.onRepeatedCrash : undefined),
+      onRepeatedCrash:
+        options.onRepeatedCrash ?? (o.onRepeatedCrash === "continue" || o.onRepeatedCrash === "stop" ? o.onRepeatedCrash : undefined),
       rankMemoryMb: options.rankMemoryMb ?? optionalNumber(o.rankMemoryMb),
       rankNice: options.rankNice ?? optionalNumber(o.rankNice),
       interruptGraceMs: options.interruptGraceMs ?? optionalNumber(o.interruptGraceMs),
@@ -568,9 +617,19 @@ export const resume = async (
       runId: options.runId,
       signal: options.signal,
       stopSignal: options.stopSignal,
-      onEvent: markResumed(markerPath, await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }), options.onEvent),
+      onEvent: markResumed(
+        markerPath,
+        await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }),
+        options.onEvent
+      ),
       onRankOutput: options.onRankOutput,
-      resumeState: { epoch: picked.epoch, firstRound: picked.firstRound, committed: picked.committed, params: picked.params, ...(await outerMomentumOf(picked)) }
+      resumeState: {
+        epoch: picked.epoch,
+        firstRound: picked.firstRound,
+        committed: picked.committed,
+        params: picked.params,
+        ...(await outerMomentumOf(picked))
+      }
     })
     return await launch(fresh, resumed)
   } finally {

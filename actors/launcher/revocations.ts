@@ -34,7 +34,8 @@ export type Revocation = { readonly rank: number } | { readonly credential: stri
 export const parseTarget = (text: string): Revocation | undefined =>
   /^\d{1,9}$/.test(text) ? { rank: Number(text) } : /^[A-Za-z][A-Za-z0-9_-]{0,31}$/.test(text) ? { credential: text } : undefined
 
-const lineOf = (revocation: Revocation): string => ("rank" in revocation ? `rank ${revocation.rank}` : `credential ${revocation.credential}`)
+const lineOf = (revocation: Revocation): string =>
+  "rank" in revocation ? `rank ${revocation.rank}` : `credential ${revocation.credential}`
 
 /**
  * Appends `revocation` to `<runDir>/revoked` (created if missing). Rejects as the file system
@@ -59,12 +60,15 @@ export const append = async (runDir: string, revocation: Revocation): Promise<vo
 export const read = async (runDir: string): Promise<ReadonlyArray<Revocation>> => {
   const read = await Files.readRegularFile(`${runDir}/${revokedFileName}`, revokedBytesMax).catch(() => undefined)
   if (read?._tag !== "Read") return []
-  return new TextDecoder().decode(read.bytes).split("\n").flatMap((line) => {
-    const [kind, value] = line.trim().split(/\s+/)
-    const target = value === undefined ? undefined : parseTarget(value)
-    if (target === undefined) return []
-    return (kind === "rank" && "rank" in target) || (kind === "credential" && "credential" in target) ? [target] : []
-  })
+  return new TextDecoder()
+    .decode(read.bytes)
+    .split("\n")
+    .flatMap((line) => {
+      const [kind, value] = line.trim().split(/\s+/)
+      const target = value === undefined ? undefined : parseTarget(value)
+      if (target === undefined) return []
+      return (kind === "rank" && "rank" in target) || (kind === "credential" && "credential" in target) ? [target] : []
+    })
 }
 
 /**

@@ -69,7 +69,8 @@ export const make = (mode: "static" | "progressive"): RoundLoss => {
           if (message.loss === undefined) return
           // A ring round redone by a new generation reports again: the first report's weight stands.
           const known = pending.get(rank)
-          const weight = known !== undefined && known.round === message.round ? known.weight : weightOf(rank, message.epoch, message.samplesDone)
+          const weight =
+            known !== undefined && known.round === message.round ? known.weight : weightOf(rank, message.epoch, message.samplesDone)
           pending.set(rank, { round: message.round, loss: message.loss, weight })
           return
         }

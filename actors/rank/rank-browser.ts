@@ -25,8 +25,8 @@ const endDetail = (code: number): string =>
   code === 0
     ? "left the run cleanly"
     : code === Rank.coordinatorGoneExitCode
-    ? "the coordinator is gone"
-    : "crashed (the coordinator shows the error)"
+      ? "the coordinator is gone"
+      : "crashed (the coordinator shows the error)"
 
 /** What a refusal's close code means, in the words `cohort join` uses. */
 const refusalWords = (closeCode: number): string => {
@@ -70,16 +70,17 @@ export const main = async (trainer: unknown): Promise<void> => {
   const leave = (code: number, detail = lastLine ?? endDetail(code)) => {
     if (ended) return
     ended = true
-    const closing = client === undefined
-      ? Promise.resolve()
-      : Effect.runPromise(client.close(Transport.CloseCode.Normal).pipe(Effect.timeoutOption(leaveCloseMsMax), Effect.ignore))
+    const closing =
+      client === undefined
+        ? Promise.resolve()
+        : Effect.runPromise(client.close(Transport.CloseCode.Normal).pipe(Effect.timeoutOption(leaveCloseMsMax), Effect.ignore))
     void closing.finally(() => {
       page.post({ _tag: "ended", code, detail })
       Browser.closeWorker()
     })
   }
   const trainSamples = (trainer as { readonly trainSamples?: unknown }).trainSamples
-  const connect = Effect.gen(function*() {
+  const connect = Effect.gen(function* () {
     const scope = yield* Scope.make()
     const joined = yield* WebSocket.connect({ url: join.url, runToken: join.token, rank: join.rank }).pipe(Scope.provide(scope))
     client = joined
@@ -88,7 +89,10 @@ export const main = async (trainer: unknown): Promise<void> => {
       return yield* Effect.never
     }
     if (joined.run.epochSamples !== trainSamples) {
-      leave(1, `the coordinator's trainer has ${joined.run.epochSamples} samples an epoch, this page's ${String(trainSamples)}: the page was built from another trainer`)
+      leave(
+        1,
+        `the coordinator's trainer has ${joined.run.epochSamples} samples an epoch, this page's ${String(trainSamples)}: the page was built from another trainer`
+      )
       return yield* Effect.never
     }
     page.post({ _tag: "joined", rank: joined.rank })

@@ -110,19 +110,20 @@ export const watch = (options: WatchOptions): Watch => {
     why.reason === "CoordinatorSilent"
       ? `no frame for ${Math.round(why.silentMs)} ms, over coordinatorTimeoutMs ${coordinatorTimeoutMs}`
       : why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal
-      ? "channel closed"
-      : `channel closed with code ${why.closeCode}`
+        ? "channel closed"
+        : `channel closed with code ${why.closeCode}`
   /** The rank's last line's head: declared dead (the coordinator is still there), or the coordinator is gone. */
   const headOf = (why: Gone): string =>
     why.reason === "ChannelClosed" && why.closeCode === Transport.CloseCode.RankDead
       ? `the coordinator declared this rank dead (close code ${why.closeCode})`
       : why.reason === "ChannelClosed" && why.closeCode === Transport.CloseCode.CredentialRevoked
-      ? `the coordinator revoked this rank (close code ${why.closeCode}: cohort revoke)`
-      : `the coordinator is gone (${describe(why)})`
+        ? `the coordinator revoked this rank (close code ${why.closeCode}: cohort revoke)`
+        : `the coordinator is gone (${describe(why)})`
   /** A link that dropped without a code: what the link learns of why (`Link.whyEnded`), if it can. */
   const learnWhy = (why: Gone): Effect.Effect<Gone> =>
-    why.reason === "ChannelClosed" && link.whyEnded !== undefined &&
-      (why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal)
+    why.reason === "ChannelClosed" &&
+    link.whyEnded !== undefined &&
+    (why.closeCode === undefined || why.closeCode === Transport.CloseCode.Abnormal)
       ? Effect.map(link.whyEnded, (closeCode): Gone => (closeCode === undefined ? why : { reason: "ChannelClosed", closeCode }))
       : Effect.succeed(why)
   /**
@@ -130,7 +131,7 @@ export const watch = (options: WatchOptions): Watch => {
    * throws: a save that fails or takes too long is reported in the line and in emergency.json.
    */
   const gone = (first: Gone, save = true) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const why = yield* learnWhy(first)
       const say = link.detach?.() ?? ((line: string) => console.error(line))
       const detail = describe(why)
@@ -141,7 +142,8 @@ export const watch = (options: WatchOptions): Watch => {
       }
       // A joiner the run let in but closed at its end (4020, or 4019 while saving and stopping)
       // before it trained: the coordinator is not gone, and the rank holds nothing of the run's.
-      const closedAtEnd = why.reason === "ChannelClosed" &&
+      const closedAtEnd =
+        why.reason === "ChannelClosed" &&
         (why.closeCode === Transport.CloseCode.JoinRunOver || why.closeCode === Transport.CloseCode.JoinShuttingDown)
       if (closedAtEnd && options.epoch() < 0) {
         say(`cohort rank ${rank}: the run ended before this rank trained (close code ${why.closeCode}); nothing to save`)
@@ -152,17 +154,20 @@ export const watch = (options: WatchOptions): Watch => {
         await Files.mkdir(dir)
         await options.save(dir)
       }).pipe(Effect.result, Effect.timeoutOption(saveTimeoutMs))
-      const error = saved._tag === "None"
-        ? `the save did not finish within ${saveTimeoutMs} ms`
-        : Result.isFailure(saved.value)
-        ? DeathReport.errorMessage(saved.value.failure.cause ?? saved.value.failure)
-        : undefined
+      const error =
+        saved._tag === "None"
+          ? `the save did not finish within ${saveTimeoutMs} ms`
+          : Result.isFailure(saved.value)
+            ? DeathReport.errorMessage(saved.value.failure.cause ?? saved.value.failure)
+            : undefined
       const record: EmergencySave = {
         emergency: true,
         rank,
         reason: why.reason,
         ...(why.reason === "ChannelClosed"
-          ? why.closeCode === undefined ? {} : { closeCode: why.closeCode }
+          ? why.closeCode === undefined
+            ? {}
+            : { closeCode: why.closeCode }
           : { silentMs: Math.round(why.silentMs) }),
         detail,
         at: new Date().toISOString(),

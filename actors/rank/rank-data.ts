@@ -141,10 +141,12 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
   const run = value as Record<string, unknown>
   const positiveInteger = (key: string) => typeof run[key] === "number" && Number.isSafeInteger(run[key]) && (run[key] as number) > 0
   const nonNegative = (key: string) => typeof run[key] === "number" && Number.isFinite(run[key]) && (run[key] as number) >= 0
-  return ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
+  return (
+    ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
     ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
     (run.backend === undefined || run.backend === "cpu" || run.backend === "ring") &&
     (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8")
+  )
 }
 
 /**

@@ -66,14 +66,14 @@ export const make = (link: Link, data: RankData): Reports => {
   let lastSentMs = 0
   let lastProgressMs = 0
   const send = (message: ToCoordinator, packed?: Uint8Array) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       lastSentMs = yield* Clock.currentTimeMillis
       yield* transport.send(toCoordinator, Codec.encodePacked(Frame.fromRank(rank, message), packed)).pipe(Effect.ignore)
     })
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0
   const afterBatch = (started: number, finished: number, progress: BatchProgress) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
         lastHeapCheckMs = finished
         // Over the limit: measure again after a full collection, so garbage never kills a rank.

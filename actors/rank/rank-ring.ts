@@ -203,9 +203,10 @@ export const make = (options: RankRingOptions): RankRing => {
    * `FormRing`; a generation whose outgoing link cannot be made sends through the relay, and the
    * relay's steps of a generation go to its channel, so a receiver takes steps from both.
    */
-  const peers = data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
-    ? PeerRing.start({ ...data.peerLinks, rank: link.rank })
-    : undefined
+  const peers =
+    data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
+      ? PeerRing.start({ ...data.peerLinks, rank: link.rank })
+      : undefined
   const relaySend = (step: Ring.RingMessage): Effect.Effect<void> =>
     send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data })
   /** How the current generation's outgoing steps went: over its direct link, or the relay. */
@@ -215,18 +216,24 @@ export const make = (options: RankRingOptions): RankRing => {
     const end = peers.open(message.generation, message.peers, message.ringRank)
     const direct = new Ring.BufferedLink((message) =>
       faultOr(message, (step) =>
-        Effect.flatMap(Effect.promise(() => end.connected), (connected) => {
-          const way = connected && end.send(step) ? "direct" : "relay"
-          peerUsed.set(step.generation, way)
-          return way === "direct" ? Effect.void : relaySend(step)
-        })))
+        Effect.flatMap(
+          Effect.promise(() => end.connected),
+          (connected) => {
+            const way = connected && end.send(step) ? "direct" : "relay"
+            peerUsed.set(step.generation, way)
+            return way === "direct" ? Effect.void : relaySend(step)
+          }
+        )
+      )
+    )
     end.onMessage((step) => {
       direct.push(step)
       if (collective === undefined && finished === undefined) notify()
     })
     portChannels.set(message.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: end.close })
   }
-  const channelFor = (generation: number): RingChannel | undefined => (usePorts || peers !== undefined ? portChannels.get(generation) : relay)
+  const channelFor = (generation: number): RingChannel | undefined =>
+    usePorts || peers !== undefined ? portChannels.get(generation) : relay
 
   const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
 
@@ -237,13 +244,15 @@ export const make = (options: RankRingOptions): RankRing => {
   let blockedGeneration = -1
   let pending: Contribution | undefined
   let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
-  let finished: {
-    readonly generation: number
-    readonly round: number
-    readonly mean: Float32Array
-    readonly area: SharedAllReduce.Area | undefined
-    readonly ringRank: number
-  } | undefined
+  let finished:
+    | {
+        readonly generation: number
+        readonly round: number
+        readonly mean: Float32Array
+        readonly area: SharedAllReduce.Area | undefined
+        readonly ringRank: number
+      }
+    | undefined
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
@@ -306,9 +315,10 @@ export const make = (options: RankRingOptions): RankRing => {
       // With an area every member runs there (an area made for another shape fails the collective,
       // never splits the ring between the area and the links).
       const area = channel.area
-      const collectiveOf = area !== undefined
-        ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
-        : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
+      const collectiveOf =
+        area !== undefined
+          ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
+          : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
       const body = collectiveOf.pipe(
         Effect.flatMap((mean) =>
           Effect.suspend(() => {
@@ -325,7 +335,13 @@ export const make = (options: RankRingOptions): RankRing => {
             const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank }
             finished = done
             if (area !== undefined) watchCommit(done)
-            return send({ _tag: "RoundDone", epoch: Math.max(contribution.epoch, 0), round: entry.round, generation: entry.generation, samplesDone: contribution.samplesDone })
+            return send({
+              _tag: "RoundDone",
+              epoch: Math.max(contribution.epoch, 0),
+              round: entry.round,
+              generation: entry.generation,
+              samplesDone: contribution.samplesDone
+            })
           })
         ),
         Effect.catch((error) =>
@@ -344,7 +360,7 @@ export const make = (options: RankRingOptions): RankRing => {
   return {
     view: () => ringView,
     formRing: (message, round) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
         if (ringView !== undefined && message.generation <= ringView.generation) return
         ringView = message
@@ -356,7 +372,7 @@ export const make = (options: RankRingOptions): RankRing => {
         yield* startCollective(round) // redo an unconfirmed round from the pre-round parameters
       }),
     // Abort at once: no rank waits on a dead neighbour. A newer FormRing follows (or a shutdown).
-    declareDead: Effect.gen(function*() {
+    declareDead: Effect.gen(function* () {
       if (ringView !== undefined) blockedGeneration = Math.max(blockedGeneration, ringView.generation)
       yield* abortCollective
       finished = undefined
@@ -401,7 +417,8 @@ export const make = (options: RankRingOptions): RankRing => {
       return false
     },
     linkName: () => {
-      if (ringView !== undefined && peers !== undefined) return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
+      if (ringView !== undefined && peers !== undefined)
+        return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
       if (ringView === undefined || !usePorts) return "relayed link"
       return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },

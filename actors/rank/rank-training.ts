@@ -91,7 +91,7 @@ export interface Running {
  * coordinator. A trainer that fails to load or is not one is a defect.
  */
 export const start = (link: Link, leave: (code: number) => void, loadTrainer: (url: string) => Promise<unknown>): Effect.Effect<Running> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { rank } = link
     const data = link.data as RankData
     const module = Trainer.validateTrainerModule(yield* Effect.promise(() => loadTrainer(data.trainer)))
@@ -107,11 +107,13 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
     // (and the run stops with TrainerFault when two ranks do), instead of sending frames the
     // coordinator must drop (a Float64Array) or refuse (another length).
     const firstParams = checked.getParams()
-    if (!(firstParams instanceof Float32Array)) return yield* Effect.die(new Error(`rank ${rank}: ${Trainer.paramsProblem(firstParams, undefined)}`))
+    if (!(firstParams instanceof Float32Array))
+      return yield* Effect.die(new Error(`rank ${rank}: ${Trainer.paramsProblem(firstParams, undefined)}`))
     const paramsLength = firstParams.length
     const getParams = (): Float32Array => {
       const current = checked.getParams()
-      const problem = current instanceof Float32Array && current.length === paramsLength ? undefined : Trainer.paramsProblem(current, paramsLength)
+      const problem =
+        current instanceof Float32Array && current.length === paramsLength ? undefined : Trainer.paramsProblem(current, paramsLength)
       if (problem !== undefined) throw new Error(problem)
       return current
     }
@@ -229,7 +231,7 @@ export const applyAreaCommit = (r: Running): void => {
 
 /** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
 const checkpoint = (r: Running, version: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const dir = `${r.data.checkpointDir}/v${version}`
     const savingMs = yield* Clock.currentTimeMillis
     const saved = yield* Effect.tryPromise(async () => {
@@ -247,7 +249,7 @@ const checkpoint = (r: Running, version: number) =>
 
 /** Carries out one message of the coordinator's. */
 const handle = (r: Running, message: ToRank) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { s, trainer, ring, ringBackend, send } = r
     switch (message._tag) {
       case "StartEpoch":
@@ -322,7 +324,7 @@ const handle = (r: Running, message: ToRank) =>
 
 /** Applies one transport event; returns false when the coordinator's link ended. */
 export const apply = (r: Running, event: Transport.Event) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     applyAreaCommit(r)
     if (event._tag === "Ended") {
       if (event.peer === toCoordinator) r.coordinator.ended(event.cause)
@@ -337,7 +339,7 @@ export const apply = (r: Running, event: Transport.Event) =>
 
 /** Sends the rank's contribution to its round: `Params` to the coordinator, or the ring's collective. */
 const contribute = (r: Running, samplesDone: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { s, ring } = r
     // A ring member that trained nothing since its last round keeps the ring whole but adds
     // nothing to the mean (as cpu's round, which only averages its contributors); nor does one
@@ -352,9 +354,19 @@ const contribute = (r: Running, samplesDone: number) =>
       const current = r.getParams()
       const params = ring.contributionBuffer(current.length)
       params.set(current)
-      return yield* ring.contribute({ epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) }, s.round)
+      return yield* ring.contribute(
+        { epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) },
+        s.round
+      )
     }
-    const message = { _tag: "Params", epoch: s.epoch, round: s.round, samplesDone, params: r.getParams(), ...(loss === undefined ? {} : { loss }) } as const
+    const message = {
+      _tag: "Params",
+      epoch: s.epoch,
+      round: s.round,
+      samplesDone,
+      params: r.getParams(),
+      ...(loss === undefined ? {} : { loss })
+    } as const
     const compress = r.data.compress ?? "none"
     if (compress === "none") return yield* r.send(message)
     // Error feedback: what packing drops now is added to the next contribution.
@@ -391,7 +403,7 @@ const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {
 
 /** Trains one batch, reports it, and contributes when the batch ends a chunk or an averaging step. */
 const trainOne = (r: Running) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { s, data } = r
     const started = yield* Clock.currentTimeMillis
     const chunk = s.chunks[0]
@@ -407,7 +419,12 @@ const trainOne = (r: Running) =>
     s.samplesTotal += indices.length
     s.samplesInEpoch += indices.length
     const finished = yield* Clock.currentTimeMillis
-    yield* r.reports.afterBatch(started, finished, { epoch: s.epoch, samplesDone: s.trained, samplesInEpoch: s.samplesInEpoch, samplesTotal: s.samplesTotal })
+    yield* r.reports.afterBatch(started, finished, {
+      epoch: s.epoch,
+      samplesDone: s.trained,
+      samplesInEpoch: s.samplesInEpoch,
+      samplesTotal: s.samplesTotal
+    })
     if (chunk !== undefined && chunk.progress >= chunk.size) {
       s.chunks.shift()
       s.chunksDoneSinceContribution += 1
@@ -427,7 +444,7 @@ const trainOne = (r: Running) =>
 
 /** An injected hang: stop responding (the worker stays alive), but never outlive the coordinator. */
 export const hangUntilGone = (r: Running) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { coordinator } = r
     while (true) {
       const event = yield* Queue.take(r.link.transport.inbox).pipe(
@@ -445,7 +462,7 @@ export const hangUntilGone = (r: Running) =>
 
 /** Told to stop: saves first when asked to (`ShutdownWithSave`), says `Exiting`, and leaves with 0. */
 export const stopAsTold = (r: Running, stopping: NonNullable<Training["stopping"]>) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { rank, data, trainer } = r
     if (stopping.save) {
       // The marker says the trainer's save resolved (a save may write nothing of its own); its
@@ -469,7 +486,7 @@ export const stopAsTold = (r: Running, stopping: NonNullable<Training["stopping"
  * run is over (it left, or was told to stop), else `"continue"`.
  */
 export const turn = (r: Running) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { s, ring, rank, coordinator } = r
     const ringFailure = ring.failure()
     if (ringFailure !== undefined) {

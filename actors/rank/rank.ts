@@ -72,7 +72,10 @@ export type { CollectiveFault, EmergencySave, JoinedRun, Link, RankData } from "
 
 /** A stack without the frames of Effect's own runtime, which say nothing about the trainer's bug. */
 const trainerStack = (stack: string): string =>
-  stack.split("\n").filter((line) => !/[\\/]node_modules[\\/]effect[\\/]/.test(line)).join("\n")
+  stack
+    .split("\n")
+    .filter((line) => !/[\\/]node_modules[\\/]effect[\\/]/.test(line))
+    .join("\n")
 
 /** `text` cut to at most `max` UTF-16 code units, saying how much was cut. */
 const clip = (text: string, max: number): string =>
@@ -96,7 +99,7 @@ export const run = (
   leave: (code: number) => void,
   loadTrainer: (url: string) => Promise<unknown> = (url) => import(url)
 ): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const r = yield* start(link, leave, loadTrainer)
     const { s, coordinator } = r
     yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength })
@@ -141,7 +144,7 @@ export const main = (
   stop?: AbortSignal
 ): Promise<void> =>
   Effect.runPromise(
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const link = yield* Effect.orDie(connect)
       const exit = yield* Effect.exit(run(link, leave, loadTrainer))
       if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return

@@ -60,7 +60,7 @@ export const join = (
   dataOf: (client: WebSocket.ClientHandle) => Rank.RankData,
   detach?: () => (line: string) => void
 ): Effect.Effect<{ readonly client: WebSocket.ClientHandle; readonly link: Rank.Link }, Transport.TransportError> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const scope = yield* Scope.make()
     // Heartbeats go between the pieces of a large Params on a resumable link.
     const client = yield* WebSocket.connect({ orderFree: WireFrames.orderFree, ...options }).pipe(
@@ -83,16 +83,19 @@ export const join = (
  * @since 0.1.0
  * @category rank
  */
-export const leaveThrough = (client: () => WebSocket.ClientHandle | undefined, before?: (code: number) => void) => (code: number): void => {
-  const handle = client()
-  const closing = handle === undefined
-    ? Promise.resolve()
-    : Effect.runPromise(handle.close(Transport.CloseCode.Normal).pipe(Effect.timeoutOption(leaveCloseMsMax), Effect.ignore))
-  void closing.finally(() => {
-    before?.(code)
-    process.exit(code)
-  })
-}
+export const leaveThrough =
+  (client: () => WebSocket.ClientHandle | undefined, before?: (code: number) => void) =>
+  (code: number): void => {
+    const handle = client()
+    const closing =
+      handle === undefined
+        ? Promise.resolve()
+        : Effect.runPromise(handle.close(Transport.CloseCode.Normal).pipe(Effect.timeoutOption(leaveCloseMsMax), Effect.ignore))
+    void closing.finally(() => {
+      before?.(code)
+      process.exit(code)
+    })
+  }
 
 /**
  * The body of a local WebSocket rank process (started by the launcher with `ProcessData`):
@@ -107,13 +110,26 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
   const data = parent.data as ProcessData
   let client: WebSocket.ClientHandle | undefined
   const connect = Effect.map(
-    join({ url: data.url, runToken: data.runToken, rank: parent.rank, ...(data.fingerprint256 === undefined ? {} : { tls: { fingerprint256: data.fingerprint256 } }) }, () => data, parent.detach),
+    join(
+      {
+        url: data.url,
+        runToken: data.runToken,
+        rank: parent.rank,
+        ...(data.fingerprint256 === undefined ? {} : { tls: { fingerprint256: data.fingerprint256 } })
+      },
+      () => data,
+      parent.detach
+    ),
     (joined) => {
       client = joined.client
       return joined.link
     }
   )
-  return Rank.main(connect, loadTrainer, leaveThrough(() => client))
+  return Rank.main(
+    connect,
+    loadTrainer,
+    leaveThrough(() => client)
+  )
 }
 
 /**
@@ -166,13 +182,19 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
     case Transport.CloseCode.RankDead:
       return { code: JoinExitCode.rankDead, words: "the rank was declared dead" }
     case Transport.CloseCode.ResumeLost:
-      return { code: JoinExitCode.rankDead, words: "the rank's link could not be resumed without losing messages: the coordinator counts it dead" }
+      return {
+        code: JoinExitCode.rankDead,
+        words: "the rank's link could not be resumed without losing messages: the coordinator counts it dead"
+      }
     case Transport.CloseCode.RankOutOfRange:
       return { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }
     case Transport.CloseCode.ParamsMismatch:
       return { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }
     case Transport.CloseCode.JoinFull:
-      return { code: JoinExitCode.joinRefused, words: "no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it)" }
+      return {
+        code: JoinExitCode.joinRefused,
+        words: "no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it)"
+      }
     case Transport.CloseCode.JoinBadIndex:
       return { code: JoinExitCode.joinRefused, words: "the rank index is not an integer >= 0" }
     case Transport.CloseCode.JoinDeadIndex:
@@ -197,7 +219,11 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
       return { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }
     case Transport.CloseCode.TryAgainLater:
     case Transport.CloseCode.AddressBusy:
-      return { code: JoinExitCode.refused, words: "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)" }
+      return {
+        code: JoinExitCode.refused,
+        words:
+          "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)"
+      }
     default:
       return { code: JoinExitCode.refused, words: "refused" }
   }
@@ -333,7 +359,12 @@ export const closeProbeMsMax = 3000
  * the refusal, if the coordinator refused it; undefined otherwise (a join that succeeds, which a
  * run that already formed never lets happen, is closed at once).
  */
-const probeCloseCode = (url: string, runToken: string, rank: number, tls: WebSocket.ClientOptions["tls"]): Effect.Effect<number | undefined> =>
+const probeCloseCode = (
+  url: string,
+  runToken: string,
+  rank: number,
+  tls: WebSocket.ClientOptions["tls"]
+): Effect.Effect<number | undefined> =>
   Effect.scoped(WebSocket.connect({ url, runToken, rank, joinTimeoutMs: closeProbeMsMax, tls })).pipe(
     Effect.as(undefined),
     Effect.catch((error) => Effect.succeed(error.reason._tag === "Refused" ? error.reason.closeCode : undefined)),
@@ -362,8 +393,12 @@ export const coordinatorReconnectMsDefault = 60_000
  */
 export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: number): number => {
   if (coordinatorReconnectMs !== undefined) return coordinatorReconnectMs
-  const heartbeatTimeoutMs = typeof run === "object" && run !== null ? (run as { readonly heartbeatTimeoutMs?: unknown }).heartbeatTimeoutMs : undefined
-  return Math.max(coordinatorReconnectMsDefault, typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0)
+  const heartbeatTimeoutMs =
+    typeof run === "object" && run !== null ? (run as { readonly heartbeatTimeoutMs?: unknown }).heartbeatTimeoutMs : undefined
+  return Math.max(
+    coordinatorReconnectMsDefault,
+    typeof heartbeatTimeoutMs === "number" && Number.isFinite(heartbeatTimeoutMs) ? 2 * heartbeatTimeoutMs : 0
+  )
 }
 
 /**
@@ -377,6 +412,7 @@ export const reconnectWindowMsOf = (run: unknown, coordinatorReconnectMs?: numbe
  * @category join
  */
 export const joinRun = async (options: JoinRunOptions): Promise<number> => {
+  // Long because the join's steps in order (connect, welcome, checks, the rank's run), sharing the link's locals.
   const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
   // How long the join has tried, on Effect's clock (`elapsedMs`).
   const clock = Clock.Clock.defaultValue()
@@ -391,24 +427,36 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     // A "try again later" refusal (a full server, or a run that may grow still forming) is
     // retried by `connect` for what is left of `connectTimeoutMs`.
     const joinTimeoutMs = Math.max(1, connectTimeoutMs - elapsedMs())
-    const attempt = await Effect.runPromise(Effect.result(join(
-      { url: options.url, runToken: options.runToken, rank: options.rank, joinTimeoutMs, resumable: options.resumable ?? true, reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs), tls: options.tls },
-      (client) => {
-        if (!Rank.isJoinedRun(client.run)) {
-          badRun = true
-          return undefined as unknown as Rank.RankData
-        }
-        saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
-        const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
-        // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
-        // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
-        // coordinator (a stuck one still accepts resumes) waits that long too. Meanwhile the rank
-        // keeps its state and assignment; what it sends waits in the link's resend buffer, and a
-        // contribution there commits nothing until a coordinator receives it.
-        const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run, options.coordinatorReconnectMs)
-        return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
-      }
-    )))
+    const attempt = await Effect.runPromise(
+      Effect.result(
+        join(
+          {
+            url: options.url,
+            runToken: options.runToken,
+            rank: options.rank,
+            joinTimeoutMs,
+            resumable: options.resumable ?? true,
+            reconnectWindowMs: (run) => reconnectWindowMsOf(run, options.coordinatorReconnectMs),
+            tls: options.tls
+          },
+          (client) => {
+            if (!Rank.isJoinedRun(client.run)) {
+              badRun = true
+              return undefined as unknown as Rank.RankData
+            }
+            saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
+            const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
+            // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
+            // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
+            // coordinator (a stuck one still accepts resumes) waits that long too. Meanwhile the rank
+            // keeps its state and assignment; what it sends waits in the link's resend buffer, and a
+            // contribution there commits nothing until a coordinator receives it.
+            const resumingMs = WebSocket.reconnectSilenceMsDefault + reconnectWindowMsOf(client.run, options.coordinatorReconnectMs)
+            return client.resumable ? { ...data, coordinatorTimeoutMs: Math.max(data.coordinatorTimeoutMs ?? 0, resumingMs) } : data
+          }
+        )
+      )
+    )
     if (attempt._tag === "Success") {
       joined = attempt.success
       break
@@ -421,14 +469,18 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
       return refusal.code
     }
     if (elapsedMs() + delayMs > connectTimeoutMs) {
-      options.say(`cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`)
+      options.say(
+        `cohort join: cannot reach ${options.url} within ${connectTimeoutMs} ms: ${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}`
+      )
       return JoinExitCode.unreachable
     }
     // One line while it keeps trying, so that a join to a coordinator that is not (or no longer)
     // there does not wait silently for minutes.
     if (!waitingSaid && elapsedMs() >= waitingLineAfterMs) {
       waitingSaid = true
-      options.say(`cohort join: ${options.url} cannot be reached yet (${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}); trying again for up to ${Math.round(connectTimeoutMs / 1000)} s (--connect-timeout-ms)`)
+      options.say(
+        `cohort join: ${options.url} cannot be reached yet (${reason._tag === "ConnectFailed" ? reason.detail : reason._tag}); trying again for up to ${Math.round(connectTimeoutMs / 1000)} s (--connect-timeout-ms)`
+      )
     }
     await new Promise((resolve) => setTimeout(resolve, delayMs * (0.8 + 0.4 * Math.random())))
     delayMs = Math.min(delayMs * 2, connectRetryDelayMsMax)
@@ -436,7 +488,9 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const { client, link } = joined
   if (badRun) {
     await Effect.runPromise(client.close(Transport.CloseCode.BadJoin))
-    options.say(`cohort join: ${options.url} sent no run description this version understands (join protocol ${WebSocket.joinProtocolVersion})`)
+    options.say(
+      `cohort join: ${options.url} sent no run description this version understands (join protocol ${WebSocket.joinProtocolVersion})`
+    )
     return JoinExitCode.refused
   }
   const run = client.run as Rank.JoinedRun
@@ -445,38 +499,52 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
     const why = `the trainer's trainSamples (${String(module.trainSamples)}) differ from the run's (${run.epochSamples})`
     // The coordinator hears why this rank leaves (a served run keeps forming without it).
     const crashing = Codec.encode(Frame.fromRank(client.rank, { _tag: "Crashing", error: why, stack: "" }))
-    await Effect.runPromise(link.transport.send(Transport.coordinatorPeer, crashing).pipe(Effect.andThen(link.transport.flush), Effect.ignore))
+    await Effect.runPromise(
+      link.transport.send(Transport.coordinatorPeer, crashing).pipe(Effect.andThen(link.transport.flush), Effect.ignore)
+    )
     await Effect.runPromise(client.close(Transport.CloseCode.Normal))
     options.say(`cohort join: ${why}; start the same trainer as the coordinator`)
     return JoinExitCode.refused
   }
   // A rank beyond the formation's world size joined a run that grows.
-  options.say(`cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond the ${run.worldSize} ranks it formed with)`}`)
+  options.say(
+    `cohort join: joined ${options.url} as rank ${client.rank} ${client.rank < run.worldSize ? `of ${run.worldSize}` : `(the run grew beyond the ${run.worldSize} ranks it formed with)`}`
+  )
   // The rank leaves the process itself; a close code that says why it was cut off picks the exit code.
   const leave = options.leaving?.(client) ?? leaveThrough(() => client, options.beforeExit)
   // A link that dropped without a close code: ask once whether the coordinator declared us dead.
   let probed: number | undefined
   const whyEnded = Effect.suspend(() => probeCloseCode(options.url, options.runToken, client.rank, options.tls)).pipe(
     // Only a RankDead refusal says why this link ended; another (a live rank's index taken) does not.
-    Effect.map((closeCode) => (closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined)),
+    Effect.map((closeCode) =>
+      closeCode === Transport.CloseCode.RankDead || closeCode === Transport.CloseCode.JoinDeadIndex ? closeCode : undefined
+    ),
     Effect.tap((closeCode) => Effect.sync(() => (probed = closeCode)))
   )
   // Wall-clock time, as the saved marker's `savedAtMs` it is compared with (a file's stamp).
   const joinedAtMs = Date.now()
   options.onJoined?.(client)
-  await Rank.main(Effect.succeed({ ...link, whyEnded }), Bundle.importModule, (code) => {
-    const closeCode = probed ?? client.closeCode()
-    if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
-      const refusal = refusalOf(closeCode)
-      if (refusal.code !== JoinExitCode.refused || closeCode === Transport.CloseCode.ParamsMismatch) return leave(refusal.code)
-    }
-    if (code !== 0) return leave(code)
-    // A rank told to save and stop says where its save is: on this host, out of the coordinator's sight.
-    void savedFolder(`${saveDir}/rank${client.rank}`, joinedAtMs).then((saved) => {
-      if (saved !== undefined) options.say(`cohort join: rank ${client.rank} saved its state under ${saved.dir}${saved.reason === "" ? "" : ` (${saved.reason})`}`)
-      leave(code)
-    })
-  }, options.stop)
+  await Rank.main(
+    Effect.succeed({ ...link, whyEnded }),
+    Bundle.importModule,
+    (code) => {
+      const closeCode = probed ?? client.closeCode()
+      if (code === Rank.coordinatorGoneExitCode && closeCode !== undefined && closeCode >= 4000) {
+        const refusal = refusalOf(closeCode)
+        if (refusal.code !== JoinExitCode.refused || closeCode === Transport.CloseCode.ParamsMismatch) return leave(refusal.code)
+      }
+      if (code !== 0) return leave(code)
+      // A rank told to save and stop says where its save is: on this host, out of the coordinator's sight.
+      void savedFolder(`${saveDir}/rank${client.rank}`, joinedAtMs).then((saved) => {
+        if (saved !== undefined)
+          options.say(
+            `cohort join: rank ${client.rank} saved its state under ${saved.dir}${saved.reason === "" ? "" : ` (${saved.reason})`}`
+          )
+        leave(code)
+      })
+    },
+    options.stop
+  )
   // Rank.main resolves once the rank decided to leave; the leave exits the process (or, with
   // `leaving`, settles what its caller waits on).
   return new Promise<number>(() => {})

@@ -86,7 +86,9 @@ const joinOne = (options: SocketRank.JoinRunOptions): JoinedRank => {
     leave: () =>
       stopThen(async (joined) => {
         const exiting = Codec.encode(Frame.fromRank(joined.rank, { _tag: "Exiting" }))
-        await Effect.runPromise(Effect.ignore(joined.transport.send(Transport.coordinatorPeer, exiting)).pipe(Effect.andThen(joined.transport.flush)))
+        await Effect.runPromise(
+          Effect.ignore(joined.transport.send(Transport.coordinatorPeer, exiting)).pipe(Effect.andThen(joined.transport.flush))
+        )
         await closeBounded(joined, Transport.CloseCode.Normal)
       }, JoinExitCode.ok),
     crash: () => stopThen((joined) => Effect.runPromise(joined.drop), JoinExitCode.crashed),
@@ -105,8 +107,7 @@ const JoinExitCode = SocketRank.JoinExitCode
  * @category join
  */
 export const joinRanks = (options: JoinRanksOptions): ReadonlyArray<JoinedRank> =>
-  Array.from({ length: options.ranks }, (_, i) =>
-    joinOne({ ...options, rank: options.rank === "auto" ? "auto" : options.rank + i }))
+  Array.from({ length: options.ranks }, (_, i) => joinOne({ ...options, rank: options.rank === "auto" ? "auto" : options.rank + i }))
 
 /**
  * The exit code of a process whose ranks ended with `codes`: the first that is not 0, else 0.

@@ -13,7 +13,10 @@
  */
 export const firstLine = (error: unknown): string => {
   const text = error instanceof Error ? error.message : String(error)
-  const lines = text.split("\n").map((line) => line.trim()).filter((line) => line !== "")
+  const lines = text
+    .split("\n")
+    .map((line) => line.trim())
+    .filter((line) => line !== "")
   const first = lines[0] ?? "unknown error"
   return first.endsWith(":") && lines[1] !== undefined ? `${first} ${lines[1]}` : first
 }

@@ -93,7 +93,6 @@ const whitespaceControls = /[\t\n\v\f\r]/g
  */
 export const printable = (text: string): string => text.replace(whitespaceControls, " ").replace(controlCharacters, "")
 
-
 /** A copy of a parsed JSON value with every string (keys too) made `printable`. @since 0.1.0 @category report */
 export const printableDeep = (value: unknown): unknown => {
   if (typeof value === "string") return printable(value)
@@ -133,7 +132,13 @@ export const readText = async (path: string, bytesMax: number): Promise<{ readon
 }
 
 const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.RunResult["epochs"]): RunTypes.RunResult["exitCode"] =>
-  epochs.some((e) => e.lost !== 0 || e.duplicated !== 0) ? 4 : outcome.status === "unrecoverable" ? 1 : outcome.status === "interrupted" ? 130 : 0
+  epochs.some((e) => e.lost !== 0 || e.duplicated !== 0)
+    ? 4
+    : outcome.status === "unrecoverable"
+      ? 1
+      : outcome.status === "interrupted"
+        ? 130
+        : 0
 
 /**
  * Rebuilds a run's result from the lines of its `events.ndjson`: the run from `started`, deaths,
@@ -235,9 +240,10 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   if (started === undefined) return `${source} has no started event`
   // A resumed run: the epoch it picked up in the middle of spans both runs (as in its summary).
   const resumed = started.resumed
-  const rows = resumed === undefined || resumed.committedSamples === 0
-    ? epochs
-    : epochs.map((row) => row.epoch === resumed.epoch ? { ...row, spansRuns: [resumed.parent.runId, started!.runId] as const } : row)
+  const rows =
+    resumed === undefined || resumed.committedSamples === 0
+      ? epochs
+      : epochs.map((row) => (row.epoch === resumed.epoch ? { ...row, spansRuns: [resumed.parent.runId, started!.runId] as const } : row))
   const read = {
     runId: started.runId,
     runDir: started.runDir,
@@ -259,7 +265,8 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       ...(failed === undefined ? {} : { failed })
     }
   }
-  const backend = started.options?.["backend"] === "ring" ? "ring" as const : started.options?.["backend"] === "cpu" ? "cpu" as const : undefined
+  const backend =
+    started.options?.["backend"] === "ring" ? ("ring" as const) : started.options?.["backend"] === "cpu" ? ("cpu" as const) : undefined
   return {
     ...read,
     outcome: ended.outcome,
@@ -293,8 +300,15 @@ export const readResumedBy = async (path: string): Promise<{ readonly runId: str
   if ((await Files.kind(path)) === "missing") return undefined
   try {
     const read = await Files.readRegularFile(path, 64 * 1024)
-    const value = read._tag === "Read" ? JSON.parse(new TextDecoder().decode(read.bytes)) as unknown : undefined
-    if (typeof value === "object" && value !== null && "runId" in value && "runDir" in value && typeof value.runId === "string" && typeof value.runDir === "string") {
+    const value = read._tag === "Read" ? (JSON.parse(new TextDecoder().decode(read.bytes)) as unknown) : undefined
+    if (
+      typeof value === "object" &&
+      value !== null &&
+      "runId" in value &&
+      "runDir" in value &&
+      typeof value.runId === "string" &&
+      typeof value.runDir === "string"
+    ) {
       return { runId: printable(value.runId), runDir: printable(value.runDir) }
     }
   } catch {
@@ -313,9 +327,14 @@ const parentOf = async (runDir: string): Promise<{ readonly runId: string; reado
     if (read === undefined || read._tag === "NotRegular") return undefined
     const bytes = read._tag === "Read" ? read.bytes : undefined
     const first = bytes === undefined ? undefined : new TextDecoder().decode(bytes).split("\n")[0]
-    const started = first === undefined ? undefined : JSON.parse(first) as { readonly resumed?: { readonly parent?: { readonly runId?: unknown; readonly runDir?: unknown } } }
+    const started =
+      first === undefined
+        ? undefined
+        : (JSON.parse(first) as { readonly resumed?: { readonly parent?: { readonly runId?: unknown; readonly runDir?: unknown } } })
     const parent = started?.resumed?.parent
-    return typeof parent?.runId === "string" && typeof parent.runDir === "string" ? { runId: parent.runId, runDir: parent.runDir } : undefined
+    return typeof parent?.runId === "string" && typeof parent.runDir === "string"
+      ? { runId: parent.runId, runDir: parent.runDir }
+      : undefined
   } catch {
     return undefined
   }
@@ -328,7 +347,10 @@ const parentOf = async (runDir: string): Promise<{ readonly runId: string; reado
  * @since 0.1.0
  * @category report
  */
-export const chainOf = async (runDir: string, self: { readonly runId: string; readonly runDir: string }): Promise<ReadonlyArray<{ readonly runId: string; readonly runDir: string }>> => {
+export const chainOf = async (
+  runDir: string,
+  self: { readonly runId: string; readonly runDir: string }
+): Promise<ReadonlyArray<{ readonly runId: string; readonly runDir: string }>> => {
   const before: Array<{ readonly runId: string; readonly runDir: string }> = []
   for (let dir = runDir, hops = 0; hops < chainHopsMax; hops++) {
     const parent = await parentOf(dir)
@@ -361,8 +383,11 @@ export const readRun = async (runDir: string, options: ReadRunOptions = {}): Pro
   if (typeof found === "string") return printable(found)
   // A run that a resume took on from (its marker): the report names that run instead of a resume.
   const resumedBy = await readResumedBy(`${runDir.replace(/(.)\/+$/, "$1")}/${resumedByFileName}`)
-  const chain = found.resumed === undefined && resumedBy === undefined ? undefined : await chainOf(runDir, { runId: found.runId, runDir: found.runDir })
-  return printableDeep({ ...found, ...(resumedBy === undefined ? {} : { resumedBy }), ...(chain === undefined ? {} : { chain }) }) as RunTypes.RunResult | PartialRun
+  const chain =
+    found.resumed === undefined && resumedBy === undefined ? undefined : await chainOf(runDir, { runId: found.runId, runDir: found.runDir })
+  return printableDeep({ ...found, ...(resumedBy === undefined ? {} : { resumedBy }), ...(chain === undefined ? {} : { chain }) }) as
+    | RunTypes.RunResult
+    | PartialRun
 }
 
 /**
@@ -379,14 +404,17 @@ const journalShortOf = async (path: string, summary: RunTypes.RunResult, bytesMa
   const epochs = journal.epochs.length
   if (journal.outcome !== undefined && epochs >= summary.epochs.length) return undefined
   const where = journal.outcome === undefined ? (journal as PartialRun).cut : "holds the run's end"
-  return `the journal ${path} is incomplete: it ${where}, with ${epochs} of the ${summary.epochs.length} finished ${summary.epochs.length === 1 ? "epoch" : "epochs"} ` +
+  return (
+    `the journal ${path} is incomplete: it ${where}, with ${epochs} of the ${summary.epochs.length} finished ${summary.epochs.length === 1 ? "epoch" : "epochs"} ` +
     `that summary.json records; the report shows summary.json`
+  )
 }
 
 const readRunRaw = async (runDir: string, bytesMax: number): Promise<RunTypes.RunResult | PartialRun | string> => {
   const dir = runDir.replace(/(.)\/+$/, "$1")
   const dirKind = await Files.kind(dir)
-  if (dirKind === "missing") return `no run directory at ${runDir}${runDir.includes("/") ? "" : ` (runs are written to runs/<runId> unless --out says otherwise)`}`
+  if (dirKind === "missing")
+    return `no run directory at ${runDir}${runDir.includes("/") ? "" : ` (runs are written to runs/<runId> unless --out says otherwise)`}`
   if (dirKind !== "directory") return `${runDir} is not a folder; report reads a run directory`
   const summaryPath = `${dir}/summary.json`
   if ((await Files.kind(summaryPath)) !== "missing") {

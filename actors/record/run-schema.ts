@@ -25,14 +25,27 @@ const optional = Schema.optional
 const optionalKey = Schema.optionalKey
 
 /** A key the writer leaves out when its value is `undefined` (JSON has none): absent decodes to `undefined`. */
-const absentAsUndefined = <S extends Schema.Top>(schema: S) => Schema.UndefinedOr(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed(undefined)))
+const absentAsUndefined = <S extends Schema.Top>(schema: S) =>
+  Schema.UndefinedOr(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed(undefined)))
 
 /** A list that older runs did not write: absent decodes to an empty list. */
 const absentAsEmpty = <S extends Schema.Top>(schema: S) => Schema.Array(schema).pipe(Schema.withDecodingDefaultKey(Effect.succeed([])))
 
 const alertClasses = [
-  "RankLost", "ControlDrop", "Overflow", "CallbackSkipped", "CheckpointFailed", "BadParams", "CoordinatorStall", "BadResume", "BadStart",
-  "StorageFault", "SaveTimeout", "EvalTimeout", "CoordinatorResource", "OutlierParams"
+  "RankLost",
+  "ControlDrop",
+  "Overflow",
+  "CallbackSkipped",
+  "CheckpointFailed",
+  "BadParams",
+  "CoordinatorStall",
+  "BadResume",
+  "BadStart",
+  "StorageFault",
+  "SaveTimeout",
+  "EvalTimeout",
+  "CoordinatorResource",
+  "OutlierParams"
 ] as const
 
 const Alert = Schema.Struct({
@@ -73,7 +86,9 @@ const EpochSummary = Schema.Struct({
 
 /** Every counter of the core's `Counters`; one that an older run did not write reads as 0. */
 const Counters = Schema.Struct(
-  Object.fromEntries(Object.keys(CoreOutcome.zeroCounters()).map((name) => [name, Count.pipe(Schema.withDecodingDefaultKey(Effect.succeed(0)))])) as {
+  Object.fromEntries(
+    Object.keys(CoreOutcome.zeroCounters()).map((name) => [name, Count.pipe(Schema.withDecodingDefaultKey(Effect.succeed(0)))])
+  ) as {
     readonly [Name in keyof CoreOutcome.Counters]: Schema.withDecodingDefaultKey<typeof Count>
   }
 )
@@ -91,7 +106,9 @@ const Outcome = Schema.Struct({
   evals: Schema.Array(Schema.Struct({ epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite })),
   uncommitted: absentAsUndefined(Schema.Struct({ epoch: Count, ranges: Schema.Array(Schema.Tuple([Count, Count])) })),
   counters: Counters,
-  repeatedCrash: optional(Schema.Struct({ ranks: Schema.Tuple([Count, Count]), error: Schema.String, stack: absentAsUndefined(Schema.String) })),
+  repeatedCrash: optional(
+    Schema.Struct({ ranks: Schema.Tuple([Count, Count]), error: Schema.String, stack: absentAsUndefined(Schema.String) })
+  ),
   joins: optional(Schema.Array(Schema.Struct({ rank: Count, atMs: Ms, epoch: Count, firstRound: Count, samples: Count })))
 })
 
@@ -149,7 +166,11 @@ const Resumed = Schema.Struct({
   notes: Schema.Array(Schema.String)
 })
 
-const EpochRow = Schema.Struct({ ...EpochSummary.fields, accuracy: absentAsUndefined(Schema.Finite), spansRuns: optionalKey(Schema.Tuple([Schema.String, Schema.String])) })
+const EpochRow = Schema.Struct({
+  ...EpochSummary.fields,
+  accuracy: absentAsUndefined(Schema.Finite),
+  spansRuns: optionalKey(Schema.Tuple([Schema.String, Schema.String]))
+})
 
 /** `RunResult.exitCode`. */
 const ExitCode = Schema.Literals([0, 1, 4, 5, 130, 143])
@@ -225,7 +246,13 @@ export const RunEvent = Schema.Union([
   event("left", { rank: Count, reason: Schema.String }),
   event("formed", { worldSize: Count, joined: optional(Count) }),
   event("welcomed", { rank: Count, epoch: Count, firstRound: Count, samples: Count, given: Schema.String }),
-  event("progress", { rank: Count, epoch: Count, samplesDone: Count, samplesPerSecond: Schema.Finite, state: Schema.Literals(["starting", "training", "waiting", "idle", "dead", "exited"]) }),
+  event("progress", {
+    rank: Count,
+    epoch: Count,
+    samplesDone: Count,
+    samplesPerSecond: Schema.Finite,
+    state: Schema.Literals(["starting", "training", "waiting", "idle", "dead", "exited"])
+  }),
   event("alert", { alert: Alert }),
   event("fault", { rank: Count, fault: Schema.Literals(["kill", "hang"]) }),
   event("fault-skipped", { skipped: SkippedFault }),
@@ -233,9 +260,25 @@ export const RunEvent = Schema.Union([
   event("leave", { leave: LeaveCost }),
   event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
-  event("model", { epoch: Count, round: Schema.Finite, path: Schema.String, bytes: Count, writeMs: Ms, afterAuditMs: optionalKey(Ms), error: optionalKey(Schema.String) }),
+  event("model", {
+    epoch: Count,
+    round: Schema.Finite,
+    path: Schema.String,
+    bytes: Count,
+    writeMs: Ms,
+    afterAuditMs: optionalKey(Ms),
+    error: optionalKey(Schema.String)
+  }),
   event("decision", { detail: Schema.String }),
-  event("round", { epoch: Count, round: Count, contributors: Count, openMs: Ms, loss: optionalKey(Schema.Finite), receivedBytes: optionalKey(Count), sentBytes: optionalKey(Count) }),
+  event("round", {
+    epoch: Count,
+    round: Count,
+    contributors: Count,
+    openMs: Ms,
+    loss: optionalKey(Schema.Finite),
+    receivedBytes: optionalKey(Count),
+    sentBytes: optionalKey(Count)
+  }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optionalKey(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
 ])
@@ -303,4 +346,14 @@ const skippedFaultMatches: Same<typeof SkippedFault.Type, RunTypes.SkippedFault>
 const resumedMatches: Equals<typeof Resumed.Type, RunTypes.Resumed> = true
 const runResultMatches: Same<typeof RunResult.Type, RunTypes.RunResult> = true
 const runEventMatches: Same<typeof RunEvent.Type, RunTypes.RunEvent> = true
-void [alertMatchesCore, deathMatchesCore, epochSummaryMatchesCore, outcomeMatchesCore, deathTimingMatches, skippedFaultMatches, resumedMatches, runResultMatches, runEventMatches]
+void [
+  alertMatchesCore,
+  deathMatchesCore,
+  epochSummaryMatchesCore,
+  outcomeMatchesCore,
+  deathTimingMatches,
+  skippedFaultMatches,
+  resumedMatches,
+  runResultMatches,
+  runEventMatches
+]

@@ -371,7 +371,8 @@ export interface RunOptions {
  * @since 0.1.0
  * @category options
  */
-export interface ServeOptions extends Omit<RunOptions, "transport" | "kills" | "killRequests" | "hangs" | "floods" | "rankNice" | "rankMemoryMb"> {
+export interface ServeOptions
+  extends Omit<RunOptions, "transport" | "kills" | "killRequests" | "hangs" | "floods" | "rankNice" | "rankMemoryMb"> {
   readonly host?: string
   readonly port?: number
   readonly runToken?: string
@@ -447,7 +448,19 @@ export type RankState = "starting" | "training" | "waiting" | "idle" | "dead" | 
  * @category events
  */
 export type RunEvent =
-  | { readonly type: "started"; readonly ms: number; readonly runId: string; readonly runDir: string; readonly worldSize: number; readonly epochs: number; readonly epochSamples: number; readonly mode: "static" | "progressive"; readonly transport: "worker" | "process" | "websocket" | "serve"; readonly options?: Readonly<Record<string, unknown>>; readonly resumed?: Resumed }
+  | {
+      readonly type: "started"
+      readonly ms: number
+      readonly runId: string
+      readonly runDir: string
+      readonly worldSize: number
+      readonly epochs: number
+      readonly epochSamples: number
+      readonly mode: "static" | "progressive"
+      readonly transport: "worker" | "process" | "websocket" | "serve"
+      readonly options?: Readonly<Record<string, unknown>>
+      readonly resumed?: Resumed
+    }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
   | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
   | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
@@ -455,30 +468,70 @@ export type RunEvent =
   | { readonly type: "resumed"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly silentMs: number }
   | { readonly type: "left"; readonly ms: number; readonly rank: Rank; readonly reason: string }
   | { readonly type: "formed"; readonly ms: number; readonly worldSize: number; readonly joined?: number | undefined }
-  | { readonly type: "welcomed"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly firstRound: number; readonly samples: number; readonly given: string }
-  | { readonly type: "progress"; readonly ms: number; readonly rank: Rank; readonly epoch: number; readonly samplesDone: number; readonly samplesPerSecond: number; readonly state: RankState }
+  | {
+      readonly type: "welcomed"
+      readonly ms: number
+      readonly rank: Rank
+      readonly epoch: number
+      readonly firstRound: number
+      readonly samples: number
+      readonly given: string
+    }
+  | {
+      readonly type: "progress"
+      readonly ms: number
+      readonly rank: Rank
+      readonly epoch: number
+      readonly samplesDone: number
+      readonly samplesPerSecond: number
+      readonly state: RankState
+    }
   | { readonly type: "alert"; readonly ms: number; readonly alert: Alerts.Alert }
   | { readonly type: "fault"; readonly ms: number; readonly rank: Rank; readonly fault: "kill" | "hang" }
   | { readonly type: "fault-skipped"; readonly ms: number; readonly skipped: SkippedFault }
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "leave"; readonly ms: number; readonly leave: LeaveCost }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
-  | { readonly type: "eval"; readonly ms: number; readonly epoch: number; readonly rank: Rank; readonly accuracy: number; readonly loss: number }
-  | { readonly type: "model"; readonly ms: number; readonly epoch: number; readonly round: number; readonly path: string; readonly bytes: number; readonly writeMs: number; readonly afterAuditMs?: number; readonly error?: string }
+  | {
+      readonly type: "eval"
+      readonly ms: number
+      readonly epoch: number
+      readonly rank: Rank
+      readonly accuracy: number
+      readonly loss: number
+    }
+  | {
+      readonly type: "model"
+      readonly ms: number
+      readonly epoch: number
+      readonly round: number
+      readonly path: string
+      readonly bytes: number
+      readonly writeMs: number
+      readonly afterAuditMs?: number
+      readonly error?: string
+    }
   | { readonly type: "decision"; readonly ms: number; readonly detail: string }
   | {
-    readonly type: "round"
-    readonly ms: number
-    readonly epoch: number
-    readonly round: number
-    readonly contributors: number
-    readonly openMs: number
-    readonly loss?: number
-    /** The round's averaging traffic at the coordinator, in bytes of frames (`Coordinator.Hooks.onRoundBytes`). */
-    readonly receivedBytes?: number
-    readonly sentBytes?: number
-  }
-  | { readonly type: "ended"; readonly ms: number; readonly outcome: Coordinator.Outcome; readonly saves?: RunResult["saves"]; readonly exitCode?: RunResult["exitCode"]; readonly ring?: RunResult["ring"] }
+      readonly type: "round"
+      readonly ms: number
+      readonly epoch: number
+      readonly round: number
+      readonly contributors: number
+      readonly openMs: number
+      readonly loss?: number
+      /** The round's averaging traffic at the coordinator, in bytes of frames (`Coordinator.Hooks.onRoundBytes`). */
+      readonly receivedBytes?: number
+      readonly sentBytes?: number
+    }
+  | {
+      readonly type: "ended"
+      readonly ms: number
+      readonly outcome: Coordinator.Outcome
+      readonly saves?: RunResult["saves"]
+      readonly exitCode?: RunResult["exitCode"]
+      readonly ring?: RunResult["ring"]
+    }
   | { readonly type: "failed"; readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean }
 
 /**
@@ -585,7 +638,9 @@ export interface RunResult {
    * One row per finished epoch. `spansRuns` (a resumed run only): the epoch it resumed in the
    * middle of, `[parent runId, this runId]`: its audit covers the samples both runs committed.
    */
-  readonly epochs: ReadonlyArray<Coordinator.EpochSummary & { readonly accuracy: number | undefined; readonly spansRuns?: readonly [string, string] }>
+  readonly epochs: ReadonlyArray<
+    Coordinator.EpochSummary & { readonly accuracy: number | undefined; readonly spansRuns?: readonly [string, string] }
+  >
   readonly finalAccuracy: number | undefined
   /**
    * For an unrecoverable or interrupted run: the survivors asked to save (`ShutdownWithSave`) that finished
@@ -617,7 +672,14 @@ export interface RunResult {
    * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`),
    * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
-  readonly ring?: { readonly generations: number; readonly links: "relay" | "direct" | "port" | "shared" | "area"; readonly relayed: number; readonly dropped: number } | undefined
+  readonly ring?:
+    | {
+        readonly generations: number
+        readonly links: "relay" | "direct" | "port" | "shared" | "area"
+        readonly relayed: number
+        readonly dropped: number
+      }
+    | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**
@@ -655,7 +717,8 @@ export interface RunResult {
  * @since 0.1.0
  * @category options
  */
-export interface ResumeOptions extends Omit<RunOptions, "trainer" | "epochs" | "mode" | "seed" | "batchSize" | "averageEverySteps" | "resumeState"> {
+export interface ResumeOptions
+  extends Omit<RunOptions, "trainer" | "epochs" | "mode" | "seed" | "batchSize" | "averageEverySteps" | "resumeState"> {
   /** The parent run's directory (`<outDir>/<runId>`). */
   readonly resume: string
   /** The parent's trainer module when it moved: it must be the same file (contents) as the parent's. */

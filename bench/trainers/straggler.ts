@@ -8,7 +8,8 @@ export const createTrainer = (context: { readonly rank: number }) => {
   const [slowRank, slowMs] = (process.env["COHORT_BENCH_SLOW"] ?? "").split(":").map(Number)
   const waitMs = context.rank === slowRank && Number.isFinite(slowMs) ? slowMs! : 2
   return {
-    trainBatch: (indices: Uint32Array) => new Promise<{ loss: number }>((resolve) => setTimeout(() => resolve({ loss: indices.length }), waitMs)),
+    trainBatch: (indices: Uint32Array) =>
+      new Promise<{ loss: number }>((resolve) => setTimeout(() => resolve({ loss: indices.length }), waitMs)),
     getParams: () => params,
     setParams: (next: Float32Array) => params.set(next),
     save: () => undefined

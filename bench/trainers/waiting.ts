@@ -7,7 +7,8 @@ export const trainSamples = 60_000
 export const createTrainer = () => {
   const params = new Float32Array(Number(process.env["COHORT_BENCH_PARAMS"] ?? 16))
   return {
-    trainBatch: (indices: Uint32Array) => new Promise<{ loss: number }>((resolve) => setTimeout(() => resolve({ loss: indices.length }), 2)),
+    trainBatch: (indices: Uint32Array) =>
+      new Promise<{ loss: number }>((resolve) => setTimeout(() => resolve({ loss: indices.length }), 2)),
     getParams: () => params,
     setParams: (next: Float32Array) => params.set(next),
     save: () => undefined

@@ -131,19 +131,19 @@ export const spawn = <S, M, E = never, R = never>(
   name: string,
   behavior: Behavior<S, M, E, R>
 ): Effect.Effect<ActorRef<M, E>, never, R | Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const capacity = Math.max(1, Math.floor(behavior.mailbox?.capacity ?? mailboxCapacityDefault))
     const whenFull = behavior.mailbox?.whenFull ?? "suspend"
     const parent = yield* Effect.scope
     const scope = yield* Scope.fork(parent)
     // Children live in their own scope, closed when the loop ends for any reason (a defect too).
     const children = yield* Scope.fork(scope)
-    const mailbox = yield* (whenFull === "sliding" ? Queue.sliding<M>(capacity) : Queue.bounded<M>(capacity))
+    const mailbox = yield* whenFull === "sliding" ? Queue.sliding<M>(capacity) : Queue.bounded<M>(capacity)
     const done = yield* Deferred.make<Exit.Exit<void, E>>()
     let received = 0
     let dropped = 0
 
-    const loop = Effect.gen(function*() {
+    const loop = Effect.gen(function* () {
       let state = behavior.initial
       while (true) {
         const message = yield* Queue.take(mailbox)
@@ -166,7 +166,7 @@ export const spawn = <S, M, E = never, R = never>(
       Effect.suspend((): Effect.Effect<void, MailboxFull | ActorStopped> => {
         if (fiber.pollUnsafe() !== undefined) return Effect.fail(stopped)
         if (whenFull === "suspend") {
-          return Effect.flatMap(Queue.offer(mailbox, message), (ok) => ok ? Effect.void : Effect.fail(stopped))
+          return Effect.flatMap(Queue.offer(mailbox, message), (ok) => (ok ? Effect.void : Effect.fail(stopped)))
         }
         const full = Queue.sizeUnsafe(mailbox) >= capacity
         if (!Queue.offerUnsafe(mailbox, message)) {
@@ -190,5 +190,4 @@ export const spawn = <S, M, E = never, R = never>(
   })
 
 /** Whether an actor's exit is an interruption only (its scope closed or `stop`). @since 0.1.0 @category utils */
-export const isStopped = <E>(exit: Exit.Exit<void, E>): boolean =>
-  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+export const isStopped = <E>(exit: Exit.Exit<void, E>): boolean => Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)

@@ -108,8 +108,7 @@ export const topFrame = (stack: string): string => {
  * @since 0.1.0
  * @category utils
  */
-export const fingerprintOf = (error: string, stack: string | undefined): string =>
-  `${error}\n${stack === undefined ? "" : topFrame(stack)}`
+export const fingerprintOf = (error: string, stack: string | undefined): string => `${error}\n${stack === undefined ? "" : topFrame(stack)}`
 
 /**
  * `Crashed{error, stack, fingerprint}`; `stack` is left out when `undefined` or empty.

@@ -210,11 +210,12 @@ export const combine = (params: ReadonlyArray<Float32Array>, rule: Rule, referen
     const base = reference !== undefined && reference.length === params[0]!.length ? reference : center!
     ;({ params: inputs, clipped } = clip(params, base, rule.clipNorm))
   }
-  const combined = rule.aggregate === "median"
-    ? median(inputs)
-    : rule.aggregate === "trimmed-mean"
-    ? trimmedMean(inputs, rule.trimFraction)
-    : Cpu.mean(inputs)
+  const combined =
+    rule.aggregate === "median"
+      ? median(inputs)
+      : rule.aggregate === "trimmed-mean"
+        ? trimmedMean(inputs, rule.trimFraction)
+        : Cpu.mean(inputs)
   if (Cpu.isError(combined)) return combined
   return { params: combined, outliers: found, clipped }
 }

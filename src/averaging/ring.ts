@@ -167,7 +167,10 @@ export class RingInbox {
   /** Messages of a newer collective dropped because `aheadMessagesMax` were already kept. */
   overflow = 0
 
-  constructor(readonly link: PeerLink, readonly aheadMessagesMax: number = aheadMessagesMaxDefault) {}
+  constructor(
+    readonly link: PeerLink,
+    readonly aheadMessagesMax: number = aheadMessagesMaxDefault
+  ) {}
 
   /**
    * The message for `step` of collective `(generation, round)`. Messages arrive in step order from
@@ -324,14 +327,18 @@ export const checkStep = (
     const [start, end] = segmentOf(length, n, mod(r - step, n))
     if (data.length !== end - start + 1) return `step ${step} carried ${data.length} values, expected ${end - start + 1}`
     const count = data[end - start]!
-    if (!Number.isInteger(count) || count < 0 || count > step + 1) return `step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`
+    if (!Number.isInteger(count) || count < 0 || count > step + 1)
+      return `step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`
     // A sum of `count` float32 values is at most `count` times the largest float32 in magnitude (0
     // for no contribution); a larger finite sum would divide into an infinite mean at its owner,
     // whose all-gather step would then fail the honest rank instead of this one.
     const bound = count * float32Max
     for (let i = 0; i < end - start; i++) {
       const v = data[i]!
-      if (v > bound || v < -bound) return Number.isFinite(v) ? `step ${step} carried a partial sum of ${v}, beyond ${count} float32 contributions` : `step ${step} carried a value that is not finite`
+      if (v > bound || v < -bound)
+        return Number.isFinite(v)
+          ? `step ${step} carried a partial sum of ${v}, beyond ${count} float32 contributions`
+          : `step ${step} carried a value that is not finite`
     }
   } else {
     if (!(data instanceof Float32Array)) return `all-gather step ${step} carried float64 values, expected a float32 segment`
@@ -402,7 +409,7 @@ export const allReduce = (
   params: Float32Array,
   contributes = true
 ): Effect.Effect<Float32Array, RingLinkError> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { ringRank: r, ringSize: n, generation, round } = collective
     const length = params.length
     if (n <= 1) return Float32Array.from(params)
@@ -421,15 +428,19 @@ export const allReduce = (
       const message = yield* inbox.take(generation, round, step)
       const [start, end] = segmentOf(length, n, mod(r - step - 1, n))
       const data = message.data
-      if (!(data instanceof Float64Array)) return yield* Effect.fail(new RingLinkError(`reduce-scatter step ${step} carried float32 values, expected float64 sums`))
+      if (!(data instanceof Float64Array))
+        return yield* Effect.fail(new RingLinkError(`reduce-scatter step ${step} carried float32 values, expected float64 sums`))
       if (data.length !== end - start + 1) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${data.length} values, expected ${end - start + 1}`))
       }
       const count = data[end - start]!
       if (!Number.isInteger(count) || count < 0 || count > step + 1) {
-        return yield* Effect.fail(new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`))
+        return yield* Effect.fail(
+          new RingLinkError(`step ${step} carried a contribution count of ${count}, expected an integer in [0, ${step + 1}]`)
+        )
       }
-      if (!addOwnFinite(data, params, start, end, contributes)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
+      if (!addOwnFinite(data, params, start, end, contributes))
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
       data[end - start] = count + own
       outgoing = data
     }
@@ -450,7 +461,8 @@ export const allReduce = (
       if (message.data.length !== end - start) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
       }
-      if (!storeFinite(out, start, message.data)) return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
+      if (!storeFinite(out, start, message.data))
+        return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
       finished = message.data
     }
     return out

@@ -122,7 +122,8 @@ export class Area {
 
   constructor(readonly handle: AreaHandle) {
     const { buffer, ringSize: n, length } = handle
-    if (buffer.byteLength < areaBytes(n, length)) throw new RangeError(`a shared area of ${buffer.byteLength} bytes is too small for ${n} ranks x ${length} parameters`)
+    if (buffer.byteLength < areaBytes(n, length))
+      throw new RangeError(`a shared area of ${buffer.byteLength} bytes is too small for ${n} ranks x ${length} parameters`)
     this.header = new Int32Array(buffer, 0, 4)
     this.meta = new Float64Array(buffer, headerBytes, 2 * n)
     const rowsAt = headerBytes + 16 * n
@@ -245,7 +246,10 @@ const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
         if (released >= k) return Effect.void
         const waited = waitAsync(header, RELEASED, released, waitSliceMs)
         if (!waited.async) return look()
-        return Effect.flatMap(Effect.promise(() => waited.value), look)
+        return Effect.flatMap(
+          Effect.promise(() => waited.value),
+          look
+        )
       })
     return look()
   })
@@ -333,11 +337,15 @@ export const allReduce = (
   contributes = true,
   faults: Faults = {}
 ): Effect.Effect<Float32Array | undefined, RingLinkError> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const { ringRank: r, ringSize: n, round } = collective
     const { handle } = area
     if (handle.ringRank !== r || handle.ringSize !== n || handle.length !== params.length) {
-      return yield* Effect.fail(new RingLinkError(`a shared area for ring rank ${handle.ringRank} of ${handle.ringSize} x ${handle.length} parameters, not ${r} of ${n} x ${params.length}`))
+      return yield* Effect.fail(
+        new RingLinkError(
+          `a shared area for ring rank ${handle.ringRank} of ${handle.ringSize} x ${handle.length} parameters, not ${r} of ${n} x ${params.length}`
+        )
+      )
     }
     if (contributes) {
       const row = area.rows[r]!

@@ -74,10 +74,10 @@ const contentType = (name: string): string =>
   name.endsWith(".html")
     ? "text/html; charset=utf-8"
     : name.endsWith(".js")
-    ? "text/javascript; charset=utf-8"
-    : name.endsWith(".json")
-    ? "application/json"
-    : "application/octet-stream"
+      ? "text/javascript; charset=utf-8"
+      : name.endsWith(".json")
+        ? "application/json"
+        : "application/octet-stream"
 
 const respond = (status: number, body: Uint8Array | string, type = "text/plain; charset=utf-8"): Http.HttpResponse => ({
   status,
@@ -101,21 +101,23 @@ const respond = (status: number, body: Uint8Array | string, type = "text/plain; 
  * @since 0.1.0
  * @category browser
  */
-export const browserHttp = (files: BrowserFiles): Http.HttpHandler => async (request) => {
-  if (request.method !== "GET" && request.method !== "HEAD") return respond(405, "method not allowed")
-  const name = request.path === "/" ? BrowserPage.pageFile : request.path.slice(1)
-  const file = Object.hasOwn(files, name) ? files[name] : undefined
-  if (file !== undefined) return respond(200, file, contentType(name))
-  if (request.path.startsWith(Browser.packagePathPrefix)) {
-    const specifier = request.path.slice(Browser.packagePathPrefix.length)
-    if (servedPackageFiles.includes(specifier)) {
-      const read = await Files.readRegularFile(Files.resolvePackageFile(specifier, import.meta.url), packageFileBytesMax)
-      if (read._tag === "Read") return respond(200, read.bytes, contentType(specifier))
-      return respond(500, `cannot read ${specifier}`)
+export const browserHttp =
+  (files: BrowserFiles): Http.HttpHandler =>
+  async (request) => {
+    if (request.method !== "GET" && request.method !== "HEAD") return respond(405, "method not allowed")
+    const name = request.path === "/" ? BrowserPage.pageFile : request.path.slice(1)
+    const file = Object.hasOwn(files, name) ? files[name] : undefined
+    if (file !== undefined) return respond(200, file, contentType(name))
+    if (request.path.startsWith(Browser.packagePathPrefix)) {
+      const specifier = request.path.slice(Browser.packagePathPrefix.length)
+      if (servedPackageFiles.includes(specifier)) {
+        const read = await Files.readRegularFile(Files.resolvePackageFile(specifier, import.meta.url), packageFileBytesMax)
+        if (read._tag === "Read") return respond(200, read.bytes, contentType(specifier))
+        return respond(500, `cannot read ${specifier}`)
+      }
     }
+    return respond(404, "not found")
   }
-  return respond(404, "not found")
-}
 
 /**
  * The address a browser opens to join a run served with `--serve-browser`:

@@ -204,7 +204,9 @@ export const conduct = async (
       io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${firstLine(error)}\n`)
       return ExitCode.unavailable
     }
-    io.err(`cohort: dashboard: ${live.url}${dashboard.token === undefined ? "" : "?token=<the run token>"}${dashboard.faults ? " (with kill buttons)" : ""}\n`)
+    io.err(
+      `cohort: dashboard: ${live.url}${dashboard.token === undefined ? "" : "?token=<the run token>"}${dashboard.faults ? " (with kill buttons)" : ""}\n`
+    )
   }
   const view = options.json ? lineView(io.err) : io.isTerminal ? barsView(io.progressStream()) : lineView(io.out)
   // The run's folder and grace, from its `started` event, for the interrupt's line.
@@ -249,9 +251,10 @@ export const conduct = async (
     removeHandlers()
     view.stop()
     await live?.close()
-    const option = (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
-      ? (error as { readonly option: string }).option
-      : undefined
+    const option =
+      (error as { readonly _tag?: unknown; readonly option?: unknown })._tag === "LaunchError"
+        ? (error as { readonly option: string }).option
+        : undefined
     if (option !== undefined && option !== "formation" && option !== "run" && option !== "listen") return usage(io, firstLine(error))
     io.err(`cohort: the run failed: ${firstLine(error)}\n`)
     return ExitCode.unavailable

@@ -60,17 +60,22 @@ export const alertText = (alert: Alerts.Alert): string =>
  * The one line of a run whose record could not be written (`RunResult.storageFault`): the path and
  * the operating system's error, what happened to the run, and how to go on.
  */
-export const storageLine = (fault: NonNullable<RunTypes.RunResult["storageFault"]>, status: string, runDir: string, command: string): string =>
+export const storageLine = (
+  fault: NonNullable<RunTypes.RunResult["storageFault"]>,
+  status: string,
+  runDir: string,
+  command: string
+): string =>
   status === "completed"
     ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
     : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
       `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
 
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
-export const interruptedText = (detail: string): string => detail.startsWith("interrupted") ? detail : `interrupted (${detail})`
+export const interruptedText = (detail: string): string => (detail.startsWith("interrupted") ? detail : `interrupted (${detail})`)
 
 /** `word` quoted for a POSIX shell when it needs to be. */
-const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`
+const shellQuoted = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
 
 /**
  * How the user started the command, as its hints should print it: `npx cohort` through npx,
@@ -83,9 +88,12 @@ const shellQuoted = (word: string): string => /^[\w@%+=:,./-]+$/.test(word) ? wo
  * @since 0.1.0
  * @category rendering
  */
-export const commandOf = (
-  started: { readonly script: string; readonly cwd: string; readonly runtime: "node" | "bun" | "deno" | "unknown"; readonly viaNpx: boolean }
-): string => {
+export const commandOf = (started: {
+  readonly script: string
+  readonly cwd: string
+  readonly runtime: "node" | "bun" | "deno" | "unknown"
+  readonly viaNpx: boolean
+}): string => {
   const base = started.script.split(/[\\/]/).at(-1) ?? ""
   if (!/\.m?[jt]s$/.test(base)) return started.viaNpx ? "npx cohort" : "cohort"
   const cwd = started.cwd.endsWith("/") ? started.cwd : `${started.cwd}/`
@@ -131,7 +139,9 @@ export const resumedText = (resumed: RunTypes.Resumed): string =>
  */
 export const failureLine = (failed: RunFailure, runDir: string, command = "cohort"): string =>
   `cohort: ${failureText(failed)}` +
-  (failed.formed ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir, command)}` : "; nothing was trained: there is nothing to resume")
+  (failed.formed
+    ? `; if it saved a checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
+    : "; nothing was trained: there is nothing to resume")
 
 /**
  * One event as a line without its time stamp, e.g. `rank 2 lost (supervisor): killed by
@@ -147,17 +157,17 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         event.transport === "worker"
           ? "worker threads"
           : event.transport === "process"
-          ? "child processes"
-          : event.transport === "websocket"
-          ? "child processes over WebSocket"
-          : "joining ranks over WebSocket"
+            ? "child processes"
+            : event.transport === "websocket"
+              ? "child processes over WebSocket"
+              : "joining ranks over WebSocket"
       }, ${plural(event.epochs, "epoch")} of ${event.epochSamples} samples, ${event.mode} mode; writing ${event.runDir}${
         event.resumed === undefined ? "" : `; ${resumedText(event.resumed)}`
       }`
     case "progress":
-      return `rank ${event.rank} epoch ${event.epoch}: ${event.samplesDone} samples done, ${
-        Math.round(event.samplesPerSecond)
-      } samples/s, ${event.state}`
+      return `rank ${event.rank} epoch ${event.epoch}: ${event.samplesDone} samples done, ${Math.round(
+        event.samplesPerSecond
+      )} samples/s, ${event.state}`
     case "alert":
       return alertText(event.alert)
     case "fault":
@@ -173,9 +183,10 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "epoch": {
       const s = event.summary
       // The eval runs after the epoch ends: live, its accuracy follows on its own line.
-      return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${
-        plural(s.deaths.length, "death")
-      }, test accuracy ${event.accuracy === undefined ? "pending" : accuracyText(event.accuracy)}`
+      return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${plural(
+        s.deaths.length,
+        "death"
+      )}, test accuracy ${event.accuracy === undefined ? "pending" : accuracyText(event.accuracy)}`
     }
     case "eval":
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
@@ -205,7 +216,9 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `join refused with ${event.closeCode} (${event.reason}) from ${event.address === "" ? "an unknown address" : event.address}`
     case "formed":
       return event.joined === undefined
-        ? (event.worldSize === 1 ? "formed: its one rank joined" : `formed: every one of the ${event.worldSize} ranks joined`)
+        ? event.worldSize === 1
+          ? "formed: its one rank joined"
+          : `formed: every one of the ${event.worldSize} ranks joined`
         : `formed: ${event.joined} of the ${plural(event.worldSize, "rank")} joined (--min-ranks); the others join while it trains`
     case "welcomed":
       return `rank ${event.rank} joined the running run in epoch ${event.epoch} (rounds from ${event.firstRound}; ${plural(event.samples, "sample")} handed at once)${
@@ -215,8 +228,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return event.outcome.status === "completed"
         ? "run ended: completed"
         : event.outcome.status === "interrupted"
-        ? `run ended: ${interruptedText(event.outcome.detail)}`
-        : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
+          ? `run ended: ${interruptedText(event.outcome.detail)}`
+          : `run ended: unrecoverable (${event.outcome.reason ?? "no reason"}): ${event.outcome.detail}`
     case "failed":
       return failureText(event).replace(/^the run/, "run")
   }

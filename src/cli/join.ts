@@ -71,10 +71,12 @@ export const readTrust = async (
   fingerprint: string | undefined
 ): Promise<{ readonly ca?: string; readonly fingerprint256?: string } | undefined> => {
   if (caFile === undefined && fingerprint === undefined) return undefined
-  if (caFile !== undefined && fingerprint !== undefined) throw new UsageError("--ca and --fingerprint are two ways to trust the server: give one")
+  if (caFile !== undefined && fingerprint !== undefined)
+    throw new UsageError("--ca and --fingerprint are two ways to trust the server: give one")
   if (!url.startsWith("wss://")) throw new UsageError(`--ca and --fingerprint check a TLS server: the URL must be wss://, got '${url}'`)
   if (fingerprint !== undefined) {
-    if (!/^(sha256:)?([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$/.test(fingerprint)) throw new UsageError(`--fingerprint expects a SHA-256 as cohort serve prints it (AB:CD:... 32 bytes of hex), got '${fingerprint}'`)
+    if (!/^(sha256:)?([0-9A-Fa-f]{2}:?){31}[0-9A-Fa-f]{2}$/.test(fingerprint))
+      throw new UsageError(`--fingerprint expects a SHA-256 as cohort serve prints it (AB:CD:... 32 bytes of hex), got '${fingerprint}'`)
     return { fingerprint256: fingerprint }
   }
   let ca: string
@@ -89,7 +91,8 @@ export const readTrust = async (
 
 const rankOf = (text: string, flag: string): number | "auto" => {
   if (text === "auto") return "auto"
-  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text))) throw new UsageError(`${flag} must be an integer >= 0 or auto, got '${text}'`)
+  if (!/^\d+$/.test(text) || !Number.isSafeInteger(Number(text)))
+    throw new UsageError(`${flag} must be an integer >= 0 or auto, got '${text}'`)
   return Number(text)
 }
 
@@ -146,9 +149,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     ranks = integerAtLeast("--ranks", raw.ranks, 1, 1)
     if (ranks > 1 && raw.rankFromEnv !== undefined) throw new UsageError("--ranks cannot be used with --rank-from-env")
     connectTimeoutMs = integerAtLeast("--connect-timeout-ms", raw.connectTimeoutMs, 1, joinDefaults.connectTimeoutMs)
-    coordinatorReconnectMs = raw.coordinatorReconnectMs === undefined
-      ? undefined
-      : integerAtLeast("--coordinator-reconnect-ms", raw.coordinatorReconnectMs, 1, 1)
+    coordinatorReconnectMs =
+      raw.coordinatorReconnectMs === undefined ? undefined : integerAtLeast("--coordinator-reconnect-ms", raw.coordinatorReconnectMs, 1, 1)
     token = await readToken(raw.tokenFile, env)
     if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
     tls = await readTrust(url, raw.ca, raw.fingerprint)

@@ -40,27 +40,42 @@ export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<st
     String(l.redoneSamples),
     String(l.bytesMoved)
   ])
-  const kinds = (["graceful", "crash", "silent"] as const).map((kind) => {
-    const of = leaves.filter((l) => l.kind === kind)
-    const recovery = of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))
-    const sum = (pick: (l: RunTypes.LeaveCost) => number) => String(of.reduce((total, l) => total + pick(l), 0))
-    return [
-      kind,
-      String(of.length),
-      msText(quantile(of.map((l) => l.detectionMs), 0.5)),
-      msText(quantile(of.map((l) => l.detectionMs), 0.9)),
-      msText(quantile(recovery, 0.5)),
-      msText(quantile(recovery, 0.9)),
-      sum((l) => l.lostSamples),
-      sum((l) => l.duplicatedSamples),
-      sum((l) => l.redoneSamples),
-      sum((l) => l.bytesMoved)
-    ]
-  }).filter((row) => row[1] !== "0")
+  const kinds = (["graceful", "crash", "silent"] as const)
+    .map((kind) => {
+      const of = leaves.filter((l) => l.kind === kind)
+      const recovery = of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))
+      const sum = (pick: (l: RunTypes.LeaveCost) => number) => String(of.reduce((total, l) => total + pick(l), 0))
+      return [
+        kind,
+        String(of.length),
+        msText(
+          quantile(
+            of.map((l) => l.detectionMs),
+            0.5
+          )
+        ),
+        msText(
+          quantile(
+            of.map((l) => l.detectionMs),
+            0.9
+          )
+        ),
+        msText(quantile(recovery, 0.5)),
+        msText(quantile(recovery, 0.9)),
+        sum((l) => l.lostSamples),
+        sum((l) => l.duplicatedSamples),
+        sum((l) => l.redoneSamples),
+        sum((l) => l.bytesMoved)
+      ]
+    })
+    .filter((row) => row[1] !== "0")
   return [
     "departures (what each cost):",
-    ...(table(["rank", "epoch", "kind", "detection ms", "recovery ms", "remainder", "lost", "duplicated", "redone", "bytes moved"], rows)),
+    ...table(["rank", "epoch", "kind", "detection ms", "recovery ms", "remainder", "lost", "duplicated", "redone", "bytes moved"], rows),
     "departures by kind:",
-    ...(table(["kind", "count", "detection median ms", "p90", "recovery median ms", "p90", "lost", "duplicated", "redone", "bytes moved"], kinds))
+    ...table(
+      ["kind", "count", "detection median ms", "p90", "recovery median ms", "p90", "lost", "duplicated", "redone", "bytes moved"],
+      kinds
+    )
   ]
 }

@@ -162,4 +162,3 @@ export const main = async (argv: ReadonlyArray<string>, io: Io = terminalIo(), l
       return bundle(io, parsed.options)
   }
 }
-

@@ -261,10 +261,16 @@ export const helpLines = (options: ReadonlyArray<RunOption> = runOptions): strin
   const indent = " ".repeat(helpColumn)
   for (const option of options) {
     // A short default stays on one line with its parenthesis.
-    const shown = option.default === undefined ? [] : option.default.length <= 24 ? [`(default ${option.default})`] : `(default ${option.default})`.split(" ")
+    const shown =
+      option.default === undefined
+        ? []
+        : option.default.length <= 24
+          ? [`(default ${option.default})`]
+          : `(default ${option.default})`.split(" ")
     const wrapped = wrap([...option.help.split(" "), ...shown], helpWidth - helpColumn)
     const head = `  ${option.flag}`
-    if (head.length < helpColumn - 1) out.push(`${head.padEnd(helpColumn)}${wrapped[0] ?? ""}`, ...wrapped.slice(1).map((line) => indent + line))
+    if (head.length < helpColumn - 1)
+      out.push(`${head.padEnd(helpColumn)}${wrapped[0] ?? ""}`, ...wrapped.slice(1).map((line) => indent + line))
     else out.push(head, ...wrapped.map((line) => indent + line))
   }
   return out.join("\n")

@@ -363,27 +363,34 @@ const aggregation = (raw: RawRunOptions, backend: "cpu" | "ring"): Aggregation =
   if (raw.clipNorm !== undefined) {
     if (rule === "clip") throw new UsageError("--clip-norm cannot be used with --aggregate clip:N (it says the norm already)")
     const norm = Number(raw.clipNorm)
-    if (!positiveNumber.test(raw.clipNorm) || !(norm > 0) || !Number.isFinite(norm)) throw new UsageError(`--clip-norm must be a number above 0, got '${raw.clipNorm}'`)
+    if (!positiveNumber.test(raw.clipNorm) || !(norm > 0) || !Number.isFinite(norm))
+      throw new UsageError(`--clip-norm must be a number above 0, got '${raw.clipNorm}'`)
     out.clipNorm = norm
   }
   if (raw.outlierRoundsMax !== undefined) out.outlierRoundsMax = integerAtLeast("--outlier-rounds-max", raw.outlierRoundsMax, 0, 0)
   const robust = (out.aggregate !== undefined && out.aggregate !== "mean") || out.clipNorm !== undefined
-  if (robust && backend === "ring") throw new UsageError("--aggregate and --clip-norm need --backend cpu: ring members average among themselves")
+  if (robust && backend === "ring")
+    throw new UsageError("--aggregate and --clip-norm need --backend cpu: ring members average among themselves")
   return out
 }
 
 const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "int8" => {
   const compress = oneOf("--compress", text, ["none", "fp16", "int8"], "none")
-  if (compress !== "none" && backend === "ring") throw new UsageError("--compress needs --backend cpu: ring steps travel as float64 and float32")
+  if (compress !== "none" && backend === "ring")
+    throw new UsageError("--compress needs --backend cpu: ring steps travel as float64 and float32")
   return compress
 }
 
 /** `--outer-lr N` (> 0) and `--outer-momentum F` ([0, 1)), cpu backend only. */
-const outerOptions = (raw: RawRunOptions, backend: "cpu" | "ring"): { readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number } } => {
+const outerOptions = (
+  raw: RawRunOptions,
+  backend: "cpu" | "ring"
+): { readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number } } => {
   if (raw.outerLr === undefined && raw.outerMomentum === undefined) return {}
   if (backend === "ring") throw new UsageError("--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step")
   const lr = raw.outerLr === undefined ? undefined : Number(raw.outerLr)
-  if (lr !== undefined && !(positiveNumber.test(raw.outerLr!) && lr > 0 && Number.isFinite(lr))) throw new UsageError(`--outer-lr must be a number above 0, got '${raw.outerLr}'`)
+  if (lr !== undefined && !(positiveNumber.test(raw.outerLr!) && lr > 0 && Number.isFinite(lr)))
+    throw new UsageError(`--outer-lr must be a number above 0, got '${raw.outerLr}'`)
   const momentum = raw.outerMomentum === undefined ? undefined : Number(raw.outerMomentum)
   if (momentum !== undefined && !(/^(0|0?\.\d+)$/.test(raw.outerMomentum!) && momentum < 1)) {
     throw new UsageError(`--outer-momentum must be a number from 0 to below 1, got '${raw.outerMomentum}'`)
@@ -391,7 +398,8 @@ const outerOptions = (raw: RawRunOptions, backend: "cpu" | "ring"): { readonly o
   return { outer: { ...(lr === undefined ? {} : { outerLr: lr }), ...(momentum === undefined ? {} : { outerMomentum: momentum }) } }
 }
 
-const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } => (Object.keys(given).length === 0 ? {} : { aggregation: given })
+const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } =>
+  Object.keys(given).length === 0 ? {} : { aggregation: given }
 
 /** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
 export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
@@ -400,23 +408,26 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   if (killAndNoKill) throw new UsageError("--kill cannot be used with --no-kill")
   const worldSize = integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
   // The launcher's `defaults.worldSizeMax` (not imported: the launcher loads only when a run starts).
-  if (command !== "serve" && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  if (command !== "serve" && worldSize > 1024)
+    throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   // The launcher's `serveDefaults.worldSizeMax` (the core's bound).
   if (command === "serve" && worldSize > 1_000_000) throw new UsageError(`--world-size must be at most 1000000, got '${raw.worldSize}'`)
   const epochs = integerAtLeast("--epochs", raw.epochs, 1, defaults.epochs)
   const mode = oneOf("--mode", raw.mode, ["static", "progressive"], defaults.mode)
   const backend = oneOf("--backend", raw.backend, ["cpu", "ring"], defaults.backend)
-  if (backend === "ring" && worldSize < 2) throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
+  if (backend === "ring" && worldSize < 2)
+    throw new UsageError(`--backend ring needs --world-size 2 or more (the ranks average among themselves), got ${worldSize}`)
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const ringLinks = raw.ringLinks === undefined ? undefined : oneOf("--ring-links", raw.ringLinks, ["direct", "relay"], "direct")
   if (ringLinks !== undefined && backend !== "ring") throw new UsageError("--ring-links goes with --backend ring")
-  const kills: ReadonlyArray<RunTypes.KillSpec> = raw.kill === false
-    ? []
-    : raw.kill !== undefined
-    ? raw.kill.map((text) => faultSpec("--kill", text, worldSize))
-    : command === "demo"
-    ? demoKill(worldSize, epochs)
-    : []
+  const kills: ReadonlyArray<RunTypes.KillSpec> =
+    raw.kill === false
+      ? []
+      : raw.kill !== undefined
+        ? raw.kill.map((text) => faultSpec("--kill", text, worldSize))
+        : command === "demo"
+          ? demoKill(worldSize, epochs)
+          : []
   const hangs = (raw.hang ?? []).map((text) => faultSpec("--hang", text, worldSize))
   const heartbeatTimeoutMs = integerAtLeast("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1, defaults.heartbeatTimeoutMs)
   const roundDeadlineMs = raw.roundDeadlineMs === undefined ? undefined : integerAtLeast("--round-deadline-ms", raw.roundDeadlineMs, 1, 0)
@@ -451,7 +462,8 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
     onRepeatedCrash: oneOf("--on-repeated-crash", raw.onRepeatedCrash, ["stop", "continue"], defaults.onRepeatedCrash),
     rankMemoryMb,
-    interruptGraceMs: raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
+    interruptGraceMs:
+      raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
     saveTimeoutMs: raw.saveTimeoutMs === undefined ? undefined : integerAtLeast("--save-timeout-ms", raw.saveTimeoutMs, 1, 1),
     evalTimeoutMs: raw.evalTimeoutMs === undefined ? undefined : integerAtLeast("--eval-timeout-ms", raw.evalTimeoutMs, 1, 1),
     livenessDetector: oneOf("--liveness", raw.liveness, ["fixed", "adaptive"], "fixed"),
@@ -466,13 +478,18 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
 const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => {
   if (raw.dashboard === undefined) {
     if (raw.dashboardFaults === true) throw new UsageError("--dashboard-faults goes with --dashboard (it adds kill buttons to the page)")
-    if (raw.dashboardConnectionsMax !== undefined) throw new UsageError("--dashboard-connections-max goes with --dashboard (it caps the page's listener)")
+    if (raw.dashboardConnectionsMax !== undefined)
+      throw new UsageError("--dashboard-connections-max goes with --dashboard (it caps the page's listener)")
     return undefined
   }
   const port = raw.dashboard === true ? 0 : integerAtLeast("--dashboard", raw.dashboard, 0, 0)
   if (port > 65_535) throw new UsageError(`--dashboard PORT must be at most 65535, got '${String(raw.dashboard)}'`)
   const cap = raw.dashboardConnectionsMax
-  return { port, faults: raw.dashboardFaults === true, ...(cap === undefined ? {} : { connectionsMax: integerAtLeast("--dashboard-connections-max", cap, 1, 1) }) }
+  return {
+    port,
+    faults: raw.dashboardFaults === true,
+    ...(cap === undefined ? {} : { connectionsMax: integerAtLeast("--dashboard-connections-max", cap, 1, 1) })
+  }
 }
 
 /**
@@ -484,12 +501,20 @@ const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => 
  * @category parsing
  */
 export const resumeRefusedFlags: ReadonlyArray<readonly [flag: string, key: keyof RawRunOptions, why: string]> = [
-  ["--seed", "seed", "resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"],
+  [
+    "--seed",
+    "seed",
+    "resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"
+  ],
   ["--epochs", "epochs", "resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"],
   ["--mode", "mode", "resume keeps the parent's mode: the uncommitted ranges it trains are those of the parent's plan"],
   ["--backend", "backend", "resume keeps the parent's averaging backend (and its ring options)"],
   ["--role-policy", "rolePolicy", "resume keeps the parent's role policy (run({ resume }) in the library can change it)"],
-  ["--on-repeated-crash", "onRepeatedCrash", "resume keeps the parent's --on-repeated-crash (run({ resume }) in the library can change it)"],
+  [
+    "--on-repeated-crash",
+    "onRepeatedCrash",
+    "resume keeps the parent's --on-repeated-crash (run({ resume }) in the library can change it)"
+  ],
   ["--no-kill", "kill", "resume injects no fault unless --kill or --hang is given: there is no kill to remove"]
 ]
 
@@ -500,7 +525,8 @@ const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions
   if (raw.trainer === "") throw new UsageError("--trainer needs a file path")
   if (raw.out === "") throw new UsageError("--out needs a folder path")
   const worldSize = raw.worldSize === undefined ? undefined : integerAtLeast("--world-size", raw.worldSize, 1, defaults.worldSize)
-  if (worldSize !== undefined && worldSize > 1024) throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
+  if (worldSize !== undefined && worldSize > 1024)
+    throw new UsageError(`--world-size must be at most 1024 (the ranks one machine starts), got '${raw.worldSize}'`)
   // The run's world size is known once its journal is read: ranks are checked against 1024 here,
   // against the world size by the launcher.
   const ranks = worldSize ?? 1024
@@ -510,7 +536,10 @@ const resumeOptions = (runDir: string, raw: RawRunOptions): ResumeCommandOptions
     runDir,
     trainer: raw.trainer,
     worldSize,
-    transport: raw.transport === undefined ? undefined : oneOf<"worker" | "process">("--transport", raw.transport, ["worker", "process"], defaults.transport),
+    transport:
+      raw.transport === undefined
+        ? undefined
+        : oneOf<"worker" | "process">("--transport", raw.transport, ["worker", "process"], defaults.transport),
     kills: (Array.isArray(raw.kill) ? raw.kill : []).map((text) => faultSpec("--kill", text, ranks)),
     hangs: (raw.hang ?? []).map((text) => faultSpec("--hang", text, ranks)),
     heartbeatTimeoutMs: optionalInteger("--heartbeat-timeout-ms", raw.heartbeatTimeoutMs, 1),
@@ -533,7 +562,11 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
 /** Commander's messages start with `error: ` and put a suggestion on a second line. */
 /** One line of a commander or usage message. @since 0.1.0 @category parsing */
 export const oneLine = (message: string): string =>
-  message.replace(/^error: /, "").replace(/\n\(Did you mean/g, " (did you mean").replace(/\s*\n\s*/g, " ").trim()
+  message
+    .replace(/^error: /, "")
+    .replace(/\n\(Did you mean/g, " (did you mean")
+    .replace(/\s*\n\s*/g, " ")
+    .trim()
 
 /**
  * Parses `argv` (the arguments after the program name) into a command with its options filled in
@@ -549,6 +582,7 @@ export const oneLine = (message: string): string =>
  * @category parsing
  */
 export const parse = (argv: ReadonlyArray<string>): Parsed => {
+  // Long because one check per flag of demo and run, in the table's order; pieces would only move the list.
   if (isHelpRequest(argv)) return { command: "help" }
   if (argv.length === 1 && (argv[0] === "version" || argv[0] === "--version" || argv[0] === "-V")) return { command: "version" }
   // serve, join and revoke parse their own flags (src/cli/serve.ts, join.ts, revoke.ts).
@@ -618,13 +652,18 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     .option("--file-bytes-max <n>")
     .option("--html")
     .option("--out <file>")
-    .action((runDir: string, raw: { readonly json?: boolean; readonly fileBytesMax?: string; readonly html?: boolean; readonly out?: string }) => {
-      const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
-      const html = raw.html === true
-      if (raw.out !== undefined && !html) throw new UsageError("report: --out FILE goes with --html (the summary is printed)")
-      if (html && raw.json === true) throw new UsageError("report: --html and --json exclude each other")
-      parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax, html, outFile: raw.out } }
-    })
+    .action(
+      (
+        runDir: string,
+        raw: { readonly json?: boolean; readonly fileBytesMax?: string; readonly html?: boolean; readonly out?: string }
+      ) => {
+        const fileBytesMax = integerAtLeast("--file-bytes-max", raw.fileBytesMax, 1, reportDefaults.fileBytesMax)
+        const html = raw.html === true
+        if (raw.out !== undefined && !html) throw new UsageError("report: --out FILE goes with --html (the summary is printed)")
+        if (html && raw.json === true) throw new UsageError("report: --html and --json exclude each other")
+        parsed = { command: "report", options: { runDir, json: raw.json === true, fileBytesMax, html, outFile: raw.out } }
+      }
+    )
   program
     .command("resume")
     .argument("<RUN_DIR>")
@@ -668,4 +707,3 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
   }
   return parsed ?? { error: "no command given; try 'cohort help'" }
 }
-

@@ -81,7 +81,7 @@ export const journalFold = (source: string) => {
     finish: (): { readonly model: Model.Model; readonly failed: RunFailure | undefined } | string => {
       if (error !== undefined) return error
       if (!started) return `${source} has no started event`
-      return { model, failed: ended || failed === undefined ? undefined : printableDeep(failed) as RunFailure }
+      return { model, failed: ended || failed === undefined ? undefined : (printableDeep(failed) as RunFailure) }
     }
   }
 }
@@ -92,7 +92,10 @@ export const journalFold = (source: string) => {
  * @since 0.1.0
  * @category report
  */
-export const journalModel = (text: string, source: string): { readonly model: Model.Model; readonly failed: RunFailure | undefined } | string => {
+export const journalModel = (
+  text: string,
+  source: string
+): { readonly model: Model.Model; readonly failed: RunFailure | undefined } | string => {
   const fold = journalFold(source)
   fold.push(new TextEncoder().encode(text))
   return fold.finish()
@@ -120,7 +123,8 @@ export const writeReport = async (
   if (dirKind === "missing") return printable(`no run directory at ${runDir}`)
   if (dirKind !== "directory") return printable(`${runDir} is not a folder; report reads a run directory`)
   const journal = `${dir}/events.ndjson`
-  if ((await Files.kind(journal)) === "missing") return printable(`${runDir} has no events.ndjson; report --html draws the run from its journal`)
+  if ((await Files.kind(journal)) === "missing")
+    return printable(`${runDir} has no events.ndjson; report --html draws the run from its journal`)
   const fold = journalFold(journal)
   let read: Awaited<ReturnType<typeof Files.readRegularFileChunks>>
   try {
@@ -128,7 +132,8 @@ export const writeReport = async (
   } catch (error) {
     return printable(`cannot read ${journal}: ${firstLine(error)}`)
   }
-  if (read._tag === "NotRegular") return printable(`${journal} is not a regular file (it is a ${read.kind}); report reads only regular files`)
+  if (read._tag === "NotRegular")
+    return printable(`${journal} is not a regular file (it is a ${read.kind}); report reads only regular files`)
   if (read._tag === "TooLarge") return printable(`${journal} is larger than ${fileBytesMax} bytes (--file-bytes-max); it was not read`)
   const folded = fold.finish()
   if (typeof folded === "string") return printable(folded)

@@ -5,28 +5,31 @@
  * @since 0.1.0
  */
 import type { RunTypes } from "../../actors/cli-entry.ts"
-import { accuracyText, alertText, deathText, failureLine, interruptedText, isDemoPlan, msText, plural, ranksText, resumeCommand, resumedText, storageLine } from "./event-text.ts"
+import {
+  accuracyText,
+  alertText,
+  deathText,
+  failureLine,
+  interruptedText,
+  isDemoPlan,
+  msText,
+  plural,
+  ranksText,
+  resumeCommand,
+  resumedText,
+  storageLine
+} from "./event-text.ts"
 import { leavesLines } from "./leave-table.ts"
 import { saveFolder } from "./parse.ts"
 import type { PartialRun } from "../../actors/cli-entry.ts"
 
 const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
   const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => (row[column] ?? "").length)))
-  const line = (cells: ReadonlyArray<string>): string =>
-    cells.map((cell, column) => cell.padStart(widths[column] ?? 0)).join("  ")
+  const line = (cells: ReadonlyArray<string>): string => cells.map((cell, column) => cell.padStart(widths[column] ?? 0)).join("  ")
   return [line(headers), ...rows.map(line)].join("\n") + "\n"
 }
 
-const epochHeaders = [
-  "epoch",
-  "samples committed",
-  "lost",
-  "duplicated",
-  "deaths",
-  "detection ms",
-  "recovery ms",
-  "test accuracy"
-]
+const epochHeaders = ["epoch", "samples committed", "lost", "duplicated", "deaths", "detection ms", "recovery ms", "test accuracy"]
 
 /** Which survivors saved after a save-and-shutdown, and which did not. */
 const savesText = (saves: RunTypes.RunResult["saves"], folder: string): string => {
@@ -49,9 +52,10 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
   const outcome = result.outcome
   const repeated = outcome?.repeatedCrash
   if (repeated !== undefined) {
-    const head = outcome?.reason === "TrainerFault"
-      ? []
-      : [`cohort: warning: the trainer failed the same way on ranks ${repeated.ranks[0]} and ${repeated.ranks[1]}: ${repeated.error}`]
+    const head =
+      outcome?.reason === "TrainerFault"
+        ? []
+        : [`cohort: warning: the trainer failed the same way on ranks ${repeated.ranks[0]} and ${repeated.ranks[1]}: ${repeated.error}`]
     return [...head, ...(repeated.stack === undefined ? [] : [repeated.stack])]
   }
   const crashed = result.deaths.find((death) => death.stack !== undefined)
@@ -67,16 +71,16 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
   backend === "cpu" || ring === undefined
     ? "averaging: cpu (the coordinator averaged every round)"
     : `averaging: ring, ${plural(ring.generations, "generation")}, ${
-      ring.links === "port"
-        ? "direct links between worker threads"
-        : ring.links === "shared"
-        ? "shared-memory links between worker threads"
-        : ring.links === "area"
-        ? "a shared-memory all-reduce between worker threads"
-        : ring.links === "direct"
-        ? `direct links between processes (${ring.relayed} steps fell back to the relay)`
-        : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
-    }`
+        ring.links === "port"
+          ? "direct links between worker threads"
+          : ring.links === "shared"
+            ? "shared-memory links between worker threads"
+            : ring.links === "area"
+              ? "a shared-memory all-reduce between worker threads"
+              : ring.links === "direct"
+                ? `direct links between processes (${ring.relayed} steps fell back to the relay)`
+                : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
+      }`
 
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
@@ -87,7 +91,10 @@ type Shown = Set<RunTypes.DeathTiming>
  * The rows of the table per epoch, and the deaths they showed (`shown`). `completedEpochs` is
  * how many epochs the outcome says were completed (0 without an outcome).
  */
-const epochRows = (result: RunTypes.RunResult | PartialRun, completedEpochs: number): { readonly rows: Array<ReadonlyArray<string>>; readonly shown: Shown } => {
+const epochRows = (
+  result: RunTypes.RunResult | PartialRun,
+  completedEpochs: number
+): { readonly rows: Array<ReadonlyArray<string>>; readonly shown: Shown } => {
   const outcome = result.outcome
   // A finished epoch's deaths are the core's (its summary); a death declared after the run ended
   // carries the last epoch's number but belongs to no row (docs/design.md §3.6).
@@ -172,7 +179,9 @@ const noteLines = (result: RunTypes.RunResult | PartialRun, shown: Shown, lines:
     // Ranks that joined the running run: which index, when, and what it was given.
     lines.push("joins:")
     for (const j of joins) {
-      lines.push(`  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`)
+      lines.push(
+        `  rank ${j.rank} joined in epoch ${j.epoch}, in the rounds from round ${j.firstRound}; ${plural(j.samples, "sample")} handed at once`
+      )
     }
   }
   if (result.alerts.length > 0) {
@@ -190,31 +199,35 @@ const outcomeLine = (
 ): string => {
   const outcome = result.outcome
   // A record that could not be written claims no audit: the journal may lack what the run did.
-  const audits = failed.length === 0 && storageFault !== undefined
-    ? `its record is incomplete (cannot write ${storageFault.path}), so no audit is claimed`
-    : failed.length === 0 && result.epochs.length === 0
-    ? "no epoch finished, so no audit"
-    : failed.length === 0
-    ? (outcome?.status === "unrecoverable" ? "every completed epoch's audit clean" : "every audit clean")
-    : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
+  const audits =
+    failed.length === 0 && storageFault !== undefined
+      ? `its record is incomplete (cannot write ${storageFault.path}), so no audit is claimed`
+      : failed.length === 0 && result.epochs.length === 0
+        ? "no epoch finished, so no audit"
+        : failed.length === 0
+          ? outcome?.status === "unrecoverable"
+            ? "every completed epoch's audit clean"
+            : "every audit clean"
+          : `audit failed in ${failed.map((e) => `epoch ${e.epoch} (lost ${e.lost}, duplicated ${e.duplicated})`).join(", ")}`
   if (outcome === undefined && result.failed !== undefined && !result.failed.formed) {
     return `outcome: failed at formation (${(result.durationMs / 1000).toFixed(1)} s into the run): nothing was trained`
   } else if (outcome === undefined) {
     const deadRanks = [...new Set(result.deaths.map((d) => d.rank))].sort((a, b) => a - b)
     return (
       `outcome: unknown: the journal ${result.cut} (${(result.durationMs / 1000).toFixed(1)} s into the run), before the run ended; ` +
-        `${plural(result.epochs.length, "epoch")} finished; deaths so far: ${ranksText(deadRanks)}; ` +
-        `last test accuracy ${accuracyText(result.finalAccuracy)}; ${audits === "every audit clean" ? "every audit read clean" : audits}`
+      `${plural(result.epochs.length, "epoch")} finished; deaths so far: ${ranksText(deadRanks)}; ` +
+      `last test accuracy ${accuracyText(result.finalAccuracy)}; ${audits === "every audit clean" ? "every audit read clean" : audits}`
     )
   } else {
-    const head = outcome.status === "completed"
-      ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
-      : outcome.status === "interrupted"
-      ? `${interruptedText(outcome.detail)} after ${plural(completedEpochs, "completed epoch")}`
-      : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(completedEpochs, "completed epoch")}`
+    const head =
+      outcome.status === "completed"
+        ? `completed ${plural(outcome.epochsCompleted, "epoch")}`
+        : outcome.status === "interrupted"
+          ? `${interruptedText(outcome.detail)} after ${plural(completedEpochs, "completed epoch")}`
+          : `unrecoverable (${outcome.reason ?? "no reason"}) after ${plural(completedEpochs, "completed epoch")}`
     return (
       `outcome: ${head} in ${(result.durationMs / 1000).toFixed(1)} s; failures: ${ranksText(outcome.failures)}; ` +
-        `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
+      `final test accuracy ${accuracyText(result.finalAccuracy)}; ${audits}`
     )
   }
 }
@@ -247,34 +260,34 @@ const stopLine = (
   const resumeHint = trainedNothing
     ? ""
     : resumedBy !== undefined
-    ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
-    : nothingSaved
-    ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
-    : `; resume with: ${resumeCommand(runDir, command)}`
+      ? `; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+      : nothingSaved
+        ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
+        : `; resume with: ${resumeCommand(runDir, command)}`
   return storageFault !== undefined && outcome !== undefined
     ? storageLine(storageFault, outcome.status, runDir, command)
     : outcome === undefined && result.failed !== undefined
-    ? failureLine(result.failed, runDir, command)
-    : outcome === undefined
-    ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
-      (resumedBy !== undefined
-        ? `run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
-        : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
-    : outcome.status === "unrecoverable"
-    ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
-    : outcome.status === "interrupted" && trainedNothing && resumedBy !== undefined
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
-    : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
-      `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir, command)}`
-    : outcome.status === "interrupted" && trainedNothing
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
-    : outcome.status === "interrupted"
-    ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
-      `the epoch's uncommitted ranges are in ${runDir}/summary.json${resumeHint}`
-    : failed.length > 0
-    ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
-    : undefined
+      ? failureLine(result.failed, runDir, command)
+      : outcome === undefined
+        ? `cohort: warning: ${result.journal} ${result.cut}: the report shows the run as far as it was read; its outcome is unknown; ` +
+          (resumedBy !== undefined
+            ? `run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+            : `if its coordinator's process died, resume it from its last checkpoint with: ${resumeCommand(runDir, command)}`)
+        : outcome.status === "unrecoverable"
+          ? `cohort: run stopped: ${outcome.reason ?? "no reason"}: ${outcome.detail}; ${savesText(result.saves, savedWhere)}${resumeHint}`
+          : outcome.status === "interrupted" && trainedNothing && resumedBy !== undefined
+            ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started; run ${resumedBy.runId} (${resumedBy.runDir}) resumed it and trained on from it`
+            : outcome.status === "interrupted" && trainedNothing && result.resumed !== undefined
+              ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started, so run ${result.resumed.parent.runId} ` +
+                `was not resumed: resume it with: ${resumeCommand(result.resumed.parent.runDir, command)}`
+              : outcome.status === "interrupted" && trainedNothing
+                ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; it stopped before training started: there is nothing to resume`
+                : outcome.status === "interrupted"
+                  ? `cohort: run ${interruptedText(outcome.detail)}: run in ${runDir}; ${savesText(result.saves, savedWhere)}; ` +
+                    `the epoch's uncommitted ranges are in ${runDir}/summary.json${resumeHint}`
+                  : failed.length > 0
+                    ? `cohort: audit failed: ${failed.map((e) => `epoch ${e.epoch} lost ${e.lost}, duplicated ${e.duplicated}`).join("; ")}`
+                    : undefined
 }
 
 /**
@@ -311,7 +324,9 @@ export const renderResult = (
   lines.push(`run directory: ${runDir}`)
   const chain = (result as { readonly chain?: ReadonlyArray<{ readonly runId: string; readonly runDir: string }> }).chain
   if (chain !== undefined && chain.length > 1) {
-    lines.push(`chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`)
+    lines.push(
+      `chain: ${chain.map((run) => (run.runId === result.runId ? `${run.runId} (this run)` : `${run.runId} (${run.runDir})`)).join(" -> ")}`
+    )
   }
   const stoppedLine = stopLine(result, runDir, command, failed, storageFault)
   const skipped = skippedLines(result)

@@ -12,7 +12,6 @@ import { conduct, type Io, withConsoleOnStderr } from "./conduct.ts"
 import { defined, importLauncher } from "../../actors/cli-entry.ts"
 import { defaults, ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
 
-
 /**
  * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 130,
  * 143), 2 when the resume is refused (one `cohort: resume: ...` line), 3 when the launcher cannot
@@ -32,28 +31,34 @@ export const resume = (io: Io, options: ResumeCommandOptions): Promise<number> =
     }
     // The dashboard as for demo and run: loopback only, kill buttons with --dashboard-faults.
     const dashboard = options.dashboard === undefined ? undefined : { host: "127.0.0.1", ...options.dashboard }
-    return conduct(io, { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs, dashboard }, (hooks) =>
-      run(defined<RunTypes.ResumeOptions>({
-        killRequests: hooks.killRequests,
-        coordinatorAlerts: hooks.coordinatorAlerts,
-        resume: options.runDir,
-        trainer: options.trainer,
-        worldSize: options.worldSize,
-        transport: options.transport,
-        kills: options.kills,
-        hangs: options.hangs,
-        heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-        coordinatorTimeoutMs: options.coordinatorTimeoutMs,
-        failureLimit: options.failureLimit,
-        rankMemoryMb: options.rankMemoryMb,
-        interruptGraceMs: options.interruptGraceMs,
-        outDir: options.outDir,
-        signal: hooks.signal,
-        stopSignal: hooks.stopSignal,
-        onRankOutput: hooks.onRankOutput,
-        onEvent: (event) => {
-          hooks.onEvent(event)
-          if (event.type === "started") for (const note of event.resumed?.notes ?? []) io.err(`cohort: note: ${note}\n`)
-        }
-      })))
+    return conduct(
+      io,
+      { json: options.json, interruptGraceMs: options.interruptGraceMs ?? defaults.interruptGraceMs, dashboard },
+      (hooks) =>
+        run(
+          defined<RunTypes.ResumeOptions>({
+            killRequests: hooks.killRequests,
+            coordinatorAlerts: hooks.coordinatorAlerts,
+            resume: options.runDir,
+            trainer: options.trainer,
+            worldSize: options.worldSize,
+            transport: options.transport,
+            kills: options.kills,
+            hangs: options.hangs,
+            heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+            coordinatorTimeoutMs: options.coordinatorTimeoutMs,
+            failureLimit: options.failureLimit,
+            rankMemoryMb: options.rankMemoryMb,
+            interruptGraceMs: options.interruptGraceMs,
+            outDir: options.outDir,
+            signal: hooks.signal,
+            stopSignal: hooks.stopSignal,
+            onRankOutput: hooks.onRankOutput,
+            onEvent: (event) => {
+              hooks.onEvent(event)
+              if (event.type === "started") for (const note of event.resumed?.notes ?? []) io.err(`cohort: note: ${note}\n`)
+            }
+          })
+        )
+    )
   })

@@ -23,10 +23,13 @@ import { ExitCode, firstLine } from "./parse.ts"
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
   const [runDir, target, ...rest] = argv
-  if (runDir === undefined || target === undefined || rest.length > 0) return usage(io, "revoke expects RUN_DIR and one RANK or CREDENTIAL-ID")
+  if (runDir === undefined || target === undefined || rest.length > 0)
+    return usage(io, "revoke expects RUN_DIR and one RANK or CREDENTIAL-ID")
   const revocation = Revocations.parseTarget(target)
-  if (revocation === undefined) return usage(io, `revoke: '${target}' is neither a rank index nor a credential id (as the journal's joined events name them)`)
-  if (!(await Files.exists(`${runDir}/events.ndjson`))) return usage(io, `revoke: ${runDir} is not a run's folder (it has no events.ndjson)`)
+  if (revocation === undefined)
+    return usage(io, `revoke: '${target}' is neither a rank index nor a credential id (as the journal's joined events name them)`)
+  if (!(await Files.exists(`${runDir}/events.ndjson`)))
+    return usage(io, `revoke: ${runDir} is not a run's folder (it has no events.ndjson)`)
   const run = await runOf(runDir)
   if (typeof run === "string") return usage(io, `revoke: ${run}`)
   if (run.ended) return usage(io, `revoke: the run in ${runDir} has ended: there is nothing to revoke`)

@@ -144,7 +144,8 @@ export const readTlsIdentity = async (
   keyFile: string | undefined
 ): Promise<{ readonly cert: string; readonly key: string } | undefined> => {
   if (certFile === undefined && keyFile === undefined) return undefined
-  if (certFile === undefined || keyFile === undefined) throw new UsageError("--tls-cert and --tls-key go together (a certificate and its private key, PEM files)")
+  if (certFile === undefined || keyFile === undefined)
+    throw new UsageError("--tls-cert and --tls-key go together (a certificate and its private key, PEM files)")
   const read = async (flag: string, file: string, block: RegExp, what: string): Promise<string> => {
     let text: string
     try {
@@ -162,7 +163,7 @@ export const readTlsIdentity = async (
 }
 
 /** A path as a shell reads it: quoted when it holds anything but plain characters. */
-const shellWord = (text: string): string => /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`
+const shellWord = (text: string): string => (/^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`)
 
 interface RawServeOptions extends RawRunOptions {
   readonly listen?: string
@@ -247,24 +248,31 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   try {
     command.parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
-    if (raw.dashboardFaults === true) throw new UsageError("serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere")
+    if (raw.dashboardFaults === true)
+      throw new UsageError("serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere")
     options = runOptions("serve", { ...raw, kill: false }, false)
     listen = parseListen(raw.listen ?? serveDefaults.listen)
     formationTimeoutMs = integerAtLeast("--formation-timeout-ms", raw.formationTimeoutMs, 1, serveDefaults.formationTimeoutMs)
     const ringMin = options.backend === "ring" ? 2 : 1
     maxRanks = integerAtLeast("--max-ranks", raw.maxRanks, 1, options.worldSize)
     minRanks = integerAtLeast("--min-ranks", raw.minRanks, 1, options.worldSize)
-    if (minRanks < ringMin) throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
-    if (maxRanks < options.worldSize) throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
-    if (minRanks > options.worldSize) throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
-    rankConnectionsMax = raw.rankConnectionsMax === undefined ? undefined : integerAtLeast("--rank-connections-max", raw.rankConnectionsMax, 1, 1)
+    if (minRanks < ringMin)
+      throw new UsageError(`--min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got ${minRanks}`)
+    if (maxRanks < options.worldSize)
+      throw new UsageError(`--max-ranks must be at least the world size (${options.worldSize}), got ${maxRanks}`)
+    if (minRanks > options.worldSize)
+      throw new UsageError(`--min-ranks must be at most the world size (${options.worldSize}), got ${minRanks}`)
+    rankConnectionsMax =
+      raw.rankConnectionsMax === undefined ? undefined : integerAtLeast("--rank-connections-max", raw.rankConnectionsMax, 1, 1)
     if (raw.tokenFile === "") throw new UsageError("--token-file needs a file path")
     token = await readToken(raw.tokenFile, io.env ?? (() => undefined))
     tls = await readTlsIdentity(raw.tlsCert, raw.tlsKey)
     issueTokens = integerAtLeast("--issue-tokens", raw.issueTokens, 0, 0)
-    if (issueTokens > maxRanks) throw new UsageError(`--issue-tokens must be at most the ranks the run may hold (${maxRanks}), got ${issueTokens}`)
+    if (issueTokens > maxRanks)
+      throw new UsageError(`--issue-tokens must be at most the ranks the run may hold (${maxRanks}), got ${issueTokens}`)
     tokenTtlMs = raw.tokenTtlMs === undefined ? undefined : integerAtLeast("--token-ttl-ms", raw.tokenTtlMs, 1, 0)
-    if (tokenTtlMs !== undefined && issueTokens === 0) throw new UsageError("--token-ttl-ms is the lifetime of the credentials --issue-tokens writes: give both")
+    if (tokenTtlMs !== undefined && issueTokens === 0)
+      throw new UsageError("--token-ttl-ms is the lifetime of the credentials --issue-tokens writes: give both")
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -272,6 +280,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   const parsed = options
   const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
   return withConsoleOnStderr(parsed.json, async () => {
+    // Long because the serve command's steps in order (trainer, options, the listening lines), sharing its locals.
     let trainer = demoTrainer()
     if (parsed.trainer !== undefined) {
       const loaded = await loadTrainerPath(io, parsed.trainer)
@@ -292,14 +301,17 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     // The dashboard listens on the run's host; off loopback it asks for the run token, known
     // once the run listens when it is made for the run.
     let runToken = token?.token
-    const dashboard = parsed.dashboard === undefined ? undefined : {
-      host: listen.host,
-      port: parsed.dashboard.port,
-      faults: false,
-      ...(parsed.dashboard.connectionsMax === undefined ? {} : { connectionsMax: parsed.dashboard.connectionsMax }),
-      ...(isLoopback(listen.host) ? {} : { token: () => runToken }),
-      ...(tls === undefined ? {} : { tls })
-    }
+    const dashboard =
+      parsed.dashboard === undefined
+        ? undefined
+        : {
+            host: listen.host,
+            port: parsed.dashboard.port,
+            faults: false,
+            ...(parsed.dashboard.connectionsMax === undefined ? {} : { connectionsMax: parsed.dashboard.connectionsMax }),
+            ...(isLoopback(listen.host) ? {} : { token: () => runToken }),
+            ...(tls === undefined ? {} : { tls })
+          }
     return conduct(io, { ...parsed, dashboard }, (hooks) => {
       // The run's `started` line comes after serve's own header (the URL and the join command),
       // which the launcher reports right after it: it is held until then.
@@ -346,9 +358,11 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(tokenTtlMs === undefined ? {} : { tokenTtlMs }),
         onListening: (listening) => {
           runToken = listening.runToken
-          say(`run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}${
-            maxRanks > parsed.worldSize || minRanks < parsed.worldSize ? ` (starts with ${minRanks}, grows to ${maxRanks})` : ""
-          }`)
+          say(
+            `run ${listening.runId} listening on ${listening.url} for ${parsed.worldSize} ${parsed.worldSize === 1 ? "rank" : "ranks"}${
+              maxRanks > parsed.worldSize || minRanks < parsed.worldSize ? ` (starts with ${minRanks}, grows to ${maxRanks})` : ""
+            }`
+          )
           if (!isLoopback(listening.host)) {
             say(`${listening.host} is not a loopback address: any host that reaches it and holds the token can join`)
             if (tls === undefined) say(clearTextWarning)
@@ -359,7 +373,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           const issued = listening.credentials ?? []
           if (issued.length > 0) {
             const dir = Files.absolutePath(`${listening.runDir}/credentials`)
-            say(`${issued.length} rank ${issued.length === 1 ? "credential" : "credentials"} in ${dir}/rank<r> (mode 0600${tokenTtlMs === undefined ? "" : `, valid for ${tokenTtlMs} ms`}): rank r joins with --token-file ${dir}/rank<r> --rank r; ids ${issued.map((c) => c.id).join(", ")} (cohort revoke ${shellWord(Files.absolutePath(listening.runDir))} ID|RANK)`)
+            say(
+              `${issued.length} rank ${issued.length === 1 ? "credential" : "credentials"} in ${dir}/rank<r> (mode 0600${tokenTtlMs === undefined ? "" : `, valid for ${tokenTtlMs} ms`}): rank r joins with --token-file ${dir}/rank<r> --rank r; ids ${issued.map((c) => c.id).join(", ")} (cohort revoke ${shellWord(Files.absolutePath(listening.runDir))} ID|RANK)`
+            )
           }
           const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
           const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
@@ -381,7 +397,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
           }
           say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag}${pinFlag} --rank auto`)
           if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
-          if (browser !== undefined) say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken, tls !== undefined)}`)
+          if (browser !== undefined)
+            say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken, tls !== undefined)}`)
           listened = true
           if (started !== undefined) hooks.onEvent(started)
           started = undefined

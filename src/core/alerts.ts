@@ -24,7 +24,21 @@ import type { Rank } from "./messages.ts"
  * @since 0.1.0
  * @category model
  */
-export type AlertClass = "RankLost" | "ControlDrop" | "Overflow" | "CallbackSkipped" | "CheckpointFailed" | "BadParams" | "CoordinatorStall" | "BadResume" | "BadStart" | "StorageFault" | "SaveTimeout" | "EvalTimeout" | "CoordinatorResource" | "OutlierParams"
+export type AlertClass =
+  | "RankLost"
+  | "ControlDrop"
+  | "Overflow"
+  | "CallbackSkipped"
+  | "CheckpointFailed"
+  | "BadParams"
+  | "CoordinatorStall"
+  | "BadResume"
+  | "BadStart"
+  | "StorageFault"
+  | "SaveTimeout"
+  | "EvalTimeout"
+  | "CoordinatorResource"
+  | "OutlierParams"
 
 /** @since 0.1.0 @category model */
 export type Severity = "critical" | "warn"
@@ -71,7 +85,9 @@ export const make = (windowMs: number): Lane => ({ windowMs, entries: new Map(),
 
 /** The severity of each class. @since 0.1.0 @category model */
 export const severityOf = (c: AlertClass): Severity =>
-  c === "RankLost" || c === "ControlDrop" || c === "BadResume" || c === "BadStart" || c === "StorageFault" || c === "CoordinatorResource" ? "critical" : "warn"
+  c === "RankLost" || c === "ControlDrop" || c === "BadResume" || c === "BadStart" || c === "StorageFault" || c === "CoordinatorResource"
+    ? "critical"
+    : "warn"
 
 /**
  * The alert path of a rank: `root` for a run of one rank, `root/{host}/rank{r}` when the ranks

@@ -131,7 +131,10 @@ export const uncommitted = (log: Log): Array<readonly [offset: number, size: num
  * @since 0.1.0
  * @category audit
  */
-export const complement = (ranges: ReadonlyArray<readonly [offset: number, size: number]>, epochSamples: number): Array<readonly [offset: number, size: number]> => {
+export const complement = (
+  ranges: ReadonlyArray<readonly [offset: number, size: number]>,
+  epochSamples: number
+): Array<readonly [offset: number, size: number]> => {
   const log = make(0, epochSamples)
   for (const [offset, size] of ranges) record(log, 0, offset, size)
   return uncommitted(log)

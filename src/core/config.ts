@@ -302,7 +302,8 @@ export const make = (options: Options): Config | Invalid => {
   if (!isCount(o.epochSamples, 1)) return invalid("epochSamples", `must be an integer >= 1, got ${String(o.epochSamples)}`)
   if (!isCount(o.epochs, 1)) return invalid("epochs", `must be an integer >= 1, got ${String(o.epochs)}`)
   const maxRanks = o.maxRanks ?? o.worldSize
-  if (!isCount(maxRanks, o.worldSize)) return invalid("maxRanks", `must be an integer >= worldSize (${o.worldSize}), got ${String(maxRanks)}`)
+  if (!isCount(maxRanks, o.worldSize))
+    return invalid("maxRanks", `must be an integer >= worldSize (${o.worldSize}), got ${String(maxRanks)}`)
   const backend = o.backend ?? defaults.backend
   if (backend !== "cpu" && backend !== "ring") return invalid("backend", `must be cpu or ring, got ${String(backend)}`)
   if (backend === "ring" && o.worldSize < 2) {
@@ -329,7 +330,10 @@ export const make = (options: Options): Config | Invalid => {
   }
   const adaptiveTimeoutMinMs = o.adaptiveTimeoutMinMs ?? heartbeatTimeoutMs / 2
   if (!(isMs(adaptiveTimeoutMinMs) && adaptiveTimeoutMinMs <= heartbeatTimeoutMs)) {
-    return invalid("adaptiveTimeoutMinMs", `must be a number of ms in (0, heartbeatTimeoutMs (${heartbeatTimeoutMs})], got ${String(adaptiveTimeoutMinMs)}`)
+    return invalid(
+      "adaptiveTimeoutMinMs",
+      `must be a number of ms in (0, heartbeatTimeoutMs (${heartbeatTimeoutMs})], got ${String(adaptiveTimeoutMinMs)}`
+    )
   }
   const adaptiveDeviations = o.adaptiveDeviations ?? defaults.adaptiveDeviations
   if (!(typeof adaptiveDeviations === "number" && adaptiveDeviations >= 0 && Number.isFinite(adaptiveDeviations))) {
@@ -354,7 +358,10 @@ export const make = (options: Options): Config | Invalid => {
   const ratios = o.partitionRatios
   if (ratios !== undefined) {
     if (ratios.length !== o.worldSize && ratios.length !== maxRanks) {
-      return invalid("partitionRatios", `needs ${o.worldSize}${maxRanks === o.worldSize ? "" : ` or ${maxRanks}`} entries, got ${ratios.length}`)
+      return invalid(
+        "partitionRatios",
+        `needs ${o.worldSize}${maxRanks === o.worldSize ? "" : ` or ${maxRanks}`} entries, got ${ratios.length}`
+      )
     }
     const sum = ratios.reduce((a, b) => a + b, 0)
     if (!ratios.every((w) => Number.isFinite(w) && w >= 0) || !(sum > 0 && Number.isFinite(sum))) {
@@ -387,7 +394,8 @@ export const make = (options: Options): Config | Invalid => {
   const roundStallMs = o.roundStallMs ?? defaults.roundStallMs
   if (!(roundStallMs >= 0 && Number.isFinite(roundStallMs))) return invalid("roundStallMs", "must be >= 0")
   const roundDeadlineMs = o.roundDeadlineMs ?? defaults.roundDeadlineMs
-  if (!(roundDeadlineMs >= 0 && Number.isFinite(roundDeadlineMs))) return invalid("roundDeadlineMs", `must be >= 0, got ${String(roundDeadlineMs)}`)
+  if (!(roundDeadlineMs >= 0 && Number.isFinite(roundDeadlineMs)))
+    return invalid("roundDeadlineMs", `must be >= 0, got ${String(roundDeadlineMs)}`)
   if (roundDeadlineMs > 0 && backend === "ring") {
     return invalid("roundDeadlineMs", "needs the cpu backend: a ring round is one collective of every member")
   }
@@ -418,9 +426,10 @@ export const make = (options: Options): Config | Invalid => {
     coordinatorStallMs,
     failureLimit: limit,
     redistribution,
-    partitionRatios: ratios === undefined || ratios.length === maxRanks
-      ? ratios
-      : [...ratios, ...new Array<number>(maxRanks - ratios.length).fill(ratios.reduce((a, b) => a + b, 0) / ratios.length)],
+    partitionRatios:
+      ratios === undefined || ratios.length === maxRanks
+        ? ratios
+        : [...ratios, ...new Array<number>(maxRanks - ratios.length).fill(ratios.reduce((a, b) => a + b, 0) / ratios.length)],
     rolePolicy,
     batchSize,
     chunkSamples,
@@ -453,7 +462,8 @@ const aggregationOf = (o: Options, backend: "cpu" | "ring"): Invalid | { readonl
   if (!(clipNorm >= 0 && Number.isFinite(clipNorm))) return invalid("clipNorm", `must be a finite number >= 0, got ${String(clipNorm)}`)
   const robust = aggregate !== "mean" || clipNorm > 0
   const outlierFactor = o.outlierFactor ?? (robust ? defaults.outlierFactor : 0)
-  if (!(outlierFactor >= 0 && Number.isFinite(outlierFactor))) return invalid("outlierFactor", `must be a finite number >= 0, got ${String(outlierFactor)}`)
+  if (!(outlierFactor >= 0 && Number.isFinite(outlierFactor)))
+    return invalid("outlierFactor", `must be a finite number >= 0, got ${String(outlierFactor)}`)
   if (backend === "ring" && robust) return invalid("aggregate", "needs the cpu backend: ring members average among themselves")
   return { _tag: "Ok", value: { aggregate, trimFraction, clipNorm, outlierFactor } }
 }

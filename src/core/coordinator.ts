@@ -51,7 +51,25 @@ export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Leave, Leav
 export { joinVerdict } from "./joins.ts"
 export { zeroCounters } from "./outcome.ts"
 export type { Resume, State } from "./state.ts"
-export { activeCount, assignment, committedSamples, deadlineOf, expiring, failures, forEachSurvivor, isDead, isJoining, isLive, isOwedModel, isVacant, make, nextSurvivor, ringMembers, scanWork, survivors } from "./state.ts"
+export {
+  activeCount,
+  assignment,
+  committedSamples,
+  deadlineOf,
+  expiring,
+  failures,
+  forEachSurvivor,
+  isDead,
+  isJoining,
+  isLive,
+  isOwedModel,
+  isVacant,
+  make,
+  nextSurvivor,
+  ringMembers,
+  scanWork,
+  survivors
+} from "./state.ts"
 
 // ---------------------------------------------------------------------------------------------
 // Steps
@@ -89,7 +107,8 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
   if (!Number.isSafeInteger(resume.epoch) || resume.epoch < 0 || resume.epoch >= config.epochs) {
     return `resume epoch ${resume.epoch} is outside [0, ${config.epochs})`
   }
-  if (!Number.isSafeInteger(resume.firstRound) || resume.firstRound < 0) return `resume firstRound ${resume.firstRound} must be an integer >= 0`
+  if (!Number.isSafeInteger(resume.firstRound) || resume.firstRound < 0)
+    return `resume firstRound ${resume.firstRound} must be an integer >= 0`
   for (const range of resume.committed) {
     if (range.length !== 2 || !range.every((v) => Number.isSafeInteger(v) && v >= 0)) {
       return `committed range [${range.join(", ")}] must be two integers >= 0`
@@ -133,7 +152,11 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
     }
   }
   if (options.absent !== undefined && options.absent.length > 0) vacateAbsent(state, cmds, options.absent)
-  broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`)
+  broadcast(
+    cmds,
+    { _tag: "SetRoles", ...state.roles },
+    `initial roles (${state.config.rolePolicy === "fastest" ? "fastest" : "pinned"} policy)`
+  )
   formRing(state, cmds, "initial ring")
   state.started = true
   startEpoch(state, cmds)
@@ -158,14 +181,26 @@ const onEvalResult = (state: State, rank: Rank, message: Extract<ToCoordinator, 
  * completes): the pending checkpoint's result is recorded, a failure as a `CheckpointFailed` alert
  * (nothing fails over after the end); any other is a stale callback result.
  */
-const onLateCheckpointResult = (state: State, rank: Rank, message: Extract<ToCoordinator, { _tag: "CheckpointResult" }>, cmds: Array<Command>): void => {
+const onLateCheckpointResult = (
+  state: State,
+  rank: Rank,
+  message: Extract<ToCoordinator, { _tag: "CheckpointResult" }>,
+  cmds: Array<Command>
+): void => {
   const pending = state.checkpoint
   if (pending === undefined || pending.version !== message.version || pending.rank !== rank) {
     state.counters.staleCallbackResults += 1
     return
   }
   state.checkpoint = undefined
-  if (!message.ok) alert(state, cmds, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: rank ${rank} failed after the run ended: ${message.detail}`)
+  if (!message.ok)
+    alert(
+      state,
+      cmds,
+      "CheckpointFailed",
+      "root",
+      `checkpoint ${pending.version} not saved: rank ${rank} failed after the run ended: ${message.detail}`
+    )
 }
 
 const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<Command>): void => {
@@ -190,7 +225,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   if (reachedAgain && state.phase === "running") wake(state, cmds, `rank ${rank} is reachable again`)
   if (state.phase !== "running") {
     // After the end, exits and the last eval are recorded; everything else decides nothing.
-    if (message._tag === "Exiting") declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
+    if (message._tag === "Exiting")
+      declareBatch(state, [{ rank, kind: "exit", detector: "supervisor", cause: "clean exit", reportedAtMs: state.clockMs }], cmds)
     else if (message._tag === "EvalResult") onEvalResult(state, rank, message)
     else if (message._tag === "CheckpointResult") onLateCheckpointResult(state, rank, message, cmds)
     else if (message._tag !== "Heartbeat" && message._tag !== "Hello") counters.framesAfterEnd += 1
@@ -214,7 +250,11 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         reported.samplesDone = message.samplesDone
       }
       if (maybeResolveFastest(state)) {
-        broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `every live rank calibrated: roles go to the fastest, rank ${state.roles.eval}`)
+        broadcast(
+          cmds,
+          { _tag: "SetRoles", ...state.roles },
+          `every live rank calibrated: roles go to the fastest, rank ${state.roles.eval}`
+        )
       }
       return
     }
@@ -278,7 +318,13 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       // (`roundStallMs`), as a cpu round from its first Params. Else a member that keeps sending
       // heartbeats but never its own steps would hold every other member's collective forever.
       const ring = state.ring
-      if (ring !== undefined && message.generation === ring.generation && message.round === state.round && !state.joining.has(rank) && !state.modelOwed.has(rank)) {
+      if (
+        ring !== undefined &&
+        message.generation === ring.generation &&
+        message.round === state.round &&
+        !state.joining.has(rank) &&
+        !state.modelOwed.has(rank)
+      ) {
         state.roundOpenedMs ??= state.clockMs
       }
       return
@@ -302,7 +348,14 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       return
     case "RingReady": {
       const ring = state.ring
-      if (ring === undefined || !ring.pending || message.generation !== ring.generation || ring.ready[rank] === 1 || state.joining.has(rank) || state.modelOwed.has(rank)) {
+      if (
+        ring === undefined ||
+        !ring.pending ||
+        message.generation !== ring.generation ||
+        ring.ready[rank] === 1 ||
+        state.joining.has(rank) ||
+        state.modelOwed.has(rank)
+      ) {
         counters.staleRingReady += 1
         return
       }
@@ -332,9 +385,10 @@ const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
   let entered: Map<Rank, number> | undefined
   for (const c of cmds) {
     if (c._tag === "Send" && (c.message._tag === "Checkpoint" || c.message._tag === "Eval")) {
-      const call = c.message._tag === "Checkpoint"
-        ? { to: c.to, call: "save" as const, id: c.message.version, forMs: config.saveTimeoutMs }
-        : { to: c.to, call: "eval" as const, id: c.message.epoch, forMs: config.evalTimeoutMs }
+      const call =
+        c.message._tag === "Checkpoint"
+          ? { to: c.to, call: "save" as const, id: c.message.version, forMs: config.saveTimeoutMs }
+          : { to: c.to, call: "eval" as const, id: c.message.epoch, forMs: config.evalTimeoutMs }
       ;(asked ??= []).push(call)
     } else if (asked !== undefined) {
       // An epoch the asked rank enters after the ask: its frames of that epoch show it went past.
@@ -342,7 +396,8 @@ const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
         if (asked!.some((a) => a.to === to) && !(entered ??= new Map()).has(to)) entered.set(to, epoch)
       }
       if (c._tag === "Send" && (c.message._tag === "StartEpoch" || c.message._tag === "AssignChunk")) enter(c.to, c.message.epoch)
-      else if (c._tag === "SendRanges" && (c.kind === "StartEpoch" || c.kind === "AssignChunk")) for (const to of c.ranks) enter(to, c.epoch)
+      else if (c._tag === "SendRanges" && (c.kind === "StartEpoch" || c.kind === "AssignChunk"))
+        for (const to of c.ranks) enter(to, c.epoch)
     }
   }
   for (const a of asked ?? []) Liveness.hold(liveness, a.to, a.call, a.id, state.clockMs, a.forMs, entered?.get(a.to) ?? Infinity)
@@ -365,16 +420,23 @@ const releaseCall = (state: State, rank: Rank, message: ToCoordinator): void => 
 const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
   const { config, liveness } = state
   const silentMs = Liveness.silentMs(liveness, rank, state.clockMs)
-  const own = config.livenessDetector === "adaptive"
-    ? `adaptive timeout ${Math.round(Liveness.timeoutOf(liveness, rank))} ms of at most ${config.heartbeatTimeoutMs}`
-    : `timeout ${config.heartbeatTimeoutMs} ms`
+  const own =
+    config.livenessDetector === "adaptive"
+      ? `adaptive timeout ${Math.round(Liveness.timeoutOf(liveness, rank))} ms of at most ${config.heartbeatTimeoutMs}`
+      : `timeout ${config.heartbeatTimeoutMs} ms`
   const overrun = Liveness.overrun(liveness, rank)
   if (overrun.length === 0) return `no frame for ${silentMs} ms (${own})`
   const calls: Array<string> = []
   for (const h of overrun) {
     const bound = h.call === "save" ? `saveTimeoutMs ${config.saveTimeoutMs}` : `evalTimeoutMs ${config.evalTimeoutMs}`
     const what = h.call === "save" ? `checkpoint ${h.id}` : `the eval of epoch ${h.id}`
-    alert(state, cmds, h.call === "save" ? "SaveTimeout" : "EvalTimeout", path(state, rank), `rank ${rank} ran past ${bound} on ${what} (no frame for ${silentMs} ms)`)
+    alert(
+      state,
+      cmds,
+      h.call === "save" ? "SaveTimeout" : "EvalTimeout",
+      path(state, rank),
+      `rank ${rank} ran past ${bound} on ${what} (no frame for ${silentMs} ms)`
+    )
     calls.push(bound)
   }
   return `no frame for ${silentMs} ms (${own} + ${calls.join(" + ")} for the calls it was asked)`
@@ -434,13 +496,25 @@ const onTick = (state: State, cmds: Array<Command>): void => {
 const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
   Liveness.pause(state.liveness, gapMs)
   state.counters.coordinatorStalls += 1
-  alert(state, cmds, "CoordinatorStall", "root", `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms); ranks' silence during it is not counted`)
+  alert(
+    state,
+    cmds,
+    "CoordinatorStall",
+    "root",
+    `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms); ranks' silence during it is not counted`
+  )
 }
 
 const onSendFailed = (state: State, rank: Rank, message: ToRank, reason: string, cmds: Array<Command>): void => {
   state.counters.sendFailures += 1
   if (Membership.isLive(state.membership, rank)) state.unreachable.add(rank)
-  alert(state, cmds, "ControlDrop", Membership.inRange(state.membership, rank) ? path(state, rank) : "root", `${message._tag} to rank ${rank} failed: ${reason}`)
+  alert(
+    state,
+    cmds,
+    "ControlDrop",
+    Membership.inRange(state.membership, rank) ? path(state, rank) : "root",
+    `${message._tag} to rank ${rank} failed: ${reason}`
+  )
   if (message._tag === "AssignChunk" && state.pool !== undefined && message.epoch === state.epoch && state.phase === "running") {
     const pool = state.pool
     if (tracked(state, rank, () => ChunkPool.rollback(pool, rank, message.offset, message.size))) {
@@ -475,7 +549,8 @@ export const step = (state: State, input: Input): Array<Command> => {
       if (Membership.isLive(state.membership, input.rank)) Liveness.touch(state.liveness, input.rank, state.clockMs)
       break
     case "DeathReport":
-      if (Membership.isLive(state.membership, input.rank)) state.pendingReports.push({ rank: input.rank, nowMs: state.clockMs, cause: input.cause })
+      if (Membership.isLive(state.membership, input.rank))
+        state.pendingReports.push({ rank: input.rank, nowMs: state.clockMs, cause: input.cause })
       else state.counters.reportsDropped += 1
       break
     case "SendFailed":

@@ -84,7 +84,8 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   const running = state.phase === "running" && !finishing
   const rolesBefore = { ...state.roles }
   const alerts: Array<Command> = []
-  const remainders: Array<{ readonly rank: Rank; readonly death: Death | undefined; readonly ranges: Array<readonly [number, number]> }> = []
+  const remainders: Array<{ readonly rank: Rank; readonly death: Death | undefined; readonly ranges: Array<readonly [number, number]> }> =
+    []
   let checkpointMoved = false
   const anyDeath = batch.some((d) => d.kind === "death")
   const leaves: Array<Leave> = []
@@ -138,13 +139,20 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
       const pending = state.checkpoint
       if (d.kind === "death" && pending !== undefined && pending.rank === d.rank) {
         state.checkpoint = undefined
-        alert(state, alerts, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: rank ${d.rank} died with it pending after the run ended`)
+        alert(
+          state,
+          alerts,
+          "CheckpointFailed",
+          "root",
+          `checkpoint ${pending.version} not saved: rank ${d.rank} died with it pending after the run ended`
+        )
       }
       continue
     }
     moveRoles(state, d.rank)
     if (state.checkpoint !== undefined && state.checkpoint.rank === d.rank) {
-      checkpointMoved = failoverCheckpoint(state, alerts, `rank ${d.rank} ${d.kind === "death" ? "died" : "exited"} with it pending`, false) ||
+      checkpointMoved =
+        failoverCheckpoint(state, alerts, `rank ${d.rank} ${d.kind === "death" ? "died" : "exited"} with it pending`, false) ||
         checkpointMoved
     }
   }
@@ -161,7 +169,11 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   // 3. (decided before anything is sent) Is the run now unrecoverable?
   const verdict = unrecoverableReason(state, anyDeath)
   if (verdict === undefined && Roles.differ(rolesBefore, state.roles)) {
-    broadcast(cmds, { _tag: "SetRoles", ...state.roles }, `roles move away from ${batch.length === 1 ? "rank" : "ranks"} ${batch.map((d) => d.rank).join(", ")}`)
+    broadcast(
+      cmds,
+      { _tag: "SetRoles", ...state.roles },
+      `roles move away from ${batch.length === 1 ? "rank" : "ranks"} ${batch.map((d) => d.rank).join(", ")}`
+    )
   }
   // 2. Ring: abort in-flight collectives.
   if (state.ring !== undefined) {
@@ -227,7 +239,12 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   }
   wake(state, cmds, `take the chunks reclaimed from ranks ${batch.map((d) => d.rank).join(", ")}`)
   if (checkpointMoved && state.checkpoint !== undefined) {
-    send(cmds, state.checkpoint.rank, { _tag: "Checkpoint", version: state.checkpoint.version }, `checkpoint ${state.checkpoint.version} fails over to rank ${state.checkpoint.rank}`)
+    send(
+      cmds,
+      state.checkpoint.rank,
+      { _tag: "Checkpoint", version: state.checkpoint.version },
+      `checkpoint ${state.checkpoint.version} fails over to rank ${state.checkpoint.rank}`
+    )
   }
   // A round may now close without the departed ranks.
   maybeCloseRound(state, cmds)

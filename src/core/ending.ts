@@ -68,14 +68,21 @@ export const endEpoch = (state: State, cmds: Array<Command>): void => {
     if (Membership.isLive(state.membership, holder)) {
       state.evalsAsked.set(ended, holder)
       send(cmds, holder, { _tag: "Eval", epoch: ended }, `eval after epoch ${ended}`)
-    }
-    else alert(state, cmds, "CallbackSkipped", path(state, holder), `eval after epoch ${ended} skipped: rank ${holder}, which holds the eval role, is not live`)
+    } else
+      alert(
+        state,
+        cmds,
+        "CallbackSkipped",
+        path(state, holder),
+        `eval after epoch ${ended} skipped: rank ${holder}, which holds the eval role, is not live`
+      )
   }
   if (config.checkpointEveryEpochs > 0 && number % config.checkpointEveryEpochs === 0) {
     // A newer checkpoint supersedes a pending one; a late result for the old one counts as stale.
     const holder = state.roles.checkpoint
     state.checkpoint = { version: ended, rank: holder, tried: new Set([holder]) }
-    if (Membership.isLive(state.membership, holder)) send(cmds, holder, { _tag: "Checkpoint", version: ended }, `checkpoint after epoch ${ended}`)
+    if (Membership.isLive(state.membership, holder))
+      send(cmds, holder, { _tag: "Checkpoint", version: ended }, `checkpoint after epoch ${ended}`)
     else failoverCheckpoint(state, cmds, `its holder ${holder} is not live`, true)
   }
   if (number >= config.epochs) {

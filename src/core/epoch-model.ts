@@ -48,7 +48,14 @@ export const modelHolder = (state: State, tried: ReadonlySet<Rank> | undefined):
  */
 export const ask = (state: State, cmds: Array<Command>, epoch: number, round: number): void => {
   if (state.ring === undefined || round < 0) {
-    cmds.push({ _tag: "EpochModel", epoch, round, params: undefined, from: undefined, reason: `the model after epoch ${epoch}: the mean of round ${round}` })
+    cmds.push({
+      _tag: "EpochModel",
+      epoch,
+      round,
+      params: undefined,
+      from: undefined,
+      reason: `the model after epoch ${epoch}: the mean of round ${round}`
+    })
     return
   }
   state.epochModel = { epoch, round, from: -1, tried: new Set(), finishing: false }
@@ -73,13 +80,31 @@ const askNext = (state: State, cmds: Array<Command>, why: string): Outcome => {
   const from = modelHolder(state, owed.tried)
   if (from === undefined) {
     state.epochModel = undefined
-    alert(state, cmds, "CheckpointFailed", "root", `no ring member is left to hand over the model after epoch ${owed.epoch} (round ${owed.round})`)
-    cmds.push({ _tag: "EpochModel", epoch: owed.epoch, round: owed.round, params: undefined, from: undefined, reason: `${why}: no ring member left that holds it` })
+    alert(
+      state,
+      cmds,
+      "CheckpointFailed",
+      "root",
+      `no ring member is left to hand over the model after epoch ${owed.epoch} (round ${owed.round})`
+    )
+    cmds.push({
+      _tag: "EpochModel",
+      epoch: owed.epoch,
+      round: owed.round,
+      params: undefined,
+      from: undefined,
+      reason: `${why}: no ring member left that holds it`
+    })
     return { _tag: "Settled", finishing: owed.finishing }
   }
   owed.from = from
   owed.tried.add(from)
-  send(cmds, from, { _tag: "RequestParams", round: owed.round }, `${why}: the mean of round ${owed.round} from rank ${from}, for the coordinator's checkpoint`)
+  send(
+    cmds,
+    from,
+    { _tag: "RequestParams", round: owed.round },
+    `${why}: the mean of round ${owed.round} from rank ${from}, for the coordinator's checkpoint`
+  )
   return { _tag: "Asked" }
 }
 
@@ -94,11 +119,23 @@ export const onAnswer = (state: State, rank: Rank, round: number, params: Float3
   const owed = state.epochModel
   if (owed === undefined || owed.from !== rank || owed.round !== round) return ignored
   const expected = state.paramsLength
-  let problem = params.length === 0 ? "no values" : expected !== undefined && params.length !== expected ? `${params.length} values instead of ${expected}` : undefined
+  let problem =
+    params.length === 0
+      ? "no values"
+      : expected !== undefined && params.length !== expected
+        ? `${params.length} values instead of ${expected}`
+        : undefined
   for (let i = 0; problem === undefined && i < params.length; i++) if (!Number.isFinite(params[i]!)) problem = "non-finite values"
   if (problem === undefined) {
     state.epochModel = undefined
-    cmds.push({ _tag: "EpochModel", epoch: owed.epoch, round, params, from: rank, reason: `the model after epoch ${owed.epoch}: the mean of round ${round} from rank ${rank}` })
+    cmds.push({
+      _tag: "EpochModel",
+      epoch: owed.epoch,
+      round,
+      params,
+      from: rank,
+      reason: `the model after epoch ${owed.epoch}: the mean of round ${round} from rank ${rank}`
+    })
     return { _tag: "Settled", finishing: owed.finishing }
   }
   state.counters.modelsRefused += 1

@@ -17,11 +17,23 @@ import type { State } from "./state.ts"
 export const announceEpochFn = (state: State, cmds: Array<Command>): void => {
   const holder = state.roles.epochFn
   if (!Membership.isLive(state.membership, holder)) {
-    alert(state, cmds, "CallbackSkipped", path(state, holder), `epochFn for epoch ${state.epoch} skipped: rank ${holder}, which holds the epochFn role, is not live`)
+    alert(
+      state,
+      cmds,
+      "CallbackSkipped",
+      path(state, holder),
+      `epochFn for epoch ${state.epoch} skipped: rank ${holder}, which holds the epochFn role, is not live`
+    )
   }
 }
 
-export const sendRanges = (state: State, cmds: Array<Command>, kind: "StartEpoch" | "AssignChunk", out: Split.SliceBuilder, reason: string): void => {
+export const sendRanges = (
+  state: State,
+  cmds: Array<Command>,
+  kind: "StartEpoch" | "AssignChunk",
+  out: Split.SliceBuilder,
+  reason: string
+): void => {
   if (out.count > 0) cmds.push({ _tag: "SendRanges", kind, epoch: state.epoch, ...out.build(), reason })
 }
 
@@ -41,7 +53,11 @@ export const wake = (state: State, cmds: Array<Command>, reason: string, except?
   if (state.pool === undefined || ChunkPool.remaining(state.pool) === 0) return
   const pool = state.pool
   const out = new Split.SliceBuilder()
-  for (let rank = ChunkPool.nextIdle(pool, 0); rank < pool.worldSize && ChunkPool.remaining(pool) > 0; rank = ChunkPool.nextIdle(pool, rank + 1)) {
+  for (
+    let rank = ChunkPool.nextIdle(pool, 0);
+    rank < pool.worldSize && ChunkPool.remaining(pool) > 0;
+    rank = ChunkPool.nextIdle(pool, rank + 1)
+  ) {
     if (rank !== except && !state.unreachable.has(rank)) fill(state, out, rank)
   }
   sendRanges(state, cmds, "AssignChunk", out, reason)
@@ -55,7 +71,12 @@ export const wake = (state: State, cmds: Array<Command>, reason: string, except?
  * ratio plans start again at the next epoch). Progressive: the ranges are served as chunks from the
  * pool's reclaimed queue, the spans being empty.
  */
-export const planResumed = (state: State, cmds: Array<Command>, planned: ReadonlyArray<Rank>, committed: ReadonlyArray<readonly [number, number]>): void => {
+export const planResumed = (
+  state: State,
+  cmds: Array<Command>,
+  planned: ReadonlyArray<Rank>,
+  committed: ReadonlyArray<readonly [number, number]>
+): void => {
   const { config } = state
   for (const [offset, size] of committed) Audit.record(state.log, -1, offset, size)
   const free = Audit.uncommitted(state.log)
@@ -128,7 +149,13 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
       if (size > 0) state.uncommittedLive += 1
       out.push(rank, offset, size) // an empty partition still gets its StartEpoch (docs/design.md §3.10)
     }
-    sendRanges(state, cmds, "StartEpoch", out, `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`)
+    sendRanges(
+      state,
+      cmds,
+      "StartEpoch",
+      out,
+      `plan epoch ${state.epoch} over ${planned.length} ${planned.length === 1 ? "survivor" : "survivors"}`
+    )
   } else {
     state.assignments = undefined
     // Spans over the capacity: vacant indices get none, and a joiner's grows when it joins.

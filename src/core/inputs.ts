@@ -36,13 +36,13 @@ export type JoinRefusal = "Full" | "BadIndex" | "DeadIndex" | "ExitedIndex" | "L
 export type DeathCause =
   | { readonly _tag: "Exited"; readonly code: number }
   | {
-    readonly _tag: "Crashed"
-    readonly error: string
-    /** The error's stack trace, when the supervisor learnt it. */
-    readonly stack?: string
-    /** What makes two crashes the same error (message and top stack frame), computed by the supervisor. */
-    readonly fingerprint?: string
-  }
+      readonly _tag: "Crashed"
+      readonly error: string
+      /** The error's stack trace, when the supervisor learnt it. */
+      readonly stack?: string
+      /** What makes two crashes the same error (message and top stack frame), computed by the supervisor. */
+      readonly fingerprint?: string
+    }
   | { readonly _tag: "Killed"; readonly signal: string }
   | { readonly _tag: "Disconnected"; readonly closeCode: number }
   | { readonly _tag: "Refused"; readonly reason: string }
@@ -151,38 +151,52 @@ export type Command =
   | { readonly _tag: "Send"; readonly to: Rank; readonly message: ToRank; readonly reason: string }
   | { readonly _tag: "Broadcast"; readonly message: ToRank; readonly reason: string }
   | {
-    readonly _tag: "SendRanges"
-    readonly kind: "StartEpoch" | "ExtendPartition" | "AssignChunk"
-    readonly epoch: number
-    readonly ranks: Int32Array
-    readonly offsets: Float64Array
-    readonly sizes: Float64Array
-    readonly reason: string
-  }
+      readonly _tag: "SendRanges"
+      readonly kind: "StartEpoch" | "ExtendPartition" | "AssignChunk"
+      readonly epoch: number
+      readonly ranks: Int32Array
+      readonly offsets: Float64Array
+      readonly sizes: Float64Array
+      readonly reason: string
+    }
   | { readonly _tag: "Alert"; readonly alert: Alerts.Alert }
   | {
-    readonly _tag: "AverageRound"
-    readonly epoch: number
-    readonly round: number
-    readonly openedAtMs: number
-    readonly contributors: ReadonlyArray<Rank>
-    readonly params: ReadonlyArray<Float32Array>
-    /** The rank that sent each entry of `params` (same order and length; empty with the ring backend). */
-    readonly paramRanks: ReadonlyArray<Rank>
-    readonly generation?: number
-    readonly reason: string
-  }
+      readonly _tag: "AverageRound"
+      readonly epoch: number
+      readonly round: number
+      readonly openedAtMs: number
+      readonly contributors: ReadonlyArray<Rank>
+      readonly params: ReadonlyArray<Float32Array>
+      /** The rank that sent each entry of `params` (same order and length; empty with the ring backend). */
+      readonly paramRanks: ReadonlyArray<Rank>
+      readonly generation?: number
+      readonly reason: string
+    }
   | { readonly _tag: "EpochEnded"; readonly summary: EpochSummary }
-  | { readonly _tag: "EpochModel"; readonly epoch: number; readonly round: number; readonly params: Float32Array | undefined; readonly from: Rank | undefined; readonly reason: string }
+  | {
+      readonly _tag: "EpochModel"
+      readonly epoch: number
+      readonly round: number
+      readonly params: Float32Array | undefined
+      readonly from: Rank | undefined
+      readonly reason: string
+    }
   | { readonly _tag: "RunEnded"; readonly outcome: Outcome }
   | {
-    readonly _tag: "Welcome"
-    readonly rank: Rank
-    readonly epoch: number
-    readonly firstRound: number
-    readonly roles: Roles.Roles
-    readonly model: "coordinator" | "peer"
-    readonly reason: string
-  }
+      readonly _tag: "Welcome"
+      readonly rank: Rank
+      readonly epoch: number
+      readonly firstRound: number
+      readonly roles: Roles.Roles
+      readonly model: "coordinator" | "peer"
+      readonly reason: string
+    }
   | { readonly _tag: "JoinRefused"; readonly rank: Rank | undefined; readonly reason: JoinRefusal; readonly detail: string }
-  | { readonly _tag: "SendModel"; readonly to: Rank; readonly from: Rank; readonly round: number; readonly generation: number; readonly reason: string }
+  | {
+      readonly _tag: "SendModel"
+      readonly to: Rank
+      readonly from: Rank
+      readonly round: number
+      readonly generation: number
+      readonly reason: string
+    }

@@ -158,11 +158,12 @@ export const onJoin = (state: State, asked: Rank | undefined, cmds: Array<Comman
   // cpu: the open round does not wait on it (it counts as having contributed until the round closes).
   if (!ring) state.contributed[rank] = 1
   const firstRound = state.round + 1
-  const given = state.pool !== undefined && !ring
-    ? `its span and first chunks of epoch ${state.epoch} now`
-    : state.pool !== undefined
-    ? `its span and first chunks when it enters the ring at round ${firstRound}`
-    : `an empty partition of epoch ${state.epoch}; its first partition at epoch ${state.epoch + 1}`
+  const given =
+    state.pool !== undefined && !ring
+      ? `its span and first chunks of epoch ${state.epoch} now`
+      : state.pool !== undefined
+        ? `its span and first chunks when it enters the ring at round ${firstRound}`
+        : `an empty partition of epoch ${state.epoch}; its first partition at epoch ${state.epoch + 1}`
   cmds.push({
     _tag: "Welcome",
     rank,
@@ -222,7 +223,14 @@ export const enterRounds = (state: State, cmds: Array<Command>): void => {
   if (from !== undefined) {
     for (const rank of joiners) {
       state.modelOwed.set(rank, { from, round: state.round - 1, tried: new Set([from]) })
-      cmds.push({ _tag: "SendModel", to: rank, from, round: state.round - 1, generation, reason: `rank ${rank} enters ring generation ${generation}: the model of round ${state.round - 1} from rank ${from}` })
+      cmds.push({
+        _tag: "SendModel",
+        to: rank,
+        from,
+        round: state.round - 1,
+        generation,
+        reason: `rank ${rank} enters ring generation ${generation}: the model of round ${state.round - 1} from rank ${from}`
+      })
     }
   }
   formRing(state, cmds, `ranks ${joiners.join(", ")} enter the ring at round ${state.round}`, true)
@@ -240,7 +248,13 @@ export const vacateAbsent = (state: State, cmds: Array<Command>, absent: Readonl
   const { config, membership } = state
   const unique = [...new Set(absent.filter((r) => Number.isSafeInteger(r) && r >= 0 && r < config.worldSize))]
   if (membership.activeCount - unique.length < config.minRanks) {
-    alert(state, cmds, "BadStart", "root", `${unique.length} absent ranks would leave fewer than minRanks ${config.minRanks}: every rank counts as present`)
+    alert(
+      state,
+      cmds,
+      "BadStart",
+      "root",
+      `${unique.length} absent ranks would leave fewer than minRanks ${config.minRanks}: every rank counts as present`
+    )
     return
   }
   for (const rank of unique) {

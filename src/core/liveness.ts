@@ -307,9 +307,10 @@ const learnGap = (l: Liveness, rank: Rank, gapMs: number): void => {
     l.meanGapMs[rank] = 0.875 * mean + 0.125 * gapMs
   }
   if (seen < 255) l.gaps[rank] = seen + 1
-  l.ownTimeoutMs[rank] = seen + 1 < d.samplesMin
-    ? d.timeoutMs
-    : Math.min(d.timeoutMs, Math.max(d.floorMs, l.meanGapMs[rank]! + d.deviations * l.deviationGapMs[rank]!))
+  l.ownTimeoutMs[rank] =
+    seen + 1 < d.samplesMin
+      ? d.timeoutMs
+      : Math.min(d.timeoutMs, Math.max(d.floorMs, l.meanGapMs[rank]! + d.deviations * l.deviationGapMs[rank]!))
 }
 
 /**
@@ -401,7 +402,8 @@ export const hold = (
  * @since 0.1.0
  * @category mutations
  */
-export const release = (l: Liveness, rank: Rank, call: Hold["call"], id: number): void => releaseWhere(l, rank, (h) => h.call === call && h.id === id)
+export const release = (l: Liveness, rank: Rank, call: Hold["call"], id: number): void =>
+  releaseWhere(l, rank, (h) => h.call === call && h.id === id)
 
 /**
  * Ends `rank`'s holds that a frame of `epoch` shows it went past (`Hold.passedAtEpoch`). O(1)

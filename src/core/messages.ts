@@ -24,13 +24,7 @@ export type Rank = number
  * @since 0.1.0
  * @category model
  */
-export type SaveReason =
-  | "GracefulShutdown"
-  | "FailureLimitReached"
-  | "SingleSurvivor"
-  | "AllRanksLost"
-  | "ReduceStall"
-  | "TrainerFault"
+export type SaveReason = "GracefulShutdown" | "FailureLimitReached" | "SingleSurvivor" | "AllRanksLost" | "ReduceStall" | "TrainerFault"
 
 /**
  * All save reasons, in wire order.

@@ -20,7 +20,14 @@ const askNext = (state: State, cmds: Array<Command>, to: Rank, owed: ModelOwed, 
   if (from === undefined) return false
   owed.from = from
   owed.tried.add(from)
-  cmds.push({ _tag: "SendModel", to, from, round: owed.round, generation, reason: `${why}: rank ${to} gets the model of round ${owed.round} from rank ${from} instead` })
+  cmds.push({
+    _tag: "SendModel",
+    to,
+    from,
+    round: owed.round,
+    generation,
+    reason: `${why}: rank ${to} gets the model of round ${owed.round} from rank ${from} instead`
+  })
   return true
 }
 
@@ -36,13 +43,25 @@ export const onModel = (state: State, rank: Rank, round: number, params: Float32
     return
   }
   const expected = state.paramsLength
-  let problem = expected === undefined ? (params.length === 0 ? "no values" : undefined) : params.length === expected ? undefined : `${params.length} values instead of ${expected}`
+  let problem =
+    expected === undefined
+      ? params.length === 0
+        ? "no values"
+        : undefined
+      : params.length === expected
+        ? undefined
+        : `${params.length} values instead of ${expected}`
   for (let i = 0; problem === undefined && i < params.length; i++) if (!Number.isFinite(params[i]!)) problem = "non-finite values"
   for (const [to, owed] of owedBy) {
     const why = owed.round !== round ? `the model of round ${round} instead of ${owed.round}` : problem
     if (why === undefined) {
       state.modelOwed.delete(to)
-      cmds.push({ _tag: "Send", to, message: { _tag: "Update", round, params }, reason: `rank ${to}'s model: round ${round} from rank ${rank}` })
+      cmds.push({
+        _tag: "Send",
+        to,
+        message: { _tag: "Update", round, params },
+        reason: `rank ${to}'s model: round ${round} from rank ${rank}`
+      })
       continue
     }
     state.counters.modelsRefused += 1
@@ -81,7 +100,12 @@ export const reissueModels = (state: State, departed: ReadonlySet<Rank>, cmds: A
   const stranded = [...state.modelOwed].filter(([, owed]) => departed.has(owed.from)).sort(([a], [b]) => a - b)
   for (const [to, owed] of stranded) {
     if (!askNext(state, cmds, to, owed, generation, `rank ${owed.from} left before it sent the model`)) {
-      saveAndStop(state, cmds, "ReduceStall", `no ring member left to hand joiner ${to} the model of round ${owed.round}: every rank that held it is gone`)
+      saveAndStop(
+        state,
+        cmds,
+        "ReduceStall",
+        `no ring member left to hand joiner ${to} the model of round ${owed.round}: every rank that held it is gone`
+      )
       return false
     }
   }

@@ -21,8 +21,10 @@ export const moveRoles = (state: State, gone: Rank): void => {
     // With only uncalibrated joiners left, the lowest of them (docs/design.md §3.5: an uncalibrated
     // survivor means the lowest live rank): a role left on a dead rank would skip every later
     // eval and epochFn, and only the checkpoint fails over on its own.
-    const next = (state.calibration.calibratedLive < membership.activeCount ? lowestEligible(state) : Roles.resolveFastest(state.calibration, membership)) ??
-      Membership.lowestLive(membership)
+    const next =
+      (state.calibration.calibratedLive < membership.activeCount
+        ? lowestEligible(state)
+        : Roles.resolveFastest(state.calibration, membership)) ?? Membership.lowestLive(membership)
     if (next === undefined) return
     if (roles.checkpoint === gone) roles.checkpoint = next
     if (roles.eval === gone) roles.eval = next
@@ -41,7 +43,8 @@ export const failoverCheckpoint = (state: State, cmds: Array<Command>, why: stri
   let next = Membership.nextLive(m, 0)
   // A pinned policy's checkpoint never fails over to a rank that joined mid-run.
   const pinned = state.config.rolePolicy !== "fastest"
-  while (next < m.worldSize && (pending.tried.has(next) || (pinned && state.lateJoiner[next] === 1))) next = Membership.nextLive(m, next + 1)
+  while (next < m.worldSize && (pending.tried.has(next) || (pinned && state.lateJoiner[next] === 1)))
+    next = Membership.nextLive(m, next + 1)
   if (next >= m.worldSize) {
     alert(state, cmds, "CheckpointFailed", "root", `checkpoint ${pending.version} not saved: ${why}; no untried live rank left`)
     state.checkpoint = undefined

@@ -26,7 +26,13 @@ import type { State } from "./state.ts"
  * Shared by `Params` (cpu, at receipt) and ring rounds (at the close, with the count each member
  * had done when its `RoundDone` arrived).
  */
-export const commitContribution = (state: State, rank: Rank, samplesDone: number, cmds: Array<Command>, chunksMax = Number.POSITIVE_INFINITY): void => {
+export const commitContribution = (
+  state: State,
+  rank: Rank,
+  samplesDone: number,
+  cmds: Array<Command>,
+  chunksMax = Number.POSITIVE_INFINITY
+): void => {
   const log = state.log
   tracked(state, rank, () => {
     if (state.pool !== undefined) {
@@ -35,7 +41,13 @@ export const commitContribution = (state: State, rank: Rank, samplesDone: number
       const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
       if (result.clamped) {
         state.counters.samplesDoneClamped += 1
-        alert(state, cmds, "Overflow", path(state, rank), `samplesDone ${samplesDone} above the ${Assignments.assignedLength(state.assignments, rank)} samples assigned; clamped`)
+        alert(
+          state,
+          cmds,
+          "Overflow",
+          path(state, rank),
+          `samplesDone ${samplesDone} above the ${Assignments.assignedLength(state.assignments, rank)} samples assigned; clamped`
+        )
       }
     }
   })
@@ -87,9 +99,23 @@ export const discardRingRound = (state: State): void => {
   state.roundOpenedMs = undefined
 }
 
-export const onRoundDone = (state: State, rank: Rank, round: number, generation: number, samplesDone: number, cmds: Array<Command>): void => {
+export const onRoundDone = (
+  state: State,
+  rank: Rank,
+  round: number,
+  generation: number,
+  samplesDone: number,
+  cmds: Array<Command>
+): void => {
   const ring = state.ring
-  if (ring === undefined || generation !== ring.generation || round !== state.round || state.ringReports.has(rank) || state.joining.has(rank) || state.modelOwed.has(rank)) {
+  if (
+    ring === undefined ||
+    generation !== ring.generation ||
+    round !== state.round ||
+    state.ringReports.has(rank) ||
+    state.joining.has(rank) ||
+    state.modelOwed.has(rank)
+  ) {
     state.counters.staleRoundDone += 1
     return
   }
@@ -113,7 +139,16 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
       paramRanks.push(rank)
     }
   }
-  cmds.push({ _tag: "AverageRound", epoch: state.epoch, round: state.round, openedAtMs: state.roundOpenedMs ?? state.clockMs, contributors, params, paramRanks, reason })
+  cmds.push({
+    _tag: "AverageRound",
+    epoch: state.epoch,
+    round: state.round,
+    openedAtMs: state.roundOpenedMs ?? state.clockMs,
+    contributors,
+    params,
+    paramRanks,
+    reason
+  })
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1
@@ -176,7 +211,11 @@ export const onOutlier = (state: State, rank: Rank, round: number, detail: strin
   alert(state, cmds, "OutlierParams", path(state, rank), `rank ${rank}'s parameters for round ${round} far outside the others': ${detail}`)
   const max = state.config.outlierRoundsMax
   if (max > 0 && rounds === max) {
-    state.pendingReports.push({ rank, nowMs: state.clockMs, cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` } })
+    state.pendingReports.push({
+      rank,
+      nowMs: state.clockMs,
+      cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` }
+    })
   }
 }
 

@@ -102,12 +102,7 @@ export const splitEqual = (
  * @since 0.1.0
  * @category redistribution
  */
-export const splitProportional = (
-  offset: number,
-  size: number,
-  ranks: ReadonlyArray<Rank>,
-  throughputs: ReadonlyArray<number>
-): Slices => {
+export const splitProportional = (offset: number, size: number, ranks: ReadonlyArray<Rank>, throughputs: ReadonlyArray<number>): Slices => {
   const parts = proportionalSizes(size, throughputs)
   const count = parts.filter((p) => p > 0).length
   const out = { ranks: new Int32Array(count), offsets: new Float64Array(count), sizes: new Float64Array(count) }

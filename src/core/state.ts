@@ -13,7 +13,17 @@ import type { DeathCause } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { type Counters, type Death, type EpochSummary, type EvalRecord, type JoinRecord, type Leave, type Outcome, type RepeatedCrash, zeroCounters } from "./outcome.ts"
+import {
+  type Counters,
+  type Death,
+  type EpochSummary,
+  type EvalRecord,
+  type JoinRecord,
+  type Leave,
+  type Outcome,
+  type RepeatedCrash,
+  zeroCounters
+} from "./outcome.ts"
 import * as Roles from "./roles.ts"
 
 /**
@@ -205,7 +215,6 @@ export interface ModelOwed {
   readonly tried: Set<Rank>
 }
 
-
 /** Gaps a rank's adaptive timeout waits for before it applies (until then: `heartbeatTimeoutMs`). */
 const adaptiveSamplesMin = 8
 
@@ -213,12 +222,12 @@ const adaptiveSamplesMin = 8
 const detectorOf = (config: Config.Config): Liveness.Detector =>
   config.livenessDetector === "adaptive"
     ? {
-      kind: "adaptive",
-      timeoutMs: config.heartbeatTimeoutMs,
-      floorMs: config.adaptiveTimeoutMinMs,
-      deviations: config.adaptiveDeviations,
-      samplesMin: adaptiveSamplesMin
-    }
+        kind: "adaptive",
+        timeoutMs: config.heartbeatTimeoutMs,
+        floorMs: config.adaptiveTimeoutMinMs,
+        deviations: config.adaptiveDeviations,
+        samplesMin: adaptiveSamplesMin
+      }
     : Liveness.fixed(config.heartbeatTimeoutMs)
 
 /**
@@ -260,9 +269,10 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     pendingReports: [],
     crashes: new Map(),
     repeatedCrash: undefined,
-    ring: config.backend === "ring"
-      ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
-      : undefined,
+    ring:
+      config.backend === "ring"
+        ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
+        : undefined,
     clockMs: nowMs,
     started: false,
     phase: "running",

@@ -31,7 +31,8 @@ export const unrecoverableReason = (state: State, checkFailureLimit: boolean): {
     const limit = Config.failureLimitCount(config.failureLimit, membership.joined - lost)
     if (limit !== undefined && counted >= limit) {
       const failures = `${counted} ${counted === 1 ? "failure" : "failures"}`
-      const besides = lost === 0 ? "" : ` (besides ${lost} ${lost === 1 ? "joiner" : "joiners"} lost before entering the rounds, not counted)`
+      const besides =
+        lost === 0 ? "" : ` (besides ${lost} ${lost === 1 ? "joiner" : "joiners"} lost before entering the rounds, not counted)`
       return { reason: "FailureLimitReached", detail: `${failures} reached the failure limit of ${limit}${besides}` }
     }
   }

@@ -19,7 +19,14 @@
  */
 export type PageInput =
   | { readonly mode: "static"; readonly script: string; readonly css: string; readonly title: string; readonly model: unknown }
-  | { readonly mode: "live"; readonly script: string; readonly css: string; readonly title: string; readonly faults: boolean; readonly key: string }
+  | {
+      readonly mode: "live"
+      readonly script: string
+      readonly css: string
+      readonly title: string
+      readonly faults: boolean
+      readonly key: string
+    }
 
 /**
  * `value` as JSON that is safe inside a `<script type="application/json">`: every `<`, `>`, `&`
@@ -33,8 +40,7 @@ export const inlineJson = (value: unknown): string =>
   JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 
 /** `text` as HTML text (the title). */
-const escapeText = (text: string): string =>
-  text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
+const escapeText = (text: string): string => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`)
 
 /** A script's text that cannot end its element early (`</script` written as `<\/script`, the same in JS). */
 const inlineScript = (script: string): string => script.replace(/<\/(script)/gi, "<\\/$1")
@@ -63,9 +69,8 @@ const section = (title: string, id: string, headings: ReadonlyArray<string>): st
  * @category page
  */
 export const render = (input: PageInput): string => {
-  const config = input.mode === "static"
-    ? { mode: "static", faults: false, key: "" }
-    : { mode: "live", faults: input.faults, key: input.key }
+  const config =
+    input.mode === "static" ? { mode: "static", faults: false, key: "" } : { mode: "live", faults: input.faults, key: input.key }
   const rankHeadings = ["rank", "state", "epoch", "samples in epoch", "samples/s", "since last frame", ...(config.faults ? ["fault"] : [])]
   return `<!doctype html>
 <html lang="en">

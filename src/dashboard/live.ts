@@ -110,12 +110,16 @@ export interface Live {
 export const isLoopback = (host: string): boolean =>
   host === "localhost" || host === "::1" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host)
 
-const text = (status: number, body: string): Types.HttpResponse => ({ status, headers: { "content-type": "text/plain; charset=utf-8" }, body })
+const text = (status: number, body: string): Types.HttpResponse => ({
+  status,
+  headers: { "content-type": "text/plain; charset=utf-8" },
+  body
+})
 
 /** Equal strings, compared in time that does not depend on where they differ. */
 const sameSecret = (given: string, secret: string): boolean => {
   let diff = given.length ^ secret.length
-  for (let i = 0; i < secret.length; i++) diff |= (given.charCodeAt(i % Math.max(1, given.length)) ^ secret.charCodeAt(i))
+  for (let i = 0; i < secret.length; i++) diff |= given.charCodeAt(i % Math.max(1, given.length)) ^ secret.charCodeAt(i)
   return diff === 0
 }
 
@@ -293,14 +297,18 @@ export const start = async (options: LiveOptions): Promise<Live> => {
   const tellResources = (now: number): void => {
     if (options.onResource === undefined || now - lastToldMs < 1000) return
     if (refused > refusedTold) {
-      options.onResource(`the dashboard refused ${refused - refusedTold} connection${refused - refusedTold === 1 ? "" : "s"} at its cap, connectionsMax ${connectionsMax} (${refused} in all); the run goes on`)
+      options.onResource(
+        `the dashboard refused ${refused - refusedTold} connection${refused - refusedTold === 1 ? "" : "s"} at its cap, connectionsMax ${connectionsMax} (${refused} in all); the run goes on`
+      )
       refusedTold = refused
       lastToldMs = now
     }
     for (const [code, failure] of acceptFailures) {
       if (failure.count === failure.told) continue
       const why = code === "EMFILE" || code === "ENFILE" ? "the coordinator's process is out of file descriptors" : "the listener's error"
-      options.onResource(`the dashboard could not accept ${failure.count - failure.told} connection${failure.count - failure.told === 1 ? "" : "s"}: ${failure.message} (${why}; ${failure.count} in all); the run goes on`)
+      options.onResource(
+        `the dashboard could not accept ${failure.count - failure.told} connection${failure.count - failure.told === 1 ? "" : "s"}: ${failure.message} (${why}; ${failure.count} in all); the run goes on`
+      )
       failure.told = failure.count
       lastToldMs = now
     }
@@ -367,9 +375,11 @@ export const start = async (options: LiveOptions): Promise<Live> => {
   }
 
   const http = async (request: Types.HttpRequest): Promise<Types.HttpResponse | Types.HttpStreamResponse> => {
-    if (loopback && !isLoopback(hostName(request.header?.("host") ?? ""))) return text(403, "this dashboard answers only to a loopback host name")
+    if (loopback && !isLoopback(hostName(request.header?.("host") ?? "")))
+      return text(403, "this dashboard answers only to a loopback host name")
     const token = typeof options.token === "function" ? options.token() : options.token
-    if (typeof options.token === "function" && token === undefined) return text(503, "the run token is not known yet; try again once the run listens")
+    if (typeof options.token === "function" && token === undefined)
+      return text(503, "the run token is not known yet; try again once the run listens")
     if (token !== undefined && !sameSecret(new URLSearchParams(request.query).get("token") ?? "", token)) {
       return text(403, "missing or wrong ?token= (the run token)")
     }
@@ -387,7 +397,14 @@ export const start = async (options: LiveOptions): Promise<Live> => {
     }
   }
 
-  const server = await Select.serveHttp({ host: options.host, port: options.port, http, connectionsMax, onResource, ...(options.tls === undefined ? {} : { tls: options.tls }) }).catch((error: unknown) => {
+  const server = await Select.serveHttp({
+    host: options.host,
+    port: options.port,
+    http,
+    connectionsMax,
+    onResource,
+    ...(options.tls === undefined ? {} : { tls: options.tls })
+  }).catch((error: unknown) => {
     clearInterval(timer)
     throw error
   })

@@ -166,7 +166,15 @@ export interface Model {
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
   failed: { readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean } | undefined
-  ended: { readonly ms: number; readonly status: string; readonly reason: string | undefined; readonly detail: string; readonly exitCode: number | undefined } | undefined
+  ended:
+    | {
+        readonly ms: number
+        readonly status: string
+        readonly reason: string | undefined
+        readonly detail: string
+        readonly exitCode: number | undefined
+      }
+    | undefined
 }
 
 /** An empty page, before any event. @since 0.1.0 @category constructors */
@@ -216,12 +224,28 @@ const alive = (row: RankRow): boolean => row.status !== "dead" && row.status !==
  * @category model
  */
 export const shownTypes: ReadonlySet<string> = new Set([
-  "started", "joined", "welcomed", "formed", "progress", "alert", "fault", "death", "leave", "epoch", "eval", "round", "ended", "failed", "decision"
+  "started",
+  "joined",
+  "welcomed",
+  "formed",
+  "progress",
+  "alert",
+  "fault",
+  "death",
+  "leave",
+  "epoch",
+  "eval",
+  "round",
+  "ended",
+  "failed",
+  "decision"
 ])
 
 /** True when a journal event matters to the page (a `decision` only when it asks the ranks to save). @since 0.1.0 @category model */
 export const isShown = (event: unknown): boolean =>
-  isRecord(event) && typeof event.type === "string" && shownTypes.has(event.type) &&
+  isRecord(event) &&
+  typeof event.type === "string" &&
+  shownTypes.has(event.type) &&
   (event.type !== "decision" || (str(event.detail) ?? "").startsWith("ShutdownWithSave"))
 
 /**
@@ -250,7 +274,16 @@ export const apply = (model: Model, event: unknown): Model => {
       model.resumedFrom = parent
       model.ranks.length = 0
       for (let rank = 0; rank < model.worldSize; rank++) {
-        model.ranks.push({ rank, status: "joining", detector: undefined, cause: undefined, epoch: undefined, samplesDone: 0, samplesPerSecond: 0, lastFrameMs: undefined })
+        model.ranks.push({
+          rank,
+          status: "joining",
+          detector: undefined,
+          cause: undefined,
+          epoch: undefined,
+          samplesDone: 0,
+          samplesPerSecond: 0,
+          lastFrameMs: undefined
+        })
       }
       return model
     }
@@ -265,7 +298,16 @@ export const apply = (model: Model, event: unknown): Model => {
       const rank = num(event.rank)
       if (rank === undefined || !Number.isInteger(rank) || rank < 0 || rank >= welcomedRankMax) return model
       while (model.ranks.length <= rank) {
-        model.ranks.push({ rank: model.ranks.length, status: "joining", detector: undefined, cause: undefined, epoch: undefined, samplesDone: 0, samplesPerSecond: 0, lastFrameMs: undefined })
+        model.ranks.push({
+          rank: model.ranks.length,
+          status: "joining",
+          detector: undefined,
+          cause: undefined,
+          epoch: undefined,
+          samplesDone: 0,
+          samplesPerSecond: 0,
+          lastFrameMs: undefined
+        })
       }
       const row = model.ranks[rank]!
       if (row.status === "joining") row.status = "training"
@@ -361,7 +403,17 @@ export const apply = (model: Model, event: unknown): Model => {
       const round = num(event.round)
       if (epoch === undefined || round === undefined) return model
       const previous = model.rounds.at(-1)?.ms ?? model.formedMs ?? 0
-      model.rounds.push({ ms: at, epoch, round, contributors: num(event.contributors) ?? 0, openMs: num(event.openMs) ?? 0, roundMs: Math.max(0, at - previous), loss: num(event.loss), receivedBytes: num(event.receivedBytes), sentBytes: num(event.sentBytes) })
+      model.rounds.push({
+        ms: at,
+        epoch,
+        round,
+        contributors: num(event.contributors) ?? 0,
+        openMs: num(event.openMs) ?? 0,
+        roundMs: Math.max(0, at - previous),
+        loss: num(event.loss),
+        receivedBytes: num(event.receivedBytes),
+        sentBytes: num(event.sentBytes)
+      })
       return model
     }
     case "epoch": {
@@ -414,7 +466,13 @@ export const apply = (model: Model, event: unknown): Model => {
       return model
     case "ended": {
       const outcome = isRecord(event.outcome) ? event.outcome : {}
-      model.ended = { ms: at, status: str(outcome.status) ?? "unknown", reason: str(outcome.reason), detail: str(outcome.detail) ?? "", exitCode: num(event.exitCode) }
+      model.ended = {
+        ms: at,
+        status: str(outcome.status) ?? "unknown",
+        reason: str(outcome.reason),
+        detail: str(outcome.detail) ?? "",
+        exitCode: num(event.exitCode)
+      }
       for (const row of model.ranks) if (alive(row)) row.status = "exited"
       return model
     }

@@ -109,27 +109,38 @@ const ring = (stroke: string, label: string, size: number): uPlot.Series => ({
   points: { show: true, size, stroke, width: 2.5, fill: "rgba(0,0,0,0)" }
 })
 
-const line = (stroke: string, label: string, scale = "y"): uPlot.Series => ({ label, stroke, scale, width: 2, points: { show: true, size: 5 } })
+const line = (stroke: string, label: string, scale = "y"): uPlot.Series => ({
+  label,
+  stroke,
+  scale,
+  width: 2,
+  points: { show: true, size: 5 }
+})
 
 const roundSteps = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000]
 
 /** One row per departure and its cost (docs/churn.md); the table shows only once a rank left. */
 const renderLeaves = (leaves: ReadonlyArray<Model.LeaveRow>): void => {
-  fillRows(byId("leaves"), leaves, (l) => [
-    String(l.rank),
-    String(l.epoch),
-    l.kind,
-    seconds(l.declaredMs),
-    millis(l.detectionMs),
-    l.recoveryMs === undefined ? "nothing moved" : `${l.recoveryMs.toFixed(1)} ms`,
-    integer(l.remainderSamples),
-    integer(l.lostSamples),
-    integer(l.duplicatedSamples),
-    integer(l.redoneSamples),
-    integer(l.bytesMoved)
-  ], (tr, l) => {
-    tr.dataset.leaveKind = l.kind
-  })
+  fillRows(
+    byId("leaves"),
+    leaves,
+    (l) => [
+      String(l.rank),
+      String(l.epoch),
+      l.kind,
+      seconds(l.declaredMs),
+      millis(l.detectionMs),
+      l.recoveryMs === undefined ? "nothing moved" : `${l.recoveryMs.toFixed(1)} ms`,
+      integer(l.remainderSamples),
+      integer(l.lostSamples),
+      integer(l.duplicatedSamples),
+      integer(l.redoneSamples),
+      integer(l.bytesMoved)
+    ],
+    (tr, l) => {
+      tr.dataset.leaveKind = l.kind
+    }
+  )
   byId("leaves").closest("table")!.hidden = leaves.length === 0
   byId("leaves-none").hidden = leaves.length > 0
   byId("leaves-none").textContent = "no rank left while the run trained"
@@ -160,22 +171,24 @@ const start = (): void => {
       ring("#dc2626", "declared dead", 21)
     ],
     hooks: {
-      draw: [(u) => {
-        const ctx = u.ctx
-        ctx.save()
-        ctx.strokeStyle = "#2563eb"
-        ctx.fillStyle = "#2563eb"
-        ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`
-        for (const row of model.epochRows) {
-          const x = u.valToPos(row.ms / 1000, "x", true)
-          ctx.beginPath()
-          ctx.moveTo(x, u.bbox.top)
-          ctx.lineTo(x, u.bbox.top + u.bbox.height)
-          ctx.stroke()
-          ctx.fillText(`epoch ${row.epoch} ends`, x + 3, u.bbox.top + 12 * devicePixelRatio)
+      draw: [
+        (u) => {
+          const ctx = u.ctx
+          ctx.save()
+          ctx.strokeStyle = "#2563eb"
+          ctx.fillStyle = "#2563eb"
+          ctx.font = `${Math.round(11 * devicePixelRatio)}px sans-serif`
+          for (const row of model.epochRows) {
+            const x = u.valToPos(row.ms / 1000, "x", true)
+            ctx.beginPath()
+            ctx.moveTo(x, u.bbox.top)
+            ctx.lineTo(x, u.bbox.top + u.bbox.height)
+            ctx.stroke()
+            ctx.fillText(`epoch ${row.epoch} ends`, x + 3, u.bbox.top + 12 * devicePixelRatio)
+          }
+          ctx.restore()
         }
-        ctx.restore()
-      }]
+      ]
     }
   }))
   const rounds = chart("rounds-chart", (width) => ({
@@ -183,7 +196,11 @@ const start = (): void => {
     height: 220,
     scales: { x: { time: false } },
     axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "ms" }],
-    series: [{ label: "round" }, line("#2563eb", "round time (ms since the previous round)"), line("#9333ea", "open (ms after its first contribution)")]
+    series: [
+      { label: "round" },
+      line("#2563eb", "round time (ms since the previous round)"),
+      line("#9333ea", "open (ms after its first contribution)")
+    ]
   }))
   const traffic = chart("bytes-chart", (width) => ({
     width,
@@ -203,7 +220,11 @@ const start = (): void => {
     width,
     height: 220,
     scales: { x: { time: false }, acc: { range: [0, 1] }, loss: {} },
-    axes: [{ label: "epoch", incrs: [1] }, { label: "test accuracy", scale: "acc" }, { label: "test loss", scale: "loss", side: 1, grid: { show: false } }],
+    axes: [
+      { label: "epoch", incrs: [1] },
+      { label: "test accuracy", scale: "acc" },
+      { label: "test loss", scale: "loss", side: 1, grid: { show: false } }
+    ],
     series: [{ label: "epoch" }, line("#16a34a", "test accuracy", "acc"), line("#dc2626", "test loss", "loss")]
   }))
 
@@ -218,69 +239,86 @@ const start = (): void => {
 
   const killButtons = new Map<number, HTMLButtonElement>()
   const render = (): void => {
+    // Long because one pass draws every panel of the page from the model, panel after panel.
     const now = model.nowMs
-    byId("run").textContent = model.runId === undefined
-      ? "waiting for the run to start"
-      : `run ${model.runId}: ${model.worldSize} ranks, ${model.epochs} epochs of ${integer(model.epochSamples)} samples, ` +
-        `${model.mode ?? "?"} mode, ${model.transport ?? "?"} transport` + (model.resumedFrom === undefined ? "" : `, resumed from ${model.resumedFrom}`)
+    byId("run").textContent =
+      model.runId === undefined
+        ? "waiting for the run to start"
+        : `run ${model.runId}: ${model.worldSize} ranks, ${model.epochs} epochs of ${integer(model.epochSamples)} samples, ` +
+          `${model.mode ?? "?"} mode, ${model.transport ?? "?"} transport` +
+          (model.resumedFrom === undefined ? "" : `, resumed from ${model.resumedFrom}`)
     // A finished run's page gives its duration; a journal cut short, how far it goes.
-    byId("clock").textContent = model.ended !== undefined
-      ? `the run took ${seconds(model.ended.ms)}`
-      : model.failed !== undefined
-      ? `the run failed ${seconds(model.failed.ms)} after it started`
-      : config.mode === "static"
-      ? `the journal stops ${seconds(now)} into the run`
-      : `${seconds(now)} since the run started`
-    byId("outcome").textContent = model.ended === undefined
-      ? model.failed !== undefined
-        ? `failed ${model.failed.formed ? `(${model.failed.stage})` : "at formation"}: ${model.failed.reason}; exit code 3`
-        : (config.mode === "live" ? "running" : "the journal stops before the run ended")
-      : `${model.ended.status}${model.ended.reason === undefined ? "" : ` (${model.ended.reason})`}: ${model.ended.detail}` +
-        (model.ended.exitCode === undefined ? "" : `; exit code ${model.ended.exitCode}`)
+    byId("clock").textContent =
+      model.ended !== undefined
+        ? `the run took ${seconds(model.ended.ms)}`
+        : model.failed !== undefined
+          ? `the run failed ${seconds(model.failed.ms)} after it started`
+          : config.mode === "static"
+            ? `the journal stops ${seconds(now)} into the run`
+            : `${seconds(now)} since the run started`
+    byId("outcome").textContent =
+      model.ended === undefined
+        ? model.failed !== undefined
+          ? `failed ${model.failed.formed ? `(${model.failed.stage})` : "at formation"}: ${model.failed.reason}; exit code 3`
+          : config.mode === "live"
+            ? "running"
+            : "the journal stops before the run ended"
+        : `${model.ended.status}${model.ended.reason === undefined ? "" : ` (${model.ended.reason})`}: ${model.ended.detail}` +
+          (model.ended.exitCode === undefined ? "" : `; exit code ${model.ended.exitCode}`)
 
-    fillRows(byId("ranks"), model.ranks, (row) => {
-      const cells: Array<string | Node> = [
-        String(row.rank),
-        row.status === "dead" ? `dead (${row.detector ?? "?"}): ${row.cause ?? ""}` : row.status,
-        row.epoch === undefined ? "–" : String(row.epoch),
-        integer(row.samplesDone),
-        row.status === "dead" || row.status === "exited" ? "–" : integer(row.samplesPerSecond),
-        row.lastFrameMs === undefined ? "–" : seconds(Math.max(0, now - row.lastFrameMs))
-      ]
-      if (config.faults) {
-        let button = killButtons.get(row.rank)
-        if (button === undefined) {
-          const made = document.createElement("button")
-          made.textContent = "kill"
-          made.addEventListener("click", () => void kill(row.rank, made).catch(() => (made.textContent = "failed")))
-          killButtons.set(row.rank, made)
-          button = made
+    fillRows(
+      byId("ranks"),
+      model.ranks,
+      (row) => {
+        const cells: Array<string | Node> = [
+          String(row.rank),
+          row.status === "dead" ? `dead (${row.detector ?? "?"}): ${row.cause ?? ""}` : row.status,
+          row.epoch === undefined ? "–" : String(row.epoch),
+          integer(row.samplesDone),
+          row.status === "dead" || row.status === "exited" ? "–" : integer(row.samplesPerSecond),
+          row.lastFrameMs === undefined ? "–" : seconds(Math.max(0, now - row.lastFrameMs))
+        ]
+        if (config.faults) {
+          let button = killButtons.get(row.rank)
+          if (button === undefined) {
+            const made = document.createElement("button")
+            made.textContent = "kill"
+            made.addEventListener("click", () => void kill(row.rank, made).catch(() => (made.textContent = "failed")))
+            killButtons.set(row.rank, made)
+            button = made
+          }
+          if (row.status === "dead" || row.status === "exited" || model.ended !== undefined) button.disabled = true
+          cells.push(button)
         }
-        if (row.status === "dead" || row.status === "exited" || model.ended !== undefined) button.disabled = true
-        cells.push(button)
+        return cells
+      },
+      (tr, row) => {
+        tr.dataset.rank = String(row.rank)
+        tr.dataset.status = row.status
+        if (row.detector !== undefined) tr.dataset.detector = row.detector
       }
-      return cells
-    }, (tr, row) => {
-      tr.dataset.rank = String(row.rank)
-      tr.dataset.status = row.status
-      if (row.detector !== undefined) tr.dataset.detector = row.detector
-    })
+    )
 
-    fillRows(byId("deaths"), model.deaths, (d) => [
-      String(d.rank),
-      String(d.epoch),
-      d.detector,
-      d.cause,
-      seconds(d.faultMs),
-      seconds(d.declaredMs),
-      d.recoveredMs === undefined ? "not redistributed" : seconds(d.recoveredMs),
-      millis(d.detectedAfterFaultMs),
-      millis(d.recoveredAfterDeclaredMs),
-      integer(d.remainderSamples)
-    ], (tr, d) => {
-      tr.dataset.deathRank = String(d.rank)
-      tr.dataset.marks = String([d.faultMs, d.declaredMs, d.recoveredMs].filter((m) => m !== undefined).length)
-    })
+    fillRows(
+      byId("deaths"),
+      model.deaths,
+      (d) => [
+        String(d.rank),
+        String(d.epoch),
+        d.detector,
+        d.cause,
+        seconds(d.faultMs),
+        seconds(d.declaredMs),
+        d.recoveredMs === undefined ? "not redistributed" : seconds(d.recoveredMs),
+        millis(d.detectedAfterFaultMs),
+        millis(d.recoveredAfterDeclaredMs),
+        integer(d.remainderSamples)
+      ],
+      (tr, d) => {
+        tr.dataset.deathRank = String(d.rank)
+        tr.dataset.marks = String([d.faultMs, d.declaredMs, d.recoveredMs].filter((m) => m !== undefined).length)
+      }
+    )
     // No deaths: a line says so instead of an empty table.
     const noDeaths = model.deaths.length === 0
     byId("deaths").closest("table")!.hidden = noDeaths
@@ -289,19 +327,29 @@ const start = (): void => {
 
     renderLeaves(model.leaves)
 
-    fillRows(byId("audits"), model.epochRows, (e) => [
-      String(e.epoch),
-      `${integer(e.samplesCommitted)} of ${integer(e.epochSamples)}`,
-      String(e.lost),
-      String(e.duplicated),
-      String(e.deaths),
-      e.accuracy === undefined ? "pending" : e.accuracy.toFixed(4),
-      e.lost === 0 && e.duplicated === 0 && e.samplesCommitted === e.epochSamples ? "passed" : "FAILED"
-    ], (tr, e) => {
-      tr.dataset.epoch = String(e.epoch)
-    })
+    fillRows(
+      byId("audits"),
+      model.epochRows,
+      (e) => [
+        String(e.epoch),
+        `${integer(e.samplesCommitted)} of ${integer(e.epochSamples)}`,
+        String(e.lost),
+        String(e.duplicated),
+        String(e.deaths),
+        e.accuracy === undefined ? "pending" : e.accuracy.toFixed(4),
+        e.lost === 0 && e.duplicated === 0 && e.samplesCommitted === e.epochSamples ? "passed" : "FAILED"
+      ],
+      (tr, e) => {
+        tr.dataset.epoch = String(e.epoch)
+      }
+    )
 
-    fillRows(byId("alerts"), model.alerts, (a) => [seconds(a.ms), a.severity, a.class, a.path, a.count > 1 ? `${a.detail} (×${a.count})` : a.detail], () => {})
+    fillRows(
+      byId("alerts"),
+      model.alerts,
+      (a) => [seconds(a.ms), a.severity, a.class, a.path, a.count > 1 ? `${a.detail} (×${a.count})` : a.detail],
+      () => {}
+    )
 
     const marks: Array<readonly [number, number, number | null]> = model.rounds.map((r) => [r.ms / 1000, 0, -1] as const)
     for (const d of model.deaths) {
@@ -316,11 +364,17 @@ const start = (): void => {
     // x: the journal's round numbers (a resumed run's start past 0).
     rounds([model.rounds.map((r) => r.round), model.rounds.map((r) => r.roundMs), model.rounds.map((r) => r.openMs)], model.rounds.length)
     const counted = model.rounds.filter((r) => r.receivedBytes !== undefined)
-    traffic([counted.map((r) => r.round), counted.map((r) => r.receivedBytes ?? null), counted.map((r) => r.sentBytes ?? null)], counted.length)
+    traffic(
+      [counted.map((r) => r.round), counted.map((r) => r.receivedBytes ?? null), counted.map((r) => r.sentBytes ?? null)],
+      counted.length
+    )
     const withLoss = model.rounds.filter((r) => r.loss !== undefined)
     losses([withLoss.map((r) => r.round), withLoss.map((r) => r.loss ?? null)], withLoss.length)
     const evaluated = model.epochRows.filter((e) => e.accuracy !== undefined)
-    accuracy([evaluated.map((e) => e.epoch), evaluated.map((e) => e.accuracy ?? null), evaluated.map((e) => e.loss ?? null)], evaluated.length)
+    accuracy(
+      [evaluated.map((e) => e.epoch), evaluated.map((e) => e.accuracy ?? null), evaluated.map((e) => e.loss ?? null)],
+      evaluated.length
+    )
   }
 
   if (config.mode === "static") {

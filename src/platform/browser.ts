@@ -56,8 +56,12 @@ export const webSocketClass = (): typeof globalThis.WebSocket => globalThis.WebS
  * @since 0.1.0
  * @category sockets
  */
-export const openWebSocket = (url: string, trust?: { readonly ca?: string | undefined; readonly fingerprint256?: string | undefined }): WebSocket => {
-  if (trust?.ca !== undefined || trust?.fingerprint256 !== undefined) throw new Error("a browser checks certificates against its own roots only")
+export const openWebSocket = (
+  url: string,
+  trust?: { readonly ca?: string | undefined; readonly fingerprint256?: string | undefined }
+): WebSocket => {
+  if (trust?.ca !== undefined || trust?.fingerprint256 !== undefined)
+    throw new Error("a browser checks certificates against its own roots only")
   return new WebSocket(url)
 }
 
@@ -176,7 +180,13 @@ export interface BrowserJoin {
  */
 export type BrowserStatus =
   | { readonly _tag: "joined"; readonly rank: number }
-  | { readonly _tag: "training"; readonly rank: number; readonly epoch: number; readonly samplesDone: number; readonly samplesTotal: number }
+  | {
+      readonly _tag: "training"
+      readonly rank: number
+      readonly epoch: number
+      readonly samplesDone: number
+      readonly samplesTotal: number
+    }
   | { readonly _tag: "ended"; readonly code: number; readonly detail: string }
 
 /**

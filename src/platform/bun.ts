@@ -102,7 +102,8 @@ export const serveHttp = async (options: Types.HttpServeOptions): Promise<Types.
     port: options.port,
     idleTimeout: 0,
     ...(options.tls === undefined ? {} : { tls: options.tls }),
-    fetch: (request) => Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
+    fetch: (request) =>
+      Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
   })
   return { port: server.port, close: async () => void (await server.stop(true)) }
 }

@@ -143,7 +143,12 @@ const compiled = async (url: string): Promise<string> => {
     const first = error.errors?.[0]
     throw new ModuleBuildError({
       file,
-      problem: first === undefined ? String(error) : first.location === null ? first.text : `${first.location.file}:${first.location.line}: ${first.text}`
+      problem:
+        first === undefined
+          ? String(error)
+          : first.location === null
+            ? first.text
+            : `${first.location.file}:${first.location.line}: ${first.text}`
     })
   })
   return cached(`module-${basename(file).replace(/[^\w.-]/g, "_")}`, result.outputFiles[0]!.contents)
@@ -195,16 +200,18 @@ export const bundleBrowser = async (source: string, resolveDir: string, minify =
     minify,
     write: false,
     logLevel: "silent",
-    plugins: [{
-      name: "cohort-browser-platform",
-      setup: (plugin) => {
-        plugin.onResolve({ filter: /\.[jt]s$/ }, (args) => {
-          if (!args.path.startsWith(".")) return undefined
-          const file = resolve(args.resolveDir, args.path)
-          return dirname(file) === platformDir && replacedInBrowser.has(basename(file)) ? { path: browserFile } : undefined
-        })
+    plugins: [
+      {
+        name: "cohort-browser-platform",
+        setup: (plugin) => {
+          plugin.onResolve({ filter: /\.[jt]s$/ }, (args) => {
+            if (!args.path.startsWith(".")) return undefined
+            const file = resolve(args.resolveDir, args.path)
+            return dirname(file) === platformDir && replacedInBrowser.has(basename(file)) ? { path: browserFile } : undefined
+          })
+        }
       }
-    }]
+    ]
   }).catch((error: { errors?: ReadonlyArray<Parameters<typeof describe>[0]> }) => {
     throw new BrowserBundleError({ problems: error.errors?.map(describe) ?? [String(error)] })
   })
@@ -249,7 +256,9 @@ const buildPage = async (entryFile: string, cssImports: ReadonlyArray<string>): 
   const { build } = await import("esbuild")
   const fail = (error: { errors?: ReadonlyArray<{ text: string; location: { file: string; line: number } | null }> }): never => {
     throw new BrowserBundleError({
-      problems: error.errors?.map((m) => (m.location === null ? m.text : `${m.location.file}:${m.location.line}: ${m.text}`)) ?? [String(error)]
+      problems: error.errors?.map((m) => (m.location === null ? m.text : `${m.location.file}:${m.location.line}: ${m.text}`)) ?? [
+        String(error)
+      ]
     })
   }
   const script = await build({
@@ -263,7 +272,11 @@ const buildPage = async (entryFile: string, cssImports: ReadonlyArray<string>): 
     logLevel: "silent"
   }).catch(fail)
   const css = await build({
-    stdin: { contents: cssImports.map((path) => `@import ${JSON.stringify(path)};`).join("\n"), resolveDir: dirname(entryFile), loader: "css" },
+    stdin: {
+      contents: cssImports.map((path) => `@import ${JSON.stringify(path)};`).join("\n"),
+      resolveDir: dirname(entryFile),
+      loader: "css"
+    },
     bundle: true,
     minify: true,
     write: false,

@@ -8,7 +8,14 @@ import type * as Types from "./types.ts"
 
 interface DenoGlobal {
   serve(
-    options: { hostname: string; port: number; signal: AbortSignal; onListen(address: { port: number }): void; cert?: string; key?: string },
+    options: {
+      hostname: string
+      port: number
+      signal: AbortSignal
+      onListen(address: { port: number }): void
+      cert?: string
+      key?: string
+    },
     handler: (request: Request, info: { readonly remoteAddr: { readonly hostname: string } }) => Response | Promise<Response>
   ): { finished: Promise<void> }
   upgradeWebSocket(request: Request): { socket: WebSocket; response: Response }
@@ -92,7 +99,9 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       },
       (request, info) => {
         if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-          return Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
+          return Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(
+            Http.toWebResponse
+          )
         }
         // Read now: `info.remoteAddr` throws once the upgrade has closed the request.
         const remoteAddress = info.remoteAddr.hostname
@@ -144,17 +153,20 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         }
         socket.onopen = () => {
           sockets.add(socket)
-          handlers = options.open({
-            send: (data) => {
-              if (closedWith === undefined) socket.send(data as Uint8Array<ArrayBuffer> | string)
+          handlers = options.open(
+            {
+              send: (data) => {
+                if (closedWith === undefined) socket.send(data as Uint8Array<ArrayBuffer> | string)
+              },
+              close: (code, reason) => {
+                if (closedWith !== undefined) return
+                closedWith = code
+                closeWhenQuiet(code, reason)
+              },
+              bufferedBytes: () => socket.bufferedAmount
             },
-            close: (code, reason) => {
-              if (closedWith !== undefined) return
-              closedWith = code
-              closeWhenQuiet(code, reason)
-            },
-            bufferedBytes: () => socket.bufferedAmount
-          }, remoteAddress)
+            remoteAddress
+          )
         }
         socket.onmessage = (event: MessageEvent) => {
           if (closedWith !== undefined) return linger?.poke()
@@ -204,6 +216,7 @@ export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawSer
             }
           })
       },
-      (request) => Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
+      (request) =>
+        Http.answer(options.http, request.method, request.url, (name) => request.headers.get(name) ?? undefined).then(Http.toWebResponse)
     )
   })

@@ -39,12 +39,22 @@ export type RegularFileRead =
   | { readonly _tag: "NotRegular"; readonly kind: "directory" | "fifo" | "device" | "socket" | "other" }
   | { readonly _tag: "TooLarge"; readonly bytes: number; readonly bytesMax: number }
 
-const kindOf = (info: { isDirectory(): boolean; isFIFO(): boolean; isCharacterDevice(): boolean; isBlockDevice(): boolean; isSocket(): boolean }) =>
-  info.isDirectory() ? "directory" as const
-  : info.isFIFO() ? "fifo" as const
-  : info.isCharacterDevice() || info.isBlockDevice() ? "device" as const
-  : info.isSocket() ? "socket" as const
-  : "other" as const
+const kindOf = (info: {
+  isDirectory(): boolean
+  isFIFO(): boolean
+  isCharacterDevice(): boolean
+  isBlockDevice(): boolean
+  isSocket(): boolean
+}) =>
+  info.isDirectory()
+    ? ("directory" as const)
+    : info.isFIFO()
+      ? ("fifo" as const)
+      : info.isCharacterDevice() || info.isBlockDevice()
+        ? ("device" as const)
+        : info.isSocket()
+          ? ("socket" as const)
+          : ("other" as const)
 
 /**
  * Reads a whole regular file of at most `bytesMax` bytes. The file is opened without blocking
@@ -357,7 +367,7 @@ export const mkdir = async (path: string): Promise<void> => {
     // Node's recursive mkdir says ENOENT when a folder cannot be created on a read-only file
     // system: create the first missing folder alone, which fails with the real cause (EROFS, EACCES).
     if ((error as { readonly code?: unknown }).code !== "ENOENT") throw error
-    throw await firstMissingError(resolvePath(path)) ?? error
+    throw (await firstMissingError(resolvePath(path))) ?? error
   }
 }
 
@@ -403,8 +413,7 @@ export const exists = async (path: string): Promise<boolean> => {
  * @since 0.1.0
  * @category files
  */
-export const resolvePackageFile = (specifier: string, fromUrl: string): string =>
-  createRequire(fromUrl).resolve(specifier)
+export const resolvePackageFile = (specifier: string, fromUrl: string): string => createRequire(fromUrl).resolve(specifier)
 
 /**
  * A `file:` URL for a path (relative paths resolve against the working directory); a string that

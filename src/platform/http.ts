@@ -65,27 +65,30 @@ export const toWebResponse = (answer: HttpResponse | HttpStreamResponse): Respon
     cleanup?.()
   }
   // Queued bytes, not chunks: `desiredSize` is then minus the bytes the server has not taken.
-  const body = new ReadableStream<Uint8Array>({
-    start: (controller) => {
-      const sink: HttpSink = {
-        write: (text) => {
-          if (open) controller.enqueue(encoder.encode(text))
-        },
-        end: () => {
-          if (!open) return
-          open = false
-          controller.close()
-        },
-        drop: () => {
-          if (!open) return
-          open = false
-          controller.error(new Error("the response was dropped"))
-        },
-        bufferedBytes: () => (open ? Math.max(0, -(controller.desiredSize ?? 0)) : 0)
-      }
-      cleanup = answer.stream(sink)
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start: (controller) => {
+        const sink: HttpSink = {
+          write: (text) => {
+            if (open) controller.enqueue(encoder.encode(text))
+          },
+          end: () => {
+            if (!open) return
+            open = false
+            controller.close()
+          },
+          drop: () => {
+            if (!open) return
+            open = false
+            controller.error(new Error("the response was dropped"))
+          },
+          bufferedBytes: () => (open ? Math.max(0, -(controller.desiredSize ?? 0)) : 0)
+        }
+        cleanup = answer.stream(sink)
+      },
+      cancel: stop
     },
-    cancel: stop
-  }, { highWaterMark: 0, size: (chunk) => chunk.byteLength })
+    { highWaterMark: 0, size: (chunk) => chunk.byteLength }
+  )
   return new Response(body, { status: answer.status, headers: answer.headers })
 }

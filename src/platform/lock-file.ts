@@ -56,10 +56,10 @@ export type Inspected =
  */
 export type Acquired =
   | {
-    readonly _tag: "Acquired"
-    readonly release: () => Promise<void>
-    readonly tookOver: { readonly owner: LockOwner; readonly why: string } | undefined
-  }
+      readonly _tag: "Acquired"
+      readonly release: () => Promise<void>
+      readonly tookOver: { readonly owner: LockOwner; readonly why: string } | undefined
+    }
   | { readonly _tag: "Held"; readonly owner: LockOwner | undefined }
 
 /**
@@ -93,10 +93,12 @@ const procStat = async (pid: number | "self"): Promise<{ readonly state: string;
 }
 
 const bootId = async (): Promise<string | undefined> =>
-  readFile("/proc/sys/kernel/random/boot_id", "utf8").then((text) => text.trim() || undefined, () => undefined)
+  readFile("/proc/sys/kernel/random/boot_id", "utf8").then(
+    (text) => text.trim() || undefined,
+    () => undefined
+  )
 
-const pidNamespaceOf = async (pid: number | "self"): Promise<string | undefined> =>
-  readlink(`/proc/${pid}/ns/pid`).catch(() => undefined)
+const pidNamespaceOf = async (pid: number | "self"): Promise<string | undefined> => readlink(`/proc/${pid}/ns/pid`).catch(() => undefined)
 
 /** This process as a lock names it: its id, and where `/proc` is there its start, boot and namespace. */
 const self = async (acquiredAtMs: number): Promise<LockOwner> => {

@@ -147,11 +147,16 @@ export const spawnChild = (
   const path = fileURLToPath(options.entry)
   const limit = options.heapLimitMb
   const runtime = Runtime.detect()
-  const args = runtime === "deno"
-    ? ["run", "-A", ...(limit === undefined ? [] : [`--v8-flags=--max-old-space-size=${limit}`]), path]
-    : runtime === "bun"
-    ? [path]
-    : [...(limit === undefined ? [] : [`--max-old-space-size=${limit}`]), ...(needsTsx(options.entry) ? ["--import", import.meta.resolve("tsx")] : []), path]
+  const args =
+    runtime === "deno"
+      ? ["run", "-A", ...(limit === undefined ? [] : [`--v8-flags=--max-old-space-size=${limit}`]), path]
+      : runtime === "bun"
+        ? [path]
+        : [
+            ...(limit === undefined ? [] : [`--max-old-space-size=${limit}`]),
+            ...(needsTsx(options.entry) ? ["--import", import.meta.resolve("tsx")] : []),
+            path
+          ]
   // The host's stderr goes along as fd 4 (`hostStderrFd`) where the runtime can pass one.
   const passesFd = runtime !== "deno"
   const child = spawnProcess(process.execPath, args, {
@@ -175,7 +180,11 @@ export const spawnChild = (
   child.on("close", (code, signal) => {
     // V8's fatal out-of-memory abort; with a heap limit set, reaching it is what aborts a rank.
     if (limit !== undefined && runtime !== "bun" && (signal === "SIGABRT" || signal === "SIGTRAP")) {
-      handlers.error(Object.assign(new Error(`out of memory: the rank's process aborted (${signal}) at its heap limit of ${limit} MiB`), { code: outOfMemoryCode }))
+      handlers.error(
+        Object.assign(new Error(`out of memory: the rank's process aborted (${signal}) at its heap limit of ${limit} MiB`), {
+          code: outOfMemoryCode
+        })
+      )
     }
     handlers.exit(code, signal)
   })
@@ -253,9 +262,10 @@ export const processParent = (options?: { readonly frameWriteBlockedMsMax?: numb
   }
   const frames = (): ReadStream | Socket => {
     if (input !== undefined) return input
-    input = Runtime.detect() === "node"
-      ? new Socket({ fd: frameFd, readable: true, writable: false, allowHalfOpen: true })
-      : createReadStream("", { fd: frameFd, autoClose: false })
+    input =
+      Runtime.detect() === "node"
+        ? new Socket({ fd: frameFd, readable: true, writable: false, allowHalfOpen: true })
+        : createReadStream("", { fd: frameFd, autoClose: false })
     input.on("end", brokenNow)
     input.on("error", brokenNow)
     return input
@@ -267,7 +277,7 @@ export const processParent = (options?: { readonly frameWriteBlockedMsMax?: numb
       if (broken) return
       const bytes = record(message)
       let blockedSinceMs: number | undefined
-      for (let at = 0; at < bytes.byteLength;) {
+      for (let at = 0; at < bytes.byteLength; ) {
         try {
           at += writeSync(frameFd, bytes, at)
           blockedSinceMs = undefined

@@ -16,10 +16,10 @@ export const bytesOf = (data: unknown): Uint8Array =>
   data instanceof Uint8Array
     ? data
     : data instanceof ArrayBuffer
-    ? new Uint8Array(data)
-    : ArrayBuffer.isView(data)
-    ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
-    : new Uint8Array(0)
+      ? new Uint8Array(data)
+      : ArrayBuffer.isView(data)
+        ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+        : new Uint8Array(0)
 
 /**
  * Whether the entry (`file:` URL) needs tsx to load: Node 20 runs TypeScript entries only through
@@ -31,8 +31,24 @@ export const bytesOf = (data: unknown): Uint8Array =>
 export const needsTsx = (entry: string): boolean => Runtime.detect() === "node" && /\.[cm]?ts$/.test(new URL(entry).pathname)
 
 const consoleMethods = [
-  "log", "info", "debug", "warn", "error", "trace", "dir", "dirxml", "table", "assert",
-  "group", "groupCollapsed", "groupEnd", "count", "countReset", "time", "timeEnd", "timeLog"
+  "log",
+  "info",
+  "debug",
+  "warn",
+  "error",
+  "trace",
+  "dir",
+  "dirxml",
+  "table",
+  "assert",
+  "group",
+  "groupCollapsed",
+  "groupEnd",
+  "count",
+  "countReset",
+  "time",
+  "timeEnd",
+  "timeLog"
 ] as const
 
 /**
@@ -49,12 +65,14 @@ export const redirectOutput = (post: (stream: 1 | 2, bytes: Uint8Array) => void)
     const bytes = typeof chunk === "string" ? encoder.encode(chunk) : bytesOf(chunk).slice()
     if (bytes.byteLength > 0) post(stream, bytes)
   }
-  const writer = (stream: 1 | 2) => (chunk: unknown, encodingOrDone?: unknown, done?: unknown): boolean => {
-    postChunk(stream, chunk)
-    const callback = typeof encodingOrDone === "function" ? encodingOrDone : done
-    if (typeof callback === "function") queueMicrotask(() => (callback as () => void)())
-    return true
-  }
+  const writer =
+    (stream: 1 | 2) =>
+    (chunk: unknown, encodingOrDone?: unknown, done?: unknown): boolean => {
+      postChunk(stream, chunk)
+      const callback = typeof encodingOrDone === "function" ? encodingOrDone : done
+      if (typeof callback === "function") queueMicrotask(() => (callback as () => void)())
+      return true
+    }
   process.stdout.write = writer(1) as typeof process.stdout.write
   process.stderr.write = writer(2) as typeof process.stderr.write
   // Console writes synchronously into these (each write is posted at once, never queued).

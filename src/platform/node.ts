@@ -134,11 +134,14 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
     server.on("error", reject)
     server.on("connection", (socket, request) => {
       let tooBig = false
-      const handlers = options.open({
-        send: (data) => socket.send(data),
-        close: (code, reason) => socket.close(code, reason),
-        bufferedBytes: () => socket.bufferedAmount
-      }, request.socket.remoteAddress ?? "")
+      const handlers = options.open(
+        {
+          send: (data) => socket.send(data),
+          close: (code, reason) => socket.close(code, reason),
+          bufferedBytes: () => socket.bufferedAmount
+        },
+        request.socket.remoteAddress ?? ""
+      )
       let closeTimer: ReturnType<typeof setTimeout> | undefined
       socket.on("error", (error: Error & { code?: string }) => {
         if (error.code === "WS_ERR_UNSUPPORTED_MESSAGE_LENGTH") tooBig = true
@@ -147,7 +150,8 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         closeTimer ??= setTimeout(() => socket.terminate(), closeAnswerMs)
       })
       socket.on("message", (data, isBinary) =>
-        handlers.message(isBinary ? bytesOf(Array.isArray(data) ? Buffer.concat(data) : data) : String(data)))
+        handlers.message(isBinary ? bytesOf(Array.isArray(data) ? Buffer.concat(data) : data) : String(data))
+      )
       socket.on("close", (code) => {
         if (closeTimer !== undefined) clearTimeout(closeTimer)
         handlers.close(tooBig ? 1009 : code)

@@ -46,7 +46,13 @@ export const tlsFailedCloseCode = 1015
 
 /** `AB:CD:...` upper case, from hex with or without colons (or a `sha256:` prefix). */
 export const normalFingerprint = (text: string): string =>
-  (text.replace(/^sha256:/i, "").replace(/[^0-9A-Fa-f]/g, "").toUpperCase().match(/../g) ?? []).join(":")
+  (
+    text
+      .replace(/^sha256:/i, "")
+      .replace(/[^0-9A-Fa-f]/g, "")
+      .toUpperCase()
+      .match(/../g) ?? []
+  ).join(":")
 
 /**
  * The SHA-256 fingerprint (`AB:CD:...`, upper case) of the first certificate in `pem` (a chain's
@@ -93,11 +99,18 @@ export const connectWs = (
   // applies nor undoes: without its native addon it masks in a JavaScript loop over every byte,
   // most of the cost of a large message. Masking only shields proxies from a browser's
   // traffic; a link between two ranks has none. Bun's and Deno's own clients mask natively.
-  const socket = options?.unmasked === true && trust === undefined && Runtime.detect() === "node"
-    ? new (Node.webSocketClass() as unknown as new(url: string, protocols: undefined, options: { generateMask: (mask: Uint8Array) => void }) => WebSocket)(url, undefined, {
-      generateMask: (mask) => void mask.fill(0)
-    })
-    : Node.openWebSocket(url, trust)
+  const socket =
+    options?.unmasked === true && trust === undefined && Runtime.detect() === "node"
+      ? new (
+          Node.webSocketClass() as unknown as new (
+            url: string,
+            protocols: undefined,
+            options: { generateMask: (mask: Uint8Array) => void }
+          ) => WebSocket
+        )(url, undefined, {
+          generateMask: (mask) => void mask.fill(0)
+        })
+      : Node.openWebSocket(url, trust)
   socket.binaryType = "arraybuffer"
   let closed = false
   let opened = false
@@ -118,7 +131,9 @@ export const connectWs = (
     if (pinned !== undefined) {
       const seen = Node.peerFingerprint(socket)
       if (seen === undefined || normalFingerprint(seen) !== normalFingerprint(pinned)) {
-        return untrusted(`it has fingerprint ${seen === undefined ? "(none shown)" : normalFingerprint(seen)}, not the pinned ${normalFingerprint(pinned)}`)
+        return untrusted(
+          `it has fingerprint ${seen === undefined ? "(none shown)" : normalFingerprint(seen)}, not the pinned ${normalFingerprint(pinned)}`
+        )
       }
     }
     opened = true

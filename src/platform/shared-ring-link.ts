@@ -105,16 +105,26 @@ const acquire = (f64: boolean, length: number): Float64Array | Float32Array =>
   pool.get(poolKey(f64, length))?.pop() ?? (f64 ? new Float64Array(length) : new Float32Array(length))
 
 interface WaitAsync {
-  (array: Int32Array, index: number, value: number): { readonly async: false; readonly value: string } | {
-    readonly async: true
-    readonly value: Promise<string>
-  }
+  (
+    array: Int32Array,
+    index: number,
+    value: number
+  ):
+    | { readonly async: false; readonly value: string }
+    | {
+        readonly async: true
+        readonly value: Promise<string>
+      }
 }
 
 /** A segment as either side sees it. */
 class Segment {
   readonly header: Int32Array
-  constructor(readonly buffer: SharedArrayBuffer, readonly slots: number, readonly slotBytes: number) {
+  constructor(
+    readonly buffer: SharedArrayBuffer,
+    readonly slots: number,
+    readonly slotBytes: number
+  ) {
     this.header = new Int32Array(buffer, 0, headerBytes / 4)
   }
 

@@ -185,7 +185,6 @@ export interface TlsTrust {
   readonly fingerprint256?: string | undefined
 }
 
-
 /**
  * What a raw WebSocket server needs: bind `host:port` (0 = any free port), refuse messages over
  * `maxPayloadBytes` with close code 1009, and call `open` for each new connection with the peer's

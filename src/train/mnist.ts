@@ -57,10 +57,7 @@ export const DIGIT_COUNTS: ReadonlyArray<number> = [1001, 1127, 991, 1032, 980, 
  * @since 0.1.0
  * @category constants
  */
-export const DIGIT_OFFSETS: ReadonlyArray<number> = DIGIT_COUNTS.reduce<Array<number>>(
-  (acc, n) => [...acc, acc[acc.length - 1]! + n],
-  [0]
-)
+export const DIGIT_OFFSETS: ReadonlyArray<number> = DIGIT_COUNTS.reduce<Array<number>>((acc, n) => [...acc, acc[acc.length - 1]! + n], [0])
 
 /**
  * Images in the package: 10,000.

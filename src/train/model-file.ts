@@ -68,11 +68,7 @@ const join = (dir: string, name: string): string => (dir.endsWith("/") ? `${dir}
  * @since 0.1.0
  * @category files
  */
-export const write = async (
-  dir: string,
-  params: Float32Array,
-  meta: Readonly<Record<string, unknown>> = {}
-): Promise<void> => {
+export const write = async (dir: string, params: Float32Array, meta: Readonly<Record<string, unknown>> = {}): Promise<void> => {
   await Files.mkdir(dir)
   const bytes = new Uint8Array(params.length * 4)
   const view = new DataView(bytes.buffer)

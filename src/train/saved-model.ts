@@ -190,7 +190,13 @@ export const read = async (dir: string, names: FileNames = rankFiles): Promise<R
   if (!isInteger(record.epoch, -1) || !isInteger(record.round, -1) || !isInteger(record.rank, -1)) {
     return unusable(`${metaFile} has no valid epoch, round and rank`)
   }
-  const meta: Meta = { paramsLength: record.paramsLength, checksum: record.checksum, epoch: record.epoch, round: record.round, rank: record.rank }
+  const meta: Meta = {
+    paramsLength: record.paramsLength,
+    checksum: record.checksum,
+    epoch: record.epoch,
+    round: record.round,
+    rank: record.rank
+  }
   const expected = meta.paramsLength * 4
   let bytes: Uint8Array
   try {

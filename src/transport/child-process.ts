@@ -128,9 +128,7 @@ export const connect = (
       options?.frameWriteBlockedMsMax === undefined ? undefined : { frameWriteBlockedMsMax: options.frameWriteBlockedMsMax }
     )
     if (parent === undefined) {
-      return Effect.fail(
-        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort child process" } })
-      )
+      return Effect.fail(new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort child process" } }))
     }
     return Effect.map(Children.connect(parent, options), (transport) => ({
       transport,

@@ -34,7 +34,8 @@ const signed = (runToken: string, runId: string, fields: Fields): string =>
   Hmac.hmacSha256(runToken, `${credentialPrefix}|${runId}|${fields.id}|${fields.rank}|${fields.expiresAtMs ?? 0}`)
 
 /** A new credential id: `c` and 12 hex characters (48 random bits; ids only need to differ, and never read as a rank index). @since 0.1.0 @category credentials */
-export const newId = (): string => "c" + Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("")
+export const newId = (): string =>
+  "c" + Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("")
 
 /**
  * The credential text for `fields` in run `runId` under `runToken`. Throws a `RangeError` for an
@@ -46,8 +47,10 @@ export const newId = (): string => "c" + Array.from(globalThis.crypto.getRandomV
  */
 export const issue = (runToken: string, runId: string, fields: Fields): string => {
   if (!idPattern.test(fields.id)) throw new RangeError(`a credential id is 1 to 32 characters of A-Z a-z 0-9 _ -, got '${fields.id}'`)
-  if (fields.rank !== "any" && !(Number.isSafeInteger(fields.rank) && fields.rank >= 0)) throw new RangeError(`a credential's rank is an integer >= 0 or any, got ${fields.rank}`)
-  if (fields.expiresAtMs !== undefined && !(Number.isSafeInteger(fields.expiresAtMs) && fields.expiresAtMs > 0)) throw new RangeError(`a credential's expiry is a positive integer (Unix ms), got ${fields.expiresAtMs}`)
+  if (fields.rank !== "any" && !(Number.isSafeInteger(fields.rank) && fields.rank >= 0))
+    throw new RangeError(`a credential's rank is an integer >= 0 or any, got ${fields.rank}`)
+  if (fields.expiresAtMs !== undefined && !(Number.isSafeInteger(fields.expiresAtMs) && fields.expiresAtMs > 0))
+    throw new RangeError(`a credential's expiry is a positive integer (Unix ms), got ${fields.expiresAtMs}`)
   return `${credentialPrefix}.${fields.id}.${fields.rank}.${fields.expiresAtMs ?? 0}.${signed(runToken, runId, fields)}`
 }
 
@@ -58,7 +61,10 @@ const parse = (text: string): { readonly fields: Fields; readonly mac: string } 
   const [, id, rankText, expiryText, mac] = parts as [string, string, string, string, string]
   if (!idPattern.test(id) || !/^(any|\d{1,9})$/.test(rankText) || !/^\d{1,16}$/.test(expiryText)) return undefined
   const expiresAtMs = Number(expiryText)
-  return { fields: { id, rank: rankText === "any" ? "any" : Number(rankText), expiresAtMs: expiresAtMs === 0 ? undefined : expiresAtMs }, mac }
+  return {
+    fields: { id, rank: rankText === "any" ? "any" : Number(rankText), expiresAtMs: expiresAtMs === 0 ? undefined : expiresAtMs },
+    mac
+  }
 }
 
 /** Equal strings, compared in time that does not depend on where they differ. */
@@ -88,6 +94,7 @@ export const check = (
   if (parsed === undefined || !sameText(parsed.mac, signed(runToken, runId, parsed.fields))) return undefined
   const { id, rank, expiresAtMs } = parsed.fields
   if (revoked(id)) return { closeCode: Transport.CloseCode.CredentialRevoked, reason: `credential ${id} was revoked` }
-  if (expiresAtMs !== undefined && nowMs >= expiresAtMs) return { closeCode: Transport.CloseCode.CredentialExpired, reason: `credential ${id} expired` }
+  if (expiresAtMs !== undefined && nowMs >= expiresAtMs)
+    return { closeCode: Transport.CloseCode.CredentialExpired, reason: `credential ${id} expired` }
   return { id, rank }
 }

@@ -52,13 +52,17 @@ export const make = (listener: string, connectionsMax: number, option: string, i
       const lines: Array<string> = []
       if (nowMs - lastToldMs < intervalMs) return lines
       if (refused > refusedTold) {
-        lines.push(`${listener} refused ${plural(refused - refusedTold, "connection")} at its cap, ${option} ${connectionsMax} (${refused} in all); the ranks that joined keep their links and the run goes on`)
+        lines.push(
+          `${listener} refused ${plural(refused - refusedTold, "connection")} at its cap, ${option} ${connectionsMax} (${refused} in all); the ranks that joined keep their links and the run goes on`
+        )
         refusedTold = refused
       }
       for (const [code, failure] of failures) {
         if (failure.count === failure.told) continue
         const why = code === "EMFILE" || code === "ENFILE" ? "the coordinator's process is out of file descriptors" : "the listener's error"
-        lines.push(`${listener} could not accept ${plural(failure.count - failure.told, "connection")}: ${failure.message} (${why}; ${failure.count} in all); the run goes on`)
+        lines.push(
+          `${listener} could not accept ${plural(failure.count - failure.told, "connection")}: ${failure.message} (${why}; ${failure.count} in all); the run goes on`
+        )
         failure.told = failure.count
       }
       if (lines.length > 0) lastToldMs = nowMs

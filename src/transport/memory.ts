@@ -64,10 +64,7 @@ export interface FaultStats {
  * @category model
  */
 export interface Network {
-  readonly endpoint: (
-    peer: Transport.Peer,
-    options?: Transport.Options
-  ) => Effect.Effect<Transport.TransportShape, never, Scope.Scope>
+  readonly endpoint: (peer: Transport.Peer, options?: Transport.Options) => Effect.Effect<Transport.TransportShape, never, Scope.Scope>
   readonly inject: (from: Transport.Peer, to: Transport.Peer, fault: Fault) => Effect.Effect<void>
   readonly partition: (a: ReadonlyArray<Transport.Peer>, b: ReadonlyArray<Transport.Peer>) => Effect.Effect<void>
   readonly heal: Effect.Effect<void>
@@ -98,7 +95,7 @@ const key = (from: Transport.Peer, to: Transport.Peer): string => `${from}>${to}
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(function*() {
+export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(function* () {
   // Long because it is a factory: the closures it returns share its state, and each is short.
   const scope = yield* Effect.scope
   const clock = yield* Clock.Clock
@@ -160,7 +157,7 @@ export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(funct
   }
 
   const serve = (from: Transport.Peer, to: Transport.Peer, pipe: Pipe): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       while (true) {
         const item = yield* Queue.take(pipe.items)
         const link = nodes.get(to)?.hub.link(from)
@@ -175,7 +172,7 @@ export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(funct
     })
 
   const openPipe = (from: Transport.Peer, to: Transport.Peer): Effect.Effect<void> =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const pipe: Pipe = { items: yield* Queue.unbounded<Item>(), held: undefined, ended: false }
       pipes.set(key(from, to), pipe)
       yield* Effect.forkIn(serve(from, to, pipe), scope)
@@ -195,7 +192,7 @@ export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(funct
   }
 
   const endpoint = (peer: Transport.Peer, options?: Transport.Options) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const hub = yield* Hub.make(peer, options)
       const node: Node = { hub, dead: false }
       for (const [other, otherNode] of nodes) {
@@ -228,7 +225,7 @@ export const make: Effect.Effect<Network, never, Scope.Scope> = Effect.gen(funct
       Effect.sync(() => {
         const pipeKey = key(from, to)
         const map = faults.get(pipeKey) ?? new Map()
-        const count = fault._tag === "Delay" ? Infinity : fault.count ?? Infinity
+        const count = fault._tag === "Delay" ? Infinity : (fault.count ?? Infinity)
         map.set(fault._tag, { fault, left: count })
         faults.set(pipeKey, map)
       }),

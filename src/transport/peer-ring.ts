@@ -83,7 +83,14 @@ export const messageBytesMaxDefault = 256 * 1024 * 1024
  * @since 0.1.0
  * @category model
  */
-export const closeCodes = { BadHello: 4020, NotNeighbour: 4021, TooManyParked: 4022, BadStep: 4023, Superseded: 4024, BadAnswer: 4025 } as const
+export const closeCodes = {
+  BadHello: 4020,
+  NotNeighbour: 4021,
+  TooManyParked: 4022,
+  BadStep: 4023,
+  Superseded: 4024,
+  BadAnswer: 4025
+} as const
 
 /** Random bytes in each side's challenge. @since 0.1.0 @category limits */
 export const challengeBytes = 32
@@ -167,10 +174,14 @@ const challenge = (): string => hex(globalThis.crypto.getRandomValues(new Uint8A
  * direction, generation and both ranks, so one cannot be replayed as another.
  */
 const proofKey = (token: string) => {
-  const key = globalThis.crypto.subtle.importKey("raw", new TextEncoder().encode(token), { name: "HMAC", hash: "SHA-256" }, false, ["sign", "verify"])
+  const key = globalThis.crypto.subtle.importKey("raw", new TextEncoder().encode(token), { name: "HMAC", hash: "SHA-256" }, false, [
+    "sign",
+    "verify"
+  ])
   const text = (parts: ReadonlyArray<string | number>) => new TextEncoder().encode(["cohort-peer-ring", ...parts].join("|"))
   return {
-    sign: async (parts: ReadonlyArray<string | number>): Promise<string> => hex(new Uint8Array(await globalThis.crypto.subtle.sign("HMAC", await key, text(parts)))),
+    sign: async (parts: ReadonlyArray<string | number>): Promise<string> =>
+      hex(new Uint8Array(await globalThis.crypto.subtle.sign("HMAC", await key, text(parts)))),
     // `verify` compares in time independent of where the proofs differ.
     check: async (proof: string, parts: ReadonlyArray<string | number>): Promise<boolean> => {
       const bytes = unhex(proof)
@@ -212,10 +223,17 @@ const take = (data: Uint8Array, into: Generation): boolean => {
  * proved it holds the token (module doc), `false` when that does not happen within
  * `connectTimeoutMs`, its proof does not check, or the link closes first.
  */
-const connect = (options: PeerRingOptions, key: ProofKey, connectTimeoutMs: number, generation: number, next: Rank): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+const connect = (
+  options: PeerRingOptions,
+  key: ProofKey,
+  connectTimeoutMs: number,
+  generation: number,
+  next: Rank
+): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
   const url = options.urls[next]
   // Start data travels as JSON: a rank without a listener has `null` there.
-  if (typeof url !== "string" || next === options.rank) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+  if (typeof url !== "string" || next === options.rank)
+    return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
   let open = false
   let ended = false
   let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
@@ -253,19 +271,24 @@ const connect = (options: PeerRingOptions, key: ProofKey, connectTimeoutMs: numb
       resolve(true)
     }
     try {
-      socket = Select.connectWs(url, {
-        open: () => {},
-        message: (data) => {
-          // Once the link is made only steps go this way; the listener sends nothing more.
-          if (!open && !ended) void answer(data).catch(() => fail(closeCodes.BadAnswer, "no proof"))
+      socket = Select.connectWs(
+        url,
+        {
+          open: () => {},
+          message: (data) => {
+            // Once the link is made only steps go this way; the listener sends nothing more.
+            if (!open && !ended) void answer(data).catch(() => fail(closeCodes.BadAnswer, "no proof"))
+          },
+          close: () => {
+            ended = true
+            open = false
+            clearTimeout(timer)
+            resolve(false)
+          }
         },
-        close: () => {
-          ended = true
-          open = false
-          clearTimeout(timer)
-          resolve(false)
-        }
-      }, undefined, { unmasked: true })
+        undefined,
+        { unmasked: true }
+      )
     } catch {
       ended = true
       clearTimeout(timer)
@@ -343,6 +366,7 @@ const closeOlder = (generations: Map<number, Generation>, generation: number): v
  * @category constructors
  */
 export const start = (options: PeerRingOptions): PeerRing => {
+  // Long because the listener's handshake in order (challenge, proof, answer), sharing one socket's state.
   const connectTimeoutMs = options.connectTimeoutMs ?? connectTimeoutMsDefault
   const parkedMax = options.parkedMax ?? parkedMaxDefault
   const parkedMs = options.parkedMs ?? parkedMsDefault
@@ -388,18 +412,26 @@ export const start = (options: PeerRingOptions): PeerRing => {
   }
 
   const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers =>
-    accept(socket, key, options.rank, accepted, (hello, incoming, data) => {
-      const target = generations.get(hello.generation)
-      if (typeof data === "string" || target === undefined) return
-      if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
-    }, (incoming) => {
-      const at = parked.findIndex((entry) => entry.incoming === incoming)
-      if (at >= 0) parked.splice(at, 1)
-    })
+    accept(
+      socket,
+      key,
+      options.rank,
+      accepted,
+      (hello, incoming, data) => {
+        const target = generations.get(hello.generation)
+        if (typeof data === "string" || target === undefined) return
+        if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
+      },
+      (incoming) => {
+        const at = parked.findIndex((entry) => entry.incoming === incoming)
+        if (at >= 0) parked.splice(at, 1)
+      }
+    )
 
-  const listen = typeof options.urls[options.rank] === "string"
-    ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
-    : Promise.reject(new Error("no port"))
+  const listen =
+    typeof options.urls[options.rank] === "string"
+      ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
+      : Promise.reject(new Error("no port"))
   listen.then(
     (listening) => {
       if (closed) return void listening.close()
@@ -429,7 +461,13 @@ export const start = (options: PeerRingOptions): PeerRing => {
         send: (message) => {
           const socket = outgoing.socket()
           if (socket === undefined) return false
-          const step: RingData = { _tag: "RingData", generation: message.generation, round: message.round, step: message.step, data: message.data }
+          const step: RingData = {
+            _tag: "RingData",
+            generation: message.generation,
+            round: message.round,
+            step: message.step,
+            data: message.data
+          }
           socket.send(Codec.encode({ from: options.rank, message: step }))
           return true
         },

@@ -28,8 +28,7 @@ export type Inbound = Transport.Frame | Transport.BadFrame | DeathReport.DeathRe
  * @since 0.1.0
  * @category constructors
  */
-export const classify = (event: Transport.Event): Inbound =>
-  event._tag === "Ended" ? DeathReport.make(event.peer, event.cause) : event
+export const classify = (event: Transport.Event): Inbound => (event._tag === "Ended" ? DeathReport.make(event.peer, event.cause) : event)
 
 /**
  * The supervised inbound stream of `transport`: frames, bad frames and death reports, in delivery
@@ -38,5 +37,4 @@ export const classify = (event: Transport.Event): Inbound =>
  * @since 0.1.0
  * @category constructors
  */
-export const supervise = (transport: Transport.TransportShape): Stream.Stream<Inbound> =>
-  Stream.map(transport.events, classify)
+export const supervise = (transport: Transport.TransportShape): Stream.Stream<Inbound> => Stream.map(transport.events, classify)

@@ -124,7 +124,9 @@ export type TransportErrorReason =
 
 // The base classes below are named with their types written out so that JSR's fast type check
 // (`deno publish`) can read the public API without inferring a call's type.
-const TransportErrorBase: new (args: { readonly reason: TransportErrorReason }) => Cause.YieldableError & {
+const TransportErrorBase: new (args: {
+  readonly reason: TransportErrorReason
+}) => Cause.YieldableError & {
   readonly _tag: "TransportError"
   readonly reason: TransportErrorReason
 } = Data.TaggedError("TransportError")
@@ -178,16 +180,20 @@ export interface TransportShape {
  * @since 0.1.0
  * @category constructors
  */
-export const sendFromUnsafe = (
-  sendUnsafe: (peer: Peer, frame: Uint8Array) => TransportError | undefined
-): ((peer: Peer, frame: Uint8Array) => Effect.Effect<void, TransportError>) =>
-(peer, frame) =>
-  Effect.suspend(() => {
-    const error = sendUnsafe(peer, frame)
-    return error === undefined ? Effect.void : Effect.fail(error)
-  })
+export const sendFromUnsafe =
+  (
+    sendUnsafe: (peer: Peer, frame: Uint8Array) => TransportError | undefined
+  ): ((peer: Peer, frame: Uint8Array) => Effect.Effect<void, TransportError>) =>
+  (peer, frame) =>
+    Effect.suspend(() => {
+      const error = sendUnsafe(peer, frame)
+      return error === undefined ? Effect.void : Effect.fail(error)
+    })
 
-const TransportService: Context.ServiceClass<Transport, "cohort/transport/Transport", TransportShape> = Context.Service<Transport, TransportShape>()("cohort/transport/Transport")
+const TransportService: Context.ServiceClass<Transport, "cohort/transport/Transport", TransportShape> = Context.Service<
+  Transport,
+  TransportShape
+>()("cohort/transport/Transport")
 
 /**
  * The Transport service (docs/design.md §5): provide one of the in-memory, worker-thread,

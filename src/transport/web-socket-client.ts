@@ -136,7 +136,8 @@ interface Welcome {
 const parseWelcome = (data: string): Welcome | undefined => {
   try {
     const value = JSON.parse(data) as { welcome?: unknown; run?: unknown; v?: unknown; session?: unknown; received?: unknown }
-    if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome)) return undefined
+    if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome))
+      return undefined
     if (value.v === undefined || value.v === 1) return { rank: value.welcome, run: value.run, session: undefined, received: 0 }
     if (value.v !== 2 || typeof value.session !== "string" || !Number.isSafeInteger(value.received)) return undefined
     return { rank: value.welcome, run: value.run, session: value.session, received: value.received as number }
@@ -157,7 +158,7 @@ type JoinedSocket = RuntimeTypes.RawSocket & { readonly drop: () => void }
  * @category constructors
  */
 export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Transport.TransportError, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Long because it is a factory: the closures it returns share its state, and each is short.
     // An "auto" join learns its rank at the welcome; the endpoint's `self` is set from it.
     let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
@@ -184,71 +185,82 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         return
       }
       const session = welcome.session
-      resuming = ResumingLink.start({
-        hub,
-        url: options.url,
-        trust: options.tls,
-        sessionId: session,
-        resumeJoin: (attempt, received) =>
-          JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
-        parseWelcome: (text) => {
-          const again = parseWelcome(text)
-          return again?.session === session && again.rank === self ? again.received : undefined
+      resuming = ResumingLink.start(
+        {
+          hub,
+          url: options.url,
+          trust: options.tls,
+          sessionId: session,
+          resumeJoin: (attempt, received) =>
+            JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
+          parseWelcome: (text) => {
+            const again = parseWelcome(text)
+            return again?.session === session && again.rank === self ? again.received : undefined
+          },
+          pieceBytes: options.pieceBytes ?? pieceBytesDefault,
+          resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
+          pingIntervalMs: options.pingIntervalMs ?? clientPingIntervalMsDefault,
+          pingAfterSendMs: pingAfterSendMsDefault,
+          silenceMs: options.reconnectSilenceMs ?? reconnectSilenceMsDefault,
+          retryMs: options.reconnectRetryMs ?? reconnectRetryMsDefault,
+          attemptMs: options.reconnectAttemptMs ?? reconnectAttemptMsDefault,
+          windowMs:
+            typeof options.reconnectWindowMs === "function"
+              ? options.reconnectWindowMs(welcome.run)
+              : (options.reconnectWindowMs ?? reconnectWindowMsDefault),
+          ended
         },
-        pieceBytes: options.pieceBytes ?? pieceBytesDefault,
-        resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
-        pingIntervalMs: options.pingIntervalMs ?? clientPingIntervalMsDefault,
-        pingAfterSendMs: pingAfterSendMsDefault,
-        silenceMs: options.reconnectSilenceMs ?? reconnectSilenceMsDefault,
-        retryMs: options.reconnectRetryMs ?? reconnectRetryMsDefault,
-        attemptMs: options.reconnectAttemptMs ?? reconnectAttemptMsDefault,
-        windowMs: typeof options.reconnectWindowMs === "function"
-          ? options.reconnectWindowMs(welcome.run)
-          : options.reconnectWindowMs ?? reconnectWindowMsDefault,
-        ended
-      }, raw)
+        raw
+      )
     }
     // One join attempt: resolves once welcomed; a refusal or failure closes only this attempt's socket.
     const attempt = Effect.callback<JoinedSocket, Transport.TransportError>((resume) => {
       let welcomed = false
       let over = false
-      const raw: JoinedSocket = Select.connectWs(options.url, {
-        open: () => raw.send(JSON.stringify({ v: version, token: options.runToken, rank: options.rank })),
-        message: (data) => {
-          if (resuming !== undefined) return resuming.message(raw, data)
-          if (link !== undefined) {
-            if (welcomed && typeof data !== "string") link.receive(data)
-            return
-          }
-          if (!welcomed && typeof data === "string") {
-            const welcome = parseWelcome(data)
-            if (welcome === undefined || (options.rank !== "auto" && welcome.rank !== options.rank)) {
-              return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
+      const raw: JoinedSocket = Select.connectWs(
+        options.url,
+        {
+          open: () => raw.send(JSON.stringify({ v: version, token: options.runToken, rank: options.rank })),
+          message: (data) => {
+            if (resuming !== undefined) return resuming.message(raw, data)
+            if (link !== undefined) {
+              if (welcomed && typeof data !== "string") link.receive(data)
+              return
             }
-            welcomed = true
-            self = welcome.rank
-            run = welcome.run
-            open(raw, welcome)
-            resume(Effect.succeed(raw))
+            if (!welcomed && typeof data === "string") {
+              const welcome = parseWelcome(data)
+              if (welcome === undefined || (options.rank !== "auto" && welcome.rank !== options.rank)) {
+                return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
+              }
+              welcomed = true
+              self = welcome.rank
+              run = welcome.run
+              open(raw, welcome)
+              resume(Effect.succeed(raw))
+            }
+          },
+          close: (code, reason) => {
+            over = true
+            if (welcomed) {
+              if (resuming !== undefined) return resuming.closed(raw, code)
+              ended(code)
+              return link?.end(DeathReport.disconnected(code))
+            }
+            if (code === Transport.CloseCode.BadJoin && version === 2) version = 1
+            resume(
+              Effect.fail(
+                new Transport.TransportError({
+                  reason:
+                    code === Transport.CloseCode.Abnormal
+                      ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
+                      : { _tag: "Refused", closeCode: code, detail: reason ?? `join refused with ${code}` }
+                })
+              )
+            )
           }
         },
-        close: (code, reason) => {
-          over = true
-          if (welcomed) {
-            if (resuming !== undefined) return resuming.closed(raw, code)
-            ended(code)
-            return link?.end(DeathReport.disconnected(code))
-          }
-          if (code === Transport.CloseCode.BadJoin && version === 2) version = 1
-          resume(Effect.fail(
-            new Transport.TransportError({
-              reason: code === Transport.CloseCode.Abnormal
-                ? { _tag: "ConnectFailed", detail: `connection to ${options.url} failed` }
-                : { _tag: "Refused", closeCode: code, detail: reason ?? `join refused with ${code}` }
-            })
-          ))
-        }
-      }, options.tls)
+        options.tls
+      )
       // Interrupted before the welcome (the scope closed): do not leave the attempt's socket open.
       return Effect.sync(() => {
         if (!welcomed && !over) raw.drop()
@@ -279,10 +291,13 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         return done
       })
     yield* Effect.addFinalizer(() =>
-      Effect.andThen(close(), Effect.sync(() => {
-        resuming?.stop()
-        hub.shutdown()
-      }))
+      Effect.andThen(
+        close(),
+        Effect.sync(() => {
+          resuming?.stop()
+          hub.shutdown()
+        })
+      )
     )
     return {
       transport: self === hub.transport.self ? hub.transport : { ...hub.transport, self },
@@ -290,12 +305,13 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
       run,
       resumable: resuming !== undefined,
       close,
-      drop: resuming === undefined
-        ? Effect.promise(() => {
-          socket.drop()
-          return done
-        })
-        : Effect.sync(() => resuming?.drop()),
+      drop:
+        resuming === undefined
+          ? Effect.promise(() => {
+              socket.drop()
+              return done
+            })
+          : Effect.sync(() => resuming?.drop()),
       closeCode: () => closeCode
     }
   })

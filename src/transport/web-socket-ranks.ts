@@ -63,7 +63,7 @@ export interface RanksHost {
  * @category constructors
  */
 export const host = (options: Options): Effect.Effect<RanksHost, Transport.TransportError, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const graceMs = options.socketEndGraceMs ?? socketEndGraceMsDefault
     /** What each rank's process ended with, or the signal the host killed it with. */
     const processEnds = new Map<Transport.Peer, DeathReport.DeathCause>()
@@ -79,7 +79,7 @@ export const host = (options: Options): Effect.Effect<RanksHost, Transport.Trans
     const timers = new Set<ReturnType<typeof setTimeout>>()
     yield* Effect.addFinalizer(() => Effect.sync(() => timers.forEach(clearTimeout)))
     // The processes' own channels carry no frames: only their ends come through.
-    yield* Effect.gen(function*() {
+    yield* Effect.gen(function* () {
       while (true) {
         const event = yield* Queue.take(processes.transport.inbox)
         if (event._tag !== "Ended") continue

@@ -292,7 +292,7 @@ const parseJoin = (data: Uint8Array | string): Join | undefined => {
  * @category constructors
  */
 export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Transport.TransportError, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Long because it is a factory: the closures it returns share its state, and each is short.
     if (options.runToken.length < runTokenLengthMin) {
       return yield* new Transport.TransportError({
@@ -394,12 +394,16 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         const run = options.welcome?.(joinedRank)
         const runField = run === undefined ? {} : { run }
         if (version === 2) {
-          held = HeldLink.hold({
-            ...holdOptions,
-            rank: joinedRank,
-            endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
-            ended: () => void ended.add(joinedRank)
-          }, socket, (session) => socket.send(JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField })))
+          held = HeldLink.hold(
+            {
+              ...holdOptions,
+              rank: joinedRank,
+              endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
+              ended: () => void ended.add(joinedRank)
+            },
+            socket,
+            (session) => socket.send(JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField }))
+          )
           helds.set(joinedRank, held)
         } else {
           link = hub.attach(joinedRank, {
@@ -514,8 +518,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           ...(options.http === undefined ? {} : { http: options.http }),
           ...(options.tls === undefined ? {} : { tls: options.tls })
         }),
-      catch: (error) =>
-        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
+      catch: (error) => new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: DeathReport.errorMessage(error) } })
     })
     yield* Effect.addFinalizer(() =>
       Effect.promise(async () => {

@@ -25,16 +25,18 @@ import * as Transport from "./transport.ts"
  * @since 0.1.0
  * @category inspect
  */
-export const inspect = (options: { readonly messageBytesMax?: number } = {}): Transport.Inspect => (peer, frame) => {
-  const result = Codec.decode(frame, {
-    from: peer === Transport.coordinatorPeer ? "coordinator" : peer,
-    ...(options.messageBytesMax === undefined ? {} : { messageBytesMax: options.messageBytesMax })
-  })
-  if (Result.isSuccess(result)) return { _tag: "Decoded", value: result.success }
-  const error = result.failure
-  if (error.reason._tag === "SenderMismatch") return { _tag: "Impersonation", claimed: error.reason.got }
-  return { _tag: "Bad", error, closeCode: WireError.closeCode(error) }
-}
+export const inspect =
+  (options: { readonly messageBytesMax?: number } = {}): Transport.Inspect =>
+  (peer, frame) => {
+    const result = Codec.decode(frame, {
+      from: peer === Transport.coordinatorPeer ? "coordinator" : peer,
+      ...(options.messageBytesMax === undefined ? {} : { messageBytesMax: options.messageBytesMax })
+    })
+    if (Result.isSuccess(result)) return { _tag: "Decoded", value: result.success }
+    const error = result.failure
+    if (error.reason._tag === "SenderMismatch") return { _tag: "Impersonation", claimed: error.reason.got }
+    return { _tag: "Bad", error, closeCode: WireError.closeCode(error) }
+  }
 
 /** The messages that say only that their sender is alive. */
 const beacons = new Set(["Heartbeat", "CoordHeartbeat"])

@@ -107,7 +107,8 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
       transport: children.transport,
       spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
       terminate: (rank) => children.kill(rank),
-      formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault, area) => children.formRing(generation, peers, sharedSlots, area)
+      formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault, area) =>
+        children.formRing(generation, peers, sharedSlots, area)
     })
   )
 
@@ -149,9 +150,7 @@ export const connect = (options?: Transport.Options): Effect.Effect<WorkerRank, 
   Effect.suspend(() => {
     const parent = NodeRuntime.workerParent()
     if (parent === undefined) {
-      return Effect.fail(
-        new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort worker" } })
-      )
+      return Effect.fail(new Transport.TransportError({ reason: { _tag: "ConnectFailed", detail: "not inside a Cohort worker" } }))
     }
     return Effect.map(Children.connect(parent, options), (transport) => ({
       transport,

@@ -176,21 +176,14 @@ const failure = (
   reason: WireError.Reason,
   options: DecodeOptions | undefined,
   from: number | undefined
-): Result.Result<Frame.Frame, WireError.WireError> =>
-  Result.fail(new WireError.WireError({ reason, rank: errorRank(options, from) }))
+): Result.Result<Frame.Frame, WireError.WireError> => Result.fail(new WireError.WireError({ reason, rank: errorRank(options, from) }))
 
-const tooLarge = (
-  bytes: Uint8Array,
-  options: DecodeOptions | undefined
-): Result.Result<Frame.Frame, WireError.WireError> | undefined => {
+const tooLarge = (bytes: Uint8Array, options: DecodeOptions | undefined): Result.Result<Frame.Frame, WireError.WireError> | undefined => {
   const bytesMax = options?.messageBytesMax ?? Limits.defaults.messageBytesMax
-  return bytes.length > bytesMax
-    ? failure({ _tag: "FrameTooLarge", bytes: bytes.length, bytesMax }, options, undefined)
-    : undefined
+  return bytes.length > bytesMax ? failure({ _tag: "FrameTooLarge", bytes: bytes.length, bytesMax }, options, undefined) : undefined
 }
 
-const describe = (error: unknown): string =>
-  error instanceof Error ? error.message : typeof error === "string" ? error : "unknown error"
+const describe = (error: unknown): string => (error instanceof Error ? error.message : typeof error === "string" ? error : "unknown error")
 
 /** Decodes a frame that the scanner accepted: cbor-x, then the message table, then the schema. */
 const materialize = (
@@ -228,11 +221,7 @@ const materialize = (
   const fromCoordinator = from === Structures.coordinatorWireId
   if (entry.direction !== "both" && fromCoordinator !== (entry.direction === "toRank")) {
     const sender = fromCoordinator ? "the coordinator" : "a rank"
-    return failure(
-      { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent by ${sender}` },
-      options,
-      from
-    )
+    return failure({ _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent by ${sender}` }, options, from)
   }
   record["_tag"] = entry.tag
   const params = record["params"]
@@ -274,21 +263,14 @@ const materialize = (
  * @since 0.1.0
  * @category decoding
  */
-export const decode = (
-  bytes: Uint8Array,
-  options?: DecodeOptions
-): Result.Result<Frame.Frame, WireError.WireError> => {
+export const decode = (bytes: Uint8Array, options?: DecodeOptions): Result.Result<Frame.Frame, WireError.WireError> => {
   const large = tooLarge(bytes, options)
   if (large !== undefined) return large
   const expected = options?.from === undefined ? undefined : senderWireId(options.from)
   const scanned = Scan.scanFrame(bytes, 0, expected, fieldLimits(options))
   if (scanned.reason !== undefined) return failure(scanned.reason, options, scanned.from)
   if (scanned.end !== bytes.length) {
-    return failure(
-      { _tag: "MalformedCbor", offset: scanned.end, detail: "bytes after the frame" },
-      options,
-      scanned.from
-    )
+    return failure({ _tag: "MalformedCbor", offset: scanned.end, detail: "bytes after the frame" }, options, scanned.from)
   }
   return materialize(bytes, 0, scanned, options)
 }

@@ -92,7 +92,14 @@ const halfTable = (): Float32Array => {
     const sign = h & 0x8000 ? -1 : 1
     const e = (h >> 10) & 0x1f
     const m = h & 0x3ff
-    halves[h] = e === 0 ? sign * m * 2 ** -24 : e === 31 ? (m !== 0 ? Number.NaN : sign * Number.POSITIVE_INFINITY) : sign * (1 + m / 1024) * 2 ** (e - 15)
+    halves[h] =
+      e === 0
+        ? sign * m * 2 ** -24
+        : e === 31
+          ? m !== 0
+            ? Number.NaN
+            : sign * Number.POSITIVE_INFINITY
+          : sign * (1 + m / 1024) * 2 ** (e - 15)
   }
   return halves
 }
@@ -107,7 +114,11 @@ export const fromHalf = (h: number): number => halfTable()[h & 0xffff]!
  * @category sizes
  */
 export const packedBytes = (length: number, compression: Compression, block = blockDefault): number =>
-  compression === "none" ? 4 * length : compression === "fp16" ? headerBytes + 2 * length : headerBytes + 4 * Math.ceil(length / block) + length
+  compression === "none"
+    ? 4 * length
+    : compression === "fp16"
+      ? headerBytes + 2 * length
+      : headerBytes + 4 * Math.ceil(length / block) + length
 
 const header = (out: DataView, format: number, block: number, length: number): void => {
   out.setUint8(0, format)
@@ -132,7 +143,8 @@ export const pack = (values: Float32Array, compression: "fp16" | "int8", block =
     for (let i = 0; i < length; i++) view.setUint16(headerBytes + 2 * i, toHalf(values[i]!), true)
     return out
   }
-  if (!(Number.isInteger(block) && block >= blockMin && block <= blockMax)) throw new RangeError(`block must be an integer in [${blockMin}, ${blockMax}], got ${block}`)
+  if (!(Number.isInteger(block) && block >= blockMin && block <= blockMax))
+    throw new RangeError(`block must be an integer in [${blockMin}, ${blockMax}], got ${block}`)
   header(view, formatInt8, block, length)
   const blocks = Math.ceil(length / block)
   const quantized = new Int8Array(out.buffer, headerBytes + 4 * blocks, length)
@@ -203,8 +215,8 @@ export const words = (error: UnpackError): string =>
   error._tag === "Header"
     ? `a packed vector's header is bad: ${error.detail}`
     : error._tag === "Size"
-    ? `a packed vector of ${error.bytes} bytes, its header implies ${error.expected}`
-    : `a packed vector of ${error.length} values, above its bound of ${error.lengthMax}`
+      ? `a packed vector of ${error.bytes} bytes, its header implies ${error.expected}`
+      : `a packed vector of ${error.length} values, above its bound of ${error.lengthMax}`
 
 /**
  * Error feedback (docs/edge-averaging.md): packs `values + residual` and returns the bytes with

@@ -134,7 +134,8 @@ const buildStructures = (): {
   const structureOf = messages.map((entry) => structureFor(keysOf(entry)))
   // After every version 3 structure, so that their indices do not move.
   const fullStructureOf = messages.map((entry) =>
-    entry.optional === undefined ? undefined : structureFor([...keysOf(entry), ...entry.optional]))
+    entry.optional === undefined ? undefined : structureFor([...keysOf(entry), ...entry.optional])
+  )
   return { structures, structureOf, fullStructureOf }
 }
 
@@ -241,6 +242,9 @@ export const fnv1a32 = (text: string): number => {
  * @category versions
  */
 export const fingerprint: number = fnv1a32(
-  JSON.stringify(messages.map((entry) =>
-    entry.optional === undefined ? [entry.tag, entry.direction, entry.fields] : [entry.tag, entry.direction, entry.fields, entry.optional]))
+  JSON.stringify(
+    messages.map((entry) =>
+      entry.optional === undefined ? [entry.tag, entry.direction, entry.fields] : [entry.tag, entry.direction, entry.fields, entry.optional]
+    )
+  )
 )

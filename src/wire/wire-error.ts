@@ -130,7 +130,10 @@ export type Reason =
   | SenderMismatch
 
 // Named with its type written out so that JSR's fast type check (`deno publish`) can read it.
-const WireErrorBase: new (args: { readonly reason: Reason; readonly rank: Rank | undefined }) => Cause.YieldableError & {
+const WireErrorBase: new (args: {
+  readonly reason: Reason
+  readonly rank: Rank | undefined
+}) => Cause.YieldableError & {
   readonly _tag: "WireError"
   readonly reason: Reason
   readonly rank: Rank | undefined

@@ -38,7 +38,10 @@ const poisoned = async (poison: "scale" | "flip", options: Partial<RunOptions>) 
 }
 
 describe("robust aggregation end to end: rank 3 of 4 poisons every contribution", () => {
-  for (const [poison, robust] of [["scale", "trimmed-mean"], ["flip", "median"]] as const) {
+  for (const [poison, robust] of [
+    ["scale", "trimmed-mean"],
+    ["flip", "median"]
+  ] as const) {
     it(`${poison === "scale" ? "parameters × 1e6" : "sign-flipped parameters"}: the mean is wrecked, ${robust} lands on the honest model and names rank 3; every audit exact`, async () => {
       const plain = await poisoned(poison, {})
       const guarded = await poisoned(poison, { aggregate: robust })
@@ -59,7 +62,9 @@ describe("robust aggregation end to end: rank 3 of 4 poisons every contribution"
   it("outlierRoundsMax 3 declares the poisoner dead after its third outlier round; the survivors finish with an exact audit", async () => {
     const { result, distance } = await poisoned("scale", { aggregate: "median", outlierRoundsMax: 3 })
     expect(result.outcome.status).toBe("completed")
-    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[3, "refused: its parameters were outliers in 3 rounds (outlierRoundsMax 3)"]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([
+      [3, "refused: its parameters were outliers in 3 rounds (outlierRoundsMax 3)"]
+    ])
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1600, 0, 0]])
     expect(distance).toBeLessThan(0.01)
   })

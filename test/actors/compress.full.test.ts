@@ -15,10 +15,30 @@ type Round = { readonly type: string; readonly round?: number; readonly received
 
 /** One epoch of 3 ranks: the run, its rounds' traffic from the journal, the epoch model's largest distance from the target. */
 const run = async (compress: "none" | "fp16" | "int8") => {
-  const result = await Launcher.run({ trainer: wide, worldSize: 3, epochs: 1, heartbeatTimeoutMs: 5000, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir, compress })
-  const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Round).filter((e) => e.type === "round")
+  const result = await Launcher.run({
+    trainer: wide,
+    worldSize: 3,
+    epochs: 1,
+    heartbeatTimeoutMs: 5000,
+    tickMs: 50,
+    batchSize: 8,
+    averageEverySteps: 4,
+    outDir,
+    compress
+  })
+  const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Round)
+    .filter((e) => e.type === "round")
   const model = await SavedModel.read(join(result.runDir, "checkpoints", "v0"), SavedModel.coordinatorFiles)
-  if (model._tag !== "Model") throw new Error(`no epoch model (${compress}): ${model.reason}: ${readFileSync(join(result.runDir, "events.ndjson"), "utf8").split("\n").filter((l) => l.includes('"model"')).join("\n")} in ${result.runDir}`)
+  if (model._tag !== "Model")
+    throw new Error(
+      `no epoch model (${compress}): ${model.reason}: ${readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+        .split("\n")
+        .filter((l) => l.includes('"model"'))
+        .join("\n")} in ${result.runDir}`
+    )
   const error = Math.max(...model.params.map((v, j) => Math.abs(v - target[j]!)))
   const perRound = (key: "receivedBytes" | "sentBytes") => rounds.reduce((sum, r) => sum + r[key]!, 0) / rounds.length
   return { result, rounds, error, received: perRound("receivedBytes"), sent: perRound("sentBytes") }

@@ -34,21 +34,41 @@ const isRunning = (pid: number): boolean => {
 }
 /** The rank processes `parent` started: its children with a Cohort rank in their environment. */
 const ranksOf = (parent: number): Array<number> =>
-  readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
-    try {
-      return statOf(pid)?.[1] === String(parent) && readFileSync(`/proc/${pid}/environ`, "utf8").includes("COHORT_CHILD_RANK=")
-    } catch {
-      return false
-    }
-  })
+  readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        return statOf(pid)?.[1] === String(parent) && readFileSync(`/proc/${pid}/environ`, "utf8").includes("COHORT_CHILD_RANK=")
+      } catch {
+        return false
+      }
+    })
 
 describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
   it("every rank process saves (emergency) and exits within coordinatorTimeoutMs + 5 s, with one line each and no stack trace", async () => {
     const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
-    const child = spawn(process.execPath, [
-      ...args, "run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "500",
-      "--no-kill", "--coordinator-timeout-ms", String(coordinatorTimeoutMs), "--out", outDir
-    ], { stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(
+      process.execPath,
+      [
+        ...args,
+        "run",
+        "--trainer",
+        steady,
+        "--transport",
+        "process",
+        "--world-size",
+        "3",
+        "--epochs",
+        "500",
+        "--no-kill",
+        "--coordinator-timeout-ms",
+        String(coordinatorTimeoutMs),
+        "--out",
+        outDir
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
     let stdout = ""
     let stderr = ""
     let stderrAtKill = 0
@@ -82,22 +102,36 @@ describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
     const runDir = /writing (\S+)/.exec(stdout)?.[1]
     expect(runDir).toBeDefined()
     // One line per rank after the kill, and nothing else: no stack trace, no EPIPE.
-    const after = stderr.slice(Math.max(stderrAtKill, 0)).split("\n").filter((line) => line !== "").sort()
-    expect(after).toEqual([0, 1, 2].map((r) =>
-      `cohort rank ${r}: the coordinator is gone (channel closed); saved to ${runDir}/save/rank${r} (emergency)`
-    ))
+    const after = stderr
+      .slice(Math.max(stderrAtKill, 0))
+      .split("\n")
+      .filter((line) => line !== "")
+      .sort()
+    expect(after).toEqual(
+      [0, 1, 2].map((r) => `cohort rank ${r}: the coordinator is gone (channel closed); saved to ${runDir}/save/rank${r} (emergency)`)
+    )
     expect(stderr).not.toMatch(/EPIPE|^\s+at /m)
     for (const r of [0, 1, 2]) {
       const record = JSON.parse(readFileSync(`${runDir}/save/rank${r}/emergency.json`, "utf8")) as Rank.EmergencySave
-      expect([record.emergency, record.rank, record.reason, record.closeCode, record.detail, record.saved])
-        .toEqual([true, r, "ChannelClosed", 1006, "channel closed", true])
+      expect([record.emergency, record.rank, record.reason, record.closeCode, record.detail, record.saved]).toEqual([
+        true,
+        r,
+        "ChannelClosed",
+        1006,
+        "channel closed",
+        true
+      ])
       expect(JSON.parse(readFileSync(`${runDir}/save/rank${r}/steady.json`, "utf8")).rank).toBe(r)
     }
     // What the coordinator wrote before it died is readable: every whole line of the journal.
     const journal = `${runDir}/events.ndjson`
     if (existsSync(journal)) {
       const text = readFileSync(journal, "utf8")
-      for (const line of text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((l) => l !== "")) JSON.parse(line)
+      for (const line of text
+        .slice(0, text.lastIndexOf("\n") + 1)
+        .split("\n")
+        .filter((l) => l !== ""))
+        JSON.parse(line)
     }
     expect(existsSync(`${runDir}/ranks`)).toBe(true)
   }, 120_000)

@@ -24,7 +24,12 @@ export const demoEpoch = async (transport: "worker" | "websocket", cause: string
   expect(code).toBe(0)
   const result = JSON.parse(out.join("")) as {
     readonly exitCode: number
-    readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number; readonly accuracy: number }>
+    readonly epochs: ReadonlyArray<{
+      readonly samplesCommitted: number
+      readonly lost: number
+      readonly duplicated: number
+      readonly accuracy: number
+    }>
   }
   expect(result.exitCode).toBe(0)
   expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
@@ -45,7 +50,9 @@ export const demoEpoch = async (transport: "worker" | "websocket", cause: string
   expect(index(/\] decision: \d+ × ExtendPartition: remainder of rank 2 /)).toBeGreaterThan(death)
   const epochLine = index(/\] epoch 0 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy pending$/)
   expect(epochLine).toBeGreaterThan(death)
-  const evalLine = index(new RegExp(`\\] epoch 0 test accuracy ${result.epochs[0]!.accuracy.toFixed(4)} \\(eval on rank [013], loss \\d+\\.\\d{4}\\)$`))
+  const evalLine = index(
+    new RegExp(`\\] epoch 0 test accuracy ${result.epochs[0]!.accuracy.toFixed(4)} \\(eval on rank [013], loss \\d+\\.\\d{4}\\)$`)
+  )
   expect(evalLine).toBeGreaterThan(epochLine)
   return result.epochs[0]!.accuracy
 }

@@ -36,7 +36,12 @@ describe("cohort demo", () => {
       readonly backend: string
       readonly ring: { readonly generations: number; readonly links: string }
       readonly deaths: ReadonlyArray<{ readonly rank: number }>
-      readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number; readonly accuracy: number }>
+      readonly epochs: ReadonlyArray<{
+        readonly samplesCommitted: number
+        readonly lost: number
+        readonly duplicated: number
+        readonly accuracy: number
+      }>
     }
     expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[8000, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])
@@ -44,7 +49,10 @@ describe("cohort demo", () => {
     expect(records.evals.map(([epoch]) => epoch)).toEqual([0])
     expect([result.backend, result.ring.generations, result.ring.links]).toEqual(["ring", 2, "area"])
     // One journal decision per ring generation, naming its members, not one per member.
-    const journal = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { readonly type: string; readonly detail?: string })
+    const journal = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { readonly type: string; readonly detail?: string })
     const formRings = journal.filter((e) => e.type === "decision" && /^FormRing/.test(e.detail ?? "")).map((e) => e.detail!.split(": ")[0])
     expect(formRings).toEqual(["FormRing generation 0 to ranks 0, 1, 2, 3", "FormRing generation 1 to ranks 0, 1, 3"])
     // The ring averages the same contributions as cpu (the members that trained since the last

@@ -40,12 +40,15 @@ interface Hostile {
 
 /** A joiner of the run at `url` with the token (`rank: "auto"` by default), that sends what the test says. */
 const hostile = (url: string, rank: number | "auto" = "auto"): Promise<Hostile> =>
-  Effect.runPromise(Effect.gen(function*() {
-    const scope = yield* Scope.make()
-    const client = yield* WebSocket.connect({ url, runToken, rank }).pipe(Scope.provide(scope))
-    const say = (message: ToCoordinator): void => void client.transport.sendUnsafe(Transport.coordinatorPeer, Codec.encode(Frame.fromRank(client.rank, message)))
-    return { client, scope, say }
-  }))
+  Effect.runPromise(
+    Effect.gen(function* () {
+      const scope = yield* Scope.make()
+      const client = yield* WebSocket.connect({ url, runToken, rank }).pipe(Scope.provide(scope))
+      const say = (message: ToCoordinator): void =>
+        void client.transport.sendUnsafe(Transport.coordinatorPeer, Codec.encode(Frame.fromRank(client.rank, message)))
+      return { client, scope, say }
+    })
+  )
 
 interface Event {
   readonly type: string
@@ -80,7 +83,11 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
       onRankOutput: () => {}
     })
     const at = await url
-    const rank0: CliProcess = startCli(["join", at, "--trainer", held, "--token-file", tokenFile, "--rank", "0", "--save-dir", "save"], { cwd: dir, env, started: children })
+    const rank0: CliProcess = startCli(["join", at, "--trainer", held, "--token-file", tokenFile, "--rank", "0", "--save-dir", "save"], {
+      cwd: dir,
+      env,
+      started: children
+    })
     // Joins that come before the run formed take the pre-formation path: wait for the run to form.
     await waitFor(() => formed, 60_000, "the formation")
 
@@ -109,9 +116,14 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
     expect(result.outcome.joins?.map((j) => j.rank)).toEqual([2])
     expect([silent.client.rank, silent.client.closeCode()]).toEqual([3, Transport.CloseCode.JoinRunOver])
     expect(result.refusals).toEqual({ [Transport.CloseCode.ParamsMismatch]: 1 })
-    const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+    const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Event)
     expect(logged.filter((e) => e.type === "eval" && e.rank === 2)).toEqual([])
-    expect(logged.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address])).toEqual([[Transport.CloseCode.ParamsMismatch, "127.0.0.1"]])
+    expect(logged.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address])).toEqual([
+      [Transport.CloseCode.ParamsMismatch, "127.0.0.1"]
+    ])
   }, 120_000)
 
   it("a joiner let in that never says Hello is closed with 4004 once the formation timeout passed, counted and journaled as a refusal: it does not hold its index until the run ends", async () => {
@@ -143,7 +155,10 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
     await Effect.runPromise(Scope.close(rank0.scope, Exit.void))
     const result = await served
     expect(result.refusals).toEqual({ [Transport.CloseCode.JoinTimeout]: 1 })
-    const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event & { readonly reason?: string })
+    const logged = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Event & { readonly reason?: string })
     expect(logged.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address, e.reason])).toEqual([
       [Transport.CloseCode.JoinTimeout, "127.0.0.1", "rank 1 sent no Hello within 1000 ms of its join"]
     ])

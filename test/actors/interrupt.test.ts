@@ -30,7 +30,11 @@ const journalOf = (runDir: string): Array<RunEvent> => {
   const path = join(runDir, "events.ndjson")
   if (!existsSync(path)) return []
   const text = readFileSync(path, "utf8")
-  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as RunEvent)
+  return text
+    .slice(0, text.lastIndexOf("\n") + 1)
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 const onlyRunDir = (parent: string): string => {
@@ -40,13 +44,18 @@ const onlyRunDir = (parent: string): string => {
 
 const alive = (pid: number): boolean => spawnSync("kill", ["-0", String(pid)]).status === 0
 const childrenOf = (pid: number): Array<number> =>
-  (spawnSync("ps", ["-o", "pid=", "--ppid", String(pid)]).stdout?.toString() ?? "").split("\n").map((s) => Number(s.trim())).filter((n) => n > 0)
+  (spawnSync("ps", ["-o", "pid=", "--ppid", String(pid)]).stdout?.toString() ?? "")
+    .split("\n")
+    .map((s) => Number(s.trim()))
+    .filter((n) => n > 0)
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** Sums of the ranges, and whether they are sorted, disjoint and inside `[0, size)`. */
 const rangesOk = (ranges: ReadonlyArray<readonly [number, number]>, size: number): boolean =>
-  ranges.every(([offset, length], i) => length > 0 && offset + length <= size && (i === 0 || ranges[i - 1]![0] + ranges[i - 1]![1] <= offset))
+  ranges.every(
+    ([offset, length], i) => length > 0 && offset + length <= size && (i === 0 || ranges[i - 1]![0] + ranges[i - 1]![1] <= offset)
+  )
 
 interface Interrupted {
   readonly code: number | null
@@ -65,9 +74,25 @@ interface Interrupted {
  */
 const interruptCli = async (name: string, signal: "INT" | "TERM", transport: "process" | "worker"): Promise<Interrupted> => {
   const parent = join(outDir, name)
-  const child = spawn(process.execPath, cliArgs([
-    "run", "--trainer", steadySlow, "--transport", transport, "--world-size", "3", "--epochs", "400", "--no-kill", "--json", "--out", parent
-  ]), { stdio: ["ignore", "pipe", "pipe"] })
+  const child = spawn(
+    process.execPath,
+    cliArgs([
+      "run",
+      "--trainer",
+      steadySlow,
+      "--transport",
+      transport,
+      "--world-size",
+      "3",
+      "--epochs",
+      "400",
+      "--no-kill",
+      "--json",
+      "--out",
+      parent
+    ]),
+    { stdio: ["ignore", "pipe", "pipe"] }
+  )
   let stderr = ""
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
   child.stdout.on("data", () => undefined)
@@ -78,8 +103,14 @@ const interruptCli = async (name: string, signal: "INT" | "TERM", transport: "pr
   const until = Date.now() + 120_000
   while (Date.now() < until && !exitedEarly) {
     journal = journalOf(onlyRunDir(parent))
-    const epoch1 = journal.filter((e) => e.type === "progress" && e.epoch === 1).reduce((sum, e) => sum + (e.type === "progress" ? e.samplesDone : 0), 0)
-    if (journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && (epoch1 >= 0.4 * 1600 || journal.some((e) => e.type === "epoch" && e.summary.epoch >= 1))) break
+    const epoch1 = journal
+      .filter((e) => e.type === "progress" && e.epoch === 1)
+      .reduce((sum, e) => sum + (e.type === "progress" ? e.samplesDone : 0), 0)
+    if (
+      journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
+      (epoch1 >= 0.4 * 1600 || journal.some((e) => e.type === "epoch" && e.summary.epoch >= 1))
+    )
+      break
     await sleep(20)
   }
   const ranks = childrenOf(child.pid!)
@@ -102,16 +133,22 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
       `cohort: run interrupted by SIGINT: run in ${run.runDir}; ranks 0, 1, 2 saved under ${run.runDir}/save; ` +
         `the epoch's uncommitted ranges are in ${run.runDir}/summary.json; resume with: ${cliCommand()} resume ${run.runDir}`
     )
-    expect(run.stderr).toContain(
-      `cohort: SIGINT: asking the ranks to save and stop (grace 30 s); send it again to stop at once\n`
-    )
+    expect(run.stderr).toContain(`cohort: SIGINT: asking the ranks to save and stop (grace 30 s); send it again to stop at once\n`)
     // Every event up to then, in order, epoch 0's audit included; the journal ends with the outcome.
     const journal = journalOf(run.runDir)
     expect(journal.slice(0, run.journalWhileRunning.length)).toEqual(run.journalWhileRunning)
     const started = journal[0]!
-    expect(started.type === "started" && started.options).toMatchObject({ trainer: steadySlow, worldSize: 3, epochs: 400, transport: "process", interruptGraceMs: 30_000 })
+    expect(started.type === "started" && started.options).toMatchObject({
+      trainer: steadySlow,
+      worldSize: 3,
+      epochs: 400,
+      transport: "process",
+      interruptGraceMs: 30_000
+    })
     const epoch0 = journal.find((e) => e.type === "epoch" && e.summary.epoch === 0)
-    expect(epoch0?.type === "epoch" && [epoch0.summary.samplesCommitted, epoch0.summary.lost, epoch0.summary.duplicated]).toEqual([4800, 0, 0])
+    expect(epoch0?.type === "epoch" && [epoch0.summary.samplesCommitted, epoch0.summary.lost, epoch0.summary.duplicated]).toEqual([
+      4800, 0, 0
+    ])
     const ended = journal.at(-1)!
     expect(ended.type).toBe("ended")
     if (ended.type !== "ended") return
@@ -120,7 +157,12 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     // The summary agrees, with the epoch it stopped in and exactly that epoch's uncommitted ranges.
     const summary = JSON.parse(readFileSync(join(run.runDir, "summary.json"), "utf8")) as RunResult
     expect(summary.exitCode).toBe(130)
-    expect(summary.outcome).toMatchObject({ status: "interrupted", reason: "GracefulShutdown", detail: "interrupted by SIGINT", failures: [] })
+    expect(summary.outcome).toMatchObject({
+      status: "interrupted",
+      reason: "GracefulShutdown",
+      detail: "interrupted by SIGINT",
+      failures: []
+    })
     // Every rank announced its exit after its save (in the order they finished).
     expect([...summary.outcome.exits].sort()).toEqual([0, 1, 2])
     expect(summary.outcome.uncommitted?.epoch).toBe(summary.outcome.epochsCompleted)
@@ -134,14 +176,20 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     // (A child that outlives its parent by a moment, as esbuild's service after its stdin closed, gets 5 s.)
     const left = async (): Promise<Array<string>> => {
       for (let i = 0; i < 100 && run.ranks.some(alive); i++) await sleep(50)
-      return run.ranks.filter(alive).map((pid) => spawnSync("ps", ["-o", "args=", "-p", String(pid)]).stdout.toString().trim())
+      return run.ranks.filter(alive).map((pid) =>
+        spawnSync("ps", ["-o", "args=", "-p", String(pid)])
+          .stdout.toString()
+          .trim()
+      )
     }
     expect(await left()).toEqual([])
     // cohort report prints it: one line says it was interrupted; its exit code is the run's.
     const report = spawnSync(process.execPath, cliArgs(["report", run.runDir]), { encoding: "utf8" })
     expect(report.status).toBe(130)
     expect(report.stdout.split("\n").filter((line) => line.startsWith("outcome:"))).toEqual([
-      expect.stringMatching(/^outcome: interrupted by SIGINT after \d+ completed epochs? in \d+\.\d s; failures: none; final test accuracy -; (every audit clean|no epoch finished, so no audit)$/)
+      expect.stringMatching(
+        /^outcome: interrupted by SIGINT after \d+ completed epochs? in \d+\.\d s; failures: none; final test accuracy -; (every audit clean|no epoch finished, so no audit)$/
+      )
     ])
   }, 180_000)
 
@@ -173,7 +221,12 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
         if (event.type === "epoch" && event.summary.epoch === 0) controller.abort()
       }
     })
-    expect(result.outcome).toMatchObject({ status: "interrupted", reason: "GracefulShutdown", detail: "interrupted by aborted", failures: [] })
+    expect(result.outcome).toMatchObject({
+      status: "interrupted",
+      reason: "GracefulShutdown",
+      detail: "interrupted by aborted",
+      failures: []
+    })
     expect(result.exitCode).toBe(130)
     expect(result.saves).toEqual({ saved: [0, 1, 2], notSaved: [] })
     expect(result.outcome.uncommitted?.epoch).toBe(result.outcome.epochsCompleted)
@@ -192,7 +245,10 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
       worldSize: 3,
       epochs: 400,
       outDir,
-      kills: [{ rank: 2, atEpoch: 300, atFraction: 0.4, plan: "demo" }, { rank: 1, atEpoch: 300, atFraction: 0.5 }],
+      kills: [
+        { rank: 2, atEpoch: 300, atFraction: 0.4, plan: "demo" },
+        { rank: 1, atEpoch: 300, atFraction: 0.5 }
+      ],
       signal: controller.signal,
       onEvent: (event) => {
         if (event.type === "epoch" && event.summary.epoch === 0) controller.abort()
@@ -200,8 +256,14 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     })
     expect(result.outcome.status).toBe("interrupted")
     expect(result.skippedFaults.map((f) => [f.rank, f.reason.startsWith("the run ended after ")])).toEqual([[1, true]])
-    expect(journalOf(result.runDir).filter((e) => e.type === "fault-skipped").map((e) => e.type === "fault-skipped" && e.skipped.rank)).toEqual([1])
-    const warnings = Cli.renderResult(result).err?.split("\n").filter((line) => /did not happen/.test(line))
+    expect(
+      journalOf(result.runDir)
+        .filter((e) => e.type === "fault-skipped")
+        .map((e) => e.type === "fault-skipped" && e.skipped.rank)
+    ).toEqual([1])
+    const warnings = Cli.renderResult(result)
+      .err?.split("\n")
+      .filter((line) => /did not happen/.test(line))
     expect(warnings).toEqual([`cohort: warning: --kill 1@epoch 300 did not happen: ${result.skippedFaults[0]!.reason}`])
   }, 180_000)
 

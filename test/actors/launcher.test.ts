@@ -13,7 +13,14 @@ const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", impo
 const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
+const fast: Partial<RunOptions> = {
+  heartbeatTimeoutMs: 3000,
+  heartbeatIntervalMs: 200,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir
+}
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
@@ -53,12 +60,21 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     }
     expect(result.exitCode).toBe(0)
     expect(result.outcome.status).toBe("completed")
-    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
-    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "heartbeat"]])
+    expect(clean(result)).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0]
+    ])
+    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([
+      [1, "supervisor"],
+      [2, "heartbeat"]
+    ])
     expect(result.deaths.find((d) => d.rank === 1)?.cause).toBe("killed by terminate")
     expect(result.outcome.failures).toEqual([1, 2])
     expect(result.runId).toMatch(/^[0-9A-Za-z]{10}$/) // never starts with "-", so `cohort report ID` works
-    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string })
     expect(events[0]?.type).toBe("started")
     expect(events.filter((e) => e.type === "epoch")).toHaveLength(2)
     expect(events.filter((e) => e.type === "death")).toHaveLength(2)
@@ -68,7 +84,15 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   it("progressive mode reclaims a killed rank's chunks with a clean audit", async () => {
     const progress: Array<{ readonly rank: number; readonly samplesDone: number }> = []
     const result = await Launcher.run({
-      ...fast, trainer: steady, worldSize: 3, epochs: 1, mode: "progressive", kills: [{ rank: 0, atEpoch: 0, atFraction: 0.3 }, { rank: 1, atSeconds: 999 }],
+      ...fast,
+      trainer: steady,
+      worldSize: 3,
+      epochs: 1,
+      mode: "progressive",
+      kills: [
+        { rank: 0, atEpoch: 0, atFraction: 0.3 },
+        { rank: 1, atSeconds: 999 }
+      ],
       onEvent: (event) => void (event.type === "progress" ? progress.push(event) : undefined)
     })
     expect(result.exitCode).toBe(0)
@@ -83,15 +107,32 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("each rank's last progress event of an epoch, before the epoch's line, is what it trained of it: they add up to the epoch (static and progressive, cpu and ring)", async () => {
-    for (const [mode, backend] of [["static", "cpu"], ["static", "ring"], ["progressive", "cpu"]] as const) {
+    for (const [mode, backend] of [
+      ["static", "cpu"],
+      ["static", "ring"],
+      ["progressive", "cpu"]
+    ] as const) {
       const events: Array<RunEvent> = []
-      const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, mode, backend, onEvent: (event) => void events.push(event) })
+      const result = await Launcher.run({
+        ...fast,
+        trainer: steady,
+        worldSize: 3,
+        epochs: 2,
+        mode,
+        backend,
+        onEvent: (event) => void events.push(event)
+      })
       expect(result.exitCode).toBe(0)
       for (const epoch of [0, 1]) {
         const ended = events.findIndex((e) => e.type === "epoch" && e.summary.epoch === epoch)
         const last = new Map<number, number>()
         for (const e of events.slice(0, ended)) if (e.type === "progress" && e.epoch === epoch) last.set(e.rank, e.samplesDone)
-        expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({ mode, backend, epoch, trained: 4800 })
+        expect({ mode, backend, epoch, trained: [...last.values()].reduce((a, b) => a + b, 0) }).toEqual({
+          mode,
+          backend,
+          epoch,
+          trained: 4800
+        })
       }
     }
   }, 120_000)
@@ -102,14 +143,24 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths).toEqual([])
     expect(result.outcome.counters.roundsClosedAtDeadline).toBeGreaterThan(0)
-    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as RunEvent)
+    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as RunEvent)
       .flatMap((e) => (e.type === "round" ? [e.contributors] : []))
     expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
   }, 90_000)
 
   it("a resumed run keeps its parent's round deadline and quorum", async () => {
     const parent = await Launcher.run({
-      ...fast, trainer: steady, worldSize: 3, epochs: 2, roundDeadlineMs: 70, roundQuorum: 0.6, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+      ...fast,
+      trainer: steady,
+      worldSize: 3,
+      epochs: 2,
+      roundDeadlineMs: 70,
+      roundQuorum: 0.6,
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
     })
     expect(parent.exitCode).toBe(1)
     const child = await Launcher.run({ resume: parent.runDir, outDir, onRankOutput: () => {} })
@@ -119,7 +170,14 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   }, 90_000)
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
-    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 3,
+      epochs: 2,
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
     expect(result.exitCode).toBe(1)
     expect(result.outcome.reason).toBe("FailureLimitReached")
     expect([...result.outcome.exits].sort()).toEqual([0, 2])
@@ -136,14 +194,28 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
 
   it("says which survivor did not finish its save: rank 2's save fails", async () => {
     const failing = fileURLToPath(new URL("../fixtures/trainers/save-fails-on-rank-2.ts", import.meta.url))
-    const result = await Launcher.run({ ...fast, trainer: failing, worldSize: 3, epochs: 1, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: failing,
+      worldSize: 3,
+      epochs: 1,
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
     expect(result.exitCode).toBe(1)
     expect(result.saves).toEqual({ saved: [0], notSaved: [2] })
     expect(result.skippedFaults).toEqual([])
   })
 
   it("runs ranks as child processes too", async () => {
-    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, transport: "process", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 2,
+      epochs: 1,
+      transport: "process",
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
@@ -152,13 +224,25 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss", async () => {
     // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
-    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
-    type Round = { readonly type: "round"; readonly ms: number; readonly epoch: number; readonly round: number; readonly contributors: number; readonly openMs: number; readonly loss: number }
-    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; ms: number })
+    expect(clean(result)).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0]
+    ])
+    type Round = {
+      readonly type: "round"
+      readonly ms: number
+      readonly epoch: number
+      readonly round: number
+      readonly contributors: number
+      readonly openMs: number
+      readonly loss: number
+    }
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; ms: number })
     const rounds = events.filter((e): e is Round => e.type === "round")
-    expect(rounds.map((r) => [r.epoch, r.round, r.contributors])).toEqual(
-      Array.from({ length: 150 }, (_, i) => [i < 75 ? 0 : 1, i, 2])
-    )
+    expect(rounds.map((r) => [r.epoch, r.round, r.contributors])).toEqual(Array.from({ length: 150 }, (_, i) => [i < 75 ? 0 : 1, i, 2]))
     // The steady trainer's loss is its batch's size: 8 in every batch, so in every round's mean.
     expect(rounds.map((r) => r.loss)).toEqual(Array.from({ length: 150 }, () => 8))
     const epochEnds = events.filter((e) => e.type === "epoch").map((e) => e.ms)
@@ -169,24 +253,49 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("runs ranks as child processes over WebSocket too: the process's kill is the cause, the joins are logged, nothing refused", async () => {
-    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, transport: "websocket", kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 2,
+      epochs: 1,
+      transport: "websocket",
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause, d.redistributed])).toEqual([[1, "supervisor", "killed by SIGKILL", true]])
     expect(result.outcome.exits).toEqual([0])
     expect(result.refusals).toEqual({})
-    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+    const events = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(events[0]).toMatchObject({ type: "started", transport: "websocket" })
     expect(events[1]).toMatchObject({ type: "listening", url: expect.stringMatching(/^ws:\/\/127\.0\.0\.1:\d+\/$/) })
-    expect(events.filter((e) => e.type === "joined").map((e) => [e.rank, e.address]).sort()).toEqual([[0, "127.0.0.1"], [1, "127.0.0.1"]])
+    expect(
+      events
+        .filter((e) => e.type === "joined")
+        .map((e) => [e.rank, e.address])
+        .sort()
+    ).toEqual([
+      [0, "127.0.0.1"],
+      [1, "127.0.0.1"]
+    ])
     // The token never reaches the journal.
     expect(readFileSync(join(result.runDir, "events.ndjson"), "utf8")).not.toMatch(/runToken|token/)
   })
 
   const alwaysFails = fileURLToPath(new URL("../fixtures/trainers/always-fails.ts", import.meta.url))
-  type Event = { readonly type: string; readonly death?: { readonly rank: number; readonly stack?: string }; readonly outcome?: { readonly reason?: string } }
+  type Event = {
+    readonly type: string
+    readonly death?: { readonly rank: number; readonly stack?: string }
+    readonly outcome?: { readonly reason?: string }
+  }
   const journal = (result: Result): Array<Event> =>
-    readFileSync(join(result.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+    readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Event)
   /** The top frame of the trainer's throw, as each runtime prints it. */
   const trainerFrame = /^Error: trainBatch always fails\n\s+at (Object\.)?trainBatch \(/
 
@@ -197,7 +306,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(result.outcome.reason).toBe("TrainerFault")
       // The first two crashes declared are the pair named; the third rank may crash too, after the end.
       const [first, second] = result.deaths
-      expect(result.outcome.detail).toBe(`the trainer failed the same way on ranks ${first!.rank} and ${second!.rank}: trainBatch always fails`)
+      expect(result.outcome.detail).toBe(
+        `the trainer failed the same way on ranks ${first!.rank} and ${second!.rank}: trainBatch always fails`
+      )
       expect(result.outcome.repeatedCrash?.ranks).toEqual([first!.rank, second!.rank])
       expect(result.outcome.repeatedCrash?.stack).toMatch(trainerFrame)
       for (const death of result.deaths) {
@@ -210,7 +321,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(result.deaths.map((d) => d.rank)).toEqual(lost)
       expect(result.deaths.length).toBeGreaterThanOrEqual(2)
       for (const rank of result.outcome.failures) expect(lost).toContain(rank)
-      const summary = JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8")) as { deaths: Array<{ rank: number; stack: string }> }
+      const summary = JSON.parse(readFileSync(join(result.runDir, "summary.json"), "utf8")) as {
+        deaths: Array<{ rank: number; stack: string }>
+      }
       expect(summary.deaths.map((d) => d.rank)).toEqual(result.deaths.map((d) => d.rank))
       const events = journal(result)
       expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank)).toEqual(result.deaths.map((d) => d.rank))
@@ -233,7 +346,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       const error = "getParams\\(\\) returned 5 values; it returned 4 at the start \\(the parameter count never changes\\)"
       expect([result.exitCode, result.outcome.reason]).toEqual([1, "TrainerFault"])
       expect(result.outcome.detail).toMatch(new RegExp(`^the trainer failed the same way on ranks [01] and [01]: ${error}$`))
-      expect(result.deaths.map((death) => death.cause)).toEqual(result.deaths.map(() => expect.stringMatching(new RegExp(`^crashed: ${error}$`))))
+      expect(result.deaths.map((death) => death.cause)).toEqual(
+        result.deaths.map(() => expect.stringMatching(new RegExp(`^crashed: ${error}$`)))
+      )
     } finally {
       delete process.env["COHORT_TEST_BAD_PARAMS"]
     }
@@ -245,9 +360,16 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect([result.outcome.reason, result.outcome.detail]).toEqual(["AllRanksLost", "no survivor left"])
     expect(result.outcome.failures).toEqual([0, 1, 2, 3])
     expect(result.deaths.map((d) => d.rank).sort()).toEqual([0, 1, 2, 3])
-    expect(new Set(result.deaths.map((d) => `${d.detector}: ${d.cause}`))).toEqual(new Set(["supervisor: crashed: trainBatch always fails"]))
+    expect(new Set(result.deaths.map((d) => `${d.detector}: ${d.cause}`))).toEqual(
+      new Set(["supervisor: crashed: trainBatch always fails"])
+    )
     const events = journal(result)
-    expect(events.filter((e) => e.type === "death").map((e) => e.death!.rank).sort()).toEqual([0, 1, 2, 3])
+    expect(
+      events
+        .filter((e) => e.type === "death")
+        .map((e) => e.death!.rank)
+        .sort()
+    ).toEqual([0, 1, 2, 3])
     expect(events.filter((e) => e.type === "ended")).toHaveLength(1)
     expect(events.at(-1)).toMatchObject({ type: "ended", outcome: { reason: "AllRanksLost" } })
   })
@@ -281,31 +403,46 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     })
     expect(result.deaths).toEqual([])
     expect(result.outcome.status).toBe("completed")
-    expect(clean(result)).toEqual([[0, 262_144, 0, 0], [1, 262_144, 0, 0]])
+    expect(clean(result)).toEqual([
+      [0, 262_144, 0, 0],
+      [1, 262_144, 0, 0]
+    ])
     expect(result.exitCode).toBe(0)
     // The checkpoint holder saves after each epoch: one line per version, from whichever rank held the role.
     const checkpoints = join(Files.absolutePath(result.runDir), "checkpoints")
     expect(printed.map(([, line]) => line.replace(/: slope .*$/, ""))).toEqual([`save to ${checkpoints}/v0`, `save to ${checkpoints}/v1`])
     for (const rank of [0, 1, 2]) {
-      const lines = printed.filter(([r]) => r === rank).map(([, line]) => `${line}\n`).join("")
+      const lines = printed
+        .filter(([r]) => r === rank)
+        .map(([, line]) => `${line}\n`)
+        .join("")
       const log = join(result.runDir, "ranks", `rank${rank}.log`)
       expect(existsSync(log) ? readFileSync(log, "utf8") : "").toBe(lines)
     }
   }, 120_000)
 
   it("refuses bad options and bad trainers with a LaunchError naming the option", async () => {
-    const bad = (options: RunOptions) => Launcher.run(options).then(() => "resolved", (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`)
-    expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe("LaunchError kills/hangs: rank 9 is out of range [0, 4)")
+    const bad = (options: RunOptions) =>
+      Launcher.run(options).then(
+        () => "resolved",
+        (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`
+      )
+    expect(await bad({ trainer: steady, worldSize: 4, kills: [{ rank: 9, atSeconds: 1 }] })).toBe(
+      "LaunchError kills/hangs: rank 9 is out of range [0, 4)"
+    )
     expect(await bad({ trainer: steady, worldSize: 0 })).toBe("LaunchError worldSize: must be an integer >= 1, got 0")
-    expect(await bad({ trainer: steady, transport: "carrier-pigeon" as "worker" })).toBe(`LaunchError transport: must be "worker", "process" or "websocket", got "carrier-pigeon"`)
+    expect(await bad({ trainer: steady, transport: "carrier-pigeon" as "worker" })).toBe(
+      `LaunchError transport: must be "worker", "process" or "websocket", got "carrier-pigeon"`
+    )
     expect(await bad({ trainer: steady, averageEverySteps: 0 })).toBe("LaunchError averageEverySteps: must be an integer > 0, got 0")
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
     expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")
     expect(await bad({ trainer: steady, rankNice: 2.5 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 2.5")
-    expect(await bad({ trainer: steady, rankMemoryMb: 8 })).toBe("LaunchError rankMemoryMb: must be 0 (no limit) or an integer >= 16, got 8")
+    expect(await bad({ trainer: steady, rankMemoryMb: 8 })).toBe(
+      "LaunchError rankMemoryMb: must be 0 (no limit) or an integer >= 16, got 8"
+    )
     expect(await bad({ trainer: "no/such/trainer.ts" })).toBe("LaunchError trainer: no such file: no/such/trainer.ts")
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)
   })
 })
-

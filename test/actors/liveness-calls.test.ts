@@ -15,7 +15,14 @@ const outDir = mkdtempSync(join(tmpdir(), "cohort-liveness-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
 const heartbeatTimeoutMs = 1000
-const options: Partial<RunOptions> = { heartbeatTimeoutMs, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
+const options: Partial<RunOptions> = {
+  heartbeatTimeoutMs,
+  heartbeatIntervalMs: 200,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir
+}
 
 describe("a save longer than the heartbeat timeout is not a death", () => {
   // The fixture's save blocks its thread for 3000 ms: 3x heartbeatTimeoutMs.
@@ -40,7 +47,10 @@ describe("a save longer than the heartbeat timeout is not a death", () => {
       expect(result.deaths).toEqual([])
       expect(result.outcome.status).toBe("completed")
       expect(result.exitCode).toBe(0)
-      expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0], [4800, 0, 0]])
+      expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+        [4800, 0, 0],
+        [4800, 0, 0]
+      ])
       for (const version of [0, 1]) expect(existsSync(join(result.runDir, "checkpoints", `v${version}`, "steady.json"))).toBe(true)
       expect(result.alerts.filter((a) => a.class === "SaveTimeout" || a.class === "RankLost")).toEqual([])
     }, 90_000)
@@ -49,12 +59,22 @@ describe("a save longer than the heartbeat timeout is not a death", () => {
   it("a save past saveTimeoutMs: a SaveTimeout alert names the bound and the rank is declared (every rank saves as slowly, so each holder in turn)", async () => {
     // The fixture has no evaluate: the Eval before the checkpoint is never answered, and holds the
     // rank for evalTimeoutMs too (the coordinator cannot tell it was skipped), so both are small.
-    const result = await Launcher.run({ ...options, trainer: slowSave, worldSize: 2, epochs: 2, saveTimeoutMs: 500, evalTimeoutMs: 200, rolePolicy: { rank: 0 } })
+    const result = await Launcher.run({
+      ...options,
+      trainer: slowSave,
+      worldSize: 2,
+      epochs: 2,
+      saveTimeoutMs: 500,
+      evalTimeoutMs: 200,
+      rolePolicy: { rank: 0 }
+    })
     const timeouts = result.alerts.filter((a) => a.class === "SaveTimeout")
     expect(timeouts.length).toBeGreaterThanOrEqual(1)
     expect(timeouts[0]!.detail).toMatch(/^rank 0 ran past saveTimeoutMs 500 on checkpoint 0 \(no frame for \d+ ms\)$/)
     expect(result.deaths[0]).toMatchObject({ rank: 0, detector: "heartbeat" })
-    expect(result.deaths[0]!.cause).toMatch(/^no frame for \d+ ms \(timeout 1000 ms \+ evalTimeoutMs 200 \+ saveTimeoutMs 500 for the calls it was asked\)$/)
+    expect(result.deaths[0]!.cause).toMatch(
+      /^no frame for \d+ ms \(timeout 1000 ms \+ evalTimeoutMs 200 \+ saveTimeoutMs 500 for the calls it was asked\)$/
+    )
   }, 90_000)
 })
 

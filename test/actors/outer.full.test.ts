@@ -11,7 +11,18 @@ const wide = fileURLToPath(new URL("../fixtures/trainers/wide.ts", import.meta.u
 const outDir = mkdtempSync(join(tmpdir(), "cohort-outer-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const base: RunOptions = { trainer: wide, worldSize: 3, epochs: 2, heartbeatTimeoutMs: 5000, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir, outerLr: 0.7, outerMomentum: 0.9 }
+const base: RunOptions = {
+  trainer: wide,
+  worldSize: 3,
+  epochs: 2,
+  heartbeatTimeoutMs: 5000,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir,
+  outerLr: 0.7,
+  outerMomentum: 0.9
+}
 
 const read = async (dir: string, names: SavedModel.FileNames) => {
   const model = await SavedModel.read(dir, names)
@@ -22,7 +33,10 @@ const read = async (dir: string, names: SavedModel.FileNames) => {
 describe("the outer optimizer end to end (cpu backend)", () => {
   it("its momentum is saved with each epoch model, and a run resumed from epoch 0's model and momentum ends on the uninterrupted run's model; without the momentum it does not", async () => {
     const whole = await Launcher.run(base)
-    expect(whole.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1600, 0, 0], [1600, 0, 0]])
+    expect(whole.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+      [1600, 0, 0],
+      [1600, 0, 0]
+    ])
     const v0 = join(whole.runDir, "checkpoints", "v0")
     const model0 = await read(v0, SavedModel.coordinatorFiles)
     const momentum0 = await read(v0, SavedModel.outerMomentumFiles)
@@ -33,7 +47,8 @@ describe("the outer optimizer end to end (cpu backend)", () => {
     const resumeState = { epoch: 1, firstRound: model0.meta.round + 1, committed: [], params: model0.params }
     const resumed = await Launcher.run({ ...base, resumeState: { ...resumeState, outerMomentum: momentum0.params } })
     const cold = await Launcher.run({ ...base, resumeState })
-    for (const run of [resumed, cold]) expect(run.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1, 1600, 0, 0]])
+    for (const run of [resumed, cold])
+      expect(run.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1, 1600, 0, 0]])
     const again = await read(join(resumed.runDir, "checkpoints", "v1"), SavedModel.coordinatorFiles)
     const restarted = await read(join(cold.runDir, "checkpoints", "v1"), SavedModel.coordinatorFiles)
     const distance = (a: Float32Array, b: Float32Array) => Math.max(...a.map((v, j) => Math.abs(v - b[j]!)))

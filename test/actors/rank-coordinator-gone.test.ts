@@ -40,7 +40,7 @@ const rankData = (dir: string, coordinatorTimeoutMs: number): Rank.RankData => (
 
 /** Takes frames from the coordinator's inbox until the rank's `Hello`. */
 const awaitHello = (coordinator: Transport.TransportShape) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     while (true) {
       const event = yield* Queue.take(coordinator.inbox)
       if (event._tag !== "Frame") continue
@@ -59,15 +59,17 @@ describe(`a rank whose coordinator is gone saves and leaves (${runtime})`, () =>
     const lines: Array<string> = []
     let leftWith: number | undefined
     let leftAtMs = 0
-    const program = Effect.gen(function*() {
+    const program = Effect.gen(function* () {
       const network = yield* Memory.make
       const coordinator = yield* network.endpoint(Transport.coordinatorPeer)
       const transport = yield* network.endpoint(0)
       const link: Rank.Link = { transport, rank: 0, data: rankData(dir, 1500), detach: () => (line) => lines.push(line) }
-      const fiber = yield* Effect.forkChild(Rank.run(link, (code) => {
-        leftWith = code
-        leftAtMs = Date.now()
-      }))
+      const fiber = yield* Effect.forkChild(
+        Rank.run(link, (code) => {
+          leftWith = code
+          leftAtMs = Date.now()
+        })
+      )
       yield* awaitHello(coordinator)
       // 2 s of beats every 100 ms: well inside 1500 ms each time, so the rank stays.
       let lastBeatMs = 0
@@ -88,15 +90,13 @@ describe(`a rank whose coordinator is gone saves and leaves (${runtime})`, () =>
     expect([record.emergency, record.rank, record.reason, record.saved, record.epoch]).toEqual([true, 0, "CoordinatorSilent", true, -1])
     expect(record.silentMs).toBeGreaterThan(1500)
     expect(JSON.parse(readFileSync(`${dir}/save/rank0/steady.json`, "utf8"))).toEqual({ rank: 0, params: [0, 0, 0, 0] })
-    expect(lines).toEqual([
-      `cohort rank 0: the coordinator is gone (${record.detail}); saved to ${dir}/save/rank0 (emergency)`
-    ])
+    expect(lines).toEqual([`cohort rank 0: the coordinator is gone (${record.detail}); saved to ${dir}/save/rank0 (emergency)`])
     expect(record.detail).toMatch(/^no frame for \d+ ms, over coordinatorTimeoutMs 1500$/)
   }, 30_000)
 
   it("a rank the run closes at its end (4020, 4019) before it trained says so and saves nothing; one that trained saves as when the coordinator is gone", async () => {
     const closedBy = (code: number, trainFirst: boolean) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const dir = mkdtempSync(join(outDir, `closed-${code}-`))
         const lines: Array<string> = []
         let leftWith: number | undefined
@@ -106,7 +106,8 @@ describe(`a rank whose coordinator is gone saves and leaves (${runtime})`, () =>
         const link: Rank.Link = { transport, rank: 0, data: rankData(dir, 60_000), detach: () => (line) => lines.push(line) }
         const fiber = yield* Effect.forkChild(Rank.run(link, (code) => void (leftWith = code)))
         yield* awaitHello(coordinator)
-        if (trainFirst) yield* coordinator.send(0, Codec.encode(Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 16 })))
+        if (trainFirst)
+          yield* coordinator.send(0, Codec.encode(Frame.fromCoordinator({ _tag: "StartEpoch", epoch: 0, offset: 0, size: 16 })))
         yield* Effect.sleep(100)
         coordinator.disconnect(0, code)
         yield* Fiber.join(fiber)
@@ -119,15 +120,24 @@ describe(`a rank whose coordinator is gone saves and leaves (${runtime})`, () =>
       expect(() => emergencyOf(dir)).toThrow()
     }
     const trained = await Effect.runPromise(Effect.scoped(closedBy(Transport.CloseCode.JoinRunOver, true)))
-    expect(emergencyOf(trained.dir)).toMatchObject({ emergency: true, rank: 0, reason: "ChannelClosed", closeCode: 4020, epoch: 0, saved: true })
-    expect(trained.lines).toEqual([`cohort rank 0: the coordinator is gone (channel closed with code 4020); saved to ${trained.dir}/save/rank0 (emergency)`])
+    expect(emergencyOf(trained.dir)).toMatchObject({
+      emergency: true,
+      rank: 0,
+      reason: "ChannelClosed",
+      closeCode: 4020,
+      epoch: 0,
+      saved: true
+    })
+    expect(trained.lines).toEqual([
+      `cohort rank 0: the coordinator is gone (channel closed with code 4020); saved to ${trained.dir}/save/rank0 (emergency)`
+    ])
   }, 30_000)
 
   it("a WebSocket rank whose server goes away saves and leaves with code 3 at once, long before coordinatorTimeoutMs", async () => {
     const dir = mkdtempSync(join(outDir, "socket-"))
     const lines: Array<string> = []
     let leftWith: number | undefined
-    const program = Effect.gen(function*() {
+    const program = Effect.gen(function* () {
       const serverScope = yield* Scope.make()
       const runToken = "gone-token-0123456789"
       const server = yield* WebSocket.serve({ runToken, worldSize: 1 }).pipe(Scope.provide(serverScope))

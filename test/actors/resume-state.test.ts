@@ -17,7 +17,14 @@ const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.me
 const outDir = mkdtempSync(join(tmpdir(), "cohort-resume-state-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir }
+const fast: Partial<RunOptions> = {
+  heartbeatTimeoutMs: 3000,
+  heartbeatIntervalMs: 200,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir
+}
 
 /** The complement of `ranges` in `[0, total)`. */
 const complement = (ranges: ReadonlyArray<readonly [number, number]>, total: number): Array<readonly [number, number]> => {
@@ -33,13 +40,23 @@ const complement = (ranges: ReadonlyArray<readonly [number, number]>, total: num
 
 describe("resumeState", () => {
   it("a stopped run's survivors save their last averaged model; a run resumed from its outcome trains only the uncommitted ranges, from that model", async () => {
-    const first = await Launcher.run({ ...fast, trainer: steady, worldSize: 3, epochs: 2, failureLimit: { absolute: 1 }, kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }] })
+    const first = await Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 3,
+      epochs: 2,
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
+    })
     expect(first.exitCode).toBe(1)
     const uncommitted = first.outcome.uncommitted!
     expect(uncommitted.epoch).toBe(0)
     const models = await Promise.all([0, 2].map((rank) => SavedModel.read(join(first.runDir, "save", `rank${rank}`))))
     const rounds = models.map((m) => (m._tag === "Model" ? [m.meta.rank, m.meta.paramsLength, m.meta.epoch, m.meta.round >= 0] : m.reason))
-    expect(rounds).toEqual([[0, 4, 0, true], [2, 4, 0, true]])
+    expect(rounds).toEqual([
+      [0, 4, 0, true],
+      [2, 4, 0, true]
+    ])
     const model = models[0]!
     if (model._tag !== "Model") return
 
@@ -55,18 +72,37 @@ describe("resumeState", () => {
     })
     expect(second.exitCode).toBe(0)
     expect(second.outcome.epochsCompleted).toBe(2)
-    expect(second.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    expect(second.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0]
+    ])
     const checkpoint = await SavedModel.read(join(second.runDir, "checkpoints", "v1"))
-    expect(checkpoint._tag === "Model" ? [Array.from(checkpoint.params), checkpoint.meta.epoch, checkpoint.meta.round > model.meta.round] : checkpoint.reason).toEqual([[7, 7, 7, 7], 1, true])
+    expect(
+      checkpoint._tag === "Model"
+        ? [Array.from(checkpoint.params), checkpoint.meta.epoch, checkpoint.meta.round > model.meta.round]
+        : checkpoint.reason
+    ).toEqual([[7, 7, 7, 7], 1, true])
   })
 
   it("a model of another length than the trainer's fails the formation", async () => {
-    const run = Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, resumeState: { epoch: 0, firstRound: 1, committed: [], params: new Float32Array(5) } })
+    const run = Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 2,
+      epochs: 1,
+      resumeState: { epoch: 0, firstRound: 1, committed: [], params: new Float32Array(5) }
+    })
     await expect(run).rejects.toThrow("the saved model has 5 parameters; the trainer's model has 4 parameters")
   })
 
   it("a resume point outside the run is a LaunchError", async () => {
-    const run = Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 1, resumeState: { epoch: 1, firstRound: 0, committed: [], params: undefined } })
+    const run = Launcher.run({
+      ...fast,
+      trainer: steady,
+      worldSize: 2,
+      epochs: 1,
+      resumeState: { epoch: 1, firstRound: 0, committed: [], params: undefined }
+    })
     await expect(run).rejects.toThrow("resume epoch 1 is outside [0, 1)")
   })
 })

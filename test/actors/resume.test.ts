@@ -5,7 +5,18 @@
 // parent's directory as it was. Real workers, real child processes, the real CLI under each runtime.
 import { spawn, spawnSync } from "node:child_process"
 import { createHash } from "node:crypto"
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from "node:fs"
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  truncateSync,
+  writeFileSync
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -36,8 +47,12 @@ interface Exited {
 }
 
 /** Starts the CLI with `args` under this runtime; `exited` resolves with its code and output. */
-const startCli = (args: ReadonlyArray<string>): { readonly pid: number; readonly exited: Promise<Exited>; readonly stdout: () => string } => {
-  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], { stdio: ["ignore", "pipe", "pipe"] })
+const startCli = (
+  args: ReadonlyArray<string>
+): { readonly pid: number; readonly exited: Promise<Exited>; readonly stdout: () => string } => {
+  const child = spawn(process.execPath, [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args], {
+    stdio: ["ignore", "pipe", "pipe"]
+  })
   let stdout = ""
   let stderr = ""
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
@@ -70,7 +85,11 @@ const journalOf = (runDir: string): Array<RunEvent> => {
   const path = join(runDir, "events.ndjson")
   if (!existsSync(path)) return []
   const text = readFileSync(path, "utf8")
-  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as RunEvent)
+  return text
+    .slice(0, text.lastIndexOf("\n") + 1)
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 const summaryOf = (runDir: string): RunResult => JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult
@@ -105,14 +124,26 @@ describe(`cohort resume (${runtime})`, () => {
     // Every save and checkpoint folder holds both models, each readable: the trainer's own
     // (model.f32, model.json) and Cohort's (cohort-params.f32, cohort-params.json), neither
     // overwriting the other. 50,890 parameters: 784 * 64 + 64 + 64 * 10 + 10.
-    for (const [folder, epoch] of [[`${parent.runDir}/save/rank0`, 0], [`${base.runDir}/checkpoints/v0`, 0], [`${base.runDir}/checkpoints/v1`, 1]] as const) {
+    for (const [folder, epoch] of [
+      [`${parent.runDir}/save/rank0`, 0],
+      [`${base.runDir}/checkpoints/v0`, 0],
+      [`${base.runDir}/checkpoints/v1`, 1]
+    ] as const) {
       const trainers = await ModelFile.read(folder)
-      expect([trainers.params.length, trainers.meta.format, trainers.meta.model, trainers.meta.shape]).toEqual([50890, "cohort-model", "mlp", { inputs: 784, hidden: 64, classes: 10 }])
+      expect([trainers.params.length, trainers.meta.format, trainers.meta.model, trainers.meta.shape]).toEqual([
+        50890,
+        "cohort-model",
+        "mlp",
+        { inputs: 784, hidden: 64, classes: 10 }
+      ])
       const cohorts = await SavedModel.read(folder)
       expect(cohorts._tag === "Model" && [cohorts.params.length, cohorts.meta.epoch]).toEqual([50890, epoch])
     }
     // And the coordinator's model of each epoch, in the same checkpoint folders.
-    for (const [folder, epoch] of [[`${base.runDir}/checkpoints/v0`, 0], [`${base.runDir}/checkpoints/v1`, 1]] as const) {
+    for (const [folder, epoch] of [
+      [`${base.runDir}/checkpoints/v0`, 0],
+      [`${base.runDir}/checkpoints/v1`, 1]
+    ] as const) {
       const own = await SavedModel.read(folder, SavedModel.coordinatorFiles)
       expect(own._tag === "Model" && [own.params.length, own.meta.epoch, own.meta.rank]).toEqual([50890, epoch, -1])
     }
@@ -142,7 +173,10 @@ describe(`cohort resume (${runtime})`, () => {
     const started = journalOf(child.runDir)[0]!
     expect(started.type === "started" && [started.worldSize, started.epochs, started.resumed]).toEqual([3, 2, child.resumed])
     // The resumed epoch's audit counts both runs' samples, each once; then every remaining epoch.
-    expect(auditRows(child)).toEqual([[0, 8000, 0, 0], [1, 8000, 0, 0]])
+    expect(auditRows(child)).toEqual([
+      [0, 8000, 0, 0],
+      [1, 8000, 0, 0]
+    ])
     expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
     expect(child.outcome.status).toBe("completed")
     expect(child.finalAccuracy!).toBeGreaterThanOrEqual(base.finalAccuracy! - 0.01)
@@ -161,8 +195,20 @@ describe(`cohort resume (${runtime})`, () => {
   it.concurrent("SIGKILL of the coordinator (--transport process) mid-epoch, the journal cut mid-line: report reads it and gives the command; resume trains the cut epoch again from the last checkpoint with a clean audit", async () => {
     const parentOut = join(outDir, "killed")
     const run = startCli([
-      "run", "--trainer", steadySlow, "--transport", "process", "--world-size", "3", "--epochs", "3", "--no-kill",
-      "--coordinator-timeout-ms", "3000", "--out", parentOut
+      "run",
+      "--trainer",
+      steadySlow,
+      "--transport",
+      "process",
+      "--world-size",
+      "3",
+      "--epochs",
+      "3",
+      "--no-kill",
+      "--coordinator-timeout-ms",
+      "3000",
+      "--out",
+      parentOut
     ])
     let runDir = ""
     const until = Date.now() + 120_000
@@ -171,9 +217,11 @@ describe(`cohort resume (${runtime})`, () => {
       runDir = onlyRunDir(parentOut)
       const journal = runDir === "" ? [] : journalOf(runDir)
       if (
-        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && existsSync(join(runDir, "checkpoints", "v0", "cohort-params.json")) &&
+        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
+        existsSync(join(runDir, "checkpoints", "v0", "cohort-params.json")) &&
         journal.some((e) => e.type === "progress" && e.epoch === 1)
-      ) break
+      )
+        break
       await sleep(20)
     }
     spawnSync("kill", ["-KILL", String(run.pid)]) // kill(1): Deno's process.kill cannot send every signal
@@ -208,7 +256,13 @@ describe(`cohort resume (${runtime})`, () => {
         `resuming from checkpoint v${newest}, the model after the last audited epoch; epoch ${newest + 1} is trained from its start`
     ])
     const child = JSON.parse(resumed.stdout) as RunResult
-    expect(child.resumed).toMatchObject({ epoch: newest + 1, committedSamples: 0, committed: [], state: "checkpoint", loadedFrom: `${runDir}/checkpoints/v${newest}` })
+    expect(child.resumed).toMatchObject({
+      epoch: newest + 1,
+      committedSamples: 0,
+      committed: [],
+      state: "checkpoint",
+      loadedFrom: `${runDir}/checkpoints/v${newest}`
+    })
     expect(auditRows(child)).toEqual([newest + 1, 2].filter((e, i, all) => all.indexOf(e) === i).map((epoch) => [epoch, 4800, 0, 0]))
     expect(child.epochs.every((e) => e.spansRuns === undefined)).toBe(true)
     expect(child.exitCode).toBe(0)
@@ -259,7 +313,11 @@ describe(`cohort resume (${runtime})`, () => {
           if (event.type === "progress" && event.epoch === 1 && event.samplesDone >= 3000) controller.abort()
         }
       })
-      expect([result.outcome.status, result.outcome.uncommitted?.epoch, result.saves]).toEqual(["interrupted", 1, { saved: [0, 1, 2], notSaved: [] }])
+      expect([result.outcome.status, result.outcome.uncommitted?.epoch, result.saves]).toEqual([
+        "interrupted",
+        1,
+        { saved: [0, 1, 2], notSaved: [] }
+      ])
       return result
     }
 
@@ -287,7 +345,11 @@ describe(`cohort resume (${runtime})`, () => {
     const refused = async (dir: string, line: string, spawned = false): Promise<void> => {
       const before = existsSync(dir) ? snapshot(dir) : undefined
       const result = await resume([dir], spawned)
-      expect({ code: result.code, stderr: result.stderr, stdout: result.stdout }).toEqual({ code: 2, stderr: `cohort: ${line}\n`, stdout: "" })
+      expect({ code: result.code, stderr: result.stderr, stdout: result.stdout }).toEqual({
+        code: 2,
+        stderr: `cohort: ${line}\n`,
+        stdout: ""
+      })
       expect(existsSync(dir) ? snapshot(dir) : undefined).toEqual(before)
     }
 
@@ -313,9 +375,17 @@ describe(`cohort resume (${runtime})`, () => {
       // The same file with another dataset size; then the same size but other contents (each in a
       // process of its own: this one has the module cached).
       writeFileSync(trainer, source(20000))
-      await refused(parent.runDir, `resume: the trainer ${trainer} has 20000 training samples, but run ${parent.runId} trained on 24000; resume needs the same dataset`, true)
+      await refused(
+        parent.runDir,
+        `resume: the trainer ${trainer} has 20000 training samples, but run ${parent.runId} trained on 24000; resume needs the same dataset`,
+        true
+      )
       writeFileSync(trainer, `${source(24000)}// edited\n`)
-      await refused(parent.runDir, `resume: the trainer ${trainer} is not the file run ${parent.runId} trained with (its SHA-256 differs); resume needs the same trainer`, true)
+      await refused(
+        parent.runDir,
+        `resume: the trainer ${trainer} is not the file run ${parent.runId} trained with (its SHA-256 differs); resume needs the same trainer`,
+        true
+      )
       writeFileSync(trainer, source(24000))
 
       // Every survivor's save corrupt and no checkpoint: nothing to load.
@@ -358,10 +428,18 @@ describe(`cohort resume (${runtime})`, () => {
       try {
         for (let i = 0; i < 6000 && !existsSync(lock); i++) await sleep(20)
         expect(JSON.parse(readFileSync(lock, "utf8")).pid).toBe(first.pid)
-        await refused(corrupt, `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`)
+        await refused(
+          corrupt,
+          `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`
+        )
         // The resumed run itself is still training (held): resuming it is refused by its run.lock.
         const resumedRuns = join(outDir, "corrupt-resumed")
-        for (let i = 0; i < 6000 && !(existsSync(resumedRuns) && readdirSync(resumedRuns).some((id) => existsSync(join(resumedRuns, id, "run.lock")))); i++) await sleep(20)
+        for (
+          let i = 0;
+          i < 6000 && !(existsSync(resumedRuns) && readdirSync(resumedRuns).some((id) => existsSync(join(resumedRuns, id, "run.lock"))));
+          i++
+        )
+          await sleep(20)
         const runningId = readdirSync(resumedRuns).find((id) => existsSync(join(resumedRuns, id, "run.lock")))!
         const running = await resume([join(resumedRuns, runningId)])
         expect({ code: running.code, stderr: running.stderr }).toEqual({
@@ -373,7 +451,10 @@ describe(`cohort resume (${runtime})`, () => {
         const marker = join(corrupt, "resumed-by.json")
         expect(existsSync(marker)).toBe(false)
         writeFileSync(marker, `${JSON.stringify({ runId: runningId, runDir: join(resumedRuns, runningId) })}\n`)
-        await refused(corrupt, `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`)
+        await refused(
+          corrupt,
+          `resume: run ${parent.runId} is already being resumed by process ${first.pid} (lock file ${lock}); wait for it to end`
+        )
         rmSync(marker)
       } finally {
         rmSync(hold, { force: true })
@@ -385,8 +466,15 @@ describe(`cohort resume (${runtime})`, () => {
           `resuming from checkpoint v0, the model after the last audited epoch; epoch 1 is trained from its start`
       ])
       const fromCheckpoint = JSON.parse(done.stdout) as RunResult
-      expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual(["checkpoint", 1, 0])
-      expect(auditRows(fromCheckpoint)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
+      expect([fromCheckpoint.resumed?.state, fromCheckpoint.resumed?.epoch, fromCheckpoint.resumed?.committedSamples]).toEqual([
+        "checkpoint",
+        1,
+        0
+      ])
+      expect(auditRows(fromCheckpoint)).toEqual([
+        [1, 24000, 0, 0],
+        [2, 24000, 0, 0]
+      ])
       // The lock is gone and nothing else in the parent changed but the marker naming the run that
       // resumed it, which refuses a second resume (it would train the same samples again).
       const { ["resumed-by.json"]: marker, ...after } = snapshot(corrupt)
@@ -401,7 +489,8 @@ describe(`cohort resume (${runtime})`, () => {
 
       // Rank 0's save is a model of no round (a ring joiner still waiting for its model when the
       // run stopped saves its initial one): the newest round's save, rank 1's, is loaded instead.
-      const round = (JSON.parse(readFileSync(join(parent.runDir, "save", "rank1", "cohort-params.json"), "utf8")) as { round: number }).round
+      const round = (JSON.parse(readFileSync(join(parent.runDir, "save", "rank1", "cohort-params.json"), "utf8")) as { round: number })
+        .round
       expect(round).toBeGreaterThan(0)
       await SavedModel.write(join(parent.runDir, "save", "rank0"), new Float32Array(4), { epoch: 1, round: -1, rank: 0 })
       // A lock left by a resume that was killed (its process is gone) is taken over.
@@ -417,8 +506,16 @@ describe(`cohort resume (${runtime})`, () => {
       const child = JSON.parse(resumed.stdout) as RunResult
       const left = uncommitted.ranges.reduce((sum, [, size]) => sum + size, 0)
       expect(left).toBeLessThan(24000 - 3 * 1024)
-      expect(child.resumed).toMatchObject({ epoch: 1, committedSamples: 24000 - left, state: "save", loadedFrom: `${parent.runDir}/save/rank1` })
-      expect(auditRows(child)).toEqual([[1, 24000, 0, 0], [2, 24000, 0, 0]])
+      expect(child.resumed).toMatchObject({
+        epoch: 1,
+        committedSamples: 24000 - left,
+        state: "save",
+        loadedFrom: `${parent.runDir}/save/rank1`
+      })
+      expect(auditRows(child)).toEqual([
+        [1, 24000, 0, 0],
+        [2, 24000, 0, 0]
+      ])
       expect(child.epochs[0]!.spansRuns).toEqual([parent.runId, child.runId])
       // Its report says where it came from.
       const report = await cohort("report", child.runDir)

@@ -15,14 +15,29 @@ const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", impor
 const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-direct-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir, backend: "ring", transport: "process" }
+const fast: Partial<RunOptions> = {
+  heartbeatTimeoutMs: 3000,
+  heartbeatIntervalMs: 200,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir,
+  backend: "ring",
+  transport: "process"
+}
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 describe("the ring between processes over direct links", () => {
   it("a rank that hangs mid-collective (its links stay open) is declared stale by the coordinator; the survivors re-form, redo the round over new links, and the audit is clean", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 2, round: 2, step: 2, fault: "hang" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 2, round: 2, step: 2, fault: "hang" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[2, "heartbeat"]])

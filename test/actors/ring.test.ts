@@ -11,7 +11,15 @@ const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", impor
 const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
-const fast: Partial<RunOptions> = { heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4, outDir, backend: "ring" }
+const fast: Partial<RunOptions> = {
+  heartbeatTimeoutMs: 3000,
+  heartbeatIntervalMs: 200,
+  tickMs: 50,
+  batchSize: 8,
+  averageEverySteps: 4,
+  outDir,
+  backend: "ring"
+}
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
@@ -21,9 +29,18 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   // the demo's, test/actors/demo.test.ts).
   it("a rank that exits while a collective is in flight: the survivors abort, re-form generation 1, redo the round, and every audit of both epochs is clean", async () => {
     // Ring of 3: steps 0-1 reduce-scatter, 2-3 all-gather; rank 1 leaves before its step 1 of round 2.
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 2, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 2,
+      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(0)
-    expect(clean(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0]])
+    expect(clean(result)).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0]
+    ])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.backend).toBe("ring")
     expect(result.ring?.generations).toBe(2)
@@ -33,7 +50,15 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("over MessageChannel links only (ringSharedSlots 0 and ringAreaMemoryMb 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, ringSharedSlots: 0, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      ringSharedSlots: 0,
+      ringAreaMemoryMb: 0,
+      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
@@ -43,7 +68,15 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
 
   it("over shared-memory links with one slot (no all-reduce area: ringAreaMemoryMb 0; most steps find the slot taken and take the port, in order): a rank that exits in the all-gather, the survivors redo the round with clean audits", async () => {
     // Ring of 4: steps 0-2 reduce-scatter, 3-5 all-gather; rank 2 leaves before its step 4 of round 3.
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 4, epochs: 1, ringSharedSlots: 1, ringAreaMemoryMb: 0, collectiveFaults: [{ rank: 2, round: 3, step: 4, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 4,
+      epochs: 1,
+      ringSharedSlots: 1,
+      ringAreaMemoryMb: 0,
+      collectiveFaults: [{ rank: 2, round: 3, step: 4, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[2, "supervisor", "exited with code 70 without Exiting"]])
@@ -58,11 +91,17 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
       trainer: drifting,
       worldSize: 4,
       epochs: 1,
-      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }, { rank: 2, round: 2, step: 1, fault: "exit" }]
+      collectiveFaults: [
+        { rank: 1, round: 2, step: 1, fault: "exit" },
+        { rank: 2, round: 2, step: 1, fault: "exit" }
+      ]
     })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
-    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([[1, "supervisor"], [2, "supervisor"]])
+    expect(result.deaths.map((d) => [d.rank, d.detector]).sort()).toEqual([
+      [1, "supervisor"],
+      [2, "supervisor"]
+    ])
     // One generation per batch of deaths: 2 when both were declared in one tick, 3 otherwise.
     expect([2, 3]).toContain(result.ring?.generations)
   })
@@ -83,7 +122,13 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("a ring that falls to one survivor ends SingleSurvivor: the survivor saves the last committed average and the outcome lists the uncommitted rest", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 2, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 0, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 2,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 0, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(1)
     expect(result.outcome.reason).toBe("SingleSurvivor")
     expect(result.saves).toEqual({ saved: [0], notSaved: [] })
@@ -123,7 +168,14 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("child processes send their ring steps rank to rank over direct links (the coordinator relays none): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      transport: "process",
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "exited with code 70 without Exiting"]])
@@ -133,11 +185,21 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("a relayed rank (child processes, ringLinks relay) that sends a corrupt ring step (every value NaN) is closed with BadRingStep (4012) and declared dead; its neighbours never see the step, and the survivors finish with clean audits", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, transport: "process", ringLinks: "relay", worldSize: 3, epochs: 1, collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "corrupt" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      transport: "process",
+      ringLinks: "relay",
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "corrupt" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     // Only the sender dies: had the step gone on, rank 2's collective would have failed instead.
-    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "refused: a bad ring step (close code 4012): step 1 carried a contribution count of NaN, expected an integer in [0, 2]"]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([
+      [1, "refused: a bad ring step (close code 4012): step 1 carried a contribution count of NaN, expected an integer in [0, 2]"]
+    ])
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.links).toBe("relay")
     expect(result.ring?.relayed).toBeGreaterThan(0)
@@ -158,7 +220,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
-    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "crashed: rank 2: ring collective failed: step 5 carried a value that is not finite"]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([
+      [2, "crashed: rank 2: ring collective failed: step 5 carried a value that is not finite"]
+    ])
     expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
       "[rank 2] cohort rank 2: ring collective failed (direct link): step 5 carried a value that is not finite"
     ])
@@ -178,7 +242,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
-    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "crashed: rank 1: ring collective failed: this rank's contribution carried a value that is not finite"]])
+    expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([
+      [1, "crashed: rank 1: ring collective failed: this rank's contribution carried a value that is not finite"]
+    ])
     expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
       "[rank 1] cohort rank 1: ring collective failed (shared all-reduce): this rank's contribution carried a value that is not finite"
     ])
@@ -187,7 +253,14 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
   })
 
   it("progressive mode: chunks commit at the ring round's close; a rank exiting mid-collective loses nothing", async () => {
-    const result = await Launcher.run({ ...fast, trainer: drifting, worldSize: 3, epochs: 1, mode: "progressive", collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }] })
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      worldSize: 3,
+      epochs: 1,
+      mode: "progressive",
+      collectiveFaults: [{ rank: 2, round: 3, step: 0, fault: "exit" }]
+    })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths.map((d) => d.rank)).toEqual([2])

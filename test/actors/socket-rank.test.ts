@@ -4,7 +4,9 @@ import * as SocketRank from "../../actors/rank/socket-rank.ts"
 
 describe("a joined rank's save folder", () => {
   it("without --save-dir each run has its own folder under it, named by the run id the welcome carries", () => {
-    expect(SocketRank.runSaveDir("/home/me/cohort-save", true, { worldSize: 2, runId: "Xq3f9LmA2c" })).toBe("/home/me/cohort-save/Xq3f9LmA2c")
+    expect(SocketRank.runSaveDir("/home/me/cohort-save", true, { worldSize: 2, runId: "Xq3f9LmA2c" })).toBe(
+      "/home/me/cohort-save/Xq3f9LmA2c"
+    )
     expect(SocketRank.runSaveDir("/home/me/cohort-save", true, { worldSize: 2, runId: "ab_C-9" })).toBe("/home/me/cohort-save/ab_C-9")
   })
 
@@ -13,7 +15,16 @@ describe("a joined rank's save folder", () => {
   })
 
   it("a welcome without a run id (an older coordinator), or with one that is not a plain folder name, saves in the folder itself", () => {
-    for (const run of [{ worldSize: 2 }, { runId: "../escape" }, { runId: "a/b" }, { runId: "" }, { runId: 7 }, { runId: "x".repeat(65) }, undefined, null]) {
+    for (const run of [
+      { worldSize: 2 },
+      { runId: "../escape" },
+      { runId: "a/b" },
+      { runId: "" },
+      { runId: 7 },
+      { runId: "x".repeat(65) },
+      undefined,
+      null
+    ]) {
       expect(SocketRank.runSaveDir("/home/me/cohort-save", true, run)).toBe("/home/me/cohort-save")
     }
   })

@@ -50,10 +50,28 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
   // A process of its own: it runs beside the in-process runs below, which block this thread in turn.
   it.concurrent("the coordinator's process stopped with SIGSTOP for 3 s while its rank processes heartbeat: exit 0, no death", async () => {
     const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
-    const child = spawn(process.execPath, [
-      ...args, "run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "25",
-      "--heartbeat-timeout-ms", "1000", "--no-kill", "--json", "--out", outDir
-    ], { stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(
+      process.execPath,
+      [
+        ...args,
+        "run",
+        "--trainer",
+        steady,
+        "--transport",
+        "process",
+        "--world-size",
+        "3",
+        "--epochs",
+        "25",
+        "--heartbeat-timeout-ms",
+        "1000",
+        "--no-kill",
+        "--json",
+        "--out",
+        outDir
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
     let stdout = ""
     let stderr = ""
     let stopped = false
@@ -82,7 +100,11 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
       const result = await blockedOnce(3000, { heartbeatTimeoutMs: 1000 })
       expect(result.deaths).toEqual([])
       expect(result.exitCode).toBe(0)
-      expect(audits(result)).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
+      expect(audits(result)).toEqual([
+        [0, 4800, 0, 0],
+        [1, 4800, 0, 0],
+        [2, 4800, 0, 0]
+      ])
       const longest = Math.max(...stalls(result).map((a) => stallMs(a.detail)))
       expect(longest).toBeGreaterThanOrEqual(3000)
       expect(stalls(result).every((a) => a.severity === "warn" && a.path === "root")).toBe(true)

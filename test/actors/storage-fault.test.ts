@@ -12,12 +12,20 @@ describe("storage faults", () => {
     expect([node.error, deno.error]).toEqual(["ENOSPC: no space left on device, write", "EROFS: read-only file system (os error 30)"])
     expect(StorageFault.text(node)).toBe("cannot write runs/a/events.ndjson: ENOSPC: no space left on device, write")
     expect(StorageFault.alert(node, 7)).toEqual({
-      ts: 7, severity: "critical", path: "root", class: "StorageFault", detail: "cannot write runs/a/events.ndjson: ENOSPC: no space left on device, write", count: 1
+      ts: 7,
+      severity: "critical",
+      path: "root",
+      class: "StorageFault",
+      detail: "cannot write runs/a/events.ndjson: ENOSPC: no space left on device, write",
+      count: 1
     })
   })
 
   it("a rank's failure text is a storage fault when it names a refused write's code", () => {
-    expect(["EIO: i/o error, write", "EMFILE: too many open files, open 'x'", "the trainer's save threw: boom", "ENOENTITY"].map(StorageFault.isStorageError))
-      .toEqual([true, true, false, false])
+    expect(
+      ["EIO: i/o error, write", "EMFILE: too many open files, open 'x'", "the trainer's save threw: boom", "ENOENTITY"].map(
+        StorageFault.isStorageError
+      )
+    ).toEqual([true, true, false, false])
   })
 })

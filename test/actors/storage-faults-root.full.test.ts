@@ -49,7 +49,11 @@ const journalOf = (runDir: string): Array<RunEvent> => {
   const path = join(runDir, "events.ndjson")
   if (!existsSync(path)) return []
   const text = readFileSync(path, "utf8")
-  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as RunEvent)
+  return text
+    .slice(0, text.lastIndexOf("\n") + 1)
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 /** Each batch's wait (ms): an epoch of 2 ranks lasts about 18 s, long enough to fill a disk inside it. */
@@ -60,18 +64,27 @@ const env = { COHORT_TEST_BATCH_MS: "240" }
  * epoch 1 is under way; resolves with the CLI and its run directory.
  */
 const startRun = async (out: string, epochs: number) => {
-  const run = startCli([
-    "run", "--trainer", steadyPaced, "--transport", "worker", "--world-size", "2", "--epochs", String(epochs), "--no-kill", "--out", out
-  ], { cwd: process.cwd(), env, started })
+  const run = startCli(
+    ["run", "--trainer", steadyPaced, "--transport", "worker", "--world-size", "2", "--epochs", String(epochs), "--no-kill", "--out", out],
+    { cwd: process.cwd(), env, started }
+  )
   let runDir = ""
-  await waitFor(() => {
-    const dirs = existsSync(out) ? readdirSync(out) : []
-    runDir = dirs.length === 1 ? join(out, dirs[0]!) : ""
-    const journal = runDir === "" ? [] : journalOf(runDir)
-    const v0 = join(runDir, "checkpoints", "v0")
-    return journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && journal.some((e) => e.type === "progress" && e.epoch === 1) &&
-      existsSync(v0) && readdirSync(v0).some((name) => name.endsWith(".json"))
-  }, 120_000, `epoch 1 under way (stderr: ${run.err()})`)
+  await waitFor(
+    () => {
+      const dirs = existsSync(out) ? readdirSync(out) : []
+      runDir = dirs.length === 1 ? join(out, dirs[0]!) : ""
+      const journal = runDir === "" ? [] : journalOf(runDir)
+      const v0 = join(runDir, "checkpoints", "v0")
+      return (
+        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
+        journal.some((e) => e.type === "progress" && e.epoch === 1) &&
+        existsSync(v0) &&
+        readdirSync(v0).some((name) => name.endsWith(".json"))
+      )
+    },
+    120_000,
+    `epoch 1 under way (stderr: ${run.err()})`
+  )
   return { run, runDir }
 }
 
@@ -79,7 +92,10 @@ const startRun = async (out: string, epochs: number) => {
 const expectStopped = async (run: ReturnType<typeof startCli>, runDir: string, code: string, words: string) => {
   expect(await run.exit, run.err()).toBe(5)
   const journal = join(runDir, "events.ndjson")
-  const lines = run.err().split("\n").filter((line) => line.startsWith(`cohort: cannot write `))
+  const lines = run
+    .err()
+    .split("\n")
+    .filter((line) => line.startsWith(`cohort: cannot write `))
   expect(lines.length, run.err()).toBe(1)
   expect(lines[0]).toMatch(new RegExp(`^cohort: cannot write ${journal}: ${code}: ${words}`))
   expect(lines[0]).toContain(`resume with: `)
@@ -161,7 +177,10 @@ describe(`a run whose record cannot be written (${runtime})`, () => {
     mkdirSync(mount)
     try {
       sh("mount", ["-t", "tmpfs", "-o", "size=100k,ro", "tmpfs", mount])
-      const run = startCli(["run", "--trainer", steadyPaced, "--world-size", "2", "--epochs", "1", "--no-kill", "--out", join(mount, "runs")], { cwd: process.cwd(), started })
+      const run = startCli(
+        ["run", "--trainer", steadyPaced, "--world-size", "2", "--epochs", "1", "--no-kill", "--out", join(mount, "runs")],
+        { cwd: process.cwd(), started }
+      )
       expect(await run.exit).toBe(3)
       // Node and Bun name the first folder they could not create; Deno the whole path asked for.
       const runs = join(mount, "runs").replace(/[.*+?^${}()|[\]\\]/g, "\\$&")

@@ -21,14 +21,25 @@ afterAll(() => {
 describe("a local WebSocket run over TLS", () => {
   it("its rank processes join over wss://, pinning the certificate; the audits are exact and the journal holds no key", async () => {
     const result = await Launcher.run({
-      trainer: steady, worldSize: 2, epochs: 1, transport: "websocket", outDir,
-      heartbeatTimeoutMs: 3000, heartbeatIntervalMs: 200, tickMs: 50, batchSize: 8, averageEverySteps: 4,
+      trainer: steady,
+      worldSize: 2,
+      epochs: 1,
+      transport: "websocket",
+      outDir,
+      heartbeatTimeoutMs: 3000,
+      heartbeatIntervalMs: 200,
+      tickMs: 50,
+      batchSize: 8,
+      averageEverySteps: 4,
       tls: { cert: certs.cert, key: certs.key }
     })
     expect(result.exitCode).toBe(0)
     expect(result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 4800, 0, 0]])
     const journal = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
-    const events = journal.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>)
+    const events = journal
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
     expect(events[1]).toMatchObject({ type: "listening", url: expect.stringMatching(/^wss:\/\/127\.0\.0\.1:\d+\/$/) })
     expect(events[0]).toMatchObject({ type: "started", options: { tls: true } })
     expect(journal).not.toContain("PRIVATE KEY")

@@ -20,37 +20,53 @@ describe("the outer optimizer (SGD with Nesterov momentum on each round's mean c
   })
 
   it("property: lr 1 without momentum is the averaged model itself; momentum of another length counts as zeros", () => {
-    fc.assert(fc.property(
-      fc.array(fc.tuple(fc.float({ min: -100, max: 100, noNaN: true }), fc.float({ min: -100, max: 100, noNaN: true })), { maxLength: 50 }),
-      (pairs) => {
-        const base = f32(pairs.map(([b]) => b))
-        const averaged = f32(pairs.map(([, a]) => a))
-        const plain = Outer.step(base, averaged, { lr: 1, momentum: 0 }, f32([9]))
-        // base + (averaged - base), taken in float64 and rounded once: within a float32 step of the larger.
-        plain.params.forEach((v, j) => expect(Math.abs(v - averaged[j]!)).toBeLessThanOrEqual(Math.max(Math.abs(averaged[j]!), Math.abs(base[j]!)) * 2 ** -23))
-      }
-    ))
+    fc.assert(
+      fc.property(
+        fc.array(fc.tuple(fc.float({ min: -100, max: 100, noNaN: true }), fc.float({ min: -100, max: 100, noNaN: true })), {
+          maxLength: 50
+        }),
+        (pairs) => {
+          const base = f32(pairs.map(([b]) => b))
+          const averaged = f32(pairs.map(([, a]) => a))
+          const plain = Outer.step(base, averaged, { lr: 1, momentum: 0 }, f32([9]))
+          // base + (averaged - base), taken in float64 and rounded once: within a float32 step of the larger.
+          plain.params.forEach((v, j) =>
+            expect(Math.abs(v - averaged[j]!)).toBeLessThanOrEqual(Math.max(Math.abs(averaged[j]!), Math.abs(base[j]!)) * 2 ** -23)
+          )
+        }
+      )
+    )
   })
 
   it("property: resuming from the saved momentum gives the same model as going on without a break", () => {
-    fc.assert(fc.property(fc.array(fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: 4, maxLength: 4 }), { minLength: 2, maxLength: 8 }), fc.integer({ min: 1, max: 7 }), (rounds, cut) => {
-      const settings = { lr: 0.7, momentum: 0.9 }
-      const run = (from: Float32Array, momentum: Float32Array | undefined, changes: ReadonlyArray<ReadonlyArray<number>>) => {
-        let model = from
-        let m = momentum
-        for (const change of changes) {
-          const stepped = Outer.step(model, f32(change.map((d, j) => model[j]! + d)), settings, m)
-          model = stepped.params
-          m = stepped.momentum
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.float({ min: -1, max: 1, noNaN: true }), { minLength: 4, maxLength: 4 }), { minLength: 2, maxLength: 8 }),
+        fc.integer({ min: 1, max: 7 }),
+        (rounds, cut) => {
+          const settings = { lr: 0.7, momentum: 0.9 }
+          const run = (from: Float32Array, momentum: Float32Array | undefined, changes: ReadonlyArray<ReadonlyArray<number>>) => {
+            let model = from
+            let m = momentum
+            for (const change of changes) {
+              const stepped = Outer.step(model, f32(change.map((d, j) => model[j]! + d)), settings, m)
+              model = stepped.params
+              m = stepped.momentum
+            }
+            return { model, m }
+          }
+          const whole = run(f32([0, 0, 0, 0]), undefined, rounds)
+          const at = Math.min(cut, rounds.length)
+          const before = run(f32([0, 0, 0, 0]), undefined, rounds.slice(0, at))
+          // What a checkpoint holds: the model and the momentum as float32 files.
+          const resumed = run(
+            Float32Array.from(before.model),
+            before.m === undefined ? undefined : Float32Array.from(before.m),
+            rounds.slice(at)
+          )
+          expect([...resumed.model]).toEqual([...whole.model])
         }
-        return { model, m }
-      }
-      const whole = run(f32([0, 0, 0, 0]), undefined, rounds)
-      const at = Math.min(cut, rounds.length)
-      const before = run(f32([0, 0, 0, 0]), undefined, rounds.slice(0, at))
-      // What a checkpoint holds: the model and the momentum as float32 files.
-      const resumed = run(Float32Array.from(before.model), before.m === undefined ? undefined : Float32Array.from(before.m), rounds.slice(at))
-      expect([...resumed.model]).toEqual([...whole.model])
-    }))
+      )
+    )
   })
 })

@@ -19,7 +19,7 @@ const SEED = 20261201
 
 /** `n` links in a ring: link `r` sends to `r + 1` and receives from `r - 1`, each delivery after `delayMs(…)`, order kept. */
 const ringOf = (n: number, delayMs: () => number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const wires = yield* Effect.forEach(Array.from({ length: n }), () => Queue.unbounded<Ring.RingMessage>())
     const links: Array<Ring.PeerLink> = wires.map((_, r) => {
       const out = wires[(r + 1) % n]!
@@ -29,9 +29,11 @@ const ringOf = (n: number, delayMs: () => number) =>
         send: (message) =>
           Effect.sync(() => {
             const wait = delayMs()
-            last = last.then(() => new Promise<void>((resolve) => setTimeout(resolve, wait))).then(() => {
-              Queue.offerUnsafe(out, message)
-            })
+            last = last
+              .then(() => new Promise<void>((resolve) => setTimeout(resolve, wait)))
+              .then(() => {
+                Queue.offerUnsafe(out, message)
+              })
           }),
         receive: Queue.take(wires[r]!)
       }
@@ -41,8 +43,17 @@ const ringOf = (n: number, delayMs: () => number) =>
 
 describe("Ring.allReduce", () => {
   it("segments cover the vector in order, the first length mod n one longer", () => {
-    expect([0, 1, 2].map((i) => Ring.segmentOf(10, 3, i))).toEqual([[0, 4], [4, 7], [7, 10]])
-    expect([0, 1, 2, 3].map((i) => Ring.segmentOf(2, 4, i))).toEqual([[0, 1], [1, 2], [2, 2], [2, 2]])
+    expect([0, 1, 2].map((i) => Ring.segmentOf(10, 3, i))).toEqual([
+      [0, 4],
+      [4, 7],
+      [7, 10]
+    ])
+    expect([0, 1, 2, 3].map((i) => Ring.segmentOf(2, 4, i))).toEqual([
+      [0, 1],
+      [1, 2],
+      [2, 2],
+      [2, 2]
+    ])
   })
 
   it("a completed round is the mean of the contributing ranks' vectors (within 1 float32 ulp of Cpu.mean of them; exact for small integers), on every rank; with no contribution, each segment's owner's values", async () => {
@@ -59,17 +70,27 @@ describe("Ring.allReduce", () => {
           let state = seed
           const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
           const vectors = Array.from({ length: n }, () =>
-            Float32Array.from({ length }, () => (integers ? Math.floor(random() * 200) - 100 : (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4)))
+            Float32Array.from({ length }, () =>
+              integers ? Math.floor(random() * 200) - 100 : (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4)
+            )
           )
           const originals = vectors.map((v) => Float32Array.from(v))
-          const results = await Effect.runPromise(Effect.gen(function*() {
-            const links = yield* ringOf(n, () => Math.floor(random() * 3))
-            return yield* Effect.forEach(
-              links,
-              (link, r) => Ring.allReduce(new Ring.RingInbox(link), { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!, contributes[r]),
-              { concurrency: "unbounded" }
-            )
-          }))
+          const results = await Effect.runPromise(
+            Effect.gen(function* () {
+              const links = yield* ringOf(n, () => Math.floor(random() * 3))
+              return yield* Effect.forEach(
+                links,
+                (link, r) =>
+                  Ring.allReduce(
+                    new Ring.RingInbox(link),
+                    { ringRank: r, ringSize: n, generation: 0, round: 0 },
+                    vectors[r]!,
+                    contributes[r]
+                  ),
+                { concurrency: "unbounded" }
+              )
+            })
+          )
           const contributing = vectors.filter((_, r) => contributes[r])
           if (contributing.length === 0) {
             // Nobody trained: each segment is its owner's (ring rank k - 1 owns segment k) own values.
@@ -101,34 +122,49 @@ describe("Ring.allReduce", () => {
 
   it("a rank that dies at a random step: its successor blocks until aborted, a rank that completed holds the exact mean, and an aborted round changes nobody's parameters", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 2, max: 6 }), fc.integer({ min: 1, max: 30 }), fc.nat(), fc.nat(), async (n, length, deadPick, stepPick) => {
-        const dead = deadPick % n
-        const sendsBeforeDeath = stepPick % (2 * (n - 1)) // it dies after this many of its sends
-        const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
-        const originals = vectors.map((v) => Float32Array.from(v))
-        const exits = await Effect.runPromise(Effect.gen(function*() {
-          const links = yield* ringOf(n, () => 0)
-          let sent = 0
-          const dying: Ring.PeerLink = {
-            send: (message) => (sent++ < sendsBeforeDeath ? links[dead]!.send(message) : Effect.never),
-            receive: links[dead]!.receive
-          }
-          const fibers = yield* Effect.forEach(links, (link, r) =>
-            Effect.forkChild(Ring.allReduce(new Ring.RingInbox(r === dead ? dying : link), { ringRank: r, ringSize: n, generation: 3, round: 7 }, vectors[r]!)))
-          yield* Effect.sleep("30 millis")
-          // DeclareDead: every collective still running is interrupted.
-          return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
-        }))
-        // The rank after the dead one never gets the dead rank's last message: it cannot complete.
-        // Ranks further on may (a ring all-reduce can finish at some ranks and not others: the
-        // rank side keeps its pre-round parameters until the coordinator confirms the round), and
-        // any rank that completed holds the exact mean of all contributions.
-        expect(Exit.isSuccess(exits[dead]!)).toBe(false)
-        expect(Exit.isSuccess(exits[(dead + 1) % n]!)).toBe(false)
-        const mean = Cpu.mean(originals) as Float32Array
-        for (const exit of exits) if (Exit.isSuccess(exit)) expect(Array.from(exit.value)).toEqual(Array.from(mean))
-        vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 6 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.nat(),
+        fc.nat(),
+        async (n, length, deadPick, stepPick) => {
+          const dead = deadPick % n
+          const sendsBeforeDeath = stepPick % (2 * (n - 1)) // it dies after this many of its sends
+          const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
+          const originals = vectors.map((v) => Float32Array.from(v))
+          const exits = await Effect.runPromise(
+            Effect.gen(function* () {
+              const links = yield* ringOf(n, () => 0)
+              let sent = 0
+              const dying: Ring.PeerLink = {
+                send: (message) => (sent++ < sendsBeforeDeath ? links[dead]!.send(message) : Effect.never),
+                receive: links[dead]!.receive
+              }
+              const fibers = yield* Effect.forEach(links, (link, r) =>
+                Effect.forkChild(
+                  Ring.allReduce(
+                    new Ring.RingInbox(r === dead ? dying : link),
+                    { ringRank: r, ringSize: n, generation: 3, round: 7 },
+                    vectors[r]!
+                  )
+                )
+              )
+              yield* Effect.sleep("30 millis")
+              // DeclareDead: every collective still running is interrupted.
+              return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
+            })
+          )
+          // The rank after the dead one never gets the dead rank's last message: it cannot complete.
+          // Ranks further on may (a ring all-reduce can finish at some ranks and not others: the
+          // rank side keeps its pre-round parameters until the coordinator confirms the round), and
+          // any rank that completed holds the exact mean of all contributions.
+          expect(Exit.isSuccess(exits[dead]!)).toBe(false)
+          expect(Exit.isSuccess(exits[(dead + 1) % n]!)).toBe(false)
+          const mean = Cpu.mean(originals) as Float32Array
+          for (const exit of exits) if (Exit.isSuccess(exit)) expect(Array.from(exit.value)).toEqual(Array.from(mean))
+          vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+        }
+      ),
       { seed: SEED + 1, numRuns: 60 }
     )
   })
@@ -150,39 +186,72 @@ describe("Ring.allReduce", () => {
   })
 
   it("a message of the wrong step, size or contribution count is a RingLinkError, not a wrong mean", async () => {
-    const wrongStep: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 1, data: new Float64Array(2) }) }
-    const exit = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongStep), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
+    const wrongStep: Ring.PeerLink = {
+      send: () => Effect.void,
+      receive: Effect.succeed({ generation: 0, round: 0, step: 1, data: new Float64Array(2) })
+    }
+    const exit = await Effect.runPromiseExit(
+      Ring.allReduce(new Ring.RingInbox(wrongStep), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4))
+    )
     expect(Exit.isFailure(exit) && String(exit.cause)).toContain("expected step 0 of round 0 (generation 0), got step 1")
     // A reduce-scatter step carries the segment's 2 sums and the count of contributions folded in.
-    const wrongSize: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array(2) }) }
-    const exit2 = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(wrongSize), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
+    const wrongSize: Ring.PeerLink = {
+      send: () => Effect.void,
+      receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array(2) })
+    }
+    const exit2 = await Effect.runPromiseExit(
+      Ring.allReduce(new Ring.RingInbox(wrongSize), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4))
+    )
     expect(Exit.isFailure(exit2) && String(exit2.cause)).toContain("step 0 carried 2 values, expected 3")
     for (const count of [2, -1, 0.5, Number.NaN]) {
-      const badCount: Ring.PeerLink = { send: () => Effect.void, receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array([1, 2, count]) }) }
-      const exit3 = await Effect.runPromiseExit(Ring.allReduce(new Ring.RingInbox(badCount), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4)))
-      expect(Exit.isFailure(exit3) && String(exit3.cause)).toContain(`step 0 carried a contribution count of ${count}, expected an integer in [0, 1]`)
+      const badCount: Ring.PeerLink = {
+        send: () => Effect.void,
+        receive: Effect.succeed({ generation: 0, round: 0, step: 0, data: new Float64Array([1, 2, count]) })
+      }
+      const exit3 = await Effect.runPromiseExit(
+        Ring.allReduce(new Ring.RingInbox(badCount), { ringRank: 0, ringSize: 2, generation: 0, round: 0 }, new Float32Array(4))
+      )
+      expect(Exit.isFailure(exit3) && String(exit3.cause)).toContain(
+        `step 0 carried a contribution count of ${count}, expected an integer in [0, 1]`
+      )
     }
   })
 })
 
 describe("Ring.checkStep: what the coordinator's relay checks before it forwards a step", () => {
   it("accepts every step a real all-reduce sends, from every ring rank", async () => {
-    for (const [n, length] of [[2, 5], [3, 10], [4, 2], [5, 17]] as const) {
+    for (const [n, length] of [
+      [2, 5],
+      [3, 10],
+      [4, 2],
+      [5, 17]
+    ] as const) {
       const problems: Array<string> = []
-      await Effect.runPromise(Effect.gen(function*() {
-        const links = yield* ringOf(n, () => 0)
-        yield* Effect.forEach(links, (link, r) => {
-          const checked: Ring.PeerLink = {
-            send: (message) => {
-              const problem = Ring.checkStep(message, { ringRank: r, ringSize: n, length })
-              if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
-              return link.send(message)
+      await Effect.runPromise(
+        Effect.gen(function* () {
+          const links = yield* ringOf(n, () => 0)
+          yield* Effect.forEach(
+            links,
+            (link, r) => {
+              const checked: Ring.PeerLink = {
+                send: (message) => {
+                  const problem = Ring.checkStep(message, { ringRank: r, ringSize: n, length })
+                  if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
+                  return link.send(message)
+                },
+                receive: link.receive
+              }
+              return Ring.allReduce(
+                new Ring.RingInbox(checked),
+                { ringRank: r, ringSize: n, generation: 0, round: 0 },
+                Float32Array.from({ length }, (_, i) => r + i),
+                r % 2 === 0
+              )
             },
-            receive: link.receive
-          }
-          return Ring.allReduce(new Ring.RingInbox(checked), { ringRank: r, ringSize: n, generation: 0, round: 0 }, Float32Array.from({ length }, (_, i) => r + i), r % 2 === 0)
-        }, { concurrency: "unbounded" })
-      }))
+            { concurrency: "unbounded" }
+          )
+        })
+      )
       expect(problems).toEqual([])
     }
   })
@@ -211,10 +280,14 @@ describe("Ring.checkStep: what the coordinator's relay checks before it forwards
     expect(check(0, new Float64Array([max32, -max32, 0, 1]))).toBeUndefined()
     expect(check(1, new Float64Array([2 * max32, 0, 0, 0, 2]))).toBeUndefined()
     expect(check(0, new Float64Array([1e300, 2, 3, 1]))).toBe("step 0 carried a partial sum of 1e+300, beyond 1 float32 contributions")
-    expect(check(1, new Float64Array([0, -3 * max32, 0, 0, 2]))).toBe(`step 1 carried a partial sum of ${-3 * max32}, beyond 2 float32 contributions`)
+    expect(check(1, new Float64Array([0, -3 * max32, 0, 0, 2]))).toBe(
+      `step 1 carried a partial sum of ${-3 * max32}, beyond 2 float32 contributions`
+    )
     expect(check(0, new Float64Array([0, 0.5, 0, 0]))).toBe("step 0 carried a partial sum of 0.5, beyond 0 float32 contributions")
     expect(check(0, new Float64Array([Number.NEGATIVE_INFINITY, 0, 0, 1]))).toBe("step 0 carried a value that is not finite")
-    expect(Ring.checkStep({ generation: 0, round: 0, step: 0, data: new Float64Array(1) }, { ringRank: 0, ringSize: 1, length: 4 })).toBe("a ring of one sends no step")
+    expect(Ring.checkStep({ generation: 0, round: 0, step: 0, data: new Float64Array(1) }, { ringRank: 0, ringSize: 1, length: 4 })).toBe(
+      "a ring of one sends no step"
+    )
   })
 })
 
@@ -224,31 +297,47 @@ describe("Ring.RelayOrder: the order of each sender's relayed steps", () => {
     const order = new Ring.RelayOrder()
     const problems: Array<string> = []
     const collective = (generation: number, round: number) =>
-      Effect.gen(function*() {
+      Effect.gen(function* () {
         const links = yield* ringOf(n, () => 0)
-        yield* Effect.forEach(links, (link, r) => {
-          const checked: Ring.PeerLink = {
-            send: (message) => {
-              const problem = order.check(r, message, round)
-              if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
-              return link.send(message)
-            },
-            receive: link.receive
-          }
-          return Ring.allReduce(new Ring.RingInbox(checked), { ringRank: r, ringSize: n, generation, round }, new Float32Array(7).fill(r), true)
-        }, { concurrency: "unbounded" })
+        yield* Effect.forEach(
+          links,
+          (link, r) => {
+            const checked: Ring.PeerLink = {
+              send: (message) => {
+                const problem = order.check(r, message, round)
+                if (problem !== undefined) problems.push(`ring rank ${r}: ${problem}`)
+                return link.send(message)
+              },
+              receive: link.receive
+            }
+            return Ring.allReduce(
+              new Ring.RingInbox(checked),
+              { ringRank: r, ringSize: n, generation, round },
+              new Float32Array(7).fill(r),
+              true
+            )
+          },
+          { concurrency: "unbounded" }
+        )
       })
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* collective(0, 0)
-      yield* collective(0, 1)
-      yield* collective(1, 1)
-    }))
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* collective(0, 0)
+        yield* collective(0, 1)
+        yield* collective(1, 1)
+      })
+    )
     expect(problems).toEqual([])
   })
 
   it("names a step sent twice, skipped, of another round, or restarted in the same collective (each would fail the honest receiver or sit in its inbox)", () => {
     const order = new Ring.RelayOrder()
-    const step = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array(2) })
+    const step = (generation: number, round: number, step: number): Ring.RingMessage => ({
+      generation,
+      round,
+      step,
+      data: new Float64Array(2)
+    })
     expect(order.check(2, step(0, 4, 0), 4)).toBeUndefined()
     expect(order.check(2, step(0, 4, 0), 4)).toBe("step 0 of round 4 out of order, expected step 1")
     expect(order.check(2, step(0, 4, 2), 4)).toBe("step 2 of round 4 out of order, expected step 1")
@@ -262,18 +351,25 @@ describe("Ring.RelayOrder: the order of each sender's relayed steps", () => {
 })
 
 describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
-  const message = (generation: number, round: number, step: number): Ring.RingMessage => ({ generation, round, step, data: new Float64Array([step]) })
+  const message = (generation: number, round: number, step: number): Ring.RingMessage => ({
+    generation,
+    round,
+    step,
+    data: new Float64Array([step])
+  })
 
   it("an interrupted receive loses no message; the next receive gets it, in order", async () => {
     const link = new Ring.BufferedLink(() => Effect.void)
-    const taken = await Effect.runPromise(Effect.gen(function*() {
-      const waiting = yield* Effect.forkChild(link.receive)
-      yield* Effect.yieldNow
-      yield* Fiber.interrupt(waiting)
-      link.push(message(0, 0, 0))
-      link.push(message(0, 0, 1))
-      return [(yield* link.receive).step, (yield* link.receive).step]
-    }))
+    const taken = await Effect.runPromise(
+      Effect.gen(function* () {
+        const waiting = yield* Effect.forkChild(link.receive)
+        yield* Effect.yieldNow
+        yield* Fiber.interrupt(waiting)
+        link.push(message(0, 0, 0))
+        link.push(message(0, 0, 1))
+        return [(yield* link.receive).step, (yield* link.receive).step]
+      })
+    )
     expect(taken).toEqual([0, 1])
   })
 
@@ -282,10 +378,12 @@ describe("BufferedLink and RingInbox.holds: what the rank actor builds its links
     for (let step = 0; step < 5; step++) link.push(message(0, 0, step))
     expect([link.overflow, link.pending.map((m) => m.step)]).toEqual([3, [3, 4]])
     link.fail(new Ring.RingLinkError("port closed"))
-    await Effect.runPromise(Effect.gen(function*() {
-      yield* link.receive
-      yield* link.receive
-    }))
+    await Effect.runPromise(
+      Effect.gen(function* () {
+        yield* link.receive
+        yield* link.receive
+      })
+    )
     const exit = await Effect.runPromiseExit(link.receive)
     expect(Exit.isFailure(exit)).toBe(true)
   })

@@ -61,14 +61,18 @@ describe("the shared all-reduce area", () => {
           const members = membersOf(n, length)
           for (let round = 0; round < rounds; round++) {
             const contributes = Array.from({ length: n }, () => random() < 0.75)
-            const vectors = Array.from({ length: n }, () => Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4)))
+            const vectors = Array.from({ length: n }, () =>
+              Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4))
+            )
             const originals = vectors.map((v) => Float32Array.from(v))
             const results = await Effect.runPromise(
               Effect.forEach(
                 members,
                 (area, r) =>
                   jitter(random).pipe(
-                    Effect.andThen(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!))
+                    Effect.andThen(
+                      SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!)
+                    )
                   ),
                 { concurrency: "unbounded" }
               )
@@ -101,32 +105,41 @@ describe("the shared all-reduce area", () => {
 
   it("a member that dies before its part: the round never completes; before the first barrier nobody gets past it (the others wait until interrupted by DeclareDead), after it the others do their parts (nothing is written before every member arrived); nobody's parameters change", async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 2, max: 8 }), fc.integer({ min: 1, max: 30 }), fc.nat(), fc.boolean(), async (n, length, deadPick, second) => {
-        const dead = deadPick % n
-        const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
-        const originals = vectors.map((v) => Float32Array.from(v))
-        const members = membersOf(n, length)
-        members[0]!.result.fill(-1) // what the result held before the round
-        const phase = second ? 1 : 0
-        const exits = await Effect.runPromise(Effect.gen(function*() {
-          const fibers = yield* Effect.forEach(members, (area, r) =>
-            Effect.forkChild(
-              SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 4 }, vectors[r]!, true, {
-                ...(r === dead ? { before: (at: 0 | 1) => (at === phase ? Effect.never : Effect.void) } : {})
-              })
-            ))
-          yield* Effect.sleep("20 millis")
-          // DeclareDead: every collective still running is interrupted.
-          return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
-        }))
-        // The dead member never did its part (no RoundDone from it: the round is never committed).
-        expect(Exit.isSuccess(exits[dead]!)).toBe(false)
-        exits.forEach((exit, r) => {
-          if (r !== dead) expect(Exit.isSuccess(exit)).toBe(second)
-        })
-        if (!second) expect(Array.from(members[0]!.result)).toEqual(new Array(length).fill(-1))
-        vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 8 }),
+        fc.integer({ min: 1, max: 30 }),
+        fc.nat(),
+        fc.boolean(),
+        async (n, length, deadPick, second) => {
+          const dead = deadPick % n
+          const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 100 + i))
+          const originals = vectors.map((v) => Float32Array.from(v))
+          const members = membersOf(n, length)
+          members[0]!.result.fill(-1) // what the result held before the round
+          const phase = second ? 1 : 0
+          const exits = await Effect.runPromise(
+            Effect.gen(function* () {
+              const fibers = yield* Effect.forEach(members, (area, r) =>
+                Effect.forkChild(
+                  SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 4 }, vectors[r]!, true, {
+                    ...(r === dead ? { before: (at: 0 | 1) => (at === phase ? Effect.never : Effect.void) } : {})
+                  })
+                )
+              )
+              yield* Effect.sleep("20 millis")
+              // DeclareDead: every collective still running is interrupted.
+              return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
+            })
+          )
+          // The dead member never did its part (no RoundDone from it: the round is never committed).
+          expect(Exit.isSuccess(exits[dead]!)).toBe(false)
+          exits.forEach((exit, r) => {
+            if (r !== dead) expect(Exit.isSuccess(exit)).toBe(second)
+          })
+          if (!second) expect(Array.from(members[0]!.result)).toEqual(new Array(length).fill(-1))
+          vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+        }
+      ),
       { seed: SEED + 1, numRuns: 40 }
     )
   })
@@ -136,11 +149,20 @@ describe("the shared all-reduce area", () => {
     const members = membersOf(n, 10)
     const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length: 10 }, (_, i) => r + i))
     const woken = members[0]!.commits()
-    const results = await Effect.runPromise(Effect.forEach(
-      members,
-      (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 0 }, vectors[r]!, true, r === 2 ? { corrupt: true } : {}),
-      { concurrency: "unbounded" }
-    ))
+    const results = await Effect.runPromise(
+      Effect.forEach(
+        members,
+        (area, r) =>
+          SharedAllReduce.allReduce(
+            area,
+            { ringRank: r, ringSize: n, generation: 0, round: 0 },
+            vectors[r]!,
+            true,
+            r === 2 ? { corrupt: true } : {}
+          ),
+        { concurrency: "unbounded" }
+      )
+    )
     // Its row is NaN throughout: every segment meets it.
     expect(results).toEqual([undefined, undefined, undefined, undefined])
     expect(members.map((m) => m.badRank())).toEqual([2, 2, 2, 2])
@@ -152,31 +174,42 @@ describe("the shared all-reduce area", () => {
 
   it("members at different rounds, or an area for another ring rank, size or length, fail with RingLinkError instead of averaging", async () => {
     const members = membersOf(2, 3)
-    const exits = await Effect.runPromise(Effect.forEach(
-      members,
-      (area, r) => Effect.exit(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: r }, new Float32Array(3))),
-      { concurrency: "unbounded" }
-    ))
+    const exits = await Effect.runPromise(
+      Effect.forEach(
+        members,
+        (area, r) =>
+          Effect.exit(SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: r }, new Float32Array(3))),
+        { concurrency: "unbounded" }
+      )
+    )
     expect(exits.every((exit) => Exit.isFailure(exit))).toBe(true)
     expect(String((exits[0] as Exit.Failure<unknown, unknown>).cause)).toContain("ring rank 1 is at round 1, this rank at 0")
-    const wrong = await Effect.runPromiseExit(SharedAllReduce.allReduce(membersOf(2, 3)[0]!, { ringRank: 1, ringSize: 2, generation: 0, round: 0 }, new Float32Array(3)))
-    expect(String((wrong as Exit.Failure<unknown, unknown>).cause)).toContain("a shared area for ring rank 0 of 2 x 3 parameters, not 1 of 2 x 3")
+    const wrong = await Effect.runPromiseExit(
+      SharedAllReduce.allReduce(membersOf(2, 3)[0]!, { ringRank: 1, ringSize: 2, generation: 0, round: 0 }, new Float32Array(3))
+    )
+    expect(String((wrong as Exit.Failure<unknown, unknown>).cause)).toContain(
+      "a shared area for ring rank 0 of 2 x 3 parameters, not 1 of 2 x 3"
+    )
   })
 
   it("an idle member sees a collective of its round start without it (neighboursAt), and joins it", async () => {
     const members = membersOf(3, 6)
     const vectors = Array.from({ length: 3 }, (_, r) => Float32Array.from({ length: 6 }, (_, i) => r * 10 + i))
-    const result = await Effect.runPromise(Effect.gen(function*() {
-      expect(members[2]!.neighboursAt(0)).toBe(false)
-      const arrived = members[2]!.arrivals()
-      const busy = yield* Effect.forEach([0, 1], (r) => Effect.forkChild(SharedAllReduce.allReduce(members[r]!, { ringRank: r, ringSize: 3, generation: 0, round: 0 }, vectors[r]!)))
-      yield* Effect.promise(() => arrived)
-      expect(members[2]!.neighboursAt(1)).toBe(false)
-      expect(members[2]!.neighboursAt(0)).toBe(true)
-      const own = yield* SharedAllReduce.allReduce(members[2]!, { ringRank: 2, ringSize: 3, generation: 0, round: 0 }, vectors[2]!, false)
-      const others = yield* Effect.forEach(busy, Fiber.join)
-      return [...others, own]
-    }))
+    const result = await Effect.runPromise(
+      Effect.gen(function* () {
+        expect(members[2]!.neighboursAt(0)).toBe(false)
+        const arrived = members[2]!.arrivals()
+        const busy = yield* Effect.forEach([0, 1], (r) =>
+          Effect.forkChild(SharedAllReduce.allReduce(members[r]!, { ringRank: r, ringSize: 3, generation: 0, round: 0 }, vectors[r]!))
+        )
+        yield* Effect.promise(() => arrived)
+        expect(members[2]!.neighboursAt(1)).toBe(false)
+        expect(members[2]!.neighboursAt(0)).toBe(true)
+        const own = yield* SharedAllReduce.allReduce(members[2]!, { ringRank: 2, ringSize: 3, generation: 0, round: 0 }, vectors[2]!, false)
+        const others = yield* Effect.forEach(busy, Fiber.join)
+        return [...others, own]
+      })
+    )
     const expected = expectedMean(vectors, [true, true, false])
     for (const r of result) expect(Array.from(r!)).toEqual(Array.from(expected))
   })
@@ -188,9 +221,17 @@ describe("the shared all-reduce area", () => {
     const watched = members[1]!.commits()
     SharedAllReduce.commit(buffer, 0)
     await watched
-    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([[true, false], [true, false], [true, false]])
+    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([
+      [true, false],
+      [true, false],
+      [true, false]
+    ])
     SharedAllReduce.commit(buffer, 1)
-    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([[false, true], [false, true], [false, true]])
+    expect(members.map((m) => [m.committed(0), m.committed(1)])).toEqual([
+      [false, true],
+      [false, true],
+      [false, true]
+    ])
     SharedAllReduce.commit(buffer, 2 ** 31 - 1)
     expect([members[2]!.committed(2 ** 31 - 1), members[2]!.committed(2 ** 31 - 2), members[2]!.committed(1)]).toEqual([true, false, false])
     // A watch with no commit ends by itself within its slice (1 s) and reports nothing committed.
@@ -203,7 +244,13 @@ describe("the shared all-reduce area", () => {
     const members = membersOf(2, 4)
     const vectors = [Float32Array.of(1, 2, 3, 4), Float32Array.of(3, 4, 5, 6)]
     const round = (k: number) =>
-      Effect.runPromise(Effect.forEach(members, (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: k }, vectors[r]!), { concurrency: "unbounded" }))
+      Effect.runPromise(
+        Effect.forEach(
+          members,
+          (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: 2, generation: 0, round: k }, vectors[r]!),
+          { concurrency: "unbounded" }
+        )
+      )
     const [first] = await round(0)
     expect(first).toBe(members[0]!.result)
     expect(members[0]!.badRank()).toBe(-1)

@@ -27,6 +27,8 @@ describe("the averaging bench", () => {
   }, 120_000)
 
   it("refuses a configuration without a warm-up round (its first round would have no round before it)", async () => {
-    await expect(Averaging.measure({ ...tiny, backend: "cpu", rounds: 3, warmupRounds: 0 })).rejects.toThrow(/warm-up rounds must be integers >= 1/)
+    await expect(Averaging.measure({ ...tiny, backend: "cpu", rounds: 3, warmupRounds: 0 })).rejects.toThrow(
+      /warm-up rounds must be integers >= 1/
+    )
   })
 })

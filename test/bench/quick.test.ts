@@ -10,7 +10,10 @@ import * as Tick from "../../bench/tick.ts"
 describe("quick benchmarks", () => {
   it("tick: the core examines one list entry per tick at every size", () => {
     const { rows, markdown } = Tick.run(true)
-    expect(rows.map((r) => [r.worldSize, r.coreExaminedPerTick])).toEqual([[1_000, 1], [10_000, 1]])
+    expect(rows.map((r) => [r.worldSize, r.coreExaminedPerTick])).toEqual([
+      [1_000, 1],
+      [10_000, 1]
+    ])
     expect(markdown).toContain("| worldSize |")
   })
 
@@ -28,7 +31,12 @@ describe("quick benchmarks", () => {
 
   it("redistribution: every death's messages equal the baseline's", () => {
     const { rows } = Redistribution.run(true)
-    expect(rows.map((r) => [r.worldSize, r.remainder, r.deaths])).toEqual([[1_000, 16, 20], [1_000, 4_096, 20], [10_000, 16, 20], [10_000, 4_096, 20]])
+    expect(rows.map((r) => [r.worldSize, r.remainder, r.deaths])).toEqual([
+      [1_000, 16, 20],
+      [1_000, 4_096, 20],
+      [10_000, 16, 20],
+      [10_000, 4_096, 20]
+    ])
     expect(rows.filter((r) => r.remainder === 16).map((r) => r.messagesChecked)).toEqual([320, 320])
     // With 4,096 samples over 9,980 to 9,999 survivors, each death sends 4,096 one-sample slices of
     // its partition, plus one slice per one-sample extension it had received from earlier deaths (88).

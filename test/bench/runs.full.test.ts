@@ -24,7 +24,14 @@ describe("quick benchmarks that train real workers", () => {
     // its detector, clean audits (the flooder itself may be closed where the machine cannot keep up).
     expect([hostile.worldSize, hostile.kills, hostile.hangs, hostile.lost, hostile.duplicated]).toEqual([7, 3, 1, 0, 0])
     // The same quiet cluster as rank processes joined over WebSocket (loopback).
-    expect([websocket.transport, websocket.worldSize, websocket.kills, websocket.hangs, websocket.lost, websocket.duplicated]).toEqual(["websocket", 7, 3, 1, 0, 0])
+    expect([websocket.transport, websocket.worldSize, websocket.kills, websocket.hangs, websocket.lost, websocket.duplicated]).toEqual([
+      "websocket",
+      7,
+      3,
+      1,
+      0,
+      0
+    ])
     // The ring row: rank 0 exits inside round 3's all-reduce; the 3 survivors re-form (generation
     // 2 of 2) and complete a round after it, with clean audits.
     expect([ring.worldSize, ring.deaths, ring.generations, ring.lost, ring.duplicated]).toEqual([4, 1, 2, 0, 0])

@@ -34,7 +34,10 @@ const journal = (out: string): ReadonlyArray<RunTypes.RunEvent> => {
   if (runs.length !== 1) return []
   const path = join(out, runs[0]!, "events.ndjson")
   if (!existsSync(path)) return []
-  return readFileSync(path, "utf8").split("\n").slice(0, -1).map((line) => JSON.parse(line) as RunTypes.RunEvent)
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .slice(0, -1)
+    .map((line) => JSON.parse(line) as RunTypes.RunEvent)
 }
 
 describe("a browser tab as a rank (headless Chromium)", () => {
@@ -47,27 +50,42 @@ describe("a browser tab as a rank (headless Chromium)", () => {
 
     const serve = start([
       "serve",
-      "--trainer", trainer,
-      "--world-size", "3",
-      "--epochs", "1",
-      "--listen", "127.0.0.1:0",
-      "--token-file", tokenFile,
+      "--trainer",
+      trainer,
+      "--world-size",
+      "3",
+      "--epochs",
+      "1",
+      "--listen",
+      "127.0.0.1:0",
+      "--token-file",
+      tokenFile,
       "--serve-browser",
-      "--out", out
+      "--out",
+      out
     ])
     const context = () => `cohort serve printed:\n${serve.output()}`
-    const listening = await until("cohort serve to listen", 60_000, () => {
-      const event = journal(out).find((e) => e.type === "listening")
-      return event?.type === "listening" ? event : undefined
-    }, serve)
+    const listening = await until(
+      "cohort serve to listen",
+      60_000,
+      () => {
+        const event = journal(out).find((e) => e.type === "listening")
+        return event?.type === "listening" ? event : undefined
+      },
+      serve
+    )
     const port = Number(new URL(listening.url).port)
 
     // Two `cohort join` ranks first, so that the tab's `auto` rank is the last one: 2.
     for (const rank of ["0", "1"]) {
       start(["join", listening.url, "--trainer", trainer, "--token-file", tokenFile, "--rank", rank, "--save-dir", join(scratch, "save")])
     }
-    await until("both cohort join ranks to join", 60_000, () =>
-      journal(out).filter((e) => e.type === "joined").length === 2 ? true : undefined, serve)
+    await until(
+      "both cohort join ranks to join",
+      60_000,
+      () => (journal(out).filter((e) => e.type === "joined").length === 2 ? true : undefined),
+      serve
+    )
 
     browser = await launchChromium()
     const pageErrors: Array<string> = []
@@ -98,7 +116,8 @@ describe("a browser tab as a rank (headless Chromium)", () => {
     // more than 1024 samples of epoch 0, the coordinator has committed 1024 of them.
     await page.waitForFunction(
       () =>
-        document.body.dataset.state === "training" && document.getElementById("epoch")?.textContent === "0" &&
+        document.body.dataset.state === "training" &&
+        document.getElementById("epoch")?.textContent === "0" &&
         Number.parseInt((document.getElementById("samples")?.textContent ?? "").replace(/,/g, ""), 10) > 1024,
       undefined,
       { timeout: 120_000, polling: 50 }
@@ -139,13 +158,30 @@ describe("a browser tab as a rank (headless Chromium)", () => {
     const token = "browser-test-token-killed-7e41"
     writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 })
     const serve = start([
-      "serve", "--trainer", trainer, "--world-size", "1", "--epochs", "3",
-      "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--serve-browser", "--out", out
+      "serve",
+      "--trainer",
+      trainer,
+      "--world-size",
+      "1",
+      "--epochs",
+      "3",
+      "--listen",
+      "127.0.0.1:0",
+      "--token-file",
+      tokenFile,
+      "--serve-browser",
+      "--out",
+      out
     ])
-    const listening = await until("cohort serve to listen", 60_000, () => {
-      const event = journal(out).find((e) => e.type === "listening")
-      return event?.type === "listening" ? event : undefined
-    }, serve)
+    const listening = await until(
+      "cohort serve to listen",
+      60_000,
+      () => {
+        const event = journal(out).find((e) => e.type === "listening")
+        return event?.type === "listening" ? event : undefined
+      },
+      serve
+    )
     browser ??= await launchChromium()
     const page = await browser.newPage()
     const pageErrors: Array<string> = []

@@ -40,7 +40,10 @@ const runDirOf = (out: string): string | undefined => {
 const journal = (out: string): ReadonlyArray<JournalEvent> => {
   const dir = runDirOf(out)
   if (dir === undefined || !existsSync(join(dir, "events.ndjson"))) return []
-  return readFileSync(join(dir, "events.ndjson"), "utf8").split("\n").slice(0, -1).map((line) => JSON.parse(line) as JournalEvent)
+  return readFileSync(join(dir, "events.ndjson"), "utf8")
+    .split("\n")
+    .slice(0, -1)
+    .map((line) => JSON.parse(line) as JournalEvent)
 }
 
 /** A page that records every console error, page error and failed request. */
@@ -89,10 +92,25 @@ const reportHtml = async (runDir: string): Promise<string> => {
 
 /** The audit rows the journal's epoch events call for (`committed of samples`, lost, duplicated, deaths). */
 const auditsOf = (events: ReadonlyArray<JournalEvent>) =>
-  events.filter((e) => e.type === "epoch").map((e) => {
-    const s = e.summary as { epoch: number; samplesCommitted: number; epochSamples: number; lost: number; duplicated: number; deaths: ReadonlyArray<unknown> }
-    return [String(s.epoch), `${s.samplesCommitted.toLocaleString("en")} of ${s.epochSamples.toLocaleString("en")}`, String(s.lost), String(s.duplicated), String(s.deaths.length)]
-  })
+  events
+    .filter((e) => e.type === "epoch")
+    .map((e) => {
+      const s = e.summary as {
+        epoch: number
+        samplesCommitted: number
+        epochSamples: number
+        lost: number
+        duplicated: number
+        deaths: ReadonlyArray<unknown>
+      }
+      return [
+        String(s.epoch),
+        `${s.samplesCommitted.toLocaleString("en")} of ${s.epochSamples.toLocaleString("en")}`,
+        String(s.lost),
+        String(s.duplicated),
+        String(s.deaths.length)
+      ]
+    })
 
 /** How many colours a PNG shows (drawn into a canvas in a blank page): a blank screenshot has one. */
 const distinctColors = async (png: string): Promise<number> => {
@@ -151,11 +169,39 @@ describe("the run page in headless Chromium", () => {
     requireChromium()
     const dir = join(scratch, "no-deaths")
     mkdirSync(dir, { recursive: true })
-    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0, deaths: [], exits: [], startedAtMs: epoch * 1000, endedAtMs: epoch * 1000 + 900 })
+    const summary = (epoch: number) => ({
+      epoch,
+      epochSamples: 100,
+      samplesCommitted: 100,
+      lost: 0,
+      duplicated: 0,
+      deaths: [],
+      exits: [],
+      startedAtMs: epoch * 1000,
+      endedAtMs: epoch * 1000 + 900
+    })
     const events: ReadonlyArray<JournalEvent> = [
-      { type: "started", ms: 0, runId: "nd1", runDir: dir, worldSize: 2, epochs: 2, epochSamples: 100, mode: "static", transport: "worker" },
+      {
+        type: "started",
+        ms: 0,
+        runId: "nd1",
+        runDir: dir,
+        worldSize: 2,
+        epochs: 2,
+        epochSamples: 100,
+        mode: "static",
+        transport: "worker"
+      },
       { type: "formed", ms: 100, worldSize: 2 },
-      ...[0, 1, 2, 3].map((round) => ({ type: "round", ms: 300 + round * 400, epoch: round >> 1, round, contributors: 2, openMs: 5, loss: 1 - round / 10 })),
+      ...[0, 1, 2, 3].map((round) => ({
+        type: "round",
+        ms: 300 + round * 400,
+        epoch: round >> 1,
+        round,
+        contributors: 2,
+        openMs: 5,
+        loss: 1 - round / 10
+      })),
       { type: "epoch", ms: 800, summary: summary(0) },
       { type: "eval", ms: 850, epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 },
       { type: "epoch", ms: 1700, summary: summary(1) },
@@ -165,8 +211,18 @@ describe("the run page in headless Chromium", () => {
         ms: 13_412,
         exitCode: 0,
         outcome: {
-          status: "completed", detail: "all epochs done", endedAtMs: 1700, epochsCompleted: 2, failures: [], exits: [0, 1], deaths: [],
-          epochs: [summary(0), summary(1)], evals: [{ epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 }, { epoch: 1, rank: 0, accuracy: 0.6, loss: 1.1 }],
+          status: "completed",
+          detail: "all epochs done",
+          endedAtMs: 1700,
+          epochsCompleted: 2,
+          failures: [],
+          exits: [0, 1],
+          deaths: [],
+          epochs: [summary(0), summary(1)],
+          evals: [
+            { epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 },
+            { epoch: 1, rank: 0, accuracy: 0.6, loss: 1.1 }
+          ],
           counters: Coordinator.zeroCounters()
         }
       }
@@ -180,17 +236,29 @@ describe("the run page in headless Chromium", () => {
     const shown = () =>
       page.evaluate(() => ({
         clock: document.getElementById("clock")!.textContent,
-        noDeaths: document.getElementById("deaths-none")!.checkVisibility() ? document.getElementById("deaths-none")!.textContent : undefined,
+        noDeaths: document.getElementById("deaths-none")!.checkVisibility()
+          ? document.getElementById("deaths-none")!.textContent
+          : undefined,
         deathsTable: document.getElementById("deaths")!.closest("table")!.checkVisibility(),
         // Each live legend's visible entries, as `label` or `label: value`.
         legends: [...document.querySelectorAll<HTMLElement>(".u-legend.u-live")].map((legend) =>
-          [...legend.querySelectorAll<HTMLElement>("tr.u-series")].filter((tr) => tr.checkVisibility()).map((tr) =>
-            [...tr.querySelectorAll<HTMLElement>(".u-label, .u-value")].filter((cell) => cell.checkVisibility()).map((cell) => cell.textContent).join(": ")
-          )
+          [...legend.querySelectorAll<HTMLElement>("tr.u-series")]
+            .filter((tr) => tr.checkVisibility())
+            .map((tr) =>
+              [...tr.querySelectorAll<HTMLElement>(".u-label, .u-value")]
+                .filter((cell) => cell.checkVisibility())
+                .map((cell) => cell.textContent)
+                .join(": ")
+            )
         )
       }))
     const idle = await shown()
-    expect({ ...idle, legends: undefined }).toEqual({ clock: "the run took 13.4 s", noDeaths: "no deaths", deathsTable: false, legends: undefined })
+    expect({ ...idle, legends: undefined }).toEqual({
+      clock: "the run took 13.4 s",
+      noDeaths: "no deaths",
+      deathsTable: false,
+      legends: undefined
+    })
     // Nothing hovered: the series' names, no x entry and no values.
     expect(idle.legends).toEqual([
       ["round time (ms since the previous round)", "open (ms after its first contribution)"],
@@ -201,8 +269,14 @@ describe("the run page in headless Chromium", () => {
     // A point hovered: its round and values.
     const box = (await page.locator("#rounds-chart .u-over").boundingBox())!
     await page.mouse.move(box.x + box.width - 2, box.y + box.height / 2)
-    await page.waitForFunction(() => !document.querySelector("#rounds-chart .u-legend")!.classList.contains("idle"), undefined, { timeout: 10_000 })
-    expect((await shown()).legends[0]).toEqual(["round: 3", "round time (ms since the previous round): 400", "open (ms after its first contribution): 5"])
+    await page.waitForFunction(() => !document.querySelector("#rounds-chart .u-legend")!.classList.contains("idle"), undefined, {
+      timeout: 10_000
+    })
+    expect((await shown()).legends[0]).toEqual([
+      "round: 3",
+      "round time (ms since the previous round): 400",
+      "open (ms after its first contribution): 5"
+    ])
     expect(errors).toEqual([])
     await page.close()
   }, 120_000)
@@ -211,13 +285,19 @@ describe("the run page in headless Chromium", () => {
     requireChromium()
     const out = join(scratch, "live")
     const run = start(["demo", "--epochs", "2", "--no-kill", "--dashboard", "--dashboard-faults", "--out", out])
-    const url = await until("the dashboard's address", 120_000, () => /cohort: dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(with kill buttons\)/.exec(run.output())?.[1], run)
+    const url = await until(
+      "the dashboard's address",
+      120_000,
+      () => /cohort: dashboard: (http:\/\/127\.0\.0\.1:\d+\/) \(with kill buttons\)/.exec(run.output())?.[1],
+      run
+    )
 
     const errors: Array<string> = []
     const page = await watchedPage(errors)
     await page.goto(url)
     await page.waitForFunction(
-      () => [...document.querySelectorAll<HTMLElement>("#ranks tr")].filter((tr) => tr.dataset.status === "training").length === 4 &&
+      () =>
+        [...document.querySelectorAll<HTMLElement>("#ranks tr")].filter((tr) => tr.dataset.status === "training").length === 4 &&
         document.body.dataset.state === "live",
       undefined,
       { timeout: 120_000, polling: 50 }
@@ -235,10 +315,14 @@ describe("the run page in headless Chromium", () => {
       { timeout: 30_000, polling: 20 }
     )
     const shownAfterMs = Date.now() - clickedMs
-    const marks = journal(out).find((e) => e.type === "death")?.death as { faultMs: number; declaredMs: number; recoveredMs: number } | undefined
+    const marks = journal(out).find((e) => e.type === "death")?.death as
+      | { faultMs: number; declaredMs: number; recoveredMs: number }
+      | undefined
     expect(shownAfterMs, `rank 2 shown dead ${shownAfterMs} ms after the kill (journal: ${JSON.stringify(marks)})`).toBeLessThan(2000)
     expect(await page.getAttribute("#ranks tr[data-rank='2']", "data-detector")).toBe("supervisor")
-    await page.waitForFunction(() => document.querySelector<HTMLElement>("#deaths tr")?.dataset.marks === "3", undefined, { timeout: 10_000 })
+    await page.waitForFunction(() => document.querySelector<HTMLElement>("#deaths tr")?.dataset.marks === "3", undefined, {
+      timeout: 10_000
+    })
     // A page opened after the death shows rank 2's samples as the first page does (its replay
     // holds the dead rank's last progress), not an empty row.
     await new Promise((resolve) => setTimeout(resolve, 1500))
@@ -248,7 +332,8 @@ describe("the run page in headless Chromium", () => {
     const late = await watchedPage(errors)
     await late.goto(url)
     await late.waitForFunction(
-      (shown) => document.querySelector<HTMLElement>("#ranks tr[data-rank='2']")?.dataset.status === "dead" &&
+      (shown) =>
+        document.querySelector<HTMLElement>("#ranks tr[data-rank='2']")?.dataset.status === "dead" &&
         document.querySelectorAll("#ranks tr[data-rank='2'] td")[3]?.textContent === shown,
       deadSamples,
       { timeout: 10_000, polling: 50 }
@@ -259,7 +344,9 @@ describe("the run page in headless Chromium", () => {
     const roundsSoFar = journal(out).filter((e) => e.type === "round")
     expect(roundsSoFar.every((e) => typeof e.loss === "number" && e.loss > 0)).toBe(true)
     await page.waitForFunction(
-      (n) => Number(document.getElementById("rounds-chart")?.dataset.points) >= n && Number(document.getElementById("loss-chart")?.dataset.points) >= n,
+      (n) =>
+        Number(document.getElementById("rounds-chart")?.dataset.points) >= n &&
+        Number(document.getElementById("loss-chart")?.dataset.points) >= n,
       roundsSoFar.length,
       { timeout: 5_000, polling: 50 }
     )

@@ -28,7 +28,8 @@ const capture = () => {
 const mnistTrainer = new URL("../../src/train/mnist-trainer.ts", import.meta.url).pathname
 
 // A static import in the module: `import x from"y"`, `import{a}from"y"`, `export*from"y"`.
-const staticImport = /(?:^|[;\n}])\s*(?:import|export)\s*[\w{*$][^;"'`]*?\bfrom\s*["']([^"']+)["']|(?:^|[;\n}])\s*import\s*["']([^"']+)["']/g
+const staticImport =
+  /(?:^|[;\n}])\s*(?:import|export)\s*[\w{*$][^;"'`]*?\bfrom\s*["']([^"']+)["']|(?:^|[;\n}])\s*import\s*["']([^"']+)["']/g
 
 describe("cohort bundle", () => {
   it("writes the page and one self-contained rank module with the MNIST trainer compiled in", async () => {
@@ -72,7 +73,9 @@ describe("cohort bundle", () => {
     expect(await Cli.main(["serve", "--trainer", trainer, "--serve-browser", "--out", join(scratch, "runs")], io)).toBe(2)
     expect(out).toEqual([])
     expect(err.length).toBe(1)
-    expect(err[0]).toMatch(/^cohort: .*node-only-serve\.mjs does not build for a browser: .*node-only-serve\.mjs:1: Could not resolve "node:fs"/)
+    expect(err[0]).toMatch(
+      /^cohort: .*node-only-serve\.mjs does not build for a browser: .*node-only-serve\.mjs:1: Could not resolve "node:fs"/
+    )
   })
 
   it("needs --trainer and --out", async () => {

@@ -22,7 +22,9 @@ afterAll(() => {
 
 // What the test expects, from the same system call: the first IPv4 address that is not loopback.
 const firstExternalIPv4 = (): string | undefined =>
-  Object.values(networkInterfaces()).flatMap((entries) => entries ?? []).find((e) => !e.internal && e.family === "IPv4")?.address
+  Object.values(networkInterfaces())
+    .flatMap((entries) => entries ?? [])
+    .find((e) => !e.internal && e.family === "IPv4")?.address
 
 describe(`the cohort command as a process (${Runtime.detect()})`, () => {
   it("lists this host's addresses and prints the join command with the first of them, never ws://0.0.0.0", async () => {
@@ -50,13 +52,19 @@ describe(`the cohort command as a process (${Runtime.detect()})`, () => {
   }, 90_000)
 
   it("a trainer module that leaves a timer running: the command exits with the run's code soon after its summary", async () => {
-    const run = startCli(["run", "--trainer", lingering, "--world-size", "2", "--epochs", "1", "--out", join(dir, "runs"), "--json"], { cwd: dir, started: children })
+    const run = startCli(["run", "--trainer", lingering, "--world-size", "2", "--epochs", "1", "--out", join(dir, "runs"), "--json"], {
+      cwd: dir,
+      started: children
+    })
     const until = Date.now() + 120_000
     while (!run.out().trimEnd().endsWith("}") && run.child.exitCode === null && Date.now() < until) {
       await new Promise((resolve) => setTimeout(resolve, 50))
     }
     const summaryAt = Date.now()
-    const code = await Promise.race([run.exit, new Promise((resolve) => setTimeout(() => resolve("still running 20 s after its summary"), 20_000))])
+    const code = await Promise.race([
+      run.exit,
+      new Promise((resolve) => setTimeout(() => resolve("still running 20 s after its summary"), 20_000))
+    ])
     expect({ code, summary: JSON.parse(run.out()).outcome.status }).toEqual({ code: 0, summary: "completed" })
     expect(Date.now() - summaryAt).toBeLessThan(20_000)
   }, 180_000)
@@ -70,7 +78,10 @@ describe(`the cohort command as a process (${Runtime.detect()})`, () => {
       started: children
     })
     const code = await joining.exit
-    const lines = joining.err().split("\n").filter((line) => line !== "")
+    const lines = joining
+      .err()
+      .split("\n")
+      .filter((line) => line !== "")
     expect(code).toBe(15)
     expect(lines.map((line) => line.replace(/\([^)]*\)/, "(...)"))).toEqual([
       `cohort join: ${url} cannot be reached yet (...); trying again for up to 8 s (--connect-timeout-ms)`,

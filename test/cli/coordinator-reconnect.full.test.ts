@@ -36,8 +36,19 @@ const served = async (name: string, serveArgs: ReadonlyArray<string>, joinArgs: 
   const port = await freePort()
   const url = `ws://127.0.0.1:${port}/`
   const serve = cohort([
-    "serve", "--trainer", slow, "--world-size", "2", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile,
-    "--out", `runs-${name}`, "--json", ...serveArgs
+    "serve",
+    "--trainer",
+    slow,
+    "--world-size",
+    "2",
+    "--listen",
+    `127.0.0.1:${port}`,
+    "--token-file",
+    tokenFile,
+    "--out",
+    `runs-${name}`,
+    "--json",
+    ...serveArgs
   ])
   const ranks = [0, 1].map((rank) =>
     cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `save-${name}`, ...joinArgs])
@@ -57,7 +68,11 @@ describe("joined ranks wait for their coordinator", () => {
     expect(await serve.exit, serve.err()).toBe(0)
     const summary = JSON.parse(serve.out()) as Summary
     expect(summary.deaths).toEqual([])
-    expect(summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+    expect(summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+      [4800, 0, 0],
+      [4800, 0, 0],
+      [4800, 0, 0]
+    ])
     // The ranks' links were lost and resumed, not replaced: the coordinator says so.
     expect(serve.err()).toMatch(/rank [01] resumed its link/)
   }, 180_000)
@@ -67,10 +82,12 @@ describe("joined ranks wait for their coordinator", () => {
     const { serve, ranks } = await served("killed", ["--epochs", "20"], ["--coordinator-reconnect-ms", String(reconnectMs)])
     signal(serve.child, "KILL")
     const killedAtMs = Date.now()
-    const exits = await Promise.all(ranks.map(async (rank) => {
-      const code = await rank.exit
-      return { code, afterMs: Date.now() - killedAtMs }
-    }))
+    const exits = await Promise.all(
+      ranks.map(async (rank) => {
+        const code = await rank.exit
+        return { code, afterMs: Date.now() - killedAtMs }
+      })
+    )
     expect(exits.map((e) => e.code)).toEqual([3, 3])
     // Not before the window (a lower bound, safe under load); well before the 60 s default.
     for (const exit of exits) {

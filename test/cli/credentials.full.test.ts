@@ -21,10 +21,28 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}/`
     writeFileSync(join(scratch, "token"), "cred-test-run-token-61f0a9c3", { mode: 0o600 })
-    const serve = startCli([
-      "serve", "--trainer", trainer, "--world-size", "3", "--epochs", "3", "--heartbeat-timeout-ms", "5000",
-      "--listen", `127.0.0.1:${port}`, "--token-file", join(scratch, "token"), "--out", join(scratch, "runs"), "--issue-tokens", "3"
-    ], { cwd: scratch })
+    const serve = startCli(
+      [
+        "serve",
+        "--trainer",
+        trainer,
+        "--world-size",
+        "3",
+        "--epochs",
+        "3",
+        "--heartbeat-timeout-ms",
+        "5000",
+        "--listen",
+        `127.0.0.1:${port}`,
+        "--token-file",
+        join(scratch, "token"),
+        "--out",
+        join(scratch, "runs"),
+        "--issue-tokens",
+        "3"
+      ],
+      { cwd: scratch }
+    )
     try {
       await waitFor(() => /credentials in (\S+)\/rank<r>/.test(serve.out()), 30_000, "the credentials line")
       const dir = /credentials in (\S+)\/rank<r>/.exec(serve.out())![1]!
@@ -32,15 +50,36 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
       const credentialOf = (rank: number) => join(dir, `rank${rank}`)
       const idOf = (rank: number) => readFileSync(credentialOf(rank), "utf8").split(".")[1]!
       const joinAs = (rank: number, credential: number, save: string) =>
-        startCli(["join", url, "--trainer", trainer, "--token-file", credentialOf(credential), "--rank", String(rank), "--save-dir", join(scratch, save), "--connect-timeout-ms", "30000"], { cwd: scratch })
+        startCli(
+          [
+            "join",
+            url,
+            "--trainer",
+            trainer,
+            "--token-file",
+            credentialOf(credential),
+            "--rank",
+            String(rank),
+            "--save-dir",
+            join(scratch, save),
+            "--connect-timeout-ms",
+            "30000"
+          ],
+          { cwd: scratch }
+        )
       const wrongIndex = joinAs(1, 2, "wrong")
       expect(await wrongIndex.exit).toBe(19)
-      expect(wrongIndex.err().trim().split("\n")).toEqual([`cohort join: refused by ${url}: the credential admits another rank index (close code 4021)`])
+      expect(wrongIndex.err().trim().split("\n")).toEqual([
+        `cohort join: refused by ${url}: the credential admits another rank index (close code 4021)`
+      ])
       const ranks = [0, 1, 2].map((rank) => joinAs(rank, rank, `save-${rank}`))
       await waitFor(() => /formed/.test(serve.out()), 30_000, "the run to form")
       await new Promise((resolve) => setTimeout(resolve, 600))
       // A revocation that could not apply is refused, never reported as done.
-      for (const [target, said] of [["9", /rank 9 is not a rank of this run/], [`${idOf(2)}x`, /this run issued no credential/]] as const) {
+      for (const [target, said] of [
+        ["9", /rank 9 is not a rank of this run/],
+        [`${idOf(2)}x`, /this run issued no credential/]
+      ] as const) {
         const wrong = startCli(["revoke", runDir, target], { cwd: scratch })
         expect(await wrong.exit).toBe(2)
         expect(wrong.err()).toMatch(said)
@@ -61,11 +100,32 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
       expect([await ranks[0]!.exit, await ranks[1]!.exit]).toEqual([0, 0])
       const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult
       expect(summary.deaths.map((d) => [d.rank, d.cause, d.redistributed])).toEqual([[2, "disconnected (close code 4022)", true]])
-      expect(summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 4800, 0, 0], [1, 4800, 0, 0], [2, 4800, 0, 0]])
-      const events = readFileSync(join(runDir, "events.ndjson"), "utf8").trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>)
-      expect(events.filter((e) => e.type === "joined").map((e) => [e.rank, e.credential]).sort()).toEqual([[0, idOf(0)], [1, idOf(1)], [2, idOf(2)]])
+      expect(summary.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+        [0, 4800, 0, 0],
+        [1, 4800, 0, 0],
+        [2, 4800, 0, 0]
+      ])
+      const events = readFileSync(join(runDir, "events.ndjson"), "utf8")
+        .trim()
+        .split("\n")
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+      expect(
+        events
+          .filter((e) => e.type === "joined")
+          .map((e) => [e.rank, e.credential])
+          .sort()
+      ).toEqual([
+        [0, idOf(0)],
+        [1, idOf(1)],
+        [2, idOf(2)]
+      ])
       expect(events.filter((e) => e.type === "revoked").map((e) => [e.rank, e.credential])).toEqual([[2, idOf(2)]])
-      expect(events.filter((e) => e.type === "refused").map((e) => e.closeCode).sort()).toEqual([4021, 4022])
+      expect(
+        events
+          .filter((e) => e.type === "refused")
+          .map((e) => e.closeCode)
+          .sort()
+      ).toEqual([4021, 4022])
       // The journal never holds a credential's secret part, nor the run token.
       const journal = readFileSync(join(runDir, "events.ndjson"), "utf8")
       for (const rank of [0, 1, 2]) expect(journal).not.toContain(readFileSync(credentialOf(rank), "utf8").trim().split(".")[4]!)

@@ -42,7 +42,24 @@ const openIdle = async (port: number, count: number, into: Array<Socket>): Promi
  * its stderr shows that text (the coordinator said why it is short), else at its end.
  */
 const runWithIdleConnections = async (extra: ReadonlyArray<string>, releaseOn?: string): Promise<RunResult> => {
-  const args = [`--nofile=${descriptorsMax}:${descriptorsMax}`, process.execPath, cli, "run", "--trainer", trainer, "--world-size", "3", "--epochs", "4", "--dashboard", "0", "--json", "--out", outDir, ...extra]
+  const args = [
+    `--nofile=${descriptorsMax}:${descriptorsMax}`,
+    process.execPath,
+    cli,
+    "run",
+    "--trainer",
+    trainer,
+    "--world-size",
+    "3",
+    "--epochs",
+    "4",
+    "--dashboard",
+    "0",
+    "--json",
+    "--out",
+    outDir,
+    ...extra
+  ]
   const child = spawn(prlimit, args, { stdio: ["ignore", "pipe", "pipe"] })
   let out = ""
   let err = ""
@@ -77,17 +94,33 @@ describe(`3,000 idle dashboard connections to a coordinator with ${descriptorsMa
     expect(result.deaths).toEqual([])
     const alerts = result.alerts.filter((a) => a.class === "CoordinatorResource")
     expect(alerts.length).toBeGreaterThanOrEqual(1)
-    for (const alert of alerts) expect(alert.detail).toMatch(/^the dashboard refused \d+ connections? at its cap, connectionsMax 256 \(\d+ in all\); the run goes on$/)
+    for (const alert of alerts)
+      expect(alert.detail).toMatch(
+        /^the dashboard refused \d+ connections? at its cap, connectionsMax 256 \(\d+ in all\); the run goes on$/
+      )
     expect(result.alerts.filter((a) => /out of file descriptors/.test(a.detail))).toEqual([])
-    expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+    expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+      [4800, 0, 0],
+      [4800, 0, 0],
+      [4800, 0, 0],
+      [4800, 0, 0]
+    ])
   }, 120_000)
 
   it("with the cap out of the way the process runs out of descriptors: the run still completes, an alert says why, no rank crashes", async () => {
-    const result = await runWithIdleConnections(["--dashboard-connections-max", "100000"], "the coordinator's process is out of file descriptors")
+    const result = await runWithIdleConnections(
+      ["--dashboard-connections-max", "100000"],
+      "the coordinator's process is out of file descriptors"
+    )
     expect(result.outcome.status).toBe("completed")
     expect(result.deaths).toEqual([])
     const shortage = result.alerts.filter((a) => a.class === "CoordinatorResource" && /out of file descriptors \(EMFILE/.test(a.detail))
     expect(shortage.length).toBeGreaterThanOrEqual(1)
-    expect(result.epochs.map((e) => [e.lost, e.duplicated])).toEqual([[0, 0], [0, 0], [0, 0], [0, 0]])
+    expect(result.epochs.map((e) => [e.lost, e.duplicated])).toEqual([
+      [0, 0],
+      [0, 0],
+      [0, 0],
+      [0, 0]
+    ])
   }, 120_000)
 })

@@ -36,19 +36,23 @@ interface Audited {
 }
 
 const journal = (runDir: string): Array<Record<string, unknown>> =>
-  readFileSync(join(runDir, "events.ndjson"), "utf8").split("\n").flatMap((line) => {
-    try {
-      return [JSON.parse(line) as Record<string, unknown>]
-    } catch {
-      return [] // a last line cut short by the kill
-    }
-  })
+  readFileSync(join(runDir, "events.ndjson"), "utf8")
+    .split("\n")
+    .flatMap((line) => {
+      try {
+        return [JSON.parse(line) as Record<string, unknown>]
+      } catch {
+        return [] // a last line cut short by the kill
+      }
+    })
 
 const auditsOf = (runDir: string): Array<Audited> =>
-  journal(runDir).filter((e) => e.type === "epoch").map((e) => {
-    const s = e.summary as { epoch: number; samplesCommitted: number; lost: number; duplicated: number }
-    return { run: runDir, epoch: s.epoch, samplesCommitted: s.samplesCommitted, lost: s.lost, duplicated: s.duplicated }
-  })
+  journal(runDir)
+    .filter((e) => e.type === "epoch")
+    .map((e) => {
+      const s = e.summary as { epoch: number; samplesCommitted: number; lost: number; duplicated: number }
+      return { run: runDir, epoch: s.epoch, samplesCommitted: s.samplesCommitted, lost: s.lost, duplicated: s.duplicated }
+    })
 
 const runDirs = (dir: string): Array<string> => readdirSync(dir).map((name) => join(dir, name))
 
@@ -56,13 +60,37 @@ const runDirs = (dir: string): Array<string> => readdirSync(dir).map((name) => j
  * One try: a run killed at an instant, then resumed (and resumed again if a resume is cut short)
  * until one completes; returns every run's audits and what the kill hit.
  */
-const tryOnce = async (dir: string, transport: string, backend: string, killAfter: { readonly epoch: number; readonly delayMs: number } | { readonly atMs: number }) => {
-  const run = startCli([
-    "run", "--trainer", steady, "--transport", transport, "--backend", backend, "--world-size", "3", "--epochs", String(epochs),
-    "--no-kill", "--out", dir
-  ], { cwd: dir })
+const tryOnce = async (
+  dir: string,
+  transport: string,
+  backend: string,
+  killAfter: { readonly epoch: number; readonly delayMs: number } | { readonly atMs: number }
+) => {
+  const run = startCli(
+    [
+      "run",
+      "--trainer",
+      steady,
+      "--transport",
+      transport,
+      "--backend",
+      backend,
+      "--world-size",
+      "3",
+      "--epochs",
+      String(epochs),
+      "--no-kill",
+      "--out",
+      dir
+    ],
+    { cwd: dir }
+  )
   if ("epoch" in killAfter) {
-    await waitFor(() => run.out().includes(`epoch ${killAfter.epoch} done`) || run.child.exitCode !== null, 60_000, `epoch ${killAfter.epoch}'s line`)
+    await waitFor(
+      () => run.out().includes(`epoch ${killAfter.epoch} done`) || run.child.exitCode !== null,
+      60_000,
+      `epoch ${killAfter.epoch}'s line`
+    )
     await new Promise((resolve) => setTimeout(resolve, killAfter.delayMs))
   } else {
     await waitFor(() => run.out().includes("formed") || run.child.exitCode !== null, 60_000, "the run to form")
@@ -88,15 +116,25 @@ const expectOnce = (audits: ReadonlyArray<Audited>, what: string): void => {
   expect(epochsSeen, `${what}: every epoch audited exactly once across the chain (seed ${seed}): ${JSON.stringify(audits)}`).toEqual(
     Array.from({ length: epochs }, (_, e) => e)
   )
-  for (const a of audits) expect([a.samplesCommitted, a.lost, a.duplicated], `${what}: epoch ${a.epoch} of ${a.run}`).toEqual([epochSamples, 0, 0])
+  for (const a of audits)
+    expect([a.samplesCommitted, a.lost, a.duplicated], `${what}: epoch ${a.epoch} of ${a.run}`).toEqual([epochSamples, 0, 0])
 }
 
 describe(`exactly once across SIGKILLs of the coordinator's process (${runtime}, seed ${seed})`, () => {
   // Every combination on Node; Bun and Deno (what differs there: their files, processes and
   // sockets) one of each transport and backend, for CI time.
-  const cases = runtime === "node"
-    ? [["worker", "cpu"], ["worker", "ring"], ["process", "cpu"], ["process", "ring"]] as const
-    : [["worker", "ring"], ["process", "cpu"]] as const
+  const cases =
+    runtime === "node"
+      ? ([
+          ["worker", "cpu"],
+          ["worker", "ring"],
+          ["process", "cpu"],
+          ["process", "ring"]
+        ] as const)
+      : ([
+          ["worker", "ring"],
+          ["process", "cpu"]
+        ] as const)
   for (const [transport, backend] of cases) {
     it(`${transport} ranks, ${backend}: killed 0-200 ms after an epoch's audit line, or at a random instant, then resumed: the chain audits every epoch once`, async () => {
       const tries = [
@@ -117,14 +155,20 @@ describe(`a resume killed in its first epoch (${runtime})`, () => {
   it("resuming it trains on from where it started; resuming its parent names it; the chain audits every epoch once", async () => {
     const dir = join(outDir, "chain")
     mkdirSync(dir, { recursive: true })
-    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], { cwd: dir })
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], {
+      cwd: dir
+    })
     await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
     run.child.kill("SIGKILL")
     await run.exit
     const parent = runDirs(dir)[0]!
     // The resume is killed once it formed and marked its parent, before its first epoch's audit.
     const first = startCli(["resume", parent], { cwd: dir })
-    await waitFor(() => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null, 60_000, "the resume to form and mark its parent")
+    await waitFor(
+      () => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null,
+      60_000,
+      "the resume to form and mark its parent"
+    )
     first.child.kill("SIGKILL")
     await first.exit
     const child = runDirs(dir).find((d) => d !== parent)!
@@ -144,18 +188,24 @@ describe(`a resume killed before it formed (${runtime})`, () => {
   // and the dead resume both look resumable; only one of them may train on.
   const killedBeforeForming = async (dir: string): Promise<{ readonly parent: string; readonly dead: string }> => {
     mkdirSync(dir, { recursive: true })
-    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], { cwd: dir })
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", dir], {
+      cwd: dir
+    })
     await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
     run.child.kill("SIGKILL")
     await run.exit
     const parent = runDirs(dir)[0]!
     const resumed = startCli(["resume", parent], { cwd: dir })
-    const started = (): boolean => runDirs(dir).some((d) => d !== parent && existsSync(join(d, "events.ndjson")) && journal(d).some((e) => e.type === "started"))
+    const started = (): boolean =>
+      runDirs(dir).some((d) => d !== parent && existsSync(join(d, "events.ndjson")) && journal(d).some((e) => e.type === "started"))
     await waitFor(() => started() || resumed.child.exitCode !== null, 60_000, "the resume to start its journal")
     resumed.child.kill("SIGKILL")
     await resumed.exit
     const dead = runDirs(dir).find((d) => d !== parent)!
-    expect(journal(dead).some((e) => e.type === "formed"), "the resume was killed before it formed").toBe(false)
+    expect(
+      journal(dead).some((e) => e.type === "formed"),
+      "the resume was killed before it formed"
+    ).toBe(false)
     expect(existsSync(join(parent, "resumed-by.json"))).toBe(false)
     return { parent, dead }
   }
@@ -188,13 +238,19 @@ describe(`a resume killed in its first epoch, resumed from another folder (${run
     const dir = join(outDir, "elsewhere")
     mkdirSync(dir, { recursive: true })
     const runs = join(dir, "runs")
-    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", "runs"], { cwd: dir })
+    const run = startCli(["run", "--trainer", steady, "--world-size", "3", "--epochs", String(epochs), "--no-kill", "--out", "runs"], {
+      cwd: dir
+    })
     await waitFor(() => run.out().includes("epoch 0 done") || run.child.exitCode !== null, 60_000, "epoch 0's line")
     run.child.kill("SIGKILL")
     await run.exit
     const parent = runDirs(runs)[0]!
     const first = startCli(["resume", `runs/${parent.split("/").at(-1)}`], { cwd: dir })
-    await waitFor(() => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null, 60_000, "the resume to form and mark its parent")
+    await waitFor(
+      () => existsSync(join(parent, "resumed-by.json")) || first.child.exitCode !== null,
+      60_000,
+      "the resume to form and mark its parent"
+    )
     first.child.kill("SIGKILL")
     await first.exit
     const child = runDirs(runs).find((d) => d !== parent)!

@@ -60,7 +60,12 @@ export const coreDeath = (rank: number, epoch: number): Coordinator.Death => ({
   afterEnd: false
 })
 
-export const summary = (epoch: number, deaths: ReadonlyArray<Coordinator.Death> = [], lost = 0, duplicated = 0): Coordinator.EpochSummary => ({
+export const summary = (
+  epoch: number,
+  deaths: ReadonlyArray<Coordinator.Death> = [],
+  lost = 0,
+  duplicated = 0
+): Coordinator.EpochSummary => ({
   epoch,
   epochSamples: 8000,
   samplesCommitted: 8000 - lost + duplicated,
@@ -155,7 +160,15 @@ export const unrecoverable: RunTypes.RunResult = {
     deaths: [coreDeath(1, 0)],
     epochs: [],
     evals: [],
-    uncommitted: { epoch: 0, ranges: [[600, 1400], [2600, 1400], [4600, 1400], [6600, 1400]] },
+    uncommitted: {
+      epoch: 0,
+      ranges: [
+        [600, 1400],
+        [2600, 1400],
+        [4600, 1400],
+        [6600, 1400]
+      ]
+    },
     counters
   },
   deaths: [stoppedTiming],
@@ -191,7 +204,11 @@ export const auditFailed: RunTypes.RunResult = {
   deaths: [],
   alerts: [],
   outcome: { ...completed.outcome, failures: [] },
-  epochs: [{ ...summary(0), accuracy: 0.9 }, { ...summary(1, [], 5, 2), accuracy: 0.91 }, { ...summary(2), accuracy: 0.92 }],
+  epochs: [
+    { ...summary(0), accuracy: 0.9 },
+    { ...summary(1, [], 5, 2), accuracy: 0.91 },
+    { ...summary(2), accuracy: 0.92 }
+  ],
   finalAccuracy: 0.92,
   exitCode: 4
 }
@@ -210,12 +227,14 @@ export const eventsOf = (result: RunTypes.RunResult): ReadonlyArray<RunTypes.Run
   },
   ...result.alerts.map((alert): RunTypes.RunEvent => ({ type: "alert", ms: alert.ts, alert })),
   ...result.deaths.map((death): RunTypes.RunEvent => ({ type: "death", ms: death.declaredMs, death })),
-  ...result.epochs.map((e): RunTypes.RunEvent => ({
-    type: "epoch",
-    ms: e.endedAtMs,
-    summary: { ...e, accuracy: undefined } as Coordinator.EpochSummary,
-    accuracy: e.accuracy
-  })),
+  ...result.epochs.map(
+    (e): RunTypes.RunEvent => ({
+      type: "epoch",
+      ms: e.endedAtMs,
+      summary: { ...e, accuracy: undefined } as Coordinator.EpochSummary,
+      accuracy: e.accuracy
+    })
+  ),
   { type: "ended", ms: result.durationMs, outcome: result.outcome, saves: result.saves }
 ]
 

@@ -15,7 +15,11 @@ describe("join --ranks", () => {
     for (const [flags, err] of cases) {
       const env = { ...token, INDEX: "0" }
       const captured = capture()
-      const code = await Cli.main(["join", "ws://127.0.0.1:9/", ...flags], { ...captured.io, env: (name) => env[name as keyof typeof env] }, noLaunch)
+      const code = await Cli.main(
+        ["join", "ws://127.0.0.1:9/", ...flags],
+        { ...captured.io, env: (name) => env[name as keyof typeof env] },
+        noLaunch
+      )
       expect([code, captured.err()]).toEqual([2, err])
     }
   })

@@ -12,7 +12,12 @@ describe("the options table of demo and run", () => {
     const section = docs.slice(docs.indexOf("## Options of `demo` and `run`"))
     const start = section.indexOf("| flag | default | meaning |")
     const rows = section.slice(start).split("\n")
-    const table = rows.slice(0, rows.findIndex((line) => !line.startsWith("|"))).join("\n")
+    const table = rows
+      .slice(
+        0,
+        rows.findIndex((line) => !line.startsWith("|"))
+      )
+      .join("\n")
     expect(table).toBe(Options.docTable())
   })
 

@@ -118,21 +118,38 @@ describe("parse", () => {
   })
 
   it("--kill and --hang take seconds bare or with s, or milliseconds with ms", () => {
-    expect(Cli.parse(["demo", "--kill", "1@500ms", "--kill", "2@2s", "--kill", "3@1.5", "--hang", "0@250ms", "--hang", "1@.5s"])).toMatchObject({
+    expect(
+      Cli.parse(["demo", "--kill", "1@500ms", "--kill", "2@2s", "--kill", "3@1.5", "--hang", "0@250ms", "--hang", "1@.5s"])
+    ).toMatchObject({
       options: {
-        kills: [{ rank: 1, atSeconds: 0.5 }, { rank: 2, atSeconds: 2 }, { rank: 3, atSeconds: 1.5 }],
-        hangs: [{ rank: 0, atSeconds: 0.25 }, { rank: 1, atSeconds: 0.5 }]
+        kills: [
+          { rank: 1, atSeconds: 0.5 },
+          { rank: 2, atSeconds: 2 },
+          { rank: 3, atSeconds: 1.5 }
+        ],
+        hangs: [
+          { rank: 0, atSeconds: 0.25 },
+          { rank: 1, atSeconds: 0.5 }
+        ]
       }
     })
-    expect(Cli.parse(["demo", "--kill", "1@2m"])).toEqual({ error: "--kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@2m'" })
+    expect(Cli.parse(["demo", "--kill", "1@2m"])).toEqual({
+      error: "--kill expects RANK@SECONDS (e.g. 2@5, 2@1.5s or 2@500ms), got '1@2m'"
+    })
     expect(Cli.parse(["demo", "--kill", "1@-5ms"])).toEqual({ error: "--kill 1@-5ms: seconds must be >= 0" })
   })
 
   it("collects repeated --kill and --hang in order; --kill replaces the default kill", () => {
     expect(Cli.parse(["demo", "--kill", "1@3", "--kill", "3@0", "--hang", "0@1", "--hang", "2@7.25"])).toMatchObject({
       options: {
-        kills: [{ rank: 1, atSeconds: 3 }, { rank: 3, atSeconds: 0 }],
-        hangs: [{ rank: 0, atSeconds: 1 }, { rank: 2, atSeconds: 7.25 }]
+        kills: [
+          { rank: 1, atSeconds: 3 },
+          { rank: 3, atSeconds: 0 }
+        ],
+        hangs: [
+          { rank: 0, atSeconds: 1 },
+          { rank: 2, atSeconds: 7.25 }
+        ]
       }
     })
   })
@@ -143,7 +160,9 @@ describe("parse", () => {
     expect(Cli.parse(["run", "--trainer", "t.ts", "--dashboard", "8123", "--dashboard-faults"])).toMatchObject({
       options: { dashboard: { port: 8123, faults: true } }
     })
-    expect(Cli.parse(["demo", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
+    expect(Cli.parse(["demo", "--dashboard-faults"])).toEqual({
+      error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)"
+    })
     expect(Cli.parse(["demo", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
     expect(Cli.parse(["demo", "--dashboard", "x"])).toEqual({ error: "--dashboard must be an integer >= 0, got 'x'" })
   })
@@ -156,9 +175,13 @@ describe("parse", () => {
   })
 
   it("--ring-links takes direct or relay with the ring backend, and is absent (direct) without it", () => {
-    expect(Cli.parse(["demo", "--backend", "ring", "--transport", "process", "--ring-links", "relay"])).toMatchObject({ options: { ringLinks: "relay", transport: "process" } })
+    expect(Cli.parse(["demo", "--backend", "ring", "--transport", "process", "--ring-links", "relay"])).toMatchObject({
+      options: { ringLinks: "relay", transport: "process" }
+    })
     expect(Cli.parse(["demo", "--backend", "ring"])).not.toHaveProperty("options.ringLinks")
-    expect(Cli.parse(["demo", "--backend", "ring", "--ring-links", "mesh"])).toEqual({ error: "--ring-links must be direct or relay, got 'mesh'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--ring-links", "mesh"])).toEqual({
+      error: "--ring-links must be direct or relay, got 'mesh'"
+    })
     expect(Cli.parse(["demo", "--ring-links", "relay"])).toEqual({ error: "--ring-links goes with --backend ring" })
   })
 
@@ -169,10 +192,14 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--backend", "ring", "--round-deadline-ms", "250"])).toEqual({
       error: "--round-deadline-ms needs --backend cpu: a ring round is one collective of every member"
     })
-    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "0.75"])).toMatchObject({ options: { roundDeadlineMs: 250, roundQuorum: 0.75 } })
+    expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "0.75"])).toMatchObject({
+      options: { roundDeadlineMs: 250, roundQuorum: 0.75 }
+    })
     expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", "1"])).toMatchObject({ options: { roundQuorum: 1 } })
     for (const bad of ["0", "1.5", "half", "-0.5"]) {
-      expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", bad])).toEqual({ error: `--round-quorum must be a fraction above 0, at most 1, got '${bad}'` })
+      expect(Cli.parse(["demo", "--round-deadline-ms", "250", "--round-quorum", bad])).toEqual({
+        error: `--round-quorum must be a fraction above 0, at most 1, got '${bad}'`
+      })
     }
     expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
   })
@@ -191,7 +218,9 @@ describe("parse", () => {
       })
     }
     expect(Cli.parse(["demo", "--clip-norm", "-1"])).toEqual({ error: "--clip-norm must be a number above 0, got '-1'" })
-    expect(Cli.parse(["demo", "--aggregate", "clip:1", "--clip-norm", "2"])).toEqual({ error: "--clip-norm cannot be used with --aggregate clip:N (it says the norm already)" })
+    expect(Cli.parse(["demo", "--aggregate", "clip:1", "--clip-norm", "2"])).toEqual({
+      error: "--clip-norm cannot be used with --aggregate clip:N (it says the norm already)"
+    })
     expect(Cli.parse(["demo", "--backend", "ring", "--aggregate", "median"])).toEqual({
       error: "--aggregate and --clip-norm need --backend cpu: ring members average among themselves"
     })
@@ -202,15 +231,21 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--compress", "int8"])).toMatchObject({ options: { compress: "int8" } })
     expect(Cli.parse(["demo", "--compress", "fp16"])).toMatchObject({ options: { compress: "fp16" } })
     expect(Cli.parse(["demo", "--compress", "int4"])).toEqual({ error: "--compress must be none, fp16 or int8, got 'int4'" })
-    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({ error: "--compress needs --backend cpu: ring steps travel as float64 and float32" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({
+      error: "--compress needs --backend cpu: ring steps travel as float64 and float32"
+    })
   })
 
   it("--outer-lr and --outer-momentum take a rate above 0 and a momentum in [0, 1), with the cpu backend", () => {
     expect(Cli.parse(["demo"])).not.toHaveProperty("options.outer")
-    expect(Cli.parse(["demo", "--outer-lr", "0.7", "--outer-momentum", "0.9"])).toMatchObject({ options: { outer: { outerLr: 0.7, outerMomentum: 0.9 } } })
+    expect(Cli.parse(["demo", "--outer-lr", "0.7", "--outer-momentum", "0.9"])).toMatchObject({
+      options: { outer: { outerLr: 0.7, outerMomentum: 0.9 } }
+    })
     expect(Cli.parse(["demo", "--outer-lr", "0"])).toEqual({ error: "--outer-lr must be a number above 0, got '0'" })
     expect(Cli.parse(["demo", "--outer-momentum", "1"])).toEqual({ error: "--outer-momentum must be a number from 0 to below 1, got '1'" })
-    expect(Cli.parse(["demo", "--backend", "ring", "--outer-lr", "0.7"])).toEqual({ error: "--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--outer-lr", "0.7"])).toEqual({
+      error: "--outer-lr and --outer-momentum need --backend cpu: the coordinator applies the outer step"
+    })
   })
 
   it("--no-kill removes the demo's kill", () => {
@@ -285,7 +320,10 @@ describe("parse", () => {
 
   it("reads report with its run directory and --json", () => {
     const plain = { html: false, outFile: undefined }
-    expect(Cli.parse(["report", "runs/abc"])).toEqual({ command: "report", options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, ...plain } })
+    expect(Cli.parse(["report", "runs/abc"])).toEqual({
+      command: "report",
+      options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, ...plain }
+    })
     expect(Cli.parse(["report", "--json", "runs/abc"])).toEqual({
       command: "report",
       options: { runDir: "runs/abc", json: true, fileBytesMax: 268_435_456, ...plain }
@@ -305,7 +343,9 @@ describe("parse", () => {
       command: "report",
       options: { runDir: "runs/abc", json: false, fileBytesMax: 268_435_456, html: true, outFile: "page.html" }
     })
-    expect(Cli.parse(["report", "--out", "page.html", "runs/abc"])).toEqual({ error: "report: --out FILE goes with --html (the summary is printed)" })
+    expect(Cli.parse(["report", "--out", "page.html", "runs/abc"])).toEqual({
+      error: "report: --out FILE goes with --html (the summary is printed)"
+    })
     expect(Cli.parse(["report", "--html", "--json", "runs/abc"])).toEqual({ error: "report: --html and --json exclude each other" })
   })
 
@@ -349,9 +389,34 @@ describe("parse resume", () => {
 
   it("reads every flag of resume", () => {
     const parsed = Cli.parse([
-      "resume", "runs/abc", "--world-size", "3", "--transport", "process", "--kill", "1@2", "--hang", "2@4.5",
-      "--heartbeat-timeout-ms", "5000", "--coordinator-timeout-ms", "3000", "--failure-limit", "2", "--rank-memory-mb", "0",
-      "--interrupt-grace-ms", "0", "--trainer", "t.ts", "--out", "elsewhere", "--json", "--dashboard", "8123", "--dashboard-faults"
+      "resume",
+      "runs/abc",
+      "--world-size",
+      "3",
+      "--transport",
+      "process",
+      "--kill",
+      "1@2",
+      "--hang",
+      "2@4.5",
+      "--heartbeat-timeout-ms",
+      "5000",
+      "--coordinator-timeout-ms",
+      "3000",
+      "--failure-limit",
+      "2",
+      "--rank-memory-mb",
+      "0",
+      "--interrupt-grace-ms",
+      "0",
+      "--trainer",
+      "t.ts",
+      "--out",
+      "elsewhere",
+      "--json",
+      "--dashboard",
+      "8123",
+      "--dashboard-faults"
     ])
     expect(parsed).toEqual({
       command: "resume",
@@ -379,25 +444,42 @@ describe("parse resume", () => {
     expect(Cli.parse(["resume"])).toEqual({ error: "missing required argument 'RUN_DIR'" })
     expect(Cli.parse(["resume", "runs/abc", "--unknown", "5"])).toEqual({ error: "unknown option '--unknown'" })
     expect(Cli.parse(["resume", "runs/abc", "--world-size", "0"])).toEqual({ error: "--world-size must be an integer >= 1, got '0'" })
-    expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({ error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)" })
-    expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({ error: "--transport must be worker or process, got 'socket'" })
+    expect(Cli.parse(["resume", "runs/abc", "--world-size", "2", "--kill", "2@1"])).toEqual({
+      error: "--kill 2@1: rank 2 is out of range for 2 ranks (0 to 1)"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--transport", "socket"])).toEqual({
+      error: "--transport must be worker or process, got 'socket'"
+    })
     expect(Cli.parse(["resume", "runs/abc", "--out", ""])).toEqual({ error: "--out needs a folder path" })
-    expect(Cli.parse(["resume", "runs/abc", "--dashboard-faults"])).toEqual({ error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)" })
-    expect(Cli.parse(["resume", "runs/abc", "--dashboard", "70000"])).toEqual({ error: "--dashboard PORT must be at most 65535, got '70000'" })
+    expect(Cli.parse(["resume", "runs/abc", "--dashboard-faults"])).toEqual({
+      error: "--dashboard-faults goes with --dashboard (it adds kill buttons to the page)"
+    })
+    expect(Cli.parse(["resume", "runs/abc", "--dashboard", "70000"])).toEqual({
+      error: "--dashboard PORT must be at most 65535, got '70000'"
+    })
   })
 
   it("refuses the run flags whose values are the parent's, saying that resume keeps them and why", () => {
     expect(Cli.parse(["resume", "runs/abc", "--seed", "3"])).toEqual({
-      error: "resume: --seed cannot be given: resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"
+      error:
+        "resume: --seed cannot be given: resume keeps the parent's seed: the model's initialisation and every epoch's sample order come from it, and the samples the parent committed are those of that order"
     })
     expect(Cli.parse(["resume", "runs/abc", "--epochs", "5"])).toEqual({
-      error: "resume: --epochs cannot be given: resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"
+      error:
+        "resume: --epochs cannot be given: resume keeps the parent's number of epochs: the resumed run trains the rest of the parent's epochs"
     })
     expect(Cli.parse(["resume", "runs/abc", "--no-kill"])).toEqual({
       error: "resume: --no-kill cannot be given: resume injects no fault unless --kill or --hang is given: there is no kill to remove"
     })
-    for (const [flag, value] of [["--mode", "progressive"], ["--backend", "ring"], ["--role-policy", "1"], ["--on-repeated-crash", "continue"]] as const) {
-      expect((Cli.parse(["resume", "runs/abc", flag, value]) as { error: string }).error).toMatch(new RegExp(`^resume: ${flag} cannot be given: resume keeps the parent's `))
+    for (const [flag, value] of [
+      ["--mode", "progressive"],
+      ["--backend", "ring"],
+      ["--role-policy", "1"],
+      ["--on-repeated-crash", "continue"]
+    ] as const) {
+      expect((Cli.parse(["resume", "runs/abc", flag, value]) as { error: string }).error).toMatch(
+        new RegExp(`^resume: ${flag} cannot be given: resume keeps the parent's `)
+      )
     }
     // --kill still works beside the refused flags' options.
     expect(Cli.parse(["resume", "runs/abc", "--kill", "1@2"])).toMatchObject({ options: { kills: [{ rank: 1, atSeconds: 2 }] } })
@@ -412,11 +494,7 @@ describe("parse resume", () => {
 describe("bad input gives one line on stderr and exit code 2", () => {
   const cases: ReadonlyArray<readonly [string, ReadonlyArray<string>, string]> = [
     ["an unknown flag", ["demo", "--bogus"], "cohort: unknown option '--bogus'"],
-    [
-      "a misspelt flag",
-      ["demo", "--wrold-size", "3"],
-      "cohort: unknown option '--wrold-size' (did you mean --world-size?)"
-    ],
+    ["a misspelt flag", ["demo", "--wrold-size", "3"], "cohort: unknown option '--wrold-size' (did you mean --world-size?)"],
     ["an unknown flag before the command", ["--verbose", "demo"], "cohort: unknown option '--verbose'"],
     ["an unknown command", ["train"], "cohort: unknown command 'train'"],
     ["a misspelt command", ["dmeo"], "cohort: unknown command 'dmeo' (did you mean demo?)"],
@@ -424,13 +502,13 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a flag without its value", ["demo", "--world-size"], "cohort: option '--world-size <n>' argument missing"],
     ["--world-size 0", ["demo", "--world-size", "0"], "cohort: --world-size must be an integer >= 1, got '0'"],
     ["--world-size 2.5", ["demo", "--world-size", "2.5"], "cohort: --world-size must be an integer >= 1, got '2.5'"],
-    ["--world-size 1025", ["demo", "--world-size", "1025"], "cohort: --world-size must be at most 1024 (the ranks one machine starts), got '1025'"],
-    ["--epochs 0", ["demo", "--epochs", "0"], "cohort: --epochs must be an integer >= 1, got '0'"],
     [
-      "--kill 9@1 with 4 ranks",
-      ["demo", "--kill", "9@1"],
-      "cohort: --kill 9@1: rank 9 is out of range for 4 ranks (0 to 3)"
+      "--world-size 1025",
+      ["demo", "--world-size", "1025"],
+      "cohort: --world-size must be at most 1024 (the ranks one machine starts), got '1025'"
     ],
+    ["--epochs 0", ["demo", "--epochs", "0"], "cohort: --epochs must be an integer >= 1, got '0'"],
+    ["--kill 9@1 with 4 ranks", ["demo", "--kill", "9@1"], "cohort: --kill 9@1: rank 9 is out of range for 4 ranks (0 to 3)"],
     [
       "--kill of a rank that --world-size leaves out",
       ["demo", "--world-size", "2", "--kill", "2@1"],
@@ -455,7 +533,8 @@ describe("bad input gives one line on stderr and exit code 2", () => {
       "a zero heartbeat timeout",
       ["demo", "--heartbeat-timeout-ms", "0"],
       "cohort: --heartbeat-timeout-ms must be an integer >= 1, got '0'"
-    ], [
+    ],
+    [
       "a zero coordinator timeout",
       ["demo", "--coordinator-timeout-ms", "0"],
       "cohort: --coordinator-timeout-ms must be an integer >= 1, got '0'"
@@ -465,16 +544,28 @@ describe("bad input gives one line on stderr and exit code 2", () => {
       ["demo", "--failure-limit", "1.5"],
       "cohort: --failure-limit must be an integer >= 0 or a fraction between 0 and 1, got '1.5'"
     ],
-    ["a bad --on-repeated-crash", ["demo", "--on-repeated-crash", "retry"], "cohort: --on-repeated-crash must be stop or continue, got 'retry'"],
+    [
+      "a bad --on-repeated-crash",
+      ["demo", "--on-repeated-crash", "retry"],
+      "cohort: --on-repeated-crash must be stop or continue, got 'retry'"
+    ],
     ["a rank memory limit below 16 MiB", ["demo", "--rank-memory-mb", "8"], "cohort: --rank-memory-mb must be an integer >= 16, got '8'"],
-    ["a rank memory limit that is not an integer", ["demo", "--rank-memory-mb", "1.5"], "cohort: --rank-memory-mb must be an integer >= 16, got '1.5'"],
+    [
+      "a rank memory limit that is not an integer",
+      ["demo", "--rank-memory-mb", "1.5"],
+      "cohort: --rank-memory-mb must be an integer >= 16, got '1.5'"
+    ],
     ["a negative seed", ["demo", "--seed", "-1"], "cohort: --seed must be an integer from 0 to 4294967295, got '-1'"],
     ["a seed above 32 bits", ["demo", "--seed", "4294967296"], "cohort: --seed must be an integer from 0 to 4294967295, got '4294967296'"],
     ["an empty --out", ["demo", "--out", ""], "cohort: --out needs a folder path"],
     ["run without --trainer", ["run"], "cohort: run needs --trainer FILE"],
     ["--trainer on demo", ["demo", "--trainer", "x.ts"], "cohort: unknown option '--trainer'"],
     ["report without RUN_DIR", ["report"], "cohort: missing required argument 'RUN_DIR'"],
-    ["report --file-bytes-max 0", ["report", "--file-bytes-max", "0", "runs/x"], "cohort: --file-bytes-max must be an integer >= 1, got '0'"]
+    [
+      "report --file-bytes-max 0",
+      ["report", "--file-bytes-max", "0", "runs/x"],
+      "cohort: --file-bytes-max must be an integer >= 1, got '0'"
+    ]
   ]
 
   for (const [name, argv, message] of cases) {
@@ -544,64 +635,62 @@ describe("help", () => {
 
   it("documents every flag with its default and every exit code", () => {
     const text = Cli.helpText()
-    for (
-      const flag of [
-        "--trainer FILE",
-        "--world-size N",
-        "(default 4)",
-        "--epochs N",
-        "(default 3)",
-        "--mode static|progressive",
-        "(default static)",
-        "--transport worker|process",
-        "(default worker)",
-        "--kill RANK@SECONDS",
-        "(default demo: rank 2 at 40% of epoch 1; run: none)",
-        "--hang RANK@SECONDS",
-        "--no-kill",
-        "--heartbeat-timeout-ms N",
-        "(default 10000)",
-        "--coordinator-timeout-ms N",
-        "(default 10000)",
-        "--round-deadline-ms N",
-        "(default off)",
-        "--round-quorum F",
-        "a round needs before its deadline closes it (default 0.5)",
-        "--aggregate RULE",
-        "--clip-norm N",
-        "--outlier-rounds-max K",
-        "--compress none|fp16|int8",
-        "--outer-lr N, --outer-momentum F",
-        "--failure-limit N|F",
-        "(default none",
-        "--role-policy fastest|N",
-        "(default fastest)",
-        "--seed N",
-        "(default 1)",
-        "--out DIR",
-        "(default runs)",
-        "--json",
-        "cohort serve [options]",
-        "cohort join URL [options]",
-        "--listen HOST:PORT",
-        "(default 127.0.0.1:0",
-        "--token-file FILE",
-        "COHORT_TOKEN",
-        "--formation-timeout-ms N",
-        "(default 300000)",
-        "--rank N|auto",
-        "(default auto)",
-        "--rank-from-env NAME",
-        "--save-dir DIR",
-        "./cohort-save/<runId>: one folder per run joined",
-        "--connect-timeout-ms N",
-        "--coordinator-reconnect-ms N",
-        "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
-        "cohort bundle --trainer FILE --out DIR",
-        "--serve-browser",
-        "--backend cpu|ring"
-      ]
-    ) {
+    for (const flag of [
+      "--trainer FILE",
+      "--world-size N",
+      "(default 4)",
+      "--epochs N",
+      "(default 3)",
+      "--mode static|progressive",
+      "(default static)",
+      "--transport worker|process",
+      "(default worker)",
+      "--kill RANK@SECONDS",
+      "(default demo: rank 2 at 40% of epoch 1; run: none)",
+      "--hang RANK@SECONDS",
+      "--no-kill",
+      "--heartbeat-timeout-ms N",
+      "(default 10000)",
+      "--coordinator-timeout-ms N",
+      "(default 10000)",
+      "--round-deadline-ms N",
+      "(default off)",
+      "--round-quorum F",
+      "a round needs before its deadline closes it (default 0.5)",
+      "--aggregate RULE",
+      "--clip-norm N",
+      "--outlier-rounds-max K",
+      "--compress none|fp16|int8",
+      "--outer-lr N, --outer-momentum F",
+      "--failure-limit N|F",
+      "(default none",
+      "--role-policy fastest|N",
+      "(default fastest)",
+      "--seed N",
+      "(default 1)",
+      "--out DIR",
+      "(default runs)",
+      "--json",
+      "cohort serve [options]",
+      "cohort join URL [options]",
+      "--listen HOST:PORT",
+      "(default 127.0.0.1:0",
+      "--token-file FILE",
+      "COHORT_TOKEN",
+      "--formation-timeout-ms N",
+      "(default 300000)",
+      "--rank N|auto",
+      "(default auto)",
+      "--rank-from-env NAME",
+      "--save-dir DIR",
+      "./cohort-save/<runId>: one folder per run joined",
+      "--connect-timeout-ms N",
+      "--coordinator-reconnect-ms N",
+      "10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;",
+      "cohort bundle --trainer FILE --out DIR",
+      "--serve-browser",
+      "--backend cpu|ring"
+    ]) {
       expect(text).toContain(flag)
     }
     for (const code of [0, 1, 2, 3, 4, 130, 143]) expect(text).toMatch(new RegExp(`^  ${code}  \\S`, "m"))

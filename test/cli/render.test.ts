@@ -28,11 +28,21 @@ describe("renderResult", () => {
   it("names the averaging backend and the ring's generations and links under the table", () => {
     const ring = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 2, links: "port", relayed: 0, dropped: 0 } }).out
     expect(ring).toContain("\naveraging: ring, 2 generations, direct links between worker threads\nrun directory: runs/abc123\n")
-    const shared = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "shared", relayed: 0, dropped: 0 } }).out
+    const shared = Cli.renderResult({
+      ...completed,
+      backend: "ring",
+      ring: { generations: 1, links: "shared", relayed: 0, dropped: 0 }
+    }).out
     expect(shared).toContain("\naveraging: ring, 1 generation, shared-memory links between worker threads\nrun directory: runs/abc123\n")
     const area = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 3, links: "area", relayed: 0, dropped: 0 } }).out
-    expect(area).toContain("\naveraging: ring, 3 generations, a shared-memory all-reduce between worker threads\nrun directory: runs/abc123\n")
-    const relayed = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 } }).out
+    expect(area).toContain(
+      "\naveraging: ring, 3 generations, a shared-memory all-reduce between worker threads\nrun directory: runs/abc123\n"
+    )
+    const relayed = Cli.renderResult({
+      ...completed,
+      backend: "ring",
+      ring: { generations: 1, links: "relay", relayed: 120, dropped: 3 }
+    }).out
     expect(relayed).toContain("\naveraging: ring, 1 generation, steps relayed by the coordinator (120 relayed, 3 dropped)\n")
     expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")
   })
@@ -58,7 +68,9 @@ describe("renderResult", () => {
     const errOf = (saves: RunTypes.RunResult["saves"]) => Cli.renderResult({ ...unrecoverable, saves }).err
     const resume = "; resume with: cohort resume runs/zz9"
     const fromCheckpoint = "; if it saved an epoch checkpoint, resume it from there with: cohort resume runs/zz9"
-    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(`${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save${resume}`)
+    expect(errOf({ saved: [0, 3], notSaved: [2] })).toBe(
+      `${stopped}ranks 0, 3 saved under runs/zz9/save; rank 2 did not finish its save${resume}`
+    )
     expect(errOf({ saved: [], notSaved: [0, 2] })).toBe(`${stopped}ranks 0, 2 did not finish their save${fromCheckpoint}`)
     expect(errOf({ saved: [], notSaved: [] })).toBe(`${stopped}no survivor was left to save${fromCheckpoint}`)
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save${resume}`)
@@ -66,7 +78,9 @@ describe("renderResult", () => {
 
   it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
     const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
-    expect(rendered.err).toBe("cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir; resume with: cohort resume runs/zz9")
+    expect(rendered.err).toBe(
+      "cohort: run stopped: FailureLimitReached: 1 failure reached the failure limit of 1; ranks 0, 2, 3 saved under their hosts' --save-dir; resume with: cohort resume runs/zz9"
+    )
     expect(rendered.out).toContain("\nrefused joins: 2 × 4001, 1 × 4010\nrun directory: runs/zz9\n")
   })
 
@@ -101,7 +115,15 @@ describe("renderResult", () => {
   })
 
   it("counts a death declared after the run ended in no epoch and says so", () => {
-    const late: RunTypes.DeathTiming = { ...killTiming, rank: 1, epoch: 2, detectedAfterFaultMs: 833, recoveredAfterFaultMs: undefined, remainderSamples: 0, redistributed: false }
+    const late: RunTypes.DeathTiming = {
+      ...killTiming,
+      rank: 1,
+      epoch: 2,
+      detectedAfterFaultMs: 833,
+      recoveredAfterFaultMs: undefined,
+      remainderSamples: 0,
+      redistributed: false
+    }
     const out = Cli.renderResult({ ...completed, deaths: [killTiming, late] }).out
     expect(out).toContain("    2               8000     0           0       0             -            -         0.9420\n")
     expect(out).toContain(
@@ -150,14 +172,22 @@ describe("renderResult", () => {
     expect(Cli.renderResult({ ...completed, deaths: [killTiming, crashTiming(3)] }).err).toBe(
       ["cohort: warning: rank 3 crashed: trainBatch always fails", stack].join("\n")
     )
-    const repeated = { ...completed, outcome: { ...completed.outcome, repeatedCrash: { ranks: [3, 1] as const, error: "trainBatch always fails", stack } } }
+    const repeated = {
+      ...completed,
+      outcome: { ...completed.outcome, repeatedCrash: { ranks: [3, 1] as const, error: "trainBatch always fails", stack } }
+    }
     expect(Cli.renderResult(repeated).err).toBe(
       ["cohort: warning: the trainer failed the same way on ranks 3 and 1: trainBatch always fails", stack].join("\n")
     )
   })
 
   it("warns about requested faults that never happened", () => {
-    const skipped: RunTypes.SkippedFault = { rank: 1, fault: "kill", spec: { rank: 1, atSeconds: 3 }, reason: "the run ended after 2.1 s of training" }
+    const skipped: RunTypes.SkippedFault = {
+      rank: 1,
+      fault: "kill",
+      spec: { rank: 1, atSeconds: 3 },
+      reason: "the run ended after 2.1 s of training"
+    }
     expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
       "cohort: warning: --kill 1@3 did not happen: the run ended after 2.1 s of training"
     )
@@ -173,7 +203,9 @@ describe("renderResult", () => {
     expect(Cli.renderResult({ ...completed, skippedFaults: [skipped] }).err).toBe(
       "cohort: note: the demo's planned kill of rank 2 (at 40% of epoch 1) did not happen: rank 2 had already left"
     )
-    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped })).toBe("the demo's planned kill of rank 2 did not happen: rank 2 had already left")
+    expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped })).toBe(
+      "the demo's planned kill of rank 2 did not happen: rank 2 had already left"
+    )
     expect(Cli.eventText({ type: "fault-skipped", ms: 5, skipped: { ...skipped, spec: { rank: 2, atEpoch: 1, atFraction: 0.4 } } })).toBe(
       "kill of rank 2 did not happen: rank 2 had already left"
     )
@@ -195,23 +227,21 @@ describe("lineView", () => {
       samplesPerSecond: 312.4,
       state: "training"
     })
-    for (
-      const event of [
-        eventsOf(completed)[0]!,
-        progress(500, 0, 64),
-        progress(900, 0, 96),
-        progress(950, 1, 64),
-        progress(1500, 0, 160),
-        progress(1600, 0, 192),
-        { type: "fault", ms: 12_345, rank: 2, fault: "kill" },
-        { type: "alert", ms: 12_346, alert: { ...rankLost, count: 3 } },
-        { type: "death", ms: 12_346, death: killTiming },
-        { type: "decision", ms: 12_346, detail: "rank 2's 1200 samples go to ranks 0, 1, 3" },
-        { type: "epoch", ms: 20_000, summary: completedEpochs[1]!, accuracy: undefined },
-        { type: "eval", ms: 20_400, epoch: 1, rank: 3, accuracy: 0.93504, loss: 0.21 },
-        { type: "ended", ms: 3_002, outcome: unrecoverable.outcome }
-      ] satisfies ReadonlyArray<RunTypes.RunEvent>
-    ) {
+    for (const event of [
+      eventsOf(completed)[0]!,
+      progress(500, 0, 64),
+      progress(900, 0, 96),
+      progress(950, 1, 64),
+      progress(1500, 0, 160),
+      progress(1600, 0, 192),
+      { type: "fault", ms: 12_345, rank: 2, fault: "kill" },
+      { type: "alert", ms: 12_346, alert: { ...rankLost, count: 3 } },
+      { type: "death", ms: 12_346, death: killTiming },
+      { type: "decision", ms: 12_346, detail: "rank 2's 1200 samples go to ranks 0, 1, 3" },
+      { type: "epoch", ms: 20_000, summary: completedEpochs[1]!, accuracy: undefined },
+      { type: "eval", ms: 20_400, epoch: 1, rank: 3, accuracy: 0.93504, loss: 0.21 },
+      { type: "ended", ms: 3_002, outcome: unrecoverable.outcome }
+    ] satisfies ReadonlyArray<RunTypes.RunEvent>) {
       view.onEvent(event)
     }
     view.stop()
@@ -240,9 +270,19 @@ describe("lineView: joins", () => {
     const view = Cli.lineView((line) => {
       text += line
     })
-    const welcomed = (ms: number, rank: number, samples: number, given: string): RunTypes.RunEvent => ({ type: "welcomed", ms, rank, epoch: 0, firstRound: 3, samples, given })
-    const chunks = (rank: number) => `rank ${rank} joins at epoch 0, round 3 onwards (root/rank${rank}): its span and first chunks of epoch 0 now`
-    for (const event of [welcomed(1000, 2, 64, chunks(2)), welcomed(1100, 3, 64, chunks(3)), welcomed(1200, 4, 0, "the run's own words")]) view.onEvent(event)
+    const welcomed = (ms: number, rank: number, samples: number, given: string): RunTypes.RunEvent => ({
+      type: "welcomed",
+      ms,
+      rank,
+      epoch: 0,
+      firstRound: 3,
+      samples,
+      given
+    })
+    const chunks = (rank: number) =>
+      `rank ${rank} joins at epoch 0, round 3 onwards (root/rank${rank}): its span and first chunks of epoch 0 now`
+    for (const event of [welcomed(1000, 2, 64, chunks(2)), welcomed(1100, 3, 64, chunks(3)), welcomed(1200, 4, 0, "the run's own words")])
+      view.onEvent(event)
     expect(text).toBe(
       [
         "[   1.0s] rank 2 joined the running run in epoch 0 (rounds from 3; 64 samples handed at once): its span and first chunks of epoch 0 now",
@@ -305,8 +345,16 @@ describe("barsView", () => {
     view.onEvent({ type: "ended", ms: 41_234, outcome: completed.outcome })
     view.stop()
     const plain = written.replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")
-    const last = (rank: number) => [...plain.matchAll(new RegExp(`rank ${rank} \\[[^\\]]*\\] (\\d+/\\d+) samples \\| epoch (\\d) \\| [^|]*\\| (\\w+)`, "g"))].at(-1)?.slice(1)
-    expect([0, 1, 2, 3].map(last)).toEqual([["2667/2667", "1", "done"], ["2592/2592", "1", "done"], ["0/2000", "0", "dead"], ["2741/2741", "1", "done"]])
+    const last = (rank: number) =>
+      [...plain.matchAll(new RegExp(`rank ${rank} \\[[^\\]]*\\] (\\d+/\\d+) samples \\| epoch (\\d) \\| [^|]*\\| (\\w+)`, "g"))]
+        .at(-1)
+        ?.slice(1)
+    expect([0, 1, 2, 3].map(last)).toEqual([
+      ["2667/2667", "1", "done"],
+      ["2592/2592", "1", "done"],
+      ["0/2000", "0", "dead"],
+      ["2741/2741", "1", "done"]
+    ])
   })
 
   it("on a real terminal (xterm.js, headless) every log line reads whole, with no bar text after it, and every rank's bar, a dead one's too, is on the screen at the end", async () => {
@@ -357,7 +405,8 @@ describe("barsView", () => {
 })
 
 describe("hints print the command the way it was started", () => {
-  const started = (script: string, runtime: "node" | "bun" | "deno", viaNpx = false) => Cli.commandOf({ script, cwd: "/home/me/cohort", runtime, viaNpx })
+  const started = (script: string, runtime: "node" | "bun" | "deno", viaNpx = false) =>
+    Cli.commandOf({ script, cwd: "/home/me/cohort", runtime, viaNpx })
 
   it("npx cohort, cohort, node bin/cohort.mjs, npx bun ..., deno run -A ...; the entry relative to the current folder when inside it", () => {
     expect(started("/home/me/cohort/node_modules/.bin/cohort", "node", true)).toBe("npx cohort")
@@ -372,6 +421,8 @@ describe("hints print the command the way it was started", () => {
   it("the stop line's resume command and the failure line use it", () => {
     expect(Cli.renderResult(unrecoverable, "runs/x", "npx cohort").err).toMatch(/; resume with: npx cohort resume runs\/x$/)
     expect(Cli.resumeCommand("runs/x", "node bin/cohort.mjs")).toBe("node bin/cohort.mjs resume runs/x")
-    expect(Cli.failureLine({ stage: "run", reason: "oops", formed: true }, "runs/x", "npx cohort")).toBe("cohort: the run failed: run: oops; if it saved a checkpoint, resume it from there with: npx cohort resume runs/x")
+    expect(Cli.failureLine({ stage: "run", reason: "oops", formed: true }, "runs/x", "npx cohort")).toBe(
+      "cohort: the run failed: run: oops; if it saved a checkpoint, resume it from there with: npx cohort resume runs/x"
+    )
   })
 })

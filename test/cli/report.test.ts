@@ -6,7 +6,18 @@ import { describe, expect, it } from "vitest"
 import type * as RunTypes from "../../actors/record/run-types.ts"
 import * as Cli from "../../src/cli/index.ts"
 import * as Files from "../../src/platform/files.ts"
-import { auditFailed, completed, eventsOf, interrupted, killTiming, rankLost, runMain, streamedEventsOf, unrecoverable, useScratch } from "./fixtures.ts"
+import {
+  auditFailed,
+  completed,
+  eventsOf,
+  interrupted,
+  killTiming,
+  rankLost,
+  runMain,
+  streamedEventsOf,
+  unrecoverable,
+  useScratch
+} from "./fixtures.ts"
 
 const scratch = useScratch()
 
@@ -16,14 +27,22 @@ describe("report", () => {
     await Files.mkdir(dir)
     if (files.summary) await Files.writeFile(`${dir}/summary.json`, `${JSON.stringify(result, null, 2)}\n`)
     if (files.events) {
-      await Files.writeFile(`${dir}/events.ndjson`, eventsOf(result).map((e) => JSON.stringify(e)).join("\n") + "\n")
+      await Files.writeFile(
+        `${dir}/events.ndjson`,
+        eventsOf(result)
+          .map((e) => JSON.stringify(e))
+          .join("\n") + "\n"
+      )
     }
     return dir
   }
 
   it("rebuilds the same result from a streamed journal: epoch lines without accuracy, evals on their own lines, ended with its exit code", () => {
     for (const result of [completed, unrecoverable, auditFailed, interrupted]) {
-      const text = streamedEventsOf(result).map((e) => JSON.stringify(e)).join("\n") + "\n"
+      const text =
+        streamedEventsOf(result)
+          .map((e) => JSON.stringify(e))
+          .join("\n") + "\n"
       const rebuilt = Cli.resultFromEvents(text)
       expect(rebuilt).toEqual(JSON.parse(JSON.stringify({ ...result, skippedFaults: [] })))
     }
@@ -77,7 +96,11 @@ describe("report", () => {
   })
 
   it("rebuilds the same summary from events.ndjson alone", async () => {
-    for (const [name, result] of [["events-completed", completed], ["events-stopped", unrecoverable], ["events-audit", auditFailed]] as const) {
+    for (const [name, result] of [
+      ["events-completed", completed],
+      ["events-stopped", unrecoverable],
+      ["events-audit", auditFailed]
+    ] as const) {
       const dir = await writeRun(name, result, { summary: false, events: true })
       const rendered = Cli.renderResult(result, dir)
       const { code, out, err } = await runMain(["report", dir])
@@ -102,9 +125,15 @@ describe("report", () => {
     })
     const later = `${scratch()}/failed-later`
     await Files.mkdir(later)
-    await Files.writeFile(`${later}/events.ndjson`, `${JSON.stringify(started)}\n${JSON.stringify({ ...failed, stage: "run", reason: "boom", formed: true })}\n`)
+    await Files.writeFile(
+      `${later}/events.ndjson`,
+      `${JSON.stringify(started)}\n${JSON.stringify({ ...failed, stage: "run", reason: "boom", formed: true })}\n`
+    )
     const report = await runMain(["report", later])
-    expect([report.code, report.err]).toEqual([3, `cohort: the run failed: run: boom; if it saved a checkpoint, resume it from there with: cohort resume ${later}\n`])
+    expect([report.code, report.err]).toEqual([
+      3,
+      `cohort: the run failed: run: boom; if it saved a checkpoint, resume it from there with: cohort resume ${later}\n`
+    ])
   })
 
   it("--json prints the result read", async () => {
@@ -134,7 +163,8 @@ describe("report", () => {
         `run directory: ${unfinished}`,
         ""
       ].join("\n"),
-      err: `cohort: warning: ${unfinished}/events.ndjson ends after line 1: the report shows the run as far as it was read; its outcome is unknown; ` +
+      err:
+        `cohort: warning: ${unfinished}/events.ndjson ends after line 1: the report shows the run as far as it was read; its outcome is unknown; ` +
         `if its coordinator's process died, resume it from its last checkpoint with: cohort resume ${unfinished}\n`
     })
   })
@@ -161,8 +191,16 @@ describe("report", () => {
     ["an epoch without fields", { ...completed, epochs: [{}] }, "epochs[0].epoch: Missing key"],
     ["finalAccuracy null", { ...completed, finalAccuracy: null }, "finalAccuracy: Expected number | undefined"],
     ["an alert that is null", { ...completed, alerts: [null] }, "alerts[0]: Expected object"],
-    ["a death with a negative rank", { ...completed, deaths: [{ ...killTiming, rank: -1 }] }, "deaths[0].rank: Expected a value greater than or equal to 0"],
-    ["an unknown outcome status", { ...completed, outcome: { ...completed.outcome, status: "fine" } }, `outcome.status: Expected "completed" | "unrecoverable" | "interrupted"`]
+    [
+      "a death with a negative rank",
+      { ...completed, deaths: [{ ...killTiming, rank: -1 }] },
+      "deaths[0].rank: Expected a value greater than or equal to 0"
+    ],
+    [
+      "an unknown outcome status",
+      { ...completed, outcome: { ...completed.outcome, status: "fine" } },
+      `outcome.status: Expected "completed" | "unrecoverable" | "interrupted"`
+    ]
   ]
   for (const [name, value, field] of badSummaries) {
     it(`names the first bad field of a summary.json with ${name}, exit 2`, async () => {
@@ -245,7 +283,12 @@ describe("report", () => {
     expect(JSON.parse(json.out).runDir).toBe("runs/]0;ownedabc")
     const events = `${scratch()}/hostile-events`
     await Files.mkdir(events)
-    await Files.writeFile(`${events}/events.ndjson`, eventsOf(hostile).map((e) => JSON.stringify(e)).join("\n") + "\n")
+    await Files.writeFile(
+      `${events}/events.ndjson`,
+      eventsOf(hostile)
+        .map((e) => JSON.stringify(e))
+        .join("\n") + "\n"
+    )
     const fromEvents = await runMain(["report", events])
     expect(fromEvents.out).toContain("  critical RankLost root/rank2: rank 2 lost[2J[H outcome: every audit clean\n")
     expect(fromEvents.out.replaceAll("\n", "")).not.toMatch(/[\p{Cc}\u202e]/u)
@@ -257,7 +300,7 @@ describe("report", () => {
     const events = eventsOf(completed)
     const death = events.findIndex((e) => e.type === "death")
     const lines = events.slice(0, death + 1).map((e) => JSON.stringify(e))
-    await Files.writeFile(`${dir}/events.ndjson`, lines.join("\n") + "\n{\"type\":\"ep")
+    await Files.writeFile(`${dir}/events.ndjson`, lines.join("\n") + '\n{"type":"ep')
     const { code, out } = await runMain(["report", dir])
     expect(code).toBe(2)
     expect(out).toContain("  rank 2 in epoch 1 (supervisor): killed by terminate;")
@@ -267,7 +310,10 @@ describe("report", () => {
   it("reads every whole line of a journal cut mid-line, warns where it was cut, and reports what was read, exit 2", async () => {
     const dir = `${scratch()}/cut-journal`
     await Files.mkdir(dir)
-    const text = eventsOf(completed).map((e) => JSON.stringify(e)).join("\n") + "\n"
+    const text =
+      eventsOf(completed)
+        .map((e) => JSON.stringify(e))
+        .join("\n") + "\n"
     await Files.writeFile(`${dir}/events.ndjson`, text.slice(0, text.length - 40))
     const { code, out, err } = await runMain(["report", dir])
     expect(code).toBe(2)
@@ -292,7 +338,12 @@ describe("report", () => {
     )
     const json = await runMain(["report", "--json", dir])
     expect(json.code).toBe(2)
-    expect(JSON.parse(json.out)).toMatchObject({ runId: "abc123", journal: `${dir}/events.ndjson`, cut: "was cut in line 7", durationMs: 29_000 })
+    expect(JSON.parse(json.out)).toMatchObject({
+      runId: "abc123",
+      journal: `${dir}/events.ndjson`,
+      cut: "was cut in line 7",
+      durationMs: 29_000
+    })
   })
 })
 
@@ -300,19 +351,64 @@ describe("report: the departures' cost lines", () => {
   const withLeaves: RunTypes.RunResult = {
     ...completed,
     leaves: [
-      { rank: 2, epoch: 1, kind: "crash", cause: "killed by terminate", declaredMs: 12_000, detectionMs: 40, recoveryMs: 1.5, remainderSamples: 1200, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 64, bytesMoved: 96 },
-      { rank: 3, epoch: 1, kind: "silent", cause: "heartbeat", declaredMs: 14_000, detectionMs: 10_043, recoveryMs: 0.5, remainderSamples: 800, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 0, bytesMoved: 48 },
-      { rank: 1, epoch: 2, kind: "graceful", cause: "clean exit", declaredMs: 20_000, detectionMs: 0, recoveryMs: 0.2, remainderSamples: 300, lostSamples: 0, duplicatedSamples: 0, redoneSamples: 32, bytesMoved: 48 }
+      {
+        rank: 2,
+        epoch: 1,
+        kind: "crash",
+        cause: "killed by terminate",
+        declaredMs: 12_000,
+        detectionMs: 40,
+        recoveryMs: 1.5,
+        remainderSamples: 1200,
+        lostSamples: 0,
+        duplicatedSamples: 0,
+        redoneSamples: 64,
+        bytesMoved: 96
+      },
+      {
+        rank: 3,
+        epoch: 1,
+        kind: "silent",
+        cause: "heartbeat",
+        declaredMs: 14_000,
+        detectionMs: 10_043,
+        recoveryMs: 0.5,
+        remainderSamples: 800,
+        lostSamples: 0,
+        duplicatedSamples: 0,
+        redoneSamples: 0,
+        bytesMoved: 48
+      },
+      {
+        rank: 1,
+        epoch: 2,
+        kind: "graceful",
+        cause: "clean exit",
+        declaredMs: 20_000,
+        detectionMs: 0,
+        recoveryMs: 0.2,
+        remainderSamples: 300,
+        lostSamples: 0,
+        duplicatedSamples: 0,
+        redoneSamples: 32,
+        bytesMoved: 48
+      }
     ]
   }
 
   it("prints one row per departure and the median and p90 per kind, from summary.json and from the journal alone; --json carries them", async () => {
-    for (const files of [{ summary: true, events: false }, { summary: false, events: true }]) {
+    for (const files of [
+      { summary: true, events: false },
+      { summary: false, events: true }
+    ]) {
       const dir = `${scratch()}/leaves-${files.summary ? "summary" : "journal"}`
       await Files.mkdir(dir)
       if (files.summary) await Files.writeFile(`${dir}/summary.json`, `${JSON.stringify(withLeaves)}\n`)
       else {
-        const events = [...streamedEventsOf(withLeaves), ...withLeaves.leaves!.map((leave) => ({ type: "leave", ms: leave.declaredMs, leave }))]
+        const events = [
+          ...streamedEventsOf(withLeaves),
+          ...withLeaves.leaves!.map((leave) => ({ type: "leave", ms: leave.declaredMs, leave }))
+        ]
         await Files.writeFile(`${dir}/events.ndjson`, events.map((e) => JSON.stringify(e)).join("\n") + "\n")
       }
       const { code, out } = await runMain(["report", dir])
@@ -326,7 +422,11 @@ describe("report: the departures' cost lines", () => {
         ["1", "2", "graceful", "0", "0.2", "300", "0", "0", "32", "48"]
       ])
       expect(lines[at + 5]).toBe("departures by kind:")
-      expect(lines.slice(at + 7, at + 10).map((line) => line.trim().split(/\s+/).slice(0, 2))).toEqual([["graceful", "1"], ["crash", "1"], ["silent", "1"]])
+      expect(lines.slice(at + 7, at + 10).map((line) => line.trim().split(/\s+/).slice(0, 2))).toEqual([
+        ["graceful", "1"],
+        ["crash", "1"],
+        ["silent", "1"]
+      ])
       const json = await runMain(["report", dir, "--json"])
       expect((JSON.parse(json.out) as RunTypes.RunResult).leaves).toEqual(JSON.parse(JSON.stringify(withLeaves.leaves)))
     }

@@ -13,7 +13,10 @@ describe("a resumed run", () => {
     epoch: 1,
     firstRound: 12,
     committedSamples: 3000,
-    committed: [[0, 1000], [2000, 2000]],
+    committed: [
+      [0, 1000],
+      [2000, 2000]
+    ],
     state: "save",
     loadedFrom: "runs/par3nt/save/rank0",
     notes: []
@@ -44,7 +47,14 @@ describe("a resumed run", () => {
   it("lists the resume's notes under it; a checkpoint resume trains its epoch from the start and spans nothing", () => {
     const fromCheckpoint: RunTypes.RunResult = {
       ...completed,
-      resumed: { ...resumed, committedSamples: 0, committed: [], state: "checkpoint", loadedFrom: "runs/par3nt/checkpoints/v0", notes: ["note one"] }
+      resumed: {
+        ...resumed,
+        committedSamples: 0,
+        committed: [],
+        state: "checkpoint",
+        loadedFrom: "runs/par3nt/checkpoints/v0",
+        notes: ["note one"]
+      }
     }
     const out = Cli.renderResult(fromCheckpoint).out
     expect(out).not.toContain("spans runs")
@@ -56,7 +66,16 @@ describe("a resumed run", () => {
 
   it("its started line names the parent", () => {
     const started: RunTypes.RunEvent = {
-      type: "started", ms: 0, runId: "ch1ld", runDir: "runs/ch1ld", worldSize: 3, epochs: 3, epochSamples: 8000, mode: "static", transport: "worker", resumed
+      type: "started",
+      ms: 0,
+      runId: "ch1ld",
+      runDir: "runs/ch1ld",
+      worldSize: 3,
+      epochs: 3,
+      epochSamples: 8000,
+      mode: "static",
+      transport: "worker",
+      resumed
     }
     expect(Cli.eventText(started)).toBe(
       "run ch1ld: 3 ranks as worker threads, 3 epochs of 8000 samples, static mode; writing runs/ch1ld; resumes run par3nt (runs/par3nt) in epoch 1: " +
@@ -81,7 +100,9 @@ describe("a resumed run", () => {
       "    1            stopped     -           -       0             -            -              -"
     ])
     expect(out).toContain("outcome: interrupted by SIGINT after 1 completed epoch in 3.5 s;")
-    expect(err).toBe("cohort: run interrupted by SIGINT: run in runs/ch1ld; it stopped before training started, so run par3nt was not resumed: resume it with: cohort resume runs/par3nt")
+    expect(err).toBe(
+      "cohort: run interrupted by SIGINT: run in runs/ch1ld; it stopped before training started, so run par3nt was not resumed: resume it with: cohort resume runs/par3nt"
+    )
   })
 
   it("a resume interrupted before it formed and resumed since names the run that trained on, not its parent (a resume of it is refused)", () => {
@@ -105,13 +126,27 @@ describe("a resumed run", () => {
     const dir = mkdtempSync(join(tmpdir(), "cohort-resumed-"))
     try {
       const events: ReadonlyArray<RunTypes.RunEvent> = [
-        { type: "started", ms: 0, runId: "ch1ld", runDir: dir, worldSize: 3, epochs: 2, epochSamples: 8000, mode: "static", transport: "worker", resumed },
+        {
+          type: "started",
+          ms: 0,
+          runId: "ch1ld",
+          runDir: dir,
+          worldSize: 3,
+          epochs: 2,
+          epochSamples: 8000,
+          mode: "static",
+          transport: "worker",
+          resumed
+        },
         { type: "epoch", ms: 10, summary: summary(1), accuracy: undefined },
         { type: "ended", ms: 20, outcome: { ...completed.outcome, epochs: [summary(1)], deaths: [], failures: [] }, exitCode: 0 }
       ]
       writeFileSync(join(dir, "events.ndjson"), events.map((e) => `${JSON.stringify(e)}\n`).join(""))
       const result = await Cli.readRun(dir)
-      expect(typeof result !== "string" && [result.resumed, result.epochs.map((e) => e.spansRuns)]).toEqual([resumed, [["par3nt", "ch1ld"]]])
+      expect(typeof result !== "string" && [result.resumed, result.epochs.map((e) => e.spansRuns)]).toEqual([
+        resumed,
+        [["par3nt", "ch1ld"]]
+      ])
     } finally {
       rmSync(dir, { recursive: true, force: true })
     }

@@ -14,7 +14,10 @@ const runCli = (args: ReadonlyArray<string>) =>
   new Promise<{ readonly code: number | null; readonly out: string; readonly err: string }>((resolve, reject) => {
     const root = fileURLToPath(new URL("../..", import.meta.url))
     const bin = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
-    const child = spawn(process.execPath, [...(Runtime.detect() === "deno" ? ["run", "-A"] : []), bin, ...args], { cwd: root, stdio: ["ignore", "pipe", "pipe"] })
+    const child = spawn(process.execPath, [...(Runtime.detect() === "deno" ? ["run", "-A"] : []), bin, ...args], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
     let out = ""
     let err = ""
     child.stdout.on("data", (chunk: Uint8Array) => (out += new TextDecoder().decode(chunk)))
@@ -26,10 +29,22 @@ const runCli = (args: ReadonlyArray<string>) =>
 // The three runs mostly wait on their child processes: they run side by side.
 describe.concurrent(`cohort run --json as a real process (${Runtime.detect()}): stdout is exactly one JSON document`, () => {
   for (const transport of ["worker", "process"] as const) {
-    it(`with the docs' line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async ({ expect }) => {
+    it(`with the docs' line trainer, which prints in save(), on ${transport === "worker" ? "worker threads" : "child processes"}`, async ({
+      expect
+    }) => {
       const { code, out, err } = await runCli([
-        "run", "--trainer", "examples/line-trainer.ts", "--json", "--world-size", "2", "--epochs", "1",
-        "--transport", transport, "--out", `${scratch()}/real-${transport}`
+        "run",
+        "--trainer",
+        "examples/line-trainer.ts",
+        "--json",
+        "--world-size",
+        "2",
+        "--epochs",
+        "1",
+        "--transport",
+        transport,
+        "--out",
+        `${scratch()}/real-${transport}`
       ])
       const result = JSON.parse(out) as RunTypes.RunResult
       expect([code, result.exitCode, result.outcome.status, result.deaths]).toEqual([0, 0, "completed", []])
@@ -43,7 +58,18 @@ describe.concurrent(`cohort run --json as a real process (${Runtime.detect()}): 
     // `.mts`: outside the repository no package.json says "type": "module", and tsx would load a `.ts` as CommonJS.
     const trainer = `${scratch()}/loud-trainer.mts`
     await Files.writeFile(trainer, `export * from ${JSON.stringify(example)}\nconsole.log("loading the line trainer")\n`)
-    const { code, out, err } = await runCli(["run", "--trainer", trainer, "--json", "--world-size", "2", "--epochs", "1", "--out", `${scratch()}/real-loud`])
+    const { code, out, err } = await runCli([
+      "run",
+      "--trainer",
+      trainer,
+      "--json",
+      "--world-size",
+      "2",
+      "--epochs",
+      "1",
+      "--out",
+      `${scratch()}/real-loud`
+    ])
     expect([code, (JSON.parse(out) as RunTypes.RunResult).exitCode]).toEqual([0, 0])
     const lines = err.split("\n")
     for (const rank of [0, 1]) expect(lines).toContain(`[rank ${rank}] loading the line trainer`)

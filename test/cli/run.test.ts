@@ -7,11 +7,13 @@ import { auditFailed, completed, eventsOf, runMain, unrecoverable, useScratch } 
 const scratch = useScratch()
 
 describe("demo and run", () => {
-  const fakeLaunch = (result: RunTypes.RunResult, seen: Array<RunTypes.RunOptions>): Cli.Launch => (options) => {
-    seen.push(options)
-    for (const event of eventsOf(result)) options.onEvent?.(event)
-    return Promise.resolve(result)
-  }
+  const fakeLaunch =
+    (result: RunTypes.RunResult, seen: Array<RunTypes.RunOptions>): Cli.Launch =>
+    (options) => {
+      seen.push(options)
+      for (const event of eventsOf(result)) options.onEvent?.(event)
+      return Promise.resolve(result)
+    }
 
   it("demo runs the bundled trainer with the parsed options and prints the events, then the table", async () => {
     const seen: Array<RunTypes.RunOptions> = []

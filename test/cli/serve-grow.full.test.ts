@@ -31,7 +31,8 @@ afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
 })
 
-const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess => startCli(args, { cwd: dir, env, started: children })
+const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess =>
+  startCli(args, { cwd: dir, env, started: children })
 
 const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 const count = (text: string, pattern: RegExp): number => (text.match(pattern) ?? []).length
@@ -42,7 +43,9 @@ interface Summary {
   readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number }>
   readonly deaths: ReadonlyArray<{ readonly rank: number; readonly epoch: number; readonly redistributed: boolean }>
   readonly refusals?: Readonly<Record<string, number>>
-  readonly outcome: { readonly joins?: ReadonlyArray<{ readonly rank: number; readonly epoch: number; readonly firstRound: number; readonly samples: number }> }
+  readonly outcome: {
+    readonly joins?: ReadonlyArray<{ readonly rank: number; readonly epoch: number; readonly firstRound: number; readonly samples: number }>
+  }
   readonly runDir: string
 }
 
@@ -59,7 +62,21 @@ const audits = (summary: Summary) => summary.epochs.map((e) => [e.samplesCommitt
 
 /** A fixed 3-rank run of the same trainer, mode and epochs (worker threads, full speed): its final accuracy. */
 const baseline = async (mode: string): Promise<number> => {
-  const run = cohort(["run", "--trainer", paced, "--world-size", "3", "--mode", mode, "--epochs", "3", "--no-kill", "--out", `base-${mode}`, "--json"])
+  const run = cohort([
+    "run",
+    "--trainer",
+    paced,
+    "--world-size",
+    "3",
+    "--mode",
+    mode,
+    "--epochs",
+    "3",
+    "--no-kill",
+    "--out",
+    `base-${mode}`,
+    "--json"
+  ])
   expect(await run.exit).toBe(0)
   return (JSON.parse(run.out()) as Summary).finalAccuracy
 }
@@ -68,7 +85,11 @@ const baseline = async (mode: string): Promise<number> => {
  * Serves 2 ranks with `--max-ranks 4` in `mode`; 2 more join during epoch 0; rank 0 is killed in
  * epoch 1; `during(url, env)` runs once rank 0's death is declared, before the run speeds up.
  */
-const grownRun = async (mode: "progressive" | "static", during: (url: string, env: Record<string, string>) => Promise<void>, joined: () => void = () => {}) => {
+const grownRun = async (
+  mode: "progressive" | "static",
+  during: (url: string, env: Record<string, string>) => Promise<void>,
+  joined: () => void = () => {}
+) => {
   const paceFile = join(dir, `pace-${mode}`)
   // Epoch 0 of 2 ranks lasts about 64 s at 2 s a batch: the joiners' commands start in time on a
   // loaded machine (they take seconds each); once both are in, 300 ms a batch: epoch 1 lasts
@@ -77,12 +98,44 @@ const grownRun = async (mode: "progressive" | "static", during: (url: string, en
   const env = { COHORT_TEST_PACE: paceFile }
   const port = await freePort()
   const serve = cohort(
-    ["serve", "--trainer", paced, "--world-size", "2", "--max-ranks", "4", "--mode", mode, "--epochs", "3", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", `runs-${mode}`, "--json"],
+    [
+      "serve",
+      "--trainer",
+      paced,
+      "--world-size",
+      "2",
+      "--max-ranks",
+      "4",
+      "--mode",
+      mode,
+      "--epochs",
+      "3",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokenFile,
+      "--out",
+      `runs-${mode}`,
+      "--json"
+    ],
     env
   )
   await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
   const url = urlOf(serve)
-  const joinArgs = (save: string, rank = "auto") => ["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", rank, "--save-dir", save, "--connect-timeout-ms", "60000"]
+  const joinArgs = (save: string, rank = "auto") => [
+    "join",
+    url,
+    "--trainer",
+    paced,
+    "--token-file",
+    tokenFile,
+    "--rank",
+    rank,
+    "--save-dir",
+    save,
+    "--connect-timeout-ms",
+    "60000"
+  ]
   const first = [0, 1].map((i) => cohort(joinArgs(`${mode}-save-${i}`), env))
   await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
   const joiners = [2, 3].map((i) => cohort(joinArgs(`${mode}-save-${i}`), env))
@@ -100,7 +153,10 @@ const grownRun = async (mode: "progressive" | "static", during: (url: string, en
   // serve, the other formation rank and the joiners exit 0; rank 0 was killed (no code).
   const codes = await Promise.all([serve, ...first.filter((p) => p !== zero), ...joiners, zero].map((p) => p.exit))
   const summary = JSON.parse(serve.out()) as Summary
-  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Event)
   return { codes, summary, journal, joiners, serve }
 }
 
@@ -118,12 +174,46 @@ const grownRing = async (after: Promise<unknown>) => {
   const env = { COHORT_TEST_PACE: paceFile }
   const port = await freePort()
   const serve = cohort(
-    ["serve", "--trainer", paced, "--world-size", "2", "--max-ranks", "3", "--backend", "ring", "--mode", "progressive", "--epochs", "3", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs-ring", "--json"],
+    [
+      "serve",
+      "--trainer",
+      paced,
+      "--world-size",
+      "2",
+      "--max-ranks",
+      "3",
+      "--backend",
+      "ring",
+      "--mode",
+      "progressive",
+      "--epochs",
+      "3",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs-ring",
+      "--json"
+    ],
     env
   )
   await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
   const url = urlOf(serve)
-  const joinArgs = (save: string) => ["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", "auto", "--save-dir", save, "--connect-timeout-ms", "60000"]
+  const joinArgs = (save: string) => [
+    "join",
+    url,
+    "--trainer",
+    paced,
+    "--token-file",
+    tokenFile,
+    "--rank",
+    "auto",
+    "--save-dir",
+    save,
+    "--connect-timeout-ms",
+    "60000"
+  ]
   const first = [0, 1].map((i) => cohort(joinArgs(`ring-save-${i}`), env))
   await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
   const joiner = cohort(joinArgs("ring-save-2"), env)
@@ -132,14 +222,25 @@ const grownRing = async (after: Promise<unknown>) => {
   // Paced until the journal shows the joiner's trained samples (a progress line at most once a second).
   const trained = (): boolean => {
     const runs = join(dir, "runs-ring")
-    const journals = existsSync(runs) ? readdirSync(runs).map((id) => join(runs, id, "events.ndjson")).filter((file) => existsSync(file)) : []
-    return journals.some((file) => readFileSync(file, "utf8").split("\n").some((line) => /"type":"progress"/.test(line) && /"rank":2[,}]/.test(line) && /"samplesDone":[1-9]/.test(line)))
+    const journals = existsSync(runs)
+      ? readdirSync(runs)
+          .map((id) => join(runs, id, "events.ndjson"))
+          .filter((file) => existsSync(file))
+      : []
+    return journals.some((file) =>
+      readFileSync(file, "utf8")
+        .split("\n")
+        .some((line) => /"type":"progress"/.test(line) && /"rank":2[,}]/.test(line) && /"samplesDone":[1-9]/.test(line))
+    )
   }
   await waitFor(trained, 180_000, "the joiner's trained samples")
   unlinkSync(paceFile)
   const codes = await Promise.all([serve, ...first, joiner].map((p) => p.exit))
   const summary = JSON.parse(serve.out()) as Summary & { readonly ring?: { readonly generations: number; readonly links: string } }
-  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event & { readonly samplesDone?: number })
+  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Event & { readonly samplesDone?: number })
   return { codes, summary, journal, joiner }
 }
 
@@ -151,53 +252,115 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     let served = ""
     let progressiveJoined = () => {}
     let staticJoined = () => {}
-    const joinsIn = Promise.all([new Promise<void>((resolve) => progressiveJoined = resolve), new Promise<void>((resolve) => staticJoined = resolve)])
+    const joinsIn = Promise.all([
+      new Promise<void>((resolve) => (progressiveJoined = resolve)),
+      new Promise<void>((resolve) => (staticJoined = resolve))
+    ])
     const [progressive, statik, ring] = await Promise.all([
-      grownRun("progressive", async (url, env) => {
-        served = url
-        const more = cohort(["join", url, "--trainer", paced, "--token-file", tokenFile, "--save-dir", "more", "--connect-timeout-ms", "60000"], env)
-        const again = cohort(["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", "0", "--save-dir", "again", "--connect-timeout-ms", "60000"], env)
-        full = [await more.exit, more.err()]
-        dead = [await again.exit, again.err()]
-      }, () => progressiveJoined()),
-      grownRun("static", async () => {}, () => staticJoined()),
+      grownRun(
+        "progressive",
+        async (url, env) => {
+          served = url
+          const more = cohort(
+            ["join", url, "--trainer", paced, "--token-file", tokenFile, "--save-dir", "more", "--connect-timeout-ms", "60000"],
+            env
+          )
+          const again = cohort(
+            [
+              "join",
+              url,
+              "--trainer",
+              paced,
+              "--token-file",
+              tokenFile,
+              "--rank",
+              "0",
+              "--save-dir",
+              "again",
+              "--connect-timeout-ms",
+              "60000"
+            ],
+            env
+          )
+          full = [await more.exit, more.err()]
+          dead = [await again.exit, again.err()]
+        },
+        () => progressiveJoined()
+      ),
+      grownRun(
+        "static",
+        async () => {},
+        () => staticJoined()
+      ),
       grownRing(joinsIn)
     ])
     // The baselines train at full speed: after the grown runs, so that they never slow the joins.
     const bases = { progressive: baseline("progressive"), static: baseline("static") }
     for (const { codes, summary } of [progressive, statik]) {
       expect(codes).toEqual([0, 0, 0, 0, null])
-      expect(audits(summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
+      expect(audits(summary)).toEqual([
+        [2048, 0, 0],
+        [2048, 0, 0],
+        [2048, 0, 0]
+      ])
       expect(summary.deaths.map((d) => [d.rank, d.epoch, d.redistributed])).toEqual([[0, 1, true]])
     }
-    expect(progressive.joiners.map((p) => /as rank (\d) \(the run grew beyond the 2 ranks it formed with\)/.exec(p.err())?.[1]).sort()).toEqual(["2", "3"])
+    expect(
+      progressive.joiners.map((p) => /as rank (\d) \(the run grew beyond the 2 ranks it formed with\)/.exec(p.err())?.[1]).sort()
+    ).toEqual(["2", "3"])
 
     // Progressive: each joiner was handed its first chunks at its welcome in epoch 0; it never died,
     // the audit is clean, and a chunk is committed only by its holder: it trained them in epoch 0.
     // The joiners' Hellos may come in either order (each loads its trainer first).
     const byRank = <A extends { readonly rank?: number }>(list: ReadonlyArray<A>) => [...list].sort((a, b) => (a.rank ?? 0) - (b.rank ?? 0))
     const joins = byRank(progressive.summary.outcome.joins ?? [])
-    expect(joins.map((j) => [j.rank, j.epoch])).toEqual([[2, 0], [3, 0]])
+    expect(joins.map((j) => [j.rank, j.epoch])).toEqual([
+      [2, 0],
+      [3, 0]
+    ])
     for (const j of joins) expect(j.samples).toBeGreaterThan(0)
-    expect(byRank(progressive.journal.filter((e) => e.type === "welcomed")).map((e) => [e.rank, e.epoch, (e.samples ?? 0) > 0])).toEqual([[2, 0, true], [3, 0, true]])
-    expect(full).toEqual([17, `cohort join: refused by ${served}: no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it) (close code 4013)\n`])
-    expect(dead).toEqual([13, `cohort join: refused by ${served}: that rank index died: a dead rank's index is never reused (close code 4015)\n`])
+    expect(byRank(progressive.journal.filter((e) => e.type === "welcomed")).map((e) => [e.rank, e.epoch, (e.samples ?? 0) > 0])).toEqual([
+      [2, 0, true],
+      [3, 0, true]
+    ])
+    expect(full).toEqual([
+      17,
+      `cohort join: refused by ${served}: no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it) (close code 4013)\n`
+    ])
+    expect(dead).toEqual([
+      13,
+      `cohort join: refused by ${served}: that rank index died: a dead rank's index is never reused (close code 4015)\n`
+    ])
     expect(progressive.summary.refusals).toEqual({ 4013: 1, 4015: 1 })
-    expect(progressive.journal.filter((e) => e.type === "refused").map((e) => e.closeCode).sort()).toEqual([4013, 4015])
+    expect(
+      progressive.journal
+        .filter((e) => e.type === "refused")
+        .map((e) => e.closeCode)
+        .sort()
+    ).toEqual([4013, 4015])
     expect(progressive.serve.err()).toMatch(/\] rank 2 joined the running run in epoch 0 \(rounds from \d+; \d+ samples handed at once\)/)
     expect(progressive.serve.out() + progressive.serve.err()).not.toContain("rank 2 joined in epoch 0") // --json: no end table
     expect(progressive.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.progressive) - 0.01)
 
     // Static: one empty StartEpoch per joiner in epoch 0; epoch 1 is planned over all 4 ranks.
-    expect(byRank(statik.summary.outcome.joins ?? []).map((j) => [j.rank, j.epoch, j.samples])).toEqual([[2, 0, 0], [3, 0, 0]])
-    const starts = statik.journal.filter((e) => e.type === "decision" && /^\d+ × StartEpoch/.test(e.detail ?? "")).map((e) => e.detail!.split(":")[0])
+    expect(byRank(statik.summary.outcome.joins ?? []).map((j) => [j.rank, j.epoch, j.samples])).toEqual([
+      [2, 0, 0],
+      [3, 0, 0]
+    ])
+    const starts = statik.journal
+      .filter((e) => e.type === "decision" && /^\d+ × StartEpoch/.test(e.detail ?? ""))
+      .map((e) => e.detail!.split(":")[0])
     expect(starts).toEqual(["2 × StartEpoch", "1 × StartEpoch", "1 × StartEpoch", "4 × StartEpoch", "3 × StartEpoch"])
     expect(statik.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.static) - 0.01)
 
     // Ring: the joiner got rank 0's model of a closed round as its Update (relayed by the
     // coordinator), entered the ring in a new generation, trained, and the run kept the accuracy.
     expect(ring.codes).toEqual([0, 0, 0, 0])
-    expect(audits(ring.summary)).toEqual([[2048, 0, 0], [2048, 0, 0], [2048, 0, 0]])
+    expect(audits(ring.summary)).toEqual([
+      [2048, 0, 0],
+      [2048, 0, 0],
+      [2048, 0, 0]
+    ])
     expect(ring.summary.deaths).toEqual([])
     expect((ring.summary.outcome.joins ?? []).map((j) => [j.rank, j.epoch])).toEqual([[2, 0]])
     expect(ring.joiner.err()).toMatch(/as rank 2 \(the run grew beyond the 2 ranks it formed with\)/)
@@ -211,7 +374,9 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     // cohort report shows the joins in its end table.
     const report = cohort(["report", progressive.summary.runDir])
     expect(await report.exit).toBe(0)
-    expect(report.out()).toMatch(/\njoins:\n {2}rank [23] joined in epoch 0, in the rounds from round \d+; \d+ samples handed at once\n {2}rank [23] joined in epoch 0/)
+    expect(report.out()).toMatch(
+      /\njoins:\n {2}rank [23] joined in epoch 0, in the rounds from round \d+; \d+ samples handed at once\n {2}rank [23] joined in epoch 0/
+    )
     expect(count(report.out(), /\n {2}rank [23] joined in epoch 0,/g)).toBe(2)
   }, 420_000)
 })

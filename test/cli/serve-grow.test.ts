@@ -25,7 +25,10 @@ describe(`growing a served run: cohort serve's growth flags (${runtime})`, () =>
       [["--world-size", "3", "--max-ranks", "2"], "cohort: --max-ranks must be at least the world size (3), got 2\n"],
       [["--world-size", "2", "--min-ranks", "3"], "cohort: --min-ranks must be at most the world size (2), got 3\n"],
       [["--min-ranks", "0"], "cohort: --min-ranks must be an integer >= 1, got '0'\n"],
-      [["--world-size", "3", "--min-ranks", "1", "--backend", "ring"], "cohort: --min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got 1\n"]
+      [
+        ["--world-size", "3", "--min-ranks", "1", "--backend", "ring"],
+        "cohort: --min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got 1\n"
+      ]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args]) => cohort(["serve", ...args]))

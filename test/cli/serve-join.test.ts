@@ -39,7 +39,12 @@ const urlOf = (serve: Proc): string => /listening on (ws:\/\/\S+) for/.exec(serv
 interface Summary {
   readonly exitCode: number
   readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number }>
-  readonly deaths: ReadonlyArray<{ readonly rank: number; readonly detector: string; readonly cause: string; readonly redistributed: boolean }>
+  readonly deaths: ReadonlyArray<{
+    readonly rank: number
+    readonly detector: string
+    readonly cause: string
+    readonly redistributed: boolean
+  }>
   readonly refusals?: Readonly<Record<string, number>>
   readonly runDir: string
 }
@@ -53,11 +58,31 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}/`
     // Started first: the coordinator is not up yet, which is not an error.
-    const early = cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--rank-from-env", "INDEX", "--save-dir", "save-early"], { INDEX: "3" })
+    const early = cohort(
+      ["join", url, "--trainer", steady, "--token-file", tokenFile, "--rank-from-env", "INDEX", "--save-dir", "save-early"],
+      { INDEX: "3" }
+    )
     await new Promise((resolve) => setTimeout(resolve, 1500))
-    const serve = cohort(["serve", "--trainer", steady, "--world-size", "4", "--epochs", "2", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", "runs", "--json"])
+    const serve = cohort([
+      "serve",
+      "--trainer",
+      steady,
+      "--world-size",
+      "4",
+      "--epochs",
+      "2",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs",
+      "--json"
+    ])
     await waitFor(() => joinLine(serve) !== "", 60_000, "serve's join line")
-    expect(serve.err()).toContain(`cohort serve: join with: ${cliCommand(dir)} join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`)
+    expect(serve.err()).toContain(
+      `cohort serve: join with: ${cliCommand(dir)} join ${url} --trainer ${steady} --token-file ${tokenFile} --rank auto\n`
+    )
     const autos = [0, 1, 2].map((i) => cohort(["join", url, "--trainer", steady, "--token-file", tokenFile, "--save-dir", `save-${i}`]))
     const codes = await Promise.all([early, ...autos].map((p) => p.exit))
     expect(await serve.exit).toBe(0)
@@ -65,7 +90,10 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect(early.err()).toContain(`cohort join: joined ${url} as rank 3 of 4\n`)
     expect(autos.map((p) => Number(/as rank (\d) of 4/.exec(p.err())?.[1])).sort()).toEqual([0, 1, 2])
     const summary = JSON.parse(serve.out()) as Summary
-    expect(audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0]])
+    expect(audits(summary)).toEqual([
+      [4800, 0, 0],
+      [4800, 0, 0]
+    ])
     expect(summary.deaths).toEqual([])
     expect(summary.refusals).toEqual({})
     // No token was made: the given one was used.
@@ -93,20 +121,53 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
   }, 240_000)
 
   it.concurrent("at the failure limit a join rank saves into its save folder (without --save-dir: ./cohort-save/<runId>) on ShutdownWithSave, says where, and exits 0; serve exits 1", async () => {
-    const serve = cohort(["serve", "--trainer", slow, "--world-size", "2", "--epochs", "15", "--failure-limit", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
+    const serve = cohort([
+      "serve",
+      "--trainer",
+      slow,
+      "--world-size",
+      "2",
+      "--epochs",
+      "15",
+      "--failure-limit",
+      "1",
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs",
+      "--json"
+    ])
     await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
     const url = urlOf(serve)
-    const ranks = [0, 1].map((rank) => cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), ...(rank === 0 ? [] : ["--save-dir", `limit-save-${rank}`])]))
+    const ranks = [0, 1].map((rank) =>
+      cohort([
+        "join",
+        url,
+        "--trainer",
+        slow,
+        "--token-file",
+        tokenFile,
+        "--rank",
+        String(rank),
+        ...(rank === 0 ? [] : ["--save-dir", `limit-save-${rank}`])
+      ])
+    )
     await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
     ranks[1]!.child.kill("SIGKILL")
     expect([await ranks[0]!.exit, await serve.exit]).toEqual([0, 1])
-    const summary = JSON.parse(serve.out()) as Summary & { readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> } }
+    const summary = JSON.parse(serve.out()) as Summary & {
+      readonly saves: { readonly saved: ReadonlyArray<number>; readonly notSaved: ReadonlyArray<number> }
+    }
     // The default folder is the run's own, named by the run id the welcome carried.
     const saveDir = join(dir, "cohort-save", basename(summary.runDir), "rank0")
     const saved = JSON.parse(readFileSync(join(saveDir, "cohort-saved.json"), "utf8")) as { rank: number; reason: string }
     expect([saved.rank, saved.reason]).toEqual([0, "FailureLimitReached"])
     expect(JSON.parse(readFileSync(join(saveDir, "steady.json"), "utf8"))).toMatchObject({ rank: 0 })
-    expect(ranks[0]!.out() + ranks[0]!.err()).toMatch(new RegExp(`cohort join: rank 0 saved its state under /\\S*/cohort-save/${basename(summary.runDir)}/rank0 \\(FailureLimitReached\\)\n`))
+    expect(ranks[0]!.out() + ranks[0]!.err()).toMatch(
+      new RegExp(
+        `cohort join: rank 0 saved its state under /\\S*/cohort-save/${basename(summary.runDir)}/rank0 \\(FailureLimitReached\\)\n`
+      )
+    )
     expect(summary.saves).toEqual({ saved: [0], notSaved: [] })
   }, 180_000)
 
@@ -117,23 +178,60 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [["serve", "--token-file", shortFile], {}, `cohort: the token in ${shortFile} is 3 characters; a run token needs at least 16\n`],
       [["serve"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
       [["serve", "--listen", "0.0.0.0"], {}, "cohort: --listen expects HOST:PORT (e.g. 127.0.0.1:0 or [::1]:9000), got '0.0.0.0'\n"],
-      [["join", "ws://127.0.0.1:9/"], { COHORT_TOKEN: "" }, "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"],
-      [["join", "http://example.org/x"], {}, "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"],
-      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"], {}, "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"],
-      [["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--coordinator-reconnect-ms", "0"], {}, "cohort: --coordinator-reconnect-ms must be an integer >= 1, got '0'\n"]
+      [
+        ["join", "ws://127.0.0.1:9/"],
+        { COHORT_TOKEN: "" },
+        "cohort: the token in COHORT_TOKEN is 0 characters; a run token needs at least 16\n"
+      ],
+      [
+        ["join", "http://example.org/x"],
+        {},
+        "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"
+      ],
+      [
+        ["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"],
+        {},
+        "cohort: --rank must be an integer >= 0 or auto, got '-1'\n"
+      ],
+      [
+        ["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--coordinator-reconnect-ms", "0"],
+        {},
+        "cohort: --coordinator-reconnect-ms must be an integer >= 1, got '0'\n"
+      ]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args, env]) => cohort(args, env))
     for (const [i, p] of ran.entries()) expect([await p.exit, p.err()]).toEqual([2, cases[i]![2]])
     // Nobody joins within the formation timeout: the run ends without training, exit 3.
-    const lonely = cohort(["serve", "--trainer", steady, "--world-size", "2", "--formation-timeout-ms", "1000", "--token-file", tokenFile, "--out", "runs"])
+    const lonely = cohort([
+      "serve",
+      "--trainer",
+      steady,
+      "--world-size",
+      "2",
+      "--formation-timeout-ms",
+      "1000",
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs"
+    ])
     expect([await lonely.exit, lonely.err()]).toEqual([3, "cohort: the run failed: formation: ranks 0, 1 did not join within 1000 ms\n"])
     // Its journal ends with the failure; report (text and page) and resume say so, with no resume hint.
     const runDir = join("runs", /run (\w+) listening/.exec(lonely.out())?.[1] ?? "")
-    const journal = readFileSync(join(dir, runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string })
+    const journal = readFileSync(join(dir, runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string })
     expect(journal.map((e) => e.type)).toEqual(["started", "listening", "failed"])
-    expect(journal[2]).toMatchObject({ type: "failed", stage: "formation", reason: "ranks 0, 1 did not join within 1000 ms", formed: false })
-    const failedLine = "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
+    expect(journal[2]).toMatchObject({
+      type: "failed",
+      stage: "formation",
+      reason: "ranks 0, 1 did not join within 1000 ms",
+      formed: false
+    })
+    const failedLine =
+      "cohort: the run failed at formation: ranks 0, 1 did not join within 1000 ms; nothing was trained: there is nothing to resume\n"
     // report, its page and resume only read the run: side by side.
     const report = cohort(["report", runDir])
     const page = cohort(["report", "--html", runDir])
@@ -154,10 +252,41 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     const holdFile = join(dir, "hold-refusals")
     writeFileSync(holdFile, "")
     const hold = { COHORT_TEST_HOLD: holdFile }
-    const serve = cohort(["serve", "--trainer", held, "--world-size", "3", "--epochs", "15", "--heartbeat-timeout-ms", "3000", "--token-file", tokenFile, "--out", "runs", "--json"], hold)
+    const serve = cohort(
+      [
+        "serve",
+        "--trainer",
+        held,
+        "--world-size",
+        "3",
+        "--epochs",
+        "15",
+        "--heartbeat-timeout-ms",
+        "3000",
+        "--token-file",
+        tokenFile,
+        "--out",
+        "runs",
+        "--json"
+      ],
+      hold
+    )
     await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
     const url = urlOf(serve)
-    const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => ["join", url, "--trainer", held, "--token-file", file, "--rank", rank, "--save-dir", save, "--connect-timeout-ms", "30000"]
+    const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => [
+      "join",
+      url,
+      "--trainer",
+      held,
+      "--token-file",
+      file,
+      "--rank",
+      rank,
+      "--save-dir",
+      save,
+      "--connect-timeout-ms",
+      "30000"
+    ]
     const refused = async (args: ReadonlyArray<string>): Promise<[number | null, string]> => {
       const p = cohort(args, hold)
       return [await p.exit, p.err()]
@@ -170,7 +299,18 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     const one = cohort(base("1"), hold)
     const two = cohort(base("2"), hold)
     await waitFor(() => serve.err().includes("formed: every one of the 3 ranks joined"), 60_000, "formation")
-    const late = refused(["join", url, "--trainer", held, "--token-file", tokenFile, "--save-dir", "save-late", "--connect-timeout-ms", "30000"])
+    const late = refused([
+      "join",
+      url,
+      "--trainer",
+      held,
+      "--token-file",
+      tokenFile,
+      "--save-dir",
+      "save-late",
+      "--connect-timeout-ms",
+      "30000"
+    ])
     // Rank 2 is killed mid-epoch: declared dead, its work moves, and it cannot come back.
     await waitFor(() => / rank 2 epoch 0: \d+ samples done/.test(serve.err()), 60_000, "rank 2's progress")
     two.child.kill("SIGKILL")
@@ -182,11 +322,20 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     expect([await zero.exit, await one.exit, await serve.exit]).toEqual([0, 0, 0])
     const summary = JSON.parse(serve.out()) as Summary
     expect(audits(summary)).toEqual(Array.from({ length: 15 }, () => [4800, 0, 0]))
-    expect(summary.deaths.map((d) => [d.rank, d.detector, d.cause, d.redistributed])).toEqual([[2, "supervisor", "disconnected (close code 1006)", true]])
+    expect(summary.deaths.map((d) => [d.rank, d.detector, d.cause, d.redistributed])).toEqual([
+      [2, "supervisor", "disconnected (close code 1006)", true]
+    ])
     expect(summary.refusals).toEqual({ 4001: 1, 4002: 1, 4003: 1, 4010: 1, 4011: 1 })
-    const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; closeCode?: number; address?: string })
+    const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; closeCode?: number; address?: string })
     expect(journal.filter((e) => e.type === "refused").map((e) => [e.closeCode, e.address])).toEqual([
-      [4001, "127.0.0.1"], [4002, "127.0.0.1"], [4003, "127.0.0.1"], [4010, "127.0.0.1"], [4011, "127.0.0.1"]
+      [4001, "127.0.0.1"],
+      [4002, "127.0.0.1"],
+      [4003, "127.0.0.1"],
+      [4010, "127.0.0.1"],
+      [4011, "127.0.0.1"]
     ])
     expect(serve.err()).toMatch(/\] join refused with 4001 \(wrong token\) from 127\.0\.0\.1\n/)
   }, 360_000)

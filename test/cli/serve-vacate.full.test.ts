@@ -26,22 +26,53 @@ const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exe
 
 describe("a served run that is forming", () => {
   it("keeps forming when a joiner with another trainer leaves: serve says why, its index is taken again, and the run completes with clean audits", async () => {
-    const serve = cohort(["serve", "--trainer", steady, "--world-size", "2", "--epochs", "1", "--token-file", tokenFile, "--out", "runs", "--json"])
+    const serve = cohort([
+      "serve",
+      "--trainer",
+      steady,
+      "--world-size",
+      "2",
+      "--epochs",
+      "1",
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs",
+      "--json"
+    ])
     await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
     const url = urlOf(serve)
-    const join_ = (trainer: string, save: string) => cohort(["join", url, "--trainer", trainer, "--token-file", tokenFile, "--save-dir", save])
+    const join_ = (trainer: string, save: string) =>
+      cohort(["join", url, "--trainer", trainer, "--token-file", tokenFile, "--save-dir", save])
     const wrong = join_(wide, "save-wrong")
     expect(await wrong.exit).toBe(16)
-    expect(wrong.err()).toContain("cohort join: the trainer's trainSamples (1600) differ from the run's (4800); start the same trainer as the coordinator\n")
+    expect(wrong.err()).toContain(
+      "cohort join: the trainer's trainSamples (1600) differ from the run's (4800); start the same trainer as the coordinator\n"
+    )
     await waitFor(() => serve.err().includes("left before the run formed"), 30_000, "serve's line for the joiner that left")
-    expect(serve.err()).toMatch(/\] rank 0 left before the run formed: the trainer's trainSamples \(1600\) differ from the run's \(4800\); its index is free for another join\n/)
+    expect(serve.err()).toMatch(
+      /\] rank 0 left before the run formed: the trainer's trainSamples \(1600\) differ from the run's \(4800\); its index is free for another join\n/
+    )
     const right = [join_(steady, "save-0"), join_(steady, "save-1")]
     expect(await Promise.all(right.map((p) => p.exit))).toEqual([0, 0])
     expect(await serve.exit).toBe(0)
-    const summary = JSON.parse(serve.out()) as { runDir: string; deaths: ReadonlyArray<unknown>; epochs: ReadonlyArray<{ samplesCommitted: number; lost: number; duplicated: number }> }
+    const summary = JSON.parse(serve.out()) as {
+      runDir: string
+      deaths: ReadonlyArray<unknown>
+      epochs: ReadonlyArray<{ samplesCommitted: number; lost: number; duplicated: number }>
+    }
     expect(summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0]])
     expect(summary.deaths).toEqual([])
-    const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as { type: string; rank?: number })
-    expect(journal.filter((e) => e.type === "joined" || e.type === "left" || e.type === "formed").map((e) => e.type)).toEqual(["joined", "left", "joined", "joined", "formed"])
+    const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; rank?: number })
+    expect(journal.filter((e) => e.type === "joined" || e.type === "left" || e.type === "formed").map((e) => e.type)).toEqual([
+      "joined",
+      "left",
+      "joined",
+      "joined",
+      "formed"
+    ])
   }, 120_000)
 })

@@ -22,7 +22,21 @@ const cohort = async (...args: ReadonlyArray<string>) => {
 
 describe(`a completed run whose journal is short (${Runtime.detect()})`, () => {
   it("resume refuses it as completed (per summary.json); report shows summary.json and warns, in one line, that the journal is incomplete", async () => {
-    const run = await cohort("run", "--trainer", steady, "--transport", "worker", "--world-size", "2", "--epochs", "2", "--no-kill", "--out", outDir, "--json")
+    const run = await cohort(
+      "run",
+      "--trainer",
+      steady,
+      "--transport",
+      "worker",
+      "--world-size",
+      "2",
+      "--epochs",
+      "2",
+      "--no-kill",
+      "--out",
+      outDir,
+      "--json"
+    )
     expect(run.code, run.err).toBe(0)
     const result = JSON.parse(run.out) as RunResult
     const runDir = join(outDir, readdirSync(outDir)[0]!)

@@ -10,14 +10,22 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     expect(ChunkPool.take(pool, 0, 50)).toBeUndefined()
     expect(ChunkPool.remaining(pool)).toBe(0)
     expect(ChunkPool.isDone(pool)).toBe(false)
-    for (const [rank, offset, size] of [[1, 70, 30], [1, 50, 20], [0, 0, 50]] as const) {
+    for (const [rank, offset, size] of [
+      [1, 70, 30],
+      [1, 50, 20],
+      [0, 0, 50]
+    ] as const) {
       expect(ChunkPool.complete(pool, rank, offset, size)).toBe(true)
     }
     expect(ChunkPool.isDone(pool)).toBe(false) // done but not committed
     const committed: Array<ChunkPool.Range> = []
     ChunkPool.commit(pool, 1, (r) => committed.push(r))
     ChunkPool.commit(pool, 0, (r) => committed.push(r))
-    expect(committed).toEqual([{ offset: 70, size: 30 }, { offset: 50, size: 20 }, { offset: 0, size: 50 }])
+    expect(committed).toEqual([
+      { offset: 70, size: 30 },
+      { offset: 50, size: 20 },
+      { offset: 0, size: 50 }
+    ])
     expect(ChunkPool.isDone(pool)).toBe(true)
   })
 
@@ -31,10 +39,17 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 1)).toBe(10)
     expect(committed).toEqual([{ offset: 10, size: 10 }])
     ChunkPool.complete(pool, 0, 20, 10)
-    expect(ChunkPool.held(pool, 0)).toEqual([{ offset: 0, size: 10, done: true }, { offset: 20, size: 10, done: true }])
+    expect(ChunkPool.held(pool, 0)).toEqual([
+      { offset: 0, size: 10, done: true },
+      { offset: 20, size: 10, done: true }
+    ])
     expect(ChunkPool.commit(pool, 0, (r) => committed.push(r), 0)).toBe(0)
     expect(ChunkPool.commit(pool, 0, (r) => committed.push(r))).toBe(20)
-    expect(committed).toEqual([{ offset: 10, size: 10 }, { offset: 0, size: 10 }, { offset: 20, size: 10 }])
+    expect(committed).toEqual([
+      { offset: 10, size: 10 },
+      { offset: 0, size: 10 },
+      { offset: 20, size: 10 }
+    ])
     expect(ChunkPool.isDone(pool)).toBe(true)
   })
 
@@ -42,11 +57,17 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     const pool = ChunkPool.make(0, [50, 50])
     expect(ChunkPool.take(pool, 0, 25)).toEqual({ offset: 0, size: 25 })
     expect(ChunkPool.take(pool, 0, 25)).toEqual({ offset: 25, size: 25 })
-    expect(ChunkPool.forfeit(pool, 0)).toEqual([{ offset: 0, size: 25 }, { offset: 25, size: 25 }])
+    expect(ChunkPool.forfeit(pool, 0)).toEqual([
+      { offset: 0, size: 25 },
+      { offset: 25, size: 25 }
+    ])
     expect(ChunkPool.forfeit(pool, 0)).toEqual([])
     expect(ChunkPool.inflight(pool, 0)).toBe(0)
     expect(ChunkPool.take(pool, 1, 10)).toEqual({ offset: 0, size: 10 })
-    expect(ChunkPool.reclaimed(pool)).toEqual([{ offset: 10, size: 15 }, { offset: 25, size: 25 }])
+    expect(ChunkPool.reclaimed(pool)).toEqual([
+      { offset: 10, size: 15 },
+      { offset: 25, size: 25 }
+    ])
   })
 
   it("forfeit returns done-but-uncommitted chunks too, in dispatch order", () => {
@@ -54,7 +75,10 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     ChunkPool.take(pool, 0, 10)
     ChunkPool.take(pool, 0, 10)
     ChunkPool.complete(pool, 0, 0, 10)
-    expect(ChunkPool.forfeit(pool, 0)).toEqual([{ offset: 0, size: 10 }, { offset: 10, size: 10 }])
+    expect(ChunkPool.forfeit(pool, 0)).toEqual([
+      { offset: 0, size: 10 },
+      { offset: 10, size: 10 }
+    ])
     expect(ChunkPool.remaining(pool)).toBe(30)
   })
 

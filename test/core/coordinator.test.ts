@@ -9,11 +9,18 @@ describe("static redistribution (equal split)", () => {
   it("worldSize 3: stale rank 2 with nothing committed gives (20,5) to rank 0 and (25,5) to rank 1", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 1000 })
     const started = Coordinator.start(s)
-    expect(ranges(s, started, "StartEpoch")).toEqual([[0, 0, 10], [1, 10, 10], [2, 20, 10]])
+    expect(ranges(s, started, "StartEpoch")).toEqual([
+      [0, 0, 10],
+      [1, 10, 10],
+      [2, 20, 10]
+    ])
     heartbeat(s, 900, [0, 1])
     expect(tick(s, 1000)).toEqual([]) // exactly the timeout is not stale
     const cmds = tick(s, 1001)
-    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 20, 5], [1, 25, 5]])
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [0, 20, 5],
+      [1, 25, 5]
+    ])
     expect(tags(cmds)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition"]) // roles stay on rank 0
     expect(Coordinator.failures(s)).toEqual([2])
     expect(Coordinator.activeCount(s)).toBe(2)
@@ -25,8 +32,15 @@ describe("static redistribution (equal split)", () => {
     expect(params(s, 2, 10, 96).filter((c) => c._tag === "AverageRound")).toEqual([])
     heartbeat(s, 500, [0, 1, 3])
     const cmds = tick(s, 1011)
-    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 596, 52], [1, 648, 51], [3, 699, 51]])
-    expect(Coordinator.assignment(s, 0)).toEqual([[0, 250], [596, 52]])
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [0, 596, 52],
+      [1, 648, 51],
+      [3, 699, 51]
+    ])
+    expect(Coordinator.assignment(s, 0)).toEqual([
+      [0, 250],
+      [596, 52]
+    ])
   })
 
   const fiveRanks = (order: ReadonlyArray<number>) => {
@@ -42,8 +56,12 @@ describe("static redistribution (equal split)", () => {
   it("worldSize 5: ranks 3 and 1 reported in one tick; only ranks 0, 2, 4 receive their remainders", () => {
     const { s, cmds } = fiveRanks([3, 1])
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([
-      [0, 740, 20], [2, 760, 20], [4, 780, 20],
-      [0, 260, 47], [2, 307, 47], [4, 354, 46]
+      [0, 740, 20],
+      [2, 760, 20],
+      [4, 780, 20],
+      [0, 260, 47],
+      [2, 307, 47],
+      [4, 354, 46]
     ])
     expect(s.deaths.map((d) => [d.rank, d.detector, d.remainderSamples, d.extensions])).toEqual([
       [3, "supervisor", 60, 3],
@@ -54,8 +72,12 @@ describe("static redistribution (equal split)", () => {
   it("worldSize 5: reversing the report order gives the same messages, in the reversed batch order", () => {
     const { s, cmds } = fiveRanks([1, 3])
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([
-      [0, 260, 47], [2, 307, 47], [4, 354, 46],
-      [0, 740, 20], [2, 760, 20], [4, 780, 20]
+      [0, 260, 47],
+      [2, 307, 47],
+      [4, 354, 46],
+      [0, 740, 20],
+      [2, 760, 20],
+      [4, 780, 20]
     ])
   })
 
@@ -84,7 +106,11 @@ describe("static redistribution (equal split)", () => {
     report(s, 1, 3)
     const cmds = tick(s, 3)
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 27, 3]])
-    expect(Coordinator.assignment(s, 0)).toEqual([[0, 10], [20, 5], [27, 3]])
+    expect(Coordinator.assignment(s, 0)).toEqual([
+      [0, 10],
+      [20, 5],
+      [27, 3]
+    ])
   })
 
   it("a remainder of several ranges goes out as one SendRanges per dead rank, its slices in range order", () => {
@@ -97,7 +123,12 @@ describe("static redistribution (equal split)", () => {
     const sends = cmds.filter((c) => c._tag === "SendRanges")
     expect(sends).toHaveLength(1)
     expect(sends[0]!._tag === "SendRanges" && sends[0]!.reason).toBe("remainder of rank 0 in 2 ranges (equal split over 2 survivors)")
-    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[1, 0, 5], [2, 5, 5], [1, 30, 2], [2, 32, 2]])
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [1, 0, 5],
+      [2, 5, 5],
+      [1, 30, 2],
+      [2, 32, 2]
+    ])
     expect(s.deaths.map((d) => d.extensions)).toEqual([3, 4])
   })
 })
@@ -162,7 +193,13 @@ describe("failure limit and backend limits", () => {
     ])
     expect(s.outcome?.status).toBe("unrecoverable")
     expect(s.outcome?.failures).toEqual([0, 1])
-    expect(s.outcome?.uncommitted).toEqual({ epoch: 0, ranges: [[0, 50], [55, 45]] })
+    expect(s.outcome?.uncommitted).toEqual({
+      epoch: 0,
+      ranges: [
+        [0, 50],
+        [55, 45]
+      ]
+    })
     report(s, 2, 120)
     const later = tick(s, 120)
     expect(tags(later)).toEqual(["Alert:RankLost"])
@@ -181,9 +218,18 @@ describe("failure limit and backend limits", () => {
     report(s, 2, 1)
     const cmds = tick(s, 1)
     expect(tags(cmds)).toEqual([
-      "Alert:RankLost", "Alert:RankLost", "Broadcast:DeclareDead", "Broadcast:DeclareDead", "Broadcast:ShutdownWithSave", "RunEnded"
+      "Alert:RankLost",
+      "Alert:RankLost",
+      "Broadcast:DeclareDead",
+      "Broadcast:DeclareDead",
+      "Broadcast:ShutdownWithSave",
+      "RunEnded"
     ])
-    expect(deliveries(s, cmds).map(([to, m]) => [to, m._tag])).toEqual([[1, "DeclareDead"], [1, "DeclareDead"], [1, "ShutdownWithSave"]])
+    expect(deliveries(s, cmds).map(([to, m]) => [to, m._tag])).toEqual([
+      [1, "DeclareDead"],
+      [1, "DeclareDead"],
+      [1, "ShutdownWithSave"]
+    ])
     expect(s.outcome?.reason).toBe("SingleSurvivor")
   })
 
@@ -193,7 +239,12 @@ describe("failure limit and backend limits", () => {
     report(s, 1, 1)
     const cmds = tick(s, 1)
     expect(tags(cmds)).toEqual([
-      "Alert:RankLost", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:FormRing", "Send:FormRing"
+      "Alert:RankLost",
+      "Broadcast:DeclareDead",
+      "Send:ExtendPartition",
+      "Send:ExtendPartition",
+      "Send:FormRing",
+      "Send:FormRing"
     ])
     expect(deliveries(s, cmds).filter(([, m]) => m._tag === "FormRing")).toEqual([
       [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 2, peers: [0, 2] }],
@@ -201,8 +252,14 @@ describe("failure limit and backend limits", () => {
     ])
   })
 
-  const roundDone = (s: Coordinator.State, rank: number, nowMs: number, samplesDone: number, generation = s.ring!.generation, round = s.round) =>
-    frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
+  const roundDone = (
+    s: Coordinator.State,
+    rank: number,
+    nowMs: number,
+    samplesDone: number,
+    generation = s.ring!.generation,
+    round = s.round
+  ) => frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
 
   it("ring: a round closes only when every ring member reported RoundDone, and commits every report then, in one go", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, backend: "ring" })
@@ -230,7 +287,9 @@ describe("failure limit and backend limits", () => {
     const last = roundDone(s, 2, 3, 10)
     expect(tags(last).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
     const summary = last.find((c) => c._tag === "EpochEnded")
-    expect(summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([30, 0, 0])
+    expect(
+      summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined
+    ).toEqual([30, 0, 0])
   })
 
   it("ring: a death before the close discards the round's reports; the new generation redoes the round, and old-generation, wrong-round, repeated and Params contributions are ignored and counted", () => {
@@ -240,7 +299,14 @@ describe("failure limit and backend limits", () => {
     roundDone(s, 2, 1, 10)
     report(s, 1, 2)
     const cmds = tick(s, 2)
-    expect(tags(cmds)).toEqual(["Alert:RankLost", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:FormRing", "Send:FormRing"])
+    expect(tags(cmds)).toEqual([
+      "Alert:RankLost",
+      "Broadcast:DeclareDead",
+      "Send:ExtendPartition",
+      "Send:ExtendPartition",
+      "Send:FormRing",
+      "Send:FormRing"
+    ])
     expect([Coordinator.committedSamples(s, 0), Coordinator.committedSamples(s, 2)]).toEqual([0, 0])
     expect(s.round).toBe(0)
     expect(roundDone(s, 0, 3, 10, 0)).toEqual([]) // generation 0 is over
@@ -263,7 +329,10 @@ describe("failure limit and backend limits", () => {
     report(s, 2, 2)
     const cmds = tick(s, 2)
     expect(tags(cmds).filter((t) => t.includes("DeclareDead") || t.includes("FormRing"))).toEqual([
-      "Broadcast:DeclareDead", "Broadcast:DeclareDead", "Send:FormRing", "Send:FormRing"
+      "Broadcast:DeclareDead",
+      "Broadcast:DeclareDead",
+      "Send:FormRing",
+      "Send:FormRing"
     ])
     expect(deliveries(s, cmds).filter(([, m]) => m._tag === "FormRing")).toEqual([
       [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 2, peers: [0, 3] }],
@@ -323,8 +392,21 @@ describe("failure limit and backend limits", () => {
 
   it("ring, progressive: a round commits exactly the chunks whose ChunkDone preceded each member's RoundDone; one done after it waits for a later round, and a death leaves it uncommitted", () => {
     const run = () => {
-      const s = make({ worldSize: 2, epochSamples: 4, epochs: 1, mode: "progressive", chunkSamples: 1, chunksInflightMax: 2, backend: "ring" })
-      expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([[0, 0, 1], [0, 1, 1], [1, 2, 1], [1, 3, 1]])
+      const s = make({
+        worldSize: 2,
+        epochSamples: 4,
+        epochs: 1,
+        mode: "progressive",
+        chunkSamples: 1,
+        chunksInflightMax: 2,
+        backend: "ring"
+      })
+      expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([
+        [0, 0, 1],
+        [0, 1, 1],
+        [1, 2, 1],
+        [1, 3, 1]
+      ])
       frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 1 })
       expect(roundDone(s, 0, 2, 0)).toEqual([])
       frame(s, 0, 3, { _tag: "ChunkDone", epoch: 0, offset: 1, size: 1 }) // after rank 0's contribution
@@ -341,7 +423,9 @@ describe("failure limit and backend limits", () => {
     const ended = roundDone(later, 1, 5, 0)
     expect(tags(ended).slice(0, 2)).toEqual(["AverageRound", "EpochEnded"])
     const summary = ended.find((c) => c._tag === "EpochEnded")
-    expect(summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([4, 0, 0])
+    expect(
+      summary?._tag === "EpochEnded" ? [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined
+    ).toEqual([4, 0, 0])
 
     const dies = run()
     report(dies, 0, 6)
@@ -369,7 +453,11 @@ describe("failure limit and backend limits", () => {
     roundDone(s, 0, 3, 10)
     const last = roundDone(s, 1, 3, 10)
     const summary = last.find((c) => c._tag === "EpochEnded")
-    expect(summary?._tag === "EpochEnded" ? [summary.summary.epoch, summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated] : undefined).toEqual([1, 20, 0, 0])
+    expect(
+      summary?._tag === "EpochEnded"
+        ? [summary.summary.epoch, summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]
+        : undefined
+    ).toEqual([1, 20, 0, 0])
   })
 
   it("cpu: a RoundDone is ignored and counted", () => {
@@ -396,7 +484,12 @@ describe("repeated crashes: a trainer bug stops the run (TrainerFault)", () => {
       _tag: "DeathReport",
       rank,
       nowMs,
-      cause: { _tag: "Crashed", error: "trainBatch always fails", stack: stackAt(frame), fingerprint: `trainBatch always fails\nat ${frame}` }
+      cause: {
+        _tag: "Crashed",
+        error: "trainBatch always fails",
+        stack: stackAt(frame),
+        fingerprint: `trainBatch always fails\nat ${frame}`
+      }
     })
 
   it("worldSize 4: rank 1 crashes and its remainder moves; rank 0 crashing the same way saves and stops the run", () => {
@@ -437,7 +530,10 @@ describe("repeated crashes: a trainer bug stops the run (TrainerFault)", () => {
     crash(s, 2, 1)
     crash(s, 1, 1)
     tick(s, 1)
-    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["TrainerFault", "the trainer failed the same way on ranks 2 and 1: trainBatch always fails"])
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual([
+      "TrainerFault",
+      "the trainer failed the same way on ranks 2 and 1: trainBatch always fails"
+    ])
   })
 
   it("with onRepeatedCrash continue the crashes are deaths like any other, and the outcome still names the repeat", () => {
@@ -487,8 +583,13 @@ describe("clean exits", () => {
     Coordinator.start(s)
     params(s, 2, 1, 4)
     const cmds = frame(s, 2, 2, { _tag: "Exiting" })
-    expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:ExtendPartition", "Send:ExtendPartition"].filter((t) => t !== "Broadcast:SetRoles"))
-    expect(ranges(s, cmds, "ExtendPartition")).toEqual([[0, 24, 3], [1, 27, 3]])
+    expect(tags(cmds)).toEqual(
+      ["Broadcast:SetRoles", "Send:ExtendPartition", "Send:ExtendPartition"].filter((t) => t !== "Broadcast:SetRoles")
+    )
+    expect(ranges(s, cmds, "ExtendPartition")).toEqual([
+      [0, 24, 3],
+      [1, 27, 3]
+    ])
     expect(s.exits).toEqual([2])
   })
 
@@ -527,17 +628,44 @@ describe("epochs, rounds and the audit", () => {
     expect(tags(death)).toEqual(["Alert:RankLost", "Send:ExtendPartition", "Send:ExtendPartition", "AverageRound"])
     params(s, 0, 4, 15)
     const end = params(s, 1, 5, 15)
-    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(end)).toEqual([
+      "AverageRound",
+      "EpochEnded",
+      "EpochModel",
+      "Send:Eval",
+      "Send:Checkpoint",
+      "Send:StartEpoch",
+      "Send:StartEpoch"
+    ])
     const summary = end.find((c) => c._tag === "EpochEnded")!
     expect(summary._tag === "EpochEnded" && summary.summary).toMatchObject({
-      epoch: 0, epochSamples: 30, samplesCommitted: 30, lost: 0, duplicated: 0, exits: []
+      epoch: 0,
+      epochSamples: 30,
+      samplesCommitted: 30,
+      lost: 0,
+      duplicated: 0,
+      exits: []
     })
-    expect(ranges(s, end, "StartEpoch")).toEqual([[0, 0, 15], [1, 15, 15]])
+    expect(ranges(s, end, "StartEpoch")).toEqual([
+      [0, 0, 15],
+      [1, 15, 15]
+    ])
     params(s, 0, 6, 15)
     const last = params(s, 1, 7, 15)
-    expect(tags(last)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Broadcast:Shutdown", "RunEnded"])
+    expect(tags(last)).toEqual([
+      "AverageRound",
+      "EpochEnded",
+      "EpochModel",
+      "Send:Eval",
+      "Send:Checkpoint",
+      "Broadcast:Shutdown",
+      "RunEnded"
+    ])
     expect(s.outcome).toMatchObject({ status: "completed", epochsCompleted: 2, failures: [2], uncommitted: undefined })
-    expect(s.outcome?.epochs.map((e) => [e.lost, e.duplicated, e.samplesCommitted])).toEqual([[0, 0, 30], [0, 0, 30]])
+    expect(s.outcome?.epochs.map((e) => [e.lost, e.duplicated, e.samplesCommitted])).toEqual([
+      [0, 0, 30],
+      [0, 0, 30]
+    ])
   })
 
   it("ignores and counts Params for another epoch and clamps samplesDone above the list", () => {
@@ -553,12 +681,20 @@ describe("epochs, rounds and the audit", () => {
 
   it("splits the epoch by explicit ratios: [1, 3] over 12 gives 3 and 9", () => {
     const s = make({ worldSize: 2, epochSamples: 12, epochs: 1, partitionRatios: [1, 3] })
-    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([[0, 0, 3], [1, 3, 9]])
+    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([
+      [0, 0, 3],
+      [1, 3, 9]
+    ])
   })
 
   it("gives an empty partition to a survivor when there are more ranks than samples", () => {
     const s = make({ worldSize: 4, epochSamples: 2, epochs: 1 })
-    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([[0, 0, 1], [1, 1, 1], [2, 2, 0], [3, 2, 0]])
+    expect(ranges(s, Coordinator.start(s), "StartEpoch")).toEqual([
+      [0, 0, 1],
+      [1, 1, 1],
+      [2, 2, 0],
+      [3, 2, 0]
+    ])
   })
 })
 
@@ -601,7 +737,14 @@ describe("callback roles", () => {
     params(s, 0, 2, 15)
     const end = params(s, 1, 3, 15)
     expect(tags(end)).toEqual([
-      "AverageRound", "EpochEnded", "EpochModel", "Alert:CallbackSkipped", "Send:Checkpoint", "Alert:CallbackSkipped", "Send:StartEpoch", "Send:StartEpoch"
+      "AverageRound",
+      "EpochEnded",
+      "EpochModel",
+      "Alert:CallbackSkipped",
+      "Send:Checkpoint",
+      "Alert:CallbackSkipped",
+      "Send:StartEpoch",
+      "Send:StartEpoch"
     ])
   })
 
@@ -624,7 +767,11 @@ describe("callback roles", () => {
     report(s, 0, 3)
     const death = tick(s, 3)
     expect(deliveries(s, death).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[2, { _tag: "Checkpoint", version: 0 }]])
-    expect(frame(s, 2, 4, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" }).map((c) => c._tag === "Alert" && c.alert.class)).toEqual(["CheckpointFailed"])
+    expect(
+      frame(s, 2, 4, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" }).map(
+        (c) => c._tag === "Alert" && c.alert.class
+      )
+    ).toEqual(["CheckpointFailed"])
     expect(frame(s, 2, 5, { _tag: "CheckpointResult", version: 0, ok: true, detail: "" })).toEqual([])
     expect(s.counters.staleCallbackResults).toBe(1)
   })
@@ -648,7 +795,10 @@ describe("eval results (breaker finding: a rank could write the run's accuracy u
     expect(s.phase).toBe("completed")
     frame(s, 1, 21, { _tag: "EvalResult", epoch: 1, accuracy: 0.0123, loss: 77 }) // after the end, not asked
     frame(s, 0, 22, { _tag: "EvalResult", epoch: 1, accuracy: 0.95, loss: 0.05 })
-    expect(s.evals).toEqual([{ epoch: 0, rank: 0, accuracy: 0.9, loss: 0.1 }, { epoch: 1, rank: 0, accuracy: 0.95, loss: 0.05 }])
+    expect(s.evals).toEqual([
+      { epoch: 0, rank: 0, accuracy: 0.9, loss: 0.1 },
+      { epoch: 1, rank: 0, accuracy: 0.95, loss: 0.05 }
+    ])
     expect(s.counters.staleCallbackResults).toBe(5)
   })
 })
@@ -663,9 +813,10 @@ describe("the last checkpoint after the run ended (breaker finding: a checkpoint
       expect(deliveries(s, end).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[0, { _tag: "Checkpoint", version: 0 }]])
       expect(s.phase).toBe("completed")
       expect(frame(s, 1, 11, { _tag: "CheckpointResult", version: 0, ok: true, detail: "" })).toEqual([]) // not its holder
-      const cmds = ending === "failed"
-        ? frame(s, 0, 12, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" })
-        : (report(s, 0, 12), tick(s, 12))
+      const cmds =
+        ending === "failed"
+          ? frame(s, 0, 12, { _tag: "CheckpointResult", version: 0, ok: false, detail: "disk full" })
+          : (report(s, 0, 12), tick(s, 12))
       const alerts = cmds.flatMap((c) => (c._tag === "Alert" && c.alert.class === "CheckpointFailed" ? [c.alert.detail] : []))
       expect(alerts).toEqual([
         ending === "failed"
@@ -683,7 +834,15 @@ describe("fastest roles with a checkpoint pending (docs/design.md §3.5)", () =>
     Coordinator.start(s)
     expect(params(s, 0, 100, 2)).toEqual([]) // the round waits for rank 1
     const end0 = params(s, 1, 100, 2)
-    expect(tags(end0)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
+    expect(tags(end0)).toEqual([
+      "AverageRound",
+      "EpochEnded",
+      "EpochModel",
+      "Send:Eval",
+      "Send:Checkpoint",
+      "Send:StartEpoch",
+      "Send:StartEpoch"
+    ])
     expect(deliveries(s, end0).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[0, { _tag: "Checkpoint", version: 0 }]])
     expect(frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 50 })).toEqual([])
     const resolved = frame(s, 1, 200, { _tag: "Progress", epoch: 1, samplesDone: 1, msPerBatch: 10 })
@@ -719,17 +878,19 @@ describe("deaths after the end (docs/design.md §3.6, §3.8)", () => {
     expect(runEnded.outcome.epochs[0]!.deaths).toEqual([])
     expect(runEnded.outcome.deaths).toEqual([])
     expect(Coordinator.failures(s)).toEqual([1])
-    expect(s.deaths).toEqual([{
-      rank: 1,
-      epoch: 0,
-      detector: "supervisor",
-      cause: "killed by SIGKILL",
-      reportedAtMs: 200,
-      declaredAtMs: 200,
-      remainderSamples: 0,
-      extensions: 0,
-      afterEnd: true
-    }])
+    expect(s.deaths).toEqual([
+      {
+        rank: 1,
+        epoch: 0,
+        detector: "supervisor",
+        cause: "killed by SIGKILL",
+        reportedAtMs: 200,
+        declaredAtMs: 200,
+        remainderSamples: 0,
+        extensions: 0,
+        afterEnd: true
+      }
+    ])
   })
 
   it("a death in a run keeps afterEnd false and is in its epoch's summary and the outcome", () => {
@@ -749,7 +910,12 @@ describe("progressive mode", () => {
   it("fills every survivor at the start, refills after ChunkDone, and reclaims a dead rank's chunks", () => {
     const s = make({ worldSize: 2, epochSamples: 40, epochs: 1, mode: "progressive", chunkSamples: 5, chunksInflightMax: 2 })
     const started = Coordinator.start(s)
-    expect(ranges(s, started, "AssignChunk")).toEqual([[0, 0, 5], [0, 5, 5], [1, 20, 5], [1, 25, 5]])
+    expect(ranges(s, started, "AssignChunk")).toEqual([
+      [0, 0, 5],
+      [0, 5, 5],
+      [1, 20, 5],
+      [1, 25, 5]
+    ])
     const refill = frame(s, 1, 1, { _tag: "ChunkDone", epoch: 0, offset: 20, size: 5 })
     expect(ranges(s, refill, "AssignChunk")).toEqual([[1, 30, 5]])
     expect(frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 20, size: 5 })).toEqual([]) // not its chunk
@@ -776,10 +942,17 @@ describe("progressive mode", () => {
       const cmds = frame(s, 0, 3 + done.length, { _tag: "ChunkDone", epoch: 0, offset, size })
       for (const [, o, z] of ranges(s, cmds, "AssignChunk")) held.push([o, z])
     }
-    expect(done).toEqual([[0, 5], [10, 5], [15, 5], [5, 5]]) // reclaimed first, in dispatch order, then its own span
+    expect(done).toEqual([
+      [0, 5],
+      [10, 5],
+      [15, 5],
+      [5, 5]
+    ]) // reclaimed first, in dispatch order, then its own span
     const end = params(s, 0, 60, 0)
     const summary = end.find((c) => c._tag === "EpochEnded")
-    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([20, 0, 0])
+    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([
+      20, 0, 0
+    ])
   })
 
   it("rolls back a chunk whose send failed and offers it to another idle survivor", () => {
@@ -845,7 +1018,11 @@ describe("hostile inputs through the library API", () => {
   it("extreme msPerBatch reports keep the throughput split whole", () => {
     const s = make({ worldSize: 3, epochSamples: 90, epochs: 1, redistribution: "throughput" })
     Coordinator.start(s)
-    for (const [r, ms] of [[0, 1e-46], [1, 2], [2, 1e39]] as const) {
+    for (const [r, ms] of [
+      [0, 1e-46],
+      [1, 2],
+      [2, 1e39]
+    ] as const) {
       frame(s, r, 1, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: ms })
     }
     report(s, 2, 2)
@@ -864,7 +1041,9 @@ describe("hostile inputs through the library API", () => {
     tick(s, 2)
     const end = params(s, 1, 3, 8)
     const summary = end.find((c) => c._tag === "EpochEnded")
-    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([10, 0, 0])
+    expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([
+      10, 0, 0
+    ])
   })
 
   it("leaves parameters of the wrong length or with NaN out of the average, with an alert, and still commits", () => {
@@ -882,7 +1061,9 @@ describe("hostile inputs through the library API", () => {
 
   it("refuses a start time that is not a finite number, and ignores such times later", () => {
     expect(Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1 }, Number.NaN)).toEqual({
-      _tag: "Invalid", option: "nowMs", reason: "must be a finite number of ms, got NaN"
+      _tag: "Invalid",
+      option: "nowMs",
+      reason: "must be a finite number of ms, got NaN"
     })
     const s = make({ worldSize: 2, epochSamples: 2, epochs: 1, heartbeatTimeoutMs: 100 })
     Coordinator.start(s)
@@ -893,7 +1074,9 @@ describe("hostile inputs through the library API", () => {
 
   it("refuses ratios whose sum is not finite", () => {
     expect(Coordinator.make({ worldSize: 2, epochSamples: 2, epochs: 1, partitionRatios: [1e308, 1e308] }, 0)).toEqual({
-      _tag: "Invalid", option: "partitionRatios", reason: "must be finite, non-negative, not all zero, with a finite sum"
+      _tag: "Invalid",
+      option: "partitionRatios",
+      reason: "must be finite, non-negative, not all zero, with a finite sum"
     })
   })
 })
@@ -919,7 +1102,13 @@ describe("an external shutdown request (ShutdownRequested, docs/design.md §1 Gr
       detail: "interrupted by SIGINT",
       epochsCompleted: 0,
       failures: [],
-      uncommitted: { epoch: 0, ranges: [[0, 500], [596, 404]] }
+      uncommitted: {
+        epoch: 0,
+        ranges: [
+          [0, 500],
+          [596, 404]
+        ]
+      }
     })
     // Asked again, or after the end: nothing more is sent.
     expect(Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 30, detail: "interrupted by SIGINT" })).toEqual([])

@@ -16,7 +16,9 @@ const model = (s: Coordinator.State, rank: number, nowMs: number, round: number,
 
 const epochModel = (cmds: ReadonlyArray<Coordinator.Command>) => {
   const found = cmds.find((c) => c._tag === "EpochModel")
-  return found?._tag === "EpochModel" ? { epoch: found.epoch, round: found.round, params: found.params === undefined ? undefined : [...found.params], from: found.from } : undefined
+  return found?._tag === "EpochModel"
+    ? { epoch: found.epoch, round: found.round, params: found.params === undefined ? undefined : [...found.params], from: found.from }
+    : undefined
 }
 
 const requests = (cmds: ReadonlyArray<Coordinator.Command>) =>

@@ -5,19 +5,49 @@ import { frame, heartbeat, make, params, ranges, report, tags, tick } from "./ha
 
 const join = (s: Coordinator.State, rank: number | undefined, nowMs: number) => Coordinator.step(s, { _tag: "Join", rank, nowMs })
 
-const roundDone = (s: Coordinator.State, rank: number, nowMs: number, samplesDone: number, generation = s.ring!.generation, round = s.round) =>
-  frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
+const roundDone = (
+  s: Coordinator.State,
+  rank: number,
+  nowMs: number,
+  samplesDone: number,
+  generation = s.ring!.generation,
+  round = s.round
+) => frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
 
 describe("capacity options (issue 17)", () => {
   it("maxRanks and minRanks default to worldSize, and bad values are refused with the option named", () => {
     const ok = Config.make({ worldSize: 3, epochSamples: 10, epochs: 1 })
     expect("_tag" in ok ? ok : [ok.maxRanks, ok.minRanks]).toEqual([3, 3])
-    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, maxRanks: 2 })).toEqual({ _tag: "Invalid", option: "maxRanks", reason: "must be an integer >= worldSize (3), got 2" })
-    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, maxRanks: 4.5 })).toEqual({ _tag: "Invalid", option: "maxRanks", reason: "must be an integer >= worldSize (3), got 4.5" })
-    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, minRanks: 4 })).toEqual({ _tag: "Invalid", option: "minRanks", reason: "must be an integer in [1, worldSize (3)], got 4" })
-    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, minRanks: 0 })).toEqual({ _tag: "Invalid", option: "minRanks", reason: "must be an integer in [1, worldSize (3)], got 0" })
-    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, backend: "ring", minRanks: 1 })).toEqual({ _tag: "Invalid", option: "minRanks", reason: "must be an integer in [2, worldSize (3)], got 1" })
-    expect(Config.make({ worldSize: 2, epochSamples: 10, epochs: 1, maxRanks: 4, partitionRatios: [1, 1, 1] })).toEqual({ _tag: "Invalid", option: "partitionRatios", reason: "needs 2 or 4 entries, got 3" })
+    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, maxRanks: 2 })).toEqual({
+      _tag: "Invalid",
+      option: "maxRanks",
+      reason: "must be an integer >= worldSize (3), got 2"
+    })
+    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, maxRanks: 4.5 })).toEqual({
+      _tag: "Invalid",
+      option: "maxRanks",
+      reason: "must be an integer >= worldSize (3), got 4.5"
+    })
+    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, minRanks: 4 })).toEqual({
+      _tag: "Invalid",
+      option: "minRanks",
+      reason: "must be an integer in [1, worldSize (3)], got 4"
+    })
+    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, minRanks: 0 })).toEqual({
+      _tag: "Invalid",
+      option: "minRanks",
+      reason: "must be an integer in [1, worldSize (3)], got 0"
+    })
+    expect(Config.make({ worldSize: 3, epochSamples: 10, epochs: 1, backend: "ring", minRanks: 1 })).toEqual({
+      _tag: "Invalid",
+      option: "minRanks",
+      reason: "must be an integer in [2, worldSize (3)], got 1"
+    })
+    expect(Config.make({ worldSize: 2, epochSamples: 10, epochs: 1, maxRanks: 4, partitionRatios: [1, 1, 1] })).toEqual({
+      _tag: "Invalid",
+      option: "partitionRatios",
+      reason: "needs 2 or 4 entries, got 3"
+    })
     const ratios = Config.make({ worldSize: 2, epochSamples: 10, epochs: 1, maxRanks: 4, partitionRatios: [1, 3] })
     expect("_tag" in ratios ? ratios : ratios.partitionRatios).toEqual([1, 3, 2, 2])
   })
@@ -56,7 +86,9 @@ describe("capacity options (issue 17)", () => {
     expect(s.counters.joinersLost).toBe(41)
     report(s, 1, 7)
     expect(tags(tick(s, 7))).toContain("Broadcast:ShutdownWithSave")
-    expect(s.outcome?.detail).toBe("2 failures reached the failure limit of 2 (besides 41 joiners lost before entering the rounds, not counted)")
+    expect(s.outcome?.detail).toBe(
+      "2 failures reached the failure limit of 2 (besides 41 joiners lost before entering the rounds, not counted)"
+    )
   })
 
   it("an absolute failure limit counts members only too: a joiner lost before entering the rounds does not trip {absolute: 1}", () => {
@@ -68,37 +100,54 @@ describe("capacity options (issue 17)", () => {
     expect([s.counters.joinersLost, s.outcome]).toEqual([1, undefined])
     report(s, 0, 3)
     expect(tags(tick(s, 3))).toContain("Broadcast:ShutdownWithSave")
-    expect(s.outcome?.detail).toBe("1 failure reached the failure limit of 1 (besides 1 joiner lost before entering the rounds, not counted)")
+    expect(s.outcome?.detail).toBe(
+      "1 failure reached the failure limit of 1 (besides 1 joiner lost before entering the rounds, not counted)"
+    )
   })
 })
 
 describe("joins refused (issue 17)", () => {
   it("each refusal has its own reason, is counted, and changes nothing else", () => {
     const s = make({ worldSize: 2, maxRanks: 4, epochSamples: 40, epochs: 1 })
-    expect(join(s, undefined, 0)).toEqual([{ _tag: "JoinRefused", rank: undefined, reason: "NotStarted", detail: "the run has not formed yet: join through the formation" }])
+    expect(join(s, undefined, 0)).toEqual([
+      { _tag: "JoinRefused", rank: undefined, reason: "NotStarted", detail: "the run has not formed yet: join through the formation" }
+    ])
     Coordinator.start(s)
     expect(join(s, 4, 1)).toEqual([{ _tag: "JoinRefused", rank: 4, reason: "Full", detail: "rank index 4 is beyond maxRanks 4" }])
     expect(join(s, -1, 1)).toEqual([{ _tag: "JoinRefused", rank: -1, reason: "BadIndex", detail: "rank index -1 is not an integer >= 0" }])
     expect(join(s, 1, 1)).toEqual([{ _tag: "JoinRefused", rank: 1, reason: "LiveIndex", detail: "rank 1 is live" }])
     report(s, 1, 2)
     tick(s, 3)
-    expect(join(s, 1, 4)).toEqual([{ _tag: "JoinRefused", rank: 1, reason: "DeadIndex", detail: "rank 1 died: a dead rank's index is never reused" }])
+    expect(join(s, 1, 4)).toEqual([
+      { _tag: "JoinRefused", rank: 1, reason: "DeadIndex", detail: "rank 1 died: a dead rank's index is never reused" }
+    ])
     expect(join(s, 3, 5).map((c) => c._tag)).toEqual(["Welcome", "SendRanges"])
     expect(frame(s, 3, 6, { _tag: "Exiting" })).toEqual([]) // its partition was empty: nothing to hand on
     expect(Coordinator.isLive(s, 3)).toBe(false)
-    expect(join(s, 3, 7)).toEqual([{ _tag: "JoinRefused", rank: 3, reason: "ExitedIndex", detail: "rank 3 exited: its index is never reused" }])
+    expect(join(s, 3, 7)).toEqual([
+      { _tag: "JoinRefused", rank: 3, reason: "ExitedIndex", detail: "rank 3 exited: its index is never reused" }
+    ])
     expect(join(s, undefined, 8).map((c) => c._tag)).toEqual(["Welcome", "SendRanges"]) // takes index 2
-    expect(join(s, undefined, 9)).toEqual([{ _tag: "JoinRefused", rank: undefined, reason: "Full", detail: "all 4 rank indices (maxRanks) are taken" }])
+    expect(join(s, undefined, 9)).toEqual([
+      { _tag: "JoinRefused", rank: undefined, reason: "Full", detail: "all 4 rank indices (maxRanks) are taken" }
+    ])
     expect([s.counters.joins, s.counters.joinsRefused]).toEqual([2, 7])
     expect(Coordinator.survivors(s)).toEqual([0, 2])
     Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 10, detail: "SIGTERM" })
-    expect(join(s, undefined, 11)).toEqual([{ _tag: "JoinRefused", rank: undefined, reason: "ShuttingDown", detail: "the run is saving and stopping" }])
+    expect(join(s, undefined, 11)).toEqual([
+      { _tag: "JoinRefused", rank: undefined, reason: "ShuttingDown", detail: "the run is saving and stopping" }
+    ])
   })
 
   it("the auto-join cursor moves past every join, an explicit index's too (a served join always names the index the server gave it): an auto join does not rescan the ranks that joined before it", () => {
     const s = make({ worldSize: 1, maxRanks: 6, epochSamples: 40, epochs: 1 })
     Coordinator.start(s)
-    for (const [rank, nowMs] of [[1, 1], [2, 2], [3, 3]] as const) join(s, rank, nowMs)
+    for (const [rank, nowMs] of [
+      [1, 1],
+      [2, 2],
+      [3, 3]
+    ] as const)
+      join(s, rank, nowMs)
     expect(s.vacantFrom).toBe(4)
     join(s, 5, 4) // a hole at 4: the cursor stays there
     expect([s.vacantFrom, Coordinator.joinVerdict(s, undefined)]).toEqual([4, 4])
@@ -125,7 +174,10 @@ describe("joins refused (issue 17)", () => {
 describe("progressive joins, cpu backend (issue 17)", () => {
   it("the joiner is welcomed, its span is the tail half of the largest span, it gets its chunks at once, and the open round closes without it", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 40, epochs: 1, mode: "progressive", chunkSamples: 4, chunksInflightMax: 1 })
-    expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([[0, 0, 4], [1, 20, 4]])
+    expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([
+      [0, 0, 4],
+      [1, 20, 4]
+    ])
     const cmds = join(s, undefined, 5)
     expect(cmds[0]).toEqual({
       _tag: "Welcome",
@@ -177,13 +229,26 @@ describe("static joins (issue 17)", () => {
     const cmds = join(s, undefined, 1)
     expect(tags(cmds)).toEqual(["Welcome", "Send:StartEpoch"])
     expect(ranges(s, cmds, "StartEpoch")).toEqual([[2, 0, 0]])
-    expect((cmds[0] as { reason: string }).reason).toBe("rank 2 joins at epoch 0, round 1 onwards (root/rank2): an empty partition of epoch 0; its first partition at epoch 1")
+    expect((cmds[0] as { reason: string }).reason).toBe(
+      "rank 2 joins at epoch 0, round 1 onwards (root/rank2): an empty partition of epoch 0; its first partition at epoch 1"
+    )
     // Rank 1 dies in the round rank 2 joined in: its remainder goes to rank 0 alone.
     report(s, 1, 2)
     expect(ranges(s, tick(s, 3), "ExtendPartition")).toEqual([[0, 15, 15]])
     const end = params(s, 0, 4, 30)
-    expect(tags(end)).toEqual(["AverageRound", "EpochEnded", "EpochModel", "Send:Eval", "Send:Checkpoint", "Send:StartEpoch", "Send:StartEpoch"])
-    expect(ranges(s, end, "StartEpoch")).toEqual([[0, 0, 15], [2, 15, 15]])
+    expect(tags(end)).toEqual([
+      "AverageRound",
+      "EpochEnded",
+      "EpochModel",
+      "Send:Eval",
+      "Send:Checkpoint",
+      "Send:StartEpoch",
+      "Send:StartEpoch"
+    ])
+    expect(ranges(s, end, "StartEpoch")).toEqual([
+      [0, 0, 15],
+      [2, 15, 15]
+    ])
   })
 
   it("from the round after its welcome, a static joiner takes part in redistribution", () => {
@@ -193,7 +258,10 @@ describe("static joins (issue 17)", () => {
     params(s, 0, 2, 5)
     expect(params(s, 1, 3, 5).map((c) => c._tag)).toEqual(["AverageRound"])
     report(s, 1, 4)
-    expect(ranges(s, tick(s, 5), "ExtendPartition")).toEqual([[0, 20, 5], [2, 25, 5]])
+    expect(ranges(s, tick(s, 5), "ExtendPartition")).toEqual([
+      [0, 20, 5],
+      [2, 25, 5]
+    ])
   })
 })
 
@@ -210,7 +278,14 @@ describe("ring joins (issue 17)", () => {
     roundDone(s, 0, 3, 5)
     const closed = roundDone(s, 1, 4, 5)
     expect(tags(closed)).toEqual(["AverageRound", "SendModel", "Send:FormRing", "Send:FormRing", "Send:FormRing"])
-    expect(closed[1]).toEqual({ _tag: "SendModel", to: 2, from: 0, round: 0, generation: 1, reason: "rank 2 enters ring generation 1: the model of round 0 from rank 0" })
+    expect(closed[1]).toEqual({
+      _tag: "SendModel",
+      to: 2,
+      from: 0,
+      round: 0,
+      generation: 1,
+      reason: "rank 2 enters ring generation 1: the model of round 0 from rank 0"
+    })
     expect(closed.slice(2).map((c) => c._tag === "Send" && [c.to, c.message])).toEqual([
       [0, { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 3, peers: [0, 1, 2] }],
       [1, { _tag: "FormRing", generation: 1, ringRank: 1, ringSize: 3, peers: [0, 1, 2] }],
@@ -228,7 +303,10 @@ describe("ring joins (issue 17)", () => {
     join(s, undefined, 1)
     report(s, 2, 2)
     const reform = tick(s, 3)
-    expect(reform.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [[c.to, c.message.peers]] : []))).toEqual([[0, [0, 1]], [1, [0, 1]]])
+    expect(reform.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [[c.to, c.message.peers]] : []))).toEqual([
+      [0, [0, 1]],
+      [1, [0, 1]]
+    ])
     report(s, 1, 4)
     tick(s, 5)
     expect(s.outcome?.reason).toBe("SingleSurvivor")
@@ -236,7 +314,16 @@ describe("ring joins (issue 17)", () => {
   })
 
   it("progressive + ring: the joiner gets its span and chunks when it enters the ring, not before", () => {
-    const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 40, epochs: 1, backend: "ring", mode: "progressive", chunkSamples: 4, chunksInflightMax: 1 })
+    const s = make({
+      worldSize: 2,
+      maxRanks: 3,
+      epochSamples: 40,
+      epochs: 1,
+      backend: "ring",
+      mode: "progressive",
+      chunkSamples: 4,
+      chunksInflightMax: 1
+    })
     Coordinator.start(s)
     expect(tags(join(s, undefined, 1))).toEqual(["Welcome"])
     frame(s, 0, 2, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 4 })
@@ -271,7 +358,14 @@ describe("ring model hand-over (issue 17)", () => {
     expect(roundDone(s, 2, 4, 0)).toEqual([])
     expect([s.counters.staleRingReady, s.counters.staleRoundDone]).toEqual([1, 1])
     const handed = model(s, 0, 5, 0, Float32Array.of(0.25, -1))
-    expect(handed).toEqual([{ _tag: "Send", to: 2, message: { _tag: "Update", round: 0, params: Float32Array.of(0.25, -1) }, reason: "rank 2's model: round 0 from rank 0" }])
+    expect(handed).toEqual([
+      {
+        _tag: "Send",
+        to: 2,
+        message: { _tag: "Update", round: 0, params: Float32Array.of(0.25, -1) },
+        reason: "rank 2's model: round 0 from rank 0"
+      }
+    ])
     expect(Coordinator.isOwedModel(s, 2)).toBe(false)
     // Now a member like any other: its RingReady counts, and the round waits on its RoundDone.
     frame(s, 0, 6, { _tag: "RingReady", generation: 1 })
@@ -291,8 +385,17 @@ describe("ring model hand-over (issue 17)", () => {
     expect([s.counters.staleRoundDone, s.counters.modelsRefused]).toEqual([1, 0])
     const wrongRound = model(s, 0, 5, 1, Float32Array.of(1, 2))
     expect(tags(wrongRound)).toEqual(["Alert:BadParams", "SendModel"])
-    expect(wrongRound[1]).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 1, reason: "rank 0's model was refused: rank 3 gets the model of round 0 from rank 1 instead" })
-    expect(wrongRound[0]?._tag === "Alert" && wrongRound[0].alert.detail).toBe("rank 0's model for joiner 3 refused: the model of round 1 instead of 0")
+    expect(wrongRound[1]).toEqual({
+      _tag: "SendModel",
+      to: 3,
+      from: 1,
+      round: 0,
+      generation: 1,
+      reason: "rank 0's model was refused: rank 3 gets the model of round 0 from rank 1 instead"
+    })
+    expect(wrongRound[0]?._tag === "Alert" && wrongRound[0].alert.detail).toBe(
+      "rank 0's model for joiner 3 refused: the model of round 1 instead of 0"
+    )
     // Rank 0 was asked once; its later answer is nobody's now.
     expect(model(s, 0, 6, 0, Float32Array.of(1, 2))).toEqual([])
     const wrongLength = model(s, 1, 7, 0, Float32Array.of(1, 2, 3))
@@ -310,10 +413,41 @@ describe("ring model hand-over (issue 17)", () => {
     const cmds = tick(s, 5)
     // The joiner is a member now: it takes its share of the remainder like any survivor (the shell
     // holds it back with the rest until its model is out).
-    expect(tags(cmds)).toEqual(["Alert:RankLost", "Broadcast:SetRoles", "Broadcast:DeclareDead", "Send:ExtendPartition", "Send:ExtendPartition", "Send:ExtendPartition", "SendModel", "Send:FormRing", "Send:FormRing", "Send:FormRing"])
-    expect(cmds.find((c) => c._tag === "SendModel")).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 2, reason: "rank 0 left before it sent the model: rank 3 gets the model of round 0 from rank 1 instead" })
-    expect(cmds.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [[c.to, c.message.generation, c.message.peers]] : []))).toEqual([[1, 2, [1, 2, 3]], [2, 2, [1, 2, 3]], [3, 2, [1, 2, 3]]])
-    expect(model(s, 1, 6, 0, Float32Array.of(3, 4))).toEqual([{ _tag: "Send", to: 3, message: { _tag: "Update", round: 0, params: Float32Array.of(3, 4) }, reason: "rank 3's model: round 0 from rank 1" }])
+    expect(tags(cmds)).toEqual([
+      "Alert:RankLost",
+      "Broadcast:SetRoles",
+      "Broadcast:DeclareDead",
+      "Send:ExtendPartition",
+      "Send:ExtendPartition",
+      "Send:ExtendPartition",
+      "SendModel",
+      "Send:FormRing",
+      "Send:FormRing",
+      "Send:FormRing"
+    ])
+    expect(cmds.find((c) => c._tag === "SendModel")).toEqual({
+      _tag: "SendModel",
+      to: 3,
+      from: 1,
+      round: 0,
+      generation: 2,
+      reason: "rank 0 left before it sent the model: rank 3 gets the model of round 0 from rank 1 instead"
+    })
+    expect(
+      cmds.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [[c.to, c.message.generation, c.message.peers]] : []))
+    ).toEqual([
+      [1, 2, [1, 2, 3]],
+      [2, 2, [1, 2, 3]],
+      [3, 2, [1, 2, 3]]
+    ])
+    expect(model(s, 1, 6, 0, Float32Array.of(3, 4))).toEqual([
+      {
+        _tag: "Send",
+        to: 3,
+        message: { _tag: "Update", round: 0, params: Float32Array.of(3, 4) },
+        reason: "rank 3's model: round 0 from rank 1"
+      }
+    ])
   })
 
   it("the asked member never answers: at the rendezvous retry the model is asked of the next member, whose model reaches the joiner; the first one's late answer is nobody's", () => {
@@ -322,8 +456,23 @@ describe("ring model hand-over (issue 17)", () => {
     expect(s.ring!.pending).toBe(true) // the joiner gets its FormRing only with its model
     const retry = tick(s, 5_100)
     expect(tags(retry)).toEqual(["SendModel", "Send:FormRing", "Send:FormRing", "Send:FormRing", "Send:FormRing"])
-    expect(retry[0]).toEqual({ _tag: "SendModel", to: 3, from: 1, round: 0, generation: 2, reason: "rank 0 did not hand the model over before the ring rendezvous timed out: rank 3 gets the model of round 0 from rank 1 instead" })
-    expect(model(s, 1, 5_200, 0, Float32Array.of(5, 6))).toEqual([{ _tag: "Send", to: 3, message: { _tag: "Update", round: 0, params: Float32Array.of(5, 6) }, reason: "rank 3's model: round 0 from rank 1" }])
+    expect(retry[0]).toEqual({
+      _tag: "SendModel",
+      to: 3,
+      from: 1,
+      round: 0,
+      generation: 2,
+      reason:
+        "rank 0 did not hand the model over before the ring rendezvous timed out: rank 3 gets the model of round 0 from rank 1 instead"
+    })
+    expect(model(s, 1, 5_200, 0, Float32Array.of(5, 6))).toEqual([
+      {
+        _tag: "Send",
+        to: 3,
+        message: { _tag: "Update", round: 0, params: Float32Array.of(5, 6) },
+        reason: "rank 3's model: round 0 from rank 1"
+      }
+    ])
     expect(model(s, 0, 5_300, 0, Float32Array.of(7, 8))).toEqual([])
     for (const r of [0, 1, 2, 3]) frame(s, r, 5_400, { _tag: "RingReady", generation: 2 })
     expect(s.ring!.pending).toBe(false)
@@ -343,7 +492,10 @@ describe("ring model hand-over (issue 17)", () => {
     const cmds = tick(s, 5)
     expect(tags(cmds).slice(-2)).toEqual(["Broadcast:ShutdownWithSave", "RunEnded"])
     expect(tags(cmds)).not.toContain("Send:FormRing")
-    expect([s.outcome?.reason, s.outcome?.detail]).toEqual(["ReduceStall", "no ring member left to hand joiner 2 the model of round 0: every rank that held it is gone"])
+    expect([s.outcome?.reason, s.outcome?.detail]).toEqual([
+      "ReduceStall",
+      "no ring member left to hand joiner 2 the model of round 0: every rank that held it is gone"
+    ])
     const t = entered(3).s
     report(t, 3, 4)
     tick(t, 5)
@@ -377,7 +529,13 @@ describe("roles and joiners (issue 17)", () => {
     tick(s, 4)
     expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
     const resolved = frame(s, 2, 5, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 2 })
-    expect(resolved).toEqual([{ _tag: "Broadcast", message: { _tag: "SetRoles", checkpoint: 2, eval: 2, epochFn: 2 }, reason: "every live rank calibrated: roles go to the fastest, rank 2" }])
+    expect(resolved).toEqual([
+      {
+        _tag: "Broadcast",
+        message: { _tag: "SetRoles", checkpoint: 2, eval: 2, epochFn: 2 },
+        reason: "every live rank calibrated: roles go to the fastest, rank 2"
+      }
+    ])
   })
 
   it("fastest: when the only survivor is an uncalibrated joiner, a dead rank's roles go to it, not stay on the dead rank (every later eval would be skipped)", () => {
@@ -388,7 +546,9 @@ describe("roles and joiners (issue 17)", () => {
     report(s, 0, 3)
     const cmds = tick(s, 4)
     expect(s.roles).toEqual({ checkpoint: 1, eval: 1, epochFn: 1 })
-    expect(cmds.filter((c) => c._tag === "Broadcast" && c.message._tag === "SetRoles").map((c) => c._tag === "Broadcast" && c.message)).toEqual([{ _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }])
+    expect(
+      cmds.filter((c) => c._tag === "Broadcast" && c.message._tag === "SetRoles").map((c) => c._tag === "Broadcast" && c.message)
+    ).toEqual([{ _tag: "SetRoles", checkpoint: 1, eval: 1, epochFn: 1 }])
   })
 })
 
@@ -396,7 +556,10 @@ describe("formation with minRanks (issue 17)", () => {
   it("absent formation ranks are vacant: they are not watched, not planned, and may join later by index", () => {
     const s = make({ worldSize: 3, minRanks: 2, epochSamples: 30, epochs: 2, heartbeatTimeoutMs: 100 })
     const started = Coordinator.start(s, 0, { absent: [2] })
-    expect(ranges(s, started, "StartEpoch")).toEqual([[0, 0, 15], [1, 15, 15]])
+    expect(ranges(s, started, "StartEpoch")).toEqual([
+      [0, 0, 15],
+      [1, 15, 15]
+    ])
     heartbeat(s, 90, [0, 1])
     expect(tick(s, 150)).toEqual([])
     expect(join(s, 2, 151).map((c) => c._tag)).toEqual(["Welcome", "SendRanges"])

@@ -24,11 +24,23 @@ describe("departures' cost lines", () => {
       [1, "crash", 114, 30, true],
       [3, "silent", 133, 0, true]
     ])
-    expect(s.leaves.map((l) => [l.lastSeenAtMs, l.reportedAtMs, l.declaredAtMs])).toEqual([[11, 11, 11], [6, 40, 120], [10, 120, 120]])
+    expect(s.leaves.map((l) => [l.lastSeenAtMs, l.reportedAtMs, l.declaredAtMs])).toEqual([
+      [11, 11, 11],
+      [6, 40, 120],
+      [10, 120, 120]
+    ])
   })
 
   it("progressive: done but uncommitted chunks are redone; a departure that stops the run moved nothing", () => {
-    const s = make({ worldSize: 2, epochSamples: 64, epochs: 1, mode: "progressive", batchSize: 4, chunkSamples: 8, failureLimit: { absolute: 2 } })
+    const s = make({
+      worldSize: 2,
+      epochSamples: 64,
+      epochs: 1,
+      mode: "progressive",
+      batchSize: 4,
+      chunkSamples: 8,
+      failureLimit: { absolute: 2 }
+    })
     Coordinator.start(s)
     frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 8 })
     report(s, 0, 2)
@@ -36,7 +48,10 @@ describe("departures' cost lines", () => {
     expect(s.leaves.map((l) => [l.rank, l.kind, l.redoneSamples, l.redistributed])).toEqual([[0, "crash", 8, true]])
     report(s, 1, 3)
     tick(s, 3)
-    expect(s.leaves.map((l) => [l.rank, l.redistributed])).toEqual([[0, true], [1, false]])
+    expect(s.leaves.map((l) => [l.rank, l.redistributed])).toEqual([
+      [0, true],
+      [1, false]
+    ])
   })
 
   it("the ranks that leave when the run is over have no cost line", () => {
@@ -57,9 +72,17 @@ describe("unreachable ranks", () => {
     const started = Coordinator.start(s)
     const assigned = ranges(s, started, "AssignChunk")
     const failed = (rank: number) =>
-      assigned.filter(([to]) => to === rank).flatMap(([to, offset, size]) =>
-        Coordinator.step(s, { _tag: "SendFailed", rank: to, nowMs: 1, message: { _tag: "AssignChunk", epoch: 0, offset, size }, reason: "PeerGone" })
-      )
+      assigned
+        .filter(([to]) => to === rank)
+        .flatMap(([to, offset, size]) =>
+          Coordinator.step(s, {
+            _tag: "SendFailed",
+            rank: to,
+            nowMs: 1,
+            message: { _tag: "AssignChunk", epoch: 0, offset, size },
+            reason: "PeerGone"
+          })
+        )
     // Rank 1's chunks come back; the others are full: nobody is woken.
     expect(ranges(s, failed(1), "AssignChunk")).toEqual([])
     // Rank 2's chunks come back: rank 1 is idle but unreachable, so it is not given them.

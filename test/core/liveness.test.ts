@@ -110,7 +110,7 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
         const l = Liveness.make(8, 0, 8, detector)
         let now = 0
         for (const o of ops) {
-          if (o.kind === "touch") Liveness.touch(l, o.rank, now += o.dt)
+          if (o.kind === "touch") Liveness.touch(l, o.rank, (now += o.dt))
           else if (o.kind === "seen") Liveness.seen(l, o.rank, now - o.backMs)
           else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms)
           else if (o.kind === "release") Liveness.release(l, o.rank, "save", o.id)
@@ -142,7 +142,7 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
   it("a steady link gets the lower bound; a dead one is declared then, not at the fixed timeout", () => {
     const l = Liveness.make(1, 0, 1, adaptive(10_000, 2_500))
     let now = 0
-    for (let i = 0; i < 30; i++) Liveness.touch(l, 0, now += 1000)
+    for (let i = 0; i < 30; i++) Liveness.touch(l, 0, (now += 1000))
     expect(Liveness.timeoutOf(l, 0)).toBe(2_500)
     expect(Liveness.expired(l, now + 2_500)).toEqual([])
     expect(Liveness.expired(l, now + 2_501)).toEqual([0])
@@ -152,7 +152,7 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
     const l = Liveness.make(1, 0, 1, adaptive(10_000, 2_500))
     let now = 0
     const gaps = [1000, 1000, 3200, 200, 1000, 5800, 100, 1000, 2600, 1000, 400, 4700, 1000, 1000]
-    for (const gap of [...gaps, ...gaps]) Liveness.touch(l, 0, now += gap)
+    for (const gap of [...gaps, ...gaps]) Liveness.touch(l, 0, (now += gap))
     const timeoutMs = Liveness.timeoutOf(l, 0)
     expect(timeoutMs).toBeGreaterThan(6_000)
     expect(timeoutMs).toBeLessThanOrEqual(10_000)
@@ -163,7 +163,7 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
   it("never later than the fixed timeout: a link with huge gaps is still declared at heartbeatTimeoutMs", () => {
     const l = Liveness.make(1, 0, 1, adaptive(10_000, 2_500))
     let now = 0
-    for (let i = 0; i < 20; i++) Liveness.touch(l, 0, now += i % 2 === 0 ? 9_000 : 10)
+    for (let i = 0; i < 20; i++) Liveness.touch(l, 0, (now += i % 2 === 0 ? 9_000 : 10))
     expect(Liveness.timeoutOf(l, 0)).toBe(10_000)
     expect(Liveness.expired(l, now + 10_001)).toEqual([0])
   })
@@ -179,7 +179,14 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
   })
 
   it("through the core: livenessDetector adaptive declares a steady rank gone silent at its own timeout, with the cause naming it", () => {
-    const s = make({ worldSize: 2, epochSamples: 20, epochs: 1, heartbeatTimeoutMs: 10_000, livenessDetector: "adaptive", adaptiveTimeoutMinMs: 2_000 })
+    const s = make({
+      worldSize: 2,
+      epochSamples: 20,
+      epochs: 1,
+      heartbeatTimeoutMs: 10_000,
+      livenessDetector: "adaptive",
+      adaptiveTimeoutMinMs: 2_000
+    })
     Coordinator.start(s, 0)
     for (let t = 1000; t <= 12_000; t += 1000) heartbeat(s, t, [0, 1])
     for (let t = 13_000; t <= 14_000; t += 1000) heartbeat(s, t, [0])
@@ -189,7 +196,12 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
   })
 
   it("rejects bounds outside (0, heartbeatTimeoutMs] and a negative multiple", () => {
-    for (const bad of [{ adaptiveTimeoutMinMs: 0 }, { adaptiveTimeoutMinMs: 20_000 }, { adaptiveDeviations: -1 }, { livenessDetector: "phi" as "fixed" }]) {
+    for (const bad of [
+      { adaptiveTimeoutMinMs: 0 },
+      { adaptiveTimeoutMinMs: 20_000 },
+      { adaptiveDeviations: -1 },
+      { livenessDetector: "phi" as "fixed" }
+    ]) {
       const made = Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1, heartbeatTimeoutMs: 10_000, ...bad }, 0)
       expect("_tag" in made && made._tag).toBe("Invalid")
     }
@@ -199,7 +211,14 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
 describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTimeoutMs)", () => {
   /** Two ranks, one epoch each committed at `nowMs`: rank 0 is asked for the eval and the checkpoint. */
   const endEpoch = (options: { readonly saveTimeoutMs?: number; readonly evalTimeoutMs?: number; readonly epochs?: number }) => {
-    const s = make({ worldSize: 3, epochSamples: 30, epochs: options.epochs ?? 2, heartbeatTimeoutMs: 1000, rolePolicy: { rank: 0 }, ...options })
+    const s = make({
+      worldSize: 3,
+      epochSamples: 30,
+      epochs: options.epochs ?? 2,
+      heartbeatTimeoutMs: 1000,
+      rolePolicy: { rank: 0 },
+      ...options
+    })
     Coordinator.start(s, 0)
     params(s, 0, 100, 10)
     params(s, 1, 100, 10)

@@ -6,11 +6,69 @@ import * as Simulation from "./simulation.ts"
 // and the simulation prints its own seed and event log first.
 const SEED = 20261129
 
-const scenario = fc.record({
-  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-  options: fc.record({
-    worldSize: fc.integer({ min: 1, max: 9 }),
-    epochSamples: fc.integer({ min: 1, max: 160 }),
+const scenario = fc
+  .record({
+    seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    options: fc.record(
+      {
+        worldSize: fc.integer({ min: 1, max: 9 }),
+        epochSamples: fc.integer({ min: 1, max: 160 }),
+        epochs: fc.integer({ min: 1, max: 3 }),
+        mode: fc.constantFrom("static" as const, "progressive" as const),
+        backend: fc.constantFrom("cpu" as const, "ring" as const),
+        batchSize: fc.integer({ min: 1, max: 8 }),
+        chunkSamples: fc.integer({ min: 1, max: 20 }),
+        chunksInflightMax: fc.integer({ min: 1, max: 3 }),
+        redistribution: fc.constantFrom("equal" as const, "throughput" as const),
+        rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
+        failureLimit: fc.option(
+          fc.oneof(
+            fc.record({ absolute: fc.integer({ min: 0, max: 6 }) }),
+            fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) })
+          ),
+          { nil: undefined }
+        )
+      },
+      {
+        requiredKeys: [
+          "worldSize",
+          "epochSamples",
+          "epochs",
+          "mode",
+          "backend",
+          "batchSize",
+          "chunkSamples",
+          "chunksInflightMax",
+          "redistribution",
+          "rolePolicy"
+        ]
+      }
+    ),
+    kills: fc.integer({ min: 0, max: 4 }),
+    hangs: fc.integer({ min: 0, max: 2 }),
+    exits: fc.integer({ min: 0, max: 2 }),
+    lateFrames: fc.integer({ min: 0, max: 5 }),
+    averageEvery: fc.integer({ min: 1, max: 4 }),
+    safetySteps: fc.integer({ min: 0, max: 600 })
+  })
+  .map((s) => ({
+    ...s,
+    // The ring backend needs two ranks; keep such scenarios on cpu instead of discarding them.
+    options: { ...s.options, backend: s.options.worldSize < 2 ? ("cpu" as const) : s.options.backend }
+  }))
+
+// Growing cohorts (issue 17): world sizes up to 64 (mostly small, where faults interact most),
+// capacity up to 128, some formation ranks absent at the start, and joins among the faults.
+const growing = fc
+  .record({
+    seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    worldSize: fc.oneof(
+      { arbitrary: fc.integer({ min: 1, max: 8 }), weight: 3 },
+      { arbitrary: fc.integer({ min: 9, max: 64 }), weight: 1 }
+    ),
+    extra: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 7, max: 64 })),
+    absent: fc.integer({ min: 0, max: 3 }),
+    epochSamples: fc.integer({ min: 1, max: 600 }),
     epochs: fc.integer({ min: 1, max: 3 }),
     mode: fc.constantFrom("static" as const, "progressive" as const),
     backend: fc.constantFrom("cpu" as const, "ring" as const),
@@ -19,74 +77,45 @@ const scenario = fc.record({
     chunksInflightMax: fc.integer({ min: 1, max: 3 }),
     redistribution: fc.constantFrom("equal" as const, "throughput" as const),
     rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
-    failureLimit: fc.option(fc.oneof(fc.record({ absolute: fc.integer({ min: 0, max: 6 }) }), fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) })), { nil: undefined })
-  }, { requiredKeys: ["worldSize", "epochSamples", "epochs", "mode", "backend", "batchSize", "chunkSamples", "chunksInflightMax", "redistribution", "rolePolicy"] }),
-  kills: fc.integer({ min: 0, max: 4 }),
-  hangs: fc.integer({ min: 0, max: 2 }),
-  exits: fc.integer({ min: 0, max: 2 }),
-  lateFrames: fc.integer({ min: 0, max: 5 }),
-  averageEvery: fc.integer({ min: 1, max: 4 }),
-  safetySteps: fc.integer({ min: 0, max: 600 })
-}).map((s) => ({
-  ...s,
-  // The ring backend needs two ranks; keep such scenarios on cpu instead of discarding them.
-  options: { ...s.options, backend: s.options.worldSize < 2 ? "cpu" as const : s.options.backend }
-}))
-
-// Growing cohorts (issue 17): world sizes up to 64 (mostly small, where faults interact most),
-// capacity up to 128, some formation ranks absent at the start, and joins among the faults.
-const growing = fc.record({
-  seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-  worldSize: fc.oneof({ arbitrary: fc.integer({ min: 1, max: 8 }), weight: 3 }, { arbitrary: fc.integer({ min: 9, max: 64 }), weight: 1 }),
-  extra: fc.oneof(fc.integer({ min: 0, max: 6 }), fc.integer({ min: 7, max: 64 })),
-  absent: fc.integer({ min: 0, max: 3 }),
-  epochSamples: fc.integer({ min: 1, max: 600 }),
-  epochs: fc.integer({ min: 1, max: 3 }),
-  mode: fc.constantFrom("static" as const, "progressive" as const),
-  backend: fc.constantFrom("cpu" as const, "ring" as const),
-  batchSize: fc.integer({ min: 1, max: 8 }),
-  chunkSamples: fc.integer({ min: 1, max: 20 }),
-  chunksInflightMax: fc.integer({ min: 1, max: 3 }),
-  redistribution: fc.constantFrom("equal" as const, "throughput" as const),
-  rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
-  failureLimit: fc.option(fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) }), { nil: undefined }),
-  kills: fc.integer({ min: 0, max: 5 }),
-  hangs: fc.integer({ min: 0, max: 2 }),
-  exits: fc.integer({ min: 0, max: 2 }),
-  lateFrames: fc.integer({ min: 0, max: 5 }),
-  joins: fc.integer({ min: 0, max: 12 }),
-  averageEvery: fc.integer({ min: 1, max: 4 }),
-  safetySteps: fc.integer({ min: 0, max: 800 })
-}).map((g): Simulation.Scenario => {
-  const backend = g.worldSize < 2 ? "cpu" as const : g.backend
-  const minRanks = Math.max(backend === "ring" ? 2 : 1, g.worldSize - g.absent)
-  return {
-    seed: g.seed,
-    options: {
-      worldSize: g.worldSize,
-      maxRanks: Math.min(128, g.worldSize + g.extra),
-      minRanks,
-      epochSamples: g.epochSamples,
-      epochs: g.epochs,
-      mode: g.mode,
-      backend,
-      batchSize: g.batchSize,
-      chunkSamples: g.chunkSamples,
-      chunksInflightMax: g.chunksInflightMax,
-      redistribution: g.redistribution,
-      rolePolicy: g.rolePolicy,
-      failureLimit: g.failureLimit
-    },
-    kills: g.kills,
-    hangs: g.hangs,
-    exits: g.exits,
-    lateFrames: g.lateFrames,
-    averageEvery: g.averageEvery,
-    safetySteps: g.safetySteps,
-    joins: g.joins,
-    absent: g.absent
-  }
-})
+    failureLimit: fc.option(fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) }), { nil: undefined }),
+    kills: fc.integer({ min: 0, max: 5 }),
+    hangs: fc.integer({ min: 0, max: 2 }),
+    exits: fc.integer({ min: 0, max: 2 }),
+    lateFrames: fc.integer({ min: 0, max: 5 }),
+    joins: fc.integer({ min: 0, max: 12 }),
+    averageEvery: fc.integer({ min: 1, max: 4 }),
+    safetySteps: fc.integer({ min: 0, max: 800 })
+  })
+  .map((g): Simulation.Scenario => {
+    const backend = g.worldSize < 2 ? ("cpu" as const) : g.backend
+    const minRanks = Math.max(backend === "ring" ? 2 : 1, g.worldSize - g.absent)
+    return {
+      seed: g.seed,
+      options: {
+        worldSize: g.worldSize,
+        maxRanks: Math.min(128, g.worldSize + g.extra),
+        minRanks,
+        epochSamples: g.epochSamples,
+        epochs: g.epochs,
+        mode: g.mode,
+        backend,
+        batchSize: g.batchSize,
+        chunkSamples: g.chunkSamples,
+        chunksInflightMax: g.chunksInflightMax,
+        redistribution: g.redistribution,
+        rolePolicy: g.rolePolicy,
+        failureLimit: g.failureLimit
+      },
+      kills: g.kills,
+      hangs: g.hangs,
+      exits: g.exits,
+      lateFrames: g.lateFrames,
+      averageEvery: g.averageEvery,
+      safetySteps: g.safetySteps,
+      joins: g.joins,
+      absent: g.absent
+    }
+  })
 
 describe("coordinator properties under random deaths, exits, hangs and late frames", () => {
   it("every finished epoch is committed exactly once; an unrecoverable run's uncommitted ranges tile the rest; no command reaches a dead rank; at most one ShutdownWithSave; activeCount equals the survivors", () => {
@@ -158,10 +187,18 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
       const result = Simulation.run({
         seed: 1,
         options: { worldSize: 4, epochSamples: 100, epochs: 2, mode, batchSize: 4, chunkSamples: 8 },
-        kills: 0, hangs: 0, exits: 0, lateFrames: 0, averageEvery: 2, safetySteps: 200
+        kills: 0,
+        hangs: 0,
+        exits: 0,
+        lateFrames: 0,
+        averageEvery: 2,
+        safetySteps: 200
       })
       expect(result.state.outcome?.status).toBe("completed")
-      expect(result.state.outcome?.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[100, 0, 0], [100, 0, 0]])
+      expect(result.state.outcome?.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+        [100, 0, 0],
+        [100, 0, 0]
+      ])
       expect(result.state.outcome?.failures).toEqual([])
     }
   })
@@ -207,21 +244,40 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
   it("ring, progressive, ranks training while their round completes: each round commits exactly the chunks whose ChunkDone preceded each member's RoundDone; a chunk reported after it is committed only by a later round; every epoch exactly once", () => {
     let carried = 0
     let completed = 0
-    const scenario = fc.record({
-      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-      worldSize: fc.integer({ min: 2, max: 6 }),
-      epochSamples: fc.integer({ min: 1, max: 120 }),
-      batchSize: fc.integer({ min: 1, max: 4 }),
-      chunkSamples: fc.integer({ min: 1, max: 8 }),
-      chunksInflightMax: fc.integer({ min: 1, max: 3 }),
-      kills: fc.integer({ min: 0, max: 3 }),
-      exits: fc.integer({ min: 0, max: 1 }),
-      averageEvery: fc.integer({ min: 1, max: 4 })
-    }).map((g): Simulation.Scenario => ({
-      seed: g.seed,
-      options: { worldSize: g.worldSize, epochSamples: g.epochSamples, epochs: 2, mode: "progressive", backend: "ring", batchSize: g.batchSize, chunkSamples: g.chunkSamples, chunksInflightMax: g.chunksInflightMax },
-      kills: g.kills, hangs: 0, exits: g.exits, lateFrames: 2, averageEvery: g.averageEvery, safetySteps: 600, trainWhileWaiting: true
-    }))
+    const scenario = fc
+      .record({
+        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        worldSize: fc.integer({ min: 2, max: 6 }),
+        epochSamples: fc.integer({ min: 1, max: 120 }),
+        batchSize: fc.integer({ min: 1, max: 4 }),
+        chunkSamples: fc.integer({ min: 1, max: 8 }),
+        chunksInflightMax: fc.integer({ min: 1, max: 3 }),
+        kills: fc.integer({ min: 0, max: 3 }),
+        exits: fc.integer({ min: 0, max: 1 }),
+        averageEvery: fc.integer({ min: 1, max: 4 })
+      })
+      .map(
+        (g): Simulation.Scenario => ({
+          seed: g.seed,
+          options: {
+            worldSize: g.worldSize,
+            epochSamples: g.epochSamples,
+            epochs: 2,
+            mode: "progressive",
+            backend: "ring",
+            batchSize: g.batchSize,
+            chunkSamples: g.chunkSamples,
+            chunksInflightMax: g.chunksInflightMax
+          },
+          kills: g.kills,
+          hangs: 0,
+          exits: g.exits,
+          lateFrames: 2,
+          averageEvery: g.averageEvery,
+          safetySteps: 600,
+          trainWhileWaiting: true
+        })
+      )
     fc.assert(
       fc.property(scenario, (s) => {
         const result = Simulation.run(s)
@@ -239,15 +295,19 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
   it("cpu rounds with a deadline and a quorum: rounds close without slow, hung or dying ranks, late contributions fold into later rounds, joiners included, every epoch is committed exactly once, and every run ends", () => {
     let atDeadline = 0
     let completed = 0
-    const withDeadline = fc.record({
-      // With and without joins (growing cohorts: no round waits on a rank that joined after it opened).
-      base: fc.oneof(scenario, growing),
-      roundDeadlineMs: fc.integer({ min: 1, max: 120 }),
-      roundQuorum: fc.double({ min: 0.01, max: 1, noNaN: true })
-    }).map(({ base, roundDeadlineMs, roundQuorum }): Simulation.Scenario => ({
-      ...base,
-      options: { ...base.options, backend: "cpu", roundDeadlineMs, roundQuorum }
-    }))
+    const withDeadline = fc
+      .record({
+        // With and without joins (growing cohorts: no round waits on a rank that joined after it opened).
+        base: fc.oneof(scenario, growing),
+        roundDeadlineMs: fc.integer({ min: 1, max: 120 }),
+        roundQuorum: fc.double({ min: 0.01, max: 1, noNaN: true })
+      })
+      .map(
+        ({ base, roundDeadlineMs, roundQuorum }): Simulation.Scenario => ({
+          ...base,
+          options: { ...base.options, backend: "cpu", roundDeadlineMs, roundQuorum }
+        })
+      )
     fc.assert(
       fc.property(withDeadline, (s) => {
         const result = Simulation.run(s)
@@ -264,16 +324,35 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
   it("ring joins whose asked member dies before it hands the model over: the model is asked of another member, the joiner enters no collective before it holds it, every epoch is committed exactly once, and every run ends", () => {
     let reissued = 0
     let entries = 0
-    const scenario = fc.record({
-      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-      worldSize: fc.integer({ min: 2, max: 6 }),
-      mode: fc.constantFrom("static" as const, "progressive" as const),
-      kills: fc.integer({ min: 1, max: 5 })
-    }).map((g): Simulation.Scenario => ({
-      seed: g.seed,
-      options: { worldSize: g.worldSize, maxRanks: g.worldSize + 6, epochSamples: 400, epochs: 2, mode: g.mode, backend: "ring", batchSize: 4, chunkSamples: 8 },
-      kills: g.kills, hangs: 1, exits: 0, lateFrames: 0, joins: 8, averageEvery: 2, safetySteps: 800
-    }))
+    const scenario = fc
+      .record({
+        seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        worldSize: fc.integer({ min: 2, max: 6 }),
+        mode: fc.constantFrom("static" as const, "progressive" as const),
+        kills: fc.integer({ min: 1, max: 5 })
+      })
+      .map(
+        (g): Simulation.Scenario => ({
+          seed: g.seed,
+          options: {
+            worldSize: g.worldSize,
+            maxRanks: g.worldSize + 6,
+            epochSamples: 400,
+            epochs: 2,
+            mode: g.mode,
+            backend: "ring",
+            batchSize: 4,
+            chunkSamples: 8
+          },
+          kills: g.kills,
+          hangs: 1,
+          exits: 0,
+          lateFrames: 0,
+          joins: 8,
+          averageEvery: 2,
+          safetySteps: 800
+        })
+      )
     fc.assert(
       fc.property(scenario, (s) => {
         const result = Simulation.run(s)

@@ -12,7 +12,11 @@ describe("Coordinator.start with a resume point", () => {
     const cmds = Coordinator.start(s, 0, { resume: { epoch: 1, firstRound: 4, committed: [[10, 80]] } })
     expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:StartEpoch", "Send:StartEpoch", "Send:StartEpoch", "Send:ExtendPartition"])
     // Free: [0, 10) and [90, 100), 20 samples: parts of 7, 7 and 6.
-    expect(ranges(s, cmds, "StartEpoch")).toEqual([[0, 0, 7], [1, 7, 3], [2, 94, 6]])
+    expect(ranges(s, cmds, "StartEpoch")).toEqual([
+      [0, 0, 7],
+      [1, 7, 3],
+      [2, 94, 6]
+    ])
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([[1, 90, 4]])
     expect(s.epoch).toBe(1)
     params(s, 0, 1, 7)
@@ -31,7 +35,10 @@ describe("Coordinator.start with a resume point", () => {
     Coordinator.start(s, 0, { resume: { epoch: 1, firstRound: 9, committed: [[0, 4]] } })
     params(s, 0, 1, 3)
     const next = params(s, 1, 1, 3)
-    expect(ranges(s, next, "StartEpoch")).toEqual([[0, 0, 5], [1, 5, 5]])
+    expect(ranges(s, next, "StartEpoch")).toEqual([
+      [0, 0, 5],
+      [1, 5, 5]
+    ])
     expect(s.epoch).toBe(2)
     expect(s.round).toBe(10)
   })
@@ -39,7 +46,10 @@ describe("Coordinator.start with a resume point", () => {
   it("progressive: the uncommitted ranges are served as chunks", () => {
     const s = make({ worldSize: 2, epochSamples: 100, epochs: 1, mode: "progressive", chunkSamples: 8, chunksInflightMax: 1 })
     const cmds = Coordinator.start(s, 0, { resume: { epoch: 0, firstRound: 0, committed: [[0, 90]] } })
-    expect(ranges(s, cmds, "AssignChunk")).toEqual([[0, 90, 8], [1, 98, 2]])
+    expect(ranges(s, cmds, "AssignChunk")).toEqual([
+      [0, 90, 8],
+      [1, 98, 2]
+    ])
     frame(s, 1, 1, { _tag: "ChunkDone", epoch: 0, offset: 98, size: 2 })
     const done = frame(s, 0, 1, { _tag: "ChunkDone", epoch: 0, offset: 90, size: 8 })
     expect(tags(done)).toEqual([])
@@ -52,8 +62,21 @@ describe("Coordinator.start with a resume point", () => {
   it("an epoch the parent committed in full ends at start, and the next one is planned", () => {
     const s = make({ worldSize: 2, epochSamples: 10, epochs: 2, checkpointEveryEpochs: 0, evalEveryEpochs: 0 })
     const cmds = Coordinator.start(s, 0, { resume: { epoch: 0, firstRound: 3, committed: [[0, 10]] } })
-    expect(tags(cmds)).toEqual(["Broadcast:SetRoles", "Send:StartEpoch", "Send:StartEpoch", "EpochEnded", "EpochModel", "Send:StartEpoch", "Send:StartEpoch"])
-    expect(ranges(s, cmds, "StartEpoch")).toEqual([[0, 0, 0], [1, 0, 0], [0, 0, 5], [1, 5, 5]])
+    expect(tags(cmds)).toEqual([
+      "Broadcast:SetRoles",
+      "Send:StartEpoch",
+      "Send:StartEpoch",
+      "EpochEnded",
+      "EpochModel",
+      "Send:StartEpoch",
+      "Send:StartEpoch"
+    ])
+    expect(ranges(s, cmds, "StartEpoch")).toEqual([
+      [0, 0, 0],
+      [1, 0, 0],
+      [0, 0, 5],
+      [1, 5, 5]
+    ])
     expect(s.summaries[0]).toMatchObject({ epoch: 0, samplesCommitted: 10, lost: 0, duplicated: 0 })
   })
 
@@ -67,7 +90,10 @@ describe("Coordinator.start with a resume point", () => {
       "resume epoch 2 is outside [0, 2): the run starts at epoch 0"
     ])
     expect(s.epoch).toBe(0)
-    expect(ranges(s, cmds, "StartEpoch")).toEqual([[0, 0, 5], [1, 5, 5]])
+    expect(ranges(s, cmds, "StartEpoch")).toEqual([
+      [0, 0, 5],
+      [1, 5, 5]
+    ])
   })
 })
 
@@ -75,10 +101,25 @@ describe("Coordinator.normalizeResume", () => {
   const config = () => make({ worldSize: 2, epochSamples: 100, epochs: 3 }).config
 
   it("sorts, clips to the epoch and merges overlapping or adjacent ranges", () => {
-    expect(Coordinator.normalizeResume(config(), { epoch: 1, firstRound: 2, committed: [[50, 10], [0, 5], [3, 4], [55, 60], [5, 1]] })).toEqual({
+    expect(
+      Coordinator.normalizeResume(config(), {
+        epoch: 1,
+        firstRound: 2,
+        committed: [
+          [50, 10],
+          [0, 5],
+          [3, 4],
+          [55, 60],
+          [5, 1]
+        ]
+      })
+    ).toEqual({
       epoch: 1,
       firstRound: 2,
-      committed: [[0, 7], [50, 50]]
+      committed: [
+        [0, 7],
+        [50, 50]
+      ]
     })
   })
 
@@ -88,7 +129,10 @@ describe("Coordinator.normalizeResume", () => {
     [{ epoch: 0.5, firstRound: 0, committed: [] }, "resume epoch 0.5 is outside [0, 3)"],
     [{ epoch: 0, firstRound: -1, committed: [] }, "resume firstRound -1 must be an integer >= 0"],
     [{ epoch: 0, firstRound: 0, committed: [[1, -2]] }, "committed range [1, -2] must be two integers >= 0"],
-    [{ epoch: 0, firstRound: 0, committed: [[1]] as unknown as Array<readonly [number, number]> }, "committed range [1] must be two integers >= 0"]
+    [
+      { epoch: 0, firstRound: 0, committed: [[1]] as unknown as Array<readonly [number, number]> },
+      "committed range [1] must be two integers >= 0"
+    ]
   ])("refuses %j: %s", (resume, reason) => {
     expect(Coordinator.normalizeResume(config(), resume as Coordinator.Resume)).toBe(reason)
   })

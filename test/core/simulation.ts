@@ -118,7 +118,9 @@ export const run = (scenario: Scenario): SimResult => {
   const rand = (lo: number, hi: number) => uniformInt(rng, lo, hi)
   const log: Array<string> = []
   const fail = (why: string): never => {
-    throw new Error(`simulation failed (seed ${scenario.seed}): ${why}\noptions ${JSON.stringify(scenario.options)}\n${log.slice(-80).join("\n")}`)
+    throw new Error(
+      `simulation failed (seed ${scenario.seed}): ${why}\noptions ${JSON.stringify(scenario.options)}\n${log.slice(-80).join("\n")}`
+    )
   }
   const options = { heartbeatTimeoutMs: HEARTBEAT_TIMEOUT_MS, alertCollapseMs: 0, ...scenario.options }
   const made = Coordinator.make(options, 0)
@@ -176,7 +178,7 @@ export const run = (scenario: Scenario): SimResult => {
   const collective = (generation: number, round: number): Set<Rank> => {
     const key = `${generation}:${round}`
     let set = joinedBy.get(key)
-    if (set === undefined) joinedBy.set(key, set = new Set())
+    if (set === undefined) joinedBy.set(key, (set = new Set()))
     return set
   }
   const pendingReports: Array<Rank> = []
@@ -191,7 +193,7 @@ export const run = (scenario: Scenario): SimResult => {
   const covered = new Map<Rank, Set<string>>()
   const chunksOf = (table: Map<Rank, Set<string>>, rank: Rank): Set<string> => {
     let set = table.get(rank)
-    if (set === undefined) table.set(rank, set = new Set())
+    if (set === undefined) table.set(rank, (set = new Set()))
     return set
   }
   /** The `RoundDone` being applied, and its rank: its report covers the rank's chunks done so far. */
@@ -204,7 +206,8 @@ export const run = (scenario: Scenario): SimResult => {
     if (!progressive) return
     const inReport = chunksOf(covered, rank)
     if (reporting === rank) for (const key of chunksOf(doneAfter, rank)) inReport.add(key)
-    for (const key of inReport) if (heldDone(rank, key)) fail(`${what}: rank ${rank}'s chunk ${key}, done before its RoundDone, was not committed by the round`)
+    for (const key of inReport)
+      if (heldDone(rank, key)) fail(`${what}: rank ${rank}'s chunk ${key}, done before its RoundDone, was not committed by the round`)
     for (const key of reporting === rank ? [] : chunksOf(doneAfter, rank)) {
       if (!heldDone(rank, key)) fail(`${what}: rank ${rank}'s chunk ${key}, done after its RoundDone, was committed by that round`)
       chunksCarriedOver += 1
@@ -262,7 +265,9 @@ export const run = (scenario: Scenario): SimResult => {
         // A joiner not yet in the ring is sent the broadcast too; it ignores a generation it never had.
         if (r.generation < message.generation && !(peersOf.get(message.generation) ?? []).includes(r.rank)) return
         if (message.generation !== r.generation || !r.reported || message.round !== r.round) {
-          return fail(`rank ${r.rank} got RoundCommitted ${JSON.stringify(message)} while at generation ${r.generation}, round ${r.round}, reported ${r.reported}`)
+          return fail(
+            `rank ${r.rank} got RoundCommitted ${JSON.stringify(message)} while at generation ${r.generation}, round ${r.round}, reported ${r.reported}`
+          )
         }
         r.round = message.round + 1
         r.waitingUpdate = false
@@ -288,7 +293,8 @@ export const run = (scenario: Scenario): SimResult => {
       case "RequestParams":
         // The ended epoch's model for the coordinator: no ring round closes while it is owed, so
         // the asked member still holds the mean of that round (epoch-model.ts).
-        if (!r.hasModel || r.round - 1 !== message.round) return fail(`rank ${r.rank} asked for the model of round ${message.round} while it holds round ${r.round - 1}`)
+        if (!r.hasModel || r.round - 1 !== message.round)
+          return fail(`rank ${r.rank} asked for the model of round ${message.round} while it holds round ${r.round - 1}`)
         r.answers.push({ _tag: "Params", epoch: Math.max(0, r.epoch), round: message.round, samplesDone: 0, params: Float32Array.of(0.5) })
         return
       case "FormRing":
@@ -313,7 +319,8 @@ export const run = (scenario: Scenario): SimResult => {
     }
     for (let x = offset; x < offset + size; x++) {
       const holder = owner[x]!
-      if (holder !== -1 && Coordinator.isLive(state, holder)) fail(`${what}: sample ${x} of epoch ${epoch} sent to rank ${to} while rank ${holder} holds it`)
+      if (holder !== -1 && Coordinator.isLive(state, holder))
+        fail(`${what}: sample ${x} of epoch ${epoch} sent to rank ${to} while rank ${holder} holds it`)
       owner[x] = to
     }
   }
@@ -342,18 +349,23 @@ export const run = (scenario: Scenario): SimResult => {
           deliver(to, message)
         })
       } else if (cmd._tag === "AverageRound") {
-        log.push(`  round ${cmd.round} closed by [${cmd.contributors.join(",")}]${cmd.generation === undefined ? "" : ` in generation ${cmd.generation}`}`)
-        if (ring !== (cmd.generation !== undefined)) fail(`${what}: AverageRound with generation ${cmd.generation} on the ${options.backend} backend`)
+        log.push(
+          `  round ${cmd.round} closed by [${cmd.contributors.join(",")}]${cmd.generation === undefined ? "" : ` in generation ${cmd.generation}`}`
+        )
+        if (ring !== (cmd.generation !== undefined))
+          fail(`${what}: AverageRound with generation ${cmd.generation} on the ${options.backend} backend`)
         if (cmd.generation !== undefined) {
           ringRoundsClosed += 1
           if (cmd.generation > 0) ringRoundsClosedAfterReform += 1
           const members = peersOf.get(cmd.generation) ?? []
-          if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join()) fail(`${what}: ring round closed by [${cmd.contributors}] but generation ${cmd.generation} is [${members}]`)
+          if ([...cmd.contributors].sort((a, b) => a - b).join() !== members.join())
+            fail(`${what}: ring round closed by [${cmd.contributors}] but generation ${cmd.generation} is [${members}]`)
           for (const rank of cmd.contributors) checkRingCommit(rank, what)
         }
-        const message: ToRank = cmd.generation === undefined
-          ? { _tag: "Update", round: cmd.round, params: new Float32Array(0) }
-          : { _tag: "RoundCommitted", round: cmd.round, generation: cmd.generation }
+        const message: ToRank =
+          cmd.generation === undefined
+            ? { _tag: "Update", round: cmd.round, params: new Float32Array(0) }
+            : { _tag: "RoundCommitted", round: cmd.round, generation: cmd.generation }
         for (const to of Coordinator.survivors(state)) deliver(to, message)
       } else if (cmd._tag === "EpochEnded") {
         emitted.push([cmd.summary, JSON.stringify(cmd.summary)])
@@ -363,9 +375,12 @@ export const run = (scenario: Scenario): SimResult => {
       } else if (cmd._tag === "Welcome") {
         log.push(`  welcome ${cmd.rank}: epoch ${cmd.epoch}, first round ${cmd.firstRound}, model from ${cmd.model}`)
         const r = ranks[cmd.rank]
-        if (r === undefined || r.state !== "vacant" || welcomed.has(cmd.rank) || cmd.rank >= maxRanks) fail(`${what}: rank ${cmd.rank} welcomed twice or beyond maxRanks ${maxRanks}`)
-        if (!Coordinator.isLive(state, cmd.rank) || !Coordinator.isJoining(state, cmd.rank)) fail(`${what}: welcomed rank ${cmd.rank} is not a live joiner`)
-        if (cmd.firstRound !== state.round + 1 || cmd.epoch !== state.epoch) fail(`${what}: welcome into round ${cmd.firstRound} of epoch ${cmd.epoch} at round ${state.round} of epoch ${state.epoch}`)
+        if (r === undefined || r.state !== "vacant" || welcomed.has(cmd.rank) || cmd.rank >= maxRanks)
+          fail(`${what}: rank ${cmd.rank} welcomed twice or beyond maxRanks ${maxRanks}`)
+        if (!Coordinator.isLive(state, cmd.rank) || !Coordinator.isJoining(state, cmd.rank))
+          fail(`${what}: welcomed rank ${cmd.rank} is not a live joiner`)
+        if (cmd.firstRound !== state.round + 1 || cmd.epoch !== state.epoch)
+          fail(`${what}: welcome into round ${cmd.firstRound} of epoch ${cmd.epoch} at round ${state.round} of epoch ${state.epoch}`)
         if (cmd.model !== (ring ? "peer" : "coordinator")) fail(`${what}: model from ${cmd.model} with the ${options.backend} backend`)
         welcomed.add(cmd.rank)
         joined += 1
@@ -373,7 +388,14 @@ export const run = (scenario: Scenario): SimResult => {
       } else if (cmd._tag === "SendModel") {
         log.push(`  model of round ${cmd.round} from ${cmd.from} to ${cmd.to} for generation ${cmd.generation}`)
         const member = (peersOf.get(cmd.generation - 1) ?? []).includes(cmd.from) || (peersOf.get(cmd.generation) ?? []).includes(cmd.from)
-        if (!ring || !welcomed.has(cmd.to) || !member || !Coordinator.isLive(state, cmd.from) || ranks[cmd.from]!.hasModel !== true || held.has(cmd.from)) {
+        if (
+          !ring ||
+          !welcomed.has(cmd.to) ||
+          !member ||
+          !Coordinator.isLive(state, cmd.from) ||
+          ranks[cmd.from]!.hasModel !== true ||
+          held.has(cmd.from)
+        ) {
           fail(`${what}: SendModel from ${cmd.from} (not a live member holding the model of generation ${cmd.generation - 1}) to ${cmd.to}`)
         }
         if (cmd.round !== state.round - 1) fail(`${what}: SendModel of round ${cmd.round} while round ${state.round} opens`)
@@ -385,30 +407,39 @@ export const run = (scenario: Scenario): SimResult => {
         const from = ranks[cmd.from]!
         if (from.state === "running" && !from.shutdown) {
           // Answered at its next unit of work: a kill before that takes the answer with it.
-          from.answers.push({ _tag: "Params", epoch: Math.max(0, from.epoch), round: cmd.round, samplesDone: 0, params: Float32Array.of(0.5) })
+          from.answers.push({
+            _tag: "Params",
+            epoch: Math.max(0, from.epoch),
+            round: cmd.round,
+            samplesDone: 0,
+            params: Float32Array.of(0.5)
+          })
         }
       } else if (cmd._tag === "JoinRefused") {
         log.push(`  join ${cmd.rank ?? "auto"} refused: ${cmd.reason} (${cmd.detail})`)
         refused[cmd.reason] = (refused[cmd.reason] ?? 0) + 1
         const asked = cmd.rank
         const running = state.phase === "running" && shutdownWithSaveCount === 0
-        const truth = cmd.reason === "RunOver"
-          ? state.phase === "completed"
-          : cmd.reason === "ShuttingDown"
-          ? !running && state.phase !== "completed"
-          : !running
-          ? false
-          : cmd.reason === "Full"
-          ? asked === undefined ? ranks.every((r) => r.state !== "vacant") : asked >= maxRanks
-          : asked === undefined || asked >= maxRanks
-          ? false
-          : cmd.reason === "DeadIndex"
-          ? Coordinator.isDead(state, asked)
-          : cmd.reason === "ExitedIndex"
-          ? ranks[asked]!.state === "exited" && !Coordinator.isLive(state, asked) && !Coordinator.isDead(state, asked)
-          : cmd.reason === "LiveIndex"
-          ? Coordinator.isLive(state, asked)
-          : false
+        const truth =
+          cmd.reason === "RunOver"
+            ? state.phase === "completed"
+            : cmd.reason === "ShuttingDown"
+              ? !running && state.phase !== "completed"
+              : !running
+                ? false
+                : cmd.reason === "Full"
+                  ? asked === undefined
+                    ? ranks.every((r) => r.state !== "vacant")
+                    : asked >= maxRanks
+                  : asked === undefined || asked >= maxRanks
+                    ? false
+                    : cmd.reason === "DeadIndex"
+                      ? Coordinator.isDead(state, asked)
+                      : cmd.reason === "ExitedIndex"
+                        ? ranks[asked]!.state === "exited" && !Coordinator.isLive(state, asked) && !Coordinator.isDead(state, asked)
+                        : cmd.reason === "LiveIndex"
+                          ? Coordinator.isLive(state, asked)
+                          : false
         if (!truth) fail(`${what}: join ${asked ?? "auto"} refused as ${cmd.reason}, which is not so`)
       } else {
         log.push(`  ${cmd._tag}`)
@@ -418,7 +449,8 @@ export const run = (scenario: Scenario): SimResult => {
     const live = Coordinator.survivors(state).length
     if (Coordinator.activeCount(state) !== live) fail(`${what}: activeCount ${Coordinator.activeCount(state)} but ${live} survivors`)
     if (live !== state.membership.joined - state.membership.failures - state.membership.exits) fail(`${what}: survivors do not add up`)
-    if (state.membership.joined !== welcomed.size) fail(`${what}: ${state.membership.joined} ranks joined but ${welcomed.size} were welcomed`)
+    if (state.membership.joined !== welcomed.size)
+      fail(`${what}: ${state.membership.joined} ranks joined but ${welcomed.size} were welcomed`)
     for (const r of Coordinator.failures(state)) declaredDead.add(r)
     // No round waits on a rank that joined after it opened (issue 17): with cpu the open round
     // requires exactly the survivors holding uncommitted work that neither contributed nor joined
@@ -429,10 +461,14 @@ export const run = (scenario: Scenario): SimResult => {
         const joining = Coordinator.isJoining(state, r)
         if (ring && joining && state.ringReports.has(r)) fail(`${what}: joiner ${r} reported to the ring round it is not a member of`)
         if (!ring && joining && state.contributed[r] !== 1) fail(`${what}: the open round waits on joiner ${r}`)
-        const holds = state.pool !== undefined ? ChunkPool.holdsUncommitted(state.pool, r) : state.assignments !== undefined && Assignments.hasUncommitted(state.assignments, r)
+        const holds =
+          state.pool !== undefined
+            ? ChunkPool.holdsUncommitted(state.pool, r)
+            : state.assignments !== undefined && Assignments.hasUncommitted(state.assignments, r)
         if (holds && state.contributed[r] === 0) required += 1
       }
-      if (!ring && required !== state.pendingRequired) fail(`${what}: the open round waits on ${state.pendingRequired} ranks, ${required} hold work and did not contribute`)
+      if (!ring && required !== state.pendingRequired)
+        fail(`${what}: the open round waits on ${state.pendingRequired} ranks, ${required} hold work and did not contribute`)
     }
   }
 
@@ -485,10 +521,16 @@ export const run = (scenario: Scenario): SimResult => {
   const work = (r: SimRank): void => {
     if (r.state !== "running" || r.shutdown) return
     if (r.answers.length > 0) return void r.outbox.push(...r.answers.splice(0))
-    if (ring && r.waitingUpdate && r.reported && progressive && scenario.trainWhileWaiting === true && rand(0, 1) === 0) return trainChunk(r)
+    if (ring && r.waitingUpdate && r.reported && progressive && scenario.trainWhileWaiting === true && rand(0, 1) === 0)
+      return trainChunk(r)
     if (ring && r.waitingUpdate) return ringStep(r)
     if (r.waitingUpdate) return
-    if (ring && r.generation >= 0 && (progressive ? r.entries.length === 0 : r.trained >= listLength(r)) && collective(r.generation, r.round).size > 0) {
+    if (
+      ring &&
+      r.generation >= 0 &&
+      (progressive ? r.entries.length === 0 : r.trained >= listLength(r)) &&
+      collective(r.generation, r.round).size > 0
+    ) {
       // No work left: join the neighbours' collective, contributing what is already committed.
       contributeRing(r, progressive ? 0 : r.trained)
       return ringStep(r)
@@ -642,11 +684,12 @@ export const run = (scenario: Scenario): SimResult => {
       lateFrames -= 1
       const dead = [...declaredDead][rand(0, declaredDead.size - 1)]!
       const before = state.counters.framesFromDead
-      const late: ToCoordinator = rand(0, 1) === 0
-        ? ring
-          ? { _tag: "RoundDone", epoch: state.epoch, round: state.round, generation: state.ring!.generation, samplesDone: 1e9 }
-          : { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone: 1e9, params: new Float32Array(0) }
-        : { _tag: "ChunkDone", epoch: state.epoch, offset: 0, size: 1 }
+      const late: ToCoordinator =
+        rand(0, 1) === 0
+          ? ring
+            ? { _tag: "RoundDone", epoch: state.epoch, round: state.round, generation: state.ring!.generation, samplesDone: 1e9 }
+            : { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone: 1e9, params: new Float32Array(0) }
+          : { _tag: "ChunkDone", epoch: state.epoch, offset: 0, size: 1 }
       step({ _tag: "Frame", rank: dead, nowMs, message: late }, `late ${late._tag} from dead rank ${dead}`)
       if (state.counters.framesFromDead !== before + 1) fail("a late frame from a dead rank was not counted")
     }
@@ -664,24 +707,31 @@ export const run = (scenario: Scenario): SimResult => {
   const lateVictim = ranks.find((r) => Coordinator.isLive(state, r.rank))
   if (lateVictim !== undefined && rand(0, 1) === 0) {
     nowMs += 1
-    step({ _tag: "DeathReport", rank: lateVictim.rank, nowMs, cause: { _tag: "Killed", signal: "SIGKILL" } }, `death report for ${lateVictim.rank} after the end`)
+    step(
+      { _tag: "DeathReport", rank: lateVictim.rank, nowMs, cause: { _tag: "Killed", signal: "SIGKILL" } },
+      `death report for ${lateVictim.rank} after the end`
+    )
     step({ _tag: "Tick", nowMs }, "tick")
     const recorded = state.deaths.at(-1)
-    if (recorded?.rank !== lateVictim.rank || !recorded.afterEnd) fail(`the death of rank ${lateVictim.rank} after the end is not recorded with afterEnd`)
+    if (recorded?.rank !== lateVictim.rank || !recorded.afterEnd)
+      fail(`the death of rank ${lateVictim.rank} after the end is not recorded with afterEnd`)
   }
   // A join after the end is refused: the run is over, or it saved and stopped.
   const late = Coordinator.step(state, { _tag: "Join", rank: undefined, nowMs })
   const lateReason = late[0]?._tag === "JoinRefused" ? late[0].reason : undefined
-  if (late.length !== 1 || lateReason !== (state.phase === "completed" ? "RunOver" : "ShuttingDown")) fail(`a join after the end gave ${JSON.stringify(late)}`)
+  if (late.length !== 1 || lateReason !== (state.phase === "completed" ? "RunOver" : "ShuttingDown"))
+    fail(`a join after the end gave ${JSON.stringify(late)}`)
   refused[lateReason!] = (refused[lateReason!] ?? 0) + 1
   for (const [summary, text] of emitted) {
-    if (JSON.stringify(summary) !== text) fail(`epoch ${summary.epoch}'s summary changed after it was emitted: ${text} -> ${JSON.stringify(summary)}`)
+    if (JSON.stringify(summary) !== text)
+      fail(`epoch ${summary.epoch}'s summary changed after it was emitted: ${text} -> ${JSON.stringify(summary)}`)
   }
   for (const death of state.deaths) {
     const inEpochs = state.summaries.some((e) => e.deaths.includes(death))
     // A death of the epoch an unrecoverable run stopped in belongs to no summary either.
     const inStoppedEpoch = !death.afterEnd && state.phase === "unrecoverable" && death.epoch === state.epoch
-    if (death.afterEnd ? inEpochs : !inEpochs && !inStoppedEpoch) fail(`death of rank ${death.rank} (afterEnd ${death.afterEnd}) is ${inEpochs ? "" : "not "}in an epoch summary`)
+    if (death.afterEnd ? inEpochs : !inEpochs && !inStoppedEpoch)
+      fail(`death of rank ${death.rank} (afterEnd ${death.afterEnd}) is ${inEpochs ? "" : "not "}in an epoch summary`)
   }
 
   // End-of-run checks.
@@ -692,10 +742,13 @@ export const run = (scenario: Scenario): SimResult => {
     }
   }
   const firstEpoch = scenario.resume?.epoch ?? 0
-  if (outcome.epochs[0] !== undefined && outcome.epochs[0].epoch !== firstEpoch) fail(`the first epoch audited is ${outcome.epochs[0].epoch}, not ${firstEpoch}`)
-  if (outcome.epochsCompleted !== firstEpoch + outcome.epochs.length) fail(`epochsCompleted ${outcome.epochsCompleted} with ${outcome.epochs.length} epochs from ${firstEpoch}`)
+  if (outcome.epochs[0] !== undefined && outcome.epochs[0].epoch !== firstEpoch)
+    fail(`the first epoch audited is ${outcome.epochs[0].epoch}, not ${firstEpoch}`)
+  if (outcome.epochsCompleted !== firstEpoch + outcome.epochs.length)
+    fail(`epochsCompleted ${outcome.epochsCompleted} with ${outcome.epochs.length} epochs from ${firstEpoch}`)
   if (outcome.status === "completed") {
-    if (outcome.epochs.length !== options.epochs - firstEpoch) fail(`completed after ${outcome.epochs.length} of ${options.epochs - firstEpoch} epochs`)
+    if (outcome.epochs.length !== options.epochs - firstEpoch)
+      fail(`completed after ${outcome.epochs.length} of ${options.epochs - firstEpoch} epochs`)
   } else {
     const uncommitted = outcome.uncommitted
     if (uncommitted === undefined) return fail("an unrecoverable outcome without uncommitted ranges")

@@ -5,7 +5,13 @@ import * as Split from "../../src/core/split.ts"
 describe("splits (docs/design.md §3.4)", () => {
   it("100 samples over 7 ranks gives 15,15,14,14,14,14,14", () => {
     expect([0, 1, 2, 3, 4, 5, 6].map((i) => Split.equalPart(100, 7, i))).toEqual([
-      [0, 15], [15, 15], [30, 14], [44, 14], [58, 14], [72, 14], [86, 14]
+      [0, 15],
+      [15, 15],
+      [30, 14],
+      [44, 14],
+      [58, 14],
+      [72, 14],
+      [86, 14]
     ])
   })
 
@@ -20,14 +26,20 @@ describe("splits (docs/design.md §3.4)", () => {
     Membership.declareDead(m, 0)
     Membership.declareDead(m, 2)
     const slices = Split.toArray(Split.splitEqual(100, 3, m.activeCount, 10, (from) => Membership.nextLive(m, from)))
-    expect(slices).toEqual([{ rank: 1, offset: 100, size: 1 }, { rank: 3, offset: 101, size: 1 }, { rank: 4, offset: 102, size: 1 }])
+    expect(slices).toEqual([
+      { rank: 1, offset: 100, size: 1 },
+      { rank: 3, offset: 101, size: 1 },
+      { rank: 4, offset: 102, size: 1 }
+    ])
   })
 
   it("an equal split of a large range gives every survivor a slice, the first ones one more", () => {
     const m = Membership.make(4)
     Membership.declareDead(m, 2)
     expect(Split.toArray(Split.splitEqual(596, 154, 3, 4, (from) => Membership.nextLive(m, from)))).toEqual([
-      { rank: 0, offset: 596, size: 52 }, { rank: 1, offset: 648, size: 51 }, { rank: 3, offset: 699, size: 51 }
+      { rank: 0, offset: 596, size: 52 },
+      { rank: 1, offset: 648, size: 51 },
+      { rank: 3, offset: 699, size: 51 }
     ])
   })
 
@@ -43,7 +55,9 @@ describe("splits (docs/design.md §3.4)", () => {
     const a = Split.splitEqual(0, 5, 2, 2, (from) => from)
     const b = Split.splitEqual(40, 1, 2, 2, (from) => from)
     expect(Split.toArray(Split.concat([a, b]))).toEqual([
-      { rank: 0, offset: 0, size: 3 }, { rank: 1, offset: 3, size: 2 }, { rank: 0, offset: 40, size: 1 }
+      { rank: 0, offset: 0, size: 3 },
+      { rank: 1, offset: 3, size: 2 },
+      { rank: 0, offset: 40, size: 1 }
     ])
     expect(Split.concat([a])).toBe(a)
   })

@@ -14,7 +14,10 @@ describe("rank-claimed fields are checked against what the run agreed (issue: on
     contribution(s, 1, 11, 10, [1, 2])
     const cmds = contribution(s, 2, 12, 10, [3, 4])
     const round = cmds.find((c) => c._tag === "AverageRound")
-    expect(round?._tag === "AverageRound" ? round.params.map((p) => [...p]) : undefined).toEqual([[1, 2], [3, 4]])
+    expect(round?._tag === "AverageRound" ? round.params.map((p) => [...p]) : undefined).toEqual([
+      [1, 2],
+      [3, 4]
+    ])
     expect(s.counters.paramsRejected).toBe(1)
     // The next round: the honest counts are still the run's.
     contribution(s, 0, 20, 10, [5, 6])
@@ -30,7 +33,10 @@ describe("rank-claimed fields are checked against what the run agreed (issue: on
     // Rank 1's partition is [10, 20): exactly those 10 samples are committed, nobody else's.
     expect(Coordinator.assignment(s, 1)).toEqual([[10, 10]])
     expect(s.log.committedSamples).toBe(10)
-    expect(Audit.uncommitted(s.log)).toEqual([[0, 10], [20, 10]])
+    expect(Audit.uncommitted(s.log)).toEqual([
+      [0, 10],
+      [20, 10]
+    ])
   })
 })
 
@@ -54,7 +60,10 @@ describe("outlier contributions (docs/edge-averaging.md)", () => {
     expect(s.counters.outlierContributions).toBe(2)
     // Its first 5 samples were committed by its contribution; the rest of its partition moved on.
     expect(s.log.committedSamples).toBe(15)
-    expect(ranges(s, declared, "ExtendPartition")).toEqual([[0, 25, 3], [1, 28, 2]])
+    expect(ranges(s, declared, "ExtendPartition")).toEqual([
+      [0, 25, 3],
+      [1, 28, 2]
+    ])
     // A dead rank's later outliers change nothing.
     expect(Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 22, round: 1, detail: "far" })).toEqual([])
   })

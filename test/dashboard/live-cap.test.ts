@@ -23,7 +23,14 @@ const openIdle = (port: number): Promise<void> =>
 describe("the dashboard's connection cap", () => {
   it("holds at most connectionsMax idle connections; the rest are refused and told in one line naming the cap; the page still loads once one goes", async () => {
     const lines: Array<string> = []
-    const live = await Live.start({ host: "127.0.0.1", port: 0, title: "t", flushIntervalMs: 20, connectionsMax: 8, onResource: (line) => lines.push(line) })
+    const live = await Live.start({
+      host: "127.0.0.1",
+      port: 0,
+      title: "t",
+      flushIntervalMs: 20,
+      connectionsMax: 8,
+      onResource: (line) => lines.push(line)
+    })
     opened.push(live)
     for (let i = 0; i < 40; i++) await openIdle(live.port)
     const until = Date.now() + 10_000
@@ -31,7 +38,8 @@ describe("the dashboard's connection cap", () => {
     expect(live.pages().refused).toBe(32)
     // Told as they come, at most once a second: the last line counts them all.
     while (!(lines.at(-1) ?? "").includes("(32 in all)") && Date.now() < until) await new Promise((resolve) => setTimeout(resolve, 20))
-    for (const line of lines) expect(line).toMatch(/^the dashboard refused \d+ connections? at its cap, connectionsMax 8 \(\d+ in all\); the run goes on$/)
+    for (const line of lines)
+      expect(line).toMatch(/^the dashboard refused \d+ connections? at its cap, connectionsMax 8 \(\d+ in all\); the run goes on$/)
     expect(lines.at(-1)).toContain("(32 in all)")
     sockets.splice(0).forEach((socket) => socket.destroy())
     await new Promise((resolve) => setTimeout(resolve, 100))

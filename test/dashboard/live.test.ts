@@ -17,8 +17,26 @@ const startLive = async (options: Partial<Live.LiveOptions> = {}): Promise<Live.
   return live
 }
 
-const started = { type: "started", ms: 0, runId: "r", runDir: "runs/r", worldSize: 3, epochs: 1, epochSamples: 9, mode: "static", transport: "worker" }
-const progress = (rank: number, samplesDone: number) => ({ type: "progress", ms: 10 + samplesDone, rank, epoch: 0, samplesDone, samplesPerSecond: 1, state: "training" })
+const started = {
+  type: "started",
+  ms: 0,
+  runId: "r",
+  runDir: "runs/r",
+  worldSize: 3,
+  epochs: 1,
+  epochSamples: 9,
+  mode: "static",
+  transport: "worker"
+}
+const progress = (rank: number, samplesDone: number) => ({
+  type: "progress",
+  ms: 10 + samplesDone,
+  rank,
+  epoch: 0,
+  samplesDone,
+  samplesPerSecond: 1,
+  state: "training"
+})
 
 /** Reads server-sent `data:` messages from `url` (each a JSON array; clock events left out). */
 const stream = async (url: string) => {
@@ -69,7 +87,9 @@ describe("the live dashboard's server", () => {
     // kept-alive connection the server has closed.)
     const page = await fetch(live.url, { headers: { connection: "close" } })
     expect([page.status, page.headers.get("content-type")]).toEqual([200, "text/html; charset=utf-8"])
-    expect(await page.text()).toMatch(/<script type="application\/json" id="cohort-config">\{"mode":"live","faults":false,"key":"[0-9a-f]{32}"\}<\/script>/)
+    expect(await page.text()).toMatch(
+      /<script type="application\/json" id="cohort-config">\{"mode":"live","faults":false,"key":"[0-9a-f]{32}"\}<\/script>/
+    )
 
     live.onEvent(started)
     live.onEvent({ type: "decision", ms: 1, detail: "2 × StartEpoch: planned" })
@@ -138,7 +158,11 @@ describe("the live dashboard's server", () => {
     const live = await startLive({ pageSendBytesMax: 4096 })
     live.onEvent(started)
     live.onEvent(progress(2, 5))
-    const alerts = Array.from({ length: 300 }, (_, i) => ({ type: "alert", ms: 20 + i, alert: { severity: "info", path: "p", class: "c", detail: "x".repeat(100), count: i } }))
+    const alerts = Array.from({ length: 300 }, (_, i) => ({
+      type: "alert",
+      ms: 20 + i,
+      alert: { severity: "info", path: "p", class: "c", detail: "x".repeat(100), count: i }
+    }))
     for (const alert of alerts) live.onEvent(alert)
     const death = { type: "death", ms: 400, death: { rank: 2, epoch: 0, detector: "supervisor", cause: "killed", declaredMs: 400 } }
     live.onEvent(death)
@@ -152,7 +176,12 @@ describe("the live dashboard's server", () => {
     }
     // About 35 KiB of events in pieces of about 4 KiB, then the progress, then the stream ends.
     expect(messages.length).toBeGreaterThan(8)
-    expect(messages.slice(0, -1).flat()).toEqual([started, ...alerts, death, { type: "ended", ms: 500, outcome: { status: "completed" }, exitCode: 0 }])
+    expect(messages.slice(0, -1).flat()).toEqual([
+      started,
+      ...alerts,
+      death,
+      { type: "ended", ms: 500, outcome: { status: "completed" }, exitCode: 0 }
+    ])
     expect(messages.at(-1)).toEqual([progress(2, 5)])
     expect(live.pages()).toEqual({ open: 0, dropped: 0, refused: 0 })
   })
@@ -170,7 +199,8 @@ describe("the live dashboard's server", () => {
     // Events keep coming; the kernel's buffers fill first, then the page's own (at most 64 MiB sent).
     const detail = "y".repeat(16 * 1024)
     for (let i = 0; i < 4096 && live.pages().dropped === 0; i++) {
-      for (let j = 0; j < 16; j++) live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: j } })
+      for (let j = 0; j < 16; j++)
+        live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: j } })
       await new Promise((resolve) => setTimeout(resolve, 25))
     }
     expect(live.pages()).toEqual({ open: 0, dropped: 1, refused: 0 })
@@ -185,7 +215,8 @@ describe("the live dashboard's server", () => {
     live.onEvent(started)
     // About 16 MiB of replay: more than the kernel's buffers take for a page that reads nothing.
     const detail = "z".repeat(16 * 1024)
-    for (let i = 0; i < 1024; i++) live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: i } })
+    for (let i = 0; i < 1024; i++)
+      live.onEvent({ type: "alert", ms: i, alert: { severity: "info", path: "p", class: "c", detail, count: i } })
     const stalled = connect(live.port, "127.0.0.1", () => stalled.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${live.port}\r\n\r\n`))
     stalled.on("error", () => {})
     stalled.pause()

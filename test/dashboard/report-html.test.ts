@@ -9,7 +9,17 @@ import * as Model from "../../src/dashboard/model.ts"
 const scratch = mkdtempSync(join(tmpdir(), "cohort-report-html-"))
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
-const started = { type: "started", ms: 0, runId: "r1", runDir: "runs/r1", worldSize: 2, epochs: 1, epochSamples: 10, mode: "static", transport: "worker" }
+const started = {
+  type: "started",
+  ms: 0,
+  runId: "r1",
+  runDir: "runs/r1",
+  worldSize: 2,
+  epochs: 1,
+  epochSamples: 10,
+  mode: "static",
+  transport: "worker"
+}
 const line = (value: unknown): string => `${JSON.stringify(value)}\n`
 
 describe("cohort report --html: the run page as one file", () => {
@@ -18,17 +28,28 @@ describe("cohort report --html: the run page as one file", () => {
   })
 
   it("folds the shown events of a journal, strips control characters, and leaves out a last line cut short", () => {
-    const text = line(started) + line({ type: "decision", ms: 1, detail: "2 × StartEpoch: planned" }) +
-      line({ type: "alert", ms: 2, alert: { ts: 1, severity: "warn", path: "root", class: "Overflow", detail: "a\u001b[31mb", count: 1 } }) +
+    const text =
+      line(started) +
+      line({ type: "decision", ms: 1, detail: "2 × StartEpoch: planned" }) +
+      line({
+        type: "alert",
+        ms: 2,
+        alert: { ts: 1, severity: "warn", path: "root", class: "Overflow", detail: "a\u001b[31mb", count: 1 }
+      }) +
       '{"type":"round","ms":3,"epo'
     expect(journalModel(text, "events.ndjson")).toEqual({
-      model: Model.fromEvents([started, { type: "alert", ms: 2, alert: { ts: 1, severity: "warn", path: "root", class: "Overflow", detail: "a[31mb", count: 1 } }]),
+      model: Model.fromEvents([
+        started,
+        { type: "alert", ms: 2, alert: { ts: 1, severity: "warn", path: "root", class: "Overflow", detail: "a[31mb", count: 1 } }
+      ]),
       failed: undefined
     })
   })
 
   it("folds the same model from the journal in pieces of any size, split inside a line or a character", () => {
-    const text = line(started) + line({ type: "formed", ms: 5, worldSize: 2 }) +
+    const text =
+      line(started) +
+      line({ type: "formed", ms: 5, worldSize: 2 }) +
       line({ type: "alert", ms: 6, alert: { ts: 1, severity: "warn", path: "root", class: "Overflow", detail: "é ✓ 𝄞", count: 1 } }) +
       line({ type: "round", ms: 7, epoch: 0, round: 0, contributors: 2, openMs: 1, loss: 0.5 })
     const whole = journalModel(text, "j")
@@ -50,9 +71,15 @@ describe("cohort report --html: the run page as one file", () => {
   it("shows a run that failed at formation: the model's failed event, and the failure for the command", () => {
     const failed = { type: "failed", ms: 20_001, stage: "formation", reason: "ranks 1 did not join within 20000 ms", formed: false }
     const folded = journalModel(line(started) + line({ type: "joined", ms: 3, rank: 0, address: "worker" }) + line(failed), "j")
-    expect(folded).toEqual({ model: Model.fromEvents([started, { type: "joined", ms: 3, rank: 0, address: "worker" }, failed]), failed: { stage: "formation", reason: "ranks 1 did not join within 20000 ms", formed: false } })
+    expect(folded).toEqual({
+      model: Model.fromEvents([started, { type: "joined", ms: 3, rank: 0, address: "worker" }, failed]),
+      failed: { stage: "formation", reason: "ranks 1 did not join within 20000 ms", formed: false }
+    })
     const model = (folded as { model: Model.Model }).model
-    expect([model.failed, model.ranks.map((r) => r.status)]).toEqual([{ ms: 20_001, stage: "formation", reason: "ranks 1 did not join within 20000 ms", formed: false }, ["exited", "exited"]])
+    expect([model.failed, model.ranks.map((r) => r.status)]).toEqual([
+      { ms: 20_001, stage: "formation", reason: "ranks 1 did not join within 20000 ms", formed: false },
+      ["exited", "exited"]
+    ])
   })
 
   it("writes one self-contained page with the model inline, and says why when there is no journal", async () => {
@@ -66,7 +93,9 @@ describe("cohort report --html: the run page as one file", () => {
     expect(written).toEqual({ file: out, bytes: expect.any(Number) })
     const html = readFileSync(out, "utf8")
     expect(readFileSync(out).length).toBe((written as { bytes: number }).bytes)
-    expect(html).toContain(`<script type="application/json" id="cohort-model">${Html.inlineJson(Model.fromEvents([started, { type: "formed", ms: 5, worldSize: 2 }]))}</script>`)
+    expect(html).toContain(
+      `<script type="application/json" id="cohort-model">${Html.inlineJson(Model.fromEvents([started, { type: "formed", ms: 5, worldSize: 2 }]))}</script>`
+    )
     expect(html).toContain(`<script type="application/json" id="cohort-config">{"mode":"static","faults":false,"key":""}</script>`)
     expect(html).toContain(".uplot")
     expect(html).not.toMatch(/<script[^>]* src=|<link[^>]* rel="stylesheet"|https?:\/\//)

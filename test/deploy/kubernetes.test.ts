@@ -43,7 +43,7 @@ interface Container {
   readonly volumeMounts: ReadonlyArray<{ readonly name: string; readonly mountPath: string }>
 }
 const containerOf = (manifest: Manifest): Container =>
-  ((manifest.spec.template as { spec: { containers: Array<Container> } }).spec.containers)[0]!
+  (manifest.spec.template as { spec: { containers: Array<Container> } }).spec.containers[0]!
 
 /** The value after `flag` in `args`. */
 const flag = (args: ReadonlyArray<string>, name: string): string => {
@@ -79,17 +79,22 @@ describe(`the Kubernetes manifests run as written (${runtime})`, () => {
     expect(flag(serve.args, "--token-file")).toBe(`${tokenMount(serve)}/token`)
     expect(flag(join_.args, "--token-file")).toBe(`${tokenMount(join_)}/token`)
     expect(serve.image).toBe(join_.image)
-    expect(readFileSync(join(root, "deploy/Dockerfile"), "utf8")).toContain(`ENTRYPOINT ["node", "/opt/cohort/node_modules/cohort/bin/cohort.mjs"]`)
+    expect(readFileSync(join(root, "deploy/Dockerfile"), "utf8")).toContain(
+      `ENTRYPOINT ["node", "/opt/cohort/node_modules/cohort/bin/cohort.mjs"]`
+    )
   })
 
   it("every manifest is valid against the Kubernetes API's schemas (kubernetes-models), and a wrong type is caught", () => {
     const models: Record<string, new (data: object) => { validate: () => void }> = { Job, Deployment, Service }
     const all = [...manifests("coordinator.yaml"), ...manifests("ranks.yaml")]
     expect(all.map((m) => m.kind).sort()).toEqual(["Deployment", "Job", "Service"])
-    for (const manifest of all) expect(() => new models[manifest.kind]!(manifest).validate(), `${manifest.kind} ${manifest.metadata.name}`).not.toThrow()
+    for (const manifest of all)
+      expect(() => new models[manifest.kind]!(manifest).validate(), `${manifest.kind} ${manifest.metadata.name}`).not.toThrow()
     // The check is real: the Job's per-index back-off limit as a string is refused.
     const job = all.find((m) => m.kind === "Job")!
-    expect(() => new Job({ ...job, spec: { ...job.spec, backoffLimitPerIndex: "none" } } as object).validate()).toThrow(/backoffLimitPerIndex/)
+    expect(() => new Job({ ...job, spec: { ...job.spec, backoffLimitPerIndex: "none" } } as object).validate()).toThrow(
+      /backoffLimitPerIndex/
+    )
   })
 
   it("the coordinator's and the ranks' commands, run here, complete a run with clean audits", async () => {
@@ -109,12 +114,15 @@ describe(`the Kubernetes manifests run as written (${runtime})`, () => {
     const quick = ["--trainer", steady, "--epochs", "1", "--json"]
     const serve = run([...replaced(serveArgs, cluster), ...quick])
     const ranks = Array.from({ length: worldSize }, (_, index) =>
-      run([...replaced(joinArgs, cluster), "--trainer", steady], { JOB_COMPLETION_INDEX: String(index) }))
+      run([...replaced(joinArgs, cluster), "--trainer", steady], { JOB_COMPLETION_INDEX: String(index) })
+    )
     const codes = await Promise.all(ranks.map((r) => r.exit))
     expect(await serve.exit).toBe(0)
     expect(codes).toEqual(Array.from({ length: worldSize }, () => 0))
     ranks.forEach((r, index) => expect(r.err()).toContain(`as rank ${index} of ${worldSize}`))
-    const summary = JSON.parse(serve.out()) as { readonly epochs: ReadonlyArray<{ samplesCommitted: number; lost: number; duplicated: number }> }
+    const summary = JSON.parse(serve.out()) as {
+      readonly epochs: ReadonlyArray<{ samplesCommitted: number; lost: number; duplicated: number }>
+    }
     expect(summary.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0]])
   }, 180_000)
 })

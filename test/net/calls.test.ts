@@ -29,59 +29,86 @@ const tickMs = 100
 const lifetimeMs = 100_000
 
 describe(`long trainer calls on served ranks (${runtime})`, () => {
-  it.concurrent("every checkpoint's save blocks its rank 3x heartbeatTimeoutMs: no death, every checkpoint written, audits clean", async () => {
-    const network = Netns.create(["a", "b", "c"])
-    try {
-      const saveMs = 3 * heartbeatTimeoutMs
-      const { serve, ranks, out } = await Cluster.start(network, {
-        scratch, name: "save", trainer: slowSave, worldSize: 3, epochs: 2, port: 7200, lifetimeMs,
-        hostOf: (rank) => (rank === 0 ? "b" : "c"),
-        // Every rank saves as slowly: whichever holds the checkpoint role blocks.
-        serveArgs: ["--heartbeat-timeout-ms", String(heartbeatTimeoutMs), "--role-policy", "0"],
-        env: { COHORT_TEST_SAVE_MS: String(saveMs) }
-      })
-      expect(await serve.exited, serve.stderr()).toBe(0)
-      expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0])
-      const { summary, events } = Cluster.readRun(out)
-      expect(summary.deaths).toEqual([])
-      expect(Cluster.audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0]])
-      expect(summary.alerts.filter((a) => a.class === "SaveTimeout" || a.class === "RankLost")).toEqual([])
-      for (const version of [0, 1]) {
-        expect(existsSync(join(scratch.dir, "save", "save-0", "checkpoints", `v${version}`, "steady.json"))).toBe(true)
+  it.concurrent(
+    "every checkpoint's save blocks its rank 3x heartbeatTimeoutMs: no death, every checkpoint written, audits clean",
+    async () => {
+      const network = Netns.create(["a", "b", "c"])
+      try {
+        const saveMs = 3 * heartbeatTimeoutMs
+        const { serve, ranks, out } = await Cluster.start(network, {
+          scratch,
+          name: "save",
+          trainer: slowSave,
+          worldSize: 3,
+          epochs: 2,
+          port: 7200,
+          lifetimeMs,
+          hostOf: (rank) => (rank === 0 ? "b" : "c"),
+          // Every rank saves as slowly: whichever holds the checkpoint role blocks.
+          serveArgs: ["--heartbeat-timeout-ms", String(heartbeatTimeoutMs), "--role-policy", "0"],
+          env: { COHORT_TEST_SAVE_MS: String(saveMs) }
+        })
+        expect(await serve.exited, serve.stderr()).toBe(0)
+        expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0])
+        const { summary, events } = Cluster.readRun(out)
+        expect(summary.deaths).toEqual([])
+        expect(Cluster.audits(summary)).toEqual([
+          [4800, 0, 0],
+          [4800, 0, 0]
+        ])
+        expect(summary.alerts.filter((a) => a.class === "SaveTimeout" || a.class === "RankLost")).toEqual([])
+        for (const version of [0, 1]) {
+          expect(existsSync(join(scratch.dir, "save", "save-0", "checkpoints", `v${version}`, "steady.json"))).toBe(true)
+        }
+        const resumes = events.filter((e) => e.type === "resumed").map((e) => [e.rank, e.silentMs])
+        console.log(
+          `[calls ${runtime}] saves of ${saveMs} ms against heartbeatTimeoutMs ${heartbeatTimeoutMs}: no death; links resumed ${JSON.stringify(resumes)}`
+        )
+      } finally {
+        network.destroy()
       }
-      const resumes = events.filter((e) => e.type === "resumed").map((e) => [e.rank, e.silentMs])
-      console.log(`[calls ${runtime}] saves of ${saveMs} ms against heartbeatTimeoutMs ${heartbeatTimeoutMs}: no death; links resumed ${JSON.stringify(resumes)}`)
-    } finally {
-      network.destroy()
-    }
-  }, lifetimeMs + 10_000)
+    },
+    lifetimeMs + 10_000
+  )
 
-  it.concurrent("rank 1's trainBatch never returns: declared by heartbeat within heartbeatTimeoutMs + pingAfterSendMs + a tick of its block (2 s of margin); the others complete the epoch, audits clean", async () => {
-    const network = Netns.create(["a", "b", "c"])
-    const blockedFile = join(scratch.dir, "blocked-at")
-    try {
-      const { serve, ranks, out } = await Cluster.start(network, {
-        scratch, name: "endless", trainer: endlessBatch, worldSize: 3, epochs: 1, port: 7201, lifetimeMs,
-        hostOf: (rank) => (rank === 1 ? "b" : "c"),
-        serveArgs: ["--heartbeat-timeout-ms", String(heartbeatTimeoutMs)],
-        env: { COHORT_TEST_BLOCKED_FILE: blockedFile }
-      })
-      await serve.waitFor(/rank 1 lost/, 60_000)
-      const declaredAtMs = Date.now()
-      const blockedAtMs = Number(readFileSync(blockedFile, "utf8"))
-      expect(await serve.exited, serve.stderr()).toBe(0)
-      expect(await Promise.all([ranks[0]!.exited, ranks[2]!.exited])).toEqual([0, 0])
-      ranks[1]!.kill("SIGKILL")
-      const { summary } = Cluster.readRun(out)
-      expect(summary.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "heartbeat"]])
-      expect(Cluster.audits(summary)).toEqual([[4800, 0, 0]])
-      const afterMs = declaredAtMs - blockedAtMs
-      const boundMs = heartbeatTimeoutMs + WebSocket.pingAfterSendMsDefault + tickMs
-      console.log(`[calls ${runtime}] endless trainBatch declared ${afterMs} ms after it blocked (bound ${boundMs} ms): ${summary.deaths[0]!.cause}`)
-      expect(afterMs).toBeGreaterThan(heartbeatTimeoutMs - 1000)
-      expect(afterMs).toBeLessThan(boundMs + 2000)
-    } finally {
-      network.destroy()
-    }
-  }, lifetimeMs + 10_000)
+  it.concurrent(
+    "rank 1's trainBatch never returns: declared by heartbeat within heartbeatTimeoutMs + pingAfterSendMs + a tick of its block (2 s of margin); the others complete the epoch, audits clean",
+    async () => {
+      const network = Netns.create(["a", "b", "c"])
+      const blockedFile = join(scratch.dir, "blocked-at")
+      try {
+        const { serve, ranks, out } = await Cluster.start(network, {
+          scratch,
+          name: "endless",
+          trainer: endlessBatch,
+          worldSize: 3,
+          epochs: 1,
+          port: 7201,
+          lifetimeMs,
+          hostOf: (rank) => (rank === 1 ? "b" : "c"),
+          serveArgs: ["--heartbeat-timeout-ms", String(heartbeatTimeoutMs)],
+          env: { COHORT_TEST_BLOCKED_FILE: blockedFile }
+        })
+        await serve.waitFor(/rank 1 lost/, 60_000)
+        const declaredAtMs = Date.now()
+        const blockedAtMs = Number(readFileSync(blockedFile, "utf8"))
+        expect(await serve.exited, serve.stderr()).toBe(0)
+        expect(await Promise.all([ranks[0]!.exited, ranks[2]!.exited])).toEqual([0, 0])
+        ranks[1]!.kill("SIGKILL")
+        const { summary } = Cluster.readRun(out)
+        expect(summary.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "heartbeat"]])
+        expect(Cluster.audits(summary)).toEqual([[4800, 0, 0]])
+        const afterMs = declaredAtMs - blockedAtMs
+        const boundMs = heartbeatTimeoutMs + WebSocket.pingAfterSendMsDefault + tickMs
+        console.log(
+          `[calls ${runtime}] endless trainBatch declared ${afterMs} ms after it blocked (bound ${boundMs} ms): ${summary.deaths[0]!.cause}`
+        )
+        expect(afterMs).toBeGreaterThan(heartbeatTimeoutMs - 1000)
+        expect(afterMs).toBeLessThan(boundMs + 2000)
+      } finally {
+        network.destroy()
+      }
+    },
+    lifetimeMs + 10_000
+  )
 })

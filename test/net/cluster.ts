@@ -43,7 +43,10 @@ export const readRun = (out: string): { readonly summary: RunResult; readonly ev
   const dir = join(out, runId ?? "missing")
   return {
     summary: JSON.parse(readFileSync(join(dir, "summary.json"), "utf8")) as RunResult,
-    events: readFileSync(join(dir, "events.ndjson"), "utf8").trim().split("\n").map((line) => JSON.parse(line) as Event)
+    events: readFileSync(join(dir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Event)
   }
 }
 
@@ -93,17 +96,48 @@ export const start = async (network: Netns.Network, options: StartOptions): Prom
   const serveHost = options.serveHost ?? "a"
   const out = join(options.scratch.dir, options.name, "runs")
   const env = options.env === undefined ? {} : { env: options.env }
-  const serve = network.script(serveHost, cli, [
-    "serve", "--trainer", options.trainer, "--world-size", String(options.worldSize), "--epochs", String(options.epochs),
-    ...(options.serveArgs ?? []),
-    "--listen", `${network.address(serveHost)}:${options.port}`, "--token-file", options.scratch.tokenFile, "--out", out
-  ], { lifetimeMs: options.lifetimeMs, ...env })
+  const serve = network.script(
+    serveHost,
+    cli,
+    [
+      "serve",
+      "--trainer",
+      options.trainer,
+      "--world-size",
+      String(options.worldSize),
+      "--epochs",
+      String(options.epochs),
+      ...(options.serveArgs ?? []),
+      "--listen",
+      `${network.address(serveHost)}:${options.port}`,
+      "--token-file",
+      options.scratch.tokenFile,
+      "--out",
+      out
+    ],
+    { lifetimeMs: options.lifetimeMs, ...env }
+  )
   if (options.waitForServe ?? true) await serve.waitFor(new RegExp(`${options.port}`), 20_000)
   const urlOf = options.urlOf ?? (() => `ws://${network.address(serveHost)}:${options.port}/`)
   const ranks = Array.from({ length: options.worldSize }, (_, rank) =>
-    network.script(options.hostOf(rank), cli, [
-      "join", urlOf(rank), "--trainer", options.trainer, "--token-file", options.scratch.tokenFile,
-      "--rank", String(rank), "--save-dir", join(options.scratch.dir, options.name, `save-${rank}`), ...(options.joinArgs ?? [])
-    ], { lifetimeMs: options.lifetimeMs, ...env }))
+    network.script(
+      options.hostOf(rank),
+      cli,
+      [
+        "join",
+        urlOf(rank),
+        "--trainer",
+        options.trainer,
+        "--token-file",
+        options.scratch.tokenFile,
+        "--rank",
+        String(rank),
+        "--save-dir",
+        join(options.scratch.dir, options.name, `save-${rank}`),
+        ...(options.joinArgs ?? [])
+      ],
+      { lifetimeMs: options.lifetimeMs, ...env }
+    )
+  )
   return { serve, ranks, out }
 }

@@ -30,10 +30,26 @@ describe("30,000 idle connections to the dashboard", () => {
     writeFileSync(hold, "")
     let sampler: ReturnType<typeof setInterval> | undefined
     try {
-      const run = network.script("a", Cluster.cli, [
-        "run", "--trainer", heldTrainer, "--world-size", "3", "--epochs", "3", "--no-kill", "--dashboard", "0", "--json",
-        "--out", join(scratch.dir, "runs")
-      ], { lifetimeMs: 100_000, env: { COHORT_TEST_HOLD: hold } })
+      const run = network.script(
+        "a",
+        Cluster.cli,
+        [
+          "run",
+          "--trainer",
+          heldTrainer,
+          "--world-size",
+          "3",
+          "--epochs",
+          "3",
+          "--no-kill",
+          "--dashboard",
+          "0",
+          "--json",
+          "--out",
+          join(scratch.dir, "runs")
+        ],
+        { lifetimeMs: 100_000, env: { COHORT_TEST_HOLD: hold } }
+      )
       const port = (await run.waitFor(/dashboard: http:\/\/127\.0\.0\.1:(\d+)\//, 30_000))[1]!
       await run.waitFor(/epoch 0/, 30_000)
       // Connections held by the coordinator's process, sampled while the flood lasts: the sockets it
@@ -41,15 +57,32 @@ describe("30,000 idle connections to the dashboard", () => {
       // has none, and the flood counts it as open). The dashboard also closes idle ones after a while.
       let held = 0
       sampler = setInterval(() => {
-        const now = Netns.run("ip", ["netns", "exec", network.namespace("a"), "ss", "-Htnp", "state", "established", `( sport = :${port} )`])
-          .split("\n").filter((line) => line.includes(`pid=${run.child.pid},`)).length
+        const now = Netns.run("ip", [
+          "netns",
+          "exec",
+          network.namespace("a"),
+          "ss",
+          "-Htnp",
+          "state",
+          "established",
+          `( sport = :${port} )`
+        ])
+          .split("\n")
+          .filter((line) => line.includes(`pid=${run.child.pid},`)).length
         held = Math.max(held, now)
       }, 300)
       // Two processes of 15,000 each: a process may not hold more descriptors than this machine's limit (20,000 here).
-      const floods = [["127.0.0.1", "127.0.0.2"], ["127.0.0.3", "127.0.0.4"]].map((locals) =>
-        network.exec("a", process.execPath, [flooder, "127.0.0.1", port, String(connections / 2), "1000", ...locals], { lifetimeMs: 100_000 }))
+      const floods = [
+        ["127.0.0.1", "127.0.0.2"],
+        ["127.0.0.3", "127.0.0.4"]
+      ].map((locals) =>
+        network.exec("a", process.execPath, [flooder, "127.0.0.1", port, String(connections / 2), "1000", ...locals], {
+          lifetimeMs: 100_000
+        })
+      )
       await Promise.all(floods.map((flood) => flood.waitFor(/open \d+ closed \d+ failed \d+/, 80_000)))
-      const counts = () => floods.map((flood) => [...flood.stdout().matchAll(/open (\d+) closed (\d+) failed (\d+)/g)].at(-1)!.slice(1, 4).map(Number))
+      const counts = () =>
+        floods.map((flood) => [...flood.stdout().matchAll(/open (\d+) closed (\d+) failed (\d+)/g)].at(-1)!.slice(1, 4).map(Number))
       // The dashboard closes the connections over its cap as it takes them: give it a moment.
       await Cluster.sleep(2000)
       clearInterval(sampler)
@@ -57,7 +90,9 @@ describe("30,000 idle connections to the dashboard", () => {
       unlinkSync(hold)
       expect(await run.exited, run.stderr()).toBe(0)
       for (const flood of floods) flood.kill("SIGKILL")
-      console.log(`[flood] ${connections} connections: at most ${held} held by the coordinator's process at once; the flood saw ${open} open, ${closed} closed by the other side, ${failed} failed to connect`)
+      console.log(
+        `[flood] ${connections} connections: at most ${held} held by the coordinator's process at once; the flood saw ${open} open, ${closed} closed by the other side, ${failed} failed to connect`
+      )
       expect(open + closed + failed).toBe(connections)
       expect(held).toBeGreaterThan(0)
       expect(held).toBeLessThanOrEqual(connectionsMax)
@@ -67,14 +102,20 @@ describe("30,000 idle connections to the dashboard", () => {
       const alerts = result.alerts.filter((a) => a.class === "CoordinatorResource")
       expect(alerts.length).toBeGreaterThanOrEqual(1)
       for (const alert of alerts) {
-        expect(alert.detail).toMatch(/^the dashboard refused \d+ connections? at its cap, connectionsMax 256 \(\d+ in all\); the run goes on$/)
+        expect(alert.detail).toMatch(
+          /^the dashboard refused \d+ connections? at its cap, connectionsMax 256 \(\d+ in all\); the run goes on$/
+        )
       }
       const refusedInAll = Math.max(...alerts.map((a) => Number(/\((\d+) in all\)/.exec(a.detail)![1])))
       console.log(`[flood] the dashboard said it refused ${refusedInAll} in all`)
       // Most of them: the flood also counts handshakes the kernel completed and then reset (the
       // listener's queue full), which the listener never saw.
       expect(refusedInAll).toBeGreaterThan(connections / 2)
-      expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+      expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
+        [4800, 0, 0],
+        [4800, 0, 0],
+        [4800, 0, 0]
+      ])
     } finally {
       clearInterval(sampler)
       network.destroy()

@@ -29,7 +29,11 @@ describe(`network namespaces as hosts (${runtime})`, () => {
       const echo = network.script("a", fixture("echo.mjs"), ["server", network.address("a")], { lifetimeMs: 30_000 })
       const port = Number((await echo.waitFor(/echo listening (\d+)/, 20_000))[1])
       const relay = await network.relay("b", {
-        listen: "127.0.0.1:0", target: `${network.address("a")}:${port}`, delayMs: 100, jitterMs: 20, lifetimeMs: 30_000
+        listen: "127.0.0.1:0",
+        target: `${network.address("a")}:${port}`,
+        delayMs: 100,
+        jitterMs: 20,
+        lifetimeMs: 30_000
       })
       const client = network.script("b", fixture("echo.mjs"), ["client", `127.0.0.1:${relay.port}`, "30"], { lifetimeMs: 30_000 })
       const rtts = JSON.parse((await client.waitFor(/rtts (\[.*\])/, 25_000))[1] ?? "[]") as Array<number>
@@ -65,11 +69,16 @@ describe(`network namespaces as hosts (${runtime})`, () => {
   it("WebSocket transport: a frame crosses from B to A; with B's link cut A sees no frame and B notices; restored, the frames sent meanwhile arrive in order", async () => {
     const network = Netns.create(["a", "b"])
     try {
-      const coordinator = network.script("a", fixture("ws-coordinator.ts"), [network.address("a"), token, "1", "50000"], { lifetimeMs: 55_000 })
+      const coordinator = network.script("a", fixture("ws-coordinator.ts"), [network.address("a"), token, "1", "50000"], {
+        lifetimeMs: 55_000
+      })
       const port = Number((await coordinator.waitFor(/listening (\d+)/, 20_000))[1])
-      const rank = network.script("b", fixture("ws-rank.ts"), [
-        `ws://${network.address("a")}:${port}/`, token, "0", "100", "1000", "50000"
-      ], { lifetimeMs: 55_000 })
+      const rank = network.script(
+        "b",
+        fixture("ws-rank.ts"),
+        [`ws://${network.address("a")}:${port}/`, token, "0", "100", "1000", "50000"],
+        { lifetimeMs: 55_000 }
+      )
       await coordinator.waitFor(/frame 0 3\n/, 20_000)
       const frames = () => [...coordinator.stdout().matchAll(/frame 0 (\d+)\n/g)].map((m) => Number(m[1]))
 
@@ -100,11 +109,16 @@ describe(`network namespaces as hosts (${runtime})`, () => {
   it("WebSocket transport: a rank closed by the coordinator during the cut gets the close code once the link is back", async () => {
     const network = Netns.create(["a", "b"])
     try {
-      const coordinator = network.script("a", fixture("ws-coordinator.ts"), [network.address("a"), token, "1", "50000", "1000", "4011"], { lifetimeMs: 55_000 })
+      const coordinator = network.script("a", fixture("ws-coordinator.ts"), [network.address("a"), token, "1", "50000", "1000", "4011"], {
+        lifetimeMs: 55_000
+      })
       const port = Number((await coordinator.waitFor(/listening (\d+)/, 20_000))[1])
-      const rank = network.script("b", fixture("ws-rank.ts"), [
-        `ws://${network.address("a")}:${port}/`, token, "0", "100", "1000", "50000"
-      ], { lifetimeMs: 55_000 })
+      const rank = network.script(
+        "b",
+        fixture("ws-rank.ts"),
+        [`ws://${network.address("a")}:${port}/`, token, "0", "100", "1000", "50000"],
+        { lifetimeMs: 55_000 }
+      )
       await coordinator.waitFor(/frame 0 3\n/, 20_000)
       network.cut("b")
       await coordinator.waitFor(/closed 0/, 5000)
@@ -113,7 +127,9 @@ describe(`network namespaces as hosts (${runtime})`, () => {
       const restoredAt = Date.now()
       // The close frame waited in A's send queue; TCP delivers it once the link is back.
       const ended = JSON.parse((await rank.waitFor(/ended (\{.*\})/, 20_000))[1] ?? "{}") as { _tag?: string; closeCode?: number }
-      console.log(`[net ${runtime}] the close reached the rank ${Date.now() - restoredAt} ms after the link came back: ${JSON.stringify(ended)}`)
+      console.log(
+        `[net ${runtime}] the close reached the rank ${Date.now() - restoredAt} ms after the link came back: ${JSON.stringify(ended)}`
+      )
       expect(ended).toEqual({ _tag: "Disconnected", closeCode: 4011 })
       expect(await rank.exited).toBe(0)
     } finally {

@@ -30,15 +30,19 @@ const port = 7100
 const { audits, readRun, sleep } = Cluster
 
 /** `cohort serve` in A, and one `cohort join` per rank in `hostOf(rank)`. */
-const start = (network: Netns.Network, name: string, options: {
-  readonly trainer: string
-  readonly worldSize: number
-  readonly epochs: number
-  readonly hostOf: (rank: number) => string
-  readonly lifetimeMs: number
-  readonly env?: Readonly<Record<string, string>>
-  readonly serveArgs?: ReadonlyArray<string>
-}) => Cluster.start(network, { ...options, scratch, name, port })
+const start = (
+  network: Netns.Network,
+  name: string,
+  options: {
+    readonly trainer: string
+    readonly worldSize: number
+    readonly epochs: number
+    readonly hostOf: (rank: number) => string
+    readonly lifetimeMs: number
+    readonly env?: Readonly<Record<string, string>>
+    readonly serveArgs?: ReadonlyArray<string>
+  }
+) => Cluster.start(network, { ...options, scratch, name, port })
 
 describe(`served ranks on links that misbehave (${runtime})`, () => {
   it("rank 0's link down for 8 s, 9 s, 8 s and 9 s with default timeouts: resumed each time, never lost, audits clean; down for 20 s: declared once, refused with RankDead on its return, the others go on", async () => {
@@ -48,7 +52,11 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
     const network = Netns.create(["a", "b", "c"])
     try {
       const { serve, ranks, out } = await start(network, "cut", {
-        trainer: heldTrainer, worldSize: 3, epochs: 60, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs,
+        trainer: heldTrainer,
+        worldSize: 3,
+        epochs: 60,
+        hostOf: (rank) => (rank === 0 ? "b" : "c"),
+        lifetimeMs,
         env: { COHORT_TEST_HOLD: hold }
       })
       const startedAt = Date.now()
@@ -73,12 +81,19 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       await sleep(Math.max(0, 20_000 - (Date.now() - cutAt)))
       network.up("b")
       const zeroExit = await ranks[0]!.exited
-      mark(`rank 0 exited ${zeroExit}; the coordinator said:\n${(serve.stdout() + serve.stderr()).split("\n").filter((l) => /rank 0 lost|refused|formed/.test(l)).join("\n")}`)
+      mark(
+        `rank 0 exited ${zeroExit}; the coordinator said:\n${(serve.stdout() + serve.stderr())
+          .split("\n")
+          .filter((l) => /rank 0 lost|refused|formed/.test(l))
+          .join("\n")}`
+      )
       unlinkSync(hold)
       expect(await serve.exited).toBe(0)
       expect(await Promise.all([ranks[1]!.exited, ranks[2]!.exited])).toEqual([0, 0])
       const said = `${ranks[0]!.stdout()}${ranks[0]!.stderr()}`.trim().split("\n")
-      console.log(`[links ${runtime}] 20 s cut: rank 0 declared ${declaredAfterMs} ms after it, then exited ${zeroExit}: ${JSON.stringify(said)}`)
+      console.log(
+        `[links ${runtime}] 20 s cut: rank 0 declared ${declaredAfterMs} ms after it, then exited ${zeroExit}: ${JSON.stringify(said)}`
+      )
       expect(zeroExit).toBe(13)
       expect(said.at(-1)).toMatch(/^cohort rank 0: the coordinator declared this rank dead \(close code 4011\)/)
       const { summary, events } = readRun(out)
@@ -111,7 +126,11 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
     try {
       network.rateLimitBoth("b", { rateKbit: 1000, burstBytes: 4096, latencyMs: 400 })
       const { serve, ranks, out } = await start(network, "slow", {
-        trainer: wideTrainer, worldSize: 2, epochs: 1, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000
+        trainer: wideTrainer,
+        worldSize: 2,
+        epochs: 1,
+        hostOf: (rank) => (rank === 0 ? "b" : "c"),
+        lifetimeMs: 110_000
       })
       expect(await serve.exited).toBe(0)
       expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0])
@@ -122,9 +141,11 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       const epochMs = (events.find((e) => e.type === "epoch")?.ms ?? Number.NaN) - formedMs
       // 1.6 MB each way at 1 Mbit/s is about 13 s each: longer than the 10 s heartbeat timeout.
       expect(epochMs).toBeGreaterThan(10_000)
-      console.log(`[links ${runtime}] 1 Mbit/s link, 407,050 parameters, 2 ranks: epoch 0 took ${epochMs} ms; rounds ${
-        JSON.stringify(events.filter((e) => e.type === "round").map((e) => [e.contributors, e.openMs]))
-      }`)
+      console.log(
+        `[links ${runtime}] 1 Mbit/s link, 407,050 parameters, 2 ranks: epoch 0 took ${epochMs} ms; rounds ${JSON.stringify(
+          events.filter((e) => e.type === "round").map((e) => [e.contributors, e.openMs])
+        )}`
+      )
     } finally {
       network.destroy()
     }
@@ -135,7 +156,11 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
     try {
       network.dropPercentBoth("b", 30)
       const { serve, ranks, out } = await start(network, "lossy", {
-        trainer: steadySlow, worldSize: 3, epochs: 3, hostOf: (rank) => (rank === 0 ? "b" : "c"), lifetimeMs: 110_000,
+        trainer: steadySlow,
+        worldSize: 3,
+        epochs: 3,
+        hostOf: (rank) => (rank === 0 ? "b" : "c"),
+        lifetimeMs: 110_000,
         serveArgs: ["--round-deadline-ms", "500"]
       })
       expect(await serve.exited, serve.stderr()).toBe(0)
@@ -144,12 +169,18 @@ describe(`served ranks on links that misbehave (${runtime})`, () => {
       const { summary, events } = readRun(out)
       expect(summary.deaths.filter((d) => d.rank !== 0)).toEqual([])
       expect(summary.deaths.length).toBeLessThanOrEqual(1)
-      expect(audits(summary)).toEqual([[4800, 0, 0], [4800, 0, 0], [4800, 0, 0]])
+      expect(audits(summary)).toEqual([
+        [4800, 0, 0],
+        [4800, 0, 0],
+        [4800, 0, 0]
+      ])
       const rounds = events.filter((e) => e.type === "round")
       const resumes = events.filter((e) => e.type === "resumed").map((e) => e.silentMs)
-      console.log(`[links ${runtime}] rank 0 at 30% loss: exited ${zeroExit}, deaths ${JSON.stringify(summary.deaths.map((d) => [d.rank, d.cause]))}; ` +
-        `round times ${JSON.stringify(Cluster.roundTimes(events))} ms, contributors ${JSON.stringify(rounds.map((e) => e.contributors))}; ` +
-        `resumes after ${JSON.stringify(resumes)} ms; packets dropped ${network.dropped("b")} at B`)
+      console.log(
+        `[links ${runtime}] rank 0 at 30% loss: exited ${zeroExit}, deaths ${JSON.stringify(summary.deaths.map((d) => [d.rank, d.cause]))}; ` +
+          `round times ${JSON.stringify(Cluster.roundTimes(events))} ms, contributors ${JSON.stringify(rounds.map((e) => e.contributors))}; ` +
+          `resumes after ${JSON.stringify(resumes)} ms; packets dropped ${network.dropped("b")} at B`
+      )
     } finally {
       network.destroy()
     }

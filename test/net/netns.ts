@@ -82,7 +82,10 @@ const alive = (pid: number): boolean => {
 
 /** Deletes namespaces `ch<pid>-...` whose `pid` is no longer running: leftovers of a killed run. */
 export const sweepLeftovers = (): ReadonlyArray<string> => {
-  const names = ip("netns", "list").split("\n").map((line) => line.split(" ")[0] ?? "").filter((n) => n !== "")
+  const names = ip("netns", "list")
+    .split("\n")
+    .map((line) => line.split(" ")[0] ?? "")
+    .filter((n) => n !== "")
   const gone = names.filter((name) => {
     const pid = /^ch(\d+)-[0-9a-z]+-/.exec(name)?.[1]
     return pid !== undefined && Number(pid) !== process.pid && !alive(Number(pid))
@@ -133,24 +136,33 @@ export interface Network {
   readonly restore: (host: string) => void
   readonly down: (host: string) => void
   readonly up: (host: string) => void
-  readonly rateLimit: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
-  readonly rateLimitBoth: (host: string, options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }) => void
+  readonly rateLimit: (
+    host: string,
+    options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }
+  ) => void
+  readonly rateLimitBoth: (
+    host: string,
+    options: { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }
+  ) => void
   readonly dropPercent: (host: string, percent: number) => void
   /** `dropPercent` on the host's own side and, on the switch, `percent`% of what it sends: that loss both ways on its link only. */
   readonly dropPercentBoth: (host: string, percent: number) => void
   /** Packets `dropPercent`'s rule has dropped in `host` so far. */
   readonly dropped: (host: string) => number
-  readonly relay: (host: string, options: {
-    readonly listen: string
-    readonly target: string
-    readonly delayMs: number
-    readonly jitterMs: number
-    /** The relay stops (closing every connection) past this many bytes, both ways together; default 64 MiB. */
-    readonly bytesMax?: number
-    readonly lifetimeMs?: number
-    /** Every byte relayed, both ways, is appended to this file (a capture of the link); default none. */
-    readonly recordFile?: string
-  }) => Promise<Relay>
+  readonly relay: (
+    host: string,
+    options: {
+      readonly listen: string
+      readonly target: string
+      readonly delayMs: number
+      readonly jitterMs: number
+      /** The relay stops (closing every connection) past this many bytes, both ways together; default 64 MiB. */
+      readonly bytesMax?: number
+      readonly lifetimeMs?: number
+      /** Every byte relayed, both ways, is appended to this file (a capture of the link); default none. */
+      readonly recordFile?: string
+    }
+  ) => Promise<Relay>
   readonly destroy: () => void
 }
 
@@ -204,8 +216,24 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
   }
   type Limit = { readonly rateKbit: number; readonly burstBytes?: number; readonly latencyMs?: number }
   const shape = (ns: string, dev: string, limit: Limit) =>
-    run("ip", ["netns", "exec", ns, "tc", "qdisc", "replace", "dev", dev, "root", "tbf",
-      "rate", `${limit.rateKbit}kbit`, "burst", String(limit.burstBytes ?? 64 * 1024), "latency", `${limit.latencyMs ?? 200}ms`])
+    run("ip", [
+      "netns",
+      "exec",
+      ns,
+      "tc",
+      "qdisc",
+      "replace",
+      "dev",
+      dev,
+      "root",
+      "tbf",
+      "rate",
+      `${limit.rateKbit}kbit`,
+      "burst",
+      String(limit.burstBytes ?? 64 * 1024),
+      "latency",
+      `${limit.latencyMs ?? 200}ms`
+    ])
   const rateLimit = (host: string, limit: Limit) => {
     ip("-n", namespace(host), "link", "show", "eth0")
     shape(namespace(host), "eth0", limit)
@@ -235,15 +263,20 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
 
   /** nftables drops `percent`% of the packets arriving on `eth0` in namespace `ns`. */
   const dropPercent = (ns: string, percent: number): void => {
-    if (!hasNft()) throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
-    run("ip", ["netns", "exec", ns, "nft", "-f", "-"], [
-      "table inet cohort_loss {",
-      "  chain input {",
-      "    type filter hook input priority 0; policy accept;",
-      `    iifname "eth0" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
-      "  }",
-      "}"
-    ].join("\n"))
+    if (!hasNft())
+      throw new Error("NETWORK TESTS NEED nftables for packet loss: `nft` is missing; apt-get install -y nftables (.ci/run does)")
+    run(
+      "ip",
+      ["netns", "exec", ns, "nft", "-f", "-"],
+      [
+        "table inet cohort_loss {",
+        "  chain input {",
+        "    type filter hook input priority 0; policy accept;",
+        `    iifname "eth0" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
+        "  }",
+        "}"
+      ].join("\n")
+    )
   }
 
   const exec = (host: string, command: string, args: ReadonlyArray<string>, execOptions: ExecOptions = {}): Proc => {
@@ -344,28 +377,37 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
     dropPercentBoth: (host, percent) => {
       dropPercent(namespace(host), percent)
       // Bridged frames pass the bridge family's hooks, not inet's: the rule names the host's port.
-      run("ip", ["netns", "exec", sw, "nft", "-f", "-"], [
-        `table bridge cohort_loss_${host} {`,
-        "  chain forward {",
-        "    type filter hook forward priority 0; policy accept;",
-        `    iifname "v-${host}" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
-        "  }",
-        "}"
-      ].join("\n"))
+      run(
+        "ip",
+        ["netns", "exec", sw, "nft", "-f", "-"],
+        [
+          `table bridge cohort_loss_${host} {`,
+          "  chain forward {",
+          "    type filter hook forward priority 0; policy accept;",
+          `    iifname "v-${host}" numgen random mod 10000 < ${Math.round(percent * 100)} counter drop`,
+          "  }",
+          "}"
+        ].join("\n")
+      )
     },
     dropped: (host) => {
       const listing = run("ip", ["netns", "exec", namespace(host), "nft", "list", "table", "inet", "cohort_loss"])
       return Number(/counter packets (\d+)/.exec(listing)?.[1] ?? Number.NaN)
     },
     relay: async (host, relayOptions) => {
-      const proc = script(host, relayScript, [
-        relayOptions.listen,
-        relayOptions.target,
-        String(relayOptions.delayMs),
-        String(relayOptions.jitterMs),
-        String(relayOptions.bytesMax ?? 64 * 1024 * 1024),
-        ...(relayOptions.recordFile === undefined ? [] : [relayOptions.recordFile])
-      ], { lifetimeMs: relayOptions.lifetimeMs ?? 60_000 })
+      const proc = script(
+        host,
+        relayScript,
+        [
+          relayOptions.listen,
+          relayOptions.target,
+          String(relayOptions.delayMs),
+          String(relayOptions.jitterMs),
+          String(relayOptions.bytesMax ?? 64 * 1024 * 1024),
+          ...(relayOptions.recordFile === undefined ? [] : [relayOptions.recordFile])
+        ],
+        { lifetimeMs: relayOptions.lifetimeMs ?? 60_000 }
+      )
       const match = await proc.waitFor(/relay listening on \S+:(\d+)/, 20_000)
       return { port: Number(match[1]), proc }
     },

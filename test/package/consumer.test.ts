@@ -29,10 +29,15 @@ afterAll(() => rmSync(work, { recursive: true, force: true }))
 // npm's own variables (a `npm run` above this test) and this repository's .bin folders must not
 // reach the consumer's commands: they would point npm and npx back at the repository.
 const env: Record<string, string> = Object.fromEntries(
-  Object.entries(process.env).filter((entry): entry is [string, string] =>
-    entry[1] !== undefined && !/^npm_/i.test(entry[0]) && entry[0] !== "INIT_CWD" && entry[0] !== "NODE_PATH")
+  Object.entries(process.env).filter(
+    (entry): entry is [string, string] =>
+      entry[1] !== undefined && !/^npm_/i.test(entry[0]) && entry[0] !== "INIT_CWD" && entry[0] !== "NODE_PATH"
+  )
 )
-env.PATH = (process.env.PATH ?? "").split(":").filter((dir) => !dir.includes("node_modules")).join(":")
+env.PATH = (process.env.PATH ?? "")
+  .split(":")
+  .filter((dir) => !dir.includes("node_modules"))
+  .join(":")
 
 interface Ran {
   readonly code: number | null
@@ -100,13 +105,17 @@ beforeAll(async () => {
 type Runtime = "node" | "bun" | "deno"
 
 /** How a user starts the installed command under each runtime, and a `run()` script in TypeScript. */
-const cohortCommand: Record<Runtime, { readonly project: string; readonly cli: ReadonlyArray<string>; readonly script: ReadonlyArray<string> }> = {
+const cohortCommand: Record<
+  Runtime,
+  { readonly project: string; readonly cli: ReadonlyArray<string>; readonly script: ReadonlyArray<string> }
+> = {
   node: { project: npmProject, cli: ["npx", "cohort"], script: ["npx", "tsx", "train.mts"] },
   bun: { project: bunProject, cli: [bunBin, "--bun", "x", "cohort"], script: [bunBin, "train.mts"] },
   deno: { project: npmProject, cli: [denoBin, "run", "-A", "npm:cohort"], script: [denoBin, "run", "-A", "train.mts"] }
 }
 
-const audits = (stdout: string): unknown => (JSON.parse(stdout) as { epochs: ReadonlyArray<{ lost: number; duplicated: number }> }).epochs.map((e) => [e.lost, e.duplicated])
+const audits = (stdout: string): unknown =>
+  (JSON.parse(stdout) as { epochs: ReadonlyArray<{ lost: number; duplicated: number }> }).epochs.map((e) => [e.lost, e.duplicated])
 
 describe.each(["node", "bun", "deno"] as const)("the packed package installed outside the repository, on %s", (runtime) => {
   const { project, cli, script } = cohortCommand[runtime]
@@ -123,9 +132,28 @@ describe.each(["node", "bun", "deno"] as const)("the packed package installed ou
   }, 240_000)
 
   it("cohort run trains the project's .ts trainer on worker ranks, and a .ts trainer in a folder with no package.json (a space in its path) on process ranks", async () => {
-    const mine = ok(await cohort(["run", "--trainer", "./my-trainer.ts", "--world-size", "2", "--epochs", "1", "--json", "--out", "runs"]), "cohort run (worker)")
+    const mine = ok(
+      await cohort(["run", "--trainer", "./my-trainer.ts", "--world-size", "2", "--epochs", "1", "--json", "--out", "runs"]),
+      "cohort run (worker)"
+    )
     expect(audits(mine.out)).toEqual([[0, 0]])
-    const elsewhere = ok(await cohort(["run", "--trainer", looseTrainer, "--world-size", "2", "--epochs", "1", "--transport", "process", "--json", "--out", "runs"]), "cohort run (process)")
+    const elsewhere = ok(
+      await cohort([
+        "run",
+        "--trainer",
+        looseTrainer,
+        "--world-size",
+        "2",
+        "--epochs",
+        "1",
+        "--transport",
+        "process",
+        "--json",
+        "--out",
+        "runs"
+      ]),
+      "cohort run (process)"
+    )
     expect(audits(elsewhere.out)).toEqual([[0, 0]])
   }, 240_000)
 
@@ -138,10 +166,30 @@ describe.each(["node", "bun", "deno"] as const)("the packed package installed ou
     const port = await freePort()
     const tokenFile = join(project, `token-${runtime}`)
     writeFileSync(tokenFile, "consumer-test-token-0123456789ab\n")
-    const serve = cohort(["serve", "--trainer", "./my-trainer.ts", "--world-size", "2", "--epochs", "1", "--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--json", "--out", "runs"])
-    const joins = [0, 1].map(() => cohort(["join", `ws://127.0.0.1:${port}/`, "--trainer", "./my-trainer.ts", "--token-file", tokenFile, "--save-dir", "saves"]))
+    const serve = cohort([
+      "serve",
+      "--trainer",
+      "./my-trainer.ts",
+      "--world-size",
+      "2",
+      "--epochs",
+      "1",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokenFile,
+      "--json",
+      "--out",
+      "runs"
+    ])
+    const joins = [0, 1].map(() =>
+      cohort(["join", `ws://127.0.0.1:${port}/`, "--trainer", "./my-trainer.ts", "--token-file", tokenFile, "--save-dir", "saves"])
+    )
     const [served, ...joined] = await Promise.all([serve, ...joins])
-    expect(joined.map((j) => j.code), joined.map((j) => j.err).join("\n")).toEqual([0, 0])
+    expect(
+      joined.map((j) => j.code),
+      joined.map((j) => j.err).join("\n")
+    ).toEqual([0, 0])
     expect(audits(ok(served!, "cohort serve").out)).toEqual([[0, 0]])
   }, 240_000)
 

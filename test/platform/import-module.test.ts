@@ -22,12 +22,15 @@ const write = (path: string, text: string): string => {
 describe(`importing a user's module from anywhere (${Runtime.detect()})`, () => {
   it("a .ts in a folder with no package.json, with a relative import and its own import.meta.url", async () => {
     write(join(dir, "plain", "helper.ts"), `export const twice = (n: number): number => 2 * n\n`)
-    const url = write(join(dir, "plain", "trainer.ts"), [
-      `import { twice } from "./helper.ts"`,
-      `export const trainSamples: number = twice(21)`,
-      `export const here: string = import.meta.url`,
-      ``
-    ].join("\n"))
+    const url = write(
+      join(dir, "plain", "trainer.ts"),
+      [
+        `import { twice } from "./helper.ts"`,
+        `export const trainSamples: number = twice(21)`,
+        `export const here: string = import.meta.url`,
+        ``
+      ].join("\n")
+    )
     const module = (await Bundle.importModule(url)) as { trainSamples: number; here: string }
     expect([module.trainSamples, module.here]).toEqual([42, url])
   })
@@ -42,7 +45,10 @@ describe(`importing a user's module from anywhere (${Runtime.detect()})`, () => 
 
   it("a module that does not compile is refused, naming the file and line (Node compiles it first)", async () => {
     const url = write(join(dir, "broken", "trainer.ts"), `export const trainSamples = (\n`)
-    const error = await Bundle.importModule(url).then(() => undefined, (e: unknown) => e)
+    const error = await Bundle.importModule(url).then(
+      () => undefined,
+      (e: unknown) => e
+    )
     expect(error).toBeInstanceOf(Error)
     if (Runtime.detect() === "node") {
       expect(error).toBeInstanceOf(Bundle.ModuleBuildError)

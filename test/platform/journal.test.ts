@@ -21,7 +21,7 @@ describe("Files.openJournal and writeFileAtomic", () => {
     expect(lines.slice(1, 1001).map((line) => (JSON.parse(line) as { i: number }).i)).toEqual(Array.from({ length: 1000 }, (_, i) => i))
     journal.append("last\n")
     await journal.close()
-    expect(readFileSync(path, "utf8").endsWith("{\"i\":999}\nlast\n")).toBe(true)
+    expect(readFileSync(path, "utf8").endsWith('{"i":999}\nlast\n')).toBe(true)
     expect(journal.error()).toBeUndefined()
     // After close, appends are dropped and close is idempotent.
     journal.append("dropped\n")
@@ -32,22 +32,25 @@ describe("Files.openJournal and writeFileAtomic", () => {
   it("writeFileAtomic replaces a file whole and leaves no temporary file", async () => {
     const path = join(dir, "summary.json")
     writeFileSync(path, "old")
-    await Files.writeFileAtomic(path, "{\"new\":true}\n")
-    expect(readFileSync(path, "utf8")).toBe("{\"new\":true}\n")
+    await Files.writeFileAtomic(path, '{"new":true}\n')
+    expect(readFileSync(path, "utf8")).toBe('{"new":true}\n')
     expect(await Files.exists(`${path}.tmp`)).toBe(false)
   })
 
-  it.runIf(process.platform === "linux")("a write the device refuses (/dev/full: ENOSPC) is told to onError once, at once, and kept in error(); sync and close still resolve", async () => {
-    const errors: Array<unknown> = []
-    const journal = await Files.openJournal("/dev/full", (error) => errors.push(error))
-    journal.append("a line\n")
-    await journal.sync()
-    expect(errors.map((e) => (e as { code?: string }).code)).toEqual(["ENOSPC"])
-    expect(String((errors[0] as Error).message)).toMatch(/no space left on device/i)
-    journal.append("another\n")
-    await journal.sync()
-    await journal.close()
-    expect(errors.length).toBe(1)
-    expect(journal.error()).toBe(errors[0])
-  })
+  it.runIf(process.platform === "linux")(
+    "a write the device refuses (/dev/full: ENOSPC) is told to onError once, at once, and kept in error(); sync and close still resolve",
+    async () => {
+      const errors: Array<unknown> = []
+      const journal = await Files.openJournal("/dev/full", (error) => errors.push(error))
+      journal.append("a line\n")
+      await journal.sync()
+      expect(errors.map((e) => (e as { code?: string }).code)).toEqual(["ENOSPC"])
+      expect(String((errors[0] as Error).message)).toMatch(/no space left on device/i)
+      journal.append("another\n")
+      await journal.sync()
+      await journal.close()
+      expect(errors.length).toBe(1)
+      expect(journal.error()).toBe(errors[0])
+    }
+  )
 })

@@ -13,11 +13,13 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 const linux = existsSync("/proc/self/stat")
 /** What a lock of this process records beside its pid and time: on Linux its start, boot and PID namespace. */
-const self = linux ? {
-  startTicks: Number(readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ")[19]),
-  bootId: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
-  pidNamespace: readlinkSync("/proc/self/ns/pid")
-} : {}
+const self = linux
+  ? {
+      startTicks: Number(readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ")[19]),
+      bootId: readFileSync("/proc/sys/kernel/random/boot_id", "utf8").trim(),
+      pidNamespace: readlinkSync("/proc/self/ns/pid")
+    }
+  : {}
 
 /** The id of a process that has ended (a finished child). */
 const deadPid = (): number => {
@@ -64,8 +66,13 @@ describe("lock files", () => {
   })
 
   it("processAlive: this process and pid 1 are alive; an ended child and nonsense ids are not", () => {
-    expect([LockFile.processAlive(process.pid), LockFile.processAlive(1), LockFile.processAlive(deadPid()), LockFile.processAlive(0), LockFile.processAlive(-5)])
-      .toEqual([true, true, false, false, false])
+    expect([
+      LockFile.processAlive(process.pid),
+      LockFile.processAlive(1),
+      LockFile.processAlive(deadPid()),
+      LockFile.processAlive(0),
+      LockFile.processAlive(-5)
+    ]).toEqual([true, true, false, false, false])
   })
 
   it("an old lock that holds only a live pid is held (the pid's liveness decides)", async () => {
@@ -91,19 +98,25 @@ describe("lock files", () => {
     }
   })
 
-  it.runIf(linux)("a lock of this very process (same start, boot and namespace) is held; of another boot, or of a PID namespace that is gone, stale", async () => {
-    const path = join(dir, "facts.lock")
-    const write = (extra: object) => writeFileSync(path, `${JSON.stringify({ pid: process.pid, acquiredAtMs: 8, ...self, ...extra })}\n`)
-    write({})
-    expect((await LockFile.inspect(path))._tag).toBe("Live")
-    write({ bootId: "00000000-0000-0000-0000-000000000000" })
-    expect(await LockFile.inspect(path)).toMatchObject({ _tag: "Stale", why: `process ${process.pid} ran before the machine restarted (another boot id)` })
-    // PID 1 of a container that is gone: no process of that namespace is left.
-    write({ pid: 1, pidNamespace: "pid:[1]" })
-    expect(await LockFile.inspect(path)).toMatchObject({ _tag: "Stale", why: "process 1 of another PID namespace (a container) is gone" })
-    // PID 1 of this namespace with another start time: the lock is not init's.
-    write({ pid: 1 })
-    expect(await LockFile.inspect(path)).toMatchObject({ _tag: "Stale", why: "process 1 started at another time (its PID was reused)" })
-    expect(await LockFile.inspect(join(dir, "none.lock"))).toEqual({ _tag: "None" })
-  })
+  it.runIf(linux)(
+    "a lock of this very process (same start, boot and namespace) is held; of another boot, or of a PID namespace that is gone, stale",
+    async () => {
+      const path = join(dir, "facts.lock")
+      const write = (extra: object) => writeFileSync(path, `${JSON.stringify({ pid: process.pid, acquiredAtMs: 8, ...self, ...extra })}\n`)
+      write({})
+      expect((await LockFile.inspect(path))._tag).toBe("Live")
+      write({ bootId: "00000000-0000-0000-0000-000000000000" })
+      expect(await LockFile.inspect(path)).toMatchObject({
+        _tag: "Stale",
+        why: `process ${process.pid} ran before the machine restarted (another boot id)`
+      })
+      // PID 1 of a container that is gone: no process of that namespace is left.
+      write({ pid: 1, pidNamespace: "pid:[1]" })
+      expect(await LockFile.inspect(path)).toMatchObject({ _tag: "Stale", why: "process 1 of another PID namespace (a container) is gone" })
+      // PID 1 of this namespace with another start time: the lock is not init's.
+      write({ pid: 1 })
+      expect(await LockFile.inspect(path)).toMatchObject({ _tag: "Stale", why: "process 1 started at another time (its PID was reused)" })
+      expect(await LockFile.inspect(join(dir, "none.lock"))).toEqual({ _tag: "None" })
+    }
+  )
 })

@@ -33,43 +33,77 @@ const journalOf = (runDir: string): Array<RunEvent> => {
   const path = join(runDir, "events.ndjson")
   if (!existsSync(path)) return []
   const text = readFileSync(path, "utf8")
-  return text.slice(0, text.lastIndexOf("\n") + 1).split("\n").filter((line) => line !== "").map((line) => JSON.parse(line) as RunEvent)
+  return text
+    .slice(0, text.lastIndexOf("\n") + 1)
+    .split("\n")
+    .filter((line) => line !== "")
+    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 /** The host pids of `parent`'s children (from `/proc/<pid>/stat`'s ppid). */
 const childrenOf = (parent: number): Array<number> =>
-  readdirSync("/proc").filter((name) => /^\d+$/.test(name)).map(Number).filter((pid) => {
-    try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-      return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === String(parent)
-    } catch {
-      return false
-    }
-  })
+  readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === String(parent)
+      } catch {
+        return false
+      }
+    })
 
 describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
   it("SIGKILLed mid-run: its run.lock names process 1; resume says the lock is stale and why, takes over a resume.lock of the same holder, and completes with clean audits", async () => {
     requireRootLinux()
     const runtimeArgs = runtime === "deno" ? ["run", "-A", cli] : [cli]
     const parentOut = join(outDir, "runs")
-    const coordinator = spawn("unshare", [
-      "--pid", "--fork", "--mount-proc", process.execPath, ...runtimeArgs,
-      "run", "--trainer", steadySlow, "--transport", "worker", "--world-size", "2", "--epochs", "3", "--no-kill", "--out", parentOut
-    ], { stdio: ["ignore", "pipe", "pipe"] })
+    const coordinator = spawn(
+      "unshare",
+      [
+        "--pid",
+        "--fork",
+        "--mount-proc",
+        process.execPath,
+        ...runtimeArgs,
+        "run",
+        "--trainer",
+        steadySlow,
+        "--transport",
+        "worker",
+        "--world-size",
+        "2",
+        "--epochs",
+        "3",
+        "--no-kill",
+        "--out",
+        parentOut
+      ],
+      { stdio: ["ignore", "pipe", "pipe"] }
+    )
     started.push(coordinator)
     let stderr = ""
     coordinator.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
     coordinator.stdout.resume()
     let runDir = ""
     // Once epoch 0 is audited and checkpointed and epoch 1 is under way.
-    await waitFor(() => {
-      const dirs = existsSync(parentOut) ? readdirSync(parentOut) : []
-      runDir = dirs.length === 1 ? join(parentOut, dirs[0]!) : ""
-      const journal = runDir === "" ? [] : journalOf(runDir)
-      const v0 = join(runDir, "checkpoints", "v0")
-      return journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) && journal.some((e) => e.type === "progress" && e.epoch === 1) &&
-        existsSync(v0) && readdirSync(v0).some((name) => name.endsWith(".json"))
-    }, 120_000, `epoch 1 of the run in PID 1 (stderr: ${stderr})`)
+    await waitFor(
+      () => {
+        const dirs = existsSync(parentOut) ? readdirSync(parentOut) : []
+        runDir = dirs.length === 1 ? join(parentOut, dirs[0]!) : ""
+        const journal = runDir === "" ? [] : journalOf(runDir)
+        const v0 = join(runDir, "checkpoints", "v0")
+        return (
+          journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
+          journal.some((e) => e.type === "progress" && e.epoch === 1) &&
+          existsSync(v0) &&
+          readdirSync(v0).some((name) => name.endsWith(".json"))
+        )
+      },
+      120_000,
+      `epoch 1 of the run in PID 1 (stderr: ${stderr})`
+    )
     const lock = JSON.parse(readFileSync(join(runDir, "run.lock"), "utf8")) as { pid: number; pidNamespace?: string }
     expect(lock.pid).toBe(1)
     expect([typeof lock.pidNamespace, lock.pidNamespace === readlinkSync("/proc/self/ns/pid")]).toEqual(["string", false])
@@ -77,7 +111,9 @@ describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
     const inside = childrenOf(coordinator.pid!)
     expect(inside.length).toBe(1)
     spawnSync("kill", ["-KILL", String(inside[0])])
-    await new Promise<void>((resolve) => (coordinator.exitCode !== null || coordinator.signalCode !== null ? resolve() : coordinator.on("close", () => resolve())))
+    await new Promise<void>((resolve) =>
+      coordinator.exitCode !== null || coordinator.signalCode !== null ? resolve() : coordinator.on("close", () => resolve())
+    )
     expect(journalOf(runDir).some((e) => e.type === "ended")).toBe(false)
     // A resume that ran as PID 1 of that namespace and died left its lock too.
     writeFileSync(join(runDir, "resume.lock"), readFileSync(join(runDir, "run.lock")))
@@ -85,7 +121,10 @@ describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
     const resumed = startCli(["resume", runDir, "--world-size", "2", "--json"], { cwd: process.cwd(), started })
     const code = await resumed.exit
     expect(code, resumed.err()).toBe(0)
-    const notes = resumed.err().split("\n").filter((line) => line.startsWith("cohort: note:"))
+    const notes = resumed
+      .err()
+      .split("\n")
+      .filter((line) => line.startsWith("cohort: note:"))
     expect(notes.slice(0, 2)).toEqual([
       `cohort: note: the lock ${runDir}/run.lock is stale: process 1 of another PID namespace (a container) is gone; the run is not running`,
       `cohort: note: took over the stale lock ${runDir}/resume.lock: process 1 of another PID namespace (a container) is gone`

@@ -13,24 +13,27 @@ const terminateMidStream = (killAfter: number) =>
     let received = 0
     let gaps = 0
     let killed = false
-    const child: RuntimeTypes.RawChild = NodeRuntime.spawnWorker({ entry, rank: 0, data: null }, {
-      message: (message) => {
-        if (after.length > 0) after.push("message")
-        const index = new DataView(message.buffer, message.byteOffset, message.byteLength).getUint32(0, true)
-        if (index !== received) gaps += 1
-        received += 1
-        if (received >= killAfter && !killed) {
-          killed = true
-          child.kill()
+    const child: RuntimeTypes.RawChild = NodeRuntime.spawnWorker(
+      { entry, rank: 0, data: null },
+      {
+        message: (message) => {
+          if (after.length > 0) after.push("message")
+          const index = new DataView(message.buffer, message.byteOffset, message.byteLength).getUint32(0, true)
+          if (index !== received) gaps += 1
+          received += 1
+          if (received >= killAfter && !killed) {
+            killed = true
+            child.kill()
+          }
+        },
+        error: (error) => after.push(`error ${String(error)}`),
+        closed: () => after.push("closed"),
+        exit: () => {
+          after.push("exit")
+          resolve({ received, gaps, after })
         }
-      },
-      error: (error) => after.push(`error ${String(error)}`),
-      closed: () => after.push("closed"),
-      exit: () => {
-        after.push("exit")
-        resolve({ received, gaps, after })
       }
-    })
+    )
   })
 
 describe(`spawnWorker (${runtime}): the end of a terminated worker`, () => {
@@ -52,14 +55,17 @@ describe(`spawnWorker (${runtime}): frames on the port`, () => {
     const answers: Array<Array<number>> = []
     let child: RuntimeTypes.RawChild | undefined
     await new Promise<void>((resolve, reject) => {
-      child = NodeRuntime.spawnWorker({ entry: echo, rank: 0, data: null }, {
-        message: (message) => {
-          answers.push([...message])
-          if (answers.length === 2) resolve()
-        },
-        error: (error) => reject(error),
-        exit: () => reject(new Error("the echo worker exited early"))
-      })
+      child = NodeRuntime.spawnWorker(
+        { entry: echo, rank: 0, data: null },
+        {
+          message: (message) => {
+            answers.push([...message])
+            if (answers.length === 2) resolve()
+          },
+          error: (error) => reject(error),
+          exit: () => reject(new Error("the echo worker exited early"))
+        }
+      )
       const shared = Uint8Array.from([9, 9, 1, 2, 3, 4, 9, 9])
       child.post(shared.subarray(2, 6))
       // The part was copied: the caller's buffer is neither detached nor changed.
@@ -67,6 +73,9 @@ describe(`spawnWorker (${runtime}): frames on the port`, () => {
       child.post(Uint8Array.from([5, 6, 7]))
     })
     child?.kill()
-    expect(answers).toEqual([[2, 3, 4], [6, 7]])
+    expect(answers).toEqual([
+      [2, 3, 4],
+      [6, 7]
+    ])
   }, 30_000)
 })

@@ -46,12 +46,18 @@ describe("SharedRingLink: one direction of a worker ring link over shared memory
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 0, max: 4 }),
-        fc.array(fc.record({ length: fc.integer({ min: 0, max: 300 }), f64: fc.boolean(), pauseMs: fc.integer({ min: 0, max: 3 }) }), { minLength: 1, maxLength: 24 }),
+        fc.array(fc.record({ length: fc.integer({ min: 0, max: 300 }), f64: fc.boolean(), pauseMs: fc.integer({ min: 0, max: 3 }) }), {
+          minLength: 1,
+          maxLength: 24
+        }),
         fc.integer({ min: 0, max: 3 }),
         async (slots, plan, portDelayMs) => {
           const delivered: Array<SharedRingLink.Step> = []
           const receiver = new SharedRingLink.Receiver((step) => delivered.push(step))
-          const port = portTo(() => receiver, () => Math.floor(Math.random() * (portDelayMs + 1)))
+          const port = portTo(
+            () => receiver,
+            () => Math.floor(Math.random() * (portDelayMs + 1))
+          )
           const sender = new SharedRingLink.Sender(port.post, slots)
           const sent: Array<SharedRingLink.Step> = []
           for (const [index, { length, f64, pauseMs }] of plan.entries()) {
@@ -75,7 +81,10 @@ describe("SharedRingLink: one direction of a worker ring link over shared memory
   it("uses the slots when they are free: only the announcement and the steps that found every slot taken or did not fit take the port", async () => {
     const delivered: Array<SharedRingLink.Step> = []
     const receiver = new SharedRingLink.Receiver((step) => delivered.push(step))
-    const port = portTo(() => receiver, () => 0)
+    const port = portTo(
+      () => receiver,
+      () => 0
+    )
     const sender = new SharedRingLink.Sender(port.post, 2)
     // Three steps before the receiver looks: two fill the slots, the third takes the port.
     for (const index of [0, 1, 2]) sender.send(stepOf(index, 100, true))
@@ -89,14 +98,23 @@ describe("SharedRingLink: one direction of a worker ring link over shared memory
     await port.drained()
     await until(() => delivered.length === 5, 2000)
     expect(port.posted()).toBe(3)
-    expect(delivered.map((s) => [s.round, s.step, s.data.length])).toEqual([[0, 0, 100], [0, 1, 100], [0, 2, 100], [0, 3, 5000], [1, 0, 100]])
+    expect(delivered.map((s) => [s.round, s.step, s.data.length])).toEqual([
+      [0, 0, 100],
+      [0, 1, 100],
+      [0, 2, 100],
+      [0, 3, 5000],
+      [1, 0, 100]
+    ])
     receiver.close()
   })
 
   it("with 0 slots every step takes the port, in order", async () => {
     const delivered: Array<SharedRingLink.Step> = []
     const receiver = new SharedRingLink.Receiver((step) => delivered.push(step))
-    const port = portTo(() => receiver, () => 1)
+    const port = portTo(
+      () => receiver,
+      () => 1
+    )
     const sender = new SharedRingLink.Sender(port.post, 0)
     for (const index of [0, 1, 2, 3]) sender.send(stepOf(index, 10, index % 2 === 0))
     await port.drained()
@@ -107,7 +125,10 @@ describe("SharedRingLink: one direction of a worker ring link over shared memory
   it("a receiver closed while it waits delivers nothing more, and its sender drops later steps without throwing", async () => {
     const delivered: Array<SharedRingLink.Step> = []
     const receiver = new SharedRingLink.Receiver((step) => delivered.push(step))
-    const port = portTo(() => receiver, () => 0)
+    const port = portTo(
+      () => receiver,
+      () => 0
+    )
     const sender = new SharedRingLink.Sender(port.post, 4)
     sender.send(stepOf(0, 50, true))
     await port.drained()
@@ -125,7 +146,10 @@ describe("SharedRingLink: one direction of a worker ring link over shared memory
   it("a closed sender's steps written before its close are still delivered", async () => {
     const delivered: Array<SharedRingLink.Step> = []
     const receiver = new SharedRingLink.Receiver((step) => delivered.push(step))
-    const port = portTo(() => receiver, () => 5)
+    const port = portTo(
+      () => receiver,
+      () => 5
+    )
     const sender = new SharedRingLink.Sender(port.post, 4)
     sender.send(stepOf(0, 50, true))
     sender.send(stepOf(1, 50, true))
@@ -162,14 +186,19 @@ describe("SharedRingLink between two real threads", () => {
         if (m === "done") done = true
         else if (SharedRingLink.isPortMessage(m)) receiver.portMessage(m)
       })
-      const worker = new Worker(url, { workerData: { cohortEntry: entry.href, port: port2, acks: answers.port2, count, slots, seed: SEED + slots }, transferList: [port2, answers.port2] })
+      const worker = new Worker(url, {
+        workerData: { cohortEntry: entry.href, port: port2, acks: answers.port2, count, slots, seed: SEED + slots },
+        transferList: [port2, answers.port2]
+      })
       await until(() => done && delivered.length >= count, 60_000)
       await worker.terminate()
       answers.port1.close()
       receiver.close()
       port1.close()
       expect(delivered.length).toBe(count)
-      const wrong = delivered.findIndex((s, index) => s.round !== index || s.data[0] !== index * 1000 || s.data[s.data.length - 1] !== index * 1000 + s.data.length - 1)
+      const wrong = delivered.findIndex(
+        (s, index) => s.round !== index || s.data[0] !== index * 1000 || s.data[s.data.length - 1] !== index * 1000 + s.data.length - 1
+      )
       expect(wrong).toBe(-1)
     }
   }, 120_000)

@@ -9,5 +9,4 @@ export const fnv = (values: ArrayLike<number>): number => {
 }
 
 /** FNV-1a over the bit patterns of float32 values. */
-export const fnvFloat32 = (values: Float32Array): number =>
-  fnv(new Uint32Array(values.buffer, values.byteOffset, values.length))
+export const fnvFloat32 = (values: Float32Array): number => fnv(new Uint32Array(values.buffer, values.byteOffset, values.length))

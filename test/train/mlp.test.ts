@@ -13,11 +13,24 @@ const DATA: Mlp.Samples = { codes: new Uint8Array([1, 2, 0, 1]), values: VALUES,
 
 // prettier-ignore
 const START = new Float32Array([
-  1, 1, 0, 2, // W1: input 0 -> [1, 1], input 1 -> [0, 2]
-  0, 0, //       b1
-  1, 0, 0, 0, // W2 from hidden 0
-  0, 1, 0, 0, // W2 from hidden 1
-  1, 0, 2, 2 //  b2
+  1,
+  1,
+  0,
+  2, // W1: input 0 -> [1, 1], input 1 -> [0, 2]
+  0,
+  0, //       b1
+  1,
+  0,
+  0,
+  0, // W2 from hidden 0
+  0,
+  1,
+  0,
+  0, // W2 from hidden 1
+  1,
+  0,
+  2,
+  2 //  b2
 ])
 
 describe("the MLP and its SGD step", () => {
@@ -37,11 +50,7 @@ describe("the MLP and its SGD step", () => {
     expect(loss).toBe(2 * Math.LN2)
     // prettier-ignore
     expect([...model.params]).toEqual([
-      1.375, 0.875, 0.1875, 1.9375,
-      0.375, -0.125,
-      1.375, -0.125, -0.125, -0.125,
-      0.75, 0.75, -0.25, -0.25,
-      1.375, -0.125, 1.875, 1.875
+      1.375, 0.875, 0.1875, 1.9375, 0.375, -0.125, 1.375, -0.125, -0.125, -0.125, 0.75, 0.75, -0.25, -0.25, 1.375, -0.125, 1.875, 1.875
     ])
   })
 
@@ -62,9 +71,7 @@ describe("the MLP and its SGD step", () => {
   it("skips an empty batch and refuses an index outside the data before changing anything", () => {
     const model = Mlp.make(TINY, START)
     expect(Mlp.trainStep(model, DATA, new Uint32Array(0), 0.5)).toBe(0)
-    expect(() => Mlp.trainStep(model, DATA, new Uint32Array([0, 2]), 0.5)).toThrow(
-      new RangeError("sample index 2 is out of range [0, 2)")
-    )
+    expect(() => Mlp.trainStep(model, DATA, new Uint32Array([0, 2]), 0.5)).toThrow(new RangeError("sample index 2 is out of range [0, 2)"))
     expect(model.params).toEqual(START)
     expect(() => Mlp.make(TINY, new Float32Array(17))).toThrow(new RangeError("expected 18 parameters, got 17"))
   })

@@ -71,9 +71,7 @@ describe("the bundled MNIST trainer", () => {
     // every loss is ln 10 (2.3025850929940455), summed over 2000 samples then divided.
     expect(trainer.evaluate()).toEqual({ accuracy: 0.1, loss: 2.302585092994049 })
     expect(() => trainer.setParams(new Float32Array(3))).toThrow(new RangeError("expected 407050 parameters, got 3"))
-    expect(() => trainer.trainBatch(new Uint32Array([8000]))).toThrow(
-      new RangeError("sample index 8000 is out of range [0, 8000)")
-    )
+    expect(() => trainer.trainBatch(new Uint32Array([8000]))).toThrow(new RangeError("sample index 8000 is out of range [0, 8000)"))
   })
 
   it("saves files that load back to the same parameters", async () => {

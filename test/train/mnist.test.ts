@@ -105,10 +105,10 @@ describe("reading a digit file", () => {
     expect(parse(`{"data":[2]}`)).toBe(reason(0, "2]"))
     expect(parse(`{"data":[0,]}`)).toBe(reason(1, "]"))
     expect(parse(`{"data":[0 1]}`)).toBe(reason(0, "0 1"))
-    expect(parse(`{"data":["0"]}`)).toBe(reason(0, "\""))
+    expect(parse(`{"data":["0"]}`)).toBe(reason(0, '"'))
   })
 
-  it("refuses files that are not {\"data\": [...]}", () => {
+  it('refuses files that are not {"data": [...]}', () => {
     expect(parse(`{"data": 5}`)).toBe("no `data` array")
     expect(parse(`[0, 1]`)).toBe(`not a file of the form {"data": [...]}`)
     expect(parse(`{"pixels": [0]}`)).toBe(`not a file of the form {"data": [...]}`)

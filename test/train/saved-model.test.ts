@@ -56,20 +56,44 @@ describe("SavedModel", () => {
 
   const broken: ReadonlyArray<readonly [string, (dir: string) => void, string]> = [
     ["no cohort-params.json", (dir) => rmSync(join(dir, "cohort-params.json")), "no cohort-params.json"],
-    ["cohort-params.json not JSON", (dir) => writeFileSync(join(dir, "cohort-params.json"), "{oops"), "cohort-params.json is not valid JSON"],
-    ["cohort-params.json a folder", (dir) => {
-      rmSync(join(dir, "cohort-params.json"))
-      mkdirSync(join(dir, "cohort-params.json"))
-    }, "cohort-params.json is a directory, not a file"],
-    ["no paramsLength", (dir) => writeFileSync(join(dir, "cohort-params.json"), JSON.stringify({ checksum: "00000000", epoch: 0, round: 0, rank: 0 })), "cohort-params.json has no valid paramsLength"],
+    [
+      "cohort-params.json not JSON",
+      (dir) => writeFileSync(join(dir, "cohort-params.json"), "{oops"),
+      "cohort-params.json is not valid JSON"
+    ],
+    [
+      "cohort-params.json a folder",
+      (dir) => {
+        rmSync(join(dir, "cohort-params.json"))
+        mkdirSync(join(dir, "cohort-params.json"))
+      },
+      "cohort-params.json is a directory, not a file"
+    ],
+    [
+      "no paramsLength",
+      (dir) => writeFileSync(join(dir, "cohort-params.json"), JSON.stringify({ checksum: "00000000", epoch: 0, round: 0, rank: 0 })),
+      "cohort-params.json has no valid paramsLength"
+    ],
     ["no cohort-params.f32", (dir) => rmSync(join(dir, "cohort-params.f32")), "no cohort-params.f32"],
-    ["a short cohort-params.f32", (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(7)), "cohort-params.f32 has 7 bytes, expected 12"],
-    ["a long cohort-params.f32", (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(16)), "cohort-params.f32 has 16 bytes, expected 12"],
-    ["a flipped byte", (dir) => {
-      const bytes = readFileSync(join(dir, "cohort-params.f32"))
-      bytes[5] = bytes[5]! ^ 1
-      writeFileSync(join(dir, "cohort-params.f32"), bytes)
-    }, "cohort-params.f32 does not match its checksum"]
+    [
+      "a short cohort-params.f32",
+      (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(7)),
+      "cohort-params.f32 has 7 bytes, expected 12"
+    ],
+    [
+      "a long cohort-params.f32",
+      (dir) => writeFileSync(join(dir, "cohort-params.f32"), new Uint8Array(16)),
+      "cohort-params.f32 has 16 bytes, expected 12"
+    ],
+    [
+      "a flipped byte",
+      (dir) => {
+        const bytes = readFileSync(join(dir, "cohort-params.f32"))
+        bytes[5] = bytes[5]! ^ 1
+        writeFileSync(join(dir, "cohort-params.f32"), bytes)
+      },
+      "cohort-params.f32 does not match its checksum"
+    ]
   ]
 
   it.each(broken)("%s: Unusable with one line", async (_name, damage, reason) => {

@@ -37,7 +37,10 @@ describe("validateTrainerModule", () => {
       [{ createTrainer, trainSamples: 2.5 }, "trainSamples must be a positive safe integer, got 2.5"],
       [{ createTrainer, trainSamples: Number.NaN }, "trainSamples must be a positive safe integer, got NaN"],
       [{ createTrainer, trainSamples: 2 ** 53 }, "trainSamples must be a positive safe integer, got 9007199254740992"],
-      [{ createTrainer, trainSamples: 2 ** 40 }, "trainSamples must be at most 4294967295 (sample indices are 32-bit: Uint32Array), got 1099511627776"],
+      [
+        { createTrainer, trainSamples: 2 ** 40 },
+        "trainSamples must be at most 4294967295 (sample indices are 32-bit: Uint32Array), got 1099511627776"
+      ],
       [
         {
           createTrainer,

@@ -9,13 +9,16 @@ import * as Transport from "../../src/transport/transport.ts"
 /** A frame that names its link and its index: `[link, index >> 8, index & 0xff]`. */
 const frame = (link: number, index: number) => Uint8Array.of(link, index >> 8, index & 0xff)
 const message = (link: number, from: number, count: number) =>
-  Batch.encode(Array.from({ length: count }, (_, i) => frame(link, from + i)), 3 * count)
+  Batch.encode(
+    Array.from({ length: count }, (_, i) => frame(link, from + i)),
+    3 * count
+  )
 
 /** A port that records the close codes asked of it (unit test: the hub is the unit). */
 const port = (closes: Array<number>): Hub.Port => ({ post: () => {}, close: (code) => void closes.push(code) })
 
 const takeAll = (hub: Hub.Hub, n: number) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const out: Array<Transport.Event> = []
     for (let i = 0; i < n; i++) out.push(yield* Effect.orDie(Queue.take(hub.transport.inbox)))
     return out
@@ -23,7 +26,7 @@ const takeAll = (hub: Hub.Hub, n: number) =>
 
 describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue: one rank never takes down the run)", () => {
   it.live("one link's 60,000-frame backlog delays another link's frame by at most one turn, not the backlog", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const hub = yield* Hub.make(Transport.coordinatorPeer)
       const closes: Array<number> = []
       const flood = hub.attach(0, port(closes))
@@ -37,16 +40,18 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue:
       // or earlier when its 4 ms run ends; the honest frame then waits for at most one flood turn.
       assert.isAtMost(honestAt, 256 + 64 + 64)
       // Each link's frames stay in order, and the flood's end comes after its last frame.
-      const floodIndices = events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
+      const floodIndices = events
+        .filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
         .map((e) => (e as Transport.Frame).bytes[1]! * 256 + (e as Transport.Frame).bytes[2]!)
       assert.strictEqual(floodIndices.length, 60_000)
       assert.isTrue(floodIndices.every((v, i) => v === (i & 0xffff)))
       assert.deepStrictEqual(events[60_001], { _tag: "Ended", peer: 0, cause: DeathReport.killed("SIGKILL") })
       assert.deepStrictEqual(closes, [])
-    }))
+    })
+  )
 
   it.live("frames keep their arrival stamp while they wait, and lastArrivalMs is the latest message's", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const hub = yield* Hub.make(Transport.coordinatorPeer)
       const link = hub.attach(3, port([]))
       assert.strictEqual(hub.transport.lastArrivalMs(3), undefined)
@@ -58,10 +63,11 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue:
       assert.isAtLeast(arrivedMs, before)
       assert.strictEqual(hub.transport.lastArrivalMs(3), arrivedMs)
       assert.strictEqual(hub.transport.lastArrivalMs(4), undefined)
-    }))
+    })
+  )
 
   it.live("a header declaring more than messageFramesMax frames closes the link with 4007 before any frame is built", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const hub = yield* Hub.make(Transport.coordinatorPeer, { messageFramesMax: 4096 })
       const closes: Array<number> = []
       const link = hub.attach(0, port(closes))
@@ -77,10 +83,11 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue:
       other.receive(message(1, 0, 4096))
       assert.deepStrictEqual(closes, [Transport.CloseCode.TooManyFrames])
       assert.strictEqual((yield* takeAll(hub, 4096)).length, 4096)
-    }))
+    })
+  )
 
   it.live("a link whose waiting frames would pass linkFramesMax is closed with 4005; the others are untouched", () =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const hub = yield* Hub.make(Transport.coordinatorPeer, { linkFramesMax: 2500 })
       const closes: Array<number> = []
       const flood = hub.attach(0, port(closes))
@@ -95,25 +102,34 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue:
       const events = yield* takeAll(hub, 2501)
       assert.strictEqual(events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0).length, 2500)
       assert.strictEqual((yield* hub.transport.stats).overflows, 1)
-    }))
+    })
+  )
 })
 
 describe("hub: order-free batches (Transport.Options.orderFree)", () => {
-  it.live("a batch made only of frames orderFree marks goes to the port's postLoose; a batch with any other frame, or a port without postLoose, goes to post", () =>
-    Effect.gen(function*() {
-      const hub = yield* Hub.make(Transport.coordinatorPeer, { orderFree: (f) => f[0] === 9 })
-      const posted: Array<string> = []
-      const record = (how: string) => (m: Uint8Array) => void posted.push(`${how}:${Batch.decode(m)!.map((f) => f[0]).join(",")}`)
-      hub.attach(0, { post: record("post"), postLoose: record("loose"), close: () => {} })
-      hub.attach(1, { post: record("post"), close: () => {} })
-      const flushed = () => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 0)))
-      yield* hub.transport.send(0, Uint8Array.of(9))
-      yield* flushed()
-      yield* hub.transport.send(0, Uint8Array.of(9))
-      yield* hub.transport.send(0, Uint8Array.of(1))
-      yield* flushed()
-      yield* hub.transport.send(1, Uint8Array.of(9))
-      yield* flushed()
-      assert.deepStrictEqual(posted, ["loose:9", "post:9,1", "post:9"])
-    }))
+  it.live(
+    "a batch made only of frames orderFree marks goes to the port's postLoose; a batch with any other frame, or a port without postLoose, goes to post",
+    () =>
+      Effect.gen(function* () {
+        const hub = yield* Hub.make(Transport.coordinatorPeer, { orderFree: (f) => f[0] === 9 })
+        const posted: Array<string> = []
+        const record = (how: string) => (m: Uint8Array) =>
+          void posted.push(
+            `${how}:${Batch.decode(m)!
+              .map((f) => f[0])
+              .join(",")}`
+          )
+        hub.attach(0, { post: record("post"), postLoose: record("loose"), close: () => {} })
+        hub.attach(1, { post: record("post"), close: () => {} })
+        const flushed = () => Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 0)))
+        yield* hub.transport.send(0, Uint8Array.of(9))
+        yield* flushed()
+        yield* hub.transport.send(0, Uint8Array.of(9))
+        yield* hub.transport.send(0, Uint8Array.of(1))
+        yield* flushed()
+        yield* hub.transport.send(1, Uint8Array.of(9))
+        yield* flushed()
+        assert.deepStrictEqual(posted, ["loose:9", "post:9,1", "post:9"])
+      })
+  )
 })

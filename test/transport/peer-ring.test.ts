@@ -22,7 +22,8 @@ const ranks = async (count: number, without: ReadonlyArray<number> = []) => {
   const rings = ports.map((port, rank) => PeerRing.start({ rank, token, urls, host, port, connectTimeoutMs: 2000 }))
   opened.push(...rings)
   // Wait for the listeners to bind.
-  for (let i = 0; i < 100 && rings.some((ring, rank) => !without.includes(rank) && !ring.listening()); i++) await new Promise((r) => setTimeout(r, 20))
+  for (let i = 0; i < 100 && rings.some((ring, rank) => !without.includes(rank) && !ring.listening()); i++)
+    await new Promise((r) => setTimeout(r, 20))
   return { rings, urls }
 }
 
@@ -81,7 +82,13 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     const data = new Float64Array([1.5, -2, 1])
     expect(ends[0]!.send({ generation: 0, round: 3, step: 0, data })).toBe(true)
     const step = await received
-    expect([step.generation, step.round, step.step, Array.from(step.data), step.data instanceof Float64Array]).toEqual([0, 3, 0, [1.5, -2, 1], true])
+    expect([step.generation, step.round, step.step, Array.from(step.data), step.data instanceof Float64Array]).toEqual([
+      0,
+      3,
+      0,
+      [1.5, -2, 1],
+      true
+    ])
   })
 
   it("a connection with a wrong token is closed with BadHello (4020), one from a rank that is not the previous neighbour with NotNeighbour (4021)", async () => {
@@ -92,7 +99,9 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     expect(await strangerCode(urls[1]!, hello("guessed", 0))).toBe(PeerRing.closeCodes.BadHello)
     expect(await strangerCode(urls[1]!, async () => "not a hello")).toBe(PeerRing.closeCodes.BadHello)
     // A proof over another challenge than the one this connection got (a replay).
-    expect(await strangerCode(urls[1]!, (challenge) => hello(token, 0)(challenge.replace(/^./, (c) => (c === "0" ? "1" : "0"))))).toBe(PeerRing.closeCodes.BadHello)
+    expect(await strangerCode(urls[1]!, (challenge) => hello(token, 0)(challenge.replace(/^./, (c) => (c === "0" ? "1" : "0"))))).toBe(
+      PeerRing.closeCodes.BadHello
+    )
     // Rank 2 is rank 1's next neighbour, not its previous one.
     expect(await strangerCode(urls[1]!, hello(token, 2))).toBe(PeerRing.closeCodes.NotNeighbour)
   })

@@ -52,10 +52,7 @@ describe("rank output: at most outputLinesPerSecondMax lines per rank per second
     expect(s.lines).toEqual(["2:1", "2:2", "2:3"])
     s.at(2000)
     s.push("stdout", bytes("6\n7\n8\n9\n"))
-    expect(s.lines).toEqual([
-      "2:1", "2:2", "2:3",
-      "2:(2 lines dropped: over 3 lines per second)", "2:6", "2:7", "2:8"
-    ])
+    expect(s.lines).toEqual(["2:1", "2:2", "2:3", "2:(2 lines dropped: over 3 lines per second)", "2:6", "2:7", "2:8"])
     s.end()
     expect(s.lines.slice(7)).toEqual(["2:(1 line dropped: over 3 lines per second)"])
   })

@@ -50,7 +50,7 @@ export const ownNice = (): number => getPriority(0)
 
 /** Asks the rank behind `transport`'s peer 0 for its nice value and waits for the answer. */
 export const niceOf = (transport: Transport.TransportShape): Effect.Effect<number> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     yield* Effect.orDie(transport.send(0, command({ op: "nice" })))
     while (true) {
       const event = yield* Effect.orDie(Queue.take(transport.inbox))
@@ -64,7 +64,7 @@ export const run = (
   leave: (how: Leave) => void,
   writeRaw?: (bytes: Uint8Array) => void
 ): Effect.Effect<void> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const to = Transport.coordinatorPeer
     let received = 0
     let inOrder = true
@@ -149,7 +149,7 @@ export const printAndExit = (
   transport: Transport.TransportShape,
   rank = 0
 ): Effect.Effect<{ readonly replies: number; readonly ended: Transport.Event }> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     for (const c of prints) yield* Effect.orDie(transport.send(rank, command(c)))
     yield* Effect.orDie(transport.send(rank, command({ op: "burst", n: 2, bytes: 8, then: "exit0" })))
     let replies = 0

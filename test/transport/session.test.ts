@@ -14,7 +14,9 @@ interface Side {
   touches: number
 }
 
-const side = (options: { readonly pieceBytes?: number; readonly resendBytesMax?: number; readonly messageBytesMax?: number } = {}): Side => {
+const side = (
+  options: { readonly pieceBytes?: number; readonly resendBytesMax?: number; readonly messageBytesMax?: number } = {}
+): Side => {
   const delivered: Array<Uint8Array> = []
   const failures: Array<number> = []
   const made: Side = {
@@ -139,7 +141,12 @@ describe("resumable link sessions", () => {
     expect(written.map((p) => [p[0], p.byteLength - Session.headerBytes])).toEqual([[3, 1]])
     unsent = 0
     await new Promise((resolve) => setTimeout(resolve, 50))
-    expect(written.map((p) => [p[0], p.byteLength - Session.headerBytes])).toEqual([[3, 1], [1, 4], [1, 4], [1, 2]])
+    expect(written.map((p) => [p[0], p.byteLength - Session.headerBytes])).toEqual([
+      [3, 1],
+      [1, 4],
+      [1, 4],
+      [1, 2]
+    ])
     for (const p of written) b.session.receive(p)
     expect(b.delivered.map((m) => [...m])).toEqual([[42], [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]])
     // Not numbered: the next ordered message is message 1, and the peer acknowledges one.
@@ -153,9 +160,15 @@ describe("resumable link sessions", () => {
   it("WireFrames.orderFree: a Heartbeat or a CoordHeartbeat may overtake; nothing else does", () => {
     expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(3, { _tag: "Heartbeat" })))).toBe(true)
     expect(WireFrames.orderFree(Codec.encode(Frame.fromCoordinator({ _tag: "CoordHeartbeat" })))).toBe(true)
-    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(3, { _tag: "Progress", epoch: 1, samplesDone: 32, msPerBatch: 4 })))).toBe(false)
+    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(3, { _tag: "Progress", epoch: 1, samplesDone: 32, msPerBatch: 4 })))).toBe(
+      false
+    )
     expect(WireFrames.orderFree(Codec.encode(Frame.fromCoordinator({ _tag: "Checkpoint", version: 0 })))).toBe(false)
-    expect(WireFrames.orderFree(Codec.encode(Frame.fromRank(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 32, params: new Float32Array(4) })))).toBe(false)
+    expect(
+      WireFrames.orderFree(
+        Codec.encode(Frame.fromRank(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 32, params: new Float32Array(4) }))
+      )
+    ).toBe(false)
     expect(WireFrames.orderFree(Uint8Array.of(1, 2, 3))).toBe(false)
   })
 })

@@ -47,9 +47,14 @@ describe("a run flooded on its rank port", () => {
     })
     await flooded
     expect(result.deaths).toEqual([])
-    expect(result.epochs.map((e) => [e.lost, e.duplicated])).toEqual([[0, 0], [0, 0]])
+    expect(result.epochs.map((e) => [e.lost, e.duplicated])).toEqual([
+      [0, 0],
+      [0, 0]
+    ])
     const alerts = result.alerts.filter((a) => a.class === "CoordinatorResource")
     expect(alerts.length).toBeGreaterThan(0)
-    expect(alerts[0]!.detail).toMatch(/^the rank listener refused \d+ connections? at its cap, rankConnectionsMax \(--rank-connections-max\) 132 \(\d+ in all\)/)
+    expect(alerts[0]!.detail).toMatch(
+      /^the rank listener refused \d+ connections? at its cap, rankConnectionsMax \(--rank-connections-max\) 132 \(\d+ in all\)/
+    )
   }, 60_000)
 })

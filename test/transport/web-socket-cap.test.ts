@@ -35,21 +35,30 @@ const token = "rank-cap-test-token-0123456789"
 describe("the ranks' listener's connection cap", () => {
   it("holds at most connectionsMax connections: the rest are closed as they arrive and reported; the joined rank's link carries frames on", async () => {
     const events: Array<RuntimeTypes.ResourceEvent> = []
-    await Effect.runPromise(Effect.scoped(Effect.gen(function*() {
-      const server = yield* WebSocket.serve({ runToken: token, worldSize: 2, connectionsMax: 6, onResource: (event) => events.push(event) })
-      const rank = yield* WebSocket.connect({ url: server.url, runToken: token, rank: 0, resumable: true })
-      yield* Effect.promise(async () => {
-        for (let i = 0; i < 40; i++) await openIdle(server.port)
-        await until(() => events.length >= 35, 10_000)
-      })
-      // One connection is the rank's: 5 idle ones are held, 35 refused.
-      expect(events.length).toBe(35)
-      expect(events.every((e) => e._tag === "ConnectionRefused" && e.connectionsMax === 6)).toBe(true)
-      yield* rank.transport.send(Transport.coordinatorPeer, new Uint8Array([1, 2, 3]))
-      yield* rank.transport.flush
-      const event = yield* Queue.take(server.transport.inbox)
-      expect(event._tag === "Frame" && [...event.bytes]).toEqual([1, 2, 3])
-    })))
+    await Effect.runPromise(
+      Effect.scoped(
+        Effect.gen(function* () {
+          const server = yield* WebSocket.serve({
+            runToken: token,
+            worldSize: 2,
+            connectionsMax: 6,
+            onResource: (event) => events.push(event)
+          })
+          const rank = yield* WebSocket.connect({ url: server.url, runToken: token, rank: 0, resumable: true })
+          yield* Effect.promise(async () => {
+            for (let i = 0; i < 40; i++) await openIdle(server.port)
+            await until(() => events.length >= 35, 10_000)
+          })
+          // One connection is the rank's: 5 idle ones are held, 35 refused.
+          expect(events.length).toBe(35)
+          expect(events.every((e) => e._tag === "ConnectionRefused" && e.connectionsMax === 6)).toBe(true)
+          yield* rank.transport.send(Transport.coordinatorPeer, new Uint8Array([1, 2, 3]))
+          yield* rank.transport.flush
+          const event = yield* Queue.take(server.transport.inbox)
+          expect(event._tag === "Frame" && [...event.bytes]).toEqual([1, 2, 3])
+        })
+      )
+    )
   })
 
   it("the default is two connections a rank, the pending joins and 64 more", () => {

@@ -16,7 +16,7 @@ contractSuite({
   exitCause: DeathReport.exited(0),
   closedCause: (code) => DeathReport.disconnected(code),
   start: (ranks, options) =>
-    Effect.gen(function*() {
+    Effect.gen(function* () {
       const host = yield* Worker.host(options)
       for (let rank = 0; rank < ranks; rank++) yield* host.spawn({ entry, rank })
       return host.transport
@@ -25,7 +25,7 @@ contractSuite({
 
 /** Asks rank 0 to send `n` frames then leave `how`; returns the events that follow, through its end. */
 const dieAfterBurst = (how: Script.Leave, n: number, extra: Partial<Worker.SpawnOptions> = {}) =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     const host = yield* Worker.host()
     yield* host.spawn({ entry, rank: 0, ...extra })
     yield* host.transport.send(0, Script.command({ op: "burst", n, bytes: 32, then: how }))
@@ -54,110 +54,153 @@ const assertCrashed = (ended: unknown, error: string): void => {
 
 describe(`worker-thread supervision (${runtime}): one death report per way to die, after the last frame`, () => {
   it.effect("a worker that throws is Crashed with its error, after its last frame", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { frames, ended } = yield* dieAfterBurst("throw", 200)
-      assert.deepStrictEqual(frames, upTo(200))
-      assertCrashed(ended, "rank threw")
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { frames, ended } = yield* dieAfterBurst("throw", 200)
+        assert.deepStrictEqual(frames, upTo(200))
+        assertCrashed(ended, "rank threw")
+      })
+    )
+  )
 
   it.effect("a worker that rejects a promise is Crashed with the rejection, after its last frame", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { frames, ended } = yield* dieAfterBurst("reject", 200)
-      assert.deepStrictEqual(frames, upTo(200))
-      assertCrashed(ended, "rank rejected")
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { frames, ended } = yield* dieAfterBurst("reject", 200)
+        assert.deepStrictEqual(frames, upTo(200))
+        assertCrashed(ended, "rank rejected")
+      })
+    )
+  )
 
   it.effect("a worker that calls process.exit(7) right after sending is Exited 7, after its last frame", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { frames, ended } = yield* dieAfterBurst("exit7", 2500)
-      assert.deepStrictEqual(frames, upTo(2500))
-      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 0, cause: DeathReport.exited(7) })
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { frames, ended } = yield* dieAfterBurst("exit7", 2500)
+        assert.deepStrictEqual(frames, upTo(2500))
+        assert.deepStrictEqual(ended, { _tag: "Ended", peer: 0, cause: DeathReport.exited(7) })
+      })
+    )
+  )
 
   it.effect("a worker that exits 0 without Exiting still ends with a report: Exited 0", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { frames, ended } = yield* dieAfterBurst("exit0", 10)
-      assert.deepStrictEqual(frames, upTo(10))
-      assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const { frames, ended } = yield* dieAfterBurst("exit0", 10)
+        assert.deepStrictEqual(frames, upTo(10))
+        assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
+      })
+    )
+  )
 
-  it.effect(`a TypeScript entry starts as it is (${runtime === "node" ? "through the tsx bootstrap" : "natively"}) and exits 0 after its frames`, () =>
-    Effect.scoped(Effect.gen(function*() {
-      const { frames, ended } = yield* dieAfterBurst("exit0", 3, { entry: Fixture.typescript("worker-rank") })
-      assert.deepStrictEqual(frames, upTo(3))
-      assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
-    })))
+  it.effect(
+    `a TypeScript entry starts as it is (${runtime === "node" ? "through the tsx bootstrap" : "natively"}) and exits 0 after its frames`,
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { frames, ended } = yield* dieAfterBurst("exit0", 3, { entry: Fixture.typescript("worker-rank") })
+          assert.deepStrictEqual(frames, upTo(3))
+          assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
+        })
+      )
+  )
 
   it.effect("a worker the host terminates is Killed terminate, after its last frame", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const host = yield* Worker.host()
-      yield* host.spawn({ entry, rank: 0 })
-      yield* host.transport.send(0, Script.command({ op: "burst", n: 300, bytes: 32, then: "hang" }))
-      for (let i = 0; i < 300; i++) {
-        const event = yield* Effect.orDie(Queue.take(host.transport.inbox))
-        assert.strictEqual(event._tag === "Frame" && Script.indexOf(event.bytes), i)
-      }
-      yield* host.terminate(0)
-      assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
-        _tag: "Ended",
-        peer: 0,
-        cause: DeathReport.killed("terminate")
+    Effect.scoped(
+      Effect.gen(function* () {
+        const host = yield* Worker.host()
+        yield* host.spawn({ entry, rank: 0 })
+        yield* host.transport.send(0, Script.command({ op: "burst", n: 300, bytes: 32, then: "hang" }))
+        for (let i = 0; i < 300; i++) {
+          const event = yield* Effect.orDie(Queue.take(host.transport.inbox))
+          assert.strictEqual(event._tag === "Frame" && Script.indexOf(event.bytes), i)
+        }
+        yield* host.terminate(0)
+        assert.deepStrictEqual(yield* Effect.orDie(Queue.take(host.transport.inbox)), {
+          _tag: "Ended",
+          peer: 0,
+          cause: DeathReport.killed("terminate")
+        })
       })
-    })))
+    )
+  )
 
   if (runtime === "bun") {
     it.effect("bun ignores worker resourceLimits: a worker past its heap limit runs on and is Exited 0", () =>
-      Effect.scoped(Effect.gen(function*() {
-        const { frames, ended } = yield* dieAfterBurst("oom", 5, { resourceLimits: { maxOldGenerationSizeMb: 32 } })
-        assert.deepStrictEqual(frames, upTo(5))
-        assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
-      })))
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { frames, ended } = yield* dieAfterBurst("oom", 5, { resourceLimits: { maxOldGenerationSizeMb: 32 } })
+          assert.deepStrictEqual(frames, upTo(5))
+          assert.deepStrictEqual(ended.cause, DeathReport.exited(0))
+        })
+      )
+    )
   } else {
     it.effect(`a worker past its heap limit is Crashed out of memory (${runtime} enforces resourceLimits)`, () =>
-      Effect.scoped(Effect.gen(function*() {
-        const { frames, ended } = yield* dieAfterBurst("oom", 5, { resourceLimits: { maxOldGenerationSizeMb: 32 } })
-        assert.deepStrictEqual(frames, upTo(5))
-        assert.strictEqual(ended.cause._tag, "Crashed")
-        assert.match((ended.cause as DeathReport.Crashed).error, /out of memory/i)
-      })))
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { frames, ended } = yield* dieAfterBurst("oom", 5, { resourceLimits: { maxOldGenerationSizeMb: 32 } })
+          assert.deepStrictEqual(frames, upTo(5))
+          assert.strictEqual(ended.cause._tag, "Crashed")
+          assert.match((ended.cause as DeathReport.Crashed).error, /out of memory/i)
+        })
+      )
+    )
   }
 
-  it.effect(`a worker started with nice 7 runs its thread at nice 7${process.platform === "linux" ? "" : " (Linux only: 0 here)"}, the host's thread stays as it was`, () =>
-    Effect.scoped(Effect.gen(function*() {
-      const hostNice = Script.ownNice()
-      const host = yield* Worker.host()
-      yield* host.spawn({ entry, rank: 0, nice: 7 })
-      assert.strictEqual(yield* Script.niceOf(host.transport), process.platform === "linux" ? Math.max(7, hostNice) : hostNice)
-      assert.strictEqual(Script.ownNice(), hostNice)
-    })))
+  it.effect(
+    `a worker started with nice 7 runs its thread at nice 7${process.platform === "linux" ? "" : " (Linux only: 0 here)"}, the host's thread stays as it was`,
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const hostNice = Script.ownNice()
+          const host = yield* Worker.host()
+          yield* host.spawn({ entry, rank: 0, nice: 7 })
+          assert.strictEqual(yield* Script.niceOf(host.transport), process.platform === "linux" ? Math.max(7, hostNice) : hostNice)
+          assert.strictEqual(Script.ownNice(), hostNice)
+        })
+      )
+  )
 
   it.effect("closing the host's scope terminates its workers; a second spawn of one rank is refused", () =>
-    Effect.gen(function*() {
-      const host = yield* Effect.scoped(Effect.gen(function*() {
-        const host = yield* Worker.host()
-        yield* host.spawn({ entry, rank: 0 })
-        const error = yield* Effect.flip(host.spawn({ entry, rank: 0 }))
-        assert.deepStrictEqual(error.reason, { _tag: "SpawnFailed", detail: "rank 0 already has a child" })
-        return host
-      }))
+    Effect.gen(function* () {
+      const host = yield* Effect.scoped(
+        Effect.gen(function* () {
+          const host = yield* Worker.host()
+          yield* host.spawn({ entry, rank: 0 })
+          const error = yield* Effect.flip(host.spawn({ entry, rank: 0 }))
+          assert.deepStrictEqual(error.reason, { _tag: "SpawnFailed", detail: "rank 0 already has a child" })
+          return host
+        })
+      )
       const error = yield* Effect.flip(host.transport.send(0, Script.dataFrame(0)))
       assert.deepStrictEqual(error.reason, { _tag: "Closed" })
       assert.deepStrictEqual(Transport.coordinatorPeer, -1)
-    }))
+    })
+  )
 })
 
 describe(`worker-thread output (${runtime}): prints go to onOutput, never to the host's stdout`, () => {
   it.effect("what a worker prints through console and process.stdout/stderr reaches onOutput line by line, bounded", () =>
-    Effect.scoped(Effect.gen(function*() {
-      const lines: Array<readonly [number, string]> = []
-      const host = yield* Worker.host({ onOutput: (rank, line) => lines.push([rank, line]) })
-      yield* host.spawn({ entry, rank: 3 })
-      const { replies, ended } = yield* Script.printAndExit(host.transport, 3)
-      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
-      assert.strictEqual(replies, Script.prints.length + 2)
-      assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
-      const isStderr = (line: string) => Script.printedLines.stderr.includes(line)
-      assert.deepStrictEqual(lines.filter(([, line]) => !isStderr(line)), Script.printedLines.stdout.map((line) => [3, line] as const))
-      assert.deepStrictEqual(lines.filter(([, line]) => isStderr(line)), Script.printedLines.stderr.map((line) => [3, line] as const))
-    })))
+    Effect.scoped(
+      Effect.gen(function* () {
+        const lines: Array<readonly [number, string]> = []
+        const host = yield* Worker.host({ onOutput: (rank, line) => lines.push([rank, line]) })
+        yield* host.spawn({ entry, rank: 3 })
+        const { replies, ended } = yield* Script.printAndExit(host.transport, 3)
+        assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
+        assert.strictEqual(replies, Script.prints.length + 2)
+        assert.deepStrictEqual(ended, { _tag: "Ended", peer: 3, cause: DeathReport.exited(0) })
+        const isStderr = (line: string) => Script.printedLines.stderr.includes(line)
+        assert.deepStrictEqual(
+          lines.filter(([, line]) => !isStderr(line)),
+          Script.printedLines.stdout.map((line) => [3, line] as const)
+        )
+        assert.deepStrictEqual(
+          lines.filter(([, line]) => isStderr(line)),
+          Script.printedLines.stderr.map((line) => [3, line] as const)
+        )
+      })
+    )
+  )
 })

@@ -19,7 +19,8 @@ export const params = fc
 /** Ring step data: float64 partial sums or float32 segments, arbitrary bit patterns. */
 export const ringValues = fc.oneof(
   params,
-  fc.array(fc.integer({ min: 0, max: 0xffffffff }), { maxLength: 64 })
+  fc
+    .array(fc.integer({ min: 0, max: 0xffffffff }), { maxLength: 64 })
     .map((bits) => new Float64Array(new Uint32Array(bits.length % 2 === 0 ? bits : [...bits, 0]).buffer))
 )
 const ringData = fc.record({ _tag: fc.constant("RingData" as const), generation: count, round: count, step: count, data: ringValues })
@@ -58,18 +59,16 @@ export const toCoordinator: { readonly [Tag in Messages.ToCoordinator["_tag"]]: 
   RingData: ringData
 }
 
-const formRing = fc
-  .uniqueArray(count, { minLength: 1, maxLength: 16 })
-  .chain((ranks) => {
-    const peers = [...ranks].sort((a, b) => a - b)
-    return fc.record({
-      _tag: fc.constant("FormRing" as const),
-      generation: count,
-      ringRank: fc.nat({ max: peers.length - 1 }),
-      ringSize: fc.constant(peers.length),
-      peers: fc.constant(peers)
-    })
+const formRing = fc.uniqueArray(count, { minLength: 1, maxLength: 16 }).chain((ranks) => {
+  const peers = [...ranks].sort((a, b) => a - b)
+  return fc.record({
+    _tag: fc.constant("FormRing" as const),
+    generation: count,
+    ringRank: fc.nat({ max: peers.length - 1 }),
+    ringSize: fc.constant(peers.length),
+    peers: fc.constant(peers)
   })
+})
 
 /** Every coordinator-to-rank message, by `_tag`. */
 export const toRank: { readonly [Tag in Messages.ToRank["_tag"]]: fc.Arbitrary<Messages.ToRank> } = {

@@ -17,8 +17,7 @@ const failure = (
   return { reason: result.failure.reason, rank: result.failure.rank }
 }
 
-const reasonOf = (bytes: Uint8Array, options?: Codec.DecodeOptions): WireError.Reason =>
-  failure(Codec.decode(bytes, options)).reason
+const reasonOf = (bytes: Uint8Array, options?: Codec.DecodeOptions): WireError.Reason => failure(Codec.decode(bytes, options)).reason
 
 const id = (tag: string): number => Structures.idOf.get(tag as never)!
 const structure = (tag: string): number => Structures.structureOf[id(tag)]!
@@ -62,7 +61,15 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(reasonOf(hugeString)).toEqual({ _tag: "Truncated", bytes: 16, bytesNeeded: 16 + 0xffffffff })
       const hugePeers = C.frame(coordinator, [
         ...C.tag(0xe000 + structure("FormRing"), [0x85, ...C.uint(id("FormRing")), ...C.uint(1), ...C.uint(0), ...C.uint(1)]),
-        0x9b, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff
+        0x9b,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff,
+        0xff
       ])
       expect(reasonOf(hugePeers)).toEqual({ _tag: "Truncated", bytes: 21, bytesNeeded: Number.MAX_SAFE_INTEGER })
       const hugeParams = C.frame(
@@ -157,7 +164,10 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         path: ["params"],
         message: "a packed vector of 13 bytes, its header implies 14"
       })
-      expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.bytes([9, 0, 0, 0, 0, 0, 0, 0]))))).toMatchObject({ _tag: "SchemaMismatch", path: ["params"] })
+      expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.bytes([9, 0, 0, 0, 0, 0, 0, 0]))))).toMatchObject({
+        _tag: "SchemaMismatch",
+        path: ["params"]
+      })
       expect(reasonOf(withParams(C.tag(Structures.uint8Tag, C.uint(3))))).toMatchObject({ _tag: "SchemaMismatch", path: ["params"] })
       // More values than the run agreed: the field's bound, as for a Float32Array.
       const long = Packed.pack(new Float32Array(100), "int8")
@@ -167,26 +177,47 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       // Exactly the bound passes in either form (fp16 is the larger).
       for (const compression of ["fp16", "int8"] as const) {
         const full = Packed.pack(new Float32Array(99), compression, 8)
-        expect(Result.isSuccess(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...full]))), { paramsLengthMax: 99 }))).toBe(true)
+        expect(Result.isSuccess(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...full]))), { paramsLengthMax: 99 }))).toBe(
+          true
+        )
       }
       const huge = Packed.pack(new Float32Array(1000), "fp16")
       expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...huge]))), { paramsLengthMax: 10 })).toMatchObject({
         failure: { reason: { _tag: "FieldTooLarge", field: "params" } }
       })
-      const ring = C.frame(C.uint(7), C.record(structure("RingData"), id("RingData"), C.uint(0), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good]))))
-      expect(reasonOf(ring)).toEqual({ _tag: "SchemaMismatch", path: ["data"], message: "a packed vector (tag 64) is only allowed in params" })
+      const ring = C.frame(
+        C.uint(7),
+        C.record(structure("RingData"), id("RingData"), C.uint(0), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good])))
+      )
+      expect(reasonOf(ring)).toEqual({
+        _tag: "SchemaMismatch",
+        path: ["data"],
+        message: "a packed vector (tag 64) is only allowed in params"
+      })
     })
 
     it("an optional loss that is not a finite number of magnitude at most 1e12, or on a message without it", () => {
       const params = C.tag(Structures.float32Tag, C.bytes([0, 0, 0, 0]))
       const withLoss = (loss: ReadonlyArray<number>) =>
-        C.frame(C.uint(1), C.tag(0xe000 + Structures.fullStructureOf[id("Params")]!, C.array(C.uint(id("Params")), C.uint(0), C.uint(0), C.uint(0), params, loss)))
+        C.frame(
+          C.uint(1),
+          C.tag(
+            0xe000 + Structures.fullStructureOf[id("Params")]!,
+            C.array(C.uint(id("Params")), C.uint(0), C.uint(0), C.uint(0), params, loss)
+          )
+        )
       expect(reasonOf(withLoss(C.f64(Number.NaN)))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
       expect(reasonOf(withLoss(C.f64(2e12)))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
       expect(reasonOf(withLoss(C.text("0.5")))).toMatchObject({ _tag: "SchemaMismatch", path: ["loss"] })
       expect(Result.isSuccess(Codec.decode(withLoss(C.f64(-0.5))))).toBe(true)
       // Heartbeat's id under Params' structure with a loss: the message is not sent that way.
-      const wrong = C.frame(C.uint(1), C.tag(0xe000 + Structures.fullStructureOf[id("Params")]!, C.array(C.uint(id("Heartbeat")), C.uint(0), C.uint(0), C.uint(0), params, C.f64(1))))
+      const wrong = C.frame(
+        C.uint(1),
+        C.tag(
+          0xe000 + Structures.fullStructureOf[id("Params")]!,
+          C.array(C.uint(id("Heartbeat")), C.uint(0), C.uint(0), C.uint(0), params, C.f64(1))
+        )
+      )
       expect(reasonOf(wrong)).toEqual({ _tag: "SchemaMismatch", path: ["_tag"], message: "Heartbeat is not sent as structure 20" })
     })
 
@@ -225,10 +256,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         path: ["rank"],
         message: "Expected a value greater than or equal to 0"
       })
-      const fractional = C.frame(
-        coordinator,
-        C.record(structure("SetRoles"), id("SetRoles"), C.uint(0), C.f64(1.5), C.uint(2))
-      )
+      const fractional = C.frame(coordinator, C.record(structure("SetRoles"), id("SetRoles"), C.uint(0), C.f64(1.5), C.uint(2)))
       expect(reasonOf(fractional)).toEqual({ _tag: "SchemaMismatch", path: ["eval"], message: "Expected an integer" })
     })
 
@@ -267,15 +295,9 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
     })
 
     it("a NaN msPerBatch, an accuracy above 1, an unknown save reason", () => {
-      const progress = C.frame(
-        C.uint(1),
-        C.record(structure("Progress"), id("Progress"), C.uint(0), C.uint(0), C.f64(Number.NaN))
-      )
+      const progress = C.frame(C.uint(1), C.record(structure("Progress"), id("Progress"), C.uint(0), C.uint(0), C.f64(Number.NaN)))
       expect(reasonOf(progress)).toEqual({ _tag: "SchemaMismatch", path: ["msPerBatch"], message: "Expected a finite number" })
-      const evalResult = C.frame(
-        C.uint(1),
-        C.record(structure("EvalResult"), id("EvalResult"), C.uint(0), C.f64(1.5), C.f64(0))
-      )
+      const evalResult = C.frame(C.uint(1), C.record(structure("EvalResult"), id("EvalResult"), C.uint(0), C.f64(1.5), C.f64(0)))
       expect(reasonOf(evalResult)).toEqual({
         _tag: "SchemaMismatch",
         path: ["accuracy"],

@@ -11,7 +11,11 @@ export const head = (major: number, value: number): Array<number> => {
   if (value < 0x100000000) return [m | 26, (value >>> 24) & 0xff, (value >>> 16) & 0xff, (value >>> 8) & 0xff, value & 0xff]
   const hi = Math.floor(value / 0x100000000)
   const lo = value >>> 0
-  return [m | 27, ...[hi >>> 24, hi >>> 16, hi >>> 8, hi].map((b) => b & 0xff), ...[lo >>> 24, lo >>> 16, lo >>> 8, lo].map((b) => b & 0xff)]
+  return [
+    m | 27,
+    ...[hi >>> 24, hi >>> 16, hi >>> 8, hi].map((b) => b & 0xff),
+    ...[lo >>> 24, lo >>> 16, lo >>> 8, lo].map((b) => b & 0xff)
+  ]
 }
 
 export const uint = (value: number): Array<number> => head(0, value)

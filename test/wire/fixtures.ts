@@ -11,9 +11,7 @@ import * as Frame from "../../src/wire/frame.ts"
 const float32FromBits = (bits: ReadonlyArray<number>): Float32Array => new Float32Array(new Uint32Array(bits).buffer)
 
 /** 1, -2.5, NaN (quiet, payload 1), -0, +Infinity, -Infinity, the smallest subnormal, 3.4e38. */
-export const params = float32FromBits([
-  0x3f800000, 0xc0200000, 0x7fc00001, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7f7fc99e
-])
+export const params = float32FromBits([0x3f800000, 0xc0200000, 0x7fc00001, 0x80000000, 0x7f800000, 0xff800000, 0x00000001, 0x7f7fc99e])
 
 /** 1, NaN (quiet, payload 1), -0, the smallest subnormal, as float64 bit patterns (little-endian words). */
 export const ringSums = new Float64Array(new Uint32Array([0, 0x3ff00000, 1, 0x7ff80000, 0, 0x80000000, 1, 0]).buffer)
@@ -75,7 +73,9 @@ export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame
  */
 export const packedValues = new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 1.5, -1])
 const secondScale = Math.fround(1.5 / 127)
-export const packed: { readonly [name: string]: { readonly frame: Frame.Frame; readonly compression: "fp16" | "int8"; readonly unpacked: Float32Array } } = {
+export const packed: {
+  readonly [name: string]: { readonly frame: Frame.Frame; readonly compression: "fp16" | "int8"; readonly unpacked: Float32Array }
+} = {
   "Params-fp16": {
     frame: Frame.fromRank(1, { _tag: "Params", epoch: 3, round: 41, samplesDone: 70_000, params: new Float32Array(0), loss: 0.3125 }),
     compression: "fp16",

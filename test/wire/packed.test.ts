@@ -3,7 +3,9 @@ import { describe, expect, it } from "vitest"
 import * as Packed from "../../src/wire/packed.ts"
 
 const floats = (min: number, max: number, maxLength = 300, minLength = 0) =>
-  fc.array(fc.float({ min: Math.fround(min), max: Math.fround(max), noNaN: true }), { minLength, maxLength }).map((values) => new Float32Array(values))
+  fc
+    .array(fc.float({ min: Math.fround(min), max: Math.fround(max), noNaN: true }), { minLength, maxLength })
+    .map((values) => new Float32Array(values))
 
 const unpacked = (bytes: Uint8Array): Float32Array => {
   const out = Packed.unpack(bytes)
@@ -28,25 +30,29 @@ describe("packed parameter vectors", () => {
   })
 
   it("property: fp16 keeps every value within half a unit in its last place (relative 2^-11 in the normal range)", () => {
-    fc.assert(fc.property(floats(-60000, 60000), (values) => {
-      const bytes = Packed.pack(values, "fp16")
-      expect(bytes.length).toBe(Packed.packedBytes(values.length, "fp16"))
-      const back = unpacked(bytes)
-      values.forEach((v, i) => expect(Math.abs(back[i]! - v)).toBeLessThanOrEqual(Math.max(Math.abs(v) * 2 ** -11, 2 ** -25)))
-    }))
+    fc.assert(
+      fc.property(floats(-60000, 60000), (values) => {
+        const bytes = Packed.pack(values, "fp16")
+        expect(bytes.length).toBe(Packed.packedBytes(values.length, "fp16"))
+        const back = unpacked(bytes)
+        values.forEach((v, i) => expect(Math.abs(back[i]! - v)).toBeLessThanOrEqual(Math.max(Math.abs(v) * 2 ** -11, 2 ** -25)))
+      })
+    )
   })
 
   it("property: int8 keeps every value within half its block's scale (max |v| / 254), and the size is header + a scale per block + a byte per value", () => {
-    fc.assert(fc.property(floats(-1e6, 1e6), fc.integer({ min: Packed.blockMin, max: 200 }), (values, block) => {
-      const bytes = Packed.pack(values, "int8", block)
-      expect(bytes.length).toBe(8 + 4 * Math.ceil(values.length / block) + values.length)
-      const back = unpacked(bytes)
-      for (let from = 0; from < values.length; from += block) {
-        const slice = values.subarray(from, from + block)
-        const max = Math.max(...slice.map(Math.abs))
-        slice.forEach((v, i) => expect(Math.abs(back[from + i]! - v)).toBeLessThanOrEqual(max / 254 * (1 + 1e-6) + 1e-30))
-      }
-    }))
+    fc.assert(
+      fc.property(floats(-1e6, 1e6), fc.integer({ min: Packed.blockMin, max: 200 }), (values, block) => {
+        const bytes = Packed.pack(values, "int8", block)
+        expect(bytes.length).toBe(8 + 4 * Math.ceil(values.length / block) + values.length)
+        const back = unpacked(bytes)
+        for (let from = 0; from < values.length; from += block) {
+          const slice = values.subarray(from, from + block)
+          const max = Math.max(...slice.map(Math.abs))
+          slice.forEach((v, i) => expect(Math.abs(back[from + i]! - v)).toBeLessThanOrEqual((max / 254) * (1 + 1e-6) + 1e-30))
+        }
+      })
+    )
   })
 
   it("a block with a non-finite value reads back all NaN (the vector stays unusable); fp16 keeps infinities", () => {
@@ -58,10 +64,12 @@ describe("packed parameter vectors", () => {
   })
 
   it("property: unpack never throws on arbitrary bytes, and accepts only the exact size its header implies", () => {
-    fc.assert(fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
-      const out = Packed.unpack(bytes)
-      if (!Packed.isError(out)) expect(bytes.length).toBeGreaterThanOrEqual(8)
-    }))
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 64 }), (bytes) => {
+        const out = Packed.unpack(bytes)
+        if (!Packed.isError(out)) expect(bytes.length).toBeGreaterThanOrEqual(8)
+      })
+    )
     const bytes = Packed.pack(new Float32Array(20), "int8", 8)
     expect(Packed.unpack(bytes.subarray(0, bytes.length - 1))).toEqual({ _tag: "Size", bytes: bytes.length - 1, expected: bytes.length })
     // A header claiming 2^32 - 1 values with a handful of bytes allocates nothing.
@@ -72,25 +80,27 @@ describe("packed parameter vectors", () => {
   })
 
   it("property: with error feedback nothing is lost over rounds: the sum of what was sent is the sum of the values, less the last residual", () => {
-    fc.assert(fc.property(
-      fc.array(floats(-10, 10, 40, 40), { minLength: 1, maxLength: 12 }),
-      fc.constantFrom("fp16" as const, "int8" as const),
-      (rounds, compression) => {
-        let residual: Float32Array | undefined
-        const sentSum = new Float64Array(40)
-        const valueSum = new Float64Array(40)
-        for (const values of rounds) {
-          const packed = Packed.withFeedback(values, residual, compression, 8)
-          residual = packed.residual
-          unpacked(packed.bytes).forEach((v, i) => (sentSum[i]! += v))
-          values.forEach((v, i) => (valueSum[i]! += v))
+    fc.assert(
+      fc.property(
+        fc.array(floats(-10, 10, 40, 40), { minLength: 1, maxLength: 12 }),
+        fc.constantFrom("fp16" as const, "int8" as const),
+        (rounds, compression) => {
+          let residual: Float32Array | undefined
+          const sentSum = new Float64Array(40)
+          const valueSum = new Float64Array(40)
+          for (const values of rounds) {
+            const packed = Packed.withFeedback(values, residual, compression, 8)
+            residual = packed.residual
+            unpacked(packed.bytes).forEach((v, i) => (sentSum[i]! += v))
+            values.forEach((v, i) => (valueSum[i]! += v))
+          }
+          // Each round's float32 sum of value and residual rounds once: a few ulps of 10 per round.
+          const slack = rounds.length * 40 * 2 ** -20
+          sentSum.forEach((s, i) => expect(Math.abs(s + residual![i]! - valueSum[i]!)).toBeLessThanOrEqual(slack))
+          // And the residual itself stays within one step of the quantizer.
+          residual!.forEach((r) => expect(Math.abs(r)).toBeLessThanOrEqual(compression === "int8" ? 20 / 254 + 1e-6 : 20 * 2 ** -11))
         }
-        // Each round's float32 sum of value and residual rounds once: a few ulps of 10 per round.
-        const slack = rounds.length * 40 * 2 ** -20
-        sentSum.forEach((s, i) => expect(Math.abs(s + residual![i]! - valueSum[i]!)).toBeLessThanOrEqual(slack))
-        // And the residual itself stays within one step of the quantizer.
-        residual!.forEach((r) => expect(Math.abs(r)).toBeLessThanOrEqual(compression === "int8" ? 20 / 254 + 1e-6 : 20 * 2 ** -11))
-      }
-    ))
+      )
+    )
   })
 })

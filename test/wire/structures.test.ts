@@ -24,7 +24,8 @@ describe("Structures: the fixed tables both peers agree on", () => {
   it("gives each message the direction of its union", () => {
     const toCoordinator = MessageSchema.ToCoordinator.members.map((member) => member.fields._tag.schema.literal)
     const toRank = MessageSchema.ToRank.members.map((member) => member.fields._tag.schema.literal)
-    const sentBy = (direction: string) => Structures.messages.filter((e) => e.direction === direction || e.direction === "both").map((e) => e.tag)
+    const sentBy = (direction: string) =>
+      Structures.messages.filter((e) => e.direction === direction || e.direction === "both").map((e) => e.tag)
     expect(sentBy("toCoordinator")).toEqual(toCoordinator)
     expect(sentBy("toRank")).toEqual(toRank)
     expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
@@ -36,7 +37,10 @@ describe("Structures: the fixed tables both peers agree on", () => {
       ["_tag", "epoch", "round", "samplesDone", "params", "loss"],
       ["_tag", "epoch", "round", "generation", "samplesDone", "loss"]
     ])
-    expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([["Params", 20], ["RoundDone", 21]])
+    expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([
+      ["Params", 20],
+      ["RoundDone", 21]
+    ])
     expect(Structures.structuresVersionsRead).toEqual([3, 4, 5])
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
     expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])

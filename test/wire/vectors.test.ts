@@ -15,7 +15,11 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
     const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "RingData-relayed.cbor"]
     const withLoss = [...names, "Params-loss.cbor", "RoundDone-loss.cbor"]
     const packed = Object.keys(Fixtures.packed).map((name) => `${name}.cbor`)
-    expect(readdirSync(dir).filter((name) => name !== "v3" && name !== "v4").sort()).toEqual([...withLoss, ...packed].sort())
+    expect(
+      readdirSync(dir)
+        .filter((name) => name !== "v3" && name !== "v4")
+        .sort()
+    ).toEqual([...withLoss, ...packed].sort())
     // Structures version 3's frames, kept as they were sent before the optional loss; version 4's before packed parameters.
     expect(readdirSync(join(dir, "v3")).sort()).toEqual(names.sort())
     expect(readdirSync(join(dir, "v4")).sort()).toEqual(withLoss.sort())
@@ -70,8 +74,7 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
     expect(hex(read("v3/Heartbeat.cbor"))).toBe("84010311d9e0018101")
     expect(hex(read("ExtendPartition.cbor"))).toBe("84010520d9e003840a071a075bcd15191000")
     expect(hex(read("Params.cbor"))).toBe(
-      "84010501d9e00485040318291a00011170d855582000" +
-        "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
+      "84010501d9e00485040318291a00011170d855582000" + "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
     )
     // The same with its loss: structure 20 (d9e014), one more value (0.3125 as a float).
     expect(hex(read("Params-loss.cbor")).slice(0, 20)).toBe("84010501d9e014860403")

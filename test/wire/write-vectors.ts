@@ -18,7 +18,9 @@ const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
   ...Object.entries(Fixtures.withLoss).map(([tag, frame]) => [`${tag}-loss.cbor`, Codec.encode(frame)] as const),
   ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)],
-  ...Object.entries(Fixtures.packed).map(([name, p]) => [`${name}.cbor`, Codec.encodePacked(p.frame, Packed.pack(Fixtures.packedValues, p.compression, 8))] as const)
+  ...Object.entries(Fixtures.packed).map(
+    ([name, p]) => [`${name}.cbor`, Codec.encodePacked(p.frame, Packed.pack(Fixtures.packedValues, p.compression, 8))] as const
+  )
 ]
 for (const [name, bytes] of files) {
   const path = join(dir, name)

@@ -46,7 +46,7 @@ export const parseGreyLevels = (bytes: Uint8Array): Uint8Array | string => {
   const head = decoder.decode(bytes.subarray(0, open))
   const tail = decoder.decode(bytes.subarray(close + 1))
   if (!/^\s*\{\s*"data"\s*:\s*$/.test(head) || !/^\s*\}\s*$/.test(tail)) {
-    return "not a file of the form {\"data\": [...]}"
+    return 'not a file of the form {"data": [...]}'
   }
   // Each value takes at least 2 bytes ("0,"), so this bounds the count.
   const out = new Uint8Array(Math.ceil((close - open) / 2))

@@ -12,7 +12,7 @@
  */
 
 // fdlibm's split of ln 2: LN2_HI has its low 32 bits zero, so `k * LN2_HI` is exact for |k| < 2^20.
-const LN2_HI = 6.93147180369123816490e-01
+const LN2_HI = 6.9314718036912381649e-1
 const LN2_LO = 1.90821492927058770002e-10
 const LOG2_E = 1.4426950408889634
 const LN2 = 0.6931471805599453

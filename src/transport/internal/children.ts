@@ -64,7 +64,7 @@ export const make = <O>(
   killSignal: (signal: string | undefined) => string,
   options?: Transport.Options & RankOutput.Options
 ): Effect.Effect<Host<O>, never, Scope.Scope> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Long because it is a factory: the closures it returns share its state, and each is short.
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
     const children = new Map<Transport.Peer, Child>()
@@ -72,9 +72,7 @@ export const make = <O>(
     const spawn = (rank: Transport.Peer, spawnOptions: O) =>
       Effect.suspend(() => {
         if (children.has(rank)) {
-          return Effect.fail(
-            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: `rank ${rank} already has a child` } })
-          )
+          return Effect.fail(new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: `rank ${rank} already has a child` } }))
         }
         return Effect.try({
           try: () => {
@@ -99,12 +97,12 @@ export const make = <O>(
               child.closedWith !== undefined
                 ? DeathReport.disconnected(child.closedWith)
                 : child.killedWith !== undefined
-                ? DeathReport.killed(child.killedWith)
-                : child.error !== undefined
-                ? NodeRuntime.isOutOfMemory(child.error)
-                  ? DeathReport.crashed(DeathReport.errorMessage(child.error)) // made by this side: its stack says nothing of the rank
-                  : DeathReport.crashedBy(child.error)
-                : undefined
+                  ? DeathReport.killed(child.killedWith)
+                  : child.error !== undefined
+                    ? NodeRuntime.isOutOfMemory(child.error)
+                      ? DeathReport.crashed(DeathReport.errorMessage(child.error)) // made by this side: its stack says nothing of the rank
+                      : DeathReport.crashedBy(child.error)
+                    : undefined
             const lines = RankOutput.make(rank, options)
             // The host closes the link itself (not the hub): the link is gone with this child.
             const closeWith = (closeCode: number): void => {
@@ -131,8 +129,8 @@ export const make = <O>(
                   known !== undefined && known._tag !== "Crashed"
                     ? known
                     : signal !== null && !NodeRuntime.isOutOfMemory(child.error)
-                    ? DeathReport.killed(signal)
-                    : known ?? DeathReport.exited(code ?? 0)
+                      ? DeathReport.killed(signal)
+                      : (known ?? DeathReport.exited(code ?? 0))
                 )
                 resolveExit()
               }
@@ -147,8 +145,7 @@ export const make = <O>(
               }
             })
           },
-          catch: (error) =>
-            new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: DeathReport.errorMessage(error) } })
+          catch: (error) => new Transport.TransportError({ reason: { _tag: "SpawnFailed", detail: DeathReport.errorMessage(error) } })
         })
       })
 
@@ -199,11 +196,8 @@ export const make = <O>(
  * @since 0.1.0
  * @category internal
  */
-export const connect = (
-  parent: RuntimeTypes.ParentLink,
-  options?: Transport.Options
-): Effect.Effect<Transport.TransportShape> =>
-  Effect.gen(function*() {
+export const connect = (parent: RuntimeTypes.ParentLink, options?: Transport.Options): Effect.Effect<Transport.TransportShape> =>
+  Effect.gen(function* () {
     const hub = yield* Hub.make(parent.rank, options)
     const link = hub.attach(Transport.coordinatorPeer, { post: parent.post, close: () => parent.close() })
     parent.onMessage(link.receive)

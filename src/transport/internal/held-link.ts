@@ -44,9 +44,12 @@ export interface Held {
    * `welcome(n, silentMs)` is called with the messages received from the rank so far (and the ms
    * since anything of it last arrived) before anything is sent again on it; or a refusal.
    */
-  readonly resume: (socket: RuntimeTypes.RawSocket, received: number, attempt: number, welcome: (received: number, silentMs: number) => void) =>
-    | undefined
-    | { readonly closeCode: number; readonly reason: string }
+  readonly resume: (
+    socket: RuntimeTypes.RawSocket,
+    received: number,
+    attempt: number,
+    welcome: (received: number, silentMs: number) => void
+  ) => undefined | { readonly closeCode: number; readonly reason: string }
   /** Ends the link from outside with `cause` (nothing once it ended). */
   readonly end: (cause: DeathReport.DeathCause) => void
   /** Stops its timers without ending the link (the server is closing). */
@@ -54,8 +57,7 @@ export interface Held {
 }
 
 /** Codes a socket closes with when it dropped, not closed on purpose: the link is held for a resume. */
-export const isDrop = (code: number): boolean =>
-  code === 1006 || code === 1005 || code === 1001 || code === Transport.CloseCode.Dropped
+export const isDrop = (code: number): boolean => code === 1006 || code === 1005 || code === 1001 || code === Transport.CloseCode.Dropped
 
 /** A new session id: 128 random bits in hex. @since 0.1.0 @category internal */
 export const sessionId = (): string =>

@@ -118,7 +118,7 @@ const fullPollsMax = 8
 
 /** Makes a hub for endpoint `self`. @since 0.1.0 @category internal */
 export const make = (self: Transport.Peer, options: Transport.Options = {}): Effect.Effect<Hub> =>
-  Effect.gen(function*() {
+  Effect.gen(function* () {
     // Long because it is a factory: the closures it returns share its state, and each is short.
     const resolved = resolve(options)
     const clock = yield* Clock.Clock
@@ -326,10 +326,8 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
           reason: { _tag: "FrameTooLarge", peer, bytes: frame.byteLength, frameBytesMax: resolved.frameBytesMax }
         })
       }
-      if (
-        state.outbox.length > 0 &&
-        Batch.size(state.outbox.length + 1, state.outboxBytes + frame.byteLength) > resolved.batchBytesMax
-      ) flush(state)
+      if (state.outbox.length > 0 && Batch.size(state.outbox.length + 1, state.outboxBytes + frame.byteLength) > resolved.batchBytesMax)
+        flush(state)
       state.outbox.push(frame)
       state.outboxBytes += frame.byteLength
       if (state.outbox.length >= resolved.batchFramesMax) flush(state)
@@ -347,7 +345,10 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
     const transport: Transport.TransportShape = {
       self,
       peers: Effect.sync(() =>
-        [...links.entries()].filter(([, s]) => !s.ended && !s.closing).map(([p]) => p).sort((a, b) => a - b)
+        [...links.entries()]
+          .filter(([, s]) => !s.ended && !s.closing)
+          .map(([p]) => p)
+          .sort((a, b) => a - b)
       ),
       send: Transport.sendFromUnsafe(sendUnsafe),
       sendUnsafe,

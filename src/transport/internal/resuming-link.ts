@@ -175,34 +175,38 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     const number = attempts
     lastAttemptMs = performance.now()
     let welcomed = false
-    const raw: ClientSocket = Select.connectWs(options.url, {
-      open: () => {
-        const entry = pending.get(raw)
-        // One join at a time: each one the server takes would take the link from the one before.
-        if (entry === undefined || [...pending.values()].some((other) => other.opened)) {
+    const raw: ClientSocket = Select.connectWs(
+      options.url,
+      {
+        open: () => {
+          const entry = pending.get(raw)
+          // One join at a time: each one the server takes would take the link from the one before.
+          if (entry === undefined || [...pending.values()].some((other) => other.opened)) {
+            pending.delete(raw)
+            return cut(raw)
+          }
+          entry.opened = true
+          raw.send(options.resumeJoin(number, session.received()))
+        },
+        message: (data) => {
+          if (over) return
+          if (welcomed) return onMessage(raw, data)
+          if (typeof data !== "string") return
+          const received = options.parseWelcome(data)
+          if (received === undefined) return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
+          welcomed = true
+          adopt(raw, received)
+        },
+        close: (code) => {
+          if (welcomed) return onClosed(raw, code)
           pending.delete(raw)
-          return cut(raw)
+          if (cutByUs.has(raw)) return
+          // The newest attempt's refusal decides; an older one may be refused as stale.
+          if (!over && !isRetry(code) && number === attempts) finish(code)
         }
-        entry.opened = true
-        raw.send(options.resumeJoin(number, session.received()))
       },
-      message: (data) => {
-        if (over) return
-        if (welcomed) return onMessage(raw, data)
-        if (typeof data !== "string") return
-        const received = options.parseWelcome(data)
-        if (received === undefined) return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
-        welcomed = true
-        adopt(raw, received)
-      },
-      close: (code) => {
-        if (welcomed) return onClosed(raw, code)
-        pending.delete(raw)
-        if (cutByUs.has(raw)) return
-        // The newest attempt's refusal decides; an older one may be refused as stale.
-        if (!over && !isRetry(code) && number === attempts) finish(code)
-      }
-    }, options.trust)
+      options.trust
+    )
     pending.set(raw, { startedMs: lastAttemptMs, opened: false })
   }
 

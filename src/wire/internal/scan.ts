@@ -52,8 +52,7 @@ const mismatch = (path: ReadonlyArray<string | number>, message: string): WireEr
   message
 })
 
-const u32 = (at: number): number =>
-  src[at]! * 0x1000000 + ((src[at + 1]! << 16) | (src[at + 2]! << 8) | src[at + 3]!)
+const u32 = (at: number): number => src[at]! * 0x1000000 + ((src[at + 1]! << 16) | (src[at + 2]! << 8) | src[at + 3]!)
 
 /** Reads one item head into `major`, `info`, `arg`; returns a fatal reason or undefined. */
 const head = (): WireError.Reason | undefined => {
@@ -210,7 +209,10 @@ const packed = (key: string): WireError.Reason | undefined => {
   const inner = head()
   if (inner !== undefined) return inner
   if (key !== "params" || major !== 2) {
-    soft = mismatch([key], key !== "params" ? "a packed vector (tag 64) is only allowed in params" : "expected a packed vector: tag 64 over a byte string")
+    soft = mismatch(
+      [key],
+      key !== "params" ? "a packed vector (tag 64) is only allowed in params" : "expected a packed vector: tag 64 over a byte string"
+    )
     return skipContent()
   }
   if (arg > lim - pos) return truncated(pos + arg)
@@ -287,11 +289,7 @@ const value = (key: string): WireError.Reason | undefined => {
 }
 
 /** Checks one version field; returns a fatal `VersionMismatch`, or sets `soft` on a non-integer. */
-const version = (
-  field: "protocol" | "structures",
-  want: number,
-  read: ReadonlyArray<number> = [want]
-): WireError.Reason | undefined => {
+const version = (field: "protocol" | "structures", want: number, read: ReadonlyArray<number> = [want]): WireError.Reason | undefined => {
   const bad = head()
   if (bad !== undefined) return bad
   if (major !== 0) {
@@ -302,15 +300,16 @@ const version = (
   return undefined
 }
 
-const float64At = (at: number): number =>
-  new DataView(src.buffer, src.byteOffset + at, 8).getFloat64(0)
+const float64At = (at: number): number => new DataView(src.buffer, src.byteOffset + at, 8).getFloat64(0)
 
 const isRank = (value: number): boolean => Number.isSafeInteger(value) && value >= 0
 
 // Reads `major` through a call: TypeScript would otherwise keep a narrowing from before `head()`.
 const majorNow = (): number => major
 
-const scanBody = (expectedFrom: number | undefined): { readonly fatal: WireError.Reason | undefined; readonly from: number | undefined; readonly structure: number } => {
+const scanBody = (
+  expectedFrom: number | undefined
+): { readonly fatal: WireError.Reason | undefined; readonly from: number | undefined; readonly structure: number } => {
   let from: number | undefined
   let structure = -1
   const result = (fatal: WireError.Reason | undefined) => ({ fatal, from, structure })
@@ -396,7 +395,10 @@ export const scanFrame = (
   bytes: Uint8Array,
   start: number,
   expectedFrom: number | undefined,
-  limits: { readonly textBytesMax: number; readonly paramsLengthMax: number } = { textBytesMax: Number.POSITIVE_INFINITY, paramsLengthMax: Number.POSITIVE_INFINITY }
+  limits: { readonly textBytesMax: number; readonly paramsLengthMax: number } = {
+    textBytesMax: Number.POSITIVE_INFINITY,
+    paramsLengthMax: Number.POSITIVE_INFINITY
+  }
 ): Scanned => {
   src = bytes
   textMax = limits.textBytesMax
