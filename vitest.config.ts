@@ -40,7 +40,7 @@ const nodeOnly =
         "test/actors/compress.full.test.ts",
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
-      "test/actors/declared-stopped.full.test.ts",
+        "test/actors/declared-stopped.full.test.ts",
         "test/bench/churn.full.test.ts"
       ]
     : []
