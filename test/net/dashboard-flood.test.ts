@@ -108,9 +108,12 @@ describe("30,000 idle connections to the dashboard", () => {
       }
       const refusedInAll = Math.max(...alerts.map((a) => Number(/\((\d+) in all\)/.exec(a.detail)![1])))
       console.log(`[flood] the dashboard said it refused ${refusedInAll} in all`)
-      // Most of them: the flood also counts handshakes the kernel completed and then reset (the
-      // listener's queue full), which the listener never saw.
-      expect(refusedInAll).toBeGreaterThan(connections / 2)
+      // Many more than its cap, but not a fixed share of the flood: the flood also counts handshakes
+      // the kernel completed and then reset (the listener's queue full), which the listener never
+      // saw, and on a loaded machine those can be most of them; the last alert may also come before
+      // the flood ends.
+      expect(refusedInAll).toBeGreaterThan(connectionsMax)
+      expect(refusedInAll).toBeLessThanOrEqual(connections)
       expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([
         [4800, 0, 0],
         [4800, 0, 0],
