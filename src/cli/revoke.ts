@@ -13,7 +13,8 @@
 import { readText, reportDefaults, Revocations } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { type Io, usage } from "./conduct.ts"
-import { ExitCode, firstLine } from "./parse.ts"
+import { ExitCode } from "./defaults.ts"
+import { firstLine } from "./parse.ts"
 
 /**
  * Runs `cohort revoke` with `argv` (the arguments after `revoke`) and returns its exit code.
