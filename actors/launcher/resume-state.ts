@@ -27,11 +27,10 @@ import * as Audit from "../../src/core/audit.ts"
 import * as Files from "../../src/platform/files.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { firstLine } from "../record/error-text.ts"
-import { failureText, printable, reportDefaults, resultFromEvents } from "../record/read-run.ts"
-import * as RunSchema from "../record/run-schema.ts"
+import { failureText, type PartialRun, parseJournal, printable, reportDefaults } from "../record/read-run.ts"
 import { LaunchError } from "./launch-options.ts"
 import * as RankActor from "../rank/rank.ts"
-import type { RunEvent } from "../record/run-types.ts"
+import type { RunEvent, RunResult } from "../record/run-types.ts"
 
 /**
  * The refusals of `run({ resume })`, as the reason of a `LaunchError` with option `resume` (its
@@ -90,7 +89,7 @@ export interface Parent {
   readonly started: Started
   readonly options: Readonly<Record<string, unknown>>
   /** The result as read: `outcome` undefined when the journal has no `ended` event. */
-  readonly read: Exclude<ReturnType<typeof resultFromEvents>, string>
+  readonly read: RunResult | PartialRun
   /** `was cut in line 22` when the last line was cut short, else `undefined`. */
   readonly cutLine: string | undefined
 }
@@ -118,29 +117,15 @@ export const readParent = async (given: string): Promise<Parent> => {
   if (read._tag === "NotRegular") fail(resumeErrors.notARun(given, `${path} is not a regular file`))
   if (read._tag === "TooLarge") fail(resumeErrors.unreadable(given, `${path} is larger than ${reportDefaults.fileBytesMax} bytes`))
   const text = new TextDecoder().decode((read as Extract<Files.RegularFileRead, { _tag: "Read" }>).bytes)
-  const result = resultFromEvents(text, path)
-  if (typeof result === "string") {
+  const journal = parseJournal(text, path)
+  if (typeof journal === "string") {
     return fail(
-      result.endsWith("has no started event")
+      journal.endsWith("has no started event")
         ? resumeErrors.notARun(given, "its journal has no started event")
-        : resumeErrors.unreadable(given, result)
+        : resumeErrors.unreadable(given, journal)
     )
   }
-  // The first `started` line, checked (resultFromEvents found one, so there is one).
-  let started: Started | undefined
-  for (const line of text.split("\n")) {
-    if (!line.includes('"started"')) continue
-    try {
-      const checked = RunSchema.validateRunEvent(JSON.parse(line))
-      if ("ok" in checked && checked.ok.type === "started") {
-        started = checked.ok
-        break
-      }
-    } catch {
-      // Not this line.
-    }
-  }
-  if (started === undefined) return fail(resumeErrors.notARun(given, "its journal has no started event"))
+  const { started, result } = journal
   const cutLine = result.outcome === undefined && result.cut.startsWith("was cut") ? result.cut : undefined
   return { dir, started, options: started.options ?? {}, read: result, cutLine }
 }
