@@ -186,7 +186,12 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [
         ["join", "http://example.org/x"],
         {},
-        "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"
+        "cohort: the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'; try ws://example.org/\n"
+      ],
+      [
+        ["join", "https://127.0.0.1:9443/"],
+        {},
+        "cohort: the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got 'https://127.0.0.1:9443/'; try wss://127.0.0.1:9443/\n"
       ],
       [
         ["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"],
