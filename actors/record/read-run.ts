@@ -158,6 +158,7 @@ const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.Run
  * @category report
  */
 export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | PartialRun | string => {
+  // Long because: one walk over the journal gathers every list of the result, one case per event type.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
   let failed: RunFailure | undefined
@@ -165,6 +166,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
   const leaves: Array<RunTypes.LeaveCost> = []
+  const joins: Array<RunTypes.JoinCost> = []
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
@@ -216,6 +218,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       case "leave":
         leaves.push(e.leave)
         break
+      case "join":
+        joins.push(e.join)
+        break
       case "alert":
         alerts.push(e.alert)
         break
@@ -249,6 +254,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     runDir: started.runDir,
     deaths,
     ...(leaves.length === 0 ? {} : { leaves }),
+    ...(joins.length === 0 ? {} : { joins }),
     skippedFaults,
     alerts,
     epochs: rows,
