@@ -148,8 +148,8 @@ export interface Options {
 }
 
 /**
- * The run did not form: a rank ended before every rank joined, or the formation timed out. floDl
- * kills every rank in this case too: a half-formed run has nothing to recover (reference §7.1.5).
+ * The run did not form: a rank ended before every rank joined, or the formation timed out. Every
+ * rank is then stopped: a half-formed run has nothing to recover.
  *
  * @since 0.1.0
  * @category errors

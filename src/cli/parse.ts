@@ -69,8 +69,13 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
   return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === "-h" || arg === "--help")
 }
 
-/** Commander's messages start with `error: ` and put a suggestion on a second line. */
-/** One line of a commander or usage message. @since 0.1.0 @category parsing */
+/**
+ * One line of a commander or usage message: commander's start with `error: ` and put a suggestion
+ * on a second line.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const oneLine = (message: string): string =>
   message
     .replace(/^error: /, "")
