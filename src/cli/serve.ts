@@ -56,7 +56,7 @@ import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
-import { integerAtLeast, type RawRunOptions, runOptions, UsageError } from "./flags.ts"
+import { integerAtLeast, type RawRunOptions, runOptions, sharedRunOptions, UsageError } from "./flags.ts"
 import { firstLine, oneLine, runFlags } from "./parse.ts"
 
 /**
@@ -301,28 +301,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...hooks,
         onEvent,
         trainer,
-        worldSize: parsed.worldSize,
+        ...sharedRunOptions(parsed),
         maxRanks,
         minRanks,
-        epochs: parsed.epochs,
-        mode: parsed.mode,
-        backend: parsed.backend,
-        heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
-        coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
-        ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
-        ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
-        ...parsed.aggregation,
-        ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
-        ...parsed.outer,
-        failureLimit: parsed.failureLimit,
-        rolePolicy: parsed.rolePolicy,
-        onRepeatedCrash: parsed.onRepeatedCrash,
-        interruptGraceMs: parsed.interruptGraceMs,
-        ...(parsed.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: parsed.saveTimeoutMs }),
-        ...(parsed.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: parsed.evalTimeoutMs }),
-        livenessDetector: parsed.livenessDetector,
-        seed: parsed.seed,
-        outDir: parsed.outDir,
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
