@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
-import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+import { type CliProcess, freePort, servedUrl, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const paced = fileURLToPath(new URL("../fixtures/trainers/mnist-paced.ts", import.meta.url))
@@ -34,7 +34,6 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess =>
   startCli(args, { cwd: dir, env, started: children })
 
-const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 const count = (text: string, pattern: RegExp): number => (text.match(pattern) ?? []).length
 
 interface Summary {
@@ -106,8 +105,7 @@ const servedPaced = async (name: string, serveArgs: ReadonlyArray<string>) => {
     ],
     env
   )
-  await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-  const url = urlOf(serve)
+  const url = await servedUrl(serve)
   const joinAs = (i: number) =>
     cohort(
       [
