@@ -76,7 +76,7 @@ const squatter = async (challenge: string | undefined) => {
 describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a step goes from a rank to its next ring neighbour, as sent", async () => {
     const { rings } = await ranks(3)
-    const ends = rings.map((ring, rank) => ring.open(0, [0, 1, 2], rank))
+    const ends = rings.map((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
     expect(await ends[0]!.connected).toBe(true)
     const received = nextMessage(ends[1]!)
     const data = new Float64Array([1.5, -2, 1])
@@ -93,7 +93,7 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
 
   it("a connection with a wrong token is closed with BadHello (4020), one from a rank that is not the previous neighbour with NotNeighbour (4021)", async () => {
     const { rings, urls } = await ranks(3)
-    rings.forEach((ring, rank) => ring.open(0, [0, 1, 2], rank))
+    rings.forEach((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
     const hello = (key: string, from: number) => async (challenge: string) =>
       JSON.stringify({ generation: 0, from, challenge: "ab".repeat(32), proof: await proofOf(key, ["hello", challenge, 0, from, 1]) })
     expect(await strangerCode(urls[1]!, hello("guessed", 0))).toBe(PeerRing.closeCodes.BadHello)
@@ -109,10 +109,10 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a link opened before its receiver knows the generation waits for it; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
     const { rings } = await ranks(3, [2])
     // Rank 0 links to rank 1 before rank 1 opened generation 4.
-    const end0 = rings[0]!.open(4, [0, 1, 2], 0)
+    const end0 = rings[0]!.open(4, PeerRing.neighboursOf([0, 1, 2], 0))
     expect(await end0.connected).toBe(true)
     expect(end0.send({ generation: 4, round: 0, step: 0, data: new Float32Array([7]) })).toBe(true)
-    const end1 = rings[1]!.open(4, [0, 1, 2], 1)
+    const end1 = rings[1]!.open(4, PeerRing.neighboursOf([0, 1, 2], 1))
     expect(Array.from((await nextMessage(end1)).data)).toEqual([7])
     // Rank 2 has no listener: rank 1's link to it is never made.
     expect(await end1.connected).toBe(false)
@@ -126,7 +126,7 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
       try {
         const ring = PeerRing.start({ rank: 0, token, urls: [urls[0], stranger.url], host, port: 0, connectTimeoutMs: 1000 })
         opened.push(ring)
-        const end = ring.open(0, [0, 1], 0)
+        const end = ring.open(0, PeerRing.neighboursOf([0, 1], 0))
         expect(await end.connected).toBe(false)
         expect(end.send({ generation: 0, round: 0, step: 0, data: new Float32Array([1]) })).toBe(false)
         expect(stranger.received.every((text) => !text.includes(token))).toBe(true)
@@ -143,7 +143,7 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     const { rings } = await ranks(2)
     rings[1]!.close()
     await new Promise((r) => setTimeout(r, 100))
-    const end0 = rings[0]!.open(0, [0, 1], 0)
+    const end0 = rings[0]!.open(0, PeerRing.neighboursOf([0, 1], 0))
     expect(await end0.connected).toBe(false)
   })
 })
