@@ -139,6 +139,27 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     rings[1]!.close()
   })
 
+  it("between hosts (no run token): each generation's secret and next address come with open; a hello before its generation waits for the secret; a wrong secret or none leaves the relay", async () => {
+    const rings = [0, 1].map((rank) => PeerRing.start({ rank, token: "", urls: [], host, port: 0, listen: true, connectTimeoutMs: 2000 }))
+    opened.push(...rings)
+    const [port0, port1] = await Promise.all(rings.map((ring) => ring.bound))
+    const url1 = PeerRing.advertisedUrl(host, port1!)
+    expect([typeof port0, url1]).toEqual(["number", `ws://${host}:${port1}/`])
+    // Rank 0 links before rank 1 knows generation 2: its hello waits there for rank 1's secret.
+    const end0 = rings[0]!.open(2, { prev: 1, next: 1, nextUrl: url1, secret: "generation-2-secret" })
+    await new Promise((r) => setTimeout(r, 50))
+    const end1 = rings[1]!.open(2, { prev: 0, next: 0, secret: "generation-2-secret" })
+    expect(await end0.connected).toBe(true)
+    expect(end0.send({ generation: 2, round: 0, step: 0, data: new Float32Array([5]) })).toBe(true)
+    expect(Array.from((await nextMessage(end1)).data)).toEqual([5])
+    // Rank 1 gave no address for rank 0: its outgoing link is never made.
+    expect(await end1.connected).toBe(false)
+    // Generation 3: rank 0 holds another secret than rank 1 (a stale or forged FormRing), then none.
+    rings[1]!.open(3, { prev: 0, next: 0, secret: "generation-3-secret" })
+    expect(await rings[0]!.open(3, { prev: 1, next: 1, nextUrl: url1, secret: "a guess" }).connected).toBe(false)
+    expect(await rings[0]!.open(4, { prev: 1, next: 1, nextUrl: url1 }).connected).toBe(false)
+  })
+
   it("a neighbour that died (its port refuses) leaves the generation on the relay", async () => {
     const { rings } = await ranks(2)
     rings[1]!.close()
