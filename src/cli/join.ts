@@ -34,7 +34,9 @@ import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
-import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
+import { ExitCode } from "./defaults.ts"
+import { integerAtLeast, UsageError } from "./flags.ts"
+import { firstLine, oneLine } from "./parse.ts"
 import { readToken, serveDefaults } from "./serve.ts"
 
 /**
