@@ -3,7 +3,7 @@
 // asks the system which interface reaches the coordinator).
 import { describe, expect, it } from "vitest"
 import { ringListenOf } from "../../src/cli/join.ts"
-import { UsageError } from "../../src/cli/parse.ts"
+import { UsageError } from "../../src/cli/flags.ts"
 
 const url = "ws://127.0.0.1:7070/"
 
