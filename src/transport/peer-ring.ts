@@ -425,27 +425,33 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const generations = new Map<number, Generation>()
   let newest = -1
   // Hellos of generations not opened yet that wait for their secret (no run secret).
-  const waiting: Array<{ readonly generation: number; readonly resolve: (key: ProofKey | number) => void }> = []
+  const waiting: Array<{
+    readonly generation: number
+    readonly resolve: (key: ProofKey | number) => void
+    timer?: ReturnType<typeof setTimeout>
+  }> = []
   const keyFor = (generation: number): Promise<ProofKey | number> => {
     if (runKey !== undefined) return Promise.resolve(runKey)
     if (generation <= newest) return Promise.resolve(keys.get(generation) ?? closeCodes.NotNeighbour)
     if (waiting.length >= parkedMax) return Promise.resolve(closeCodes.TooManyParked)
     return new Promise((resolve) => {
-      const entry = { generation, resolve }
+      const entry: (typeof waiting)[number] = { generation, resolve }
       waiting.push(entry)
-      setTimeout(() => {
+      entry.timer = setTimeout(() => {
         const at = waiting.indexOf(entry)
         if (at >= 0) waiting.splice(at, 1)
         resolve(closeCodes.NotNeighbour)
       }, parkedMs)
     })
   }
-  const release = (): void => {
+  /** Hands the waiting hellos of opened generations their secret (`all`: every one, none left). */
+  const release = (all = false): void => {
     for (let i = waiting.length - 1; i >= 0; i--) {
       const entry = waiting[i]!
-      if (entry.generation > newest) continue
+      if (entry.generation > newest && !all) continue
       waiting.splice(i, 1)
-      entry.resolve(keys.get(entry.generation) ?? closeCodes.NotNeighbour)
+      clearTimeout(entry.timer)
+      entry.resolve((all ? undefined : keys.get(entry.generation)) ?? closeCodes.NotNeighbour)
     }
   }
   const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
@@ -567,6 +573,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
     },
     close: () => {
       closed = true
+      release(true)
       for (const entry of generations.values()) entry.incoming?.socket.close(closeCodes.Superseded, "rank ends")
       generations.clear()
       void server?.close()
