@@ -333,6 +333,54 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       })
     })
 
+    it("a FormRing that names its neighbours (structures version 6): peers empty; a bad address or an overlong secret", () => {
+      const full = Structures.fullStructureOf[id("FormRing")]!
+      const ring = (peers: ReadonlyArray<number>, address: string, secret: string) =>
+        Codec.decode(
+          C.frame(
+            coordinator,
+            C.record(
+              full,
+              id("FormRing"),
+              C.uint(1),
+              C.uint(0),
+              C.uint(3),
+              C.array(...peers.map(C.uint)),
+              C.uint(2),
+              C.uint(1),
+              C.text(address),
+              C.text(secret)
+            )
+          )
+        )
+      expect(ring([], "ws://10.0.0.1:7300/", "s")).toEqual(
+        Result.succeed(
+          Frame.fromCoordinator({
+            _tag: "FormRing",
+            generation: 1,
+            ringRank: 0,
+            ringSize: 3,
+            peers: [],
+            prev: 2,
+            next: 1,
+            nextAddress: "ws://10.0.0.1:7300/",
+            ringSecret: "s"
+          })
+        )
+      )
+      expect(Result.isSuccess(ring([0, 1, 2], "", ""))).toBe(true)
+      expect(
+        reasonOf(C.frame(coordinator, C.record(structure("FormRing"), id("FormRing"), C.uint(1), C.uint(0), C.uint(3), C.array())))
+      ).toEqual({
+        _tag: "SchemaMismatch",
+        path: ["peers"],
+        message: "expected ringSize (3) ranks, got 0"
+      })
+      for (const address of ["http://10.0.0.1:7300/", "ws://10.0.0.1:7300/x", "ws:// 1/"])
+        expect(Result.isFailure(ring([], address, "s")), address).toBe(true)
+      expect(Result.isFailure(ring([], "", "s".repeat(129)))).toBe(true)
+    })
+
     it("a message sent in the wrong direction", () => {
       expect(reasonOf(C.frame(coordinator, C.record(structure("Heartbeat"), id("Heartbeat"))))).toEqual({
         _tag: "SchemaMismatch",
