@@ -200,6 +200,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--epochs <n>")
     .option("--mode <mode>")
     .option("--backend <kind>")
+    .option("--ring-links <links>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
     .option("--round-deadline-ms <ms>")
@@ -333,6 +334,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         epochs: parsed.epochs,
         mode: parsed.mode,
         backend: parsed.backend,
+        ...(parsed.ringLinks === undefined ? {} : { ringLinks: parsed.ringLinks }),
         heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
         coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
         ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
