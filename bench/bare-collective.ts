@@ -34,6 +34,10 @@ const workerEntry = new URL("./bare-collective-worker.ts", import.meta.url).href
  * times, or when fewer rounds ended than asked for.
  */
 export const measureBare = async (worldSize: number, params: number, rounds: number, warmupRounds: number): Promise<BareMeasured> => {
+  if (!(Number.isSafeInteger(rounds) && rounds >= 1 && Number.isSafeInteger(warmupRounds) && warmupRounds >= 1))
+    throw new Error(
+      `bare collective: rounds and warm-up rounds must be integers >= 1 (the first timed round needs one before it), got ${rounds} and ${warmupRounds}`
+    )
   const total = warmupRounds + rounds
   const buffer = SharedAllReduce.make(worldSize, params)
   const progress = new SharedArrayBuffer(8)
