@@ -12,6 +12,7 @@ import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import * as Bundle from "../../src/platform/bundle.ts"
 import * as Files from "../../src/platform/files.ts"
+import * as ListenError from "../../src/platform/listen-error.ts"
 import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Credentials from "../../src/transport/credentials.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -202,7 +203,9 @@ const bindFailed = (served: Context["served"]) => (error: Transport.TransportErr
   Effect.die(
     new LaunchError(
       "listen",
-      error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message
+      error.reason._tag === "ConnectFailed"
+        ? `cannot listen on ${served?.host}:${served?.port}: ${ListenError.addressInUse(error.reason.detail) ? ListenError.addressInUseText : error.reason.detail}`
+        : error.message
     )
   )
 

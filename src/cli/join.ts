@@ -99,6 +99,17 @@ const rankOf = (text: string, flag: string): number | "auto" => {
 }
 
 /**
+ * Why a URL is not one to join: a served run speaks WebSocket, `ws://HOST:PORT/` or, over TLS,
+ * `wss://HOST:PORT/`, as `cohort serve` prints it; an `http://` or `https://` one gets the URL to
+ * use instead.
+ */
+const urlRefusal = (url: string): string => {
+  const web = /^(https?):\/\/([^\s/]+)/i.exec(url)
+  const instead = web === null ? "" : `; try ${web[1]!.toLowerCase() === "https" ? "wss" : "ws"}://${web[2]}/`
+  return `the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got '${url}'${instead}`
+}
+
+/**
  * Runs `cohort join` with `argv` (the arguments after `join`) and returns its exit code; once the
  * rank trains, the rank itself ends the process with its exit code, after `io.leaving(code)`.
  *
@@ -138,7 +149,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       })
       .parse([...argv], { from: "user" })
     if (url === undefined) throw new UsageError("join needs the coordinator's URL")
-    if (!/^wss?:\/\/[^\s/]+\/?$/.test(url)) throw new UsageError(`the URL must be ws://HOST:PORT/ as cohort serve prints it, got '${url}'`)
+    if (!/^wss?:\/\/[^\s/]+\/?$/.test(url)) throw new UsageError(urlRefusal(url))
     if (raw.rank !== undefined && raw.rankFromEnv !== undefined) throw new UsageError("--rank cannot be used with --rank-from-env")
     if (raw.rankFromEnv !== undefined) {
       const value = env(raw.rankFromEnv)
