@@ -305,6 +305,7 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
         if (vacate !== undefined) {
           joined.delete(event.rank)
           io.crashes.delete(event.rank)
+          io.ringNeighbours.advertised(event.rank, undefined)
           vacate(event.rank, cause._tag === "Crashed" ? cause.error : Core.causeText(cause))
           continue
         }
@@ -318,7 +319,10 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
       if (event._tag === "Frame") {
         const decoded = decodeFrame(event, state.paramsLength)
         const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
-        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
+        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) {
+          joined.set(event.peer, frameMessage.paramsLength)
+          shell.io.ringNeighbours.advertised(event.peer, frameMessage.ringAddress)
+        }
         if (frameMessage?._tag === "Crashing") io.crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
       }
       yield* checkFormation(shell, yield* Clock.currentTimeMillis)

@@ -359,6 +359,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   epochs: options.epochs,
   mode: options.mode,
   backend: options.backend,
+  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

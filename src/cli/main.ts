@@ -42,7 +42,6 @@ const toRunOptions = (
   ...(signals.coordinatorAlerts === undefined ? {} : { coordinatorAlerts: signals.coordinatorAlerts }),
   trainer,
   ...sharedRunOptions(options),
-  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
   transport: options.transport,
   kills: options.kills,
   hangs: options.hangs,

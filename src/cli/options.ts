@@ -70,8 +70,8 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
   {
     flag: "--ring-links direct|relay",
     default: "direct",
-    help: "ring steps rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it",
-    doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
+    help: "ring steps rank to rank where the transport can (worker threads; processes over loopback WebSockets; served ranks to the addresses they advertise; each link falling back to the relay), or every step through the coordinator, which checks it",
+    doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets; `serve`: joined ranks to the addresses they advertise, see [direct links between hosts](ring.md#direct-links-between-hosts); each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
   },
   {
     flag: "--kill RANK@SECONDS",
