@@ -63,6 +63,13 @@ export interface Hooks {
    * links never reach the coordinator and are not counted.
    */
   readonly onRoundBytes?: (round: number, bytes: { readonly received: number; readonly sent: number }) => void
+  /**
+   * A round closed (`AverageRound`), before anything of it goes out: with `cpu`, `params` is the
+   * model every rank will hold (the mean it broadcasts; the last one sent when the round had
+   * nothing usable; `undefined` before any), with `ring` `undefined`. The recovery log writes
+   * the round's commit and model here, before its `Update` or `RoundCommitted` is sent.
+   */
+  readonly beforeRound?: (command: Extract<Core.Command, { _tag: "AverageRound" }>, params: Float32Array | undefined) => void
 }
 
 /**

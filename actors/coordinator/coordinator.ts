@@ -116,6 +116,17 @@ export interface Options {
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
+   * A run a restarted coordinator took over (docs/recovery.md): it forms once every rank of
+   * `expected` sent its `Hello` (ranks coming back send it again on their recovered link), or
+   * `windowMs` after the formation began with at least one; then each rank of `[0, worldSize)` that
+   * did not is declared dead at once, with the reason `causeOf(rank)` (a `Refused` cause).
+   */
+  readonly recovery?: {
+    readonly windowMs: number
+    readonly expected: ReadonlyArray<Rank>
+    readonly causeOf: (rank: Rank) => string
+  }
+  /**
    * Ring backend with direct links (worker threads): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
@@ -279,6 +290,7 @@ const averageRound = (shell: Shell, command: Extract<Core.Command, { _tag: "Aver
   if (command.generation !== undefined) {
     // Ring backend: the ranks averaged among themselves; the round is confirmed,
     // in the generation's shared area when it has one (written before any later frame).
+    observe(() => shell.hooks.beforeRound?.(command, undefined))
     if (shell.areaCommit?.generation === command.generation) shell.areaCommit.commit(command.round)
     else shell.io.broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
   } else {
@@ -322,6 +334,7 @@ const averageCpu = (shell: Shell, command: Extract<Core.Command, { _tag: "Averag
     params = Packed.unpack(out.bytes) as Float32Array
   }
   if (params.length > 0) shell.lastModel = { round: command.round, params }
+  observe(() => shell.hooks.beforeRound?.(command, params.length > 0 ? params : shell.lastModel?.params))
   shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
 }
 
@@ -506,14 +519,21 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
       )
       for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
     }
-    // Formation ranks not here yet are vacant; they join later (`minRanks`).
-    const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
+    // declared dead once it started (below).
+    const recovery = shell.options.recovery
+    const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    const absent = recovery === undefined ? missing : []
     const startOptions = {
       ...(paramsLength === undefined ? {} : { paramsLength }),
       ...(resume === undefined ? {} : { resume: resume.point }),
       ...(absent.length === 0 ? {} : { absent })
     }
     yield* execute(shell, Core.start(state, nowMs, startOptions))
+    for (const rank of recovery === undefined ? [] : missing) {
+      yield* stepAndExecute(shell, { _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(recovery!.causeOf(rank)) })
+    }
+    if (missing.length > 0 && recovery !== undefined) yield* stepAndExecute(shell, { _tag: "Tick", nowMs })
     for (const [rank, length] of joined) {
       if (length === paramsLength) continue
       const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
@@ -529,7 +549,13 @@ const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport, joined, outcome, formationTimeoutMs } = shell
     if (yield* Deferred.isDone(outcome)) return
-    if (joined.size >= state.config.minRanks) {
+    const recovery = shell.options.recovery
+    const waited = shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > (recovery?.windowMs ?? 0)
+    if (
+      recovery === undefined
+        ? joined.size >= state.config.minRanks
+        : recovery.expected.every((r) => joined.has(r)) || (waited && joined.size > 0)
+    ) {
       yield* startRun(shell, nowMs)
     } else if (shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > formationTimeoutMs) {
       const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))

@@ -23,7 +23,7 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, LeaveCost, Listening, Recovering, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -45,6 +45,7 @@ export interface Served {
   readonly tls: ServeOptions["tls"]
   readonly issueTokens: number
   readonly tokenTtlMs: number | undefined
+  readonly recovery?: Recovering | undefined
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */

@@ -535,3 +535,23 @@ export const turn = (r: Running) =>
     }
     return "continue" as const
   })
+
+/**
+ * A new coordinator took the run over (docs/recovery.md): the assignment, the chunks and the
+ * contribution this rank held were the old one's, and nothing of them counts until the new one
+ * re-plans. The rank goes back to its last averaged model and waits for the new `Update` (the
+ * last committed model) and its new share of the epoch.
+ */
+export const recovered = (r: Running): void => {
+  const { s } = r
+  s.entries.length = 0
+  s.chunks.length = 0
+  s.trained = 0
+  s.contributedUpTo = 0
+  s.chunksDoneSinceContribution = 0
+  s.batchesSinceContribution = 0
+  s.lossSum = 0
+  s.lossSamples = 0
+  s.waitingUpdate = true
+  r.trainer.setParams(s.lastAverage)
+}

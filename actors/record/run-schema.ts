@@ -239,6 +239,8 @@ export const RunEvent = Schema.Union([
     resumed: optionalKey(Resumed)
   }),
   event("listening", { url: Schema.String }),
+  event("coordinatorLost", { lostMs: Schema.Number, epoch: Count, lastRound: Schema.Number, committedSamples: Count }),
+  event("recovered", { returned: Schema.Array(Count), missing: Schema.Array(Count), withoutCoordinatorMs: Count }),
   event("joined", { rank: Count, address: Schema.String, credential: optionalKey(Schema.String) }),
   event("revoked", { rank: optionalKey(Count), credential: optionalKey(Schema.String) }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),

@@ -381,6 +381,29 @@ export interface ServeOptions
   readonly http?: HttpHandler
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
+  /** A run taken over after its coordinator's process was lost: filled by `recover` (docs/recovery.md). */
+  readonly recovery?: Recovering
+}
+
+/**
+ * How a restarted coordinator takes a served run over (docs/recovery.md): the ranks it waits for
+ * (`expected`, those the journal holds alive) at most `windowMs` (ms), those it does not (`gone`:
+ * declared dead or exited before), the journal's time origin (`originMs`, wall-clock ms: the
+ * recovered process's event times go on from the old one's) and the old coordinator's last
+ * write to the journal (`lostAtMs`, wall-clock ms), and where the run stands.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Recovering {
+  readonly windowMs: number
+  readonly expected: ReadonlyArray<Rank>
+  readonly gone: ReadonlyArray<Rank>
+  readonly originMs: number
+  readonly lostAtMs: number
+  readonly epoch: number
+  readonly lastRound: number
+  readonly committedSamples: number
 }
 
 /**
@@ -462,6 +485,31 @@ export type RunEvent =
       readonly resumed?: Resumed
     }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
+  | {
+      /**
+       * A restarted coordinator took the run over (docs/recovery.md): the old one's last journal
+       * line was at `lostMs`; the run goes on at `epoch` from round `lastRound`'s model, with
+       * `committedSamples` of that epoch committed.
+       */
+      readonly type: "coordinatorLost"
+      readonly ms: number
+      readonly lostMs: number
+      readonly epoch: number
+      readonly lastRound: number
+      readonly committedSamples: number
+    }
+  | {
+      /**
+       * The recovered run formed: `returned` ranks came back within the recovery window, `missing`
+       * did not (declared dead); `withoutCoordinatorMs` from the old coordinator's last line to
+       * now (the run's gap: no round closed meanwhile).
+       */
+      readonly type: "recovered"
+      readonly ms: number
+      readonly returned: ReadonlyArray<Rank>
+      readonly missing: ReadonlyArray<Rank>
+      readonly withoutCoordinatorMs: number
+    }
   | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
   | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }

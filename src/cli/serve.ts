@@ -177,6 +177,8 @@ interface RawServeOptions extends RawRunOptions {
   readonly issueTokens?: string
   readonly tokenTtlMs?: string
   readonly rankConnectionsMax?: string
+  readonly recover?: string
+  readonly recoveryWindowMs?: string
 }
 
 /**
@@ -232,6 +234,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--eval-timeout-ms <ms>")
     .option("--liveness <detector>")
     .option("--dashboard-faults")
+    .option("--recover <dir>")
+    .option("--recovery-window-ms <ms>")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -278,6 +282,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     return usage(io, oneLine(String(error)))
   }
   const parsed = options
+  if (raw.recover !== undefined) return recoverRun(io, raw, parsed, token?.token, raw.listen === undefined ? undefined : listen)
   const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
   return withConsoleOnStderr(parsed.json, async () => {
     // Long because the serve command's steps in order (trainer, options, the listening lines), sharing its locals.
@@ -406,4 +411,46 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       })
     })
   })
+}
+
+/**
+ * `cohort serve --recover RUN_DIR` (docs/recovery.md): takes the served run in `RUN_DIR` over
+ * after its coordinator's process was lost, in the same folder, with the same token (its `token`
+ * file, or `--token-file`/`COHORT_TOKEN`) and address (the run's, unless `--listen` is given).
+ * `--recovery-window-ms MS` (default 60000) bounds how long the ranks have to come back.
+ * Prints `cohort serve: run <runId> taken over on <url>` and goes on as `serve`.
+ */
+const recoverRun = async (
+  io: Io,
+  raw: RawServeOptions,
+  parsed: ReturnType<typeof runOptions>,
+  runToken: string | undefined,
+  listen: { readonly host: string; readonly port: number } | undefined
+): Promise<number> => {
+  let recoveryWindowMs: number
+  try {
+    recoveryWindowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, 60_000)
+  } catch (error) {
+    return usage(io, oneLine(error instanceof Error ? error.message : String(error)))
+  }
+  let launcher: Awaited<ReturnType<typeof importLauncher>>
+  try {
+    launcher = await importLauncher()
+  } catch (error) {
+    io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const say = (line: string): void => (parsed.json ? io.err : io.out)(`cohort serve: ${line}\n`)
+  return withConsoleOnStderr(parsed.json, () =>
+    conduct(io, { ...parsed, dashboard: undefined }, (hooks) =>
+      launcher.recover({
+        ...hooks,
+        runDir: raw.recover!,
+        recoveryWindowMs,
+        ...(runToken === undefined ? {} : { runToken }),
+        ...(listen === undefined ? {} : { host: listen.host, port: listen.port }),
+        onListening: (listening) => say(`run ${listening.runId} taken over on ${listening.url}`)
+      })
+    )
+  )
 }
