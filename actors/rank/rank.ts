@@ -103,15 +103,11 @@ export const run = (
     const r = yield* start(link, leave, loadTrainer)
     const { s, coordinator } = r
     yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength })
-    let recoveries = link.recoveries?.() ?? 0
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= s.hangAtMs) return yield* hangUntilGone(r)
       applyAreaCommit(r)
       // A new coordinator took the run over: what it plans replaces what the old one gave.
-      if ((link.recoveries?.() ?? 0) !== recoveries) {
-        recoveries = link.recoveries?.() ?? 0
-        recovered(r)
-      }
+      recovered(r)
       // Apply everything already delivered.
       for (let event = Queue.takeUnsafe(link.transport.inbox); event !== undefined; event = Queue.takeUnsafe(link.transport.inbox)) {
         if (event._tag === "Failure" || !(yield* apply(r, event.value))) {
