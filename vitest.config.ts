@@ -30,6 +30,7 @@ const nodeOnly =
         "test/net/links.test.ts",
         "test/net/calls.test.ts",
         "test/net/dashboard-flood.test.ts",
+        "test/net/recover.test.ts",
         "test/dashboard/live-cap.test.ts",
         "test/cli/dashboard-descriptors.full.test.ts",
         "test/transport/web-socket-cap*.test.ts",
