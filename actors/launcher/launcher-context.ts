@@ -23,7 +23,17 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, LeaveCost, Listening, Recovering, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type {
+  DeathTiming,
+  LeaveCost,
+  Listening,
+  RecoveryRecord,
+  Recovering,
+  Resumed,
+  RunOptions,
+  ServeOptions,
+  SkippedFault
+} from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -53,6 +63,8 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 
 /** What the launcher's steps change as the run goes. */
 export interface Vars {
+  /** A recovered run, once it formed: its takeover (`RunResult.recoveries`). */
+  recovered?: RecoveryRecord | undefined
   /**
    * What the ring's collectives took, decided at the first generation (the largest: a worker ring
    * never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.

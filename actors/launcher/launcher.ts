@@ -540,6 +540,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     journal,
     nowMs: ctx.nowMs,
     sinceStart: ctx.sinceStart,
+    ...(served?.recovery === undefined
+      ? {}
+      : {
+          recovered: {
+            epochsBefore: served.recovery.epochsBefore,
+            recoveries: [...served.recovery.recoveriesBefore, ...(vars.recovered === undefined ? [] : [vars.recovered])]
+          }
+        }),
     storageFault: () => vars.storageFault,
     storageFailed: (path, error) => ctx.storageFailed(StorageFault.of(path, error), false)
   })

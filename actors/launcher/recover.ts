@@ -17,7 +17,7 @@ import * as Files from "../../src/platform/files.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { readText, reportDefaults } from "../record/read-run.ts"
-import type { Recovering, RunEvent, RunResult, ServeOptions } from "../record/run-types.ts"
+import type { RecoveryRecord, Recovering, RunEvent, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
@@ -66,6 +66,10 @@ const readJournal = (text: string) => {
   let ended = false
   let lastMs = 0
   const entries: Array<Recovery.Entry> = []
+  const epochs: Array<RunResult["epochs"][number]> = []
+  const accuracy = new Map<number, number>()
+  const recoveries: Array<RecoveryRecord> = []
+  let lost: Record<string, unknown> | undefined
   for (const line of text.split("\n")) {
     let event: Record<string, unknown>
     try {
@@ -77,8 +81,24 @@ const readJournal = (text: string) => {
     if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
     else if (event.type === "ended") ended = true
     else if (event.type === "epoch") {
-      const epoch = (event.summary as { epoch?: unknown } | undefined)?.epoch
-      if (typeof epoch === "number") entries.push({ _tag: "Audited", epoch })
+      const summary = event.summary as RunResult["epochs"][number] | undefined
+      if (typeof summary?.epoch === "number") {
+        entries.push({ _tag: "Audited", epoch: summary.epoch })
+        epochs.push(summary)
+      }
+    } else if (event.type === "eval" && typeof event.epoch === "number" && typeof event.accuracy === "number")
+      accuracy.set(event.epoch, event.accuracy)
+    else if (event.type === "coordinatorLost") lost = event
+    else if (event.type === "recovered" && lost !== undefined) {
+      recoveries.push({
+        lostMs: lost.lostMs as number,
+        withoutCoordinatorMs: event.withoutCoordinatorMs as number,
+        epoch: lost.epoch as number,
+        committedSamples: lost.committedSamples as number,
+        returned: event.returned as ReadonlyArray<Rank>,
+        missing: event.missing as ReadonlyArray<Rank>
+      })
+      lost = undefined
     } else if (event.type === "death") {
       const rank = (event.death as { rank?: unknown } | undefined)?.rank
       if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
@@ -87,7 +107,8 @@ const readJournal = (text: string) => {
       if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
     }
   }
-  return { started, ended, lastMs, entries }
+  const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
+  return { started, ended, lastMs, entries, epochsBefore, recoveries }
 }
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
@@ -145,7 +166,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     lostAtMs,
     epoch: point.epoch,
     lastRound: point.lastRound,
-    committedSamples: point.committedSamples
+    committedSamples: point.committedSamples,
+    epochsBefore: journal.epochsBefore.filter((e) => e.epoch < point.epoch),
+    recoveriesBefore: journal.recoveries
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -234,11 +257,15 @@ export const announce = (ctx: Context, recovery: Recovering): void =>
 export const formed = (ctx: Context, recovery: Recovering): void => {
   const nowMs = ctx.nowMs()
   const returned = recovery.expected.filter((r) => ctx.vars.server?.connected(r) === true)
-  ctx.emit({
-    type: "recovered",
-    ms: ctx.sinceStart(nowMs),
+  const missing = [...recovery.gone, ...recovery.expected.filter((r) => !returned.includes(r))].sort((a, b) => a - b)
+  const withoutCoordinatorMs = Math.max(0, Math.round(nowMs - recovery.lostAtMs))
+  ctx.emit({ type: "recovered", ms: ctx.sinceStart(nowMs), returned, missing, withoutCoordinatorMs })
+  ctx.vars.recovered = {
+    lostMs: ctx.sinceStart(recovery.lostAtMs),
+    withoutCoordinatorMs,
+    epoch: recovery.epoch,
+    committedSamples: recovery.committedSamples,
     returned,
-    missing: recovery.expected.filter((r) => !returned.includes(r)),
-    withoutCoordinatorMs: Math.max(0, Math.round(nowMs - recovery.lostAtMs))
-  })
+    missing
+  }
 }

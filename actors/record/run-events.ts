@@ -395,6 +395,13 @@ export interface RunResult {
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**
+   * A served run taken over after its coordinator's loss (`cohort serve --recover`, docs/recovery.md):
+   * each takeover, first first: when the lost coordinator wrote its last line (`lostMs`, the run's
+   * ms), how long the run went without a coordinator (`withoutCoordinatorMs`), the epoch it went
+   * on in and what of it was committed, the ranks that came back and those declared.
+   */
+  readonly recoveries?: ReadonlyArray<RecoveryRecord> | undefined
+  /**
    * `cohort report` only: the run that resumed this one (the `resumed-by.json` marker a resume
    * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
    */
@@ -444,4 +451,19 @@ export interface Resumed {
   readonly state: "save" | "checkpoint" | "start"
   readonly loadedFrom: string
   readonly notes: ReadonlyArray<string>
+}
+
+/**
+ * One takeover of a served run by a restarted coordinator (`RunResult.recoveries`).
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface RecoveryRecord {
+  readonly lostMs: number
+  readonly withoutCoordinatorMs: number
+  readonly epoch: number
+  readonly committedSamples: number
+  readonly returned: ReadonlyArray<Rank>
+  readonly missing: ReadonlyArray<Rank>
 }

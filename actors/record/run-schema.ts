@@ -206,6 +206,18 @@ export const RunResult = Schema.Struct({
   durationMs: Ms,
   exitCode: ExitCode,
   resumed: optional(Resumed),
+  recoveries: optional(
+    Schema.Array(
+      Schema.Struct({
+        lostMs: Schema.Number,
+        withoutCoordinatorMs: Schema.Number,
+        epoch: Count,
+        committedSamples: Count,
+        returned: Schema.Array(Count),
+        missing: Schema.Array(Count)
+      })
+    )
+  ),
   refusals: optional(Schema.Record(Schema.String, Count)),
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
   backend: optionalKey(Backend),

@@ -8,7 +8,7 @@
 import type * as Config from "../../src/core/config.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import type { HttpHandler } from "../../src/platform/types.ts"
-import type { CollectiveFaultSpec, FloodSpec, HangSpec, KillSpec, Listening, RunEvent } from "./run-events.ts"
+import type { CollectiveFaultSpec, FloodSpec, HangSpec, KillSpec, Listening, RecoveryRecord, RunEvent, RunResult } from "./run-events.ts"
 
 export type * from "./run-events.ts"
 
@@ -346,6 +346,10 @@ export interface Recovering {
   readonly epoch: number
   readonly lastRound: number
   readonly committedSamples: number
+  /** The epochs the journal holds audited: the recovered run's result lists them first. */
+  readonly epochsBefore: RunResult["epochs"]
+  /** Earlier takeovers of the run, from the journal. */
+  readonly recoveriesBefore: ReadonlyArray<RecoveryRecord>
 }
 
 /**
