@@ -145,6 +145,8 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
  */
 export const recover = (options: Recover.RecoverOptions): Promise<RunResult> => Recover.recover(options, serve)
 
+export { findLost, recoveryWindowMsDefault } from "./recover.ts"
+
 /**
  * The journal's first events: `started` (with the options a resume needs), and where a served run
  * listens (its credentials issued, and revocations watched while the run goes on).

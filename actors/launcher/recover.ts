@@ -269,3 +269,27 @@ export const formed = (ctx: Context, recovery: Recovering): void => {
     missing
   }
 }
+
+/**
+ * The served runs under `outDir` that lost their coordinator and may still be taken over: a
+ * journal with a `started` event of a served run and neither `ended` nor `failed`, written to
+ * within the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose
+ * `run.lock` names no live process. Their directories, oldest name first. Never rejects.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const findLost = async (outDir: string, windowMs: number, nowMs: number): Promise<Array<string>> => {
+  const found: Array<string> = []
+  for (const name of SyncFiles.list(outDir)) {
+    const dir = `${outDir}/${name}`
+    const writtenMs = SyncFiles.modifiedMs(`${dir}/events.ndjson`)
+    if (writtenMs === undefined || nowMs - writtenMs > windowMs) continue
+    const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
+    const journal = readJournal(text)
+    if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)
+    if (lock._tag === "Stale") found.push(dir)
+  }
+  return found
+}

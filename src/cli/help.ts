@@ -79,6 +79,9 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --recovery-window-ms N      how long those ranks have to come back (default 60000); the
                               others are declared dead ("did not return after the coordinator's
                               restart")
+  --fresh                     start a new run even when the --out folder holds a served run
+                              that lost its coordinator within the recovery window (serve
+                              takes the only such run over by itself otherwise)
   It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
   "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
 

@@ -181,6 +181,7 @@ interface RawServeOptions extends RawRunOptions {
   readonly rankConnectionsMax?: string
   readonly recover?: string
   readonly recoveryWindowMs?: string
+  readonly fresh?: boolean
 }
 
 /**
@@ -238,6 +239,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--dashboard-faults")
     .option("--recover <dir>")
     .option("--recovery-window-ms <ms>")
+    .option("--fresh")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -285,6 +287,17 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   }
   const parsed = options
   if (raw.recover !== undefined) return recoverRun(io, raw, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  const lost = raw.fresh === true ? [] : await lostRuns(raw, parsed)
+  if (lost.length === 1) {
+    ;(parsed.json ? io.err : io.out)(
+      `cohort serve: run ${lost[0]} lost its coordinator (no live process holds its lock, its journal has no end) and its ranks may still wait: taking it over as --recover would (--fresh starts a new run instead)\n`
+    )
+    return recoverRun(io, { ...raw, recover: lost[0]! }, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  }
+  if (lost.length > 1)
+    (parsed.json ? io.err : io.out)(
+      `cohort serve: note: ${lost.length} runs under ${parsed.outDir ?? "runs"} lost their coordinator (${lost.join(", ")}); starting a new run (take one over with --recover DIR)\n`
+    )
   const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
   return withConsoleOnStderr(parsed.json, async () => {
     // Long because the serve command's steps in order (trainer, options, the listening lines), sharing its locals.
@@ -455,4 +468,19 @@ const recoverRun = async (
       })
     )
   )
+}
+
+/**
+ * The served runs under the run's `--out` folder whose coordinator was lost within the recovery
+ * window (`findLost`): `serve` takes the only one over by itself, as a restarted pod with the same
+ * volume would want. None when the launcher cannot load or the window is not a valid number.
+ */
+const lostRuns = async (raw: RawServeOptions, parsed: ReturnType<typeof runOptions>): Promise<ReadonlyArray<string>> => {
+  try {
+    const launcher = await importLauncher()
+    const windowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, launcher.recoveryWindowMsDefault)
+    return await launcher.findLost(parsed.outDir ?? launcher.defaults.outDir, windowMs, Date.now())
+  } catch {
+    return []
+  }
 }

@@ -7,7 +7,7 @@
  *
  * @since 0.1.0
  */
-import { appendFileSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs"
 
 /**
  * Appends `text` to `path` (created if missing). Throws the runtime's `Error` (`ENOSPC`, `EIO`,
@@ -59,5 +59,19 @@ export const modifiedMs = (path: string): number | undefined => {
     return statSync(path).mtimeMs
   } catch {
     return undefined
+  }
+}
+
+/**
+ * The names in folder `path`, sorted; none when it cannot be read (missing, not a folder).
+ *
+ * @since 0.1.0
+ * @category files
+ */
+export const list = (path: string): Array<string> => {
+  try {
+    return readdirSync(path).sort()
+  } catch {
+    return []
   }
 }
