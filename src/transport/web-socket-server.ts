@@ -111,8 +111,9 @@ export interface ServerOptions extends Transport.Options {
    * a protocol-2 resume naming a session this process does not hold, for a rank in
    * `[0, worldSize)` that has not joined here, is a *recovered* join: it is accepted as a join with
    * a new session, and its welcome says `recovered: true` (the rank then drops what the old
-   * session still held and says `Hello` again). Default false: such a resume is refused with
-   * `ResumeLost`.
+   * session still held and says `Hello` again), until the run formed (`markFormed`: a rank back
+   * later was declared). Default false: such a resume is refused with `ResumeLost`, as one after
+   * the formation is.
    */
   readonly recovering?: boolean
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
@@ -436,7 +437,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         const found = typeof rank === "number" ? helds.get(rank) : undefined
         const recoverable =
           options.recovering === true && typeof rank === "number" && Number.isSafeInteger(rank) && rank >= 0 && rank < options.worldSize
-        if (found === undefined && recoverable && !joined.has(rank) && !ended.has(rank)) return accept(rank, 2, credential, true)
+        // Until the run formed again: a rank back after that was declared (it did not return in time).
+        if (found === undefined && recoverable && !formed && !joined.has(rank) && !ended.has(rank)) return accept(rank, 2, credential, true)
         if (found === undefined || found.id !== asked.session) {
           return typeof rank === "number" && ended.has(rank)
             ? refuse(Transport.CloseCode.RankDead, "the rank is dead")
