@@ -174,7 +174,7 @@ export const parseJournal = (
   text: string,
   source = "events.ndjson"
 ): { readonly started: Extract<RunTypes.RunEvent, { type: "started" }>; readonly result: RunTypes.RunResult | PartialRun } | string => {
-  // Long because it reads the journal in one pass, one case per event type, and rebuilds the run from what those found.
+  // Long because: one walk over the journal gathers every list of the result, one case per event type.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
   let failed: RunFailure | undefined
@@ -182,6 +182,7 @@ export const parseJournal = (
   let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
   const leaves: Array<RunTypes.LeaveCost> = []
+  const joins: Array<RunTypes.JoinCost> = []
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
@@ -233,6 +234,9 @@ export const parseJournal = (
       case "leave":
         leaves.push(e.leave)
         break
+      case "join":
+        joins.push(e.join)
+        break
       case "alert":
         alerts.push(e.alert)
         break
@@ -266,6 +270,7 @@ export const parseJournal = (
     runDir: started.runDir,
     deaths,
     ...(leaves.length === 0 ? {} : { leaves }),
+    ...(joins.length === 0 ? {} : { joins }),
     skippedFaults,
     alerts,
     epochs: rows,

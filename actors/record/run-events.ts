@@ -203,6 +203,7 @@ export type RunEvent =
   | { readonly type: "fault-skipped"; readonly ms: number; readonly skipped: SkippedFault }
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "leave"; readonly ms: number; readonly leave: LeaveCost }
+  | { readonly type: "join"; readonly ms: number; readonly join: JoinCost }
   | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
   | {
       readonly type: "eval"
@@ -313,6 +314,32 @@ export interface LeaveCost {
 }
 
 /**
+ * What bringing one joiner up to date cost (docs/churn.md), a rank that joined the running run
+ * and trained: the journal's `join` event, `RunResult.joins`.
+ *
+ * - `connectedMs`: since the run started: when the server let its link in.
+ * - `welcomeMs`: from `connectedMs` until the coordinator welcomed it (its `Hello` and the core's
+ *   decision).
+ * - `trainingMs`: from `connectedMs` until its first trained batch was reported (its first
+ *   `Progress` or `ChunkDone` arrived): it had its model and its first samples. A static-mode
+ *   joiner gets its first partition at the next epoch, so this counts the wait for it.
+ * - `bytes`: of every frame sent to it from its `Hello` until then, heartbeats aside: the
+ *   welcome, roles, the model, its first ranges, ring formations (and an `Update` of a round that
+ *   closed meanwhile).
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface JoinCost {
+  readonly rank: Rank
+  readonly epoch: number
+  readonly connectedMs: number
+  readonly welcomeMs: number
+  readonly trainingMs: number
+  readonly bytes: number
+}
+
+/**
  * A requested fault that never happened: the run ended first, or its rank had already left.
  *
  * @since 0.1.0
@@ -343,6 +370,8 @@ export interface RunResult {
   readonly deaths: ReadonlyArray<DeathTiming>
   /** What each departure while the run trained cost (`LeaveCost`); absent when none left (and in summaries written before it existed). */
   readonly leaves?: ReadonlyArray<LeaveCost>
+  /** What bringing each joiner up to date cost (`JoinCost`), in order; absent when none trained (and in older summaries). */
+  readonly joins?: ReadonlyArray<JoinCost>
   /** Requested kills and hangs that never happened (say so: a silent no-op misleads). */
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
