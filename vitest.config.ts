@@ -36,6 +36,7 @@ const nodeOnly =
         "test/transport/web-socket-cap*.test.ts",
         "test/cli/credentials.full.test.ts",
         "test/cli/coordinator-reconnect.full.test.ts",
+        "test/cli/recover-loop.full.test.ts",
         "test/actors/ring-direct.full.test.ts",
         "test/actors/aggregate.full.test.ts",
         "test/actors/compress.full.test.ts",

@@ -353,6 +353,13 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
         Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params })
       )
       for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+    } else if (resume !== undefined && shell.options.recovery !== undefined) {
+      // A run taken over before any round closed: its ranks went back to their initial model and
+      // wait for an Update; one without parameters has them keep it.
+      const update = Codec.encode(
+        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: new Float32Array(0) })
+      )
+      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
     }
     // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
     // declared dead once it started (below).

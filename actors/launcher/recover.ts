@@ -147,8 +147,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
   const resume = Recovery.resumeOf(point, started.epochs)
   if (resume === undefined) return fail(`run ${started.runId} audited all ${started.epochs} epochs: nothing to take over`)
+  // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
   const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
-  if (point.lastRound >= 0 && params === undefined)
+  if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
   const tokenFile = await Files.readFile(`${runDir}/token`).catch(() => undefined)
   const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
