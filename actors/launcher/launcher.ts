@@ -513,7 +513,13 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const failure = error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
     // The journal's last line says the run failed (a formation timeout, a rank that left before
     // formation, a listen or spawn that failed), so that report and resume need not guess.
-    ctx.emit({ type: "failed", ms: ctx.sinceStart(ctx.nowMs()), stage: failure.option, reason: failure.reason, formed: state.started })
+    ctx.emit({
+      type: "failed",
+      ms: ctx.sinceStart(ctx.nowMs()),
+      stage: failure.option,
+      reason: failure.reason,
+      formed: state.started || served?.recovery !== undefined
+    })
     await journal.close()
     throw failure
   }
