@@ -23,7 +23,18 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, JoinCost, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type {
+  DeathTiming,
+  JoinCost,
+  LeaveCost,
+  Listening,
+  RecoveryRecord,
+  Recovering,
+  Resumed,
+  RunOptions,
+  ServeOptions,
+  SkippedFault
+} from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -45,6 +56,7 @@ export interface Served {
   readonly tls: ServeOptions["tls"]
   readonly issueTokens: number
   readonly tokenTtlMs: number | undefined
+  readonly recovery?: Recovering | undefined
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -52,6 +64,8 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 
 /** What the launcher's steps change as the run goes. */
 export interface Vars {
+  /** A recovered run, once it formed: its takeover (`RunResult.recoveries`). */
+  recovered?: RecoveryRecord | undefined
   /**
    * What the ring's collectives took, decided at the first generation (the largest: a worker ring
    * never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.

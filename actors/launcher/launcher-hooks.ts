@@ -11,6 +11,7 @@ import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import type * as Coordinator from "../coordinator/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
+import * as Recover from "./recover.ts"
 import type { DeathTiming, JoinCost, LeaveCost, RankState, RunEvent } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
@@ -98,6 +99,7 @@ const onCommand =
       vars.server?.markFormed()
       const present = Core.activeCount(state)
       emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
+      if (ctx.served?.recovery !== undefined) Recover.formed(ctx, ctx.served.recovery)
     }
     switch (command._tag) {
       case "Alert":

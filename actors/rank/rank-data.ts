@@ -283,4 +283,10 @@ export interface Link {
    * asks the server whether it declared this rank dead: `RankDead`, 4011). Must not fail.
    */
   readonly whyEnded?: Effect.Effect<number | undefined>
+  /**
+   * How many times a coordinator took the run over after the last one's loss (a recovered link,
+   * docs/recovery.md). When it grows the rank drops its assignment and holds back until the new
+   * coordinator's `Update` and plan arrive. Default: never.
+   */
+  readonly recoveries?: () => number
 }

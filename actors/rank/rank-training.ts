@@ -62,6 +62,8 @@ export interface Training {
   /** `cpu` with `compress`: what packing dropped from the last contribution, added to the next (error feedback). */
   residual: Float32Array | undefined
   samplesInEpoch: number
+  /** The link's recoveries seen so far (`Link.recoveries`). */
+  recoveries: number
 }
 
 /** A running rank: what is fixed once it started, and its `training` state. */
@@ -137,7 +139,8 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       hangAtMs: Number.POSITIVE_INFINITY,
       samplesTotal: 0,
       samplesInEpoch: 0,
-      residual: undefined
+      residual: undefined,
+      recoveries: link.recoveries?.() ?? 0
     }
     const writeModel = (dir: string) => SavedModel.write(dir, s.lastAverage, { epoch: s.epoch, round: s.lastAverageRound, rank })
 
@@ -344,6 +347,7 @@ export const apply = (r: Running, event: Transport.Event) =>
       return event.peer !== toCoordinator
     }
     if (event._tag !== "Frame") return true
+    recovered(r)
     const decoded = Codec.decode(event.bytes, { from: "coordinator" })
     if (Result.isFailure(decoded)) return true // counted by the transport's inspector
     yield* handle(r, decoded.success.message as ToRank)
@@ -548,3 +552,27 @@ export const turn = (r: Running) =>
     }
     return "continue" as const
   })
+
+/**
+ * Whether a new coordinator took the run over since the last call (docs/recovery.md): then the
+ * assignment, the chunks and the contribution this rank held were the old one's, and nothing of
+ * them counts until the new one re-plans. The rank goes back to its last averaged model and waits
+ * for the new `Update` (the last committed model) and its new share of the epoch. Called before
+ * any frame is applied: the new coordinator's frames all come after its recovered welcome.
+ */
+export const recovered = (r: Running): void => {
+  const { s } = r
+  const seen = r.link.recoveries?.() ?? 0
+  if (seen === s.recoveries) return
+  s.recoveries = seen
+  s.entries.length = 0
+  s.chunks.length = 0
+  s.trained = 0
+  s.contributedUpTo = 0
+  s.chunksDoneSinceContribution = 0
+  s.batchesSinceContribution = 0
+  s.lossSum = 0
+  s.lossSamples = 0
+  s.waitingUpdate = true
+  r.trainer.setParams(s.lastAverage)
+}

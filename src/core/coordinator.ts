@@ -148,6 +148,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
       state.resume = resume
       state.epoch = resume.epoch
       state.firstEpoch = resume.epoch
+      state.firstRound = resume.firstRound
       state.round = resume.firstRound
     }
   }
@@ -290,6 +291,10 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       }
       if (message.epoch !== state.epoch) {
         counters.framesWrongEpoch += 1
+        return
+      }
+      if (message.round < state.firstRound) {
+        counters.staleRoundDone += 1
         return
       }
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
