@@ -34,6 +34,10 @@
  *   one after the other: each starts its `forMs` where the one before ends). A rank's deadline is
  *   the later of its timeout after its last sighting and its holds; a hold never answered (a
  *   trainer without `evaluate`) simply runs out, and the rank is judged by its frames again.
+ *   A `beaten` hold (the rank beats from a thread of its own while it runs the call) postpones
+ *   nothing: the rank's beats keep it fresh, and a rank that stops beating (its process stopped
+ *   or gone) is stale after its timeout, whatever call it was in. The hold then only names the
+ *   call when the rank is declared past its end (`overrun`).
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
  * clock for a stall of the coordinator itself (docs/design.md §3.10). It adds to `pausedMs`, which
@@ -79,7 +83,9 @@ export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutM
  * its hold on the liveness clock, and `passedAtEpoch`: a frame of this epoch or a later one from
  * the rank shows it went past the call (it was asked before the rank entered that epoch; ranks
  * apply the coordinator's messages in order), even if the call sends no answer (`Eval` to a
- * trainer without `evaluate`). `Infinity` when no such epoch is known.
+ * trainer without `evaluate`). `Infinity` when no such epoch is known. `beaten`: the rank sends
+ * frames while it runs the call, from a thread that does not run the trainer, so the hold does not
+ * postpone its deadline (module doc); absent otherwise.
  *
  * @since 0.1.0
  * @category model
@@ -89,6 +95,7 @@ export interface Hold {
   readonly id: number
   readonly untilMs: number
   readonly passedAtEpoch: number
+  readonly beaten?: true
 }
 
 /**
@@ -171,10 +178,10 @@ export const isWatched = (l: Liveness, rank: Rank): boolean => l.prev[rank] !== 
 export const timeoutOf = (l: Liveness, rank: Rank): number =>
   l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs
 
-/** The end of `rank`'s latest hold, on the liveness clock (`-Infinity` without one). */
+/** The end of `rank`'s latest hold that postpones its deadline (not `beaten`), on the liveness clock (`-Infinity` without one). */
 const holdUntil = (l: Liveness, rank: Rank): number => {
   let until = -Infinity
-  for (const h of l.holds.get(rank) ?? []) until = Math.max(until, h.untilMs)
+  for (const h of l.holds.get(rank) ?? []) if (h.beaten !== true) until = Math.max(until, h.untilMs)
   return until
 }
 
@@ -190,14 +197,18 @@ const deadline = (l: Liveness, rank: Rank): number => Math.max(l.lastSeenMs[rank
 export const deadlineOf = (l: Liveness, rank: Rank): number => deadline(l, rank) + l.pausedMs
 
 /**
- * The calls that held `rank` up to its deadline, when its holds, not its frames, set it (the
- * rank ran past them: `SaveTimeout`, `EvalTimeout`); empty otherwise.
+ * The calls `rank` ran past (`SaveTimeout`, `EvalTimeout`): every call it holds when its holds,
+ * not its frames, set its deadline; else its `beaten` holds that ended before `nowMs` unanswered
+ * (its beats stopped past the call's bound). Empty otherwise.
  *
  * @since 0.1.0
  * @category queries
  */
-export const overrun = (l: Liveness, rank: Rank): ReadonlyArray<Hold> =>
-  holdUntil(l, rank) > l.lastSeenMs[rank]! + timeoutOf(l, rank) ? (l.holds.get(rank) ?? []) : []
+export const overrun = (l: Liveness, rank: Rank, nowMs: number = -Infinity): ReadonlyArray<Hold> => {
+  const holds = l.holds.get(rank) ?? []
+  if (holdUntil(l, rank) > l.lastSeenMs[rank]! + timeoutOf(l, rank)) return holds
+  return holds.filter((h) => h.beaten === true && nowMs - l.pausedMs > h.untilMs)
+}
 
 // --- the list ----------------------------------------------------------------------------------
 
@@ -372,8 +383,9 @@ export const seen = (l: Liveness, rank: Rank, atMs: number): void => {
 /**
  * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): it is not
  * stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end of the calls it holds
- * already; `passedAtEpoch` as in `Hold`. Holds that ran out are dropped. No-op for a rank not
- * watched. O(holds + log s).
+ * already; `passedAtEpoch` as in `Hold`. With `beaten` the hold only records that bound (the rank
+ * beats while it runs the call: `Hold.beaten`). Holds that ran out are dropped. No-op for a rank
+ * not watched. O(holds + log s).
  *
  * @since 0.1.0
  * @category mutations
@@ -385,13 +397,14 @@ export const hold = (
   id: number,
   nowMs: number,
   forMs: number,
-  passedAtEpoch: number = Infinity
+  passedAtEpoch: number = Infinity,
+  beaten: boolean = false
 ): void => {
   if (!isWatched(l, rank)) return
   const clockMs = nowMs - l.pausedMs
   const kept = (l.holds.get(rank) ?? []).filter((h) => h.untilMs >= clockMs)
   const startMs = Math.max(clockMs + l.detector.timeoutMs, ...kept.map((h) => h.untilMs))
-  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch })
+  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch, ...(beaten ? { beaten: true as const } : {}) })
   l.holds.set(rank, kept)
   reposition(l, rank)
 }
