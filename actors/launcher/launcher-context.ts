@@ -195,6 +195,8 @@ const makeState = (
       coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
       ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
       ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+      // Rank processes beat while they run a save or an eval it asked for (`RankData.callBeatsMs`).
+      beatsDuringCalls: served === undefined && resolved.transportKind === "process",
       ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
       ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
       ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

@@ -426,7 +426,7 @@ const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
     config.livenessDetector === "adaptive"
       ? `adaptive timeout ${Math.round(Liveness.timeoutOf(liveness, rank))} ms of at most ${config.heartbeatTimeoutMs}`
       : `timeout ${config.heartbeatTimeoutMs} ms`
-  const overrun = Liveness.overrun(liveness, rank, state.clockMs)
+  const overrun = Liveness.overrun(liveness, rank)
   if (overrun.length === 0) return `no frame for ${silentMs} ms (${own})`
   const calls: Array<string> = []
   for (const h of overrun) {

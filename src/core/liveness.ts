@@ -83,9 +83,10 @@ export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutM
  * its hold on the liveness clock, and `passedAtEpoch`: a frame of this epoch or a later one from
  * the rank shows it went past the call (it was asked before the rank entered that epoch; ranks
  * apply the coordinator's messages in order), even if the call sends no answer (`Eval` to a
- * trainer without `evaluate`). `Infinity` when no such epoch is known. `beaten`: the rank sends
- * frames while it runs the call, from a thread that does not run the trainer, so the hold does not
- * postpone its deadline (module doc); absent otherwise.
+ * trainer without `evaluate`). `Infinity` when no such epoch is known. `beatsUntilMs`, for a
+ * `beaten` hold: the rank sends frames while it runs the call, from a thread that does not run the
+ * trainer, up to the call's bound (`forMs` after the call starts, so not before `forMs` after the
+ * ask), and the hold does not postpone its deadline (module doc); absent otherwise.
  *
  * @since 0.1.0
  * @category model
@@ -95,7 +96,7 @@ export interface Hold {
   readonly id: number
   readonly untilMs: number
   readonly passedAtEpoch: number
-  readonly beaten?: true
+  readonly beatsUntilMs?: number
 }
 
 /**
@@ -178,10 +179,10 @@ export const isWatched = (l: Liveness, rank: Rank): boolean => l.prev[rank] !== 
 export const timeoutOf = (l: Liveness, rank: Rank): number =>
   l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs
 
-/** The end of `rank`'s latest hold that postpones its deadline (not `beaten`), on the liveness clock (`-Infinity` without one). */
+/** The end of `rank`'s latest hold that postpones its deadline (not beaten), on the liveness clock (`-Infinity` without one). */
 const holdUntil = (l: Liveness, rank: Rank): number => {
   let until = -Infinity
-  for (const h of l.holds.get(rank) ?? []) if (h.beaten !== true) until = Math.max(until, h.untilMs)
+  for (const h of l.holds.get(rank) ?? []) if (h.beatsUntilMs === undefined) until = Math.max(until, h.untilMs)
   return until
 }
 
@@ -198,16 +199,18 @@ export const deadlineOf = (l: Liveness, rank: Rank): number => deadline(l, rank)
 
 /**
  * The calls `rank` ran past (`SaveTimeout`, `EvalTimeout`): every call it holds when its holds,
- * not its frames, set its deadline; else its `beaten` holds that ended before `nowMs` unanswered
- * (its beats stopped past the call's bound). Empty otherwise.
+ * not its frames, set its deadline; else its beaten holds, unanswered, whose beats could have run
+ * out before its silence turned stale (`Hold.beatsUntilMs`: it beat for the call's whole bound).
+ * Empty otherwise.
  *
  * @since 0.1.0
  * @category queries
  */
-export const overrun = (l: Liveness, rank: Rank, nowMs: number = -Infinity): ReadonlyArray<Hold> => {
+export const overrun = (l: Liveness, rank: Rank): ReadonlyArray<Hold> => {
   const holds = l.holds.get(rank) ?? []
-  if (holdUntil(l, rank) > l.lastSeenMs[rank]! + timeoutOf(l, rank)) return holds
-  return holds.filter((h) => h.beaten === true && nowMs - l.pausedMs > h.untilMs)
+  const staleMs = l.lastSeenMs[rank]! + timeoutOf(l, rank)
+  if (holdUntil(l, rank) > staleMs) return holds
+  return holds.filter((h) => h.beatsUntilMs !== undefined && staleMs > h.beatsUntilMs)
 }
 
 // --- the list ----------------------------------------------------------------------------------
@@ -383,8 +386,8 @@ export const seen = (l: Liveness, rank: Rank, atMs: number): void => {
 /**
  * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): it is not
  * stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end of the calls it holds
- * already; `passedAtEpoch` as in `Hold`. With `beaten` the hold only records that bound (the rank
- * beats while it runs the call: `Hold.beaten`). Holds that ran out are dropped. No-op for a rank
+ * already; `passedAtEpoch` as in `Hold`. With `beaten` the hold only records the bound (the rank
+ * beats while it runs the call: `Hold.beatsUntilMs`). Holds that ran out are dropped. No-op for a rank
  * not watched. O(holds + log s).
  *
  * @since 0.1.0
@@ -404,7 +407,7 @@ export const hold = (
   const clockMs = nowMs - l.pausedMs
   const kept = (l.holds.get(rank) ?? []).filter((h) => h.untilMs >= clockMs)
   const startMs = Math.max(clockMs + l.detector.timeoutMs, ...kept.map((h) => h.untilMs))
-  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch, ...(beaten ? { beaten: true as const } : {}) })
+  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch, ...(beaten ? { beatsUntilMs: clockMs + forMs } : {}) })
   l.holds.set(rank, kept)
   reposition(l, rank)
 }

@@ -18,6 +18,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
+import * as Batch from "./internal/batch.ts"
 import * as Children from "./internal/children.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RankOutput from "./rank-output.ts"
@@ -105,6 +106,12 @@ export interface ProcessRank {
    * (`ParentLink.detach`).
    */
   readonly detach: () => (line: string) => void
+  /**
+   * Sends `frame` (an encoded frame, a `Heartbeat`) to the coordinator every `intervalMs` from a
+   * thread of the process's own, for up to `forMs` ms, until the returned function is called: a
+   * call that blocks the process's thread does not silence the rank (`ParentLink.beatWhile`).
+   */
+  readonly beatWhile: (frame: Uint8Array, intervalMs: number, forMs: number) => () => void
 }
 
 /**
@@ -134,6 +141,9 @@ export const connect = (
       transport,
       rank: parent.rank,
       data: parent.data,
-      detach: parent.detach ?? (() => () => {})
+      detach: parent.detach ?? (() => () => {}),
+      // One frame in a batch of one, as the hub sends every message.
+      beatWhile: (frame, intervalMs, forMs) =>
+        parent.beatWhile?.(Batch.encode([frame], frame.byteLength), intervalMs, forMs) ?? (() => {})
     }))
   })
