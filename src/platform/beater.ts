@@ -4,6 +4,10 @@
  * the coordinator then hears the process is alive while it cannot speak, and a stopped process
  * (SIGSTOP stops every thread) falls silent as it should. The thread runs Node's `worker_threads`
  * API from a `data:` URL, which Node, Bun and Deno all load; it holds nothing open (`unref`).
+ * Under Node and Bun it writes with `fs.writeSync`; a Deno worker has descriptors of its own (the
+ * channel's number is unknown there), so it calls the C library's `write(2)` through `Deno.dlopen`
+ * (rank processes run with `-A`). Where that library cannot be opened, `supported()` is false and
+ * nothing beats.
  *
  * The channel is shared: the process's own writes (`ParentLink.post`) and the beater's take one
  * lock (`lock`, `unlock`, over a `SharedArrayBuffer`), so that a record is never cut into by the
@@ -20,6 +24,8 @@ const GENERATION = 2
 const INTERVAL = 3
 const BOUND = 4
 const LENGTH = 5
+const BROKEN = 6
+const CELLS = 7
 const IDLE = 0
 const BEATING = 1
 
@@ -31,25 +37,45 @@ const BEATING = 1
  */
 export const beatBytesMax = 1024
 
+/** Names of the C library `Deno.dlopen` tries, in order. */
+const libcNames = ["libc.so.6", "libc.so", "libSystem.dylib"]
+
 // The thread's code: beat while BEATING within the generation's bound, wait otherwise. A write
-// that fails or finds the channel full for a second ends the generation's beats: the process's
-// own next write sees the channel's state and says so.
+// that fails, or finds the channel full for longer than the process's own writes wait, marks the
+// channel BROKEN (a record may be cut): the process's next write sees it and ends the link.
 const source = `
 import { workerData } from "node:worker_threads"
 import { writeSync } from "node:fs"
 const c = new Int32Array(workerData.control)
 const bytes = new Uint8Array(workerData.bytes)
 const sleep = new Int32Array(new SharedArrayBuffer(4))
+let writeSome = (at, n) => writeSync(workerData.fd, bytes, at, n)
+if (typeof Deno !== "undefined") {
+  let libc
+  for (const name of ${JSON.stringify(libcNames)}) {
+    try {
+      libc = Deno.dlopen(name, { write: { parameters: ["i32", "buffer", "usize"], result: "isize" } })
+      break
+    } catch {}
+  }
+  writeSome = (at, n) => {
+    const written = Number(libc.symbols.write(workerData.fd, bytes.slice(at, at + n), BigInt(n)))
+    if (written < 0) throw Object.assign(new Error("write failed"), { code: "EAGAIN" })
+    return written
+  }
+}
 const writeAll = (n) => {
   let blockedSinceMs
   for (let at = 0; at < n; ) {
     try {
-      at += writeSync(workerData.fd, bytes, at, n - at)
+      at += writeSome(at, n - at)
       blockedSinceMs = undefined
     } catch (error) {
-      if (error?.code !== "EAGAIN") return false
       blockedSinceMs ??= Date.now()
-      if (Date.now() - blockedSinceMs > 1000) return false
+      if (error?.code !== "EAGAIN" || Date.now() - blockedSinceMs > workerData.blockedMsMax) {
+        Atomics.store(c, ${BROKEN}, 1)
+        return false
+      }
       Atomics.wait(sleep, 0, 0, 1)
     }
   }
@@ -64,7 +90,7 @@ for (;;) {
   while (current()) {
     Atomics.wait(c, ${STATE}, ${BEATING}, Atomics.load(c, ${INTERVAL}))
     if (!current()) break
-    if (!beating || Date.now() - startMs > Atomics.load(c, ${BOUND})) {
+    if (!beating || Atomics.load(c, ${BROKEN}) === 1 || Date.now() - startMs > Atomics.load(c, ${BOUND})) {
       beating = false
       continue
     }
@@ -79,11 +105,39 @@ for (;;) {
 }
 `
 
+let deno: boolean | undefined
+
 /**
- * The beater of the channel `fd`: `lock`/`unlock` around every other write to it, and
- * `beatWhile(record, intervalMs, forMs)`, which writes `record` (at most `beatBytesMax` bytes, as
- * it goes on the channel) every `intervalMs` for up to `forMs` ms, until the returned function is
- * called. The thread starts at the first `beatWhile`; when it cannot start, or the record is too
+ * Whether a beater can write on this runtime and system: always under Node and Bun; under Deno
+ * when the C library opens (`Deno.dlopen`, which needs `--allow-ffi` or `-A`). Probed once.
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const supported = (): boolean => {
+  const Deno = (globalThis as { readonly Deno?: { readonly dlopen?: (name: string, symbols: object) => { close: () => void } } }).Deno
+  if (Deno === undefined) return true
+  if (deno !== undefined) return deno
+  deno = false
+  for (const name of libcNames) {
+    try {
+      Deno.dlopen?.(name, { write: { parameters: ["i32", "buffer", "usize"], result: "isize" } }).close()
+      deno = true
+      break
+    } catch {
+      // not this name, or no permission to load it
+    }
+  }
+  return deno
+}
+
+/**
+ * The beater of the channel `fd`: `lock`/`unlock` around every other write to it, `broken()`
+ * once a beat's write failed or waited on a full channel for more than `blockedMsMax` ms (the
+ * channel may hold a cut record: it is done for), and `beatWhile(record, intervalMs, forMs)`,
+ * which writes `record` (at most `beatBytesMax` bytes, as it goes on the channel) every
+ * `intervalMs` for up to `forMs` ms, until the returned function is called. The thread starts at
+ * the first `beatWhile`; when it cannot (`supported()` false, or it fails), or the record is too
  * long, nothing beats (the returned function does nothing).
  *
  * @since 0.1.0
@@ -92,20 +146,25 @@ for (;;) {
 export interface Beater {
   readonly lock: () => void
   readonly unlock: () => void
+  readonly broken: () => boolean
   readonly beatWhile: (record: Uint8Array, intervalMs: number, forMs: number) => () => void
 }
 
 /** Makes the beater of `fd` (module doc). @since 0.1.0 @category processes */
-export const make = (fd: number): Beater => {
-  const control = new Int32Array(new SharedArrayBuffer(6 * 4))
+export const make = (fd: number, blockedMsMax: number): Beater => {
+  const control = new Int32Array(new SharedArrayBuffer(CELLS * 4))
   const bytes = new Uint8Array(new SharedArrayBuffer(beatBytesMax))
   let started: boolean | undefined
   const start = (): boolean => {
     if (started !== undefined) return started
+    if (!supported()) return (started = false)
     try {
       const url = new URL(`data:text/javascript,${encodeURIComponent(source)}`)
       // No loader of the parent's (tsx) in a thread that runs plain JavaScript.
-      const worker = new Worker(url, { workerData: { fd, control: control.buffer, bytes: bytes.buffer }, execArgv: [] })
+      const worker = new Worker(url, {
+        workerData: { fd, blockedMsMax, control: control.buffer, bytes: bytes.buffer },
+        execArgv: []
+      })
       worker.unref()
       worker.on("error", () => {
         started = false
@@ -143,5 +202,5 @@ export const make = (fd: number): Beater => {
       Atomics.notify(control, STATE)
     }
   }
-  return { lock, unlock, beatWhile }
+  return { lock, unlock, broken: () => Atomics.load(control, BROKEN) === 1, beatWhile }
 }

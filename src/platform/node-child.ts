@@ -271,7 +271,7 @@ export const processParent = (options?: { readonly frameWriteBlockedMsMax?: numb
     input.on("error", brokenNow)
     return input
   }
-  const beater = Beater.make(frameFd)
+  const beater = Beater.make(frameFd, blockedMsMax)
   const write = (bytes: Uint8Array): boolean => {
     let blockedSinceMs: number | undefined
     for (let at = 0; at < bytes.byteLength; ) {
@@ -298,6 +298,7 @@ export const processParent = (options?: { readonly frameWriteBlockedMsMax?: numb
     data: JSON.parse(process.env[childDataEnv] ?? "null") as unknown,
     post: (message) => {
       if (broken) return
+      if (beater.broken()) return brokenNow()
       const bytes = record(message)
       // The beater's records go on the same channel: one record at a time, whole.
       beater.lock()

@@ -20,6 +20,7 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Batch from "./internal/batch.ts"
 import * as Children from "./internal/children.ts"
+import * as Beater from "../platform/beater.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RankOutput from "./rank-output.ts"
 import * as Transport from "./transport.ts"
@@ -89,6 +90,16 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
       kill: (rank, signal) => children.kill(rank, signal)
     })
   )
+
+/**
+ * Whether rank processes started on this runtime beat from a thread of their own while a call
+ * blocks them (`ProcessRank.beatWhile`): always under Node and Bun, under Deno where the C
+ * library opens (`src/platform/beater.ts`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const beatsDuringCalls = (): boolean => Beater.supported()
 
 /**
  * A child process's side: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), rank and data.
