@@ -41,6 +41,7 @@ const nodeOnly =
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
+        "test/actors/stopped-at-boundary.full.test.ts",
         "test/bench/churn.full.test.ts"
       ]
     : []

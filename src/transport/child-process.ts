@@ -154,7 +154,6 @@ export const connect = (
       data: parent.data,
       detach: parent.detach ?? (() => () => {}),
       // One frame in a batch of one, as the hub sends every message.
-      beatWhile: (frame, intervalMs, forMs) =>
-        parent.beatWhile?.(Batch.encode([frame], frame.byteLength), intervalMs, forMs) ?? (() => {})
+      beatWhile: (frame, intervalMs, forMs) => parent.beatWhile?.(Batch.encode([frame], frame.byteLength), intervalMs, forMs) ?? (() => {})
     }))
   })
