@@ -45,6 +45,8 @@ const nodeOnly =
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
+        "test/actors/stopped-at-boundary.full.test.ts",
+        "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts"
       ]
     : []

@@ -14,6 +14,7 @@ import type { Rank } from "../../src/core/messages.ts"
 import * as Files from "../../src/platform/files.ts"
 import type * as Trainer from "../../src/train/trainer.ts"
 import * as Select from "../../src/platform/select.ts"
+import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as ListenerResources from "../../src/transport/listener-resources.ts"
 import * as RankOutput from "../../src/transport/rank-output.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
@@ -215,6 +216,8 @@ const makeState = (
       coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
       ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
       ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+      // Rank processes beat while they run a save or an eval it asked for (`RankData.callBeatsMs`).
+      beatsDuringCalls: served === undefined && resolved.transportKind === "process" && ChildProcess.beatsDuringCalls(),
       ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
       ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
       ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

@@ -83,7 +83,12 @@ const onFrame =
       emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
     } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
       // The core fails the checkpoint over to another rank; the operator hears of the disk now.
-      storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
+      // A rank that joined from elsewhere saves on its own host, under its own --save-dir.
+      const where =
+        ctx.served === undefined
+          ? `${runDir}/checkpoints/v${message.version}`
+          : `checkpoints/v${message.version} under rank ${rank}'s --save-dir on its own host`
+      storageFailed(StorageFault.of(where, message.detail), false)
     }
   }
 

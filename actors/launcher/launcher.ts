@@ -308,7 +308,10 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.
-        coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault)
+        coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault),
+        ...(ctx.state.config.beatsDuringCalls
+          ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } }
+          : {})
       }
       const spawnData =
         vars.server === undefined

@@ -95,6 +95,13 @@ export interface RankData {
    * it to its next contribution.
    */
   readonly compress?: Packed.Compression | undefined
+  /**
+   * The coordinator's bounds on a save and an eval it asks for (`saveTimeoutMs`, `evalTimeoutMs`),
+   * given when it counts on the rank to beat while it runs them (`Link.beatWhile`, a rank
+   * process): the rank's beats stop at the bound, so a call stuck past it still ends in a death.
+   * Absent: the rank does not beat during calls.
+   */
+  readonly callBeatsMs?: { readonly save: number; readonly eval: number } | undefined
 }
 
 /**
@@ -289,4 +296,10 @@ export interface Link {
    * coordinator's `Update` and plan arrive. Default: never.
    */
   readonly recoveries?: () => number
+  /**
+   * Rank processes: sends `frame` every `intervalMs` from a thread that does not run the trainer,
+   * for up to `forMs` ms, until the returned function is called (`ChildProcess.ProcessRank`):
+   * the rank is heard from while a call the coordinator asked for blocks its thread.
+   */
+  readonly beatWhile?: (frame: Uint8Array, intervalMs: number, forMs: number) => () => void
 }

@@ -18,6 +18,7 @@ import * as SavedModel from "../../src/train/saved-model.ts"
 import * as Trainer from "../../src/train/trainer.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
 import * as Packed from "../../src/wire/packed.ts"
 import * as CoordinatorGone from "./rank-coordinator-gone.ts"
 import { savedMarker } from "./rank-data.ts"
@@ -232,7 +233,25 @@ export const applyAreaCommit = (r: Running): void => {
   if (committed !== undefined) applyCommitted(r, committed.round, committed.mean)
 }
 
-/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
+/**
+ * Runs `call`, a call the coordinator asked for (`save`, `eval`), with the rank's beats going on
+ * from a thread of the process's own up to the call's bound (`RankData.callBeatsMs`), where the
+ * link can: a trainer that blocks its thread is then not taken for a dead rank, and a stopped
+ * process is (docs/liveness.md).
+ */
+const beating = async <A>(r: Running, call: "save" | "eval", run: () => Promise<A>): Promise<A> => {
+  const boundMs = r.data.callBeatsMs?.[call]
+  const stop =
+    boundMs === undefined || r.link.beatWhile === undefined
+      ? undefined
+      : r.link.beatWhile(Codec.encode(Frame.fromRank(r.rank, { _tag: "Heartbeat" })), r.data.heartbeatIntervalMs, boundMs)
+  try {
+    return await run()
+  } finally {
+    stop?.()
+  }
+}
+
 /**
  * A frame out before a call the coordinator asked for (a save, an eval): the coordinator holds a
  * rank for the call only once it is seen after the ask (`Liveness.hold`), and a synchronous
@@ -244,15 +263,18 @@ const startingCall = (r: Running) =>
     yield* r.link.transport.flush
   })
 
+/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
 const checkpoint = (r: Running, version: number) =>
   Effect.gen(function* () {
     const dir = `${r.data.checkpointDir}/v${version}`
     yield* startingCall(r)
     const savingMs = yield* Clock.currentTimeMillis
-    const saved = yield* Effect.tryPromise(async () => {
-      await r.trainer.save(dir)
-      await r.writeModel(dir)
-    }).pipe(Effect.result)
+    const saved = yield* Effect.tryPromise(() =>
+      beating(r, "save", async () => {
+        await r.trainer.save(dir)
+        await r.writeModel(dir)
+      })
+    ).pipe(Effect.result)
     r.coordinator.asked(savingMs, yield* Clock.currentTimeMillis)
     yield* r.send({
       _tag: "CheckpointResult",
@@ -295,7 +317,7 @@ const handle = (r: Running, message: ToRank) =>
         const evaluate = trainer.evaluate.bind(trainer)
         yield* startingCall(r)
         const evaluatingMs = yield* Clock.currentTimeMillis
-        const result = yield* Effect.promise(async () => evaluate())
+        const result = yield* Effect.promise(() => beating(r, "eval", async () => evaluate()))
         r.coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)
         yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
         return
