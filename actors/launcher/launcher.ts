@@ -309,7 +309,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault),
-        ...(ctx.state.config.beatsDuringCalls
+        ...(ctx.state.config.beatsDuringCalls || (vars.server !== undefined && LauncherHosts.beatLinks(ctx))
           ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } }
           : {})
       }

@@ -131,6 +131,14 @@ export interface RunOptions {
   readonly saveTimeoutMs?: number
   readonly evalTimeoutMs?: number
   /**
+   * WebSocket ranks (`cohort join`, `transport: "websocket"`): each Node, Bun or Deno rank keeps a
+   * beat link, a second connection of a thread of its own, and beats on it while it runs a save or
+   * an eval the coordinator asked for; a rank whose beat link is up is not held for the call's
+   * bound, so a stopped one is declared at its timeout (docs/liveness.md). Plain `ws://` only.
+   * Default false: every WebSocket rank is held.
+   */
+  readonly beatLinks?: boolean
+  /**
    * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's follows
    * the gaps between its frames, in `[adaptiveTimeoutMinMs, heartbeatTimeoutMs]` (default
    * `heartbeatTimeoutMs / 2`); docs/liveness.md.

@@ -371,7 +371,9 @@ export const CloseCode = {
   CredentialRevoked: 4022,
   CredentialExpired: 4023,
   ResumeLost: 4030,
-  Dropped: 4031
+  Dropped: 4031,
+  BeatLinkTaken: 4032,
+  BeatLinkBad: 4033
 } as const
 
 /**

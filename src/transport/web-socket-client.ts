@@ -129,6 +129,11 @@ export interface ClientHandle {
    * contribution mean nothing to it. 0 without a recovery.
    */
   readonly recoveries: () => number
+  /**
+   * Protocol 2 with a server that hands out beat links (`ServerOptions.beatLinks`): the session
+   * and its beat key, as the welcome gave them; `undefined` otherwise.
+   */
+  readonly beat: { readonly session: string; readonly key: string } | undefined
 }
 
 interface Welcome {
@@ -139,6 +144,7 @@ interface Welcome {
   readonly received: number
   /** A server that took the run over: this is a new session, not the one resumed. */
   readonly recovered: boolean
+  readonly beatKey?: string
 }
 
 const parseWelcome = (data: string): Welcome | undefined => {
@@ -150,6 +156,7 @@ const parseWelcome = (data: string): Welcome | undefined => {
       session?: unknown
       received?: unknown
       recovered?: unknown
+      beatKey?: unknown
     }
     if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome))
       return undefined
@@ -161,7 +168,8 @@ const parseWelcome = (data: string): Welcome | undefined => {
       run: value.run,
       session: value.session,
       received: value.received as number,
-      recovered: value.recovered === true
+      recovered: value.recovered === true,
+      ...(typeof value.beatKey === "string" ? { beatKey: value.beatKey } : {})
     }
   } catch {
     return undefined
@@ -185,6 +193,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
     // An "auto" join learns its rank at the welcome; the endpoint's `self` is set from it.
     let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
     let run: unknown
+    let beat: { readonly session: string; readonly key: string } | undefined
     let closeCode: number | undefined
     let recoveries = 0
     const hub = yield* Hub.make(self, options)
@@ -264,6 +273,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
               welcomed = true
               self = welcome.rank
               run = welcome.run
+              beat = welcome.session === undefined || welcome.beatKey === undefined ? undefined : { session: welcome.session, key: welcome.beatKey }
               open(raw, welcome)
               resume(Effect.succeed(raw))
             }
@@ -342,6 +352,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             })
           : Effect.sync(() => resuming?.drop()),
       closeCode: () => closeCode,
-      recoveries: () => recoveries
+      recoveries: () => recoveries,
+      beat
     }
   })
