@@ -90,7 +90,9 @@ export const join = (
       rank: client.rank,
       data,
       ...(detach === undefined ? {} : { detach }),
-      ...(beats === undefined ? {} : { beatWhile: (_frame: Uint8Array, intervalMs: number, forMs: number) => beats.beatWhile(intervalMs, forMs) })
+      ...(beats === undefined
+        ? {}
+        : { beatWhile: (_frame: Uint8Array, intervalMs: number, forMs: number) => beats.beatWhile(intervalMs, forMs) })
     }
     return { client, link }
   })

@@ -130,8 +130,8 @@ export interface ClientHandle {
    */
   readonly recoveries: () => number
   /**
-   * Protocol 2 with a server that hands out beat links (`ServerOptions.beatLinks`): the session
-   * and its beat key, as the welcome gave them; `undefined` otherwise.
+   * A server that hands out beat links (`ServerOptions.beatLinks`): the rank's beat session and
+   * key, as the welcome gave them; `undefined` otherwise.
    */
   readonly beat: { readonly session: string; readonly key: string } | undefined
 }
@@ -144,7 +144,7 @@ interface Welcome {
   readonly received: number
   /** A server that took the run over: this is a new session, not the one resumed. */
   readonly recovered: boolean
-  readonly beatKey?: string
+  readonly beat?: { readonly session: string; readonly key: string }
 }
 
 const parseWelcome = (data: string): Welcome | undefined => {
@@ -156,12 +156,17 @@ const parseWelcome = (data: string): Welcome | undefined => {
       session?: unknown
       received?: unknown
       recovered?: unknown
+      beatSession?: unknown
       beatKey?: unknown
     }
     if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome))
       return undefined
+    const beat =
+      typeof value.beatSession === "string" && typeof value.beatKey === "string"
+        ? { beat: { session: value.beatSession, key: value.beatKey } }
+        : {}
     if (value.v === undefined || value.v === 1)
-      return { rank: value.welcome, run: value.run, session: undefined, received: 0, recovered: false }
+      return { rank: value.welcome, run: value.run, session: undefined, received: 0, recovered: false, ...beat }
     if (value.v !== 2 || typeof value.session !== "string" || !Number.isSafeInteger(value.received)) return undefined
     return {
       rank: value.welcome,
@@ -169,7 +174,7 @@ const parseWelcome = (data: string): Welcome | undefined => {
       session: value.session,
       received: value.received as number,
       recovered: value.recovered === true,
-      ...(typeof value.beatKey === "string" ? { beatKey: value.beatKey } : {})
+      ...beat
     }
   } catch {
     return undefined
@@ -273,7 +278,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
               welcomed = true
               self = welcome.rank
               run = welcome.run
-              beat = welcome.session === undefined || welcome.beatKey === undefined ? undefined : { session: welcome.session, key: welcome.beatKey }
+              beat = welcome.beat
               open(raw, welcome)
               resume(Effect.succeed(raw))
             }

@@ -133,12 +133,13 @@ export interface ServerOptions extends Transport.Options {
   /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
   readonly tls?: RuntimeTypes.TlsIdentity | undefined
   /**
-   * Beat links (default false): a protocol 2 welcome carries `beatKey`, a secret of the session,
-   * and the rank may open one more connection that joins with `{v: 2, beat: rank, session,
-   * proof}`, `proof` the HMAC-SHA256 of `beatProofText(rank, session)` under the key
+   * Beat links (default false): a welcome carries `beatSession` and `beatKey` (a secret, new at
+   * each join), and the rank may open one more connection that joins with `{v: 2, beat: rank,
+   * session: beatSession, proof}`, `proof` the HMAC-SHA256 of `beatProofText(rank, beatSession)`
+   * under the key
    * (`beatProof`). Every binary message on it is a sighting of that rank (`Link.touch`), nothing
    * more. At most one beat link a rank: another closes with `BeatLinkTaken` (4032); a bad proof,
-   * or a session that is not the rank's, with `BeatLinkBad` (4033). `onBeatLink(rank, open)` is
+   * or a session that is not the rank's latest join's, with `BeatLinkBad` (4033). `onBeatLink(rank, open)` is
    * told when a rank's beat link opens and when it closes.
    */
   readonly beatLinks?: boolean
@@ -381,6 +382,13 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         // an observer only watches
       }
     }
+    // A joined rank's beat session (its own, not its link's session id) and key, in its welcome.
+    const beatOf = (rank: Transport.Peer): { beatSession: string; beatKey: string } | Record<string, never> => {
+      if (options.beatLinks !== true) return {}
+      const beat = { session: HeldLink.sessionId(), key: HeldLink.sessionId() }
+      beatKeys.set(rank, beat)
+      return { beatSession: beat.session, beatKey: beat.key }
+    }
     const endBeats = (rank: Transport.Peer): void => {
       beatKeys.delete(rank)
       const socket = beatSockets.get(rank)
@@ -475,8 +483,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             },
             socket,
             (session) => {
-              const beatKey = options.beatLinks === true ? HeldLink.sessionId() : undefined
-              if (beatKey !== undefined) beatKeys.set(joinedRank, { session, key: beatKey })
+              const beat = beatOf(joinedRank)
               socket.send(
                 JSON.stringify({
                   v: 2,
@@ -485,7 +492,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
                   received: 0,
                   ...runField,
                   ...(recovered ? { recovered } : {}),
-                  ...(beatKey === undefined ? {} : { beatKey })
+                  ...beat
                 })
               )
             }
@@ -496,7 +503,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             post: (message) => socket.send(message),
             close: (code) => socket.close(code, "closed by coordinator")
           })
-          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField }))
+          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beatOf(joinedRank) }))
         }
         linkRank = joinedRank
         try {
@@ -618,6 +625,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           if (held !== undefined) return held.closed(socket, code)
           if (link === undefined || linkRank === undefined) return
           ended.add(linkRank)
+          endBeats(linkRank)
           link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
         }
       }
