@@ -239,7 +239,7 @@ const peerAddresses = (worldSize: number) =>
     Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
     (ports) => ({
       token: nanoid(32),
-      urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `ws://${peerHost}:${ports[rank]}/`)),
+      urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `tcp://${peerHost}:${ports[rank]}`)),
       host: peerHost,
       ports
     })

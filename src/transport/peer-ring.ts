@@ -1,21 +1,25 @@
 /**
- * Direct ring links between ranks in separate processes: each rank listens on a WebSocket port of
- * its own, and in every ring generation connects to its next ring neighbour's port and sends it
- * that generation's ring steps, so that a step travels rank to rank instead of through the
- * coordinator's relay (docs/averaging.md).
+ * Direct ring links between ranks in separate processes: each rank listens on a TCP port of its
+ * own, and in every ring generation connects to its next ring neighbour's port and sends it that
+ * generation's ring steps, so that a step travels rank to rank instead of through the
+ * coordinator's relay (docs/averaging.md, docs/ring.md).
+ *
+ * The link is a plain TCP stream of length-prefixed binary frames (`LinkFrames`): a step is a
+ * 20-byte header (generation, round, step) and its values as raw floats, read into a buffer of
+ * their own and handed on as a typed-array view; no CBOR, no WebSocket framing or masking.
  *
  * Who may connect: both ends prove they hold the run's `token` (a secret the host handed every
  * rank with its start data) without ever sending it, since whoever listens on a neighbour's port
- * may be another process that took the port first. The listener sends a text challenge
+ * may be another process that took the port first. The listener sends a text frame challenge
  * `{challenge}` (random, `challengeBytes`) as the connection opens; the connector answers with a
  * hello `{generation, from, challenge, proof}`, `proof` the HMAC-SHA256 under the token of the
  * listener's challenge, the generation and both ranks; the listener answers `{proof}` over the
  * connector's challenge in turn, and the connector counts the link as made only once that checks.
- * The listener takes a connection only from the rank that is its previous neighbour in that
- * generation; anything else is closed (`closeCodes`). A hello for a generation this rank has not
- * opened yet (its `FormRing` is still on the way) is held, at most `parkedMax` of them for
- * `parkedMs`, until it is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a
- * WebSocket message.
+ * Until then each side takes only small text frames (`handshakeBytesMax`). The listener takes a
+ * connection only from the rank that is its previous neighbour in that generation; anything else
+ * is closed with a close frame carrying a code (`closeCodes`). A hello for a generation this rank
+ * has not opened yet (its `FormRing` is still on the way) is held, at most `parkedMax` of them for
+ * `parkedMs`, until it is opened.
  *
  * Where a link cannot be made (no address for the neighbour, a refused or timed-out connection, a
  * listener that could not bind its port, one that cannot prove the token) `PeerEnd.connected`
@@ -26,11 +30,10 @@
  *
  * @since 0.1.0
  */
-import * as Result from "effect/Result"
-import type { Rank, RingData } from "../core/messages.ts"
+import type { Rank } from "../core/messages.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
-import * as Codec from "../wire/codec.ts"
+import * as LinkFrames from "./internal/link-frames.ts"
 
 /**
  * What a rank needs to link up directly: its own `rank`, the run's `token`, each rank's listener
@@ -77,7 +80,7 @@ export const messageBytesMaxDefault = 256 * 1024 * 1024
  * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a proof that does
  * not check), `BadAnswer` (4025: the listener's answer to the connector's challenge does not check),
  * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
- * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame),
+ * over), `TooManyParked` (4022), `BadStep` (4023: a frame that is not a step of this generation, or one over `messageBytesMax`),
  * `Superseded` (4024: a newer generation opened, or the rank ends).
  *
  * @since 0.1.0
@@ -136,6 +139,12 @@ interface Hello {
   readonly proof: string
 }
 
+/** The largest frame either side takes before the other proved it holds the token (the handshake's JSON). @since 0.1.0 @category limits */
+export const handshakeBytesMax = 4096
+
+/** Milliseconds a closed link waits for its peer to end the stream after the close frame, before it drops it. */
+const closeLingerMs = 1000
+
 const parsed = (text: string): Record<string, unknown> | undefined => {
   try {
     const value: unknown = JSON.parse(text)
@@ -152,11 +161,13 @@ const helloOf = (text: string): Hello | undefined => {
   return value as unknown as Hello
 }
 
-/** A field `key` of a text message that is a string, else `undefined`. */
-const fieldOf = (data: Uint8Array | string, key: string): string | undefined => {
-  const value = typeof data === "string" ? parsed(data)?.[key] : undefined
+/** A field `key` of a text frame's JSON that is a string, else `undefined`. */
+const fieldOf = (text: string, key: string): string | undefined => {
+  const value = parsed(text)?.[key]
   return typeof value === "string" ? value : undefined
 }
+
+const textOf = (frame: LinkFrames.Frame): string => new TextDecoder().decode(frame.payload)
 
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
@@ -192,8 +203,45 @@ const proofKey = (token: string) => {
 
 type ProofKey = ReturnType<typeof proofKey>
 
+/** A TCP stream with this module's frames on it. */
+interface Framed {
+  readonly sendText: (words: string) => void
+  readonly sendStep: (message: RuntimeTypes.RingWire) => void
+  /** Sends a close frame with `code` and ends the stream; drops it if the peer has not closed within `closeLingerMs`. */
+  readonly close: (code: number, reason: string) => void
+  readonly destroy: () => void
+}
+
+const framed = (stream: RuntimeTypes.TcpStream): Framed => {
+  let closing = false
+  return {
+    sendText: (words) => stream.write(LinkFrames.text(words)),
+    sendStep: (message) => stream.write(LinkFrames.step(message.generation, message.round, message.step, message.data)),
+    close: (code, reason) => {
+      if (closing) return
+      closing = true
+      stream.write(LinkFrames.close(code, reason))
+      stream.end()
+      setTimeout(stream.destroy, closeLingerMs)
+    },
+    destroy: stream.destroy
+  }
+}
+
+/** `host` and `port` of a rank's listener address (`ws://host:port/`, `tcp://host:port`); `undefined` when it names none. */
+const addressOf = (url: string): { readonly host: string; readonly port: number } | undefined => {
+  try {
+    const parsedUrl = new URL(url)
+    const port = Number(parsedUrl.port)
+    if (!Number.isInteger(port) || port <= 0) return undefined
+    return { host: parsedUrl.hostname.replace(/^\[(.*)\]$/, "$1"), port }
+  } catch {
+    return undefined
+  }
+}
+
 interface Incoming {
-  readonly socket: RuntimeTypes.RawSocket
+  readonly socket: Framed
   deliver: ((message: RuntimeTypes.RingWire) => void) | undefined
 }
 
@@ -206,13 +254,11 @@ interface Generation {
   closed: boolean
 }
 
-/** Decodes one step of generation `into` from its previous neighbour; `false` when it is not one. */
-const take = (data: Uint8Array, into: Generation): boolean => {
-  const decoded = Codec.decode(data, { from: into.prev })
-  if (Result.isFailure(decoded)) return false
-  const message = decoded.success.message
-  if (message._tag !== "RingData" || message.generation !== into.generation) return false
-  const step = { generation: message.generation, round: message.round, step: message.step, data: message.data }
+/** Takes one step frame of generation `into` from its previous neighbour; `false` when it is not one. */
+const take = (frame: LinkFrames.Frame, into: Generation): boolean => {
+  if ((frame.kind !== LinkFrames.kinds.Float64 && frame.kind !== LinkFrames.kinds.Float32) || frame.generation !== into.generation)
+    return false
+  const step = { generation: frame.generation, round: frame.round, step: frame.step, data: LinkFrames.valuesOf(frame) }
   if (into.deliver !== undefined) into.deliver(step)
   else into.received.push(step)
   return true
@@ -229,14 +275,14 @@ const connect = (
   connectTimeoutMs: number,
   generation: number,
   next: Rank
-): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+): { readonly connected: Promise<boolean>; readonly socket: () => Framed | undefined; readonly close: () => void } => {
   const url = options.urls[next]
   // Start data travels as JSON: a rank without a listener has `null` there.
-  if (typeof url !== "string" || next === options.rank)
-    return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+  const address = typeof url === "string" && next !== options.rank ? addressOf(url) : undefined
+  if (address === undefined) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
   let open = false
   let ended = false
-  let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
+  let socket: Framed | undefined
   const connected = new Promise<boolean>((resolve) => {
     const fail = (code: number, reason: string) => {
       if (ended) return
@@ -248,20 +294,20 @@ const connect = (
     const timer = setTimeout(() => {
       if (open) return
       ended = true
-      socket?.drop()
+      socket?.destroy()
       resolve(false)
     }, connectTimeoutMs)
     const mine = challenge()
     let theirs: string | undefined
-    const answer = async (data: Uint8Array | string): Promise<void> => {
+    const answer = async (text: string): Promise<void> => {
       if (theirs === undefined) {
-        theirs = fieldOf(data, "challenge")
+        theirs = fieldOf(text, "challenge")
         if (theirs === undefined) return fail(closeCodes.BadAnswer, "no challenge")
         const proof = await key.sign(["hello", theirs, generation, options.rank, next])
-        if (!ended) socket!.send(JSON.stringify({ generation, from: options.rank, challenge: mine, proof }))
+        if (!ended) socket!.sendText(JSON.stringify({ generation, from: options.rank, challenge: mine, proof }))
         return
       }
-      const proof = fieldOf(data, "proof")
+      const proof = fieldOf(text, "proof")
       if (proof === undefined || !(await key.check(proof, ["answer", mine, theirs, generation, options.rank, next]))) {
         return fail(closeCodes.BadAnswer, "the listener does not hold the run token")
       }
@@ -270,30 +316,29 @@ const connect = (
       clearTimeout(timer)
       resolve(true)
     }
-    try {
-      socket = Select.connectWs(
-        url,
-        {
-          open: () => {},
-          message: (data) => {
-            // Once the link is made only steps go this way; the listener sends nothing more.
-            if (!open && !ended) void answer(data).catch(() => fail(closeCodes.BadAnswer, "no proof"))
-          },
-          close: () => {
-            ended = true
-            open = false
-            clearTimeout(timer)
-            resolve(false)
-          }
-        },
-        undefined,
-        { unmasked: true }
-      )
-    } catch {
-      ended = true
-      clearTimeout(timer)
-      resolve(false)
-    }
+    const reader = new LinkFrames.FrameReader(
+      handshakeBytesMax,
+      (frame) => {
+        // A close frame ends the link; once the link is made the listener sends nothing else.
+        if (frame.kind === LinkFrames.kinds.Close) return socket?.destroy()
+        if (open || ended) return
+        if (frame.kind !== LinkFrames.kinds.Text) return fail(closeCodes.BadAnswer, "not a handshake frame")
+        void answer(textOf(frame)).catch(() => fail(closeCodes.BadAnswer, "no proof"))
+      },
+      (reason) => fail(closeCodes.BadAnswer, reason)
+    )
+    socket = framed(
+      Select.connectTcp(address.host, address.port, {
+        open: () => {},
+        data: (chunk) => reader.push(chunk),
+        close: () => {
+          ended = true
+          open = false
+          clearTimeout(timer)
+          resolve(false)
+        }
+      })
+    )
   })
   return {
     connected,
@@ -307,47 +352,56 @@ const connect = (
 
 /**
  * The listener's side of one connection (module doc): sends a challenge, checks the hello's proof,
- * answers the connector's challenge and hands the hello to `accepted`; later messages go to `step`.
+ * answers the connector's challenge and hands the hello to `accepted`; later frames go to `step`,
+ * each at most `messageBytesMax`.
  */
 const accept = (
-  socket: RuntimeTypes.RawSocket,
+  stream: RuntimeTypes.TcpStream,
   key: ProofKey,
   rank: Rank,
+  messageBytesMax: number,
   accepted: (hello: Hello, incoming: Incoming) => void,
-  step: (hello: Hello, incoming: Incoming, data: Uint8Array | string) => void,
+  step: (hello: Hello, incoming: Incoming, frame: LinkFrames.Frame) => void,
   closed: (incoming: Incoming) => void
-): RuntimeTypes.SocketHandlers => {
+): RuntimeTypes.TcpHandlers => {
+  const socket = framed(stream)
   const incoming: Incoming = { socket, deliver: undefined }
   const mine = challenge()
   let hello: Hello | undefined
   let checking = false
   let gone = false
   const refuse = () => socket.close(closeCodes.BadHello, "bad hello")
+  const reader = new LinkFrames.FrameReader(
+    handshakeBytesMax,
+    (frame) => {
+      if (frame.kind === LinkFrames.kinds.Close) return socket.destroy()
+      if (hello !== undefined) return step(hello, incoming, frame)
+      // Nothing may come between the hello and this side's answer.
+      const said = frame.kind === LinkFrames.kinds.Text && !checking ? helloOf(textOf(frame)) : undefined
+      if (said === undefined) return refuse()
+      checking = true
+      void welcome(said).catch(refuse)
+    },
+    (reason) => socket.close(hello === undefined ? closeCodes.BadHello : closeCodes.BadStep, reason)
+  )
   const welcome = async (said: Hello): Promise<void> => {
     if (!(await key.check(said.proof, ["hello", mine, said.generation, said.from, rank])) || gone) return gone ? undefined : refuse()
     const proof = await key.sign(["answer", said.challenge, mine, said.generation, said.from, rank])
     if (gone) return
     hello = said
-    socket.send(JSON.stringify({ proof }))
+    reader.payloadBytesMax = messageBytesMax
+    socket.sendText(JSON.stringify({ proof }))
     accepted(said, incoming)
   }
-  socket.send(JSON.stringify({ challenge: mine }))
+  socket.sendText(JSON.stringify({ challenge: mine }))
   return {
-    message: (data) => {
-      if (hello !== undefined) return step(hello, incoming, data)
-      // Nothing may come between the hello and this side's answer.
-      const said = typeof data === "string" && !checking ? helloOf(data) : undefined
-      if (said === undefined) return refuse()
-      checking = true
-      void welcome(said).catch(refuse)
-    },
+    data: (chunk) => reader.push(chunk),
     close: () => {
       gone = true
       closed(incoming)
     }
   }
 }
-
 /** Older generations are over: their incoming links close. */
 const closeOlder = (generations: Map<number, Generation>, generation: number): void => {
   for (const [g, older] of generations) {
@@ -411,16 +465,18 @@ export const start = (options: PeerRingOptions): PeerRing => {
     parked.push({ hello: said, incoming, atMs: Date.now() })
   }
 
-  const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers =>
+  const open = (stream: RuntimeTypes.TcpStream): RuntimeTypes.TcpHandlers =>
     accept(
-      socket,
+      stream,
       key,
       options.rank,
+      messageBytesMax,
       accepted,
-      (hello, incoming, data) => {
+      (hello, incoming, frame) => {
         const target = generations.get(hello.generation)
-        if (typeof data === "string" || target === undefined) return
-        if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
+        if (target === undefined) return
+        if (target.incoming !== incoming || !take(frame, target))
+          incoming.socket.close(closeCodes.BadStep, "not a ring step of this generation")
       },
       (incoming) => {
         const at = parked.findIndex((entry) => entry.incoming === incoming)
@@ -430,7 +486,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
 
   const listen =
     typeof options.urls[options.rank] === "string"
-      ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
+      ? Select.listenTcp({ host: options.host, port: options.port, open })
       : Promise.reject(new Error("no port"))
   listen.then(
     (listening) => {
@@ -461,14 +517,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
         send: (message) => {
           const socket = outgoing.socket()
           if (socket === undefined) return false
-          const step: RingData = {
-            _tag: "RingData",
-            generation: message.generation,
-            round: message.round,
-            step: message.step,
-            data: message.data
-          }
-          socket.send(Codec.encode({ from: options.rank, message: step }))
+          socket.sendStep(message)
           return true
         },
         onMessage: (callback) => {
