@@ -95,6 +95,16 @@ export const closeCodes = {
   BadAnswer: 4025
 } as const
 
+/**
+ * Steps a parked link (its generation not opened here yet) may bring before it is opened: an
+ * honest neighbour sends at most `ringSize - 1` of one collective before it needs this rank's
+ * first step. More close the link with `TooManyParked`.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
+export const parkedStepsMax = 1024
+
 /** Random bytes in each side's challenge. @since 0.1.0 @category limits */
 export const challengeBytes = 32
 
@@ -428,7 +438,14 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const key = proofKey(options.token)
   const generations = new Map<number, Generation>()
   let newest = -1
-  const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
+  // Steps can come on a parked link before its generation opens here (the neighbour's link was
+  // made first): they wait with it, in order, and go to the generation once it opens.
+  const parked: Array<{
+    readonly hello: Hello
+    readonly incoming: Incoming
+    readonly atMs: number
+    readonly early: Array<LinkFrames.Frame>
+  }> = []
   let bound = false
   let closed = false
   let server: RuntimeTypes.RawServer | undefined
@@ -443,6 +460,21 @@ export const start = (options: PeerRingOptions): PeerRing => {
     incoming.deliver = (step) => (target.deliver !== undefined ? target.deliver(step) : void target.received.push(step))
   }
 
+  /** One frame from an authenticated link: a step of its generation, kept while the link is parked. */
+  const onStep = (hello: Hello, incoming: Incoming, frame: LinkFrames.Frame): void => {
+    const target = generations.get(hello.generation)
+    if (target === undefined) {
+      const waiting = parked.find((entry) => entry.incoming === incoming)
+      // Not parked: its generation is over here, and its steps are of no use.
+      if (waiting === undefined) return
+      if (waiting.early.length >= parkedStepsMax)
+        return incoming.socket.close(closeCodes.TooManyParked, "too many steps before the generation opened")
+      return void waiting.early.push(frame)
+    }
+    if (target.incoming !== incoming || !take(frame, target))
+      incoming.socket.close(closeCodes.BadStep, "not a ring step of this generation")
+  }
+
   const unpark = (): void => {
     const nowMs = Date.now()
     for (let i = parked.length - 1; i >= 0; i--) {
@@ -450,6 +482,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
       if (entry.hello.generation <= newest) {
         parked.splice(i, 1)
         attach(entry.hello, entry.incoming)
+        for (const frame of entry.early) onStep(entry.hello, entry.incoming, frame)
       } else if (nowMs - entry.atMs > parkedMs) {
         parked.splice(i, 1)
         entry.incoming.socket.close(closeCodes.NotNeighbour, "its generation never came")
@@ -462,27 +495,14 @@ export const start = (options: PeerRingOptions): PeerRing => {
     if (said.generation <= newest) return attach(said, incoming)
     unpark()
     if (parked.length >= parkedMax) return incoming.socket.close(closeCodes.TooManyParked, "too many links wait for their generation")
-    parked.push({ hello: said, incoming, atMs: Date.now() })
+    parked.push({ hello: said, incoming, atMs: Date.now(), early: [] })
   }
 
   const open = (stream: RuntimeTypes.TcpStream): RuntimeTypes.TcpHandlers =>
-    accept(
-      stream,
-      key,
-      options.rank,
-      messageBytesMax,
-      accepted,
-      (hello, incoming, frame) => {
-        const target = generations.get(hello.generation)
-        if (target === undefined) return
-        if (target.incoming !== incoming || !take(frame, target))
-          incoming.socket.close(closeCodes.BadStep, "not a ring step of this generation")
-      },
-      (incoming) => {
-        const at = parked.findIndex((entry) => entry.incoming === incoming)
-        if (at >= 0) parked.splice(at, 1)
-      }
-    )
+    accept(stream, key, options.rank, messageBytesMax, accepted, onStep, (incoming) => {
+      const at = parked.findIndex((entry) => entry.incoming === incoming)
+      if (at >= 0) parked.splice(at, 1)
+    })
 
   const listen =
     typeof options.urls[options.rank] === "string"

@@ -124,12 +124,14 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     expect(await strangerCode(urls[1]!, hello(token, 2))).toBe(PeerRing.closeCodes.NotNeighbour)
   })
 
-  it("a link opened before its receiver knows the generation waits for it; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
+  it("a link opened before its receiver knows the generation waits for it, with the steps it brought; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
     const { rings } = await ranks(3, [2])
     // Rank 0 links to rank 1 before rank 1 opened generation 4.
     const end0 = rings[0]!.open(4, [0, 1, 2], 0)
     expect(await end0.connected).toBe(true)
     expect(end0.send({ generation: 4, round: 0, step: 0, data: new Float32Array([7]) })).toBe(true)
+    // The step reaches rank 1 before it opens the generation: it waits with the parked link.
+    await new Promise((r) => setTimeout(r, 300))
     const end1 = rings[1]!.open(4, [0, 1, 2], 1)
     expect(Array.from((await nextMessage(end1)).data)).toEqual([7])
     // Rank 2 has no listener: rank 1's link to it is never made.
