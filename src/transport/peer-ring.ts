@@ -77,7 +77,7 @@ export const parkedMsDefault = 30_000
 export const messageBytesMaxDefault = 256 * 1024 * 1024
 
 /**
- * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a proof that does
+ * Close codes of a refused or ended connection, sent in a close frame before the stream ends: `BadHello` (4020: not a hello, or a proof that does
  * not check), `BadAnswer` (4025: the listener's answer to the connector's challenge does not check),
  * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
  * over), `TooManyParked` (4022), `BadStep` (4023: a frame that is not a step of this generation, or one over `messageBytesMax`),
