@@ -35,6 +35,8 @@ export interface Scenario {
   readonly heartbeatTimeoutMs: number
   /** `cpu` only: rounds close this long after their first contribution without the silent ranks (0: off). */
   readonly roundDeadlineMs?: number
+  /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
+  readonly keep?: boolean
 }
 
 export interface Row {
@@ -59,6 +61,8 @@ export interface Row {
   readonly audits: { readonly epochs: number; readonly lost: number; readonly duplicated: number; readonly samples: number }
   readonly exitCode: number
   readonly durationMs: number
+  /** The run's folder (`cohort report` reads it); removed with the scenario's unless `keep`. */
+  readonly runDir: string
 }
 
 const here = fileURLToPath(new URL(".", import.meta.url))
@@ -225,7 +229,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     child.send({ op: "end" })
     setTimeout(() => child.kill("SIGKILL"), 5000).unref()
   }
-  if (process.env.CHURN_KEEP === undefined) rmSync(dir, { recursive: true, force: true })
+  if (scenario.keep !== true && process.env.CHURN_KEEP === undefined) rmSync(dir, { recursive: true, force: true })
   else Lib.note(`churn: kept ${dir}`)
   const committed = result.epochs.reduce((sum, e) => sum + e.samplesCommitted, 0)
   return {
@@ -249,7 +253,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       samples: committed
     },
     exitCode: result.exitCode,
-    durationMs
+    durationMs,
+    runDir: result.runDir
   }
 }
 
