@@ -158,6 +158,22 @@ const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.Run
  * @category report
  */
 export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | PartialRun | string => {
+  const journal = parseJournal(text, source)
+  return typeof journal === "string" ? journal : journal.result
+}
+
+/**
+ * `resultFromEvents` with the `started` event the result was rebuilt from (the run's world size
+ * and options, which a `RunResult` does not carry), for readers that need both: the error line
+ * and the result are `resultFromEvents`'s.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const parseJournal = (
+  text: string,
+  source = "events.ndjson"
+): { readonly started: Extract<RunTypes.RunEvent, { type: "started" }>; readonly result: RunTypes.RunResult | PartialRun } | string => {
   // Long because: one walk over the journal gathers every list of the result, one case per event type.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
@@ -262,7 +278,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     ...(resumed === undefined ? {} : { resumed })
   }
   if (ended === undefined) {
-    return {
+    const result: PartialRun = {
       ...read,
       outcome: undefined,
       durationMs: lastMs,
@@ -270,17 +286,21 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       cut: cut ?? `ends after line ${lastLine}`,
       ...(failed === undefined ? {} : { failed })
     }
+    return { started, result }
   }
   const backend =
     started.options?.["backend"] === "ring" ? ("ring" as const) : started.options?.["backend"] === "cpu" ? ("cpu" as const) : undefined
   return {
-    ...read,
-    outcome: ended.outcome,
-    saves: ended.saves,
-    durationMs: ended.ms,
-    exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs),
-    ...(backend === undefined ? {} : { backend }),
-    ...(ended.ring === undefined ? {} : { ring: ended.ring })
+    started,
+    result: {
+      ...read,
+      outcome: ended.outcome,
+      saves: ended.saves,
+      durationMs: ended.ms,
+      exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs),
+      ...(backend === undefined ? {} : { backend }),
+      ...(ended.ring === undefined ? {} : { ring: ended.ring })
+    }
   }
 }
 

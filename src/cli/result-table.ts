@@ -20,7 +20,7 @@ import {
   storageLine
 } from "./event-text.ts"
 import { joinsLines, leavesLines } from "./leave-table.ts"
-import { saveFolder } from "./parse.ts"
+import { saveFolder } from "./defaults.ts"
 import type { PartialRun } from "../../actors/cli-entry.ts"
 
 const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
