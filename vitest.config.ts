@@ -41,7 +41,8 @@ const nodeOnly =
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
-        "test/bench/churn.full.test.ts"
+        "test/bench/churn.full.test.ts",
+        "test/actors/churn-serve.full.test.ts"
       ]
     : []
 

@@ -179,6 +179,7 @@ const onCommand =
           ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent })
         })
         vars.roundBytes = undefined
+        vars.churn?.afterRound(command.round)
         return
       }
     }
