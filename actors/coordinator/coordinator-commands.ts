@@ -196,6 +196,7 @@ const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Ref
  * found as `Outlier`, and their commands carried out at once.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
   Effect.gen(function* () {

@@ -153,8 +153,8 @@ export interface Options {
 }
 
 /**
- * The run did not form: a rank ended before every rank joined, or the formation timed out. floDl
- * kills every rank in this case too: a half-formed run has nothing to recover (reference §7.1.5).
+ * The run did not form: a rank ended before every rank joined, or the formation timed out. Every
+ * rank is then stopped: a half-formed run has nothing to recover.
  *
  * @since 0.1.0
  * @category errors
@@ -297,7 +297,7 @@ const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> =>
 const form = (shell: Shell, message: Message): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, outcome, joined, io } = shell
-    if (message._tag !== "Inbound") return yield* formed(shell, yield* Clock.currentTimeMillis)
+    if (message._tag !== "Inbound") return yield* checkFormation(shell, yield* Clock.currentTimeMillis)
     for (const event of message.events) {
       if (state.started || (yield* Deferred.isDone(outcome))) {
         const effect = state.started ? io.inbound(event) : undefined
@@ -310,6 +310,7 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
         if (vacate !== undefined) {
           joined.delete(event.rank)
           io.crashes.delete(event.rank)
+          io.ringNeighbours.advertised(event.rank, undefined)
           vacate(event.rank, cause._tag === "Crashed" ? cause.error : Core.causeText(cause))
           continue
         }
@@ -323,10 +324,13 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
       if (event._tag === "Frame") {
         const decoded = decodeFrame(event, state.paramsLength)
         const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
-        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
+        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) {
+          joined.set(event.peer, frameMessage.paramsLength)
+          shell.io.ringNeighbours.advertised(event.peer, frameMessage.ringAddress)
+        }
         if (frameMessage?._tag === "Crashing") io.crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
       }
-      yield* formed(shell, yield* Clock.currentTimeMillis)
+      yield* checkFormation(shell, yield* Clock.currentTimeMillis)
     }
   })
 
@@ -366,8 +370,11 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
     yield* settle(shell)
   })
 
-/** Starts the run once every rank joined, or fails it once the formation timed out. */
-const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
+/**
+ * Where the formation stands: starts the run once `minRanks` ranks joined, fails it once the
+ * formation timed out, and otherwise beats for the ranks that wait.
+ */
+const checkFormation = (shell: Shell, nowMs: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport, joined, outcome, formationTimeoutMs } = shell
     if (yield* Deferred.isDone(outcome)) return

@@ -12,6 +12,7 @@ import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import * as Bundle from "../../src/platform/bundle.ts"
 import * as Files from "../../src/platform/files.ts"
+import * as ListenError from "../../src/platform/listen-error.ts"
 import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Credentials from "../../src/transport/credentials.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -123,7 +124,7 @@ export const observeListening = (ctx: Context, listening: Listening): void => {
 /** What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`). */
 const welcomeData = (ctx: Context): RankActor.JoinedRun => {
   const { options, runId, module } = ctx
-  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress } = ctx.resolved
+  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, ringLinks } = ctx.resolved
   return {
     worldSize,
     epochSamples: module.trainSamples,
@@ -136,6 +137,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
     heartbeatTimeoutMs,
     backend,
     ...(compress === "none" ? {} : { compress }),
+    ...(backend === "ring" ? { ringLinks: ringLinks === "relay" ? "relay" : "direct" } : {}),
     runId
   }
 }
@@ -202,7 +204,9 @@ const bindFailed = (served: Context["served"]) => (error: Transport.TransportErr
   Effect.die(
     new LaunchError(
       "listen",
-      error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message
+      error.reason._tag === "ConnectFailed"
+        ? `cannot listen on ${served?.host}:${served?.port}: ${ListenError.addressInUse(error.reason.detail) ? ListenError.addressInUseText : error.reason.detail}`
+        : error.message
     )
   )
 

@@ -127,6 +127,12 @@ export interface JoinedRun {
   readonly compress?: Packed.Compression
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string
+  /**
+   * Ring backend: whether a joined rank that listens links to its neighbours directly (`direct`;
+   * the coordinator hands out addresses and secrets with `FormRing`) or every step goes through
+   * the relay (`relay`, and absent: an older coordinator).
+   */
+  readonly ringLinks?: "direct" | "relay"
 }
 
 /**
@@ -151,15 +157,21 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
 
 /**
  * The `RankData` of a rank that joined from elsewhere: the run's part from the welcome, the
- * rest from the joining host (`trainer` URL, `saveDir`, `checkpointDir`); no fault injection and
- * no memory check of its own.
+ * rest from the joining host (`trainer` URL, `saveDir`, `checkpointDir`, `ringListen`); no fault
+ * injection and no memory check of its own.
  *
  * @since 0.1.0
  * @category model
  */
 export const rankDataOf = (
   run: JoinedRun,
-  local: { readonly trainer: string; readonly saveDir: string; readonly checkpointDir: string }
+  local: {
+    readonly trainer: string
+    readonly saveDir: string
+    readonly checkpointDir: string
+    /** Where this rank listens for its ring neighbours and the host it advertises (`PeerRing`); none: relay only. */
+    readonly ringListen?: { readonly host: string; readonly port: number; readonly advertise: string } | undefined
+  }
 ): RankData => ({
   trainer: local.trainer,
   worldSize: run.worldSize,
@@ -173,6 +185,19 @@ export const rankDataOf = (
   checkpointDir: local.checkpointDir,
   coordinatorTimeoutMs: run.coordinatorTimeoutMs,
   ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {}),
+  ...(run.backend === "ring" && run.ringLinks === "direct" && local.ringListen !== undefined
+    ? {
+        ringLinks: "direct" as const,
+        peerLinks: {
+          token: "",
+          urls: [],
+          host: local.ringListen.host,
+          port: local.ringListen.port,
+          listen: true,
+          advertise: local.ringListen.advertise
+        }
+      }
+    : {}),
   ...(run.compress === undefined ? {} : { compress: run.compress })
 })
 

@@ -95,6 +95,11 @@ export interface RankRing {
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
   readonly neighboursWaiting: (round: number) => boolean
+  /**
+   * Where this rank's ring listener is reached (`ws://host:port/`), once it is bound, when it
+   * advertises one (`PeerRing.PeerAddresses.advertise`): its `Hello` carries it.
+   */
+  readonly ringAddress: () => Promise<string | undefined>
   /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
   readonly linkName: () => string
   readonly failure: () => Ring.RingLinkError | undefined
@@ -213,7 +218,14 @@ export const make = (options: RankRingOptions): RankRing => {
   const peerUsed = new Map<number, "direct" | "relay">()
   const openPeers = (message: FormRing): void => {
     if (peers === undefined || portChannels.has(message.generation)) return
-    const end = peers.open(message.generation, message.peers, message.ringRank)
+    // The coordinator sends each member its neighbours (with, between hosts, the next one's
+    // listener and the generation's secret); the whole ring order serves as well.
+    const end = peers.open(
+      message.generation,
+      message.prev !== undefined && message.next !== undefined
+        ? { prev: message.prev, next: message.next, nextUrl: message.nextAddress, secret: message.ringSecret }
+        : PeerRing.neighboursOf(message.peers, message.ringRank)
+    )
     const direct = new Ring.BufferedLink((message) =>
       faultOr(message, (step) =>
         Effect.flatMap(
@@ -415,6 +427,11 @@ export const make = (options: RankRingOptions): RankRing => {
         })
       }
       return false
+    },
+    ringAddress: async () => {
+      const advertise = data.peerLinks?.advertise
+      const port = advertise === undefined ? undefined : await peers?.bound
+      return advertise === undefined || port === undefined ? undefined : PeerRing.advertisedUrl(advertise, port)
     },
     linkName: () => {
       if (ringView !== undefined && peers !== undefined)

@@ -102,7 +102,9 @@ export const run = (
   Effect.gen(function* () {
     const r = yield* start(link, leave, loadTrainer)
     const { s, coordinator } = r
-    yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength })
+    // A rank that listens for its ring neighbours says where (its listener is bound by then).
+    const ringAddress = yield* Effect.promise(() => r.ring.ringAddress())
+    yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength, ...(ringAddress === undefined ? {} : { ringAddress }) })
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= s.hangAtMs) return yield* hangUntilGone(r)
       applyAreaCommit(r)

@@ -156,7 +156,19 @@ export const joinRanks = (options: JoinRanksOptions): ReadonlyArray<JoinedRank> 
   if (!Number.isSafeInteger(joinsAtOnceMax) || joinsAtOnceMax < 1)
     throw new JoinRanksError(`joinsAtOnceMax must be an integer >= 1, got ${joinsAtOnceMax}`)
   const connecting = gate(joinsAtOnceMax)
-  return Array.from({ length: ranks }, (_, i) => joinOne({ ...rest, rank: rest.rank === "auto" ? "auto" : rest.rank + i }, connecting))
+  return Array.from({ length: ranks }, (_, i) =>
+    joinOne(
+      {
+        ...rest,
+        rank: rest.rank === "auto" ? "auto" : rest.rank + i,
+        // Each rank its own listener: a port given is the first rank's, the next ones' follow it.
+        ...(rest.ringListen === undefined || rest.ringListen.port === 0
+          ? {}
+          : { ringListen: { ...rest.ringListen, port: rest.ringListen.port + i } })
+      },
+      connecting
+    )
+  )
 }
 
 /**

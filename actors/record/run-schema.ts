@@ -4,7 +4,7 @@
  * error naming its first bad field, never a `TypeError`.
  *
  * One definition per record: each schema decodes to exactly the type the writer uses
- * (`actors/record/run-types.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
+ * (`actors/record/run-events.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
  * the checks at the end of this file prove at compile time, so a decoded file needs no cast. A
  * field that is `undefined` in memory is absent in JSON and decodes back to `undefined`; a field
  * added after the first release (`skippedFaults`, `Outcome.deaths`, `Death.afterEnd`, counters)

@@ -100,6 +100,13 @@ Options of join URL:
   --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
   --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
                               (default for wss://: the system's roots and the host name)
+  --ring-listen HOST[:PORT]|off
+                              with --backend ring: where the rank listens for its ring
+                              neighbours' direct links (default the interface that reaches the
+                              coordinator, a free port); off: every step through the relay
+  --ring-advertise HOST       the address its neighbours reach the listener at (default the
+                              listen address; with 0.0.0.0 or ::, the interface that reaches
+                              the coordinator)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused

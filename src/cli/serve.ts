@@ -56,8 +56,8 @@ import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
-import { integerAtLeast, type RawRunOptions, runOptions, UsageError } from "./flags.ts"
-import { firstLine, oneLine } from "./parse.ts"
+import { integerAtLeast, type RawRunOptions, runOptions, sharedRunOptions, UsageError } from "./flags.ts"
+import { firstLine, oneLine, runFlags } from "./parse.ts"
 
 /**
  * Defaults of the flags `serve` adds: `listen` `127.0.0.1:0`, `formationTimeoutMs` 300000 (the
@@ -189,7 +189,7 @@ interface RawServeOptions extends RawRunOptions {
  * @category cli
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
-  // Long because it lists the command's 29 options inline, one line each, then checks them and prints the served run's header.
+  // Long because it lists the command's own options inline (the run's are `runFlags`), one line each, then checks them and prints the served run's header.
   let raw: RawServeOptions | undefined
   const command = new Commander.Command("serve")
     .exitOverride()
@@ -197,27 +197,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .helpOption(false)
     .showSuggestionAfterError(true)
     .option("--trainer <file>")
-    .option("--world-size <n>")
-    .option("--epochs <n>")
-    .option("--mode <mode>")
-    .option("--backend <kind>")
-    .option("--heartbeat-timeout-ms <ms>")
-    .option("--coordinator-timeout-ms <ms>")
-    .option("--round-deadline-ms <ms>")
-    .option("--round-quorum <fraction>")
-    .option("--aggregate <rule>")
-    .option("--clip-norm <norm>")
-    .option("--outlier-rounds-max <rounds>")
-    .option("--compress <kind>")
-    .option("--outer-lr <rate>")
-    .option("--outer-momentum <momentum>")
-    .option("--failure-limit <limit>")
-    .option("--role-policy <policy>")
-    .option("--on-repeated-crash <action>")
-    .option("--interrupt-grace-ms <ms>")
-    .option("--seed <n>")
-    .option("--out <dir>")
-    .option("--json")
+  runFlags(command)
     .option("--listen <host:port>")
     .option("--token-file <file>")
     .option("--formation-timeout-ms <ms>")
@@ -230,12 +210,6 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--token-ttl-ms <ms>")
     .option("--rank-connections-max <n>")
     .option("--churn <fraction>")
-    .option("--dashboard [port]")
-    .option("--dashboard-connections-max <n>")
-    .option("--save-timeout-ms <ms>")
-    .option("--eval-timeout-ms <ms>")
-    .option("--liveness <detector>")
-    .option("--dashboard-faults")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -333,28 +307,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...hooks,
         onEvent,
         trainer,
-        worldSize: parsed.worldSize,
+        ...sharedRunOptions(parsed),
         maxRanks,
         minRanks,
-        epochs: parsed.epochs,
-        mode: parsed.mode,
-        backend: parsed.backend,
-        heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
-        coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
-        ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
-        ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
-        ...parsed.aggregation,
-        ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
-        ...parsed.outer,
-        failureLimit: parsed.failureLimit,
-        rolePolicy: parsed.rolePolicy,
-        onRepeatedCrash: parsed.onRepeatedCrash,
-        interruptGraceMs: parsed.interruptGraceMs,
-        ...(parsed.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: parsed.saveTimeoutMs }),
-        ...(parsed.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: parsed.evalTimeoutMs }),
-        livenessDetector: parsed.livenessDetector,
-        seed: parsed.seed,
-        outDir: parsed.outDir,
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
