@@ -65,6 +65,13 @@ export interface Hooks {
    */
   readonly onRoundBytes?: (round: number, bytes: { readonly received: number; readonly sent: number }) => void
   /**
+   * A round closed (`AverageRound`), before anything of it goes out: with `cpu`, `params` is the
+   * model every rank will hold (the mean it broadcasts; the last one sent when the round had
+   * nothing usable; `undefined` before any), with `ring` `undefined`. The recovery log writes
+   * the round's commit and model here, before its `Update` or `RoundCommitted` is sent.
+   */
+  readonly beforeRound?: (command: Extract<Core.Command, { _tag: "AverageRound" }>, params: Float32Array | undefined) => void
+  /**
    * A rank that joined the running run reported its first trained batch (its first `Progress` or
    * `ChunkDone`): `helloAtMs` when its `Hello` arrived, `trainingAtMs` when that frame arrived, and
    * `bytes` of every frame sent to it in between but `CoordHeartbeat` (its welcome, roles, model,

@@ -123,6 +123,17 @@ export interface Options {
   readonly muted?: ReadonlySet<Rank>
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
+   * A run a restarted coordinator took over (docs/recovery.md): it forms once every rank of
+   * `expected` sent its `Hello` (ranks coming back send it again on their recovered link), or
+   * `windowMs` after the formation began with at least one; then each rank of `[0, worldSize)` that
+   * did not is declared dead at once, with the reason `causeOf(rank)` (a `Refused` cause).
+   */
+  readonly recovery?: {
+    readonly windowMs: number
+    readonly expected: ReadonlyArray<Rank>
+    readonly causeOf: (rank: Rank) => string
+  }
+  /**
    * Ring backend with direct links (worker threads): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
@@ -351,15 +362,29 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
         Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params })
       )
       for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+    } else if (resume !== undefined && shell.options.recovery !== undefined) {
+      // A run taken over before any round closed: its ranks went back to their initial model and
+      // wait for an Update; one without parameters has them keep it.
+      const update = Codec.encode(
+        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: new Float32Array(0) })
+      )
+      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
     }
-    // Formation ranks not here yet are vacant; they join later (`minRanks`).
-    const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
+    // declared dead once it started (below).
+    const recovery = shell.options.recovery
+    const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    const absent = recovery === undefined ? missing : []
     const startOptions = {
       ...(paramsLength === undefined ? {} : { paramsLength }),
       ...(resume === undefined ? {} : { resume: resume.point }),
       ...(absent.length === 0 ? {} : { absent })
     }
     yield* execute(shell, Core.start(state, nowMs, startOptions))
+    for (const rank of recovery === undefined ? [] : missing) {
+      yield* stepAndExecute(shell, { _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(recovery!.causeOf(rank)) })
+    }
+    if (missing.length > 0 && recovery !== undefined) yield* stepAndExecute(shell, { _tag: "Tick", nowMs })
     for (const [rank, length] of joined) {
       if (length === paramsLength) continue
       const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
@@ -378,7 +403,13 @@ const checkFormation = (shell: Shell, nowMs: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport, joined, outcome, formationTimeoutMs } = shell
     if (yield* Deferred.isDone(outcome)) return
-    if (joined.size >= state.config.minRanks) {
+    const recovery = shell.options.recovery
+    const waited = shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > (recovery?.windowMs ?? 0)
+    if (
+      recovery === undefined
+        ? joined.size >= state.config.minRanks
+        : recovery.expected.every((r) => joined.has(r)) || (waited && joined.size > 0)
+    ) {
       yield* startRun(shell, nowMs)
     } else if (shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > formationTimeoutMs) {
       const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))

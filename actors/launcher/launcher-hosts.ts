@@ -179,6 +179,8 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
       : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(ctx.nowMs()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(ctx.nowMs()), rank, address, silentMs }),
+    // A run taken over after its coordinator's loss: its ranks come back with sessions of the old process.
+    ...(served?.recovery === undefined ? {} : { recovering: true }),
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   }
 }

@@ -95,6 +95,13 @@ export interface RankData {
    * it to its next contribution.
    */
   readonly compress?: Packed.Compression | undefined
+  /**
+   * The coordinator's bounds on a save and an eval it asks for (`saveTimeoutMs`, `evalTimeoutMs`),
+   * given when it counts on the rank to beat while it runs them (`Link.beatWhile`, a rank
+   * process): the rank's beats stop at the bound, so a call stuck past it still ends in a death.
+   * Absent: the rank does not beat during calls.
+   */
+  readonly callBeatsMs?: { readonly save: number; readonly eval: number } | undefined
 }
 
 /**
@@ -283,4 +290,16 @@ export interface Link {
    * asks the server whether it declared this rank dead: `RankDead`, 4011). Must not fail.
    */
   readonly whyEnded?: Effect.Effect<number | undefined>
+  /**
+   * How many times a coordinator took the run over after the last one's loss (a recovered link,
+   * docs/recovery.md). When it grows the rank drops its assignment and holds back until the new
+   * coordinator's `Update` and plan arrive. Default: never.
+   */
+  readonly recoveries?: () => number
+  /**
+   * Rank processes: sends `frame` every `intervalMs` from a thread that does not run the trainer,
+   * for up to `forMs` ms, until the returned function is called (`ChildProcess.ProcessRank`):
+   * the rank is heard from while a call the coordinator asked for blocks its thread.
+   */
+  readonly beatWhile?: (frame: Uint8Array, intervalMs: number, forMs: number) => () => void
 }

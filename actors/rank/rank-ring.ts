@@ -21,6 +21,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
@@ -447,7 +448,8 @@ export const make = (options: RankRingOptions): RankRing => {
     contributionBuffer: (length) => {
       const buffer = spare
       spare = undefined
-      return buffer !== undefined && buffer.length === length ? buffer : new Float32Array(length)
+      // In memory the SIMD finite check reads (`Finite.alloc`): every contribution is checked.
+      return buffer !== undefined && buffer.length === length ? buffer : Finite.alloc(length)
     },
     rearm: () => {
       wake = Deferred.makeUnsafe<void>()

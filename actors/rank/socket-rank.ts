@@ -519,7 +519,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const joinedAtMs = Date.now()
   options.onJoined?.(client)
   await Rank.main(
-    Effect.succeed({ ...link, whyEnded }),
+    Effect.succeed({ ...link, whyEnded, recoveries: client.recoveries }),
     Bundle.importModule,
     (code) => {
       const closeCode = probed ?? client.closeCode()

@@ -76,6 +76,15 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)
+  --recover DIR               take the served run in DIR over after its coordinator's process
+                              was lost: same folder, token (DIR/token, or --token-file) and
+                              address (or --listen); the ranks still running come back
+  --recovery-window-ms N      how long those ranks have to come back (default 60000); the
+                              others are declared dead ("did not return after the coordinator's
+                              restart")
+  --fresh                     start a new run even when the --out folder holds a served run
+                              that lost its coordinator within the recovery window (serve
+                              takes the only such run over by itself otherwise)
   It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
   "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
 

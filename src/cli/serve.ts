@@ -180,6 +180,9 @@ interface RawServeOptions extends RawRunOptions {
   readonly tokenTtlMs?: string
   readonly rankConnectionsMax?: string
   readonly churn?: string
+  readonly recover?: string
+  readonly recoveryWindowMs?: string
+  readonly fresh?: boolean
 }
 
 /**
@@ -210,6 +213,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--token-ttl-ms <ms>")
     .option("--rank-connections-max <n>")
     .option("--churn <fraction>")
+    .option("--recover <dir>")
+    .option("--recovery-window-ms <ms>")
+    .option("--fresh")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -260,6 +266,18 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     return usage(io, oneLine(String(error)))
   }
   const parsed = options
+  if (raw.recover !== undefined) return recoverRun(io, raw, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  const lost = raw.fresh === true ? [] : await lostRuns(raw, parsed)
+  if (lost.length === 1) {
+    ;(parsed.json ? io.err : io.out)(
+      `cohort serve: run ${lost[0]} lost its coordinator (no live process holds its lock, its journal has no end) and its ranks may still wait: taking it over as --recover would (--fresh starts a new run instead)\n`
+    )
+    return recoverRun(io, { ...raw, recover: lost[0]! }, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  }
+  if (lost.length > 1)
+    (parsed.json ? io.err : io.out)(
+      `cohort serve: note: ${lost.length} runs under ${parsed.outDir ?? "runs"} lost their coordinator (${lost.join(", ")}); starting a new run (take one over with --recover DIR)\n`
+    )
   const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
   return withConsoleOnStderr(parsed.json, async () => {
     // Long because the serve command's steps in order (trainer, options, the listening lines), sharing its locals.
@@ -370,4 +388,61 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       })
     })
   })
+}
+
+/**
+ * `cohort serve --recover RUN_DIR` (docs/recovery.md): takes the served run in `RUN_DIR` over
+ * after its coordinator's process was lost, in the same folder, with the same token (its `token`
+ * file, or `--token-file`/`COHORT_TOKEN`) and address (the run's, unless `--listen` is given).
+ * `--recovery-window-ms MS` (default 60000) bounds how long the ranks have to come back.
+ * Prints `cohort serve: run <runId> taken over on <url>` and goes on as `serve`.
+ */
+const recoverRun = async (
+  io: Io,
+  raw: RawServeOptions,
+  parsed: ReturnType<typeof runOptions>,
+  runToken: string | undefined,
+  listen: { readonly host: string; readonly port: number } | undefined
+): Promise<number> => {
+  let recoveryWindowMs: number
+  try {
+    recoveryWindowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, 60_000)
+  } catch (error) {
+    return usage(io, oneLine(error instanceof Error ? error.message : String(error)))
+  }
+  let launcher: Awaited<ReturnType<typeof importLauncher>>
+  try {
+    launcher = await importLauncher()
+  } catch (error) {
+    io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const say = (line: string): void => (parsed.json ? io.err : io.out)(`cohort serve: ${line}\n`)
+  return withConsoleOnStderr(parsed.json, () =>
+    conduct(io, { ...parsed, dashboard: undefined }, (hooks) =>
+      launcher.recover({
+        ...hooks,
+        runDir: raw.recover!,
+        recoveryWindowMs,
+        ...(runToken === undefined ? {} : { runToken }),
+        ...(listen === undefined ? {} : { host: listen.host, port: listen.port }),
+        onListening: (listening) => say(`run ${listening.runId} taken over on ${listening.url}`)
+      })
+    )
+  )
+}
+
+/**
+ * The served runs under the run's `--out` folder whose coordinator was lost within the recovery
+ * window (`findLost`): `serve` takes the only one over by itself, as a restarted pod with the same
+ * volume would want. None when the launcher cannot load or the window is not a valid number.
+ */
+const lostRuns = async (raw: RawServeOptions, parsed: ReturnType<typeof runOptions>): Promise<ReadonlyArray<string>> => {
+  try {
+    const launcher = await importLauncher()
+    const windowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, launcher.recoveryWindowMsDefault)
+    return await launcher.findLost(parsed.outDir ?? launcher.defaults.outDir, windowMs, Date.now())
+  } catch {
+    return []
+  }
 }
