@@ -47,7 +47,8 @@ const nodeOnly =
         "test/actors/declared-stopped.full.test.ts",
         "test/actors/stopped-at-boundary.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
-        "test/bench/churn.full.test.ts"
+        "test/bench/churn.full.test.ts",
+        "test/actors/churn-serve.full.test.ts"
       ]
     : []
 

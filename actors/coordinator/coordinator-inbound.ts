@@ -96,6 +96,8 @@ export interface CoordinatorInboundOptions {
   readonly stepNow: (input: Core.Input) => Effect.Effect<void> | undefined
   readonly stepAndExecute: (input: Core.Input) => Effect.Effect<void>
   readonly wake: Effect.Effect<void>
+  /** Ranks whose frames are dropped here, unread (injected silence: `Options.muted`). */
+  readonly muted?: ReadonlySet<Rank> | undefined
 }
 
 /**
@@ -333,6 +335,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
 
   /** One input from the transport, once the run started: stepped at once; its commands' effect, if any. */
   function inbound(event: Supervisor.Inbound): Effect.Effect<void> | undefined {
+    if (event._tag !== "DeathReport" && options.muted !== undefined && options.muted.has(event.peer)) return undefined
     switch (event._tag) {
       case "Frame": {
         const decoded = decodeFrame(event, state.paramsLength)

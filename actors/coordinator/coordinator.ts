@@ -116,6 +116,11 @@ export interface Options {
    */
   readonly vacate?: (rank: Rank, reason: string) => void
   readonly hooks?: Hooks
+  /**
+   * Ranks gone silent by injection (`serve --churn`): their frames are dropped unread, so only
+   * the heartbeat timeout takes them out. The set may grow while the run goes on.
+   */
+  readonly muted?: ReadonlySet<Rank>
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
    * A run a restarted coordinator took over (docs/recovery.md): it forms once every rank of
@@ -428,7 +433,8 @@ const tick = (shell: Shell): Effect.Effect<void> =>
     const nowMs = yield* Clock.currentTimeMillis
     // Frames that arrived but wait behind other links' frames count before the scan.
     for (const rank of Core.expiring(state, nowMs)) {
-      const arrivedMs = transport.lastArrivalMs(rank)
+      // A muted rank's frames are dropped unread: they are no sighting either.
+      const arrivedMs = shell.options.muted?.has(rank) === true ? undefined : transport.lastArrivalMs(rank)
       if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
         yield* stepAndExecute(shell, { _tag: "Seen", rank, nowMs: arrivedMs })
       }
@@ -504,6 +510,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         hooks,
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
+        muted: options.muted,
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
         wake: Effect.suspend(() =>

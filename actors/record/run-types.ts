@@ -323,6 +323,12 @@ export interface ServeOptions
   readonly http?: HttpHandler
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
+  /**
+   * Injected churn (docs/churn.md): after every averaging round this fraction, in (0, 1), of the
+   * live ranks leave, a third each gracefully (`Shutdown`), by a crash (socket cut) and silently
+   * (their frames dropped); picked with the run's seed. Default: none.
+   */
+  readonly churn?: number
   /** A run taken over after its coordinator's process was lost: filled by `recover` (docs/recovery.md). */
   readonly recovery?: Recovering
 }
