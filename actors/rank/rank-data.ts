@@ -95,6 +95,14 @@ export interface RankData {
    * it to its next contribution.
    */
   readonly compress?: Packed.Compression | undefined
+  /**
+   * `cpu` backend (docs/edge-averaging.md "Deltas"): once the rank applied a model from the
+   * coordinator, it contributes its change since that model instead of its parameters, so that a
+   * packed contribution quantizes small changes rather than whole weights. Before it (a fresh run's
+   * first round, a joiner welcomed without a model) it sends its parameters; the coordinator tells
+   * which by the contribution's round (`actors/coordinator/coordinator.ts` `fromDelta`).
+   */
+  readonly deltas?: boolean | undefined
 }
 
 /**
@@ -125,6 +133,8 @@ export interface JoinedRun {
   readonly backend?: "cpu" | "ring"
   /** How contributions travel (`RankData.compress`; absent: `none`). */
   readonly compress?: Packed.Compression
+  /** Whether contributions are changes since the last model (`RankData.deltas`; absent: parameters). */
+  readonly deltas?: boolean
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string
 }
@@ -145,7 +155,8 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
     ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
     ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
     (run.backend === undefined || run.backend === "cpu" || run.backend === "ring") &&
-    (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8")
+    (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8") &&
+    (run.deltas === undefined || typeof run.deltas === "boolean")
   )
 }
 
@@ -173,7 +184,8 @@ export const rankDataOf = (
   checkpointDir: local.checkpointDir,
   coordinatorTimeoutMs: run.coordinatorTimeoutMs,
   ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {}),
-  ...(run.compress === undefined ? {} : { compress: run.compress })
+  ...(run.compress === undefined ? {} : { compress: run.compress }),
+  ...(run.deltas === true ? { deltas: true } : {})
 })
 
 /**

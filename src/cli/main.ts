@@ -52,6 +52,7 @@ const toRunOptions = (
   ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
   ...options.aggregation,
   ...(options.compress === undefined ? {} : { compress: options.compress }),
+  ...(options.deltas === undefined ? {} : { deltas: options.deltas }),
   ...options.outer,
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   failureLimit: options.failureLimit,

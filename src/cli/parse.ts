@@ -115,6 +115,8 @@ export interface RunCommandOptions {
   readonly aggregation?: Aggregation
   /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
   readonly compress?: "none" | "fp16" | "int8"
+  /** `--deltas on|off` (cpu backend, docs/edge-averaging.md); `undefined` (the run's default) without it. */
+  readonly deltas?: boolean
   /** `--outer-lr`, `--outer-momentum` (cpu backend, docs/edge-averaging.md); only those given. */
   readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number }
   readonly failureLimit: Config.FailureLimit | undefined
@@ -227,6 +229,7 @@ export interface RawRunOptions {
   readonly clipNorm?: string
   readonly outlierRoundsMax?: string
   readonly compress?: string
+  readonly deltas?: string
   readonly outerLr?: string
   readonly outerMomentum?: string
   readonly failureLimit?: string
@@ -381,6 +384,12 @@ const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "
   return compress
 }
 
+const deltasOption = (text: string, backend: "cpu" | "ring"): boolean => {
+  const deltas = oneOf("--deltas", text, ["on", "off"], "off") === "on"
+  if (deltas && backend === "ring") throw new UsageError("--deltas on needs --backend cpu: ring members average their parameters")
+  return deltas
+}
+
 /** `--outer-lr N` (> 0) and `--outer-momentum F` ([0, 1)), cpu backend only. */
 const outerOptions = (
   raw: RawRunOptions,
@@ -457,6 +466,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
     ...withAggregation(aggregation(raw, backend)),
     ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
+    ...(raw.deltas === undefined ? {} : { deltas: deltasOption(raw.deltas, backend) }),
     ...outerOptions(raw, backend),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
@@ -617,6 +627,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       .option("--clip-norm <norm>")
       .option("--outlier-rounds-max <rounds>")
       .option("--compress <kind>")
+      .option("--deltas <on|off>")
       .option("--outer-lr <rate>")
       .option("--outer-momentum <momentum>")
       .option("--failure-limit <limit>")

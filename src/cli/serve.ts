@@ -206,6 +206,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--clip-norm <norm>")
     .option("--outlier-rounds-max <rounds>")
     .option("--compress <kind>")
+    .option("--deltas <on|off>")
     .option("--outer-lr <rate>")
     .option("--outer-momentum <momentum>")
     .option("--failure-limit <limit>")
@@ -337,6 +338,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
         ...parsed.aggregation,
         ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
+        ...(parsed.deltas === undefined ? {} : { deltas: parsed.deltas }),
         ...parsed.outer,
         failureLimit: parsed.failureLimit,
         rolePolicy: parsed.rolePolicy,
