@@ -27,7 +27,11 @@
  * outer optimizer at 8× fewer rounds within 0.02 of float32 every round. `--quick` trains the
  * 64-hidden-unit model (`bench/trainers/mnist-small.ts`) for 1 epoch.
  *
- * Run: `node --import tsx bench/compression.ts [--quick] [--no-json] [--no-accuracy | --accuracy-only]
+ * **Poisoning** (`poisoning`, with `--poison`): 4 ranks of the 64-hidden-unit MNIST model, rank 3
+ * sending its parameters × 1e6 or sign-flipped every round, with `mean`, `median` and
+ * `trimmed-mean` beside a clean run: the final accuracy and the `OutlierParams` alerts.
+ *
+ * Run: `node --import tsx bench/compression.ts [--quick] [--no-json] [--no-accuracy | --accuracy-only] [--poison]
  * [--compress none,fp16,int8] [--fewer 1,8,64] [--plain-fewer 1,8,64] [--outer-fewer 1,8,64] [--base-every N]
  * [--outer-lr X] [--outer-momentum M] [--deltas on|off]` (`--deltas`: the runs' `deltas`, default the run's own; `--plain-fewer`, `--outer-fewer`: at which of `--fewer` to train
  * with plain averaging, with the outer optimizer)
@@ -320,12 +324,77 @@ export const accuracy = async (quick: boolean, argv: ReadonlyArray<string> = pro
   return { rows, markdown, targets: targets(rows), settings: { ...sizes, outer } }
 }
 
+/** One run of the poisoning table. */
+export interface PoisonRow {
+  readonly poison: "none" | "scale" | "flip"
+  readonly aggregate: "mean" | "median" | "trimmed-mean"
+  readonly accuracy: ReadonlyArray<number>
+  /** `OutlierParams` alerts, and the ranks they named. */
+  readonly outlierAlerts: number
+  readonly outlierPaths: ReadonlyArray<string>
+  readonly wallSeconds: number
+}
+
+/**
+ * The poisoning table (`--poison`): 4 ranks of the 64-hidden-unit MNIST model
+ * (`bench/trainers/mnist-poisoned.ts`), rank 3 sending its parameters × 1e6 (`scale`) or
+ * sign-flipped (`flip`) every round, combined with `mean`, `median` and `trimmed-mean`, beside the
+ * clean run with `mean`: the test accuracy after each epoch and the `OutlierParams` alerts.
+ */
+export const poisoning = async (quick: boolean, argv: ReadonlyArray<string> = process.argv) => {
+  const trainer = fileURLToPath(new URL("./trainers/mnist-poisoned.ts", import.meta.url))
+  const epochs = argument("--epochs", quick ? 1 : 3, argv)
+  const settings: Array<Pick<PoisonRow, "poison" | "aggregate">> = [{ poison: "none", aggregate: "mean" }]
+  for (const poison of ["scale", "flip"] as const)
+    for (const aggregate of ["mean", "median", "trimmed-mean"] as const) settings.push({ poison, aggregate })
+  const rows: Array<PoisonRow> = []
+  for (const setting of settings) {
+    process.env["COHORT_BENCH_POISON"] = setting.poison
+    const started = nowMs()
+    const result = await Launcher.run({
+      trainer,
+      worldSize: 4,
+      epochs,
+      aggregate: setting.aggregate,
+      heartbeatTimeoutMs: 60_000,
+      outDir: join(tmpdir(), "cohort-bench-poisoning")
+    })
+    rmSync(result.runDir, { recursive: true, force: true })
+    if (result.outcome.status !== "completed" || result.epochs.some((e) => e.lost !== 0 || e.duplicated !== 0))
+      throw new Error(`${setting.poison} ${setting.aggregate}: the run ended ${result.outcome.status}, or an audit is not exact`)
+    const outliers = result.alerts.filter((a) => a.class === "OutlierParams")
+    rows.push({
+      ...setting,
+      accuracy: result.epochs.map((e) => e.accuracy ?? Number.NaN),
+      outlierAlerts: outliers.length,
+      outlierPaths: [...new Set(outliers.map((a) => a.path))],
+      wallSeconds: (nowMs() - started) / 1000
+    })
+    console.error(`  poison ${setting.poison} ${setting.aggregate}: ${rows[rows.length - 1]!.accuracy.join(" ")}`)
+  }
+  delete process.env["COHORT_BENCH_POISON"]
+  const markdown = table(
+    ["rank 3 sends", "aggregate", "accuracy by epoch", "OutlierParams alerts", "ranks named", "wall s"],
+    rows.map((r) => [
+      r.poison === "none" ? "its parameters (clean)" : r.poison === "scale" ? "parameters × 1e6" : "parameters sign-flipped",
+      r.aggregate,
+      r.accuracy.map((a) => a.toFixed(4)).join(", "),
+      r.outlierAlerts,
+      r.outlierPaths.join(" ") || "-",
+      r.wallSeconds
+    ])
+  )
+  return { rows, markdown }
+}
+
 if (isMain("compression")) {
   const quick = isQuick()
   const packing = process.argv.includes("--accuracy-only") ? undefined : run(quick)
   if (packing !== undefined) console.log(`${packing.markdown}\n`)
   const trained = process.argv.includes("--no-accuracy") ? undefined : await accuracy(quick)
   if (trained !== undefined) console.log(`${trained.markdown}\n\n${trained.targets.join("\n")}`)
+  const poisoned = process.argv.includes("--poison") ? await poisoning(quick) : undefined
+  if (poisoned !== undefined) console.log(`\n${poisoned.markdown}`)
   if (!process.argv.includes("--no-json")) {
     const loaded = !process.argv.includes("--quiet-machine")
     const file = writeResults(
@@ -333,7 +402,8 @@ if (isMain("compression")) {
         ...(packing === undefined ? {} : { compression: { loaded, rows: packing.rows } }),
         ...(trained === undefined
           ? {}
-          : { compressionAccuracy: { loaded, settings: trained.settings, rows: trained.rows, targets: trained.targets } })
+          : { compressionAccuracy: { loaded, settings: trained.settings, rows: trained.rows, targets: trained.targets } }),
+        ...(poisoned === undefined ? {} : { poisoning: { loaded, rows: poisoned.rows } })
       },
       quick
     )
