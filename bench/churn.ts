@@ -19,7 +19,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Launcher from "../actors/launcher/launcher.ts"
-import type { LeaveCost, RunEvent } from "../actors/record/run-types.ts"
+import type { JoinCost, LeaveCost, RunEvent } from "../actors/record/run-types.ts"
 import * as Lib from "./lib.ts"
 
 export interface Scenario {
@@ -42,6 +42,8 @@ export interface Row {
   readonly churns: number
   readonly rounds: number
   readonly leaves: ReadonlyArray<LeaveCost>
+  /** What bringing each joiner up to date cost (the journal's join lines). */
+  readonly joins: ReadonlyArray<JoinCost>
   /** Each rank the bench made leave, how, and when (wall clock ms). */
   readonly faults: ReadonlyArray<readonly [rank: number, kind: string, atMs: number]>
   /** When the last epoch's audit line arrived (wall clock ms): later departures cost nothing. */
@@ -137,7 +139,14 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       })
     )
   }
+  let lastEventAtMs = Date.now()
+  const stallWatch = setInterval(() => {
+    if (Date.now() - lastEventAtMs > 15_000) {
+      Lib.note(`churn: no event for ${Math.round((Date.now() - lastEventAtMs) / 1000)} s (run folder ${dir})`)
+    }
+  }, 5000)
   const onEvent = (event: RunEvent): void => {
+    lastEventAtMs = Date.now()
     switch (event.type) {
       case "formed":
         started = true
@@ -208,6 +217,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       }
     }
   })
+  clearInterval(stallWatch)
   const cpu = process.cpuUsage(cpuAtStart)
   const durationMs = Date.now() - startedMs
   sampleRss()
@@ -215,13 +225,15 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     child.send({ op: "end" })
     setTimeout(() => child.kill("SIGKILL"), 5000).unref()
   }
-  rmSync(dir, { recursive: true, force: true })
+  if (process.env.CHURN_KEEP === undefined) rmSync(dir, { recursive: true, force: true })
+  else Lib.note(`churn: kept ${dir}`)
   const committed = result.epochs.reduce((sum, e) => sum + e.samplesCommitted, 0)
   return {
     scenario,
     churns,
     rounds,
     leaves: result.leaves ?? [],
+    joins: result.joins ?? [],
     faults: [...faultAt].map(([rank, fault]) => [rank, fault.kind, fault.atMs] as const),
     lastAuditAtMs,
     faultToRecoveredMs,

@@ -64,6 +64,13 @@ export interface Hooks {
    * links never reach the coordinator and are not counted.
    */
   readonly onRoundBytes?: (round: number, bytes: { readonly received: number; readonly sent: number }) => void
+  /**
+   * A rank that joined the running run reported its first trained batch (its first `Progress` or
+   * `ChunkDone`): `helloAtMs` when its `Hello` arrived, `trainingAtMs` when that frame arrived, and
+   * `bytes` of every frame sent to it in between but `CoordHeartbeat` (its welcome, roles, model,
+   * first ranges, ring formation). Once per joiner; never for one that leaves first.
+   */
+  readonly onJoinerTraining?: (rank: Rank, helloAtMs: number, trainingAtMs: number, bytes: number) => void
 }
 
 /**
@@ -220,6 +227,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
    */
   const held = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
   let sentControlBytes = 0
+  // Joiners not yet seen training: when their Hello came, and the bytes sent to them since.
+  const bringingUp = new Map<Rank, { readonly helloAtMs: number; bytes: number }>()
   const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
     const holding = held.get(rank)
     if (holding !== undefined && message._tag !== "CoordHeartbeat") {
@@ -237,6 +246,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     }
     if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat")
       sentControlBytes += bytes.length
+    const joiner = bringingUp.size === 0 ? undefined : bringingUp.get(rank)
+    if (joiner !== undefined && message._tag !== "CoordHeartbeat") joiner.bytes += bytes.length
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
     else if (message._tag === "Update" || message._tag === "RingData") bytesSent += bytes.length
@@ -344,6 +355,8 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           }
         }
         if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
+        if (bringingUp.size > 0 && (frameMessage._tag === "Progress" || frameMessage._tag === "ChunkDone"))
+          trainedFirst(event.peer, event.arrivedMs)
         if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer))
           return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
         observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
@@ -352,6 +365,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       case "BadFrame":
         return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
       case "DeathReport":
+        bringingUp.delete(event.rank)
         // A joiner turned away, or one that left before its Hello, was never a rank of the run.
         if (turnedAway.has(event.rank) || Core.isVacant(state, event.rank)) return undefined
         held.delete(event.rank)
@@ -375,7 +389,16 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       observe(() => hooks.onTurnedAway?.(rank, Transport.CloseCode.ParamsMismatch, reason))
       return undefined
     }
+    bringingUp.set(rank, { helloAtMs: nowMs, bytes: 0 })
     return stepNow({ _tag: "Join", rank, nowMs })
+  }
+
+  /** A joiner's first trained batch reached this coordinator: it is up to date (`Hooks.onJoinerTraining`). */
+  function trainedFirst(rank: Rank, nowMs: number): void {
+    const joiner = bringingUp.get(rank)
+    if (joiner === undefined) return
+    bringingUp.delete(rank)
+    if (Core.isLive(state, rank)) observe(() => hooks.onJoinerTraining?.(rank, joiner.helloAtMs, nowMs, joiner.bytes))
   }
 
   return {

@@ -50,7 +50,8 @@
  *   is left or the rendezvous times out (`ringRendezvousTimeoutMs` x `ringRendezvousAttemptsMax`).
  *
  * The frames in once the run started (joins, the ring relay, bad frames, death reports) and the
- * frames out (with a ring joiner's held back) are `coordinator-inbound.ts`.
+ * frames out (with a ring joiner's held back) are `coordinator-inbound.ts`; the core's commands
+ * carried out (with the `cpu` backend's averaging) are `coordinator-commands.ts`.
  *
  * @since 0.1.0
  */
@@ -63,11 +64,10 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../../src/actor/actor.ts"
-import * as Aggregate from "../../src/averaging/aggregate.ts"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
-import type { Rank, ToRank } from "../../src/core/messages.ts"
+import type { Rank } from "../../src/core/messages.ts"
 import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Supervisor from "../../src/transport/supervisor.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -76,7 +76,9 @@ import * as Frame from "../../src/wire/frame.ts"
 import * as Packed from "../../src/wire/packed.ts"
 import * as CoordinatorInbound from "./coordinator-inbound.ts"
 import { decodeFrame, observe } from "./coordinator-inbound.ts"
-import type { Hooks, Refused } from "./coordinator-inbound.ts"
+import type { Hooks } from "./coordinator-inbound.ts"
+import { execute } from "./coordinator-commands.ts"
+import type { CommandShell } from "./coordinator-commands.ts"
 
 export type { Hooks } from "./coordinator-inbound.ts"
 
@@ -233,188 +235,23 @@ type Message =
   | { readonly _tag: "Interrupt"; readonly detail: string }
   | { readonly _tag: "Resource"; readonly detail: string }
 
-/** The coordinator shell's state beside the core's: what its steps share. */
-interface Shell {
+/**
+ * The coordinator shell's state beside the core's: what its steps share (what its commands keep
+ * is `CommandShell`'s).
+ */
+interface Shell extends CommandShell {
   readonly options: Options
-  readonly state: Core.State
-  readonly transport: Transport.TransportShape
-  readonly hooks: Hooks
   readonly outcome: Deferred.Deferred<Core.Outcome, FormationError>
   readonly formationTimeoutMs: number
   readonly coordHeartbeatMs: number
   /** Each joined rank's parameter count, from its `Hello`. */
   readonly joined: Map<Rank, number>
-  /** Frames in, and the commands' frames out (a ring joiner's held back until its model is out). */
-  readonly io: CoordinatorInbound.CoordinatorInbound
-  /**
-   * The model a joiner is welcomed with: the last closed round's mean (cpu), else the
-   * resumed model; `undefined` before either.
-   */
-  lastModel: { readonly round: number; readonly params: Float32Array } | undefined
   formingSinceMs: number | undefined
   lastBeatMs: number
   self: Actor.ActorRef<Message, never> | undefined
-  ended: Core.Outcome | undefined
-  /** The current ring generation's commit through its shared all-reduce area, when it has one. */
-  areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
-  /** Contributions the aggregation found far outside the others: told to the core after the round's broadcast. */
-  readonly outliersFound: Array<{ readonly rank: Rank; readonly round: number; readonly detail: string }>
-  /** What packing the mean dropped (error feedback: added to the next mean before it is packed). */
-  updateResidual: Float32Array | undefined
-  /** The outer optimizer's momentum, one value a parameter (its state, saved with each epoch model). */
-  outerMomentum: Float32Array | undefined
-  /** The averaging traffic when the last round closed: a round's bytes are what came since. */
-  roundBytesFrom: { readonly received: number; readonly sent: number }
   /** With deltas on: which ranks hold a model sent, to tell a change from parameters (`Deltas`). */
   readonly deltas: Deltas.Deltas | undefined
 }
-
-/** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
-const formRing = (shell: Shell, ring: Extract<ToRank, { _tag: "FormRing" }>): void => {
-  shell.io.ringFormed(ring)
-  if (ring.ringRank !== 0) return
-  shell.areaCommit = undefined
-  observe(() => {
-    const commit = shell.options.formRingLinks?.(ring.generation, ring.peers, shell.state.paramsLength)
-    if (commit !== undefined) shell.areaCommit = { generation: ring.generation, commit }
-  })
-}
-
-/**
- * A round's average: confirmed to a ring (in its shared area when it has one), or the cpu
- * average broadcast; then the round's bytes told (`Hooks.onRoundBytes`).
- */
-const averageRound = (shell: Shell, command: Extract<Core.Command, { _tag: "AverageRound" }>, refused: Array<Refused>): void => {
-  if (command.generation !== undefined) {
-    // Ring backend: the ranks averaged among themselves; the round is confirmed,
-    // in the generation's shared area when it has one (written before any later frame).
-    if (shell.areaCommit?.generation === command.generation) shell.areaCommit.commit(command.round)
-    else shell.io.broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
-  } else {
-    averageCpu(shell, command, refused)
-  }
-  const bytes = shell.io.averagingBytes()
-  const round = { received: bytes.received - shell.roundBytesFrom.received, sent: bytes.sent - shell.roundBytesFrom.sent }
-  shell.roundBytesFrom = bytes
-  observe(() => shell.hooks.onRoundBytes?.(command.round, round))
-}
-
-/**
- * `cpu`: combines the round (`Aggregate`: the core left unusable contributions out; with none
- * left, the Update carries no parameters and ranks keep their own), takes the outer step, packs
- * it when asked, and broadcasts it. The model every rank then holds is the unpacked one: it is
- * the one kept.
- */
-const averageCpu = (shell: Shell, command: Extract<Core.Command, { _tag: "AverageRound" }>, refused: Array<Refused>): void => {
-  const combined = Aggregate.combine(command.params, shell.state.config.aggregation, shell.lastModel?.params)
-  let params = "_tag" in combined ? new Float32Array(0) : combined.params
-  if (!("_tag" in combined)) {
-    for (const o of combined.outliers) {
-      const detail = `${o.distance.toPrecision(3)} from the coordinate-wise median, ${(o.distance / o.medianDistance).toPrecision(3)} times the median distance ${o.medianDistance.toPrecision(3)}`
-      shell.outliersFound.push({ rank: command.paramRanks[o.index]!, round: command.round, detail })
-    }
-  }
-  // The outer step needs the model every rank started the round from: the last one sent.
-  const outer = shell.options.outer
-  const base = shell.lastModel?.params
-  if (Outer.isOn(outer) && base !== undefined && params.length > 0 && params.length === base.length) {
-    const stepped = Outer.step(base, params, outer, shell.outerMomentum)
-    params = stepped.params
-    shell.outerMomentum = stepped.momentum
-  }
-  const compress = shell.options.compress ?? "none"
-  let packed: Uint8Array | undefined
-  if (params.length > 0 && compress !== "none") {
-    const out = Packed.withFeedback(params, shell.updateResidual, compress)
-    shell.updateResidual = out.residual
-    packed = out.bytes
-    params = Packed.unpack(out.bytes) as Float32Array
-  }
-  if (params.length > 0) shell.lastModel = { round: command.round, params }
-  shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
-}
-
-/** Carries out one of the core's commands; sends the transport refused go to `refused`. */
-const carryOut = (shell: Shell, command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const { state, transport, hooks, io } = shell
-    switch (command._tag) {
-      case "Send":
-        if (command.message._tag === "FormRing") formRing(shell, command.message)
-        io.deliver(command.to, command.message, refused)
-        break
-      case "Broadcast":
-        io.broadcast(command.message, refused)
-        break
-      case "SendRanges":
-        for (let i = 0; i < command.ranks.length; i++) {
-          const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
-          io.deliver(command.ranks[i]!, message, refused)
-        }
-        break
-      case "AverageRound":
-        averageRound(shell, command, refused)
-        break
-      case "Welcome": {
-        // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
-        io.deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
-        // Ring: the model comes from a member when the joiner enters the ring (SendModel).
-        if (command.model === "peer") break
-        const round = shell.lastModel?.round ?? Math.max(0, command.firstRound - 2)
-        io.deliver(command.rank, { _tag: "Update", round, params: shell.lastModel?.params ?? new Float32Array(0) }, refused)
-        break
-      }
-      case "JoinRefused":
-        if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
-          io.turnedAway.add(command.rank)
-          transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
-        }
-        break
-      case "SendModel":
-        // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
-        io.hold(command.to)
-        io.deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
-        break
-      case "EpochModel": {
-        // cpu: the outer optimizer's momentum goes with the model it was last updated with.
-        const last = shell.lastModel
-        const model =
-          command.params !== undefined
-            ? { round: command.round, params: command.params }
-            : state.ring === undefined && last !== undefined
-              ? { ...last, ...(shell.outerMomentum === undefined ? {} : { outerMomentum: shell.outerMomentum }) }
-              : undefined
-        observe(() => hooks.onEpochModel?.(command.epoch, model))
-        break
-      }
-      case "Alert":
-      case "EpochEnded":
-        break
-      case "RunEnded":
-        // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
-        // close this actor's scope at once, and must not cut the last step short.
-        shell.ended = command.outcome
-        break
-    }
-    return Effect.void
-  })
-
-const execute = (shell: Shell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    for (const command of commands) {
-      const refused: Array<Refused> = []
-      yield* carryOut(shell, command, refused)
-      observe(() => shell.hooks.onCommand?.(command, shell.state))
-      for (const { rank, message, reason } of refused) {
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
-      }
-      for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
-      }
-    }
-  })
 
 /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
 const settle = (shell: Shell): Effect.Effect<void> =>

@@ -23,7 +23,7 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, JoinCost, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -111,6 +111,12 @@ export interface Context {
   readonly timings: Map<Core.Death, DeathTiming>
   /** What every departure while the run trained cost (`LeaveCost`), in declaration order. */
   readonly leaveCosts: Array<LeaveCost>
+  /** What bringing every joiner up to date cost (`JoinCost`), in the order they trained. */
+  readonly joinCosts: Array<JoinCost>
+  /** When the server let each joiner's link in (`ctx.nowMs()`), until it trains or leaves. */
+  readonly connectedAtMs: Map<Rank, number>
+  /** When the coordinator welcomed each joiner (`ctx.nowMs()`), until it trains or leaves. */
+  readonly welcomedAtMs: Map<Rank, number>
   readonly skippedFaults: Array<SkippedFault>
   readonly faultAt: Map<Rank, number>
   readonly trainedInEpoch: Map<Rank, number>
@@ -246,6 +252,7 @@ const rankOutput = (options: RunOptions, runDir: string): Pick<Context, "onOutpu
  * @category launcher
  */
 export const prepare = async (options: RunOptions, served: Served | undefined, resumed: Resumed | undefined): Promise<Context> => {
+  // Long because: it builds the launch's whole context, whose fields are listed one a line.
   const resolved = resolveOptions(options, served !== undefined)
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
   const trainerDigest = await trainerSha256(trainerUrl)
@@ -339,6 +346,9 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     storageStop,
     timings: new Map(),
     leaveCosts: [],
+    joinCosts: [],
+    connectedAtMs: new Map(),
+    welcomedAtMs: new Map(),
     skippedFaults: [],
     faultAt: new Map(),
     trainedInEpoch: new Map(),

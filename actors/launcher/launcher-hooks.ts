@@ -11,7 +11,7 @@ import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import type * as Coordinator from "../coordinator/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
-import type { DeathTiming, LeaveCost, RankState, RunEvent } from "../record/run-types.ts"
+import type { DeathTiming, JoinCost, LeaveCost, RankState, RunEvent } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
 /**
@@ -127,6 +127,7 @@ const onCommand =
       case "Welcome": {
         // The core recorded the join when it decided it (its first chunks' samples included).
         const record = [...state.joins].reverse().find((j) => j.rank === command.rank)
+        ctx.welcomedAtMs.set(command.rank, ctx.nowMs())
         emit({
           type: "welcomed",
           ms,
@@ -198,10 +199,28 @@ export const hooks = (ctx: Context, stop: (rank: Rank) => void = () => {}): Coor
     onTurnedAway: (rank, closeCode, reason) => refusedLate(rank, closeCode, reason),
     onLeft: (left, recoveredMs, controlBytes) => {
       for (const leave of left) {
+        ctx.connectedAtMs.delete(leave.rank)
+        ctx.welcomedAtMs.delete(leave.rank)
         const cost = leaveCost(ctx, leave, recoveredMs, Math.round(controlBytes / left.length))
         ctx.leaveCosts.push(cost)
         ctx.emit({ type: "leave", ms: cost.declaredMs, leave: cost })
       }
+    },
+    onJoinerTraining: (rank, helloAtMs, trainingAtMs, bytes) => {
+      const connectedAtMs = ctx.connectedAtMs.get(rank) ?? helloAtMs
+      ctx.connectedAtMs.delete(rank)
+      const welcomedAtMs = ctx.welcomedAtMs.get(rank) ?? helloAtMs
+      ctx.welcomedAtMs.delete(rank)
+      const cost: JoinCost = {
+        rank,
+        epoch: state.epoch,
+        connectedMs: ctx.sinceStart(connectedAtMs),
+        welcomeMs: Math.max(0, welcomedAtMs - connectedAtMs),
+        trainingMs: Math.max(0, trainingAtMs - connectedAtMs),
+        bytes
+      }
+      ctx.joinCosts.push(cost)
+      ctx.emit({ type: "join", ms: ctx.sinceStart(trainingAtMs), join: cost })
     },
     onEpochModel: (epoch, model) => epochModels.deliver(epoch, model),
     onRoundBytes: (_round, bytes) => {

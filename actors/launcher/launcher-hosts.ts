@@ -165,7 +165,10 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     onJoined: (rank, address, credential) => {
       joinedFrom.set(rank, address)
       if (credential !== undefined) credentials.joined(rank, credential)
-      if (ctx.vars.formedEmitted) awaitingHello.set(rank, ctx.nowMs())
+      if (ctx.vars.formedEmitted) {
+        awaitingHello.set(rank, ctx.nowMs())
+        ctx.connectedAtMs.set(rank, ctx.nowMs())
+      }
       emit({ type: "joined", ms: sinceStart(ctx.nowMs()), rank, address, ...(credential === undefined ? {} : { credential }) })
     },
     // A served run admits ranks' own credentials too (HMACs of the run token; none is kept),

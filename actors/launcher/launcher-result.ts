@@ -13,7 +13,7 @@ import * as Files from "../../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
 import * as StorageFault from "./storage-fault.ts"
 import * as RankActor from "../rank/rank.ts"
-import type { DeathTiming, LeaveCost, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, JoinCost, LeaveCost, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
 
 /**
  * What `finish` needs of a run that ran (its scope closed, every rank ended):
@@ -49,6 +49,7 @@ export interface RunEnd {
   readonly interruptedBy: string | undefined
   readonly timings: ReadonlyMap<Core.Death, DeathTiming>
   readonly leaves: ReadonlyArray<LeaveCost>
+  readonly joins: ReadonlyArray<JoinCost>
   readonly record: (death: Core.Death, recoveredMs: number, redistributed: boolean) => void
   readonly skippedFaults: ReadonlyArray<SkippedFault>
   readonly alerts: ReadonlyArray<Alerts.Alert>
@@ -129,6 +130,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     outcome,
     deaths,
     ...(end.leaves.length === 0 ? {} : { leaves: end.leaves }),
+    ...(end.joins.length === 0 ? {} : { joins: end.joins }),
     skippedFaults: end.skippedFaults,
     alerts: end.alerts,
     epochs: epochsWithAccuracy,

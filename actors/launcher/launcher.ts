@@ -512,6 +512,7 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     interruptedBy: vars.interruptedBy,
     timings: ctx.timings,
     leaves: ctx.leaveCosts,
+    joins: ctx.joinCosts,
     record: (death, recoveredMs, redistributed) => LauncherHooks.recordDeath(ctx, death, recoveredMs, redistributed),
     skippedFaults: ctx.skippedFaults,
     alerts: ctx.alerts,

@@ -230,9 +230,21 @@ export const applyAreaCommit = (r: Running): void => {
 }
 
 /** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
+/**
+ * A frame out before a call the coordinator asked for (a save, an eval): the coordinator holds a
+ * rank for the call only once it is seen after the ask (`Liveness.hold`), and a synchronous
+ * trainer sends nothing while it runs. Flushed, so that it is out before the call blocks.
+ */
+const startingCall = (r: Running) =>
+  Effect.gen(function* () {
+    yield* r.send({ _tag: "Heartbeat" })
+    yield* r.link.transport.flush
+  })
+
 const checkpoint = (r: Running, version: number) =>
   Effect.gen(function* () {
     const dir = `${r.data.checkpointDir}/v${version}`
+    yield* startingCall(r)
     const savingMs = yield* Clock.currentTimeMillis
     const saved = yield* Effect.tryPromise(async () => {
       await r.trainer.save(dir)
@@ -278,6 +290,7 @@ const handle = (r: Running, message: ToRank) =>
       case "Eval": {
         if (trainer.evaluate === undefined) return
         const evaluate = trainer.evaluate.bind(trainer)
+        yield* startingCall(r)
         const evaluatingMs = yield* Clock.currentTimeMillis
         const result = yield* Effect.promise(async () => evaluate())
         r.coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)

@@ -170,64 +170,50 @@ export const JoinExitCode = {
   credentialRefused: 19
 } as const
 
-/** The exit code and words of a refusal's close code. */
-const refusalOf = (closeCode: number): { readonly code: number; readonly words: string } => {
-  switch (closeCode) {
-    case Transport.CloseCode.WrongToken:
-      return { code: JoinExitCode.wrongToken, words: "wrong token" }
-    case Transport.CloseCode.DuplicateRank:
-      return { code: JoinExitCode.rankTaken, words: "rank taken" }
-    case Transport.CloseCode.RunFormed:
-      return { code: JoinExitCode.runFormed, words: "the run already formed" }
-    case Transport.CloseCode.RankDead:
-      return { code: JoinExitCode.rankDead, words: "the rank was declared dead" }
-    case Transport.CloseCode.ResumeLost:
-      return {
-        code: JoinExitCode.rankDead,
-        words: "the rank's link could not be resumed without losing messages: the coordinator counts it dead"
-      }
-    case Transport.CloseCode.RankOutOfRange:
-      return { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }
-    case Transport.CloseCode.ParamsMismatch:
-      return { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }
-    case Transport.CloseCode.JoinFull:
-      return {
-        code: JoinExitCode.joinRefused,
-        words: "no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it)"
-      }
-    case Transport.CloseCode.JoinBadIndex:
-      return { code: JoinExitCode.joinRefused, words: "the rank index is not an integer >= 0" }
-    case Transport.CloseCode.JoinDeadIndex:
-      return { code: JoinExitCode.rankDead, words: "that rank index died: a dead rank's index is never reused" }
-    case Transport.CloseCode.JoinExitedIndex:
-      return { code: JoinExitCode.joinRefused, words: "that rank index exited: its index is never reused" }
-    case Transport.CloseCode.JoinLiveIndex:
-      return { code: JoinExitCode.joinRefused, words: "that rank index is live or joining" }
-    case Transport.CloseCode.JoinNotStarted:
-      return { code: JoinExitCode.joinRefused, words: "the run has not formed yet" }
-    case Transport.CloseCode.JoinShuttingDown:
-      return { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }
-    case Transport.CloseCode.JoinRunOver:
-      return { code: JoinExitCode.joinRefused, words: "the run is over" }
-    case Transport.CloseCode.CredentialMismatch:
-      return { code: JoinExitCode.credentialRefused, words: "the credential admits another rank index" }
-    case Transport.CloseCode.CredentialRevoked:
-      return { code: JoinExitCode.credentialRefused, words: "the credential was revoked" }
-    case Transport.CloseCode.CredentialExpired:
-      return { code: JoinExitCode.credentialRefused, words: "the credential expired" }
-    case Transport.CloseCode.TlsFailed:
-      return { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }
-    case Transport.CloseCode.TryAgainLater:
-    case Transport.CloseCode.AddressBusy:
-      return {
-        code: JoinExitCode.refused,
-        words:
-          "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)"
-      }
-    default:
-      return { code: JoinExitCode.refused, words: "refused" }
-  }
+/** A join the coordinator kept asking to come back later (`TryAgainLater`, `AddressBusy`). */
+const comeBackLater = {
+  code: JoinExitCode.refused,
+  words:
+    "the coordinator kept asking this join to come back later until --connect-timeout-ms ran out (it was full, or a run that may grow was still forming)"
 }
+
+/** The exit code and words of each refusal's close code (another close code: `refused`). */
+const refusals: ReadonlyMap<number, { readonly code: number; readonly words: string }> = new Map([
+  [Transport.CloseCode.WrongToken, { code: JoinExitCode.wrongToken, words: "wrong token" }],
+  [Transport.CloseCode.DuplicateRank, { code: JoinExitCode.rankTaken, words: "rank taken" }],
+  [Transport.CloseCode.RunFormed, { code: JoinExitCode.runFormed, words: "the run already formed" }],
+  [Transport.CloseCode.RankDead, { code: JoinExitCode.rankDead, words: "the rank was declared dead" }],
+  [
+    Transport.CloseCode.ResumeLost,
+    { code: JoinExitCode.rankDead, words: "the rank's link could not be resumed without losing messages: the coordinator counts it dead" }
+  ],
+  [Transport.CloseCode.RankOutOfRange, { code: JoinExitCode.rankOutOfRange, words: "rank out of range" }],
+  [Transport.CloseCode.ParamsMismatch, { code: JoinExitCode.refused, words: "the trainer's parameter count differs from the run's" }],
+  [
+    Transport.CloseCode.JoinFull,
+    {
+      code: JoinExitCode.joinRefused,
+      words: "no rank index is free below the run's --max-ranks (the run is full, or the index asked for is not below it)"
+    }
+  ],
+  [Transport.CloseCode.JoinBadIndex, { code: JoinExitCode.joinRefused, words: "the rank index is not an integer >= 0" }],
+  [Transport.CloseCode.JoinDeadIndex, { code: JoinExitCode.rankDead, words: "that rank index died: a dead rank's index is never reused" }],
+  [Transport.CloseCode.JoinExitedIndex, { code: JoinExitCode.joinRefused, words: "that rank index exited: its index is never reused" }],
+  [Transport.CloseCode.JoinLiveIndex, { code: JoinExitCode.joinRefused, words: "that rank index is live or joining" }],
+  [Transport.CloseCode.JoinNotStarted, { code: JoinExitCode.joinRefused, words: "the run has not formed yet" }],
+  [Transport.CloseCode.JoinShuttingDown, { code: JoinExitCode.joinRefused, words: "the run is saving and stopping" }],
+  [Transport.CloseCode.JoinRunOver, { code: JoinExitCode.joinRefused, words: "the run is over" }],
+  [Transport.CloseCode.CredentialMismatch, { code: JoinExitCode.credentialRefused, words: "the credential admits another rank index" }],
+  [Transport.CloseCode.CredentialRevoked, { code: JoinExitCode.credentialRefused, words: "the credential was revoked" }],
+  [Transport.CloseCode.CredentialExpired, { code: JoinExitCode.credentialRefused, words: "the credential expired" }],
+  [Transport.CloseCode.TlsFailed, { code: JoinExitCode.untrusted, words: "the server's certificate failed the check" }],
+  [Transport.CloseCode.TryAgainLater, comeBackLater],
+  [Transport.CloseCode.AddressBusy, comeBackLater]
+])
+
+/** The exit code and words of a refusal's close code. */
+const refusalOf = (closeCode: number): { readonly code: number; readonly words: string } =>
+  refusals.get(closeCode) ?? { code: JoinExitCode.refused, words: "refused" }
 
 /**
  * Options of `joinRun` (`cohort join`):

@@ -158,6 +158,23 @@ const exitCodeOf = (outcome: RunTypes.RunResult["outcome"], epochs: RunTypes.Run
  * @category report
  */
 export const resultFromEvents = (text: string, source = "events.ndjson"): RunTypes.RunResult | PartialRun | string => {
+  const journal = parseJournal(text, source)
+  return typeof journal === "string" ? journal : journal.result
+}
+
+/**
+ * `resultFromEvents` with the `started` event the result was rebuilt from (the run's world size
+ * and options, which a `RunResult` does not carry), for readers that need both: the error line
+ * and the result are `resultFromEvents`'s.
+ *
+ * @since 0.1.0
+ * @category report
+ */
+export const parseJournal = (
+  text: string,
+  source = "events.ndjson"
+): { readonly started: Extract<RunTypes.RunEvent, { type: "started" }>; readonly result: RunTypes.RunResult | PartialRun } | string => {
+  // Long because: one walk over the journal gathers every list of the result, one case per event type.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
   let failed: RunFailure | undefined
@@ -165,6 +182,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
   let cut: string | undefined
   const deaths: Array<RunTypes.DeathTiming> = []
   const leaves: Array<RunTypes.LeaveCost> = []
+  const joins: Array<RunTypes.JoinCost> = []
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
@@ -216,6 +234,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       case "leave":
         leaves.push(e.leave)
         break
+      case "join":
+        joins.push(e.join)
+        break
       case "alert":
         alerts.push(e.alert)
         break
@@ -249,6 +270,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     runDir: started.runDir,
     deaths,
     ...(leaves.length === 0 ? {} : { leaves }),
+    ...(joins.length === 0 ? {} : { joins }),
     skippedFaults,
     alerts,
     epochs: rows,
@@ -256,7 +278,7 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
     ...(resumed === undefined ? {} : { resumed })
   }
   if (ended === undefined) {
-    return {
+    const result: PartialRun = {
       ...read,
       outcome: undefined,
       durationMs: lastMs,
@@ -264,17 +286,21 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
       cut: cut ?? `ends after line ${lastLine}`,
       ...(failed === undefined ? {} : { failed })
     }
+    return { started, result }
   }
   const backend =
     started.options?.["backend"] === "ring" ? ("ring" as const) : started.options?.["backend"] === "cpu" ? ("cpu" as const) : undefined
   return {
-    ...read,
-    outcome: ended.outcome,
-    saves: ended.saves,
-    durationMs: ended.ms,
-    exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs),
-    ...(backend === undefined ? {} : { backend }),
-    ...(ended.ring === undefined ? {} : { ring: ended.ring })
+    started,
+    result: {
+      ...read,
+      outcome: ended.outcome,
+      saves: ended.saves,
+      durationMs: ended.ms,
+      exitCode: ended.exitCode ?? exitCodeOf(ended.outcome, epochs),
+      ...(backend === undefined ? {} : { backend }),
+      ...(ended.ring === undefined ? {} : { ring: ended.ring })
+    }
   }
 }
 

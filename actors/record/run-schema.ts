@@ -142,6 +142,15 @@ const LeaveCost = Schema.Struct({
   bytesMoved: Count
 })
 
+const JoinCost = Schema.Struct({
+  rank: Count,
+  epoch: Count,
+  connectedMs: Ms,
+  welcomeMs: Ms,
+  trainingMs: Ms,
+  bytes: Count
+})
+
 const SkippedFault = Schema.Struct({
   rank: Count,
   fault: Schema.Literals(["kill", "hang"]),
@@ -198,6 +207,7 @@ export const RunResult = Schema.Struct({
   outcome: Outcome,
   deaths: Schema.Array(DeathTiming),
   leaves: optionalKey(Schema.Array(LeaveCost)),
+  joins: optionalKey(Schema.Array(JoinCost)),
   skippedFaults: absentAsEmpty(SkippedFault),
   alerts: Schema.Array(Alert),
   epochs: Schema.Array(EpochRow),
@@ -258,6 +268,7 @@ export const RunEvent = Schema.Union([
   event("fault-skipped", { skipped: SkippedFault }),
   event("death", { death: DeathTiming }),
   event("leave", { leave: LeaveCost }),
+  event("join", { join: JoinCost }),
   event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite) }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("model", {

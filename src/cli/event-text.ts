@@ -178,6 +178,8 @@ export const eventText = (event: RunTypes.RunEvent): string => {
         : `${event.skipped.fault} of rank ${event.skipped.rank} did not happen: ${event.skipped.reason}`
     case "leave":
       return `rank ${event.leave.rank} left (${event.leave.kind}): ${leaveText(event.leave)}`
+    case "join":
+      return `rank ${event.join.rank} is up to date: it trained ${Math.round(event.join.trainingMs)} ms after it connected (welcomed after ${Math.round(event.join.welcomeMs)} ms), ${event.join.bytes} bytes sent to it`
     case "death":
       return `rank ${event.death.rank} lost (${event.death.detector}): ${deathText(event.death)}`
     case "epoch": {

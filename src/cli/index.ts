@@ -7,7 +7,7 @@
  * (imported lazily, so that `help`, `report` and bad input never load the training stack), shows
  * each run's events as they happen (progress bars from `cli-progress` when stdout is a terminal,
  * timestamped lines otherwise) and ends with a table per epoch. All output goes through an `Io`
- * object, so that tests can capture it. One file per responsibility: `parse.ts`, `help.ts`,
+ * object, so that tests can capture it. One file per responsibility: `defaults.ts`, `flags.ts`, `parse.ts`, `help.ts`,
  * `event-text.ts`, `live-view.ts`, `result-table.ts`, `main.ts` (reading a run back: `actors/record/read-run.ts`).
  *
  * @since 0.1.0
@@ -17,6 +17,8 @@ export * from "./help.ts"
 export * as Join from "./join.ts"
 export * from "./main.ts"
 export * as Serve from "./serve.ts"
+export * from "./defaults.ts"
+export * from "./flags.ts"
 export * from "./parse.ts"
 export * from "../../actors/cli-entry.ts"
 export * from "./event-text.ts"

@@ -31,7 +31,9 @@ import * as Commander from "commander"
 import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
-import { ExitCode, firstLine, integerAtLeast, oneLine, UsageError } from "./parse.ts"
+import { ExitCode } from "./defaults.ts"
+import { integerAtLeast, UsageError } from "./flags.ts"
+import { firstLine, oneLine } from "./parse.ts"
 import { readToken, serveDefaults } from "./serve.ts"
 
 /**

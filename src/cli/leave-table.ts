@@ -79,3 +79,60 @@ export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<st
     )
   ]
 }
+
+/**
+ * The joiners' cost lines (`RunResult.joins`): one row each, then the median and p90 of the time
+ * from connect to welcome and to first training, and of the bytes that brought each up to date.
+ *
+ * @since 0.1.0
+ * @category rendering
+ */
+export const joinsLines = (joins: ReadonlyArray<RunTypes.JoinCost>): Array<string> => {
+  const rows = joins.map((j) => [String(j.rank), String(j.epoch), msText(j.welcomeMs), msText(j.trainingMs), String(j.bytes)])
+  const of = (pick: (j: RunTypes.JoinCost) => number) => joins.map(pick)
+  const summary = [
+    String(joins.length),
+    msText(
+      quantile(
+        of((j) => j.welcomeMs),
+        0.5
+      )
+    ),
+    msText(
+      quantile(
+        of((j) => j.welcomeMs),
+        0.9
+      )
+    ),
+    msText(
+      quantile(
+        of((j) => j.trainingMs),
+        0.5
+      )
+    ),
+    msText(
+      quantile(
+        of((j) => j.trainingMs),
+        0.9
+      )
+    ),
+    String(
+      quantile(
+        of((j) => j.bytes),
+        0.5
+      ) ?? 0
+    ),
+    String(
+      quantile(
+        of((j) => j.bytes),
+        0.9
+      ) ?? 0
+    )
+  ]
+  return [
+    "joins brought up to date (what each cost):",
+    ...table(["rank", "epoch", "welcome ms", "training ms", "bytes"], rows),
+    "joins in all:",
+    ...table(["count", "welcome median ms", "p90", "training median ms", "p90", "bytes median", "p90"], [summary])
+  ]
+}

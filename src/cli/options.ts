@@ -7,7 +7,7 @@
  */
 import * as Config from "../core/config.ts"
 import { liveDefaults } from "../dashboard/live.ts"
-import { defaults } from "./parse.ts"
+import { defaults } from "./defaults.ts"
 
 /**
  * One flag: `flag` with its argument as the user types it, its `default` as shown (`undefined`:

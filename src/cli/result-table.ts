@@ -19,8 +19,8 @@ import {
   resumedText,
   storageLine
 } from "./event-text.ts"
-import { leavesLines } from "./leave-table.ts"
-import { saveFolder } from "./parse.ts"
+import { joinsLines, leavesLines } from "./leave-table.ts"
+import { saveFolder } from "./defaults.ts"
 import type { PartialRun } from "../../actors/cli-entry.ts"
 
 const table = (headers: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): string => {
@@ -174,6 +174,8 @@ const noteLines = (result: RunTypes.RunResult | PartialRun, shown: Shown, lines:
   }
   const leaves = result.leaves ?? []
   if (leaves.length > 0) lines.push(...leavesLines(leaves))
+  const joinCosts = result.joins ?? []
+  if (joinCosts.length > 0) lines.push(...joinsLines(joinCosts))
   const joins = outcome?.joins ?? []
   if (joins.length > 0) {
     // Ranks that joined the running run: which index, when, and what it was given.

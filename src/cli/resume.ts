@@ -10,7 +10,9 @@
 import type { RunTypes } from "../../actors/cli-entry.ts"
 import { conduct, type Io, withConsoleOnStderr } from "./conduct.ts"
 import { defined, importLauncher } from "../../actors/cli-entry.ts"
-import { defaults, ExitCode, firstLine, type ResumeCommandOptions } from "./parse.ts"
+import { defaults, ExitCode } from "./defaults.ts"
+import type { ResumeCommandOptions } from "./flags.ts"
+import { firstLine } from "./parse.ts"
 
 /**
  * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 130,

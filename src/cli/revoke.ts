@@ -10,10 +10,11 @@
  *
  * @since 0.1.0
  */
-import { readText, reportDefaults, Revocations } from "../../actors/cli-entry.ts"
+import { parseJournal, readText, Revocations, reportDefaults } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import { type Io, usage } from "./conduct.ts"
-import { ExitCode, firstLine } from "./parse.ts"
+import { ExitCode } from "./defaults.ts"
+import { firstLine } from "./parse.ts"
 
 /**
  * Runs `cohort revoke` with `argv` (the arguments after `revoke`) and returns its exit code.
@@ -49,25 +50,22 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   return ExitCode.ok
 }
 
-/** The ranks a run may hold and whether it has ended, from its journal; a string when unreadable. */
+/**
+ * The ranks a run may hold and whether it has ended, from its journal (read as `cohort report`
+ * reads it: a last line cut short by a write still going on is fine); a string when unreadable.
+ */
 const runOf = async (runDir: string): Promise<{ readonly ranksMax: number; readonly ended: boolean } | string> => {
-  const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax)
+  const path = `${runDir}/events.ndjson`
+  const read = await readText(path, reportDefaults.fileBytesMax)
   if (typeof read === "string") return read
-  let ranksMax: number | undefined
-  let ended = false
-  for (const line of read.text.split("\n")) {
-    let event: { readonly type?: unknown; readonly worldSize?: unknown; readonly options?: { readonly maxRanks?: unknown } }
-    try {
-      event = JSON.parse(line)
-    } catch {
-      continue // a line cut off by a crash
-    }
-    if (event.type === "started" && typeof event.worldSize === "number") {
-      ranksMax = typeof event.options?.maxRanks === "number" ? Math.max(event.options.maxRanks, event.worldSize) : event.worldSize
-    }
-    if (event.type === "ended" || event.type === "failed") ended = true
-  }
-  return ranksMax === undefined ? `${runDir}/events.ndjson has no started event` : { ranksMax, ended }
+  const journal = parseJournal(read.text, path)
+  if (typeof journal === "string") return journal
+  // A growing run's ranks go up to its `maxRanks` (RunResult carries neither, hence the started event).
+  const { worldSize, options } = journal.started
+  const maxRanks = options?.["maxRanks"]
+  const { result } = journal
+  const ended = result.outcome !== undefined || ("failed" in result && result.failed !== undefined)
+  return { ranksMax: typeof maxRanks === "number" ? Math.max(maxRanks, worldSize) : worldSize, ended }
 }
 
 /** The ids of the credentials `serve --issue-tokens` wrote for the run (`credentials/rank<r>`). */

@@ -55,7 +55,9 @@ import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
-import { ExitCode, firstLine, integerAtLeast, oneLine, type RawRunOptions, runOptions, UsageError } from "./parse.ts"
+import { ExitCode } from "./defaults.ts"
+import { integerAtLeast, type RawRunOptions, runOptions, UsageError } from "./flags.ts"
+import { firstLine, oneLine } from "./parse.ts"
 
 /**
  * Defaults of the flags `serve` adds: `listen` `127.0.0.1:0`, `formationTimeoutMs` 300000 (the

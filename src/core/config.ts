@@ -73,8 +73,9 @@ export interface Options {
   /**
    * A rank asked for a checkpoint (`Checkpoint{version}` sent, no `CheckpointResult` yet) is not
    * stale before `heartbeatTimeoutMs + saveTimeoutMs` after the ask (after the end of the calls
-   * it was asked before, when it holds several): a synchronous trainer sends nothing while it
-   * saves. Past it, and its last frame's timeout, the rank is declared dead with a `SaveTimeout`
+   * it was asked before, when it holds several), once a frame of it arrived after the ask (a rank
+   * sends one as it starts the save; one silent since before the ask is judged by its frames): a
+   * synchronous trainer sends nothing while it saves. Past it, and its last frame's timeout, the rank is declared dead with a `SaveTimeout`
    * alert naming the bound, and the checkpoint fails over (docs/design.md §3.5). ms `> 0`. Default
    * 600000.
    */

@@ -31,9 +31,12 @@
  * - `hold(rank, call, id, nowMs, forMs)`: a call the coordinator asked of the rank (a checkpoint's
  *   save, an eval), which a synchronous trainer runs without sending anything. Until it is
  *   `release`d, the rank is not stale before `nowMs + timeoutMs + forMs` (calls held together run
- *   one after the other: each starts its `forMs` where the one before ends). A rank's deadline is
- *   the later of its timeout after its last sighting and its holds; a hold never answered (a
- *   trainer without `evaluate`) simply runs out, and the rank is judged by its frames again.
+ *   one after the other: each starts its `forMs` where the one before ends). A hold counts only
+ *   once the rank was seen after the ask (ranks say so with a frame as they start the call): a
+ *   rank that went silent before it read the ask (it left, its link was cut) is judged by its
+ *   frames, not held for a call it never started. A rank's deadline is the later of its timeout
+ *   after its last sighting and its counted holds; a hold never answered (a trainer without
+ *   `evaluate`) simply runs out, and the rank is judged by its frames again.
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
  * clock for a stall of the coordinator itself (docs/design.md §3.10). It adds to `pausedMs`, which
@@ -75,8 +78,9 @@ export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutM
 
 /**
  * A call the coordinator asked of a rank and has no answer for yet: `call` (`save` for a
- * checkpoint, `eval`), `id` (the checkpoint's version, the eval's epoch), `untilMs`, the end of
- * its hold on the liveness clock, and `passedAtEpoch`: a frame of this epoch or a later one from
+ * checkpoint, `eval`), `id` (the checkpoint's version, the eval's epoch), `askedAtMs` and
+ * `untilMs`, the ask and the end of its hold on the liveness clock (it counts only once the rank
+ * was seen after `askedAtMs`), and `passedAtEpoch`: a frame of this epoch or a later one from
  * the rank shows it went past the call (it was asked before the rank entered that epoch; ranks
  * apply the coordinator's messages in order), even if the call sends no answer (`Eval` to a
  * trainer without `evaluate`). `Infinity` when no such epoch is known.
@@ -87,6 +91,7 @@ export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutM
 export interface Hold {
   readonly call: "save" | "eval"
   readonly id: number
+  readonly askedAtMs: number
   readonly untilMs: number
   readonly passedAtEpoch: number
 }
@@ -171,10 +176,10 @@ export const isWatched = (l: Liveness, rank: Rank): boolean => l.prev[rank] !== 
 export const timeoutOf = (l: Liveness, rank: Rank): number =>
   l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs
 
-/** The end of `rank`'s latest hold, on the liveness clock (`-Infinity` without one). */
+/** The end of `rank`'s latest counted hold (seen since its ask), on the liveness clock (`-Infinity` without one). */
 const holdUntil = (l: Liveness, rank: Rank): number => {
   let until = -Infinity
-  for (const h of l.holds.get(rank) ?? []) until = Math.max(until, h.untilMs)
+  for (const h of l.holds.get(rank) ?? []) if (l.lastSeenMs[rank]! > h.askedAtMs) until = Math.max(until, h.untilMs)
   return until
 }
 
@@ -370,9 +375,9 @@ export const seen = (l: Liveness, rank: Rank, atMs: number): void => {
 }
 
 /**
- * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): it is not
- * stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end of the calls it holds
- * already; `passedAtEpoch` as in `Hold`. Holds that ran out are dropped. No-op for a rank not
+ * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): once it is
+ * seen after `nowMs`, it is not stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end
+ * of the calls it holds already; `passedAtEpoch` as in `Hold`. Holds that ran out are dropped. No-op for a rank not
  * watched. O(holds + log s).
  *
  * @since 0.1.0
@@ -391,7 +396,7 @@ export const hold = (
   const clockMs = nowMs - l.pausedMs
   const kept = (l.holds.get(rank) ?? []).filter((h) => h.untilMs >= clockMs)
   const startMs = Math.max(clockMs + l.detector.timeoutMs, ...kept.map((h) => h.untilMs))
-  kept.push({ call, id, untilMs: startMs + forMs, passedAtEpoch })
+  kept.push({ call, id, askedAtMs: clockMs, untilMs: startMs + forMs, passedAtEpoch })
   l.holds.set(rank, kept)
   reposition(l, rank)
 }

@@ -29,6 +29,12 @@ describe("churn bench (quick)", () => {
       if (line === undefined && atMs > row.lastAuditAtMs - margins[kind]!) continue
       expect([rank, line?.kind]).toEqual([rank, kind])
     }
+    // Every joiner that trained has its cost line: welcomed before it trained, and bytes sent to it.
+    expect(row.joins.length).toBeGreaterThan(0)
+    for (const join of row.joins) {
+      expect(join.trainingMs).toBeGreaterThanOrEqual(join.welcomeMs)
+      expect(join.bytes).toBeGreaterThan(0)
+    }
     expect(new Set(row.leaves.map((l) => l.kind))).toEqual(new Set(["graceful", "crash", "silent"]))
     for (const line of row.leaves) {
       expect([line.lostSamples, line.duplicatedSamples]).toEqual([0, 0])

@@ -432,3 +432,45 @@ describe("report: the departures' cost lines", () => {
     }
   })
 })
+
+describe("report: the joiners' cost lines", () => {
+  const withJoins: RunTypes.RunResult = {
+    ...completed,
+    joins: [
+      { rank: 4, epoch: 1, connectedMs: 11_000, welcomeMs: 3, trainingMs: 120.5, bytes: 40_312 },
+      { rank: 5, epoch: 2, connectedMs: 19_000, welcomeMs: 5, trainingMs: 240, bytes: 40_400 }
+    ]
+  }
+
+  it("prints one row per joiner and the median and p90, from summary.json and from the journal alone; --json carries them", async () => {
+    for (const files of [
+      { summary: true, events: false },
+      { summary: false, events: true }
+    ]) {
+      const dir = `${scratch()}/joins-${files.summary ? "summary" : "journal"}`
+      await Files.mkdir(dir)
+      if (files.summary) await Files.writeFile(`${dir}/summary.json`, `${JSON.stringify(withJoins)}\n`)
+      else {
+        const events = [
+          ...streamedEventsOf(withJoins),
+          ...withJoins.joins!.map((join) => ({ type: "join", ms: join.connectedMs + join.trainingMs, join }))
+        ]
+        await Files.writeFile(`${dir}/events.ndjson`, events.map((e) => JSON.stringify(e)).join("\n") + "\n")
+      }
+      const { code, out } = await runMain(["report", dir])
+      expect(code).toBe(0)
+      const lines = out.split("\n")
+      const at = lines.indexOf("joins brought up to date (what each cost):")
+      expect(at).toBeGreaterThan(0)
+      expect(lines.slice(at + 1, at + 4).map((line) => line.trim().split(/\s+/))).toEqual([
+        ["rank", "epoch", "welcome", "ms", "training", "ms", "bytes"],
+        ["4", "1", "3.0", "120.5", "40312"],
+        ["5", "2", "5.0", "240.0", "40400"]
+      ])
+      expect(lines[at + 4]).toBe("joins in all:")
+      expect(lines[at + 6]!.trim().split(/\s+/)).toEqual(["2", "3.0", "5.0", "120.5", "240.0", "40312", "40400"])
+      const json = await runMain(["report", dir, "--json"])
+      expect((JSON.parse(json.out) as RunTypes.RunResult).joins).toEqual(withJoins.joins)
+    }
+  })
+})

@@ -24,16 +24,18 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     expect(Liveness.expired(l, 1201)).toEqual([1, 3, 2, 0])
   })
 
-  it("a hold keeps a rank out of the stale ones until timeoutMs + forMs after the ask; its release makes the rank stale at once", () => {
+  it("a hold keeps a rank seen after the ask out of the stale ones until timeoutMs + forMs after the ask; its release makes the rank stale at once", () => {
     const l = Liveness.make(3, 0, 3, Liveness.fixed(1000))
     Liveness.hold(l, 1, "save", 0, 0, 3000)
+    expect(Liveness.deadlineOf(l, 1)).toBe(1000) // not seen since the ask: judged by its frames
+    Liveness.touch(l, 1, 10) // its frame as it starts the save
     expect(Liveness.deadlineOf(l, 1)).toBe(4000)
     expect(Liveness.expired(l, 1001)).toEqual([0, 2])
     Liveness.touch(l, 0, 3500)
     Liveness.touch(l, 2, 3500)
     expect(Liveness.expired(l, 4000)).toEqual([])
     expect(Liveness.expired(l, 4001)).toEqual([1])
-    expect(Liveness.overrun(l, 1)).toEqual([{ call: "save", id: 0, untilMs: 4000, passedAtEpoch: Infinity }])
+    expect(Liveness.overrun(l, 1)).toEqual([{ call: "save", id: 0, askedAtMs: 0, untilMs: 4000, passedAtEpoch: Infinity }])
     Liveness.release(l, 1, "save", 0)
     expect(Liveness.overrun(l, 1)).toEqual([])
     Liveness.touch(l, 0, 3900)
@@ -45,6 +47,7 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     const l = Liveness.make(1, 0, 1, Liveness.fixed(1000))
     Liveness.hold(l, 0, "eval", 0, 0, 2000)
     Liveness.hold(l, 0, "save", 0, 0, 3000)
+    Liveness.touch(l, 0, 1)
     expect(Liveness.deadlineOf(l, 0)).toBe(6000)
     Liveness.release(l, 0, "eval", 0) // the eval answered; the save runs on
     expect(Liveness.deadlineOf(l, 0)).toBe(6000)
@@ -59,7 +62,9 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
   it("a suspect seen again goes back to the list and is judged from its new sighting", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
     Liveness.hold(l, 0, "save", 3, 0, 5000)
-    expect(Liveness.expired(l, 2000)).toEqual([1]) // rank 0 is now a suspect, within its hold
+    Liveness.touch(l, 0, 1)
+    Liveness.touch(l, 1, 1)
+    expect(Liveness.expired(l, 2001)).toEqual([1]) // rank 0 is now a suspect, within its hold
     Liveness.touch(l, 0, 2500)
     Liveness.release(l, 0, "save", 3)
     Liveness.unwatch(l, 1)
@@ -87,6 +92,7 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
   it("a pause shifts every deadline, suspects' and holds' included", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
     Liveness.hold(l, 1, "eval", 0, 0, 1000)
+    Liveness.seen(l, 1, 1)
     expect(Liveness.expired(l, 1500)).toEqual([0])
     Liveness.pause(l, 3000)
     Liveness.touch(l, 0, 4500)
@@ -115,8 +121,11 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
           else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms)
           else if (o.kind === "release") Liveness.release(l, o.rank, "save", o.id)
           else if (o.kind === "unwatch") Liveness.unwatch(l, o.rank)
-          else if (o.kind === "pause") Liveness.pause(l, o.ms)
-          else {
+          else if (o.kind === "pause") {
+            // A pause is a stall of the coordinator: its own clock moved on meanwhile.
+            Liveness.pause(l, o.ms)
+            now += o.ms
+          } else {
             now += o.dt
             const naive = [0, 1, 2, 3, 4, 5, 6, 7]
               .filter((r) => Liveness.isWatched(l, r) && now > Liveness.deadlineOf(l, r))
@@ -229,6 +238,7 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
 
   it("a save three times the heartbeat timeout: no death; once the result is in, the heartbeat timeout applies again", () => {
     const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 5000 })
+    heartbeat(s, 150, [0]) // its frame as it starts the calls
     for (let t = 200; t <= 3100; t += 100) {
       heartbeat(s, t, [1, 2])
       expect(tick(s, t)).toEqual([])
@@ -258,10 +268,28 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
     expect(alert?.detail).toBe("rank 0 ran past saveTimeoutMs 3000 on checkpoint 0 (no frame for 4501 ms)")
     expect(s.deaths[0]?.cause).toBe("no frame for 4501 ms (timeout 1000 ms + saveTimeoutMs 3000 for the calls it was asked)")
     expect(deliveries(s, cmds).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[1, { _tag: "Checkpoint", version: 0 }]])
-    // Rank 1 now saves: held from 4651, it is not stale at 1000 ms of silence.
+    // Rank 1 now saves: held from 4651 once its frame as it starts is in, it is not stale at 1000 ms of silence.
+    heartbeat(s, 4700, [1])
     heartbeat(s, 6000, [2])
     expect(tick(s, 6000)).toEqual([])
     expect(Coordinator.isLive(s, 1)).toBe(true)
+  })
+
+  it("a role holder silent since before the ask (it left without a word) is not held: declared at the heartbeat timeout, no SaveTimeout, and the checkpoint fails over", () => {
+    // Rank 0's last frame is its contribution at 100, which ended the epoch and asked it for the
+    // eval and the checkpoint; it never read them. Held, it would stall the run for saveTimeoutMs.
+    const s = endEpoch({ saveTimeoutMs: 600_000, evalTimeoutMs: 600_000 })
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1100)
+    for (let t = 200; t <= 1100; t += 100) {
+      heartbeat(s, t, [1, 2])
+      expect(tick(s, t)).toEqual([])
+    }
+    heartbeat(s, 1101, [1, 2])
+    const cmds = tick(s, 1101)
+    expect(tags(cmds)[0]).toBe("Alert:RankLost")
+    expect(tags(cmds)).not.toContain("Alert:SaveTimeout")
+    expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "no frame for 1001 ms (timeout 1000 ms)"]])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[1, { _tag: "Checkpoint", version: 0 }]])
   })
 
   it("an Eval a trainer without evaluate never answers: the rank's first frame of the next epoch ends its hold, so a rank stuck later is declared at the heartbeat timeout", () => {
