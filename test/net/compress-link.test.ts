@@ -5,10 +5,10 @@
 //
 // Bounded: the bench trainer `bench/trainers/params-only.ts` (no arithmetic, so the epoch's time is
 // the links'), 120,000 parameters (a float32 contribution or update is 480 KB, 1.9 s at 2 Mbit/s;
-// int8 128 KB, 0.51 s), 8,192 samples over 2 ranks: 4 rounds of 32 batches a rank. About 16 s of
-// float32 epoch and 5 s of int8 epoch (a round's own costs included), plus each run's start. Node only (vitest.config.ts): the
-// packing is the codec's, the same on every runtime, and the served runs' links are tested on all
-// three in serve-join.test.ts.
+// int8 128 KB, 0.51 s), 8,192 samples over 2 ranks: 4 rounds of 32 batches a rank. About 14 s of
+// float32 epoch and 4 s of int8 epoch (0.28x at load 11, 0.36x at load 50), about 30 s in all at
+// load 11. Node only (vitest.config.ts): the packing is the codec's, the same on every runtime, and
+// the served runs' links are tested on all three in serve-join.test.ts.
 import { rmSync } from "node:fs"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
