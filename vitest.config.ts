@@ -15,7 +15,8 @@ const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why). The
 // dashboard's and the ranks' listeners' connection caps are enforced by Node's server only
 // (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too; so does
-// the served ranks' wait for their coordinator (the resumable link under it runs on all three). The
+// the served ranks' wait for their coordinator (the resumable link under it runs on all three), and
+// the served ring's links between hosts (where links go; how they run is tested on all three). The
 // CLI's credentials test drives nothing runtime-specific (test/transport/credentials.test.ts
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
 // runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
@@ -31,17 +32,22 @@ const nodeOnly =
         "test/net/calls.test.ts",
         "test/net/dashboard-flood.test.ts",
         "test/net/compress-link.test.ts",
+        "test/net/served-ring.test.ts",
+        "test/net/recover.test.ts",
         "test/dashboard/live-cap.test.ts",
         "test/cli/dashboard-descriptors.full.test.ts",
         "test/transport/web-socket-cap*.test.ts",
         "test/cli/credentials.full.test.ts",
         "test/cli/coordinator-reconnect.full.test.ts",
+        "test/cli/recover-loop.full.test.ts",
         "test/actors/ring-direct.full.test.ts",
         "test/actors/aggregate.full.test.ts",
         "test/actors/compress.full.test.ts",
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
+        "test/actors/stopped-at-boundary.full.test.ts",
+        "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts"
       ]
     : []

@@ -6,7 +6,7 @@
  *
  * @since 0.1.0
  */
-export { defaults, LaunchError, loadTrainer, newRunToken, run, serve, serveDefaults } from "./launcher/launcher.ts"
+export { defaults, LaunchError, loadTrainer, newRunToken, recover, run, serve, serveDefaults } from "./launcher/launcher.ts"
 export type {
   DeathTiming,
   HangSpec,

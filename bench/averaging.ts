@@ -24,7 +24,10 @@
  * --no-json`); `--ring-shared-slots N` sets the ring's `ringSharedSlots` (0: worker links over
  * `MessageChannel`s only), `--ring-area-mb N` its `ringAreaMemoryMb` (0: no shared all-reduce
  * area). With worker threads each size is also run over the ring's direct links alone (no area),
- * the last column, unless `--no-links-row`. Numbers from a machine shared with other work are
+ * the last column, unless `--no-links-row`; and, when the ring ran in its shared area, the bare
+ * collective of the same size (`bench/bare-collective.ts`: the area's all-reduce between worker
+ * threads with nothing around it) with the ring round's ratio to it, unless `--no-bare-row`.
+ * Numbers from a machine shared with other work are
  * labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
  *
  * With `--process` the ring runs over direct links between the processes (`ringLinks` `direct`) and,
@@ -38,6 +41,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import * as Launcher from "../actors/launcher/launcher.ts"
 import * as Runtime from "../src/platform/detect.ts"
+import { measureBare } from "./bare-collective.ts"
 import { fmt, isMain, isQuick, note, quantile, table, writeResults } from "./lib.ts"
 import { measureReferences, type Reference } from "./reference.ts"
 
@@ -230,6 +234,11 @@ const main = async (): Promise<void> => {
       // Worker threads: the same ring over its direct links only (no shared all-reduce area), beside it.
       const overLinks = transport === "worker" && ring?.links === "area" && !noLinksRow
       const ringLinks = overLinks ? await measure({ ...at, backend: "ring", ringAreaMemoryMb: 0 }) : undefined
+      // The floor of a shared-area round: the same collective with no coordinator, frames or trainer.
+      const bare =
+        transport === "worker" && ring?.links === "area" && !process.argv.includes("--no-bare-row")
+          ? await measureBare(worldSize, params, rounds, warmupRounds)
+          : undefined
       // Processes: the ring through the coordinator's relay beside its direct links, and what a user
       // would pick instead (gloo, Open MPI), in the same run.
       const ringRelay =
@@ -239,7 +248,7 @@ const main = async (): Promise<void> => {
       const references =
         transport === "process" && process.argv.includes("--reference") ? measureReferences(worldSize, params, rounds, warmupRounds) : []
       const reference = (library: Reference["library"]) => references.find((r) => r.library === library)
-      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined) =>
+      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined): string =>
         m === undefined || r === undefined ? "-" : fmt(m.medianMs / r.medianMs)
       if (transport === "process") {
         processRows.push([
@@ -269,7 +278,10 @@ const main = async (): Promise<void> => {
         cpu === undefined ? "-" : fmt(cpu.coordinatorMsPerRound),
         ring === undefined ? "-" : fmt(ring.coordinatorMsPerRound),
         ring?.links ?? "-",
-        cell(ringLinks)
+        cell(ringLinks),
+        cell(bare),
+        ratio(ring, bare),
+        bare === undefined ? "-" : fmt(bare.processCpuMsPerRound)
       ])
       results.push({
         worldSize,
@@ -279,6 +291,7 @@ const main = async (): Promise<void> => {
         ring: summary(ring),
         ringLinks: summary(ringLinks),
         ringRelay: summary(ringRelay),
+        bare,
         references
       })
     }
@@ -300,7 +313,10 @@ const main = async (): Promise<void> => {
         "cpu coord ms",
         "ring coord ms",
         "ring links",
-        "ring over links ms"
+        "ring over links ms",
+        "bare collective ms",
+        "ring/bare",
+        "bare process cpu ms"
       ],
       rows
     )

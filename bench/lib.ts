@@ -101,3 +101,19 @@ export const isMain = (name: string): boolean => {
 export const note = (text: string): void => {
   process.stderr.write(`${text}\n`)
 }
+
+type WaitAsync = (
+  array: Int32Array,
+  index: number,
+  value: number,
+  timeoutMs: number
+) => { readonly async: false; readonly value: string } | { readonly async: true; readonly value: Promise<string> }
+
+/** Resolves once word `index` of the shared `words` is at least `value` (waits without blocking the thread). */
+export const atLeast = async (words: Int32Array, index: number, value: number): Promise<void> => {
+  const waitAsync = (Atomics as unknown as { readonly waitAsync: WaitAsync }).waitAsync
+  for (let now = Atomics.load(words, index); now < value; now = Atomics.load(words, index)) {
+    const waited = waitAsync(words, index, now, 1000)
+    if (waited.async) await waited.value
+  }
+}

@@ -59,6 +59,16 @@ export const waitFor = async (what: () => boolean, timeoutMs: number, label: str
 }
 
 /**
+ * The URL `cohort serve` prints once it listens (`listening on ws://…/ for N ranks`, on stdout, or
+ * on stderr under `--json`); waits up to 60 s for it.
+ */
+export const servedUrl = async (serve: CliProcess): Promise<string> => {
+  const urlOf = (): string => /listening on (wss?:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
+  await waitFor(() => urlOf() !== "", 60_000, "serve's URL")
+  return urlOf()
+}
+
+/**
  * Removes a test's scratch folder, trying again every 200 ms for up to 5 s while a process that
  * just ended (a killed CLI's rank finishing its save) may still be writing into it: Deno's
  * `rmSync` does not take `maxRetries`. The last failure is thrown.

@@ -79,6 +79,7 @@ const averageRound = (shell: CommandShell, command: Extract<Core.Command, { _tag
   if (command.generation !== undefined) {
     // Ring backend: the ranks averaged among themselves; the round is confirmed,
     // in the generation's shared area when it has one (written before any later frame).
+    observe(() => shell.hooks.beforeRound?.(command, undefined))
     if (shell.areaCommit?.generation === command.generation) shell.areaCommit.commit(command.round)
     else shell.io.broadcast({ _tag: "RoundCommitted", round: command.round, generation: command.generation }, refused)
   } else {
@@ -122,6 +123,7 @@ const averageCpu = (shell: CommandShell, command: Extract<Core.Command, { _tag: 
     params = Packed.unpack(out.bytes) as Float32Array
   }
   if (params.length > 0) shell.lastModel = { round: command.round, params }
+  observe(() => shell.hooks.beforeRound?.(command, params.length > 0 ? params : shell.lastModel?.params))
   shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
 }
 
@@ -196,6 +198,7 @@ const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Ref
  * found as `Outlier`, and their commands carried out at once.
  *
  * @since 0.1.0
+ * @category utils
  */
 export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
   Effect.gen(function* () {

@@ -22,6 +22,7 @@ import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import * as WireError from "../../src/wire/wire-error.ts"
+import { RingNeighbours } from "./ring-neighbours.ts"
 
 /**
  * Observers of what the coordinator does; each is called synchronously inside the actor, so it
@@ -64,6 +65,13 @@ export interface Hooks {
    * links never reach the coordinator and are not counted.
    */
   readonly onRoundBytes?: (round: number, bytes: { readonly received: number; readonly sent: number }) => void
+  /**
+   * A round closed (`AverageRound`), before anything of it goes out: with `cpu`, `params` is the
+   * model every rank will hold (the mean it broadcasts; the last one sent when the round had
+   * nothing usable; `undefined` before any), with `ring` `undefined`. The recovery log writes
+   * the round's commit and model here, before its `Update` or `RoundCommitted` is sent.
+   */
+  readonly beforeRound?: (command: Extract<Core.Command, { _tag: "AverageRound" }>, params: Float32Array | undefined) => void
   /**
    * A rank that joined the running run reported its first trained batch (its first `Progress` or
    * `ChunkDone`): `helloAtMs` when its `Hello` arrived, `trainingAtMs` when that frame arrived, and
@@ -121,6 +129,9 @@ export interface Refused {
  * - `hold(rank)`: from now until its `Update` (or a shutdown), `rank`'s frames but
  *   `CoordHeartbeat` are held back, in order (`SendModel`).
  * - `ringFormed`: a `FormRing` that goes out: the relay's view of the generation's ring order.
+ * - `ringNeighbours`: the listeners ranks advertised in their `Hello`; a `FormRing` goes out as
+ *   its receiver's neighbours, the next one's listener and the generation's secret
+ *   (`RingNeighbours.neighbourRing`).
  * - `causeOf`: a rank's end as its host reported it, made precise by what the protocol told
  *   (`Refused` when this coordinator closed it, `Crashed{error, stack}` after its `Crashing`).
  * - `crashes`: each rank's `Crashing{error, stack}` (the formation records them too).
@@ -141,6 +152,7 @@ export interface CoordinatorInbound {
   readonly broadcast: (message: ToRank, refused: Array<Refused>, packed?: Uint8Array) => void
   readonly hold: (rank: Rank) => void
   readonly ringFormed: (message: Extract<ToRank, { _tag: "FormRing" }>) => void
+  readonly ringNeighbours: RingNeighbours
   readonly causeOf: (rank: Rank, cause: DeathReport.DeathCause) => DeathReport.DeathCause
   readonly crashes: Map<Rank, { readonly error: string; readonly stack: string }>
   readonly turnedAway: Set<Rank>
@@ -256,8 +268,11 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
   let bytesSent = 0
   let bytesReceived = 0
 
-  const deliver = (rank: Rank, message: ToRank, refused: Array<Refused>): void =>
-    sendTo(rank, message, Codec.encode(Frame.fromCoordinator(message)), refused)
+  const ringNeighbours = new RingNeighbours()
+  const deliver = (rank: Rank, message: ToRank, refused: Array<Refused>): void => {
+    const sent = message._tag === "FormRing" ? ringNeighbours.neighbourRing(message) : message
+    sendTo(rank, sent, Codec.encode(Frame.fromCoordinator(sent)), refused)
+  }
 
   const broadcast = (message: ToRank, refused: Array<Refused>, packed?: Uint8Array): void => {
     const bytes = Codec.encodePacked(Frame.fromCoordinator(message), packed)
@@ -357,8 +372,10 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         if (frameMessage._tag === "Crashing") crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
         if (bringingUp.size > 0 && (frameMessage._tag === "Progress" || frameMessage._tag === "ChunkDone"))
           trainedFirst(event.peer, event.arrivedMs)
-        if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer))
+        if (frameMessage._tag === "Hello" && Core.isVacant(state, event.peer) && !turnedAway.has(event.peer)) {
+          ringNeighbours.advertised(event.peer, frameMessage.ringAddress)
           return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
+        }
         observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
         return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
       }
@@ -409,6 +426,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       if (!held.has(rank)) held.set(rank, [])
     },
     ringFormed,
+    ringNeighbours,
     causeOf,
     crashes,
     turnedAway,

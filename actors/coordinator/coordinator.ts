@@ -119,6 +119,17 @@ export interface Options {
   readonly hooks?: Hooks
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
+   * A run a restarted coordinator took over (docs/recovery.md): it forms once every rank of
+   * `expected` sent its `Hello` (ranks coming back send it again on their recovered link), or
+   * `windowMs` after the formation began with at least one; then each rank of `[0, worldSize)` that
+   * did not is declared dead at once, with the reason `causeOf(rank)` (a `Refused` cause).
+   */
+  readonly recovery?: {
+    readonly windowMs: number
+    readonly expected: ReadonlyArray<Rank>
+    readonly causeOf: (rank: Rank) => string
+  }
+  /**
    * Ring backend with direct links (worker threads): called once per generation, just
    * before its `FormRing`s go out, with the ring's ranks in ring order; it hands each rank its
    * links (`WorkerHost.formRing`). Without it, ring steps are relayed as `RingData` frames. When
@@ -155,8 +166,8 @@ export interface Options {
 }
 
 /**
- * The run did not form: a rank ended before every rank joined, or the formation timed out. floDl
- * kills every rank in this case too: a half-formed run has nothing to recover (reference §7.1.5).
+ * The run did not form: a rank ended before every rank joined, or the formation timed out. Every
+ * rank is then stopped: a half-formed run has nothing to recover.
  *
  * @since 0.1.0
  * @category errors
@@ -301,7 +312,7 @@ const stepAndExecute = (shell: Shell, input: Core.Input): Effect.Effect<void> =>
 const form = (shell: Shell, message: Message): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, outcome, joined, io } = shell
-    if (message._tag !== "Inbound") return yield* formed(shell, yield* Clock.currentTimeMillis)
+    if (message._tag !== "Inbound") return yield* checkFormation(shell, yield* Clock.currentTimeMillis)
     for (const event of message.events) {
       if (state.started || (yield* Deferred.isDone(outcome))) {
         const effect = state.started ? io.inbound(event) : undefined
@@ -314,6 +325,7 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
         if (vacate !== undefined) {
           joined.delete(event.rank)
           io.crashes.delete(event.rank)
+          io.ringNeighbours.advertised(event.rank, undefined)
           vacate(event.rank, cause._tag === "Crashed" ? cause.error : Core.causeText(cause))
           continue
         }
@@ -327,10 +339,13 @@ const form = (shell: Shell, message: Message): Effect.Effect<void> =>
       if (event._tag === "Frame") {
         const decoded = decodeFrame(event, state.paramsLength)
         const frameMessage = Result.isSuccess(decoded) ? decoded.success.message : undefined
-        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) joined.set(event.peer, frameMessage.paramsLength)
+        if (frameMessage?._tag === "Hello" && !joined.has(event.peer)) {
+          joined.set(event.peer, frameMessage.paramsLength)
+          shell.io.ringNeighbours.advertised(event.peer, frameMessage.ringAddress)
+        }
         if (frameMessage?._tag === "Crashing") io.crashes.set(event.peer, { error: frameMessage.error, stack: frameMessage.stack })
       }
-      yield* formed(shell, yield* Clock.currentTimeMillis)
+      yield* checkFormation(shell, yield* Clock.currentTimeMillis)
     }
   })
 
@@ -350,15 +365,29 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
       const round = Math.max(0, resume.point.firstRound - 1)
       const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round, params: resume.params }))
       for (const rank of joined.keys()) if (transport.sendUnsafe(rank, update) === undefined) shell.deltas?.modelSent(rank, round)
+    } else if (resume !== undefined && shell.options.recovery !== undefined) {
+      // A run taken over before any round closed: its ranks went back to their initial model and
+      // wait for an Update; one without parameters has them keep it.
+      const update = Codec.encode(
+        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: new Float32Array(0) })
+      )
+      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
     }
-    // Formation ranks not here yet are vacant; they join later (`minRanks`).
-    const absent = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
+    // declared dead once it started (below).
+    const recovery = shell.options.recovery
+    const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))
+    const absent = recovery === undefined ? missing : []
     const startOptions = {
       ...(paramsLength === undefined ? {} : { paramsLength }),
       ...(resume === undefined ? {} : { resume: resume.point }),
       ...(absent.length === 0 ? {} : { absent })
     }
     yield* execute(shell, Core.start(state, nowMs, startOptions))
+    for (const rank of recovery === undefined ? [] : missing) {
+      yield* stepAndExecute(shell, { _tag: "DeathReport", rank, nowMs, cause: DeathReport.refused(recovery!.causeOf(rank)) })
+    }
+    if (missing.length > 0 && recovery !== undefined) yield* stepAndExecute(shell, { _tag: "Tick", nowMs })
     for (const [rank, length] of joined) {
       if (length === paramsLength) continue
       const reason = `its Hello gave ${length} parameter${length === 1 ? "" : "s"}; the run agreed on ${paramsLength} (the count most ranks gave)`
@@ -369,12 +398,21 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
     yield* settle(shell)
   })
 
-/** Starts the run once every rank joined, or fails it once the formation timed out. */
-const formed = (shell: Shell, nowMs: number): Effect.Effect<void> =>
+/**
+ * Where the formation stands: starts the run once `minRanks` ranks joined, fails it once the
+ * formation timed out, and otherwise beats for the ranks that wait.
+ */
+const checkFormation = (shell: Shell, nowMs: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport, joined, outcome, formationTimeoutMs } = shell
     if (yield* Deferred.isDone(outcome)) return
-    if (joined.size >= state.config.minRanks) {
+    const recovery = shell.options.recovery
+    const waited = shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > (recovery?.windowMs ?? 0)
+    if (
+      recovery === undefined
+        ? joined.size >= state.config.minRanks
+        : recovery.expected.every((r) => joined.has(r)) || (waited && joined.size > 0)
+    ) {
       yield* startRun(shell, nowMs)
     } else if (shell.formingSinceMs !== undefined && nowMs - shell.formingSinceMs > formationTimeoutMs) {
       const missing = Array.from({ length: state.config.worldSize }, (_, r) => r).filter((r) => !joined.has(r))

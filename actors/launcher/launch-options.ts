@@ -174,10 +174,11 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     "ringLinks",
     `must be "direct" or "relay", got ${JSON.stringify(ringLinksAsked)}`
   )
+  // Ranks that joined from other hosts link directly where they advertised a listener (docs/ring.md).
   const ringLinks: "shared" | "port" | "direct" | "relay" =
-    ringLinksAsked === "relay" || (transportKind !== "worker" && transportKind !== "process") || served
+    ringLinksAsked === "relay" || (!served && transportKind !== "worker" && transportKind !== "process")
       ? "relay"
-      : transportKind === "process"
+      : transportKind === "process" || served
         ? "direct"
         : ringSharedSlots > 0 && Worker.sharedRingLinks()
           ? "shared"

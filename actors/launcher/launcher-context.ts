@@ -14,6 +14,7 @@ import type { Rank } from "../../src/core/messages.ts"
 import * as Files from "../../src/platform/files.ts"
 import type * as Trainer from "../../src/train/trainer.ts"
 import * as Select from "../../src/platform/select.ts"
+import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as ListenerResources from "../../src/transport/listener-resources.ts"
 import * as RankOutput from "../../src/transport/rank-output.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
@@ -23,7 +24,18 @@ import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
 import * as StorageFault from "./storage-fault.ts"
-import type { DeathTiming, JoinCost, LeaveCost, Listening, Resumed, RunOptions, ServeOptions, SkippedFault } from "../record/run-types.ts"
+import type {
+  DeathTiming,
+  JoinCost,
+  LeaveCost,
+  Listening,
+  RecoveryRecord,
+  Recovering,
+  Resumed,
+  RunOptions,
+  ServeOptions,
+  SkippedFault
+} from "../record/run-types.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -45,6 +57,7 @@ export interface Served {
   readonly tls: ServeOptions["tls"]
   readonly issueTokens: number
   readonly tokenTtlMs: number | undefined
+  readonly recovery?: Recovering | undefined
 }
 
 /** Run ids: 10 letters and digits, so that one never starts with `-` and reads as a flag. */
@@ -52,6 +65,8 @@ const runIdOf = customAlphabet("0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijkl
 
 /** What the launcher's steps change as the run goes. */
 export interface Vars {
+  /** A recovered run, once it formed: its takeover (`RunResult.recoveries`). */
+  recovered?: RecoveryRecord | undefined
   /**
    * What the ring's collectives took, decided at the first generation (the largest: a worker ring
    * never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
@@ -201,6 +216,8 @@ const makeState = (
       coordinatorStallMs: options.coordinatorStallMs ?? heartbeatTimeoutMs / 4,
       ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
       ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+      // Rank processes beat while they run a save or an eval it asked for (`RankData.callBeatsMs`).
+      beatsDuringCalls: served === undefined && resolved.transportKind === "process" && ChildProcess.beatsDuringCalls(),
       ...(options.livenessDetector === undefined ? {} : { livenessDetector: options.livenessDetector }),
       ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
       ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

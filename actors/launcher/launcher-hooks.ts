@@ -11,6 +11,7 @@ import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import type * as Coordinator from "../coordinator/coordinator.ts"
 import type { Context } from "./launcher-context.ts"
+import * as Recover from "./recover.ts"
 import type { DeathTiming, JoinCost, LeaveCost, RankState, RunEvent } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
@@ -82,7 +83,12 @@ const onFrame =
       emit({ type: "eval", ms: sinceStart(nowMs), epoch: message.epoch, rank, accuracy: message.accuracy, loss: message.loss })
     } else if (message._tag === "CheckpointResult" && !message.ok && StorageFault.isStorageError(message.detail)) {
       // The core fails the checkpoint over to another rank; the operator hears of the disk now.
-      storageFailed(StorageFault.of(`${runDir}/checkpoints/v${message.version}`, message.detail), false)
+      // A rank that joined from elsewhere saves on its own host, under its own --save-dir.
+      const where =
+        ctx.served === undefined
+          ? `${runDir}/checkpoints/v${message.version}`
+          : `checkpoints/v${message.version} under rank ${rank}'s --save-dir on its own host`
+      storageFailed(StorageFault.of(where, message.detail), false)
     }
   }
 
@@ -98,6 +104,7 @@ const onCommand =
       vars.server?.markFormed()
       const present = Core.activeCount(state)
       emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
+      if (ctx.served?.recovery !== undefined) Recover.formed(ctx, ctx.served.recovery)
     }
     switch (command._tag) {
       case "Alert":

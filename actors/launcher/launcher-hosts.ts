@@ -12,6 +12,7 @@ import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import * as Bundle from "../../src/platform/bundle.ts"
 import * as Files from "../../src/platform/files.ts"
+import * as ListenError from "../../src/platform/listen-error.ts"
 import * as ChildProcess from "../../src/transport/child-process.ts"
 import * as Credentials from "../../src/transport/credentials.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -123,7 +124,7 @@ export const observeListening = (ctx: Context, listening: Listening): void => {
 /** What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`). */
 const welcomeData = (ctx: Context): RankActor.JoinedRun => {
   const { options, runId, module } = ctx
-  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, deltas } = ctx.resolved
+  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, deltas, ringLinks } = ctx.resolved
   return {
     worldSize,
     epochSamples: module.trainSamples,
@@ -137,6 +138,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
     backend,
     ...(compress === "none" ? {} : { compress }),
     ...(deltas ? { deltas } : {}),
+    ...(backend === "ring" ? { ringLinks: ringLinks === "relay" ? "relay" : "direct" } : {}),
     runId
   }
 }
@@ -178,6 +180,8 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
       : { credential: (token: string) => Credentials.check(runToken, runId, token, Date.now(), credentials.isRevoked) }),
     onRefused: (closeCode, reason, address) => emit({ type: "refused", ms: sinceStart(ctx.nowMs()), closeCode, reason, address }),
     onResumed: (rank, address, silentMs) => emit({ type: "resumed", ms: sinceStart(ctx.nowMs()), rank, address, silentMs }),
+    // A run taken over after its coordinator's loss: its ranks come back with sessions of the old process.
+    ...(served?.recovery === undefined ? {} : { recovering: true }),
     ...(state.config.maxRanks > worldSize || state.config.minRanks < worldSize ? { admit } : {})
   }
 }
@@ -203,7 +207,9 @@ const bindFailed = (served: Context["served"]) => (error: Transport.TransportErr
   Effect.die(
     new LaunchError(
       "listen",
-      error.reason._tag === "ConnectFailed" ? `cannot listen on ${served?.host}:${served?.port}: ${error.reason.detail}` : error.message
+      error.reason._tag === "ConnectFailed"
+        ? `cannot listen on ${served?.host}:${served?.port}: ${ListenError.addressInUse(error.reason.detail) ? ListenError.addressInUseText : error.reason.detail}`
+        : error.message
     )
   )
 

@@ -13,7 +13,7 @@ import * as Files from "../../src/platform/files.ts"
 import type { RunJournal } from "./launcher-journal.ts"
 import * as StorageFault from "./storage-fault.ts"
 import * as RankActor from "../rank/rank.ts"
-import type { DeathTiming, JoinCost, LeaveCost, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
+import type { DeathTiming, JoinCost, LeaveCost, RecoveryRecord, Resumed, RunResult, SkippedFault } from "../record/run-types.ts"
 
 /**
  * What `finish` needs of a run that ran (its scope closed, every rank ended):
@@ -64,6 +64,8 @@ export interface RunEnd {
   readonly sinceStart: (ms: number) => number
   readonly storageFault: () => StorageFault.StorageFault | undefined
   readonly storageFailed: (path: string, error: unknown) => void
+  /** A recovered run: the epochs audited before it took over, and every takeover (docs/recovery.md). */
+  readonly recovered?: { readonly epochsBefore: RunResult["epochs"]; readonly recoveries: ReadonlyArray<RecoveryRecord> } | undefined
 }
 
 /**
@@ -133,7 +135,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     ...(end.joins.length === 0 ? {} : { joins: end.joins }),
     skippedFaults: end.skippedFaults,
     alerts: end.alerts,
-    epochs: epochsWithAccuracy,
+    epochs: [...(end.recovered?.epochsBefore ?? []), ...epochsWithAccuracy],
     finalAccuracy: evals.length === 0 ? undefined : evals[evals.length - 1]!.accuracy,
     saves,
     durationMs: end.nowMs() - end.startedMs,
@@ -141,6 +143,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     ...(end.refusals === undefined ? {} : { refusals: end.refusals }),
     transport: end.transport,
     ...(resumed === undefined ? {} : { resumed }),
+    ...(end.recovered === undefined ? {} : { recoveries: end.recovered.recoveries }),
     backend: end.backend,
     ring,
     ...(journalFault === undefined ? {} : { storageFault: journalFault })

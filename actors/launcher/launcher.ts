@@ -40,6 +40,7 @@ import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
 import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "../rank/rank.ts"
+import * as Recover from "./recover.ts"
 import * as Resume from "./resume.ts"
 import * as Revocations from "./revocations.ts"
 import type { Resumed, ResumeOptions, RunOptions, RunResult, ServeOptions } from "../record/run-types.ts"
@@ -115,7 +116,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
       `must be an integer > 0, got ${options.tokenTtlMs}`
     )
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, ...rest } = options
+  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, recovery, ...rest } = options
   return launch(
     { ...rest, transport: "websocket" },
     {
@@ -127,10 +128,24 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
       http,
       tls,
       issueTokens,
-      tokenTtlMs
+      tokenTtlMs,
+      recovery
     }
   )
 }
+
+/**
+ * Takes a served run over after its coordinator's process was lost (`cohort serve --recover`,
+ * docs/recovery.md): see `actors/launcher/recover.ts` for what it reads and the `LaunchError`s
+ * (option `recover`) it rejects with. The run goes on in its own directory; the result is the
+ * recovered process's (its epochs are the ones it audited).
+ *
+ * @since 0.1.0
+ * @category launcher
+ */
+export const recover = (options: Recover.RecoverOptions): Promise<RunResult> => Recover.recover(options, serve)
+
+export { findLost, recoveryWindowMsDefault } from "./recover.ts"
 
 /**
  * The journal's first events: `started` (with the options a resume needs), and where a served run
@@ -141,49 +156,51 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
     const { options, served, resumed, runId, runDir, module, emit, trainerUrl, trainerDigest, runToken, tokenFile, vars } = ctx
     const { worldSize, epochs, mode, transportKind, backend, batchSize, heartbeatTimeoutMs, interruptGraceMs, rankNice, rankMemoryMb } =
       ctx.resolved
-    emit({
-      type: "started",
-      ms: 0,
-      runId,
-      runDir,
-      worldSize,
-      epochs,
-      epochSamples: module.trainSamples,
-      mode,
-      transport: served === undefined ? transportKind : "serve",
-      options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
+    if (served?.recovery !== undefined) Recover.announce(ctx, served.recovery)
+    else
+      emit({
+        type: "started",
+        ms: 0,
+        runId,
+        runDir,
         worldSize,
         epochs,
+        epochSamples: module.trainSamples,
         mode,
-        backend,
         transport: served === undefined ? transportKind : "serve",
-        batchSize,
-        heartbeatTimeoutMs,
-        interruptGraceMs,
-        runId,
-        ...(served === undefined
-          ? { rankNice, rankMemoryMb }
-          : {
-              host: served.host,
-              port: served.port,
-              formationTimeoutMs: served.formationTimeoutMs,
-              tls: served.tls !== undefined,
-              issueTokens: served.issueTokens
-            }),
-        // What a resume needs to continue it: the model's seed, the averaging cadence, and
-        // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
-        seed: options.seed ?? defaults.seed,
-        averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
-        compress: ctx.resolved.compress,
-        deltas: ctx.resolved.deltas,
-        outerLr: ctx.resolved.outer.lr,
-        outerMomentum: ctx.resolved.outer.momentum,
-        trainerUrl,
-        trainerSha256: trainerDigest,
-        resumeState: undefined
-      }),
-      ...(resumed === undefined ? {} : { resumed })
-    })
+        options: loggedOptions(served === undefined ? options : { ...options, transport: "serve" }, {
+          worldSize,
+          epochs,
+          mode,
+          backend,
+          transport: served === undefined ? transportKind : "serve",
+          batchSize,
+          heartbeatTimeoutMs,
+          interruptGraceMs,
+          runId,
+          ...(served === undefined
+            ? { rankNice, rankMemoryMb }
+            : {
+                host: served.host,
+                port: served.port,
+                formationTimeoutMs: served.formationTimeoutMs,
+                tls: served.tls !== undefined,
+                issueTokens: served.issueTokens
+              }),
+          // What a resume needs to continue it: the model's seed, the averaging cadence, and
+          // which trainer (its absolute URL and the file's SHA-256). The resume state is not logged.
+          seed: options.seed ?? defaults.seed,
+          averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
+          compress: ctx.resolved.compress,
+          deltas: ctx.resolved.deltas,
+          outerLr: ctx.resolved.outer.lr,
+          outerMomentum: ctx.resolved.outer.momentum,
+          trainerUrl,
+          trainerSha256: trainerDigest,
+          resumeState: undefined
+        }),
+        ...(resumed === undefined ? {} : { resumed })
+      })
     const server = vars.server
     if (server !== undefined) {
       // A served run's own header (the URL and the join command) comes before the event's line.
@@ -294,7 +311,10 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         saveDir: `${runDirAbsolute}/save`,
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.
-        coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault)
+        coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault),
+        ...(ctx.state.config.beatsDuringCalls
+          ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } }
+          : {})
       }
       const spawnData =
         vars.server === undefined
@@ -322,8 +342,13 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
             ctx.emit({ type: "left", ms: ctx.sinceStart(Date.now()), rank, reason })
           }
         }),
-    // A served run's ranks run elsewhere: the hooks close their sockets instead.
-    hooks: LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined),
+    // A served run's ranks run elsewhere: the hooks close their sockets instead. Its rounds
+    // go to the recovery log before they go out (`recovery-log.ts`).
+    hooks: {
+      ...LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined),
+      ...(served === undefined ? {} : { beforeRound: Recover.openLog(ctx).beforeRound })
+    },
+    ...(served?.recovery === undefined ? {} : { recovery: Recover.coordinatorRecovery(served.recovery) }),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,
     deltas: ctx.resolved.deltas,
@@ -443,7 +468,7 @@ const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> 
   Effect.gen(function* () {
     const { served, trainerUrl, vars } = ctx
     vars.clock = yield* Clock.Clock
-    vars.startedMs = yield* Clock.currentTimeMillis
+    vars.startedMs = served?.recovery?.originMs ?? (yield* Clock.currentTimeMillis)
     const host = yield* LauncherHosts.makeHost(ctx)
     const entry = served === undefined ? yield* Effect.promise(() => LauncherHosts.rankEntry(ctx.resolved.transportKind, trainerUrl)) : ""
     yield* announce(ctx, host)
@@ -495,7 +520,13 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     const failure = error instanceof LaunchError ? error : new LaunchError("run", error instanceof Error ? error.message : String(error))
     // The journal's last line says the run failed (a formation timeout, a rank that left before
     // formation, a listen or spawn that failed), so that report and resume need not guess.
-    ctx.emit({ type: "failed", ms: ctx.sinceStart(ctx.nowMs()), stage: failure.option, reason: failure.reason, formed: state.started })
+    ctx.emit({
+      type: "failed",
+      ms: ctx.sinceStart(ctx.nowMs()),
+      stage: failure.option,
+      reason: failure.reason,
+      formed: state.started || served?.recovery !== undefined
+    })
     await journal.close()
     throw failure
   }
@@ -525,6 +556,14 @@ const launch = async (options: RunOptions, served: Served | undefined, resumed?:
     journal,
     nowMs: ctx.nowMs,
     sinceStart: ctx.sinceStart,
+    ...(served?.recovery === undefined
+      ? {}
+      : {
+          recovered: {
+            epochsBefore: served.recovery.epochsBefore,
+            recoveries: [...served.recovery.recoveriesBefore, ...(vars.recovered === undefined ? [] : [vars.recovered])]
+          }
+        }),
     storageFault: () => vars.storageFault,
     storageFailed: (path, error) => ctx.storageFailed(StorageFault.of(path, error), false)
   })

@@ -1,7 +1,7 @@
 /**
  * Revocations of a served run's ranks and credentials while it goes on (`cohort revoke RUN_DIR
  * RANK|CREDENTIAL-ID`): one line each, appended to `<runDir>/revoked` (`rank 3`, `credential
- * c0a1b2c3d4e5`), which the coordinator reads every `revocationPollMs`. A revoked credential is
+ * c0a1b2c3d4e5f`), which the coordinator reads every `revocationPollMs`. A revoked credential is
  * refused at every later join or resume (`CredentialRevoked`, 4022), and the rank holding it is
  * closed with that code (so declared dead: its samples go to the survivors); a revoked rank is
  * closed the same way, and the credential it joined with is revoked with it. A rank that joined

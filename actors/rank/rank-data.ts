@@ -100,9 +100,16 @@ export interface RankData {
    * coordinator, it contributes its change since that model instead of its parameters, so that a
    * packed contribution quantizes small changes rather than whole weights. Before it (a fresh run's
    * first round, a joiner welcomed without a model) it sends its parameters; the coordinator tells
-   * which by the contribution's round (`actors/coordinator/coordinator.ts` `fromDelta`).
+   * which by the contribution's round (`src/averaging/deltas.ts`).
    */
   readonly deltas?: boolean | undefined
+  /**
+   * The coordinator's bounds on a save and an eval it asks for (`saveTimeoutMs`, `evalTimeoutMs`),
+   * given when it counts on the rank to beat while it runs them (`Link.beatWhile`, a rank
+   * process): the rank's beats stop at the bound, so a call stuck past it still ends in a death.
+   * Absent: the rank does not beat during calls.
+   */
+  readonly callBeatsMs?: { readonly save: number; readonly eval: number } | undefined
 }
 
 /**
@@ -137,6 +144,12 @@ export interface JoinedRun {
   readonly deltas?: boolean
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string
+  /**
+   * Ring backend: whether a joined rank that listens links to its neighbours directly (`direct`;
+   * the coordinator hands out addresses and secrets with `FormRing`) or every step goes through
+   * the relay (`relay`, and absent: an older coordinator).
+   */
+  readonly ringLinks?: "direct" | "relay"
 }
 
 /**
@@ -162,15 +175,21 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
 
 /**
  * The `RankData` of a rank that joined from elsewhere: the run's part from the welcome, the
- * rest from the joining host (`trainer` URL, `saveDir`, `checkpointDir`); no fault injection and
- * no memory check of its own.
+ * rest from the joining host (`trainer` URL, `saveDir`, `checkpointDir`, `ringListen`); no fault
+ * injection and no memory check of its own.
  *
  * @since 0.1.0
  * @category model
  */
 export const rankDataOf = (
   run: JoinedRun,
-  local: { readonly trainer: string; readonly saveDir: string; readonly checkpointDir: string }
+  local: {
+    readonly trainer: string
+    readonly saveDir: string
+    readonly checkpointDir: string
+    /** Where this rank listens for its ring neighbours and the host it advertises (`PeerRing`); none: relay only. */
+    readonly ringListen?: { readonly host: string; readonly port: number; readonly advertise: string } | undefined
+  }
 ): RankData => ({
   trainer: local.trainer,
   worldSize: run.worldSize,
@@ -184,6 +203,19 @@ export const rankDataOf = (
   checkpointDir: local.checkpointDir,
   coordinatorTimeoutMs: run.coordinatorTimeoutMs,
   ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {}),
+  ...(run.backend === "ring" && run.ringLinks === "direct" && local.ringListen !== undefined
+    ? {
+        ringLinks: "direct" as const,
+        peerLinks: {
+          token: "",
+          urls: [],
+          host: local.ringListen.host,
+          port: local.ringListen.port,
+          listen: true,
+          advertise: local.ringListen.advertise
+        }
+      }
+    : {}),
   ...(run.compress === undefined ? {} : { compress: run.compress }),
   ...(run.deltas === true ? { deltas: true } : {})
 })
@@ -270,4 +302,16 @@ export interface Link {
    * asks the server whether it declared this rank dead: `RankDead`, 4011). Must not fail.
    */
   readonly whyEnded?: Effect.Effect<number | undefined>
+  /**
+   * How many times a coordinator took the run over after the last one's loss (a recovered link,
+   * docs/recovery.md). When it grows the rank drops its assignment and holds back until the new
+   * coordinator's `Update` and plan arrive. Default: never.
+   */
+  readonly recoveries?: () => number
+  /**
+   * Rank processes: sends `frame` every `intervalMs` from a thread that does not run the trainer,
+   * for up to `forMs` ms, until the returned function is called (`ChildProcess.ProcessRank`):
+   * the rank is heard from while a call the coordinator asked for blocks its thread.
+   */
+  readonly beatWhile?: (frame: Uint8Array, intervalMs: number, forMs: number) => () => void
 }

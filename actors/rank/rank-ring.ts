@@ -21,6 +21,7 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
@@ -95,6 +96,11 @@ export interface RankRing {
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
   readonly neighboursWaiting: (round: number) => boolean
+  /**
+   * Where this rank's ring listener is reached (`ws://host:port/`), once it is bound, when it
+   * advertises one (`PeerRing.PeerAddresses.advertise`): its `Hello` carries it.
+   */
+  readonly ringAddress: () => Promise<string | undefined>
   /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
   readonly linkName: () => string
   readonly failure: () => Ring.RingLinkError | undefined
@@ -213,7 +219,14 @@ export const make = (options: RankRingOptions): RankRing => {
   const peerUsed = new Map<number, "direct" | "relay">()
   const openPeers = (message: FormRing): void => {
     if (peers === undefined || portChannels.has(message.generation)) return
-    const end = peers.open(message.generation, message.peers, message.ringRank)
+    // The coordinator sends each member its neighbours (with, between hosts, the next one's
+    // listener and the generation's secret); the whole ring order serves as well.
+    const end = peers.open(
+      message.generation,
+      message.prev !== undefined && message.next !== undefined
+        ? { prev: message.prev, next: message.next, nextUrl: message.nextAddress, secret: message.ringSecret }
+        : PeerRing.neighboursOf(message.peers, message.ringRank)
+    )
     const direct = new Ring.BufferedLink((message) =>
       faultOr(message, (step) =>
         Effect.flatMap(
@@ -416,6 +429,11 @@ export const make = (options: RankRingOptions): RankRing => {
       }
       return false
     },
+    ringAddress: async () => {
+      const advertise = data.peerLinks?.advertise
+      const port = advertise === undefined ? undefined : await peers?.bound
+      return advertise === undefined || port === undefined ? undefined : PeerRing.advertisedUrl(advertise, port)
+    },
     linkName: () => {
       if (ringView !== undefined && peers !== undefined)
         return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
@@ -430,7 +448,8 @@ export const make = (options: RankRingOptions): RankRing => {
     contributionBuffer: (length) => {
       const buffer = spare
       spare = undefined
-      return buffer !== undefined && buffer.length === length ? buffer : new Float32Array(length)
+      // In memory the SIMD finite check reads (`Finite.alloc`): every contribution is checked.
+      return buffer !== undefined && buffer.length === length ? buffer : Finite.alloc(length)
     },
     rearm: () => {
       wake = Deferred.makeUnsafe<void>()

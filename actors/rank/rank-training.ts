@@ -18,6 +18,7 @@ import * as SavedModel from "../../src/train/saved-model.ts"
 import * as Trainer from "../../src/train/trainer.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
+import * as Frame from "../../src/wire/frame.ts"
 import * as Packed from "../../src/wire/packed.ts"
 import * as CoordinatorGone from "./rank-coordinator-gone.ts"
 import { savedMarker } from "./rank-data.ts"
@@ -62,6 +63,8 @@ export interface Training {
   /** `cpu` with `compress`: what packing dropped from the last contribution, added to the next (error feedback). */
   residual: Float32Array | undefined
   samplesInEpoch: number
+  /** The link's recoveries seen so far (`Link.recoveries`). */
+  recoveries: number
 }
 
 /** A running rank: what is fixed once it started, and its `training` state. */
@@ -137,7 +140,8 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       hangAtMs: Number.POSITIVE_INFINITY,
       samplesTotal: 0,
       samplesInEpoch: 0,
-      residual: undefined
+      residual: undefined,
+      recoveries: link.recoveries?.() ?? 0
     }
     const writeModel = (dir: string) => SavedModel.write(dir, s.lastAverage, { epoch: s.epoch, round: s.lastAverageRound, rank })
 
@@ -229,7 +233,25 @@ export const applyAreaCommit = (r: Running): void => {
   if (committed !== undefined) applyCommitted(r, committed.round, committed.mean)
 }
 
-/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
+/**
+ * Runs `call`, a call the coordinator asked for (`save`, `eval`), with the rank's beats going on
+ * from a thread of the process's own up to the call's bound (`RankData.callBeatsMs`), where the
+ * link can: a trainer that blocks its thread is then not taken for a dead rank, and a stopped
+ * process is (docs/liveness.md).
+ */
+const beating = async <A>(r: Running, call: "save" | "eval", run: () => Promise<A>): Promise<A> => {
+  const boundMs = r.data.callBeatsMs?.[call]
+  const stop =
+    boundMs === undefined || r.link.beatWhile === undefined
+      ? undefined
+      : r.link.beatWhile(Codec.encode(Frame.fromRank(r.rank, { _tag: "Heartbeat" })), r.data.heartbeatIntervalMs, boundMs)
+  try {
+    return await run()
+  } finally {
+    stop?.()
+  }
+}
+
 /**
  * A frame out before a call the coordinator asked for (a save, an eval): the coordinator holds a
  * rank for the call only once it is seen after the ask (`Liveness.hold`), and a synchronous
@@ -241,15 +263,18 @@ const startingCall = (r: Running) =>
     yield* r.link.transport.flush
   })
 
+/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
 const checkpoint = (r: Running, version: number) =>
   Effect.gen(function* () {
     const dir = `${r.data.checkpointDir}/v${version}`
     yield* startingCall(r)
     const savingMs = yield* Clock.currentTimeMillis
-    const saved = yield* Effect.tryPromise(async () => {
-      await r.trainer.save(dir)
-      await r.writeModel(dir)
-    }).pipe(Effect.result)
+    const saved = yield* Effect.tryPromise(() =>
+      beating(r, "save", async () => {
+        await r.trainer.save(dir)
+        await r.writeModel(dir)
+      })
+    ).pipe(Effect.result)
     r.coordinator.asked(savingMs, yield* Clock.currentTimeMillis)
     yield* r.send({
       _tag: "CheckpointResult",
@@ -292,7 +317,7 @@ const handle = (r: Running, message: ToRank) =>
         const evaluate = trainer.evaluate.bind(trainer)
         yield* startingCall(r)
         const evaluatingMs = yield* Clock.currentTimeMillis
-        const result = yield* Effect.promise(async () => evaluate())
+        const result = yield* Effect.promise(() => beating(r, "eval", async () => evaluate()))
         r.coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)
         yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
         return
@@ -344,6 +369,7 @@ export const apply = (r: Running, event: Transport.Event) =>
       return event.peer !== toCoordinator
     }
     if (event._tag !== "Frame") return true
+    recovered(r)
     const decoded = Codec.decode(event.bytes, { from: "coordinator" })
     if (Result.isFailure(decoded)) return true // counted by the transport's inspector
     yield* handle(r, decoded.success.message as ToRank)
@@ -555,3 +581,27 @@ export const turn = (r: Running) =>
     }
     return "continue" as const
   })
+
+/**
+ * Whether a new coordinator took the run over since the last call (docs/recovery.md): then the
+ * assignment, the chunks and the contribution this rank held were the old one's, and nothing of
+ * them counts until the new one re-plans. The rank goes back to its last averaged model and waits
+ * for the new `Update` (the last committed model) and its new share of the epoch. Called before
+ * any frame is applied: the new coordinator's frames all come after its recovered welcome.
+ */
+export const recovered = (r: Running): void => {
+  const { s } = r
+  const seen = r.link.recoveries?.() ?? 0
+  if (seen === s.recoveries) return
+  s.recoveries = seen
+  s.entries.length = 0
+  s.chunks.length = 0
+  s.trained = 0
+  s.contributedUpTo = 0
+  s.chunksDoneSinceContribution = 0
+  s.batchesSinceContribution = 0
+  s.lossSum = 0
+  s.lossSamples = 0
+  s.waitingUpdate = true
+  r.trainer.setParams(s.lastAverage)
+}

@@ -57,7 +57,7 @@ import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import type { Link } from "./rank-data.ts"
-import { apply, applyAreaCommit, hangUntilGone, start, stopAsTold, turn } from "./rank-training.ts"
+import { apply, applyAreaCommit, hangUntilGone, recovered, start, stopAsTold, turn } from "./rank-training.ts"
 
 // The rank's model, faults, exit codes and save files live in rank-data.ts; importers take them from here.
 export {
@@ -102,10 +102,14 @@ export const run = (
   Effect.gen(function* () {
     const r = yield* start(link, leave, loadTrainer)
     const { s, coordinator } = r
-    yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength })
+    // A rank that listens for its ring neighbours says where (its listener is bound by then).
+    const ringAddress = yield* Effect.promise(() => r.ring.ringAddress())
+    yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength, ...(ringAddress === undefined ? {} : { ringAddress }) })
     while (true) {
       if ((yield* Clock.currentTimeMillis) >= s.hangAtMs) return yield* hangUntilGone(r)
       applyAreaCommit(r)
+      // A new coordinator took the run over: what it plans replaces what the old one gave.
+      recovered(r)
       // Apply everything already delivered.
       for (let event = Queue.takeUnsafe(link.transport.inbox); event !== undefined; event = Queue.takeUnsafe(link.transport.inbox)) {
         if (event._tag === "Failure" || !(yield* apply(r, event.value))) {

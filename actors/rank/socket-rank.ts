@@ -234,6 +234,8 @@ const refusalOf = (closeCode: number): { readonly code: number; readonly words: 
  *   coordinator's `heartbeatTimeoutMs` when that is longer): how long a rank whose link to its
  *   coordinator dropped or went silent keeps its state and tries to reconnect before it saves and
  *   exits 3 (docs/recovery.md).
+ * - `ringListen`: where the rank listens for its ring neighbours' direct links and the host it
+ *   advertises (`RankData.peerLinks`; a ring run with direct links); none: every step is relayed.
  * - `tls`: how a `wss://` server's certificate is checked (`WebSocket.ClientOptions.tls`); default
  *   the system's roots.
  * - `say(line)`: where the command's own lines go (stderr).
@@ -253,6 +255,7 @@ export interface JoinRunOptions {
   readonly connectTimeoutMs?: number
   readonly coordinatorReconnectMs?: number
   readonly tls?: WebSocket.ClientOptions["tls"]
+  readonly ringListen?: { readonly host: string; readonly port: number; readonly advertise: string }
   readonly say: (line: string) => void
   readonly beforeExit?: (code: number) => void
   /**
@@ -431,7 +434,12 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
               return undefined as unknown as Rank.RankData
             }
             saveDir = runSaveDir(options.saveDir, options.saveDirPerRun === true, client.run)
-            const data = Rank.rankDataOf(client.run, { trainer: options.trainer, saveDir, checkpointDir: `${saveDir}/checkpoints` })
+            const data = Rank.rankDataOf(client.run, {
+              trainer: options.trainer,
+              saveDir,
+              checkpointDir: `${saveDir}/checkpoints`,
+              ringListen: options.ringListen
+            })
             // A resumable link that goes silent is resumed, and ends only when the coordinator refuses
             // it or stays out of reach (`reconnectWindowMsOf`): the rank's own watch on a silent
             // coordinator (a stuck one still accepts resumes) waits that long too. Meanwhile the rank
@@ -511,7 +519,7 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
   const joinedAtMs = Date.now()
   options.onJoined?.(client)
   await Rank.main(
-    Effect.succeed({ ...link, whyEnded }),
+    Effect.succeed({ ...link, whyEnded, recoveries: client.recoveries }),
     Bundle.importModule,
     (code) => {
       const closeCode = probed ?? client.closeCode()

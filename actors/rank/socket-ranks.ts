@@ -107,7 +107,16 @@ const JoinExitCode = SocketRank.JoinExitCode
  * @category join
  */
 export const joinRanks = (options: JoinRanksOptions): ReadonlyArray<JoinedRank> =>
-  Array.from({ length: options.ranks }, (_, i) => joinOne({ ...options, rank: options.rank === "auto" ? "auto" : options.rank + i }))
+  Array.from({ length: options.ranks }, (_, i) =>
+    joinOne({
+      ...options,
+      rank: options.rank === "auto" ? "auto" : options.rank + i,
+      // Each rank its own listener: a port given is the first rank's, the next ones' follow it.
+      ...(options.ringListen === undefined || options.ringListen.port === 0
+        ? {}
+        : { ringListen: { ...options.ringListen, port: options.ringListen.port + i } })
+    })
+  )
 
 /**
  * The exit code of a process whose ranks ended with `codes`: the first that is not 0, else 0.

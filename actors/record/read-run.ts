@@ -55,7 +55,7 @@ export interface PartialRun extends Omit<RunTypes.RunResult, "outcome" | "exitCo
 }
 
 /**
- * A journal's `failed` event: the run could not be carried out (`RunEvent` in `run-types.ts`).
+ * A journal's `failed` event: the run could not be carried out (`RunEvent` in `run-events.ts`).
  * `formed` false: it failed at formation and nothing was trained.
  *
  * @since 0.1.0

@@ -149,6 +149,31 @@ export type RunEvent =
       readonly resumed?: Resumed
     }
   | { readonly type: "listening"; readonly ms: number; readonly url: string }
+  | {
+      /**
+       * A restarted coordinator took the run over (docs/recovery.md): the old one's last journal
+       * line was at `lostMs`; the run goes on at `epoch` from round `lastRound`'s model, with
+       * `committedSamples` of that epoch committed.
+       */
+      readonly type: "coordinatorLost"
+      readonly ms: number
+      readonly lostMs: number
+      readonly epoch: number
+      readonly lastRound: number
+      readonly committedSamples: number
+    }
+  | {
+      /**
+       * The recovered run formed: `returned` ranks came back within the recovery window, `missing`
+       * did not (declared dead); `withoutCoordinatorMs` from the old coordinator's last line to
+       * now (the run's gap: no round closed meanwhile).
+       */
+      readonly type: "recovered"
+      readonly ms: number
+      readonly returned: ReadonlyArray<Rank>
+      readonly missing: ReadonlyArray<Rank>
+      readonly withoutCoordinatorMs: number
+    }
   | { readonly type: "joined"; readonly ms: number; readonly rank: Rank; readonly address: string; readonly credential?: string }
   | { readonly type: "revoked"; readonly ms: number; readonly rank?: Rank; readonly credential?: string }
   | { readonly type: "refused"; readonly ms: number; readonly closeCode: number; readonly reason: string; readonly address: string }
@@ -399,6 +424,13 @@ export interface RunResult {
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**
+   * A served run taken over after its coordinator's loss (`cohort serve --recover`, docs/recovery.md):
+   * each takeover, first first: when the lost coordinator wrote its last line (`lostMs`, the run's
+   * ms), how long the run went without a coordinator (`withoutCoordinatorMs`), the epoch it went
+   * on in and what of it was committed, the ranks that came back and those declared.
+   */
+  readonly recoveries?: ReadonlyArray<RecoveryRecord> | undefined
+  /**
    * `cohort report` only: the run that resumed this one (the `resumed-by.json` marker a resume
    * writes into its parent once it formed; `runId` `(unknown)` for an unreadable marker).
    */
@@ -448,4 +480,19 @@ export interface Resumed {
   readonly state: "save" | "checkpoint" | "start"
   readonly loadedFrom: string
   readonly notes: ReadonlyArray<string>
+}
+
+/**
+ * One takeover of a served run by a restarted coordinator (`RunResult.recoveries`).
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface RecoveryRecord {
+  readonly lostMs: number
+  readonly withoutCoordinatorMs: number
+  readonly epoch: number
+  readonly committedSamples: number
+  readonly returned: ReadonlyArray<Rank>
+  readonly missing: ReadonlyArray<Rank>
 }

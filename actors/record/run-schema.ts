@@ -4,7 +4,7 @@
  * error naming its first bad field, never a `TypeError`.
  *
  * One definition per record: each schema decodes to exactly the type the writer uses
- * (`actors/record/run-types.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
+ * (`actors/record/run-events.ts`, and the core's `Alert`, `Death`, `EpochSummary` and `Outcome`), which
  * the checks at the end of this file prove at compile time, so a decoded file needs no cast. A
  * field that is `undefined` in memory is absent in JSON and decodes back to `undefined`; a field
  * added after the first release (`skippedFaults`, `Outcome.deaths`, `Death.afterEnd`, counters)
@@ -216,6 +216,18 @@ export const RunResult = Schema.Struct({
   durationMs: Ms,
   exitCode: ExitCode,
   resumed: optional(Resumed),
+  recoveries: optional(
+    Schema.Array(
+      Schema.Struct({
+        lostMs: Schema.Number,
+        withoutCoordinatorMs: Schema.Number,
+        epoch: Count,
+        committedSamples: Count,
+        returned: Schema.Array(Count),
+        missing: Schema.Array(Count)
+      })
+    )
+  ),
   refusals: optional(Schema.Record(Schema.String, Count)),
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
   backend: optionalKey(Backend),
@@ -249,6 +261,8 @@ export const RunEvent = Schema.Union([
     resumed: optionalKey(Resumed)
   }),
   event("listening", { url: Schema.String }),
+  event("coordinatorLost", { lostMs: Schema.Number, epoch: Count, lastRound: Schema.Number, committedSamples: Count }),
+  event("recovered", { returned: Schema.Array(Count), missing: Schema.Array(Count), withoutCoordinatorMs: Count }),
   event("joined", { rank: Count, address: Schema.String, credential: optionalKey(Schema.String) }),
   event("revoked", { rank: optionalKey(Count), credential: optionalKey(Schema.String) }),
   event("refused", { closeCode: Count, reason: Schema.String, address: Schema.String }),

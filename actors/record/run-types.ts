@@ -8,7 +8,7 @@
 import type * as Config from "../../src/core/config.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import type { HttpHandler } from "../../src/platform/types.ts"
-import type { CollectiveFaultSpec, FloodSpec, HangSpec, KillSpec, Listening, RunEvent } from "./run-events.ts"
+import type { CollectiveFaultSpec, FloodSpec, HangSpec, KillSpec, Listening, RecoveryRecord, RunEvent, RunResult } from "./run-events.ts"
 
 export type * from "./run-events.ts"
 
@@ -331,6 +331,33 @@ export interface ServeOptions
   readonly http?: HttpHandler
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
+  /** A run taken over after its coordinator's process was lost: filled by `recover` (docs/recovery.md). */
+  readonly recovery?: Recovering
+}
+
+/**
+ * How a restarted coordinator takes a served run over (docs/recovery.md): the ranks it waits for
+ * (`expected`, those the journal holds alive) at most `windowMs` (ms), those it does not (`gone`:
+ * declared dead or exited before), the journal's time origin (`originMs`, wall-clock ms: the
+ * recovered process's event times go on from the old one's) and the old coordinator's last
+ * write to the journal (`lostAtMs`, wall-clock ms), and where the run stands.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export interface Recovering {
+  readonly windowMs: number
+  readonly expected: ReadonlyArray<Rank>
+  readonly gone: ReadonlyArray<Rank>
+  readonly originMs: number
+  readonly lostAtMs: number
+  readonly epoch: number
+  readonly lastRound: number
+  readonly committedSamples: number
+  /** The epochs the journal holds audited: the recovered run's result lists them first. */
+  readonly epochsBefore: RunResult["epochs"]
+  /** Earlier takeovers of the run, from the journal. */
+  readonly recoveriesBefore: ReadonlyArray<RecoveryRecord>
 }
 
 /**

@@ -36,6 +36,7 @@
  */
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
+import * as Finite from "./finite.ts"
 
 /**
  * One message between ring neighbours: `data` is a float64 partial sum (reduce-scatter,
@@ -293,12 +294,13 @@ const allFinite = (data: Float64Array | Float32Array): boolean => {
 /**
  * Whether `params` can be a contribution: every value finite. A rank whose parameters are not
  * (its training diverged) takes part with `contributes: false`, as the `cpu` backend leaves
- * non-finite parameters out of its mean (`BadParams`). O(length).
+ * non-finite parameters out of its mean (`BadParams`). O(length), with SIMD for a vector from
+ * `Finite.alloc` (`Finite` module doc).
  *
  * @since 0.1.0
  * @category averaging
  */
-export const isContribution = (params: Float32Array): boolean => allFinite(params)
+export const isContribution = (params: Float32Array): boolean => Finite.allFinite(params)
 
 /**
  * What is wrong with ring step `message` sent by ring rank `ringRank` of a ring of `ringSize`

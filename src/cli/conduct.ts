@@ -9,6 +9,7 @@ import type { RunTypes } from "../../actors/cli-entry.ts"
 import * as Trainer from "../train/trainer.ts"
 import * as Bundle from "../platform/bundle.ts"
 import * as Files from "../platform/files.ts"
+import * as ListenError from "../platform/listen-error.ts"
 import * as Signals from "../platform/signals.ts"
 import * as Terminal from "../platform/terminal.ts"
 import * as RankOutput from "../transport/rank-output.ts"
@@ -202,7 +203,10 @@ export const conduct = async (
         onResource: (line) => void (resourceLines.length < 64 ? resourceLines.push(line) : undefined)
       })
     } catch (error) {
-      io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${firstLine(error)}\n`)
+      const why = ListenError.addressInUse(firstLine(error))
+        ? `${ListenError.addressInUseText}; choose another port with --dashboard PORT, or leave PORT out for a free one`
+        : firstLine(error)
+      io.err(`cohort: the dashboard could not start on ${dashboard.host}:${dashboard.port}: ${why}\n`)
       return ExitCode.unavailable
     }
     io.err(
@@ -215,7 +219,8 @@ export const conduct = async (
   const onEvent = (event: RunTypes.RunEvent): void => {
     if (event.type === "started") started = event
     live?.onEvent(event)
-    view.onEvent(event)
+    // A listener that could not bind is the run's one line, below (the journal keeps the event).
+    if (event.type !== "failed" || event.stage !== "listen") view.onEvent(event)
   }
   const interrupt = new AbortController()
   const stop = new AbortController()
@@ -257,6 +262,15 @@ export const conduct = async (
         ? (error as { readonly option: string }).option
         : undefined
     if (option !== undefined && option !== "formation" && option !== "run" && option !== "listen") return usage(io, firstLine(error))
+    if (option === "listen") {
+      // One line: where, why, and (for a taken port) what to do.
+      const reason = (error as { readonly reason: string }).reason
+      const hint = reason.endsWith(ListenError.addressInUseText)
+        ? "; choose another port with --listen HOST:PORT (port 0: any free one)"
+        : ""
+      io.err(`cohort: the run could not start: ${reason}${hint}\n`)
+      return ExitCode.unavailable
+    }
     io.err(`cohort: the run failed: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }

@@ -71,6 +71,5 @@ export { reportDefaults }
 export const demoKill = (worldSize: number, epochs: number): ReadonlyArray<RunTypes.KillSpec> =>
   worldSize < 2 ? [] : [{ rank: Math.min(2, worldSize - 1), atEpoch: Math.min(1, epochs - 1), atFraction: 0.4, plan: "demo" }]
 
-/** Where the survivors of a save-and-shutdown write their state, under the run directory. */
 /** The folder, under a run's directory, where survivors save after a save-and-shutdown. @since 0.1.0 @category cli */
 export const saveFolder = "save"

@@ -202,6 +202,12 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `round ${event.round} of epoch ${event.epoch} closed: ${plural(event.contributors, "contribution")}, open ${event.openMs} ms`
     case "listening":
       return `listening on ${event.url}`
+    case "coordinatorLost":
+      return `a new coordinator takes the run over: the last one wrote its last line at ${(event.lostMs / 1000).toFixed(1)} s; epoch ${event.epoch} goes on from round ${event.lastRound}'s model, ${plural(event.committedSamples, "sample")} of it committed`
+    case "recovered":
+      return `the run goes on after ${(event.withoutCoordinatorMs / 1000).toFixed(1)} s without a coordinator: ${
+        event.returned.length === 0 ? "no rank" : `rank${event.returned.length === 1 ? "" : "s"} ${event.returned.join(", ")}`
+      } came back${event.missing.length === 0 ? "" : `; ${event.missing.join(", ")} did not (declared dead)`}`
     case "joined":
       return `rank ${event.rank} joined from ${event.address === "" ? "an unknown address" : event.address}${
         event.credential === undefined ? "" : ` with credential ${event.credential}`

@@ -356,6 +356,39 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   }
 }
 
+/**
+ * The launcher's options that `demo`, `run` and `serve` take alike from their checked flags (the
+ * flags of parse.ts `runFlags`): the run's size and mode, liveness, rounds and how they are
+ * combined, the failure policy, the seed and the output folder; an option not given is left out.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const sharedRunOptions = (options: RunCommandOptions) => ({
+  worldSize: options.worldSize,
+  epochs: options.epochs,
+  mode: options.mode,
+  backend: options.backend,
+  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
+  heartbeatTimeoutMs: options.heartbeatTimeoutMs,
+  coordinatorTimeoutMs: options.coordinatorTimeoutMs,
+  ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
+  ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+  ...options.aggregation,
+  ...(options.compress === undefined ? {} : { compress: options.compress }),
+  ...(options.deltas === undefined ? {} : { deltas: options.deltas }),
+  ...options.outer,
+  failureLimit: options.failureLimit,
+  rolePolicy: options.rolePolicy,
+  onRepeatedCrash: options.onRepeatedCrash,
+  interruptGraceMs: options.interruptGraceMs,
+  ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
+  ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+  livenessDetector: options.livenessDetector,
+  seed: options.seed,
+  outDir: options.outDir
+})
+
 /** `--dashboard [PORT]` and `--dashboard-faults`, checked. */
 const dashboardOption = (raw: RawRunOptions): RunCommandOptions["dashboard"] => {
   if (raw.dashboard === undefined) {

@@ -73,6 +73,15 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)
+  --recover DIR               take the served run in DIR over after its coordinator's process
+                              was lost: same folder, token (DIR/token, or --token-file) and
+                              address (or --listen); the ranks still running come back
+  --recovery-window-ms N      how long those ranks have to come back (default 60000); the
+                              others are declared dead ("did not return after the coordinator's
+                              restart")
+  --fresh                     start a new run even when the --out folder holds a served run
+                              that lost its coordinator within the recovery window (serve
+                              takes the only such run over by itself otherwise)
   It prints "cohort serve: run <runId> listening on ws://HOST:PORT/ for N ranks" and
   "cohort serve: join with: cohort join ws://HOST:PORT/ ... --rank auto" (on stderr with --json).
 
@@ -97,6 +106,13 @@ Options of join URL:
   --ca FILE                   a wss:// server's certificate must chain to this CA (PEM)
   --fingerprint SHA256        a wss:// server must show the certificate serve printed this for
                               (default for wss://: the system's roots and the host name)
+  --ring-listen HOST[:PORT]|off
+                              with --backend ring: where the rank listens for its ring
+                              neighbours' direct links (default the interface that reaches the
+                              coordinator, a free port); off: every step through the relay
+  --ring-advertise HOST       the address its neighbours reach the listener at (default the
+                              listen address; with 0.0.0.0 or ::, the interface that reaches
+                              the coordinator)
   Exit codes of join: 0 clean end; 1 the trainer failed; 2 bad input; 3 the coordinator is gone
   (emergency save); 10 wrong token; 11 rank taken; 12 run already formed; 13 rank declared dead;
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused

@@ -16,7 +16,9 @@
  * whose coordinator dropped or went silent keeps its state and tries to reconnect before it saves
  * and exits 3; docs/recovery.md), `--ca FILE` or `--fingerprint SHA256`
  * (how a `wss://` server's certificate is checked: a private CA, or the fingerprint `cohort
- * serve` prints; default the system's roots).
+ * serve` prints; default the system's roots), `--ring-listen HOST[:PORT]|off` and
+ * `--ring-advertise HOST` (where the rank listens for its ring neighbours' direct links and the
+ * address it tells them through the coordinator; `ringListenOf`).
  *
  * Its lines go to stderr: `cohort join: joined ws://HOST:PORT/ as rank R of N` once welcomed,
  * `cohort join: rank R saved its state under DIR/rank<r> (REASON)` after a `ShutdownWithSave`,
@@ -30,6 +32,7 @@
 import * as Commander from "commander"
 import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
+import * as HostAddresses from "../platform/host-addresses.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
 import { integerAtLeast, UsageError } from "./flags.ts"
@@ -56,6 +59,64 @@ interface RawJoinOptions {
   readonly coordinatorReconnectMs?: string
   readonly ca?: string
   readonly fingerprint?: string
+  readonly ringListen?: string
+  readonly ringAdvertise?: string
+}
+
+/**
+ * Where a joined rank listens for its ring neighbours' direct links (`host`, `port`) and the host
+ * it advertises to them through the coordinator (`advertise`; docs/ring.md).
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export interface RingListen {
+  readonly host: string
+  readonly port: number
+  readonly advertise: string
+}
+
+const hostPortOf = (text: string, flag: string): { readonly host: string; readonly port: number | undefined } => {
+  const match = /^(\[[0-9A-Fa-f:.]+\]|[^\s:[\]/]+)(?::(\d{1,5}))?$/.exec(text)
+  const port = match?.[2] === undefined ? undefined : Number(match[2])
+  if (match === null || (port !== undefined && port > 65535)) throw new UsageError(`${flag} must be HOST or HOST:PORT, got '${text}'`)
+  const host = match[1]!
+  return { host: host.startsWith("[") ? host.slice(1, -1) : host, port }
+}
+
+/**
+ * `--ring-listen HOST[:PORT]|off` and `--ring-advertise HOST` of a join to `url`: by default the
+ * rank listens on the address of the interface its route to the coordinator leaves from (else the
+ * host's first address that is not loopback, else loopback), on a free port, and advertises that
+ * address; with a wildcard (`0.0.0.0`, `::`) it advertises that interface's address; `off`: no
+ * listener (every ring step through the coordinator's relay). `UsageError` for a malformed flag.
+ *
+ * @since 0.1.0
+ * @category cli
+ */
+export const ringListenOf = async (
+  url: string,
+  listen: string | undefined,
+  advertise: string | undefined
+): Promise<RingListen | undefined> => {
+  if (listen === "off") {
+    if (advertise !== undefined) throw new UsageError("--ring-advertise goes with a ring listener, not --ring-listen off")
+    return undefined
+  }
+  const asked = listen === undefined ? undefined : hostPortOf(listen, "--ring-listen")
+  const told = advertise === undefined ? undefined : hostPortOf(advertise, "--ring-advertise")
+  if (told?.port !== undefined)
+    throw new UsageError(`--ring-advertise is a host, without a port (it is the listener's), got '${advertise}'`)
+  const wildcard = asked === undefined || asked.host === "0.0.0.0" || asked.host === "::"
+  let reached: string | undefined
+  if (told === undefined && wildcard) {
+    const coordinator = hostPortOf(new URL(url).host, "the URL")
+    reached =
+      (await HostAddresses.localAddressTowards(coordinator.host, coordinator.port ?? 80)) ??
+      (/^(127\.|localhost$|::1$)/.test(coordinator.host) ? "127.0.0.1" : HostAddresses.externalAddresses()[0])
+    if (reached === undefined) return undefined
+  }
+  return { host: asked?.host ?? reached!, port: asked?.port ?? 0, advertise: told?.host ?? (wildcard ? reached! : asked!.host) }
 }
 
 /**
@@ -99,6 +160,17 @@ const rankOf = (text: string, flag: string): number | "auto" => {
 }
 
 /**
+ * Why a URL is not one to join: a served run speaks WebSocket, `ws://HOST:PORT/` or, over TLS,
+ * `wss://HOST:PORT/`, as `cohort serve` prints it; an `http://` or `https://` one gets the URL to
+ * use instead.
+ */
+const urlRefusal = (url: string): string => {
+  const web = /^(https?):\/\/([^\s/]+)/i.exec(url)
+  const instead = web === null ? "" : `; try ${web[1]!.toLowerCase() === "https" ? "wss" : "ws"}://${web[2]}/`
+  return `the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got '${url}'${instead}`
+}
+
+/**
  * Runs `cohort join` with `argv` (the arguments after `join`) and returns its exit code; once the
  * rank trains, the rank itself ends the process with its exit code, after `io.leaving(code)`.
  *
@@ -115,6 +187,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let ranks: number
   let coordinatorReconnectMs: number | undefined
   let tls: { readonly ca?: string; readonly fingerprint256?: string } | undefined
+  let ringListen: RingListen | undefined
   try {
     new Commander.Command("join")
       .exitOverride()
@@ -132,13 +205,15 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--coordinator-reconnect-ms <ms>")
       .option("--ca <file>")
       .option("--fingerprint <sha256>")
+      .option("--ring-listen <host:port>")
+      .option("--ring-advertise <host>")
       .action((given: string, options: RawJoinOptions) => {
         url = given
         raw = options
       })
       .parse([...argv], { from: "user" })
     if (url === undefined) throw new UsageError("join needs the coordinator's URL")
-    if (!/^wss?:\/\/[^\s/]+\/?$/.test(url)) throw new UsageError(`the URL must be ws://HOST:PORT/ as cohort serve prints it, got '${url}'`)
+    if (!/^wss?:\/\/[^\s/]+\/?$/.test(url)) throw new UsageError(urlRefusal(url))
     if (raw.rank !== undefined && raw.rankFromEnv !== undefined) throw new UsageError("--rank cannot be used with --rank-from-env")
     if (raw.rankFromEnv !== undefined) {
       const value = env(raw.rankFromEnv)
@@ -156,6 +231,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     token = await readToken(raw.tokenFile, env)
     if (token === undefined) throw new UsageError(`join needs the run token: --token-file FILE or ${serveDefaults.tokenEnv}`)
     tls = await readTrust(url, raw.ca, raw.fingerprint)
+    ringListen = await ringListenOf(url, raw.ringListen, raw.ringAdvertise)
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -184,6 +260,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     connectTimeoutMs,
     ...(coordinatorReconnectMs === undefined ? {} : { coordinatorReconnectMs }),
     ...(tls === undefined ? {} : { tls }),
+    ...(ringListen === undefined ? {} : { ringListen }),
     say: (line: string) => io.err(`${line}\n`)
   }
   if (ranks === 1) return joinRun({ ...joinOptions, ...(io.leaving === undefined ? {} : { beforeExit: io.leaving }) })

@@ -10,7 +10,7 @@ import * as Runtime from "../platform/detect.ts"
 import * as Join from "./join.ts"
 import { helpText } from "./help.ts"
 import { ExitCode } from "./defaults.ts"
-import type { RunCommandOptions } from "./flags.ts"
+import { type RunCommandOptions, sharedRunOptions } from "./flags.ts"
 import { type BundleCommandOptions, firstLine, parse, type ReportCommandOptions } from "./parse.ts"
 import { importLauncher, readRun } from "../../actors/cli-entry.ts"
 import { failureLine } from "./event-text.ts"
@@ -41,32 +41,11 @@ const toRunOptions = (
   ...(signals.killRequests === undefined ? {} : { killRequests: signals.killRequests }),
   ...(signals.coordinatorAlerts === undefined ? {} : { coordinatorAlerts: signals.coordinatorAlerts }),
   trainer,
-  worldSize: options.worldSize,
-  epochs: options.epochs,
-  mode: options.mode,
-  backend: options.backend,
-  ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
+  ...sharedRunOptions(options),
   transport: options.transport,
   kills: options.kills,
   hangs: options.hangs,
-  heartbeatTimeoutMs: options.heartbeatTimeoutMs,
-  ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
-  ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
-  ...options.aggregation,
-  ...(options.compress === undefined ? {} : { compress: options.compress }),
-  ...(options.deltas === undefined ? {} : { deltas: options.deltas }),
-  ...options.outer,
-  coordinatorTimeoutMs: options.coordinatorTimeoutMs,
-  failureLimit: options.failureLimit,
-  rolePolicy: options.rolePolicy,
-  onRepeatedCrash: options.onRepeatedCrash,
   rankMemoryMb: options.rankMemoryMb,
-  interruptGraceMs: options.interruptGraceMs,
-  ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
-  ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
-  livenessDetector: options.livenessDetector,
-  seed: options.seed,
-  outDir: options.outDir,
   onEvent,
   onRankOutput
 })

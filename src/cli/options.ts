@@ -1,7 +1,7 @@
 /**
  * The flags of `cohort demo` and `cohort run` as one table: the help text (`help.ts`) and the
  * options table of docs/cli.md are made from it, and the defaults are the parser's own
- * (`Parse.defaults`, the core's and the dashboard's), so that a default is written once.
+ * (`defaults.ts`, the core's and the dashboard's), so that a default is written once.
  *
  * @since 0.1.0
  */
@@ -30,7 +30,7 @@ export interface RunOption {
  * @since 0.1.0
  * @category cli
  */
-export const runOptions: ReadonlyArray<RunOption> = [
+export const runFlagTable: ReadonlyArray<RunOption> = [
   {
     flag: "--trainer FILE",
     default: undefined,
@@ -70,8 +70,8 @@ export const runOptions: ReadonlyArray<RunOption> = [
   {
     flag: "--ring-links direct|relay",
     default: "direct",
-    help: "ring steps rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it",
-    doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets, each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
+    help: "ring steps rank to rank where the transport can (worker threads; processes over loopback WebSockets; served ranks to the addresses they advertise; each link falling back to the relay), or every step through the coordinator, which checks it",
+    doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets; `serve`: joined ranks to the addresses they advertise, see [direct links between hosts](ring.md#direct-links-between-hosts); each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
   },
   {
     flag: "--kill RANK@SECONDS",
@@ -262,7 +262,7 @@ const wrap = (tokens: ReadonlyArray<string>, width: number): Array<string> => {
  * @since 0.1.0
  * @category cli
  */
-export const helpLines = (options: ReadonlyArray<RunOption> = runOptions): string => {
+export const helpLines = (options: ReadonlyArray<RunOption> = runFlagTable): string => {
   const out: Array<string> = []
   const indent = " ".repeat(helpColumn)
   for (const option of options) {
@@ -289,7 +289,7 @@ export const helpLines = (options: ReadonlyArray<RunOption> = runOptions): strin
  * @since 0.1.0
  * @category cli
  */
-export const docTable = (options: ReadonlyArray<RunOption> = runOptions): string =>
+export const docTable = (options: ReadonlyArray<RunOption> = runFlagTable): string =>
   [
     "| flag | default | meaning |",
     "|---|---|---|",

@@ -69,14 +69,60 @@ const isHelpRequest = (argv: ReadonlyArray<string>): boolean => {
   return (end === -1 ? argv : argv.slice(0, end)).some((arg) => arg === "-h" || arg === "--help")
 }
 
-/** Commander's messages start with `error: ` and put a suggestion on a second line. */
-/** One line of a commander or usage message. @since 0.1.0 @category parsing */
+/**
+ * One line of a commander or usage message: commander's start with `error: ` and put a suggestion
+ * on a second line.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
 export const oneLine = (message: string): string =>
   message
     .replace(/^error: /, "")
     .replace(/\n\(Did you mean/g, " (did you mean")
     .replace(/\s*\n\s*/g, " ")
     .trim()
+
+/**
+ * The run flags `demo`, `run` and `serve` share (`flags.ts` `runOptions` checks them): the run's
+ * size and mode, liveness, rounds and how they are combined, the failure policy, the output and
+ * the dashboard. Each command adds its own: the transport and the injected faults of a local run,
+ * the listener and the credentials of a served one (`serve.ts`).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const runFlags = (command: Commander.Command): Commander.Command =>
+  command
+    .option("--world-size <n>")
+    .option("--epochs <n>")
+    .option("--mode <mode>")
+    .option("--backend <backend>")
+    .option("--ring-links <links>")
+    .option("--heartbeat-timeout-ms <ms>")
+    .option("--coordinator-timeout-ms <ms>")
+    .option("--round-deadline-ms <ms>")
+    .option("--round-quorum <fraction>")
+    .option("--aggregate <rule>")
+    .option("--clip-norm <norm>")
+    .option("--outlier-rounds-max <rounds>")
+    .option("--compress <kind>")
+    .option("--deltas <on|off>")
+    .option("--outer-lr <rate>")
+    .option("--outer-momentum <momentum>")
+    .option("--failure-limit <limit>")
+    .option("--role-policy <policy>")
+    .option("--on-repeated-crash <action>")
+    .option("--interrupt-grace-ms <ms>")
+    .option("--seed <n>")
+    .option("--out <dir>")
+    .option("--json")
+    .option("--dashboard [port]")
+    .option("--dashboard-faults")
+    .option("--dashboard-connections-max <n>")
+    .option("--save-timeout-ms <ms>")
+    .option("--eval-timeout-ms <ms>")
+    .option("--liveness <detector>")
 
 /**
  * Parses `argv` (the arguments after the program name) into a command with its options filled in
@@ -109,41 +155,12 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
     let sawNoKill = false
     const command = program.command(name)
     if (name === "run") command.option("--trainer <file>")
-    command
-      .option("--world-size <n>")
-      .option("--epochs <n>")
-      .option("--mode <mode>")
-      .option("--backend <backend>")
-      .option("--ring-links <links>")
+    runFlags(command)
       .option("--transport <kind>")
       .option("--kill <spec>", "", collect)
       .option("--no-kill")
       .option("--hang <spec>", "", collect)
-      .option("--heartbeat-timeout-ms <ms>")
-      .option("--coordinator-timeout-ms <ms>")
-      .option("--round-deadline-ms <ms>")
-      .option("--round-quorum <fraction>")
-      .option("--aggregate <rule>")
-      .option("--clip-norm <norm>")
-      .option("--outlier-rounds-max <rounds>")
-      .option("--compress <kind>")
-      .option("--deltas <on|off>")
-      .option("--outer-lr <rate>")
-      .option("--outer-momentum <momentum>")
-      .option("--failure-limit <limit>")
-      .option("--role-policy <policy>")
-      .option("--on-repeated-crash <action>")
       .option("--rank-memory-mb <mb>")
-      .option("--interrupt-grace-ms <ms>")
-      .option("--seed <n>")
-      .option("--out <dir>")
-      .option("--json")
-      .option("--dashboard [port]")
-      .option("--dashboard-faults")
-      .option("--dashboard-connections-max <n>")
-      .option("--save-timeout-ms <ms>")
-      .option("--eval-timeout-ms <ms>")
-      .option("--liveness <detector>")
       .on("option:kill", () => {
         sawKill = true
       })

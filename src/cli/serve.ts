@@ -56,8 +56,8 @@ import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
-import { integerAtLeast, type RawRunOptions, runOptions, UsageError } from "./flags.ts"
-import { firstLine, oneLine } from "./parse.ts"
+import { integerAtLeast, type RawRunOptions, runOptions, sharedRunOptions, UsageError } from "./flags.ts"
+import { firstLine, oneLine, runFlags } from "./parse.ts"
 
 /**
  * Defaults of the flags `serve` adds: `listen` `127.0.0.1:0`, `formationTimeoutMs` 300000 (the
@@ -179,6 +179,9 @@ interface RawServeOptions extends RawRunOptions {
   readonly issueTokens?: string
   readonly tokenTtlMs?: string
   readonly rankConnectionsMax?: string
+  readonly recover?: string
+  readonly recoveryWindowMs?: string
+  readonly fresh?: boolean
 }
 
 /**
@@ -188,7 +191,7 @@ interface RawServeOptions extends RawRunOptions {
  * @category cli
  */
 export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number> => {
-  // Long because it lists the command's 29 options inline, one line each, then checks them and prints the served run's header.
+  // Long because it lists the command's own options inline (the run's are `runFlags`), one line each, then checks them and prints the served run's header.
   let raw: RawServeOptions | undefined
   const command = new Commander.Command("serve")
     .exitOverride()
@@ -196,28 +199,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .helpOption(false)
     .showSuggestionAfterError(true)
     .option("--trainer <file>")
-    .option("--world-size <n>")
-    .option("--epochs <n>")
-    .option("--mode <mode>")
-    .option("--backend <kind>")
-    .option("--heartbeat-timeout-ms <ms>")
-    .option("--coordinator-timeout-ms <ms>")
-    .option("--round-deadline-ms <ms>")
-    .option("--round-quorum <fraction>")
-    .option("--aggregate <rule>")
-    .option("--clip-norm <norm>")
-    .option("--outlier-rounds-max <rounds>")
-    .option("--compress <kind>")
-    .option("--deltas <on|off>")
-    .option("--outer-lr <rate>")
-    .option("--outer-momentum <momentum>")
-    .option("--failure-limit <limit>")
-    .option("--role-policy <policy>")
-    .option("--on-repeated-crash <action>")
-    .option("--interrupt-grace-ms <ms>")
-    .option("--seed <n>")
-    .option("--out <dir>")
-    .option("--json")
+  runFlags(command)
     .option("--listen <host:port>")
     .option("--token-file <file>")
     .option("--formation-timeout-ms <ms>")
@@ -229,12 +211,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--issue-tokens <n>")
     .option("--token-ttl-ms <ms>")
     .option("--rank-connections-max <n>")
-    .option("--dashboard [port]")
-    .option("--dashboard-connections-max <n>")
-    .option("--save-timeout-ms <ms>")
-    .option("--eval-timeout-ms <ms>")
-    .option("--liveness <detector>")
-    .option("--dashboard-faults")
+    .option("--recover <dir>")
+    .option("--recovery-window-ms <ms>")
+    .option("--fresh")
     .action((options: RawServeOptions) => {
       raw = options
     })
@@ -281,6 +260,18 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     return usage(io, oneLine(String(error)))
   }
   const parsed = options
+  if (raw.recover !== undefined) return recoverRun(io, raw, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  const lost = raw.fresh === true ? [] : await lostRuns(raw, parsed)
+  if (lost.length === 1) {
+    ;(parsed.json ? io.err : io.out)(
+      `cohort serve: run ${lost[0]} lost its coordinator (no live process holds its lock, its journal has no end) and its ranks may still wait: taking it over as --recover would (--fresh starts a new run instead)\n`
+    )
+    return recoverRun(io, { ...raw, recover: lost[0]! }, parsed, token?.token, raw.listen === undefined ? undefined : listen)
+  }
+  if (lost.length > 1)
+    (parsed.json ? io.err : io.out)(
+      `cohort serve: note: ${lost.length} runs under ${parsed.outDir ?? "runs"} lost their coordinator (${lost.join(", ")}); starting a new run (take one over with --recover DIR)\n`
+    )
   const tokenFileGiven = raw.tokenFile === undefined ? undefined : Files.absolutePath(raw.tokenFile)
   return withConsoleOnStderr(parsed.json, async () => {
     // Long because the serve command's steps in order (trainer, options, the listening lines), sharing its locals.
@@ -328,29 +319,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...hooks,
         onEvent,
         trainer,
-        worldSize: parsed.worldSize,
+        ...sharedRunOptions(parsed),
         maxRanks,
         minRanks,
-        epochs: parsed.epochs,
-        mode: parsed.mode,
-        backend: parsed.backend,
-        heartbeatTimeoutMs: parsed.heartbeatTimeoutMs,
-        coordinatorTimeoutMs: parsed.coordinatorTimeoutMs,
-        ...(parsed.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: parsed.roundDeadlineMs }),
-        ...(parsed.roundQuorum === undefined ? {} : { roundQuorum: parsed.roundQuorum }),
-        ...parsed.aggregation,
-        ...(parsed.compress === undefined ? {} : { compress: parsed.compress }),
-        ...(parsed.deltas === undefined ? {} : { deltas: parsed.deltas }),
-        ...parsed.outer,
-        failureLimit: parsed.failureLimit,
-        rolePolicy: parsed.rolePolicy,
-        onRepeatedCrash: parsed.onRepeatedCrash,
-        interruptGraceMs: parsed.interruptGraceMs,
-        ...(parsed.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: parsed.saveTimeoutMs }),
-        ...(parsed.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: parsed.evalTimeoutMs }),
-        livenessDetector: parsed.livenessDetector,
-        seed: parsed.seed,
-        outDir: parsed.outDir,
         host: listen.host,
         port: listen.port,
         formationTimeoutMs,
@@ -410,4 +381,61 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       })
     })
   })
+}
+
+/**
+ * `cohort serve --recover RUN_DIR` (docs/recovery.md): takes the served run in `RUN_DIR` over
+ * after its coordinator's process was lost, in the same folder, with the same token (its `token`
+ * file, or `--token-file`/`COHORT_TOKEN`) and address (the run's, unless `--listen` is given).
+ * `--recovery-window-ms MS` (default 60000) bounds how long the ranks have to come back.
+ * Prints `cohort serve: run <runId> taken over on <url>` and goes on as `serve`.
+ */
+const recoverRun = async (
+  io: Io,
+  raw: RawServeOptions,
+  parsed: ReturnType<typeof runOptions>,
+  runToken: string | undefined,
+  listen: { readonly host: string; readonly port: number } | undefined
+): Promise<number> => {
+  let recoveryWindowMs: number
+  try {
+    recoveryWindowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, 60_000)
+  } catch (error) {
+    return usage(io, oneLine(error instanceof Error ? error.message : String(error)))
+  }
+  let launcher: Awaited<ReturnType<typeof importLauncher>>
+  try {
+    launcher = await importLauncher()
+  } catch (error) {
+    io.err(`cohort: the launcher is not available: ${firstLine(error)}\n`)
+    return ExitCode.unavailable
+  }
+  const say = (line: string): void => (parsed.json ? io.err : io.out)(`cohort serve: ${line}\n`)
+  return withConsoleOnStderr(parsed.json, () =>
+    conduct(io, { ...parsed, dashboard: undefined }, (hooks) =>
+      launcher.recover({
+        ...hooks,
+        runDir: raw.recover!,
+        recoveryWindowMs,
+        ...(runToken === undefined ? {} : { runToken }),
+        ...(listen === undefined ? {} : { host: listen.host, port: listen.port }),
+        onListening: (listening) => say(`run ${listening.runId} taken over on ${listening.url}`)
+      })
+    )
+  )
+}
+
+/**
+ * The served runs under the run's `--out` folder whose coordinator was lost within the recovery
+ * window (`findLost`): `serve` takes the only one over by itself, as a restarted pod with the same
+ * volume would want. None when the launcher cannot load or the window is not a valid number.
+ */
+const lostRuns = async (raw: RawServeOptions, parsed: ReturnType<typeof runOptions>): Promise<ReadonlyArray<string>> => {
+  try {
+    const launcher = await importLauncher()
+    const windowMs = integerAtLeast("--recovery-window-ms", raw.recoveryWindowMs, 1, launcher.recoveryWindowMsDefault)
+    return await launcher.findLost(parsed.outDir ?? launcher.defaults.outDir, windowMs, Date.now())
+  } catch {
+    return []
+  }
 }

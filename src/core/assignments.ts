@@ -3,8 +3,9 @@
  * each extension in the order sent), how much of it is still uncommitted, and the remainder that a
  * death hands to the survivors (docs/design.md §3.3).
  *
- * Fixes floDl gap 7.2.7: extensions are part of the list, so a survivor that received slices and
- * then dies hands them on too, and the remainder is one range per list entry.
+ * Extensions are part of the list (floDl 0.7, where these rules started, left them out and lost
+ * them), so a survivor that received slices and then dies hands them on too, and the remainder is
+ * one range per list entry.
  *
  * Memory: 16 bytes per rank. The partition is derived from the rank's index in the epoch's plan
  * (equal split) or read from per-rank arrays (ratio plans only); extensions live in one growable

@@ -86,6 +86,15 @@ export interface Options {
    */
   readonly evalTimeoutMs?: number
   /**
+   * The ranks send frames while they run a call the coordinator asked for (a save, an eval),
+   * from a thread that does not run the trainer, for up to the call's bound (`saveTimeoutMs`,
+   * `evalTimeoutMs`): their holds then postpone no deadline, so a rank that stops beating is
+   * declared after `heartbeatTimeoutMs` whatever call it was in, and one whose call runs past its
+   * bound is declared once its beats stop, with the bound's alert (`liveness.ts`, `Hold.beaten`).
+   * Rank processes do; worker threads and WebSocket ranks do not. Default false.
+   */
+  readonly beatsDuringCalls?: boolean
+  /**
    * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's
    * timeout follows the gaps between its frames (smoothed mean plus `adaptiveDeviations` mean
    * deviations), between `adaptiveTimeoutMinMs` and `heartbeatTimeoutMs`: never later than
@@ -214,6 +223,7 @@ export interface Config {
   readonly heartbeatTimeoutMs: number
   readonly saveTimeoutMs: number
   readonly evalTimeoutMs: number
+  readonly beatsDuringCalls: boolean
   readonly livenessDetector: "fixed" | "adaptive"
   readonly adaptiveTimeoutMinMs: number
   readonly adaptiveDeviations: number
@@ -325,6 +335,8 @@ export const make = (options: Options): Config | Invalid => {
   if (!isMs(saveTimeoutMs)) return invalid("saveTimeoutMs", `must be a positive number of ms, got ${String(saveTimeoutMs)}`)
   const evalTimeoutMs = o.evalTimeoutMs ?? defaults.evalTimeoutMs
   if (!isMs(evalTimeoutMs)) return invalid("evalTimeoutMs", `must be a positive number of ms, got ${String(evalTimeoutMs)}`)
+  const beatsDuringCalls = o.beatsDuringCalls ?? false
+  if (typeof beatsDuringCalls !== "boolean") return invalid("beatsDuringCalls", `must be true or false, got ${String(beatsDuringCalls)}`)
   const livenessDetector = o.livenessDetector ?? defaults.livenessDetector
   if (livenessDetector !== "fixed" && livenessDetector !== "adaptive") {
     return invalid("livenessDetector", `must be fixed or adaptive, got ${String(livenessDetector)}`)
@@ -421,6 +433,7 @@ export const make = (options: Options): Config | Invalid => {
     heartbeatTimeoutMs,
     saveTimeoutMs,
     evalTimeoutMs,
+    beatsDuringCalls,
     livenessDetector,
     adaptiveTimeoutMinMs,
     adaptiveDeviations,

@@ -148,6 +148,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
       state.resume = resume
       state.epoch = resume.epoch
       state.firstEpoch = resume.epoch
+      state.firstRound = resume.firstRound
       state.round = resume.firstRound
     }
   }
@@ -292,6 +293,10 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.framesWrongEpoch += 1
         return
       }
+      if (message.round < state.firstRound) {
+        counters.staleRoundDone += 1
+        return
+      }
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
       onParams(state, rank, Math.floor(message.samplesDone), message.params, cmds)
       return
@@ -373,7 +378,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
 /**
  * Holds each rank asked for a call by `cmds` (a `Checkpoint`, an `Eval`) for `saveTimeoutMs` or
  * `evalTimeoutMs` on top of its timeout (docs/design.md §3.1, `Liveness.hold`): a synchronous trainer
- * sends nothing while it saves or evaluates. Read off the commands, so that every path that asks
+ * sends nothing while it saves or evaluates. Ranks that beat during calls (`beatsDuringCalls`)
+ * get holds that only name the bound. Read off the commands, so that every path that asks
  * (an epoch's end, a checkpoint's failover) holds its rank. An epoch the same commands start on
  * the rank after the ask releases the hold once a frame of it arrives (`Liveness.Hold`): so a rank
  * whose trainer has no `evaluate`, and never answers `Eval`, is held no longer than it takes to
@@ -400,7 +406,8 @@ const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
         for (const to of c.ranks) enter(to, c.epoch)
     }
   }
-  for (const a of asked ?? []) Liveness.hold(liveness, a.to, a.call, a.id, state.clockMs, a.forMs, entered?.get(a.to) ?? Infinity)
+  for (const a of asked ?? [])
+    Liveness.hold(liveness, a.to, a.call, a.id, state.clockMs, a.forMs, entered?.get(a.to) ?? Infinity, config.beatsDuringCalls)
 }
 
 /** A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's hold (`holdCalls`). */

@@ -166,6 +166,8 @@ export type Command =
       readonly round: number
       readonly openedAtMs: number
       readonly contributors: ReadonlyArray<Rank>
+      /** The ranges of the epoch's permutation this round committed, `[offset, size]` in commit order. */
+      readonly committed: ReadonlyArray<readonly [number, number]>
       readonly params: ReadonlyArray<Float32Array>
       /** The rank that sent each entry of `params` (same order and length; empty with the ring backend). */
       readonly paramRanks: ReadonlyArray<Rank>

@@ -37,6 +37,10 @@
  *   frames, not held for a call it never started. A rank's deadline is the later of its timeout
  *   after its last sighting and its counted holds; a hold never answered (a trainer without
  *   `evaluate`) simply runs out, and the rank is judged by its frames again.
+ *   A `beaten` hold (the rank beats from a thread of its own while it runs the call) postpones
+ *   nothing: the rank's beats keep it fresh, and a rank that stops beating (its process stopped
+ *   or gone) is stale after its timeout, whatever call it was in. The hold then only names the
+ *   call when the rank is declared past its end (`overrun`).
  *
  * Silence is counted only while the coordinator was running: `pause(l, ms)` stops the liveness
  * clock for a stall of the coordinator itself (docs/design.md §3.10). It adds to `pausedMs`, which
@@ -83,7 +87,10 @@ export const fixed = (timeoutMs: number): Detector => ({ kind: "fixed", timeoutM
  * was seen after `askedAtMs`), and `passedAtEpoch`: a frame of this epoch or a later one from
  * the rank shows it went past the call (it was asked before the rank entered that epoch; ranks
  * apply the coordinator's messages in order), even if the call sends no answer (`Eval` to a
- * trainer without `evaluate`). `Infinity` when no such epoch is known.
+ * trainer without `evaluate`). `Infinity` when no such epoch is known. `beatsUntilMs`, for a
+ * `beaten` hold: the rank sends frames while it runs the call, from a thread that does not run the
+ * trainer, up to the call's bound (`forMs` after the call starts, so not before `forMs` after the
+ * ask), and the hold does not postpone its deadline (module doc); absent otherwise.
  *
  * @since 0.1.0
  * @category model
@@ -94,6 +101,7 @@ export interface Hold {
   readonly askedAtMs: number
   readonly untilMs: number
   readonly passedAtEpoch: number
+  readonly beatsUntilMs?: number
 }
 
 /**
@@ -176,10 +184,11 @@ export const isWatched = (l: Liveness, rank: Rank): boolean => l.prev[rank] !== 
 export const timeoutOf = (l: Liveness, rank: Rank): number =>
   l.detector.kind === "adaptive" ? l.ownTimeoutMs[rank]! : l.detector.timeoutMs
 
-/** The end of `rank`'s latest counted hold (seen since its ask), on the liveness clock (`-Infinity` without one). */
+/** The end of `rank`'s latest counted hold (seen since its ask, not beaten), on the liveness clock (`-Infinity` without one). */
 const holdUntil = (l: Liveness, rank: Rank): number => {
   let until = -Infinity
-  for (const h of l.holds.get(rank) ?? []) if (l.lastSeenMs[rank]! > h.askedAtMs) until = Math.max(until, h.untilMs)
+  for (const h of l.holds.get(rank) ?? [])
+    if (h.beatsUntilMs === undefined && l.lastSeenMs[rank]! > h.askedAtMs) until = Math.max(until, h.untilMs)
   return until
 }
 
@@ -195,14 +204,20 @@ const deadline = (l: Liveness, rank: Rank): number => Math.max(l.lastSeenMs[rank
 export const deadlineOf = (l: Liveness, rank: Rank): number => deadline(l, rank) + l.pausedMs
 
 /**
- * The calls that held `rank` up to its deadline, when its holds, not its frames, set it (the
- * rank ran past them: `SaveTimeout`, `EvalTimeout`); empty otherwise.
+ * The calls `rank` ran past (`SaveTimeout`, `EvalTimeout`): every call it holds when its holds,
+ * not its frames, set its deadline; else its beaten holds, unanswered, whose beats could have run
+ * out before its silence turned stale (`Hold.beatsUntilMs`: it beat for the call's whole bound).
+ * Empty otherwise.
  *
  * @since 0.1.0
  * @category queries
  */
-export const overrun = (l: Liveness, rank: Rank): ReadonlyArray<Hold> =>
-  holdUntil(l, rank) > l.lastSeenMs[rank]! + timeoutOf(l, rank) ? (l.holds.get(rank) ?? []) : []
+export const overrun = (l: Liveness, rank: Rank): ReadonlyArray<Hold> => {
+  const holds = l.holds.get(rank) ?? []
+  const staleMs = l.lastSeenMs[rank]! + timeoutOf(l, rank)
+  if (holdUntil(l, rank) > staleMs) return holds
+  return holds.filter((h) => h.beatsUntilMs !== undefined && staleMs > h.beatsUntilMs)
+}
 
 // --- the list ----------------------------------------------------------------------------------
 
@@ -377,8 +392,9 @@ export const seen = (l: Liveness, rank: Rank, atMs: number): void => {
 /**
  * Holds `rank` for a call asked of it at `nowMs` that may run `forMs` (module doc): once it is
  * seen after `nowMs`, it is not stale before `nowMs + timeoutMs + forMs`, or `forMs` after the end
- * of the calls it holds already; `passedAtEpoch` as in `Hold`. Holds that ran out are dropped. No-op for a rank not
- * watched. O(holds + log s).
+ * of the calls it holds already; `passedAtEpoch` as in `Hold`. With `beaten` the hold only records
+ * the bound (the rank beats while it runs the call: `Hold.beatsUntilMs`). Holds that ran out are
+ * dropped. No-op for a rank not watched. O(holds + log s).
  *
  * @since 0.1.0
  * @category mutations
@@ -390,13 +406,21 @@ export const hold = (
   id: number,
   nowMs: number,
   forMs: number,
-  passedAtEpoch: number = Infinity
+  passedAtEpoch: number = Infinity,
+  beaten: boolean = false
 ): void => {
   if (!isWatched(l, rank)) return
   const clockMs = nowMs - l.pausedMs
   const kept = (l.holds.get(rank) ?? []).filter((h) => h.untilMs >= clockMs)
   const startMs = Math.max(clockMs + l.detector.timeoutMs, ...kept.map((h) => h.untilMs))
-  kept.push({ call, id, askedAtMs: clockMs, untilMs: startMs + forMs, passedAtEpoch })
+  kept.push({
+    call,
+    id,
+    askedAtMs: clockMs,
+    untilMs: startMs + forMs,
+    passedAtEpoch,
+    ...(beaten ? { beatsUntilMs: clockMs + forMs } : {})
+  })
   l.holds.set(rank, kept)
   reposition(l, rank)
 }

@@ -3,8 +3,9 @@
  * `activeCount`, the failure count, and ascending iteration over the survivors that skips dead
  * and exited ranks in near-constant amortized time (docs/design.md §1, §3.1, §3.6).
  *
- * Written only by the coordinator core (fixes floDl gap 7.2.1, where the CPU controller wrote the
- * shared ledger behind the coordinator's back). A death is permanent.
+ * Written only by the coordinator core, so that every death goes through its chain (in floDl 0.7,
+ * where these rules started, another component could mark a rank dead behind the coordinator's
+ * back and skip it). A death is permanent.
  *
  * @since 0.1.0
  */
@@ -130,7 +131,8 @@ export const declareDead = (m: Membership, rank: Rank): boolean => {
 
 /**
  * Marks a survivor as cleanly exited: `activeCount - 1`, never a failure. Returns false and
- * changes nothing for a dead or already exited rank (fixes floDl gap 7.2.5). O(1).
+ * changes nothing for a dead or already exited rank (an `Exiting` after a death must not count the
+ * rank out twice). O(1).
  *
  * @since 0.1.0
  * @category mutations

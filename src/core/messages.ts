@@ -53,6 +53,8 @@ export const saveReasons: ReadonlyArray<SaveReason> = [
 export interface Hello {
   readonly _tag: "Hello"
   readonly paramsLength: number
+  /** Where its ring neighbours reach this rank's listener (`ws://host:port/`), when it listens (docs/ring.md). */
+  readonly ringAddress?: string
 }
 
 /** Fills the gaps between other frames so that liveness stays fresh. @since 0.1.0 @category rank-to-coordinator */
@@ -284,7 +286,10 @@ export interface DeclareDead {
 
 /**
  * Join ring `generation` as `ringRank` of `ringSize`; `peers` lists the ring's ranks in ring order
- * (ascending rank order), so `peers[ringRank]` is the receiver.
+ * (ascending rank order), so `peers[ringRank]` is the receiver. The core sends the whole list; the
+ * coordinator's shell sends each rank only its neighbours instead (`prev`, `next`, `peers` empty),
+ * with the next one's listener (`nextAddress`, empty: none) and the generation's secret for direct
+ * links (`ringSecret`, empty: none).
  *
  * @since 0.1.0
  * @category coordinator-to-rank
@@ -295,6 +300,10 @@ export interface FormRing {
   readonly ringRank: number
   readonly ringSize: number
   readonly peers: ReadonlyArray<Rank>
+  readonly prev?: Rank
+  readonly next?: Rank
+  readonly nextAddress?: string
+  readonly ringSecret?: string
 }
 
 /**

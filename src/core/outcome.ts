@@ -122,7 +122,8 @@ export interface Counters {
   /**
    * Ring backend: `RoundDone`s for another generation or round than the open one, a
    * repeat from a rank that already reported, and contributions of the other backend's kind
-   * (`Params` with `ring`, `RoundDone` with `cpu`), all ignored.
+   * (`Params` with `ring`, `RoundDone` with `cpu`), and a `Params` of a round before the run's
+   * first (`State.firstRound`: sent to the coordinator a recovered run took over from), all ignored.
    */
   staleRoundDone: number
   sendFailures: number

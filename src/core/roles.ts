@@ -3,8 +3,8 @@
  * `fastest` policy and the `throughput` redistribution read (docs/design.md §3.5, §3.4).
  *
  * Kept from floDl: a smoothed ms-per-batch as the mean of the last 5 reports; sticky roles that
- * re-resolve when their rank dies. Fixed (gaps 7.2.3 and 7.2.4): `fastest` resolves once every
- * live rank is calibrated, not only after a death; exits move roles like deaths.
+ * re-resolve when their rank dies. Changed from it: `fastest` resolves once every live rank is
+ * calibrated, not only after a death; exits move roles like deaths.
  *
  * @since 0.1.0
  */

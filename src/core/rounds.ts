@@ -34,11 +34,15 @@ export const commitContribution = (
   chunksMax = Number.POSITIVE_INFINITY
 ): void => {
   const log = state.log
+  const record = (offset: number, size: number): void => {
+    Audit.record(log, rank, offset, size)
+    if (size > 0) state.roundCommitted.push([offset, size])
+  }
   tracked(state, rank, () => {
     if (state.pool !== undefined) {
-      ChunkPool.commit(state.pool, rank, (range) => Audit.record(log, rank, range.offset, range.size), chunksMax)
+      ChunkPool.commit(state.pool, rank, (range) => record(range.offset, range.size), chunksMax)
     } else if (state.assignments !== undefined) {
-      const result = Assignments.commit(state.assignments, rank, samplesDone, (o, s) => Audit.record(log, rank, o, s))
+      const result = Assignments.commit(state.assignments, rank, samplesDone, record)
       if (result.clamped) {
         state.counters.samplesDoneClamped += 1
         alert(
@@ -73,6 +77,7 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
     round: state.round,
     openedAtMs: state.roundOpenedMs ?? state.clockMs,
     contributors,
+    committed: state.roundCommitted.splice(0),
     params: [],
     paramRanks: [],
     generation: ring.generation,
@@ -145,6 +150,7 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
     round: state.round,
     openedAtMs: state.roundOpenedMs ?? state.clockMs,
     contributors,
+    committed: state.roundCommitted.splice(0),
     params,
     paramRanks,
     reason

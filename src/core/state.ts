@@ -157,6 +157,17 @@ export interface State {
   paramsLength: number | undefined
   /** The epoch the run began at: 0, or a resumed run's `resume.epoch`. */
   firstEpoch: number
+  /**
+   * The round the run began at: 0, or a resumed run's `resume.firstRound`. A `Params` of an
+   * earlier round was sent to another coordinator (one that a recovered run took over from) and
+   * counts against an assignment this core never made: it is ignored (`staleRoundDone`).
+   */
+  firstRound: number
+  /**
+   * The ranges committed since the open round opened, `[offset, size]` in commit order: the
+   * `AverageRound` that closes it carries them (the journal's `commit` line), then they start over.
+   */
+  readonly roundCommitted: Array<readonly [number, number]>
   /** A resumed run's starting point, until its epoch is planned. */
   resume: Resume | undefined
   /**
@@ -295,6 +306,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     evalsAsked: new Map(),
     paramsLength: undefined,
     firstEpoch: 0,
+    firstRound: 0,
+    roundCommitted: [],
     resume: undefined,
     joining: new Set(),
     lateJoiner: new Uint8Array(w),

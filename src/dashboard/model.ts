@@ -1,7 +1,7 @@
 /**
  * The dashboard's page model: what the run page shows (rank rows, the timeline, the round and
  * epoch charts, audits, deaths, alerts), folded from the run's journal events (`events.ndjson`,
- * `actors/record/run-types.ts` `RunEvent`) one at a time. The same fold serves the live page (events
+ * `actors/record/run-events.ts` `RunEvent`) one at a time. The same fold serves the live page (events
  * streamed as they happen) and the static report (every event of a finished journal), so the page
  * never keeps a record of its own.
  *

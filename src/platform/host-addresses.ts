@@ -5,6 +5,7 @@
  * @since 0.1.0
  * @category runtime
  */
+import * as Dgram from "node:dgram"
 import { networkInterfaces } from "node:os"
 
 /**
@@ -33,3 +34,42 @@ export const externalAddresses = (): ReadonlyArray<string> => {
   }
   return [...new Set([...v4, ...v6])]
 }
+
+/**
+ * The address of this host's interface that its route to `host` leaves from (a UDP socket
+ * `connect`ed to `host`:`port`, which sends nothing), e.g. the address a joined rank's ring
+ * neighbours can reach it at. `undefined` when the runtime cannot say (or there is no route)
+ * within `timeoutMs`.
+ *
+ * @since 0.1.0
+ * @category runtime
+ */
+export const localAddressTowards = (host: string, port: number, timeoutMs = 2000): Promise<string | undefined> =>
+  new Promise((resolve) => {
+    const bare = host.startsWith("[") && host.endsWith("]") ? host.slice(1, -1) : host
+    let socket: Dgram.Socket | undefined
+    const done = (address: string | undefined) => {
+      clearTimeout(timer)
+      try {
+        socket?.close()
+      } catch {
+        // already closed
+      }
+      resolve(address)
+    }
+    const timer = setTimeout(() => done(undefined), timeoutMs)
+    try {
+      socket = Dgram.createSocket(bare.includes(":") ? "udp6" : "udp4")
+      socket.on("error", () => done(undefined))
+      socket.connect(port, bare, () => {
+        try {
+          const address = socket!.address().address
+          done(address === "0.0.0.0" || address === "::" ? undefined : address)
+        } catch {
+          done(undefined)
+        }
+      })
+    } catch {
+      done(undefined)
+    }
+  })

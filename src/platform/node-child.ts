@@ -10,6 +10,7 @@ import { spawn as spawnProcess } from "node:child_process"
 import { createReadStream, openSync, type ReadStream, writeSync } from "node:fs"
 import { Socket } from "node:net"
 import { fileURLToPath } from "node:url"
+import * as Beater from "./beater.ts"
 import * as Runtime from "./detect.ts"
 import { lowerPriority, needsTsx, processExitHooks, redirectOutput } from "./node-shared.ts"
 import type * as Types from "./types.ts"
@@ -270,31 +271,42 @@ export const processParent = (options?: { readonly frameWriteBlockedMsMax?: numb
     input.on("error", brokenNow)
     return input
   }
+  const beater = Beater.make(frameFd, blockedMsMax)
+  const write = (bytes: Uint8Array): boolean => {
+    let blockedSinceMs: number | undefined
+    for (let at = 0; at < bytes.byteLength; ) {
+      try {
+        at += writeSync(frameFd, bytes, at)
+        blockedSinceMs = undefined
+      } catch (error) {
+        // A full channel (non-blocking): wait for the parent to read, within the bound.
+        if ((error as { code?: string }).code === "EAGAIN") {
+          const now = Date.now()
+          blockedSinceMs ??= now
+          if (now - blockedSinceMs <= blockedMsMax) {
+            sleepMs(1)
+            continue
+          }
+        }
+        return false
+      }
+    }
+    return true
+  }
   return {
     rank: Number(rank),
     data: JSON.parse(process.env[childDataEnv] ?? "null") as unknown,
     post: (message) => {
       if (broken) return
+      if (beater.broken()) return brokenNow()
       const bytes = record(message)
-      let blockedSinceMs: number | undefined
-      for (let at = 0; at < bytes.byteLength; ) {
-        try {
-          at += writeSync(frameFd, bytes, at)
-          blockedSinceMs = undefined
-        } catch (error) {
-          // A full channel (non-blocking): wait for the parent to read, within the bound.
-          if ((error as { code?: string }).code === "EAGAIN") {
-            const now = Date.now()
-            blockedSinceMs ??= now
-            if (now - blockedSinceMs <= blockedMsMax) {
-              sleepMs(1)
-              continue
-            }
-          }
-          return brokenNow()
-        }
-      }
+      // The beater's records go on the same channel: one record at a time, whole.
+      beater.lock()
+      const written = write(bytes)
+      beater.unlock()
+      if (!written) brokenNow()
     },
+    beatWhile: (message, intervalMs, forMs) => (broken ? () => {} : beater.beatWhile(record(message), intervalMs, forMs)),
     onMessage: (callback) => {
       const read = reader(callback)
       frames().on("data", (chunk: Uint8Array | string) => read(chunk as Uint8Array))

@@ -137,6 +137,13 @@ export interface ParentLink {
    * errors are swallowed: nobody may be left to read.
    */
   readonly detach?: () => (line: string) => void
+  /**
+   * Child processes only: posts `message` every `intervalMs` from a thread of the child's own,
+   * for up to `forMs` ms, until the returned function is called, so that a call that blocks the
+   * child's thread (a synchronous save) does not silence it (`beater.ts`). Nothing is posted when
+   * the thread cannot start or the message is over `Beater.beatBytesMax` bytes.
+   */
+  readonly beatWhile?: (message: Uint8Array, intervalMs: number, forMs: number) => () => void
 }
 
 /** One raw server-side WebSocket connection. @since 0.1.0 @category model */

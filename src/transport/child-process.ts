@@ -18,7 +18,9 @@
  */
 import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
+import * as Batch from "./internal/batch.ts"
 import * as Children from "./internal/children.ts"
+import * as Beater from "../platform/beater.ts"
 import * as NodeRuntime from "../platform/node.ts"
 import type * as RankOutput from "./rank-output.ts"
 import * as Transport from "./transport.ts"
@@ -90,6 +92,16 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
   )
 
 /**
+ * Whether rank processes started on this runtime beat from a thread of their own while a call
+ * blocks them (`ProcessRank.beatWhile`): always under Node and Bun, under Deno where the C
+ * library opens (`src/platform/beater.ts`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const beatsDuringCalls = (): boolean => Beater.supported()
+
+/**
  * A child process's side: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), rank and data.
  *
  * @since 0.1.0
@@ -105,6 +117,12 @@ export interface ProcessRank {
    * (`ParentLink.detach`).
    */
   readonly detach: () => (line: string) => void
+  /**
+   * Sends `frame` (an encoded frame, a `Heartbeat`) to the coordinator every `intervalMs` from a
+   * thread of the process's own, for up to `forMs` ms, until the returned function is called: a
+   * call that blocks the process's thread does not silence the rank (`ParentLink.beatWhile`).
+   */
+  readonly beatWhile: (frame: Uint8Array, intervalMs: number, forMs: number) => () => void
 }
 
 /**
@@ -134,6 +152,8 @@ export const connect = (
       transport,
       rank: parent.rank,
       data: parent.data,
-      detach: parent.detach ?? (() => () => {})
+      detach: parent.detach ?? (() => () => {}),
+      // One frame in a batch of one, as the hub sends every message.
+      beatWhile: (frame, intervalMs, forMs) => parent.beatWhile?.(Batch.encode([frame], frame.byteLength), intervalMs, forMs) ?? (() => {})
     }))
   })

@@ -33,7 +33,7 @@ const idPattern = /^[A-Za-z0-9_-]{1,32}$/
 const signed = (runToken: string, runId: string, fields: Fields): string =>
   Hmac.hmacSha256(runToken, `${credentialPrefix}|${runId}|${fields.id}|${fields.rank}|${fields.expiresAtMs ?? 0}`)
 
-/** A new credential id: `c` and 12 hex characters (48 random bits; ids only need to differ, and never read as a rank index). @since 0.1.0 @category credentials */
+/** A new credential id: `c` and 12 hex digits, 13 characters (48 random bits; ids only need to differ, and never read as a rank index). @since 0.1.0 @category credentials */
 export const newId = (): string =>
   "c" + Array.from(globalThis.crypto.getRandomValues(new Uint8Array(6)), (b) => b.toString(16).padStart(2, "0")).join("")
 

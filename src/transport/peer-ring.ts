@@ -17,6 +17,11 @@
  * `parkedMs`, until it is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a
  * WebSocket message.
  *
+ * Between hosts (`cohort serve`/`join`) there is no secret of the run: each `FormRing` hands its
+ * generation's secret and the next neighbour's address to `open` instead (docs/ring.md), and a
+ * hello for a generation not opened yet waits for its secret (the same bounds) before its proof is
+ * checked.
+ *
  * Where a link cannot be made (no address for the neighbour, a refused or timed-out connection, a
  * listener that could not bind its port, one that cannot prove the token) `PeerEnd.connected`
  * resolves `false` and the caller sends
@@ -35,7 +40,9 @@ import * as Codec from "../wire/codec.ts"
 /**
  * What a rank needs to link up directly: its own `rank`, the run's `token`, each rank's listener
  * URL by rank (`urls[r]`, `undefined` where a rank has none) and where this rank listens
- * (`host`, `port`).
+ * (`host`, `port`; it listens when `listen`, by default when `urls[rank]` is a string). Without a
+ * `token` (empty), each generation's secret and next address come with `open`, and the rank
+ * advertises its listener to the coordinator as reached at `advertise`.
  *
  * @since 0.1.0
  * @category model
@@ -45,6 +52,43 @@ export interface PeerAddresses {
   readonly urls: ReadonlyArray<string | undefined>
   readonly host: string
   readonly port: number
+  readonly listen?: boolean
+  /** The host neighbours reach this rank's listener at, when it advertises one (`advertisedUrl`). */
+  readonly advertise?: string | undefined
+}
+
+/**
+ * The listener URL a rank advertises: `ws://host:port/` (an IPv6 `host` in brackets).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const advertisedUrl = (host: string, port: number): string => `ws://${host.includes(":") ? `[${host}]` : host}:${port}/`
+
+/**
+ * One generation's neighbours (`PeerRing.open`): `prev` (the only rank whose link this rank takes),
+ * `next` (the rank it connects to), and, between hosts, the next one's listener `nextUrl` and the
+ * generation's `secret` (each in place of `PeerAddresses.urls[next]` and `token` when non-empty).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Neighbours {
+  readonly prev: Rank
+  readonly next: Rank
+  readonly nextUrl?: string | undefined
+  readonly secret?: string | undefined
+}
+
+/**
+ * The `Neighbours` of ring rank `ringRank` in ring order `peers`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const neighboursOf = (peers: ReadonlyArray<Rank>, ringRank: number): Neighbours => {
+  const n = peers.length
+  return { prev: peers[(ringRank - 1 + n) % n]!, next: peers[(ringRank + 1) % n]! }
 }
 
 /**
@@ -117,15 +161,17 @@ export interface PeerEnd {
 }
 
 /**
- * A rank's direct ring links (`start`): `open` one generation's links (ring order `peers`, this
- * rank at `ringRank`); `listening()` whether its listener is bound; `close` everything.
+ * A rank's direct ring links (`start`): `open` one generation's links (its `Neighbours`);
+ * `listening()` whether its listener is bound; `bound` the port it listens on once bound
+ * (`undefined` when it does not listen or cannot bind); `close` everything.
  *
  * @since 0.1.0
  * @category model
  */
 export interface PeerRing {
-  readonly open: (generation: number, peers: ReadonlyArray<Rank>, ringRank: number) => PeerEnd
+  readonly open: (generation: number, neighbours: Neighbours) => PeerEnd
   readonly listening: () => boolean
+  readonly bound: Promise<number | undefined>
   readonly close: () => void
 }
 
@@ -228,9 +274,9 @@ const connect = (
   key: ProofKey,
   connectTimeoutMs: number,
   generation: number,
-  next: Rank
+  next: Rank,
+  url: string | undefined
 ): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
-  const url = options.urls[next]
   // Start data travels as JSON: a rank without a listener has `null` there.
   if (typeof url !== "string" || next === options.rank)
     return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
@@ -311,7 +357,7 @@ const connect = (
  */
 const accept = (
   socket: RuntimeTypes.RawSocket,
-  key: ProofKey,
+  keyFor: (generation: number) => Promise<ProofKey | number>,
   rank: Rank,
   accepted: (hello: Hello, incoming: Incoming) => void,
   step: (hello: Hello, incoming: Incoming, data: Uint8Array | string) => void,
@@ -324,6 +370,8 @@ const accept = (
   let gone = false
   const refuse = () => socket.close(closeCodes.BadHello, "bad hello")
   const welcome = async (said: Hello): Promise<void> => {
+    const key = await keyFor(said.generation)
+    if (typeof key === "number") return gone ? undefined : socket.close(key, "no secret for this generation")
     if (!(await key.check(said.proof, ["hello", mine, said.generation, said.from, rank])) || gone) return gone ? undefined : refuse()
     const proof = await key.sign(["answer", said.challenge, mine, said.generation, said.from, rank])
     if (gone) return
@@ -371,9 +419,41 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const parkedMax = options.parkedMax ?? parkedMaxDefault
   const parkedMs = options.parkedMs ?? parkedMsDefault
   const messageBytesMax = options.messageBytesMax ?? messageBytesMaxDefault
-  const key = proofKey(options.token)
+  // The run's secret (processes one host started), else each generation's from its `open`.
+  const runKey = options.token === "" ? undefined : proofKey(options.token)
+  const keys = new Map<number, ProofKey>()
   const generations = new Map<number, Generation>()
   let newest = -1
+  // Hellos of generations not opened yet that wait for their secret (no run secret).
+  const waiting: Array<{
+    readonly generation: number
+    readonly resolve: (key: ProofKey | number) => void
+    timer?: ReturnType<typeof setTimeout>
+  }> = []
+  const keyFor = (generation: number): Promise<ProofKey | number> => {
+    if (runKey !== undefined) return Promise.resolve(runKey)
+    if (generation <= newest) return Promise.resolve(keys.get(generation) ?? closeCodes.NotNeighbour)
+    if (waiting.length >= parkedMax) return Promise.resolve(closeCodes.TooManyParked)
+    return new Promise((resolve) => {
+      const entry: (typeof waiting)[number] = { generation, resolve }
+      waiting.push(entry)
+      entry.timer = setTimeout(() => {
+        const at = waiting.indexOf(entry)
+        if (at >= 0) waiting.splice(at, 1)
+        resolve(closeCodes.NotNeighbour)
+      }, parkedMs)
+    })
+  }
+  /** Hands the waiting hellos of opened generations their secret (`all`: every one, none left). */
+  const release = (all = false): void => {
+    for (let i = waiting.length - 1; i >= 0; i--) {
+      const entry = waiting[i]!
+      if (entry.generation > newest && !all) continue
+      waiting.splice(i, 1)
+      clearTimeout(entry.timer)
+      entry.resolve((all ? undefined : keys.get(entry.generation)) ?? closeCodes.NotNeighbour)
+    }
+  }
   const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
   let bound = false
   let closed = false
@@ -414,7 +494,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers =>
     accept(
       socket,
-      key,
+      keyFor,
       options.rank,
       accepted,
       (hello, incoming, data) => {
@@ -429,32 +509,40 @@ export const start = (options: PeerRingOptions): PeerRing => {
     )
 
   const listen =
-    typeof options.urls[options.rank] === "string"
+    (options.listen ?? typeof options.urls[options.rank] === "string")
       ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
       : Promise.reject(new Error("no port"))
-  listen.then(
+  const boundPort = listen.then(
     (listening) => {
       if (closed) return void listening.close()
       server = listening
       bound = true
+      return listening.port
     },
     () => {
       // Another process took the port: neighbours fall back to the relay for this rank.
+      return undefined
     }
   )
 
   return {
     listening: () => bound,
-    open: (generation, peers, ringRank) => {
-      const n = peers.length
-      const prev = peers[(ringRank - 1 + n) % n]!
-      const next = peers[(ringRank + 1) % n]!
+    bound: boundPort,
+    open: (generation, { prev, next, nextUrl, secret }) => {
+      const key = secret !== undefined && secret !== "" ? proofKey(secret) : runKey
+      if (key !== undefined) keys.set(generation, key)
+      for (const g of keys.keys()) if (g < generation) keys.delete(g)
       const entry: Generation = { generation, prev, received: [], deliver: undefined, incoming: undefined, closed: false }
       generations.set(generation, entry)
       newest = Math.max(newest, generation)
       closeOlder(generations, generation)
       unpark()
-      const outgoing = connect(options, key, connectTimeoutMs, generation, next)
+      release()
+      const url = nextUrl !== undefined && nextUrl !== "" ? nextUrl : options.urls[next]
+      const outgoing =
+        key === undefined
+          ? { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+          : connect(options, key, connectTimeoutMs, generation, next, url)
       return {
         generation,
         connected: outgoing.connected,
@@ -485,6 +573,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
     },
     close: () => {
       closed = true
+      release(true)
       for (const entry of generations.values()) entry.incoming?.socket.close(closeCodes.Superseded, "rank ends")
       generations.clear()
       void server?.close()

@@ -123,6 +123,12 @@ export interface ClientHandle {
   readonly close: (closeCode?: number) => Effect.Effect<void>
   readonly drop: Effect.Effect<void>
   readonly closeCode: () => number | undefined
+  /**
+   * How many times the link went on with a coordinator that took the run over after the last
+   * one's loss (a recovered welcome, docs/recovery.md): the rank's old assignment and held
+   * contribution mean nothing to it. 0 without a recovery.
+   */
+  readonly recoveries: () => number
 }
 
 interface Welcome {
@@ -131,16 +137,32 @@ interface Welcome {
   /** Protocol 2: the session to resume and the messages the server received so far. */
   readonly session: string | undefined
   readonly received: number
+  /** A server that took the run over: this is a new session, not the one resumed. */
+  readonly recovered: boolean
 }
 
 const parseWelcome = (data: string): Welcome | undefined => {
   try {
-    const value = JSON.parse(data) as { welcome?: unknown; run?: unknown; v?: unknown; session?: unknown; received?: unknown }
+    const value = JSON.parse(data) as {
+      welcome?: unknown
+      run?: unknown
+      v?: unknown
+      session?: unknown
+      received?: unknown
+      recovered?: unknown
+    }
     if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome))
       return undefined
-    if (value.v === undefined || value.v === 1) return { rank: value.welcome, run: value.run, session: undefined, received: 0 }
+    if (value.v === undefined || value.v === 1)
+      return { rank: value.welcome, run: value.run, session: undefined, received: 0, recovered: false }
     if (value.v !== 2 || typeof value.session !== "string" || !Number.isSafeInteger(value.received)) return undefined
-    return { rank: value.welcome, run: value.run, session: value.session, received: value.received as number }
+    return {
+      rank: value.welcome,
+      run: value.run,
+      session: value.session,
+      received: value.received as number,
+      recovered: value.recovered === true
+    }
   } catch {
     return undefined
   }
@@ -164,6 +186,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
     let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
     let run: unknown
     let closeCode: number | undefined
+    let recoveries = 0
     const hub = yield* Hub.make(self, options)
     let link: Hub.Link | undefined
     let resuming: ResumingLink.Resuming | undefined
@@ -184,7 +207,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
         })
         return
       }
-      const session = welcome.session
+      let session = welcome.session
       resuming = ResumingLink.start(
         {
           hub,
@@ -195,7 +218,13 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             JSON.stringify({ v: 2, token: options.runToken, rank: self, resume: { session, received, attempt } }),
           parseWelcome: (text) => {
             const again = parseWelcome(text)
-            return again?.session === session && again.rank === self ? again.received : undefined
+            if (again === undefined || again.rank !== self || again.session === undefined) return undefined
+            if (again.session === session) return again.received
+            return again.recovered ? { recovered: again.session } : undefined
+          },
+          recovered: (id) => {
+            session = id
+            recoveries += 1
           },
           pieceBytes: options.pieceBytes ?? pieceBytesDefault,
           resendBytesMax: options.resendBytesMax ?? resendBytesMaxDefault,
@@ -312,6 +341,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
               return done
             })
           : Effect.sync(() => resuming?.drop()),
-      closeCode: () => closeCode
+      closeCode: () => closeCode,
+      recoveries: () => recoveries
     }
   })

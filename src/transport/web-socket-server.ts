@@ -106,6 +106,16 @@ export interface ServerOptions extends Transport.Options {
   readonly onJoined?: (rank: Transport.Peer, remoteAddress: string, credentialId?: string) => void
   readonly onRefused?: (closeCode: number, reason: string, remoteAddress: string) => void
   readonly onResumed?: (rank: Transport.Peer, remoteAddress: string, silentMs: number) => void
+  /**
+   * A server that took a run over after its coordinator's process was lost (docs/recovery.md):
+   * a protocol-2 resume naming a session this process does not hold, for a rank in
+   * `[0, worldSize)` that has not joined here, is a *recovered* join: it is accepted as a join with
+   * a new session, and its welcome says `recovered: true` (the rank then drops what the old
+   * session still held and says `Hello` again), until the run formed (`markFormed`: a rank back
+   * later was declared). Default false: such a resume is refused with `ResumeLost`, as one after
+   * the formation is.
+   */
+  readonly recovering?: boolean
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
   readonly resumeWindowMs?: number
   readonly pieceBytes?: number
@@ -386,7 +396,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         timers.delete(timer)
       }
       // The join is in: its link opens and the welcome goes out.
-      const accept = (joinedRank: Transport.Peer, version: 1 | 2, credential?: Credential): void => {
+      const accept = (joinedRank: Transport.Peer, version: 1 | 2, credential?: Credential, recovered = false): void => {
         const misbound = credentialMisbound(credential, joinedRank)
         if (misbound !== undefined) return refuse(Transport.CloseCode.CredentialMismatch, misbound)
         if (credential !== undefined) credentialRank.set(credential.id, joinedRank)
@@ -402,7 +412,10 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
               ended: () => void ended.add(joinedRank)
             },
             socket,
-            (session) => socket.send(JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField }))
+            (session) =>
+              socket.send(
+                JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField, ...(recovered ? { recovered } : {}) })
+              )
           )
           helds.set(joinedRank, held)
         } else {
@@ -420,8 +433,12 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         }
       }
       // A rank of protocol 2 comes back on a new socket: the held link goes on there.
-      const resume = (rank: unknown, asked: Resume): void => {
+      const resume = (rank: unknown, asked: Resume, credential: Credential | undefined): void => {
         const found = typeof rank === "number" ? helds.get(rank) : undefined
+        const recoverable =
+          options.recovering === true && typeof rank === "number" && Number.isSafeInteger(rank) && rank >= 0 && rank < options.worldSize
+        // Until the run formed again: a rank back after that was declared (it did not return in time).
+        if (found === undefined && recoverable && !formed && !joined.has(rank) && !ended.has(rank)) return accept(rank, 2, credential, true)
         if (found === undefined || found.id !== asked.session) {
           return typeof rank === "number" && ended.has(rank)
             ? refuse(Transport.CloseCode.RankDead, "the rank is dead")
@@ -460,7 +477,9 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           const credential = checked
           if (join.resume !== undefined) {
             const misbound = typeof join.rank === "number" ? credentialMisbound(credential, join.rank) : "a resume names its rank"
-            return misbound === undefined ? resume(join.rank, join.resume) : refuse(Transport.CloseCode.CredentialMismatch, misbound)
+            return misbound === undefined
+              ? resume(join.rank, join.resume, credential)
+              : refuse(Transport.CloseCode.CredentialMismatch, misbound)
           }
           // A credential for one index joins as that index when asked for "auto".
           let rank = join.rank === "auto" && typeof credential?.rank === "number" ? credential.rank : join.rank

@@ -83,10 +83,22 @@ export const SaveReason = Schema.Literals([
 // ---------------------------------------------------------------------------------------------
 
 /**
- * `Hello{paramsLength}`: a rank's first frame, once its trainer is ready; `paramsLength` is its
- * parameter count, agreed at formation (docs/design.md §4). @since 0.1.0 @category rank-to-coordinator
+ * Where a rank's ring listener is reached, on `Hello` and a `FormRing` (structures version 6): a
+ * `ws://host:port/` URL of at most 300 characters; the empty string on a `FormRing` whose
+ * neighbour has none.
+ *
+ * @since 0.1.0
+ * @category fields
  */
-export const Hello = Schema.TaggedStruct("Hello", { paramsLength: Count })
+export const RingAddress = Schema.String.check(Schema.isMaxLength(300), Schema.isPattern(/^(ws:\/\/[^\s/?#]+\/)?$/))
+
+/**
+ * `Hello{paramsLength, ringAddress?}`: a rank's first frame, once its trainer is ready;
+ * `paramsLength` is its parameter count, agreed at formation (docs/design.md §4); `ringAddress`
+ * where its neighbours reach its ring listener (a rank that joined from another host and listens;
+ * docs/ring.md). @since 0.1.0 @category rank-to-coordinator
+ */
+export const Hello = Schema.TaggedStruct("Hello", { paramsLength: Count, ringAddress: Schema.optionalKey(RingAddress) })
 
 /** `Heartbeat`: fills the gaps between frames (docs/design.md §3.1). @since 0.1.0 @category rank-to-coordinator */
 export const Heartbeat = Schema.TaggedStruct("Heartbeat", {})
@@ -232,9 +244,12 @@ export const Eval = Schema.TaggedStruct("Eval", { epoch: Count })
 export const DeclareDead = Schema.TaggedStruct("DeclareDead", { rank: Count })
 
 /**
- * `FormRing{generation, ringRank, ringSize, peers}` (docs/design.md §3.10 "Ring re-rendezvous").
- * Beyond the field rules: `peers.length === ringSize`, `ringRank < ringSize`, and `peers` is
- * strictly ascending (ring order is ascending rank order).
+ * `FormRing{generation, ringRank, ringSize, peers, prev?, next?, nextAddress?, ringSecret?}`
+ * (docs/design.md §3.10 "Ring re-rendezvous"). Beyond the field rules: `peers.length ===
+ * ringSize` (or `0` when `prev` and `next` name the neighbours, structures version 6),
+ * `ringRank < ringSize`, and `peers` is strictly ascending (ring order is ascending rank order).
+ * `nextAddress` is the next neighbour's `RingAddress` (empty: none), `ringSecret` the generation's
+ * secret for direct links (empty: none; at most 128 characters).
  *
  * @since 0.1.0
  * @category coordinator-to-rank
@@ -243,10 +258,15 @@ export const FormRing = Schema.TaggedStruct("FormRing", {
   generation: Count,
   ringRank: Count,
   ringSize: Count,
-  peers: Schema.Array(Count)
+  peers: Schema.Array(Count),
+  prev: Schema.optionalKey(Count),
+  next: Schema.optionalKey(Count),
+  nextAddress: Schema.optionalKey(RingAddress),
+  ringSecret: Schema.optionalKey(Schema.String.check(Schema.isMaxLength(128)))
 }).check(
   Schema.makeFilter((ring) => {
-    if (ring.peers.length !== ring.ringSize) {
+    const neighbours = ring.prev !== undefined && ring.next !== undefined
+    if (ring.peers.length !== ring.ringSize && !(neighbours && ring.peers.length === 0)) {
       return { path: ["peers"], issue: `expected ringSize (${ring.ringSize}) ranks, got ${ring.peers.length}` }
     }
     if (ring.ringRank >= ring.ringSize) {

@@ -20,6 +20,11 @@
  * CBOR tag 64 over its bytes) instead of a Float32Array; the table itself is unchanged, and frames
  * of versions 3 and 4 (which never hold one) are still read.
  *
+ * Ring addresses (structures version 6): `Hello` may carry the rank's `ringAddress` (where its
+ * neighbours reach its ring listener), and `FormRing` its `prev`, `next`, `nextAddress` and
+ * `ringSecret`, with `peers` then empty: each rank gets its neighbours, not the whole ring. Both
+ * are optional fields, so frames of versions 3 to 5 (which never hold them) are still read.
+ *
  * @since 0.1.0
  */
 import type * as Schema from "./schema.ts"
@@ -39,16 +44,16 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 5
+export const structuresVersion = 6
 
 /**
  * The structures versions a frame may carry and still be read: 3 (before `optional` fields, whose
- * frames are laid out the same), 4 (before packed parameters) and 5.
+ * frames are laid out the same), 4 (before packed parameters), 5 (before ring addresses) and 6.
  *
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5]
+export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5, 6]
 
 /**
  * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
@@ -60,8 +65,9 @@ export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5]
 export type Direction = "toCoordinator" | "toRank" | "both"
 
 /**
- * One row of the message table: the `_tag`, its direction, its fields in wire order, and the
- * `optional` fields that may follow them (structures version 4).
+ * One row of the message table: the `_tag`, its direction, its fields in wire order, the
+ * `optional` fields that may follow them (structures version 4), and the structures version that
+ * added them (`optionalSince`, default 4: their structure goes after every older one).
  *
  * @since 0.1.0
  * @category tables
@@ -71,6 +77,7 @@ export interface MessageEntry {
   readonly direction: Direction
   readonly fields: ReadonlyArray<string>
   readonly optional?: ReadonlyArray<string>
+  readonly optionalSince?: number
 }
 
 /**
@@ -81,7 +88,7 @@ export interface MessageEntry {
  */
 export const messages: ReadonlyArray<MessageEntry> = [
   // rank to coordinator: ids 0..8
-  { tag: "Hello", direction: "toCoordinator", fields: ["paramsLength"] },
+  { tag: "Hello", direction: "toCoordinator", fields: ["paramsLength"], optional: ["ringAddress"], optionalSince: 6 },
   { tag: "Heartbeat", direction: "toCoordinator", fields: [] },
   { tag: "Progress", direction: "toCoordinator", fields: ["epoch", "samplesDone", "msPerBatch"] },
   { tag: "ChunkDone", direction: "toCoordinator", fields: ["epoch", "offset", "size"] },
@@ -100,7 +107,13 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "Checkpoint", direction: "toRank", fields: ["version"] },
   { tag: "Eval", direction: "toRank", fields: ["epoch"] },
   { tag: "DeclareDead", direction: "toRank", fields: ["rank"] },
-  { tag: "FormRing", direction: "toRank", fields: ["generation", "ringRank", "ringSize", "peers"] },
+  {
+    tag: "FormRing",
+    direction: "toRank",
+    fields: ["generation", "ringRank", "ringSize", "peers"],
+    optional: ["prev", "next", "nextAddress", "ringSecret"],
+    optionalSince: 6
+  },
   { tag: "ShutdownWithSave", direction: "toRank", fields: ["reason"] },
   { tag: "Shutdown", direction: "toRank", fields: [] },
   { tag: "CoordHeartbeat", direction: "toRank", fields: [] },
@@ -132,10 +145,12 @@ const buildStructures = (): {
     return id
   }
   const structureOf = messages.map((entry) => structureFor(keysOf(entry)))
-  // After every version 3 structure, so that their indices do not move.
-  const fullStructureOf = messages.map((entry) =>
-    entry.optional === undefined ? undefined : structureFor([...keysOf(entry), ...entry.optional])
-  )
+  // After every older version's structures, so that their indices do not move.
+  const fullStructureOf: Array<number | undefined> = messages.map(() => undefined)
+  const since = (entry: MessageEntry): number => entry.optionalSince ?? 4
+  const withOptional = messages.flatMap((entry, id) => (entry.optional === undefined ? [] : [{ entry, id }]))
+  withOptional.sort((a, b) => since(a.entry) - since(b.entry) || a.id - b.id)
+  for (const { entry, id } of withOptional) fullStructureOf[id] = structureFor([...keysOf(entry), ...entry.optional!])
   return { structures, structureOf, fullStructureOf }
 }
 

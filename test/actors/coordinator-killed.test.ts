@@ -2,7 +2,7 @@
 // channel, saves (emergency) and exits with one line on the coordinator's stderr, no stack trace
 // (issue "Never lose a run"). Real processes: the CLI as a child of this test, its ranks as its
 // children, under the runtime that runs this file.
-import { spawn, spawnSync } from "node:child_process"
+import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -10,10 +10,10 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import type * as Rank from "../../actors/rank/rank.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import { startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
-const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-killed-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
@@ -47,49 +47,31 @@ const ranksOf = (parent: number): Array<number> =>
 
 describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
   it("every rank process saves (emergency) and exits within coordinatorTimeoutMs + 5 s, with one line each and no stack trace", async () => {
-    const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
-    const child = spawn(
-      process.execPath,
+    const run = startCli(
       [
-        ...args,
-        "run",
-        "--trainer",
-        steady,
-        "--transport",
-        "process",
-        "--world-size",
-        "3",
-        "--epochs",
-        "500",
-        "--no-kill",
-        "--coordinator-timeout-ms",
-        String(coordinatorTimeoutMs),
-        "--out",
-        outDir
+        ...["run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "500", "--no-kill"],
+        ...["--coordinator-timeout-ms", String(coordinatorTimeoutMs), "--out", outDir]
       ],
-      { stdio: ["ignore", "pipe", "pipe"] }
+      { cwd: process.cwd() }
     )
-    let stdout = ""
-    let stderr = ""
+    const child = run.child
     let stderrAtKill = 0
     // The CLI's stderr, kept open by the ranks after the CLI died: it ends once every writer is gone.
-    const stderrEnded = new Promise<void>((resolve) => child.stderr.on("close", () => resolve()))
-    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    const stderrEnded = new Promise<void>((resolve) => child.stderr!.on("close", () => resolve()))
     const killed = new Promise<{ readonly pids: Array<number>; readonly atMs: number }>((resolve, reject) => {
-      child.stdout.on("data", (chunk: Buffer) => {
-        stdout += chunk.toString()
+      child.stdout!.on("data", () => {
         // Kill it once training is under way: the first progress line.
-        if (stderrAtKill === 0 && /samples done/.test(stdout)) {
+        if (stderrAtKill === 0 && /samples done/.test(run.out())) {
           const pids = ranksOf(child.pid!)
           // A terminal's Ctrl-C reaches the ranks too (one process group): they ignore it, so each
           // must still be there to make its emergency save below.
           spawnSync("kill", ["-INT", ...pids.map(String)])
-          stderrAtKill = stderr.length || -1
+          stderrAtKill = run.err().length || -1
           spawnSync("kill", ["-KILL", String(child.pid)]) // kill(1): Deno's ChildProcess.kill cannot send every signal
           resolve({ pids, atMs: Date.now() })
         }
       })
-      child.on("exit", (code) => reject(new Error(`the CLI exited (${code}) before training started: ${stderr}`)))
+      child.on("exit", (code) => reject(new Error(`the CLI exited (${code}) before training started: ${run.err()}`)))
     })
     const { pids, atMs } = await killed
     expect(pids.length).toBe(3)
@@ -99,10 +81,11 @@ describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
     }
     expect(pids.filter(isRunning)).toEqual([])
     await stderrEnded
-    const runDir = /writing (\S+)/.exec(stdout)?.[1]
+    const runDir = /writing (\S+)/.exec(run.out())?.[1]
     expect(runDir).toBeDefined()
     // One line per rank after the kill, and nothing else: no stack trace, no EPIPE.
-    const after = stderr
+    const after = run
+      .err()
       .slice(Math.max(stderrAtKill, 0))
       .split("\n")
       .filter((line) => line !== "")
@@ -110,7 +93,7 @@ describe(`the coordinator's process killed with SIGKILL (${runtime})`, () => {
     expect(after).toEqual(
       [0, 1, 2].map((r) => `cohort rank ${r}: the coordinator is gone (channel closed); saved to ${runDir}/save/rank${r} (emergency)`)
     )
-    expect(stderr).not.toMatch(/EPIPE|^\s+at /m)
+    expect(run.err()).not.toMatch(/EPIPE|^\s+at /m)
     for (const r of [0, 1, 2]) {
       const record = JSON.parse(readFileSync(`${runDir}/save/rank${r}/emergency.json`, "utf8")) as Rank.EmergencySave
       expect([record.emergency, record.rank, record.reason, record.closeCode, record.detail, record.saved]).toEqual([

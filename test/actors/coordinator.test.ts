@@ -373,7 +373,8 @@ describe("coordinator actor", () => {
           assert.deepStrictEqual(to(0).slice(-3), [
             committed,
             { _tag: "RequestParams", round: 0 },
-            { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 4, peers: [0, 1, 2, 3] }
+            // Each member gets its neighbours, not the whole ring; no rank listens: no address, no secret.
+            { _tag: "FormRing", generation: 1, ringRank: 0, ringSize: 4, peers: [], prev: 3, next: 1, nextAddress: "", ringSecret: "" }
           ])
           yield* model(2, 0, Float32Array.of(5, 6)) // not asked
           yield* model(0, 1, Float32Array.of(1, 2)) // another round
@@ -389,7 +390,7 @@ describe("coordinator actor", () => {
             roles,
             committed,
             { _tag: "Update", round: 0, params: Float32Array.of(0.5, -0.5) },
-            { _tag: "FormRing", generation: 1, ringRank: 3, ringSize: 4, peers: [0, 1, 2, 3] },
+            { _tag: "FormRing", generation: 1, ringRank: 3, ringSize: 4, peers: [], prev: 2, next: 0, nextAddress: "", ringSecret: "" },
             { _tag: "AssignChunk", epoch: 0, offset: 250, size: 100 } // the tail half of rank 0's span (ties to the lower rank)
           ])
           // Nothing is held any more: later frames go straight out.
@@ -418,8 +419,8 @@ describe("coordinator actor", () => {
           while (to(3).length < 3) yield* Effect.sleep(1)
           yield* Effect.sleep(20)
           assert.deepStrictEqual(
-            to(3).map((m) => (m._tag === "FormRing" ? `FormRing ${m.generation} [${m.peers.join(",")}]` : m._tag)),
-            ["SetRoles", "RoundCommitted", "Update", "FormRing 1 [0,1,2,3]", "AssignChunk", "SetRoles", "DeclareDead", "FormRing 2 [1,2,3]"]
+            to(3).map((m) => (m._tag === "FormRing" ? `FormRing ${m.generation} ${m.prev}<${m.ringRank}/${m.ringSize}>${m.next}` : m._tag)),
+            ["SetRoles", "RoundCommitted", "Update", "FormRing 1 2<3/4>0", "AssignChunk", "SetRoles", "DeclareDead", "FormRing 2 2<2/3>1"]
           )
           assert.deepStrictEqual(to(3)[2], { _tag: "Update", round: 0, params: Float32Array.of(7, 8) })
           assert.deepStrictEqual(

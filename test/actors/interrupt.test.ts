@@ -2,12 +2,13 @@
 // AbortSignal stop it cleanly: the survivors save, the journal ends `interrupted`, no process of
 // the run is left. Real workers, real child processes, the real CLI under each runtime.
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand, removeDir } from "../cli-process.ts"
+import { journalOf, onlyRunDir } from "../run-folders.ts"
 import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import type { RunEvent, RunResult } from "../../actors/record/run-types.ts"
@@ -24,23 +25,6 @@ const outDir = mkdtempSync(join(tmpdir(), "cohort-interrupt-"))
 afterAll(() => removeDir(outDir))
 
 const cliArgs = (args: ReadonlyArray<string>): Array<string> => [...(runtime === "deno" ? ["run", "-A", cli] : [cli]), ...args]
-
-/** The journal's whole lines, parsed (a line still being written is left out). */
-const journalOf = (runDir: string): Array<RunEvent> => {
-  const path = join(runDir, "events.ndjson")
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, "utf8")
-  return text
-    .slice(0, text.lastIndexOf("\n") + 1)
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
-}
-
-const onlyRunDir = (parent: string): string => {
-  const dirs = existsSync(parent) ? readdirSync(parent) : []
-  return dirs.length === 1 ? join(parent, dirs[0]!) : ""
-}
 
 const alive = (pid: number): boolean => spawnSync("kill", ["-0", String(pid)]).status === 0
 const childrenOf = (pid: number): Array<number> =>

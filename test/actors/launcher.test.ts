@@ -1,26 +1,17 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
-import { getPriority, tmpdir } from "node:os"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { getPriority } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as Files from "../../src/platform/files.ts"
 import type { RunEvent, RunOptions } from "../../actors/record/run-types.ts"
+import { clean, fastRuns } from "./fast-runs.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
-const outDir = mkdtempSync(join(tmpdir(), "cohort-e2e-"))
-afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-const fast: Partial<RunOptions> = {
-  heartbeatTimeoutMs: 3000,
-  heartbeatIntervalMs: 200,
-  tickMs: 50,
-  batchSize: 8,
-  averageEverySteps: 4,
-  outDir
-}
+const { outDir, fast } = fastRuns("e2e")
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
@@ -30,8 +21,6 @@ const threadsAtNice = (nice: number): number =>
     const stat = readFileSync(`/proc/self/task/${task}/stat`, "utf8")
     return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[16]) === nice
   }).length
-
-const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 
 describe("end to end: real workers, a real trainer module, injected faults", () => {
   it("a killed worker and a hung one are declared by their detectors and every epoch's audit is clean", async () => {

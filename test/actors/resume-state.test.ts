@@ -4,27 +4,16 @@
  * folder, and a run resumed from the outcome's uncommitted ranges trains exactly those, starting
  * from that model; its first epoch's audit covers both runs.
  */
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import type { RunOptions } from "../../actors/record/run-types.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
+import { fastRuns } from "./fast-runs.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
-const outDir = mkdtempSync(join(tmpdir(), "cohort-resume-state-"))
-afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-const fast: Partial<RunOptions> = {
-  heartbeatTimeoutMs: 3000,
-  heartbeatIntervalMs: 200,
-  tickMs: 50,
-  batchSize: 8,
-  averageEverySteps: 4,
-  outDir
-}
+const { fast } = fastRuns("resume-state")
 
 /** The complement of `ranges` in `[0, total)`. */
 const complement = (ranges: ReadonlyArray<readonly [number, number]>, total: number): Array<readonly [number, number]> => {

@@ -22,10 +22,11 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand } from "../cli-process.ts"
+import { journalOf, onlyRunDir } from "../run-folders.ts"
 import { expectRecordsAgree } from "../run-records.ts"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as Resume from "../../actors/launcher/resume.ts"
-import type { RunEvent, RunOptions, RunResult } from "../../actors/record/run-types.ts"
+import type { RunOptions, RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Cli from "../../src/cli/index.ts"
 import * as ModelFile from "../../src/train/model-file.ts"
@@ -74,22 +75,6 @@ const snapshot = (dir: string): Record<string, string> => {
   }
   walk(dir, "")
   return files
-}
-
-const onlyRunDir = (parent: string): string => {
-  const dirs = existsSync(parent) ? readdirSync(parent) : []
-  return dirs.length === 1 ? join(parent, dirs[0]!) : ""
-}
-
-const journalOf = (runDir: string): Array<RunEvent> => {
-  const path = join(runDir, "events.ndjson")
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, "utf8")
-  return text
-    .slice(0, text.lastIndexOf("\n") + 1)
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 const summaryOf = (runDir: string): RunResult => JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult

@@ -3,31 +3,13 @@
 // staleness declares it) and a corrupt step, which no coordinator checks on a direct link. Node
 // only (vitest.config.ts): the links' runtime-specific parts run under every runtime in
 // test/transport/peer-ring.test.ts and the quick ring test.
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
-import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
-import type { RunOptions } from "../../actors/record/run-types.ts"
+import { clean, fastRuns } from "./fast-runs.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
-const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-direct-"))
-afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-const fast: Partial<RunOptions> = {
-  heartbeatTimeoutMs: 3000,
-  heartbeatIntervalMs: 200,
-  tickMs: 50,
-  batchSize: 8,
-  averageEverySteps: 4,
-  outDir,
-  backend: "ring",
-  transport: "process"
-}
-
-type Result = Awaited<ReturnType<typeof Launcher.run>>
-const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+const { fast } = fastRuns("ring-direct", { backend: "ring", transport: "process" })
 
 describe("the ring between processes over direct links", () => {
   it("a rank that hangs mid-collective (its links stay open) is declared stale by the coordinator; the survivors re-form, redo the round over new links, and the audit is clean", async () => {

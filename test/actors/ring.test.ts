@@ -1,28 +1,12 @@
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
-import type { RunOptions } from "../../actors/record/run-types.ts"
+import { clean, fastRuns } from "./fast-runs.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
-const outDir = mkdtempSync(join(tmpdir(), "cohort-ring-"))
-afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-const fast: Partial<RunOptions> = {
-  heartbeatTimeoutMs: 3000,
-  heartbeatIntervalMs: 200,
-  tickMs: 50,
-  batchSize: 8,
-  averageEverySteps: 4,
-  outDir,
-  backend: "ring"
-}
-
-type Result = Awaited<ReturnType<typeof Launcher.run>>
-const clean = (result: Result) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
+const { fast } = fastRuns("ring", { backend: "ring" })
 
 describe("the ring backend survives deaths inside a collective (faults fired between two steps, deterministically)", () => {
   // Two epochs: the survivors cross an epoch boundary in a re-formed ring (the plain run of a ring is

@@ -9,10 +9,10 @@ import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import type { RunOptions, RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
+import { startCli } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
-const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-stall-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
 
@@ -49,47 +49,26 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
 
   // A process of its own: it runs beside the in-process runs below, which block this thread in turn.
   it.concurrent("the coordinator's process stopped with SIGSTOP for 3 s while its rank processes heartbeat: exit 0, no death", async () => {
-    const args = runtime === "deno" ? ["run", "-A", cli] : [cli]
-    const child = spawn(
-      process.execPath,
+    const run = startCli(
       [
-        ...args,
-        "run",
-        "--trainer",
-        steady,
-        "--transport",
-        "process",
-        "--world-size",
-        "3",
-        "--epochs",
-        "25",
-        "--heartbeat-timeout-ms",
-        "1000",
-        "--no-kill",
-        "--json",
-        "--out",
-        outDir
+        ...["run", "--trainer", steady, "--transport", "process", "--world-size", "3", "--epochs", "25"],
+        ...["--heartbeat-timeout-ms", "1000", "--no-kill", "--json", "--out", outDir]
       ],
-      { stdio: ["ignore", "pipe", "pipe"] }
+      { cwd: process.cwd() }
     )
-    let stdout = ""
-    let stderr = ""
     let stopped = false
-    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
-    const exit = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)))
-    child.stderr.on("data", (chunk: Buffer) => {
-      stderr += chunk.toString()
+    run.child.stderr!.on("data", () => {
       // Stop it once training is under way: the first progress line.
-      if (!stopped && / progress| rank \d+ .*samples/.test(stderr)) {
+      if (!stopped && / progress| rank \d+ .*samples/.test(run.err())) {
         stopped = true
         // kill(1) from a shell (Deno's ChildProcess.kill cannot send SIGCONT), which lets it go on
         // 3 s later: not a timer of this thread, which the in-process tests beside this one block.
-        spawn("sh", ["-c", `kill -STOP ${child.pid}; sleep 3; kill -CONT ${child.pid}`], { stdio: "ignore" })
+        spawn("sh", ["-c", `kill -STOP ${run.child.pid}; sleep 3; kill -CONT ${run.child.pid}`], { stdio: "ignore" })
       }
     })
-    const code = await exit
+    const code = await run.exit
     expect(stopped).toBe(true)
-    const result = JSON.parse(stdout) as RunResult
+    const result = JSON.parse(run.out()) as RunResult
     expect(result.deaths).toEqual([])
     expect(code).toBe(0)
     expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(2900)

@@ -10,14 +10,15 @@
 // mounted `errors=remount-ro` turns read-only under its open files on an error, as a failing disk
 // does; `/sys/fs/ext4/<dev>/trigger_fs_error` raises one.
 import { type ChildProcess, spawnSync } from "node:child_process"
-import { closeSync, cpSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs"
+import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunEvent, RunResult } from "../../actors/record/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import { removeDir, startCli, waitFor } from "../cli-process.ts"
+import { epochOneUnderway, journalOf } from "../run-folders.ts"
 
 const runtime = Runtime.detect()
 const steadyPaced = fileURLToPath(new URL("../fixtures/trainers/steady-paced.ts", import.meta.url))
@@ -45,17 +46,6 @@ const unmount = (mount: string): void => {
   rmSync(mount, { recursive: true, force: true })
 }
 
-const journalOf = (runDir: string): Array<RunEvent> => {
-  const path = join(runDir, "events.ndjson")
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, "utf8")
-  return text
-    .slice(0, text.lastIndexOf("\n") + 1)
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
-}
-
 /** Each batch's wait (ms): an epoch of 2 ranks lasts about 18 s, long enough to fill a disk inside it. */
 const env = { COHORT_TEST_BATCH_MS: "240" }
 
@@ -68,23 +58,7 @@ const startRun = async (out: string, epochs: number) => {
     ["run", "--trainer", steadyPaced, "--transport", "worker", "--world-size", "2", "--epochs", String(epochs), "--no-kill", "--out", out],
     { cwd: process.cwd(), env, started }
   )
-  let runDir = ""
-  await waitFor(
-    () => {
-      const dirs = existsSync(out) ? readdirSync(out) : []
-      runDir = dirs.length === 1 ? join(out, dirs[0]!) : ""
-      const journal = runDir === "" ? [] : journalOf(runDir)
-      const v0 = join(runDir, "checkpoints", "v0")
-      return (
-        journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
-        journal.some((e) => e.type === "progress" && e.epoch === 1) &&
-        existsSync(v0) &&
-        readdirSync(v0).some((name) => name.endsWith(".json"))
-      )
-    },
-    120_000,
-    `epoch 1 under way (stderr: ${run.err()})`
-  )
+  const runDir = await epochOneUnderway(out, () => `stderr: ${run.err()}`)
   return { run, runDir }
 }
 

@@ -218,6 +218,24 @@ describe("Ring.allReduce", () => {
   })
 })
 
+describe("Ring.isContribution", () => {
+  it("is true exactly when every value is finite (-0 counts as finite; one NaN or infinity anywhere makes it false)", () => {
+    fc.assert(
+      fc.property(fc.array(fc.float({ noDefaultInfinity: false, noNaN: false }), { maxLength: 40 }), (values) => {
+        const params = Float32Array.from(values)
+        expect(Ring.isContribution(params)).toBe(params.every((value) => Number.isFinite(value)))
+      }),
+      { seed: SEED, numRuns: 500 }
+    )
+    for (const odd of [Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY]) {
+      const params = new Float32Array(1001).fill(-0)
+      params[1000] = odd
+      expect(Ring.isContribution(params)).toBe(false)
+    }
+    expect(Ring.isContribution(new Float32Array(0))).toBe(true)
+  })
+})
+
 describe("Ring.checkStep: what the coordinator's relay checks before it forwards a step", () => {
   it("accepts every step a real all-reduce sends, from every ring rank", async () => {
     for (const [n, length] of [

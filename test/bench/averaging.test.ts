@@ -3,6 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Averaging from "../../bench/averaging.ts"
+import { measureBare } from "../../bench/bare-collective.ts"
 
 // The averaging bench counts the rounds it times from the run's own round events; these runs are
 // tiny (2 ranks, 64 parameters) and check counts, never speed.
@@ -25,6 +26,13 @@ describe("the averaging bench", () => {
     const long = await Averaging.measure({ ...tiny, backend: "cpu", rounds: 6, warmupRounds: 1 })
     expect([short.rounds, long.rounds]).toEqual([2, 6])
   }, 120_000)
+
+  it("the bare shared-memory collective beside the ring times exactly the rounds asked for, after the warm-up ones", async () => {
+    const bare = await measureBare(2, 64, 4, 2)
+    expect([bare.worldSize, bare.params, bare.rounds]).toEqual([2, 64, 4])
+    expect(bare.medianMs).toBeGreaterThanOrEqual(0)
+    expect(bare.p90Ms).toBeGreaterThanOrEqual(bare.medianMs)
+  }, 60_000)
 
   it("refuses a configuration without a warm-up round (its first round would have no round before it)", async () => {
     await expect(Averaging.measure({ ...tiny, backend: "cpu", rounds: 3, warmupRounds: 0 })).rejects.toThrow(

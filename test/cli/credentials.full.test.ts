@@ -4,7 +4,7 @@
 // rank 2 with 4022 (exit 19, one line), its samples go to the survivors (audits exact), and it is
 // refused on return (4022, exit 19). Node only (vitest.config.ts): nothing here is
 // runtime-specific beyond what test/transport/credentials.test.ts runs on all three.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -12,8 +12,12 @@ import { afterAll, describe, expect, it } from "vitest"
 import type { RunResult } from "../../actors/record/run-types.ts"
 import { freePort, startCli, waitFor } from "../cli-process.ts"
 
-const trainer = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+const trainer = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
 const scratch = mkdtempSync(join(tmpdir(), "cohort-cred-"))
+// The run trains slowly while this file exists, so that it cannot end before the revocation
+// however slowly a loaded machine starts the `revoke` commands.
+const hold = join(scratch, "hold")
+const env = { COHORT_TEST_HOLD: hold }
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 describe("cohort serve --issue-tokens and cohort revoke", () => {
@@ -21,6 +25,7 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
     const port = await freePort()
     const url = `ws://127.0.0.1:${port}/`
     writeFileSync(join(scratch, "token"), "cred-test-run-token-61f0a9c3", { mode: 0o600 })
+    writeFileSync(hold, "")
     const serve = startCli(
       [
         "serve",
@@ -41,7 +46,7 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
         "--issue-tokens",
         "3"
       ],
-      { cwd: scratch }
+      { cwd: scratch, env }
     )
     try {
       await waitFor(() => /credentials in (\S+)\/rank<r>/.test(serve.out()), 30_000, "the credentials line")
@@ -65,7 +70,7 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
             "--connect-timeout-ms",
             "30000"
           ],
-          { cwd: scratch }
+          { cwd: scratch, env }
         )
       const wrongIndex = joinAs(1, 2, "wrong")
       expect(await wrongIndex.exit).toBe(19)
@@ -85,14 +90,15 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
         expect(wrong.err()).toMatch(said)
       }
       const revoke = startCli(["revoke", runDir, idOf(2)], { cwd: scratch })
-      expect(await revoke.exit).toBe(0)
+      expect(await revoke.exit, `${revoke.err()}${serve.out()}${serve.err()}`).toBe(0)
       expect(revoke.out()).toBe(`cohort revoke: credential ${idOf(2)} revoked in ${runDir} (the coordinator applies it within a second)\n`)
       // Back as soon as the coordinator applied it, while the run still trains (under load the
       // revoked rank's own exit may come late).
       await waitFor(() => /revoked credential/.test(serve.out()), 30_000, "the revocation to be applied")
       const back = joinAs(2, 2, "back")
-      expect(await back.exit).toBe(19)
+      expect(await back.exit, back.err()).toBe(19)
       expect(await ranks[2]!.exit).toBe(19)
+      unlinkSync(hold)
       const said = ranks[2]!.err().trim().split("\n")
       expect(said[said.length - 1]).toMatch(/^cohort rank 2: the coordinator revoked this rank \(close code 4022: cohort revoke\)/)
       expect(back.err().trim().split("\n")).toEqual([`cohort join: refused by ${url}: the credential was revoked (close code 4022)`])

@@ -26,12 +26,12 @@ describe("the options table of demo and run", () => {
   })
 
   it("names only flags the parser knows, each with its default from the parser's own", () => {
-    for (const option of Options.runOptions) {
+    for (const option of Options.runFlagTable) {
       const [name, argument] = option.flag.split(" ")
       const argv = ["run", "--trainer", "t.ts", name!, ...(argument === undefined || argument.startsWith("[") ? [] : ["1"])]
       expect(Cli.parse(argv)).not.toEqual({ error: `unknown option '${name}'` })
     }
-    const byFlag = new Map(Options.runOptions.map((option) => [option.flag, option.default]))
+    const byFlag = new Map(Options.runFlagTable.map((option) => [option.flag, option.default]))
     expect(byFlag.get("--world-size N")).toBe(String(Cli.defaults.worldSize))
     expect(byFlag.get("--heartbeat-timeout-ms N")).toBe(String(Cli.defaults.heartbeatTimeoutMs))
   })

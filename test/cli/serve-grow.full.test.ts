@@ -15,7 +15,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
-import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+import { type CliProcess, freePort, servedUrl, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const paced = fileURLToPath(new URL("../fixtures/trainers/mnist-paced.ts", import.meta.url))
@@ -34,7 +34,6 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess =>
   startCli(args, { cwd: dir, env, started: children })
 
-const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 const count = (text: string, pattern: RegExp): number => (text.match(pattern) ?? []).length
 
 interface Summary {
@@ -81,6 +80,45 @@ const baseline = async (mode: string): Promise<number> => {
   return (JSON.parse(run.out()) as Summary).finalAccuracy
 }
 
+/** The served run's journal, every line parsed. */
+const journalOf = (summary: Summary): Array<Event> =>
+  readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
+    .trim()
+    .split("\n")
+    .map((line) => JSON.parse(line) as Event)
+
+/**
+ * Serves a run of 2 ranks that may grow (`serveArgs`: `--max-ranks`, the mode, the backend) over
+ * 3 epochs under `runs-<name>`, paced at 2 s a batch, and joins its 2 formation ranks; resolves
+ * once it formed. At that pace epoch 0 lasts about 64 s: the joiners' commands (`joinAs`, saving
+ * under `<name>-save-<i>`) start in time on a loaded machine, where they take seconds each.
+ */
+const servedPaced = async (name: string, serveArgs: ReadonlyArray<string>) => {
+  const paceFile = join(dir, `pace-${name}`)
+  writeFileSync(paceFile, "2000")
+  const env = { COHORT_TEST_PACE: paceFile }
+  const port = await freePort()
+  const serve = cohort(
+    [
+      ...["serve", "--trainer", paced, "--world-size", "2", ...serveArgs, "--epochs", "3"],
+      ...["--listen", `127.0.0.1:${port}`, "--token-file", tokenFile, "--out", `runs-${name}`, "--json"]
+    ],
+    env
+  )
+  const url = await servedUrl(serve)
+  const joinAs = (i: number) =>
+    cohort(
+      [
+        ...["join", url, "--trainer", paced, "--token-file", tokenFile, "--rank", "auto"],
+        ...["--save-dir", `${name}-save-${i}`, "--connect-timeout-ms", "60000"]
+      ],
+      env
+    )
+  const first = [0, 1].map(joinAs)
+  await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
+  return { serve, url, env, paceFile, joinAs, first }
+}
+
 /**
  * Serves 2 ranks with `--max-ranks 4` in `mode`; 2 more join during epoch 0; rank 0 is killed in
  * epoch 1; `during(url, env)` runs once rank 0's death is declared, before the run speeds up.
@@ -90,55 +128,9 @@ const grownRun = async (
   during: (url: string, env: Record<string, string>) => Promise<void>,
   joined: () => void = () => {}
 ) => {
-  const paceFile = join(dir, `pace-${mode}`)
-  // Epoch 0 of 2 ranks lasts about 64 s at 2 s a batch: the joiners' commands start in time on a
-  // loaded machine (they take seconds each); once both are in, 300 ms a batch: epoch 1 lasts
-  // seconds, time to kill in it.
-  writeFileSync(paceFile, "2000")
-  const env = { COHORT_TEST_PACE: paceFile }
-  const port = await freePort()
-  const serve = cohort(
-    [
-      "serve",
-      "--trainer",
-      paced,
-      "--world-size",
-      "2",
-      "--max-ranks",
-      "4",
-      "--mode",
-      mode,
-      "--epochs",
-      "3",
-      "--listen",
-      `127.0.0.1:${port}`,
-      "--token-file",
-      tokenFile,
-      "--out",
-      `runs-${mode}`,
-      "--json"
-    ],
-    env
-  )
-  await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-  const url = urlOf(serve)
-  const joinArgs = (save: string, rank = "auto") => [
-    "join",
-    url,
-    "--trainer",
-    paced,
-    "--token-file",
-    tokenFile,
-    "--rank",
-    rank,
-    "--save-dir",
-    save,
-    "--connect-timeout-ms",
-    "60000"
-  ]
-  const first = [0, 1].map((i) => cohort(joinArgs(`${mode}-save-${i}`), env))
-  await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
-  const joiners = [2, 3].map((i) => cohort(joinArgs(`${mode}-save-${i}`), env))
+  // Once both joiners are in, 300 ms a batch: epoch 1 lasts seconds, time to kill in it.
+  const { serve, url, env, paceFile, joinAs, first } = await servedPaced(mode, ["--max-ranks", "4", "--mode", mode])
+  const joiners = [2, 3].map(joinAs)
   await waitFor(() => count(serve.err(), /joined the running run in epoch \d+/g) === 2, 120_000, "two joins")
   joined()
   writeFileSync(paceFile, "300")
@@ -153,11 +145,7 @@ const grownRun = async (
   // serve, the other formation rank and the joiners exit 0; rank 0 was killed (no code).
   const codes = await Promise.all([serve, ...first.filter((p) => p !== zero), ...joiners, zero].map((p) => p.exit))
   const summary = JSON.parse(serve.out()) as Summary
-  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as Event)
-  return { codes, summary, journal, joiners, serve }
+  return { codes, summary, journal: journalOf(summary), joiners, serve }
 }
 
 /**
@@ -169,54 +157,8 @@ const grownRing = async (after: Promise<unknown>) => {
   // Its processes start once the other runs' joiners are in: process starts are what loads the
   // machine, and those joins must land in their epoch 0.
   await after
-  const paceFile = join(dir, "pace-ring")
-  writeFileSync(paceFile, "2000")
-  const env = { COHORT_TEST_PACE: paceFile }
-  const port = await freePort()
-  const serve = cohort(
-    [
-      "serve",
-      "--trainer",
-      paced,
-      "--world-size",
-      "2",
-      "--max-ranks",
-      "3",
-      "--backend",
-      "ring",
-      "--mode",
-      "progressive",
-      "--epochs",
-      "3",
-      "--listen",
-      `127.0.0.1:${port}`,
-      "--token-file",
-      tokenFile,
-      "--out",
-      "runs-ring",
-      "--json"
-    ],
-    env
-  )
-  await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-  const url = urlOf(serve)
-  const joinArgs = (save: string) => [
-    "join",
-    url,
-    "--trainer",
-    paced,
-    "--token-file",
-    tokenFile,
-    "--rank",
-    "auto",
-    "--save-dir",
-    save,
-    "--connect-timeout-ms",
-    "60000"
-  ]
-  const first = [0, 1].map((i) => cohort(joinArgs(`ring-save-${i}`), env))
-  await waitFor(() => serve.err().includes("formed: every one of the 2 ranks joined"), 120_000, "formation")
-  const joiner = cohort(joinArgs("ring-save-2"), env)
+  const { serve, paceFile, joinAs, first } = await servedPaced("ring", ["--max-ranks", "3", "--backend", "ring", "--mode", "progressive"])
+  const joiner = joinAs(2)
   await waitFor(() => count(serve.err(), /joined the running run in epoch \d+/g) === 1, 120_000, "the join")
   writeFileSync(paceFile, "300")
   // Paced until the journal shows the joiner's trained samples (a progress line at most once a second).
@@ -237,11 +179,7 @@ const grownRing = async (after: Promise<unknown>) => {
   unlinkSync(paceFile)
   const codes = await Promise.all([serve, ...first, joiner].map((p) => p.exit))
   const summary = JSON.parse(serve.out()) as Summary & { readonly ring?: { readonly generations: number; readonly links: string } }
-  const journal = readFileSync(join(dir, summary.runDir, "events.ndjson"), "utf8")
-    .trim()
-    .split("\n")
-    .map((line) => JSON.parse(line) as Event & { readonly samplesDone?: number })
-  return { codes, summary, journal, joiner }
+  return { codes, summary, journal: journalOf(summary) as Array<Event & { readonly samplesDone?: number }>, joiner }
 }
 
 describe(`growing a served run: cohort serve --max-ranks and cohort join (${runtime})`, () => {

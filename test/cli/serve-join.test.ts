@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
-import { cliCommand, type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+import { cliCommand, type CliProcess, freePort, servedUrl, startCli, waitFor } from "../cli-process.ts"
 
 const runtime = Runtime.detect()
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
@@ -137,8 +137,7 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       "runs",
       "--json"
     ])
-    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-    const url = urlOf(serve)
+    const url = await servedUrl(serve)
     const ranks = [0, 1].map((rank) =>
       cohort([
         "join",
@@ -186,7 +185,12 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       [
         ["join", "http://example.org/x"],
         {},
-        "cohort: the URL must be ws://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'\n"
+        "cohort: the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got 'http://example.org/x'; try ws://example.org/\n"
+      ],
+      [
+        ["join", "https://127.0.0.1:9443/"],
+        {},
+        "cohort: the URL must be ws://HOST:PORT/ or wss://HOST:PORT/ as cohort serve prints it, got 'https://127.0.0.1:9443/'; try wss://127.0.0.1:9443/\n"
       ],
       [
         ["join", "ws://127.0.0.1:9/", "--token-file", tokenFile, "--rank", "-1"],
@@ -271,8 +275,7 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
       ],
       hold
     )
-    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-    const url = urlOf(serve)
+    const url = await servedUrl(serve)
     const base = (rank: string, file = tokenFile, save = `save-r${rank}`) => [
       "join",
       url,

@@ -7,7 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import { type CliProcess, startCli, waitFor } from "../cli-process.ts"
+import { type CliProcess, servedUrl, startCli, waitFor } from "../cli-process.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 // 1600 samples: not the served run's 4800.
@@ -22,7 +22,6 @@ afterAll(() => {
 })
 
 const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, started: children })
-const urlOf = (serve: CliProcess): string => /listening on (ws:\/\/\S+) for/.exec(serve.out() + serve.err())?.[1] ?? ""
 
 describe("a served run that is forming", () => {
   it("keeps forming when a joiner with another trainer leaves: serve says why, its index is taken again, and the run completes with clean audits", async () => {
@@ -40,8 +39,7 @@ describe("a served run that is forming", () => {
       "runs",
       "--json"
     ])
-    await waitFor(() => urlOf(serve) !== "", 60_000, "serve's URL")
-    const url = urlOf(serve)
+    const url = await servedUrl(serve)
     const join_ = (trainer: string, save: string) =>
       cohort(["join", url, "--trainer", trainer, "--token-file", tokenFile, "--save-dir", save])
     const wrong = join_(wide, "save-wrong")

@@ -274,6 +274,12 @@ describe("failure limit and backend limits", () => {
       round: 0,
       openedAtMs: 1, // rank 0's report
       contributors: [0, 2, 1],
+      // Ring ranks' partitions: [0, 10), [10, 20), [20, 30); each commits what it reported.
+      committed: [
+        [0, 10],
+        [20, 4],
+        [10, 10]
+      ],
       params: [],
       paramRanks: [],
       generation: 0,

@@ -36,6 +36,10 @@ describe("round deadline (cpu backend): a slow rank does not set the pace, and i
         round: 0,
         openedAtMs: 10,
         contributors: [0, 1],
+        committed: [
+          [0, 5],
+          [10, 5]
+        ],
         params: [new Float32Array([0]), new Float32Array([1])],
         paramRanks: [0, 1],
         reason:

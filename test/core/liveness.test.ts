@@ -59,6 +59,22 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     expect(Liveness.overrun(l, 0)).toEqual([]) // its frames, not its hold, set the deadline
   })
 
+  it("a beaten hold postpones nothing: the rank's beats keep it fresh, and past the hold's end unanswered it is named as overrun", () => {
+    const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
+    Liveness.hold(l, 0, "eval", 0, 0, 2000, Infinity, true)
+    Liveness.hold(l, 0, "save", 0, 0, 3000, Infinity, true)
+    expect(Liveness.deadlineOf(l, 0)).toBe(1000)
+    expect(Liveness.expired(l, 1001)).toEqual([0, 1])
+    Liveness.touch(l, 0, 500)
+    expect(Liveness.overrun(l, 0)).toEqual([]) // stopped early: no call ran past its bound
+    for (let t = 1000; t <= 6000; t += 500) Liveness.touch(l, 0, t) // beats while it evaluates, then saves
+    expect(Liveness.expired(l, 7001)).toEqual([1, 0])
+    // It beat for longer than both bounds (2000 and 3000 after the ask): both ran past them.
+    expect(Liveness.overrun(l, 0).map((h) => h.call)).toEqual(["eval", "save"])
+    Liveness.release(l, 0, "eval", 0)
+    expect(Liveness.overrun(l, 0).map((h) => h.call)).toEqual(["save"])
+  })
+
   it("a suspect seen again goes back to the list and is judged from its new sighting", () => {
     const l = Liveness.make(2, 0, 2, Liveness.fixed(1000))
     Liveness.hold(l, 0, "save", 3, 0, 5000)
@@ -104,7 +120,13 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
     const op = fc.oneof(
       fc.record({ kind: fc.constant("touch" as const), rank: fc.nat(7), dt: fc.nat(700) }),
       fc.record({ kind: fc.constant("seen" as const), rank: fc.nat(7), backMs: fc.nat(1500) }),
-      fc.record({ kind: fc.constant("hold" as const), rank: fc.nat(7), id: fc.nat(2), ms: fc.constantFrom(250, 1500, 4000) }),
+      fc.record({
+        kind: fc.constant("hold" as const),
+        rank: fc.nat(7),
+        id: fc.nat(2),
+        ms: fc.constantFrom(250, 1500, 4000),
+        beaten: fc.boolean()
+      }),
       fc.record({ kind: fc.constant("release" as const), rank: fc.nat(7), id: fc.nat(2) }),
       fc.record({ kind: fc.constant("unwatch" as const), rank: fc.nat(7) }),
       fc.record({ kind: fc.constant("pause" as const), ms: fc.nat(400) }),
@@ -118,7 +140,7 @@ describe("liveness with per-rank timeouts (docs/design.md §3.1)", () => {
         for (const o of ops) {
           if (o.kind === "touch") Liveness.touch(l, o.rank, (now += o.dt))
           else if (o.kind === "seen") Liveness.seen(l, o.rank, now - o.backMs)
-          else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms)
+          else if (o.kind === "hold") Liveness.hold(l, o.rank, "save", o.id, now, o.ms, Infinity, o.beaten)
           else if (o.kind === "release") Liveness.release(l, o.rank, "save", o.id)
           else if (o.kind === "unwatch") Liveness.unwatch(l, o.rank)
           else if (o.kind === "pause") {
@@ -314,6 +336,81 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
     const late = tick(s, 3151)
     expect(tags(late).slice(0, 2)).toEqual(["Alert:EvalTimeout", "Alert:RankLost"])
     expect(s.deaths.map((d) => d.rank)).toEqual([2, 0])
+  })
+})
+
+describe("ranks that beat while they run a call the coordinator asked for (beatsDuringCalls)", () => {
+  /** Three ranks, one epoch each committed at 100: rank 0 is asked for the eval and the checkpoint. */
+  const endEpoch = (options: { readonly saveTimeoutMs?: number; readonly evalTimeoutMs?: number }) => {
+    const s = make({
+      worldSize: 3,
+      epochSamples: 30,
+      epochs: 2,
+      heartbeatTimeoutMs: 1000,
+      rolePolicy: { rank: 0 },
+      beatsDuringCalls: true,
+      ...options
+    })
+    Coordinator.start(s, 0)
+    params(s, 0, 100, 10)
+    params(s, 1, 100, 10)
+    expect(tags(params(s, 2, 100, 10))).toContain("Send:Checkpoint")
+    return s
+  }
+
+  it("a rank stopped at any instant from the ask to well past its answer is declared at its last frame's timeout, and every sample of the epoch stays committed once", () => {
+    // The rank's last frame at `lastMs`: before it read the ask, while it evaluated or saved
+    // (beats), after it answered, or once it trained the next epoch.
+    for (let lastMs = 100; lastMs <= 4000; lastMs += 50) {
+      const s = endEpoch({ saveTimeoutMs: 600_000, evalTimeoutMs: 600_000 })
+      for (let t = 150; t <= lastMs; t += 50) frame(s, 0, t, { _tag: "Heartbeat" })
+      if (lastMs >= 2000) frame(s, 0, 2000, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })
+      let declaredMs: number | undefined
+      for (let t = lastMs + 50; declaredMs === undefined && t <= lastMs + 3000; t += 50) {
+        heartbeat(s, t, [1, 2])
+        tick(s, t)
+        if (!Coordinator.isLive(s, 0)) declaredMs = t
+      }
+      expect(declaredMs).toBe(lastMs + 1050) // stale strictly after 1000 ms, at the next tick of 50
+      expect(s.deaths.map((d) => d.cause)).toEqual([`no frame for 1050 ms (timeout 1000 ms)`])
+      expect(s.summaries.map((e) => [e.lost, e.duplicated])).toEqual([[0, 0]])
+    }
+  })
+
+  it("a save three times the heartbeat timeout with beats: no death, no alert", () => {
+    const s = endEpoch({ saveTimeoutMs: 5000 })
+    for (let t = 200; t <= 3100; t += 100) {
+      heartbeat(s, t, [0, 1, 2])
+      expect(tick(s, t)).toEqual([])
+    }
+    expect(frame(s, 0, 3100, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })).toEqual([])
+    expect(s.deaths).toEqual([])
+  })
+
+  it("beats that stop past the save's bound: the rank is declared with SaveTimeout, and the checkpoint fails over", () => {
+    const s = endEpoch({ saveTimeoutMs: 3000, evalTimeoutMs: 500 })
+    frame(s, 0, 150, { _tag: "EvalResult", epoch: 0, accuracy: 0.5, loss: 1 })
+    // The save's hold ends at 100 + 1000 + 500 + 3000; the rank's beater stops 3000 after the save began.
+    for (let t = 200; t <= 3200; t += 100) {
+      heartbeat(s, t, [0, 1, 2])
+      expect(tick(s, t)).toEqual([])
+    }
+    for (let t = 3300; t <= 4200; t += 100) {
+      heartbeat(s, t, [1, 2])
+      expect(tick(s, t)).toEqual([])
+    }
+    heartbeat(s, 4700, [1, 2])
+    const cmds = tick(s, 4700)
+    expect(tags(cmds).slice(0, 2)).toEqual(["Alert:SaveTimeout", "Alert:RankLost"])
+    expect(deliveries(s, cmds).filter(([, m]) => m._tag === "Checkpoint")).toEqual([[1, { _tag: "Checkpoint", version: 0 }]])
+  })
+
+  it("a rank asked nothing, or whose call was answered, is judged by its timeout as before; the option must be a boolean", () => {
+    const s = endEpoch({})
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1100)
+    expect(Coordinator.deadlineOf(s, 1)).toBe(1100)
+    const made = Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1, beatsDuringCalls: "yes" as unknown as boolean }, 0)
+    expect("_tag" in made && made.option).toBe("beatsDuringCalls")
   })
 })
 

@@ -6,6 +6,18 @@ import * as Simulation from "./simulation.ts"
 // and the simulation prints its own seed and event log first.
 const SEED = 20261129
 
+// What both generators draw alike, in this order (a seed's scenarios depend on it): how the ranks
+// train and how the core schedules them.
+const howTheyTrain = {
+  mode: fc.constantFrom("static" as const, "progressive" as const),
+  backend: fc.constantFrom("cpu" as const, "ring" as const),
+  batchSize: fc.integer({ min: 1, max: 8 }),
+  chunkSamples: fc.integer({ min: 1, max: 20 }),
+  chunksInflightMax: fc.integer({ min: 1, max: 3 }),
+  redistribution: fc.constantFrom("equal" as const, "throughput" as const),
+  rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) }))
+}
+
 const scenario = fc
   .record({
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
@@ -14,13 +26,7 @@ const scenario = fc
         worldSize: fc.integer({ min: 1, max: 9 }),
         epochSamples: fc.integer({ min: 1, max: 160 }),
         epochs: fc.integer({ min: 1, max: 3 }),
-        mode: fc.constantFrom("static" as const, "progressive" as const),
-        backend: fc.constantFrom("cpu" as const, "ring" as const),
-        batchSize: fc.integer({ min: 1, max: 8 }),
-        chunkSamples: fc.integer({ min: 1, max: 20 }),
-        chunksInflightMax: fc.integer({ min: 1, max: 3 }),
-        redistribution: fc.constantFrom("equal" as const, "throughput" as const),
-        rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
+        ...howTheyTrain,
         failureLimit: fc.option(
           fc.oneof(
             fc.record({ absolute: fc.integer({ min: 0, max: 6 }) }),
@@ -57,7 +63,7 @@ const scenario = fc
     options: { ...s.options, backend: s.options.worldSize < 2 ? ("cpu" as const) : s.options.backend }
   }))
 
-// Growing cohorts (issue 17): world sizes up to 64 (mostly small, where faults interact most),
+// Growing cohorts: world sizes up to 64 (mostly small, where faults interact most),
 // capacity up to 128, some formation ranks absent at the start, and joins among the faults.
 const growing = fc
   .record({
@@ -70,13 +76,7 @@ const growing = fc
     absent: fc.integer({ min: 0, max: 3 }),
     epochSamples: fc.integer({ min: 1, max: 600 }),
     epochs: fc.integer({ min: 1, max: 3 }),
-    mode: fc.constantFrom("static" as const, "progressive" as const),
-    backend: fc.constantFrom("cpu" as const, "ring" as const),
-    batchSize: fc.integer({ min: 1, max: 8 }),
-    chunkSamples: fc.integer({ min: 1, max: 20 }),
-    chunksInflightMax: fc.integer({ min: 1, max: 3 }),
-    redistribution: fc.constantFrom("equal" as const, "throughput" as const),
-    rolePolicy: fc.oneof(fc.constant("fastest" as const), fc.record({ rank: fc.integer({ min: 0, max: 9 }) })),
+    ...howTheyTrain,
     failureLimit: fc.option(fc.record({ fraction: fc.double({ min: 0, max: 1, noNaN: true }) }), { nil: undefined }),
     kills: fc.integer({ min: 0, max: 5 }),
     hangs: fc.integer({ min: 0, max: 2 }),
@@ -117,23 +117,40 @@ const growing = fc
     }
   })
 
+/**
+ * Checks `params.numRuns` seeded simulations of `scenarios` (the simulation checks the core's
+ * invariants as it goes): each ends with at most one `ShutdownWithSave`, and `each` sees every
+ * result, to count what the property needs to have happened or to check more. Returns how many
+ * runs completed.
+ */
+const simulate = (
+  scenarios: fc.Arbitrary<Simulation.Scenario>,
+  params: { readonly seed: number; readonly numRuns: number },
+  each: (result: Simulation.SimResult, scenario: Simulation.Scenario) => void
+): number => {
+  let completed = 0
+  fc.assert(
+    fc.property(scenarios, (s) => {
+      const result = Simulation.run(s)
+      if (result.state.outcome?.status === "completed") completed += 1
+      expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
+      each(result, s)
+    }),
+    params
+  )
+  return completed
+}
+
 describe("coordinator properties under random deaths, exits, hangs and late frames", () => {
   it("every finished epoch is committed exactly once; an unrecoverable run's uncommitted ranges tile the rest; no command reaches a dead rank; at most one ShutdownWithSave; activeCount equals the survivors", () => {
-    let completed = 0
     let unrecoverable = 0
     let ringRounds = 0
     let ringRoundsAfterReform = 0
-    fc.assert(
-      fc.property(scenario, (s) => {
-        const result = Simulation.run(s)
-        ringRounds += result.ringRoundsClosed
-        ringRoundsAfterReform += result.ringRoundsClosedAfterReform
-        if (result.state.outcome?.status === "completed") completed += 1
-        else unrecoverable += 1
-        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
-      }),
-      { seed: SEED, numRuns: 300 }
-    )
+    const completed = simulate(scenario, { seed: SEED, numRuns: 300 }, (result) => {
+      ringRounds += result.ringRoundsClosed
+      ringRoundsAfterReform += result.ringRoundsClosedAfterReform
+      if (result.state.outcome?.status !== "completed") unrecoverable += 1
+    })
     // Both kinds of ending must actually be exercised, or the property proves little.
     expect(completed).toBeGreaterThan(50)
     expect(unrecoverable).toBeGreaterThan(10)
@@ -211,22 +228,17 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     let completedWithJoins = 0
     let wide = 0
     const refused: Record<string, number> = {}
-    fc.assert(
-      fc.property(growing, (s) => {
-        const result = Simulation.run(s)
-        runs += 1
-        joined += result.joined
-        ringEntries += result.ringEntries
-        trainedAtOnce += result.joinersTrainedAtOnce
-        if (result.joined > 0 && result.state.outcome?.status === "completed") completedWithJoins += 1
-        if (s.options.worldSize > 32 && (s.options.maxRanks ?? 0) > 64) wide += 1
-        for (const [reason, n] of Object.entries(result.refused)) refused[reason] = (refused[reason] ?? 0) + n
-        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
-        expect(result.state.counters.joins).toBe(result.joined)
-        expect(result.state.outcome?.joins?.length ?? 0).toBe(result.joined)
-      }),
-      { seed: SEED + 2, numRuns: 150 }
-    )
+    simulate(growing, { seed: SEED + 2, numRuns: 150 }, (result, s) => {
+      runs += 1
+      joined += result.joined
+      ringEntries += result.ringEntries
+      trainedAtOnce += result.joinersTrainedAtOnce
+      if (result.joined > 0 && result.state.outcome?.status === "completed") completedWithJoins += 1
+      if (s.options.worldSize > 32 && (s.options.maxRanks ?? 0) > 64) wide += 1
+      for (const [reason, n] of Object.entries(result.refused)) refused[reason] = (refused[reason] ?? 0) + n
+      expect(result.state.counters.joins).toBe(result.joined)
+      expect(result.state.outcome?.joins?.length ?? 0).toBe(result.joined)
+    })
     // Each path must actually be exercised, or the property proves little.
     expect(runs).toBe(150)
     expect(joined).toBeGreaterThan(150)
@@ -243,7 +255,6 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
 
   it("ring, progressive, ranks training while their round completes: each round commits exactly the chunks whose ChunkDone preceded each member's RoundDone; a chunk reported after it is committed only by a later round; every epoch exactly once", () => {
     let carried = 0
-    let completed = 0
     const scenario = fc
       .record({
         seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
@@ -278,15 +289,9 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
           trainWhileWaiting: true
         })
       )
-    fc.assert(
-      fc.property(scenario, (s) => {
-        const result = Simulation.run(s)
-        carried += result.chunksCarriedOver
-        if (result.state.outcome?.status === "completed") completed += 1
-        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
-      }),
-      { seed: SEED + 4, numRuns: 150 }
-    )
+    const completed = simulate(scenario, { seed: SEED + 4, numRuns: 150 }, (result) => {
+      carried += result.chunksCarriedOver
+    })
     // Chunks done after their rank's report must actually occur, or the property proves little.
     expect(carried).toBeGreaterThan(100)
     expect(completed).toBeGreaterThan(30)
@@ -294,7 +299,6 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
 
   it("cpu rounds with a deadline and a quorum: rounds close without slow, hung or dying ranks, late contributions fold into later rounds, joiners included, every epoch is committed exactly once, and every run ends", () => {
     let atDeadline = 0
-    let completed = 0
     const withDeadline = fc
       .record({
         // With and without joins (growing cohorts: no round waits on a rank that joined after it opened).
@@ -308,15 +312,9 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
           options: { ...base.options, backend: "cpu", roundDeadlineMs, roundQuorum }
         })
       )
-    fc.assert(
-      fc.property(withDeadline, (s) => {
-        const result = Simulation.run(s)
-        atDeadline += result.state.counters.roundsClosedAtDeadline
-        if (result.state.outcome?.status === "completed") completed += 1
-        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
-      }),
-      { seed: SEED + 5, numRuns: 200 }
-    )
+    const completed = simulate(withDeadline, { seed: SEED + 5, numRuns: 200 }, (result) => {
+      atDeadline += result.state.counters.roundsClosedAtDeadline
+    })
     expect(atDeadline).toBeGreaterThan(100)
     expect(completed).toBeGreaterThan(40)
   })
@@ -353,15 +351,10 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
           safetySteps: 800
         })
       )
-    fc.assert(
-      fc.property(scenario, (s) => {
-        const result = Simulation.run(s)
-        reissued += result.modelsReissued
-        entries += result.ringEntries
-        expect(result.shutdownWithSaveCount).toBeLessThanOrEqual(1)
-      }),
-      { seed: SEED + 3, numRuns: 120 }
-    )
+    simulate(scenario, { seed: SEED + 3, numRuns: 120 }, (result) => {
+      reissued += result.modelsReissued
+      entries += result.ringEntries
+    })
     expect(entries).toBeGreaterThan(100)
     expect(reissued).toBeGreaterThan(10)
   })

@@ -60,6 +60,8 @@ export interface Scenario {
    * false (today's rank actor trains nothing in that wait).
    */
   readonly trainWhileWaiting?: boolean
+  /** Sees every command the core returns, in order (a recorder of the run's journal). */
+  readonly onCommand?: (command: Coordinator.Command) => void
 }
 
 interface SimRank {
@@ -259,6 +261,7 @@ export const run = (scenario: Scenario): SimResult => {
         return
       case "Update":
         r.waitingUpdate = false
+        if (!ring) r.round = message.round + 1
         return
       case "RoundCommitted":
         if (!ring) return fail(`RoundCommitted sent with the cpu backend`)
@@ -328,6 +331,7 @@ export const run = (scenario: Scenario): SimResult => {
   const apply = (cmds: ReadonlyArray<Coordinator.Command>, what: string): void => {
     for (const cmd of cmds) {
       commandCount += 1
+      scenario.onCommand?.(cmd)
       if (cmd._tag === "Send") {
         if (Coordinator.isDead(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to dead rank ${cmd.to}`)
         if (!Coordinator.isLive(state, cmd.to)) fail(`${what}: ${cmd.message._tag} sent to exited rank ${cmd.to}`)
@@ -543,7 +547,7 @@ export const run = (scenario: Scenario): SimResult => {
           r.doneSinceContribution = 0
           return contributeRing(r, 0)
         }
-        r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: 0, params: new Float32Array(0) })
+        r.outbox.push({ _tag: "Params", epoch: r.epoch, round: r.round, samplesDone: 0, params: new Float32Array(0) })
         r.doneSinceContribution = 0
         r.batchesSinceContribution = 0
         r.waitingUpdate = true
@@ -562,7 +566,7 @@ export const run = (scenario: Scenario): SimResult => {
         r.contributedUpTo = r.trained
         return contributeRing(r, r.trained)
       }
-      r.outbox.push({ _tag: "Params", epoch: r.epoch, round: 0, samplesDone: r.trained, params: new Float32Array(0) })
+      r.outbox.push({ _tag: "Params", epoch: r.epoch, round: r.round, samplesDone: r.trained, params: new Float32Array(0) })
       r.contributedUpTo = r.trained
       r.batchesSinceContribution = 0
       r.waitingUpdate = true

@@ -9,9 +9,10 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
-import type { RunEvent, RunResult } from "../../actors/record/run-types.ts"
+import type { RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
-import { removeDir, startCli, waitFor } from "../cli-process.ts"
+import { removeDir, startCli } from "../cli-process.ts"
+import { epochOneUnderway, journalOf } from "../run-folders.ts"
 
 const runtime = Runtime.detect()
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
@@ -27,17 +28,6 @@ const requireRootLinux = (): void => {
   if (process.platform !== "linux" || process.getuid?.() !== 0) {
     throw new Error(`THIS TEST NEEDS ROOT ON LINUX (unshare --pid): uid ${process.getuid?.()} on ${process.platform}`)
   }
-}
-
-const journalOf = (runDir: string): Array<RunEvent> => {
-  const path = join(runDir, "events.ndjson")
-  if (!existsSync(path)) return []
-  const text = readFileSync(path, "utf8")
-  return text
-    .slice(0, text.lastIndexOf("\n") + 1)
-    .split("\n")
-    .filter((line) => line !== "")
-    .map((line) => JSON.parse(line) as RunEvent)
 }
 
 /** The host pids of `parent`'s children (from `/proc/<pid>/stat`'s ppid). */
@@ -86,24 +76,7 @@ describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
     let stderr = ""
     coordinator.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
     coordinator.stdout.resume()
-    let runDir = ""
-    // Once epoch 0 is audited and checkpointed and epoch 1 is under way.
-    await waitFor(
-      () => {
-        const dirs = existsSync(parentOut) ? readdirSync(parentOut) : []
-        runDir = dirs.length === 1 ? join(parentOut, dirs[0]!) : ""
-        const journal = runDir === "" ? [] : journalOf(runDir)
-        const v0 = join(runDir, "checkpoints", "v0")
-        return (
-          journal.some((e) => e.type === "epoch" && e.summary.epoch === 0) &&
-          journal.some((e) => e.type === "progress" && e.epoch === 1) &&
-          existsSync(v0) &&
-          readdirSync(v0).some((name) => name.endsWith(".json"))
-        )
-      },
-      120_000,
-      `epoch 1 of the run in PID 1 (stderr: ${stderr})`
-    )
+    const runDir = await epochOneUnderway(parentOut, () => `the run in PID 1, stderr: ${stderr}`)
     const lock = JSON.parse(readFileSync(join(runDir, "run.lock"), "utf8")) as { pid: number; pidNamespace?: string }
     expect(lock.pid).toBe(1)
     expect([typeof lock.pidNamespace, lock.pidNamespace === readlinkSync("/proc/self/ns/pid")]).toEqual(["string", false])

@@ -28,6 +28,12 @@ describe("credentials", () => {
     assert.isUndefined(Credentials.check(runToken, runId, runToken, nowMs, () => false))
   })
 
+  it("a new id is `c` and 12 hex digits, 13 characters, as docs/trust-model.md shows it", () => {
+    const id = Credentials.newId()
+    assert.match(id, /^c[0-9a-f]{12}$/)
+    assert.strictEqual(id.length, 13)
+  })
+
   it("revoked, then expired, each with its own close code", () => {
     const text = Credentials.issue(runToken, runId, { id: "c2", rank: "any", expiresAtMs: nowMs + 1000 })
     assert.deepStrictEqual(

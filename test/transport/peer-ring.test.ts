@@ -76,7 +76,7 @@ const squatter = async (challenge: string | undefined) => {
 describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a step goes from a rank to its next ring neighbour, as sent", async () => {
     const { rings } = await ranks(3)
-    const ends = rings.map((ring, rank) => ring.open(0, [0, 1, 2], rank))
+    const ends = rings.map((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
     expect(await ends[0]!.connected).toBe(true)
     const received = nextMessage(ends[1]!)
     const data = new Float64Array([1.5, -2, 1])
@@ -93,7 +93,7 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
 
   it("a connection with a wrong token is closed with BadHello (4020), one from a rank that is not the previous neighbour with NotNeighbour (4021)", async () => {
     const { rings, urls } = await ranks(3)
-    rings.forEach((ring, rank) => ring.open(0, [0, 1, 2], rank))
+    rings.forEach((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
     const hello = (key: string, from: number) => async (challenge: string) =>
       JSON.stringify({ generation: 0, from, challenge: "ab".repeat(32), proof: await proofOf(key, ["hello", challenge, 0, from, 1]) })
     expect(await strangerCode(urls[1]!, hello("guessed", 0))).toBe(PeerRing.closeCodes.BadHello)
@@ -109,10 +109,10 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
   it("a link opened before its receiver knows the generation waits for it; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
     const { rings } = await ranks(3, [2])
     // Rank 0 links to rank 1 before rank 1 opened generation 4.
-    const end0 = rings[0]!.open(4, [0, 1, 2], 0)
+    const end0 = rings[0]!.open(4, PeerRing.neighboursOf([0, 1, 2], 0))
     expect(await end0.connected).toBe(true)
     expect(end0.send({ generation: 4, round: 0, step: 0, data: new Float32Array([7]) })).toBe(true)
-    const end1 = rings[1]!.open(4, [0, 1, 2], 1)
+    const end1 = rings[1]!.open(4, PeerRing.neighboursOf([0, 1, 2], 1))
     expect(Array.from((await nextMessage(end1)).data)).toEqual([7])
     // Rank 2 has no listener: rank 1's link to it is never made.
     expect(await end1.connected).toBe(false)
@@ -126,7 +126,7 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
       try {
         const ring = PeerRing.start({ rank: 0, token, urls: [urls[0], stranger.url], host, port: 0, connectTimeoutMs: 1000 })
         opened.push(ring)
-        const end = ring.open(0, [0, 1], 0)
+        const end = ring.open(0, PeerRing.neighboursOf([0, 1], 0))
         expect(await end.connected).toBe(false)
         expect(end.send({ generation: 0, round: 0, step: 0, data: new Float32Array([1]) })).toBe(false)
         expect(stranger.received.every((text) => !text.includes(token))).toBe(true)
@@ -139,11 +139,32 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     rings[1]!.close()
   })
 
+  it("between hosts (no run token): each generation's secret and next address come with open; a hello before its generation waits for the secret; a wrong secret or none leaves the relay", async () => {
+    const rings = [0, 1].map((rank) => PeerRing.start({ rank, token: "", urls: [], host, port: 0, listen: true, connectTimeoutMs: 2000 }))
+    opened.push(...rings)
+    const [port0, port1] = await Promise.all(rings.map((ring) => ring.bound))
+    const url1 = PeerRing.advertisedUrl(host, port1!)
+    expect([typeof port0, url1]).toEqual(["number", `ws://${host}:${port1}/`])
+    // Rank 0 links before rank 1 knows generation 2: its hello waits there for rank 1's secret.
+    const end0 = rings[0]!.open(2, { prev: 1, next: 1, nextUrl: url1, secret: "generation-2-secret" })
+    await new Promise((r) => setTimeout(r, 50))
+    const end1 = rings[1]!.open(2, { prev: 0, next: 0, secret: "generation-2-secret" })
+    expect(await end0.connected).toBe(true)
+    expect(end0.send({ generation: 2, round: 0, step: 0, data: new Float32Array([5]) })).toBe(true)
+    expect(Array.from((await nextMessage(end1)).data)).toEqual([5])
+    // Rank 1 gave no address for rank 0: its outgoing link is never made.
+    expect(await end1.connected).toBe(false)
+    // Generation 3: rank 0 holds another secret than rank 1 (a stale or forged FormRing), then none.
+    rings[1]!.open(3, { prev: 0, next: 0, secret: "generation-3-secret" })
+    expect(await rings[0]!.open(3, { prev: 1, next: 1, nextUrl: url1, secret: "a guess" }).connected).toBe(false)
+    expect(await rings[0]!.open(4, { prev: 1, next: 1, nextUrl: url1 }).connected).toBe(false)
+  })
+
   it("a neighbour that died (its port refuses) leaves the generation on the relay", async () => {
     const { rings } = await ranks(2)
     rings[1]!.close()
     await new Promise((r) => setTimeout(r, 100))
-    const end0 = rings[0]!.open(0, [0, 1], 0)
+    const end0 = rings[0]!.open(0, PeerRing.neighboursOf([0, 1], 0))
     expect(await end0.connected).toBe(false)
   })
 })

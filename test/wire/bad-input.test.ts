@@ -110,7 +110,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57366 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57368 })
     })
 
     it("a message id beyond the message table", () => {
@@ -143,9 +143,10 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 5 })
-      // Version 3 frames (before the optional loss) and 4 (before packed parameters) are read: their layout is the same.
-      for (const structures of [3, 4]) {
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 6 })
+      // Version 3 frames (before the optional loss), 4 (before packed parameters) and 5 (before ring
+      // addresses) are read: their layout is the same.
+      for (const structures of [3, 4, 5]) {
         const old = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures })
         expect(Codec.decode(old)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
       }
@@ -330,6 +331,54 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         path: ["peers", 2],
         message: "expected peers in strictly ascending rank order"
       })
+    })
+
+    it("a FormRing that names its neighbours (structures version 6): peers empty; a bad address or an overlong secret", () => {
+      const full = Structures.fullStructureOf[id("FormRing")]!
+      const ring = (peers: ReadonlyArray<number>, address: string, secret: string) =>
+        Codec.decode(
+          C.frame(
+            coordinator,
+            C.record(
+              full,
+              id("FormRing"),
+              C.uint(1),
+              C.uint(0),
+              C.uint(3),
+              C.array(...peers.map(C.uint)),
+              C.uint(2),
+              C.uint(1),
+              C.text(address),
+              C.text(secret)
+            )
+          )
+        )
+      expect(ring([], "ws://10.0.0.1:7300/", "s")).toEqual(
+        Result.succeed(
+          Frame.fromCoordinator({
+            _tag: "FormRing",
+            generation: 1,
+            ringRank: 0,
+            ringSize: 3,
+            peers: [],
+            prev: 2,
+            next: 1,
+            nextAddress: "ws://10.0.0.1:7300/",
+            ringSecret: "s"
+          })
+        )
+      )
+      expect(Result.isSuccess(ring([0, 1, 2], "", ""))).toBe(true)
+      expect(
+        reasonOf(C.frame(coordinator, C.record(structure("FormRing"), id("FormRing"), C.uint(1), C.uint(0), C.uint(3), C.array())))
+      ).toEqual({
+        _tag: "SchemaMismatch",
+        path: ["peers"],
+        message: "expected ringSize (3) ranks, got 0"
+      })
+      for (const address of ["http://10.0.0.1:7300/", "ws://10.0.0.1:7300/x", "ws:// 1/"])
+        expect(Result.isFailure(ring([], address, "s")), address).toBe(true)
+      expect(Result.isFailure(ring([], "", "s".repeat(129)))).toBe(true)
     })
 
     it("a message sent in the wrong direction", () => {

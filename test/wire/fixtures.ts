@@ -65,6 +65,25 @@ export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame
 }
 
 /**
+ * Ring addresses (structures version 6): `<tag>-ring.cbor`, a `Hello` with the rank's listener and
+ * a `FormRing` that names only the neighbours, the next one's listener and the generation's secret.
+ */
+export const withRingAddresses: { readonly Hello: Frame.Frame; readonly FormRing: Frame.Frame } = {
+  Hello: Frame.fromRank(2, { _tag: "Hello", paramsLength: 407_050, ringAddress: "ws://10.213.0.3:40123/" }),
+  FormRing: Frame.fromCoordinator({
+    _tag: "FormRing",
+    generation: 4,
+    ringRank: 1,
+    ringSize: 3,
+    peers: [],
+    prev: 0,
+    next: 1000,
+    nextAddress: "ws://[fd00::7]:7071/",
+    ringSecret: "Zr4yq0xW2n9sTbVc8kLpM1aQeHdJ6uFo"
+  })
+}
+
+/**
  * Packed parameters (structures version 5): `<name>.cbor` is the frame encoded with the packed
  * vector of `values` in place of its `params`; it decodes to the frame with `unpacked`.
  * Every value is exact in half floats; in int8 blocks of 8 the first block's largest magnitude is

@@ -6,9 +6,10 @@ import * as Structures from "../../src/wire/structures.ts"
 describe("Structures: the fixed tables both peers agree on", () => {
   it("pins the table fingerprint to the structures version (change one, bump the other and the vectors)", () => {
     expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
-      // Version 5 changed no row: a params field may hold a packed vector (tag 64).
-      structuresVersion: 5,
-      fingerprint: 0x8f8f3010
+      // Version 5 changed no row (a params field may hold a packed vector, tag 64); version 6 added
+      // the optional ring addresses of Hello and FormRing.
+      structuresVersion: 6,
+      fingerprint: 0x7e55cd7b
     })
     expect(Structures.protocolVersion).toBe(1)
   })
@@ -31,17 +32,21 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
   })
 
-  it("derives 22 structures, each starting with _tag, shared by messages with the same fields; the optional loss after version 3's", () => {
-    expect(Structures.structures.length).toBe(22)
+  it("derives 24 structures, each starting with _tag, shared by messages with the same fields; the optional fields after version 3's, version 6's last", () => {
+    expect(Structures.structures.length).toBe(24)
     expect(Structures.structures.slice(20)).toEqual([
       ["_tag", "epoch", "round", "samplesDone", "params", "loss"],
-      ["_tag", "epoch", "round", "generation", "samplesDone", "loss"]
+      ["_tag", "epoch", "round", "generation", "samplesDone", "loss"],
+      ["_tag", "paramsLength", "ringAddress"],
+      ["_tag", "generation", "ringRank", "ringSize", "peers", "prev", "next", "nextAddress", "ringSecret"]
     ])
     expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([
+      ["Hello", 22],
       ["Params", 20],
+      ["FormRing", 23],
       ["RoundDone", 21]
     ])
-    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5])
+    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5, 6])
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
     expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])
     expect(Structures.structures[0]).toEqual(["_tag", "paramsLength"])

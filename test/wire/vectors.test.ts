@@ -11,19 +11,37 @@ const read = (name: string): Uint8Array => new Uint8Array(readFileSync(join(dir,
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
 describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version agrees on the bytes", () => {
-  it("has exactly one vector per message, plus the relayed RingData, the contributions with a loss and the packed parameters", () => {
+  it("has exactly one vector per message, plus the relayed RingData, the contributions with a loss, the packed parameters and the ring addresses", () => {
     const names = [...Object.keys(Fixtures.frames).map((tag) => `${tag}.cbor`), "RingData-relayed.cbor"]
     const withLoss = [...names, "Params-loss.cbor", "RoundDone-loss.cbor"]
-    const packed = Object.keys(Fixtures.packed).map((name) => `${name}.cbor`)
+    const packed = [...withLoss, ...Object.keys(Fixtures.packed).map((name) => `${name}.cbor`)]
+    const ring = Object.keys(Fixtures.withRingAddresses).map((tag) => `${tag}-ring.cbor`)
     expect(
       readdirSync(dir)
-        .filter((name) => name !== "v3" && name !== "v4")
+        .filter((name) => name !== "v3" && name !== "v4" && name !== "v5")
         .sort()
-    ).toEqual([...withLoss, ...packed].sort())
-    // Structures version 3's frames, kept as they were sent before the optional loss; version 4's before packed parameters.
+    ).toEqual([...packed, ...ring].sort())
+    // Structures version 3's frames, kept as they were sent before the optional loss; version 4's
+    // before packed parameters; version 5's before ring addresses.
     expect(readdirSync(join(dir, "v3")).sort()).toEqual(names.sort())
     expect(readdirSync(join(dir, "v4")).sort()).toEqual(withLoss.sort())
+    expect(readdirSync(join(dir, "v5")).sort()).toEqual(packed.sort())
   })
+
+  for (const [tag, frame] of Object.entries(Fixtures.withRingAddresses)) {
+    it(`${tag}-ring: a frame with its ring addresses encodes to the vector and decodes back`, () => {
+      const golden = read(`${tag}-ring.cbor`)
+      expect(hex(Codec.encode(frame))).toBe(hex(golden))
+      expect(Codec.decode(golden)).toEqual(Result.succeed(frame))
+    })
+  }
+
+  for (const name of readdirSync(join(dir, "v5"))) {
+    it(`${name}: its structures version 5 vector still decodes to the same frame as today's`, () => {
+      expect(Codec.decode(read(`v5/${name}`))).toEqual(Codec.decode(read(name)))
+      expect(read(`v5/${name}`)[2]).toBe(5)
+    })
+  }
 
   for (const [name, p] of Object.entries(Fixtures.packed)) {
     it(`${name}: a packed ${p.compression} vector encodes to the vector and decodes to the frame with its values unpacked`, () => {
@@ -69,20 +87,21 @@ describe("Golden vectors (test/wire/vectors/*.cbor): every runtime and version a
   })
 
   it("pins a few vectors in the test itself, so the files cannot drift with the code", () => {
-    expect(hex(read("Heartbeat.cbor"))).toBe("84010511d9e0018101")
+    expect(hex(read("Heartbeat.cbor"))).toBe("84010611d9e0018101")
+    expect(hex(read("v5/Heartbeat.cbor"))).toBe("84010511d9e0018101")
     expect(hex(read("v4/Heartbeat.cbor"))).toBe("84010411d9e0018101")
     expect(hex(read("v3/Heartbeat.cbor"))).toBe("84010311d9e0018101")
-    expect(hex(read("ExtendPartition.cbor"))).toBe("84010520d9e003840a071a075bcd15191000")
+    expect(hex(read("ExtendPartition.cbor"))).toBe("84010620d9e003840a071a075bcd15191000")
     expect(hex(read("Params.cbor"))).toBe(
-      "84010501d9e00485040318291a00011170d855582000" + "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
+      "84010601d9e00485040318291a00011170d855582000" + "00803f000020c00100c07f000000800000807f000080ff010000009ec97f7f"
     )
     // The same with its loss: structure 20 (d9e014), one more value (0.3125 as a float).
-    expect(hex(read("Params-loss.cbor")).slice(0, 20)).toBe("84010501d9e014860403")
+    expect(hex(read("Params-loss.cbor")).slice(0, 20)).toBe("84010601d9e014860403")
     // Float64 partial sums as CBOR tag 86 (d856) over 32 bytes.
     expect(hex(read("RingData.cbor"))).toBe(
-      "84010507d9e0138518190219012c05d8565820000000000000f03f010000000000f87f00000000000000800100000000000000"
+      "84010607d9e0138518190219012c05d8565820000000000000f03f010000000000f87f00000000000000800100000000000000"
     )
     // An int8 vector (tag 64, d840, over 26 bytes): format 2, block 8, 10 values, then 2 scales and 10 bytes.
-    expect(hex(read("Update-int8.cbor")).slice(0, 40)).toBe("84010520d9e009830d1829d840581a020008000a")
+    expect(hex(read("Update-int8.cbor")).slice(0, 40)).toBe("84010620d9e009830d1829d840581a020008000a")
   })
 })

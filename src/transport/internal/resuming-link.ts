@@ -30,8 +30,17 @@ export interface Options {
   readonly sessionId: string
   /** The resume join's text for attempt `attempt`, the rank having received `received` messages. */
   readonly resumeJoin: (attempt: number, received: number) => string
-  /** The server's welcome of a resume: the messages it received from the rank, or undefined when it is not one for this session. */
-  readonly parseWelcome: (text: string) => number | undefined
+  /**
+   * The server's welcome of a resume: the messages it received from the rank; or, from a server
+   * that took the run over after its coordinator's loss, `{recovered}`: the new session it
+   * started; or undefined when it is neither.
+   */
+  readonly parseWelcome: (text: string) => number | { readonly recovered: string } | undefined
+  /**
+   * The link went on in a new session (a recovered welcome): what the old one held is dropped, the
+   * rank's first message (its `Hello`) is sent again first, then everything sent from now on.
+   */
+  readonly recovered: (session: string) => void
   readonly pieceBytes: number
   readonly resendBytesMax: number
   readonly pingIntervalMs: number
@@ -107,18 +116,23 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     link.end(DeathReport.disconnected(closeCode))
     options.ended(closeCode)
   }
-  const session = Session.make({
-    pieceBytes: options.pieceBytes,
-    resendBytesMax: options.resendBytesMax,
-    messageBytesMax: options.hub.options.messageBytesMax,
-    deliver: (message) => link.receive(message),
-    touch: () => link.touch(),
-    fail: (closeCode) => link.close(closeCode)
-  })
+  const makeSession = (): Session.Session =>
+    Session.make({
+      pieceBytes: options.pieceBytes,
+      resendBytesMax: options.resendBytesMax,
+      messageBytesMax: options.hub.options.messageBytesMax,
+      deliver: (message) => link.receive(message),
+      touch: () => link.touch(),
+      fail: (closeCode) => link.close(closeCode)
+    })
+  let session = makeSession()
   let lastPostMs = performance.now()
+  /** The rank's first message (its `Hello`): a recovered link sends it again first. */
+  let firstMessage: Uint8Array | undefined
   const link: Hub.Link = options.hub.attach(Transport.coordinatorPeer, {
     post: (message) => {
       lastPostMs = performance.now()
+      firstMessage ??= message
       session.send(message)
     },
     postLoose: (message) => {
@@ -170,6 +184,24 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     }
   }
 
+  /** A new coordinator took the run over: a new session on `raw`, the rank's `Hello` first. */
+  const recover = (raw: ClientSocket, id: string): void => {
+    pending.delete(raw)
+    const old = socket
+    socket = raw
+    lostAtMs = undefined
+    lastArrivalMs = performance.now()
+    cut(old)
+    for (const other of pending.keys()) cut(other)
+    pending.clear()
+    session.stop()
+    session = makeSession()
+    link.touch()
+    session.attach(sinkOf(raw), 0)
+    if (firstMessage !== undefined) session.send(firstMessage)
+    options.recovered(id)
+  }
+
   const attempt = (): void => {
     attempts += 1
     const number = attempts
@@ -195,7 +227,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
           const received = options.parseWelcome(data)
           if (received === undefined) return raw.close(Transport.CloseCode.BadJoin, "bad welcome")
           welcomed = true
-          adopt(raw, received)
+          if (typeof received === "number") adopt(raw, received)
+          else recover(raw, received.recovered)
         },
         close: (code) => {
           if (welcomed) return onClosed(raw, code)

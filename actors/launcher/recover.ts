@@ -1,0 +1,296 @@
+/**
+ * `cohort serve --recover RUN_DIR` (docs/recovery.md): a restarted coordinator takes a served
+ * run over in its own run directory, with the same token and address. It reads the journal (the
+ * run's options, the epochs audited, the ranks declared dead) and the recovery log (the rounds
+ * committed and the last round's model, `recovery-log.ts`), folds them into the run's point
+ * (`Recovery.fold`), and serves the run again from there, as a resumed run whose ranks are the
+ * ones still running: each comes back on its link (a recovered resume, `WebSocket` server option
+ * `recovering`), says `Hello` again, and gets the last committed model and the rest of the epoch
+ * re-planned over the ranks that returned. Ranks not back within the recovery window are
+ * declared dead with the cause "did not return after the coordinator's restart".
+ *
+ * @since 0.1.0
+ */
+import * as Recovery from "../../src/core/recovery.ts"
+import type { Rank } from "../../src/core/messages.ts"
+import * as Files from "../../src/platform/files.ts"
+import * as LockFile from "../../src/platform/lock-file.ts"
+import * as SyncFiles from "../../src/platform/sync-files.ts"
+import { readText, reportDefaults } from "../record/read-run.ts"
+import type { RecoveryRecord, Recovering, RunEvent, RunResult, ServeOptions } from "../record/run-types.ts"
+import type { Context } from "./launcher-context.ts"
+import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
+import * as RecoveryLog from "./recovery-log.ts"
+import * as StorageFault from "./storage-fault.ts"
+
+/**
+ * Default `RecoverOptions.recoveryWindowMs`: 60000 ms, the ranks' own default wait for their
+ * coordinator (`cohort join --coordinator-reconnect-ms`).
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const recoveryWindowMsDefault = 60_000
+
+/** The cause of a rank the recovered run did not get back. @since 0.1.0 @category recover */
+export const didNotReturn = "did not return after the coordinator's restart"
+
+/**
+ * - `runDir`: the run's directory (`<outDir>/<runId>`), as the lost coordinator wrote it.
+ * - `runToken`: the run's token; default the `token` file the run wrote (a run served with a
+ *   given token needs it given again).
+ * - `recoveryWindowMs` (integer ms > 0, default `recoveryWindowMsDefault`): how long the ranks
+ *   have to come back.
+ * - `host`, `port`: where to listen; default where the run listened.
+ * - The rest as `ServeOptions`.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export interface RecoverOptions
+  extends Pick<ServeOptions, "signal" | "stopSignal" | "onEvent" | "onListening" | "onRankOutput" | "http" | "tls"> {
+  readonly runDir: string
+  readonly runToken?: string
+  readonly recoveryWindowMs?: number
+  readonly host?: string
+  readonly port?: number
+}
+
+const fail = (reason: string): never => {
+  throw new LaunchError("recover", reason)
+}
+
+/** What the journal says: the run's first event, the epochs audited, the ranks gone, whether it ended, its last time. */
+const readJournal = (text: string) => {
+  let started: Extract<RunEvent, { type: "started" }> | undefined
+  let ended = false
+  let lastMs = 0
+  const entries: Array<Recovery.Entry> = []
+  const epochs: Array<RunResult["epochs"][number]> = []
+  const accuracy = new Map<number, number>()
+  const recoveries: Array<RecoveryRecord> = []
+  let lost: Record<string, unknown> | undefined
+  for (const line of text.split("\n")) {
+    let event: Record<string, unknown>
+    try {
+      event = JSON.parse(line) as Record<string, unknown>
+    } catch {
+      continue // a line cut short by the kill
+    }
+    if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
+    if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
+    else if (event.type === "ended") ended = true
+    else if (event.type === "epoch") {
+      const summary = event.summary as RunResult["epochs"][number] | undefined
+      if (typeof summary?.epoch === "number") {
+        entries.push({ _tag: "Audited", epoch: summary.epoch })
+        epochs.push(summary)
+      }
+    } else if (event.type === "eval" && typeof event.epoch === "number" && typeof event.accuracy === "number")
+      accuracy.set(event.epoch, event.accuracy)
+    else if (event.type === "coordinatorLost") lost = event
+    else if (event.type === "recovered" && lost !== undefined) {
+      recoveries.push({
+        lostMs: lost.lostMs as number,
+        withoutCoordinatorMs: event.withoutCoordinatorMs as number,
+        epoch: lost.epoch as number,
+        committedSamples: lost.committedSamples as number,
+        returned: event.returned as ReadonlyArray<Rank>,
+        missing: event.missing as ReadonlyArray<Rank>
+      })
+      lost = undefined
+    } else if (event.type === "death") {
+      const rank = (event.death as { rank?: unknown } | undefined)?.rank
+      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
+    } else if (event.type === "leave" && (event.leave as { kind?: unknown } | undefined)?.kind === "exit") {
+      const rank = (event.leave as { rank?: unknown }).rank
+      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
+    }
+  }
+  const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
+  return { started, ended, lastMs, entries, epochsBefore, recoveries }
+}
+
+const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+
+/** The folder that holds `dir`, and its last name. */
+const splitDir = (dir: string): { readonly outDir: string; readonly runId: string } => {
+  const trimmed = dir.replace(/(.)\/+$/, "$1")
+  const at = trimmed.lastIndexOf("/")
+  return at < 0 ? { outDir: ".", runId: trimmed } : { outDir: at === 0 ? "/" : trimmed.slice(0, at), runId: trimmed.slice(at + 1) }
+}
+
+/**
+ * Takes the run in `options.runDir` over through `serve` (the launcher's). Rejects with
+ * `LaunchError` (option `recover`) before anything is written when the run is still running (its
+ * lock's process is alive), ended, has no journal or no `started` event, averaged with the ring
+ * backend, has every epoch audited, or lacks the model of its last committed round; with option
+ * `runToken` when no token is given or found.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const recover = async (options: RecoverOptions, serve: (options: ServeOptions) => Promise<RunResult>): Promise<RunResult> => {
+  const runDir = options.runDir.replace(/(.)\/+$/, "$1")
+  const running = await LockFile.inspect(`${runDir}/${runLockFileName}`)
+  if (running._tag === "Live") fail(`run ${runDir} is still running in process ${running.owner.pid}: nothing to take over`)
+  const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax).catch(() => "unreadable")
+  if (typeof read === "string") return fail(`${runDir}/events.ndjson cannot be read: ${read}`)
+  const journal = readJournal(read.text)
+  const started = journal.started
+  if (started === undefined) return fail(`${runDir}/events.ndjson has no started event: not a run`)
+  if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
+  const o = started.options ?? {}
+  if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
+  if (o.backend === "ring") fail(`run ${started.runId} averages with the ring backend: taking it over is built for cpu only`)
+  const log = RecoveryLog.read(runDir)
+  const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
+  const resume = Recovery.resumeOf(point, started.epochs)
+  if (resume === undefined) return fail(`run ${started.runId} audited all ${started.epochs} epochs: nothing to take over`)
+  // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
+  const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
+  if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
+    fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
+  const tokenFile = await Files.readFile(`${runDir}/token`).catch(() => undefined)
+  const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
+  if (tokenText === undefined || tokenText === "")
+    throw new LaunchError("runToken", `run ${started.runId} was served with a token it did not write: give it (--token)`)
+  const windowMs = options.recoveryWindowMs ?? recoveryWindowMsDefault
+  if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw new LaunchError("recoveryWindowMs", `must be an integer > 0, got ${windowMs}`)
+  const lostAtMs = SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()
+  const gone = new Set(point.gone)
+  const recovery: Recovering = {
+    windowMs,
+    expected: Array.from({ length: started.worldSize }, (_, r) => r).filter((r) => !gone.has(r)),
+    gone: point.gone,
+    originMs: lostAtMs - journal.lastMs,
+    lostAtMs,
+    epoch: point.epoch,
+    lastRound: point.lastRound,
+    committedSamples: point.committedSamples,
+    epochsBefore: journal.epochsBefore.filter((e) => e.epoch < point.epoch),
+    recoveriesBefore: journal.recoveries
+  }
+  const { outDir, runId } = splitDir(runDir)
+  const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
+  if (trainer === undefined) return fail(`${runDir}/events.ndjson does not name its trainer`)
+  const given = <K extends string, V>(key: K, value: V | undefined): { readonly [k in K]?: V } =>
+    (value === undefined ? {} : { [key]: value }) as { readonly [k in K]?: V }
+  return serve({
+    trainer,
+    epochs: started.epochs,
+    mode: started.mode,
+    worldSize: started.worldSize,
+    seed: numberOf(o.seed) ?? defaults.seed,
+    batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
+    averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
+    ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
+    ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
+    ...given("roundDeadlineMs", numberOf(o.roundDeadlineMs)),
+    ...given("maxRanks", numberOf(o.maxRanks)),
+    outDir,
+    runId,
+    runToken: tokenText,
+    host: options.host ?? (typeof o.host === "string" ? o.host : undefined) ?? "127.0.0.1",
+    port: options.port ?? numberOf(o.port) ?? 0,
+    formationTimeoutMs: windowMs + 1000,
+    recovery,
+    resumeState: { ...resume, params },
+    ...given("signal", options.signal),
+    ...given("stopSignal", options.stopSignal),
+    ...given("onEvent", options.onEvent),
+    ...given("onListening", options.onListening),
+    ...given("onRankOutput", options.onRankOutput),
+    ...given("http", options.http),
+    ...given("tls", options.tls)
+  })
+}
+
+/**
+ * The recovery log of a served run, opened once the run's folder exists, with its `base` line
+ * (where the run begins, and its model) written before any frame goes out.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
+  const log = RecoveryLog.open(ctx.runDirAbsolute, (path, error) => ctx.storageFailed(StorageFault.of(path, error), true))
+  const resumed = ctx.options.resumeState
+  log.base(resumed === undefined ? { epoch: 0, firstRound: 0, committed: [] } : resumed, resumed?.params)
+  return log
+}
+
+/**
+ * The coordinator actor's `recovery` option for a recovered run.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const coordinatorRecovery = (recovery: Recovering) => ({
+  windowMs: recovery.windowMs,
+  expected: recovery.expected,
+  causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn)
+})
+
+/**
+ * A recovered run's first journal line (instead of a second `started`).
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const announce = (ctx: Context, recovery: Recovering): void =>
+  ctx.emit({
+    type: "coordinatorLost",
+    ms: ctx.sinceStart(ctx.nowMs()),
+    lostMs: ctx.sinceStart(recovery.lostAtMs),
+    epoch: recovery.epoch,
+    lastRound: recovery.lastRound,
+    committedSamples: recovery.committedSamples
+  })
+
+/**
+ * A recovered run formed: who came back, who did not, and how long the run went without a
+ * coordinator.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const formed = (ctx: Context, recovery: Recovering): void => {
+  const nowMs = ctx.nowMs()
+  const returned = recovery.expected.filter((r) => ctx.vars.server?.connected(r) === true)
+  const missing = [...recovery.gone, ...recovery.expected.filter((r) => !returned.includes(r))].sort((a, b) => a - b)
+  const withoutCoordinatorMs = Math.max(0, Math.round(nowMs - recovery.lostAtMs))
+  ctx.emit({ type: "recovered", ms: ctx.sinceStart(nowMs), returned, missing, withoutCoordinatorMs })
+  ctx.vars.recovered = {
+    lostMs: ctx.sinceStart(recovery.lostAtMs),
+    withoutCoordinatorMs,
+    epoch: recovery.epoch,
+    committedSamples: recovery.committedSamples,
+    returned,
+    missing
+  }
+}
+
+/**
+ * The served runs under `outDir` that lost their coordinator and may still be taken over: a
+ * journal with a `started` event of a served run and neither `ended` nor `failed`, written to
+ * within the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose
+ * `run.lock` names no live process. Their directories, oldest name first. Never rejects.
+ *
+ * @since 0.1.0
+ * @category recover
+ */
+export const findLost = async (outDir: string, windowMs: number, nowMs: number): Promise<Array<string>> => {
+  const found: Array<string> = []
+  for (const name of SyncFiles.list(outDir)) {
+    const dir = `${outDir}/${name}`
+    const writtenMs = SyncFiles.modifiedMs(`${dir}/events.ndjson`)
+    if (writtenMs === undefined || nowMs - writtenMs > windowMs) continue
+    const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
+    const journal = readJournal(text)
+    if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)
+    if (lock._tag === "Stale") found.push(dir)
+  }
+  return found
+}

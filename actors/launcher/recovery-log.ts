@@ -1,0 +1,127 @@
+/**
+ * A served run's recovery log (docs/recovery.md): what a restarted coordinator needs to take the
+ * run over, written before the frames that act on it are sent, under `<runDir>/recovery/`:
+ *
+ * - `log.ndjson`: a `base` line where the run (or a recovery of it) began, then a `commit` line
+ *   for every round that closed, with the ranges it committed (`Recovery.Entry`);
+ * - `model-0.f32`, `model-1.f32`: the model of the last two rounds, a round's in slot
+ *   `round mod 2` (8 bytes: the round as a float64, then the float32 parameters). A round's
+ *   model is written before its `commit` line, and that line before its `Update`: a rank never
+ *   holds a model the log lacks, and the last `commit` line's model is always on disk (the next
+ *   round's write, cut short by a kill, goes to the other slot).
+ *
+ * Every write is synchronous (`SyncFiles`): it returns once the operating system has the bytes,
+ * so a SIGKILL of the coordinator right after it loses nothing; the loss of the machine needs
+ * the volume's own guarantees. A write that fails is a storage fault (the run stops as for its
+ * journal). The journal (`events.ndjson`) holds the rest: epochs audited, deaths.
+ *
+ * @since 0.1.0
+ */
+import type * as Core from "../../src/core/coordinator.ts"
+import type * as Recovery from "../../src/core/recovery.ts"
+import * as SyncFiles from "../../src/platform/sync-files.ts"
+import type { Hooks } from "../coordinator/coordinator-inbound.ts"
+
+/** The recovery log's folder inside the run's. @since 0.1.0 @category recovery */
+export const dirName = "recovery"
+
+const logName = "log.ndjson"
+const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32`
+
+/**
+ * An open recovery log: `base` records where the run begins (and its model, the one the ranks
+ * get as `Update{firstRound - 1}`), `beforeRound` is the coordinator's hook that records each
+ * closed round.
+ *
+ * @since 0.1.0
+ * @category recovery
+ */
+export interface RecoveryLog {
+  readonly base: (point: Core.Resume, params: Float32Array | undefined) => void
+  readonly beforeRound: NonNullable<Hooks["beforeRound"]>
+}
+
+/**
+ * Opens the log under `runDir` (its folder is made). `onError(path, error)` is called with a
+ * write that failed (once per failure; later writes are still tried).
+ *
+ * @since 0.1.0
+ * @category recovery
+ */
+export const open = (runDir: string, onError: (path: string, error: unknown) => void): RecoveryLog => {
+  const dir = `${runDir}/${dirName}`
+  const attempt = (path: string, write: () => void): boolean => {
+    try {
+      write()
+      return true
+    } catch (error) {
+      onError(path, error)
+      return false
+    }
+  }
+  attempt(dir, () => SyncFiles.mkdir(dir))
+  const line = (value: object): boolean =>
+    attempt(`${dir}/${logName}`, () => SyncFiles.append(`${dir}/${logName}`, `${JSON.stringify(value)}\n`))
+  const model = (round: number, params: Float32Array): boolean => {
+    const bytes = new Uint8Array(8 + params.byteLength)
+    new DataView(bytes.buffer).setFloat64(0, round, true)
+    bytes.set(new Uint8Array(params.buffer, params.byteOffset, params.byteLength), 8)
+    return attempt(`${dir}/${modelName(round)}`, () => SyncFiles.write(`${dir}/${modelName(round)}`, bytes))
+  }
+  return {
+    base: (point, params) => {
+      if (params !== undefined) model(point.firstRound - 1, params)
+      line({ type: "base", epoch: point.epoch, firstRound: point.firstRound, committed: point.committed })
+    },
+    beforeRound: (command, params) => {
+      if (params !== undefined) model(command.round, params)
+      line({ type: "commit", epoch: command.epoch, round: command.round, ranges: command.committed })
+    }
+  }
+}
+
+const isRanges = (value: unknown): value is ReadonlyArray<readonly [number, number]> =>
+  Array.isArray(value) &&
+  value.every((r) => Array.isArray(r) && r.length === 2 && r.every((v) => Number.isSafeInteger(v) && (v as number) >= 0))
+
+/** One line of the log as an entry, or `undefined` for a line that is not one (a write cut short). */
+const entryOf = (text: string): Recovery.Entry | undefined => {
+  let value: Record<string, unknown>
+  try {
+    value = JSON.parse(text) as Record<string, unknown>
+  } catch {
+    return undefined
+  }
+  const { type, epoch, round, firstRound, committed, ranges } = value
+  if (!Number.isSafeInteger(epoch)) return undefined
+  if (type === "base" && Number.isSafeInteger(firstRound) && isRanges(committed))
+    return { _tag: "Base", epoch: epoch as number, firstRound: firstRound as number, committed }
+  if (type === "commit" && Number.isSafeInteger(round) && isRanges(ranges))
+    return { _tag: "Commit", epoch: epoch as number, round: round as number, ranges }
+  return undefined
+}
+
+/**
+ * What the log under `runDir` holds: its entries (a line cut short is left out), and the model of
+ * round `round` (`undefined` when its slot holds another round's, or none).
+ *
+ * @since 0.1.0
+ * @category recovery
+ */
+export const read = (
+  runDir: string
+): { readonly entries: ReadonlyArray<Recovery.Entry>; readonly model: (round: number) => Float32Array | undefined } => {
+  const dir = `${runDir}/${dirName}`
+  const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/${logName}`) ?? new Uint8Array(0))
+  const entries = text.split("\n").flatMap((l) => {
+    const entry = l.trim() === "" ? undefined : entryOf(l)
+    return entry === undefined ? [] : [entry]
+  })
+  const model = (round: number): Float32Array | undefined => {
+    const bytes = SyncFiles.readIfAny(`${dir}/${modelName(round)}`)
+    if (bytes === undefined || bytes.byteLength < 8 || (bytes.byteLength - 8) % 4 !== 0) return undefined
+    if (new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true) !== round) return undefined
+    return new Float32Array(bytes.slice(8).buffer)
+  }
+  return { entries, model }
+}

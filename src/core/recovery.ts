@@ -1,0 +1,120 @@
+/**
+ * Where a served run stands after its coordinator's process was lost, rebuilt from its record
+ * alone (docs/recovery.md): the pure fold a restarted coordinator (`cohort serve --recover`)
+ * starts its core from. Deterministic, no I/O.
+ *
+ * The record is a set of entries, in any order (they come from two files: the recovery log,
+ * written before the frames that act on it, and the journal):
+ *
+ * - `Base`: where the run (or its last recovery) began: the first epoch, the first round and the
+ *   ranges of that epoch committed before it (a resumed run's parent's). The last `Base` wins.
+ * - `Commit`: round `round` of epoch `epoch` closed and committed `ranges`. Written, with the
+ *   round's model, before its `Update` went out: no rank ever holds a model the record lacks.
+ * - `Audited`: epoch `epoch`'s audit is final (its model is written on the coordinator's host).
+ * - `Gone`: a rank declared dead or exited; it is not waited for.
+ *
+ * The point is the first epoch without an audit (`epochs` when all have one), the ranges of it
+ * committed (the base's, when it is the base's epoch, and every commit's), the last round committed
+ * (whose model the coordinator wrote) and the ranks gone. Commits of audited epochs, and of epochs
+ * after the point's, are left out: the first are final, the second cannot be (their epoch's
+ * predecessor was never audited) and are trained again.
+ *
+ * @since 0.1.0
+ */
+import * as Audit from "./audit.ts"
+import type { Rank } from "./messages.ts"
+import type { Resume } from "./state.ts"
+
+/**
+ * One entry of a run's record (module doc). Ranges are `[offset, size]` of the epoch's permutation.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Entry =
+  | {
+      readonly _tag: "Base"
+      readonly epoch: number
+      readonly firstRound: number
+      readonly committed: ReadonlyArray<readonly [number, number]>
+    }
+  | { readonly _tag: "Commit"; readonly epoch: number; readonly round: number; readonly ranges: ReadonlyArray<readonly [number, number]> }
+  | { readonly _tag: "Audited"; readonly epoch: number }
+  | { readonly _tag: "Gone"; readonly rank: Rank }
+
+/**
+ * Where the run stands (module doc). `epoch` is in `[base epoch, epochs]` (`epochs`: the run
+ * completed); `committed` is sorted, merged and clipped to `[0, epochSamples)`; `lastRound` is -1
+ * when no round closed since the first `Base` (and before it, `firstRound - 1`); `gone` ascending.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Point {
+  readonly epoch: number
+  readonly lastRound: number
+  readonly committed: ReadonlyArray<readonly [number, number]>
+  readonly committedSamples: number
+  readonly gone: ReadonlyArray<Rank>
+}
+
+/**
+ * Folds a record into its point (module doc). O(entries + ranges log ranges).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const fold = (epochs: number, epochSamples: number, entries: Iterable<Entry>): Point => {
+  let base: Extract<Entry, { _tag: "Base" }> = { _tag: "Base", epoch: 0, firstRound: 0, committed: [] }
+  const audited = new Set<number>()
+  const commits: Array<Extract<Entry, { _tag: "Commit" }>> = []
+  const gone = new Set<Rank>()
+  for (const entry of entries) {
+    if (entry._tag === "Base") base = entry
+    else if (entry._tag === "Commit") commits.push(entry)
+    else if (entry._tag === "Audited") audited.add(entry.epoch)
+    else gone.add(entry.rank)
+  }
+  let epoch = Math.max(0, base.epoch)
+  while (epoch < epochs && audited.has(epoch)) epoch += 1
+  let lastRound = base.firstRound - 1
+  const ranges: Array<readonly [number, number]> = epoch === base.epoch ? [...base.committed] : []
+  for (const commit of commits) {
+    lastRound = Math.max(lastRound, commit.round)
+    if (commit.epoch === epoch) ranges.push(...commit.ranges)
+  }
+  const committed = merge(ranges, epochSamples)
+  return {
+    epoch,
+    lastRound,
+    committed,
+    committedSamples: committed.reduce((sum, [, size]) => sum + size, 0),
+    gone: [...gone].sort((a, b) => a - b)
+  }
+}
+
+/** `ranges` clipped to `[0, epochSamples)`, sorted and merged. */
+const merge = (ranges: ReadonlyArray<readonly [number, number]>, epochSamples: number): Array<readonly [number, number]> =>
+  Audit.complement(Audit.complement(ranges, epochSamples), epochSamples)
+
+/**
+ * How many rounds a recovered run skips after the last one committed: rounds up to
+ * `lastRound + 1` may have contributions in flight from before the restart (a rank that got the
+ * last `Update` contributes to the next round), and the recovered core ignores every `Params` of a
+ * round before its first (`State.firstRound`). Its first `Update` (the recovered model) is of round
+ * `lastRound + 1`, and its first round `lastRound + 2`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const roundsSkipped = 2
+
+/**
+ * The resume point a recovered core starts from (`Coordinator.start`'s `resume`), or `undefined`
+ * when the run had completed every epoch.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const resumeOf = (point: Point, epochs: number): Resume | undefined =>
+  point.epoch >= epochs ? undefined : { epoch: point.epoch, firstRound: point.lastRound + roundsSkipped, committed: point.committed }

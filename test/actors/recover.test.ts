@@ -1,0 +1,99 @@
+// `serve --recover`'s checks before anything runs (actors/launcher/recover.ts), on hand-made run
+// directories: a run still running, one that ended, one averaged with the ring backend, and one
+// whose last committed round's model is missing are refused with one line each; `findLost` finds
+// the served run that lost its coordinator and none of the others.
+import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Recover from "../../actors/launcher/recover.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "cohort-recover-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+
+const started = (options: Record<string, unknown> = {}, transport = "serve") => ({
+  type: "started",
+  ms: 0,
+  runId: "r",
+  runDir: "r",
+  worldSize: 2,
+  epochs: 2,
+  epochSamples: 100,
+  mode: "static",
+  transport,
+  options: { trainerUrl: "file:///nowhere.ts", backend: "cpu", ...options }
+})
+
+/** A run folder under `dir` with these journal events, a stale lock (a process id that is gone) and a token. */
+const runDir = (name: string, events: ReadonlyArray<object>, extra: { readonly log?: string } = {}): string => {
+  const run = join(dir, name)
+  mkdirSync(join(run, "recovery"), { recursive: true })
+  writeFileSync(join(run, "events.ndjson"), events.map((e) => `${JSON.stringify(e)}\n`).join(""))
+  writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: 2 ** 22 + 7, acquiredAtMs: 0 })}\n`)
+  writeFileSync(join(run, "token"), "recover-test-token-0123456789\n")
+  if (extra.log !== undefined) writeFileSync(join(run, "recovery", "log.ndjson"), extra.log)
+  return run
+}
+
+const refusal = (run: string) =>
+  Recover.recover({ runDir: run }, async () => {
+    throw new Error("served")
+  }).then(
+    () => "no refusal",
+    (error: Error) => error.message
+  )
+
+describe("serve --recover refuses before anything runs", () => {
+  it("a run still running", async () => {
+    const run = runDir("running", [started()])
+    // This test's own process holds the lock: it is alive.
+    writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: process.pid, acquiredAtMs: 0 })}\n`)
+    expect(await refusal(run)).toMatch(/^recover: run .* is still running in process \d+/)
+  })
+
+  it("a run that ended, one averaged with the ring backend, one not served", async () => {
+    expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5 }]))).toMatch(/^recover: run r ended: nothing to take over/)
+    expect(await refusal(runDir("ring", [started({ backend: "ring" })]))).toMatch(/ring backend/)
+    expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
+  })
+
+  it("a run whose last committed round's model is missing", async () => {
+    const log = `${JSON.stringify({ type: "base", epoch: 0, firstRound: 0, committed: [] })}\n${JSON.stringify({ type: "commit", epoch: 0, round: 3, ranges: [[0, 10]] })}\n`
+    expect(await refusal(runDir("no-model", [started()], { log }))).toMatch(/the model of round 3 is missing/)
+  })
+
+  it("takes a run lost before any round closed over with the trainers' initial model", async () => {
+    let given: unknown
+    const result = await Recover.recover({ runDir: runDir("early", [started()]), recoveryWindowMs: 5000 }, async (options) => {
+      given = options
+      throw new Error("served")
+    }).catch((error: Error) => error.message)
+    expect(result).toBe("served")
+    expect(given).toMatchObject({
+      resumeState: { epoch: 0, firstRound: 1, committed: [], params: undefined },
+      recovery: { windowMs: 5000, expected: [0, 1], gone: [], epoch: 0, lastRound: -1 },
+      runToken: "recover-test-token-0123456789"
+    })
+  })
+})
+
+describe("findLost", () => {
+  it("finds the served run that lost its coordinator within the window, and no run that ended, failed, ran locally or went quiet long ago", async () => {
+    const out = join(dir, "out")
+    const at = (name: string, events: ReadonlyArray<object>) => {
+      const run = join(out, name)
+      mkdirSync(run, { recursive: true })
+      writeFileSync(join(run, "events.ndjson"), events.map((e) => `${JSON.stringify(e)}\n`).join(""))
+      writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: 2 ** 22 + 7, acquiredAtMs: 0 })}\n`)
+      return run
+    }
+    const lost = at("a-lost", [started()])
+    at("b-ended", [started(), { type: "ended", ms: 1 }])
+    at("c-failed", [started(), { type: "failed", ms: 1, stage: "formation", reason: "x", formed: false }])
+    at("d-local", [started({}, "worker")])
+    const old = at("e-old", [started()])
+    const longAgo = (Date.now() - 3_600_000) / 1000
+    utimesSync(join(old, "events.ndjson"), longAgo, longAgo)
+    expect(await Recover.findLost(out, 60_000, Date.now())).toEqual([lost])
+  })
+})

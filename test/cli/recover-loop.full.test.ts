@@ -1,0 +1,101 @@
+// A served run whose coordinator is SIGKILLed again and again at random instants (docs/recovery.md):
+// `cohort serve` with 2 joined ranks over 127.0.0.1 is killed at a random instant after each
+// (re)start formed, up to three times, and started again each time within 2 s, alternately with
+// `--recover` and with its first command (it takes the run over by itself). The run completes in
+// its one run directory with every epoch audited exactly once and clean, both ranks exit 0, and
+// each takeover is in the journal. The instants are printed, for a rerun.
+// Node only (vitest.config.ts): the recovered join is covered on every runtime in test/transport.
+import type { ChildProcess } from "node:child_process"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
+
+const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+const dir = mkdtempSync(join(tmpdir(), "cohort-recover-loop-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+const tokenFile = join(dir, "token")
+writeFileSync(tokenFile, "recover-loop-token-0123456789abcdef\n")
+
+const children: Array<ChildProcess> = []
+afterAll(() => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
+})
+const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, started: children })
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+describe("a coordinator killed at random instants", () => {
+  it("is taken over each time; the run completes with every epoch audited exactly once", async () => {
+    const port = await freePort()
+    const first = ["serve", "--trainer", slow, "--world-size", "2", "--epochs", "3", "--listen", `127.0.0.1:${port}`]
+    const common = ["--token-file", tokenFile, "--out", "runs", "--json", "--recovery-window-ms", "30000"]
+    let serve = cohort([...first, ...common])
+    const ranks = [0, 1].map((rank) =>
+      cohort([
+        "join",
+        `ws://127.0.0.1:${port}/`,
+        "--trainer",
+        slow,
+        "--token-file",
+        tokenFile,
+        "--rank",
+        String(rank),
+        "--save-dir",
+        "save"
+      ])
+    )
+    const instants: Array<number> = []
+    let ended = false
+    void serve.exit.then(() => (ended = true))
+    for (let kill = 0; kill < 3; kill++) {
+      const current = serve
+      await waitFor(() => /formed: /.test(current.err()) || ended, 90_000, `coordinator ${kill} formed`)
+      const afterMs = 300 + Math.floor(Math.random() * 2200)
+      instants.push(afterMs)
+      await sleep(afterMs)
+      if (current.child.exitCode !== null) break // the run completed first
+      current.child.kill("SIGKILL")
+      await current.exit
+      await sleep(Math.floor(Math.random() * 1500))
+      const runDir = join("runs", readdirSync(join(dir, "runs"))[0]!)
+      serve = cohort(kill % 2 === 0 ? ["serve", "--recover", runDir, ...common] : [...first, ...common])
+      ended = false
+      const started = serve
+      void started.exit.then(() => (ended = true))
+    }
+    console.log(`[recover loop] killed ${instants.map((ms) => `${ms} ms`).join(", ")} after each formation`)
+    expect(await serve.exit, serve.err()).toBe(0)
+    expect(await Promise.all(ranks.map((r) => r.exit))).toEqual([0, 0])
+    const runDir = join(dir, "runs", readdirSync(join(dir, "runs"))[0]!)
+    const events = readFileSync(join(runDir, "events.ndjson"), "utf8")
+      .split("\n")
+      .flatMap((line) => {
+        try {
+          return [JSON.parse(line) as { type: string; [key: string]: unknown }]
+        } catch {
+          return []
+        }
+      })
+    const audits = events
+      .filter((e) => e.type === "epoch")
+      .map((e) => e.summary as { epoch: number; samplesCommitted: number; lost: number; duplicated: number })
+      .map((s) => [s.epoch, s.samplesCommitted, s.lost, s.duplicated])
+    expect(audits.sort()).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0],
+      [2, 4800, 0, 0]
+    ])
+    const losses = events.filter((e) => e.type === "coordinatorLost").length
+    expect(losses).toBeGreaterThanOrEqual(1)
+    expect(events.filter((e) => e.type === "recovered").length).toBe(losses)
+    expect(events.filter((e) => e.type === "death")).toEqual([])
+    const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as {
+      epochs: ReadonlyArray<unknown>
+      recoveries: ReadonlyArray<unknown>
+    }
+    expect(summary.epochs.length).toBe(3)
+    expect(summary.recoveries.length).toBe(losses)
+  }, 300_000)
+})
