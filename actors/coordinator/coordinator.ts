@@ -64,6 +64,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../../src/actor/actor.ts"
+import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
@@ -161,6 +162,12 @@ export interface Options {
   readonly outer?: Outer.Settings
   /** The outer optimizer's momentum to start from (a resumed run's parent's, `EpochModels`). */
   readonly outerMomentum?: Float32Array
+  /**
+   * `cpu` backend: ranks contribute their change since the model last sent (`RankData.deltas`),
+   * turned back into parameters as each arrives (`Deltas`; docs/edge-averaging.md "Deltas").
+   * Default false: contributions are parameters.
+   */
+  readonly deltas?: boolean
 }
 
 /**
@@ -258,6 +265,8 @@ interface Shell extends CommandShell {
   formingSinceMs: number | undefined
   lastBeatMs: number
   self: Actor.ActorRef<Message, never> | undefined
+  /** With deltas on: which ranks hold a model sent, to tell a change from parameters (`Deltas`). */
+  readonly deltas: Deltas.Deltas | undefined
 }
 
 /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
@@ -358,10 +367,9 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
         )
         return yield* Deferred.fail(outcome, error)
       }
-      const update = Codec.encode(
-        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params })
-      )
-      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+      const round = Math.max(0, resume.point.firstRound - 1)
+      const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round, params: resume.params }))
+      for (const rank of joined.keys()) if (transport.sendUnsafe(rank, update) === undefined) shell.deltas?.modelSent(rank, round)
     } else if (resume !== undefined && shell.options.recovery !== undefined) {
       // A run taken over before any round closed: its ranks went back to their initial model and
       // wait for an Update; one without parameters has them keep it.
@@ -495,6 +503,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const askedTickMs =
       deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
     const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
+    const deltas = options.deltas === true ? Deltas.make() : undefined
     const shell: Shell = {
       options,
       state,
@@ -511,6 +520,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
         muted: options.muted,
+        ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
         wake: Effect.suspend(() =>
@@ -531,7 +541,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       outliersFound: [],
       updateResidual: undefined,
       outerMomentum: options.outerMomentum,
-      roundBytesFrom: { received: 0, sent: 0 }
+      roundBytesFrom: { received: 0, sent: 0 },
+      deltas
     }
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,

@@ -209,6 +209,7 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
           seed: options.seed ?? defaults.seed,
           averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
           compress: ctx.resolved.compress,
+          deltas: ctx.resolved.deltas,
           outerLr: ctx.resolved.outer.lr,
           outerMomentum: ctx.resolved.outer.momentum,
           trainerUrl,
@@ -296,7 +297,8 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       heapLimitMb,
       transportKind,
       rankNice,
-      compress
+      compress,
+      deltas
     } = ctx.resolved
     const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
@@ -306,6 +308,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       const data: RankActor.RankData = {
         backend,
         ...(compress === "none" ? {} : { compress }),
+        ...(deltas ? { deltas } : {}),
         ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
         ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
         collectiveFault:
@@ -367,6 +370,7 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     ...(served?.recovery === undefined ? {} : { recovery: Recover.coordinatorRecovery(served.recovery) }),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,
+    deltas: ctx.resolved.deltas,
     ...(resumeState?.outerMomentum === undefined ? {} : { outerMomentum: resumeState.outerMomentum }),
     ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined
       ? { formRingLinks: host.formRingLinks }

@@ -178,6 +178,14 @@ export interface RunOptions {
    */
   readonly outerLr?: number
   readonly outerMomentum?: number
+  /**
+   * `cpu` backend: ranks contribute their change since the last model they were sent instead of
+   * their parameters (docs/edge-averaging.md "Deltas"), so that `compress` quantizes small changes
+   * rather than whole weights; the coordinator adds each change to that model as it arrives.
+   * Default: on when `compress` is `fp16` or `int8` or the outer optimizer is on, else off.
+   * Refused (`LaunchError` on `deltas`) with the `ring` backend.
+   */
+  readonly deltas?: boolean
   readonly trimFraction?: number
   readonly clipNorm?: number
   readonly outlierFactor?: number
