@@ -130,7 +130,7 @@ export const beatLinks = (ctx: Context): boolean => ctx.options.beatLinks === tr
 /** What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`). */
 const welcomeData = (ctx: Context): RankActor.JoinedRun => {
   const { options, runId, module } = ctx
-  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, ringLinks } = ctx.resolved
+  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, deltas, ringLinks } = ctx.resolved
   return {
     worldSize,
     epochSamples: module.trainSamples,
@@ -143,6 +143,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
     heartbeatTimeoutMs,
     backend,
     ...(compress === "none" ? {} : { compress }),
+    ...(deltas ? { deltas } : {}),
     ...(backend === "ring" ? { ringLinks: ringLinks === "relay" ? "relay" : "direct" } : {}),
     ...(beatLinks(ctx) ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } } : {}),
     runId
