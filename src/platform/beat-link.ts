@@ -100,7 +100,7 @@ export interface Options {
 /**
  * A running beat link: `beatWhile(intervalMs, forMs)` beats every `intervalMs` for up to `forMs`
  * ms until the returned function is called (a later call's beats are not an earlier stop's to
- * end); `open()` whether the server took the link now.
+ * end); `open()` whether the server took the link now; `close()` ends the thread and its link.
  *
  * @since 0.1.0
  * @category beat links
@@ -108,6 +108,7 @@ export interface Options {
 export interface BeatLink {
   readonly beatWhile: (intervalMs: number, forMs: number) => () => void
   readonly open: () => boolean
+  readonly close: () => void
 }
 
 /**
@@ -127,10 +128,11 @@ export const start = (options: Options): BeatLink | undefined => {
   } catch {
     if (typeof (globalThis as { WebSocket?: unknown }).WebSocket !== "function") return undefined
   }
+  let worker: Worker
   try {
     const url = new URL(`data:text/javascript,${encodeURIComponent(source)}`)
     // No loader of the parent's (tsx) in a thread that runs plain JavaScript.
-    const worker = new Worker(url, { workerData: { ...options, wsUrl, control: control.buffer }, execArgv: [] })
+    worker = new Worker(url, { workerData: { ...options, wsUrl, control: control.buffer }, execArgv: [] })
     worker.unref()
     worker.on("error", () => Atomics.store(control, OPEN, 0))
   } catch {
@@ -147,5 +149,9 @@ export const start = (options: Options): BeatLink | undefined => {
       if (Atomics.load(control, GENERATION) === generation) Atomics.store(control, STATE, IDLE)
     }
   }
-  return { beatWhile, open: () => Atomics.load(control, OPEN) === 1 }
+  const close = (): void => {
+    Atomics.store(control, OPEN, 0)
+    void worker.terminate()
+  }
+  return { beatWhile, open: () => Atomics.load(control, OPEN) === 1, close }
 }
