@@ -311,7 +311,6 @@ export const watch = (l: Liveness, rank: Rank, nowMs: number): void => {
   if (isWatched(l, rank)) return
   append(l, rank)
   l.lastSeenMs[rank] = nowMs - l.pausedMs
-  l.beats[rank] = 0
   if (l.detector.kind === "adaptive") {
     l.gaps[rank] = 0
     l.ownTimeoutMs[rank] = l.detector.timeoutMs
@@ -488,16 +487,17 @@ export const unwatch = (l: Liveness, rank: Rank): void => {
 }
 
 /**
- * Marks whether watched `rank` beats from a thread of its own while it runs a call the
- * coordinator asked for (its link to beat on is up, or went down): the calls asked of it from now
- * on get beaten holds (`hold`) or counted ones. Holds it has already keep their kind. A rank that
- * is watched again (a joiner at its index) starts unmarked. No-op for a rank not watched. O(1).
+ * Marks whether `rank` beats from a thread of its own while it runs a call the coordinator asked
+ * for (its link to beat on is up, or went down): the calls asked of it from now on get beaten
+ * holds (`hold`) or counted ones. Holds it has already keep their kind. Also before the rank is
+ * watched (a joiner's link may be up before the core admits it); `unwatch` clears the mark.
+ * O(1).
  *
  * @since 0.1.0
  * @category mutations
  */
 export const setBeats = (l: Liveness, rank: Rank, on: boolean): void => {
-  if (isWatched(l, rank)) l.beats[rank] = on ? 1 : 0
+  if (rank >= 0 && rank < l.beats.length) l.beats[rank] = on ? 1 : 0
 }
 
 /** Whether `rank` is marked as beating during calls (`setBeats`). @since 0.1.0 @category queries */

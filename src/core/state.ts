@@ -350,14 +350,15 @@ export const deadlineOf = (state: State, rank: Rank): number => Liveness.deadlin
  * Marks whether live `rank` beats from a thread of its own while it runs a save or an eval the
  * coordinator asked for (the shell knows: its beat link is up, or went down). Calls asked of it
  * from then on are not held for their bounds; a stopped rank is declared at its timeout
- * (docs/liveness.md). The config's `beatsDuringCalls` marks every rank. A rank that joins at the
- * index starts unmarked; no-op for a rank not live. O(1).
+ * (docs/liveness.md). The config's `beatsDuringCalls` marks every rank. Any index of the run
+ * (a joiner's link may be up before its `Join`); a death clears the mark; no-op out of range.
+ * O(1).
  *
  * @since 0.1.0
  * @category mutations
  */
 export const setBeatsDuringCalls = (state: State, rank: Rank, on: boolean): void => {
-  if (Membership.inRange(state.membership, rank) && Membership.isLive(state.membership, rank)) Liveness.setBeats(state.liveness, rank, on)
+  if (Membership.inRange(state.membership, rank)) Liveness.setBeats(state.liveness, rank, on)
 }
 
 /**

@@ -437,6 +437,7 @@ describe("ranks that beat while they run a call the coordinator asked for (beats
     tick(marked, 1200)
     expect(Coordinator.isLive(marked, 0)).toBe(false)
     expect(marked.deaths.map((d) => d.cause)).toEqual(["no frame for 1050 ms (timeout 1000 ms)"])
+    expect(Liveness.beats(marked.liveness, 0)).toBe(false) // its death clears the mark: a joiner at the index starts unmarked
     for (const s of [asked([]), asked([true, false])]) {
       heartbeat(s, 5000, [1, 2])
       tick(s, 5000)
