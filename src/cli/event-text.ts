@@ -195,7 +195,7 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "model":
       return event.error === undefined
         ? `epoch ${event.epoch}'s model (round ${event.round}) written to ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB in ${event.writeMs} ms)`
-        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}`
+        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}; its audit is not journaled: a resume trains epoch ${event.epoch} again`
     case "decision":
       return `decision: ${event.detail}`
     case "round":
