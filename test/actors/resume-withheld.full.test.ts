@@ -15,7 +15,7 @@ const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.me
 const { fast, outDir } = fastRuns("resume-withheld", { batchSize: 64 })
 
 /** A copy of `runDir` whose journal lost epoch `epoch`'s line and whose model of it failed, as after ENOSPC. */
-const withheld = (runDir: string, epoch: number, name: string): string => {
+const withheld = (runDir: string, epoch: number, name: string, cutEnd = false): string => {
   const copy = join(outDir, name)
   cpSync(runDir, copy, { recursive: true })
   rmSync(join(copy, "checkpoints", `v${epoch}`), { recursive: true, force: true })
@@ -26,8 +26,22 @@ const withheld = (runDir: string, epoch: number, name: string): string => {
     .flatMap((line) => {
       const event = JSON.parse(line) as { type: string; epoch?: number; summary?: { epoch: number } }
       if (event.type === "epoch" && event.summary?.epoch === epoch) return []
-      if (event.type === "model" && event.epoch === epoch)
-        return [JSON.stringify({ ...event, bytes: 0, error: "ENOSPC: no space left on device, write" })]
+      if (event.type === "model" && event.epoch === epoch) {
+        const alert = {
+          ts: 0,
+          severity: "critical",
+          path: "root",
+          class: "StorageFault",
+          detail: `cannot write ${copy}/checkpoints/v${epoch}: ENOSPC: no space left on device, write`,
+          count: 1
+        }
+        return [
+          JSON.stringify({ ...event, bytes: 0, error: "ENOSPC: no space left on device, write" }),
+          JSON.stringify({ type: "alert", ms: event.ms, alert })
+        ]
+      }
+      // The journal's end could not be written either.
+      if (cutEnd && event.type === "ended") return []
       return [line]
     })
   writeFileSync(path, `${lines.join("\n")}\n`)
@@ -47,7 +61,7 @@ describe("resume after an epoch whose audit line was withheld", () => {
     )
   })
 
-  it("a stopped run with survivors' saves past the withheld epoch: the saves are not loaded, the epoch is trained again", async () => {
+  it("a stopped run with survivors' saves past the withheld epoch: the saves are not loaded, the epoch is trained again; a journal without its end names the storage fault", async () => {
     const run = await Launcher.run({
       ...fast,
       trainer: steady,
@@ -63,5 +77,12 @@ describe("resume after an epoch whose audit line was withheld", () => {
     // Epoch 0 audited nowhere else: the run's seed model, epoch 0 from its start.
     expect([picked.epoch, picked.state, picked.committed]).toEqual([0, "start", []])
     expect(picked.notes.join("\n")).toContain("none is loaded: epoch 0's audit is not in the parent's journal")
+    // Its journal's end unwritten too: the resume names the storage fault, not a dead process.
+    const cut = await pickState(await readParent(withheld(run.runDir, 0, "cut", true)), 4800, 3)
+    expect([cut.epoch, cut.state]).toEqual([0, "start"])
+    const notes = cut.notes.join("\n")
+    expect(notes).toContain("its coordinator stopped on a storage fault (cannot write ")
+    expect(notes).toContain("epoch 0's audit is not in the parent's journal")
+    expect(notes).not.toContain("process died")
   })
 })
