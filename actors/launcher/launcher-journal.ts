@@ -62,6 +62,8 @@ export interface RunJournal {
    */
   readonly hold: (until: Promise<ReadonlyArray<RunEvent>>) => void
   readonly close: () => Promise<void>
+  /** The epochs whose audit line was withheld (their model could not be written); whole once `close` resolved. */
+  readonly withheld: () => ReadonlySet<number>
 }
 
 /**
@@ -130,7 +132,7 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
     await Promise.all(syncs.splice(0))
     await journal.close()
   }
-  return { emit, releaseHeld, hold, close }
+  return { emit, releaseHeld, hold, close, withheld: () => modelMissing }
 }
 
 /**

@@ -66,10 +66,13 @@ export const storageLine = (
   runDir: string,
   command: string
 ): string =>
-  status === "completed"
-    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
-    : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+  status === "completed" && /\/checkpoints\/v\d+$/.test(fault.path)
+    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but that epoch's model is not kept, so its journal does not audit it; ` +
       `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
+    : status === "completed"
+      ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
+      : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+        `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
 
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 export const interruptedText = (detail: string): string => (detail.startsWith("interrupted") ? detail : `interrupted (${detail})`)

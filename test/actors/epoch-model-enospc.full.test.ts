@@ -5,7 +5,7 @@
 // resume, once space is freed, trains epoch 0 again and epoch 1: across the run and its resume
 // every epoch is audited exactly once, and the resume names the storage fault, not a dead process.
 import { type ChildProcess, spawnSync } from "node:child_process"
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from "node:fs"
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -65,6 +65,9 @@ describe("the model after an epoch that cannot be written (ENOSPC)", () => {
       expect(parent.some((e) => e.type === "model" && e.epoch === 0 && e.error?.startsWith("ENOSPC") === true)).toBe(true)
       const parentEpochs = parent.flatMap((e) => (e.type === "epoch" ? [e.summary.epoch] : []))
       expect(parentEpochs).toEqual([])
+      // A summary, when the full disk let it be written, claims no audit of epoch 0 either.
+      const summary = join(runDir, "summary.json")
+      if (existsSync(summary)) expect((JSON.parse(readFileSync(summary, "utf8")) as RunResult).epochs).toEqual([])
 
       rmSync(filler)
       const resumed = startCli(["resume", runDir, "--json"], { cwd: process.cwd(), env, started })

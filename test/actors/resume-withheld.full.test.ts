@@ -24,7 +24,7 @@ const withheld = (runDir: string, epoch: number, name: string, cutEnd = false): 
     .split("\n")
     .filter((line) => line !== "")
     .flatMap((line) => {
-      const event = JSON.parse(line) as { type: string; epoch?: number; summary?: { epoch: number } }
+      const event = JSON.parse(line) as { type: string; ms?: number; epoch?: number; summary?: { epoch: number } }
       if (event.type === "epoch" && event.summary?.epoch === epoch) return []
       if (event.type === "model" && event.epoch === epoch) {
         const alert = {
