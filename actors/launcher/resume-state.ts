@@ -18,6 +18,10 @@
  *    save is good): the newest checkpoint `checkpoints/v<E>/` that reads back good is loaded and
  *    the run starts at epoch `E + 1` from its start (that epoch is trained again; a note says so).
  *
+ * An epoch whose `model` line carries an `error` has no audit line (`launcher-journal.ts`): the
+ * survivors' saves, which hold training past it, are not loaded, and 2 trains it again (a completed
+ * parent whose last epoch was withheld is resumed, not refused).
+ *
  * A parent whose journal ends with `failed` before every rank joined (a formation timeout) trained
  * nothing and is refused (`failedAtFormation`); one that failed later is resumed as in 2.
  *
