@@ -48,6 +48,8 @@ const nodeOnly =
         "test/actors/declared-stopped.full.test.ts",
         "test/actors/stopped-at-boundary.full.test.ts",
         "test/actors/served-stopped-in-save.full.test.ts",
+        "test/actors/epoch-model-enospc.full.test.ts",
+        "test/actors/resume-withheld.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/actors/churn-serve.full.test.ts"
