@@ -30,7 +30,7 @@ const BEATING = 1
 
 // The thread's code: keep the link open; beat while BEATING within the generation's bound.
 const source = `
-import { workerData } from "node:worker_threads"
+import { parentPort, workerData } from "node:worker_threads"
 import { createHmac } from "node:crypto"
 const c = new Int32Array(workerData.control)
 const WS = globalThis.WebSocket ?? (await import(workerData.wsUrl)).default
@@ -75,8 +75,14 @@ const step = () => {
       } catch {}
     }
   }
-  setTimeout(step, Math.max(1, Atomics.load(c, ${INTERVAL})))
+  timer = setTimeout(step, Math.max(1, Atomics.load(c, ${INTERVAL})))
 }
+let timer
+// A call starts: beat at once, and at its interval from now on (not the last call's).
+parentPort.on("message", () => {
+  clearTimeout(timer)
+  step()
+})
 step()
 `
 
@@ -144,6 +150,7 @@ export const start = (options: Options): BeatLink | undefined => {
     Atomics.store(control, BOUND, Math.min(2 ** 31 - 1, Math.round(forMs)))
     Atomics.add(control, GENERATION, 1)
     Atomics.store(control, STATE, BEATING)
+    worker.postMessage(0)
     const generation = Atomics.load(control, GENERATION)
     return () => {
       if (Atomics.load(control, GENERATION) === generation) Atomics.store(control, STATE, IDLE)
