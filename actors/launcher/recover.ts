@@ -151,6 +151,14 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
   if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
+  // Epochs that ended without their audit line (the kill came while their model was written):
+  // the recovered run writes it, with the epoch's model when the log still holds it.
+  const closed = point.unaudited.flatMap((epoch) => {
+    const found = log.closed.get(epoch)
+    if (found === undefined) return []
+    const params = log.model(found.round)
+    return [{ summary: found.summary, model: params === undefined ? undefined : { round: found.round, params } }]
+  })
   const tokenFile = await Files.readFile(`${runDir}/token`).catch(() => undefined)
   const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
   if (tokenText === undefined || tokenText === "")
@@ -168,8 +176,12 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     epoch: point.epoch,
     lastRound: point.lastRound,
     committedSamples: point.committedSamples,
-    epochsBefore: journal.epochsBefore.filter((e) => e.epoch < point.epoch),
-    recoveriesBefore: journal.recoveries
+    epochsBefore: [
+      ...journal.epochsBefore.filter((e) => e.epoch < point.epoch),
+      ...closed.map((c) => ({ ...c.summary, accuracy: undefined }))
+    ].sort((a, b) => a.epoch - b.epoch),
+    recoveriesBefore: journal.recoveries,
+    closed
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -221,6 +233,18 @@ export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
 }
 
 /**
+ * An epoch that ended before the coordinator was lost and whose audit line it never wrote: the
+ * line is written now (after the epoch's model, as always). Its `closed` line stays in the log: a
+ * takeover of this takeover, before the line is out, writes it then.
+ */
+const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void => {
+  const { summary, model } = closed
+  ctx.journal.hold(ctx.epochModels.written(summary.epoch))
+  ctx.epochModels.deliver(summary.epoch, model)
+  ctx.emit({ type: "epoch", ms: ctx.sinceStart(ctx.nowMs()), summary, accuracy: undefined })
+}
+
+/**
  * The coordinator actor's `recovery` option for a recovered run.
  *
  * @since 0.1.0
@@ -233,12 +257,13 @@ export const coordinatorRecovery = (recovery: Recovering) => ({
 })
 
 /**
- * A recovered run's first journal line (instead of a second `started`).
+ * A recovered run's first journal line (instead of a second `started`), then the audit lines the
+ * lost coordinator did not write.
  *
  * @since 0.1.0
  * @category recover
  */
-export const announce = (ctx: Context, recovery: Recovering): void =>
+export const announce = (ctx: Context, recovery: Recovering): void => {
   ctx.emit({
     type: "coordinatorLost",
     ms: ctx.sinceStart(ctx.nowMs()),
@@ -247,6 +272,8 @@ export const announce = (ctx: Context, recovery: Recovering): void =>
     lastRound: recovery.lastRound,
     committedSamples: recovery.committedSamples
   })
+  for (const closed of recovery.closed) auditClosed(ctx, closed)
+}
 
 /**
  * A recovered run formed: who came back, who did not, and how long the run went without a

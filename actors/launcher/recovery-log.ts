@@ -3,7 +3,10 @@
  * run over, written before the frames that act on it are sent, under `<runDir>/recovery/`:
  *
  * - `log.ndjson`: a `base` line where the run (or a recovery of it) began, then a `commit` line
- *   for every round that closed, with the ranges it committed (`Recovery.Entry`);
+ *   for every round that closed, with the ranges it committed, and a `closed` line for every
+ *   epoch that ended, with its audit and the round of its model (`Recovery.Entry`). The `closed`
+ *   line is written before the next epoch's first frame goes out, while the journal's audit line
+ *   waits for the epoch's model to be written: a kill in between leaves the audit here alone;
  * - `model-0.f32`, `model-1.f32`: the model of the last two rounds, a round's in slot
  *   `round mod 2` (8 bytes: the round as a float64, then the float32 parameters). A round's
  *   model is written before its `commit` line, and that line before its `Update`: a rank never
@@ -18,6 +21,7 @@
  * @since 0.1.0
  */
 import type * as Core from "../../src/core/coordinator.ts"
+import type { EpochSummary } from "../../src/core/outcome.ts"
 import type * as Recovery from "../../src/core/recovery.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
 import type { Hooks } from "../coordinator/coordinator-inbound.ts"
@@ -39,6 +43,8 @@ const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32
 export interface RecoveryLog {
   readonly base: (point: Core.Resume, params: Float32Array | undefined) => void
   readonly beforeRound: NonNullable<Hooks["beforeRound"]>
+  /** An epoch ended with `summary` (its audit): written at once, before the next epoch's frames. */
+  readonly closed: (summary: EpochSummary) => void
 }
 
 /**
@@ -68,14 +74,21 @@ export const open = (runDir: string, onError: (path: string, error: unknown) => 
     bytes.set(new Uint8Array(params.buffer, params.byteOffset, params.byteLength), 8)
     return attempt(`${dir}/${modelName(round)}`, () => SyncFiles.write(`${dir}/${modelName(round)}`, bytes))
   }
+  // The epoch's model is the last round's: the one a `closed` line names.
+  let lastRound = -1
   return {
     base: (point, params) => {
+      lastRound = point.firstRound - 1
       if (params !== undefined) model(point.firstRound - 1, params)
       line({ type: "base", epoch: point.epoch, firstRound: point.firstRound, committed: point.committed })
     },
     beforeRound: (command, params) => {
+      lastRound = command.round
       if (params !== undefined) model(command.round, params)
       line({ type: "commit", epoch: command.epoch, round: command.round, ranges: command.committed })
+    },
+    closed: (summary) => {
+      line({ type: "closed", epoch: summary.epoch, round: lastRound, summary })
     }
   }
 }
@@ -98,23 +111,35 @@ const entryOf = (text: string): Recovery.Entry | undefined => {
     return { _tag: "Base", epoch: epoch as number, firstRound: firstRound as number, committed }
   if (type === "commit" && Number.isSafeInteger(round) && isRanges(ranges))
     return { _tag: "Commit", epoch: epoch as number, round: round as number, ranges }
+  if (type === "closed" && Number.isSafeInteger(round) && typeof value.summary === "object" && value.summary !== null)
+    return { _tag: "Closed", epoch: epoch as number }
   return undefined
 }
 
 /**
- * What the log under `runDir` holds: its entries (a line cut short is left out), and the model of
- * round `round` (`undefined` when its slot holds another round's, or none).
+ * What the log under `runDir` holds: its entries (a line cut short is left out), each epoch's
+ * `closed` line (its audit and the round of its model), and the model of round `round`
+ * (`undefined` when its slot holds another round's, or none).
  *
  * @since 0.1.0
  * @category recovery
  */
 export const read = (
   runDir: string
-): { readonly entries: ReadonlyArray<Recovery.Entry>; readonly model: (round: number) => Float32Array | undefined } => {
+): {
+  readonly entries: ReadonlyArray<Recovery.Entry>
+  readonly closed: ReadonlyMap<number, { readonly summary: EpochSummary; readonly round: number }>
+  readonly model: (round: number) => Float32Array | undefined
+} => {
   const dir = `${runDir}/${dirName}`
   const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/${logName}`) ?? new Uint8Array(0))
+  const closed = new Map<number, { readonly summary: EpochSummary; readonly round: number }>()
   const entries = text.split("\n").flatMap((l) => {
     const entry = l.trim() === "" ? undefined : entryOf(l)
+    if (entry?._tag === "Closed") {
+      const { summary, round } = JSON.parse(l) as { summary: EpochSummary; round: number }
+      closed.set(entry.epoch, { summary, round })
+    }
     return entry === undefined ? [] : [entry]
   })
   const model = (round: number): Float32Array | undefined => {
@@ -123,5 +148,5 @@ export const read = (
     if (new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true) !== round) return undefined
     return new Float32Array(bytes.slice(8).buffer)
   }
-  return { entries, model }
+  return { entries, closed, model }
 }

@@ -47,6 +47,20 @@ describe("RecoveryLog", () => {
     expect(read.model(4)).toBeUndefined()
   })
 
+  it("an epoch's closed line ends it in the fold, with its audit and the round of its model", () => {
+    const runDir = join(dir, "d")
+    const log = RecoveryLog.open(runDir, () => {})
+    log.base({ epoch: 0, firstRound: 0, committed: [] }, undefined)
+    log.beforeRound(round(0, 0, [[0, 8]]), Float32Array.of(7))
+    const summary = { epoch: 0, samplesCommitted: 8, lost: 0, duplicated: 0 } as unknown as Core.EpochSummary
+    log.closed(summary)
+    log.beforeRound(round(1, 1, [[0, 3]]), Float32Array.of(8))
+    const read = RecoveryLog.read(runDir)
+    expect(read.closed.get(0)).toEqual({ summary, round: 0 })
+    expect(Recovery.fold(2, 8, read.entries)).toMatchObject({ epoch: 1, lastRound: 1, committed: [[0, 3]], unaudited: [0] })
+    expect(read.model(0)).toEqual(Float32Array.of(7))
+  })
+
   it("leaves out a line cut short, and a slot that holds another round's model", () => {
     const runDir = join(dir, "b")
     const log = RecoveryLog.open(runDir, () => {})
