@@ -60,7 +60,10 @@ const fail = (reason: string): never => {
   throw new LaunchError("recover", reason)
 }
 
-/** What the journal says: the run's first event, the epochs audited, the ranks gone, whether it ended, its last time. */
+/**
+ * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
+ * ended or formed, its last time, and the first alert of a recovery log write that failed.
+ */
 const readJournal = (text: string) => {
   let started: Extract<RunEvent, { type: "started" }> | undefined
   let ended = false
@@ -70,6 +73,8 @@ const readJournal = (text: string) => {
   const accuracy = new Map<number, number>()
   const recoveries: Array<RecoveryRecord> = []
   let lost: Record<string, unknown> | undefined
+  let formed = false
+  let logFault: string | undefined
   for (const line of text.split("\n")) {
     let event: Record<string, unknown>
     try {
@@ -78,6 +83,9 @@ const readJournal = (text: string) => {
       continue // a line cut short by the kill
     }
     if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
+    if (event.type === "formed") formed = true
+    const detail = (event.alert as { detail?: unknown } | undefined)?.detail
+    if (event.type === "alert" && typeof detail === "string" && detail.includes(`/${RecoveryLog.dirName}/`)) logFault ??= detail
     if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
     else if (event.type === "ended") ended = true
     else if (event.type === "epoch") {
@@ -108,7 +116,7 @@ const readJournal = (text: string) => {
     }
   }
   const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries }
+  return { started, ended, lastMs, entries, epochsBefore, recoveries, formed, logFault }
 }
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
@@ -124,7 +132,8 @@ const splitDir = (dir: string): { readonly outDir: string; readonly runId: strin
  * Takes the run in `options.runDir` over through `serve` (the launcher's). Rejects with
  * `LaunchError` (option `recover`) before anything is written when the run is still running (its
  * lock's process is alive), ended, has no journal or no `started` event, averaged with the ring
- * backend, has every epoch audited, or lacks the model of its last committed round; with option
+ * backend, has every epoch audited, has no recovery log (no `base` line) while its journal says it
+ * formed or its log failed, or lacks the model of its last committed round; with option
  * `runToken` when no token is given or found.
  *
  * @since 0.1.0
@@ -144,6 +153,13 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
   if (o.backend === "ring") fail(`run ${started.runId} averages with the ring backend: taking it over is built for cpu only`)
   const log = RecoveryLog.read(runDir)
+  // A served run writes its base line before its first frame: a run lost before it has sent
+  // nothing (the ranks hold the trainers' initial model), but one that formed, or whose log could
+  // not be written, may have committed rounds no record holds.
+  if (!log.entries.some((e) => e._tag === "Base") && (journal.formed || journal.logFault !== undefined))
+    fail(
+      `${runDir}/${RecoveryLog.dirName} holds no recovery log${journal.logFault === undefined ? "" : ` (${journal.logFault})`}: the run cannot be taken over exactly (cohort resume continues it from its last checkpoint)`
+    )
   const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
   const resume = Recovery.resumeOf(point, started.epochs)
   if (resume === undefined) return fail(`run ${started.runId} audited all ${started.epochs} epochs: nothing to take over`)

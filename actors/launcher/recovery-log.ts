@@ -16,7 +16,7 @@
  * Every write is synchronous (`SyncFiles`): it returns once the operating system has the bytes,
  * so a SIGKILL of the coordinator right after it loses nothing; the loss of the machine needs
  * the volume's own guarantees. A write that fails is a storage fault (the run stops as for its
- * journal). The journal (`events.ndjson`) holds the rest: epochs audited, deaths.
+ * journal), and the log's last write: it ends where its last good line and model are. The journal (`events.ndjson`) holds the rest: epochs audited, deaths.
  *
  * @since 0.1.0
  */
@@ -48,19 +48,26 @@ export interface RecoveryLog {
 }
 
 /**
- * Opens the log under `runDir` (its folder is made). `onError(path, error)` is called with a
- * write that failed (once per failure; later writes are still tried).
+ * Opens the log under `runDir` (its folder is made). `onError(path, error)` is called with the
+ * first write that failed; no later write is tried.
  *
  * @since 0.1.0
  * @category recovery
  */
 export const open = (runDir: string, onError: (path: string, error: unknown) => void): RecoveryLog => {
   const dir = `${runDir}/${dirName}`
+  // After a failed write nothing more is written: a log with a round left out and a later one
+  // in would fold into a point that misses samples the later model holds (they would be trained
+  // twice). The log stays what it was before the failure, a point older than the ranks' models,
+  // which a takeover sends them back to (their newer rounds are trained again).
+  let broken = false
   const attempt = (path: string, write: () => void): boolean => {
+    if (broken) return false
     try {
       write()
       return true
     } catch (error) {
+      broken = true
       onError(path, error)
       return false
     }

@@ -62,6 +62,18 @@ describe("serve --recover refuses before anything runs", () => {
     expect(await refusal(runDir("no-model", [started()], { log }))).toMatch(/the model of round 3 is missing/)
   })
 
+  it("a run that formed, or whose log failed, with no recovery log: rounds may have been committed", async () => {
+    expect(await refusal(runDir("formed-no-log", [started(), { type: "formed", ms: 5, worldSize: 2 }]))).toMatch(
+      /holds no recovery log: the run cannot be taken over exactly/
+    )
+    const fault = {
+      type: "alert",
+      ms: 5,
+      alert: { class: "StorageFault", detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space" }
+    }
+    expect(await refusal(runDir("failed-log", [started(), fault]))).toMatch(/holds no recovery log \(cannot write .*ENOSPC/)
+  })
+
   it("takes a run lost before any round closed over with the trainers' initial model", async () => {
     let given: unknown
     const result = await Recover.recover({ runDir: runDir("early", [started()]), recoveryWindowMs: 5000 }, async (options) => {
