@@ -14,6 +14,7 @@
 import * as Recovery from "../../src/core/recovery.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import * as Files from "../../src/platform/files.ts"
+import * as Hmac from "../../src/platform/hmac.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { readText, reportDefaults } from "../record/read-run.ts"
@@ -119,6 +120,9 @@ const readJournal = (text: string) => {
   return { started, ended, lastMs, entries, epochsBefore, recoveries, formed, logFault }
 }
 
+/** What the log keeps of the run's token: a keyed hash that tells a wrong token, not the token. */
+const tokenCheck = (token: string): string => Hmac.hmacSha256(token, "cohort recovery token check")
+
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 
 /** The folder that holds `dir`, and its last name. */
@@ -179,6 +183,10 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
   if (tokenText === undefined || tokenText === "")
     throw new LaunchError("runToken", `run ${started.runId} was served with a token it did not write: give it (--token)`)
+  // A takeover with another token would have every returning rank refused (and exit): refuse it here.
+  const check = log.tokenCheck()
+  if (check !== undefined && check !== tokenCheck(tokenText))
+    throw new LaunchError("runToken", `is not run ${started.runId}'s token: its ranks would refuse the takeover and exit`)
   const windowMs = options.recoveryWindowMs ?? recoveryWindowMsDefault
   if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw new LaunchError("recoveryWindowMs", `must be an integer > 0, got ${windowMs}`)
   const lostAtMs = SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()
@@ -243,6 +251,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
  */
 export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
   const log = RecoveryLog.open(ctx.runDirAbsolute, (path, error) => ctx.storageFailed(StorageFault.of(path, error), true))
+  log.token(tokenCheck(ctx.runToken))
   const resumed = ctx.options.resumeState
   log.base(resumed === undefined ? { epoch: 0, firstRound: 0, committed: [] } : resumed, resumed?.params)
   return log

@@ -7,6 +7,8 @@
  *   epoch that ended, with its audit and the round of its model (`Recovery.Entry`). The `closed`
  *   line is written before the next epoch's first frame goes out, while the journal's audit line
  *   waits for the epoch's model to be written: a kill in between leaves the audit here alone;
+ * - `token.check`: a keyed hash of the run's token (`HMAC-SHA256(token, fixed text)`), so that a
+ *   takeover given another token is refused before its ranks are (they would exit);
  * - `model-0.f32`, `model-1.f32`: the model of the last two rounds, a round's in slot
  *   `round mod 2` (8 bytes: the round as a float64, then the float32 parameters). A round's
  *   model is written before its `commit` line, and that line before its `Update`: a rank never
@@ -30,6 +32,7 @@ import type { Hooks } from "../coordinator/coordinator-inbound.ts"
 export const dirName = "recovery"
 
 const logName = "log.ndjson"
+const tokenName = "token.check"
 const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32`
 
 /**
@@ -43,6 +46,8 @@ const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32
 export interface RecoveryLog {
   readonly base: (point: Core.Resume, params: Float32Array | undefined) => void
   readonly beforeRound: NonNullable<Hooks["beforeRound"]>
+  /** The run token's check (a keyed hash): a takeover with another token is refused. */
+  readonly token: (check: string) => void
   /** An epoch ended with `summary` (its audit): written at once, before the next epoch's frames. */
   readonly closed: (summary: EpochSummary) => void
 }
@@ -94,6 +99,9 @@ export const open = (runDir: string, onError: (path: string, error: unknown) => 
       if (params !== undefined) model(command.round, params)
       line({ type: "commit", epoch: command.epoch, round: command.round, ranges: command.committed })
     },
+    token: (check) => {
+      attempt(`${dir}/${tokenName}`, () => SyncFiles.write(`${dir}/${tokenName}`, new TextEncoder().encode(`${check}\n`)))
+    },
     closed: (summary) => {
       line({ type: "closed", epoch: summary.epoch, round: lastRound, summary })
     }
@@ -137,6 +145,7 @@ export const read = (
   readonly entries: ReadonlyArray<Recovery.Entry>
   readonly closed: ReadonlyMap<number, { readonly summary: EpochSummary; readonly round: number }>
   readonly model: (round: number) => Float32Array | undefined
+  readonly tokenCheck: () => string | undefined
 } => {
   const dir = `${runDir}/${dirName}`
   const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/${logName}`) ?? new Uint8Array(0))
@@ -155,5 +164,9 @@ export const read = (
     if (new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true) !== round) return undefined
     return new Float32Array(bytes.slice(8).buffer)
   }
-  return { entries, closed, model }
+  const tokenCheck = (): string | undefined => {
+    const bytes = SyncFiles.readIfAny(`${dir}/${tokenName}`)
+    return bytes === undefined ? undefined : new TextDecoder().decode(bytes).trim()
+  }
+  return { entries, closed, model, tokenCheck }
 }

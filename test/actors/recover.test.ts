@@ -2,6 +2,7 @@
 // directories: a run still running, one that ended, one averaged with the ring backend, and one
 // whose last committed round's model is missing are refused with one line each; `findLost` finds
 // the served run that lost its coordinator and none of the others.
+import { createHmac } from "node:crypto"
 import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -72,6 +73,19 @@ describe("serve --recover refuses before anything runs", () => {
       alert: { class: "StorageFault", detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space" }
     }
     expect(await refusal(runDir("failed-log", [started(), fault]))).toMatch(/holds no recovery log \(cannot write .*ENOSPC/)
+  })
+
+  it("a token that is not the run's (its ranks would refuse the takeover and exit)", async () => {
+    const log = `${JSON.stringify({ type: "base", epoch: 0, firstRound: 0, committed: [] })}\n`
+    const run = runDir("wrong-token", [started()], { log })
+    const check = createHmac("sha256", "recover-test-token-0123456789").update("cohort recovery token check").digest("base64url")
+    writeFileSync(join(run, "recovery", "token.check"), `${check}\n`)
+    const tried = (runToken: string) =>
+      Recover.recover({ runDir: run, runToken }, async () => {
+        throw new Error("served")
+      }).catch((error: Error) => error.message)
+    expect(await tried("another-token-0123456789abcdef")).toMatch(/^runToken: is not run r's token/)
+    expect(await tried("recover-test-token-0123456789")).toBe("served")
   })
 
   it("takes a run lost before any round closed over with the trainers' initial model", async () => {
