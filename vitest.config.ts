@@ -21,7 +21,7 @@ const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
 // runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
 // in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
-// are Node-only. The churn bench's quick check
+// (and the 2 Mbit/s link test's) are Node-only. The churn bench's quick check
 // starts its rank processes through tsx: Node only.
 const nodeOnly =
   runtime.Bun !== undefined || runtime.Deno !== undefined
@@ -31,6 +31,7 @@ const nodeOnly =
         "test/net/links.test.ts",
         "test/net/calls.test.ts",
         "test/net/dashboard-flood.test.ts",
+        "test/net/compress-link.test.ts",
         "test/net/served-ring.test.ts",
         "test/net/recover.test.ts",
         "test/dashboard/live-cap.test.ts",
@@ -47,7 +48,8 @@ const nodeOnly =
         "test/actors/declared-stopped.full.test.ts",
         "test/actors/stopped-at-boundary.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
-        "test/bench/churn.full.test.ts"
+        "test/bench/churn.full.test.ts",
+        "test/actors/churn-serve.full.test.ts"
       ]
     : []
 

@@ -35,6 +35,8 @@ export interface Scenario {
   readonly heartbeatTimeoutMs: number
   /** `cpu` only: rounds close this long after their first contribution without the silent ranks (0: off). */
   readonly roundDeadlineMs?: number
+  /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
+  readonly keep?: boolean
 }
 
 export interface Row {
@@ -52,6 +54,8 @@ export interface Row {
   readonly faultToRecoveredMs: Readonly<Record<string, ReadonlyArray<number>>>
   readonly committedPerSecond: number
   readonly coordinatorCpuPerRoundMs: number
+  /** The coordinator's CPU over the run's wall time: its busy share of one core, %. */
+  readonly coordinatorCpuPercent: number
   readonly roundsPerSecond: number
   readonly rankRssPeakMb: number
   /** This process (the coordinator alone), sampled at each epoch's end: its peaks, MB. */
@@ -59,6 +63,8 @@ export interface Row {
   readonly audits: { readonly epochs: number; readonly lost: number; readonly duplicated: number; readonly samples: number }
   readonly exitCode: number
   readonly durationMs: number
+  /** The run's folder (`cohort report` reads it); removed with the scenario's unless `keep`. */
+  readonly runDir: string
 }
 
 const here = fileURLToPath(new URL(".", import.meta.url))
@@ -225,7 +231,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     child.send({ op: "end" })
     setTimeout(() => child.kill("SIGKILL"), 5000).unref()
   }
-  if (process.env.CHURN_KEEP === undefined) rmSync(dir, { recursive: true, force: true })
+  if (scenario.keep !== true && process.env.CHURN_KEEP === undefined) rmSync(dir, { recursive: true, force: true })
   else Lib.note(`churn: kept ${dir}`)
   const committed = result.epochs.reduce((sum, e) => sum + e.samplesCommitted, 0)
   return {
@@ -239,6 +245,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     faultToRecoveredMs,
     committedPerSecond: committed / (durationMs / 1000),
     coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
+    coordinatorCpuPercent: (100 * (cpu.user + cpu.system)) / 1000 / Math.max(1, durationMs),
     roundsPerSecond: rounds / (durationMs / 1000),
     rankRssPeakMb: rssPeak,
     coordinatorPeakMb,
@@ -249,12 +256,15 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       samples: committed
     },
     exitCode: result.exitCode,
-    durationMs
+    durationMs,
+    runDir: result.runDir
   }
 }
 
 const ms = (values: ReadonlyArray<number>): string =>
-  values.length === 0 ? "-" : `${Lib.fmt(Lib.quantile(values, 0.5))} / ${Lib.fmt(Lib.quantile(values, 0.9))}`
+  values.length === 0
+    ? "-"
+    : `${Lib.fmt(Lib.quantile(values, 0.5))} / ${Lib.fmt(Lib.quantile(values, 0.9))} / ${Lib.fmt(Lib.quantile(values, 0.99))}`
 
 /** One row per kind of a churned scenario, with the baseline's throughput beside it. */
 const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | number>> =>
@@ -271,8 +281,16 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
       of.reduce((sum, l) => sum + l.bytesMoved, 0),
       `${row.audits.epochs} epochs, lost ${row.audits.lost}, duplicated ${row.audits.duplicated}, exit ${row.exitCode}`,
       `${Lib.fmt(row.committedPerSecond)} (${baseline === undefined ? "-" : `${Lib.fmt((100 * row.committedPerSecond) / baseline.committedPerSecond)}%`})`,
-      Lib.fmt(row.coordinatorCpuPerRoundMs),
-      Lib.fmt(row.rankRssPeakMb)
+      `${Lib.fmt(row.coordinatorCpuPerRoundMs)} (${Lib.fmt(row.coordinatorCpuPercent)}%)`,
+      Lib.fmt(row.rankRssPeakMb),
+      row.joins.length === 0
+        ? "-"
+        : `${row.joins.length}: ${ms(row.joins.map((j) => j.trainingMs))} ms, ${Lib.fmt(
+            Lib.quantile(
+              row.joins.map((j) => j.bytes),
+              0.5
+            )
+          )} B`
     ]
   })
 
@@ -302,15 +320,16 @@ export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArra
       "cohort",
       "kind",
       "count",
-      "detection ms median / p90",
+      "detection ms median / p90 / p99",
       "recovery ms",
       "fault → recovered ms",
       "redone",
       "bytes moved",
       "audits",
       "committed/s (of no churn)",
-      "coordinator cpu ms / round",
-      "rank processes peak RSS MB"
+      "coordinator cpu ms / round (% of one core)",
+      "rank processes peak RSS MB",
+      "joins: connect → training ms median / p90 / p99, bytes median"
     ],
     table
   )
@@ -350,8 +369,9 @@ if (Lib.isMain("churn")) {
           "bytes",
           "audits",
           "committed/s",
-          "cpu ms/round",
-          "RSS MB"
+          "cpu ms/round (%)",
+          "RSS MB",
+          "joins"
         ],
         rowsOf(row, undefined)
       )

@@ -12,6 +12,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
+import type * as Deltas from "../../src/averaging/deltas.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank, ToCoordinator, ToRank } from "../../src/core/messages.ts"
@@ -96,6 +97,14 @@ export interface CoordinatorInboundOptions {
   readonly stepNow: (input: Core.Input) => Effect.Effect<void> | undefined
   readonly stepAndExecute: (input: Core.Input) => Effect.Effect<void>
   readonly wake: Effect.Effect<void>
+  /** Ranks whose frames are dropped here, unread (injected silence: `Options.muted`). */
+  readonly muted?: ReadonlySet<Rank> | undefined
+  /**
+   * `cpu` with deltas on (docs/edge-averaging.md "Deltas"): every `Update` with parameters sent
+   * is told to it, and every `Params` is turned back into parameters against `base()` (the model
+   * last sent) before anything else sees it.
+   */
+  readonly deltas?: { readonly deltas: Deltas.Deltas; readonly base: () => Float32Array | undefined }
 }
 
 /**
@@ -256,6 +265,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     const error = transport.sendUnsafe(rank, bytes)
     if (error !== undefined) refused.push({ rank, message, reason: error.reason._tag })
     else if (message._tag === "Update" || message._tag === "RingData") bytesSent += bytes.length
+    if (message._tag === "Update" && message.params.length > 0) options.deltas?.deltas.modelSent(rank, message.round)
   }
   let bytesSent = 0
   let bytesReceived = 0
@@ -333,6 +343,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
 
   /** One input from the transport, once the run started: stepped at once; its commands' effect, if any. */
   function inbound(event: Supervisor.Inbound): Effect.Effect<void> | undefined {
+    if (event._tag !== "DeathReport" && options.muted !== undefined && options.muted.has(event.peer)) return undefined
     switch (event._tag) {
       case "Frame": {
         const decoded = decodeFrame(event, state.paramsLength)
@@ -347,7 +358,9 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           transport.disconnect(event.peer, code)
           return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: decoded.failure.reason._tag })
         }
-        const frameMessage = decoded.success.message as ToCoordinator
+        const sent = decoded.success.message as ToCoordinator
+        const deltas = options.deltas
+        const frameMessage = sent._tag === "Params" && deltas !== undefined ? deltas.deltas.toParams(event.peer, sent, deltas.base()) : sent
         if (frameMessage._tag === "Params" || frameMessage._tag === "RingData") bytesReceived += event.bytes.length
         if (frameMessage._tag === "RingData") {
           const problem = relay(event.peer, frameMessage, event.bytes)

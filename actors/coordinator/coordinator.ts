@@ -64,6 +64,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Actor from "../../src/actor/actor.ts"
+import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
@@ -116,6 +117,11 @@ export interface Options {
    */
   readonly vacate?: (rank: Rank, reason: string) => void
   readonly hooks?: Hooks
+  /**
+   * Ranks gone silent by injection (`serve --churn`): their frames are dropped unread, so only
+   * the heartbeat timeout takes them out. The set may grow while the run goes on.
+   */
+  readonly muted?: ReadonlySet<Rank>
   readonly resume?: { readonly point: Core.Resume; readonly params: Float32Array | undefined }
   /**
    * A run a restarted coordinator took over (docs/recovery.md): it forms once every rank of
@@ -156,6 +162,12 @@ export interface Options {
   readonly outer?: Outer.Settings
   /** The outer optimizer's momentum to start from (a resumed run's parent's, `EpochModels`). */
   readonly outerMomentum?: Float32Array
+  /**
+   * `cpu` backend: ranks contribute their change since the model last sent (`RankData.deltas`),
+   * turned back into parameters as each arrives (`Deltas`; docs/edge-averaging.md "Deltas").
+   * Default false: contributions are parameters.
+   */
+  readonly deltas?: boolean
 }
 
 /**
@@ -253,6 +265,8 @@ interface Shell extends CommandShell {
   formingSinceMs: number | undefined
   lastBeatMs: number
   self: Actor.ActorRef<Message, never> | undefined
+  /** With deltas on: which ranks hold a model sent, to tell a change from parameters (`Deltas`). */
+  readonly deltas: Deltas.Deltas | undefined
 }
 
 /** Resolves `outcome` once the run ended and the observers saw every command of its step. */
@@ -353,10 +367,9 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
         )
         return yield* Deferred.fail(outcome, error)
       }
-      const update = Codec.encode(
-        Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: resume.params })
-      )
-      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+      const round = Math.max(0, resume.point.firstRound - 1)
+      const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round, params: resume.params }))
+      for (const rank of joined.keys()) if (transport.sendUnsafe(rank, update) === undefined) shell.deltas?.modelSent(rank, round)
     } else if (resume !== undefined && shell.options.recovery !== undefined) {
       // A run taken over before any round closed: its ranks went back to their initial model and
       // wait for an Update; one without parameters has them keep it.
@@ -428,7 +441,8 @@ const tick = (shell: Shell): Effect.Effect<void> =>
     const nowMs = yield* Clock.currentTimeMillis
     // Frames that arrived but wait behind other links' frames count before the scan.
     for (const rank of Core.expiring(state, nowMs)) {
-      const arrivedMs = transport.lastArrivalMs(rank)
+      // A muted rank's frames are dropped unread: they are no sighting either.
+      const arrivedMs = shell.options.muted?.has(rank) === true ? undefined : transport.lastArrivalMs(rank)
       if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
         yield* stepAndExecute(shell, { _tag: "Seen", rank, nowMs: arrivedMs })
       }
@@ -489,6 +503,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const askedTickMs =
       deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
     const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs
+    const deltas = options.deltas === true ? Deltas.make() : undefined
     const shell: Shell = {
       options,
       state,
@@ -504,6 +519,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         hooks,
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
+        muted: options.muted,
+        ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
         wake: Effect.suspend(() =>
@@ -524,7 +541,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       outliersFound: [],
       updateResidual: undefined,
       outerMomentum: options.outerMomentum,
-      roundBytesFrom: { received: 0, sent: 0 }
+      roundBytesFrom: { received: 0, sent: 0 },
+      deltas
     }
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,

@@ -263,6 +263,9 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   check(outer.lr > 0 && Number.isFinite(outer.lr), "outerLr", `must be a number > 0, got ${outer.lr}`)
   check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
   check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
+  const deltas = options.deltas ?? (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0)
+  check(typeof deltas === "boolean", "deltas", `must be true or false, got ${JSON.stringify(deltas)}`)
+  check(!deltas || backend === "cpu", "deltas", "contributions as changes need the cpu backend")
   return {
     worldSize,
     epochs,
@@ -283,7 +286,8 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     heapLimitMb,
     heartbeatTimeoutMs,
     compress,
-    outer
+    outer,
+    deltas
   }
 }
 

@@ -57,6 +57,8 @@ export interface Served {
   readonly tls: ServeOptions["tls"]
   readonly issueTokens: number
   readonly tokenTtlMs: number | undefined
+  /** `ServeOptions.churn`: the fraction of the live ranks made to leave after each round; 0 for none. */
+  readonly churn: number
   readonly recovery?: Recovering | undefined
 }
 
@@ -93,6 +95,8 @@ export interface Vars {
   askedToSave: ReadonlyArray<Rank>
   /** Over WebSocket: the listening server, once it listens. */
   server: WebSocket.ServerHandle | undefined
+  /** `serve --churn`: the injected churn, once the coordinator starts (`churn-faults.ts`). */
+  churn: { readonly afterRound: (round: number) => void; readonly muted: ReadonlySet<Rank> } | undefined
   relayStats: () => { readonly relayed: number; readonly dropped: number }
 }
 
@@ -292,6 +296,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     formedEmitted: false,
     askedToSave: [],
     server: undefined,
+    churn: undefined,
     relayStats: () => ({ relayed: 0, dropped: 0 })
   }
   const nowMs = (): number => vars.clock.currentTimeMillisUnsafe()

@@ -133,7 +133,10 @@ const onCommand =
       }
       case "Welcome": {
         // The core recorded the join when it decided it (its first chunks' samples included).
-        const record = [...state.joins].reverse().find((j) => j.rank === command.rank)
+        // The latest record is the last one: found from the end, without a copy of every join so far.
+        let record: Core.JoinRecord | undefined
+        for (let i = state.joins.length - 1; i >= 0 && record === undefined; i--)
+          if (state.joins[i]!.rank === command.rank) record = state.joins[i]
         ctx.welcomedAtMs.set(command.rank, ctx.nowMs())
         emit({
           type: "welcomed",
@@ -186,6 +189,7 @@ const onCommand =
           ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent })
         })
         vars.roundBytes = undefined
+        vars.churn?.afterRound(command.round)
         return
       }
     }

@@ -124,7 +124,7 @@ export const observeListening = (ctx: Context, listening: Listening): void => {
 /** What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`). */
 const welcomeData = (ctx: Context): RankActor.JoinedRun => {
   const { options, runId, module } = ctx
-  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, ringLinks } = ctx.resolved
+  const { worldSize, batchSize, heartbeatTimeoutMs, backend, compress, deltas, ringLinks } = ctx.resolved
   return {
     worldSize,
     epochSamples: module.trainSamples,
@@ -137,6 +137,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
     heartbeatTimeoutMs,
     backend,
     ...(compress === "none" ? {} : { compress }),
+    ...(deltas ? { deltas } : {}),
     ...(backend === "ring" ? { ringLinks: ringLinks === "relay" ? "relay" : "direct" } : {}),
     runId
   }

@@ -34,6 +34,7 @@ import * as LaunchContext from "./launcher-context.ts"
 import type { Context, Served } from "./launcher-context.ts"
 import * as LauncherFaults from "./launcher-faults.ts"
 import * as LauncherHooks from "./launcher-hooks.ts"
+import * as ChurnFaults from "./churn-faults.ts"
 import * as LauncherHosts from "./launcher-hosts.ts"
 import type { Host } from "./launcher-hosts.ts"
 import { loggedOptions } from "./launcher-journal.ts"
@@ -116,7 +117,22 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
       `must be an integer > 0, got ${options.tokenTtlMs}`
     )
   }
-  const { host, port, runToken, formationTimeoutMs: _, onListening, http, tls, issueTokens: __, tokenTtlMs, recovery, ...rest } = options
+  const churn = options.churn ?? 0
+  check(churn === 0 || (churn > 0 && churn < 1), "churn", `must be a fraction in (0, 1), got ${churn}`)
+  const {
+    host,
+    port,
+    runToken,
+    formationTimeoutMs: _,
+    onListening,
+    http,
+    tls,
+    issueTokens: __,
+    tokenTtlMs,
+    churn: ___,
+    recovery,
+    ...rest
+  } = options
   return launch(
     { ...rest, transport: "websocket" },
     {
@@ -129,6 +145,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
       tls,
       issueTokens,
       tokenTtlMs,
+      churn,
       recovery
     }
   )
@@ -192,6 +209,7 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
           seed: options.seed ?? defaults.seed,
           averageEverySteps: options.averageEverySteps ?? defaults.averageEverySteps,
           compress: ctx.resolved.compress,
+          deltas: ctx.resolved.deltas,
           outerLr: ctx.resolved.outer.lr,
           outerMomentum: ctx.resolved.outer.momentum,
           trainerUrl,
@@ -256,7 +274,7 @@ const peerAddresses = (worldSize: number) =>
     Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
     (ports) => ({
       token: nanoid(32),
-      urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `ws://${peerHost}:${ports[rank]}/`)),
+      urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `tcp://${peerHost}:${ports[rank]}`)),
       host: peerHost,
       ports
     })
@@ -279,7 +297,8 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       heapLimitMb,
       transportKind,
       rankNice,
-      compress
+      compress,
+      deltas
     } = ctx.resolved
     const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
@@ -289,6 +308,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       const data: RankActor.RankData = {
         backend,
         ...(compress === "none" ? {} : { compress }),
+        ...(deltas ? { deltas } : {}),
         ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
         ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
         collectiveFault:
@@ -327,7 +347,9 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
   const resumeState = options.resumeState
   const hooks = LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined)
   const log = served === undefined ? undefined : Recover.openLog(ctx)
+  if (served !== undefined && served.churn > 0) ctx.vars.churn = ChurnFaults.make(ctx, served.churn, options.seed ?? defaults.seed)
   return Coordinator.start({
+    ...(ctx.vars.churn === undefined ? {} : { muted: ctx.vars.churn.muted }),
     state,
     transport: host.transport,
     tickMs: options.tickMs ?? defaults.tickMs,
@@ -358,6 +380,7 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     ...(served?.recovery === undefined ? {} : { recovery: Recover.coordinatorRecovery(served.recovery) }),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,
+    deltas: ctx.resolved.deltas,
     ...(resumeState?.outerMomentum === undefined ? {} : { outerMomentum: resumeState.outerMomentum }),
     ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined
       ? { formRingLinks: host.formRingLinks }

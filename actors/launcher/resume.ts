@@ -271,6 +271,7 @@ export const resume = async (
       outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
       outlierRoundsMax: options.outlierRoundsMax ?? optionalNumber(o.outlierRoundsMax),
       compress: options.compress ?? (o.compress === "none" || o.compress === "fp16" || o.compress === "int8" ? o.compress : undefined),
+      deltas: options.deltas ?? (typeof o.deltas === "boolean" ? o.deltas : undefined),
       outerLr: options.outerLr ?? optionalNumber(o.outerLr),
       outerMomentum: options.outerMomentum ?? optionalNumber(o.outerMomentum),
       tickMs: options.tickMs ?? optionalNumber(o.tickMs),

@@ -96,6 +96,14 @@ export interface RankData {
    */
   readonly compress?: Packed.Compression | undefined
   /**
+   * `cpu` backend (docs/edge-averaging.md "Deltas"): once the rank applied a model from the
+   * coordinator, it contributes its change since that model instead of its parameters, so that a
+   * packed contribution quantizes small changes rather than whole weights. Before it (a fresh run's
+   * first round, a joiner welcomed without a model) it sends its parameters; the coordinator tells
+   * which by the contribution's round (`src/averaging/deltas.ts`).
+   */
+  readonly deltas?: boolean | undefined
+  /**
    * The coordinator's bounds on a save and an eval it asks for (`saveTimeoutMs`, `evalTimeoutMs`),
    * given when it counts on the rank to beat while it runs them (`Link.beatWhile`, a rank
    * process): the rank's beats stop at the bound, so a call stuck past it still ends in a death.
@@ -132,6 +140,8 @@ export interface JoinedRun {
   readonly backend?: "cpu" | "ring"
   /** How contributions travel (`RankData.compress`; absent: `none`). */
   readonly compress?: Packed.Compression
+  /** Whether contributions are changes since the last model (`RankData.deltas`; absent: parameters). */
+  readonly deltas?: boolean
   /** The run's id (its folder's name under the coordinator's `--out`): `cohort join` saves under it by default. */
   readonly runId?: string
   /**
@@ -158,7 +168,8 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
     ["worldSize", "epochSamples", "batchSize", "averageEverySteps"].every(positiveInteger) &&
     ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
     (run.backend === undefined || run.backend === "cpu" || run.backend === "ring") &&
-    (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8")
+    (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8") &&
+    (run.deltas === undefined || typeof run.deltas === "boolean")
   )
 }
 
@@ -205,7 +216,8 @@ export const rankDataOf = (
         }
       }
     : {}),
-  ...(run.compress === undefined ? {} : { compress: run.compress })
+  ...(run.compress === undefined ? {} : { compress: run.compress }),
+  ...(run.deltas === true ? { deltas: true } : {})
 })
 
 /**

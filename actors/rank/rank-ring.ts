@@ -227,16 +227,25 @@ export const make = (options: RankRingOptions): RankRing => {
         ? { prev: message.prev, next: message.next, nextUrl: message.nextAddress, secret: message.ringSecret }
         : PeerRing.neighboursOf(message.peers, message.ringRank)
     )
+    // Known once the link is made or given up: later steps go out without waiting on the promise
+    // (an async turn of the collective's fiber a step).
+    let made: boolean | undefined
+    void end.connected.then((connected) => {
+      made = connected
+    })
+    const sendOn = (step: Ring.RingMessage, connected: boolean): Effect.Effect<void> => {
+      const way = connected && end.send(step) ? "direct" : "relay"
+      if (peerUsed.get(step.generation) !== way) peerUsed.set(step.generation, way)
+      return way === "direct" ? Effect.void : relaySend(step)
+    }
     const direct = new Ring.BufferedLink((message) =>
       faultOr(message, (step) =>
-        Effect.flatMap(
-          Effect.promise(() => end.connected),
-          (connected) => {
-            const way = connected && end.send(step) ? "direct" : "relay"
-            peerUsed.set(step.generation, way)
-            return way === "direct" ? Effect.void : relaySend(step)
-          }
-        )
+        made === undefined
+          ? Effect.flatMap(
+              Effect.promise(() => end.connected),
+              (connected) => sendOn(step, connected)
+            )
+          : sendOn(step, made)
       )
     )
     end.onMessage((step) => {

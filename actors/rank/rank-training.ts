@@ -403,7 +403,7 @@ const contribute = (r: Running, samplesDone: number) =>
       epoch: s.epoch,
       round: s.round,
       samplesDone,
-      params: r.getParams(),
+      params: r.data.deltas === true && s.lastAverageRound >= 0 ? change(r.getParams(), s.lastAverage) : r.getParams(),
       ...(loss === undefined ? {} : { loss })
     } as const
     const compress = r.data.compress ?? "none"
@@ -415,6 +415,13 @@ const contribute = (r: Running, samplesDone: number) =>
   })
 
 const emptyParams = new Float32Array(0)
+
+/** `params - base` (with deltas on: the change since the model last applied; same lengths, `getParams` checked them). */
+const change = (params: Float32Array, base: Float32Array): Float32Array => {
+  const out = new Float32Array(params.length)
+  for (let j = 0; j < params.length; j++) out[j] = params[j]! - base[j]!
+  return out
+}
 
 /** The sample indices of the next batch: from the first chunk held, or the static list's next positions. */
 const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {

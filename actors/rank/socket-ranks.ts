@@ -48,13 +48,42 @@ export interface JoinedRank {
  */
 export interface JoinRanksOptions extends Omit<SocketRank.JoinRunOptions, "leaving" | "onJoined" | "stop" | "beforeExit"> {
   readonly ranks: number
+  /**
+   * Ranks that connect at once (integer >= 1, default `joinsAtOnceMaxDefault`): the next starts
+   * when one is let in or ends. A server takes only so many pending joins from one address (16 by
+   * default, `AddressBusy` past it, and the refused joiners retry later), so a process that
+   * connected all its ranks at once would spend most of its joins on refusals and retries.
+   */
+  readonly joinsAtOnceMax?: number
+}
+
+/** Default `JoinRanksOptions.joinsAtOnceMax`: 8. @since 0.1.0 @category join */
+export const joinsAtOnceMaxDefault = 8
+
+/** A bound of `joinRanks` out of its range. @since 0.1.0 @category errors */
+export class JoinRanksError extends Error {
+  readonly _tag = "JoinRanksError"
+}
+
+/** At most `max` holders at once: `take` resolves when a place is free, `give` frees one. */
+const gate = (max: number) => {
+  let held = 0
+  const waiting: Array<() => void> = []
+  return {
+    take: (): Promise<void> => (held < max ? ((held += 1), Promise.resolve()) : new Promise<void>((resolve) => waiting.push(resolve))),
+    give: (): void => {
+      const next = waiting.shift()
+      if (next !== undefined) next()
+      else held -= 1
+    }
+  }
 }
 
 /** Closes a leaving rank's socket, bounded by `SocketRank.leaveCloseMsMax`. */
 const closeBounded = (client: WebSocket.ClientHandle, closeCode: number): Promise<void> =>
   Effect.runPromise(client.close(closeCode).pipe(Effect.timeoutOption(SocketRank.leaveCloseMsMax), Effect.ignore))
 
-const joinOne = (options: SocketRank.JoinRunOptions): JoinedRank => {
+const joinOne = (options: SocketRank.JoinRunOptions, connecting: ReturnType<typeof gate>): JoinedRank => {
   let client: WebSocket.ClientHandle | undefined
   let over = false
   const stop = new AbortController()
@@ -65,12 +94,27 @@ const joinOne = (options: SocketRank.JoinRunOptions): JoinedRank => {
     over = true
     settle(code)
   }
-  void SocketRank.joinRun({
-    ...options,
-    stop: stop.signal,
-    onJoined: (joined) => (client = joined),
-    leaving: (joined) => (code) => void closeBounded(joined, Transport.CloseCode.Normal).finally(() => end(code))
-  }).then(end, () => end(JoinExitCode.crashed))
+  // Its place among the ranks connecting at once is given back once it is let in, or ends first.
+  let placeHeld = true
+  const givePlace = (): void => {
+    if (!placeHeld) return
+    placeHeld = false
+    connecting.give()
+  }
+  void ended.then(givePlace)
+  void connecting.take().then(() => {
+    // Made to leave before its turn came (stopThen needs a client: it had none), or stopped.
+    if (over || stop.signal.aborted) return givePlace()
+    return SocketRank.joinRun({
+      ...options,
+      stop: stop.signal,
+      onJoined: (joined) => {
+        client = joined
+        givePlace()
+      },
+      leaving: (joined) => (code) => void closeBounded(joined, Transport.CloseCode.Normal).finally(() => end(code))
+    }).then(end, () => end(JoinExitCode.crashed))
+  })
   /** Stops the rank's loop and runs `then` with its client, if it trains and has not ended. */
   const stopThen = async (then: (joined: WebSocket.ClientHandle) => Promise<void>, code: number): Promise<void> => {
     const joined = client
@@ -101,22 +145,31 @@ const JoinExitCode = SocketRank.JoinExitCode
 
 /**
  * Joins `options.ranks` ranks of a served run from this process and returns them at once (each
- * joins, trains and leaves on its own; see `JoinedRank`). Nothing here exits the process.
+ * joins, trains and leaves on its own; see `JoinedRank`), at most `joinsAtOnceMax` connecting at
+ * a time. Nothing here exits the process. Throws `JoinRanksError` for a `joinsAtOnceMax` below 1.
  *
  * @since 0.1.0
  * @category join
  */
-export const joinRanks = (options: JoinRanksOptions): ReadonlyArray<JoinedRank> =>
-  Array.from({ length: options.ranks }, (_, i) =>
-    joinOne({
-      ...options,
-      rank: options.rank === "auto" ? "auto" : options.rank + i,
-      // Each rank its own listener: a port given is the first rank's, the next ones' follow it.
-      ...(options.ringListen === undefined || options.ringListen.port === 0
-        ? {}
-        : { ringListen: { ...options.ringListen, port: options.ringListen.port + i } })
-    })
+export const joinRanks = (options: JoinRanksOptions): ReadonlyArray<JoinedRank> => {
+  const { joinsAtOnceMax = joinsAtOnceMaxDefault, ranks, ...rest } = options
+  if (!Number.isSafeInteger(joinsAtOnceMax) || joinsAtOnceMax < 1)
+    throw new JoinRanksError(`joinsAtOnceMax must be an integer >= 1, got ${joinsAtOnceMax}`)
+  const connecting = gate(joinsAtOnceMax)
+  return Array.from({ length: ranks }, (_, i) =>
+    joinOne(
+      {
+        ...rest,
+        rank: rest.rank === "auto" ? "auto" : rest.rank + i,
+        // Each rank its own listener: a port given is the first rank's, the next ones' follow it.
+        ...(rest.ringListen === undefined || rest.ringListen.port === 0
+          ? {}
+          : { ringListen: { ...rest.ringListen, port: rest.ringListen.port + i } })
+      },
+      connecting
+    )
   )
+}
 
 /**
  * The exit code of a process whose ranks ended with `codes`: the first that is not 0, else 0.

@@ -179,6 +179,14 @@ export interface RunOptions {
    */
   readonly outerLr?: number
   readonly outerMomentum?: number
+  /**
+   * `cpu` backend: ranks contribute their change since the last model they were sent instead of
+   * their parameters (docs/edge-averaging.md "Deltas"), so that `compress` quantizes small changes
+   * rather than whole weights; the coordinator adds each change to that model as it arrives.
+   * Default: on when `compress` is `fp16` or `int8` or the outer optimizer is on, else off.
+   * Refused (`LaunchError` on `deltas`) with the `ring` backend.
+   */
+  readonly deltas?: boolean
   readonly trimFraction?: number
   readonly clipNorm?: number
   readonly outlierFactor?: number
@@ -324,6 +332,12 @@ export interface ServeOptions
   readonly http?: HttpHandler
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
+  /**
+   * Injected churn (docs/churn.md): after every averaging round this fraction, in (0, 1), of the
+   * live ranks leave, a third each gracefully (`Shutdown`), by a crash (socket cut) and silently
+   * (their frames dropped); picked with the run's seed. Default: none.
+   */
+  readonly churn?: number
   /** A run taken over after its coordinator's process was lost: filled by `recover` (docs/recovery.md). */
   readonly recovery?: Recovering
 }

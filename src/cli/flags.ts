@@ -37,6 +37,8 @@ export interface RunCommandOptions {
   readonly aggregation?: Aggregation
   /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
   readonly compress?: "none" | "fp16" | "int8"
+  /** `--deltas on|off` (cpu backend, docs/edge-averaging.md); `undefined` (the run's default) without it. */
+  readonly deltas?: boolean
   /** `--outer-lr`, `--outer-momentum` (cpu backend, docs/edge-averaging.md); only those given. */
   readonly outer?: { readonly outerLr?: number; readonly outerMomentum?: number }
   readonly failureLimit: Config.FailureLimit | undefined
@@ -104,6 +106,7 @@ export interface RawRunOptions {
   readonly clipNorm?: string
   readonly outlierRoundsMax?: string
   readonly compress?: string
+  readonly deltas?: string
   readonly outerLr?: string
   readonly outerMomentum?: string
   readonly failureLimit?: string
@@ -246,6 +249,12 @@ const aggregation = (raw: RawRunOptions, backend: "cpu" | "ring"): Aggregation =
   return out
 }
 
+const deltasOption = (text: string, backend: "cpu" | "ring"): boolean => {
+  const deltas = oneOf("--deltas", text, ["on", "off"], "off") === "on"
+  if (deltas && backend === "ring") throw new UsageError("--deltas on needs --backend cpu: ring members average their parameters")
+  return deltas
+}
+
 const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "int8" => {
   const compress = oneOf("--compress", text, ["none", "fp16", "int8"], "none")
   if (compress !== "none" && backend === "ring")
@@ -329,6 +338,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
     ...withAggregation(aggregation(raw, backend)),
     ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
+    ...(raw.deltas === undefined ? {} : { deltas: deltasOption(raw.deltas, backend) }),
     ...outerOptions(raw, backend),
     failureLimit: failureLimit(raw.failureLimit),
     rolePolicy: rolePolicy(raw.rolePolicy, worldSize),
@@ -366,6 +376,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
   ...options.aggregation,
   ...(options.compress === undefined ? {} : { compress: options.compress }),
+  ...(options.deltas === undefined ? {} : { deltas: options.deltas }),
   ...options.outer,
   failureLimit: options.failureLimit,
   rolePolicy: options.rolePolicy,

@@ -70,6 +70,9 @@ Options of serve (beside those of run, without --transport, --kill, --hang, --ra
                               (mode 0600): each admits its rank only and can be revoked while
                               the run goes on (cohort revoke); the run token still works
   --token-ttl-ms N            those credentials expire N ms after serve wrote them (default never)
+  --churn F                   a fault for trying churn: after every averaging round, F (0 < F < 1)
+                              of the live ranks leave, a third each gracefully, by a crash
+                              (socket cut) and silently (frames dropped); default off
   --serve-browser             also serve a browser rank's page on the same port: opening
                               http://HOST:PORT/?token=TOKEN in a browser joins as --rank auto;
                               it prints that address, token included (default off)

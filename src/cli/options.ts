@@ -158,6 +158,12 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     doc: "cpu backend: how contributions and updates travel: float32, half floats, or int8 blocks with a scale each, with error feedback ([edge averaging](edge-averaging.md#compression---compress-nonefp16int8))"
   },
   {
+    flag: "--deltas on|off",
+    default: "on with --compress or the outer optimizer",
+    help: "cpu backend: ranks contribute their change since the last model they were sent instead of their parameters (smaller values to pack)",
+    doc: "cpu backend: ranks contribute their change since the last model they were sent instead of their parameters, so that `--compress` packs small changes rather than whole weights ([edge averaging](edge-averaging.md#deltas---deltas-onoff))"
+  },
+  {
     flag: "--outer-lr N, --outer-momentum F",
     default: "1 and 0",
     help: "cpu backend: apply each round's mean change with SGD at rate N and Nesterov momentum F; the defaults are plain averaging",

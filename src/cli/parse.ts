@@ -107,6 +107,7 @@ export const runFlags = (command: Commander.Command): Commander.Command =>
     .option("--clip-norm <norm>")
     .option("--outlier-rounds-max <rounds>")
     .option("--compress <kind>")
+    .option("--deltas <on|off>")
     .option("--outer-lr <rate>")
     .option("--outer-momentum <momentum>")
     .option("--failure-limit <limit>")

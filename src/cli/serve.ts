@@ -179,6 +179,7 @@ interface RawServeOptions extends RawRunOptions {
   readonly issueTokens?: string
   readonly tokenTtlMs?: string
   readonly rankConnectionsMax?: string
+  readonly churn?: string
   readonly recover?: string
   readonly recoveryWindowMs?: string
   readonly fresh?: boolean
@@ -211,6 +212,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     .option("--issue-tokens <n>")
     .option("--token-ttl-ms <ms>")
     .option("--rank-connections-max <n>")
+    .option("--churn <fraction>")
     .option("--recover <dir>")
     .option("--recovery-window-ms <ms>")
     .option("--fresh")
@@ -227,6 +229,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let tls: { readonly cert: string; readonly key: string } | undefined
   let issueTokens: number
   let tokenTtlMs: number | undefined
+  let churn: number | undefined
   try {
     command.parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
@@ -255,6 +258,9 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     tokenTtlMs = raw.tokenTtlMs === undefined ? undefined : integerAtLeast("--token-ttl-ms", raw.tokenTtlMs, 1, 0)
     if (tokenTtlMs !== undefined && issueTokens === 0)
       throw new UsageError("--token-ttl-ms is the lifetime of the credentials --issue-tokens writes: give both")
+    churn = raw.churn === undefined ? undefined : Number(raw.churn)
+    if (churn !== undefined && !(churn > 0 && churn < 1))
+      throw new UsageError(`--churn must be a fraction of the live ranks between 0 and 1 (exclusive), got ${raw.churn}`)
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return usage(io, oneLine(error.message))
     return usage(io, oneLine(String(error)))
@@ -331,6 +337,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
         ...(tls === undefined ? {} : { tls }),
         issueTokens,
         ...(tokenTtlMs === undefined ? {} : { tokenTtlMs }),
+        ...(churn === undefined ? {} : { churn }),
         onListening: (listening) => {
           runToken = listening.runToken
           say(

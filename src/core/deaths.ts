@@ -200,20 +200,17 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
       while (skipJoining && joining.has(r)) r = Membership.nextLive(membership, r + 1)
       return r
     }
-    // One command per dead rank, its ranges' slices in range order: a remainder of thousands of
-    // small ranges (deaths chained on deaths) is still one command.
+    // One command per dead rank, its slices in range order. Its ranges are laid end to end and
+    // split as one (`Split.spreadEqual`): split range by range, a remainder of k ranges gave each
+    // survivor k more, and under constant churn the lists splintered into one-sample ranges
+    // (8,595 of them in one remainder at 256 ranks, each death then blocking the coordinator).
     for (const { rank: from, death, ranges } of remainders) {
+      if (ranges.length === 0) continue
       const reason = `remainder of rank ${from} in ${ranges.length} ${ranges.length === 1 ? "range" : "ranges"} (${throughput ? "throughput" : "equal"} split over ${survivorCount} ${survivorCount === 1 ? "survivor" : "survivors"})`
-      const parts: Array<Split.Slices> = []
-      for (const [offset, size] of ranges) {
-        const slices = throughput
-          ? Split.splitProportional(offset, size, ranks, weights)
-          : Split.splitEqual(offset, size, survivorCount, membership.worldSize, nextLive)
-        for (let i = 0; i < slices.ranks.length; i++) extendLive(state, a, slices.ranks[i]!, slices.offsets[i]!, slices.sizes[i]!)
-        parts.push(slices)
-      }
-      if (parts.length === 0) continue
-      const all = Split.concat(parts)
+      const all = throughput
+        ? Split.spreadProportional(ranges, ranks, weights)
+        : Split.spreadEqual(ranges, survivorCount, membership.worldSize, nextLive)
+      for (let i = 0; i < all.ranks.length; i++) extendLive(state, a, all.ranks[i]!, all.offsets[i]!, all.sizes[i]!)
       if (all.ranks.length > 0) cmds.push({ _tag: "SendRanges", kind: "ExtendPartition", epoch: state.epoch, ...all, reason })
       if (death !== undefined) death.extensions += all.ranks.length
     }

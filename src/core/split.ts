@@ -122,6 +122,90 @@ export const splitProportional = (offset: number, size: number, ranks: ReadonlyA
 }
 
 /**
+ * Lays `ranges` end to end and hands them out in order: `takers` gives each rank (in the order
+ * given) and how many samples it takes; a rank's share may span several ranges (one slice per
+ * range it touches). Shares must sum to at most the ranges' total. O(ranges + takers).
+ */
+const lay = (
+  ranges: ReadonlyArray<readonly [offset: number, size: number]>,
+  takers: ReadonlyArray<readonly [rank: Rank, size: number]>
+): Slices => {
+  const ranks: Array<number> = []
+  const offsets: Array<number> = []
+  const sizes: Array<number> = []
+  let range = 0
+  let used = 0 // of ranges[range]
+  for (const [rank, share] of takers) {
+    let left = share
+    while (left > 0 && range < ranges.length) {
+      const [offset, size] = ranges[range]!
+      const take = Math.min(left, size - used)
+      if (take > 0) {
+        ranks.push(rank)
+        offsets.push(offset + used)
+        sizes.push(take)
+      }
+      left -= take
+      used += take
+      if (used >= size) {
+        range += 1
+        used = 0
+      }
+    }
+  }
+  return { ranks: Int32Array.from(ranks), offsets: Float64Array.from(offsets), sizes: Float64Array.from(sizes) }
+}
+
+/**
+ * A remainder of several ranges split equally over survivors in ascending order: the ranges laid
+ * end to end, survivor `i` takes the `i`-th equal part of their total (`equalPart`), which may span
+ * ranges. So a remainder of k ranges becomes at most k + S - 1 slices, not one per range and
+ * survivor: under constant churn the ranks' lists stay short instead of splintering into
+ * one-sample ranges. One range gives what `splitEqual` gives. O(ranges + min(total, S) + skipped).
+ *
+ * @since 0.1.0
+ * @category redistribution
+ */
+export const spreadEqual = (
+  ranges: ReadonlyArray<readonly [offset: number, size: number]>,
+  survivorCount: number,
+  worldSize: number,
+  nextSurvivor: (from: number) => number
+): Slices => {
+  let total = 0
+  for (const [, size] of ranges) total += Math.max(0, size)
+  const count = total <= 0 || survivorCount <= 0 ? 0 : Math.min(total, survivorCount)
+  const takers: Array<readonly [Rank, number]> = []
+  let rank = nextSurvivor(0)
+  for (let i = 0; i < count && rank < worldSize; i++) {
+    takers.push([rank, equalPart(total, survivorCount, i)[1]])
+    rank = nextSurvivor(rank + 1)
+  }
+  return lay(ranges, takers)
+}
+
+/**
+ * As `spreadEqual`, in proportion to `throughputs` over `ranks` (ascending; `proportionalSizes`
+ * of the ranges' total). One range gives what `splitProportional` gives. O(ranges + S log S).
+ *
+ * @since 0.1.0
+ * @category redistribution
+ */
+export const spreadProportional = (
+  ranges: ReadonlyArray<readonly [offset: number, size: number]>,
+  ranks: ReadonlyArray<Rank>,
+  throughputs: ReadonlyArray<number>
+): Slices => {
+  let total = 0
+  for (const [, size] of ranges) total += Math.max(0, size)
+  const parts = proportionalSizes(total, throughputs)
+  return lay(
+    ranges,
+    ranks.map((rank, k) => [rank, parts[k]!] as const)
+  )
+}
+
+/**
  * The slices of `parts` one after the other, in order: `parts[0]` itself when it is the only one,
  * else one copy of each array. O(total slices), three allocations.
  *

@@ -95,6 +95,11 @@ ${section("Deaths", "deaths", ["rank", "epoch", "detector", "cause", "fault", "d
 <p class="meta" id="deaths-none" hidden></p>
 ${section("Departures", "leaves", ["rank", "epoch", "kind", "declared", "detection", "recovery", "remainder", "lost", "duplicated", "redone", "bytes moved"])}
 <p class="meta" id="leaves-none" hidden></p>
+<h2>Detection and recovery by kind</h2>
+<p class="meta">Each departure at the time it was declared: filled dots its detection (from its last frame to its declaration), rings its recovery (from its declaration until the survivors held its remainder), by kind. Log scale; 0 ms is drawn at 0.1 ms.</p>
+<div class="chart" id="leaves-chart"></div>
+${section("Joins", "joins", ["rank", "epoch", "connected", "connect → welcome", "connect → first training", "bytes to bring it up to date"])}
+<p class="meta" id="joins-none" hidden></p>
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
 <h2>Averaging traffic per round</h2>

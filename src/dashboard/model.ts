@@ -88,6 +88,23 @@ export interface LeaveRow {
 }
 
 /**
+ * What bringing one joiner up to date cost (the journal's `join` event, `RunTypes.JoinCost`;
+ * docs/churn.md): when it connected (ms since the run started), the ms from then to its welcome
+ * and to its first trained batch, and the bytes sent to it meanwhile.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface JoinRow {
+  readonly rank: number
+  readonly epoch: number
+  readonly connectedMs: number
+  readonly welcomeMs: number
+  readonly trainingMs: number
+  readonly bytes: number
+}
+
+/**
  * A death's three marks, in journal ms: `faultMs` (the injected fault, or a hung rank's first
  * silence; `undefined` when nothing was injected), `declaredMs` (the coordinator declared it) and
  * `recoveredMs` (the survivors held its remainder; `undefined` when nothing was redistributed),
@@ -162,6 +179,7 @@ export interface Model {
   readonly rounds: Array<RoundPoint>
   readonly deaths: Array<DeathMarks>
   readonly leaves: Array<LeaveRow>
+  readonly joins: Array<JoinRow>
   readonly epochRows: Array<EpochRow>
   readonly alerts: Array<AlertRow>
   readonly faults: Array<{ readonly ms: number; readonly rank: number; readonly fault: string }>
@@ -192,6 +210,7 @@ export const empty = (): Model => ({
   rounds: [],
   deaths: [],
   leaves: [],
+  joins: [],
   epochRows: [],
   alerts: [],
   faults: [],
@@ -233,6 +252,7 @@ export const shownTypes: ReadonlySet<string> = new Set([
   "fault",
   "death",
   "leave",
+  "join",
   "epoch",
   "eval",
   "round",
@@ -367,6 +387,19 @@ export const apply = (model: Model, event: unknown): Model => {
         duplicatedSamples: num(leave.duplicatedSamples) ?? 0,
         redoneSamples: num(leave.redoneSamples) ?? 0,
         bytesMoved: num(leave.bytesMoved) ?? 0
+      })
+      return model
+    }
+    case "join": {
+      const join = isRecord(event.join) ? event.join : undefined
+      if (join === undefined) return model
+      model.joins.push({
+        rank: num(join.rank) ?? -1,
+        epoch: num(join.epoch) ?? 0,
+        connectedMs: num(join.connectedMs) ?? at,
+        welcomeMs: num(join.welcomeMs) ?? 0,
+        trainingMs: num(join.trainingMs) ?? 0,
+        bytes: num(join.bytes) ?? 0
       })
       return model
     }

@@ -146,6 +146,43 @@ const renderLeaves = (leaves: ReadonlyArray<Model.LeaveRow>): void => {
   byId("leaves-none").textContent = "no rank left while the run trained"
 }
 
+/** One row per joiner that trained and what bringing it up to date cost (docs/churn.md); shown once one did. */
+const renderJoins = (joins: ReadonlyArray<Model.JoinRow>): void => {
+  fillRows(
+    byId("joins"),
+    joins,
+    (j) => [String(j.rank), String(j.epoch), seconds(j.connectedMs), millis(j.welcomeMs), millis(j.trainingMs), integer(j.bytes)],
+    (tr, j) => {
+      tr.dataset.joinRank = String(j.rank)
+    }
+  )
+  byId("joins").closest("table")!.hidden = joins.length === 0
+  byId("joins-none").hidden = joins.length > 0
+  byId("joins-none").textContent = "no rank joined the running run and trained"
+}
+
+/** The kinds of leaving, in the order of the legend, with their colours (docs/churn.md). */
+const leaveKinds = [
+  ["graceful", "#16a34a"],
+  ["crash", "#dc2626"],
+  ["silent", "#7c3aed"]
+] as const
+
+/**
+ * The departures as points for the detection and recovery chart: x the declaration (s), series
+ * `2k` the detection and `2k + 1` the recovery of kind `k` (ms, at least 0.1 for the log scale).
+ */
+const leavePoints = (leaves: ReadonlyArray<Model.LeaveRow>): Array<readonly [number, number, number | null]> => {
+  const points: Array<readonly [number, number, number | null]> = []
+  for (const l of leaves) {
+    const k = leaveKinds.findIndex(([kind]) => kind === l.kind)
+    if (k < 0) continue
+    points.push([l.declaredMs / 1000, 2 * k, Math.max(0.1, l.detectionMs)])
+    if (l.recoveryMs !== undefined) points.push([l.declaredMs / 1000, 2 * k + 1, Math.max(0.1, l.recoveryMs)])
+  }
+  return points
+}
+
 const start = (): void => {
   // Long because it wires the page's charts and handlers, which share the page's state.
   const config = readJson("cohort-config") as Config
@@ -190,6 +227,16 @@ const start = (): void => {
         }
       ]
     }
+  }))
+  const departures = chart("leaves-chart", (width) => ({
+    width,
+    height: 240,
+    scales: { x: { time: false }, y: { distr: 3 } },
+    axes: [{ label: "seconds since the run started (declared)" }, { label: "ms" }],
+    series: [
+      { label: "s" },
+      ...leaveKinds.flatMap(([kind, colour]) => [dots(colour, `${kind}: detection`, 7), ring(colour, `${kind}: recovery`, 9)])
+    ]
   }))
   const rounds = chart("rounds-chart", (width) => ({
     width,
@@ -326,6 +373,10 @@ const start = (): void => {
     byId("deaths-none").textContent = model.ended === undefined && model.failed === undefined ? "no deaths so far" : "no deaths"
 
     renderLeaves(model.leaves)
+    renderJoins(model.joins)
+    const departurePoints = leavePoints(model.leaves)
+    byId("leaves-chart").hidden = departurePoints.length === 0
+    if (departurePoints.length > 0) departures(aligned(departurePoints, 2 * leaveKinds.length), departurePoints.length)
 
     fillRows(
       byId("audits"),

@@ -74,6 +74,15 @@ export const serveWs = (): Promise<never> => Promise.reject(new Error("a browser
 /** Rejects: a browser tab serves no HTTP. @since 0.1.0 @category http */
 export const serveHttp = (): Promise<never> => Promise.reject(new Error("a browser cannot serve HTTP"))
 
+/** Rejects: a browser tab listens on no TCP port. @since 0.1.0 @category sockets */
+export const listenTcp = (): Promise<never> => Promise.reject(new Error("a browser cannot listen on TCP"))
+
+/** A stream that is closed at once: a browser tab opens no plain TCP connection. @since 0.1.0 @category sockets */
+export const connectTcp = (_host: string, _port: number, handlers: { readonly close: () => void }) => {
+  queueMicrotask(() => handlers.close())
+  return { write: () => {}, end: () => {}, destroy: () => {} }
+}
+
 // ---------------------------------------------------------------------------------------------
 // schedule.ts stand-ins
 // ---------------------------------------------------------------------------------------------

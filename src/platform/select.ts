@@ -22,6 +22,25 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
   }
 }
 
+/**
+ * Listens for plain TCP streams (`Types.TcpStream`): `node:net` on every runtime. Rejects with the
+ * bind's error.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const listenTcp = (options: Types.TcpListenOptions): Promise<Types.RawServer> => Node.listenTcp(options)
+
+/**
+ * Opens a plain TCP stream to `host`:`port` (`listenTcp`); a refused connection ends in `close`
+ * without `open`.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const connectTcp = (host: string, port: number, handlers: Types.TcpHandlers & { readonly open: () => void }): Types.TcpStream =>
+  Node.connectTcp(host, port, handlers)
+
 /** Starts this runtime's plain HTTP server (`node:http`, `Bun.serve`, `Deno.serve`). @since 0.1.0 @category http */
 export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> => {
   switch (Runtime.detect()) {

@@ -332,3 +332,44 @@ export interface RawServer {
 export interface ClientHandlers extends SocketHandlers {
   readonly open: () => void
 }
+
+/**
+ * One plain TCP connection (`listenTcp`, `connectTcp`): a byte stream with no framing of its own.
+ * `write` queues `parts` in order as one write (the stream may keep a reference to them until
+ * they are sent: the caller must not change them afterwards); `end` sends what is queued, then
+ * closes; `destroy` closes at once, dropping what is queued.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TcpStream {
+  readonly write: (parts: ReadonlyArray<Uint8Array>) => void
+  readonly end: () => void
+  readonly destroy: () => void
+}
+
+/**
+ * Callbacks of a `TcpStream`: `data` gets the bytes as they arrive, in order (a `chunk` is only
+ * valid during the call: keep a copy of what is needed later); `close` comes once, last, however
+ * the connection ended (closed by either side, reset, refused).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TcpHandlers {
+  readonly data: (chunk: Uint8Array) => void
+  readonly close: () => void
+}
+
+/**
+ * Options of `listenTcp`: the address (`host`, `port`; 0 for any free one) and what to do with
+ * each accepted connection (`open` returns its handlers).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface TcpListenOptions {
+  readonly host: string
+  readonly port: number
+  readonly open: (stream: TcpStream) => TcpHandlers
+}

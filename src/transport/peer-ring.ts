@@ -1,21 +1,25 @@
 /**
- * Direct ring links between ranks in separate processes: each rank listens on a WebSocket port of
- * its own, and in every ring generation connects to its next ring neighbour's port and sends it
- * that generation's ring steps, so that a step travels rank to rank instead of through the
- * coordinator's relay (docs/averaging.md).
+ * Direct ring links between ranks in separate processes: each rank listens on a TCP port of its
+ * own, and in every ring generation connects to its next ring neighbour's port and sends it that
+ * generation's ring steps, so that a step travels rank to rank instead of through the
+ * coordinator's relay (docs/averaging.md, docs/ring.md).
+ *
+ * The link is a plain TCP stream of length-prefixed binary frames (`LinkFrames`): a step is a
+ * 20-byte header (generation, round, step) and its values as raw floats, read into a buffer of
+ * their own and handed on as a typed-array view; no CBOR, no WebSocket framing or masking.
  *
  * Who may connect: both ends prove they hold the run's `token` (a secret the host handed every
  * rank with its start data) without ever sending it, since whoever listens on a neighbour's port
- * may be another process that took the port first. The listener sends a text challenge
+ * may be another process that took the port first. The listener sends a text frame challenge
  * `{challenge}` (random, `challengeBytes`) as the connection opens; the connector answers with a
  * hello `{generation, from, challenge, proof}`, `proof` the HMAC-SHA256 under the token of the
  * listener's challenge, the generation and both ranks; the listener answers `{proof}` over the
  * connector's challenge in turn, and the connector counts the link as made only once that checks.
- * The listener takes a connection only from the rank that is its previous neighbour in that
- * generation; anything else is closed (`closeCodes`). A hello for a generation this rank has not
- * opened yet (its `FormRing` is still on the way) is held, at most `parkedMax` of them for
- * `parkedMs`, until it is opened. Steps travel as the wire's `RingData` frames (`Codec`), one a
- * WebSocket message.
+ * Until then each side takes only small text frames (`handshakeBytesMax`). The listener takes a
+ * connection only from the rank that is its previous neighbour in that generation; anything else
+ * is closed with a close frame carrying a code (`closeCodes`). A hello for a generation this rank
+ * has not opened yet (its `FormRing` is still on the way) is held, at most `parkedMax` of them for
+ * `parkedMs`, until it is opened.
  *
  * Between hosts (`cohort serve`/`join`) there is no secret of the run: each `FormRing` hands its
  * generation's secret and the next neighbour's address to `open` instead (docs/ring.md), and a
@@ -31,11 +35,10 @@
  *
  * @since 0.1.0
  */
-import * as Result from "effect/Result"
-import type { Rank, RingData } from "../core/messages.ts"
+import type { Rank } from "../core/messages.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
-import * as Codec from "../wire/codec.ts"
+import * as LinkFrames from "./internal/link-frames.ts"
 
 /**
  * What a rank needs to link up directly: its own `rank`, the run's `token`, each rank's listener
@@ -118,10 +121,10 @@ export const parkedMsDefault = 30_000
 export const messageBytesMaxDefault = 256 * 1024 * 1024
 
 /**
- * Close codes of a refused or ended connection: `BadHello` (4020: not a hello, or a proof that does
+ * Close codes of a refused or ended connection, sent in a close frame before the stream ends: `BadHello` (4020: not a hello, or a proof that does
  * not check), `BadAnswer` (4025: the listener's answer to the connector's challenge does not check),
  * `NotNeighbour` (4021: the sender is not this generation's previous neighbour, or the generation is
- * over), `TooManyParked` (4022), `BadStep` (4023: a message that is not a `RingData` frame),
+ * over), `TooManyParked` (4022), `BadStep` (4023: a frame that is not a step of this generation, or one over `messageBytesMax`),
  * `Superseded` (4024: a newer generation opened, or the rank ends).
  *
  * @since 0.1.0
@@ -135,6 +138,16 @@ export const closeCodes = {
   Superseded: 4024,
   BadAnswer: 4025
 } as const
+
+/**
+ * Steps a parked link (its generation not opened here yet) may bring before it is opened: an
+ * honest neighbour sends at most `ringSize - 1` of one collective before it needs this rank's
+ * first step. More close the link with `TooManyParked`.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
+export const parkedStepsMax = 1024
 
 /** Random bytes in each side's challenge. @since 0.1.0 @category limits */
 export const challengeBytes = 32
@@ -182,6 +195,12 @@ interface Hello {
   readonly proof: string
 }
 
+/** The largest frame either side takes before the other proved it holds the token (the handshake's JSON). @since 0.1.0 @category limits */
+export const handshakeBytesMax = 4096
+
+/** Milliseconds a closed link waits for its peer to end the stream after the close frame, before it drops it. */
+const closeLingerMs = 1000
+
 const parsed = (text: string): Record<string, unknown> | undefined => {
   try {
     const value: unknown = JSON.parse(text)
@@ -198,11 +217,13 @@ const helloOf = (text: string): Hello | undefined => {
   return value as unknown as Hello
 }
 
-/** A field `key` of a text message that is a string, else `undefined`. */
-const fieldOf = (data: Uint8Array | string, key: string): string | undefined => {
-  const value = typeof data === "string" ? parsed(data)?.[key] : undefined
+/** A field `key` of a text frame's JSON that is a string, else `undefined`. */
+const fieldOf = (text: string, key: string): string | undefined => {
+  const value = parsed(text)?.[key]
   return typeof value === "string" ? value : undefined
 }
+
+const textOf = (frame: LinkFrames.Frame): string => new TextDecoder().decode(frame.payload)
 
 const hex = (bytes: Uint8Array): string => Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("")
 
@@ -238,8 +259,45 @@ const proofKey = (token: string) => {
 
 type ProofKey = ReturnType<typeof proofKey>
 
+/** A TCP stream with this module's frames on it. */
+interface Framed {
+  readonly sendText: (words: string) => void
+  readonly sendStep: (message: RuntimeTypes.RingWire) => void
+  /** Sends a close frame with `code` and ends the stream; drops it if the peer has not closed within `closeLingerMs`. */
+  readonly close: (code: number, reason: string) => void
+  readonly destroy: () => void
+}
+
+const framed = (stream: RuntimeTypes.TcpStream): Framed => {
+  let closing = false
+  return {
+    sendText: (words) => stream.write(LinkFrames.text(words)),
+    sendStep: (message) => stream.write(LinkFrames.step(message.generation, message.round, message.step, message.data)),
+    close: (code, reason) => {
+      if (closing) return
+      closing = true
+      stream.write(LinkFrames.close(code, reason))
+      stream.end()
+      setTimeout(stream.destroy, closeLingerMs)
+    },
+    destroy: stream.destroy
+  }
+}
+
+/** `host` and `port` of a rank's listener address (`ws://host:port/`, `tcp://host:port`); `undefined` when it names none. */
+const addressOf = (url: string): { readonly host: string; readonly port: number } | undefined => {
+  try {
+    const parsedUrl = new URL(url)
+    const port = Number(parsedUrl.port)
+    if (!Number.isInteger(port) || port <= 0) return undefined
+    return { host: parsedUrl.hostname.replace(/^\[(.*)\]$/, "$1"), port }
+  } catch {
+    return undefined
+  }
+}
+
 interface Incoming {
-  readonly socket: RuntimeTypes.RawSocket
+  readonly socket: Framed
   deliver: ((message: RuntimeTypes.RingWire) => void) | undefined
 }
 
@@ -252,13 +310,11 @@ interface Generation {
   closed: boolean
 }
 
-/** Decodes one step of generation `into` from its previous neighbour; `false` when it is not one. */
-const take = (data: Uint8Array, into: Generation): boolean => {
-  const decoded = Codec.decode(data, { from: into.prev })
-  if (Result.isFailure(decoded)) return false
-  const message = decoded.success.message
-  if (message._tag !== "RingData" || message.generation !== into.generation) return false
-  const step = { generation: message.generation, round: message.round, step: message.step, data: message.data }
+/** Takes one step frame of generation `into` from its previous neighbour; `false` when it is not one. */
+const take = (frame: LinkFrames.Frame, into: Generation): boolean => {
+  if ((frame.kind !== LinkFrames.kinds.Float64 && frame.kind !== LinkFrames.kinds.Float32) || frame.generation !== into.generation)
+    return false
+  const step = { generation: frame.generation, round: frame.round, step: frame.step, data: LinkFrames.valuesOf(frame) }
   if (into.deliver !== undefined) into.deliver(step)
   else into.received.push(step)
   return true
@@ -276,13 +332,13 @@ const connect = (
   generation: number,
   next: Rank,
   url: string | undefined
-): { readonly connected: Promise<boolean>; readonly socket: () => RuntimeTypes.RawSocket | undefined; readonly close: () => void } => {
+): { readonly connected: Promise<boolean>; readonly socket: () => Framed | undefined; readonly close: () => void } => {
   // Start data travels as JSON: a rank without a listener has `null` there.
-  if (typeof url !== "string" || next === options.rank)
-    return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
+  const address = typeof url === "string" && next !== options.rank ? addressOf(url) : undefined
+  if (address === undefined) return { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
   let open = false
   let ended = false
-  let socket: (RuntimeTypes.RawSocket & { readonly drop: () => void }) | undefined
+  let socket: Framed | undefined
   const connected = new Promise<boolean>((resolve) => {
     const fail = (code: number, reason: string) => {
       if (ended) return
@@ -294,20 +350,20 @@ const connect = (
     const timer = setTimeout(() => {
       if (open) return
       ended = true
-      socket?.drop()
+      socket?.destroy()
       resolve(false)
     }, connectTimeoutMs)
     const mine = challenge()
     let theirs: string | undefined
-    const answer = async (data: Uint8Array | string): Promise<void> => {
+    const answer = async (text: string): Promise<void> => {
       if (theirs === undefined) {
-        theirs = fieldOf(data, "challenge")
+        theirs = fieldOf(text, "challenge")
         if (theirs === undefined) return fail(closeCodes.BadAnswer, "no challenge")
         const proof = await key.sign(["hello", theirs, generation, options.rank, next])
-        if (!ended) socket!.send(JSON.stringify({ generation, from: options.rank, challenge: mine, proof }))
+        if (!ended) socket!.sendText(JSON.stringify({ generation, from: options.rank, challenge: mine, proof }))
         return
       }
-      const proof = fieldOf(data, "proof")
+      const proof = fieldOf(text, "proof")
       if (proof === undefined || !(await key.check(proof, ["answer", mine, theirs, generation, options.rank, next]))) {
         return fail(closeCodes.BadAnswer, "the listener does not hold the run token")
       }
@@ -316,30 +372,29 @@ const connect = (
       clearTimeout(timer)
       resolve(true)
     }
-    try {
-      socket = Select.connectWs(
-        url,
-        {
-          open: () => {},
-          message: (data) => {
-            // Once the link is made only steps go this way; the listener sends nothing more.
-            if (!open && !ended) void answer(data).catch(() => fail(closeCodes.BadAnswer, "no proof"))
-          },
-          close: () => {
-            ended = true
-            open = false
-            clearTimeout(timer)
-            resolve(false)
-          }
-        },
-        undefined,
-        { unmasked: true }
-      )
-    } catch {
-      ended = true
-      clearTimeout(timer)
-      resolve(false)
-    }
+    const reader = new LinkFrames.FrameReader(
+      handshakeBytesMax,
+      (frame) => {
+        // A close frame ends the link; once the link is made the listener sends nothing else.
+        if (frame.kind === LinkFrames.kinds.Close) return socket?.destroy()
+        if (open || ended) return
+        if (frame.kind !== LinkFrames.kinds.Text) return fail(closeCodes.BadAnswer, "not a handshake frame")
+        void answer(textOf(frame)).catch(() => fail(closeCodes.BadAnswer, "no proof"))
+      },
+      (reason) => fail(closeCodes.BadAnswer, reason)
+    )
+    socket = framed(
+      Select.connectTcp(address.host, address.port, {
+        open: () => {},
+        data: (chunk) => reader.push(chunk),
+        close: () => {
+          ended = true
+          open = false
+          clearTimeout(timer)
+          resolve(false)
+        }
+      })
+    )
   })
   return {
     connected,
@@ -353,22 +408,38 @@ const connect = (
 
 /**
  * The listener's side of one connection (module doc): sends a challenge, checks the hello's proof,
- * answers the connector's challenge and hands the hello to `accepted`; later messages go to `step`.
+ * answers the connector's challenge and hands the hello to `accepted`; later frames go to `step`,
+ * each at most `messageBytesMax`.
  */
 const accept = (
-  socket: RuntimeTypes.RawSocket,
+  stream: RuntimeTypes.TcpStream,
   keyFor: (generation: number) => Promise<ProofKey | number>,
   rank: Rank,
+  messageBytesMax: number,
   accepted: (hello: Hello, incoming: Incoming) => void,
-  step: (hello: Hello, incoming: Incoming, data: Uint8Array | string) => void,
+  step: (hello: Hello, incoming: Incoming, frame: LinkFrames.Frame) => void,
   closed: (incoming: Incoming) => void
-): RuntimeTypes.SocketHandlers => {
+): RuntimeTypes.TcpHandlers => {
+  const socket = framed(stream)
   const incoming: Incoming = { socket, deliver: undefined }
   const mine = challenge()
   let hello: Hello | undefined
   let checking = false
   let gone = false
   const refuse = () => socket.close(closeCodes.BadHello, "bad hello")
+  const reader = new LinkFrames.FrameReader(
+    handshakeBytesMax,
+    (frame) => {
+      if (frame.kind === LinkFrames.kinds.Close) return socket.destroy()
+      if (hello !== undefined) return step(hello, incoming, frame)
+      // Nothing may come between the hello and this side's answer.
+      const said = frame.kind === LinkFrames.kinds.Text && !checking ? helloOf(textOf(frame)) : undefined
+      if (said === undefined) return refuse()
+      checking = true
+      void welcome(said).catch(refuse)
+    },
+    (reason) => socket.close(hello === undefined ? closeCodes.BadHello : closeCodes.BadStep, reason)
+  )
   const welcome = async (said: Hello): Promise<void> => {
     const key = await keyFor(said.generation)
     if (typeof key === "number") return gone ? undefined : socket.close(key, "no secret for this generation")
@@ -376,26 +447,19 @@ const accept = (
     const proof = await key.sign(["answer", said.challenge, mine, said.generation, said.from, rank])
     if (gone) return
     hello = said
-    socket.send(JSON.stringify({ proof }))
+    reader.payloadBytesMax = messageBytesMax
+    socket.sendText(JSON.stringify({ proof }))
     accepted(said, incoming)
   }
-  socket.send(JSON.stringify({ challenge: mine }))
+  socket.sendText(JSON.stringify({ challenge: mine }))
   return {
-    message: (data) => {
-      if (hello !== undefined) return step(hello, incoming, data)
-      // Nothing may come between the hello and this side's answer.
-      const said = typeof data === "string" && !checking ? helloOf(data) : undefined
-      if (said === undefined) return refuse()
-      checking = true
-      void welcome(said).catch(refuse)
-    },
+    data: (chunk) => reader.push(chunk),
     close: () => {
       gone = true
       closed(incoming)
     }
   }
 }
-
 /** Older generations are over: their incoming links close. */
 const closeOlder = (generations: Map<number, Generation>, generation: number): void => {
   for (const [g, older] of generations) {
@@ -454,7 +518,14 @@ export const start = (options: PeerRingOptions): PeerRing => {
       entry.resolve((all ? undefined : keys.get(entry.generation)) ?? closeCodes.NotNeighbour)
     }
   }
-  const parked: Array<{ readonly hello: Hello; readonly incoming: Incoming; readonly atMs: number }> = []
+  // Steps can come on a parked link before its generation opens here (the neighbour's link was
+  // made first): they wait with it, in order, and go to the generation once it opens.
+  const parked: Array<{
+    readonly hello: Hello
+    readonly incoming: Incoming
+    readonly atMs: number
+    readonly early: Array<LinkFrames.Frame>
+  }> = []
   let bound = false
   let closed = false
   let server: RuntimeTypes.RawServer | undefined
@@ -469,6 +540,21 @@ export const start = (options: PeerRingOptions): PeerRing => {
     incoming.deliver = (step) => (target.deliver !== undefined ? target.deliver(step) : void target.received.push(step))
   }
 
+  /** One frame from an authenticated link: a step of its generation, kept while the link is parked. */
+  const onStep = (hello: Hello, incoming: Incoming, frame: LinkFrames.Frame): void => {
+    const target = generations.get(hello.generation)
+    if (target === undefined) {
+      const waiting = parked.find((entry) => entry.incoming === incoming)
+      // Not parked: its generation is over here, and its steps are of no use.
+      if (waiting === undefined) return
+      if (waiting.early.length >= parkedStepsMax)
+        return incoming.socket.close(closeCodes.TooManyParked, "too many steps before the generation opened")
+      return void waiting.early.push(frame)
+    }
+    if (target.incoming !== incoming || !take(frame, target))
+      incoming.socket.close(closeCodes.BadStep, "not a ring step of this generation")
+  }
+
   const unpark = (): void => {
     const nowMs = Date.now()
     for (let i = parked.length - 1; i >= 0; i--) {
@@ -476,6 +562,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
       if (entry.hello.generation <= newest) {
         parked.splice(i, 1)
         attach(entry.hello, entry.incoming)
+        for (const frame of entry.early) onStep(entry.hello, entry.incoming, frame)
       } else if (nowMs - entry.atMs > parkedMs) {
         parked.splice(i, 1)
         entry.incoming.socket.close(closeCodes.NotNeighbour, "its generation never came")
@@ -488,29 +575,18 @@ export const start = (options: PeerRingOptions): PeerRing => {
     if (said.generation <= newest) return attach(said, incoming)
     unpark()
     if (parked.length >= parkedMax) return incoming.socket.close(closeCodes.TooManyParked, "too many links wait for their generation")
-    parked.push({ hello: said, incoming, atMs: Date.now() })
+    parked.push({ hello: said, incoming, atMs: Date.now(), early: [] })
   }
 
-  const open = (socket: RuntimeTypes.RawSocket): RuntimeTypes.SocketHandlers =>
-    accept(
-      socket,
-      keyFor,
-      options.rank,
-      accepted,
-      (hello, incoming, data) => {
-        const target = generations.get(hello.generation)
-        if (typeof data === "string" || target === undefined) return
-        if (target.incoming !== incoming || !take(data, target)) socket.close(closeCodes.BadStep, "not a ring step of this generation")
-      },
-      (incoming) => {
-        const at = parked.findIndex((entry) => entry.incoming === incoming)
-        if (at >= 0) parked.splice(at, 1)
-      }
-    )
+  const open = (stream: RuntimeTypes.TcpStream): RuntimeTypes.TcpHandlers =>
+    accept(stream, keyFor, options.rank, messageBytesMax, accepted, onStep, (incoming) => {
+      const at = parked.findIndex((entry) => entry.incoming === incoming)
+      if (at >= 0) parked.splice(at, 1)
+    })
 
   const listen =
     (options.listen ?? typeof options.urls[options.rank] === "string")
-      ? Select.serveWs({ host: options.host, port: options.port, maxPayloadBytes: messageBytesMax, open })
+      ? Select.listenTcp({ host: options.host, port: options.port, open })
       : Promise.reject(new Error("no port"))
   const boundPort = listen.then(
     (listening) => {
@@ -549,14 +625,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
         send: (message) => {
           const socket = outgoing.socket()
           if (socket === undefined) return false
-          const step: RingData = {
-            _tag: "RingData",
-            generation: message.generation,
-            round: message.round,
-            step: message.step,
-            data: message.data
-          }
-          socket.send(Codec.encode({ from: options.rank, message: step }))
+          socket.sendStep(message)
           return true
         },
         onMessage: (callback) => {

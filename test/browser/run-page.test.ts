@@ -158,8 +158,8 @@ describe("the run page in headless Chromium", () => {
     expect(shown.deaths).toEqual([{ rank: "1", marks: "3", detector: "supervisor" }])
     expect(shown.rounds).toBe(String(events.filter((e) => e.type === "round").length))
     expect(shown.losses).toBe(String(events.filter((e) => e.type === "round" && typeof e.loss === "number").length))
-    // The averaging traffic's chart is the fifth.
-    expect(shown.canvases).toBe(5)
+    // The averaging traffic's chart is the fifth; rank 1's departure adds the detection and recovery chart.
+    expect(shown.canvases).toBe(6)
     expect(await page.textContent("#outcome")).toMatch(/^interrupted \(GracefulShutdown\): .*; exit code 130$/)
     expect(errors).toEqual([])
     await page.close()

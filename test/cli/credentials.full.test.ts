@@ -17,7 +17,7 @@ const scratch = mkdtempSync(join(tmpdir(), "cohort-cred-"))
 // The run trains slowly while this file exists, so that it cannot end before the revocation
 // however slowly a loaded machine starts the `revoke` commands.
 const hold = join(scratch, "hold")
-const env = { COHORT_TEST_HOLD: hold }
+const env = { COHORT_TEST_HOLD: hold, COHORT_TEST_HOLD_BATCH_MS: "400" }
 afterAll(() => rmSync(scratch, { recursive: true, force: true }))
 
 describe("cohort serve --issue-tokens and cohort revoke", () => {
@@ -96,7 +96,7 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
       // revoked rank's own exit may come late).
       await waitFor(() => /revoked credential/.test(serve.out()), 30_000, "the revocation to be applied")
       const back = joinAs(2, 2, "back")
-      expect(await back.exit, back.err()).toBe(19)
+      expect(await back.exit, `${back.err()}${serve.out()}${serve.err()}`).toBe(19)
       expect(await ranks[2]!.exit).toBe(19)
       unlinkSync(hold)
       const said = ranks[2]!.err().trim().split("\n")

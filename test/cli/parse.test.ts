@@ -236,6 +236,16 @@ describe("parse", () => {
     })
   })
 
+  it("--deltas takes on or off with the cpu backend; without it the run's default holds", () => {
+    expect(Cli.parse(["demo"])).not.toHaveProperty("options.deltas")
+    expect(Cli.parse(["demo", "--compress", "int8", "--deltas", "off"])).toMatchObject({ options: { compress: "int8", deltas: false } })
+    expect(Cli.parse(["demo", "--deltas", "on"])).toMatchObject({ options: { deltas: true } })
+    expect(Cli.parse(["demo", "--deltas", "yes"])).toEqual({ error: "--deltas must be on or off, got 'yes'" })
+    expect(Cli.parse(["demo", "--backend", "ring", "--deltas", "on"])).toEqual({
+      error: "--deltas on needs --backend cpu: ring members average their parameters"
+    })
+  })
+
   it("--outer-lr and --outer-momentum take a rate above 0 and a momentum in [0, 1), with the cpu backend", () => {
     expect(Cli.parse(["demo"])).not.toHaveProperty("options.outer")
     expect(Cli.parse(["demo", "--outer-lr", "0.7", "--outer-momentum", "0.9"])).toMatchObject({
@@ -661,6 +671,7 @@ describe("help", () => {
       "--clip-norm N",
       "--outlier-rounds-max K",
       "--compress none|fp16|int8",
+      "--deltas on|off",
       "--outer-lr N, --outer-momentum F",
       "--failure-limit N|F",
       "(default none",

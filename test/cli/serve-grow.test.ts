@@ -20,7 +20,7 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, env: {}, started: children })
 
 describe(`growing a served run: cohort serve's growth flags (${runtime})`, () => {
-  it("bad flags: --max-ranks under the world size, --min-ranks over it or under 1 (under 2 with the ring backend) are one line each and exit 2", async () => {
+  it("bad flags: --max-ranks under the world size, --min-ranks over it or under 1 (under 2 with the ring backend), --churn outside (0, 1) are one line each and exit 2", async () => {
     const cases: ReadonlyArray<[ReadonlyArray<string>, string]> = [
       [["--world-size", "3", "--max-ranks", "2"], "cohort: --max-ranks must be at least the world size (3), got 2\n"],
       [["--world-size", "2", "--min-ranks", "3"], "cohort: --min-ranks must be at most the world size (2), got 3\n"],
@@ -28,7 +28,8 @@ describe(`growing a served run: cohort serve's growth flags (${runtime})`, () =>
       [
         ["--world-size", "3", "--min-ranks", "1", "--backend", "ring"],
         "cohort: --min-ranks must be at least 2 with --backend ring (a ring of one rank cannot all-reduce), got 1\n"
-      ]
+      ],
+      [["--churn", "1"], "cohort: --churn must be a fraction of the live ranks between 0 and 1 (exclusive), got 1\n"]
     ]
     // Side by side: each is a process start and nothing more.
     const ran = cases.map(([args]) => cohort(["serve", ...args]))

@@ -113,7 +113,7 @@ describe("static redistribution (equal split)", () => {
     ])
   })
 
-  it("a remainder of several ranges goes out as one SendRanges per dead rank, its slices in range order", () => {
+  it("a remainder of several ranges is laid end to end and split as one, in one SendRanges per dead rank, its slices in range order", () => {
     const s = make({ worldSize: 4, epochSamples: 40, epochs: 1 })
     Coordinator.start(s)
     report(s, 3, 1)
@@ -123,13 +123,37 @@ describe("static redistribution (equal split)", () => {
     const sends = cmds.filter((c) => c._tag === "SendRanges")
     expect(sends).toHaveLength(1)
     expect(sends[0]!._tag === "SendRanges" && sends[0]!.reason).toBe("remainder of rank 0 in 2 ranges (equal split over 2 survivors)")
+    // 14 samples in two ranges over two survivors: 7 each, rank 2's share spanning both ranges.
     expect(ranges(s, cmds, "ExtendPartition")).toEqual([
-      [1, 0, 5],
-      [2, 5, 5],
-      [1, 30, 2],
-      [2, 32, 2]
+      [1, 0, 7],
+      [2, 7, 3],
+      [2, 30, 4]
     ])
-    expect(s.deaths.map((d) => d.extensions)).toEqual([3, 4])
+    expect(s.deaths.map((d) => d.extensions)).toEqual([3, 3])
+  })
+
+  it("under deaths chained on deaths, the survivors' lists stay short: at most ranges + survivors slices per remainder", () => {
+    // 64 ranks, nothing committed, 48 die one after the other: every remainder holds the dead
+    // rank's partition and the extensions it got. Split range by range, the lists would splinter
+    // (each death giving every survivor a slice of every range); laid end to end they grow by
+    // at most survivors - 1 entries in all per death.
+    const s = make({ worldSize: 64, epochSamples: 64 * 1000, epochs: 1 })
+    Coordinator.start(s)
+    let at = 1
+    for (let r = 63; r >= 16; r--) {
+      const held = Coordinator.assignment(s, r).length
+      report(s, r, at)
+      const cmds = tick(s, at)
+      const slices = ranges(s, cmds, "ExtendPartition")
+      expect(slices.length).toBeLessThanOrEqual(held + Coordinator.survivors(s).length)
+      at += 1
+    }
+    // Each death adds at most survivors - 1 entries in all (its own ranges move, a share's edges split them).
+    const entries = Coordinator.survivors(s).reduce((sum, r) => sum + Coordinator.assignment(s, r).length, 0)
+    expect(entries).toBeLessThanOrEqual(64 + 48 * 63)
+    // Every sample still has exactly one holder.
+    const held = Coordinator.survivors(s).flatMap((r) => Coordinator.assignment(s, r))
+    expect(held.reduce((sum, [, size]) => sum + size, 0)).toBe(64 * 1000)
   })
 })
 

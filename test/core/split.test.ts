@@ -43,6 +43,43 @@ describe("splits (docs/design.md §3.4)", () => {
     ])
   })
 
+  it("a remainder's ranges laid end to end: each survivor's equal part may span ranges; one range splits as splitEqual does", () => {
+    const m = Membership.make(5)
+    Membership.declareDead(m, 1)
+    const next = (from: number) => Membership.nextLive(m, from)
+    expect(
+      Split.toArray(
+        Split.spreadEqual(
+          [
+            [0, 5],
+            [40, 2],
+            [90, 3]
+          ],
+          4,
+          5,
+          next
+        )
+      )
+    ).toEqual([
+      // 10 samples over 4 survivors: 3, 3, 2, 2.
+      { rank: 0, offset: 0, size: 3 },
+      { rank: 2, offset: 3, size: 2 },
+      { rank: 2, offset: 40, size: 1 },
+      { rank: 3, offset: 41, size: 1 },
+      { rank: 3, offset: 90, size: 1 },
+      { rank: 4, offset: 91, size: 2 }
+    ])
+    for (const [offset, size] of [
+      [100, 3],
+      [596, 154],
+      [7, 0]
+    ] as const) {
+      expect(Split.toArray(Split.spreadEqual([[offset, size]], 4, 5, next))).toEqual(
+        Split.toArray(Split.splitEqual(offset, size, 4, 5, next))
+      )
+    }
+  })
+
   it("a throughput split is proportional and contiguous in rank order", () => {
     expect(Split.toArray(Split.splitProportional(50, 10, [1, 4, 6], [1, 3, 1]))).toEqual([
       { rank: 1, offset: 50, size: 2 },

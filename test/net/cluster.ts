@@ -80,6 +80,8 @@ export interface StartOptions {
   /** The URL rank `rank` joins; default the serving host's address and `port`. */
   readonly urlOf?: (rank: number) => string
   readonly env?: Readonly<Record<string, string>>
+  /** Every process's nice value (`Netns.ExecOptions.nice`); default the test's own. */
+  readonly nice?: number
   /** Start the ranks only once the server printed its port (default true). */
   readonly waitForServe?: boolean
 }
@@ -115,7 +117,7 @@ export const start = async (network: Netns.Network, options: StartOptions): Prom
       "--out",
       out
     ],
-    { lifetimeMs: options.lifetimeMs, ...env }
+    { lifetimeMs: options.lifetimeMs, ...env, ...(options.nice === undefined ? {} : { nice: options.nice }) }
   )
   if (options.waitForServe ?? true) await serve.waitFor(new RegExp(`${options.port}`), 20_000)
   const urlOf = options.urlOf ?? (() => `ws://${network.address(serveHost)}:${options.port}/`)
@@ -136,7 +138,7 @@ export const start = async (network: Netns.Network, options: StartOptions): Prom
         join(options.scratch.dir, options.name, `save-${rank}`),
         ...(options.joinArgs ?? [])
       ],
-      { lifetimeMs: options.lifetimeMs, ...env }
+      { lifetimeMs: options.lifetimeMs, ...env, ...(options.nice === undefined ? {} : { nice: options.nice }) }
     )
   )
   return { serve, ranks, out }

@@ -113,6 +113,12 @@ export interface ExecOptions {
   /** The process is killed (SIGKILL) after this many milliseconds; default 60000. */
   readonly lifetimeMs?: number
   readonly env?: Readonly<Record<string, string>>
+  /**
+   * The process's nice value (`nice -n`; below 0 needs root, which these tests have): a test that
+   * times its links runs at a negative value so that the machine's other work does not show in
+   * its numbers. Default: the test's own priority.
+   */
+  readonly nice?: number
 }
 
 /** A started relay: the port it listens on in its host. */
@@ -280,7 +286,8 @@ export const create = (hosts: ReadonlyArray<string>, options: { readonly rateKbi
   }
 
   const exec = (host: string, command: string, args: ReadonlyArray<string>, execOptions: ExecOptions = {}): Proc => {
-    const child = spawn("ip", ["netns", "exec", namespace(host), command, ...args], {
+    const niced = execOptions.nice === undefined ? [command, ...args] : ["nice", "-n", String(execOptions.nice), command, ...args]
+    const child = spawn("ip", ["netns", "exec", namespace(host), ...niced], {
       cwd: repoRoot,
       stdio: ["ignore", "pipe", "pipe"],
       env: { ...process.env, ...execOptions.env }

@@ -1,4 +1,4 @@
-// Direct ring links between processes (`PeerRing`), on this runtime's WebSocket server and client:
+// Direct ring links between processes (`PeerRing`), on this runtime's TCP listener and client:
 // steps go rank to rank, a stranger (wrong token, or not the previous neighbour) is refused, and a
 // neighbour that cannot be reached leaves its generation on the relay.
 import { afterEach, describe, expect, it } from "vitest"
@@ -6,6 +6,7 @@ import * as Runtime from "../../src/platform/detect.ts"
 import * as Select from "../../src/platform/select.ts"
 import type * as RuntimeTypes from "../../src/platform/types.ts"
 import * as FreePorts from "../../src/platform/free-ports.ts"
+import * as LinkFrames from "../../src/transport/internal/link-frames.ts"
 import * as PeerRing from "../../src/transport/peer-ring.ts"
 
 const host = "127.0.0.1"
@@ -18,7 +19,7 @@ afterEach(() => {
 /** `count` ranks with listeners (those in `without` get no address). */
 const ranks = async (count: number, without: ReadonlyArray<number> = []) => {
   const ports = await FreePorts.freePorts(host, count)
-  const urls = ports.map((port, rank) => (without.includes(rank) ? undefined : `ws://${host}:${port}/`))
+  const urls = ports.map((port, rank) => (without.includes(rank) ? undefined : `tcp://${host}:${port}`))
   const rings = ports.map((port, rank) => PeerRing.start({ rank, token, urls, host, port, connectTimeoutMs: 2000 }))
   opened.push(...rings)
   // Wait for the listeners to bind.
@@ -36,41 +37,58 @@ const proofOf = async (key: string, parts: ReadonlyArray<string | number>): Prom
   return Array.from(new Uint8Array(signed), (b) => b.toString(16).padStart(2, "0")).join("")
 }
 
-/** Opens a raw client, answers the listener's challenge with `hello(challenge)`, and gives the close code the listener answered with. */
-const strangerCode = (url: string, hello: (challenge: string) => Promise<string>): Promise<number> =>
+/** A raw TCP client of `url`'s listener speaking the link's frames: `send` a text frame; `onText` the texts it gets; `closed` the close frame's code (0 when the stream ended without one). */
+const rawClient = (url: string, onText: (text: string, send: (text: string) => void) => void): Promise<number> =>
   new Promise((resolve) => {
-    let said = false
-    const socket = Select.connectWs(url, {
-      open: () => {},
-      message: (data) => {
-        if (said || typeof data !== "string") return
-        said = true
-        void hello((JSON.parse(data) as { challenge: string }).challenge).then((text) => socket.send(text))
+    const { hostname, port } = new URL(url)
+    let code = 0
+    const reader = new LinkFrames.FrameReader(
+      1 << 20,
+      (frame) => {
+        if (frame.kind === LinkFrames.kinds.Close) code = frame.code
+        else if (frame.kind === LinkFrames.kinds.Text)
+          onText(new TextDecoder().decode(frame.payload), (text) => stream.write(LinkFrames.text(text)))
       },
-      close: (code) => resolve(code)
+      () => {}
+    )
+    const stream = Select.connectTcp(hostname, Number(port), {
+      open: () => {},
+      data: (chunk) => reader.push(chunk),
+      close: () => resolve(code)
     })
   })
+
+/** Opens a raw client, answers the listener's challenge with `hello(challenge)`, and gives the close code the listener answered with. */
+const strangerCode = (url: string, hello: (challenge: string) => Promise<string>): Promise<number> => {
+  let said = false
+  return rawClient(url, (text, send) => {
+    if (said) return
+    said = true
+    void hello((JSON.parse(text) as { challenge: string }).challenge).then(send)
+  })
+}
 
 /** A listener on a free port that takes every connection, sends `challenge` (if any), answers each message with a made-up proof, and keeps what it got. */
 const squatter = async (challenge: string | undefined) => {
   const [port] = await FreePorts.freePorts(host, 1)
   const received: Array<string> = []
-  const server = await Select.serveWs({
+  const server = await Select.listenTcp({
     host,
     port: port!,
-    maxPayloadBytes: 1 << 20,
-    open: (socket) => {
-      if (challenge !== undefined) socket.send(JSON.stringify({ challenge }))
-      return {
-        message: (data) => {
-          received.push(typeof data === "string" ? data : new TextDecoder().decode(data))
-          socket.send(JSON.stringify({ proof: "00".repeat(32) }))
+    open: (stream) => {
+      if (challenge !== undefined) stream.write(LinkFrames.text(JSON.stringify({ challenge })))
+      const reader = new LinkFrames.FrameReader(
+        1 << 20,
+        (frame) => {
+          received.push(new TextDecoder().decode(frame.payload))
+          stream.write(LinkFrames.text(JSON.stringify({ proof: "00".repeat(32) })))
         },
-        close: () => {}
-      }
+        () => {}
+      )
+      return { data: (chunk) => reader.push(chunk), close: () => {} }
     }
   })
-  return { url: `ws://${host}:${port}/`, received, close: () => server.close() }
+  return { url: `tcp://${host}:${port}`, received, close: () => server.close() }
 }
 
 describe(`direct ring links between processes (${Runtime.detect()})`, () => {
@@ -106,12 +124,14 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     expect(await strangerCode(urls[1]!, hello(token, 2))).toBe(PeerRing.closeCodes.NotNeighbour)
   })
 
-  it("a link opened before its receiver knows the generation waits for it; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
+  it("a link opened before its receiver knows the generation waits for it, with the steps it brought; a neighbour without an address leaves the generation on the relay (connected false, send false)", async () => {
     const { rings } = await ranks(3, [2])
     // Rank 0 links to rank 1 before rank 1 opened generation 4.
     const end0 = rings[0]!.open(4, PeerRing.neighboursOf([0, 1, 2], 0))
     expect(await end0.connected).toBe(true)
     expect(end0.send({ generation: 4, round: 0, step: 0, data: new Float32Array([7]) })).toBe(true)
+    // The step reaches rank 1 before it opens the generation: it waits with the parked link.
+    await new Promise((r) => setTimeout(r, 300))
     const end1 = rings[1]!.open(4, PeerRing.neighboursOf([0, 1, 2], 1))
     expect(Array.from((await nextMessage(end1)).data)).toEqual([7])
     // Rank 2 has no listener: rank 1's link to it is never made.

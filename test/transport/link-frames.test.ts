@@ -1,0 +1,85 @@
+// The frames of a direct ring link (`LinkFrames`): a step's values come back as a view of their
+// own buffer however the stream cuts them, and a bad header stops the reader before any payload.
+import { describe, expect, it } from "vitest"
+import * as LinkFrames from "../../src/transport/internal/link-frames.ts"
+
+const joined = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+  const out = new Uint8Array(parts.reduce((sum, part) => sum + part.length, 0))
+  let at = 0
+  for (const part of parts) {
+    out.set(part, at)
+    at += part.length
+  }
+  return out
+}
+
+const read = (bytes: Uint8Array, chunkBytes: number, payloadBytesMax = 1 << 20) => {
+  const frames: Array<LinkFrames.Frame> = []
+  const errors: Array<string> = []
+  const reader = new LinkFrames.FrameReader(
+    payloadBytesMax,
+    (frame) => frames.push(frame),
+    (reason) => errors.push(reason)
+  )
+  for (let at = 0; at < bytes.length; at += chunkBytes) reader.push(bytes.subarray(at, at + chunkBytes))
+  return { frames, errors }
+}
+
+describe("direct ring link frames", () => {
+  it("steps and texts come back whole and in order, whatever the chunks: float64 and float32 values as views", () => {
+    const bytes = joined([
+      ...LinkFrames.step(3, 7, 0, new Float64Array([1.5, -2, 3])),
+      ...LinkFrames.step(3, 7, 1, new Float32Array([0.25, 4])),
+      ...LinkFrames.text("hello"),
+      ...LinkFrames.step(3, 8, 0, new Float32Array(0))
+    ])
+    for (const chunkBytes of [1, 3, LinkFrames.headerBytes, LinkFrames.headerBytes + 1, 64, bytes.length]) {
+      const { frames, errors } = read(bytes, chunkBytes)
+      expect(errors).toEqual([])
+      expect(frames.map((f) => [f.kind, f.generation, f.round, f.step])).toEqual([
+        [LinkFrames.kinds.Float64, 3, 7, 0],
+        [LinkFrames.kinds.Float32, 3, 7, 1],
+        [LinkFrames.kinds.Text, 0, 0, 0],
+        [LinkFrames.kinds.Float32, 3, 8, 0]
+      ])
+      const values = LinkFrames.valuesOf(frames[0]!)
+      expect([values instanceof Float64Array, Array.from(values)]).toEqual([true, [1.5, -2, 3]])
+      expect(Array.from(LinkFrames.valuesOf(frames[1]!))).toEqual([0.25, 4])
+      expect(new TextDecoder().decode(frames[2]!.payload)).toBe("hello")
+    }
+  })
+
+  it("a close frame carries its code and words", () => {
+    const { frames } = read(joined(LinkFrames.close(4023, "bad step")), 5)
+    expect([frames[0]!.kind, frames[0]!.code, new TextDecoder().decode(frames[0]!.payload)]).toEqual([
+      LinkFrames.kinds.Close,
+      4023,
+      "bad step"
+    ])
+  })
+
+  it("a header over the bound, of an unknown kind, with its reserved byte set, or a step of part of a value stops the reader before its payload", () => {
+    const header = (edit: (view: DataView) => void): Uint8Array => {
+      const bytes = joined(LinkFrames.step(0, 0, 0, new Float64Array(4)))
+      edit(new DataView(bytes.buffer))
+      return bytes
+    }
+    const cases: Array<[Uint8Array, RegExp]> = [
+      [joined(LinkFrames.step(0, 0, 0, new Float64Array(16))), /over the bound of 64/],
+      [header((v) => v.setUint8(4, 9)), /unknown kind 9/],
+      [header((v) => v.setUint8(5, 1)), /reserved byte/],
+      [header((v) => v.setUint32(0, 12, true)), /not a whole number of values/]
+    ]
+    for (const [bytes, reason] of cases) {
+      const { frames, errors } = read(joined([bytes, ...LinkFrames.text("after")]), 7, 64)
+      expect(frames).toEqual([])
+      expect(errors.length).toBe(1)
+      expect(errors[0]).toMatch(reason)
+    }
+  })
+
+  it("a generation, round or step beyond a u32 is refused when the step is made", () => {
+    expect(() => LinkFrames.step(2 ** 32, 0, 0, new Float32Array(1))).toThrow(RangeError)
+    expect(() => LinkFrames.step(0, -1, 0, new Float32Array(1))).toThrow(RangeError)
+  })
+})
