@@ -166,7 +166,19 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     )
   const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
   const resume = Recovery.resumeOf(point, started.epochs)
-  if (resume === undefined) return fail(`run ${started.runId} audited all ${started.epochs} epochs: nothing to take over`)
+  if (resume === undefined) {
+    // Lost after its last epoch ended (its ranks were told to stop in the same step) but before
+    // that epoch's audit line: the line is written from the log, and nothing is left to serve.
+    const owed = point.unaudited.flatMap((epoch) => {
+      const found = log.closed.get(epoch)
+      return found === undefined ? [] : [found.summary]
+    })
+    const ms = journal.lastMs + Math.max(0, Date.now() - (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()))
+    for (const summary of owed) SyncFiles.append(`${runDir}/events.ndjson`, `${JSON.stringify({ type: "epoch", ms, summary })}\n`)
+    return fail(
+      `run ${started.runId} audited all ${started.epochs} epochs${owed.length === 0 ? "" : ` (the audit of epoch ${owed.map((e) => e.epoch).join(", ")} written now from ${runDir}/${RecoveryLog.dirName}: its coordinator was lost before it wrote it)`}: nothing to take over`
+    )
+  }
   // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
   const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
   if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
@@ -325,7 +337,8 @@ export const formed = (ctx: Context, recovery: Recovering): void => {
 
 /**
  * The served runs under `outDir` that lost their coordinator and may still be taken over: a
- * journal with a `started` event of a served run and neither `ended` nor `failed`, written to
+ * journal with a `started` event of a served run, neither `ended` nor `failed`, and an epoch not
+ * ended (neither audited nor closed in its recovery log), written to
  * within the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose
  * `run.lock` names no live process. Their directories, oldest name first. Never rejects.
  *
@@ -341,6 +354,12 @@ export const findLost = async (outDir: string, windowMs: number, nowMs: number):
     const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
     const journal = readJournal(text)
     if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over.
+    const point = Recovery.fold(journal.started.epochs, journal.started.epochSamples, [
+      ...journal.entries,
+      ...RecoveryLog.read(dir).entries
+    ])
+    if (point.epoch >= journal.started.epochs) continue
     const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)
     if (lock._tag === "Stale") found.push(dir)
   }

@@ -3,7 +3,7 @@
 // whose last committed round's model is missing are refused with one line each; `findLost` finds
 // the served run that lost its coordinator and none of the others.
 import { createHmac } from "node:crypto"
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -86,6 +86,25 @@ describe("serve --recover refuses before anything runs", () => {
       }).catch((error: Error) => error.message)
     expect(await tried("another-token-0123456789abcdef")).toMatch(/^runToken: is not run r's token/)
     expect(await tried("recover-test-token-0123456789")).toBe("served")
+  })
+
+  it("a run lost after its last epoch ended but before that epoch's audit line: the line is written from the log", async () => {
+    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0 })
+    const log = [
+      { type: "base", epoch: 0, firstRound: 0, committed: [] },
+      { type: "commit", epoch: 0, round: 0, ranges: [[0, 100]] },
+      { type: "closed", epoch: 0, round: 0, summary: summary(0) },
+      { type: "commit", epoch: 1, round: 1, ranges: [[0, 100]] },
+      { type: "closed", epoch: 1, round: 1, summary: summary(1) }
+    ]
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join("")
+    const run = runDir("last-gap", [started(), { type: "epoch", ms: 3, summary: summary(0) }], { log })
+    expect(await Recover.findLost(dir, 60_000, Date.now())).not.toContain(run)
+    expect(await refusal(run)).toMatch(/audited all 2 epochs \(the audit of epoch 1 written now from .*: its coordinator was lost/)
+    const audits = readFileSync(join(run, "events.ndjson"), "utf8").match(/"type":"epoch"/g)
+    expect(audits?.length).toBe(2)
+    expect(await refusal(run)).toMatch(/audited all 2 epochs: nothing to take over/)
   })
 
   it("takes a run lost before any round closed over with the trainers' initial model", async () => {
