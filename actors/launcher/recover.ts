@@ -123,6 +123,25 @@ const readJournal = (text: string) => {
 /** What the log keeps of the run's token: a keyed hash that tells a wrong token, not the token. */
 const tokenCheck = (token: string): string => Hmac.hmacSha256(token, "cohort recovery token check")
 
+/**
+ * The audit lines a run lost after its last epoch ended never wrote, appended to its journal from
+ * its recovery log; their summaries. Throws what the append throws.
+ */
+const writeOwed = (
+  runDir: string,
+  lastMs: number,
+  point: Recovery.Point,
+  log: ReturnType<typeof RecoveryLog.read>
+): ReadonlyArray<{ readonly epoch: number }> => {
+  const owed = point.unaudited.flatMap((epoch) => {
+    const found = log.closed.get(epoch)
+    return found === undefined ? [] : [found.summary]
+  })
+  const ms = lastMs + Math.max(0, Date.now() - (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()))
+  for (const summary of owed) SyncFiles.append(`${runDir}/events.ndjson`, `${JSON.stringify({ type: "epoch", ms, summary })}\n`)
+  return owed
+}
+
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 
 /** The folder that holds `dir`, and its last name. */
@@ -169,12 +188,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   if (resume === undefined) {
     // Lost after its last epoch ended (its ranks were told to stop in the same step) but before
     // that epoch's audit line: the line is written from the log, and nothing is left to serve.
-    const owed = point.unaudited.flatMap((epoch) => {
-      const found = log.closed.get(epoch)
-      return found === undefined ? [] : [found.summary]
-    })
-    const ms = journal.lastMs + Math.max(0, Date.now() - (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()))
-    for (const summary of owed) SyncFiles.append(`${runDir}/events.ndjson`, `${JSON.stringify({ type: "epoch", ms, summary })}\n`)
+    const owed = writeOwed(runDir, journal.lastMs, point, log)
     return fail(
       `run ${started.runId} audited all ${started.epochs} epochs${owed.length === 0 ? "" : ` (the audit of epoch ${owed.map((e) => e.epoch).join(", ")} written now from ${runDir}/${RecoveryLog.dirName}: its coordinator was lost before it wrote it)`}: nothing to take over`
     )
@@ -337,10 +351,12 @@ export const formed = (ctx: Context, recovery: Recovering): void => {
 
 /**
  * The served runs under `outDir` that lost their coordinator and may still be taken over: a
- * journal with a `started` event of a served run, neither `ended` nor `failed`, and an epoch not
- * ended (neither audited nor closed in its recovery log), written to
- * within the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose
- * `run.lock` names no live process. Their directories, oldest name first. Never rejects.
+ * journal with a `started` event of a served run, neither `ended` nor `failed`, written to within
+ * the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose `run.lock`
+ * names no live process, and with an epoch not ended (neither audited nor closed in its recovery
+ * log). Such a run whose every epoch ended is not listed: the audit lines it owes (lost after its
+ * last epoch's end, before that epoch's line) are appended to its journal from its log. Their
+ * directories, oldest name first. Never rejects.
  *
  * @since 0.1.0
  * @category recover
@@ -354,14 +370,19 @@ export const findLost = async (outDir: string, windowMs: number, nowMs: number):
     const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
     const journal = readJournal(text)
     if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
-    // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over.
-    const point = Recovery.fold(journal.started.epochs, journal.started.epochSamples, [
-      ...journal.entries,
-      ...RecoveryLog.read(dir).entries
-    ])
-    if (point.epoch >= journal.started.epochs) continue
+    // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over,
+    // but the audit lines it owes are written.
     const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)
-    if (lock._tag === "Stale") found.push(dir)
+    if (lock._tag !== "Stale") continue
+    const log = RecoveryLog.read(dir)
+    const point = Recovery.fold(journal.started.epochs, journal.started.epochSamples, [...journal.entries, ...log.entries])
+    if (point.epoch < journal.started.epochs) found.push(dir)
+    else
+      try {
+        writeOwed(dir, journal.lastMs, point, log)
+      } catch {
+        // A journal that cannot be written: `--recover` says so.
+      }
   }
   return found
 }

@@ -100,11 +100,15 @@ describe("serve --recover refuses before anything runs", () => {
       .map((l) => `${JSON.stringify(l)}\n`)
       .join("")
     const run = runDir("last-gap", [started(), { type: "epoch", ms: 3, summary: summary(0) }], { log })
-    expect(await Recover.findLost(dir, 60_000, Date.now())).not.toContain(run)
+    const auditLines = () => readFileSync(join(run, "events.ndjson"), "utf8").match(/"type":"epoch"/g)?.length
     expect(await refusal(run)).toMatch(/audited all 2 epochs \(the audit of epoch 1 written now from .*: its coordinator was lost/)
-    const audits = readFileSync(join(run, "events.ndjson"), "utf8").match(/"type":"epoch"/g)
-    expect(audits?.length).toBe(2)
+    expect(auditLines()).toBe(2)
     expect(await refusal(run)).toMatch(/audited all 2 epochs: nothing to take over/)
+    // A restarted plain `serve` (findLost) writes the line too, and does not take the run over.
+    const again = runDir("last-gap-2", [started(), { type: "epoch", ms: 3, summary: summary(0) }], { log })
+    expect(await Recover.findLost(dir, 60_000, Date.now())).not.toContain(again)
+    expect(readFileSync(join(again, "events.ndjson"), "utf8").match(/"type":"epoch"/g)?.length).toBe(2)
+    expect(auditLines()).toBe(2)
   })
 
   it("takes a run lost before any round closed over with the trainers' initial model", async () => {
