@@ -17,7 +17,8 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as Browser from "../../src/platform/browser.ts"
 import * as Transport from "../../src/transport/transport.ts"
-import * as WebSocket from "../../src/transport/web-socket.ts"
+// The client alone: the server side (and its HMAC on node:crypto) has no place in a browser bundle.
+import * as WebSocket from "../../src/transport/web-socket-client.ts"
 import * as Rank from "./rank.ts"
 
 /** What the exit codes of a rank mean, for the page's last line. */
