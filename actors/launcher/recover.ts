@@ -60,10 +60,22 @@ const fail = (reason: string): never => {
   throw new LaunchError("recover", reason)
 }
 
-/** What the journal says: the run's first event, the epochs audited, the ranks gone, whether it ended, its last time. */
+/** The port in a `listening` event's URL (`ws://127.0.0.1:38923/`), if it names one. */
+const portOfUrl = (url: unknown): number | undefined => {
+  if (typeof url !== "string") return undefined
+  const port = /^wss?:\/\/(?:\[[^\]]*\]|[^/:]*):(\d+)/.exec(url)?.[1]
+  return port === undefined ? undefined : Number(port)
+}
+
+/**
+ * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
+ * ended, its last time, and the port it last listened on (a run served on port 0 got a free one,
+ * which its ranks reconnect to).
+ */
 const readJournal = (text: string) => {
   let started: Extract<RunEvent, { type: "started" }> | undefined
   let ended = false
+  let listenedPort: number | undefined
   let lastMs = 0
   const entries: Array<Recovery.Entry> = []
   const epochs: Array<RunResult["epochs"][number]> = []
@@ -80,6 +92,7 @@ const readJournal = (text: string) => {
     if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
     if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
     else if (event.type === "ended") ended = true
+    else if (event.type === "listening") listenedPort = portOfUrl(event.url) ?? listenedPort
     else if (event.type === "epoch") {
       const summary = event.summary as RunResult["epochs"][number] | undefined
       if (typeof summary?.epoch === "number") {
@@ -108,7 +121,7 @@ const readJournal = (text: string) => {
     }
   }
   const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries }
+  return { started, ended, lastMs, entries, epochsBefore, recoveries, listenedPort }
 }
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
@@ -142,7 +155,10 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
   const o = started.options ?? {}
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
-  if (o.backend === "ring") fail(`run ${started.runId} averages with the ring backend: taking it over is built for cpu only`)
+  if (o.backend === "ring")
+    fail(
+      `run ${started.runId} averages with the ring backend, which a new coordinator cannot take over (cpu only): serve with --fresh for a new run, or continue this one with cohort resume ${runDir}`
+    )
   const log = RecoveryLog.read(runDir)
   const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
   const resume = Recovery.resumeOf(point, started.epochs)
@@ -192,7 +208,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     runId,
     runToken: tokenText,
     host: options.host ?? (typeof o.host === "string" ? o.host : undefined) ?? "127.0.0.1",
-    port: options.port ?? numberOf(o.port) ?? 0,
+    // The port the ranks know: the one bound, not a 0 the run was given.
+    port: options.port ?? (numberOf(o.port) || journal.listenedPort) ?? 0,
     formationTimeoutMs: windowMs + 1000,
     recovery,
     resumeState: { ...resume, params },
