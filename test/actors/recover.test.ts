@@ -57,6 +57,20 @@ describe("serve --recover refuses before anything runs", () => {
     expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
   })
 
+  it("a folder that is no run (the --out folder given for one of its runs) names its runs", async () => {
+    // Outside `dir`, whose runs findLost reads below.
+    const out = mkdtempSync(join(tmpdir(), "cohort-recover-out-"))
+    mkdirSync(join(out, "one"))
+    writeFileSync(join(out, "one", "events.ndjson"), `${JSON.stringify(started())}\n`)
+    expect(await refusal(out)).toBe(
+      `recover: ${out} is not a run directory (it has no events.ndjson): give the run's own folder, <out>/<runId>, e.g. ${out}/one`
+    )
+    rmSync(out, { recursive: true, force: true })
+    expect(await refusal(join(dir, "nowhere"))).toMatch(
+      /nowhere is not a run directory \(it has no events.ndjson\): give the run's own folder, <out>\/<runId>$/
+    )
+  })
+
   it("a run whose last committed round's model is missing", async () => {
     const log = `${JSON.stringify({ type: "base", epoch: 0, firstRound: 0, committed: [] })}\n${JSON.stringify({ type: "commit", epoch: 0, round: 3, ranges: [[0, 10]] })}\n`
     expect(await refusal(runDir("no-model", [started()], { log }))).toMatch(/the model of round 3 is missing/)
