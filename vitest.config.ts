@@ -47,6 +47,8 @@ const nodeOnly =
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
         "test/actors/stopped-at-boundary.full.test.ts",
+        "test/actors/epoch-model-enospc.full.test.ts",
+        "test/actors/resume-withheld.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/actors/churn-serve.full.test.ts"

@@ -12,7 +12,11 @@
  *
  * An event can also wait on work (`hold`): an epoch's audit is final only once the model after
  * that epoch is written on the coordinator's host, so its `epoch` line, and every event after it,
- * waits for that write; the events the work yields (the `model` line) go out first.
+ * waits for that write; the events the work yields (the `model` line) go out first. An epoch whose
+ * `model` line carries an `error` (its model could not be written) has its `epoch` line withheld
+ * from the file (the observers still see it): a journal's audit line always has the model a resume
+ * starts the next epoch from, so the epoch is audited once across the run's chain, by the resume
+ * that trains it again (docs/design.md §3.8).
  *
  * @since 0.1.0
  */
@@ -58,6 +62,8 @@ export interface RunJournal {
    */
   readonly hold: (until: Promise<ReadonlyArray<RunEvent>>) => void
   readonly close: () => Promise<void>
+  /** The epochs whose audit line was withheld (their model could not be written); whole once `close` resolved. */
+  readonly withheld: () => ReadonlySet<number>
 }
 
 /**
@@ -72,10 +78,13 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
   let lastEventMs = 0
   let deathsEmitted = 0
   const held: Array<readonly [RunEvent, boolean]> = []
+  // Epochs whose model could not be written: their audit line is not journaled (module doc).
+  const modelMissing = new Set<number>()
   const emitNow = (event: RunEvent, log: boolean): void => {
     const ordered = event.ms < lastEventMs ? { ...event, ms: lastEventMs } : event
     lastEventMs = ordered.ms
-    if (log) {
+    if (ordered.type === "model" && ordered.error !== undefined) modelMissing.add(ordered.epoch)
+    if (log && !(ordered.type === "epoch" && modelMissing.has(ordered.summary.epoch))) {
       journal.append(`${JSON.stringify(ordered)}\n`)
       // Durable at every death, epoch end and the run's end.
       if (ordered.type === "death" || ordered.type === "epoch" || ordered.type === "ended" || ordered.type === "failed")
@@ -123,7 +132,7 @@ export const open = async (options: RunJournalOptions): Promise<RunJournal> => {
     await Promise.all(syncs.splice(0))
     await journal.close()
   }
-  return { emit, releaseHeld, hold, close }
+  return { emit, releaseHeld, hold, close, withheld: () => modelMissing }
 }
 
 /**

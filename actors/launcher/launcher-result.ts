@@ -126,7 +126,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
   const ring: RunResult["ring"] =
     state.ring === undefined ? undefined : { generations: state.ring.generation + 1, links: end.ringLinks, ...end.relayStats() }
   journal.emit({ type: "ended", ms: sinceStart(end.nowMs()), outcome, saves, exitCode, ...(ring === undefined ? {} : { ring }) })
-  const result: RunResult = {
+  let result: RunResult = {
     runId,
     runDir,
     outcome,
@@ -149,6 +149,10 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     ...(journalFault === undefined ? {} : { storageFault: journalFault })
   }
   await journal.close()
+  // An epoch whose model could not be written has no audit line in the journal (a resume trains
+  // it again): the summary claims no audit of it either, so the chain counts it once.
+  const withheld = journal.withheld()
+  if (withheld.size > 0) result = { ...result, epochs: result.epochs.filter((e) => !withheld.has(e.epoch)) }
   const summaryPath = `${runDir}/summary.json`
   try {
     await Files.writeFileAtomic(summaryPath, `${JSON.stringify(result, null, 2)}\n`)

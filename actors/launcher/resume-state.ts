@@ -18,6 +18,10 @@
  *    save is good): the newest checkpoint `checkpoints/v<E>/` that reads back good is loaded and
  *    the run starts at epoch `E + 1` from its start (that epoch is trained again; a note says so).
  *
+ * An epoch whose `model` line carries an `error` has no audit line (`launcher-journal.ts`): the
+ * survivors' saves, which hold training past it, are not loaded, and 2 trains it again (a completed
+ * parent whose last epoch was withheld is resumed, not refused).
+ *
  * A parent whose journal ends with `failed` before every rank joined (a formation timeout) trained
  * nothing and is refused (`failedAtFormation`); one that failed later is resumed as in 2.
  *
@@ -92,6 +96,8 @@ export interface Parent {
   readonly read: RunResult | PartialRun
   /** `was cut in line 22` when the last line was cut short, else `undefined`. */
   readonly cutLine: string | undefined
+  /** The epochs whose `model` line says their model could not be written, in order, with the error. */
+  readonly modelsMissing: ReadonlyArray<{ readonly epoch: number; readonly error: string }>
 }
 
 /**
@@ -127,8 +133,22 @@ export const readParent = async (given: string): Promise<Parent> => {
   }
   const { started, result } = journal
   const cutLine = result.outcome === undefined && result.cut.startsWith("was cut") ? result.cut : undefined
-  return { dir, started, options: started.options ?? {}, read: result, cutLine }
+  return { dir, started, options: started.options ?? {}, read: result, cutLine, modelsMissing: modelsMissing(text) }
 }
+
+/** The journal's `model` lines with an `error` (whole lines only; `parseJournal` checked their shape). */
+const modelsMissing = (text: string): Array<{ readonly epoch: number; readonly error: string }> =>
+  text.split("\n").flatMap((line) => {
+    if (!line.includes('"model"') || !line.includes('"error"')) return []
+    try {
+      const event = JSON.parse(line) as { readonly type?: unknown; readonly epoch?: unknown; readonly error?: unknown }
+      return event.type === "model" && typeof event.epoch === "number" && typeof event.error === "string"
+        ? [{ epoch: event.epoch, error: event.error }]
+        : []
+    } catch {
+      return [] // the last line, cut short
+    }
+  })
 
 /**
  * The state picked: the epoch to start in, its committed ranges, the model and where it came from.
@@ -198,18 +218,22 @@ export const pickState = async (parent: Parent, epochSamples: number, epochs: nu
   const notes: Array<string> = []
   if (parent.cutLine !== undefined)
     notes.push(`the parent's journal ${parent.cutLine} (a write cut short); every whole line before it was read`)
+  const unaudited = firstUnaudited(parent)
   if (outcome !== undefined) {
     const epoch = outcome.uncommitted?.epoch ?? outcome.epochsCompleted
-    if (epoch >= epochs) fail(resumeErrors.completed(runId, epochs))
+    if (epoch >= epochs && (unaudited === undefined || unaudited.epoch >= epochs)) fail(resumeErrors.completed(runId, epochs))
     const saved = read.saves?.saved ?? []
-    if (saved.length === 0)
+    // The saves hold training past an epoch the journal does not audit: loading them would leave
+    // that epoch audited nowhere in the chain; it is trained again from the model before it.
+    if (unaudited !== undefined && unaudited.epoch < epoch) saveProblems.push(`none is loaded: ${unaudited.why}`)
+    else if (saved.length === 0)
       saveProblems.push(read.saves === undefined ? "the parent recorded no saves" : "no survivor of the parent finished its save")
     // Of the good saves, the one of the newest round (the lowest rank of those): every survivor
     // that applied the last commit holds its mean, but a ring joiner still waiting for its model
     // when the run stopped saved its initial one (round -1), which lacks the committed samples.
     let newest: { readonly rank: number; readonly folder: string; readonly params: Float32Array; readonly round: number } | undefined
     const older: Array<{ readonly rank: number; readonly round: number }> = []
-    for (const rank of [...saved].sort((a, b) => a - b)) {
+    for (const rank of unaudited !== undefined && unaudited.epoch < epoch ? [] : [...saved].sort((a, b) => a - b)) {
       const folder = `${dir}/save/rank${rank}`
       if (!(await Files.exists(`${folder}/${RankActor.savedMarker}`))) {
         saveProblems.push(`rank ${rank}: ${folder}/${RankActor.savedMarker} is missing`)
@@ -245,13 +269,32 @@ export const pickState = async (parent: Parent, epochSamples: number, epochs: nu
       }
     }
   }
+  const storage = read.alerts.find((a) => a.class === "StorageFault" && a.severity === "critical")
   const why =
     outcome === undefined && read.failed !== undefined
       ? `the parent's journal ends without its outcome: ${failureText(read.failed)}`
-      : outcome === undefined
-        ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
-        : `the survivors' saves are not usable (${saveProblems.join("; ")})`
-  return fromAudited(parent, epochs, why, notes)
+      : outcome === undefined && storage !== undefined
+        ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator stopped on a storage fault (${storage.detail}) before its end was written`
+        : outcome === undefined
+          ? `the parent's journal ends without its outcome (it ${read.cut}): its coordinator's process died`
+          : `the survivors' saves are not usable (${saveProblems.join("; ")})`
+  return fromAudited(parent, epochs, why, unaudited === undefined || outcome !== undefined ? notes : [...notes, unaudited.why])
+}
+
+/**
+ * The first epoch the parent trained to its end whose audit line its journal lacks (the line is
+ * withheld when the model after the epoch could not be written: `launcher-journal.ts`), with why;
+ * `undefined` when every epoch from where the parent started up to its last `model` line is audited.
+ */
+const firstUnaudited = (parent: Parent): { readonly epoch: number; readonly why: string } | undefined => {
+  const audited = new Set(parent.read.epochs.map((e) => e.epoch))
+  const missing = parent.modelsMissing.find((m) => !audited.has(m.epoch))
+  return missing === undefined
+    ? undefined
+    : {
+        epoch: missing.epoch,
+        why: `epoch ${missing.epoch}'s audit is not in the parent's journal: its model could not be written (${missing.error}), so epoch ${missing.epoch} is trained again`
+      }
 }
 
 /**

@@ -66,10 +66,13 @@ export const storageLine = (
   runDir: string,
   command: string
 ): string =>
-  status === "completed"
-    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
-    : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+  status === "completed" && /\/checkpoints\/v\d+$/.test(fault.path)
+    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but that epoch's model is not kept, so its journal does not audit it; ` +
       `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
+    : status === "completed"
+      ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
+      : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+        `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
 
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 export const interruptedText = (detail: string): string => (detail.startsWith("interrupted") ? detail : `interrupted (${detail})`)
@@ -195,7 +198,7 @@ export const eventText = (event: RunTypes.RunEvent): string => {
     case "model":
       return event.error === undefined
         ? `epoch ${event.epoch}'s model (round ${event.round}) written to ${event.path} (${(event.bytes / 1e6).toFixed(1)} MB in ${event.writeMs} ms)`
-        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}`
+        : `epoch ${event.epoch}'s model NOT written to ${event.path}: ${event.error}; its audit is not journaled: a resume trains epoch ${event.epoch} again`
     case "decision":
       return `decision: ${event.detail}`
     case "round":
