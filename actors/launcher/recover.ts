@@ -60,22 +60,10 @@ const fail = (reason: string): never => {
   throw new LaunchError("recover", reason)
 }
 
-/** The port in a `listening` event's URL (`ws://127.0.0.1:38923/`), if it names one. */
-const portOfUrl = (url: unknown): number | undefined => {
-  if (typeof url !== "string") return undefined
-  const port = /^wss?:\/\/(?:\[[^\]]*\]|[^/:]*):(\d+)/.exec(url)?.[1]
-  return port === undefined ? undefined : Number(port)
-}
-
-/**
- * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
- * ended, its last time, and the port it last listened on (a run served on port 0 got a free one,
- * which its ranks reconnect to).
- */
+/** What the journal says: the run's first event, the epochs audited, the ranks gone, whether it ended, its last time. */
 const readJournal = (text: string) => {
   let started: Extract<RunEvent, { type: "started" }> | undefined
   let ended = false
-  let listenedPort: number | undefined
   let lastMs = 0
   const entries: Array<Recovery.Entry> = []
   const epochs: Array<RunResult["epochs"][number]> = []
@@ -92,7 +80,6 @@ const readJournal = (text: string) => {
     if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
     if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
     else if (event.type === "ended") ended = true
-    else if (event.type === "listening") listenedPort = portOfUrl(event.url) ?? listenedPort
     else if (event.type === "epoch") {
       const summary = event.summary as RunResult["epochs"][number] | undefined
       if (typeof summary?.epoch === "number") {
@@ -121,10 +108,21 @@ const readJournal = (text: string) => {
     }
   }
   const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries, listenedPort }
+  return { started, ended, lastMs, entries, epochsBefore, recoveries }
 }
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+
+/**
+ * The port the journal's last `listening` event names (`ws://127.0.0.1:38923/`): a run served on
+ * port 0 got a free one, which its ranks reconnect to.
+ */
+const listenedPortOf = (journalText: string): number | undefined => {
+  let port: number | undefined
+  for (const found of journalText.matchAll(/"type":"listening"[^\n]*?"url":"wss?:\/\/(?:\[[^\]]*\]|[^/:"]*):(\d+)/g))
+    port = Number(found[1])
+  return port
+}
 
 /** The folder that holds `dir`, and its last name. */
 const splitDir = (dir: string): { readonly outDir: string; readonly runId: string } => {
@@ -223,7 +221,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     runToken: tokenText,
     host: options.host ?? (typeof o.host === "string" ? o.host : undefined) ?? "127.0.0.1",
     // The port the ranks know: the one bound, not a 0 the run was given.
-    port: options.port ?? (numberOf(o.port) || journal.listenedPort) ?? 0,
+    port: options.port ?? (numberOf(o.port) || listenedPortOf(read.text)) ?? 0,
     formationTimeoutMs: windowMs + 1000,
     recovery,
     resumeState: { ...resume, params },
