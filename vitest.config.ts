@@ -47,6 +47,7 @@ const nodeOnly =
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",
         "test/actors/stopped-at-boundary.full.test.ts",
+        "test/actors/served-stopped-in-save.full.test.ts",
         "test/actors/epoch-model-enospc.full.test.ts",
         "test/actors/resume-withheld.full.test.ts",
         "test/cli/served-save-full.full.test.ts",

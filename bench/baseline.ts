@@ -91,18 +91,30 @@ export class FlodlStyle {
     for (let r = 0; r < this.worldSize; r++) if (this.dead[r] === 0) survivors.push(r)
     const out: Array<Extension> = []
     for (const ranges of remainders) {
-      for (const [offset, size] of ranges) {
-        const quotient = Math.floor(size / survivors.length)
-        const extra = size % survivors.length
-        let cursor = offset
-        for (let i = 0; i < survivors.length; i++) {
-          const part = quotient + (i < extra ? 1 : 0)
-          if (part === 0) break
-          const rank = survivors[i]!
-          out.push([rank, cursor, part])
+      // The ranges laid end to end and cut into one equal part per survivor, a part spanning
+      // ranges where it must (so a remainder of k ranges gives at most k + S - 1 slices).
+      let total = 0
+      for (const [, size] of ranges) total += size
+      const quotient = Math.floor(total / survivors.length)
+      const extra = total % survivors.length
+      let range = 0
+      let used = 0
+      for (let i = 0; i < survivors.length; i++) {
+        let part = quotient + (i < extra ? 1 : 0)
+        if (part === 0) break
+        const rank = survivors[i]!
+        while (part > 0) {
+          const [offset, size] = ranges[range]!
+          const take = Math.min(part, size - used)
+          out.push([rank, offset + used, take])
           const ext = this.extensions[rank] ?? (this.extensions[rank] = [])
-          ext.push(cursor, part)
-          cursor += part
+          ext.push(offset + used, take)
+          part -= take
+          used += take
+          if (used === size) {
+            range += 1
+            used = 0
+          }
         }
       }
     }

@@ -121,6 +121,12 @@ export const observeListening = (ctx: Context, listening: Listening): void => {
   }
 }
 
+/**
+ * Whether the ranks' server hands out beat links (`RunOptions.beatLinks`; plain `ws://` only: a
+ * beat link does not pin the certificate of a `wss://` server).
+ */
+export const beatLinks = (ctx: Context): boolean => ctx.options.beatLinks === true && ctx.tls === undefined
+
 /** What a rank that joins from elsewhere learns of the run in its welcome (`JoinedRun`). */
 const welcomeData = (ctx: Context): RankActor.JoinedRun => {
   const { options, runId, module } = ctx
@@ -139,6 +145,7 @@ const welcomeData = (ctx: Context): RankActor.JoinedRun => {
     ...(compress === "none" ? {} : { compress }),
     ...(deltas ? { deltas } : {}),
     ...(backend === "ring" ? { ringLinks: ringLinks === "relay" ? "relay" : "direct" } : {}),
+    ...(beatLinks(ctx) ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } } : {}),
     runId
   }
 }
@@ -162,6 +169,8 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     orderFree: WireFrames.orderFree,
     ...(served?.http === undefined ? {} : { http: served.http }),
     ...(tls === undefined ? {} : { tls }),
+    // A rank whose beat link is up beats during calls; one whose link dropped is held again.
+    ...(beatLinks(ctx) ? { beatLinks: true, onBeatLink: (rank: Rank, open: boolean) => Core.setBeatsDuringCalls(state, rank, open) } : {}),
     connectionsMax: ctx.rankConnectionsMax,
     onResource: ctx.rankListener.onResource,
     onJoined: (rank, address, credential) => {

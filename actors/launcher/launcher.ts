@@ -329,7 +329,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         checkpointDir: `${runDirAbsolute}/checkpoints`,
         // Worker threads die with this process; only a rank process can outlive the coordinator.
         coordinatorTimeoutMs: transportKind === "worker" ? 0 : (options.coordinatorTimeoutMs ?? RankActor.coordinatorTimeoutMsDefault),
-        ...(ctx.state.config.beatsDuringCalls
+        ...(ctx.state.config.beatsDuringCalls || (vars.server !== undefined && LauncherHosts.beatLinks(ctx))
           ? { callBeatsMs: { save: ctx.state.config.saveTimeoutMs, eval: ctx.state.config.evalTimeoutMs } }
           : {})
       }
@@ -345,6 +345,8 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
 const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.Handle, never, Scope.Scope> => {
   const { options, served, state } = ctx
   const resumeState = options.resumeState
+  const hooks = LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined)
+  const log = served === undefined ? undefined : Recover.openLog(ctx)
   if (served !== undefined && served.churn > 0) ctx.vars.churn = ChurnFaults.make(ctx, served.churn, options.seed ?? defaults.seed)
   return Coordinator.start({
     ...(ctx.vars.churn === undefined ? {} : { muted: ctx.vars.churn.muted }),
@@ -363,10 +365,18 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
         }),
     // A served run's ranks run elsewhere: the hooks close their sockets instead. Its rounds
     // go to the recovery log before they go out (`recovery-log.ts`).
-    hooks: {
-      ...LauncherHooks.hooks(ctx, served === undefined ? (rank) => void Effect.runFork(host.kill(rank)) : undefined),
-      ...(served === undefined ? {} : { beforeRound: Recover.openLog(ctx).beforeRound })
-    },
+    // An epoch's end too, before the next epoch's frames: its audit line waits for its model.
+    hooks:
+      log === undefined
+        ? hooks
+        : {
+            ...hooks,
+            beforeRound: log.beforeRound,
+            onCommand: (command, commandState) => {
+              if (command._tag === "EpochEnded") log.closed(command.summary)
+              hooks.onCommand?.(command, commandState)
+            }
+          },
     ...(served?.recovery === undefined ? {} : { recovery: Recover.coordinatorRecovery(served.recovery) }),
     compress: ctx.resolved.compress,
     outer: ctx.resolved.outer,

@@ -14,6 +14,7 @@
 import * as Recovery from "../../src/core/recovery.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import * as Files from "../../src/platform/files.ts"
+import * as Hmac from "../../src/platform/hmac.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { readText, reportDefaults } from "../record/read-run.ts"
@@ -60,7 +61,10 @@ const fail = (reason: string): never => {
   throw new LaunchError("recover", reason)
 }
 
-/** What the journal says: the run's first event, the epochs audited, the ranks gone, whether it ended, its last time. */
+/**
+ * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
+ * ended or formed, its last time, and the first alert of a recovery log write that failed.
+ */
 const readJournal = (text: string) => {
   let started: Extract<RunEvent, { type: "started" }> | undefined
   let ended = false
@@ -70,6 +74,8 @@ const readJournal = (text: string) => {
   const accuracy = new Map<number, number>()
   const recoveries: Array<RecoveryRecord> = []
   let lost: Record<string, unknown> | undefined
+  let formed = false
+  let logFault: string | undefined
   for (const line of text.split("\n")) {
     let event: Record<string, unknown>
     try {
@@ -78,6 +84,9 @@ const readJournal = (text: string) => {
       continue // a line cut short by the kill
     }
     if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
+    if (event.type === "formed") formed = true
+    const detail = (event.alert as { detail?: unknown } | undefined)?.detail
+    if (event.type === "alert" && typeof detail === "string" && detail.includes(`/${RecoveryLog.dirName}/`)) logFault ??= detail
     if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
     else if (event.type === "ended") ended = true
     else if (event.type === "epoch") {
@@ -108,7 +117,29 @@ const readJournal = (text: string) => {
     }
   }
   const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries }
+  return { started, ended, lastMs, entries, epochsBefore, recoveries, formed, logFault }
+}
+
+/** What the log keeps of the run's token: a keyed hash that tells a wrong token, not the token. */
+const tokenCheck = (token: string): string => Hmac.hmacSha256(token, "cohort recovery token check")
+
+/**
+ * The audit lines a run lost after its last epoch ended never wrote, appended to its journal from
+ * its recovery log; their summaries. Throws what the append throws.
+ */
+const writeOwed = (
+  runDir: string,
+  lastMs: number,
+  point: Recovery.Point,
+  log: ReturnType<typeof RecoveryLog.read>
+): ReadonlyArray<{ readonly epoch: number }> => {
+  const owed = point.unaudited.flatMap((epoch) => {
+    const found = log.closed.get(epoch)
+    return found === undefined ? [] : [found.summary]
+  })
+  const ms = lastMs + Math.max(0, Date.now() - (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()))
+  for (const summary of owed) SyncFiles.append(`${runDir}/events.ndjson`, `${JSON.stringify({ type: "epoch", ms, summary })}\n`)
+  return owed
 }
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
@@ -135,7 +166,8 @@ const splitDir = (dir: string): { readonly outDir: string; readonly runId: strin
  * Takes the run in `options.runDir` over through `serve` (the launcher's). Rejects with
  * `LaunchError` (option `recover`) before anything is written when the run is still running (its
  * lock's process is alive), ended, has no journal or no `started` event, averaged with the ring
- * backend, has every epoch audited, or lacks the model of its last committed round; with option
+ * backend, has every epoch audited, has no recovery log (no `base` line) while its journal says it
+ * formed or its log failed, or lacks the model of its last committed round; with option
  * `runToken` when no token is given or found.
  *
  * @since 0.1.0
@@ -172,17 +204,43 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
       `run ${started.runId} averages with the ring backend, which a new coordinator cannot take over (cpu only): serve with --fresh for a new run, or continue this one with cohort resume ${runDir}`
     )
   const log = RecoveryLog.read(runDir)
+  // A served run writes its base line before its first frame: a run lost before it has sent
+  // nothing (the ranks hold the trainers' initial model), but one that formed, or whose log could
+  // not be written, may have committed rounds no record holds.
+  if (!log.entries.some((e) => e._tag === "Base") && (journal.formed || journal.logFault !== undefined))
+    fail(
+      `${runDir}/${RecoveryLog.dirName} holds no recovery log${journal.logFault === undefined ? "" : ` (${journal.logFault})`}: the run cannot be taken over exactly (cohort resume continues it from its last checkpoint)`
+    )
   const point = Recovery.fold(started.epochs, started.epochSamples, [...journal.entries, ...log.entries])
   const resume = Recovery.resumeOf(point, started.epochs)
-  if (resume === undefined) return fail(`run ${started.runId} audited all ${started.epochs} epochs: nothing to take over`)
+  if (resume === undefined) {
+    // Lost after its last epoch ended (its ranks were told to stop in the same step) but before
+    // that epoch's audit line: the line is written from the log, and nothing is left to serve.
+    const owed = writeOwed(runDir, journal.lastMs, point, log)
+    return fail(
+      `run ${started.runId} audited all ${started.epochs} epochs${owed.length === 0 ? "" : ` (the audit of epoch ${owed.map((e) => e.epoch).join(", ")} written now from ${runDir}/${RecoveryLog.dirName}: its coordinator was lost before it wrote it)`}: nothing to take over`
+    )
+  }
   // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
   const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
   if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
+  // Epochs that ended without their audit line (the kill came while their model was written):
+  // the recovered run writes it, with the epoch's model when the log still holds it.
+  const closed = point.unaudited.flatMap((epoch) => {
+    const found = log.closed.get(epoch)
+    if (found === undefined) return []
+    const params = log.model(found.round)
+    return [{ summary: found.summary, model: params === undefined ? undefined : { round: found.round, params } }]
+  })
   const tokenFile = await Files.readFile(`${runDir}/token`).catch(() => undefined)
   const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
   if (tokenText === undefined || tokenText === "")
     throw new LaunchError("runToken", `run ${started.runId} was served with a token it did not write: give it (--token)`)
+  // A takeover with another token would have every returning rank refused (and exit): refuse it here.
+  const check = log.tokenCheck()
+  if (check !== undefined && check !== tokenCheck(tokenText))
+    throw new LaunchError("runToken", `is not run ${started.runId}'s token: its ranks would refuse the takeover and exit`)
   const windowMs = options.recoveryWindowMs ?? recoveryWindowMsDefault
   if (!Number.isSafeInteger(windowMs) || windowMs <= 0) throw new LaunchError("recoveryWindowMs", `must be an integer > 0, got ${windowMs}`)
   const lostAtMs = SyncFiles.modifiedMs(`${runDir}/events.ndjson`) ?? Date.now()
@@ -196,8 +254,12 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     epoch: point.epoch,
     lastRound: point.lastRound,
     committedSamples: point.committedSamples,
-    epochsBefore: journal.epochsBefore.filter((e) => e.epoch < point.epoch),
-    recoveriesBefore: journal.recoveries
+    epochsBefore: [
+      ...journal.epochsBefore.filter((e) => e.epoch < point.epoch),
+      ...closed.map((c) => ({ ...c.summary, accuracy: undefined }))
+    ].sort((a, b) => a.epoch - b.epoch),
+    recoveriesBefore: journal.recoveries,
+    closed
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -244,9 +306,22 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
  */
 export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
   const log = RecoveryLog.open(ctx.runDirAbsolute, (path, error) => ctx.storageFailed(StorageFault.of(path, error), true))
+  log.token(tokenCheck(ctx.runToken))
   const resumed = ctx.options.resumeState
   log.base(resumed === undefined ? { epoch: 0, firstRound: 0, committed: [] } : resumed, resumed?.params)
   return log
+}
+
+/**
+ * An epoch that ended before the coordinator was lost and whose audit line it never wrote: the
+ * line is written now (after the epoch's model, as always). Its `closed` line stays in the log: a
+ * takeover of this takeover, before the line is out, writes it then.
+ */
+const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void => {
+  const { summary, model } = closed
+  ctx.journal.hold(ctx.epochModels.written(summary.epoch))
+  ctx.epochModels.deliver(summary.epoch, model)
+  ctx.emit({ type: "epoch", ms: ctx.sinceStart(ctx.nowMs()), summary, accuracy: undefined })
 }
 
 /**
@@ -262,12 +337,13 @@ export const coordinatorRecovery = (recovery: Recovering) => ({
 })
 
 /**
- * A recovered run's first journal line (instead of a second `started`).
+ * A recovered run's first journal line (instead of a second `started`), then the audit lines the
+ * lost coordinator did not write.
  *
  * @since 0.1.0
  * @category recover
  */
-export const announce = (ctx: Context, recovery: Recovering): void =>
+export const announce = (ctx: Context, recovery: Recovering): void => {
   ctx.emit({
     type: "coordinatorLost",
     ms: ctx.sinceStart(ctx.nowMs()),
@@ -276,6 +352,8 @@ export const announce = (ctx: Context, recovery: Recovering): void =>
     lastRound: recovery.lastRound,
     committedSamples: recovery.committedSamples
   })
+  for (const closed of recovery.closed) auditClosed(ctx, closed)
+}
 
 /**
  * A recovered run formed: who came back, who did not, and how long the run went without a
@@ -302,9 +380,12 @@ export const formed = (ctx: Context, recovery: Recovering): void => {
 
 /**
  * The served runs under `outDir` that lost their coordinator and may still be taken over: a
- * journal with a `started` event of a served run and neither `ended` nor `failed`, written to
- * within the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose
- * `run.lock` names no live process. Their directories, oldest name first. Never rejects.
+ * journal with a `started` event of a served run, neither `ended` nor `failed`, written to within
+ * the last `windowMs` (ms, before `nowMs`, wall-clock: its ranks may still wait), whose `run.lock`
+ * names no live process, and with an epoch not ended (neither audited nor closed in its recovery
+ * log). Such a run whose every epoch ended is not listed: the audit lines it owes (lost after its
+ * last epoch's end, before that epoch's line) are appended to its journal from its log. Their
+ * directories, oldest name first. Never rejects.
  *
  * @since 0.1.0
  * @category recover
@@ -318,8 +399,19 @@ export const findLost = async (outDir: string, windowMs: number, nowMs: number):
     const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
     const journal = readJournal(text)
     if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over,
+    // but the audit lines it owes are written.
     const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)
-    if (lock._tag === "Stale") found.push(dir)
+    if (lock._tag !== "Stale") continue
+    const log = RecoveryLog.read(dir)
+    const point = Recovery.fold(journal.started.epochs, journal.started.epochSamples, [...journal.entries, ...log.entries])
+    if (point.epoch < journal.started.epochs) found.push(dir)
+    else
+      try {
+        writeOwed(dir, journal.lastMs, point, log)
+      } catch {
+        // A journal that cannot be written: `--recover` says so.
+      }
   }
   return found
 }

@@ -3,7 +3,12 @@
  * run over, written before the frames that act on it are sent, under `<runDir>/recovery/`:
  *
  * - `log.ndjson`: a `base` line where the run (or a recovery of it) began, then a `commit` line
- *   for every round that closed, with the ranges it committed (`Recovery.Entry`);
+ *   for every round that closed, with the ranges it committed, and a `closed` line for every
+ *   epoch that ended, with its audit and the round of its model (`Recovery.Entry`). The `closed`
+ *   line is written before the next epoch's first frame goes out, while the journal's audit line
+ *   waits for the epoch's model to be written: a kill in between leaves the audit here alone;
+ * - `token.check`: a keyed hash of the run's token (`HMAC-SHA256(token, fixed text)`), so that a
+ *   takeover given another token is refused before its ranks are (they would exit);
  * - `model-0.f32`, `model-1.f32`: the model of the last two rounds, a round's in slot
  *   `round mod 2` (8 bytes: the round as a float64, then the float32 parameters). A round's
  *   model is written before its `commit` line, and that line before its `Update`: a rank never
@@ -13,11 +18,12 @@
  * Every write is synchronous (`SyncFiles`): it returns once the operating system has the bytes,
  * so a SIGKILL of the coordinator right after it loses nothing; the loss of the machine needs
  * the volume's own guarantees. A write that fails is a storage fault (the run stops as for its
- * journal). The journal (`events.ndjson`) holds the rest: epochs audited, deaths.
+ * journal), and the log's last write: it ends where its last good line and model are. The journal (`events.ndjson`) holds the rest: epochs audited, deaths.
  *
  * @since 0.1.0
  */
 import type * as Core from "../../src/core/coordinator.ts"
+import type { EpochSummary } from "../../src/core/outcome.ts"
 import type * as Recovery from "../../src/core/recovery.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
 import type { Hooks } from "../coordinator/coordinator-inbound.ts"
@@ -26,6 +32,7 @@ import type { Hooks } from "../coordinator/coordinator-inbound.ts"
 export const dirName = "recovery"
 
 const logName = "log.ndjson"
+const tokenName = "token.check"
 const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32`
 
 /**
@@ -39,22 +46,33 @@ const modelName = (round: number): string => `model-${((round % 2) + 2) % 2}.f32
 export interface RecoveryLog {
   readonly base: (point: Core.Resume, params: Float32Array | undefined) => void
   readonly beforeRound: NonNullable<Hooks["beforeRound"]>
+  /** The run token's check (a keyed hash): a takeover with another token is refused. */
+  readonly token: (check: string) => void
+  /** An epoch ended with `summary` (its audit): written at once, before the next epoch's frames. */
+  readonly closed: (summary: EpochSummary) => void
 }
 
 /**
- * Opens the log under `runDir` (its folder is made). `onError(path, error)` is called with a
- * write that failed (once per failure; later writes are still tried).
+ * Opens the log under `runDir` (its folder is made). `onError(path, error)` is called with the
+ * first write that failed; no later write is tried.
  *
  * @since 0.1.0
  * @category recovery
  */
 export const open = (runDir: string, onError: (path: string, error: unknown) => void): RecoveryLog => {
   const dir = `${runDir}/${dirName}`
+  // After a failed write nothing more is written: a log with a round left out and a later one
+  // in would fold into a point that misses samples the later model holds (they would be trained
+  // twice). The log stays what it was before the failure, a point older than the ranks' models,
+  // which a takeover sends them back to (their newer rounds are trained again).
+  let broken = false
   const attempt = (path: string, write: () => void): boolean => {
+    if (broken) return false
     try {
       write()
       return true
     } catch (error) {
+      broken = true
       onError(path, error)
       return false
     }
@@ -68,14 +86,24 @@ export const open = (runDir: string, onError: (path: string, error: unknown) => 
     bytes.set(new Uint8Array(params.buffer, params.byteOffset, params.byteLength), 8)
     return attempt(`${dir}/${modelName(round)}`, () => SyncFiles.write(`${dir}/${modelName(round)}`, bytes))
   }
+  // The epoch's model is the last round's: the one a `closed` line names.
+  let lastRound = -1
   return {
     base: (point, params) => {
+      lastRound = point.firstRound - 1
       if (params !== undefined) model(point.firstRound - 1, params)
       line({ type: "base", epoch: point.epoch, firstRound: point.firstRound, committed: point.committed })
     },
     beforeRound: (command, params) => {
+      lastRound = command.round
       if (params !== undefined) model(command.round, params)
       line({ type: "commit", epoch: command.epoch, round: command.round, ranges: command.committed })
+    },
+    token: (check) => {
+      attempt(`${dir}/${tokenName}`, () => SyncFiles.write(`${dir}/${tokenName}`, new TextEncoder().encode(`${check}\n`)))
+    },
+    closed: (summary) => {
+      line({ type: "closed", epoch: summary.epoch, round: lastRound, summary })
     }
   }
 }
@@ -98,23 +126,36 @@ const entryOf = (text: string): Recovery.Entry | undefined => {
     return { _tag: "Base", epoch: epoch as number, firstRound: firstRound as number, committed }
   if (type === "commit" && Number.isSafeInteger(round) && isRanges(ranges))
     return { _tag: "Commit", epoch: epoch as number, round: round as number, ranges }
+  if (type === "closed" && Number.isSafeInteger(round) && typeof value.summary === "object" && value.summary !== null)
+    return { _tag: "Closed", epoch: epoch as number }
   return undefined
 }
 
 /**
- * What the log under `runDir` holds: its entries (a line cut short is left out), and the model of
- * round `round` (`undefined` when its slot holds another round's, or none).
+ * What the log under `runDir` holds: its entries (a line cut short is left out), each epoch's
+ * `closed` line (its audit and the round of its model), and the model of round `round`
+ * (`undefined` when its slot holds another round's, or none).
  *
  * @since 0.1.0
  * @category recovery
  */
 export const read = (
   runDir: string
-): { readonly entries: ReadonlyArray<Recovery.Entry>; readonly model: (round: number) => Float32Array | undefined } => {
+): {
+  readonly entries: ReadonlyArray<Recovery.Entry>
+  readonly closed: ReadonlyMap<number, { readonly summary: EpochSummary; readonly round: number }>
+  readonly model: (round: number) => Float32Array | undefined
+  readonly tokenCheck: () => string | undefined
+} => {
   const dir = `${runDir}/${dirName}`
   const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/${logName}`) ?? new Uint8Array(0))
+  const closed = new Map<number, { readonly summary: EpochSummary; readonly round: number }>()
   const entries = text.split("\n").flatMap((l) => {
     const entry = l.trim() === "" ? undefined : entryOf(l)
+    if (entry?._tag === "Closed") {
+      const { summary, round } = JSON.parse(l) as { summary: EpochSummary; round: number }
+      closed.set(entry.epoch, { summary, round })
+    }
     return entry === undefined ? [] : [entry]
   })
   const model = (round: number): Float32Array | undefined => {
@@ -123,5 +164,9 @@ export const read = (
     if (new DataView(bytes.buffer, bytes.byteOffset).getFloat64(0, true) !== round) return undefined
     return new Float32Array(bytes.slice(8).buffer)
   }
-  return { entries, model }
+  const tokenCheck = (): string | undefined => {
+    const bytes = SyncFiles.readIfAny(`${dir}/${tokenName}`)
+    return bytes === undefined ? undefined : new TextDecoder().decode(bytes).trim()
+  }
+  return { entries, closed, model, tokenCheck }
 }

@@ -150,6 +150,17 @@ export interface JoinedRun {
    * the relay (`relay`, and absent: an older coordinator).
    */
   readonly ringLinks?: "direct" | "relay"
+  /**
+   * The coordinator's call bounds when its server hands out beat links (`RankData.callBeatsMs`):
+   * the joined rank beats on one while it runs a save or an eval it asked for. Absent: it does not.
+   */
+  readonly callBeatsMs?: { readonly save: number; readonly eval: number }
+}
+
+/** Call bounds in a welcome: both positive numbers (ms). */
+const isCallBounds = (value: unknown): boolean => {
+  const bounds = value as { save?: unknown; eval?: unknown } | null
+  return typeof bounds === "object" && bounds !== null && [bounds.save, bounds.eval].every((ms) => typeof ms === "number" && ms > 0)
 }
 
 /**
@@ -169,6 +180,7 @@ export const isJoinedRun = (value: unknown): value is JoinedRun => {
     ["seed", "heartbeatIntervalMs", "progressIntervalMs", "coordinatorTimeoutMs"].every(nonNegative) &&
     (run.backend === undefined || run.backend === "cpu" || run.backend === "ring") &&
     (run.compress === undefined || run.compress === "none" || run.compress === "fp16" || run.compress === "int8") &&
+    (run.callBeatsMs === undefined || isCallBounds(run.callBeatsMs)) &&
     (run.deltas === undefined || typeof run.deltas === "boolean")
   )
 }
@@ -202,6 +214,7 @@ export const rankDataOf = (
   saveDir: local.saveDir,
   checkpointDir: local.checkpointDir,
   coordinatorTimeoutMs: run.coordinatorTimeoutMs,
+  ...(run.callBeatsMs === undefined ? {} : { callBeatsMs: run.callBeatsMs }),
   ...(run.backend === "ring" ? { backend: "ring" as const, ringLinks: "relay" as const } : {}),
   ...(run.backend === "ring" && run.ringLinks === "direct" && local.ringListen !== undefined
     ? {

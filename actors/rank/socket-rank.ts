@@ -13,6 +13,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
+import * as BeatLink from "../../src/platform/beat-link.ts"
 import * as Bundle from "../../src/platform/bundle.ts"
 import * as Files from "../../src/platform/files.ts"
 import * as NodeRuntime from "../../src/platform/node.ts"
@@ -46,6 +47,9 @@ export interface ProcessData extends Rank.RankData {
   readonly fingerprint256?: string
 }
 
+/** How long a rank's beat link waits before it opens again after a drop (ms). */
+const beatLinkRetryMs = 1000
+
 /**
  * Joins `options.url` (see `WebSocket.ClientOptions`; `rank` may be `"auto"`) in a scope that
  * lives as long as the process, and returns the client and the rank's link, whose `data` is
@@ -67,11 +71,28 @@ export const join = (
       Scope.provide(scope),
       Effect.onError(() => Scope.close(scope, Exit.void))
     )
+    const data = dataOf(client)
+    // A server that hands out beat links, and a coordinator that counts on the beats: the rank
+    // beats on a link of a thread of its own while a call blocks its thread (docs/liveness.md).
+    const beats =
+      client.beat === undefined || data?.callBeatsMs === undefined
+        ? undefined
+        : BeatLink.start({
+            url: options.url,
+            rank: client.rank,
+            session: client.beat.session,
+            key: client.beat.key,
+            proofText: WebSocket.beatProofText(client.rank, client.beat.session),
+            retryMs: beatLinkRetryMs
+          })
     const link: Rank.Link = {
       transport: client.transport,
       rank: client.rank,
-      data: dataOf(client),
-      ...(detach === undefined ? {} : { detach })
+      data,
+      ...(detach === undefined ? {} : { detach }),
+      ...(beats === undefined
+        ? {}
+        : { beatWhile: (_frame: Uint8Array, intervalMs: number, forMs: number) => beats.beatWhile(intervalMs, forMs) })
     }
     return { client, link }
   })

@@ -6,6 +6,7 @@
  * @since 0.1.0
  */
 import type * as Config from "../../src/core/config.ts"
+import type { EpochSummary } from "../../src/core/outcome.ts"
 import type { Rank } from "../../src/core/messages.ts"
 import type { HttpHandler } from "../../src/platform/types.ts"
 import type { CollectiveFaultSpec, FloodSpec, HangSpec, KillSpec, Listening, RecoveryRecord, RunEvent, RunResult } from "./run-events.ts"
@@ -130,6 +131,14 @@ export interface RunOptions {
    */
   readonly saveTimeoutMs?: number
   readonly evalTimeoutMs?: number
+  /**
+   * WebSocket ranks (`cohort join`, `transport: "websocket"`): each Node, Bun or Deno rank keeps a
+   * beat link, a second connection of a thread of its own, and beats on it while it runs a save or
+   * an eval the coordinator asked for; a rank whose beat link is up is not held for the call's
+   * bound, so a stopped one is declared at its timeout (docs/liveness.md). Plain `ws://` only.
+   * Default false: every WebSocket rank is held.
+   */
+  readonly beatLinks?: boolean
   /**
    * `fixed` (default): every rank's timeout is `heartbeatTimeoutMs`. `adaptive`: each rank's follows
    * the gaps between its frames, in `[adaptiveTimeoutMinMs, heartbeatTimeoutMs]` (default
@@ -364,6 +373,15 @@ export interface Recovering {
   readonly epochsBefore: RunResult["epochs"]
   /** Earlier takeovers of the run, from the journal. */
   readonly recoveriesBefore: ReadonlyArray<RecoveryRecord>
+  /**
+   * Epochs that ended before the loss without an audit line in the journal (from the recovery
+   * log): their audit, and the epoch's model when the log still holds it. The recovered run
+   * writes their lines.
+   */
+  readonly closed: ReadonlyArray<{
+    readonly summary: EpochSummary
+    readonly model: { readonly round: number; readonly params: Float32Array } | undefined
+  }>
 }
 
 /**

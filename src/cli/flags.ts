@@ -49,6 +49,8 @@ export interface RunCommandOptions {
   /** `--save-timeout-ms`, `--eval-timeout-ms` (docs/liveness.md); `undefined`: the core's defaults. */
   readonly saveTimeoutMs: number | undefined
   readonly evalTimeoutMs: number | undefined
+  /** `--beat-links` (docs/liveness.md): WebSocket ranks beat on a link of their own during calls. */
+  readonly beatLinks?: true
   /** `--liveness fixed|adaptive` (docs/liveness.md); default fixed. */
   readonly livenessDetector: "fixed" | "adaptive"
   /**
@@ -122,6 +124,7 @@ export interface RawRunOptions {
   readonly dashboardConnectionsMax?: string
   readonly saveTimeoutMs?: string
   readonly evalTimeoutMs?: string
+  readonly beatLinks?: true
   readonly liveness?: string
 }
 
@@ -348,6 +351,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
       raw.interruptGraceMs === "0" ? 0 : integerAtLeast("--interrupt-grace-ms", raw.interruptGraceMs, 1, defaults.interruptGraceMs),
     saveTimeoutMs: raw.saveTimeoutMs === undefined ? undefined : integerAtLeast("--save-timeout-ms", raw.saveTimeoutMs, 1, 1),
     evalTimeoutMs: raw.evalTimeoutMs === undefined ? undefined : integerAtLeast("--eval-timeout-ms", raw.evalTimeoutMs, 1, 1),
+    ...(raw.beatLinks === true ? { beatLinks: true as const } : {}),
     livenessDetector: oneOf("--liveness", raw.liveness, ["fixed", "adaptive"], "fixed"),
     seed: seed(raw.seed),
     outDir: raw.out ?? defaults.outDir,
@@ -384,6 +388,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   interruptGraceMs: options.interruptGraceMs,
   ...(options.saveTimeoutMs === undefined ? {} : { saveTimeoutMs: options.saveTimeoutMs }),
   ...(options.evalTimeoutMs === undefined ? {} : { evalTimeoutMs: options.evalTimeoutMs }),
+  ...(options.beatLinks === true ? { beatLinks: true } : {}),
   livenessDetector: options.livenessDetector,
   seed: options.seed,
   outDir: options.outDir

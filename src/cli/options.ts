@@ -116,6 +116,12 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     doc: "the same for an eval: past it, an `EvalTimeout` alert and the rank is declared ([liveness](liveness.md))"
   },
   {
+    flag: "--beat-links",
+    default: "off",
+    help: "WebSocket ranks beat on a second connection while they save or evaluate, so a stopped one is declared at its timeout (plain ws:// only)",
+    doc: "WebSocket ranks (`join`, `--transport websocket`) beat on a second connection of a thread of their own while they save or evaluate: a stopped one is declared at `--heartbeat-timeout-ms`, not held for the call's bound; plain `ws://` only ([liveness](liveness.md#served-ranks-beat-on-a-link-of-their-own))"
+  },
+  {
     flag: "--liveness fixed|adaptive",
     default: "fixed",
     help: "every rank's timeout is --heartbeat-timeout-ms, or each rank's follows its own frames, between half of it and it (docs/liveness.md)",

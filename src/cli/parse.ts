@@ -122,6 +122,7 @@ export const runFlags = (command: Commander.Command): Commander.Command =>
     .option("--dashboard-connections-max <n>")
     .option("--save-timeout-ms <ms>")
     .option("--eval-timeout-ms <ms>")
+    .option("--beat-links")
     .option("--liveness <detector>")
 
 /**

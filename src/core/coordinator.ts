@@ -68,6 +68,7 @@ export {
   nextSurvivor,
   ringMembers,
   scanWork,
+  setBeatsDuringCalls,
   survivors
 } from "./state.ts"
 
@@ -378,8 +379,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
 /**
  * Holds each rank asked for a call by `cmds` (a `Checkpoint`, an `Eval`) for `saveTimeoutMs` or
  * `evalTimeoutMs` on top of its timeout (docs/design.md §3.1, `Liveness.hold`): a synchronous trainer
- * sends nothing while it saves or evaluates. Ranks that beat during calls (`beatsDuringCalls`)
- * get holds that only name the bound. Read off the commands, so that every path that asks
+ * sends nothing while it saves or evaluates. Ranks that beat during calls (`beatsDuringCalls`
+ * for every rank, `setBeatsDuringCalls` for one) get holds that only name the bound. Read off the commands, so that every path that asks
  * (an epoch's end, a checkpoint's failover) holds its rank. An epoch the same commands start on
  * the rank after the ask releases the hold once a frame of it arrives (`Liveness.Hold`): so a rank
  * whose trainer has no `evaluate`, and never answers `Eval`, is held no longer than it takes to
@@ -407,7 +408,16 @@ const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
     }
   }
   for (const a of asked ?? [])
-    Liveness.hold(liveness, a.to, a.call, a.id, state.clockMs, a.forMs, entered?.get(a.to) ?? Infinity, config.beatsDuringCalls)
+    Liveness.hold(
+      liveness,
+      a.to,
+      a.call,
+      a.id,
+      state.clockMs,
+      a.forMs,
+      entered?.get(a.to) ?? Infinity,
+      config.beatsDuringCalls || Liveness.beats(liveness, a.to)
+    )
 }
 
 /** A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's hold (`holdCalls`). */

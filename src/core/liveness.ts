@@ -133,6 +133,8 @@ export interface Liveness {
   readonly deviationGapMs: Float32Array
   readonly gaps: Uint8Array
   readonly ownTimeoutMs: Float32Array
+  /** `1` for a rank that beats while it runs a call (`setBeats`): its holds are beaten (`hold`). */
+  readonly beats: Uint8Array
   /** Count of entries examined by scans: lets tests count work instead of timing it. */
   examined: number
 }
@@ -168,6 +170,7 @@ export const make = (worldSize: number, nowMs: number, watched: number = worldSi
     deviationGapMs: new Float32Array(adaptive),
     gaps: new Uint8Array(adaptive),
     ownTimeoutMs: new Float32Array(adaptive).fill(detector.timeoutMs),
+    beats: new Uint8Array(worldSize),
     examined: 0
   }
 }
@@ -480,7 +483,25 @@ export const unwatch = (l: Liveness, rank: Rank): void => {
   l.prev[rank] = UNLINKED
   l.next[rank] = UNLINKED
   l.holds.delete(rank)
+  l.beats[rank] = 0
 }
+
+/**
+ * Marks whether `rank` beats from a thread of its own while it runs a call the coordinator asked
+ * for (its link to beat on is up, or went down): the calls asked of it from now on get beaten
+ * holds (`hold`) or counted ones. Holds it has already keep their kind. Also before the rank is
+ * watched (a joiner's link may be up before the core admits it); `unwatch` clears the mark.
+ * O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const setBeats = (l: Liveness, rank: Rank, on: boolean): void => {
+  if (rank >= 0 && rank < l.beats.length) l.beats[rank] = on ? 1 : 0
+}
+
+/** Whether `rank` is marked as beating during calls (`setBeats`). @since 0.1.0 @category queries */
+export const beats = (l: Liveness, rank: Rank): boolean => l.beats[rank] === 1
 
 /** Moves the list's front ranks silent for more than `floorMs` at `clockMs` to the suspects. */
 const admitSuspects = (l: Liveness, clockMs: number): void => {

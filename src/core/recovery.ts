@@ -10,14 +10,18 @@
  *   ranges of that epoch committed before it (a resumed run's parent's). The last `Base` wins.
  * - `Commit`: round `round` of epoch `epoch` closed and committed `ranges`. Written, with the
  *   round's model, before its `Update` went out: no rank ever holds a model the record lacks.
+ * - `Closed`: epoch `epoch` ended (its last round closed, its audit made). Written before the next
+ *   epoch's first frame went out, so it precedes every commit of that epoch; its audit line in the
+ *   journal comes later (it waits for the epoch's model to be written).
  * - `Audited`: epoch `epoch`'s audit is final (its model is written on the coordinator's host).
  * - `Gone`: a rank declared dead or exited; it is not waited for.
  *
- * The point is the first epoch without an audit (`epochs` when all have one), the ranges of it
+ * The point is the first epoch neither audited nor closed (`epochs` when none is left), the ranges of it
  * committed (the base's, when it is the base's epoch, and every commit's), the last round committed
- * (whose model the coordinator wrote) and the ranks gone. Commits of audited epochs, and of epochs
+ * (whose model the coordinator wrote), the epochs closed whose audit line was never written (the
+ * restarted coordinator writes it) and the ranks gone. Commits of ended epochs, and of epochs
  * after the point's, are left out: the first are final, the second cannot be (their epoch's
- * predecessor was never audited) and are trained again.
+ * predecessor never ended) and are trained again.
  *
  * @since 0.1.0
  */
@@ -39,13 +43,15 @@ export type Entry =
       readonly committed: ReadonlyArray<readonly [number, number]>
     }
   | { readonly _tag: "Commit"; readonly epoch: number; readonly round: number; readonly ranges: ReadonlyArray<readonly [number, number]> }
+  | { readonly _tag: "Closed"; readonly epoch: number }
   | { readonly _tag: "Audited"; readonly epoch: number }
   | { readonly _tag: "Gone"; readonly rank: Rank }
 
 /**
  * Where the run stands (module doc). `epoch` is in `[base epoch, epochs]` (`epochs`: the run
  * completed); `committed` is sorted, merged and clipped to `[0, epochSamples)`; `lastRound` is -1
- * when no round closed since the first `Base` (and before it, `firstRound - 1`); `gone` ascending.
+ * when no round closed since the first `Base` (and before it, `firstRound - 1`); `unaudited`: the
+ * epochs before `epoch` closed without an audit, ascending; `gone` ascending.
  *
  * @since 0.1.0
  * @category model
@@ -55,6 +61,7 @@ export interface Point {
   readonly lastRound: number
   readonly committed: ReadonlyArray<readonly [number, number]>
   readonly committedSamples: number
+  readonly unaudited: ReadonlyArray<number>
   readonly gone: ReadonlyArray<Rank>
 }
 
@@ -67,16 +74,20 @@ export interface Point {
 export const fold = (epochs: number, epochSamples: number, entries: Iterable<Entry>): Point => {
   let base: Extract<Entry, { _tag: "Base" }> = { _tag: "Base", epoch: 0, firstRound: 0, committed: [] }
   const audited = new Set<number>()
+  const closed = new Set<number>()
   const commits: Array<Extract<Entry, { _tag: "Commit" }>> = []
   const gone = new Set<Rank>()
   for (const entry of entries) {
     if (entry._tag === "Base") base = entry
     else if (entry._tag === "Commit") commits.push(entry)
     else if (entry._tag === "Audited") audited.add(entry.epoch)
+    else if (entry._tag === "Closed") closed.add(entry.epoch)
     else gone.add(entry.rank)
   }
   let epoch = Math.max(0, base.epoch)
-  while (epoch < epochs && audited.has(epoch)) epoch += 1
+  while (epoch < epochs && (audited.has(epoch) || closed.has(epoch))) epoch += 1
+  // Before the base too: a takeover killed before it wrote the audit lines of its own start.
+  const unaudited = [...closed].filter((e) => e < epoch && !audited.has(e)).sort((a, b) => a - b)
   let lastRound = base.firstRound - 1
   const ranges: Array<readonly [number, number]> = epoch === base.epoch ? [...base.committed] : []
   for (const commit of commits) {
@@ -89,6 +100,7 @@ export const fold = (epochs: number, epochSamples: number, entries: Iterable<Ent
     lastRound,
     committed,
     committedSamples: committed.reduce((sum, [, size]) => sum + size, 0),
+    unaudited,
     gone: [...gone].sort((a, b) => a - b)
   }
 }

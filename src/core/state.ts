@@ -347,6 +347,21 @@ export const expiring = (state: State, nowMs: number): Array<Rank> =>
 export const deadlineOf = (state: State, rank: Rank): number => Liveness.deadlineOf(state.liveness, rank)
 
 /**
+ * Marks whether live `rank` beats from a thread of its own while it runs a save or an eval the
+ * coordinator asked for (the shell knows: its beat link is up, or went down). Calls asked of it
+ * from then on are not held for their bounds; a stopped rank is declared at its timeout
+ * (docs/liveness.md). The config's `beatsDuringCalls` marks every rank. Any index of the run
+ * (a joiner's link may be up before its `Join`); a death clears the mark; no-op out of range.
+ * O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const setBeatsDuringCalls = (state: State, rank: Rank, on: boolean): void => {
+  if (Membership.inRange(state.membership, rank)) Liveness.setBeats(state.liveness, rank, on)
+}
+
+/**
  * The survivor after `rank` in ascending order, wrapping around: `rank`'s next neighbour in the
  * ring (ring order is ascending rank order, docs/design.md §4 `FormRing`). `undefined` with no survivor.
  * O(ranks skipped).

@@ -335,6 +335,8 @@ export const linkFramesMaxDefault = 64 * 1024
  * | 4023 | CredentialExpired | the join's credential is past its expiry |
  * | 4030 | ResumeLost | a resumable link (join protocol 2) cannot go on without losing messages: a resume named a session the server does not hold, or messages its peer still needed were no longer in the resend buffer (`resendBytesMax`), or more than that waited to be sent |
  * | 4031 | Dropped | a client cut its connection as a cut link would, where its runtime cannot end it without a close frame (`WebSocket.ClientHandle.drop`): a server holds a resumable link for its resume, as after 1006 |
+ * | 4032 | BeatLinkTaken | a beat link (`ServerOptions.beatLinks`) for a rank that has one open already: at most one a rank |
+ * | 4033 | BeatLinkBad | a beat link whose proof does not check under its rank's latest beat key and session (a wrong key, another rank's session, a rank not joined) |
  *
  * @since 0.1.0
  * @category model
@@ -371,7 +373,9 @@ export const CloseCode = {
   CredentialRevoked: 4022,
   CredentialExpired: 4023,
   ResumeLost: 4030,
-  Dropped: 4031
+  Dropped: 4031,
+  BeatLinkTaken: 4032,
+  BeatLinkBad: 4033
 } as const
 
 /**

@@ -129,6 +129,11 @@ export interface ClientHandle {
    * contribution mean nothing to it. 0 without a recovery.
    */
   readonly recoveries: () => number
+  /**
+   * A server that hands out beat links (`ServerOptions.beatLinks`): the rank's beat session and
+   * key, as the welcome gave them; `undefined` otherwise.
+   */
+  readonly beat: { readonly session: string; readonly key: string } | undefined
 }
 
 interface Welcome {
@@ -139,6 +144,7 @@ interface Welcome {
   readonly received: number
   /** A server that took the run over: this is a new session, not the one resumed. */
   readonly recovered: boolean
+  readonly beat?: { readonly session: string; readonly key: string }
 }
 
 const parseWelcome = (data: string): Welcome | undefined => {
@@ -150,18 +156,25 @@ const parseWelcome = (data: string): Welcome | undefined => {
       session?: unknown
       received?: unknown
       recovered?: unknown
+      beatSession?: unknown
+      beatKey?: unknown
     }
     if (typeof value !== "object" || value === null || typeof value.welcome !== "number" || !Number.isInteger(value.welcome))
       return undefined
+    const beat =
+      typeof value.beatSession === "string" && typeof value.beatKey === "string"
+        ? { beat: { session: value.beatSession, key: value.beatKey } }
+        : {}
     if (value.v === undefined || value.v === 1)
-      return { rank: value.welcome, run: value.run, session: undefined, received: 0, recovered: false }
+      return { rank: value.welcome, run: value.run, session: undefined, received: 0, recovered: false, ...beat }
     if (value.v !== 2 || typeof value.session !== "string" || !Number.isSafeInteger(value.received)) return undefined
     return {
       rank: value.welcome,
       run: value.run,
       session: value.session,
       received: value.received as number,
-      recovered: value.recovered === true
+      recovered: value.recovered === true,
+      ...beat
     }
   } catch {
     return undefined
@@ -185,6 +198,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
     // An "auto" join learns its rank at the welcome; the endpoint's `self` is set from it.
     let self: Transport.Peer = options.rank === "auto" ? 0 : options.rank
     let run: unknown
+    let beat: { readonly session: string; readonly key: string } | undefined
     let closeCode: number | undefined
     let recoveries = 0
     const hub = yield* Hub.make(self, options)
@@ -264,6 +278,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
               welcomed = true
               self = welcome.rank
               run = welcome.run
+              beat = welcome.beat
               open(raw, welcome)
               resume(Effect.succeed(raw))
             }
@@ -342,6 +357,7 @@ export const connect = (options: ClientOptions): Effect.Effect<ClientHandle, Tra
             })
           : Effect.sync(() => resuming?.drop()),
       closeCode: () => closeCode,
-      recoveries: () => recoveries
+      recoveries: () => recoveries,
+      beat
     }
   })

@@ -32,3 +32,13 @@ export const resendBytesMaxDefault = 64 * 1024 * 1024
  * @category options
  */
 export const pingAfterSendMsDefault = 1500
+
+/**
+ * The text a beat link's proof signs (HMAC-SHA256 under the welcome's `beatKey`, base64url): the
+ * rank and its session, so that a proof opens no other rank's or session's beat link
+ * (`WebSocketServer.ServerOptions.beatLinks`).
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const beatProofText = (rank: number, session: string): string => `cohort-beat|${rank}|${session}`

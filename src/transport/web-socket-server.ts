@@ -11,10 +11,11 @@ import * as DeathReport from "../actor/death-report.ts"
 import type { JoinRefusal } from "../core/inputs.ts"
 import * as HeldLink from "./internal/held-link.ts"
 import * as Hub from "./internal/hub.ts"
+import * as Hmac from "../platform/hmac.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
-import { pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.ts"
+import { beatProofText, pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.ts"
 
 /**
  * Server options, beside `Transport.Options`:
@@ -131,7 +132,28 @@ export interface ServerOptions extends Transport.Options {
   readonly credential?: (token: string) => Credential | { readonly closeCode: number; readonly reason: string } | undefined
   /** Serve `wss://` with this certificate and key (PEM text); default plain `ws://`. */
   readonly tls?: RuntimeTypes.TlsIdentity | undefined
+  /**
+   * Beat links (default false): a welcome carries `beatSession` and `beatKey` (a secret, new at
+   * each join), and the rank may open one more connection that joins with `{v: 2, beat: rank,
+   * session: beatSession, proof}`, `proof` the HMAC-SHA256 of `beatProofText(rank, beatSession)`
+   * under the key
+   * (`beatProof`). Every binary message on it is a sighting of that rank (`Link.touch`), nothing
+   * more. At most one beat link a rank: another closes with `BeatLinkTaken` (4032); a bad proof,
+   * or a session that is not the rank's latest join's, with `BeatLinkBad` (4033). `onBeatLink(rank, open)` is
+   * told when a rank's beat link opens and when it closes.
+   */
+  readonly beatLinks?: boolean
+  readonly onBeatLink?: (rank: Transport.Peer, open: boolean) => void
 }
+
+/**
+ * The proof a beat link of `rank` in `session` joins with, under the welcome's `beatKey`.
+ *
+ * @since 0.1.0
+ * @category options
+ */
+export const beatProof = (beatKey: string, rank: Transport.Peer, session: string): string =>
+  Hmac.hmacSha256(beatKey, beatProofText(rank, session))
 
 /**
  * A credential of one rank (`ServerOptions.credential`): its `id` (named in the journal and by
@@ -278,6 +300,26 @@ const parseResume = (value: unknown): Resume | undefined => {
     : undefined
 }
 
+interface BeatJoin {
+  readonly rank: number
+  readonly session: string
+  readonly proof: string
+}
+
+const parseBeatJoin = (data: Uint8Array | string): BeatJoin | undefined => {
+  if (typeof data !== "string" || data.length > 1024 || !data.includes('"beat"')) return undefined
+  try {
+    const value = JSON.parse(data) as { v?: unknown; beat?: unknown; session?: unknown; proof?: unknown }
+    if (typeof value !== "object" || value === null || value.v !== 2) return undefined
+    const { beat, session, proof } = value
+    return typeof beat === "number" && Number.isSafeInteger(beat) && typeof session === "string" && typeof proof === "string"
+      ? { rank: beat, session, proof }
+      : undefined
+  } catch {
+    return undefined
+  }
+}
+
 const parseJoin = (data: Uint8Array | string): Join | undefined => {
   if (typeof data !== "string" || data.length > 4096) return undefined
   try {
@@ -330,6 +372,31 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const timers = new Set<ReturnType<typeof setTimeout>>()
     /** Links of ranks that joined with protocol 2: they outlive their sockets. */
     const helds = new Map<Transport.Peer, HeldLink.Held>()
+    /** With `beatLinks`: each protocol 2 rank's session and beat key, and its one beat link. */
+    const beatKeys = new Map<Transport.Peer, { readonly session: string; readonly key: string }>()
+    const beatSockets = new Map<Transport.Peer, RuntimeTypes.RawSocket>()
+    const tell = (rank: Transport.Peer, open: boolean): void => {
+      try {
+        options.onBeatLink?.(rank, open)
+      } catch {
+        // an observer only watches
+      }
+    }
+    // A joined rank's beat session (its own, not its link's session id) and key, in its welcome.
+    const beatOf = (rank: Transport.Peer): { beatSession: string; beatKey: string } | Record<string, never> => {
+      if (options.beatLinks !== true) return {}
+      const beat = { session: HeldLink.sessionId(), key: HeldLink.sessionId() }
+      beatKeys.set(rank, beat)
+      return { beatSession: beat.session, beatKey: beat.key }
+    }
+    const endBeats = (rank: Transport.Peer): void => {
+      beatKeys.delete(rank)
+      const socket = beatSockets.get(rank)
+      if (socket === undefined) return
+      beatSockets.delete(rank)
+      socket.close(Transport.CloseCode.RankDead, "the rank ended")
+      tell(rank, false)
+    }
     const holdOptions = {
       hub,
       pieceBytes: options.pieceBytes ?? pieceBytesDefault,
@@ -409,13 +476,26 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
               ...holdOptions,
               rank: joinedRank,
               endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
-              ended: () => void ended.add(joinedRank)
+              ended: () => {
+                ended.add(joinedRank)
+                endBeats(joinedRank)
+              }
             },
             socket,
-            (session) =>
+            (session) => {
+              const beat = beatOf(joinedRank)
               socket.send(
-                JSON.stringify({ v: 2, welcome: joinedRank, session, received: 0, ...runField, ...(recovered ? { recovered } : {}) })
+                JSON.stringify({
+                  v: 2,
+                  welcome: joinedRank,
+                  session,
+                  received: 0,
+                  ...runField,
+                  ...(recovered ? { recovered } : {}),
+                  ...beat
+                })
               )
+            }
           )
           helds.set(joinedRank, held)
         } else {
@@ -423,7 +503,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             post: (message) => socket.send(message),
             close: (code) => socket.close(code, "closed by coordinator")
           })
-          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField }))
+          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beatOf(joinedRank) }))
         }
         linkRank = joinedRank
         try {
@@ -455,8 +535,26 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         if (refusal !== undefined) return refuse(refusal.closeCode, refusal.reason)
         held = found
       }
+      // A beat link (`ServerOptions.beatLinks`): proved with its session's key, one a rank.
+      let beatRank: Transport.Peer | undefined
+      const beatJoin = (beat: BeatJoin): void => {
+        const known = beatKeys.get(beat.rank)
+        const proof = known === undefined ? "" : Hmac.hmacSha256(known.key, beatProofText(beat.rank, known.session))
+        if (known === undefined || !sameToken(beat.session, known.session) || !sameToken(beat.proof, proof)) {
+          return refuse(Transport.CloseCode.BeatLinkBad, "bad beat link")
+        }
+        if (beatSockets.has(beat.rank)) return refuse(Transport.CloseCode.BeatLinkTaken, "the rank has a beat link")
+        beatSockets.set(beat.rank, socket)
+        beatRank = beat.rank
+        socket.send(JSON.stringify({ v: 2, beating: beat.rank }))
+        tell(beat.rank, true)
+      }
       return {
         message: (data) => {
+          if (beatRank !== undefined) {
+            if (typeof data !== "string") hub.link(beatRank)?.touch()
+            return
+          }
           if (held !== undefined) {
             if (typeof data === "string") return socket.close(Transport.CloseCode.BadBatch, "text after the join")
             return held.receive(socket, data)
@@ -467,6 +565,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           }
           if (refused) return
           settle()
+          const beat = options.beatLinks === true ? parseBeatJoin(data) : undefined
+          if (beat !== undefined) return beatJoin(beat)
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
@@ -517,9 +617,15 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         },
         close: (code) => {
           settle()
+          if (beatRank !== undefined) {
+            if (beatSockets.get(beatRank) !== socket) return
+            beatSockets.delete(beatRank)
+            return tell(beatRank, false)
+          }
           if (held !== undefined) return held.closed(socket, code)
           if (link === undefined || linkRank === undefined) return
           ended.add(linkRank)
+          endBeats(linkRank)
           link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
         }
       }

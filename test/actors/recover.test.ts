@@ -2,7 +2,8 @@
 // directories: a run still running, one that ended, one averaged with the ring backend, and one
 // whose last committed round's model is missing are refused with one line each; `findLost` finds
 // the served run that lost its coordinator and none of the others.
-import { mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { createHmac } from "node:crypto"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -74,6 +75,54 @@ describe("serve --recover refuses before anything runs", () => {
   it("a run whose last committed round's model is missing", async () => {
     const log = `${JSON.stringify({ type: "base", epoch: 0, firstRound: 0, committed: [] })}\n${JSON.stringify({ type: "commit", epoch: 0, round: 3, ranges: [[0, 10]] })}\n`
     expect(await refusal(runDir("no-model", [started()], { log }))).toMatch(/the model of round 3 is missing/)
+  })
+
+  it("a run that formed, or whose log failed, with no recovery log: rounds may have been committed", async () => {
+    expect(await refusal(runDir("formed-no-log", [started(), { type: "formed", ms: 5, worldSize: 2 }]))).toMatch(
+      /holds no recovery log: the run cannot be taken over exactly/
+    )
+    const fault = {
+      type: "alert",
+      ms: 5,
+      alert: { class: "StorageFault", detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space" }
+    }
+    expect(await refusal(runDir("failed-log", [started(), fault]))).toMatch(/holds no recovery log \(cannot write .*ENOSPC/)
+  })
+
+  it("a token that is not the run's (its ranks would refuse the takeover and exit)", async () => {
+    const log = `${JSON.stringify({ type: "base", epoch: 0, firstRound: 0, committed: [] })}\n`
+    const run = runDir("wrong-token", [started()], { log })
+    const check = createHmac("sha256", "recover-test-token-0123456789").update("cohort recovery token check").digest("base64url")
+    writeFileSync(join(run, "recovery", "token.check"), `${check}\n`)
+    const tried = (runToken: string) =>
+      Recover.recover({ runDir: run, runToken }, async () => {
+        throw new Error("served")
+      }).catch((error: Error) => error.message)
+    expect(await tried("another-token-0123456789abcdef")).toMatch(/^runToken: is not run r's token/)
+    expect(await tried("recover-test-token-0123456789")).toBe("served")
+  })
+
+  it("a run lost after its last epoch ended but before that epoch's audit line: the line is written from the log", async () => {
+    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0 })
+    const log = [
+      { type: "base", epoch: 0, firstRound: 0, committed: [] },
+      { type: "commit", epoch: 0, round: 0, ranges: [[0, 100]] },
+      { type: "closed", epoch: 0, round: 0, summary: summary(0) },
+      { type: "commit", epoch: 1, round: 1, ranges: [[0, 100]] },
+      { type: "closed", epoch: 1, round: 1, summary: summary(1) }
+    ]
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join("")
+    const run = runDir("last-gap", [started(), { type: "epoch", ms: 3, summary: summary(0) }], { log })
+    const auditLines = () => readFileSync(join(run, "events.ndjson"), "utf8").match(/"type":"epoch"/g)?.length
+    expect(await refusal(run)).toMatch(/audited all 2 epochs \(the audit of epoch 1 written now from .*: its coordinator was lost/)
+    expect(auditLines()).toBe(2)
+    expect(await refusal(run)).toMatch(/audited all 2 epochs: nothing to take over/)
+    // A restarted plain `serve` (findLost) writes the line too, and does not take the run over.
+    const again = runDir("last-gap-2", [started(), { type: "epoch", ms: 3, summary: summary(0) }], { log })
+    expect(await Recover.findLost(dir, 60_000, Date.now())).not.toContain(again)
+    expect(readFileSync(join(again, "events.ndjson"), "utf8").match(/"type":"epoch"/g)?.length).toBe(2)
+    expect(auditLines()).toBe(2)
   })
 
   it("takes a run lost before any round closed over with the trainers' initial model", async () => {

@@ -412,6 +412,39 @@ describe("ranks that beat while they run a call the coordinator asked for (beats
     const made = Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1, beatsDuringCalls: "yes" as unknown as boolean }, 0)
     expect("_tag" in made && made.option).toBe("beatsDuringCalls")
   })
+
+  it("per rank: only a rank the shell marked as beating is declared at its timeout inside a save; an unmarked one, or one unmarked again, is held", () => {
+    const asked = (mark: ReadonlyArray<boolean>) => {
+      const s = make({
+        worldSize: 3,
+        epochSamples: 30,
+        epochs: 2,
+        heartbeatTimeoutMs: 1000,
+        rolePolicy: { rank: 0 },
+        saveTimeoutMs: 600_000
+      })
+      Coordinator.start(s, 0)
+      for (const on of mark) Coordinator.setBeatsDuringCalls(s, 0, on)
+      Coordinator.setBeatsDuringCalls(s, 7, true) // out of range: no-op
+      params(s, 0, 100, 10)
+      params(s, 1, 100, 10)
+      expect(tags(params(s, 2, 100, 10))).toContain("Send:Checkpoint")
+      frame(s, 0, 150, { _tag: "Heartbeat" }) // as it starts the call
+      return s
+    }
+    const marked = asked([true])
+    heartbeat(marked, 1200, [1, 2])
+    tick(marked, 1200)
+    expect(Coordinator.isLive(marked, 0)).toBe(false)
+    expect(marked.deaths.map((d) => d.cause)).toEqual(["no frame for 1050 ms (timeout 1000 ms)"])
+    expect(Liveness.beats(marked.liveness, 0)).toBe(false) // its death clears the mark: a joiner at the index starts unmarked
+    for (const s of [asked([]), asked([true, false])]) {
+      heartbeat(s, 5000, [1, 2])
+      tick(s, 5000)
+      expect(Coordinator.isLive(s, 0)).toBe(true)
+      expect(Coordinator.deadlineOf(s, 0)).toBeGreaterThan(600_000)
+    }
+  })
 })
 
 describe("whole runs with per-rank deadlines (seeded simulation with faults, then a liveness phase)", () => {

@@ -14,7 +14,7 @@ const SEED = 20261203
 
 describe("Recovery.fold", () => {
   it("an empty record is the run's start: epoch 0, nothing committed, no round", () => {
-    expect(Recovery.fold(2, 10, [])).toEqual({ epoch: 0, lastRound: -1, committed: [], committedSamples: 0, gone: [] })
+    expect(Recovery.fold(2, 10, [])).toEqual({ epoch: 0, lastRound: -1, committed: [], committedSamples: 0, unaudited: [], gone: [] })
   })
 
   it("the point is the first epoch without an audit, with its commits merged, in any order of the entries", () => {
@@ -41,6 +41,7 @@ describe("Recovery.fold", () => {
         [8, 2]
       ],
       committedSamples: 8,
+      unaudited: [],
       gone: [2]
     })
   })
@@ -51,6 +52,27 @@ describe("Recovery.fold", () => {
       { _tag: "Commit", epoch: 1, round: 1, ranges: [[0, 3]] }
     ])
     expect(point).toMatchObject({ epoch: 0, lastRound: 1, committed: [[0, 10]] })
+  })
+
+  it("an epoch closed without its audit line ends the same: the next epoch's commits count, its audit is owed", () => {
+    const point = Recovery.fold(3, 10, [
+      { _tag: "Commit", epoch: 0, round: 0, ranges: [[0, 10]] },
+      { _tag: "Closed", epoch: 0 },
+      { _tag: "Commit", epoch: 1, round: 1, ranges: [[0, 3]] }
+    ])
+    expect(point).toMatchObject({ epoch: 1, lastRound: 1, committed: [[0, 3]], unaudited: [0] })
+    // Owed across a later base too (a takeover lost before it wrote the line).
+    const again = Recovery.fold(3, 10, [
+      { _tag: "Closed", epoch: 0 },
+      { _tag: "Base", epoch: 1, firstRound: 3, committed: [[0, 3]] }
+    ])
+    expect(again).toMatchObject({ epoch: 1, committed: [[0, 3]], unaudited: [0] })
+    expect(
+      Recovery.fold(3, 10, [
+        { _tag: "Closed", epoch: 0 },
+        { _tag: "Audited", epoch: 0 }
+      ]).unaudited
+    ).toEqual([])
   })
 
   it("the last base wins: a resumed or recovered run starts from its own point", () => {
@@ -90,22 +112,38 @@ describe("recovering from any prefix of a recorded run", () => {
   it("completes the run with every epoch audited exactly once and round numbers never reused", () => {
     let recovered = 0
     let midEpoch = 0
+    let owedAudits = 0
     fc.assert(
       fc.property(scenario, fc.integer({ min: 0, max: 999 }), fc.integer({ min: 0, max: 2 ** 31 - 1 }), (s, cut, seed) => {
         const base = { ...s, kills: Math.min(s.kills, s.options.worldSize - 1), hangs: 0, exits: 0, lateFrames: 0 }
-        // The record a coordinator leaves: a commit per closed round, an audit per ended epoch.
+        // The record a coordinator leaves: a commit per closed round, a `Closed` per ended epoch,
+        // and its audit line later, after the next epoch's first commit (the epoch's model is
+        // written meanwhile): every cut between the two is a kill in that gap.
         const record: Array<Recovery.Entry> = [{ _tag: "Base", epoch: 0, firstRound: 0, committed: [] }]
+        const owed: Array<Recovery.Entry> = []
         const onCommand = (command: Coordinator.Command): void => {
-          if (command._tag === "AverageRound")
+          if (command._tag === "AverageRound") {
             record.push({ _tag: "Commit", epoch: command.epoch, round: command.round, ranges: command.committed })
-          else if (command._tag === "EpochEnded") record.push({ _tag: "Audited", epoch: command.summary.epoch })
+            record.push(...owed.splice(0))
+          } else if (command._tag === "EpochEnded") {
+            record.push({ _tag: "Closed", epoch: command.summary.epoch })
+            owed.push({ _tag: "Audited", epoch: command.summary.epoch })
+          }
         }
         Simulation.run({ ...base, onCommand })
+        record.push(...owed.splice(0))
         const kept = record.slice(0, 1 + Math.floor((cut / 1000) * record.length))
         const { epochs, epochSamples } = s.options
         const point = Recovery.fold(epochs, epochSamples, kept)
         const resume = Recovery.resumeOf(point, epochs)
-        const auditedBefore = kept.flatMap((e) => (e._tag === "Audited" ? [e.epoch] : []))
+        // The recovered run writes the audit lines owed (`unaudited`).
+        const auditedBefore = [...kept.flatMap((e) => (e._tag === "Audited" ? [e.epoch] : [])), ...point.unaudited]
+        if (point.unaudited.length > 0) owedAudits += 1
+        // No committed sample trained again: every commit of the point's epoch is in the point.
+        const committedKept = kept.flatMap((e) => (e._tag === "Commit" && e.epoch === point.epoch ? [e] : []))
+        const start: Recovery.Entry = { _tag: "Base", epoch: point.epoch, firstRound: 0, committed: [] }
+        const inPoint = Recovery.fold(epochs, epochSamples, [start, ...committedKept]).committedSamples
+        expect(point.committedSamples).toBe(inPoint)
         if (resume === undefined) {
           expect(auditedBefore.sort()).toEqual(Array.from({ length: epochs }, (_, e) => e))
           return
@@ -132,5 +170,6 @@ describe("recovering from any prefix of a recorded run", () => {
     )
     expect(recovered).toBeGreaterThan(50)
     expect(midEpoch).toBeGreaterThan(10)
+    expect(owedAudits).toBeGreaterThan(5)
   })
 })
