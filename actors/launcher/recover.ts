@@ -155,6 +155,16 @@ const listenedPortOf = (journalText: string): number | undefined => {
   return port
 }
 
+/** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
+const refuseNoJournal = (runDir: string): void => {
+  if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
+  const runs = SyncFiles.list(runDir).filter((name) => SyncFiles.modifiedMs(`${runDir}/${name}/events.ndjson`) !== undefined)
+  const examples = runs.slice(0, 3).map((name) => `${runDir}/${name}`)
+  fail(
+    `${runDir} is not a run directory (it has no events.ndjson): give the run's own folder, <out>/<runId>${examples.length === 0 ? "" : `, e.g. ${examples.join(", ")}`}`
+  )
+}
+
 /** The folder that holds `dir`, and its last name. */
 const splitDir = (dir: string): { readonly outDir: string; readonly runId: string } => {
   const trimmed = dir.replace(/(.)\/+$/, "$1")
@@ -177,20 +187,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const runDir = options.runDir.replace(/(.)\/+$/, "$1")
   const running = await LockFile.inspect(`${runDir}/${runLockFileName}`)
   if (running._tag === "Live") fail(`run ${runDir} is still running in process ${running.owner.pid}: nothing to take over`)
-  if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) === undefined) {
-    // Most often the --out folder given instead of one of its runs: name those.
-    const runs = SyncFiles.list(runDir).filter((name) => SyncFiles.modifiedMs(`${runDir}/${name}/events.ndjson`) !== undefined)
-    fail(
-      `${runDir} is not a run directory (it has no events.ndjson): give the run's own folder, <out>/<runId>${
-        runs.length === 0
-          ? ""
-          : `, e.g. ${runs
-              .slice(0, 3)
-              .map((name) => `${runDir}/${name}`)
-              .join(", ")}`
-      }`
-    )
-  }
+  refuseNoJournal(runDir)
   const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax).catch(() => "unreadable")
   if (typeof read === "string") return fail(`${runDir}/events.ndjson cannot be read: ${read}`)
   const journal = readJournal(read.text)
