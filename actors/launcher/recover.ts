@@ -144,6 +144,27 @@ const writeOwed = (
 
 const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 
+/**
+ * The port the journal's last `listening` event names (`ws://127.0.0.1:38923/`): a run served on
+ * port 0 got a free one, which its ranks reconnect to.
+ */
+const listenedPortOf = (journalText: string): number | undefined => {
+  let port: number | undefined
+  for (const found of journalText.matchAll(/"type":"listening"[^\n]*?"url":"wss?:\/\/(?:\[[^\]]*\]|[^/:"]*):(\d+)/g))
+    port = Number(found[1])
+  return port
+}
+
+/** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
+const refuseNoJournal = (runDir: string): void => {
+  if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
+  const runs = SyncFiles.list(runDir).filter((name) => SyncFiles.modifiedMs(`${runDir}/${name}/events.ndjson`) !== undefined)
+  const examples = runs.slice(0, 3).map((name) => `${runDir}/${name}`)
+  fail(
+    `${runDir} is not a run directory (it has no events.ndjson): give the run's own folder, <out>/<runId>${examples.length === 0 ? "" : `, e.g. ${examples.join(", ")}`}`
+  )
+}
+
 /** The folder that holds `dir`, and its last name. */
 const splitDir = (dir: string): { readonly outDir: string; readonly runId: string } => {
   const trimmed = dir.replace(/(.)\/+$/, "$1")
@@ -166,6 +187,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const runDir = options.runDir.replace(/(.)\/+$/, "$1")
   const running = await LockFile.inspect(`${runDir}/${runLockFileName}`)
   if (running._tag === "Live") fail(`run ${runDir} is still running in process ${running.owner.pid}: nothing to take over`)
+  refuseNoJournal(runDir)
   const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax).catch(() => "unreadable")
   if (typeof read === "string") return fail(`${runDir}/events.ndjson cannot be read: ${read}`)
   const journal = readJournal(read.text)
@@ -174,7 +196,10 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
   const o = started.options ?? {}
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
-  if (o.backend === "ring") fail(`run ${started.runId} averages with the ring backend: taking it over is built for cpu only`)
+  if (o.backend === "ring")
+    fail(
+      `run ${started.runId} averages with the ring backend, which a new coordinator cannot take over (cpu only): serve with --fresh for a new run, or continue this one with cohort resume ${runDir}`
+    )
   const log = RecoveryLog.read(runDir)
   // A served run writes its base line before its first frame: a run lost before it has sent
   // nothing (the ranks hold the trainers' initial model), but one that formed, or whose log could
@@ -254,7 +279,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     runId,
     runToken: tokenText,
     host: options.host ?? (typeof o.host === "string" ? o.host : undefined) ?? "127.0.0.1",
-    port: options.port ?? numberOf(o.port) ?? 0,
+    // The port the ranks know: the one bound, not a 0 the run was given.
+    port: options.port ?? (numberOf(o.port) || listenedPortOf(read.text)) ?? 0,
     formationTimeoutMs: windowMs + 1000,
     recovery,
     resumeState: { ...resume, params },

@@ -24,6 +24,7 @@
  * - `--issue-tokens N` (default 0) and `--token-ttl-ms MS` (default: never expire): writes a
  *   credential per rank index `0..N-1` to `<out>/<runId>/credentials/rank<r>` (mode 0600), each
  *   admitting its index only (`actors/launcher/revocations.ts`, `cohort revoke`); the run token still works.
+ *   The join command then names rank 0's credential (each host uses its own) instead of the token.
  * - `--rank-connections-max N` (default two a rank of `--max-ranks`, the pending joins and 64
  *   more, `WebSocket.connectionsMaxOf`): connections the rank port holds at once; more are closed
  *   as they arrive (under Node), with a `CoordinatorResource` alert, never a rank's fault.
@@ -360,7 +361,11 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
             )
           }
           const trainerFlag = parsed.trainer === undefined ? "" : ` --trainer ${shellWord(trainer)}`
-          const tokenFlag = tokenFile === undefined ? "" : ` --token-file ${shellWord(tokenFile)}`
+          // With credentials issued, the command a rank's host copies holds one of them: the run
+          // token is the secret every credential derives from, for nobody's host.
+          const credentialFile = issued.length > 0 ? Files.absolutePath(`${listening.runDir}/credentials/rank0`) : undefined
+          const joinFile = credentialFile ?? tokenFile
+          const tokenFlag = joinFile === undefined ? "" : ` --token-file ${shellWord(joinFile)}`
           // A wildcard listen (0.0.0.0, [::]) is no address to join: the command names one of this
           // host's addresses instead, and the others are listed.
           const wildcard = listening.host === "0.0.0.0" || listening.host === "::"
@@ -378,7 +383,8 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
             )
           }
           say(`join with: ${io.command ?? "cohort"} join ${joinUrl}${trainerFlag}${tokenFlag}${pinFlag} --rank auto`)
-          if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
+          if (credentialFile !== undefined) say(`(on rank r's host, its own credential rank<r> in place of rank0)`)
+          else if (tokenFile === undefined) say(`(set ${serveDefaults.tokenEnv} to the run token on the joining host)`)
           if (browser !== undefined)
             say(`browser: ${ServeBrowser.pageUrl(joinHost ?? listening.host, listening.port, listening.runToken, tls !== undefined)}`)
           listened = true

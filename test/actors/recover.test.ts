@@ -54,8 +54,22 @@ describe("serve --recover refuses before anything runs", () => {
 
   it("a run that ended, one averaged with the ring backend, one not served", async () => {
     expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5 }]))).toMatch(/^recover: run r ended: nothing to take over/)
-    expect(await refusal(runDir("ring", [started({ backend: "ring" })]))).toMatch(/ring backend/)
+    expect(await refusal(runDir("ring", [started({ backend: "ring" })]))).toMatch(/ring backend.*--fresh.*cohort resume .*ring$/)
     expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
+  })
+
+  it("a folder that is no run (the --out folder given for one of its runs) names its runs", async () => {
+    // Outside `dir`, whose runs findLost reads below.
+    const out = mkdtempSync(join(tmpdir(), "cohort-recover-out-"))
+    mkdirSync(join(out, "one"))
+    writeFileSync(join(out, "one", "events.ndjson"), `${JSON.stringify(started())}\n`)
+    expect(await refusal(out)).toBe(
+      `recover: ${out} is not a run directory (it has no events.ndjson): give the run's own folder, <out>/<runId>, e.g. ${out}/one`
+    )
+    rmSync(out, { recursive: true, force: true })
+    expect(await refusal(join(dir, "nowhere"))).toMatch(
+      /nowhere is not a run directory \(it has no events.ndjson\): give the run's own folder, <out>\/<runId>$/
+    )
   })
 
   it("a run whose last committed round's model is missing", async () => {
@@ -122,6 +136,34 @@ describe("serve --recover refuses before anything runs", () => {
       resumeState: { epoch: 0, firstRound: 1, committed: [], params: undefined },
       recovery: { windowMs: 5000, expected: [0, 1], gone: [], epoch: 0, lastRound: -1 },
       runToken: "recover-test-token-0123456789"
+    })
+  })
+})
+
+describe("serve --recover listens where the ranks reconnect", () => {
+  const given = async (events: ReadonlyArray<object>, name: string, options: Partial<Recover.RecoverOptions> = {}) => {
+    let served: { readonly host?: string; readonly port?: number } = {}
+    await Recover.recover({ runDir: runDir(name, events), ...options }, async (o) => {
+      served = o
+      throw new Error("served")
+    }).catch(() => undefined)
+    return served
+  }
+
+  it("a run served on port 0 is taken over on the port it was given, the last one it listened on", async () => {
+    const listening = (url: string) => ({ type: "listening", ms: 3, url })
+    expect(await given([started({ host: "127.0.0.1", port: 0 }), listening("ws://127.0.0.1:38923/")], "port0")).toMatchObject({
+      host: "127.0.0.1",
+      port: 38923
+    })
+    expect(
+      await given([started({ port: 0 }), listening("wss://[::1]:40001/"), listening("wss://[::1]:40002/")], "port0-twice")
+    ).toMatchObject({
+      port: 40002
+    })
+    expect(await given([started({ port: 7070 }), listening("ws://127.0.0.1:7070/")], "port-given")).toMatchObject({ port: 7070 })
+    expect(await given([started({ port: 0 }), listening("ws://127.0.0.1:38923/")], "port-listen", { port: 9000 })).toMatchObject({
+      port: 9000
     })
   })
 })

@@ -51,6 +51,10 @@ describe("cohort serve --issue-tokens and cohort revoke", () => {
     try {
       await waitFor(() => /credentials in (\S+)\/rank<r>/.test(serve.out()), 30_000, "the credentials line")
       const dir = /credentials in (\S+)\/rank<r>/.exec(serve.out())![1]!
+      // The join command hands out rank 0's credential, never the run token every credential derives from.
+      await waitFor(() => /join with: .*\n/.test(serve.out()), 10_000, "the join line")
+      expect(/join with: (.*)\n/.exec(serve.out())![1]).toContain(`--token-file ${join(dir, "rank0")} --rank auto`)
+      expect(serve.out()).toContain("(on rank r's host, its own credential rank<r> in place of rank0)")
       const runDir = join(dir, "..")
       const credentialOf = (rank: number) => join(dir, `rank${rank}`)
       const idOf = (rank: number) => readFileSync(credentialOf(rank), "utf8").split(".")[1]!
