@@ -43,23 +43,14 @@ export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<st
   const kinds = (["graceful", "crash", "silent"] as const)
     .map((kind) => {
       const of = leaves.filter((l) => l.kind === kind)
+      const detection = of.map((l) => l.detectionMs)
       const recovery = of.flatMap((l) => (l.recoveryMs === undefined ? [] : [l.recoveryMs]))
       const sum = (pick: (l: RunTypes.LeaveCost) => number) => String(of.reduce((total, l) => total + pick(l), 0))
       return [
         kind,
         String(of.length),
-        msText(
-          quantile(
-            of.map((l) => l.detectionMs),
-            0.5
-          )
-        ),
-        msText(
-          quantile(
-            of.map((l) => l.detectionMs),
-            0.9
-          )
-        ),
+        msText(quantile(detection, 0.5)),
+        msText(quantile(detection, 0.9)),
         msText(quantile(recovery, 0.5)),
         msText(quantile(recovery, 0.9)),
         sum((l) => l.lostSamples),
@@ -89,45 +80,15 @@ export const leavesLines = (leaves: ReadonlyArray<RunTypes.LeaveCost>): Array<st
  */
 export const joinsLines = (joins: ReadonlyArray<RunTypes.JoinCost>): Array<string> => {
   const rows = joins.map((j) => [String(j.rank), String(j.epoch), msText(j.welcomeMs), msText(j.trainingMs), String(j.bytes)])
-  const of = (pick: (j: RunTypes.JoinCost) => number) => joins.map(pick)
+  const at = (pick: (j: RunTypes.JoinCost) => number, p: number) => quantile(joins.map(pick), p)
   const summary = [
     String(joins.length),
-    msText(
-      quantile(
-        of((j) => j.welcomeMs),
-        0.5
-      )
-    ),
-    msText(
-      quantile(
-        of((j) => j.welcomeMs),
-        0.9
-      )
-    ),
-    msText(
-      quantile(
-        of((j) => j.trainingMs),
-        0.5
-      )
-    ),
-    msText(
-      quantile(
-        of((j) => j.trainingMs),
-        0.9
-      )
-    ),
-    String(
-      quantile(
-        of((j) => j.bytes),
-        0.5
-      ) ?? 0
-    ),
-    String(
-      quantile(
-        of((j) => j.bytes),
-        0.9
-      ) ?? 0
-    )
+    msText(at((j) => j.welcomeMs, 0.5)),
+    msText(at((j) => j.welcomeMs, 0.9)),
+    msText(at((j) => j.trainingMs, 0.5)),
+    msText(at((j) => j.trainingMs, 0.9)),
+    String(at((j) => j.bytes, 0.5) ?? 0),
+    String(at((j) => j.bytes, 0.9) ?? 0)
   ]
   return [
     "joins brought up to date (what each cost):",
