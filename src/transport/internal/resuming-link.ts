@@ -163,12 +163,8 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     cut(old)
   }
 
-  const adopt = (raw: ClientSocket, peerReceived: number): void => {
-    pending.delete(raw)
-    if (!session.canResume(peerReceived)) {
-      raw.close(Transport.CloseCode.ResumeLost, "messages the server missed are no longer held")
-      return finish(Transport.CloseCode.ResumeLost)
-    }
+  /** `raw` becomes the link's socket: the one before it and every other pending attempt are cut. */
+  const takeSocket = (raw: ClientSocket): void => {
     const old = socket
     socket = raw
     lostAtMs = undefined
@@ -176,6 +172,15 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
     cut(old)
     for (const other of pending.keys()) cut(other)
     pending.clear()
+  }
+
+  const adopt = (raw: ClientSocket, peerReceived: number): void => {
+    pending.delete(raw)
+    if (!session.canResume(peerReceived)) {
+      raw.close(Transport.CloseCode.ResumeLost, "messages the server missed are no longer held")
+      return finish(Transport.CloseCode.ResumeLost)
+    }
+    takeSocket(raw)
     link.touch()
     session.attach(sinkOf(raw), peerReceived)
     if (closeLater !== undefined) {
@@ -187,13 +192,7 @@ export const start = (options: Options, first: ClientSocket): Resuming => {
   /** A new coordinator took the run over: a new session on `raw`, the rank's `Hello` first. */
   const recover = (raw: ClientSocket, id: string): void => {
     pending.delete(raw)
-    const old = socket
-    socket = raw
-    lostAtMs = undefined
-    lastArrivalMs = performance.now()
-    cut(old)
-    for (const other of pending.keys()) cut(other)
-    pending.clear()
+    takeSocket(raw)
     session.stop()
     session = makeSession()
     link.touch()
