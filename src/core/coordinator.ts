@@ -42,7 +42,7 @@ import { onModel, reaskModels } from "./model-handover.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
-import type { Resume, State } from "./state.ts"
+import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
 export { causeText } from "./emit.ts"
@@ -459,6 +459,19 @@ const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
   return `no frame for ${silentMs} ms (${own} + ${calls.join(" + ")} for the calls it was asked)`
 }
 
+/** A supervisor's death report (or an outlier verdict) as a departure of the death chain. */
+const reportedDeath = (report: PendingReport): Departure => {
+  const cause = report.cause
+  return {
+    rank: report.rank,
+    kind: "death",
+    detector: "supervisor",
+    cause: causeText(cause),
+    reportedAtMs: report.nowMs,
+    ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
+  }
+}
+
 const onTick = (state: State, cmds: Array<Command>): void => {
   const { membership, counters, config } = state
   const batch: Array<Departure> = []
@@ -469,15 +482,7 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       continue
     }
     inBatch.add(report.rank)
-    const cause = report.cause
-    batch.push({
-      rank: report.rank,
-      kind: "death",
-      detector: "supervisor",
-      cause: causeText(cause),
-      reportedAtMs: report.nowMs,
-      ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
-    })
+    batch.push(reportedDeath(report))
   }
   for (const rank of Liveness.expired(state.liveness, state.clockMs)) {
     if (inBatch.has(rank)) continue
@@ -591,9 +596,11 @@ export const step = (state: State, input: Input): Array<Command> => {
     case "CoordinatorResource":
       alert(state, cmds, "CoordinatorResource", "root", input.detail)
       break
-    case "Outlier":
-      onOutlier(state, input.rank, input.round, input.detail, cmds)
+    case "Outlier": {
+      const condemned = onOutlier(state, input.rank, input.round, input.detail, cmds)
+      if (condemned !== undefined) declareBatch(state, [reportedDeath(condemned)], cmds)
       break
+    }
   }
   if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
   holdCalls(state, cmds)

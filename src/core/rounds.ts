@@ -17,7 +17,7 @@ import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
 import type { Rank } from "./messages.ts"
-import type { State } from "./state.ts"
+import type { PendingReport, State } from "./state.ts"
 
 /**
  * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
@@ -205,23 +205,22 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
 
 /**
  * An `Outlier` input (docs/edge-averaging.md): the alert names the rank; with `outlierRoundsMax`
- * on, the rank's count of outlier rounds reaching it queues its death (declared by the next tick,
- * like a supervisor's report). Dead, exited and out-of-range ranks are ignored: their rounds no
- * longer matter.
+ * on, the rank's count of outlier rounds reaching it returns the rank's death report, which the
+ * step declares at once (a report left for the next tick could outlive a short run). Dead, exited
+ * and out-of-range ranks are ignored: their rounds no longer matter.
  */
-export const onOutlier = (state: State, rank: Rank, round: number, detail: string, cmds: Array<Command>): void => {
-  if (!Membership.isLive(state.membership, rank)) return
+export const onOutlier = (state: State, rank: Rank, round: number, detail: string, cmds: Array<Command>): PendingReport | undefined => {
+  if (!Membership.isLive(state.membership, rank)) return undefined
   state.counters.outlierContributions += 1
   const rounds = (state.outlierRounds.get(rank) ?? 0) + 1
   state.outlierRounds.set(rank, rounds)
   alert(state, cmds, "OutlierParams", path(state, rank), `rank ${rank}'s parameters for round ${round} far outside the others': ${detail}`)
   const max = state.config.outlierRoundsMax
-  if (max > 0 && rounds === max) {
-    state.pendingReports.push({
-      rank,
-      nowMs: state.clockMs,
-      cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` }
-    })
+  if (max === 0 || rounds !== max) return undefined
+  return {
+    rank,
+    nowMs: state.clockMs,
+    cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` }
   }
 }
 
