@@ -91,6 +91,8 @@ export interface Vars {
   /** The signal that interrupted the run (`SIGINT`, `SIGTERM`, or `aborted`), once one did. */
   interruptedBy: string | undefined
   formedEmitted: boolean
+  /** The trainer has no `evaluate`: a rank asked for an eval went on without answering (`noEval`). */
+  noEval: boolean
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   askedToSave: ReadonlyArray<Rank>
   /** Over WebSocket: the listening server, once it listens. */
@@ -294,6 +296,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     roundBytes: undefined,
     interruptedBy: undefined,
     formedEmitted: false,
+    noEval: false,
     askedToSave: [],
     server: undefined,
     churn: undefined,

@@ -210,7 +210,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
-  it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss", async () => {
+  it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss; and, the trainer having no evaluate, says so once epoch 0's eval goes unanswered", async () => {
     // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
     expect(clean(result)).toEqual([
@@ -239,6 +239,18 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(r.openMs).toBeGreaterThanOrEqual(0)
       expect(r.ms).toBeLessThanOrEqual(epochEnds[r.epoch]!)
     }
+    // Epoch 0's line cannot know yet; its eval rank going on into epoch 1 tells, and epoch 1's line says it at once.
+    const evalLines = events
+      .filter((e) => e.type === "epoch" || e.type === "noEval" || e.type === "eval")
+      .map((e) => {
+        const line = e as { type: string; summary?: { epoch: number }; epoch?: number; noEval?: true }
+        return [line.type, line.summary?.epoch ?? line.epoch, line.noEval ?? false]
+      })
+    expect(evalLines).toEqual([
+      ["epoch", 0, false],
+      ["noEval", 0, false],
+      ["epoch", 1, true]
+    ])
   })
 
   it("runs ranks as child processes over WebSocket too: the process's kill is the cause, the joins are logged, nothing refused", async () => {
