@@ -23,6 +23,7 @@ import * as LauncherJournal from "./launcher-journal.ts"
 import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
+import type { OnFormed } from "./resume.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type {
   DeathTiming,
@@ -112,6 +113,8 @@ export interface Context {
   readonly options: RunOptions
   readonly served: Served | undefined
   readonly resumed: Resumed | undefined
+  /** A resumed run's marking of its parent, once it formed (`resume.ts`). */
+  readonly onFormed: OnFormed | undefined
   readonly resolved: ReturnType<typeof resolveOptions>
   readonly trainerUrl: string
   readonly module: Trainer.TrainerModule
@@ -274,7 +277,12 @@ const rankOutput = (options: RunOptions, runDir: string): Pick<Context, "onOutpu
  * @since 0.1.0
  * @category launcher
  */
-export const prepare = async (options: RunOptions, served: Served | undefined, resumed: Resumed | undefined): Promise<Context> => {
+export const prepare = async (
+  options: RunOptions,
+  served: Served | undefined,
+  resumed: Resumed | undefined,
+  onFormed?: OnFormed
+): Promise<Context> => {
   // Long because: it builds the launch's whole context, whose fields are listed one a line.
   const resolved = resolveOptions(options, served !== undefined)
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
@@ -356,6 +364,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     options,
     served,
     resumed,
+    onFormed,
     resolved,
     trainerUrl,
     module,

@@ -125,6 +125,7 @@ const onCommand =
       const present = Core.activeCount(state)
       emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
       if (ctx.served?.recovery !== undefined) Recover.formed(ctx, ctx.served.recovery)
+      ctx.onFormed?.({ runId: ctx.runId, runDir: ctx.runDir }, (path, error) => ctx.storageFailed(StorageFault.of(path, error), false))
     }
     switch (command._tag) {
       case "Alert":

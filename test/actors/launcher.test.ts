@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs"
 import { getPriority } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -140,7 +140,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
   }, 90_000)
 
-  it("a resumed run keeps its parent's round deadline and quorum", async () => {
+  it("a resumed run keeps its parent's round deadline and quorum; a parent it cannot mark resumed is told of with the path and cause", async () => {
     const parent = await Launcher.run({
       ...fast,
       trainer: steady,
@@ -152,10 +152,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
     })
     expect(parent.exitCode).toBe(1)
+    // A folder where the marker's temporary file goes: its write fails (EISDIR) even for root.
+    const marker = join(parent.runDir, "resumed-by.json")
+    mkdirSync(`${marker}.tmp`)
     const child = await Launcher.run({ resume: parent.runDir, outDir, onRankOutput: () => {} })
     expect(child.exitCode).toBe(0)
     const started = JSON.parse(readFileSync(join(child.runDir, "events.ndjson"), "utf8").split("\n")[0]!) as RunEvent
     expect(started.type === "started" && [started.options?.["roundDeadlineMs"], started.options?.["roundQuorum"]]).toEqual([70, 0.6])
+    expect(existsSync(marker)).toBe(false)
+    const faults = child.alerts.filter((a) => a.class === "StorageFault").map((a) => a.detail)
+    expect(faults).toEqual([expect.stringContaining(`cannot write ${marker}: `)])
+    expect(faults[0]).toContain("EISDIR")
   }, 90_000)
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
