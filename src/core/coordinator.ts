@@ -514,16 +514,20 @@ const onTick = (state: State, cmds: Array<Command>): void => {
  * The coordinator itself did not run for `gapMs` (its thread was blocked or its process stopped):
  * whatever the ranks sent meanwhile is still on its way in, so their silence during the gap is not
  * theirs. Liveness pauses for the gap; the rest of the core is unchanged (docs/design.md §3.10).
+ * The alert names the longest stall so far too: repeats fold into one record that keeps only the
+ * last one's detail, which must not hide a long stall among short ones.
  */
 const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
   Liveness.pause(state.liveness, gapMs)
   state.counters.coordinatorStalls += 1
+  state.longestStallMs = Math.max(state.longestStallMs, gapMs)
   alert(
     state,
     cmds,
     "CoordinatorStall",
     "root",
-    `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms); ranks' silence during it is not counted`
+    `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms, longest so far ${state.longestStallMs} ms); ` +
+      "ranks' silence during it is not counted"
   )
 }
 
