@@ -58,6 +58,31 @@ export const commitContribution = (
 }
 
 /**
+ * The `AverageRound` that closes the open round: its epoch, number and opening time, its
+ * contributors, the ranges committed since the last close (taken out of `roundCommitted`), the
+ * parameters to average with their ranks (none for a ring round, which names its `generation`).
+ */
+const averageRound = (
+  state: State,
+  contributors: Array<Rank>,
+  params: Array<Float32Array>,
+  paramRanks: Array<Rank>,
+  reason: string,
+  generation?: number
+): Command => ({
+  _tag: "AverageRound",
+  epoch: state.epoch,
+  round: state.round,
+  openedAtMs: state.roundOpenedMs ?? state.clockMs,
+  contributors,
+  committed: state.roundCommitted.splice(0),
+  params,
+  paramRanks,
+  ...(generation === undefined ? {} : { generation }),
+  reason
+})
+
+/**
  * Ring backend: the open round closes once every ring member (every survivor: each
  * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
  * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
@@ -71,18 +96,16 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
   if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
   for (const [rank, report] of reports) commitContribution(state, rank, report.samplesDone, cmds, report.chunks)
-  cmds.push({
-    _tag: "AverageRound",
-    epoch: state.epoch,
-    round: state.round,
-    openedAtMs: state.roundOpenedMs ?? state.clockMs,
-    contributors,
-    committed: state.roundCommitted.splice(0),
-    params: [],
-    paramRanks: [],
-    generation: ring.generation,
-    reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
-  })
+  cmds.push(
+    averageRound(
+      state,
+      contributors,
+      [],
+      [],
+      `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`,
+      ring.generation
+    )
+  )
   for (const rank of contributors) state.contributed[rank] = 0
   reports.clear()
   state.round += 1
@@ -144,17 +167,7 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
       paramRanks.push(rank)
     }
   }
-  cmds.push({
-    _tag: "AverageRound",
-    epoch: state.epoch,
-    round: state.round,
-    openedAtMs: state.roundOpenedMs ?? state.clockMs,
-    contributors,
-    committed: state.roundCommitted.splice(0),
-    params,
-    paramRanks,
-    reason
-  })
+  cmds.push(averageRound(state, contributors, params, paramRanks, reason))
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1
