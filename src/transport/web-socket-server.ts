@@ -9,12 +9,14 @@ import * as Effect from "effect/Effect"
 import * as Scope from "effect/Scope"
 import * as DeathReport from "../actor/death-report.ts"
 import type { JoinRefusal } from "../core/inputs.ts"
+import * as BeatLinks from "./internal/beat-links.ts"
 import * as HeldLink from "./internal/held-link.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Hmac from "../platform/hmac.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import * as Transport from "./transport.ts"
+import { sameToken } from "./internal/same-token.ts"
 import { beatProofText, pieceBytesDefault, resendBytesMaxDefault } from "./web-socket-protocol.ts"
 
 /**
@@ -263,17 +265,6 @@ export interface ServerHandle {
   readonly vacate: (rank: Transport.Peer) => void
 }
 
-const encoder = new TextEncoder()
-
-// Compares without an early exit so that the time taken does not reveal the matching prefix.
-const sameToken = (a: string, b: string): boolean => {
-  const x = encoder.encode(a)
-  const y = encoder.encode(b)
-  let diff = x.length ^ y.length
-  for (let i = 0; i < Math.max(x.length, y.length); i++) diff |= (x[i] ?? 0) ^ (y[i] ?? 0)
-  return diff === 0
-}
-
 // A v4-mapped IPv6 address ("::ffff:127.0.0.1") is the same peer as its IPv4 address.
 const addressKey = (remoteAddress: string): string =>
   remoteAddress.toLowerCase().startsWith("::ffff:") && remoteAddress.includes(".") ? remoteAddress.slice(7) : remoteAddress
@@ -298,26 +289,6 @@ const parseResume = (value: unknown): Resume | undefined => {
   return typeof session === "string" && Number.isSafeInteger(received) && Number.isSafeInteger(attempt)
     ? { session, received: received as number, attempt: attempt as number }
     : undefined
-}
-
-interface BeatJoin {
-  readonly rank: number
-  readonly session: string
-  readonly proof: string
-}
-
-const parseBeatJoin = (data: Uint8Array | string): BeatJoin | undefined => {
-  if (typeof data !== "string" || data.length > 1024 || !data.includes('"beat"')) return undefined
-  try {
-    const value = JSON.parse(data) as { v?: unknown; beat?: unknown; session?: unknown; proof?: unknown }
-    if (typeof value !== "object" || value === null || value.v !== 2) return undefined
-    const { beat, session, proof } = value
-    return typeof beat === "number" && Number.isSafeInteger(beat) && typeof session === "string" && typeof proof === "string"
-      ? { rank: beat, session, proof }
-      : undefined
-  } catch {
-    return undefined
-  }
 }
 
 const parseJoin = (data: Uint8Array | string): Join | undefined => {
@@ -372,31 +343,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
     const timers = new Set<ReturnType<typeof setTimeout>>()
     /** Links of ranks that joined with protocol 2: they outlive their sockets. */
     const helds = new Map<Transport.Peer, HeldLink.Held>()
-    /** With `beatLinks`: each protocol 2 rank's session and beat key, and its one beat link. */
-    const beatKeys = new Map<Transport.Peer, { readonly session: string; readonly key: string }>()
-    const beatSockets = new Map<Transport.Peer, RuntimeTypes.RawSocket>()
-    const tell = (rank: Transport.Peer, open: boolean): void => {
-      try {
-        options.onBeatLink?.(rank, open)
-      } catch {
-        // an observer only watches
-      }
-    }
-    // A joined rank's beat session (its own, not its link's session id) and key, in its welcome.
-    const beatOf = (rank: Transport.Peer): { beatSession: string; beatKey: string } | Record<string, never> => {
-      if (options.beatLinks !== true) return {}
-      const beat = { session: HeldLink.sessionId(), key: HeldLink.sessionId() }
-      beatKeys.set(rank, beat)
-      return { beatSession: beat.session, beatKey: beat.key }
-    }
-    const endBeats = (rank: Transport.Peer): void => {
-      beatKeys.delete(rank)
-      const socket = beatSockets.get(rank)
-      if (socket === undefined) return
-      beatSockets.delete(rank)
-      socket.close(Transport.CloseCode.RankDead, "the rank ended")
-      tell(rank, false)
-    }
+    const beats = BeatLinks.make(options.beatLinks === true, options.onBeatLink)
     const holdOptions = {
       hub,
       pieceBytes: options.pieceBytes ?? pieceBytesDefault,
@@ -478,12 +425,12 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
               endCause: (code) => options.endCause?.(joinedRank, code) ?? DeathReport.disconnected(code),
               ended: () => {
                 ended.add(joinedRank)
-                endBeats(joinedRank)
+                beats.end(joinedRank)
               }
             },
             socket,
             (session) => {
-              const beat = beatOf(joinedRank)
+              const beat = beats.welcomeFields(joinedRank)
               socket.send(
                 JSON.stringify({
                   v: 2,
@@ -503,7 +450,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             post: (message) => socket.send(message),
             close: (code) => socket.close(code, "closed by coordinator")
           })
-          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beatOf(joinedRank) }))
+          socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beats.welcomeFields(joinedRank) }))
         }
         linkRank = joinedRank
         try {
@@ -537,17 +484,10 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
       }
       // A beat link (`ServerOptions.beatLinks`): proved with its session's key, one a rank.
       let beatRank: Transport.Peer | undefined
-      const beatJoin = (beat: BeatJoin): void => {
-        const known = beatKeys.get(beat.rank)
-        const proof = known === undefined ? "" : Hmac.hmacSha256(known.key, beatProofText(beat.rank, known.session))
-        if (known === undefined || !sameToken(beat.session, known.session) || !sameToken(beat.proof, proof)) {
-          return refuse(Transport.CloseCode.BeatLinkBad, "bad beat link")
-        }
-        if (beatSockets.has(beat.rank)) return refuse(Transport.CloseCode.BeatLinkTaken, "the rank has a beat link")
-        beatSockets.set(beat.rank, socket)
+      const beatJoin = (beat: BeatLinks.BeatJoin): void => {
+        const taken = beats.join(socket, beat)
+        if (taken._tag === "Refused") return refuse(taken.closeCode, taken.reason)
         beatRank = beat.rank
-        socket.send(JSON.stringify({ v: 2, beating: beat.rank }))
-        tell(beat.rank, true)
       }
       return {
         message: (data) => {
@@ -565,7 +505,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           }
           if (refused) return
           settle()
-          const beat = options.beatLinks === true ? parseBeatJoin(data) : undefined
+          const beat = options.beatLinks === true ? BeatLinks.parseJoin(data) : undefined
           if (beat !== undefined) return beatJoin(beat)
           const join = parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
@@ -617,15 +557,11 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         },
         close: (code) => {
           settle()
-          if (beatRank !== undefined) {
-            if (beatSockets.get(beatRank) !== socket) return
-            beatSockets.delete(beatRank)
-            return tell(beatRank, false)
-          }
+          if (beatRank !== undefined) return beats.closed(beatRank, socket)
           if (held !== undefined) return held.closed(socket, code)
           if (link === undefined || linkRank === undefined) return
           ended.add(linkRank)
-          endBeats(linkRank)
+          beats.end(linkRank)
           link.end(options.endCause?.(linkRank, code) ?? DeathReport.disconnected(code))
         }
       }
