@@ -11,6 +11,7 @@ import * as DeathReport from "../actor/death-report.ts"
 import type { JoinRefusal } from "../core/inputs.ts"
 import * as BeatLinks from "./internal/beat-links.ts"
 import * as HeldLink from "./internal/held-link.ts"
+import * as JoinMessage from "./internal/join-message.ts"
 import * as Hub from "./internal/hub.ts"
 import * as Hmac from "../platform/hmac.ts"
 import * as Select from "../platform/select.ts"
@@ -269,43 +270,6 @@ export interface ServerHandle {
 const addressKey = (remoteAddress: string): string =>
   remoteAddress.toLowerCase().startsWith("::ffff:") && remoteAddress.includes(".") ? remoteAddress.slice(7) : remoteAddress
 
-/** A resume (protocol 2): the session, the messages the rank received, and its attempt's number. */
-interface Resume {
-  readonly session: string
-  readonly received: number
-  readonly attempt: number
-}
-
-interface Join {
-  readonly token: string
-  readonly rank: unknown
-  readonly version: 1 | 2
-  readonly resume: Resume | undefined
-}
-
-const parseResume = (value: unknown): Resume | undefined => {
-  if (typeof value !== "object" || value === null) return undefined
-  const { session, received, attempt } = value as { session?: unknown; received?: unknown; attempt?: unknown }
-  return typeof session === "string" && Number.isSafeInteger(received) && Number.isSafeInteger(attempt)
-    ? { session, received: received as number, attempt: attempt as number }
-    : undefined
-}
-
-const parseJoin = (data: Uint8Array | string): Join | undefined => {
-  if (typeof data !== "string" || data.length > 4096) return undefined
-  try {
-    const value = JSON.parse(data) as { token?: unknown; rank?: unknown; v?: unknown; resume?: unknown }
-    if (typeof value !== "object" || value === null || typeof value.token !== "string") return undefined
-    if (value.v === undefined || value.v === 1) return { token: value.token, rank: value.rank, version: 1, resume: undefined }
-    if (value.v !== 2) return undefined
-    const resume = value.resume === undefined ? undefined : parseResume(value.resume)
-    if (value.resume !== undefined && resume === undefined) return undefined
-    return { token: value.token, rank: value.rank, version: 2, resume }
-  } catch {
-    return undefined
-  }
-}
-
 /**
  * Starts a server in the current scope; closing the scope closes every connection and the
  * listener. Fails with `TransportError`: `TokenTooShort` for a `runToken` under
@@ -460,7 +424,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         }
       }
       // A rank of protocol 2 comes back on a new socket: the held link goes on there.
-      const resume = (rank: unknown, asked: Resume, credential: Credential | undefined): void => {
+      const resume = (rank: unknown, asked: JoinMessage.Resume, credential: Credential | undefined): void => {
         const found = typeof rank === "number" ? helds.get(rank) : undefined
         const recoverable =
           options.recovering === true && typeof rank === "number" && Number.isSafeInteger(rank) && rank >= 0 && rank < options.worldSize
@@ -507,7 +471,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           settle()
           const beat = options.beatLinks === true ? BeatLinks.parseJoin(data) : undefined
           if (beat !== undefined) return beatJoin(beat)
-          const join = parseJoin(data)
+          const join = JoinMessage.parseJoin(data)
           if (join === undefined) return refuse(Transport.CloseCode.BadJoin, "bad join")
           // Not the run token: a credential of one rank (`ServerOptions.credential`), or wrong.
           const isRunToken = sameToken(join.token, options.runToken)
