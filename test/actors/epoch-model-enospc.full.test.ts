@@ -5,13 +5,14 @@
 // resume, once space is freed, trains epoch 0 again and epoch 1: across the run and its resume
 // every epoch is audited exactly once, and the resume names the storage fault, not a dead process.
 import { type ChildProcess, spawnSync } from "node:child_process"
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import type { RunResult } from "../../actors/record/run-types.ts"
 import { removeDir, startCli, waitFor } from "../cli-process.ts"
+import { fillDisk, requireRootLinux, sh, unmount } from "../mounts.ts"
 import { journalOf, onlyRunDir } from "../run-folders.ts"
 
 const steadyPaced = fileURLToPath(new URL("../fixtures/trainers/steady-paced.ts", import.meta.url))
@@ -27,12 +28,11 @@ const env = { COHORT_TEST_BATCH_MS: "30" }
 
 describe("the model after an epoch that cannot be written (ENOSPC)", () => {
   it("is not audited by the run; its resume trains it: each epoch audited exactly once across the chain", async () => {
-    if (process.platform !== "linux" || process.getuid?.() !== 0) throw new Error("THIS TEST NEEDS ROOT ON LINUX (mount)")
+    requireRootLinux("mount")
     const mount = join(scratch, "tmpfs")
     mkdirSync(mount)
     try {
-      const mounted = spawnSync("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mount], { encoding: "utf8" })
-      expect(mounted.status, mounted.stderr).toBe(0)
+      sh("mount", ["-t", "tmpfs", "-o", "size=256k", "tmpfs", mount])
       const out = join(mount, "runs")
       const run = startCli(
         ["run", "--trainer", steadyPaced, "--transport", "worker", "--world-size", "2", "--epochs", "2", "--no-kill", "--out", out],
@@ -49,15 +49,7 @@ describe("the model after an epoch that cannot be written (ENOSPC)", () => {
         `epoch 0 under way (stderr: ${run.err()})`
       )
       const filler = join(mount, "filler")
-      const fd = openSync(filler, "w")
-      try {
-        const block = new Uint8Array(4096)
-        for (;;) writeSync(fd, block)
-      } catch (error) {
-        expect((error as { code?: string }).code).toBe("ENOSPC")
-      } finally {
-        closeSync(fd)
-      }
+      fillDisk(filler)
       expect(await run.exit, run.err()).toBe(5)
       const v0 = join(runDir, "checkpoints", "v0")
       expect(run.err()).toMatch(new RegExp(`^cohort: cannot write ${v0}: ENOSPC: no space left on device`, "m"))
@@ -84,8 +76,7 @@ describe("the model after an epoch that cannot be written (ENOSPC)", () => {
       const childEpochs = journalOf(childDir).flatMap((e) => (e.type === "epoch" ? [e.summary.epoch] : []))
       expect([...parentEpochs, ...childEpochs].sort()).toEqual([0, 1])
     } finally {
-      if (spawnSync("umount", [mount]).status !== 0) spawnSync("umount", ["-l", mount])
-      rmSync(mount, { recursive: true, force: true })
+      unmount(mount)
     }
   }, 60_000)
 })

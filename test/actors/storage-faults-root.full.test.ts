@@ -10,7 +10,7 @@
 // mounted `errors=remount-ro` turns read-only under its open files on an error, as a failing disk
 // does; `/sys/fs/ext4/<dev>/trigger_fs_error` raises one.
 import { type ChildProcess, spawnSync } from "node:child_process"
-import { closeSync, cpSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs"
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -18,6 +18,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import type { RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import { removeDir, startCli, waitFor } from "../cli-process.ts"
+import { fillDisk, requireRootLinux, sh, unmount } from "../mounts.ts"
 import { epochOneUnderway, journalOf } from "../run-folders.ts"
 
 const runtime = Runtime.detect()
@@ -28,23 +29,6 @@ afterAll(async () => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) spawnSync("kill", ["-KILL", String(child.pid)])
   await removeDir(scratch)
 })
-
-const requireRootLinux = (): void => {
-  if (process.platform !== "linux" || process.getuid?.() !== 0) {
-    throw new Error(`THIS TEST NEEDS ROOT ON LINUX (mount): uid ${process.getuid?.()} on ${process.platform}`)
-  }
-}
-
-const sh = (command: string, args: ReadonlyArray<string>): void => {
-  const done = spawnSync(command, args, { encoding: "utf8" })
-  if (done.status !== 0) throw new Error(`${command} ${args.join(" ")}: ${done.stderr}`)
-}
-
-/** Unmounts `mount` (lazily if busy) and removes its folder; never throws (a `finally` step). */
-const unmount = (mount: string): void => {
-  if (spawnSync("umount", [mount]).status !== 0) spawnSync("umount", ["-l", mount])
-  rmSync(mount, { recursive: true, force: true })
-}
 
 /** Each batch's wait (ms): an epoch of 2 ranks lasts about 18 s, long enough to fill a disk inside it. */
 const env = { COHORT_TEST_BATCH_MS: "240" }
@@ -94,7 +78,7 @@ const expectResumed = async (runDir: string, epochs: number) => {
 
 describe(`a run whose record cannot be written (${runtime})`, () => {
   it("on a 700 KiB tmpfs that fills mid-run: exit 5, one line naming ENOSPC and the journal, nothing clean; resumed once space is freed, it trains only what was not committed", async () => {
-    requireRootLinux()
+    requireRootLinux("mount")
     const mount = join(scratch, "tmpfs")
     mkdirSync(mount)
     try {
@@ -107,15 +91,7 @@ describe(`a run whose record cannot be written (${runtime})`, () => {
       expect(journalOf(runDir).some((e) => e.type === "epoch" && e.summary.epoch === 1)).toBe(false)
       // Fill what is left, as another writer on the same disk would.
       const filler = join(mount, "filler")
-      const fd = openSync(filler, "w")
-      try {
-        const block = new Uint8Array(4096)
-        for (;;) writeSync(fd, block)
-      } catch (error) {
-        expect((error as { code?: string }).code).toBe("ENOSPC")
-      } finally {
-        closeSync(fd)
-      }
+      fillDisk(filler)
       await expectStopped(run, runDir, "ENOSPC", "no space left on device")
       rmSync(filler)
       await expectResumed(runDir, 2)
@@ -125,7 +101,7 @@ describe(`a run whose record cannot be written (${runtime})`, () => {
   }, 300_000)
 
   it("on a file system that turns read-only mid-run: exit 5, one line naming EROFS and the journal, nothing clean; resumed from a copy on a good disk, it trains only what was not committed", async () => {
-    requireRootLinux()
+    requireRootLinux("mount")
     const image = join(scratch, "ext4.img")
     const mount = join(scratch, "ext4")
     mkdirSync(mount)
@@ -146,7 +122,7 @@ describe(`a run whose record cannot be written (${runtime})`, () => {
   }, 300_000)
 
   it("--out on a read-only file system names the real cause (read-only), not ENOENT", async () => {
-    requireRootLinux()
+    requireRootLinux("mount")
     const mount = join(scratch, "read-only")
     mkdirSync(mount)
     try {
