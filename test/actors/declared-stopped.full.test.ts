@@ -2,32 +2,17 @@
 // by the launcher right away: it never resumes to act in the live run (wait out the coordinator's
 // silence, write an emergency save into the run's folder). Real rank processes; Node only (the
 // launcher's stop is the same on every runtime, and the process host's kill is covered there).
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import { rankPid } from "../rank-processes.ts"
 
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-declared-stopped-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-/** The pid of rank `rank`'s process of this test's run (its start data names `outDir`). */
-const rankPid = (rank: number): number | undefined => {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`, "utf8")
-      if (environ.includes(`\0COHORT_CHILD_RANK=${rank}\0`) || environ.startsWith(`COHORT_CHILD_RANK=${rank}\0`)) {
-        if (environ.includes(outDir)) return Number(entry)
-      }
-    } catch {
-      // a process that ended meanwhile, or one not ours
-    }
-  }
-  return undefined
-}
 
 /** Whether `pid` is gone (or a zombie waiting to be reaped: it runs no more). */
 const gone = (pid: number): boolean => {
@@ -66,7 +51,7 @@ describe("a rank declared dead is stopped", () => {
         // Mid-epoch, away from the epoch's end (its eval and checkpoint requests).
         if (!stopped && event.type === "progress" && event.rank === 1 && event.epoch >= 1 && event.samplesDone >= 200) {
           stopped = true
-          pid = rankPid(1)
+          pid = rankPid(1, outDir)
           if (pid !== undefined) process.kill(pid, "SIGSTOP")
         }
         if (event.type === "death" && event.death.rank === 1 && pid !== undefined) {

@@ -4,30 +4,17 @@
 // a thread of the rank's own beats on a second connection while the save runs, and SIGSTOP
 // silences it too. A save three times the timeout, not stopped, is no death. Real rank
 // processes and sockets; Node only (the beat link's thread is the same code on every runtime).
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import { rankPid } from "../rank-processes.ts"
 
 const slowSave = fileURLToPath(new URL("../fixtures/trainers/slow-save.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-served-stopped-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-/** The pid of rank `rank`'s process of this test's run (its start data names `outDir`). */
-const rankPid = (rank: number, dir: string): number | undefined => {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`, "utf8")
-      if (environ.includes(`COHORT_CHILD_RANK=${rank}\0`) && environ.includes(dir)) return Number(entry)
-    } catch {
-      // a process that ended meanwhile, or one not ours
-    }
-  }
-  return undefined
-}
 
 const heartbeatTimeoutMs = 1000
 const base = {

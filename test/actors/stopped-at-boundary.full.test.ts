@@ -5,30 +5,17 @@
 // for 600 ms, so that some stops land inside it; the rank process beats from a thread of its own
 // meanwhile (docs/liveness.md), so a save is no death and a stop during one is. Real rank
 // processes; Node only (the beats run under every runtime in test/actors/liveness-calls.test.ts).
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import { rankPid } from "../rank-processes.ts"
 
 const slowSave = fileURLToPath(new URL("../fixtures/trainers/slow-save.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-stopped-boundary-"))
 afterAll(() => rmSync(outDir, { recursive: true, force: true }))
-
-/** The pid of rank `rank`'s process of this test's run (its start data names `outDir`). */
-const rankPid = (rank: number): number | undefined => {
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue
-    try {
-      const environ = readFileSync(`/proc/${entry}/environ`, "utf8")
-      if (environ.includes(`COHORT_CHILD_RANK=${rank}\0`) && environ.includes(outDir)) return Number(entry)
-    } catch {
-      // a process that ended meanwhile, or one not ours
-    }
-  }
-  return undefined
-}
 
 const heartbeatTimeoutMs = 1000
 
@@ -44,7 +31,7 @@ describe("a rank process stopped at any instant is declared within the heartbeat
     const stops: Array<{ rank: number; atMs: number; what: string }> = []
     const declared = new Map<number, number>()
     const stop = (rank: number, what: string) => {
-      const pid = rankPid(rank)
+      const pid = rankPid(rank, outDir)
       if (pid === undefined || stops.some((s) => s.rank === rank)) return
       process.kill(pid, "SIGSTOP")
       stops.push({ rank, atMs: Date.now(), what })
