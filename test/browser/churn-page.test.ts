@@ -10,6 +10,7 @@ import { dirname, join } from "node:path"
 import { pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Churn from "../../bench/churn.ts"
+import { expectEveryDepartureCosted } from "../churn-checks.ts"
 import { killStarted, launchChromium, requireChromium, start } from "./cohort-cli.ts"
 
 let scenarioDir: string | undefined
@@ -36,20 +37,7 @@ describe("churn at 64 ranks, and its report page in Chromium", () => {
     })
     // The scenario's folder holds the run's: <dir>/runs/<runId>.
     scenarioDir = dirname(dirname(row.runDir))
-    expect(row.exitCode).toBe(0)
-    expect(row.audits).toMatchObject({ epochs: 2, lost: 0, duplicated: 0 })
-    expect(row.churns).toBeGreaterThan(0)
-    // Every rank the bench made leave while the run trained has its cost line, of the kind it left
-    // by; one made to leave as the run ends may come after the last audit (nothing to cost then).
-    const margins: Record<string, number> = { graceful: 1000, crash: 1000, silent: 2000 + 1000 }
-    for (const [rank, kind, atMs] of row.faults) {
-      const line = row.leaves.find((l) => l.rank === rank)
-      if (line === undefined && atMs > row.lastAuditAtMs - margins[kind]!) continue
-      expect([rank, line?.kind]).toEqual([rank, kind])
-    }
-    expect(new Set(row.leaves.map((l) => l.kind))).toEqual(new Set(["graceful", "crash", "silent"]))
-    for (const line of row.leaves) expect([line.lostSamples, line.duplicatedSamples]).toEqual([0, 0])
-    expect(row.joins.length).toBeGreaterThan(0)
+    expectEveryDepartureCosted(row, 2, 2000)
 
     const report = start(["report", "--html", row.runDir])
     const done = await report.exited
