@@ -155,6 +155,16 @@ const listenedPortOf = (journalText: string): number | undefined => {
   return port
 }
 
+/**
+ * A ring run's point as its takeover needs it: the round whose mean every returning rank must
+ * hold (the last ring round the log holds committed, with its generation) and the generation its ring
+ * forms in first, past every one the lost coordinator formed (a rank ignores an older `FormRing`).
+ */
+const ringPoint = (point: Recovery.Point): Pick<Recovering, "ringCommitted" | "generation"> => ({
+  ...(point.ringCommitted === undefined ? {} : { ringCommitted: point.ringCommitted }),
+  generation: point.generation + 1
+})
+
 /** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
 const refuseNoJournal = (runDir: string): void => {
   if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
@@ -175,9 +185,8 @@ const splitDir = (dir: string): { readonly outDir: string; readonly runId: strin
 /**
  * Takes the run in `options.runDir` over through `serve` (the launcher's). Rejects with
  * `LaunchError` (option `recover`) before anything is written when the run is still running (its
- * lock's process is alive), ended, has no journal or no `started` event, averaged with the ring
- * backend, has every epoch audited, has no recovery log (no `base` line) while its journal says it
- * formed or its log failed, or lacks the model of its last committed round; with option
+ * lock's process is alive), ended, has no journal or no `started` event, has every epoch audited, has no recovery log (no `base` line) while its journal says it
+ * formed or its log failed, or lacks the model of its last committed round (`cpu`); with option
  * `runToken` when no token is given or found.
  *
  * @since 0.1.0
@@ -196,10 +205,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
   const o = started.options ?? {}
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
-  if (o.backend === "ring")
-    fail(
-      `run ${started.runId} averages with the ring backend, which a new coordinator cannot take over (cpu only): serve with --fresh for a new run, or continue this one with cohort resume ${runDir}`
-    )
+  const ring = o.backend === "ring"
   const log = RecoveryLog.read(runDir)
   // A served run writes its base line before its first frame: a run lost before it has sent
   // nothing (the ranks hold the trainers' initial model), but one that formed, or whose log could
@@ -219,8 +225,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     )
   }
   // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
-  const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
-  if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
+  // A ring's coordinator never holds the model: the ranks do (`Recovering.ringCommitted`).
+  const params = point.lastRound < 0 || ring ? undefined : log.model(point.lastRound)
+  if (params === undefined && !ring && log.entries.some((e) => e._tag === "Commit"))
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
   // Epochs that ended without their audit line (the kill came while their model was written):
   // the recovered run writes it, with the epoch's model when the log still holds it.
@@ -256,7 +263,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
       ...closed.map((c) => ({ ...c.summary, accuracy: undefined }))
     ].sort((a, b) => a.epoch - b.epoch),
     recoveriesBefore: journal.recoveries,
-    closed
+    closed,
+    ...(ring ? ringPoint(point) : {})
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -271,6 +279,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     seed: numberOf(o.seed) ?? defaults.seed,
     batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
     averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
+    ...(ring ? { backend: "ring" as const } : {}),
+    ...given("ringLinks", o.ringLinks === "relay" ? ("relay" as const) : o.ringLinks === "direct" ? ("direct" as const) : undefined),
     ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
     ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
     ...given("roundDeadlineMs", numberOf(o.roundDeadlineMs)),
@@ -330,7 +340,8 @@ const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void =
 export const coordinatorRecovery = (recovery: Recovering) => ({
   windowMs: recovery.windowMs,
   expected: recovery.expected,
-  causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn)
+  causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn),
+  ringCommitted: recovery.ringCommitted
 })
 
 /**

@@ -1,7 +1,8 @@
 // `serve --recover`'s checks before anything runs (actors/launcher/recover.ts), on hand-made run
-// directories: a run still running, one that ended, one averaged with the ring backend, and one
-// whose last committed round's model is missing are refused with one line each; `findLost` finds
-// the served run that lost its coordinator and none of the others.
+// directories: a run still running, one that ended, one not served, and one whose last committed
+// round's model is missing are refused with one line each; a ring run is taken over with the
+// ranks' model (the last ring round committed, and a generation past every one formed); `findLost`
+// finds the served run that lost its coordinator and none of the others.
 import { createHmac } from "node:crypto"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -52,9 +53,8 @@ describe("serve --recover refuses before anything runs", () => {
     expect(await refusal(run)).toMatch(/^recover: run .* is still running in process \d+/)
   })
 
-  it("a run that ended, one averaged with the ring backend, one not served", async () => {
+  it("a run that ended, one not served", async () => {
     expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5 }]))).toMatch(/^recover: run r ended: nothing to take over/)
-    expect(await refusal(runDir("ring", [started({ backend: "ring" })]))).toMatch(/ring backend.*--fresh.*cohort resume .*ring$/)
     expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
   })
 
@@ -136,6 +136,37 @@ describe("serve --recover refuses before anything runs", () => {
       resumeState: { epoch: 0, firstRound: 1, committed: [], params: undefined },
       recovery: { windowMs: 5000, expected: [0, 1], gone: [], epoch: 0, lastRound: -1 },
       runToken: "recover-test-token-0123456789"
+    })
+  })
+})
+
+describe("serve --recover of a ring run", () => {
+  it("confirms the last ring round committed to the ranks (they hold its mean, the log has no model) and forms the ring past every generation recorded", async () => {
+    const log = [
+      { type: "base", epoch: 0, firstRound: 0, committed: [] },
+      { type: "ring", generation: 0 },
+      { type: "commit", epoch: 0, round: 0, ranges: [[0, 20]], generation: 0 },
+      { type: "ring", generation: 1 },
+      { type: "ring", generation: 2 },
+      { type: "commit", epoch: 0, round: 1, ranges: [[20, 20]], generation: 2 },
+      { type: "ring", generation: 3 }
+    ]
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join("")
+    let given: unknown
+    const result = await Recover.recover(
+      { runDir: runDir("ring", [started({ backend: "ring", ringLinks: "relay" }), { type: "formed", ms: 1 }], { log }) },
+      async (options) => {
+        given = options
+        throw new Error("served")
+      }
+    ).catch((error: Error) => error.message)
+    expect(result).toBe("served")
+    expect(given).toMatchObject({
+      backend: "ring",
+      ringLinks: "relay",
+      resumeState: { epoch: 0, firstRound: 3, committed: [[0, 40]], params: undefined },
+      recovery: { lastRound: 1, ringCommitted: { round: 1, generation: 2 }, generation: 4 }
     })
   })
 })
