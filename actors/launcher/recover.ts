@@ -17,8 +17,8 @@ import * as Files from "../../src/platform/files.ts"
 import * as Hmac from "../../src/platform/hmac.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
-import { readText, reportDefaults } from "../record/read-run.ts"
-import type { RecoveryRecord, Recovering, RunEvent, RunResult, ServeOptions } from "../record/run-types.ts"
+import { parseJournal, readText, reportDefaults } from "../record/read-run.ts"
+import type { Recovering, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
@@ -62,62 +62,30 @@ const fail = (reason: string): never => {
 }
 
 /**
- * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
- * ended or formed, its last time, and the first alert of a recovery log write that failed.
+ * What the journal says (`parseJournal`, as `cohort report` reads it): the run's `started` event,
+ * the epochs audited, the ranks gone, whether it ended or formed, its last time, its takeovers,
+ * and the first alert of a recovery log write that failed. A journal `parseJournal` refuses (a
+ * whole line that is no run event, no `started` event) gives its error line.
  */
-const readJournal = (text: string) => {
-  let started: Extract<RunEvent, { type: "started" }> | undefined
-  let ended = false
-  let lastMs = 0
-  const entries: Array<Recovery.Entry> = []
-  const epochs: Array<RunResult["epochs"][number]> = []
-  const accuracy = new Map<number, number>()
-  const recoveries: Array<RecoveryRecord> = []
-  let lost: Record<string, unknown> | undefined
-  let formed = false
-  let logFault: string | undefined
-  for (const line of text.split("\n")) {
-    let event: Record<string, unknown>
-    try {
-      event = JSON.parse(line) as Record<string, unknown>
-    } catch {
-      continue // a line cut short by the kill
-    }
-    if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
-    if (event.type === "formed") formed = true
-    const detail = (event.alert as { detail?: unknown } | undefined)?.detail
-    if (event.type === "alert" && typeof detail === "string" && detail.includes(`/${RecoveryLog.dirName}/`)) logFault ??= detail
-    if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
-    else if (event.type === "ended") ended = true
-    else if (event.type === "epoch") {
-      const summary = event.summary as RunResult["epochs"][number] | undefined
-      if (typeof summary?.epoch === "number") {
-        entries.push({ _tag: "Audited", epoch: summary.epoch })
-        epochs.push(summary)
-      }
-    } else if (event.type === "eval" && typeof event.epoch === "number" && typeof event.accuracy === "number")
-      accuracy.set(event.epoch, event.accuracy)
-    else if (event.type === "coordinatorLost") lost = event
-    else if (event.type === "recovered" && lost !== undefined) {
-      recoveries.push({
-        lostMs: lost.lostMs as number,
-        withoutCoordinatorMs: event.withoutCoordinatorMs as number,
-        epoch: lost.epoch as number,
-        committedSamples: lost.committedSamples as number,
-        returned: event.returned as ReadonlyArray<Rank>,
-        missing: event.missing as ReadonlyArray<Rank>
-      })
-      lost = undefined
-    } else if (event.type === "death") {
-      const rank = (event.death as { rank?: unknown } | undefined)?.rank
-      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
-    } else if (event.type === "leave" && (event.leave as { kind?: unknown } | undefined)?.kind === "exit") {
-      const rank = (event.leave as { rank?: unknown }).rank
-      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
-    }
+const readJournal = (text: string, source: string) => {
+  const parsed = parseJournal(text, source)
+  if (typeof parsed === "string") return parsed
+  const { started, result, formed, recoveries } = parsed
+  const entries: Array<Recovery.Entry> = [
+    ...result.epochs.map((e): Recovery.Entry => ({ _tag: "Audited", epoch: e.epoch })),
+    ...result.deaths.map((d): Recovery.Entry => ({ _tag: "Gone", rank: d.rank }))
+  ]
+  const logFault = result.alerts.find((a) => a.detail.includes(`/${RecoveryLog.dirName}/`))?.detail
+  return {
+    started,
+    ended: result.outcome !== undefined,
+    lastMs: result.durationMs,
+    entries,
+    epochsBefore: result.epochs,
+    recoveries,
+    formed,
+    logFault
   }
-  const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries, formed, logFault }
 }
 
 /** What the log keeps of the run's token: a keyed hash that tells a wrong token, not the token. */
@@ -199,9 +167,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   refuseNoJournal(runDir)
   const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax).catch(() => "unreadable")
   if (typeof read === "string") return fail(`${runDir}/events.ndjson cannot be read: ${read}`)
-  const journal = readJournal(read.text)
+  const journal = readJournal(read.text, `${runDir}/events.ndjson`)
+  if (typeof journal === "string") return fail(`${journal}: not a run's journal that can be taken over`)
   const started = journal.started
-  if (started === undefined) return fail(`${runDir}/events.ndjson has no started event: not a run`)
   if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
   const o = started.options ?? {}
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
@@ -405,8 +373,8 @@ export const findLost = async (outDir: string, windowMs: number, nowMs: number):
     const writtenMs = SyncFiles.modifiedMs(`${dir}/events.ndjson`)
     if (writtenMs === undefined || nowMs - writtenMs > windowMs) continue
     const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
-    const journal = readJournal(text)
-    if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    const journal = readJournal(text, `${dir}/events.ndjson`)
+    if (typeof journal === "string" || journal.started.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
     // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over,
     // but the audit lines it owes are written.
     const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)

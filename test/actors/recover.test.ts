@@ -9,6 +9,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Recover from "../../actors/launcher/recover.ts"
+import { completed } from "../cli/fixtures.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "cohort-recover-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -54,7 +55,9 @@ describe("serve --recover refuses before anything runs", () => {
   })
 
   it("a run that ended, one not served", async () => {
-    expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5 }]))).toMatch(/^recover: run r ended: nothing to take over/)
+    expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5, outcome: completed.outcome }]))).toMatch(
+      /^recover: run r ended: nothing to take over/
+    )
     expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
   })
 
@@ -84,7 +87,14 @@ describe("serve --recover refuses before anything runs", () => {
     const fault = {
       type: "alert",
       ms: 5,
-      alert: { class: "StorageFault", detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space" }
+      alert: {
+        ts: 5,
+        severity: "critical",
+        path: "root",
+        class: "StorageFault",
+        detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space",
+        count: 1
+      }
     }
     expect(await refusal(runDir("failed-log", [started(), fault]))).toMatch(/holds no recovery log \(cannot write .*ENOSPC/)
   })
@@ -103,7 +113,17 @@ describe("serve --recover refuses before anything runs", () => {
   })
 
   it("a run lost after its last epoch ended but before that epoch's audit line: the line is written from the log", async () => {
-    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0 })
+    const summary = (epoch: number) => ({
+      epoch,
+      epochSamples: 100,
+      samplesCommitted: 100,
+      lost: 0,
+      duplicated: 0,
+      deaths: [],
+      exits: [],
+      startedAtMs: 0,
+      endedAtMs: 1
+    })
     const log = [
       { type: "base", epoch: 0, firstRound: 0, committed: [] },
       { type: "commit", epoch: 0, round: 0, ranges: [[0, 100]] },
@@ -155,7 +175,7 @@ describe("serve --recover of a ring run", () => {
       .join("")
     let given: unknown
     const result = await Recover.recover(
-      { runDir: runDir("ring", [started({ backend: "ring", ringLinks: "relay" }), { type: "formed", ms: 1 }], { log }) },
+      { runDir: runDir("ring", [started({ backend: "ring", ringLinks: "relay" }), { type: "formed", ms: 1, worldSize: 2 }], { log }) },
       async (options) => {
         given = options
         throw new Error("served")
@@ -210,7 +230,7 @@ describe("findLost", () => {
       return run
     }
     const lost = at("a-lost", [started()])
-    at("b-ended", [started(), { type: "ended", ms: 1 }])
+    at("b-ended", [started(), { type: "ended", ms: 1, outcome: completed.outcome }])
     at("c-failed", [started(), { type: "failed", ms: 1, stage: "formation", reason: "x", formed: false }])
     at("d-local", [started({}, "worker")])
     const old = at("e-old", [started()])
