@@ -73,7 +73,9 @@ const readJournal = (text: string, source: string) => {
   const { started, result, formed, recoveries } = parsed
   const entries: Array<Recovery.Entry> = [
     ...result.epochs.map((e): Recovery.Entry => ({ _tag: "Audited", epoch: e.epoch })),
-    ...result.deaths.map((d): Recovery.Entry => ({ _tag: "Gone", rank: d.rank }))
+    ...result.deaths.map((d): Recovery.Entry => ({ _tag: "Gone", rank: d.rank })),
+    // A rank that left cleanly (`cohort leave`, `Exiting`) does not come back either.
+    ...(result.leaves ?? []).flatMap((l): Array<Recovery.Entry> => (l.kind === "graceful" ? [{ _tag: "Gone", rank: l.rank }] : []))
   ]
   const logFault = result.alerts.find((a) => a.detail.includes(`/${RecoveryLog.dirName}/`))?.detail
   return {

@@ -160,6 +160,35 @@ describe("serve --recover refuses before anything runs", () => {
   })
 })
 
+describe("serve --recover waits for the ranks still in the run", () => {
+  it("not for one that left cleanly before the loss", async () => {
+    const leave = {
+      type: "leave",
+      ms: 4,
+      leave: {
+        rank: 1,
+        epoch: 0,
+        kind: "graceful",
+        cause: "exited",
+        declaredMs: 4,
+        detectionMs: 0,
+        recoveryMs: 1,
+        remainderSamples: 10,
+        lostSamples: 0,
+        duplicatedSamples: 0,
+        redoneSamples: 0,
+        bytesMoved: 0
+      }
+    }
+    let given: unknown
+    await Recover.recover({ runDir: runDir("left", [started(), leave]) }, async (options) => {
+      given = options
+      throw new Error("served")
+    }).catch(() => undefined)
+    expect(given).toMatchObject({ recovery: { expected: [0], gone: [1] } })
+  })
+})
+
 describe("serve --recover of a ring run", () => {
   it("confirms the last ring round committed to the ranks (they hold its mean, the log has no model) and forms the ring past every generation recorded", async () => {
     const log = [
