@@ -62,6 +62,7 @@ export interface CommandShell {
 
 /** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
 const formRing = (shell: CommandShell, ring: Extract<ToRank, { _tag: "FormRing" }>): void => {
+  if (ring.ringRank === 0) observe(() => shell.hooks.beforeRing?.(ring.generation))
   shell.io.ringFormed(ring)
   if (ring.ringRank !== 0) return
   shell.areaCommit = undefined

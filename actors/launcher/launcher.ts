@@ -372,6 +372,7 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
         : {
             ...hooks,
             beforeRound: log.beforeRound,
+            beforeRing: log.ring,
             onCommand: (command, commandState) => {
               if (command._tag === "EpochEnded") log.closed(command.summary)
               hooks.onCommand?.(command, commandState)
@@ -389,7 +390,12 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
       ? {}
       : {
           resume: {
-            point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
+            point: {
+              epoch: resumeState.epoch,
+              firstRound: resumeState.firstRound,
+              committed: resumeState.committed,
+              ...(served?.recovery?.generation === undefined ? {} : { generation: served.recovery.generation })
+            },
             params: resumeState.params
           }
         })
