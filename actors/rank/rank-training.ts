@@ -406,8 +406,11 @@ const contribute = (r: Running, samplesDone: number) =>
       const current = r.getParams()
       const params = ring.contributionBuffer(current.length)
       params.set(current)
+      // The committed model of the round before, which every member then holds (`--compress` sends changes from it).
+      const base =
+        s.lastAverageRound >= 0 && s.lastAverageRound === s.round - 1 ? { round: s.lastAverageRound, values: s.lastAverage } : undefined
       return yield* ring.contribute(
-        { epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) },
+        { epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params), base },
         s.round
       )
     }
