@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer"
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Codec from "../../src/wire/codec.ts"
@@ -190,7 +191,10 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         C.uint(7),
         C.record(structure("RingData"), id("RingData"), C.uint(0), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good])))
       )
-      // A packed ring step (structures version 7) travels as its bytes: the ring reads them.
+      // A packed ring step (structures version 7) travels as its bytes: the ring reads them. A
+      // Buffer (what a runtime may hand back) is sent as tag 64 too.
+      const fromBuffer = Codec.encode(Frame.fromRank(7, { _tag: "RingData", generation: 0, round: 0, step: 0, data: Buffer.from(good) }))
+      expect(Array.from(fromBuffer)).toEqual(Array.from(ring))
       expect(Codec.decode(ring)).toEqual(
         Result.succeed(Frame.fromRank(7, { _tag: "RingData", generation: 0, round: 0, step: 0, data: new Uint8Array(good) }))
       )
