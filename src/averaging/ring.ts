@@ -37,10 +37,12 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Finite from "./finite.ts"
+import * as RingPacked from "./ring-packed.ts"
 
 /**
  * One message between ring neighbours: `data` is a float64 partial sum (reduce-scatter,
- * `step < ringSize - 1`) or a float32 finished segment (all-gather).
+ * `step < ringSize - 1`) or a float32 finished segment (all-gather); with `--compress`, a packed
+ * step (`RingPacked`, `RingCompressed.allReduce`) in either phase.
  *
  * @since 0.1.0
  * @category model
@@ -49,7 +51,7 @@ export interface RingMessage {
   readonly generation: number
   readonly round: number
   readonly step: number
-  readonly data: Float64Array | Float32Array
+  readonly data: Float64Array | Float32Array | Uint8Array
 }
 
 /**
@@ -324,6 +326,7 @@ export const checkStep = (
   const { step, data } = message
   if (n < 2) return "a ring of one sends no step"
   if (step >= 2 * (n - 1)) return `step ${step} past the last step (${2 * (n - 1) - 1}) of a ring of ${n}`
+  if (data instanceof Uint8Array) return checkPacked(data, step, r, n, length)
   if (step < n - 1) {
     if (!(data instanceof Float64Array)) return `reduce-scatter step ${step} carried float32 values, expected float64 sums`
     const [start, end] = segmentOf(length, n, mod(r - step, n))
@@ -348,6 +351,17 @@ export const checkStep = (
     if (data.length !== end - start) return `step ${step} carried ${data.length} values, expected ${end - start}`
   }
   return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
+}
+
+/** `checkStep` for a packed step (`RingPacked`): its segment's length, its count, finite values. */
+const checkPacked = (data: Uint8Array, step: number, r: number, n: number, length: number): string | undefined => {
+  const gather = step >= n - 1
+  const [start, end] = segmentOf(length, n, gather ? mod(r + 1 - (step - (n - 1)), n) : mod(r - step, n))
+  const read = RingPacked.unpack(data, end - start)
+  if (typeof read === "string") return `step ${step}: ${read}`
+  if (!gather && read.count > step + 1)
+    return `step ${step} carried a contribution count of ${read.count}, expected an integer in [0, ${step + 1}]`
+  return allFinite(read.values) ? undefined : `step ${step} carried a value that is not finite`
 }
 
 /**
@@ -454,12 +468,14 @@ export const allReduce = (
     else divideInto(out, outgoing, ownStart, ownEnd, contributions)
     // All-gather: pass finished segments around the ring; each received segment is forwarded as
     // it came (the link hands over its own copy).
-    let finished: Float32Array | Float64Array = out.slice(ownStart, ownEnd)
+    let finished: Float32Array | Float64Array | Uint8Array = out.slice(ownStart, ownEnd)
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s
       yield* link.send({ generation, round, step, data: finished })
       const message = yield* inbox.take(generation, round, step)
       const [start, end] = segmentOf(length, n, mod(r - s, n))
+      if (message.data instanceof Uint8Array)
+        return yield* Effect.fail(new RingLinkError(`all-gather step ${step} carried a packed step, this rank does not compress`))
       if (message.data.length !== end - start) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
       }
