@@ -155,6 +155,12 @@ export interface Options {
     paramsLength: number | undefined
   ) => ((round: number) => void) | undefined
   /**
+   * Ring backend: the ranks link to their ring neighbours directly over sockets they were given
+   * (child processes, `--ring-links direct`), not through listeners they advertise; a rank whose
+   * link closes mid-collective relays the rest of it (`Ring.RelayOrder`). Default false.
+   */
+  readonly ringPeerLinks?: boolean
+  /**
    * `cpu` backend: how each round's `Update` travels (docs/edge-averaging.md): `none` (default,
    * float32), `fp16` or `int8` (`Packed`, with error feedback: what packing dropped is added to
    * the next round's mean before it is packed). Every rank then holds the unpacked mean, and so
@@ -543,6 +549,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
         muted: options.muted,
+        ringPeerLinks: options.ringPeerLinks ?? false,
         ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
