@@ -372,6 +372,7 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
         : {
             ...hooks,
             beforeRound: log.beforeRound,
+            beforeRing: log.ring,
             onCommand: (command, commandState) => {
               if (command._tag === "EpochEnded") log.closed(command.summary)
               hooks.onCommand?.(command, commandState)
@@ -385,11 +386,18 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined
       ? { formRingLinks: host.formRingLinks }
       : {}),
+    // Child processes given their neighbours' sockets (`spawnRanks`' peerLinks).
+    ringPeerLinks: ctx.resolved.backend === "ring" && ctx.resolved.ringLinks === "direct" && ctx.served === undefined,
     ...(resumeState === undefined
       ? {}
       : {
           resume: {
-            point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
+            point: {
+              epoch: resumeState.epoch,
+              firstRound: resumeState.firstRound,
+              committed: resumeState.committed,
+              ...(served?.recovery?.generation === undefined ? {} : { generation: served.recovery.generation })
+            },
             params: resumeState.params
           }
         })

@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import * as Audit from "./audit.ts"
+import { blockingSilent } from "./blocking-silence.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import * as Config from "./config.ts"
 import * as Liveness from "./liveness.ts"
@@ -100,8 +101,8 @@ export interface StartOptions {
 /**
  * `resume` checked against `config`: the same point with its ranges sorted, clipped to
  * `[0, epochSamples)` and merged, or one line saying what is wrong (`epoch` outside
- * `[0, epochs)`, `firstRound` not a non-negative safe integer, a range that is not two
- * non-negative safe integers). O(n log n) in the ranges.
+ * `[0, epochs)`, `firstRound` or a given `generation` not a non-negative safe integer, a range
+ * that is not two non-negative safe integers). O(n log n) in the ranges.
  *
  * @since 0.1.0
  * @category steps
@@ -112,13 +113,16 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
   }
   if (!Number.isSafeInteger(resume.firstRound) || resume.firstRound < 0)
     return `resume firstRound ${resume.firstRound} must be an integer >= 0`
+  const generation = resume.generation
+  if (generation !== undefined && (!Number.isSafeInteger(generation) || generation < 0))
+    return `resume generation ${generation} must be an integer >= 0`
   for (const range of resume.committed) {
     if (range.length !== 2 || !range.every((v) => Number.isSafeInteger(v) && v >= 0)) {
       return `committed range [${range.join(", ")}] must be two integers >= 0`
     }
   }
   const committed = Audit.complement(Audit.complement(resume.committed, config.epochSamples), config.epochSamples)
-  return { epoch: resume.epoch, firstRound: resume.firstRound, committed }
+  return { epoch: resume.epoch, firstRound: resume.firstRound, committed, ...(generation === undefined ? {} : { generation }) }
 }
 
 /**
@@ -153,6 +157,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
       state.firstEpoch = resume.epoch
       state.firstRound = resume.firstRound
       state.round = resume.firstRound
+      if (state.ring !== undefined && resume.generation !== undefined) state.ring.generation = resume.generation
     }
   }
   if (options.absent !== undefined && options.absent.length > 0) vacateAbsent(state, cmds, options.absent)
@@ -407,6 +412,13 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     if (inBatch.has(rank)) continue
     inBatch.add(rank)
     batch.push({ rank, kind: "death", detector: "heartbeat", cause: staleCause(state, rank, cmds), reportedAtMs: state.clockMs })
+  }
+  for (const rank of blockingSilent(state)) {
+    if (inBatch.has(rank)) continue
+    inBatch.add(rank)
+    const silentMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
+    const cause = `no frame for ${silentMs} ms while the run waited on it (blockingSilenceMs ${config.blockingSilenceMs})`
+    batch.push({ rank, kind: "death", detector: "heartbeat", cause, reportedAtMs: state.clockMs })
   }
   if (batch.length > 0) declareBatch(state, batch, cmds)
   if (state.phase !== "running") return

@@ -32,6 +32,9 @@ import * as Roles from "./roles.ts"
  * from `firstRound`. Ranges are clipped to the epoch and may come in any order; overlaps count
  * once (`normalizeResume`). Epochs before `epoch` count as completed (`Outcome.epochsCompleted`).
  * The shell gives the ranks the parent's model before `start` (an `Update{round: firstRound - 1}`).
+ * `generation` (ring backend, optional): the generation of the run's first `FormRing`, for a run
+ * taken over from a lost coordinator whose ranks saw generations up to `generation - 1` (a rank
+ * ignores a `FormRing` not newer than the one it holds); default 0.
  *
  * @since 0.1.0
  * @category steps
@@ -40,6 +43,7 @@ export interface Resume {
   readonly epoch: number
   readonly firstRound: number
   readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+  readonly generation?: number
 }
 
 export interface CrashRecord {
