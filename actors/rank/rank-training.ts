@@ -2,7 +2,8 @@
  * The rank's steps, which `Rank.run` loops over: `start` loads the trainer and makes the rank's
  * state (`Running`, its `Training` the part that changes), `apply` and `handle` carry out what the
  * coordinator sends, `trainOne` trains a batch and contributes when due, `turn` is one pass of
- * the loop, `hangUntilGone` an injected hang, `stopAsTold` a shutdown.
+ * the loop. The calls the coordinator asks (a checkpoint, an eval), a shutdown and an injected
+ * hang are in `rank-calls.ts`.
  *
  * @since 0.1.0
  */
@@ -13,16 +14,14 @@ import * as Result from "effect/Result"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import type { ToRank } from "../../src/core/messages.ts"
-import * as Files from "../../src/platform/files.ts"
 import * as Permutation from "../../src/train/permutation.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import * as Trainer from "../../src/train/trainer.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
-import * as Frame from "../../src/wire/frame.ts"
 import * as Packed from "../../src/wire/packed.ts"
+import * as RankCalls from "./rank-calls.ts"
 import * as CoordinatorGone from "./rank-coordinator-gone.ts"
-import { savedMarker } from "./rank-data.ts"
 import type { Link, RankData } from "./rank-data.ts"
 import * as RankReports from "./rank-reports.ts"
 import * as RankRing from "./rank-ring.ts"
@@ -81,23 +80,18 @@ export interface Training {
 
 type RingHeld = NonNullable<Effect.Success<RankRing.RankRing["reset"]>>
 
-/** A running rank: what is fixed once it started, and its `training` state. */
-export interface Running {
-  readonly link: Link
-  readonly data: RankData
-  readonly rank: number
-  readonly leave: (code: number) => void
+/**
+ * A running rank: what is fixed once it started (beside what the calls read, `RankCalls.CallRank`:
+ * its link, data, rank, trainer, sends and coordinator watch), and its `training` state.
+ */
+export interface Running extends RankCalls.CallRank {
   readonly module: Trainer.TrainerModule
-  readonly trainer: Trainer.Trainer
   readonly paramsLength: number
   /** The trainer's parameters, checked on every read (see `start`). */
   readonly getParams: () => Float32Array
-  readonly writeModel: (dir: string) => Promise<unknown>
   readonly reports: RankReports.Reports
-  readonly send: RankReports.Reports["send"]
   readonly ring: RankRing.RankRing
   readonly ringBackend: boolean
-  readonly coordinator: CoordinatorGone.Watch
   /** The hang's deadline is read against `Clock`: both sides from the same clock. */
   readonly clock: Clock.Clock
   readonly s: Training
@@ -251,57 +245,6 @@ export const applyAreaCommit = (r: Running): void => {
 }
 
 /**
- * Runs `call`, a call the coordinator asked for (`save`, `eval`), with the rank's beats going on
- * from a thread of the process's own up to the call's bound (`RankData.callBeatsMs`), where the
- * link can: a trainer that blocks its thread is then not taken for a dead rank, and a stopped
- * process is (docs/liveness.md).
- */
-const beating = async <A>(r: Running, call: "save" | "eval", run: () => Promise<A>): Promise<A> => {
-  const boundMs = r.data.callBeatsMs?.[call]
-  const stop =
-    boundMs === undefined || r.link.beatWhile === undefined
-      ? undefined
-      : r.link.beatWhile(Codec.encode(Frame.fromRank(r.rank, { _tag: "Heartbeat" })), r.data.heartbeatIntervalMs, boundMs)
-  try {
-    return await run()
-  } finally {
-    stop?.()
-  }
-}
-
-/**
- * A frame out before a call the coordinator asked for (a save, an eval): the coordinator holds a
- * rank for the call only once it is seen after the ask (`Liveness.hold`), and a synchronous
- * trainer sends nothing while it runs. Flushed, so that it is out before the call blocks.
- */
-const startingCall = (r: Running) =>
-  Effect.gen(function* () {
-    yield* r.send({ _tag: "Heartbeat" })
-    yield* r.link.transport.flush
-  })
-
-/** Saves for a `Checkpoint` and answers with its `CheckpointResult`. */
-const checkpoint = (r: Running, version: number) =>
-  Effect.gen(function* () {
-    const dir = `${r.data.checkpointDir}/v${version}`
-    yield* startingCall(r)
-    const savingMs = yield* Clock.currentTimeMillis
-    const saved = yield* Effect.tryPromise(() =>
-      beating(r, "save", async () => {
-        await r.trainer.save(dir)
-        await r.writeModel(dir)
-      })
-    ).pipe(Effect.result)
-    r.coordinator.asked(savingMs, yield* Clock.currentTimeMillis)
-    yield* r.send({
-      _tag: "CheckpointResult",
-      version,
-      ok: Result.isSuccess(saved),
-      detail: Result.isSuccess(saved) ? dir : String(saved.failure.cause ?? saved.failure)
-    })
-  })
-
-/**
  * Ring, after a takeover: the new coordinator confirms the last round its log holds committed.
  * A rank that finished that round but never had its confirmation applies the round's mean now
  * (every member of the generation that committed it holds the same mean); one whose finished
@@ -382,17 +325,9 @@ const handle = (r: Running, message: ToRank) =>
         s.waitingUpdate = false
         return
       case "Checkpoint":
-        return yield* checkpoint(r, message.version)
-      case "Eval": {
-        if (trainer.evaluate === undefined) return
-        const evaluate = trainer.evaluate.bind(trainer)
-        yield* startingCall(r)
-        const evaluatingMs = yield* Clock.currentTimeMillis
-        const result = yield* Effect.promise(() => beating(r, "eval", async () => evaluate()))
-        r.coordinator.asked(evaluatingMs, yield* Clock.currentTimeMillis)
-        yield* send({ _tag: "EvalResult", epoch: message.epoch, accuracy: result.accuracy, loss: result.loss })
-        return
-      }
+        return yield* RankCalls.checkpoint(r, message.version)
+      case "Eval":
+        return yield* RankCalls.evaluate(r, message.epoch)
       case "FormRing":
         return yield* ring.formRing(message, s.round)
       case "DeclareDead":
@@ -561,43 +496,6 @@ const trainOne = (r: Running) =>
       s.contributedUpTo = s.trained
       yield* contribute(r, s.trained)
     }
-  })
-
-/** An injected hang: stop responding (the worker stays alive), but never outlive the coordinator. */
-export const hangUntilGone = (r: Running) =>
-  Effect.gen(function* () {
-    const { coordinator } = r
-    while (true) {
-      const event = yield* Queue.take(r.link.transport.inbox).pipe(
-        Effect.timeoutOption(r.data.heartbeatIntervalMs),
-        Effect.catch(() => Effect.succeed(undefined))
-      )
-      if (event === undefined || (event._tag === "Some" && event.value._tag === "Ended" && event.value.peer === toCoordinator)) {
-        if (event?._tag === "Some" && event.value._tag === "Ended") coordinator.ended(event.value.cause)
-        return yield* coordinator.gone(coordinator.channelClosed(), false)
-      }
-      const silent = coordinator.silence(yield* Clock.currentTimeMillis)
-      if (silent !== undefined) return yield* coordinator.gone(silent, false)
-    }
-  })
-
-/** Told to stop: saves first when asked to (`ShutdownWithSave`), says `Exiting`, and leaves with 0. */
-export const stopAsTold = (r: Running, stopping: NonNullable<Training["stopping"]>) =>
-  Effect.gen(function* () {
-    const { rank, data, trainer } = r
-    if (stopping.save) {
-      // The marker says the trainer's save resolved (a save may write nothing of its own); its
-      // `savedAtMs` is wall-clock time, read by another process (`cohort join`) against its own.
-      const dir = `${data.saveDir}/rank${rank}`
-      yield* Effect.tryPromise(async () => {
-        await trainer.save(dir)
-        await r.writeModel(dir)
-        await Files.writeFile(`${dir}/${savedMarker}`, `${JSON.stringify({ rank, reason: stopping?.reason, savedAtMs: Date.now() })}\n`)
-      }).pipe(Effect.ignore)
-    }
-    yield* r.send({ _tag: "Exiting" })
-    yield* r.link.transport.flush
-    r.leave(0)
   })
 
 /**

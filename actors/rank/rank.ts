@@ -57,7 +57,8 @@ import * as Transport from "../../src/transport/transport.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import type { Link } from "./rank-data.ts"
-import { apply, applyAreaCommit, hangUntilGone, recovered, start, stopAsTold, turn } from "./rank-training.ts"
+import { hangUntilGone, stopAsTold } from "./rank-calls.ts"
+import { apply, applyAreaCommit, recovered, start, turn } from "./rank-training.ts"
 
 // The rank's model, faults, exit codes and save files live in rank-data.ts; importers take them from here.
 export {
