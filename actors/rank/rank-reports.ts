@@ -9,7 +9,7 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import type { Rank, ToCoordinator } from "../../src/core/messages.ts"
+import type { ToCoordinator } from "../../src/core/messages.ts"
 import * as BunRuntime from "../../src/platform/bun.ts"
 import * as NodeRuntime from "../../src/platform/node.ts"
 import * as Transport from "../../src/transport/transport.ts"

@@ -77,7 +77,6 @@ import * as Liveness from "./liveness.ts"
 import { modelHolder } from "./epoch-model.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import * as Roles from "./roles.ts"
 import * as Split from "./split.ts"
 import type { State } from "./state.ts"
 

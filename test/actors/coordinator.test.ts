@@ -476,7 +476,7 @@ describe("coordinator actor: the ring relay (issue 15)", () => {
     () =>
       Effect.scoped(
         Effect.gen(function* () {
-          const { handle, sent, disconnected, frame } = yield* startedRing({ worldSize: 3, epochSamples: 30 })
+          const { sent, disconnected, frame } = yield* startedRing({ worldSize: 3, epochSamples: 30 })
           // Two parameters over a ring of 3: ring rank r's step 0 is segment r (one value at most) and its count.
           const step = (round: number, at: number) =>
             ({ _tag: "RingData", generation: 0, round, step: at, data: Float64Array.of(1, 1) }) as const

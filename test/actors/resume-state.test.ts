@@ -8,7 +8,6 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
-import type { RunOptions } from "../../actors/record/run-types.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { fastRuns } from "./fast-runs.ts"
 

@@ -77,8 +77,6 @@ const snapshot = (dir: string): Record<string, string> => {
   return files
 }
 
-const summaryOf = (runDir: string): RunResult => JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as RunResult
-
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /** What every clean epoch of a run of `samples` samples reads: `[epoch, samples, lost 0, duplicated 0]`. */

@@ -16,7 +16,7 @@ import { pathToFileURL } from "node:url"
 import type { Browser, Page } from "playwright-core"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Coordinator from "../../src/core/coordinator.ts"
-import { killStarted, launchChromium, requireChromium, root, start, until } from "./cohort-cli.ts"
+import { killStarted, launchChromium, requireChromium, start, until } from "./cohort-cli.ts"
 
 const scratch = mkdtempSync(join(tmpdir(), "cohort-run-page-test-"))
 let browser: Browser | undefined
