@@ -11,7 +11,8 @@
  * resolved, the core's state, the run's folder and what the steps share). Beside it: the
  * coordinator's hooks that write the journal (`launcher-hooks.ts`), where the ranks run
  * (`launcher-hosts.ts`), fault injection (`launcher-faults.ts`), the journal's writing and
- * ordering (`launcher-journal.ts`), and the result and `summary.json` (`launcher-result.ts`).
+ * ordering (`launcher-journal.ts`), what it watches while the run trains (`launcher-watch.ts`), and
+ * the result and `summary.json` (`launcher-result.ts`).
  *
  * @since 0.1.0
  */
@@ -19,11 +20,9 @@ import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { nanoid } from "nanoid"
 import * as Core from "../../src/core/coordinator.ts"
-import * as Files from "../../src/platform/files.ts"
 // Picked here, not in the ring links module: the browser rank bundles that one, and node:net with it.
 import * as FreePorts from "../../src/platform/free-ports.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
@@ -39,25 +38,16 @@ import * as LauncherHosts from "./launcher-hosts.ts"
 import type { Host } from "./launcher-hosts.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
+import * as LauncherWatch from "./launcher-watch.ts"
 import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
 import * as RankActor from "../rank/rank.ts"
 import * as Recover from "./recover.ts"
 import * as Resume from "./resume.ts"
-import * as Revocations from "./revocations.ts"
 import type { Resumed, ResumeOptions, RunOptions, RunResult, ServeOptions } from "../record/run-types.ts"
 import * as StorageFault from "./storage-fault.ts"
 
 export { defaults, LaunchError, loadTrainer, runLockFileName, serveDefaults } from "./launch-options.ts"
 export { newRunToken } from "./launcher-context.ts"
-
-/** Completes once `signal` is aborted (at once if it already is). */
-const aborted = (signal: AbortSignal): Effect.Effect<void> =>
-  Effect.callback<void>((resume) => {
-    if (signal.aborted) return resume(Effect.void)
-    const onAbort = () => resume(Effect.void)
-    signal.addEventListener("abort", onAbort, { once: true })
-    return Effect.sync(() => signal.removeEventListener("abort", onAbort))
-  })
 
 /**
  * Runs a training run to its end and returns its result; the journal (`events.ndjson`, streamed)
@@ -236,33 +226,11 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
           fingerprint256: ctx.fingerprint256,
           credentials: issued
         })
-        yield* watchRevocations(ctx, host)
+        yield* LauncherWatch.watchRevocations(ctx, host)
       }
       emit({ type: "listening", ms: ctx.sinceStart(ctx.nowMs()), url: server.url })
     }
   })
-
-/** Revocations while the run goes on (`cohort revoke`): the holder is closed with its own code. */
-const watchRevocations = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.promise(() => Revocations.read(ctx.runDir)).pipe(
-    Effect.flatMap((all) =>
-      Effect.sync(() => {
-        for (const revocation of ctx.credentials.fresh(all)) {
-          const { rank, credential } = ctx.credentials.revoke(revocation)
-          ctx.emit({
-            type: "revoked",
-            ms: ctx.sinceStart(ctx.nowMs()),
-            ...(rank === undefined ? {} : { rank }),
-            ...(credential === undefined ? {} : { credential })
-          })
-          if (rank !== undefined) host.transport.disconnect(rank, Transport.CloseCode.CredentialRevoked)
-        }
-      })
-    ),
-    Effect.repeat(Schedule.spaced(Revocations.revocationPollMs)),
-    Effect.forkScoped,
-    Effect.asVoid
-  )
 
 /**
  * The direct ring links of child-process ranks (`RunOptions.ringLinks` `direct`): a port on loopback
@@ -404,77 +372,6 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
   })
 }
 
-/** An interrupt (or an immediate stop, or a record that can no longer be written) asks the core to end the run; it decides. */
-const watchSignals = (ctx: Context, coordinator: Coordinator.Handle): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const { options, storageStop, vars } = ctx
-    const detailOf = (signal: AbortSignal): string =>
-      typeof signal.reason === "string" && /^SIG[A-Z]+$/.test(signal.reason) ? signal.reason : "aborted"
-    for (const signal of [options.signal, options.stopSignal, storageStop.signal]) {
-      if (signal === undefined) continue
-      yield* aborted(signal).pipe(
-        Effect.flatMap(() => {
-          if (signal === storageStop.signal && vars.storageFault !== undefined)
-            return coordinator.interrupt(StorageFault.text(vars.storageFault))
-          if (vars.interruptedBy === undefined) vars.interruptedBy = detailOf(signal)
-          return coordinator.interrupt(`interrupted by ${vars.interruptedBy}`)
-        }),
-        Effect.forkScoped
-      )
-    }
-  })
-
-/**
- * The coordinator process's own shortages, never a rank's fault: what others saw (the
- * dashboard's listener at its cap), and its file descriptors, probed once a second (worker
- * ranks share them: out of them, their saves fail for a reason that is not theirs).
- */
-const watchResources = (ctx: Context, coordinator: Coordinator.Handle): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.gen(function* () {
-    const coordinatorAlerts = ctx.options.coordinatorAlerts
-    if (coordinatorAlerts !== undefined) {
-      yield* Effect.suspend(() => Effect.forEach(coordinatorAlerts.drain(), coordinator.resource, { discard: true })).pipe(
-        Effect.repeat(Schedule.spaced(250)),
-        Effect.forkScoped
-      )
-    }
-    if (ctx.resolved.transportKind === "websocket") {
-      yield* Clock.currentTimeMillis.pipe(
-        Effect.flatMap((nowMs) => Effect.forEach(ctx.rankListener.drain(nowMs), coordinator.resource, { discard: true })),
-        Effect.repeat(Schedule.spaced(250)),
-        Effect.forkScoped
-      )
-    }
-    yield* Effect.promise(() => Files.descriptorShortage(ctx.runDirAbsolute)).pipe(
-      Effect.flatMap((shortage) =>
-        shortage === undefined
-          ? Effect.void
-          : coordinator.resource(
-              `the coordinator's process is out of file descriptors (${shortage.message}): files it and its worker ranks open fail (checkpoints, logs) until some close; raise its limit (ulimit -n) or lower what holds them (--dashboard-connections-max)`
-            )
-      ),
-      Effect.repeat(Schedule.spaced(1000)),
-      Effect.forkScoped
-    )
-  })
-
-/** Closes, with `JoinTimeout`, a joiner let into the running run whose `Hello` did not come within the formation timeout. */
-const closeSilentJoiners = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Scope> => {
-  const { state, awaitingHello, vars } = ctx
-  const helloTimeoutMs = ctx.served?.formationTimeoutMs ?? defaults.formationTimeoutMs
-  const silentJoiners = Effect.map(Clock.currentTimeMillis, (now) => {
-    for (const [rank, atMs] of awaitingHello) {
-      if (Core.isVacant(state, rank) && now - atMs <= helloTimeoutMs) continue
-      awaitingHello.delete(rank)
-      // A rank now, or a link that already ended (turned away, or left): nothing to close.
-      if (!Core.isVacant(state, rank) || vars.server?.connected(rank) !== true) continue
-      host.transport.disconnect(rank, Transport.CloseCode.JoinTimeout)
-      ctx.refusedLate(rank, Transport.CloseCode.JoinTimeout, `rank ${rank} sent no Hello within ${helloTimeoutMs} ms of its join`)
-    }
-  })
-  return silentJoiners.pipe(Effect.repeat(Schedule.spaced(Math.min(1000, helloTimeoutMs))), Effect.forkScoped, Effect.asVoid)
-}
-
 /**
  * Once the run ended: dead ranks still connected (hung) are stopped now; the survivors get a
  * grace period to save and exit, and whoever is still there after it is stopped with the scope.
@@ -511,9 +408,9 @@ const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> 
     yield* announce(ctx, host)
     yield* spawnRanks(ctx, host, entry)
     const coordinator = yield* startCoordinator(ctx, host)
-    yield* watchSignals(ctx, coordinator)
-    yield* watchResources(ctx, coordinator)
-    yield* closeSilentJoiners(ctx, host)
+    yield* LauncherWatch.watchSignals(ctx, coordinator)
+    yield* LauncherWatch.watchResources(ctx, coordinator)
+    yield* LauncherWatch.closeSilentJoiners(ctx, host)
     const pending = yield* LauncherFaults.inject(ctx, host)
     vars.relayStats = coordinator.relayStats
     const outcome = yield* Deferred.await(coordinator.outcome).pipe(
