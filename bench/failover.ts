@@ -7,7 +7,7 @@
  *
  * The ranks run `bench/trainers/waiting.ts`, which waits 2 ms per batch instead of computing.
  *
- * The hostile row (issue: one rank never takes down the run) runs the same cluster while its last
+ * The hostile row (docs/security.md) runs the same cluster while its last
  * rank floods the coordinator with `Heartbeat` frames at its maximum allowed rate: the highest rate,
  * doubling from 50,000 frames/s, at which a short calibration run keeps the flooder's link open
  * (faster, its backlog passes `linkFramesMax` and the coordinator closes it), halved (at most twice)

@@ -1,6 +1,6 @@
 // The coordinator's process killed without a word (SIGKILL): every rank process notices its closed
 // channel, saves (emergency) and exits with one line on the coordinator's stderr, no stack trace
-// (issue "Never lose a run"). Real processes: the CLI as a child of this test, its ranks as its
+// (docs/faults.md). Real processes: the CLI as a child of this test, its ranks as its
 // children, under the runtime that runs this file.
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"

@@ -155,7 +155,7 @@ describe("coordinator actor", () => {
   )
 
   it.live(
-    "a growing run (issue 17): a Hello from a vacant index after the start is a join: the roles, the last round's mean and its first chunks; another parameter count is closed with 4009, a join while the run saves and stops with 4019, and neither is a death",
+    "a growing run (docs/growing.md): a Hello from a vacant index after the start is a join: the roles, the last round's mean and its first chunks; another parameter count is closed with 4009, a join while the run saves and stops with 4019, and neither is a death",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
@@ -341,7 +341,7 @@ describe("coordinator actor", () => {
   )
 
   /**
-   * A ring run (issue 17) of 3 formation ranks in progressive mode with 2 parameters, rank 3 joined,
+   * A ring run (docs/growing.md) of 3 formation ranks in progressive mode with 2 parameters, rank 3 joined,
    * and round 0 closed by the 3 members: rank 3 is owed its model.
    */
   const ringJoined = Effect.gen(function* () {
@@ -364,7 +364,7 @@ describe("coordinator actor", () => {
   })
 
   it.live(
-    "ring growth (issue 17): the joiner gets only the roles at its welcome; its model is asked of the lowest member with RequestParams, refused when unasked, of another round or another length (the next member is asked), and the checked model reaches it as its Update before its held FormRing and chunks",
+    "ring growth (docs/growing.md): the joiner gets only the roles at its welcome; its model is asked of the lowest member with RequestParams, refused when unasked, of another round or another length (the next member is asked), and the checked model reaches it as its Update before its held FormRing and chunks",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
@@ -403,7 +403,7 @@ describe("coordinator actor", () => {
   )
 
   it.live(
-    "ring growth (issue 17): the asked member dies before it sends the model: the next member is asked, and the joiner gets its model, then every frame held for it in order",
+    "ring growth (docs/growing.md): the asked member dies before it sends the model: the next member is asked, and the joiner gets its model, then every frame held for it in order",
     () =>
       Effect.scoped(
         Effect.gen(function* () {
@@ -435,7 +435,7 @@ describe("coordinator actor", () => {
   )
 })
 
-describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)", () => {
+describe("coordinator actor: ring commits in a shared all-reduce area (docs/ring.md)", () => {
   it.live(
     "a generation whose links came with an area is committed there (no RoundCommitted frame); a generation without one gets RoundCommitted frames",
     () =>
@@ -470,7 +470,7 @@ describe("coordinator actor: ring commits in a shared all-reduce area (issue 15)
   )
 })
 
-describe("coordinator actor: the ring relay (issue 15)", () => {
+describe("coordinator actor: the ring relay (docs/ring.md)", () => {
   it.live(
     "a relayed step sent twice, or of a round not open, closes its sender with BadRingStep (4012); its neighbour gets each honest step once and nothing else",
     () =>

@@ -1,4 +1,4 @@
-// Growing cohorts (issue 17) against joiners that hold the run token but break the rules: a served
+// Growing cohorts (docs/growing.md) against joiners that hold the run token but break the rules: a served
 // run (`Launcher.serve`, in this process) with one `cohort join` rank, and joiners made with the
 // WebSocket client here that send what a rank never should. Under the runtime running the tests.
 import type { ChildProcess } from "node:child_process"

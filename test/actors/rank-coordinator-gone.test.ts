@@ -1,4 +1,4 @@
-// A rank never outlives its coordinator (issue "Never lose a run"): a coordinator that goes
+// A rank never outlives its coordinator (docs/faults.md): a coordinator that goes
 // silent with its channel still open, and a WebSocket server that goes away. Real clock; the
 // silent coordinator is an in-memory endpoint that stops sending, the server a real one.
 import { mkdtempSync, readFileSync, rmSync } from "node:fs"

@@ -1,5 +1,5 @@
 /**
- * The launcher's low-level resume (`RunOptions.resumeState`, issue 13) with real workers: a run
+ * The launcher's low-level resume (`RunOptions.resumeState`, docs/resume.md) with real workers: a run
  * stopped at its failure limit leaves each survivor's last averaged model (`SavedModel`) in its save
  * folder, and a run resumed from the outcome's uncommitted ranges trains exactly those, starting
  * from that model; its first epoch's audit covers both runs.

@@ -1,4 +1,4 @@
-// `cohort resume` (issue 13 items 4 and 5): a run stopped unrecoverable, interrupted or cut off by
+// `cohort resume` (docs/resume.md): a run stopped unrecoverable, interrupted or cut off by
 // its coordinator's death goes on as a new run, from its survivors' saves (only the epoch's
 // uncommitted ranges are trained; the epoch's audit covers both runs) or from its last checkpoint
 // (the epoch trained again); every bad input is refused with one line and exit 2, and leaves the

@@ -1,5 +1,5 @@
 /**
- * The ring all-reduce over an in-memory peer link (issue 15): random sizes, values and message
+ * The ring all-reduce over an in-memory peer link (docs/ring.md): random sizes, values and message
  * delays; a death at a random step. Float32 rounding stated here: a completed round's result is
  * within one float32 unit in the last place of `Cpu.mean` of the same vectors (both round a
  * float64 sum once; only the order of the float64 additions differs), and equal to it exactly when

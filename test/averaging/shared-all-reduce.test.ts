@@ -1,5 +1,5 @@
 /**
- * The shared all-reduce area (issue 15) with its members as fibers of one thread sharing one
+ * The shared all-reduce area (docs/ring.md) with its members as fibers of one thread sharing one
  * `SharedArrayBuffer`: random sizes, values, contributions and orders of arrival; a death at a
  * random barrier; several rounds in one area. Float32 rounding stated here: a completed round's
  * result is exactly the float32 rounding of the float64 sum of the contributions taken in

@@ -1,4 +1,4 @@
-// A browser tab as a rank, on a real network path (issue 14, "Tests on a real network"): headless
+// A browser tab as a rank, on a real network path (docs/testing.md): headless
 // Chromium (Debian's `chromium` package, driven by playwright-core) opens the page that
 // `cohort serve --serve-browser` serves, beside two `cohort join` rank processes. The tab trains,
 // is closed mid-epoch, is declared dead (`disconnected (close code 1001)`), the two others take

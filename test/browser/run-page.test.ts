@@ -1,4 +1,4 @@
-// The run page (issue 16, "See the run") in headless Chromium (Debian's `chromium`, driven by
+// The run page (docs/dashboard.md) in headless Chromium (Debian's `chromium`, driven by
 // playwright-core): `cohort report --html` of an interrupted run and of a demo run opens with no
 // console error and shows every epoch's audit and every death with its three marks; a live demo
 // with `--dashboard --dashboard-faults` shows four ranks training, rank 2 killed from its button

@@ -1,4 +1,4 @@
-// `cohort bundle` and the HTTP side of `--serve-browser` (issue 14, item 4). The page itself runs
+// `cohort bundle` and the HTTP side of `--serve-browser` (docs/browser.md). The page itself runs
 // in headless Chromium in test/browser/browser-rank.test.ts.
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"

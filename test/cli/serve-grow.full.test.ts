@@ -1,4 +1,4 @@
-// Growing cohorts (issue 17) as a user runs them: `cohort serve --max-ranks` and `cohort join`
+// Growing cohorts (docs/growing.md) as a user runs them: `cohort serve --max-ranks` and `cohort join`
 // processes over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno). One run per
 // mode: 2 ranks form it, 2 more join during epoch 0, one of the first two is killed in epoch 1,
 // and the run finishes with clean audits and the accuracy of a fixed 3-rank run (minus 0.01).
@@ -149,7 +149,7 @@ const grownRun = async (
 }
 
 /**
- * The ring backend (issue 17): serves 2 ranks with `--max-ranks 3` in progressive mode; a third
+ * The ring backend (docs/growing.md): serves 2 ranks with `--max-ranks 3` in progressive mode; a third
  * joins during epoch 0, takes the model from rank 0 through the coordinator and enters the ring at
  * the next round boundary; no fault.
  */

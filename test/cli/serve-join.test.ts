@@ -1,5 +1,5 @@
 // `cohort serve` and `cohort join` as a user runs them: real processes of the command line, real
-// sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (issue 14).
+// sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (docs/serve-and-join.md).
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

@@ -127,7 +127,7 @@ describe("chunk pool (docs/design.md §3.7)", () => {
     expect(ChunkPool.nextIdle(pool, 32)).toBe(2047)
   })
 
-  it("admit (issue 17): a retired rank with a vacant index gets the tail half of the largest span; owner and joiner then take their halves, and a thief the joiner's tail", () => {
+  it("admit (docs/growing.md): a retired rank with a vacant index gets the tail half of the largest span; owner and joiner then take their halves, and a thief the joiner's tail", () => {
     const pool = ChunkPool.make(0, [40, 60, 0], [2])
     expect(ChunkPool.nextIdle(pool, 2)).toBe(3) // retired: not idle
     expect(ChunkPool.take(pool, 1, 10)).toEqual({ offset: 40, size: 10 })

@@ -208,7 +208,7 @@ describe("failure limit and backend limits", () => {
     params(s, 2, 10, 5)
     heartbeat(s, 90, [2, 3])
     const cmds = tick(s, 101)
-    // Rank 2's committed samples are in the survivors' last Update before they save (issue 13).
+    // Rank 2's committed samples are in the survivors' last Update before they save (docs/resume.md).
     expect(tags(cmds)).toEqual(["Alert:RankLost", "Alert:RankLost", "AverageRound", "Broadcast:ShutdownWithSave", "RunEnded"])
     expect(cmds.find((c) => c._tag === "AverageRound")).toMatchObject({ round: 0, contributors: [2] })
     expect(deliveries(s, cmds)).toEqual([

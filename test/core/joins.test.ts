@@ -14,7 +14,7 @@ const roundDone = (
   round = s.round
 ) => frame(s, rank, nowMs, { _tag: "RoundDone", epoch: s.epoch, round, generation, samplesDone })
 
-describe("capacity options (issue 17)", () => {
+describe("capacity options (docs/growing.md)", () => {
   it("maxRanks and minRanks default to worldSize, and bad values are refused with the option named", () => {
     const ok = Config.make({ worldSize: 3, epochSamples: 10, epochs: 1 })
     expect("_tag" in ok ? ok : [ok.maxRanks, ok.minRanks]).toEqual([3, 3])
@@ -106,7 +106,7 @@ describe("capacity options (issue 17)", () => {
   })
 })
 
-describe("joins refused (issue 17)", () => {
+describe("joins refused (docs/growing.md)", () => {
   it("each refusal has its own reason, is counted, and changes nothing else", () => {
     const s = make({ worldSize: 2, maxRanks: 4, epochSamples: 40, epochs: 1 })
     expect(join(s, undefined, 0)).toEqual([
@@ -171,7 +171,7 @@ describe("joins refused (issue 17)", () => {
   })
 })
 
-describe("progressive joins, cpu backend (issue 17)", () => {
+describe("progressive joins, cpu backend (docs/growing.md)", () => {
   it("the joiner is welcomed, its span is the tail half of the largest span, it gets its chunks at once, and the open round closes without it", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 40, epochs: 1, mode: "progressive", chunkSamples: 4, chunksInflightMax: 1 })
     expect(ranges(s, Coordinator.start(s), "AssignChunk")).toEqual([
@@ -222,7 +222,7 @@ describe("progressive joins, cpu backend (issue 17)", () => {
   })
 })
 
-describe("static joins (issue 17)", () => {
+describe("static joins (docs/growing.md)", () => {
   it("the joiner gets an empty partition of the current epoch, no remainder in the round it joined, and its partition at the next epoch start", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 30, epochs: 2 })
     Coordinator.start(s)
@@ -265,7 +265,7 @@ describe("static joins (issue 17)", () => {
   })
 })
 
-describe("ring joins (issue 17)", () => {
+describe("ring joins (docs/growing.md)", () => {
   it("the ring re-forms with the joiner at the next round close, after the model of that round from the lowest member; until then the joiner's reports are stale", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 30, epochs: 1, backend: "ring" })
     Coordinator.start(s)
@@ -336,7 +336,7 @@ describe("ring joins (issue 17)", () => {
   })
 })
 
-describe("ring model hand-over (issue 17)", () => {
+describe("ring model hand-over (docs/growing.md)", () => {
   const model = (s: Coordinator.State, rank: number, nowMs: number, round: number, values: Float32Array) =>
     frame(s, rank, nowMs, { _tag: "Params", epoch: 0, round, samplesDone: 0, params: values })
 
@@ -505,7 +505,7 @@ describe("ring model hand-over (issue 17)", () => {
   })
 })
 
-describe("roles and joiners (issue 17)", () => {
+describe("roles and joiners (docs/growing.md)", () => {
   it("pinned: the checkpoint role never fails over to a joiner, even the lowest live rank", () => {
     const s = make({ worldSize: 2, maxRanks: 3, epochSamples: 30, epochs: 1, rolePolicy: { rank: 1 } })
     Coordinator.start(s)
@@ -552,7 +552,7 @@ describe("roles and joiners (issue 17)", () => {
   })
 })
 
-describe("formation with minRanks (issue 17)", () => {
+describe("formation with minRanks (docs/growing.md)", () => {
   it("absent formation ranks are vacant: they are not watched, not planned, and may join later by index", () => {
     const s = make({ worldSize: 3, minRanks: 2, epochSamples: 30, epochs: 2, heartbeatTimeoutMs: 100 })
     const started = Coordinator.start(s, 0, { absent: [2] })

@@ -154,7 +154,7 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     // Both kinds of ending must actually be exercised, or the property proves little.
     expect(completed).toBeGreaterThan(50)
     expect(unrecoverable).toBeGreaterThan(10)
-    // Ring rounds through RoundDone, including rounds redone by a re-formed ring (issue 15).
+    // Ring rounds through RoundDone, including rounds redone by a re-formed ring (docs/ring.md).
     expect(ringRounds).toBeGreaterThan(300)
     expect(ringRoundsAfterReform).toBeGreaterThan(50)
   })

@@ -1,5 +1,5 @@
 /**
- * A resumed run (issue 13): the core begins at the parent's epoch with the parent's committed
+ * A resumed run (docs/resume.md): the core begins at the parent's epoch with the parent's committed
  * ranges in that epoch's audit log, plans only the rest, and numbers rounds on from the parent's.
  */
 import { describe, expect, it } from "vitest"

@@ -4,7 +4,7 @@
  * simulated clock and network, with faults (kills reported by a supervisor, hangs caught by
  * staleness, clean exits, late frames from dead ranks).
  *
- * With the ring backend (issue 15) the ranks follow the rank actor's protocol in the abstract: at a
+ * With the ring backend (docs/ring.md) the ranks follow the rank actor's protocol in the abstract: at a
  * contribution point a rank keeps its samples pending and joins the collective of its ring
  * generation and round; a collective finishes once every member of that generation joined it
  * (a dead or hung member never does, so the others wait until `DeclareDead`/`FormRing`); then the
@@ -12,7 +12,7 @@
  * in the new generation. A rank with no work joins a collective of its round as soon as a member
  * of its ring has (the neighbour's first message reaching it).
  *
- * Growing cohorts (issue 17): with `joins` the safety phase also asks ranks to join mid-run (most
+ * Growing cohorts (docs/growing.md): with `joins` the safety phase also asks ranks to join mid-run (most
  * with `--rank auto`, some with an explicit index: vacant, dead, live or beyond `maxRanks`), and
  * `absent` formation ranks start vacant. A welcomed joiner starts like the rank actor would: it
  * knows its epoch and first round from `Welcome`; with the ring backend the member `SendModel`
@@ -48,9 +48,9 @@ export interface Scenario {
   readonly averageEvery: number
   /** Steps of the safety phase (faults happen here); the liveness phase follows without faults. */
   readonly safetySteps: number
-  /** Where a resumed run begins (issue 13); default: a fresh run from epoch 0. */
+  /** Where a resumed run begins (docs/resume.md); default: a fresh run from epoch 0. */
   readonly resume?: Coordinator.Resume
-  /** Join attempts during the safety phase (issue 17); default 0. */
+  /** Join attempts during the safety phase (docs/growing.md); default 0. */
   readonly joins?: number
   /** Formation ranks absent at the start (the highest indices, at most `worldSize - minRanks`). */
   readonly absent?: number
@@ -220,7 +220,7 @@ export const run = (scenario: Scenario): SimResult => {
 
   /**
    * Ring joiners owed their model: the frames the shell holds back for them until their model's
-   * `Update` (issue 17; `actors/coordinator/coordinator.ts`), in order.
+   * `Update` (`actors/coordinator/coordinator.ts`), in order.
    */
   const held = new Map<Rank, Array<ToRank>>()
 
@@ -456,7 +456,7 @@ export const run = (scenario: Scenario): SimResult => {
     if (state.membership.joined !== welcomed.size)
       fail(`${what}: ${state.membership.joined} ranks joined but ${welcomed.size} were welcomed`)
     for (const r of Coordinator.failures(state)) declaredDead.add(r)
-    // No round waits on a rank that joined after it opened (issue 17): with cpu the open round
+    // No round waits on a rank that joined after it opened (docs/growing.md): with cpu the open round
     // requires exactly the survivors holding uncommitted work that neither contributed nor joined
     // since it opened; with ring no joiner is a member or a reporter.
     if (state.phase === "running" && state.started) {
@@ -657,7 +657,7 @@ export const run = (scenario: Scenario): SimResult => {
     } else if (action < 90) {
       tick()
     } else if (action < 93 && kills > 0) {
-      // Half the time, a member asked for a joiner's model that has not answered yet (issue 17).
+      // Half the time, a member asked for a joiner's model that has not answered yet (docs/growing.md).
       const asked = ranks.filter((x) => x.answers.length > 0 && x.state === "running" && !x.shutdown)
       const r = asked.length > 0 && rand(0, 1) === 0 ? asked[rand(0, asked.length - 1)] : pickRunning()
       if (r !== undefined) {

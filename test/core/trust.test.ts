@@ -6,7 +6,7 @@ import { frame, make, ranges, tags, tick } from "./harness.ts"
 const contribution = (state: Coordinator.State, rank: number, nowMs: number, samplesDone: number, values: ReadonlyArray<number>) =>
   frame(state, rank, nowMs, { _tag: "Params", epoch: state.epoch, round: state.round, samplesDone, params: new Float32Array(values) })
 
-describe("rank-claimed fields are checked against what the run agreed (issue: one rank never takes down the run)", () => {
+describe("rank-claimed fields are checked against what the run agreed (docs/security.md)", () => {
   it("a parameter count agreed at start: a hostile first Params with 1 value is left out, the honest ones are averaged", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 2 })
     Coordinator.start(s, 0, { paramsLength: 2 })

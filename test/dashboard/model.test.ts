@@ -121,7 +121,7 @@ describe("dashboard model: the run page folded from journal events", () => {
     ])
   })
 
-  it("adds a row for a rank welcomed into the running run (issue 17), after any vacant index below it; its progress shows", () => {
+  it("adds a row for a rank welcomed into the running run (docs/growing.md), after any vacant index below it; its progress shows", () => {
     const model = Model.fromEvents([started, { type: "formed", ms: 100, worldSize: 3 }])
     Model.apply(model, {
       type: "welcomed",

@@ -4,7 +4,7 @@
 // replaced: the Service's name by 127.0.0.1 and a free port, the mounted Secret and volumes by
 // temporary files, and JOB_COMPLETION_INDEX set per rank as an Indexed Job sets it. For speed the
 // bundled workload is swapped for a small fixture trainer and one epoch (appended flags: the last
-// value of a flag wins). Real processes of the CLI, under the runtime running the tests (issue 14).
+// value of a flag wins). Real processes of the CLI, under the runtime running the tests (docs/deploy.md).
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

@@ -1,6 +1,6 @@
 // The network-namespace harness itself (test/net/netns.ts): a non-root process is told why it
 // cannot run these tests; the delaying relay's latency and order; and the WebSocket transport
-// across two namespaces, with the link cut and restored (issue 14, TOOLCHAIN.md §9).
+// across two namespaces, with the link cut and restored (docs/testing.md).
 // Linux and root only, as CI runs; elsewhere every test here fails with the harness's message.
 import { spawnSync } from "node:child_process"
 import { fileURLToPath } from "node:url"

@@ -1,5 +1,5 @@
 /**
- * Hosts as Linux network namespaces, for the tests on a real network (issue 14, TOOLCHAIN.md §9).
+ * Hosts as Linux network namespaces, for the tests on a real network (docs/testing.md).
  *
  * `create(["a", "b", "c"])` makes one namespace per host, named `ch<pid>-<n><random>-<host>`, plus a
  * switch namespace `ch<pid>-<n><random>-sw` holding a bridge; each host has one link `eth0` (a veth pair

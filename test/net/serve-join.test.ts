@@ -1,5 +1,5 @@
-// `cohort serve` and `cohort join` across hosts made of network namespaces (issue 14, "Tests on a
-// real network"; harness: ./netns.ts): the coordinator in host A, ranks 0 and 1 in host B, ranks 2
+// `cohort serve` and `cohort join` across hosts made of network namespaces (docs/testing.md; harness:
+// ./netns.ts): the coordinator in host A, ranks 0 and 1 in host B, ranks 2
 // and 3 in host C, on a bridge (10.213.0.0/24, inside the namespaces only). A clean run; C's link
 // cut mid-epoch; 100 ± 20 ms of latency (a delaying relay) and 1% loss (nftables) on every link.
 //

@@ -1,5 +1,5 @@
 /**
- * The shared-memory ring link's own logic (issue 15), both sides in one thread over a real
+ * The shared-memory ring link's own logic (docs/ring.md), both sides in one thread over a real
  * `SharedArrayBuffer` and a fake port that delivers after random delays (order kept): every step
  * arrives once, in the order sent, bit for bit, whichever lane it took (a slot, or the port when
  * every slot was taken or it did not fit); a closed receiver delivers nothing more, and a sender

@@ -1,4 +1,4 @@
-/** Cohort's own resumable model in a save folder (issue 13): round trip and every unusable case. */
+/** Cohort's own resumable model in a save folder (docs/resume.md): round trip and every unusable case. */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"

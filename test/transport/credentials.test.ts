@@ -28,7 +28,7 @@ describe("credentials", () => {
     assert.isUndefined(Credentials.check(runToken, runId, runToken, nowMs, () => false))
   })
 
-  it("a new id is `c` and 12 hex digits, 13 characters, as docs/trust-model.md shows it", () => {
+  it("a new id is `c` and 12 hex digits, 13 characters, as docs/security.md shows it", () => {
     const id = Credentials.newId()
     assert.match(id, /^c[0-9a-f]{12}$/)
     assert.strictEqual(id.length, 13)

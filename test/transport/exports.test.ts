@@ -1,4 +1,4 @@
-// The package's `cohort/transport` entry exports the WebSocket serve and connect (issue 14 item 6).
+// The package's `cohort/transport` entry exports the WebSocket serve and connect (docs/install.md).
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 

@@ -24,7 +24,7 @@ const takeAll = (hub: Hub.Hub, n: number) =>
     return out
   })
 
-describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, issue: one rank never takes down the run)", () => {
+describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/security.md)", () => {
   it.live("one link's 60,000-frame backlog delays another link's frame by at most one turn, not the backlog", () =>
     Effect.gen(function* () {
       const hub = yield* Hub.make(Transport.coordinatorPeer)

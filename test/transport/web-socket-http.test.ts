@@ -1,4 +1,4 @@
-// Plain HTTP on a WebSocket server's port (`ServerOptions.http`, issue 14 item 4: the browser
+// Plain HTTP on a WebSocket server's port (`ServerOptions.http`, docs/browser.md: the browser
 // page is served where ranks join), on this runtime's server: `ws` on a `node:http` server under
 // Node, `Bun.serve`, `Deno.serve`.
 import { assert, describe, it } from "@effect/vitest"

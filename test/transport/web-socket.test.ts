@@ -231,7 +231,7 @@ describe(`WebSocket security (${runtime}): refusals with close codes, nothing re
   )
 
   it.effect(
-    "a run that may grow (issue 17): after markFormed the core decides each join; auto takes the next vacant index, and beyond maxRanks (4013), a bad index (4014), a dead rank's index (4015), a live one (4017) and a join while the run saves and stops (4019) are refused with their own codes",
+    "a run that may grow (docs/growing.md): after markFormed the core decides each join; auto takes the next vacant index, and beyond maxRanks (4013), a bad index (4014), a dead rank's index (4015), a live one (4017) and a join while the run saves and stops (4019) are refused with their own codes",
     () =>
       Effect.scoped(
         Effect.gen(function* () {

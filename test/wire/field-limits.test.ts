@@ -11,7 +11,7 @@ const reasonOf = (bytes: Uint8Array, options?: Codec.DecodeOptions): WireError.R
 
 const crashing = (stackBytes: number) => Codec.encode(Frame.fromRank(3, { _tag: "Crashing", error: "x", stack: "y".repeat(stackBytes) }))
 
-describe("field limits: a field longer than its bound is refused from its declared length (issue: one rank never takes down the run)", () => {
+describe("field limits: a field longer than its bound is refused from its declared length (docs/security.md)", () => {
   it("a text field of textBytesMax bytes passes; one byte more is FieldTooLarge, close code 1009", () => {
     expect(reasonOf(crashing(65_536))).toBeUndefined()
     const reason = reasonOf(crashing(65_537))
