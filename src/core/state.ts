@@ -128,6 +128,8 @@ export interface State {
   repeatedCrash: RepeatedCrash | undefined
   readonly ring: Ring | undefined
   clockMs: number
+  /** The longest stall of the coordinator itself so far (`CoordinatorStall`), in ms; 0 before any. */
+  longestStallMs: number
   started: boolean
   phase: "running" | "completed" | "unrecoverable" | "interrupted"
   shutdownSent: boolean
@@ -289,6 +291,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
         ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
         : undefined,
     clockMs: nowMs,
+    longestStallMs: 0,
     started: false,
     phase: "running",
     shutdownSent: false,
