@@ -250,6 +250,12 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
     averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
     ...(ring ? { backend: "ring" as const } : {}),
+    // How the ranks' frames are packed is theirs (they were told at their join): the takeover
+    // reads and relays them the same way.
+    ...given("compress", o.compress === "fp16" || o.compress === "int8" ? (o.compress as "fp16" | "int8") : undefined),
+    ...given("deltas", o.deltas === true ? true : undefined),
+    ...given("outerLr", numberOf(o.outerLr)),
+    ...given("outerMomentum", numberOf(o.outerMomentum)),
     ...given("ringLinks", o.ringLinks === "relay" ? ("relay" as const) : o.ringLinks === "direct" ? ("direct" as const) : undefined),
     ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
     ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
