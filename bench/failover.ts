@@ -37,7 +37,11 @@
  * `bench/links.ts`) run served ranks across network namespaces: rank 0's link clean, at 1 Mbit/s
  * or at 30% loss while two healthy ranks are killed; kill → remainder sent, and false deaths.
  *
- * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard | --dashboard-only] [--links | --links-only]`, `bun
+ * The coordinator rows (`--takeover`, or `--takeover-only` for them alone; `bench/takeover.ts`)
+ * SIGKILL a served run's coordinator on loopback: kill → training again and kill → committed
+ * progress back, taken over by `cohort serve --recover` against continued by `cohort resume`.
+ *
+ * Run: `node --import tsx bench/failover.ts [--quick] [--dashboard | --dashboard-only] [--links | --links-only] [--takeover | --takeover-only]`, `bun
  * bench/failover.ts`.
  */
 import { existsSync } from "node:fs"
@@ -46,6 +50,7 @@ import type { HangSpec, KillSpec, RunEvent } from "../actors/record/run-types.ts
 import * as Live from "../src/dashboard/live.ts"
 import * as Links from "./links.ts"
 import * as Lib from "./lib.ts"
+import * as Takeover from "./takeover.ts"
 
 export interface Result {
   readonly transport: "worker" | "websocket"
@@ -376,7 +381,16 @@ const dashboardText = (watched: Result, ratio: number, before: Result, after: Re
     watched.watched === "chromium" ? "Chromium page" : "stream reader"
   } attached, ${Lib.fmt(ratio)}x the unwatched clusters' ${Lib.fmt(before.killToRecoveredMs.median)} ms (before) and ${Lib.fmt(after.killToRecoveredMs.median)} ms (after)`
 
-if (Lib.isMain("failover") && process.argv.includes("--links-only")) {
+/** The coordinator rows (`bench/takeover.ts`): printed, and kept in the results file. */
+const takeoverRows = async (quick: boolean): Promise<void> => {
+  const { result, markdown } = await Takeover.run(quick)
+  console.log(`## coordinator failover (loopback, served)\n\n${markdown}\n`)
+  console.log(`results: ${Lib.writeResults({ failoverCoordinator: result }, quick)}`)
+}
+
+if (Lib.isMain("failover") && process.argv.includes("--takeover-only")) {
+  await takeoverRows(Lib.isQuick())
+} else if (Lib.isMain("failover") && process.argv.includes("--links-only")) {
   const { markdown, rows } = await Links.runFailoverRows(Lib.isQuick(), Links.paramsOf(process.argv))
   console.log(`## failover on links (served ranks across network namespaces)\n\n${markdown}\n`)
   console.log(`results: ${Lib.writeResults({ failoverLinks: rows }, Lib.isQuick())}`)
@@ -397,4 +411,5 @@ if (Lib.isMain("failover") && process.argv.includes("--links-only")) {
     console.log(`## failover on links (served ranks across network namespaces)\n\n${links.markdown}\n`)
     console.log(`results: ${Lib.writeResults({ failoverLinks: links.rows }, quick)}`)
   }
+  if (process.argv.includes("--takeover")) await takeoverRows(quick)
 }

@@ -140,6 +140,8 @@ export interface Options {
     readonly expected: ReadonlyArray<Rank>
     readonly causeOf: (rank: Rank) => string
     readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
+    /** Ring: an ended epoch whose model the members hold, asked of one at the start (`Core.StartOptions.owedModel`). */
+    readonly owedModel?: { readonly epoch: number; readonly round: number } | undefined
   }
   /**
    * Ring backend with direct links (worker threads): called once per generation, just
@@ -408,7 +410,8 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
     const startOptions = {
       ...(paramsLength === undefined ? {} : { paramsLength }),
       ...(resume === undefined ? {} : { resume: resume.point }),
-      ...(absent.length === 0 ? {} : { absent })
+      ...(absent.length === 0 ? {} : { absent }),
+      ...(recovery?.owedModel === undefined ? {} : { owedModel: recovery.owedModel })
     }
     yield* execute(shell, Core.start(state, nowMs, startOptions))
     for (const rank of recovery === undefined ? [] : missing) {

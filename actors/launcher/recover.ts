@@ -135,6 +135,21 @@ const ringPoint = (point: Recovery.Point): Pick<Recovering, "ringCommitted" | "g
   generation: point.generation + 1
 })
 
+/**
+ * The epochs that ended without their audit line, from the log: their audit, and their model when
+ * the log holds it (`cpu`). A ring's log holds no model: the epoch's is asked of a member
+ * (`fromRanks`), which holds it while no ring round closed after it (none can before the lost
+ * coordinator had it: `EpochModel.isOwed`).
+ */
+const owedAudits = (point: Recovery.Point, log: ReturnType<typeof RecoveryLog.read>, ring: boolean): Recovering["closed"] =>
+  point.unaudited.flatMap((epoch) => {
+    const found = log.closed.get(epoch)
+    if (found === undefined) return []
+    const params = ring ? undefined : log.model(found.round)
+    const fromRanks = ring && found.round >= 0 && found.round === point.ringCommitted?.round
+    return [{ summary: found.summary, model: params === undefined ? undefined : { round: found.round, params }, fromRanks }]
+  })
+
 /** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
 const refuseNoJournal = (runDir: string): void => {
   if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
@@ -201,12 +216,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
   // Epochs that ended without their audit line (the kill came while their model was written):
   // the recovered run writes it, with the epoch's model when the log still holds it.
-  const closed = point.unaudited.flatMap((epoch) => {
-    const found = log.closed.get(epoch)
-    if (found === undefined) return []
-    const params = log.model(found.round)
-    return [{ summary: found.summary, model: params === undefined ? undefined : { round: found.round, params } }]
-  })
+  const closed = owedAudits(point, log, ring)
+  const asked = closed.find((c) => c.fromRanks)
   const tokenFile = await Files.readFile(`${runDir}/token`).catch(() => undefined)
   const tokenText = options.runToken ?? (tokenFile === undefined ? undefined : new TextDecoder().decode(tokenFile).trim())
   if (tokenText === undefined || tokenText === "")
@@ -234,7 +245,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     ].sort((a, b) => a.epoch - b.epoch),
     recoveriesBefore: journal.recoveries,
     closed,
-    ...(ring ? ringPoint(point) : {})
+    ...(ring ? ringPoint(point) : {}),
+    // The ranks hold it numbered as the takeover's Update numbers it (`Recovery.resumeOf`).
+    ...(asked === undefined ? {} : { owedModel: { epoch: asked.summary.epoch, round: resume.firstRound - 1 } })
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -250,6 +263,12 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
     averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
     ...(ring ? { backend: "ring" as const } : {}),
+    // How the ranks' frames are packed is theirs (they were told at their join): the takeover
+    // reads and relays them the same way.
+    ...given("compress", o.compress === "fp16" || o.compress === "int8" ? (o.compress as "fp16" | "int8") : undefined),
+    ...given("deltas", o.deltas === true ? true : undefined),
+    ...given("outerLr", numberOf(o.outerLr)),
+    ...given("outerMomentum", numberOf(o.outerMomentum)),
     ...given("ringLinks", o.ringLinks === "relay" ? ("relay" as const) : o.ringLinks === "direct" ? ("direct" as const) : undefined),
     ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
     ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
@@ -297,7 +316,8 @@ export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
 const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void => {
   const { summary, model } = closed
   ctx.journal.hold(ctx.epochModels.written(summary.epoch))
-  ctx.epochModels.deliver(summary.epoch, model)
+  // A ring member hands it over once the run formed (`Recovering.owedModel`).
+  if (closed.fromRanks !== true) ctx.epochModels.deliver(summary.epoch, model)
   ctx.emit({ type: "epoch", ms: ctx.sinceStart(ctx.nowMs()), summary, accuracy: undefined })
 }
 
@@ -311,7 +331,8 @@ export const coordinatorRecovery = (recovery: Recovering) => ({
   windowMs: recovery.windowMs,
   expected: recovery.expected,
   causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn),
-  ringCommitted: recovery.ringCommitted
+  ringCommitted: recovery.ringCommitted,
+  owedModel: recovery.owedModel
 })
 
 /**

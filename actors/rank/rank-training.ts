@@ -302,7 +302,10 @@ const handle = (r: Running, message: ToRank) =>
         if (message.epoch === s.epoch) s.chunks.push({ offset: message.offset, size: message.size, progress: 0 })
         return
       case "Update":
-        if (s.ringRecovery !== undefined) return yield* ringTakenOver(r, message.round)
+        // A takeover's Update carries no parameters (the ranks hold the model); one with them is a
+        // model given outright (a joiner's, from a member): it replaces whatever the rank held.
+        if (s.ringRecovery !== undefined && message.params.length === 0) return yield* ringTakenOver(r, message.round)
+        s.ringRecovery = undefined
         if (message.base !== undefined) {
           // A packed change to the model we hold: both ends add it the same way (`Deltas.plus`),
           // so this rank holds the coordinator's model bit for bit.

@@ -388,6 +388,8 @@ export interface Recovering {
   readonly closed: ReadonlyArray<{
     readonly summary: EpochSummary
     readonly model: { readonly round: number; readonly params: Float32Array } | undefined
+    /** Ring: the epoch's model is asked of a member (`owedModel`), not taken from the log. */
+    readonly fromRanks?: boolean
   }>
   /**
    * Ring backend: the last round the log holds committed and the generation that committed it,
@@ -396,6 +398,11 @@ export interface Recovering {
    */
   readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
   readonly generation?: number | undefined
+  /**
+   * Ring: the ended epoch of `closed` whose model the members hold, as the mean the takeover's
+   * `Update` numbers round `round`; asked of one at the start.
+   */
+  readonly owedModel?: { readonly epoch: number; readonly round: number } | undefined
 }
 
 /**

@@ -87,7 +87,10 @@ export {
  * `minRanks < worldSize`); they are vacant and may join later through `Join`. Entries outside
  * `[0, worldSize)` and repeats are ignored; when fewer than `minRanks` ranks would be left, the
  * whole list is ignored and a `BadStart` alert says so (the shell starts only once `minRanks`
- * joined). Default: none absent.
+ * joined). Default: none absent. `owedModel` (ring backend): an epoch that ended before a
+ * takeover whose model the coordinator's host lacks while every member still holds it, as the
+ * mean of round `round`: it is asked of a member at the start, as at an epoch's end (no ring
+ * round closes until it is in). Default none.
  *
  * @since 0.1.0
  * @category steps
@@ -96,6 +99,7 @@ export interface StartOptions {
   readonly paramsLength?: number
   readonly resume?: Resume
   readonly absent?: ReadonlyArray<Rank>
+  readonly owedModel?: { readonly epoch: number; readonly round: number }
 }
 
 /**
@@ -168,6 +172,8 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   )
   formRing(state, cmds, "initial ring")
   state.started = true
+  if (options.owedModel !== undefined && state.ring !== undefined)
+    EpochModel.ask(state, cmds, options.owedModel.epoch, options.owedModel.round)
   startEpoch(state, cmds)
   // A resumed epoch whose every sample the parent committed ends at once.
   if (epochDone(state) && state.phase === "running") endEpoch(state, cmds)

@@ -117,7 +117,9 @@ export interface ServerOptions extends Transport.Options {
    * a new session, and its welcome says `recovered: true` (the rank then drops what the old
    * session still held and says `Hello` again), until the run formed (`markFormed`: a rank back
    * later was declared). Default false: such a resume is refused with `ResumeLost`, as one after
-   * the formation is.
+   * the formation is. A rank beyond `worldSize` (one that joined the running run) is asked to try
+   * again later (`TryAgainLater`) until the run formed, then admitted as a join (`admit`) and
+   * welcomed as recovered; without `admit`, or refused by it, it is refused.
    */
   readonly recovering?: boolean
   readonly admit?: (asked: unknown, taken: (rank: Transport.Peer) => boolean) => Admission
@@ -430,6 +432,30 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
           options.recovering === true && typeof rank === "number" && Number.isSafeInteger(rank) && rank >= 0 && rank < options.worldSize
         // Until the run formed again: a rank back after that was declared (it did not return in time).
         if (found === undefined && recoverable && !formed && !joined.has(rank) && !ended.has(rank)) return accept(rank, 2, credential, true)
+        // A rank that joined the running run (beyond `worldSize`): back once the run formed again, as
+        // a join the shell admits (`admit`); asked to come back meanwhile (`TryAgainLater` is retried).
+        const joiner =
+          options.recovering === true &&
+          options.admit !== undefined &&
+          found === undefined &&
+          typeof rank === "number" &&
+          Number.isSafeInteger(rank) &&
+          rank >= options.worldSize &&
+          !joined.has(rank) &&
+          !ended.has(rank)
+        if (joiner && !formed)
+          return refuse(Transport.CloseCode.TryAgainLater, "the run is forming again: a joiner comes back once it formed")
+        if (joiner) {
+          let admission: Admission
+          try {
+            admission = options.admit!(rank, (r) => joined.has(r))
+          } catch (error) {
+            admission = { closeCode: Transport.CloseCode.BadJoin, reason: DeathReport.errorMessage(error) }
+          }
+          if ("closeCode" in admission) return refuse(admission.closeCode, admission.reason)
+          if (admission.rank === rank) return accept(rank, 2, credential, true)
+          return refuse(Transport.CloseCode.ResumeLost, "no such session")
+        }
         if (found === undefined || found.id !== asked.session) {
           return typeof rank === "number" && ended.has(rank)
             ? refuse(Transport.CloseCode.RankDead, "the rank is dead")

@@ -220,6 +220,43 @@ describe("serve --recover of a ring run", () => {
   })
 })
 
+describe("serve --recover of a ring run lost at an epoch's end", () => {
+  it("asks a member for the epoch's model (the log holds none) when no ring round closed after it", async () => {
+    const summary = {
+      epoch: 0,
+      epochSamples: 100,
+      samplesCommitted: 100,
+      lost: 0,
+      duplicated: 0,
+      deaths: [],
+      exits: [],
+      startedAtMs: 0,
+      endedAtMs: 1
+    }
+    const log = [
+      { type: "base", epoch: 0, firstRound: 0, committed: [] },
+      { type: "ring", generation: 0 },
+      { type: "commit", epoch: 0, round: 0, ranges: [[0, 60]], generation: 0 },
+      { type: "commit", epoch: 0, round: 1, ranges: [[60, 40]], generation: 0 },
+      { type: "closed", epoch: 0, round: 1, summary }
+    ]
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join("")
+    let given: unknown
+    await Recover.recover(
+      { runDir: runDir("ring-owed", [started({ backend: "ring" }), { type: "formed", ms: 1, worldSize: 2 }], { log }) },
+      async (options) => {
+        given = options
+        throw new Error("served")
+      }
+    ).catch(() => undefined)
+    expect(given).toMatchObject({
+      resumeState: { epoch: 1, firstRound: 3 },
+      recovery: { closed: [{ summary: { epoch: 0 }, model: undefined, fromRanks: true }], owedModel: { epoch: 0, round: 2 } }
+    })
+  })
+})
+
 describe("serve --recover listens where the ranks reconnect", () => {
   const given = async (events: ReadonlyArray<object>, name: string, options: Partial<Recover.RecoverOptions> = {}) => {
     let served: { readonly host?: string; readonly port?: number } = {}

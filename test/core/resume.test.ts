@@ -137,3 +137,29 @@ describe("Coordinator.normalizeResume", () => {
     expect(Coordinator.normalizeResume(config(), resume as Coordinator.Resume)).toBe(reason)
   })
 })
+
+describe("Coordinator.start for a ring run taken over (docs/recovery.md)", () => {
+  it("forms its ring in the resume's generation, and asks a member for an owed epoch's model before any ring round closes", () => {
+    const s = make({ worldSize: 2, epochSamples: 10, epochs: 3, backend: "ring" })
+    const cmds = Coordinator.start(s, 0, {
+      resume: { epoch: 1, firstRound: 5, committed: [], generation: 7 },
+      owedModel: { epoch: 0, round: 4 }
+    })
+    const rings = cmds.flatMap((c) => (c._tag === "Send" && c.message._tag === "FormRing" ? [c.message.generation] : []))
+    expect(rings).toEqual([7, 7])
+    expect(cmds.find((c) => c._tag === "Send" && c.message._tag === "RequestParams")).toMatchObject({
+      to: 0,
+      message: { _tag: "RequestParams", round: 4 }
+    })
+    // The member's answer is the epoch's model, for the shell to write before the epoch's audit line.
+    const answered = frame(s, 0, 1, { _tag: "Params", epoch: 1, round: 4, samplesDone: 0, params: new Float32Array(3).fill(1) })
+    expect(answered.find((c) => c._tag === "EpochModel")).toMatchObject({ epoch: 0, round: 4, from: 0 })
+  })
+
+  it("a generation that is not an integer >= 0 is refused with the rest of the resume point", () => {
+    const s = make({ worldSize: 2, epochSamples: 10, epochs: 3, backend: "ring" })
+    expect(Coordinator.normalizeResume(s.config, { epoch: 0, firstRound: 0, committed: [], generation: -1 })).toBe(
+      "resume generation -1 must be an integer >= 0"
+    )
+  })
+})

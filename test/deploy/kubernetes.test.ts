@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { Deployment } from "kubernetes-models/apps/v1/Deployment"
 import { Job } from "kubernetes-models/batch/v1/Job"
+import { PersistentVolumeClaim } from "kubernetes-models/v1/PersistentVolumeClaim"
 import { Service } from "kubernetes-models/v1/Service"
 import { parseAllDocuments } from "yaml"
 import * as Runtime from "../../src/platform/detect.ts"
@@ -58,7 +59,10 @@ const replaced = (args: ReadonlyArray<string>, substitutions: ReadonlyArray<read
 const run = (args: ReadonlyArray<string>, env: Record<string, string> = {}) => startCli(args, { cwd: dir, env, started: children })
 
 describe(`the Kubernetes manifests run as written (${runtime})`, () => {
-  const [service, deployment] = manifests("coordinator.yaml")
+  const coordinator = manifests("coordinator.yaml")
+  const [claim, service, deployment] = ["PersistentVolumeClaim", "Service", "Deployment"].map((kind) =>
+    coordinator.find((m) => m.kind === kind)
+  )
   const [job] = manifests("ranks.yaml")
 
   it("fit together: the Service selects the Deployment's pods on the port serve listens on; the Job's index count is serve's world size; both mount the token Secret", () => {
@@ -84,10 +88,24 @@ describe(`the Kubernetes manifests run as written (${runtime})`, () => {
     )
   })
 
+  it("keep the run directory on a PersistentVolumeClaim, so that a coordinator restarted in a new pod takes the run over, within the time its ranks wait", () => {
+    const serve = containerOf(deployment!)
+    const join_ = containerOf(job!)
+    const podSpec = (
+      deployment!.spec.template as { spec: { volumes: Array<{ name: string; persistentVolumeClaim?: { claimName: string } }> } }
+    ).spec
+    const runsMount = serve.volumeMounts.find((m) => flag(serve.args, "--out").startsWith(`${m.mountPath}/`))
+    expect(runsMount).toBeDefined()
+    expect(podSpec.volumes.find((v) => v.name === runsMount!.name)?.persistentVolumeClaim?.claimName).toBe(claim!.metadata.name)
+    // A ReadWriteOnce claim: the old pod must end before the new one mounts it.
+    expect(deployment!.spec.strategy).toEqual({ type: "Recreate" })
+    expect(flag(serve.args, "--recovery-window-ms")).toBe(flag(join_.args, "--coordinator-reconnect-ms"))
+  })
+
   it("every manifest is valid against the Kubernetes API's schemas (kubernetes-models), and a wrong type is caught", () => {
-    const models: Record<string, new (data: object) => { validate: () => void }> = { Job, Deployment, Service }
+    const models: Record<string, new (data: object) => { validate: () => void }> = { Job, Deployment, Service, PersistentVolumeClaim }
     const all = [...manifests("coordinator.yaml"), ...manifests("ranks.yaml")]
-    expect(all.map((m) => m.kind).sort()).toEqual(["Deployment", "Job", "Service"])
+    expect(all.map((m) => m.kind).sort()).toEqual(["Deployment", "Job", "PersistentVolumeClaim", "Service"])
     for (const manifest of all)
       expect(() => new models[manifest.kind]!(manifest).validate(), `${manifest.kind} ${manifest.metadata.name}`).not.toThrow()
     // The check is real: the Job's per-index back-off limit as a string is refused.

@@ -96,6 +96,13 @@ const killAndRecover = async (
       expect(Date.now() - killedMs).toBeLessThan(10_000)
       if (index < restarts.length - 1) {
         await running.waitFor(/the run goes on after/, 60_000)
+        // The line is printed as its journal write is queued: under load the write may come
+        // later, and a kill before it would leave the takeover out of the journal.
+        for (
+          const until = Date.now() + 30_000;
+          journal(runDir).filter((e) => e.type === "recovered").length <= index && Date.now() < until;
+        )
+          await Cluster.sleep(10)
         await Cluster.sleep(Math.floor(Math.random() * 400))
       }
     }

@@ -2,7 +2,8 @@
 // docs/recovery.md): a rank's resume of a session the new server never had is welcomed as a
 // recovered join. The rank's first message (its Hello) arrives again, what the old session still
 // held does not, the client counts the recovery, and the link goes on both ways. A server that is
-// not recovering refuses the same resume with ResumeLost.
+// not recovering refuses the same resume with ResumeLost. A rank that joined the running run
+// (beyond the world size) is asked to try again until the new server's run formed, then admitted.
 import { assert, describe, it } from "@effect/vitest"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -44,7 +45,37 @@ const orphaned = Effect.gen(function* () {
   return { client, port: server.port }
 })
 
+/** Admits any index: a run that may grow. */
+const admitAll = (asked: unknown) => ({ rank: asked as number })
+
 describe(`WebSocket recovered joins (${runtime})`, () => {
+  it.live(
+    "a joiner (beyond the world size) coming back is asked to try again until the recovering server's run formed, then welcomed as recovered",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const first = yield* Scope.make()
+          const server = yield* WebSocket.serve({ runToken, worldSize: 1, admit: admitAll }).pipe(Scope.provide(first))
+          server.markFormed()
+          const client = yield* WebSocket.connect({ url: server.url, runToken, rank: 1, resumable: true, reconnectRetryMs: 20 })
+          yield* client.transport.send(Transport.coordinatorPeer, frame(1))
+          assert.strictEqual(yield* nextFrame(server.transport.inbox), 1)
+          yield* Scope.close(first, Exit.void)
+          const again = yield* WebSocket.serve({ runToken, worldSize: 1, port: server.port, recovering: true, admit: admitAll })
+          yield* sleep(300)
+          // Refused with TryAgainLater meanwhile: the link is still trying.
+          assert.strictEqual(client.recoveries(), 0)
+          assert.strictEqual(client.closeCode(), undefined)
+          again.markFormed()
+          assert.strictEqual(yield* nextFrame(again.transport.inbox), 1)
+          assert.strictEqual(client.recoveries(), 1)
+          yield* again.transport.send(1, frame(100))
+          assert.strictEqual(yield* nextFrame(client.transport.inbox), 100)
+        })
+      ),
+    20_000
+  )
+
   it.live(
     "a recovering server welcomes a resume of a session it never had: the first message again, nothing the old session held, the link goes on",
     () =>
