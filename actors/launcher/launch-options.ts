@@ -248,6 +248,15 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     )
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
+  // A live rank that waits (for its model, an Update) sends only its beats: a bound near their
+  // interval would declare it.
+  const beatMs = options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4)
+  const blockingSilenceMs = options.blockingSilenceMs ?? 0
+  check(
+    blockingSilenceMs === 0 || blockingSilenceMs >= 2 * beatMs,
+    "blockingSilenceMs",
+    `must be 0 (off) or at least twice the ranks' heartbeat interval (${beatMs} ms), got ${blockingSilenceMs}`
+  )
   const compress = options.compress ?? "none"
   check(
     compress === "none" || compress === "fp16" || compress === "int8",

@@ -375,17 +375,24 @@ const checkPacked = (data: Uint8Array, step: number, r: number, n: number, lengt
  * closes only after every member received every step of it. `check` gives the problem, or
  * `undefined` and records the step. O(1) per step; one entry per sender.
  *
+ * `direct`: the sender has a direct link to its next neighbour in this generation. It falls back
+ * to the relay for the rest of the collective when that link closes (its neighbour died, or the
+ * link broke), so its first relayed step of a collective may be any step: the ones before it went
+ * direct. The steps after it come in order as before. Nothing is lost by it: a sender with a
+ * direct link can send its receiver anything on it, unchecked.
+ *
  * @since 0.1.0
  * @category averaging
  */
 export class RelayOrder {
   private readonly last = new Map<number, { generation: number; round: number; step: number }>()
 
-  check(from: number, message: RingMessage, openRound: number): string | undefined {
+  check(from: number, message: RingMessage, openRound: number, direct = false): string | undefined {
     const { generation, round, step } = message
     if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
     const last = this.last.get(from)
-    const expected = last !== undefined && last.generation === generation && last.round === round ? last.step + 1 : 0
+    const started = last !== undefined && last.generation === generation && last.round === round
+    const expected = started ? last.step + 1 : direct ? step : 0
     if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
     if (last === undefined) this.last.set(from, { generation, round, step })
     else {
