@@ -222,6 +222,48 @@ describe("coordinator actor", () => {
       )
   )
 
+  it.live(
+    "with compress, the first Update packs the whole model and later ones the change from the model every survivor holds (base: its round), a joiner welcomed with that model in float32 in between; each rank's model plus the change is the model the coordinator keeps",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const made = Core.make({ worldSize: 2, maxRanks: 3, epochSamples: 1024, epochs: 1, mode: "progressive" }, 0)
+          if ("_tag" in made) return assert.fail(made.reason)
+          const { transport, sent, hello } = yield* recordingTransport(-1)
+          const kept: Array<Float32Array | undefined> = []
+          const handle = yield* Coordinator.start({
+            state: made,
+            transport,
+            tickMs: 10,
+            coordHeartbeatMs: Number.POSITIVE_INFINITY,
+            compress: "fp16",
+            hooks: { beforeRound: (_command, params) => void kept.push(params) }
+          })
+          const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
+          const frame = (rank: number, message: ToCoordinator) =>
+            Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
+          yield* hello(0)
+          yield* hello(1)
+          // Values exact in half floats: round 0's mean [2, 3], round 1's [6, 7], a change of [4, 4].
+          yield* frame(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(1, 2) })
+          yield* frame(1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(3, 4) })
+          while (handle.state.round < 1) yield* Effect.sleep(1)
+          yield* hello(2)
+          while (handle.state.counters.joins < 1) yield* Effect.sleep(1)
+          yield* frame(0, { _tag: "Params", epoch: 0, round: 1, samplesDone: 0, params: Float32Array.of(4, 5) })
+          yield* frame(1, { _tag: "Params", epoch: 0, round: 1, samplesDone: 0, params: Float32Array.of(8, 9) })
+          while (handle.state.round < 2) yield* Effect.sleep(1)
+          const updates = (rank: number) => sent.filter(([to, m]) => to === rank && m._tag === "Update").map(([, m]) => m)
+          const change = { _tag: "Update" as const, round: 1, params: Float32Array.of(4, 4), base: 0 }
+          for (const rank of [0, 1])
+            assert.deepStrictEqual(updates(rank), [{ _tag: "Update", round: 0, params: Float32Array.of(2, 3) }, change])
+          // The joiner gets the model everyone holds, whole, then the same change.
+          assert.deepStrictEqual(updates(2), [{ _tag: "Update", round: 0, params: Float32Array.of(2, 3) }, change])
+          assert.deepStrictEqual(kept, [Float32Array.of(2, 3), Float32Array.of(6, 7)])
+        })
+      )
+  )
+
   it.live("the parameter count most ranks gave in Hello is the run's; a rank that gave another is refused at once", () =>
     Effect.scoped(
       Effect.gen(function* () {

@@ -6,6 +6,7 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import type { RunOptions } from "../../actors/record/run-types.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { target } from "../fixtures/trainers/wide.ts"
 import { clean, fastRuns } from "./fast-runs.ts"
@@ -16,8 +17,8 @@ const { fast } = fastRuns("ring-compress", { backend: "ring", transport: "proces
 type Round = { readonly type: string; readonly receivedBytes?: number; readonly sentBytes?: number }
 
 /** One epoch of 3 ranks (8,192 parameters): the run, its rounds' relayed bytes, the epoch model's distance from the target, and whether the checkpoint rank holds it. */
-const run = async (compress: "none" | "int8", ringLinks: "relay" | "direct") => {
-  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: 3, epochs: 1, compress, ringLinks })
+const run = async (compress: "none" | "int8", ringLinks: "relay" | "direct", extra: Partial<RunOptions> = {}) => {
+  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: 3, epochs: 1, compress, ringLinks, ...extra })
   const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
     .trim()
     .split("\n")
@@ -34,10 +35,12 @@ const run = async (compress: "none" | "int8", ringLinks: "relay" | "direct") => 
 }
 
 describe("packed ring steps between processes", () => {
-  it("int8 over the relay and over direct links: clean audits, the model within a quantizer step of float32's, every member holding it, and 3.5× fewer relayed bytes a round", async () => {
+  it("int8 over the relay and over direct links (there with a rank exiting mid-collective: the survivors redo the round): clean audits, the model where float32's lands, every member holding it, and 3.5× fewer relayed bytes a round", async () => {
     const plain = await run("none", "relay")
     const relayed = await run("int8", "relay")
-    const direct = await run("int8", "direct")
+    const direct = await run("int8", "direct", { collectiveFaults: [{ rank: 2, round: 2, step: 1, fault: "exit" }] })
+    expect(direct.result.deaths.map((d) => d.rank)).toEqual([2])
+    expect(direct.result.ring?.generations).toBe(2)
     for (const { result, same } of [plain, relayed, direct]) {
       expect(result.exitCode).toBe(0)
       expect(clean(result)).toEqual([[0, 1600, 0, 0]])

@@ -109,6 +109,18 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     ])
   })
 
+  it("a packed step (`--compress`) goes to the next neighbour as its bytes", async () => {
+    const { rings } = await ranks(2)
+    const ends = rings.map((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1], rank)))
+    expect(await ends[0]!.connected).toBe(true)
+    const received = nextMessage(ends[1]!)
+    const data = new Uint8Array([1, 0, 0, 0, 255, 255, 255, 255, 1, 0, 0, 0, 1, 0, 0, 0, 0, 60])
+    const sent = Array.from(data)
+    expect(ends[0]!.send({ generation: 0, round: 2, step: 1, data })).toBe(true)
+    const step = await received
+    expect([step.round, step.step, step.data instanceof Uint8Array, Array.from(step.data)]).toEqual([2, 1, true, sent])
+  })
+
   it("a connection with a wrong token is closed with BadHello (4020), one from a rank that is not the previous neighbour with NotNeighbour (4021)", async () => {
     const { rings, urls } = await ranks(3)
     rings.forEach((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
