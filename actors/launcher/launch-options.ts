@@ -263,16 +263,12 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     "compress",
     `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`
   )
-  check(
-    compress === "none" || backend === "cpu",
-    "compress",
-    "packs cpu contributions and updates; ring steps travel as float64 and float32"
-  )
   const outer = { lr: options.outerLr ?? 1, momentum: options.outerMomentum ?? 0 }
   check(outer.lr > 0 && Number.isFinite(outer.lr), "outerLr", `must be a number > 0, got ${outer.lr}`)
   check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
   check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
-  const deltas = options.deltas ?? (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0)
+  // Ring members contribute changes by themselves when they pack their steps (`RingCompressed`).
+  const deltas = options.deltas ?? (backend === "cpu" && (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0))
   check(typeof deltas === "boolean", "deltas", `must be true or false, got ${JSON.stringify(deltas)}`)
   check(!deltas || backend === "cpu", "deltas", "contributions as changes need the cpu backend")
   return {
