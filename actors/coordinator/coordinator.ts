@@ -463,7 +463,7 @@ const tick = (shell: Shell): Effect.Effect<void> =>
     const nowMs = yield* Clock.currentTimeMillis
     shell.lastTickMs = nowMs
     // Frames that arrived but wait behind other links' frames count before the scan.
-    for (const rank of Core.expiring(state, nowMs)) {
+    for (const rank of [...Core.expiring(state, nowMs), ...Core.blockingSilent(state, nowMs)]) {
       // A muted rank's frames are dropped unread: they are no sighting either.
       const arrivedMs = shell.options.muted?.has(rank) === true ? undefined : transport.lastArrivalMs(rank)
       if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {

@@ -38,14 +38,18 @@ const waitsOn = (state: State, rank: Rank): boolean => {
 }
 
 /**
- * The live ranks silent for more than `blockingSilenceMs` that the run waits on (`waitsOn`),
- * at the core's clock. Empty when the option is off or the run is not running. O(k + s): k ranks
- * silent that long in the liveness list, s suspects.
+ * The live ranks silent for more than `blockingSilenceMs` at `nowMs` (not before the core's
+ * clock) that the run waits on: a tick then declares them. The shell asks before a tick, as for
+ * `expiring`, whether a frame of theirs already arrived. Empty when the option is off or the run
+ * is not running. O(k + s): k ranks silent that long in the liveness list, s suspects.
+ *
+ * @since 0.1.0
+ * @category queries
  */
-export const blockingSilent = (state: State): Array<Rank> => {
+export const blockingSilent = (state: State, nowMs: number = state.clockMs): Array<Rank> => {
   const ms = state.config.blockingSilenceMs
   if (ms <= 0 || state.phase !== "running" || !state.started) return []
-  return Liveness.silentBeyond(state.liveness, state.clockMs, ms).filter(
+  return Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter(
     (rank) => Membership.isLive(state.membership, rank) && waitsOn(state, rank)
   )
 }

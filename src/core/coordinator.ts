@@ -48,6 +48,7 @@ import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
+export { blockingSilent } from "./blocking-silence.ts"
 export { causeText } from "./emit.ts"
 export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Leave, LeaveKind, Outcome, RepeatedCrash } from "./outcome.ts"
