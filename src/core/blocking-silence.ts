@@ -18,8 +18,9 @@ import type { State } from "./state.ts"
 /**
  * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for):
  *
- * - `ring`: the formed ring's round is open (a member reported `RoundDone`) and `rank`, a member
- *   (not joining, not owed a model), did not report;
+ * - `ring`: `rank`, a member (not joining, not owed a model), did not say `RingReady` to the
+ *   pending rendezvous, or did not report `RoundDone` to the formed ring's open round (a member
+ *   reported);
  * - `cpu`: `rank` holds uncommitted work and did not contribute to the open round, and the round
  *   is open (a contribution is in) or nobody can work without it (progressive: no chunk left to
  *   hand out).
@@ -29,7 +30,9 @@ const waitsOn = (state: State, rank: Rank): boolean => {
   if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank)) return false
   const ring = state.ring
   if (ring !== undefined) {
-    return !ring.pending && state.ringReports.size > 0 && !state.joining.has(rank) && !state.modelOwed.has(rank)
+    if (state.joining.has(rank) || state.modelOwed.has(rank)) return false
+    // A rendezvous waits on every member's RingReady; a formed ring's open round on its RoundDone.
+    return ring.pending ? ring.ready[rank] === 0 : state.ringReports.size > 0
   }
   if (!hasUncommitted(state, rank)) return false
   if (state.contributions.size > 0) return true

@@ -106,4 +106,23 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
       20, 0, 0
     ])
   })
+
+  it("ring: a member silent past the bound holds up the rendezvous, then the open round: each time it is declared, and the ring re-forms without it", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, backend: "ring", heartbeatTimeoutMs: 10_000, blockingSilenceMs: 500 })
+    Coordinator.start(s, 0)
+    for (const rank of [0, 1, 2]) frame(s, rank, 100, { _tag: "RingReady", generation: 0 })
+    expect(tick(s, 500)).toEqual([])
+    const reformed = tick(s, 501)
+    expect(declared(s)).toEqual([[3, "silent"]])
+    expect(reformed.some((c) => c._tag === "Send" && c.message._tag === "FormRing" && c.message.generation === 1)).toBe(true)
+    for (const rank of [0, 1, 2]) frame(s, rank, 600, { _tag: "RingReady", generation: 1 })
+    for (const rank of [0, 1]) frame(s, rank, 700, { _tag: "RoundDone", epoch: 0, round: 0, generation: 1, samplesDone: 10 })
+    // Rank 2 went quiet after its RingReady: the open round waits on it.
+    expect(tick(s, 1100)).toEqual([])
+    tick(s, 1101)
+    expect(declared(s)).toEqual([
+      [3, "silent"],
+      [2, "silent"]
+    ])
+  })
 })
