@@ -12,11 +12,12 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { hasUncommitted } from "./emit.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
-import type { Rank } from "./messages.ts"
+import type { Rank, ToCoordinator } from "./messages.ts"
 import type { State } from "./state.ts"
 
 /**
- * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for):
+ * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for, nor
+ * before it reported trained work once: `State.reportedWork`):
  *
  * - `ring`: `rank`, a member (not joining, not owed a model), did not say `RingReady` to the
  *   pending rendezvous, or did not report `RoundDone` to the formed ring's open round (a member
@@ -26,8 +27,9 @@ import type { State } from "./state.ts"
  *   hand out).
  */
 const waitsOn = (state: State, rank: Rank): boolean => {
-  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile.
-  if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank)) return false
+  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile; a
+  // joiner may wait for its model before it trains.
+  if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank) || state.reportedWork[rank] === 0) return false
   const ring = state.ring
   if (ring !== undefined) {
     if (state.joining.has(rank) || state.modelOwed.has(rank)) return false
@@ -55,4 +57,16 @@ export const blockingSilent = (state: State, nowMs: number = state.clockMs): Arr
   return Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter(
     (rank) => Membership.isLive(state.membership, rank) && waitsOn(state, rank)
   )
+}
+
+/** Marks `rank` as having reported trained work (`State.reportedWork`) when `message` says so. */
+export const noteWork = (state: State, rank: Rank, message: ToCoordinator): void => {
+  const tag = message._tag
+  if (
+    (tag === "Progress" || tag === "ChunkDone" || tag === "Params" || tag === "RoundDone") &&
+    rank >= 0 &&
+    rank < state.reportedWork.length
+  ) {
+    state.reportedWork[rank] = 1
+  }
 }

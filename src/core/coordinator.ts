@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import * as Audit from "./audit.ts"
-import { blockingSilent } from "./blocking-silence.ts"
+import { blockingSilent, noteWork } from "./blocking-silence.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import * as Config from "./config.ts"
 import * as Liveness from "./liveness.ts"
@@ -538,7 +538,10 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     }
   }
-  if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
+  if (input._tag === "Frame") {
+    releaseCall(state, input.rank, input.message)
+    noteWork(state, input.rank, input.message)
+  }
   holdCalls(state, cmds)
   return cmds
 }
