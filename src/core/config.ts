@@ -167,7 +167,8 @@ export interface Options {
    * leave, without waiting out `heartbeatTimeoutMs`: under churn a round then does not stand still
    * for a rank that left without a word. Set it above the longest gap between a training rank's
    * frames (a chunk or a `Progress` interval, a save), or live ranks are declared. Ranks the round
-   * does not wait on (idle, contributed, waiting for the `Update`) keep `heartbeatTimeoutMs`.
+   * does not wait on (idle, contributed, waiting for the `Update`), and ranks that did not report
+   * trained work since they joined, keep `heartbeatTimeoutMs`.
    * ms `>= 0`; 0 (default): off.
    */
   readonly blockingSilenceMs?: number
