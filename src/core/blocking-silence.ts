@@ -39,7 +39,7 @@ const waitsOn = (state: State, rank: Rank): boolean => {
   if (!hasUncommitted(state, rank)) return false
   if (state.contributions.size > 0) return true
   const pool = state.pool
-  return pool !== undefined && pool.residueTotal + pool.reclaimedTotal === 0 && ChunkPool.holdsUncommitted(pool, rank)
+  return pool !== undefined && ChunkPool.remaining(pool) === 0
 }
 
 /**
