@@ -7,8 +7,8 @@
  * A death report wakes the coordinator: the batch of inputs that holds it ends with a tick, so
  * every frame that arrived before it is applied first (the inbox keeps arrival order), the
  * batch's reports are declared together, and none waits behind the later batches in the mailbox.
- * A batch that ends a tick period or more after the last tick ticks too: under a backlog, the
- * scheduled tick would wait behind the mailbox. A send that fails goes back to the core as `SendFailed`.
+ * A batch after which a rank's timeout ran out, or that ends a tick period or more after the last
+ * tick, ticks too: under a backlog, the scheduled tick would wait behind the mailbox. A send that fails goes back to the core as `SendFailed`.
  *
  * Its own stalls never kill ranks (docs/design.md §3.10): the core pauses liveness for any gap between
  * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
@@ -466,7 +466,7 @@ const tick = (shell: Shell): Effect.Effect<void> =>
     const nowMs = yield* Clock.currentTimeMillis
     shell.lastTickMs = nowMs
     // Frames that arrived but wait behind other links' frames count before the scan.
-    for (const rank of Core.expiring(state, nowMs)) {
+    for (const rank of [...Core.expiring(state, nowMs), ...Core.blockingSilent(state, nowMs)]) {
       // A muted rank's frames are dropped unread: they are no sighting either.
       const arrivedMs = shell.options.muted?.has(rank) === true ? undefined : transport.lastArrivalMs(rank)
       if (arrivedMs !== undefined && nowMs - arrivedMs <= state.config.heartbeatTimeoutMs) {
@@ -508,10 +508,13 @@ const receive =
         const effect = shell.io.inbound(event)
         if (effect !== undefined) yield* effect
       }
-      // The tick a death report asked for (`wake`), or the schedule's, runs now, not behind the
-      // batches still in the mailbox: every frame that arrived before the report is applied by
-      // then (the inbox is in arrival order), and a silent rank's timeout is checked on time.
-      if (shell.state.pendingReports.length > 0 || (yield* Clock.currentTimeMillis) - shell.lastTickMs >= shell.tickMs) {
+      // The tick a death report asked for (`wake`), a stale rank's, or the schedule's, runs now,
+      // not behind the batches still in the mailbox: every frame that arrived before the report is
+      // applied by then (the inbox is in arrival order), and a silent rank is declared at its
+      // timeout, not up to a tick period later.
+      const nowMs = yield* Clock.currentTimeMillis
+      const { state } = shell
+      if (state.pendingReports.length > 0 || nowMs - shell.lastTickMs >= shell.tickMs || Core.expiring(state, nowMs).length > 0) {
         return yield* tick(shell)
       }
     })

@@ -12,40 +12,61 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { hasUncommitted } from "./emit.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
-import type { Rank } from "./messages.ts"
+import type { Rank, ToCoordinator } from "./messages.ts"
 import type { State } from "./state.ts"
 
 /**
- * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for):
+ * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for, nor
+ * before it reported trained work once: `State.reportedWork`):
  *
- * - `ring`: the formed ring's round is open (a member reported `RoundDone`) and `rank`, a member
- *   (not joining, not owed a model), did not report;
+ * - `ring`: `rank`, a member (not joining, not owed a model), did not say `RingReady` to the
+ *   pending rendezvous, or did not report `RoundDone` to the formed ring's open round (a member
+ *   reported);
  * - `cpu`: `rank` holds uncommitted work and did not contribute to the open round, and the round
  *   is open (a contribution is in) or nobody can work without it (progressive: no chunk left to
  *   hand out).
  */
 const waitsOn = (state: State, rank: Rank): boolean => {
-  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile.
-  if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank)) return false
+  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile; a
+  // joiner may wait for its model before it trains.
+  if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank) || state.reportedWork[rank] === 0) return false
   const ring = state.ring
   if (ring !== undefined) {
-    return !ring.pending && state.ringReports.size > 0 && !state.joining.has(rank) && !state.modelOwed.has(rank)
+    if (state.joining.has(rank) || state.modelOwed.has(rank)) return false
+    // A rendezvous waits on every member's RingReady; a formed ring's open round on its RoundDone.
+    return ring.pending ? ring.ready[rank] === 0 : state.ringReports.size > 0
   }
   if (!hasUncommitted(state, rank)) return false
   if (state.contributions.size > 0) return true
   const pool = state.pool
-  return pool !== undefined && pool.residueTotal + pool.reclaimedTotal === 0 && ChunkPool.holdsUncommitted(pool, rank)
+  return pool !== undefined && ChunkPool.remaining(pool) === 0
 }
 
 /**
- * The live ranks silent for more than `blockingSilenceMs` that the run waits on (`waitsOn`),
- * at the core's clock. Empty when the option is off or the run is not running. O(k + s): k ranks
- * silent that long in the liveness list, s suspects.
+ * The live ranks silent for more than `blockingSilenceMs` at `nowMs` (not before the core's
+ * clock) that the run waits on: a tick then declares them. The shell asks before a tick, as for
+ * `expiring`, whether a frame of theirs already arrived. Empty when the option is off or the run
+ * is not running. O(k + s): k ranks silent that long in the liveness list, s suspects.
+ *
+ * @since 0.1.0
+ * @category queries
  */
-export const blockingSilent = (state: State): Array<Rank> => {
+export const blockingSilent = (state: State, nowMs: number = state.clockMs): Array<Rank> => {
   const ms = state.config.blockingSilenceMs
   if (ms <= 0 || state.phase !== "running" || !state.started) return []
-  return Liveness.silentBeyond(state.liveness, state.clockMs, ms).filter(
+  return Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter(
     (rank) => Membership.isLive(state.membership, rank) && waitsOn(state, rank)
   )
+}
+
+/** Marks `rank` as having reported trained work (`State.reportedWork`) when `message` says so. */
+export const noteWork = (state: State, rank: Rank, message: ToCoordinator): void => {
+  const tag = message._tag
+  if (
+    (tag === "Progress" || tag === "ChunkDone" || tag === "Params" || tag === "RoundDone") &&
+    rank >= 0 &&
+    rank < state.reportedWork.length
+  ) {
+    state.reportedWork[rank] = 1
+  }
 }

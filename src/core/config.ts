@@ -162,12 +162,13 @@ export interface Options {
   readonly roundQuorum?: number
   /**
    * A live rank the open averaging round waits on (it holds uncommitted work and did not
-   * contribute yet; with the `ring` backend, a member of the formed ring that did not report
-   * `RoundDone`) and that sent nothing for more than this many ms is declared dead, as a silent
+   * contribute yet; with the `ring` backend, a member that did not say `RingReady` to the pending
+   * rendezvous or `RoundDone` to the open round) and that sent nothing for more than this many ms is declared dead, as a silent
    * leave, without waiting out `heartbeatTimeoutMs`: under churn a round then does not stand still
    * for a rank that left without a word. Set it above the longest gap between a training rank's
    * frames (a chunk or a `Progress` interval, a save), or live ranks are declared. Ranks the round
-   * does not wait on (idle, contributed, waiting for the `Update`) keep `heartbeatTimeoutMs`.
+   * does not wait on (idle, contributed, waiting for the `Update`), and ranks that did not report
+   * trained work since they joined, keep `heartbeatTimeoutMs`.
    * ms `>= 0`; 0 (default): off.
    */
   readonly blockingSilenceMs?: number

@@ -26,7 +26,7 @@
  * @since 0.1.0
  */
 import * as Audit from "./audit.ts"
-import { blockingSilent } from "./blocking-silence.ts"
+import { blockingSilent, noteWork } from "./blocking-silence.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import * as Config from "./config.ts"
 import * as Liveness from "./liveness.ts"
@@ -48,6 +48,7 @@ import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
+export { blockingSilent } from "./blocking-silence.ts"
 export { causeText } from "./emit.ts"
 export type { Command, DeathCause, Input, JoinRefusal } from "./inputs.ts"
 export type { Counters, Death, EpochSummary, EvalRecord, JoinRecord, Leave, LeaveKind, Outcome, RepeatedCrash } from "./outcome.ts"
@@ -543,7 +544,10 @@ export const step = (state: State, input: Input): Array<Command> => {
       break
     }
   }
-  if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
+  if (input._tag === "Frame") {
+    releaseCall(state, input.rank, input.message)
+    noteWork(state, input.rank, input.message)
+  }
   holdCalls(state, cmds)
   return cmds
 }

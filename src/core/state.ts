@@ -93,6 +93,12 @@ export interface State {
   readonly counters: Counters
   readonly contributed: Uint8Array
   /**
+   * `1` for a rank that reported trained work (`Progress`, `ChunkDone`, `Params`, `RoundDone`) since
+   * it joined: only such a rank is declared by `blockingSilenceMs` (a joiner may wait a while for
+   * its model before its first batch).
+   */
+  readonly reportedWork: Uint8Array
+  /**
    * The open round's contributions by contributor, in order of first contribution: the usable
    * parameters each sent (none for one left out of the average, `BadParams`). A rank contributes
    * twice to one round when a round deadline closed its previous round without it: its late
@@ -273,6 +279,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
     counters: zeroCounters(),
     contributed: new Uint8Array(w),
+    reportedWork: new Uint8Array(w),
     contributions: new Map(),
     ringReports: new Map(),
     outlierRounds: new Map(),

@@ -6,6 +6,10 @@ import { frame, heartbeat, make, params, ranges, tick } from "./harness.ts"
 
 const declared = (s: Coordinator.State) => s.leaves.map((l) => [l.rank, l.kind] as const)
 
+/** A `Progress` frame: the rank reported trained work (only such a rank is declared early). */
+const progress = (s: Coordinator.State, rank: number, nowMs: number, samplesDone = 0) =>
+  frame(s, rank, nowMs, { _tag: "Progress", epoch: 0, samplesDone, msPerBatch: 5 })
+
 describe("blockingSilenceMs: a silent rank the run waits on is declared before the heartbeat timeout", () => {
   const cpu = (options: Partial<Config.Options> = {}) => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, heartbeatTimeoutMs: 10_000, blockingSilenceMs: 500, ...options })
@@ -22,9 +26,10 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
 
   it("static mode: the open round waits on a silent rank; it is declared once silent past the bound, as a silent leave, and the round closes", () => {
     const s = cpu()
+    progress(s, 2, 0)
     params(s, 0, 100, 10)
     params(s, 1, 100, 10)
-    // Rank 2 sent nothing since the start: silent 500 ms is not more than the bound.
+    // Rank 2 sent nothing since its Progress: silent 500 ms is not more than the bound.
     expect(tick(s, 500)).toEqual([])
     expect(s.leaves).toEqual([])
     const cmds = tick(s, 501)
@@ -35,6 +40,7 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
 
   it("off by default: the same round waits for the heartbeat timeout", () => {
     const s = cpu({ blockingSilenceMs: 0 })
+    progress(s, 2, 0)
     params(s, 0, 100, 10)
     params(s, 1, 100, 10)
     tick(s, 5000)
@@ -43,8 +49,17 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
     expect(declared(s)).toEqual([[2, "silent"]])
   })
 
+  it("a rank that never reported trained work (a joiner waiting for its model) keeps the heartbeat timeout", () => {
+    const s = cpu()
+    params(s, 0, 100, 10)
+    params(s, 1, 100, 10)
+    tick(s, 5000)
+    expect(s.leaves).toEqual([])
+  })
+
   it("a round not open yet waits on nobody: a silent rank keeps the heartbeat timeout", () => {
     const s = cpu()
+    progress(s, 2, 0)
     heartbeat(s, 100, [0, 1])
     tick(s, 2000)
     expect(s.leaves).toEqual([])
@@ -62,6 +77,7 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
 
   it("a rank running a save it was asked for is not declared early", () => {
     const s = cpu()
+    progress(s, 2, 0)
     params(s, 0, 100, 10)
     params(s, 1, 100, 10)
     Liveness.hold(s.liveness, 2, "save", 1, 0, 60_000)
@@ -82,6 +98,7 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
       blockingSilenceMs: 500
     })
     Coordinator.start(s, 0) // rank 0 (0,5) (5,5), rank 1 (10,5) (15,5)
+    progress(s, 1, 0)
     frame(s, 0, 10, { _tag: "ChunkDone", epoch: 0, offset: 0, size: 5 })
     frame(s, 0, 20, { _tag: "ChunkDone", epoch: 0, offset: 5, size: 5 })
     // Nothing left in the pool: rank 0 contributes; the round and the epoch wait on rank 1's chunks.
@@ -104,6 +121,26 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
     const summary = end.find((c) => c._tag === "EpochEnded")
     expect(summary?._tag === "EpochEnded" && [summary.summary.samplesCommitted, summary.summary.lost, summary.summary.duplicated]).toEqual([
       20, 0, 0
+    ])
+  })
+
+  it("ring: a member silent past the bound holds up the rendezvous, then the open round: each time it is declared, and the ring re-forms without it", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, backend: "ring", heartbeatTimeoutMs: 10_000, blockingSilenceMs: 500 })
+    Coordinator.start(s, 0)
+    for (const rank of [2, 3]) progress(s, rank, 0)
+    for (const rank of [0, 1, 2]) frame(s, rank, 100, { _tag: "RingReady", generation: 0 })
+    expect(tick(s, 500)).toEqual([])
+    const reformed = tick(s, 501)
+    expect(declared(s)).toEqual([[3, "silent"]])
+    expect(reformed.some((c) => c._tag === "Send" && c.message._tag === "FormRing" && c.message.generation === 1)).toBe(true)
+    for (const rank of [0, 1, 2]) frame(s, rank, 600, { _tag: "RingReady", generation: 1 })
+    for (const rank of [0, 1]) frame(s, rank, 700, { _tag: "RoundDone", epoch: 0, round: 0, generation: 1, samplesDone: 10 })
+    // Rank 2 went quiet after its RingReady: the open round waits on it.
+    expect(tick(s, 1100)).toEqual([])
+    tick(s, 1101)
+    expect(declared(s)).toEqual([
+      [3, "silent"],
+      [2, "silent"]
     ])
   })
 })
