@@ -52,6 +52,7 @@ const nodeOnly =
         "test/actors/epoch-model-enospc.full.test.ts",
         "test/actors/resume-withheld.full.test.ts",
         "test/cli/pid1-signal.full.test.ts",
+        "test/cli/recover-ring-epoch-end.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/actors/churn-serve.full.test.ts"

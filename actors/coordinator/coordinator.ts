@@ -140,6 +140,8 @@ export interface Options {
     readonly expected: ReadonlyArray<Rank>
     readonly causeOf: (rank: Rank) => string
     readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
+    /** Ring backend: an ended epoch whose model the log lacks (`Core.StartOptions.epochModelOwed`). */
+    readonly epochModelOwed?: { readonly epoch: number; readonly round: number } | undefined
   }
   /**
    * Ring backend with direct links (worker threads): called once per generation, just
@@ -408,7 +410,11 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
     const startOptions = {
       ...(paramsLength === undefined ? {} : { paramsLength }),
       ...(resume === undefined ? {} : { resume: resume.point }),
-      ...(absent.length === 0 ? {} : { absent })
+      ...(absent.length === 0 ? {} : { absent }),
+      // The returning ranks hold the owed round's mean as the empty Update's round (above).
+      ...(recovery?.epochModelOwed === undefined || resume === undefined
+        ? {}
+        : { epochModelOwed: { epoch: recovery.epochModelOwed.epoch, round: Math.max(0, resume.point.firstRound - 1) } })
     }
     yield* execute(shell, Core.start(state, nowMs, startOptions))
     for (const rank of recovery === undefined ? [] : missing) {

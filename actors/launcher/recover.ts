@@ -135,6 +135,18 @@ const ringPoint = (point: Recovery.Point): Pick<Recovering, "ringCommitted" | "g
   generation: point.generation + 1
 })
 
+/**
+ * A ring run's ended epoch without its audit line whose last round is the last committed one: the
+ * ranks that come back hold that round's mean (no ring round closes while an epoch's model is
+ * asked for), so the takeover asks one of them for it instead of writing no model, which would
+ * leave the epoch unaudited.
+ */
+const ringModelOwed = (point: Recovery.Point, log: ReturnType<typeof RecoveryLog.read>): Recovering["epochModelOwed"] => {
+  const last = point.ringCommitted?.round
+  const owed = point.unaudited.find((epoch) => last !== undefined && log.closed.get(epoch)?.round === last)
+  return owed === undefined || last === undefined ? undefined : { epoch: owed, round: last }
+}
+
 /** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
 const refuseNoJournal = (runDir: string): void => {
   if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
@@ -234,7 +246,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     ].sort((a, b) => a.epoch - b.epoch),
     recoveriesBefore: journal.recoveries,
     closed,
-    ...(ring ? ringPoint(point) : {})
+    ...(ring ? ringPoint(point) : {}),
+    ...(ring ? { epochModelOwed: ringModelOwed(point, log) } : {})
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -294,10 +307,11 @@ export const openLog = (ctx: Context): RecoveryLog.RecoveryLog => {
  * line is written now (after the epoch's model, as always). Its `closed` line stays in the log: a
  * takeover of this takeover, before the line is out, writes it then.
  */
-const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void => {
+const auditClosed = (ctx: Context, closed: Recovering["closed"][number], asked: boolean): void => {
   const { summary, model } = closed
   ctx.journal.hold(ctx.epochModels.written(summary.epoch))
-  ctx.epochModels.deliver(summary.epoch, model)
+  // A ring's model is asked of a returning rank (`epochModelOwed`): the core's EpochModel delivers it.
+  if (!asked) ctx.epochModels.deliver(summary.epoch, model)
   ctx.emit({ type: "epoch", ms: ctx.sinceStart(ctx.nowMs()), summary, accuracy: undefined })
 }
 
@@ -311,7 +325,8 @@ export const coordinatorRecovery = (recovery: Recovering) => ({
   windowMs: recovery.windowMs,
   expected: recovery.expected,
   causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn),
-  ringCommitted: recovery.ringCommitted
+  ringCommitted: recovery.ringCommitted,
+  epochModelOwed: recovery.epochModelOwed
 })
 
 /**
@@ -330,7 +345,7 @@ export const announce = (ctx: Context, recovery: Recovering): void => {
     lastRound: recovery.lastRound,
     committedSamples: recovery.committedSamples
   })
-  for (const closed of recovery.closed) auditClosed(ctx, closed)
+  for (const closed of recovery.closed) auditClosed(ctx, closed, closed.summary.epoch === recovery.epochModelOwed?.epoch)
 }
 
 /**

@@ -396,6 +396,11 @@ export interface Recovering {
    */
   readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
   readonly generation?: number | undefined
+  /**
+   * Ring backend: the epoch of `closed` whose model the log lacks and whose last round is
+   * `ringCommitted`'s: the returning ranks hold its model, and one of them is asked for it.
+   */
+  readonly epochModelOwed?: { readonly epoch: number; readonly round: number } | undefined
 }
 
 /**

@@ -96,6 +96,12 @@ export interface StartOptions {
   readonly paramsLength?: number
   readonly resume?: Resume
   readonly absent?: ReadonlyArray<Rank>
+  /**
+   * Ring backend, a run taken over: an epoch that ended before the coordinator's restart, with
+   * `round` its last, whose model the restarted coordinator does not hold; it is asked of a member
+   * as at an epoch's end (`EpochModel` once it arrives), before any round of the run closes.
+   */
+  readonly epochModelOwed?: { readonly epoch: number; readonly round: number }
 }
 
 /**
@@ -168,6 +174,8 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
   )
   formRing(state, cmds, "initial ring")
   state.started = true
+  const owed = options.epochModelOwed
+  if (owed !== undefined && state.ring !== undefined) EpochModel.ask(state, cmds, owed.epoch, owed.round)
   startEpoch(state, cmds)
   // A resumed epoch whose every sample the parent committed ends at once.
   if (epochDone(state) && state.phase === "running") endEpoch(state, cmds)
