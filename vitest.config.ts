@@ -51,6 +51,8 @@ const nodeOnly =
         "test/actors/served-stopped-in-save.full.test.ts",
         "test/actors/epoch-model-enospc.full.test.ts",
         "test/actors/resume-withheld.full.test.ts",
+        "test/cli/pid1-signal.full.test.ts",
+        "test/cli/recover-ring-epoch-end.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/actors/churn-serve.full.test.ts"

@@ -4,6 +4,22 @@
 // their build in dist/ (scripts/build-package.mjs), which needs no loader.
 import { existsSync } from "node:fs"
 
+// A signal that comes before the command installs its own handler (while modules load, a trainer
+// is bundled, ...) or after it removed it ends the process as by default. Without this, a process
+// that runs as PID 1 (a container's entry, `unshare --pid --fork`) would drop it: PID 1 gets no
+// default action, so a container's stop (SIGTERM) would be lost and only its SIGKILL would end it.
+let done = false
+const numbers = { SIGINT: 2, SIGTERM: 15 }
+for (const [signal, number] of Object.entries(numbers)) {
+  const early = () => {
+    if (process.listenerCount(signal) > 1) return // the command's own handler has it
+    done = true
+    process.removeListener(signal, early)
+    process.kill(process.pid, signal) // the default action, where there is one
+    process.exit(128 + number) // PID 1: none
+  }
+  process.on(signal, early)
+}
 const built = !existsSync(new URL("../src/cli/index.ts", import.meta.url))
 if (!built && globalThis.Bun === undefined && globalThis.Deno === undefined) {
   const { register } = await import("tsx/esm/api")
@@ -14,7 +30,6 @@ const platform = built ? "../dist/src/platform/detect.js" : "../src/platform/det
 // Something that ends the process before the command is done (a trainer module that calls
 // process.exit while the launcher imports it to check it) is named, not silent. `cohort join`
 // ends its process itself when its rank leaves: it says so through `io.leaving` first.
-let done = false
 process.on("exit", (code) => {
   if (!done)
     process.stderr.write(
