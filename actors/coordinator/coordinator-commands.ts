@@ -10,6 +10,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Aggregate from "../../src/averaging/aggregate.ts"
+import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank, ToRank } from "../../src/core/messages.ts"
@@ -50,7 +51,7 @@ export interface CommandShell {
   ended: Core.Outcome | undefined
   /** The current ring generation's commit through its shared all-reduce area, when it has one. */
   areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
-  /** Contributions the aggregation found far outside the others: told to the core after the round's broadcast. */
+  /** Contributions the aggregation found far outside the others: told to the core once the step's commands are out. */
   readonly outliersFound: Array<{ readonly rank: Rank; readonly round: number; readonly detail: string }>
   /** What packing the mean dropped (error feedback: added to the next mean before it is packed). */
   updateResidual: Float32Array | undefined
@@ -62,6 +63,7 @@ export interface CommandShell {
 
 /** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
 const formRing = (shell: CommandShell, ring: Extract<ToRank, { _tag: "FormRing" }>): void => {
+  if (ring.ringRank === 0) observe(() => shell.hooks.beforeRing?.(ring.generation))
   shell.io.ringFormed(ring)
   if (ring.ringRank !== 0) return
   shell.areaCommit = undefined
@@ -114,17 +116,44 @@ const averageCpu = (shell: CommandShell, command: Extract<Core.Command, { _tag: 
     params = stepped.params
     shell.outerMomentum = stepped.momentum
   }
-  const compress = shell.options.compress ?? "none"
-  let packed: Uint8Array | undefined
-  if (params.length > 0 && compress !== "none") {
-    const out = Packed.withFeedback(params, shell.updateResidual, compress)
-    shell.updateResidual = out.residual
-    packed = out.bytes
-    params = Packed.unpack(out.bytes) as Float32Array
-  }
+  const packed = packUpdate(shell, params)
+  if (packed !== undefined) params = packed.held
   if (params.length > 0) shell.lastModel = { round: command.round, params }
   observe(() => shell.hooks.beforeRound?.(command, params.length > 0 ? params : shell.lastModel?.params))
-  shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
+  const update =
+    packed?.base === undefined
+      ? { _tag: "Update" as const, round: command.round, params }
+      : { _tag: "Update" as const, round: command.round, params: packed.change, base: packed.base }
+  shell.io.broadcast(update, refused, packed?.bytes)
+}
+
+/**
+ * The round's model packed for its `Update` (`compress` fp16 or int8; `undefined` otherwise or
+ * with no model): the change from the model every survivor holds (the last one sent, `lastModel`:
+ * each got every Update since, or that model when welcomed), with error feedback, as `bytes`
+ * and `base` (its round); or the whole model when there is none yet. `held` is what each rank
+ * holds once it applied the bytes (`base`'s model plus the unpacked change, float32 additions as
+ * the rank makes them): the model kept, committed and saved. `change` is the unpacked change.
+ */
+const packUpdate = (
+  shell: CommandShell,
+  params: Float32Array
+):
+  | { readonly bytes: Uint8Array; readonly held: Float32Array; readonly change: Float32Array; readonly base: number | undefined }
+  | undefined => {
+  const compress = shell.options.compress ?? "none"
+  if (params.length === 0 || compress === "none") return undefined
+  const last = shell.lastModel
+  if (last === undefined || last.params.length !== params.length) {
+    const out = Packed.withFeedback(params, shell.updateResidual, compress)
+    shell.updateResidual = out.residual
+    const held = Packed.unpack(out.bytes) as Float32Array
+    return { bytes: out.bytes, held, change: held, base: undefined }
+  }
+  const out = Packed.withFeedback(Deltas.minus(params, last.params), shell.updateResidual, compress)
+  shell.updateResidual = out.residual
+  const change = Packed.unpack(out.bytes) as Float32Array
+  return { bytes: out.bytes, held: Deltas.plus(last.params, change), change, base: last.round }
 }
 
 /** Carries out one of the core's commands; sends the transport refused go to `refused`. */
@@ -192,15 +221,8 @@ const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Ref
     return Effect.void
   })
 
-/**
- * Carries out the commands of one core step in order, each seen by `Hooks.onCommand` once it is
- * out; a send the transport refused is stepped as `SendFailed`, an outlier the round's aggregation
- * found as `Outlier`, and their commands carried out at once.
- *
- * @since 0.1.0
- * @category utils
- */
-export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+/** Carries out `commands` in order, a refused send stepped as `SendFailed` and its commands carried out at once. */
+const carryOutAll = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
   Effect.gen(function* () {
     for (const command of commands) {
       const refused: Array<Refused> = []
@@ -208,11 +230,26 @@ export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Comman
       observe(() => shell.hooks.onCommand?.(command, shell.state))
       for (const { rank, message, reason } of refused) {
         const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+        yield* carryOutAll(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
       }
-      for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
-      }
+    }
+  })
+
+/**
+ * Carries out the commands of one core step in order, each seen by `Hooks.onCommand` once it is
+ * out; a send the transport refused is stepped as `SendFailed` and its commands carried out at
+ * once. An outlier the round's aggregation found is stepped as `Outlier` after the whole step:
+ * the death it may declare comes after the step's own commands (the next epoch's `StartEpoch`
+ * before that epoch's remainders), as the core decided them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    yield* carryOutAll(shell, commands)
+    for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
+      const nowMs = yield* Clock.currentTimeMillis
+      yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
     }
   })

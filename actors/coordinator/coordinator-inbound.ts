@@ -73,6 +73,11 @@ export interface Hooks {
    */
   readonly beforeRound?: (command: Extract<Core.Command, { _tag: "AverageRound" }>, params: Float32Array | undefined) => void
   /**
+   * Ring backend: generation `generation` forms, before any of its `FormRing`s is sent. The
+   * recovery log records it there: a coordinator that takes the run over starts above it.
+   */
+  readonly beforeRing?: (generation: number) => void
+  /**
    * A rank that joined the running run reported its first trained batch (its first `Progress` or
    * `ChunkDone`): `helloAtMs` when its `Hello` arrived, `trainingAtMs` when that frame arrived, and
    * `bytes` of every frame sent to it in between but `CoordHeartbeat` (its welcome, roles, model,
@@ -99,6 +104,8 @@ export interface CoordinatorInboundOptions {
   readonly wake: Effect.Effect<void>
   /** Ranks whose frames are dropped here, unread (injected silence: `Options.muted`). */
   readonly muted?: ReadonlySet<Rank> | undefined
+  /** The ranks link to their ring neighbours over sockets they were given (`Options.ringPeerLinks`). */
+  readonly ringPeerLinks?: boolean
   /**
    * `cpu` with deltas on (docs/edge-averaging.md "Deltas"): every `Update` with parameters sent
    * is told to it, and every `Params` is turned back into parameters against `base()` (the model
@@ -323,11 +330,14 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       relayDropped += 1
       return undefined
     }
+    const next = members.peers[(ringRank + 1) % members.peers.length]!
+    // A sender given its next neighbour's listener may have sent this collective's first steps
+    // on its direct link, and fall back here once that link closed (`Ring.RelayOrder`).
+    const direct = options.ringPeerLinks === true || ringNeighbours.advertises(next)
     const problem =
       Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength }) ??
-      relayOrder.check(from, message, state.round)
+      relayOrder.check(from, message, state.round, direct)
     if (problem !== undefined) return problem
-    const next = members.peers[(ringRank + 1) % members.peers.length]!
     if (next === from || !Core.isLive(state, next)) {
       relayDropped += 1
       return undefined

@@ -4,9 +4,11 @@
  * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
  * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
  * `Coordinator.step`; the commands that come out are carried out over the transport at once.
- * A death report wakes the coordinator: it queues a tick behind whatever is already in the
- * mailbox, so every frame that arrived before it is applied first and the whole drained set of
- * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
+ * A death report wakes the coordinator: the batch of inputs that holds it ends with a tick, so
+ * every frame that arrived before it is applied first (the inbox keeps arrival order), the
+ * batch's reports are declared together, and none waits behind the later batches in the mailbox.
+ * A batch that ends a tick period or more after the last tick ticks too: under a backlog, the
+ * scheduled tick would wait behind the mailbox. A send that fails goes back to the core as `SendFailed`.
  *
  * Its own stalls never kill ranks (docs/design.md §3.10): the core pauses liveness for any gap between
  * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
@@ -128,11 +130,16 @@ export interface Options {
    * `expected` sent its `Hello` (ranks coming back send it again on their recovered link), or
    * `windowMs` after the formation began with at least one; then each rank of `[0, worldSize)` that
    * did not is declared dead at once, with the reason `causeOf(rank)` (a `Refused` cause).
+   * `ringCommitted` (ring backend): the last round the lost coordinator committed and its
+   * generation; each rank gets `RoundCommitted` of it before its `Update`, so that every rank
+   * holds that round's mean (a member that finished the round but never had its confirmation
+   * applies it now; one that finished a later round drops it).
    */
   readonly recovery?: {
     readonly windowMs: number
     readonly expected: ReadonlyArray<Rank>
     readonly causeOf: (rank: Rank) => string
+    readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
   }
   /**
    * Ring backend with direct links (worker threads): called once per generation, just
@@ -147,6 +154,12 @@ export interface Options {
     peers: ReadonlyArray<Rank>,
     paramsLength: number | undefined
   ) => ((round: number) => void) | undefined
+  /**
+   * Ring backend: the ranks link to their ring neighbours directly over sockets they were given
+   * (child processes, `--ring-links direct`), not through listeners they advertise; a rank whose
+   * link closes mid-collective relays the rest of it (`Ring.RelayOrder`). Default false.
+   */
+  readonly ringPeerLinks?: boolean
   /**
    * `cpu` backend: how each round's `Update` travels (docs/edge-averaging.md): `none` (default,
    * float32), `fp16` or `int8` (`Packed`, with error feedback: what packing dropped is added to
@@ -264,6 +277,9 @@ interface Shell extends CommandShell {
   readonly joined: Map<Rank, number>
   formingSinceMs: number | undefined
   lastBeatMs: number
+  /** When the last tick ran, and the tick period (ms): a batch of inputs ticks once one is due. */
+  lastTickMs: number
+  readonly tickMs: number
   self: Actor.ActorRef<Message, never> | undefined
   /** With deltas on: which ranks hold a model sent, to tell a change from parameters (`Deltas`). */
   readonly deltas: Deltas.Deltas | undefined
@@ -371,12 +387,18 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
       const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round, params: resume.params }))
       for (const rank of joined.keys()) if (transport.sendUnsafe(rank, update) === undefined) shell.deltas?.modelSent(rank, round)
     } else if (resume !== undefined && shell.options.recovery !== undefined) {
-      // A run taken over before any round closed: its ranks went back to their initial model and
-      // wait for an Update; one without parameters has them keep it.
+      // A run taken over before any round closed, or a ring run: its ranks went back to their last
+      // averaged model and wait for an Update; one without parameters has them keep it. A ring's
+      // ranks first learn which round's mean that must be (`recovery.ringCommitted`).
+      const committed = shell.options.recovery.ringCommitted
+      const confirm = committed === undefined ? undefined : Codec.encode(Frame.fromCoordinator({ _tag: "RoundCommitted", ...committed }))
       const update = Codec.encode(
         Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: new Float32Array(0) })
       )
-      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+      for (const rank of joined.keys()) {
+        if (confirm !== undefined) transport.sendUnsafe(rank, confirm)
+        transport.sendUnsafe(rank, update)
+      }
     }
     // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
     // declared dead once it started (below).
@@ -439,6 +461,7 @@ const tick = (shell: Shell): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport } = shell
     const nowMs = yield* Clock.currentTimeMillis
+    shell.lastTickMs = nowMs
     // Frames that arrived but wait behind other links' frames count before the scan.
     for (const rank of Core.expiring(state, nowMs)) {
       // A muted rank's frames are dropped unread: they are no sighting either.
@@ -482,6 +505,12 @@ const receive =
         const effect = shell.io.inbound(event)
         if (effect !== undefined) yield* effect
       }
+      // The tick a death report asked for (`wake`), or the schedule's, runs now, not behind the
+      // batches still in the mailbox: every frame that arrived before the report is applied by
+      // then (the inbox is in arrival order), and a silent rank's timeout is checked on time.
+      if (shell.state.pendingReports.length > 0 || (yield* Clock.currentTimeMillis) - shell.lastTickMs >= shell.tickMs) {
+        return yield* tick(shell)
+      }
     })
 
 /**
@@ -520,6 +549,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
         muted: options.muted,
+        ringPeerLinks: options.ringPeerLinks ?? false,
         ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
@@ -535,6 +565,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params },
       formingSinceMs: undefined,
       lastBeatMs: 0,
+      lastTickMs: 0,
+      tickMs,
       self: undefined,
       ended: undefined,
       areaCommit: undefined,
