@@ -55,6 +55,7 @@ const nodeOnly =
         "test/cli/recover-ring-epoch-end.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
+        "test/bench/wire-collective.full.test.ts",
         "test/actors/churn-serve.full.test.ts"
       ]
     : []

@@ -33,9 +33,12 @@
  * With `--process` the ring runs over direct links between the processes (`ringLinks` `direct`) and,
  * beside it, through the coordinator's relay (`--no-relay-row` leaves that out); `--reference` also
  * times gloo and Open MPI for each configuration (`bench/reference.ts`) and prints the ratios, all
- * in a second table.
+ * in a second table. That table also gives each run's CPU time a round, the ranks' processes
+ * (Linux's `/proc`) and the bench's own together ("direct cpu ms", "relay cpu ms"), and the bare
+ * collective over direct links between processes (`bench/wire-collective.ts`: no coordinator,
+ * commit or trainer) with its CPU time and the direct round's ratio to it, unless `--no-bare-row`.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -44,6 +47,7 @@ import * as Runtime from "../src/platform/detect.ts"
 import { measureBare } from "./bare-collective.ts"
 import { fmt, isMain, isQuick, note, quantile, table, writeResults } from "./lib.ts"
 import { measureReferences, type Reference } from "./reference.ts"
+import { measureWire } from "./wire-collective.ts"
 
 /** One configuration of the bench: `rounds` timed rounds after `warmupRounds` untimed ones. */
 export interface MeasureOptions {
@@ -80,6 +84,8 @@ export interface Measured {
   readonly coordinatorMsPerRound: number
   /** CPU time of the whole process (every thread: coordinator and worker ranks) per timed round. */
   readonly processCpuMsPerRound: number
+  /** With `process` ranks, the CPU time of the ranks' processes per timed round (Linux; else NaN). */
+  readonly ranksCpuMsPerRound: number
   readonly links: string
   /** Ring steps the coordinator relayed in the whole run (0 when every direct link held). */
   readonly relayedSteps: number
@@ -91,6 +97,32 @@ interface Elu {
 }
 const elu = (performance as unknown as { eventLoopUtilization?: (a?: Elu) => Elu }).eventLoopUtilization
 const paramsOnly = fileURLToPath(new URL("./trainers/params-only.ts", import.meta.url))
+
+/**
+ * The CPU ms (user and system) of this process's running child processes, from Linux's `/proc`
+ * (`NaN` where there is none): a rank process's time, which the bench's own `cpuUsage` leaves out.
+ * Ticks of 10 ms, so a difference over tens of rounds.
+ */
+const childrenCpuMs = (): number => {
+  let ticks = 0
+  try {
+    for (const entry of readdirSync("/proc")) {
+      if (!/^\d+$/.test(entry)) continue
+      let stat: string
+      try {
+        stat = readFileSync(`/proc/${entry}/stat`, "utf8")
+      } catch {
+        continue // ended meanwhile
+      }
+      // After the command's closing parenthesis: state, ppid, ..., utime (14th field), stime (15th).
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ")
+      if (Number(fields[1]) === process.pid) ticks += Number(fields[11]) + Number(fields[12])
+    }
+  } catch {
+    return Number.NaN
+  }
+  return ticks * 10
+}
 
 /**
  * A trainer module with this configuration's sizes written into it. A module is imported once per
@@ -134,6 +166,8 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
   let busyMs = Number.NaN
   let cpuAt: NodeJS.CpuUsage | undefined
   let cpuMs = Number.NaN
+  let ranksCpuAt = Number.NaN
+  let ranksCpuMs = Number.NaN
   const result = await Launcher.run({
     trainer: trainerFor(options.outDir, worldSize * total, params),
     worldSize,
@@ -156,6 +190,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
       if (committed.length === warmupRounds) {
         busyAt = elu?.()
         cpuAt = process.cpuUsage()
+        if (options.transport === "process") ranksCpuAt = childrenCpuMs()
       }
       if (committed.length !== total) return
       if (busyAt !== undefined && elu !== undefined) busyMs = elu(busyAt).active
@@ -163,6 +198,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
         const used = process.cpuUsage(cpuAt)
         cpuMs = (used.user + used.system) / 1000
       }
+      if (options.transport === "process") ranksCpuMs = childrenCpuMs() - ranksCpuAt
     }
   })
   const clean = result.epochs.length === 1 && result.epochs.every((e) => e.lost === 0 && e.duplicated === 0) && result.exitCode === 0
@@ -186,6 +222,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
     // Deno's eventLoopUtilization reads 0 throughout: no measurement, not an idle coordinator.
     coordinatorMsPerRound: busyMs > 0 ? busyMs / roundMs.length : Number.NaN,
     processCpuMsPerRound: cpuMs / roundMs.length,
+    ranksCpuMsPerRound: ranksCpuMs / roundMs.length,
     links: result.ring?.links ?? "-",
     relayedSteps: result.ring?.relayed ?? 0,
     roundMs
@@ -245,18 +282,30 @@ const main = async (): Promise<void> => {
         transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-relay-row")
           ? await measure({ ...at, backend: "ring", ringLinks: "relay" })
           : undefined
+      // The floor of a direct round: the same collective between processes with nothing around it.
+      const wire =
+        transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-bare-row")
+          ? await measureWire(worldSize, params, rounds, warmupRounds)
+          : undefined
       const references =
         transport === "process" && process.argv.includes("--reference") ? measureReferences(worldSize, params, rounds, warmupRounds) : []
       const reference = (library: Reference["library"]) => references.find((r) => r.library === library)
-      const ratio = (m: Measured | undefined, r: { readonly medianMs: number } | undefined): string =>
+      const ratio = (m: { readonly medianMs: number } | undefined, r: { readonly medianMs: number } | undefined): string =>
         m === undefined || r === undefined ? "-" : fmt(m.medianMs / r.medianMs)
+      const cpuOf = (m: { readonly ranksCpuMsPerRound: number; readonly processCpuMsPerRound: number } | undefined): string =>
+        m === undefined ? "-" : fmt(m.ranksCpuMsPerRound + m.processCpuMsPerRound)
       if (transport === "process") {
         processRows.push([
           worldSize,
           params,
           cell(ring),
+          cpuOf(ring),
           ring === undefined ? "-" : ring.relayedSteps,
+          cell(wire),
+          wire === undefined ? "-" : fmt(wire.cpuMsPerRound),
+          ratio(ring, wire),
           cell(ringRelay),
+          cpuOf(ringRelay),
           ratio(ringRelay, ring),
           cell(cpu),
           cell(reference("gloo")),
@@ -292,6 +341,7 @@ const main = async (): Promise<void> => {
         ringLinks: summary(ringLinks),
         ringRelay: summary(ringRelay),
         bare,
+        wire,
         references
       })
     }
@@ -331,8 +381,13 @@ const main = async (): Promise<void> => {
           "ranks",
           "params",
           "ring direct ms",
+          "direct cpu ms",
           "relayed",
+          "bare collective ms",
+          "bare cpu ms",
+          "direct/bare",
           "ring relay ms",
+          "relay cpu ms",
           "relay/direct",
           "cpu ms",
           "gloo ms",

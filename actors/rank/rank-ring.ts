@@ -74,7 +74,8 @@ export interface Contribution {
  * - `formRing`, `declareDead`, `relayed`: apply those frames from the coordinator.
  * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
  *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
- *   mean is the area's result row: read it before the rank's next contribution, never write it.
+ *   mean is the area's result row: read it before the rank's next contribution, never write it;
+ *   over links its vector holds a later collective's mean: copy it at once.
  * - `areaCommitted()`: the same for a commit the coordinator wrote into the generation's shared
  *   all-reduce area (`SharedAllReduce.commit`): the finished round and its mean, once. The rank
  *   asks before it handles anything from the coordinator (the commit was written before any
@@ -296,6 +297,9 @@ export const make = (options: RankRingOptions): RankRing => {
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
+  // The mean of the last committed round over links, once applied (the rank copies it at once):
+  // the next collective's result goes there instead of a new vector a round.
+  let spareMean: Float32Array | undefined
 
   /**
    * Wakes the rank's loop when the coordinator commits `done`'s round in its area, or fails the
@@ -317,13 +321,23 @@ export const make = (options: RankRingOptions): RankRing => {
     look()
   }
 
-  /** The finished round's mean, now committed: the rank applies it; its pre-round copy is free again. */
+  /**
+   * The finished round's mean, now committed: the rank applies it (a copy, at once); its pre-round
+   * copy and, over links, the mean's vector are free again. An area's result row is the area's.
+   */
   const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
     finished = undefined
     if (done.residual !== undefined) residual = done.residual
     spare = pending?.params
     pending = undefined
+    if (done.area === undefined) spareMean = done.mean
     return done.mean
+  }
+
+  const takeSpareMean = (): Float32Array | undefined => {
+    const mean = spareMean
+    spareMean = undefined
+    return mean
   }
 
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
@@ -373,7 +387,7 @@ export const make = (options: RankRingOptions): RankRing => {
                 base: contribution.base,
                 residual
               })
-            : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes), (mean) => ({
+            : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, takeSpareMean()), (mean) => ({
                 mean,
                 residual: undefined
               }))

@@ -16,12 +16,14 @@ const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined)
   socket.on("error", () => {})
   socket.on("close", () => handlers()?.close())
   return {
-    write: (parts) => {
+    write: (parts, sent) => {
       if (socket.destroyed || socket.writableEnded) return
-      if (parts.length === 1) return void socket.write(parts[0]!)
+      // Node calls a write's callback once it is done with the bytes, with an error when it failed.
+      const done = sent === undefined ? undefined : (error?: Error | null) => (error ? undefined : sent())
+      if (parts.length === 1) return void socket.write(parts[0]!, done)
       // Corked, the parts leave in one `writev`.
       socket.cork()
-      for (const part of parts) socket.write(part)
+      for (let i = 0; i < parts.length; i++) socket.write(parts[i]!, i === parts.length - 1 ? done : undefined)
       socket.uncork()
     },
     end: () => void socket.end(),

@@ -338,14 +338,16 @@ export interface ClientHandlers extends SocketHandlers {
 /**
  * One plain TCP connection (`listenTcp`, `connectTcp`): a byte stream with no framing of its own.
  * `write` queues `parts` in order as one write (the stream may keep a reference to them until
- * they are sent: the caller must not change them afterwards); `end` sends what is queued, then
- * closes; `destroy` closes at once, dropping what is queued.
+ * they are sent: the caller must not change them afterwards); `sent`, when given, is called once
+ * the stream holds them no more (handed to the system), and never for a stream that closed
+ * first; `end` sends what is queued, then closes; `destroy` closes at once, dropping what is
+ * queued.
  *
  * @since 0.1.0
  * @category model
  */
 export interface TcpStream {
-  readonly write: (parts: ReadonlyArray<Uint8Array>) => void
+  readonly write: (parts: ReadonlyArray<Uint8Array>, sent?: () => void) => void
   readonly end: () => void
   readonly destroy: () => void
 }

@@ -109,6 +109,8 @@ export interface PeerRingOptions extends PeerAddresses {
   readonly parkedMax?: number
   readonly parkedMs?: number
   readonly messageBytesMax?: number
+  /** Step buffers kept for reuse (`LinkFrames.BufferPool`; default `keptBuffersMaxDefault`). */
+  readonly keptBuffersMax?: number
 }
 
 /** Default `PeerRingOptions.connectTimeoutMs`. @since 0.1.0 @category limits */
@@ -119,6 +121,14 @@ export const parkedMaxDefault = 16
 export const parkedMsDefault = 30_000
 /** Default `PeerRingOptions.messageBytesMax`. @since 0.1.0 @category limits */
 export const messageBytesMaxDefault = 256 * 1024 * 1024
+/**
+ * Default `PeerRingOptions.keptBuffersMax`: a round's steps in flight on one rank's two links, for
+ * rings of up to 16 ranks, with room to spare.
+ *
+ * @since 0.1.0
+ * @category limits
+ */
+export const keptBuffersMaxDefault = 32
 
 /**
  * Close codes of a refused or ended connection, sent in a close frame before the stream ends: `BadHello` (4020: not a hello, or a proof that does
@@ -268,11 +278,22 @@ interface Framed {
   readonly destroy: () => void
 }
 
-const framed = (stream: RuntimeTypes.TcpStream): Framed => {
+/**
+ * The frames of `stream`. A step's buffer is the link's once sent (`Ring.PeerLink`): when the
+ * step's values fill it, it goes back to `pool` as soon as the stream is done with it.
+ */
+const framed = (stream: RuntimeTypes.TcpStream, pool: LinkFrames.BufferPool): Framed => {
   let closing = false
   return {
     sendText: (words) => stream.write(LinkFrames.text(words)),
-    sendStep: (message) => stream.write(LinkFrames.step(message.generation, message.round, message.step, message.data)),
+    sendStep: (message) => {
+      const { buffer, byteOffset, byteLength } = message.data
+      const whole = buffer instanceof ArrayBuffer && byteOffset === 0 && byteLength === buffer.byteLength
+      stream.write(
+        LinkFrames.step(message.generation, message.round, message.step, message.data),
+        whole ? () => pool.give(buffer) : undefined
+      )
+    },
     close: (code, reason) => {
       if (closing) return
       closing = true
@@ -326,6 +347,7 @@ const take = (frame: LinkFrames.Frame, into: Generation): boolean => {
  */
 const connect = (
   options: PeerRingOptions,
+  pool: LinkFrames.BufferPool,
   key: ProofKey,
   connectTimeoutMs: number,
   generation: number,
@@ -392,7 +414,8 @@ const connect = (
           clearTimeout(timer)
           resolve(false)
         }
-      })
+      }),
+      pool
     )
   })
   return {
@@ -412,6 +435,7 @@ const connect = (
  */
 const accept = (
   stream: RuntimeTypes.TcpStream,
+  pool: LinkFrames.BufferPool,
   keyFor: (generation: number) => Promise<ProofKey | number>,
   rank: Rank,
   messageBytesMax: number,
@@ -419,7 +443,7 @@ const accept = (
   step: (hello: Hello, incoming: Incoming, frame: LinkFrames.Frame) => void,
   closed: (incoming: Incoming) => void
 ): RuntimeTypes.TcpHandlers => {
-  const socket = framed(stream)
+  const socket = framed(stream, pool)
   const incoming: Incoming = { socket, deliver: undefined }
   const mine = challenge()
   let hello: Hello | undefined
@@ -437,7 +461,8 @@ const accept = (
       checking = true
       void welcome(said).catch(refuse)
     },
-    (reason) => socket.close(hello === undefined ? closeCodes.BadHello : closeCodes.BadStep, reason)
+    (reason) => socket.close(hello === undefined ? closeCodes.BadHello : closeCodes.BadStep, reason),
+    (bytes) => pool.take(bytes)
   )
   const welcome = async (said: Hello): Promise<void> => {
     const key = await keyFor(said.generation)
@@ -482,6 +507,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const parkedMax = options.parkedMax ?? parkedMaxDefault
   const parkedMs = options.parkedMs ?? parkedMsDefault
   const messageBytesMax = options.messageBytesMax ?? messageBytesMaxDefault
+  const pool = new LinkFrames.BufferPool(options.keptBuffersMax ?? keptBuffersMaxDefault)
   // The run's secret (processes one host started), else each generation's from its `open`.
   const runKey = options.token === "" ? undefined : proofKey(options.token)
   const keys = new Map<number, ProofKey>()
@@ -578,7 +604,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
   }
 
   const open = (stream: RuntimeTypes.TcpStream): RuntimeTypes.TcpHandlers =>
-    accept(stream, keyFor, options.rank, messageBytesMax, accepted, onStep, (incoming) => {
+    accept(stream, pool, keyFor, options.rank, messageBytesMax, accepted, onStep, (incoming) => {
       const at = parked.findIndex((entry) => entry.incoming === incoming)
       if (at >= 0) parked.splice(at, 1)
     })
@@ -617,7 +643,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
       const outgoing =
         key === undefined
           ? { connected: Promise.resolve(false), socket: () => undefined, close: () => {} }
-          : connect(options, key, connectTimeoutMs, generation, next, url)
+          : connect(options, pool, key, connectTimeoutMs, generation, next, url)
       return {
         generation,
         connected: outgoing.connected,

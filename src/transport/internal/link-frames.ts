@@ -6,8 +6,9 @@
  * `Float32` a step's values as raw little-endian floats, `Close` UTF-8 words saying why, `Packed`
  * a packed step's bytes as they are (`--compress`; `RingPacked`, which the ring reads).
  *
- * A step's values are read straight into a buffer of their own and handed on as a typed-array
- * view of it: no decoding and no copy beyond the one out of the stream's chunks. `FrameReader`
+ * A step's values are read straight into a buffer of their own (one a `BufferPool` kept, where the
+ * reader has one) and handed on as a typed-array view of it: no decoding and no copy beyond the one
+ * out of the stream's chunks. `FrameReader`
  * checks every header before it takes any payload (kind, the reserved byte, the length against the
  * current bound and against the kind's value size), so a peer cannot make it hold more than the
  * bound, and stops at the first bad one.
@@ -92,6 +93,38 @@ export const valuesOf = (frame: Frame): Float64Array | Float32Array | Uint8Array
 export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind === kinds.Float32 || kind === kinds.Packed
 
 /**
+ * Buffers for step payloads, kept for reuse instead of each step allocating (and the garbage
+ * collector freeing) a buffer of its own: a ring round sends and receives the same few sizes over
+ * and over. `take` gives a buffer of `bytes` (its contents are whatever it last held), `give`
+ * hands one back once nothing holds it any more; at most `buffersMax` are kept, the rest left to
+ * the collector.
+ *
+ * @since 0.1.0
+ * @category frames
+ */
+export class BufferPool {
+  private readonly kept = new Map<number, Array<ArrayBuffer>>()
+  private count = 0
+
+  constructor(readonly buffersMax: number) {}
+
+  take(bytes: number): Uint8Array<ArrayBuffer> {
+    const buffer = this.kept.get(bytes)?.pop()
+    if (buffer === undefined) return new Uint8Array(bytes)
+    this.count -= 1
+    return new Uint8Array(buffer)
+  }
+
+  give(buffer: ArrayBuffer): void {
+    if (this.count >= this.buffersMax || buffer.byteLength === 0) return
+    const same = this.kept.get(buffer.byteLength)
+    if (same === undefined) this.kept.set(buffer.byteLength, [buffer])
+    else same.push(buffer)
+    this.count += 1
+  }
+}
+
+/**
  * Reads frames off a stream's chunks (`push`, in order) and hands each whole one to `onFrame`.
  * `payloadBytesMax` bounds the next payload (change it as the link's state changes: small until
  * the peer proved itself); a header over it, of an unknown kind, with a reserved byte set, or a
@@ -114,7 +147,9 @@ export class FrameReader {
   constructor(
     public payloadBytesMax: number,
     private readonly onFrame: (frame: Frame) => void,
-    private readonly onError: (reason: string) => void
+    private readonly onError: (reason: string) => void,
+    /** Where step payloads go (a `BufferPool`'s `take`); other frames get a buffer of their own. */
+    private readonly allocate?: (bytes: number) => Uint8Array<ArrayBuffer>
   ) {}
 
   push(chunk: Uint8Array): void {
@@ -165,7 +200,7 @@ export class FrameReader {
       round: view.getUint32(12, true),
       step: view.getUint32(16, true)
     }
-    this.payload = new Uint8Array(bytes)
+    this.payload = this.allocate !== undefined && isStep(kind) ? this.allocate(bytes) : new Uint8Array(bytes)
     this.payloadAt = 0
     return true
   }
