@@ -50,7 +50,7 @@ export interface CommandShell {
   ended: Core.Outcome | undefined
   /** The current ring generation's commit through its shared all-reduce area, when it has one. */
   areaCommit: { readonly generation: number; readonly commit: (round: number) => void } | undefined
-  /** Contributions the aggregation found far outside the others: told to the core after the round's broadcast. */
+  /** Contributions the aggregation found far outside the others: told to the core once the step's commands are out. */
   readonly outliersFound: Array<{ readonly rank: Rank; readonly round: number; readonly detail: string }>
   /** What packing the mean dropped (error feedback: added to the next mean before it is packed). */
   updateResidual: Float32Array | undefined
@@ -62,6 +62,7 @@ export interface CommandShell {
 
 /** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
 const formRing = (shell: CommandShell, ring: Extract<ToRank, { _tag: "FormRing" }>): void => {
+  if (ring.ringRank === 0) observe(() => shell.hooks.beforeRing?.(ring.generation))
   shell.io.ringFormed(ring)
   if (ring.ringRank !== 0) return
   shell.areaCommit = undefined
@@ -192,15 +193,8 @@ const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Ref
     return Effect.void
   })
 
-/**
- * Carries out the commands of one core step in order, each seen by `Hooks.onCommand` once it is
- * out; a send the transport refused is stepped as `SendFailed`, an outlier the round's aggregation
- * found as `Outlier`, and their commands carried out at once.
- *
- * @since 0.1.0
- * @category utils
- */
-export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+/** Carries out `commands` in order, a refused send stepped as `SendFailed` and its commands carried out at once. */
+const carryOutAll = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
   Effect.gen(function* () {
     for (const command of commands) {
       const refused: Array<Refused> = []
@@ -208,11 +202,26 @@ export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Comman
       observe(() => shell.hooks.onCommand?.(command, shell.state))
       for (const { rank, message, reason } of refused) {
         const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+        yield* carryOutAll(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
       }
-      for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
-      }
+    }
+  })
+
+/**
+ * Carries out the commands of one core step in order, each seen by `Hooks.onCommand` once it is
+ * out; a send the transport refused is stepped as `SendFailed` and its commands carried out at
+ * once. An outlier the round's aggregation found is stepped as `Outlier` after the whole step:
+ * the death it may declare comes after the step's own commands (the next epoch's `StartEpoch`
+ * before that epoch's remainders), as the core decided them.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
+  Effect.gen(function* () {
+    yield* carryOutAll(shell, commands)
+    for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
+      const nowMs = yield* Clock.currentTimeMillis
+      yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
     }
   })

@@ -73,6 +73,11 @@ export interface Hooks {
    */
   readonly beforeRound?: (command: Extract<Core.Command, { _tag: "AverageRound" }>, params: Float32Array | undefined) => void
   /**
+   * Ring backend: generation `generation` forms, before any of its `FormRing`s is sent. The
+   * recovery log records it there: a coordinator that takes the run over starts above it.
+   */
+  readonly beforeRing?: (generation: number) => void
+  /**
    * A rank that joined the running run reported its first trained batch (its first `Progress` or
    * `ChunkDone`): `helloAtMs` when its `Hello` arrived, `trainingAtMs` when that frame arrived, and
    * `bytes` of every frame sent to it in between but `CoordHeartbeat` (its welcome, roles, model,

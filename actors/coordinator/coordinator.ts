@@ -128,11 +128,16 @@ export interface Options {
    * `expected` sent its `Hello` (ranks coming back send it again on their recovered link), or
    * `windowMs` after the formation began with at least one; then each rank of `[0, worldSize)` that
    * did not is declared dead at once, with the reason `causeOf(rank)` (a `Refused` cause).
+   * `ringCommitted` (ring backend): the last round the lost coordinator committed and its
+   * generation; each rank gets `RoundCommitted` of it before its `Update`, so that every rank
+   * holds that round's mean (a member that finished the round but never had its confirmation
+   * applies it now; one that finished a later round drops it).
    */
   readonly recovery?: {
     readonly windowMs: number
     readonly expected: ReadonlyArray<Rank>
     readonly causeOf: (rank: Rank) => string
+    readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
   }
   /**
    * Ring backend with direct links (worker threads): called once per generation, just
@@ -371,12 +376,18 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
       const update = Codec.encode(Frame.fromCoordinator({ _tag: "Update", round, params: resume.params }))
       for (const rank of joined.keys()) if (transport.sendUnsafe(rank, update) === undefined) shell.deltas?.modelSent(rank, round)
     } else if (resume !== undefined && shell.options.recovery !== undefined) {
-      // A run taken over before any round closed: its ranks went back to their initial model and
-      // wait for an Update; one without parameters has them keep it.
+      // A run taken over before any round closed, or a ring run: its ranks went back to their last
+      // averaged model and wait for an Update; one without parameters has them keep it. A ring's
+      // ranks first learn which round's mean that must be (`recovery.ringCommitted`).
+      const committed = shell.options.recovery.ringCommitted
+      const confirm = committed === undefined ? undefined : Codec.encode(Frame.fromCoordinator({ _tag: "RoundCommitted", ...committed }))
       const update = Codec.encode(
         Frame.fromCoordinator({ _tag: "Update", round: Math.max(0, resume.point.firstRound - 1), params: new Float32Array(0) })
       )
-      for (const rank of joined.keys()) transport.sendUnsafe(rank, update)
+      for (const rank of joined.keys()) {
+        if (confirm !== undefined) transport.sendUnsafe(rank, confirm)
+        transport.sendUnsafe(rank, update)
+      }
     }
     // Formation ranks not here yet are vacant; they join later (`minRanks`). A recovered run's are
     // declared dead once it started (below).

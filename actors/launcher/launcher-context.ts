@@ -23,6 +23,7 @@ import * as LauncherJournal from "./launcher-journal.ts"
 import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as Revocations from "./revocations.ts"
 import * as RoundLoss from "./round-loss.ts"
+import type { OnFormed } from "./resume.ts"
 import * as StorageFault from "./storage-fault.ts"
 import type {
   DeathTiming,
@@ -91,6 +92,8 @@ export interface Vars {
   /** The signal that interrupted the run (`SIGINT`, `SIGTERM`, or `aborted`), once one did. */
   interruptedBy: string | undefined
   formedEmitted: boolean
+  /** The trainer has no `evaluate`: a rank asked for an eval went on without answering (`noEval`). */
+  noEval: boolean
   /** The survivors asked to save (`ShutdownWithSave`) when the run ended unrecoverable. */
   askedToSave: ReadonlyArray<Rank>
   /** Over WebSocket: the listening server, once it listens. */
@@ -110,6 +113,8 @@ export interface Context {
   readonly options: RunOptions
   readonly served: Served | undefined
   readonly resumed: Resumed | undefined
+  /** A resumed run's marking of its parent, once it formed (`resume.ts`). */
+  readonly onFormed: OnFormed | undefined
   readonly resolved: ReturnType<typeof resolveOptions>
   readonly trainerUrl: string
   readonly module: Trainer.TrainerModule
@@ -272,7 +277,12 @@ const rankOutput = (options: RunOptions, runDir: string): Pick<Context, "onOutpu
  * @since 0.1.0
  * @category launcher
  */
-export const prepare = async (options: RunOptions, served: Served | undefined, resumed: Resumed | undefined): Promise<Context> => {
+export const prepare = async (
+  options: RunOptions,
+  served: Served | undefined,
+  resumed: Resumed | undefined,
+  onFormed?: OnFormed
+): Promise<Context> => {
   // Long because: it builds the launch's whole context, whose fields are listed one a line.
   const resolved = resolveOptions(options, served !== undefined)
   const { url: trainerUrl, module } = await loadTrainer(options.trainer)
@@ -294,6 +304,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     roundBytes: undefined,
     interruptedBy: undefined,
     formedEmitted: false,
+    noEval: false,
     askedToSave: [],
     server: undefined,
     churn: undefined,
@@ -353,6 +364,7 @@ export const prepare = async (options: RunOptions, served: Served | undefined, r
     options,
     served,
     resumed,
+    onFormed,
     resolved,
     trainerUrl,
     module,

@@ -31,6 +31,25 @@ const rankState = (state: Core.State, rank: Rank): RankState => {
   return state.contributed[rank] === 1 ? "waiting" : "training"
 }
 
+/**
+ * A rank asked for an epoch's eval answers before it reads the next epoch's start (the two come in
+ * that order, and it handles one message at a time): a frame of a later epoch, or its exit, with
+ * the eval unanswered says its trainer has no `evaluate`. The epochs whose line said "pending"
+ * are told so (`noEval`), and later epoch lines say it at once.
+ */
+const noticeNoEval = (ctx: Context, rank: Rank, message: ToCoordinator, nowMs: number): void => {
+  const later =
+    message._tag === "Progress" || message._tag === "Params" || message._tag === "ChunkDone" || message._tag === "RoundDone"
+      ? message.epoch
+      : undefined
+  const skipped = [...ctx.state.evalsAsked].filter(
+    ([epoch, asked]) => asked === rank && (message._tag === "Exiting" || (later !== undefined && later > epoch))
+  )
+  if (skipped.length === 0) return
+  ctx.vars.noEval = true
+  for (const [epoch] of skipped) ctx.emit({ type: "noEval", ms: ctx.sinceStart(nowMs), epoch, rank })
+}
+
 /** A decoded frame from a rank: its progress (with samples per second), its eval, a failed checkpoint's disk. */
 const onFrame =
   (ctx: Context) =>
@@ -41,6 +60,7 @@ const onFrame =
     // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
     if (!Core.isLive(state, rank)) return
     roundLoss.onFrame(rank, message)
+    if (!vars.noEval && state.evalsAsked.size > 0) noticeNoEval(ctx, rank, message, nowMs)
     if (message._tag === "Progress" && message.epoch === state.epoch) {
       if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
       // A progressive rank's samplesDone (its static list's position) stays 0: its samples are
@@ -105,6 +125,7 @@ const onCommand =
       const present = Core.activeCount(state)
       emit({ type: "formed", ms, worldSize, ...(present < worldSize ? { joined: present } : {}) })
       if (ctx.served?.recovery !== undefined) Recover.formed(ctx, ctx.served.recovery)
+      ctx.onFormed?.({ runId: ctx.runId, runDir: ctx.runDir }, (path, error) => ctx.storageFailed(StorageFault.of(path, error), false))
     }
     switch (command._tag) {
       case "Alert":
@@ -127,8 +148,8 @@ const onCommand =
         trainedInEpoch.clear()
         // Final once the epoch's model is written here: the line, and all after it, wait for it.
         journal.hold(epochModels.written(command.summary.epoch))
-        // Final as written: the accuracy comes in its own `eval` event.
-        emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined })
+        // Final as written: the accuracy comes in its own `eval` event, unless the trainer has none.
+        emit({ type: "epoch", ms, summary: command.summary, accuracy: undefined, ...(vars.noEval ? { noEval: true as const } : {}) })
         return
       }
       case "Welcome": {

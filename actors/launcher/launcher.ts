@@ -76,7 +76,7 @@ const aborted = (signal: AbortSignal): Effect.Effect<void> =>
  */
 export const run = async (options: RunOptions | ResumeOptions): Promise<RunResult> =>
   "resume" in options && options.resume !== undefined
-    ? Resume.resume(options, (fresh, resumed) => launch(fresh, undefined, resumed))
+    ? Resume.resume(options, (fresh, resumed, onFormed) => launch(fresh, undefined, resumed, onFormed))
     : launch(options as RunOptions, undefined)
 
 /**
@@ -372,6 +372,7 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
         : {
             ...hooks,
             beforeRound: log.beforeRound,
+            beforeRing: log.ring,
             onCommand: (command, commandState) => {
               if (command._tag === "EpochEnded") log.closed(command.summary)
               hooks.onCommand?.(command, commandState)
@@ -389,7 +390,12 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
       ? {}
       : {
           resume: {
-            point: { epoch: resumeState.epoch, firstRound: resumeState.firstRound, committed: resumeState.committed },
+            point: {
+              epoch: resumeState.epoch,
+              firstRound: resumeState.firstRound,
+              committed: resumeState.committed,
+              ...(served?.recovery?.generation === undefined ? {} : { generation: served.recovery.generation })
+            },
             params: resumeState.params
           }
         })
@@ -518,10 +524,15 @@ const program = (ctx: Context): Effect.Effect<Core.Outcome, never, Scope.Scope> 
 
 /**
  * `run` for a fresh run, a served one (`served`: where it listens), or a resumed one (`resumed`: its
- * parent, recorded in `started` and the result).
+ * parent, recorded in `started` and the result; `onFormed`: marks the parent resumed).
  */
-const launch = async (options: RunOptions, served: Served | undefined, resumed?: Resumed): Promise<RunResult> => {
-  const ctx = await LaunchContext.prepare(options, served, resumed)
+const launch = async (
+  options: RunOptions,
+  served: Served | undefined,
+  resumed?: Resumed,
+  onFormed?: Resume.OnFormed
+): Promise<RunResult> => {
+  const ctx = await LaunchContext.prepare(options, served, resumed, onFormed)
   const { state, runDir, journal, epochModels, vars } = ctx
   let finalRefusals: Record<string, number> | undefined
   // While the run trains, its folder holds `run.lock` with this process's id: `cohort resume`

@@ -17,8 +17,8 @@ import * as Files from "../../src/platform/files.ts"
 import * as Hmac from "../../src/platform/hmac.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import * as SyncFiles from "../../src/platform/sync-files.ts"
-import { readText, reportDefaults } from "../record/read-run.ts"
-import type { RecoveryRecord, Recovering, RunEvent, RunResult, ServeOptions } from "../record/run-types.ts"
+import { parseJournal, readText, reportDefaults } from "../record/read-run.ts"
+import type { Recovering, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
@@ -62,62 +62,32 @@ const fail = (reason: string): never => {
 }
 
 /**
- * What the journal says: the run's first event, the epochs audited, the ranks gone, whether it
- * ended or formed, its last time, and the first alert of a recovery log write that failed.
+ * What the journal says (`parseJournal`, as `cohort report` reads it): the run's `started` event,
+ * the epochs audited, the ranks gone, whether it ended or formed, its last time, its takeovers,
+ * and the first alert of a recovery log write that failed. A journal `parseJournal` refuses (a
+ * whole line that is no run event, no `started` event) gives its error line.
  */
-const readJournal = (text: string) => {
-  let started: Extract<RunEvent, { type: "started" }> | undefined
-  let ended = false
-  let lastMs = 0
-  const entries: Array<Recovery.Entry> = []
-  const epochs: Array<RunResult["epochs"][number]> = []
-  const accuracy = new Map<number, number>()
-  const recoveries: Array<RecoveryRecord> = []
-  let lost: Record<string, unknown> | undefined
-  let formed = false
-  let logFault: string | undefined
-  for (const line of text.split("\n")) {
-    let event: Record<string, unknown>
-    try {
-      event = JSON.parse(line) as Record<string, unknown>
-    } catch {
-      continue // a line cut short by the kill
-    }
-    if (typeof event.ms === "number") lastMs = Math.max(lastMs, event.ms)
-    if (event.type === "formed") formed = true
-    const detail = (event.alert as { detail?: unknown } | undefined)?.detail
-    if (event.type === "alert" && typeof detail === "string" && detail.includes(`/${RecoveryLog.dirName}/`)) logFault ??= detail
-    if (event.type === "started" && started === undefined) started = event as unknown as Extract<RunEvent, { type: "started" }>
-    else if (event.type === "ended") ended = true
-    else if (event.type === "epoch") {
-      const summary = event.summary as RunResult["epochs"][number] | undefined
-      if (typeof summary?.epoch === "number") {
-        entries.push({ _tag: "Audited", epoch: summary.epoch })
-        epochs.push(summary)
-      }
-    } else if (event.type === "eval" && typeof event.epoch === "number" && typeof event.accuracy === "number")
-      accuracy.set(event.epoch, event.accuracy)
-    else if (event.type === "coordinatorLost") lost = event
-    else if (event.type === "recovered" && lost !== undefined) {
-      recoveries.push({
-        lostMs: lost.lostMs as number,
-        withoutCoordinatorMs: event.withoutCoordinatorMs as number,
-        epoch: lost.epoch as number,
-        committedSamples: lost.committedSamples as number,
-        returned: event.returned as ReadonlyArray<Rank>,
-        missing: event.missing as ReadonlyArray<Rank>
-      })
-      lost = undefined
-    } else if (event.type === "death") {
-      const rank = (event.death as { rank?: unknown } | undefined)?.rank
-      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
-    } else if (event.type === "leave" && (event.leave as { kind?: unknown } | undefined)?.kind === "exit") {
-      const rank = (event.leave as { rank?: unknown }).rank
-      if (typeof rank === "number") entries.push({ _tag: "Gone", rank })
-    }
+const readJournal = (text: string, source: string) => {
+  const parsed = parseJournal(text, source)
+  if (typeof parsed === "string") return parsed
+  const { started, result, formed, recoveries } = parsed
+  const entries: Array<Recovery.Entry> = [
+    ...result.epochs.map((e): Recovery.Entry => ({ _tag: "Audited", epoch: e.epoch })),
+    ...result.deaths.map((d): Recovery.Entry => ({ _tag: "Gone", rank: d.rank })),
+    // A rank that left cleanly (`cohort leave`, `Exiting`) does not come back either.
+    ...(result.leaves ?? []).flatMap((l): Array<Recovery.Entry> => (l.kind === "graceful" ? [{ _tag: "Gone", rank: l.rank }] : []))
+  ]
+  const logFault = result.alerts.find((a) => a.detail.includes(`/${RecoveryLog.dirName}/`))?.detail
+  return {
+    started,
+    ended: result.outcome !== undefined,
+    lastMs: result.durationMs,
+    entries,
+    epochsBefore: result.epochs,
+    recoveries,
+    formed,
+    logFault
   }
-  const epochsBefore = epochs.map((e) => ({ ...e, accuracy: accuracy.get(e.epoch) }))
-  return { started, ended, lastMs, entries, epochsBefore, recoveries, formed, logFault }
 }
 
 /** What the log keeps of the run's token: a keyed hash that tells a wrong token, not the token. */
@@ -155,6 +125,16 @@ const listenedPortOf = (journalText: string): number | undefined => {
   return port
 }
 
+/**
+ * A ring run's point as its takeover needs it: the round whose mean every returning rank must
+ * hold (the last ring round the log holds committed, with its generation) and the generation its ring
+ * forms in first, past every one the lost coordinator formed (a rank ignores an older `FormRing`).
+ */
+const ringPoint = (point: Recovery.Point): Pick<Recovering, "ringCommitted" | "generation"> => ({
+  ...(point.ringCommitted === undefined ? {} : { ringCommitted: point.ringCommitted }),
+  generation: point.generation + 1
+})
+
 /** Refuses a folder with no journal, most often the --out folder given instead of one of its runs: names those. */
 const refuseNoJournal = (runDir: string): void => {
   if (SyncFiles.modifiedMs(`${runDir}/events.ndjson`) !== undefined) return
@@ -175,9 +155,8 @@ const splitDir = (dir: string): { readonly outDir: string; readonly runId: strin
 /**
  * Takes the run in `options.runDir` over through `serve` (the launcher's). Rejects with
  * `LaunchError` (option `recover`) before anything is written when the run is still running (its
- * lock's process is alive), ended, has no journal or no `started` event, averaged with the ring
- * backend, has every epoch audited, has no recovery log (no `base` line) while its journal says it
- * formed or its log failed, or lacks the model of its last committed round; with option
+ * lock's process is alive), ended, has no journal or no `started` event, has every epoch audited, has no recovery log (no `base` line) while its journal says it
+ * formed or its log failed, or lacks the model of its last committed round (`cpu`); with option
  * `runToken` when no token is given or found.
  *
  * @since 0.1.0
@@ -190,16 +169,13 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   refuseNoJournal(runDir)
   const read = await readText(`${runDir}/events.ndjson`, reportDefaults.fileBytesMax).catch(() => "unreadable")
   if (typeof read === "string") return fail(`${runDir}/events.ndjson cannot be read: ${read}`)
-  const journal = readJournal(read.text)
+  const journal = readJournal(read.text, `${runDir}/events.ndjson`)
+  if (typeof journal === "string") return fail(`${journal}: not a run's journal that can be taken over`)
   const started = journal.started
-  if (started === undefined) return fail(`${runDir}/events.ndjson has no started event: not a run`)
   if (journal.ended) fail(`run ${started.runId} ended: nothing to take over (cohort resume continues a run that ended unrecoverable)`)
   const o = started.options ?? {}
   if (started.transport !== "serve") fail(`run ${started.runId} was not served (cohort serve): its ranks died with their coordinator`)
-  if (o.backend === "ring")
-    fail(
-      `run ${started.runId} averages with the ring backend, which a new coordinator cannot take over (cpu only): serve with --fresh for a new run, or continue this one with cohort resume ${runDir}`
-    )
+  const ring = o.backend === "ring"
   const log = RecoveryLog.read(runDir)
   // A served run writes its base line before its first frame: a run lost before it has sent
   // nothing (the ranks hold the trainers' initial model), but one that formed, or whose log could
@@ -219,8 +195,9 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     )
   }
   // No round ever closed: the model is the trainers' initial one, which the ranks go back to.
-  const params = point.lastRound < 0 ? undefined : log.model(point.lastRound)
-  if (params === undefined && log.entries.some((e) => e._tag === "Commit"))
+  // A ring's coordinator never holds the model: the ranks do (`Recovering.ringCommitted`).
+  const params = point.lastRound < 0 || ring ? undefined : log.model(point.lastRound)
+  if (params === undefined && !ring && log.entries.some((e) => e._tag === "Commit"))
     fail(`the model of round ${point.lastRound} is missing from ${runDir}/${RecoveryLog.dirName}: the run cannot be taken over exactly`)
   // Epochs that ended without their audit line (the kill came while their model was written):
   // the recovered run writes it, with the epoch's model when the log still holds it.
@@ -256,7 +233,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
       ...closed.map((c) => ({ ...c.summary, accuracy: undefined }))
     ].sort((a, b) => a.epoch - b.epoch),
     recoveriesBefore: journal.recoveries,
-    closed
+    closed,
+    ...(ring ? ringPoint(point) : {})
   }
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
@@ -271,6 +249,8 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     seed: numberOf(o.seed) ?? defaults.seed,
     batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
     averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
+    ...(ring ? { backend: "ring" as const } : {}),
+    ...given("ringLinks", o.ringLinks === "relay" ? ("relay" as const) : o.ringLinks === "direct" ? ("direct" as const) : undefined),
     ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
     ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
     ...given("roundDeadlineMs", numberOf(o.roundDeadlineMs)),
@@ -330,7 +310,8 @@ const auditClosed = (ctx: Context, closed: Recovering["closed"][number]): void =
 export const coordinatorRecovery = (recovery: Recovering) => ({
   windowMs: recovery.windowMs,
   expected: recovery.expected,
-  causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn)
+  causeOf: (rank: Rank): string => (recovery.gone.includes(rank) ? "declared dead before the coordinator's restart" : didNotReturn),
+  ringCommitted: recovery.ringCommitted
 })
 
 /**
@@ -394,8 +375,8 @@ export const findLost = async (outDir: string, windowMs: number, nowMs: number):
     const writtenMs = SyncFiles.modifiedMs(`${dir}/events.ndjson`)
     if (writtenMs === undefined || nowMs - writtenMs > windowMs) continue
     const text = new TextDecoder().decode(SyncFiles.readIfAny(`${dir}/events.ndjson`) ?? new Uint8Array(0))
-    const journal = readJournal(text)
-    if (journal.started?.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
+    const journal = readJournal(text, `${dir}/events.ndjson`)
+    if (typeof journal === "string" || journal.started.transport !== "serve" || journal.ended || /"type":"failed"/.test(text)) continue
     // Every epoch ended (audited, or closed in its recovery log): nothing is left to take over,
     // but the audit lines it owes are written.
     const lock = await LockFile.inspect(`${dir}/${runLockFileName}`)

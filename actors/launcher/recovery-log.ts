@@ -4,7 +4,8 @@
  *
  * - `log.ndjson`: a `base` line where the run (or a recovery of it) began, then a `commit` line
  *   for every round that closed, with the ranges it committed, and a `closed` line for every
- *   epoch that ended, with its audit and the round of its model (`Recovery.Entry`). The `closed`
+ *   epoch that ended, with its audit and the round of its model, and with the ring backend a
+ *   `ring` line for every generation formed (`Recovery.Entry`). The `closed`
  *   line is written before the next epoch's first frame goes out, while the journal's audit line
  *   waits for the epoch's model to be written: a kill in between leaves the audit here alone;
  * - `token.check`: a keyed hash of the run's token (`HMAC-SHA256(token, fixed text)`), so that a
@@ -50,6 +51,8 @@ export interface RecoveryLog {
   readonly token: (check: string) => void
   /** An epoch ended with `summary` (its audit): written at once, before the next epoch's frames. */
   readonly closed: (summary: EpochSummary) => void
+  /** Ring backend: generation `generation` forms; written before its `FormRing`s go out. */
+  readonly ring: (generation: number) => void
 }
 
 /**
@@ -97,13 +100,22 @@ export const open = (runDir: string, onError: (path: string, error: unknown) => 
     beforeRound: (command, params) => {
       lastRound = command.round
       if (params !== undefined) model(command.round, params)
-      line({ type: "commit", epoch: command.epoch, round: command.round, ranges: command.committed })
+      line({
+        type: "commit",
+        epoch: command.epoch,
+        round: command.round,
+        ranges: command.committed,
+        ...(command.generation === undefined ? {} : { generation: command.generation })
+      })
     },
     token: (check) => {
       attempt(`${dir}/${tokenName}`, () => SyncFiles.write(`${dir}/${tokenName}`, new TextEncoder().encode(`${check}\n`)))
     },
     closed: (summary) => {
       line({ type: "closed", epoch: summary.epoch, round: lastRound, summary })
+    },
+    ring: (generation) => {
+      line({ type: "ring", generation })
     }
   }
 }
@@ -120,12 +132,19 @@ const entryOf = (text: string): Recovery.Entry | undefined => {
   } catch {
     return undefined
   }
-  const { type, epoch, round, firstRound, committed, ranges } = value
+  const { type, epoch, round, firstRound, committed, ranges, generation } = value
+  if (type === "ring") return Number.isSafeInteger(generation) ? { _tag: "Ring", generation: generation as number } : undefined
   if (!Number.isSafeInteger(epoch)) return undefined
   if (type === "base" && Number.isSafeInteger(firstRound) && isRanges(committed))
     return { _tag: "Base", epoch: epoch as number, firstRound: firstRound as number, committed }
   if (type === "commit" && Number.isSafeInteger(round) && isRanges(ranges))
-    return { _tag: "Commit", epoch: epoch as number, round: round as number, ranges }
+    return {
+      _tag: "Commit",
+      epoch: epoch as number,
+      round: round as number,
+      ranges,
+      ...(Number.isSafeInteger(generation) ? { generation: generation as number } : {})
+    }
   if (type === "closed" && Number.isSafeInteger(round) && typeof value.summary === "object" && value.summary !== null)
     return { _tag: "Closed", epoch: epoch as number }
   return undefined

@@ -36,29 +36,31 @@ import { trainerSha256 } from "./trainer-digest.ts"
 export const lockFileName = "resume.lock"
 
 /**
- * `onEvent` that also writes the parent's `resumedByFileName` when the resumed run forms (its
- * `started` event gives the run's id and folder). A marker that cannot be written is not fatal.
+ * What the launch does once the resumed run forms: writes the parent's `resumedByFileName` with
+ * the run's id and folder (`self`). A marker that cannot be written does not stop the run, but is
+ * told (`warn`: the launcher's `StorageFault` alert with the path and the cause): the parent still
+ * looks resumable, and a resume of it would train the same epochs again.
+ *
+ * @since 0.1.0
+ * @category resume
  */
-const markResumed = (
-  path: string,
-  unmarked: ReadonlyArray<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }>,
-  onEvent: ResumeOptions["onEvent"]
-): NonNullable<ResumeOptions["onEvent"]> => {
-  let self: { readonly runId: string; readonly runDir: string } | undefined
-  return (event) => {
-    if (event.type === "started") self = { runId: event.runId, runDir: event.runDir }
-    if (event.type === "formed" && self !== undefined) {
-      void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch(() => {})
-      // Ancestors whose own resume never formed: this run trains on from their state too.
-      for (const ancestor of unmarked) {
-        void Files.exists(ancestor.path)
-          .then((found) => (found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)))
-          .catch(() => {})
-      }
+export type OnFormed = (self: { readonly runId: string; readonly runDir: string }, warn: (path: string, error: unknown) => void) => void
+
+/** `OnFormed` marking the parent at `path`, and the `unmarked` ancestors. */
+const markResumed =
+  (
+    path: string,
+    unmarked: ReadonlyArray<{ readonly path: string; readonly child: { readonly runId: string; readonly runDir: string } }>
+  ): OnFormed =>
+  (self, warn) => {
+    void Files.writeFileAtomic(path, `${JSON.stringify(self)}\n`).catch((error: unknown) => warn(path, error))
+    // Ancestors whose own resume never formed: this run trains on from their state too.
+    for (const ancestor of unmarked) {
+      void Files.exists(ancestor.path)
+        .then((found) => (found ? undefined : Files.writeFileAtomic(ancestor.path, `${JSON.stringify(ancestor.child)}\n`)))
+        .catch((error: unknown) => warn(ancestor.path, error))
     }
-    onEvent?.(event)
   }
-}
 
 /**
  * The parent's ancestors that no resume marked (the resume of each died before it formed), each
@@ -144,7 +146,7 @@ const parentFolder = (dir: string): string => {
  */
 export const resume = async (
   options: ResumeOptions,
-  launch: (options: RunOptions, resumed: Resumed) => Promise<RunResult>
+  launch: (options: RunOptions, resumed: Resumed, onFormed: OnFormed) => Promise<RunResult>
 ): Promise<RunResult> => {
   // Long because it checks the refusals one after the other before anything is written; each check is a line or two with its why.
   // A run still training is not resumed, whatever its journal says so far: its own lock says so (a
@@ -291,11 +293,7 @@ export const resume = async (
       runId: options.runId,
       signal: options.signal,
       stopSignal: options.stopSignal,
-      onEvent: markResumed(
-        markerPath,
-        await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir }),
-        options.onEvent
-      ),
+      onEvent: options.onEvent,
       onRankOutput: options.onRankOutput,
       resumeState: {
         epoch: picked.epoch,
@@ -305,7 +303,8 @@ export const resume = async (
         ...(await outerMomentumOf(picked))
       }
     })
-    return await launch(fresh, resumed)
+    const unmarked = await unmarkedAncestors(parent.dir, { runId: started.runId, runDir: started.runDir })
+    return await launch(fresh, resumed, markResumed(markerPath, unmarked))
   } finally {
     await lock.release()
   }

@@ -107,6 +107,14 @@ export interface RankRing {
   readonly woken: () => Effect.Effect<"woken">
   readonly rearm: () => void
   /**
+   * A new coordinator took the run over (docs/recovery.md): the running collective is aborted and
+   * the pending contribution dropped (the new coordinator re-plans the epoch); gives the finished
+   * round not yet confirmed, if any (its round, generation and mean), which the new coordinator
+   * may confirm (its log holds it committed) or not. The ring view stays: the new coordinator's
+   * generations are newer.
+   */
+  readonly reset: Effect.Effect<{ readonly round: number; readonly generation: number; readonly mean: Float32Array } | undefined>
+  /**
    * A buffer for the next contribution's pre-round parameters: the last committed contribution's
    * (nothing reads it once its round committed), taken once, when it has `length` values; else a
    * new one. Saves allocating the whole vector every round.
@@ -462,6 +470,16 @@ export const make = (options: RankRingOptions): RankRing => {
     },
     rearm: () => {
       wake = Deferred.makeUnsafe<void>()
-    }
+    },
+    reset: Effect.gen(function* () {
+      yield* abortCollective
+      const done = finished
+      finished = undefined
+      pending = undefined
+      // An area's result row is the area's: the held mean is a copy of it.
+      return done === undefined
+        ? undefined
+        : { round: done.round, generation: done.generation, mean: done.area === undefined ? done.mean : done.mean.slice() }
+    })
   }
 }

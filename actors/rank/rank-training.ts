@@ -41,6 +41,11 @@ export interface Training {
   /** Whether `lastAverage` is a row of a shared all-reduce area (`applyCommitted`): never written into. */
   lastAverageShared: boolean
   lastAverageRound: number
+  /**
+   * Ring: the last round whose mean the rank applied (-1 before any). Unlike `lastAverageRound`,
+   * which a takeover's `Update` renumbers, it is the round that ran: what a takeover checks.
+   */
+  ringRound: number
   // The training loss since the last contribution (sample-weighted over its batches), carried by
   // the contribution for the journal's round loss: `Params.loss`, or the ring's `RoundDone.loss`
   // (the ring sends it when its all-reduce completes, a redo included).
@@ -67,7 +72,15 @@ export interface Training {
   samplesInEpoch: number
   /** The link's recoveries seen so far (`Link.recoveries`). */
   recoveries: number
+  /**
+   * Ring, from a takeover until the new coordinator's first `Update` (`recovered`): the finished
+   * round the rank held unconfirmed, if any, and the round the new coordinator confirmed (its
+   * `RoundCommitted`; -1 while none came: no round was committed).
+   */
+  ringRecovery: { readonly held: RingHeld | undefined; committed: number } | undefined
 }
+
+type RingHeld = NonNullable<Effect.Success<RankRing.RankRing["reset"]>>
 
 /** A running rank: what is fixed once it started, and its `training` state. */
 export interface Running {
@@ -126,6 +139,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       lastAverage: new Float32Array(firstParams),
       lastAverageShared: false,
       lastAverageRound: -1,
+      ringRound: -1,
       lossSum: 0,
       lossSamples: 0,
       ringLoss: undefined,
@@ -144,7 +158,8 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       samplesTotal: 0,
       samplesInEpoch: 0,
       residual: undefined,
-      recoveries: link.recoveries?.() ?? 0
+      recoveries: link.recoveries?.() ?? 0,
+      ringRecovery: undefined
     }
     const writeModel = (dir: string) => SavedModel.write(dir, s.lastAverage, { epoch: s.epoch, round: s.lastAverageRound, rank })
 
@@ -229,6 +244,7 @@ const applyCommitted = (r: Running, committedRound: number, mean: Float32Array, 
   s.lastAverageShared = inArea
   r.trainer.setParams(s.lastAverage)
   s.lastAverageRound = committedRound
+  s.ringRound = committedRound
   s.round = committedRound + 1
   s.waitingUpdate = false
 }
@@ -290,6 +306,47 @@ const checkpoint = (r: Running, version: number) =>
     })
   })
 
+/**
+ * Ring, after a takeover: the new coordinator confirms the last round its log holds committed.
+ * A rank that finished that round but never had its confirmation applies the round's mean now
+ * (every member of the generation that committed it holds the same mean); one whose finished
+ * round is not it (a later round, never committed) drops it. It waits for the `Update` still.
+ */
+const ringConfirmed = (
+  r: Running,
+  recovery: NonNullable<Training["ringRecovery"]>,
+  message: Extract<ToRank, { _tag: "RoundCommitted" }>
+): void => {
+  recovery.committed = message.round
+  const held = recovery.held
+  if (held === undefined || held.round !== message.round || held.generation !== message.generation) return
+  applyCommitted(r, message.round, held.mean)
+  r.s.waitingUpdate = true
+}
+
+/**
+ * Ring, after a takeover: the new coordinator's first `Update{round}` (no parameters: the ranks
+ * hold the model). The rank must hold the mean of the round it confirmed (`ringConfirmed`; none:
+ * the trainers' initial model); that model is then numbered round `round`'s, as a resumed run's
+ * is (what a `RequestParams` of the takeover's first epoch end asks for). A rank
+ * that holds another (never seen in a run that lost no frame) cannot go on exactly: it ends, and
+ * the coordinator hands its share to the others.
+ */
+const ringTakenOver = (r: Running, round: number) =>
+  Effect.gen(function* () {
+    const { s } = r
+    const committed = s.ringRecovery?.committed ?? -1
+    s.ringRecovery = undefined
+    if (s.ringRound !== committed) {
+      const reason = `the run's last committed ring round is ${committed}, and this rank holds the mean of round ${s.ringRound}`
+      console.error(`cohort rank ${r.rank}: taken over by a new coordinator, but ${reason}: it cannot go on exactly`)
+      return yield* Effect.die(new Error(`rank ${r.rank}: ${reason}`))
+    }
+    s.lastAverageRound = round
+    s.round = round + 1
+    s.waitingUpdate = false
+  })
+
 /** Carries out one message of the coordinator's. */
 const handle = (r: Running, message: ToRank) =>
   Effect.gen(function* () {
@@ -307,6 +364,7 @@ const handle = (r: Running, message: ToRank) =>
         if (message.epoch === s.epoch) s.chunks.push({ offset: message.offset, size: message.size, progress: 0 })
         return
       case "Update":
+        if (s.ringRecovery !== undefined) return yield* ringTakenOver(r, message.round)
         if (message.params.length > 0) {
           // A copy of our own: a trainer that keeps the array it was given may train in place on it.
           s.lastAverage = message.params.slice()
@@ -335,6 +393,7 @@ const handle = (r: Running, message: ToRank) =>
         if (!ringBackend) return
         return yield* ring.declareDead
       case "RoundCommitted": {
+        if (s.ringRecovery !== undefined) return ringConfirmed(r, s.ringRecovery, message)
         const mean = ring.committed(message)
         if (mean !== undefined) applyCommitted(r, message.round, mean)
         return
@@ -375,7 +434,7 @@ export const apply = (r: Running, event: Transport.Event) =>
       return event.peer !== toCoordinator
     }
     if (event._tag !== "Frame") return true
-    recovered(r)
+    yield* recovered(r)
     const decoded = Codec.decode(event.bytes, { from: "coordinator" })
     if (Result.isFailure(decoded)) return true // counted by the transport's inspector
     yield* handle(r, decoded.success.message as ToRank)
@@ -597,19 +656,23 @@ export const turn = (r: Running) =>
  * for the new `Update` (the last committed model) and its new share of the epoch. Called before
  * any frame is applied: the new coordinator's frames all come after its recovered welcome.
  */
-export const recovered = (r: Running): void => {
-  const { s } = r
-  const seen = r.link.recoveries?.() ?? 0
-  if (seen === s.recoveries) return
-  s.recoveries = seen
-  s.entries.length = 0
-  s.chunks.length = 0
-  s.trained = 0
-  s.contributedUpTo = 0
-  s.chunksDoneSinceContribution = 0
-  s.batchesSinceContribution = 0
-  s.lossSum = 0
-  s.lossSamples = 0
-  s.waitingUpdate = true
-  r.trainer.setParams(s.lastAverage)
-}
+export const recovered = (r: Running) =>
+  Effect.gen(function* () {
+    const { s } = r
+    const seen = r.link.recoveries?.() ?? 0
+    if (seen === s.recoveries) return
+    s.recoveries = seen
+    // Ring: which round's mean the rank must hold is the new coordinator's to say (`ringConfirmed`).
+    // A finished round held from before an earlier takeover is kept: this one may confirm it.
+    if (r.ringBackend) s.ringRecovery = { held: (yield* r.ring.reset) ?? s.ringRecovery?.held, committed: -1 }
+    s.entries.length = 0
+    s.chunks.length = 0
+    s.trained = 0
+    s.contributedUpTo = 0
+    s.chunksDoneSinceContribution = 0
+    s.batchesSinceContribution = 0
+    s.lossSum = 0
+    s.lossSamples = 0
+    s.waitingUpdate = true
+    r.trainer.setParams(s.lastAverage)
+  })

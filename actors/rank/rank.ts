@@ -109,7 +109,7 @@ export const run = (
       if ((yield* Clock.currentTimeMillis) >= s.hangAtMs) return yield* hangUntilGone(r)
       applyAreaCommit(r)
       // A new coordinator took the run over: what it plans replaces what the old one gave.
-      recovered(r)
+      yield* recovered(r)
       // Apply everything already delivered.
       for (let event = Queue.takeUnsafe(link.transport.inbox); event !== undefined; event = Queue.takeUnsafe(link.transport.inbox)) {
         if (event._tag === "Failure" || !(yield* apply(r, event.value))) {

@@ -164,8 +164,9 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
 
 /**
  * `resultFromEvents` with the `started` event the result was rebuilt from (the run's world size
- * and options, which a `RunResult` does not carry), for readers that need both: the error line
- * and the result are `resultFromEvents`'s.
+ * and options, which a `RunResult` does not carry), whether the run formed (a `formed` event),
+ * and the takeovers of it that formed (each `coordinatorLost` with its `recovered`), for readers
+ * that need them: the error line and the result are `resultFromEvents`'s.
  *
  * @since 0.1.0
  * @category report
@@ -173,7 +174,14 @@ export const resultFromEvents = (text: string, source = "events.ndjson"): RunTyp
 export const parseJournal = (
   text: string,
   source = "events.ndjson"
-): { readonly started: Extract<RunTypes.RunEvent, { type: "started" }>; readonly result: RunTypes.RunResult | PartialRun } | string => {
+):
+  | {
+      readonly started: Extract<RunTypes.RunEvent, { type: "started" }>
+      readonly result: RunTypes.RunResult | PartialRun
+      readonly formed: boolean
+      readonly recoveries: ReadonlyArray<RunTypes.RecoveryRecord>
+    }
+  | string => {
   // Long because: one walk over the journal gathers every list of the result, one case per event type.
   let started: Extract<RunTypes.RunEvent, { type: "started" }> | undefined
   let ended: Extract<RunTypes.RunEvent, { type: "ended" }> | undefined
@@ -186,6 +194,9 @@ export const parseJournal = (
   const skippedFaults: Array<RunTypes.SkippedFault> = []
   const alerts: Array<Alerts.Alert> = []
   const epochs: Array<RunTypes.RunResult["epochs"][number]> = []
+  let formed = false
+  let lost: Extract<RunTypes.RunEvent, { type: "coordinatorLost" }> | undefined
+  const recoveries: Array<RunTypes.RecoveryRecord> = []
   const lines = text.split("\n")
   let lastLine = 0
   for (let index = 0; index < lines.length; index++) {
@@ -254,6 +265,24 @@ export const parseJournal = (
       case "failed":
         failed = { stage: e.stage, reason: e.reason, formed: e.formed }
         break
+      case "formed":
+        formed = true
+        break
+      case "coordinatorLost":
+        lost = e
+        break
+      case "recovered":
+        if (lost !== undefined)
+          recoveries.push({
+            lostMs: lost.lostMs,
+            withoutCoordinatorMs: e.withoutCoordinatorMs,
+            epoch: lost.epoch,
+            committedSamples: lost.committedSamples,
+            returned: e.returned,
+            missing: e.missing
+          })
+        lost = undefined
+        break
       default:
         break
     }
@@ -286,12 +315,14 @@ export const parseJournal = (
       cut: cut ?? `ends after line ${lastLine}`,
       ...(failed === undefined ? {} : { failed })
     }
-    return { started, result }
+    return { started, result, formed, recoveries }
   }
   const backend =
     started.options?.["backend"] === "ring" ? ("ring" as const) : started.options?.["backend"] === "cpu" ? ("cpu" as const) : undefined
   return {
     started,
+    formed,
+    recoveries,
     result: {
       ...read,
       outcome: ended.outcome,

@@ -204,7 +204,24 @@ export type RunEvent =
   | { readonly type: "death"; readonly ms: number; readonly death: DeathTiming }
   | { readonly type: "leave"; readonly ms: number; readonly leave: LeaveCost }
   | { readonly type: "join"; readonly ms: number; readonly join: JoinCost }
-  | { readonly type: "epoch"; readonly ms: number; readonly summary: Coordinator.EpochSummary; readonly accuracy: number | undefined }
+  | {
+      readonly type: "epoch"
+      readonly ms: number
+      readonly summary: Coordinator.EpochSummary
+      readonly accuracy: number | undefined
+      /** The trainer has no `evaluate` (a `noEval` came before): no accuracy follows this epoch. */
+      readonly noEval?: true
+    }
+  | {
+      /**
+       * The rank asked for `epoch`'s eval went on without answering (a frame of a later epoch, or
+       * its exit): its trainer has no `evaluate`, and the epoch's line said its accuracy was pending.
+       */
+      readonly type: "noEval"
+      readonly ms: number
+      readonly epoch: number
+      readonly rank: Rank
+    }
   | {
       readonly type: "eval"
       readonly ms: number

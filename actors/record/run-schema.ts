@@ -283,7 +283,8 @@ export const RunEvent = Schema.Union([
   event("death", { death: DeathTiming }),
   event("leave", { leave: LeaveCost }),
   event("join", { join: JoinCost }),
-  event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite) }),
+  event("epoch", { summary: EpochSummary, accuracy: absentAsUndefined(Schema.Finite), noEval: optionalKey(Schema.Literal(true)) }),
+  event("noEval", { epoch: Count, rank: Count }),
   event("eval", { epoch: Count, rank: Count, accuracy: Schema.Finite, loss: Schema.Finite }),
   event("model", {
     epoch: Count,

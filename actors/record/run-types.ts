@@ -382,6 +382,13 @@ export interface Recovering {
     readonly summary: EpochSummary
     readonly model: { readonly round: number; readonly params: Float32Array } | undefined
   }>
+  /**
+   * Ring backend: the last round the log holds committed and the generation that committed it,
+   * whose mean every returning rank must hold (`undefined` before any), and the generation the
+   * recovered ring forms in first.
+   */
+  readonly ringCommitted?: { readonly round: number; readonly generation: number } | undefined
+  readonly generation?: number | undefined
 }
 
 /**

@@ -191,8 +191,16 @@ export const eventText = (event: RunTypes.RunEvent): string => {
       return `epoch ${s.epoch} done: ${s.samplesCommitted} samples committed, lost ${s.lost}, duplicated ${s.duplicated}, ${plural(
         s.deaths.length,
         "death"
-      )}, test accuracy ${event.accuracy === undefined ? "pending" : accuracyText(event.accuracy)}`
+      )}, test accuracy ${
+        event.accuracy !== undefined
+          ? accuracyText(event.accuracy)
+          : event.noEval === true
+            ? "none (the trainer has no evaluate)"
+            : "pending"
+      }`
     }
+    case "noEval":
+      return `epoch ${event.epoch} has no test accuracy: rank ${event.rank} went on without evaluating (the trainer has no evaluate)`
     case "eval":
       return `epoch ${event.epoch} test accuracy ${accuracyText(event.accuracy)} (eval on rank ${event.rank}, loss ${event.loss.toFixed(4)})`
     case "model":

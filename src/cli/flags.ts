@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type * as Commander from "commander"
 import type { RunTypes } from "../../actors/cli-entry.ts"
 import * as Config from "../core/config.ts"
 import { defaults, demoKill } from "./defaults.ts"
@@ -130,6 +131,26 @@ export interface RawRunOptions {
 
 /** Bad input found while parsing: its message is the one line shown. @since 0.1.0 @category parsing */
 export class UsageError extends Error {}
+
+/**
+ * Makes each flag of `command` and its subcommands that takes a value refuse another flag
+ * (`--…`) as that value, naming the flag: commander would take `--ring-listen` in
+ * `--ring-advertise --ring-listen X` as `--ring-advertise`'s value and report the `X` left over
+ * as too many arguments. Call after the flags are declared; returns `command`. Errors:
+ * `UsageError`. @since 0.1.0 @category parsing
+ */
+export const refuseFlagsAsValues = <C extends Commander.Command>(command: C): C => {
+  for (const option of command.options) {
+    if (!option.required) continue
+    const parse = option.parseArg
+    option.argParser((value: string, previous: unknown) => {
+      if (value.startsWith("--")) throw new UsageError(`option '${option.flags}' argument missing ('${value}' is the next flag)`)
+      return parse === undefined ? value : parse(value, previous)
+    })
+  }
+  for (const sub of command.commands) refuseFlagsAsValues(sub)
+  return command
+}
 
 const integerPattern = /^\d+$/
 

@@ -35,7 +35,7 @@ import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
-import { integerAtLeast, UsageError } from "./flags.ts"
+import { integerAtLeast, refuseFlagsAsValues, UsageError } from "./flags.ts"
 import { firstLine, oneLine } from "./parse.ts"
 import { readToken, serveDefaults } from "./serve.ts"
 
@@ -189,7 +189,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let tls: { readonly ca?: string; readonly fingerprint256?: string } | undefined
   let ringListen: RingListen | undefined
   try {
-    new Commander.Command("join")
+    const command = new Commander.Command("join")
       .exitOverride()
       .configureOutput({ writeOut: () => {}, writeErr: () => {}, outputError: () => {} })
       .helpOption(false)
@@ -207,6 +207,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
       .option("--fingerprint <sha256>")
       .option("--ring-listen <host:port>")
       .option("--ring-advertise <host>")
+    refuseFlagsAsValues(command)
       .action((given: string, options: RawJoinOptions) => {
         url = given
         raw = options

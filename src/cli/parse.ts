@@ -9,7 +9,7 @@ import * as Commander from "commander"
 import { firstLine } from "../../actors/cli-entry.ts"
 import { reportDefaults } from "../../actors/cli-entry.ts"
 import type { RawRunOptions, ResumeCommandOptions, RunCommandOptions } from "./flags.ts"
-import { integerAtLeast, resumeOptions, runOptions, UsageError } from "./flags.ts"
+import { integerAtLeast, refuseFlagsAsValues, resumeOptions, runOptions, UsageError } from "./flags.ts"
 
 export { firstLine }
 
@@ -229,7 +229,7 @@ export const parse = (argv: ReadonlyArray<string>): Parsed => {
       parsed = { command: "bundle", options: { trainer: raw.trainer, outDir: raw.out } }
     })
   try {
-    program.parse([...argv], { from: "user" })
+    refuseFlagsAsValues(program).parse([...argv], { from: "user" })
   } catch (error) {
     if (error instanceof UsageError || error instanceof Commander.CommanderError) return { error: oneLine(error.message) }
     return { error: oneLine(String(error)) }

@@ -57,7 +57,7 @@ import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
 import { conduct, demoTrainer, type Io, loadTrainerPath, usage, withConsoleOnStderr } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
-import { integerAtLeast, type RawRunOptions, runOptions, sharedRunOptions, UsageError } from "./flags.ts"
+import { integerAtLeast, type RawRunOptions, refuseFlagsAsValues, runOptions, sharedRunOptions, UsageError } from "./flags.ts"
 import { firstLine, oneLine, runFlags } from "./parse.ts"
 
 /**
@@ -232,7 +232,7 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
   let tokenTtlMs: number | undefined
   let churn: number | undefined
   try {
-    command.parse([...argv], { from: "user" })
+    refuseFlagsAsValues(command).parse([...argv], { from: "user" })
     if (raw === undefined) return usage(io, "serve: no options parsed")
     if (raw.dashboardFaults === true)
       throw new UsageError("serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere")

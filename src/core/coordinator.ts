@@ -16,7 +16,8 @@
  * This module holds the steps (`start`, `step` and the handling of each input); the rest of the
  * core is one room per responsibility: the death chain in `deaths.ts` (`declareBatch`, in the order
  * of docs/design.md §3.2), averaging rounds in `rounds.ts`, roles and the checkpoint's failover in
- * `role-moves.ts`, ending epochs and the run in `ending.ts`, unrecoverable runs in `stops.ts`,
+ * `role-moves.ts`, the calls asked of ranks (their liveness holds) in `calls.ts`, ending epochs
+ * and the run in `ending.ts`, unrecoverable runs in `stops.ts`,
  * epoch planning in `epochs.ts`, mid-run joins in `joins.ts`, the state and its queries
  * in `state.ts`, the shared verbs in `emit.ts`, and the input, command and outcome types in
  * `inputs.ts` and `outcome.ts`. This module re-exports what users need, so `Coordinator.*` is the
@@ -39,10 +40,11 @@ import { epochDone, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, vacateAbsent } from "./joins.ts"
 import { onModel, reaskModels } from "./model-handover.ts"
+import { holdCalls, releaseCall, staleCause } from "./calls.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
-import type { Resume, State } from "./state.ts"
+import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
 
 export { causeText } from "./emit.ts"
@@ -98,8 +100,8 @@ export interface StartOptions {
 /**
  * `resume` checked against `config`: the same point with its ranges sorted, clipped to
  * `[0, epochSamples)` and merged, or one line saying what is wrong (`epoch` outside
- * `[0, epochs)`, `firstRound` not a non-negative safe integer, a range that is not two
- * non-negative safe integers). O(n log n) in the ranges.
+ * `[0, epochs)`, `firstRound` or a given `generation` not a non-negative safe integer, a range
+ * that is not two non-negative safe integers). O(n log n) in the ranges.
  *
  * @since 0.1.0
  * @category steps
@@ -110,13 +112,16 @@ export const normalizeResume = (config: Config.Config, resume: Resume): Resume |
   }
   if (!Number.isSafeInteger(resume.firstRound) || resume.firstRound < 0)
     return `resume firstRound ${resume.firstRound} must be an integer >= 0`
+  const generation = resume.generation
+  if (generation !== undefined && (!Number.isSafeInteger(generation) || generation < 0))
+    return `resume generation ${generation} must be an integer >= 0`
   for (const range of resume.committed) {
     if (range.length !== 2 || !range.every((v) => Number.isSafeInteger(v) && v >= 0)) {
       return `committed range [${range.join(", ")}] must be two integers >= 0`
     }
   }
   const committed = Audit.complement(Audit.complement(resume.committed, config.epochSamples), config.epochSamples)
-  return { epoch: resume.epoch, firstRound: resume.firstRound, committed }
+  return { epoch: resume.epoch, firstRound: resume.firstRound, committed, ...(generation === undefined ? {} : { generation }) }
 }
 
 /**
@@ -151,6 +156,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
       state.firstEpoch = resume.epoch
       state.firstRound = resume.firstRound
       state.round = resume.firstRound
+      if (state.ring !== undefined && resume.generation !== undefined) state.ring.generation = resume.generation
     }
   }
   if (options.absent !== undefined && options.absent.length > 0) vacateAbsent(state, cmds, options.absent)
@@ -376,87 +382,17 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
   }
 }
 
-/**
- * Holds each rank asked for a call by `cmds` (a `Checkpoint`, an `Eval`) for `saveTimeoutMs` or
- * `evalTimeoutMs` on top of its timeout (docs/design.md §3.1, `Liveness.hold`): a synchronous trainer
- * sends nothing while it saves or evaluates. Ranks that beat during calls (`beatsDuringCalls`
- * for every rank, `setBeatsDuringCalls` for one) get holds that only name the bound. Read off the commands, so that every path that asks
- * (an epoch's end, a checkpoint's failover) holds its rank. An epoch the same commands start on
- * the rank after the ask releases the hold once a frame of it arrives (`Liveness.Hold`): so a rank
- * whose trainer has no `evaluate`, and never answers `Eval`, is held no longer than it takes to
- * go on. O(commands).
- */
-const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
-  const { config, liveness } = state
-  let asked: Array<{ readonly to: Rank; readonly call: "save" | "eval"; readonly id: number; readonly forMs: number }> | undefined
-  let entered: Map<Rank, number> | undefined
-  for (const c of cmds) {
-    if (c._tag === "Send" && (c.message._tag === "Checkpoint" || c.message._tag === "Eval")) {
-      const call =
-        c.message._tag === "Checkpoint"
-          ? { to: c.to, call: "save" as const, id: c.message.version, forMs: config.saveTimeoutMs }
-          : { to: c.to, call: "eval" as const, id: c.message.epoch, forMs: config.evalTimeoutMs }
-      ;(asked ??= []).push(call)
-    } else if (asked !== undefined) {
-      // An epoch the asked rank enters after the ask: its frames of that epoch show it went past.
-      const enter = (to: Rank, epoch: number) => {
-        if (asked!.some((a) => a.to === to) && !(entered ??= new Map()).has(to)) entered.set(to, epoch)
-      }
-      if (c._tag === "Send" && (c.message._tag === "StartEpoch" || c.message._tag === "AssignChunk")) enter(c.to, c.message.epoch)
-      else if (c._tag === "SendRanges" && (c.kind === "StartEpoch" || c.kind === "AssignChunk"))
-        for (const to of c.ranks) enter(to, c.epoch)
-    }
+/** A supervisor's death report (or an outlier verdict) as a departure of the death chain. */
+const reportedDeath = (report: PendingReport): Departure => {
+  const cause = report.cause
+  return {
+    rank: report.rank,
+    kind: "death",
+    detector: "supervisor",
+    cause: causeText(cause),
+    reportedAtMs: report.nowMs,
+    ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
   }
-  for (const a of asked ?? [])
-    Liveness.hold(
-      liveness,
-      a.to,
-      a.call,
-      a.id,
-      state.clockMs,
-      a.forMs,
-      entered?.get(a.to) ?? Infinity,
-      config.beatsDuringCalls || Liveness.beats(liveness, a.to)
-    )
-}
-
-/** A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's hold (`holdCalls`). */
-const releaseCall = (state: State, rank: Rank, message: ToCoordinator): void => {
-  if (!Membership.inRange(state.membership, rank)) return
-  if (message._tag === "CheckpointResult") Liveness.release(state.liveness, rank, "save", message.version)
-  else if (message._tag === "EvalResult") Liveness.release(state.liveness, rank, "eval", message.epoch)
-  else if (message._tag === "Progress" || message._tag === "Params" || message._tag === "ChunkDone" || message._tag === "RoundDone") {
-    Liveness.passed(state.liveness, rank, message.epoch)
-  }
-}
-
-/**
- * Why a stale rank is declared: its silence and its timeout; past an extension, which call ran
- * over its bound, with a `SaveTimeout` or `EvalTimeout` alert naming the bound.
- */
-const staleCause = (state: State, rank: Rank, cmds: Array<Command>): string => {
-  const { config, liveness } = state
-  const silentMs = Liveness.silentMs(liveness, rank, state.clockMs)
-  const own =
-    config.livenessDetector === "adaptive"
-      ? `adaptive timeout ${Math.round(Liveness.timeoutOf(liveness, rank))} ms of at most ${config.heartbeatTimeoutMs}`
-      : `timeout ${config.heartbeatTimeoutMs} ms`
-  const overrun = Liveness.overrun(liveness, rank)
-  if (overrun.length === 0) return `no frame for ${silentMs} ms (${own})`
-  const calls: Array<string> = []
-  for (const h of overrun) {
-    const bound = h.call === "save" ? `saveTimeoutMs ${config.saveTimeoutMs}` : `evalTimeoutMs ${config.evalTimeoutMs}`
-    const what = h.call === "save" ? `checkpoint ${h.id}` : `the eval of epoch ${h.id}`
-    alert(
-      state,
-      cmds,
-      h.call === "save" ? "SaveTimeout" : "EvalTimeout",
-      path(state, rank),
-      `rank ${rank} ran past ${bound} on ${what} (no frame for ${silentMs} ms)`
-    )
-    calls.push(bound)
-  }
-  return `no frame for ${silentMs} ms (${own} + ${calls.join(" + ")} for the calls it was asked)`
 }
 
 const onTick = (state: State, cmds: Array<Command>): void => {
@@ -469,15 +405,7 @@ const onTick = (state: State, cmds: Array<Command>): void => {
       continue
     }
     inBatch.add(report.rank)
-    const cause = report.cause
-    batch.push({
-      rank: report.rank,
-      kind: "death",
-      detector: "supervisor",
-      cause: causeText(cause),
-      reportedAtMs: report.nowMs,
-      ...(cause._tag === "Crashed" ? { crash: { error: cause.error, stack: cause.stack, fingerprint: cause.fingerprint } } : {})
-    })
+    batch.push(reportedDeath(report))
   }
   for (const rank of Liveness.expired(state.liveness, state.clockMs)) {
     if (inBatch.has(rank)) continue
@@ -509,16 +437,20 @@ const onTick = (state: State, cmds: Array<Command>): void => {
  * The coordinator itself did not run for `gapMs` (its thread was blocked or its process stopped):
  * whatever the ranks sent meanwhile is still on its way in, so their silence during the gap is not
  * theirs. Liveness pauses for the gap; the rest of the core is unchanged (docs/design.md §3.10).
+ * The alert names the longest stall so far too: repeats fold into one record that keeps only the
+ * last one's detail, which must not hide a long stall among short ones.
  */
 const onStall = (state: State, gapMs: number, cmds: Array<Command>): void => {
   Liveness.pause(state.liveness, gapMs)
   state.counters.coordinatorStalls += 1
+  state.longestStallMs = Math.max(state.longestStallMs, gapMs)
   alert(
     state,
     cmds,
     "CoordinatorStall",
     "root",
-    `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms); ranks' silence during it is not counted`
+    `the coordinator did not run for ${gapMs} ms (stall threshold ${state.config.coordinatorStallMs} ms, longest so far ${state.longestStallMs} ms); ` +
+      "ranks' silence during it is not counted"
   )
 }
 
@@ -591,9 +523,11 @@ export const step = (state: State, input: Input): Array<Command> => {
     case "CoordinatorResource":
       alert(state, cmds, "CoordinatorResource", "root", input.detail)
       break
-    case "Outlier":
-      onOutlier(state, input.rank, input.round, input.detail, cmds)
+    case "Outlier": {
+      const condemned = onOutlier(state, input.rank, input.round, input.detail, cmds)
+      if (condemned !== undefined) declareBatch(state, [reportedDeath(condemned)], cmds)
       break
+    }
   }
   if (input._tag === "Frame") releaseCall(state, input.rank, input.message)
   holdCalls(state, cmds)

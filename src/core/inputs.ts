@@ -77,8 +77,8 @@ export type DeathCause =
  *   else changes.
  * - `Outlier`: the shell's aggregation found `rank`'s contribution to round `round` far outside
  *   the others (`detail`: by how much; docs/edge-averaging.md). An `OutlierParams` warn alert on
- *   the rank's path; with `outlierRoundsMax` on, the rank is declared dead (cause `Refused`) by the
- *   next tick once that many of its rounds were outliers. Its samples stay committed: they were
+ *   the rank's path; with `outlierRoundsMax` on, the rank is declared dead (cause `Refused`) in
+ *   the same step once that many of its rounds were outliers. Its samples stay committed: they were
  *   trained, only what it sent was distrusted (the audit is unchanged).
  *
  * Any input arriving more than `coordinatorStallMs` after the previous one (when that option is on)

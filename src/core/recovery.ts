@@ -15,6 +15,9 @@
  *   journal comes later (it waits for the epoch's model to be written).
  * - `Audited`: epoch `epoch`'s audit is final (its model is written on the coordinator's host).
  * - `Gone`: a rank declared dead or exited; it is not waited for.
+ * - `Ring` (ring backend): generation `generation` was formed. Written before its `FormRing` went
+ *   out, so no rank ever saw a generation the record lacks; a ring round's `Commit` names its
+ *   generation too (the members hold the round's mean, finished, confirmed or not).
  *
  * The point is the first epoch neither audited nor closed (`epochs` when none is left), the ranges of it
  * committed (the base's, when it is the base's epoch, and every commit's), the last round committed
@@ -42,16 +45,27 @@ export type Entry =
       readonly firstRound: number
       readonly committed: ReadonlyArray<readonly [number, number]>
     }
-  | { readonly _tag: "Commit"; readonly epoch: number; readonly round: number; readonly ranges: ReadonlyArray<readonly [number, number]> }
+  | {
+      readonly _tag: "Commit"
+      readonly epoch: number
+      readonly round: number
+      readonly ranges: ReadonlyArray<readonly [number, number]>
+      readonly generation?: number
+    }
   | { readonly _tag: "Closed"; readonly epoch: number }
   | { readonly _tag: "Audited"; readonly epoch: number }
   | { readonly _tag: "Gone"; readonly rank: Rank }
+  | { readonly _tag: "Ring"; readonly generation: number }
 
 /**
  * Where the run stands (module doc). `epoch` is in `[base epoch, epochs]` (`epochs`: the run
  * completed); `committed` is sorted, merged and clipped to `[0, epochSamples)`; `lastRound` is -1
  * when no round closed since the first `Base` (and before it, `firstRound - 1`); `unaudited`: the
- * epochs before `epoch` closed without an audit, ascending; `gone` ascending.
+ * epochs before `epoch` closed without an audit, ascending; `gone` ascending. Ring backend:
+ * `generation` is the newest generation recorded (-1 when none), `ringCommitted` the last ring
+ * round committed (the `Commit` with a generation and the highest round; `undefined` when none):
+ * every member of its generation holds its mean. Unlike `lastRound` it never comes from a `Base`
+ * (a takeover's first round is numbered past a round no ring ran).
  *
  * @since 0.1.0
  * @category model
@@ -63,6 +77,8 @@ export interface Point {
   readonly committedSamples: number
   readonly unaudited: ReadonlyArray<number>
   readonly gone: ReadonlyArray<Rank>
+  readonly generation: number
+  readonly ringCommitted: { readonly round: number; readonly generation: number } | undefined
 }
 
 /**
@@ -77,11 +93,13 @@ export const fold = (epochs: number, epochSamples: number, entries: Iterable<Ent
   const closed = new Set<number>()
   const commits: Array<Extract<Entry, { _tag: "Commit" }>> = []
   const gone = new Set<Rank>()
+  let generation = -1
   for (const entry of entries) {
     if (entry._tag === "Base") base = entry
     else if (entry._tag === "Commit") commits.push(entry)
     else if (entry._tag === "Audited") audited.add(entry.epoch)
     else if (entry._tag === "Closed") closed.add(entry.epoch)
+    else if (entry._tag === "Ring") generation = Math.max(generation, entry.generation)
     else gone.add(entry.rank)
   }
   let epoch = Math.max(0, base.epoch)
@@ -89,9 +107,13 @@ export const fold = (epochs: number, epochSamples: number, entries: Iterable<Ent
   // Before the base too: a takeover killed before it wrote the audit lines of its own start.
   const unaudited = [...closed].filter((e) => e < epoch && !audited.has(e)).sort((a, b) => a - b)
   let lastRound = base.firstRound - 1
+  let ringCommitted: Point["ringCommitted"]
   const ranges: Array<readonly [number, number]> = epoch === base.epoch ? [...base.committed] : []
   for (const commit of commits) {
     lastRound = Math.max(lastRound, commit.round)
+    if (commit.generation !== undefined && commit.round > (ringCommitted?.round ?? -1))
+      ringCommitted = { round: commit.round, generation: commit.generation }
+    generation = Math.max(generation, commit.generation ?? -1)
     if (commit.epoch === epoch) ranges.push(...commit.ranges)
   }
   const committed = merge(ranges, epochSamples)
@@ -101,7 +123,9 @@ export const fold = (epochs: number, epochSamples: number, entries: Iterable<Ent
     committed,
     committedSamples: committed.reduce((sum, [, size]) => sum + size, 0),
     unaudited,
-    gone: [...gone].sort((a, b) => a - b)
+    gone: [...gone].sort((a, b) => a - b),
+    generation,
+    ringCommitted
   }
 }
 
@@ -123,10 +147,17 @@ export const roundsSkipped = 2
 
 /**
  * The resume point a recovered core starts from (`Coordinator.start`'s `resume`), or `undefined`
- * when the run had completed every epoch.
+ * when the run had completed every epoch. Its ring generation is past every one recorded.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const resumeOf = (point: Point, epochs: number): Resume | undefined =>
-  point.epoch >= epochs ? undefined : { epoch: point.epoch, firstRound: point.lastRound + roundsSkipped, committed: point.committed }
+  point.epoch >= epochs
+    ? undefined
+    : {
+        epoch: point.epoch,
+        firstRound: point.lastRound + roundsSkipped,
+        committed: point.committed,
+        ...(point.generation < 0 ? {} : { generation: point.generation + 1 })
+      }

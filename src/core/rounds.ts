@@ -17,7 +17,7 @@ import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
 import type { Rank } from "./messages.ts"
-import type { State } from "./state.ts"
+import type { PendingReport, State } from "./state.ts"
 
 /**
  * Commits a contribution's samples (docs/design.md §3.3): the rank's static list up to `samplesDone`
@@ -58,6 +58,31 @@ export const commitContribution = (
 }
 
 /**
+ * The `AverageRound` that closes the open round: its epoch, number and opening time, its
+ * contributors, the ranges committed since the last close (taken out of `roundCommitted`), the
+ * parameters to average with their ranks (none for a ring round, which names its `generation`).
+ */
+const averageRound = (
+  state: State,
+  contributors: Array<Rank>,
+  params: Array<Float32Array>,
+  paramRanks: Array<Rank>,
+  reason: string,
+  generation?: number
+): Command => ({
+  _tag: "AverageRound",
+  epoch: state.epoch,
+  round: state.round,
+  openedAtMs: state.roundOpenedMs ?? state.clockMs,
+  contributors,
+  committed: state.roundCommitted.splice(0),
+  params,
+  paramRanks,
+  ...(generation === undefined ? {} : { generation }),
+  reason
+})
+
+/**
  * Ring backend: the open round closes once every ring member (every survivor: each
  * death or exit re-forms the ring) reported `RoundDone` for the current generation. Only then are
  * the reporters' samples committed, all in one go through the same path as `Params`, so a sample
@@ -71,18 +96,16 @@ export const maybeCloseRingRound = (state: State, cmds: Array<Command>): void =>
   if (EpochModel.isOwed(state)) return
   const contributors = [...reports.keys()]
   for (const [rank, report] of reports) commitContribution(state, rank, report.samplesDone, cmds, report.chunks)
-  cmds.push({
-    _tag: "AverageRound",
-    epoch: state.epoch,
-    round: state.round,
-    openedAtMs: state.roundOpenedMs ?? state.clockMs,
-    contributors,
-    committed: state.roundCommitted.splice(0),
-    params: [],
-    paramRanks: [],
-    generation: ring.generation,
-    reason: `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`
-  })
+  cmds.push(
+    averageRound(
+      state,
+      contributors,
+      [],
+      [],
+      `round ${state.round} closed: every member of ring generation ${ring.generation} reported RoundDone`,
+      ring.generation
+    )
+  )
   for (const rank of contributors) state.contributed[rank] = 0
   reports.clear()
   state.round += 1
@@ -144,17 +167,7 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
       paramRanks.push(rank)
     }
   }
-  cmds.push({
-    _tag: "AverageRound",
-    epoch: state.epoch,
-    round: state.round,
-    openedAtMs: state.roundOpenedMs ?? state.clockMs,
-    contributors,
-    committed: state.roundCommitted.splice(0),
-    params,
-    paramRanks,
-    reason
-  })
+  cmds.push(averageRound(state, contributors, params, paramRanks, reason))
   for (const rank of contributors) state.contributed[rank] = 0
   state.contributions.clear()
   state.round += 1
@@ -205,23 +218,22 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
 
 /**
  * An `Outlier` input (docs/edge-averaging.md): the alert names the rank; with `outlierRoundsMax`
- * on, the rank's count of outlier rounds reaching it queues its death (declared by the next tick,
- * like a supervisor's report). Dead, exited and out-of-range ranks are ignored: their rounds no
- * longer matter.
+ * on, the rank's count of outlier rounds reaching it returns the rank's death report, which the
+ * step declares at once (a report left for the next tick could outlive a short run). Dead, exited
+ * and out-of-range ranks are ignored: their rounds no longer matter.
  */
-export const onOutlier = (state: State, rank: Rank, round: number, detail: string, cmds: Array<Command>): void => {
-  if (!Membership.isLive(state.membership, rank)) return
+export const onOutlier = (state: State, rank: Rank, round: number, detail: string, cmds: Array<Command>): PendingReport | undefined => {
+  if (!Membership.isLive(state.membership, rank)) return undefined
   state.counters.outlierContributions += 1
   const rounds = (state.outlierRounds.get(rank) ?? 0) + 1
   state.outlierRounds.set(rank, rounds)
   alert(state, cmds, "OutlierParams", path(state, rank), `rank ${rank}'s parameters for round ${round} far outside the others': ${detail}`)
   const max = state.config.outlierRoundsMax
-  if (max > 0 && rounds === max) {
-    state.pendingReports.push({
-      rank,
-      nowMs: state.clockMs,
-      cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` }
-    })
+  if (max === 0 || rounds !== max) return undefined
+  return {
+    rank,
+    nowMs: state.clockMs,
+    cause: { _tag: "Refused", reason: `its parameters were outliers in ${rounds} rounds (outlierRoundsMax ${max})` }
   }
 }
 

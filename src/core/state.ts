@@ -32,6 +32,9 @@ import * as Roles from "./roles.ts"
  * from `firstRound`. Ranges are clipped to the epoch and may come in any order; overlaps count
  * once (`normalizeResume`). Epochs before `epoch` count as completed (`Outcome.epochsCompleted`).
  * The shell gives the ranks the parent's model before `start` (an `Update{round: firstRound - 1}`).
+ * `generation` (ring backend, optional): the generation of the run's first `FormRing`, for a run
+ * taken over from a lost coordinator whose ranks saw generations up to `generation - 1` (a rank
+ * ignores a `FormRing` not newer than the one it holds); default 0.
  *
  * @since 0.1.0
  * @category steps
@@ -40,6 +43,7 @@ export interface Resume {
   readonly epoch: number
   readonly firstRound: number
   readonly committed: ReadonlyArray<readonly [offset: number, size: number]>
+  readonly generation?: number
 }
 
 export interface CrashRecord {
@@ -124,6 +128,8 @@ export interface State {
   repeatedCrash: RepeatedCrash | undefined
   readonly ring: Ring | undefined
   clockMs: number
+  /** The longest stall of the coordinator itself so far (`CoordinatorStall`), in ms; 0 before any. */
+  longestStallMs: number
   started: boolean
   phase: "running" | "completed" | "unrecoverable" | "interrupted"
   shutdownSent: boolean
@@ -285,6 +291,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
         ? { generation: 0, pending: false, startedMs: nowMs, attempts: 0, readyCount: 0, ready: new Uint8Array(w) }
         : undefined,
     clockMs: nowMs,
+    longestStallMs: 0,
     started: false,
     phase: "running",
     shutdownSent: false,

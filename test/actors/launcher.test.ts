@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs"
+import { existsSync, mkdirSync, readdirSync, readFileSync } from "node:fs"
 import { getPriority } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -140,7 +140,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(rounds.filter((contributors) => contributors < 3).length).toBeGreaterThan(0)
   }, 90_000)
 
-  it("a resumed run keeps its parent's round deadline and quorum", async () => {
+  it("a resumed run keeps its parent's round deadline and quorum; a parent it cannot mark resumed is told of with the path and cause", async () => {
     const parent = await Launcher.run({
       ...fast,
       trainer: steady,
@@ -152,10 +152,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       kills: [{ rank: 1, atEpoch: 0, atFraction: 0.3 }]
     })
     expect(parent.exitCode).toBe(1)
+    // A folder where the marker's temporary file goes: its write fails (EISDIR) even for root.
+    const marker = join(parent.runDir, "resumed-by.json")
+    mkdirSync(`${marker}.tmp`)
     const child = await Launcher.run({ resume: parent.runDir, outDir, onRankOutput: () => {} })
     expect(child.exitCode).toBe(0)
     const started = JSON.parse(readFileSync(join(child.runDir, "events.ndjson"), "utf8").split("\n")[0]!) as RunEvent
     expect(started.type === "started" && [started.options?.["roundDeadlineMs"], started.options?.["roundQuorum"]]).toEqual([70, 0.6])
+    expect(existsSync(marker)).toBe(false)
+    const faults = child.alerts.filter((a) => a.class === "StorageFault").map((a) => a.detail)
+    expect(faults).toEqual([expect.stringContaining(`cannot write ${marker}: `)])
+    expect(faults[0]).toContain("EISDIR")
   }, 90_000)
 
   it("at the failure limit the survivors save and exit, and the outcome lists exactly the uncommitted ranges", async () => {
@@ -210,7 +217,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "killed by SIGKILL"]])
   })
 
-  it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss", async () => {
+  it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss; and, the trainer having no evaluate, says so once epoch 0's eval goes unanswered", async () => {
     // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
     const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
     expect(clean(result)).toEqual([
@@ -239,6 +246,18 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
       expect(r.openMs).toBeGreaterThanOrEqual(0)
       expect(r.ms).toBeLessThanOrEqual(epochEnds[r.epoch]!)
     }
+    // Epoch 0's line cannot know yet; its eval rank going on into epoch 1 tells, and epoch 1's line says it at once.
+    const evalLines = events
+      .filter((e) => e.type === "epoch" || e.type === "noEval" || e.type === "eval")
+      .map((e) => {
+        const line = e as { type: string; summary?: { epoch: number }; epoch?: number; noEval?: true }
+        return [line.type, line.summary?.epoch ?? line.epoch, line.noEval ?? false]
+      })
+    expect(evalLines).toEqual([
+      ["epoch", 0, false],
+      ["noEval", 0, false],
+      ["epoch", 1, true]
+    ])
   })
 
   it("runs ranks as child processes over WebSocket too: the process's kill is the cause, the joins are logged, nothing refused", async () => {

@@ -1,13 +1,15 @@
 // `serve --recover`'s checks before anything runs (actors/launcher/recover.ts), on hand-made run
-// directories: a run still running, one that ended, one averaged with the ring backend, and one
-// whose last committed round's model is missing are refused with one line each; `findLost` finds
-// the served run that lost its coordinator and none of the others.
+// directories: a run still running, one that ended, one not served, and one whose last committed
+// round's model is missing are refused with one line each; a ring run is taken over with the
+// ranks' model (the last ring round committed, and a generation past every one formed); `findLost`
+// finds the served run that lost its coordinator and none of the others.
 import { createHmac } from "node:crypto"
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Recover from "../../actors/launcher/recover.ts"
+import { completed } from "../cli/fixtures.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "cohort-recover-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
@@ -52,9 +54,10 @@ describe("serve --recover refuses before anything runs", () => {
     expect(await refusal(run)).toMatch(/^recover: run .* is still running in process \d+/)
   })
 
-  it("a run that ended, one averaged with the ring backend, one not served", async () => {
-    expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5 }]))).toMatch(/^recover: run r ended: nothing to take over/)
-    expect(await refusal(runDir("ring", [started({ backend: "ring" })]))).toMatch(/ring backend.*--fresh.*cohort resume .*ring$/)
+  it("a run that ended, one not served", async () => {
+    expect(await refusal(runDir("ended", [started(), { type: "ended", ms: 5, outcome: completed.outcome }]))).toMatch(
+      /^recover: run r ended: nothing to take over/
+    )
     expect(await refusal(runDir("local", [started({}, "worker")]))).toMatch(/was not served/)
   })
 
@@ -84,7 +87,14 @@ describe("serve --recover refuses before anything runs", () => {
     const fault = {
       type: "alert",
       ms: 5,
-      alert: { class: "StorageFault", detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space" }
+      alert: {
+        ts: 5,
+        severity: "critical",
+        path: "root",
+        class: "StorageFault",
+        detail: "cannot write /x/recovery/log.ndjson: ENOSPC: no space",
+        count: 1
+      }
     }
     expect(await refusal(runDir("failed-log", [started(), fault]))).toMatch(/holds no recovery log \(cannot write .*ENOSPC/)
   })
@@ -103,7 +113,17 @@ describe("serve --recover refuses before anything runs", () => {
   })
 
   it("a run lost after its last epoch ended but before that epoch's audit line: the line is written from the log", async () => {
-    const summary = (epoch: number) => ({ epoch, epochSamples: 100, samplesCommitted: 100, lost: 0, duplicated: 0 })
+    const summary = (epoch: number) => ({
+      epoch,
+      epochSamples: 100,
+      samplesCommitted: 100,
+      lost: 0,
+      duplicated: 0,
+      deaths: [],
+      exits: [],
+      startedAtMs: 0,
+      endedAtMs: 1
+    })
     const log = [
       { type: "base", epoch: 0, firstRound: 0, committed: [] },
       { type: "commit", epoch: 0, round: 0, ranges: [[0, 100]] },
@@ -136,6 +156,66 @@ describe("serve --recover refuses before anything runs", () => {
       resumeState: { epoch: 0, firstRound: 1, committed: [], params: undefined },
       recovery: { windowMs: 5000, expected: [0, 1], gone: [], epoch: 0, lastRound: -1 },
       runToken: "recover-test-token-0123456789"
+    })
+  })
+})
+
+describe("serve --recover waits for the ranks still in the run", () => {
+  it("not for one that left cleanly before the loss", async () => {
+    const leave = {
+      type: "leave",
+      ms: 4,
+      leave: {
+        rank: 1,
+        epoch: 0,
+        kind: "graceful",
+        cause: "exited",
+        declaredMs: 4,
+        detectionMs: 0,
+        recoveryMs: 1,
+        remainderSamples: 10,
+        lostSamples: 0,
+        duplicatedSamples: 0,
+        redoneSamples: 0,
+        bytesMoved: 0
+      }
+    }
+    let given: unknown
+    await Recover.recover({ runDir: runDir("left", [started(), leave]) }, async (options) => {
+      given = options
+      throw new Error("served")
+    }).catch(() => undefined)
+    expect(given).toMatchObject({ recovery: { expected: [0], gone: [1] } })
+  })
+})
+
+describe("serve --recover of a ring run", () => {
+  it("confirms the last ring round committed to the ranks (they hold its mean, the log has no model) and forms the ring past every generation recorded", async () => {
+    const log = [
+      { type: "base", epoch: 0, firstRound: 0, committed: [] },
+      { type: "ring", generation: 0 },
+      { type: "commit", epoch: 0, round: 0, ranges: [[0, 20]], generation: 0 },
+      { type: "ring", generation: 1 },
+      { type: "ring", generation: 2 },
+      { type: "commit", epoch: 0, round: 1, ranges: [[20, 20]], generation: 2 },
+      { type: "ring", generation: 3 }
+    ]
+      .map((l) => `${JSON.stringify(l)}\n`)
+      .join("")
+    let given: unknown
+    const result = await Recover.recover(
+      { runDir: runDir("ring", [started({ backend: "ring", ringLinks: "relay" }), { type: "formed", ms: 1, worldSize: 2 }], { log }) },
+      async (options) => {
+        given = options
+        throw new Error("served")
+      }
+    ).catch((error: Error) => error.message)
+    expect(result).toBe("served")
+    expect(given).toMatchObject({
+      backend: "ring",
+      ringLinks: "relay",
+      resumeState: { epoch: 0, firstRound: 3, committed: [[0, 40]], params: undefined },
+      recovery: { lastRound: 1, ringCommitted: { round: 1, generation: 2 }, generation: 4 }
     })
   })
 })
@@ -179,7 +259,7 @@ describe("findLost", () => {
       return run
     }
     const lost = at("a-lost", [started()])
-    at("b-ended", [started(), { type: "ended", ms: 1 }])
+    at("b-ended", [started(), { type: "ended", ms: 1, outcome: completed.outcome }])
     at("c-failed", [started(), { type: "failed", ms: 1, stage: "formation", reason: "x", formed: false }])
     at("d-local", [started({}, "worker")])
     const old = at("e-old", [started()])

@@ -25,7 +25,10 @@ const busyFor = (ms: number): void => {
 
 const audits = (result: RunResult) => result.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])
 const stalls = (result: RunResult) => result.alerts.filter((a) => a.class === "CoordinatorStall")
-const stallMs = (detail: string): number => Number(/did not run for (\d+(?:\.\d+)?) ms/.exec(detail)?.[1])
+// The longest stall so far, which each alert names: on a loaded machine short stalls fold into
+// the same record as the long one (the collapse window keeps the last detail only).
+const longestMs = (result: RunResult): number =>
+  Math.max(...stalls(result).map((a) => Number(/longest so far (\d+(?:\.\d+)?) ms/.exec(a.detail)?.[1])))
 
 describe(`a stalled coordinator declares nobody (${runtime})`, () => {
   const blockedOnce = async (blockMs: number, options: Partial<RunOptions>): Promise<RunResult> => {
@@ -71,7 +74,7 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
     const result = JSON.parse(run.out()) as RunResult
     expect(result.deaths).toEqual([])
     expect(code).toBe(0)
-    expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(2900)
+    expect(longestMs(result)).toBeGreaterThanOrEqual(2900)
   }, 120_000)
 
   describe.concurrent("in-process runs whose observer blocks the coordinator's thread", () => {
@@ -84,8 +87,7 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
         [1, 4800, 0, 0],
         [2, 4800, 0, 0]
       ])
-      const longest = Math.max(...stalls(result).map((a) => stallMs(a.detail)))
-      expect(longest).toBeGreaterThanOrEqual(3000)
+      expect(longestMs(result)).toBeGreaterThanOrEqual(3000)
       expect(stalls(result).every((a) => a.severity === "warn" && a.path === "root")).toBe(true)
     }, 60_000)
 
@@ -93,7 +95,7 @@ describe(`a stalled coordinator declares nobody (${runtime})`, () => {
       const result = await blockedOnce(11_000, {})
       expect(result.deaths).toEqual([])
       expect(result.exitCode).toBe(0)
-      expect(Math.max(...stalls(result).map((a) => stallMs(a.detail)))).toBeGreaterThanOrEqual(11_000)
+      expect(longestMs(result)).toBeGreaterThanOrEqual(11_000)
     }, 90_000)
   })
 })

@@ -510,6 +510,26 @@ describe("bad input gives one line on stderr and exit code 2", () => {
     ["a misspelt command", ["dmeo"], "cohort: unknown command 'dmeo' (did you mean demo?)"],
     ["an extra argument", ["demo", "now"], "cohort: too many arguments for 'demo'. Expected 0 arguments but got 1."],
     ["a flag without its value", ["demo", "--world-size"], "cohort: option '--world-size <n>' argument missing"],
+    [
+      "a flag without its value, before another flag",
+      ["demo", "--world-size", "--epochs", "2"],
+      "cohort: option '--world-size <n>' argument missing ('--epochs' is the next flag)"
+    ],
+    [
+      "a repeatable flag without its value, before another flag",
+      ["demo", "--kill", "--epochs", "2"],
+      "cohort: option '--kill <spec>' argument missing ('--epochs' is the next flag)"
+    ],
+    [
+      "join: --ring-advertise without its value, before --ring-listen",
+      ["join", "ws://127.0.0.1:7070", "--ring-advertise", "--ring-listen", "0.0.0.0:7300"],
+      "cohort: option '--ring-advertise <host>' argument missing ('--ring-listen' is the next flag)"
+    ],
+    [
+      "serve: --listen without its value, before another flag",
+      ["serve", "--listen", "--min-ranks", "2"],
+      "cohort: option '--listen <host:port>' argument missing ('--min-ranks' is the next flag)"
+    ],
     ["--world-size 0", ["demo", "--world-size", "0"], "cohort: --world-size must be an integer >= 1, got '0'"],
     ["--world-size 2.5", ["demo", "--world-size", "2.5"], "cohort: --world-size must be an integer >= 1, got '2.5'"],
     [

@@ -210,6 +210,15 @@ describe("renderResult", () => {
       "kill of rank 2 did not happen: rank 2 had already left"
     )
   })
+
+  it("a trainer without evaluate: the epoch whose accuracy was pending is told it has none, and later epoch lines say so", () => {
+    expect(Cli.eventText({ type: "noEval", ms: 5, epoch: 0, rank: 3 })).toBe(
+      "epoch 0 has no test accuracy: rank 3 went on without evaluating (the trainer has no evaluate)"
+    )
+    expect(Cli.eventText({ type: "epoch", ms: 9, summary: completedEpochs[1]!, accuracy: undefined, noEval: true })).toBe(
+      "epoch 1 done: 8000 samples committed, lost 0, duplicated 0, 1 death, test accuracy none (the trainer has no evaluate)"
+    )
+  })
 })
 
 describe("lineView", () => {

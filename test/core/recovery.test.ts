@@ -14,7 +14,16 @@ const SEED = 20261203
 
 describe("Recovery.fold", () => {
   it("an empty record is the run's start: epoch 0, nothing committed, no round", () => {
-    expect(Recovery.fold(2, 10, [])).toEqual({ epoch: 0, lastRound: -1, committed: [], committedSamples: 0, unaudited: [], gone: [] })
+    expect(Recovery.fold(2, 10, [])).toEqual({
+      epoch: 0,
+      lastRound: -1,
+      committed: [],
+      committedSamples: 0,
+      unaudited: [],
+      gone: [],
+      generation: -1,
+      ringCommitted: undefined
+    })
   })
 
   it("the point is the first epoch without an audit, with its commits merged, in any order of the entries", () => {
@@ -42,8 +51,25 @@ describe("Recovery.fold", () => {
       ],
       committedSamples: 8,
       unaudited: [],
-      gone: [2]
+      gone: [2],
+      generation: -1
     })
+  })
+
+  it("ring: the last ring round committed and its generation, never a takeover's base; the newest generation formed", () => {
+    const entries: Array<Recovery.Entry> = [
+      { _tag: "Ring", generation: 0 },
+      { _tag: "Commit", epoch: 0, round: 3, ranges: [[0, 4]], generation: 0 },
+      { _tag: "Ring", generation: 1 },
+      { _tag: "Commit", epoch: 0, round: 4, ranges: [[4, 2]], generation: 1 },
+      { _tag: "Ring", generation: 2 },
+      // A takeover began at round 6 and formed generation 3, then was lost before its first round.
+      { _tag: "Base", epoch: 0, firstRound: 6, committed: [[0, 6]] },
+      { _tag: "Ring", generation: 3 }
+    ]
+    const point = Recovery.fold(2, 10, entries)
+    expect(point).toMatchObject({ lastRound: 5, ringCommitted: { round: 4, generation: 1 }, generation: 3, committedSamples: 6 })
+    expect(Recovery.resumeOf(point, 2)).toEqual({ epoch: 0, firstRound: 7, committed: [[0, 6]], generation: 4 })
   })
 
   it("commits of an epoch after an unaudited one are not part of the point (they are trained again)", () => {

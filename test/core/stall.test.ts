@@ -21,11 +21,35 @@ describe("a stall of the coordinator itself never makes live ranks look stale (d
       severity: "warn",
       path: "root",
       class: "CoordinatorStall",
-      detail: "the coordinator did not run for 3000 ms (stall threshold 250 ms); ranks' silence during it is not counted",
+      detail:
+        "the coordinator did not run for 3000 ms (stall threshold 250 ms, longest so far 3000 ms); ranks' silence during it is not counted",
       count: 1
     })
     expect(s.counters.coordinatorStalls).toBe(1)
     expect(Coordinator.failures(s)).toEqual([])
+  })
+
+  it("a long stall folded between short ones is still named: each alert carries the longest stall so far", () => {
+    const s = threeRanks()
+    const details: Array<string> = []
+    const keep = (cmds: ReadonlyArray<Coordinator.Command>) => {
+      for (const c of cmds) if (c._tag === "Alert" && c.alert.class === "CoordinatorStall") details.push(c.alert.detail)
+    }
+    // Within the 10 s collapse window: the first is emitted, the next two fold into it.
+    for (const [from, to] of [
+      [100, 400],
+      [400, 3400],
+      [3400, 3700]
+    ] as const) {
+      heartbeat(s, from, [0, 1, 2])
+      keep(tick(s, to))
+    }
+    keep(Coordinator.step(s, { _tag: "ShutdownRequested", nowMs: 3800, detail: "SIGTERM" }))
+    expect(s.counters.coordinatorStalls).toBe(3)
+    expect(details).toEqual([
+      "the coordinator did not run for 300 ms (stall threshold 250 ms, longest so far 300 ms); ranks' silence during it is not counted",
+      "the coordinator did not run for 300 ms (stall threshold 250 ms, longest so far 3000 ms); ranks' silence during it is not counted"
+    ])
   })
 
   it("after the stall, silence counts again from where it stopped: a rank still silent is stale 1000 ms later", () => {

@@ -41,7 +41,7 @@ describe("rank-claimed fields are checked against what the run agreed (issue: on
 })
 
 describe("outlier contributions (docs/edge-averaging.md)", () => {
-  it("the round names each contribution's rank; an Outlier alerts on the rank's path, and outlierRoundsMax declares it at the next tick with its samples still committed", () => {
+  it("the round names each contribution's rank; an Outlier alerts on the rank's path, and outlierRoundsMax declares it in the same step with its samples still committed", () => {
     const s = make({ worldSize: 3, epochSamples: 30, epochs: 2, aggregate: "median", outlierRoundsMax: 2 })
     Coordinator.start(s, 0, { paramsLength: 1 })
     contribution(s, 2, 10, 5, [9e9])
@@ -53,9 +53,9 @@ describe("outlier contributions (docs/edge-averaging.md)", () => {
       ["OutlierParams", "root/rank2", "rank 2's parameters for round 0 far outside the others': far"]
     ])
     expect(tags(tick(s, 14))).toEqual([])
-    Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 20, round: 1, detail: "far" })
-    const declared = tick(s, 21)
+    const declared = Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 20, round: 1, detail: "far" })
     expect(tags(declared)).toContain("Alert:RankLost")
+    expect(tags(tick(s, 21))).toEqual([])
     expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[2, "refused: its parameters were outliers in 2 rounds (outlierRoundsMax 2)"]])
     expect(s.counters.outlierContributions).toBe(2)
     // Its first 5 samples were committed by its contribution; the rest of its partition moved on.
@@ -66,5 +66,29 @@ describe("outlier contributions (docs/edge-averaging.md)", () => {
     ])
     // A dead rank's later outliers change nothing.
     expect(Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 22, round: 1, detail: "far" })).toEqual([])
+  })
+
+  it("with no tick between the condemning round and the run's last one, the rank is still declared and every sample committed once", () => {
+    // A run of short rounds can end before the next tick: the verdict must not wait for one.
+    const s = make({ worldSize: 3, epochSamples: 30, epochs: 1, aggregate: "median", outlierRoundsMax: 1 })
+    Coordinator.start(s, 0, { paramsLength: 1 })
+    contribution(s, 2, 1, 5, [9e9])
+    contribution(s, 0, 2, 5, [1])
+    contribution(s, 1, 3, 5, [2])
+    const declared = Coordinator.step(s, { _tag: "Outlier", rank: 2, nowMs: 4, round: 0, detail: "far" })
+    expect(tags(declared)).toContain("Alert:RankLost")
+    expect(s.deaths.map((d) => [d.rank, d.cause, d.afterEnd])).toEqual([
+      [2, "refused: its parameters were outliers in 1 rounds (outlierRoundsMax 1)", false]
+    ])
+    // Rank 2's remainder [25, 30) went to the survivors, who finish the epoch without a single tick.
+    expect(ranges(s, declared, "ExtendPartition")).toEqual([
+      [0, 25, 3],
+      [1, 28, 2]
+    ])
+    contribution(s, 0, 5, 13, [1])
+    const last = contribution(s, 1, 6, 12, [2])
+    expect(last.some((c) => c._tag === "RunEnded")).toBe(true)
+    expect(s.phase).toBe("completed")
+    expect(Audit.audit(s.log)).toMatchObject({ samplesCommitted: 30, lost: 0, duplicated: 0 })
   })
 })

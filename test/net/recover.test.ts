@@ -8,6 +8,9 @@
 // passed, with the cause "did not return after the coordinator's restart", and the run completes
 // without it.
 //
+// The same with the ring backend in progressive mode: each takeover confirms the last ring round
+// committed and forms its ring past every generation before it.
+//
 // Node only (vitest.config.ts): the runtimes differ in the recovered join, which
 // test/transport/web-socket-recover.test.ts covers on all three. Linux and root only, as CI runs.
 import { readdirSync, readFileSync, rmSync } from "node:fs"
@@ -60,11 +63,22 @@ const killAndRecover = async (
   name: string,
   whileDown: (ranks: ReadonlyArray<Netns.Proc>) => Promise<void>,
   restarts: ReadonlyArray<(runDir: string, first: ReadonlyArray<string>) => ReadonlyArray<string>>,
-  check: (result: { readonly events: ReadonlyArray<Cluster.Event>; readonly ranks: ReadonlyArray<Netns.Proc> }) => Promise<void>
+  check: (result: { readonly events: ReadonlyArray<Cluster.Event>; readonly ranks: ReadonlyArray<Netns.Proc> }) => Promise<void>,
+  serveArgs: ReadonlyArray<string> = []
 ) => {
   const network = Netns.create(["a", "b", "c"])
   try {
-    const { serve, ranks, out } = await Cluster.start(network, { scratch, name, trainer, worldSize, epochs: 2, port, hostOf, lifetimeMs })
+    const { serve, ranks, out } = await Cluster.start(network, {
+      scratch,
+      name,
+      trainer,
+      worldSize,
+      epochs: 2,
+      port,
+      hostOf,
+      lifetimeMs,
+      serveArgs
+    })
     const first = serve.child.spawnargs.slice(serve.child.spawnargs.indexOf("serve"))
     await serve.waitFor(/rank 1 epoch 1: \d+ samples done/, 60_000)
     await Cluster.sleep(Math.floor(Math.random() * 600))
@@ -134,6 +148,55 @@ describe("cohort serve --recover across network namespaces", () => {
               .join(" and ")} ms; about ${Math.max(0, redone)} samples trained again at the first`
           )
         }
+      )
+    },
+    testTimeoutMs
+  )
+
+  it.concurrent(
+    "ring backend, progressive mode: serve SIGKILLed twice in epoch 1 (taken over by --recover, then by the same serve command): the ring re-forms past every earlier generation and every epoch is audited once",
+    async () => {
+      await killAndRecover(
+        "ring-progressive",
+        async () => {},
+        [
+          (runDir) => ["serve", "--recover", runDir, "--token-file", scratch.tokenFile, "--recovery-window-ms", "20000"],
+          (_, first) => [...first, "--recovery-window-ms", "20000"]
+        ],
+        async ({ events, ranks }) => {
+          expect(auditsOf(events).sort()).toEqual([
+            [0, 4800, 0, 0],
+            [1, 4800, 0, 0]
+          ])
+          const losses = events.filter((e) => e.type === "coordinatorLost")
+          expect(losses.length).toBe(2)
+          expect(losses[0]!.epoch).toBe(1)
+          expect(events.filter((e) => e.type === "recovered").map((r) => [r.returned, r.missing])).toEqual([
+            [[0, 1, 2, 3], []],
+            [[0, 1, 2, 3], []]
+          ])
+          // Each coordinator formed its ring in a generation past every one before it (a rank
+          // ignores a FormRing not newer than its own).
+          const generations: Array<number> = []
+          let newest = -1
+          let lostSince = false
+          for (const e of events) {
+            if (e.type === "coordinatorLost") lostSince = true
+            const found = typeof e.detail === "string" ? /^FormRing generation (\d+)/.exec(e.detail) : null
+            if (found === null) continue
+            const generation = Number(found[1])
+            if (lostSince) expect(generation).toBeGreaterThan(newest)
+            lostSince = false
+            newest = Math.max(newest, generation)
+            generations.push(generation)
+          }
+          expect(events.filter((e) => e.type === "death")).toEqual([])
+          expect(await Promise.all(ranks.map((r) => r.exited))).toEqual([0, 0, 0, 0])
+          console.log(
+            `[net recover ring] ring generations ${generations.join(", ")}; killed in epochs ${losses.map((l) => l.epoch).join(" and ")}`
+          )
+        },
+        ["--backend", "ring", "--mode", "progressive"]
       )
     },
     testTimeoutMs
