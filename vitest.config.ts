@@ -43,6 +43,7 @@ const nodeOnly =
         "test/actors/ring-direct.full.test.ts",
         "test/actors/aggregate.full.test.ts",
         "test/actors/compress.full.test.ts",
+        "test/actors/ring-compress.full.test.ts",
         "test/actors/outer.full.test.ts",
         "test/cli/serve-vacate.full.test.ts",
         "test/actors/declared-stopped.full.test.ts",

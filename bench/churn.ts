@@ -35,6 +35,10 @@ export interface Scenario {
   readonly heartbeatTimeoutMs: number
   /** `cpu` only: rounds close this long after their first contribution without the silent ranks (0: off). */
   readonly roundDeadlineMs?: number
+  /** How often ranks beat when they send nothing else (default: a quarter of the timeout, at most 1 s). */
+  readonly heartbeatIntervalMs?: number
+  /** A rank the run waits on and silent this long is declared at once (`blockingSilenceMs`; 0: off). */
+  readonly blockingSilenceMs?: number
   /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
   readonly keep?: boolean
 }
@@ -188,7 +192,11 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     batchSize,
     averageEverySteps: 2,
     heartbeatTimeoutMs: scenario.heartbeatTimeoutMs,
+    ...(scenario.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: scenario.heartbeatIntervalMs }),
     ...(scenario.roundDeadlineMs === undefined || scenario.roundDeadlineMs === 0 ? {} : { roundDeadlineMs: scenario.roundDeadlineMs }),
+    ...(scenario.blockingSilenceMs === undefined || scenario.blockingSilenceMs === 0
+      ? {}
+      : { blockingSilenceMs: scenario.blockingSilenceMs }),
     failureLimit: { fraction: 1 },
     runToken,
     port: 0,
@@ -271,7 +279,7 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
   (["graceful", "crash", "silent"] as const).map((kind) => {
     const of = row.leaves.filter((l) => l.kind === kind)
     return [
-      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}`,
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}`,
       kind,
       of.length,
       ms(of.map((l) => l.detectionMs)),
@@ -341,9 +349,11 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS]
+    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
     const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
+    const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
+    const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
       processes: 2,
@@ -354,7 +364,9 @@ if (Lib.isMain("churn")) {
       params: 10_000,
       batchMs: 5,
       heartbeatTimeoutMs: 2000,
-      roundDeadlineMs
+      roundDeadlineMs,
+      blockingSilenceMs,
+      ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
     })
     console.log(
       Lib.table(

@@ -27,13 +27,20 @@
  * outer optimizer at 8× fewer rounds within 0.02 of float32 every round. `--quick` trains the
  * 64-hidden-unit model (`bench/trainers/mnist-small.ts`) for 1 epoch.
  *
+ * With `--ring relay|direct` the accuracy runs use the ring backend between child processes
+ * (`transport: "process"`), over the coordinator's relay or direct links, plain averaging only
+ * (the outer optimizer is the cpu backend's): `compress` then packs the ring steps. Bytes are the
+ * journal's, the relayed steps in and out at the coordinator (each step counted twice: in from its
+ * sender, out to its receiver; 0 with direct links, whose bytes the coordinator never sees), and
+ * the CPU seconds are the coordinator's process only (the ranks are processes of their own).
+ *
  * **Poisoning** (`poisoning`, with `--poison`): 4 ranks of the 64-hidden-unit MNIST model, rank 3
  * sending its parameters × 1e6 or sign-flipped every round, with `mean`, `median` and
  * `trimmed-mean` beside a clean run: the final accuracy and the `OutlierParams` alerts.
  *
  * Run: `node --import tsx bench/compression.ts [--quick] [--no-json] [--no-accuracy | --accuracy-only] [--poison]
  * [--compress none,fp16,int8] [--fewer 1,8,64] [--plain-fewer 1,8,64] [--outer-fewer 1,8,64] [--base-every N]
- * [--outer-lr X] [--outer-momentum M] [--deltas on|off]` (`--deltas`: the runs' `deltas`, default the run's own; `--plain-fewer`, `--outer-fewer`: at which of `--fewer` to train
+ * [--outer-lr X] [--outer-momentum M] [--deltas on|off] [--ring relay|direct]` (`--deltas`: the runs' `deltas`, default the run's own; `--plain-fewer`, `--outer-fewer`: at which of `--fewer` to train
  * with plain averaging, with the outer optimizer)
  * (`--quick` packs 100,000 parameters, 5 repeats). Numbers from a machine shared with other work
  * are labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
@@ -174,6 +181,8 @@ export const run = (quick: boolean, argv: ReadonlyArray<string> = process.argv) 
 
 /** One training run of the accuracy table. */
 export interface AccuracyRow {
+  /** `cpu`, or the ring backend over its relay or direct links (`--ring`). */
+  readonly backend: "cpu" | "ring relay" | "ring direct"
   readonly compress: Packed.Compression
   /** How many times less often than `--base-every` the ranks averaged. */
   readonly fewer: number
@@ -196,7 +205,7 @@ const list = (name: string, fallback: string, argv: ReadonlyArray<string>): Arra
   return (at >= 0 && argv[at + 1] !== undefined ? argv[at + 1]! : fallback).split(",")
 }
 
-type Setting = Pick<AccuracyRow, "compress" | "fewer" | "outer">
+type Setting = Pick<AccuracyRow, "backend" | "compress" | "fewer" | "outer">
 
 /** Trains one setting to the end; throws when the run did not complete or an audit is not exact. */
 const train = async (
@@ -214,12 +223,19 @@ const train = async (
     compress: setting.compress,
     ...(setting.outer === undefined ? {} : { outerLr: setting.outer.lr, outerMomentum: setting.outer.momentum }),
     ...(sizes.deltas === undefined ? {} : { deltas: sizes.deltas }),
+    ...(setting.backend === "cpu"
+      ? {}
+      : {
+          backend: "ring" as const,
+          transport: "process" as const,
+          ringLinks: setting.backend === "ring relay" ? ("relay" as const) : ("direct" as const)
+        }),
     heartbeatTimeoutMs: 60_000,
     outDir: sizes.outDir
   })
   const wallSeconds = (nowMs() - started) / 1000
   const cpu = process.cpuUsage(cpuBefore)
-  const label = `${setting.compress} ${setting.fewer}x ${setting.outer === undefined ? "plain" : "outer"}`
+  const label = `${setting.backend} ${setting.compress} ${setting.fewer}x ${setting.outer === undefined ? "plain" : "outer"}`
   if (result.outcome.status !== "completed") throw new Error(`${label}: the run ended ${result.outcome.status}`)
   for (const e of result.epochs)
     if (e.lost !== 0 || e.duplicated !== 0 || e.accuracy === undefined) throw new Error(`${label}: epoch ${e.epoch} audit or eval missing`)
@@ -236,7 +252,7 @@ const train = async (
     averageEvery,
     rounds: rounds.length,
     accuracy: result.epochs.map((e) => e.accuracy!),
-    bytesPerRound: bytes / rounds.length,
+    bytesPerRound: rounds.length === 0 ? 0 : bytes / rounds.length,
     bytesPerSample: bytes / samples,
     cpuSeconds: (cpu.user + cpu.system) / 1e6,
     wallSeconds
@@ -252,7 +268,7 @@ const targets = (rows: ReadonlyArray<AccuracyRow>): Array<string> => {
   const final = (r: AccuracyRow) => r.accuracy[r.accuracy.length - 1]!
   const line = (name: string, r: AccuracyRow | undefined, slack: number, bytesRatio = 0) => {
     if (r === undefined) return `${name}: not run`
-    const ratio = plain.bytesPerRound / r.bytesPerRound
+    const ratio = r.bytesPerRound === 0 ? Number.NaN : plain.bytesPerRound / r.bytesPerRound
     const held = final(r) >= final(plain) - slack - 1e-9 && ratio >= bytesRatio
     return `${name}: accuracy ${final(r)} vs float32's ${final(plain)} - ${slack}, ${fmt(ratio)}× fewer bytes per round${bytesRatio > 0 ? ` (>= ${bytesRatio})` : ""}: ${held ? "held" : "MISSED"}`
   }
@@ -276,17 +292,19 @@ export const accuracy = async (quick: boolean, argv: ReadonlyArray<string> = pro
     outDir: join(tmpdir(), "cohort-bench-compression"),
     deltas: argv.includes("--deltas") ? list("--deltas", "on", argv)[0] === "on" : undefined
   }
+  const ring = argv.includes("--ring") ? list("--ring", "relay", argv)[0] : undefined
+  const backend: AccuracyRow["backend"] = ring === undefined ? "cpu" : ring === "direct" ? "ring direct" : "ring relay"
   const rows: Array<AccuracyRow> = []
   for (const compress of list("--compress", "none,fp16,int8", argv) as Array<Packed.Compression>)
     for (const fewer of list("--fewer", "1,8,64", argv).map(Number))
-      for (const withOuter of [undefined, outer]) {
+      for (const withOuter of backend === "cpu" ? [undefined, outer] : [undefined]) {
         if (
           !list(withOuter === undefined ? "--plain-fewer" : "--outer-fewer", "1,8,64", argv)
             .map(Number)
             .includes(fewer)
         )
           continue
-        const row = await train({ compress, fewer, outer: withOuter }, sizes)
+        const row = await train({ backend, compress, fewer, outer: withOuter }, sizes)
         const first = rows[0] ?? row
         rows.push({ ...row, fewerBytes: first.bytesPerSample / row.bytesPerSample })
         console.error(
@@ -295,6 +313,7 @@ export const accuracy = async (quick: boolean, argv: ReadonlyArray<string> = pro
       }
   const markdown = table(
     [
+      "backend",
       "compress",
       "rounds fewer",
       "average every",
@@ -308,6 +327,7 @@ export const accuracy = async (quick: boolean, argv: ReadonlyArray<string> = pro
       "wall s"
     ],
     rows.map((r) => [
+      r.backend,
       r.compress,
       `${r.fewer}×`,
       r.averageEvery,

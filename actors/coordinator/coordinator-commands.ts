@@ -10,6 +10,7 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Aggregate from "../../src/averaging/aggregate.ts"
+import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank, ToRank } from "../../src/core/messages.ts"
@@ -115,17 +116,44 @@ const averageCpu = (shell: CommandShell, command: Extract<Core.Command, { _tag: 
     params = stepped.params
     shell.outerMomentum = stepped.momentum
   }
-  const compress = shell.options.compress ?? "none"
-  let packed: Uint8Array | undefined
-  if (params.length > 0 && compress !== "none") {
-    const out = Packed.withFeedback(params, shell.updateResidual, compress)
-    shell.updateResidual = out.residual
-    packed = out.bytes
-    params = Packed.unpack(out.bytes) as Float32Array
-  }
+  const packed = packUpdate(shell, params)
+  if (packed !== undefined) params = packed.held
   if (params.length > 0) shell.lastModel = { round: command.round, params }
   observe(() => shell.hooks.beforeRound?.(command, params.length > 0 ? params : shell.lastModel?.params))
-  shell.io.broadcast({ _tag: "Update", round: command.round, params }, refused, packed)
+  const update =
+    packed?.base === undefined
+      ? { _tag: "Update" as const, round: command.round, params }
+      : { _tag: "Update" as const, round: command.round, params: packed.change, base: packed.base }
+  shell.io.broadcast(update, refused, packed?.bytes)
+}
+
+/**
+ * The round's model packed for its `Update` (`compress` fp16 or int8; `undefined` otherwise or
+ * with no model): the change from the model every survivor holds (the last one sent, `lastModel`:
+ * each got every Update since, or that model when welcomed), with error feedback, as `bytes`
+ * and `base` (its round); or the whole model when there is none yet. `held` is what each rank
+ * holds once it applied the bytes (`base`'s model plus the unpacked change, float32 additions as
+ * the rank makes them): the model kept, committed and saved. `change` is the unpacked change.
+ */
+const packUpdate = (
+  shell: CommandShell,
+  params: Float32Array
+):
+  | { readonly bytes: Uint8Array; readonly held: Float32Array; readonly change: Float32Array; readonly base: number | undefined }
+  | undefined => {
+  const compress = shell.options.compress ?? "none"
+  if (params.length === 0 || compress === "none") return undefined
+  const last = shell.lastModel
+  if (last === undefined || last.params.length !== params.length) {
+    const out = Packed.withFeedback(params, shell.updateResidual, compress)
+    shell.updateResidual = out.residual
+    const held = Packed.unpack(out.bytes) as Float32Array
+    return { bytes: out.bytes, held, change: held, base: undefined }
+  }
+  const out = Packed.withFeedback(Deltas.minus(params, last.params), shell.updateResidual, compress)
+  shell.updateResidual = out.residual
+  const change = Packed.unpack(out.bytes) as Float32Array
+  return { bytes: out.bytes, held: Deltas.plus(last.params, change), change, base: last.round }
 }
 
 /** Carries out one of the core's commands; sends the transport refused go to `refused`. */

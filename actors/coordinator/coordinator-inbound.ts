@@ -104,6 +104,8 @@ export interface CoordinatorInboundOptions {
   readonly wake: Effect.Effect<void>
   /** Ranks whose frames are dropped here, unread (injected silence: `Options.muted`). */
   readonly muted?: ReadonlySet<Rank> | undefined
+  /** The ranks link to their ring neighbours over sockets they were given (`Options.ringPeerLinks`). */
+  readonly ringPeerLinks?: boolean
   /**
    * `cpu` with deltas on (docs/edge-averaging.md "Deltas"): every `Update` with parameters sent
    * is told to it, and every `Params` is turned back into parameters against `base()` (the model
@@ -328,11 +330,14 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
       relayDropped += 1
       return undefined
     }
+    const next = members.peers[(ringRank + 1) % members.peers.length]!
+    // A sender given its next neighbour's listener may have sent this collective's first steps
+    // on its direct link, and fall back here once that link closed (`Ring.RelayOrder`).
+    const direct = options.ringPeerLinks === true || ringNeighbours.advertises(next)
     const problem =
       Ring.checkStep(message, { ringRank, ringSize: members.peers.length, length: state.paramsLength }) ??
-      relayOrder.check(from, message, state.round)
+      relayOrder.check(from, message, state.round, direct)
     if (problem !== undefined) return problem
-    const next = members.peers[(ringRank + 1) % members.peers.length]!
     if (next === from || !Core.isLive(state, next)) {
       relayDropped += 1
       return undefined

@@ -4,9 +4,11 @@
  * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
  * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
  * `Coordinator.step`; the commands that come out are carried out over the transport at once.
- * A death report wakes the coordinator: it queues a tick behind whatever is already in the
- * mailbox, so every frame that arrived before it is applied first and the whole drained set of
- * reports is declared in one batch. A send that fails goes back to the core as `SendFailed`.
+ * A death report wakes the coordinator: the batch of inputs that holds it ends with a tick, so
+ * every frame that arrived before it is applied first (the inbox keeps arrival order), the
+ * batch's reports are declared together, and none waits behind the later batches in the mailbox.
+ * A batch that ends a tick period or more after the last tick ticks too: under a backlog, the
+ * scheduled tick would wait behind the mailbox. A send that fails goes back to the core as `SendFailed`.
  *
  * Its own stalls never kill ranks (docs/design.md §3.10): the core pauses liveness for any gap between
  * inputs longer than `coordinatorStallMs` (the actor ticks at least twice per that period), and
@@ -153,6 +155,12 @@ export interface Options {
     paramsLength: number | undefined
   ) => ((round: number) => void) | undefined
   /**
+   * Ring backend: the ranks link to their ring neighbours directly over sockets they were given
+   * (child processes, `--ring-links direct`), not through listeners they advertise; a rank whose
+   * link closes mid-collective relays the rest of it (`Ring.RelayOrder`). Default false.
+   */
+  readonly ringPeerLinks?: boolean
+  /**
    * `cpu` backend: how each round's `Update` travels (docs/edge-averaging.md): `none` (default,
    * float32), `fp16` or `int8` (`Packed`, with error feedback: what packing dropped is added to
    * the next round's mean before it is packed). Every rank then holds the unpacked mean, and so
@@ -269,6 +277,9 @@ interface Shell extends CommandShell {
   readonly joined: Map<Rank, number>
   formingSinceMs: number | undefined
   lastBeatMs: number
+  /** When the last tick ran, and the tick period (ms): a batch of inputs ticks once one is due. */
+  lastTickMs: number
+  readonly tickMs: number
   self: Actor.ActorRef<Message, never> | undefined
   /** With deltas on: which ranks hold a model sent, to tell a change from parameters (`Deltas`). */
   readonly deltas: Deltas.Deltas | undefined
@@ -450,6 +461,7 @@ const tick = (shell: Shell): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport } = shell
     const nowMs = yield* Clock.currentTimeMillis
+    shell.lastTickMs = nowMs
     // Frames that arrived but wait behind other links' frames count before the scan.
     for (const rank of Core.expiring(state, nowMs)) {
       // A muted rank's frames are dropped unread: they are no sighting either.
@@ -493,6 +505,12 @@ const receive =
         const effect = shell.io.inbound(event)
         if (effect !== undefined) yield* effect
       }
+      // The tick a death report asked for (`wake`), or the schedule's, runs now, not behind the
+      // batches still in the mailbox: every frame that arrived before the report is applied by
+      // then (the inbox is in arrival order), and a silent rank's timeout is checked on time.
+      if (shell.state.pendingReports.length > 0 || (yield* Clock.currentTimeMillis) - shell.lastTickMs >= shell.tickMs) {
+        return yield* tick(shell)
+      }
     })
 
 /**
@@ -531,6 +549,7 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         stepNow: (input) => stepNow(shell, input),
         stepAndExecute: (input) => stepAndExecute(shell, input),
         muted: options.muted,
+        ringPeerLinks: options.ringPeerLinks ?? false,
         ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
@@ -546,6 +565,8 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
           : { round: Math.max(0, options.resume.point.firstRound - 1), params: options.resume.params },
       formingSinceMs: undefined,
       lastBeatMs: 0,
+      lastTickMs: 0,
+      tickMs,
       self: undefined,
       ended: undefined,
       areaCommit: undefined,

@@ -37,6 +37,11 @@ export class RingNeighbours {
     else this.addresses.set(rank, address)
   }
 
+  /** Whether `rank` advertised a listener: its previous ring neighbour is given its address. */
+  advertises(rank: Rank): boolean {
+    return this.addresses.has(rank)
+  }
+
   /** How many ranks advertised a listener. */
   get listening(): number {
     return this.addresses.size

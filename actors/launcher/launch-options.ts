@@ -248,22 +248,27 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     )
   }
   const heartbeatTimeoutMs = options.heartbeatTimeoutMs ?? defaults.heartbeatTimeoutMs
+  // A live rank that waits (for its model, an Update) sends only its beats: a bound near their
+  // interval would declare it.
+  const beatMs = options.heartbeatIntervalMs ?? Math.min(defaults.heartbeatIntervalMs, heartbeatTimeoutMs / 4)
+  const blockingSilenceMs = options.blockingSilenceMs ?? 0
+  check(
+    blockingSilenceMs === 0 || blockingSilenceMs >= 2 * beatMs,
+    "blockingSilenceMs",
+    `must be 0 (off) or at least twice the ranks' heartbeat interval (${beatMs} ms), got ${blockingSilenceMs}`
+  )
   const compress = options.compress ?? "none"
   check(
     compress === "none" || compress === "fp16" || compress === "int8",
     "compress",
     `must be "none", "fp16" or "int8", got ${JSON.stringify(compress)}`
   )
-  check(
-    compress === "none" || backend === "cpu",
-    "compress",
-    "packs cpu contributions and updates; ring steps travel as float64 and float32"
-  )
   const outer = { lr: options.outerLr ?? 1, momentum: options.outerMomentum ?? 0 }
   check(outer.lr > 0 && Number.isFinite(outer.lr), "outerLr", `must be a number > 0, got ${outer.lr}`)
   check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
   check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
-  const deltas = options.deltas ?? (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0)
+  // Ring members contribute changes by themselves when they pack their steps (`RingCompressed`).
+  const deltas = options.deltas ?? (backend === "cpu" && (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0))
   check(typeof deltas === "boolean", "deltas", `must be true or false, got ${JSON.stringify(deltas)}`)
   check(!deltas || backend === "cpu", "deltas", "contributions as changes need the cpu backend")
   return {

@@ -231,6 +231,7 @@ const makeState = (
       ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
       ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
       ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+      ...(options.blockingSilenceMs === undefined ? {} : { blockingSilenceMs: options.blockingSilenceMs }),
       ...aggregationOptions(options),
       failureLimit: options.failureLimit,
       rolePolicy: options.rolePolicy ?? "fastest",

@@ -386,6 +386,8 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
     ...(ctx.resolved.backend === "ring" && ctx.resolved.ringLinks !== "relay" && host.formRingLinks !== undefined
       ? { formRingLinks: host.formRingLinks }
       : {}),
+    // Child processes given their neighbours' sockets (`spawnRanks`' peerLinks).
+    ringPeerLinks: ctx.resolved.backend === "ring" && ctx.resolved.ringLinks === "direct" && ctx.served === undefined,
     ...(resumeState === undefined
       ? {}
       : {

@@ -285,8 +285,11 @@ export const pickState = async (parent: Parent, epochSamples: number, epochs: nu
  * The first epoch the parent trained to its end whose audit line its journal lacks (the line is
  * withheld when the model after the epoch could not be written: `launcher-journal.ts`), with why;
  * `undefined` when every epoch from where the parent started up to its last `model` line is audited.
+ *
+ * @since 0.1.0
+ * @category resume
  */
-const firstUnaudited = (parent: Parent): { readonly epoch: number; readonly why: string } | undefined => {
+export const firstUnaudited = (parent: Parent): { readonly epoch: number; readonly why: string } | undefined => {
   const audited = new Set(parent.read.epochs.map((e) => e.epoch))
   const missing = parent.modelsMissing.find((m) => !audited.has(m.epoch))
   return missing === undefined

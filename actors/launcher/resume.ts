@@ -24,7 +24,7 @@ import { chainOf, failureText, printable, readResumedBy, readText, reportDefault
 export { resumedByFileName } from "../record/read-run.ts"
 import { defaults, loadTrainer, runLockFileName } from "./launch-options.ts"
 import type { ResumeOptions, Resumed, RunOptions, RunResult } from "../record/run-types.ts"
-import { fail, outerMomentumOf, pickState, readParent, recordedPath, resumeErrors } from "./resume-state.ts"
+import { fail, firstUnaudited, outerMomentumOf, pickState, readParent, recordedPath, resumeErrors } from "./resume-state.ts"
 import { trainerSha256 } from "./trainer-digest.ts"
 
 /**
@@ -179,8 +179,9 @@ export const resume = async (
   }
   // `summary.json` is the authority for a completed run: its journal may be short (a write that a
   // full or failing disk refused after the summary's), which alone would read as a cut-off run.
-  if (parent.read.outcome?.status === "completed" || (await completedPerSummary(parent.dir)))
-    fail(resumeErrors.completed(started.runId, started.epochs))
+  // One whose last epoch's model could not be written withheld that epoch's audit: it is resumed.
+  const completed = parent.read.outcome?.status === "completed" || (await completedPerSummary(parent.dir))
+  if (completed && firstUnaudited(parent) === undefined) fail(resumeErrors.completed(started.runId, started.epochs))
   // The resumed run's folder inside the parent's would be read as part of the parent (a later
   // report, resume or clean-up of the parent would take it along).
   if (options.outDir !== undefined) {

@@ -23,6 +23,7 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
+import * as RingCompressed from "../../src/averaging/ring-compressed.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
 import * as PeerRing from "../../src/transport/peer-ring.ts"
@@ -59,6 +60,11 @@ export interface Contribution {
   readonly samplesDone: number
   readonly params: Float32Array
   readonly contributes: boolean
+  /**
+   * The committed model of the round before, when this rank holds one (`--compress`: steps then
+   * carry changes from it; `RingCompressed`). Read while the collective runs, never written.
+   */
+  readonly base?: { readonly round: number; readonly values: Float32Array } | undefined
 }
 
 /**
@@ -281,8 +287,12 @@ export const make = (options: RankRingOptions): RankRing => {
         readonly mean: Float32Array
         readonly area: SharedAllReduce.Area | undefined
         readonly ringRank: number
+        /** `--compress`: what packing dropped this round, kept once the round is committed. */
+        readonly residual: Float32Array | undefined
       }
     | undefined
+  // `--compress`: what packing dropped in the last committed round, added to the next contribution.
+  let residual: Float32Array | undefined
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
@@ -310,6 +320,7 @@ export const make = (options: RankRingOptions): RankRing => {
   /** The finished round's mean, now committed: the rank applies it; its pre-round copy is free again. */
   const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
     finished = undefined
+    if (done.residual !== undefined) residual = done.residual
     spare = pending?.params
     pending = undefined
     return done.mean
@@ -345,12 +356,29 @@ export const make = (options: RankRingOptions): RankRing => {
       // With an area every member runs there (an area made for another shape fails the collective,
       // never splits the ring between the area and the links).
       const area = channel.area
-      const collectiveOf =
+      const compression = data.compress === "fp16" || data.compress === "int8" ? data.compress : undefined
+      // Steps between processes are packed with `--compress`; worker threads' links and areas stay float32.
+      const collectiveOf: Effect.Effect<
+        { readonly mean: Float32Array | undefined; readonly residual: Float32Array | undefined },
+        Ring.RingLinkError
+      > =
         area !== undefined
-          ? SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize))
-          : Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes)
+          ? Effect.map(
+              SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize)),
+              (mean) => ({ mean, residual: undefined })
+            )
+          : compression !== undefined && !usePorts
+            ? RingCompressed.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, {
+                compression,
+                base: contribution.base,
+                residual
+              })
+            : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes), (mean) => ({
+                mean,
+                residual: undefined
+              }))
       const body = collectiveOf.pipe(
-        Effect.flatMap((mean) =>
+        Effect.flatMap(({ mean, residual: dropped }) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
             if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite)
@@ -362,7 +390,7 @@ export const make = (options: RankRingOptions): RankRing => {
               blockedGeneration = Math.max(blockedGeneration, entry.generation)
               return Effect.void
             }
-            const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank }
+            const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank, residual: dropped }
             finished = done
             if (area !== undefined) watchCommit(done)
             return send({

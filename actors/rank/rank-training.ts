@@ -10,6 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
+import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import type { ToRank } from "../../src/core/messages.ts"
 import * as Files from "../../src/platform/files.ts"
@@ -365,7 +366,19 @@ const handle = (r: Running, message: ToRank) =>
         return
       case "Update":
         if (s.ringRecovery !== undefined) return yield* ringTakenOver(r, message.round)
-        if (message.params.length > 0) {
+        if (message.base !== undefined) {
+          // A packed change to the model we hold: both ends add it the same way (`Deltas.plus`),
+          // so this rank holds the coordinator's model bit for bit.
+          if (message.base !== s.lastAverageRound || message.params.length !== s.lastAverage.length)
+            return yield* Effect.die(
+              new Error(
+                `rank ${r.rank}: an Update of round ${message.round} changes the model of round ${message.base}, this rank holds round ${s.lastAverageRound}'s`
+              )
+            )
+          s.lastAverage = Deltas.plus(s.lastAverage, message.params)
+          trainer.setParams(s.lastAverage.slice())
+          s.lastAverageRound = message.round
+        } else if (message.params.length > 0) {
           // A copy of our own: a trainer that keeps the array it was given may train in place on it.
           s.lastAverage = message.params.slice()
           trainer.setParams(message.params)
@@ -458,8 +471,11 @@ const contribute = (r: Running, samplesDone: number) =>
       const current = r.getParams()
       const params = ring.contributionBuffer(current.length)
       params.set(current)
+      // The committed model of the round before, which every member then holds (`--compress` sends changes from it).
+      const base =
+        s.lastAverageRound >= 0 && s.lastAverageRound === s.round - 1 ? { round: s.lastAverageRound, values: s.lastAverage } : undefined
       return yield* ring.contribute(
-        { epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params) },
+        { epoch: s.epoch, samplesDone, params, contributes: trainedSince && Ring.isContribution(params), base },
         s.round
       )
     }

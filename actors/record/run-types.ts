@@ -164,6 +164,13 @@ export interface RunOptions {
   /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
   readonly roundQuorum?: number
   /**
+   * A rank the open round waits on (or, in progressive mode, the epoch's last chunks) that sent
+   * nothing for more than this many ms is declared dead as a silent leave, before
+   * `heartbeatTimeoutMs` (`Config.Options.blockingSilenceMs`). Set it above the longest gap
+   * between a training rank's frames. Default 0: off.
+   */
+  readonly blockingSilenceMs?: number
+  /**
    * `cpu` backend: how a round is combined (docs/edge-averaging.md): `mean` (default),
    * `trimmed-mean` (`trimFraction` cut from each end per coordinate, default 0.25) or `median`;
    * `clipNorm` bounds each contribution's change from the last committed model (0: off);

@@ -57,9 +57,28 @@ export const make = (): Deltas => {
   }
 }
 
-/** `base + change`, rounded to float32 per value. */
+/**
+ * `base + change`, rounded to float32 per value: a change turned back into parameters (here, and
+ * at a rank applying an `Update` with a `base`).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
 export const plus = (base: Float32Array, change: Float32Array): Float32Array => {
   const out = new Float32Array(base.length)
   for (let j = 0; j < base.length; j++) out[j] = base[j]! + change[j]!
+  return out
+}
+
+/**
+ * `params - base`, rounded to float32 per value: the change a packed `Update` carries (the rank
+ * adds it back with `plus`, so both ends hold the same float32 model). Same lengths.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const minus = (params: Float32Array, base: Float32Array): Float32Array => {
+  const out = new Float32Array(params.length)
+  for (let j = 0; j < params.length; j++) out[j] = params[j]! - base[j]!
   return out
 }

@@ -37,10 +37,12 @@
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Finite from "./finite.ts"
+import * as RingPacked from "./ring-packed.ts"
 
 /**
  * One message between ring neighbours: `data` is a float64 partial sum (reduce-scatter,
- * `step < ringSize - 1`) or a float32 finished segment (all-gather).
+ * `step < ringSize - 1`) or a float32 finished segment (all-gather); with `--compress`, a packed
+ * step (`RingPacked`, `RingCompressed.allReduce`) in either phase.
  *
  * @since 0.1.0
  * @category model
@@ -49,7 +51,7 @@ export interface RingMessage {
   readonly generation: number
   readonly round: number
   readonly step: number
-  readonly data: Float64Array | Float32Array
+  readonly data: Float64Array | Float32Array | Uint8Array
 }
 
 /**
@@ -324,6 +326,7 @@ export const checkStep = (
   const { step, data } = message
   if (n < 2) return "a ring of one sends no step"
   if (step >= 2 * (n - 1)) return `step ${step} past the last step (${2 * (n - 1) - 1}) of a ring of ${n}`
+  if (data instanceof Uint8Array) return checkPacked(data, step, r, n, length)
   if (step < n - 1) {
     if (!(data instanceof Float64Array)) return `reduce-scatter step ${step} carried float32 values, expected float64 sums`
     const [start, end] = segmentOf(length, n, mod(r - step, n))
@@ -350,6 +353,17 @@ export const checkStep = (
   return allFinite(data) ? undefined : `step ${step} carried a value that is not finite`
 }
 
+/** `checkStep` for a packed step (`RingPacked`): its segment's length, its count, finite values. */
+const checkPacked = (data: Uint8Array, step: number, r: number, n: number, length: number): string | undefined => {
+  const gather = step >= n - 1
+  const [start, end] = segmentOf(length, n, gather ? mod(r + 1 - (step - (n - 1)), n) : mod(r - step, n))
+  const read = RingPacked.unpack(data, end - start)
+  if (typeof read === "string") return `step ${step}: ${read}`
+  if (!gather && read.count > step + 1)
+    return `step ${step} carried a contribution count of ${read.count}, expected an integer in [0, ${step + 1}]`
+  return allFinite(read.values) ? undefined : `step ${step} carried a value that is not finite`
+}
+
 /**
  * The order of the steps each sender relays (the coordinator's relay, beside `checkStep`): one
  * sender's steps of the open round in the current generation come in step order from 0, each
@@ -361,17 +375,24 @@ export const checkStep = (
  * closes only after every member received every step of it. `check` gives the problem, or
  * `undefined` and records the step. O(1) per step; one entry per sender.
  *
+ * `direct`: the sender has a direct link to its next neighbour in this generation. It falls back
+ * to the relay for the rest of the collective when that link closes (its neighbour died, or the
+ * link broke), so its first relayed step of a collective may be any step: the ones before it went
+ * direct. The steps after it come in order as before. Nothing is lost by it: a sender with a
+ * direct link can send its receiver anything on it, unchecked.
+ *
  * @since 0.1.0
  * @category averaging
  */
 export class RelayOrder {
   private readonly last = new Map<number, { generation: number; round: number; step: number }>()
 
-  check(from: number, message: RingMessage, openRound: number): string | undefined {
+  check(from: number, message: RingMessage, openRound: number, direct = false): string | undefined {
     const { generation, round, step } = message
     if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
     const last = this.last.get(from)
-    const expected = last !== undefined && last.generation === generation && last.round === round ? last.step + 1 : 0
+    const started = last !== undefined && last.generation === generation && last.round === round
+    const expected = started ? last.step + 1 : direct ? step : 0
     if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
     if (last === undefined) this.last.set(from, { generation, round, step })
     else {
@@ -454,12 +475,14 @@ export const allReduce = (
     else divideInto(out, outgoing, ownStart, ownEnd, contributions)
     // All-gather: pass finished segments around the ring; each received segment is forwarded as
     // it came (the link hands over its own copy).
-    let finished: Float32Array | Float64Array = out.slice(ownStart, ownEnd)
+    let finished: Float32Array | Float64Array | Uint8Array = out.slice(ownStart, ownEnd)
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s
       yield* link.send({ generation, round, step, data: finished })
       const message = yield* inbox.take(generation, round, step)
       const [start, end] = segmentOf(length, n, mod(r - s, n))
+      if (message.data instanceof Uint8Array)
+        return yield* Effect.fail(new RingLinkError(`all-gather step ${step} carried a packed step, this rank does not compress`))
       if (message.data.length !== end - start) {
         return yield* Effect.fail(new RingLinkError(`step ${step} carried ${message.data.length} values, expected ${end - start}`))
       }

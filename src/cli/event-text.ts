@@ -58,21 +58,26 @@ export const alertText = (alert: Alerts.Alert): string =>
 
 /**
  * The one line of a run whose record could not be written (`RunResult.storageFault`): the path and
- * the operating system's error, what happened to the run, and how to go on.
+ * the operating system's error, what happened to the run, and how to go on. `notTrained`: the run
+ * stopped before training started, and how to go on instead of resuming it (its journal may lack
+ * even the `started` line a resume reads, and there is nothing to resume anyway).
  */
 export const storageLine = (
   fault: NonNullable<RunTypes.RunResult["storageFault"]>,
   status: string,
   runDir: string,
-  command: string
+  command: string,
+  notTrained?: string
 ): string =>
-  status === "completed" && /\/checkpoints\/v\d+$/.test(fault.path)
-    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but that epoch's model is not kept, so its journal does not audit it; ` +
-      `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
-    : status === "completed"
-      ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
-      : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+  notTrained !== undefined
+    ? `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped before training started; once ${runDir} can be written again, ${notTrained}`
+    : status === "completed" && /\/checkpoints\/v\d+$/.test(fault.path)
+      ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but that epoch's model is not kept, so its journal does not audit it; ` +
         `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
+      : status === "completed"
+        ? `cohort: cannot write ${fault.path}: ${fault.error}; the run completed, but its record is incomplete`
+        : `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped (its survivors were asked to save); ` +
+          `once ${runDir} can be written again (or from a copy on a good disk), resume with: ${resumeCommand(runDir, command)}`
 
 /** `interrupted by SIGINT` from an interrupted outcome's detail (the launcher's words, or another caller's). */
 export const interruptedText = (detail: string): string => (detail.startsWith("interrupted") ? detail : `interrupted (${detail})`)

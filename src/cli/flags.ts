@@ -279,12 +279,7 @@ const deltasOption = (text: string, backend: "cpu" | "ring"): boolean => {
   return deltas
 }
 
-const compression = (text: string, backend: "cpu" | "ring"): "none" | "fp16" | "int8" => {
-  const compress = oneOf("--compress", text, ["none", "fp16", "int8"], "none")
-  if (compress !== "none" && backend === "ring")
-    throw new UsageError("--compress needs --backend cpu: ring steps travel as float64 and float32")
-  return compress
-}
+const compression = (text: string): "none" | "fp16" | "int8" => oneOf("--compress", text, ["none", "fp16", "int8"], "none")
 
 /** `--outer-lr N` (> 0) and `--outer-momentum F` ([0, 1)), cpu backend only. */
 const outerOptions = (
@@ -361,7 +356,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
     ...withAggregation(aggregation(raw, backend)),
-    ...(raw.compress === undefined ? {} : { compress: compression(raw.compress, backend) }),
+    ...(raw.compress === undefined ? {} : { compress: compression(raw.compress) }),
     ...(raw.deltas === undefined ? {} : { deltas: deltasOption(raw.deltas, backend) }),
     ...outerOptions(raw, backend),
     failureLimit: failureLimit(raw.failureLimit),

@@ -161,7 +161,7 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     flag: "--compress none|fp16|int8",
     default: "none",
     help: "cpu backend: how contributions and updates travel: float32, half floats, or int8 blocks with a scale each, with error feedback",
-    doc: "cpu backend: how contributions and updates travel: float32, half floats, or int8 blocks with a scale each, with error feedback ([edge averaging](edge-averaging.md#compression---compress-nonefp16int8))"
+    doc: "how contributions and updates (cpu backend) and ring steps between processes (ring backend) travel: float32, half floats, or int8 blocks with a scale each, with error feedback ([edge averaging](edge-averaging.md#compression---compress-nonefp16int8))"
   },
   {
     flag: "--deltas on|off",

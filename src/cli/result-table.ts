@@ -275,7 +275,17 @@ const stopLine = (
         ? `; if it saved an epoch checkpoint, resume it from there with: ${resumeCommand(runDir, command)}`
         : `; resume with: ${resumeCommand(runDir, command)}`
   return storageFault !== undefined && outcome !== undefined
-    ? storageLine(storageFault, outcome.status, runDir, command)
+    ? storageLine(
+        storageFault,
+        outcome.status,
+        runDir,
+        command,
+        !trainedNothing
+          ? undefined
+          : result.resumed !== undefined
+            ? `resume run ${result.resumed.parent.runId} again with: ${resumeCommand(result.resumed.parent.runDir, command)}`
+            : "start the run again: there is nothing to resume"
+      )
     : outcome === undefined && result.failed !== undefined
       ? failureLine(result.failed, runDir, command)
       : outcome === undefined

@@ -161,6 +161,17 @@ export interface Options {
    */
   readonly roundQuorum?: number
   /**
+   * A live rank the open averaging round waits on (it holds uncommitted work and did not
+   * contribute yet; with the `ring` backend, a member of the formed ring that did not report
+   * `RoundDone`) and that sent nothing for more than this many ms is declared dead, as a silent
+   * leave, without waiting out `heartbeatTimeoutMs`: under churn a round then does not stand still
+   * for a rank that left without a word. Set it above the longest gap between a training rank's
+   * frames (a chunk or a `Progress` interval, a save), or live ranks are declared. Ranks the round
+   * does not wait on (idle, contributed, waiting for the `Update`) keep `heartbeatTimeoutMs`.
+   * ms `>= 0`; 0 (default): off.
+   */
+  readonly blockingSilenceMs?: number
+  /**
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
    * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
@@ -244,6 +255,7 @@ export interface Config {
   readonly roundStallMs: number
   readonly roundDeadlineMs: number
   readonly roundQuorum: number
+  readonly blockingSilenceMs: number
   readonly onRepeatedCrash: "stop" | "continue"
   readonly aggregation: Aggregation
   readonly outlierRoundsMax: number
@@ -276,6 +288,7 @@ export const defaults = {
   roundStallMs: 600_000,
   roundDeadlineMs: 0,
   roundQuorum: 0.5,
+  blockingSilenceMs: 0,
   onRepeatedCrash: "stop",
   aggregate: "mean",
   trimFraction: 0.25,
@@ -414,6 +427,9 @@ export const make = (options: Options): Config | Invalid => {
   }
   const roundQuorum = o.roundQuorum ?? defaults.roundQuorum
   if (!(roundQuorum > 0 && roundQuorum <= 1)) return invalid("roundQuorum", `must be in (0, 1], got ${String(roundQuorum)}`)
+  const blockingSilenceMs = o.blockingSilenceMs ?? defaults.blockingSilenceMs
+  if (!(blockingSilenceMs >= 0 && Number.isFinite(blockingSilenceMs)))
+    return invalid("blockingSilenceMs", `must be a number of ms >= 0 (0: off), got ${String(blockingSilenceMs)}`)
   const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
@@ -457,6 +473,7 @@ export const make = (options: Options): Config | Invalid => {
     roundStallMs,
     roundDeadlineMs,
     roundQuorum,
+    blockingSilenceMs,
     onRepeatedCrash,
     aggregation: aggregation.value,
     outlierRoundsMax

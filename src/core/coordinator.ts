@@ -26,6 +26,7 @@
  * @since 0.1.0
  */
 import * as Audit from "./audit.ts"
+import { blockingSilent } from "./blocking-silence.ts"
 import * as ChunkPool from "./chunk-pool.ts"
 import * as Config from "./config.ts"
 import * as Liveness from "./liveness.ts"
@@ -411,6 +412,13 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     if (inBatch.has(rank)) continue
     inBatch.add(rank)
     batch.push({ rank, kind: "death", detector: "heartbeat", cause: staleCause(state, rank, cmds), reportedAtMs: state.clockMs })
+  }
+  for (const rank of blockingSilent(state)) {
+    if (inBatch.has(rank)) continue
+    inBatch.add(rank)
+    const silentMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
+    const cause = `no frame for ${silentMs} ms while the run waited on it (blockingSilenceMs ${config.blockingSilenceMs})`
+    batch.push({ rank, kind: "death", detector: "heartbeat", cause, reportedAtMs: state.clockMs })
   }
   if (batch.length > 0) declareBatch(state, batch, cmds)
   if (state.phase !== "running") return

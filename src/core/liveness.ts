@@ -541,3 +541,24 @@ export const expired = (l: Liveness, nowMs: number): Array<Rank> => {
   if (out.length > 1) out.sort((a, b) => l.lastSeenMs[a]! - l.lastSeenMs[b]! || a - b)
   return out
 }
+
+/**
+ * The watched ranks silent for more than `ms` at `nowMs` (not counting pauses), whatever their
+ * own timeouts and holds: the list's front up to the first rank seen within `ms`, and the
+ * suspects silent that long. In no set order. Changes nothing. O(k + s) for k such ranks in the
+ * list and s suspects.
+ *
+ * @since 0.1.0
+ * @category queries
+ */
+export const silentBeyond = (l: Liveness, nowMs: number, ms: number): Array<Rank> => {
+  const out: Array<Rank> = []
+  const clockMs = nowMs - l.pausedMs
+  for (let r = l.head; r !== NONE; r = l.next[r]!) {
+    l.examined += 1
+    if (!(clockMs - l.lastSeenMs[r]! > ms)) break
+    out.push(r)
+  }
+  for (const r of l.heap) if (clockMs - l.lastSeenMs[r]! > ms) out.push(r)
+  return out
+}

@@ -172,7 +172,8 @@ export interface RingData {
   readonly generation: number
   readonly round: number
   readonly step: number
-  readonly data: Float64Array | Float32Array
+  /** With `--compress`: a packed ring step (`RingPacked`) instead. */
+  readonly data: Float64Array | Float32Array | Uint8Array
 }
 
 /**
@@ -251,11 +252,19 @@ export interface RequestParams {
   readonly round: number
 }
 
-/** The averaged parameters of a closed `round` (empty with the ring backend). @since 0.1.0 @category coordinator-to-rank */
+/**
+ * The averaged parameters of a closed `round` (empty with the ring backend). With `base`, `params`
+ * is the change to add to the model of round `base`, which the rank holds (`--compress`: the
+ * coordinator packs changes, not whole models).
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
 export interface Update {
   readonly _tag: "Update"
   readonly round: number
   readonly params: Float32Array
+  readonly base?: number
 }
 
 /** Which rank holds each callback role (docs/design.md §3.5). @since 0.1.0 @category coordinator-to-rank */

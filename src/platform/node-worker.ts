@@ -152,7 +152,8 @@ const ringPortsOf = ({ cohortRing: { generation, next, prev, sharedSlots, area }
   return {
     generation,
     area,
-    send: (message) => sender.send(message),
+    // Worker threads never pack their steps (`RingWire`): a packed one is a caller's bug.
+    send: (message) => sender.send(message as SharedRingLink.Step),
     onMessage: (callback) => {
       const taking = new SharedRingLink.Receiver(callback)
       receiver = taking

@@ -78,13 +78,15 @@ export interface RingEnd {
 
 /**
  * One ring step as it travels on a direct link: the data's buffer is transferred, not copied.
+ * `Uint8Array`: a packed step (`--compress`), only on links between processes; worker threads'
+ * links carry floats.
  * @since 0.1.0 @category model
  */
 export interface RingWire {
   readonly generation: number
   readonly round: number
   readonly step: number
-  readonly data: Float64Array | Float32Array
+  readonly data: Float64Array | Float32Array | Uint8Array
 }
 
 /**

@@ -312,8 +312,7 @@ interface Generation {
 
 /** Takes one step frame of generation `into` from its previous neighbour; `false` when it is not one. */
 const take = (frame: LinkFrames.Frame, into: Generation): boolean => {
-  if ((frame.kind !== LinkFrames.kinds.Float64 && frame.kind !== LinkFrames.kinds.Float32) || frame.generation !== into.generation)
-    return false
+  if (!LinkFrames.isStep(frame.kind) || frame.generation !== into.generation) return false
   const step = { generation: frame.generation, round: frame.round, step: frame.step, data: LinkFrames.valuesOf(frame) }
   if (into.deliver !== undefined) into.deliver(step)
   else into.received.push(step)

@@ -96,7 +96,16 @@ const toWire = (frame: Frame.Frame, packedParams?: Uint8Array): ReadonlyArray<un
   if (row === undefined) throw new Error(`Codec.encode: unknown message tag ${String(frame.message._tag)}`)
   // Keys in table order, so that cbor-x picks the agreed structure whatever order the caller used.
   const body: Record<string, unknown> = { _tag: row.id }
-  for (const field of row.fields) body[field] = field === "params" && packedParams !== undefined ? plainBytes(packedParams) : message[field]
+  for (const field of row.fields) {
+    const value = message[field]
+    // A packed ring step (structures version 7) goes as tag 64, even when it came in as a Buffer.
+    body[field] =
+      field === "params" && packedParams !== undefined
+        ? plainBytes(packedParams)
+        : field === "data" && value instanceof Uint8Array
+          ? plainBytes(value)
+          : value
+  }
   // Optional fields all or none: the structure with them, or the one without (Structures).
   if (row.optional.length > 0 && row.optional.every((field) => message[field] !== undefined)) {
     for (const field of row.optional) body[field] = message[field]

@@ -53,14 +53,16 @@ export const Params = Schema.declare((input: unknown): input is Float32Array => 
  * A ring step's data: a `Float64Array` (CBOR tag 86, partial sums) or a `Float32Array`
  * (tag 85, finished segments); bounded like `params` by `paramsLengthMax` values (one more for
  * float64 sums, which end with their contribution count). A number list is
- * rejected.
+ * rejected. Or a packed ring step (`--compress`, structures version 7): a `Uint8Array` (tag 64)
+ * that `RingPacked` reads; bounded in bytes like a packed `params`.
  *
  * @since 0.1.0
  * @category fields
  */
 export const RingValues = Schema.declare(
-  (input: unknown): input is Float64Array | Float32Array => input instanceof Float64Array || input instanceof Float32Array,
-  { expected: "Float64Array or Float32Array" }
+  (input: unknown): input is Float64Array | Float32Array | Uint8Array =>
+    input instanceof Float64Array || input instanceof Float32Array || input instanceof Uint8Array,
+  { expected: "Float64Array, Float32Array or a packed ring step (Uint8Array)" }
 )
 
 /**
@@ -228,8 +230,14 @@ export const AssignChunk = Schema.TaggedStruct("AssignChunk", { epoch: Count, of
 /** `RequestParams{round}`: a rank's parameters of `round` (ring joiners' model). @since 0.1.0 @category coordinator-to-rank */
 export const RequestParams = Schema.TaggedStruct("RequestParams", { round: Count })
 
-/** `Update{round, params}`: averaged parameters as a `Float32Array`. @since 0.1.0 @category coordinator-to-rank */
-export const Update = Schema.TaggedStruct("Update", { round: Count, params: Params })
+/**
+ * `Update{round, params, base?}`: averaged parameters as a `Float32Array`; with `base` (structures
+ * version 7), the change to add to the model of round `base` the rank holds.
+ *
+ * @since 0.1.0
+ * @category coordinator-to-rank
+ */
+export const Update = Schema.TaggedStruct("Update", { round: Count, params: Params, base: Schema.optionalKey(Count) })
 
 /** `SetRoles{checkpoint, eval, epochFn}`: the rank of each callback role (docs/design.md §3.5). @since 0.1.0 @category coordinator-to-rank */
 export const SetRoles = Schema.TaggedStruct("SetRoles", { checkpoint: Count, eval: Count, epochFn: Count })

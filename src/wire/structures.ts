@@ -25,6 +25,11 @@
  * `ringSecret`, with `peers` then empty: each rank gets its neighbours, not the whole ring. Both
  * are optional fields, so frames of versions 3 to 5 (which never hold them) are still read.
  *
+ * Changes and packed ring steps (structures version 7): `Update` may carry `base`, the round of
+ * the model its `params` are a change to (a packed change, `--compress`), and a `RingData` step's
+ * `data` may be a packed ring step (`Uint8Array`, CBOR tag 64; `RingPacked`), which the codec
+ * hands up as bytes. Frames of versions 3 to 6 (which never hold either) are still read.
+ *
  * @since 0.1.0
  */
 import type * as Schema from "./schema.ts"
@@ -44,16 +49,17 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 6
+export const structuresVersion = 7
 
 /**
  * The structures versions a frame may carry and still be read: 3 (before `optional` fields, whose
- * frames are laid out the same), 4 (before packed parameters), 5 (before ring addresses) and 6.
+ * frames are laid out the same), 4 (before packed parameters), 5 (before ring addresses), 6
+ * (before changes and packed ring steps) and 7.
  *
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5, 6]
+export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5, 6, 7]
 
 /**
  * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
@@ -102,7 +108,7 @@ export const messages: ReadonlyArray<MessageEntry> = [
   { tag: "ExtendPartition", direction: "toRank", fields: ["epoch", "offset", "size"] },
   { tag: "AssignChunk", direction: "toRank", fields: ["epoch", "offset", "size"] },
   { tag: "RequestParams", direction: "toRank", fields: ["round"] },
-  { tag: "Update", direction: "toRank", fields: ["round", "params"] },
+  { tag: "Update", direction: "toRank", fields: ["round", "params"], optional: ["base"], optionalSince: 7 },
   { tag: "SetRoles", direction: "toRank", fields: ["checkpoint", "eval", "epochFn"] },
   { tag: "Checkpoint", direction: "toRank", fields: ["version"] },
   { tag: "Eval", direction: "toRank", fields: ["epoch"] },

@@ -39,9 +39,12 @@ const run = async (compress: "none" | "fp16" | "int8") => {
         .filter((l) => l.includes('"model"'))
         .join("\n")} in ${result.runDir}`
     )
+  // The checkpoint rank saved the model it holds beside the coordinator's: the same float32 values.
+  const held = await SavedModel.read(join(result.runDir, "checkpoints", "v0"), SavedModel.rankFiles)
   const error = Math.max(...model.params.map((v, j) => Math.abs(v - target[j]!)))
   const perRound = (key: "receivedBytes" | "sentBytes") => rounds.reduce((sum, r) => sum + r[key]!, 0) / rounds.length
-  return { result, rounds, error, received: perRound("receivedBytes"), sent: perRound("sentBytes") }
+  const heldSame = held._tag === "Model" && Buffer.from(held.params.buffer).equals(Buffer.from(model.params.buffer))
+  return { result, rounds, error, heldSame, received: perRound("receivedBytes"), sent: perRound("sentBytes") }
 }
 
 describe("compressed contributions and updates end to end (cpu backend, 8,192 parameters)", () => {
@@ -49,8 +52,10 @@ describe("compressed contributions and updates end to end (cpu backend, 8,192 pa
     const plain = await run("none")
     const half = await run("fp16")
     const int8 = await run("int8")
-    for (const { result, rounds } of [plain, half, int8]) {
+    for (const { result, rounds, heldSame } of [plain, half, int8]) {
       expect(result.outcome.status).toBe("completed")
+      // Updates travel as packed changes: each rank adds them to the model it holds, as the coordinator does.
+      expect(heldSame).toBe(true)
       expect(result.epochs.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1600, 0, 0]])
       // Every round's traffic is in the journal: 3 contributions in, 3 updates out.
       expect(rounds.length).toBeGreaterThan(5)

@@ -45,7 +45,8 @@ const recordingTransport = (refuse: number) =>
  */
 const startedRing = (
   config: Partial<Config.Options> & { readonly worldSize: number; readonly epochSamples: number },
-  options: Partial<Coordinator.Options> = {}
+  options: Partial<Coordinator.Options> = {},
+  ringAddress?: (rank: number) => string
 ) =>
   Effect.gen(function* () {
     const made = Core.make({ epochs: 1, backend: "ring", ...config }, 0)
@@ -56,7 +57,9 @@ const startedRing = (
     const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
     const frame = (rank: number, message: ToCoordinator) =>
       Queue.offer(inbox, { _tag: "Frame", peer: rank, bytes: Codec.encode(Frame.fromRank(rank, message)), arrivedMs: 0 })
-    for (let rank = 0; rank < config.worldSize; rank++) yield* hello(rank)
+    for (let rank = 0; rank < config.worldSize; rank++)
+      if (ringAddress === undefined) yield* hello(rank)
+      else yield* frame(rank, { _tag: "Hello", paramsLength: 2, ringAddress: ringAddress(rank) })
     while (!handle.state.started) yield* Effect.sleep(1)
     return { ...recorded, handle, inbox, frame }
   })
@@ -491,6 +494,35 @@ describe("coordinator actor: the ring relay (issue 15)", () => {
             [
               [1, 0],
               [2, 0]
+            ]
+          )
+        })
+      )
+  )
+  it.live(
+    "ranks with direct links: a sender whose link closed mid-collective (its neighbour died) relays the collective's later steps; it is not closed",
+    () =>
+      Effect.scoped(
+        Effect.gen(function* () {
+          const { sent, disconnected, frame } = yield* startedRing(
+            { worldSize: 3, epochSamples: 30 },
+            {},
+            (rank) => `ws://10.0.0.${rank + 1}:7300/`
+          )
+          // Reduce-scatter steps: a segment of one value and the count of contributions in it.
+          const step = (at: number) => ({ _tag: "RingData", generation: 0, round: 0, step: at, data: Float64Array.of(1, at + 1) }) as const
+          // Rank 1's step 0 went direct to rank 2; its link to rank 2 closed; step 1 comes here.
+          yield* frame(1, step(1))
+          yield* frame(0, step(0))
+          yield* frame(0, step(0)) // a repeat is still refused
+          while (disconnected.length < 1) yield* Effect.sleep(1)
+          yield* Effect.sleep(20)
+          assert.deepStrictEqual(disconnected, [[0, Transport.CloseCode.BadRingStep]])
+          assert.deepStrictEqual(
+            sent.filter(([, m]) => m._tag === "RingData").map(([to, m]) => [to, m._tag === "RingData" ? m.step : -1]),
+            [
+              [2, 1],
+              [1, 0]
             ]
           )
         })

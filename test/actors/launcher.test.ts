@@ -444,6 +444,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     )
     expect(await bad({ trainer: steady, averageEverySteps: 0 })).toBe("LaunchError averageEverySteps: must be an integer > 0, got 0")
     expect(await bad({ trainer: steady, tickMs: -5 })).toBe("LaunchError tickMs: must be a number > 0, got -5")
+    expect(await bad({ trainer: steady, heartbeatTimeoutMs: 2000, blockingSilenceMs: 900 })).toBe(
+      "LaunchError blockingSilenceMs: must be 0 (off) or at least twice the ranks' heartbeat interval (500 ms), got 900"
+    )
     expect(await bad({ trainer: steady, rankNice: 20 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 20")
     expect(await bad({ trainer: steady, rankNice: 2.5 })).toBe("LaunchError rankNice: must be an integer from 0 to 19, got 2.5")
     expect(await bad({ trainer: steady, rankMemoryMb: 8 })).toBe(

@@ -52,13 +52,19 @@ describe("resume after an epoch whose audit line was withheld", () => {
   it("a completed run whose last epoch's model failed: resumed from the model before it, that epoch trained again", async () => {
     const run = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
     expect(run.exitCode).toBe(0)
-    const parent = await readParent(withheld(run.runDir, 1, "completed"))
+    const dir = withheld(run.runDir, 1, "completed")
+    const parent = await readParent(dir)
     const picked = await pickState(parent, 4800, 2)
     expect([picked.epoch, picked.state, picked.committed]).toEqual([1, "checkpoint", []])
     expect(picked.loadedFrom).toMatch(/checkpoints\/v0$/)
     expect(picked.notes.join("\n")).toContain(
       "epoch 1's audit is not in the parent's journal: its model could not be written (ENOSPC: no space left on device, write)"
     )
+    // The run itself is not refused as completed (its journal's end and its summary say
+    // completed): the resume trains epoch 1, which the chain then audits once.
+    const resumed = await Launcher.run({ ...fast, resume: dir })
+    expect(resumed.exitCode).toBe(0)
+    expect(resumed.epochs.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[1, 4800, 0, 0]])
   })
 
   it("a stopped run with survivors' saves past the withheld epoch: the saves are not loaded, the epoch is trained again; a journal without its end names the storage fault", async () => {

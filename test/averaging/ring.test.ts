@@ -368,6 +368,26 @@ describe("Ring.RelayOrder: the order of each sender's relayed steps", () => {
   })
 })
 
+describe("Ring.RelayOrder with a direct link: a sender that falls back to the relay mid-collective", () => {
+  it("takes its first relayed step of a collective at any step (the ones before went direct), then in order", () => {
+    const order = new Ring.RelayOrder()
+    const step = (generation: number, round: number, step: number): Ring.RingMessage => ({
+      generation,
+      round,
+      step,
+      data: new Float64Array(2)
+    })
+    // Steps 0 and 1 of round 4 went on the direct link, which then closed (its receiver died).
+    expect(order.check(1, step(0, 4, 2), 4, true)).toBeUndefined()
+    expect(order.check(1, step(0, 4, 3), 4, true)).toBeUndefined()
+    expect(order.check(1, step(0, 4, 3), 4, true)).toBe("step 3 of round 4 out of order, expected step 4")
+    expect(order.check(1, step(0, 4, 5), 4, true)).toBe("step 5 of round 4 out of order, expected step 4")
+    expect(order.check(1, step(0, 5, 0), 4, true)).toBe("a step of round 5, the open round is 4")
+    // Without a direct link, every step of a collective comes through the relay, from step 0.
+    expect(order.check(2, step(0, 4, 2), 4)).toBe("step 2 of round 4 out of order, expected step 0")
+  })
+})
+
 describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
   const message = (generation: number, round: number, step: number): Ring.RingMessage => ({
     generation,

@@ -226,14 +226,12 @@ describe("parse", () => {
     })
   })
 
-  it("--compress takes none, fp16 or int8 with the cpu backend", () => {
+  it("--compress takes none, fp16 or int8, with either backend", () => {
     expect(Cli.parse(["demo"])).not.toHaveProperty("options.compress")
     expect(Cli.parse(["demo", "--compress", "int8"])).toMatchObject({ options: { compress: "int8" } })
     expect(Cli.parse(["demo", "--compress", "fp16"])).toMatchObject({ options: { compress: "fp16" } })
     expect(Cli.parse(["demo", "--compress", "int4"])).toEqual({ error: "--compress must be none, fp16 or int8, got 'int4'" })
-    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toEqual({
-      error: "--compress needs --backend cpu: ring steps travel as float64 and float32"
-    })
+    expect(Cli.parse(["demo", "--backend", "ring", "--compress", "int8"])).toMatchObject({ options: { backend: "ring", compress: "int8" } })
   })
 
   it("--deltas takes on or off with the cpu backend; without it the run's default holds", () => {

@@ -76,6 +76,33 @@ describe("renderResult", () => {
     expect(errOf(undefined)).toBe(`${stopped}survivors were asked to save under runs/zz9/save${resume}`)
   })
 
+  it("a run stopped on a storage fault before training started: no resume offered (its journal may lack its started line)", () => {
+    const fault = { path: "runs/zz9/events.ndjson", error: "ENOSPC: no space left on device, write" }
+    const stopped: RunTypes.RunResult = {
+      ...unrecoverable,
+      outcome: {
+        ...unrecoverable.outcome,
+        status: "interrupted",
+        reason: "GracefulShutdown",
+        detail: `cannot write ${fault.path}: ${fault.error}`,
+        uncommitted: undefined
+      },
+      saves: { saved: [], notSaved: [0, 1, 2] },
+      storageFault: fault,
+      exitCode: 5
+    }
+    const head = `cohort: cannot write ${fault.path}: ${fault.error}; the run stopped before training started; once runs/zz9 can be written again, `
+    expect(Cli.renderResult(stopped).err).toBe(`${head}start the run again: there is nothing to resume`)
+    const parent = { runId: "par3nt", runDir: "runs/par3nt" }
+    const resumed = {
+      ...stopped,
+      resumed: { parent, epoch: 0, firstRound: 0, committedSamples: 0, committed: [], state: "start", loadedFrom: "", notes: [] } as const
+    }
+    expect(Cli.renderResult(resumed).err).toBe(`${head}resume run par3nt again with: cohort resume runs/par3nt`)
+    // Once training started, its resume continues it.
+    expect(Cli.renderResult({ ...stopped, outcome: unrecoverable.outcome }).err).toContain("resume with: cohort resume runs/zz9")
+  })
+
   it("a served run: its survivors saved on their hosts, and its refused joins are counted under the table", () => {
     const rendered = Cli.renderResult({ ...unrecoverable, transport: "serve", refusals: { 4001: 2, 4010: 1 } })
     expect(rendered.err).toBe(

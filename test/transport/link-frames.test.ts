@@ -49,6 +49,23 @@ describe("direct ring link frames", () => {
     }
   })
 
+  it("a packed step (`--compress`) comes back as its bytes, whatever the chunks, and takes the bound like any step", () => {
+    const packed = new Uint8Array([2, 0, 0, 0, 255, 255, 255, 255, 1, 0, 0, 0, 1, 0, 0, 0, 0, 60, 7])
+    const bytes = joined([...LinkFrames.step(3, 7, 2, packed), ...LinkFrames.step(3, 7, 3, new Float32Array([1]))])
+    for (const chunkBytes of [1, 5, bytes.length]) {
+      const { frames, errors } = read(bytes, chunkBytes)
+      expect(errors).toEqual([])
+      expect(frames.map((f) => [f.kind, f.step, LinkFrames.isStep(f.kind)])).toEqual([
+        [LinkFrames.kinds.Packed, 2, true],
+        [LinkFrames.kinds.Float32, 3, true]
+      ])
+      const values = LinkFrames.valuesOf(frames[0]!)
+      expect([values instanceof Uint8Array, Array.from(values)]).toEqual([true, Array.from(packed)])
+    }
+    expect(read(bytes, 4, 8).errors).toEqual(["a frame of 19 bytes, over the bound of 8"])
+    expect(LinkFrames.isStep(LinkFrames.kinds.Text)).toBe(false)
+  })
+
   it("a close frame carries its code and words", () => {
     const { frames } = read(joined(LinkFrames.close(4023, "bad step")), 5)
     expect([frames[0]!.kind, frames[0]!.code, new TextDecoder().decode(frames[0]!.payload)]).toEqual([

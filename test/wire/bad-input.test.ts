@@ -1,3 +1,4 @@
+import { Buffer } from "node:buffer"
 import { Result } from "effect"
 import { describe, expect, it } from "vitest"
 import * as Codec from "../../src/wire/codec.ts"
@@ -110,7 +111,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57368 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57369 })
     })
 
     it("a message id beyond the message table", () => {
@@ -143,16 +144,16 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 6 })
-      // Version 3 frames (before the optional loss), 4 (before packed parameters) and 5 (before ring
-      // addresses) are read: their layout is the same.
-      for (const structures of [3, 4, 5]) {
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 7 })
+      // Version 3 frames (before the optional loss), 4 (before packed parameters), 5 (before ring
+      // addresses) and 6 (before changes and packed ring steps) are read: their layout is the same.
+      for (const structures of [3, 4, 5, 6]) {
         const old = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures })
         expect(Codec.decode(old)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
       }
     })
 
-    it("a packed vector (tag 64) that is bad, too long, or outside params", () => {
+    it("a packed vector (tag 64) that is bad, too long, or outside params and ring data", () => {
       const withParams = (params: ReadonlyArray<number>) =>
         C.frame(coordinator, C.record(structure("Update"), id("Update"), C.uint(1), params))
       const good = Packed.pack(new Float32Array([1, 2, 3]), "fp16")
@@ -190,10 +191,21 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
         C.uint(7),
         C.record(structure("RingData"), id("RingData"), C.uint(0), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good])))
       )
-      expect(reasonOf(ring)).toEqual({
+      // A packed ring step (structures version 7) travels as its bytes: the ring reads them. A
+      // Buffer (what a runtime may hand back) is sent as tag 64 too.
+      const fromBuffer = Codec.encode(Frame.fromRank(7, { _tag: "RingData", generation: 0, round: 0, step: 0, data: Buffer.from(good) }))
+      expect(Array.from(fromBuffer)).toEqual(Array.from(ring))
+      expect(Codec.decode(ring)).toEqual(
+        Result.succeed(Frame.fromRank(7, { _tag: "RingData", generation: 0, round: 0, step: 0, data: new Uint8Array(good) }))
+      )
+      const progress = C.frame(
+        C.uint(7),
+        C.record(structure("Progress"), id("Progress"), C.uint(0), C.uint(0), C.tag(Structures.uint8Tag, C.bytes([...good])))
+      )
+      expect(reasonOf(progress)).toEqual({
         _tag: "SchemaMismatch",
-        path: ["data"],
-        message: "a packed vector (tag 64) is only allowed in params"
+        path: ["msPerBatch"],
+        message: "a packed vector (tag 64) is only allowed in params and data"
       })
     })
 

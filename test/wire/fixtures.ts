@@ -105,5 +105,20 @@ export const packed: {
     compression: "int8",
     // Block 1 (1.5, -1): 1.5 is 127 steps of its scale, -1 the nearest, -85.
     unpacked: new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 127 * secondScale, -85 * secondScale])
+  },
+  // Structures version 7: a packed change to the model of round 40.
+  "Update-change": {
+    frame: Frame.fromCoordinator({ _tag: "Update", round: 41, params: new Float32Array(0), base: 40 }),
+    compression: "int8",
+    unpacked: new Float32Array([1, -2, 5, 0, 127, -3, 64, 2, 127 * secondScale, -85 * secondScale])
   }
 }
+
+/** A packed ring step (structures version 7): its bytes travel as they are (tag 64 in `data`). */
+export const packedRingData: Frame.Frame = Frame.fromRank(7, {
+  _tag: "RingData",
+  generation: 2,
+  round: 300,
+  step: 1,
+  data: new Uint8Array([2, 0, 0, 0, 255, 255, 255, 255, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0])
+})

@@ -7,9 +7,10 @@ describe("Structures: the fixed tables both peers agree on", () => {
   it("pins the table fingerprint to the structures version (change one, bump the other and the vectors)", () => {
     expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
       // Version 5 changed no row (a params field may hold a packed vector, tag 64); version 6 added
-      // the optional ring addresses of Hello and FormRing.
-      structuresVersion: 6,
-      fingerprint: 0x7e55cd7b
+      // the optional ring addresses of Hello and FormRing; version 7 Update's optional base (and a
+      // RingData's data may be a packed ring step, tag 64).
+      structuresVersion: 7,
+      fingerprint: 0xcec24748
     })
     expect(Structures.protocolVersion).toBe(1)
   })
@@ -32,21 +33,23 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
   })
 
-  it("derives 24 structures, each starting with _tag, shared by messages with the same fields; the optional fields after version 3's, version 6's last", () => {
-    expect(Structures.structures.length).toBe(24)
+  it("derives 25 structures, each starting with _tag, shared by messages with the same fields; the optional fields after version 3's, version 7's last", () => {
+    expect(Structures.structures.length).toBe(25)
     expect(Structures.structures.slice(20)).toEqual([
       ["_tag", "epoch", "round", "samplesDone", "params", "loss"],
       ["_tag", "epoch", "round", "generation", "samplesDone", "loss"],
       ["_tag", "paramsLength", "ringAddress"],
-      ["_tag", "generation", "ringRank", "ringSize", "peers", "prev", "next", "nextAddress", "ringSecret"]
+      ["_tag", "generation", "ringRank", "ringSize", "peers", "prev", "next", "nextAddress", "ringSecret"],
+      ["_tag", "round", "params", "base"]
     ])
     expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([
       ["Hello", 22],
       ["Params", 20],
+      ["Update", 24],
       ["FormRing", 23],
       ["RoundDone", 21]
     ])
-    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5, 6])
+    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5, 6, 7])
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
     expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])
     expect(Structures.structures[0]).toEqual(["_tag", "paramsLength"])

@@ -3,7 +3,8 @@
  * `headerBytes`, then the payload. Header, little-endian: `u32` payload bytes, `u8` kind
  * (`kinds`), `u8` 0, `u16` a close code (`Close` frames, else 0), `u32` generation, `u32` round,
  * `u32` step (0 outside steps). Payloads: `Text` UTF-8 (the handshake's JSON), `Float64` and
- * `Float32` a step's values as raw little-endian floats, `Close` UTF-8 words saying why.
+ * `Float32` a step's values as raw little-endian floats, `Close` UTF-8 words saying why, `Packed`
+ * a packed step's bytes as they are (`--compress`; `RingPacked`, which the ring reads).
  *
  * A step's values are read straight into a buffer of their own and handed on as a typed-array
  * view of it: no decoding and no copy beyond the one out of the stream's chunks. `FrameReader`
@@ -15,7 +16,7 @@
  */
 
 /** Frame kinds. @since 0.1.0 @category model */
-export const kinds = { Text: 1, Float64: 2, Float32: 3, Close: 4 } as const
+export const kinds = { Text: 1, Float64: 2, Float32: 3, Close: 4, Packed: 5 } as const
 
 /** Header bytes before every payload. @since 0.1.0 @category model */
 export const headerBytes = 20
@@ -65,20 +66,30 @@ export const close = (code: number, reason: string): ReadonlyArray<Uint8Array> =
  * @since 0.1.0
  * @category frames
  */
-export const step = (generation: number, round: number, index: number, data: Float64Array | Float32Array): ReadonlyArray<Uint8Array> => {
+export const step = (
+  generation: number,
+  round: number,
+  index: number,
+  data: Float64Array | Float32Array | Uint8Array
+): ReadonlyArray<Uint8Array> => {
   for (const value of [generation, round, index]) {
     if (!Number.isSafeInteger(value) || value < 0 || value > fieldMax)
       throw new RangeError(`a ring step field of ${value} does not fit a u32`)
   }
-  const kind = data instanceof Float64Array ? kinds.Float64 : kinds.Float32
+  const kind = data instanceof Float64Array ? kinds.Float64 : data instanceof Uint8Array ? kinds.Packed : kinds.Float32
   return [header(kind, data.byteLength, 0, generation, round, index), new Uint8Array(data.buffer, data.byteOffset, data.byteLength)]
 }
 
 /** The values of a step frame, as a view of its payload (no copy). @since 0.1.0 @category frames */
-export const valuesOf = (frame: Frame): Float64Array | Float32Array =>
+export const valuesOf = (frame: Frame): Float64Array | Float32Array | Uint8Array =>
   frame.kind === kinds.Float64
     ? new Float64Array(frame.payload.buffer, 0, frame.payload.length / 8)
-    : new Float32Array(frame.payload.buffer, 0, frame.payload.length / 4)
+    : frame.kind === kinds.Packed
+      ? frame.payload
+      : new Float32Array(frame.payload.buffer, 0, frame.payload.length / 4)
+
+/** Whether a frame of `kind` carries a ring step. @since 0.1.0 @category frames */
+export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind === kinds.Float32 || kind === kinds.Packed
 
 /**
  * Reads frames off a stream's chunks (`push`, in order) and hands each whole one to `onFrame`.
@@ -133,7 +144,7 @@ export class FrameReader {
     const bytes = view.getUint32(0, true)
     const kind = view.getUint8(4)
     const problem =
-      kind < kinds.Text || kind > kinds.Close
+      kind < kinds.Text || kind > kinds.Packed
         ? `a frame of unknown kind ${kind}`
         : view.getUint8(5) !== 0
           ? "a frame with its reserved byte set"

@@ -202,22 +202,26 @@ const element = (key: string, index: number): WireError.Reason | undefined => {
 
 /**
  * A packed parameter vector (tag 64 over a byte string; structures version 5), only in a `params`
- * field. Its bytes are bounded here by what the largest packed form of `paramsLengthMax` values
- * takes (`Packed.packedBytes`); the codec checks the rest when it unpacks.
+ * field, or a packed ring step in a `data` field (version 7). Its bytes are bounded here by what
+ * the largest packed form of `paramsLengthMax` values takes (`Packed.packedBytes`, and a ring
+ * step's 8-byte head); the codec checks a `params` vector's rest when it unpacks, and the ring
+ * a step's (`RingPacked`).
  */
 const packed = (key: string): WireError.Reason | undefined => {
   const inner = head()
   if (inner !== undefined) return inner
-  if (key !== "params" || major !== 2) {
+  if ((key !== "params" && key !== "data") || major !== 2) {
     soft = mismatch(
       [key],
-      key !== "params" ? "a packed vector (tag 64) is only allowed in params" : "expected a packed vector: tag 64 over a byte string"
+      key !== "params" && key !== "data"
+        ? "a packed vector (tag 64) is only allowed in params and data"
+        : "expected a packed vector: tag 64 over a byte string"
     )
     return skipContent()
   }
   if (arg > lim - pos) return truncated(pos + arg)
   // fp16's 2 bytes a value is the largest form (int8 takes at most 1.5 with blocks of 8 or more).
-  const bytesMax = 8 + 2 * floatsMax
+  const bytesMax = 8 + 2 * floatsMax + (key === "data" ? 8 : 0)
   if (arg > bytesMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg, bytesMax }
   pos += arg
   return undefined
