@@ -38,6 +38,8 @@ const toCoordinator = Transport.coordinatorPeer
 export interface Training {
   /** The last averaged parameters (the initial model until the first Update) and their round. */
   lastAverage: Float32Array
+  /** Whether `lastAverage` is a row of a shared all-reduce area (`applyCommitted`): never written into. */
+  lastAverageShared: boolean
   lastAverageRound: number
   /**
    * Ring: the last round whose mean the rank applied (-1 before any). Unlike `lastAverageRound`,
@@ -130,6 +132,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
     }
     const s: Training = {
       lastAverage: new Float32Array(firstParams),
+      lastAverageShared: false,
       lastAverageRound: -1,
       ringRound: -1,
       lossSum: 0,
@@ -222,15 +225,18 @@ const listLength = (s: Training): number => s.entries.reduce((sum, [, size]) => 
 const hasWork = (s: Training): boolean => s.chunks.length > 0 || s.trained < listLength(s)
 
 /**
- * Applies a committed ring round's mean. Copied once into our own array, which the trainer then
- * copies (`Trainer.setParams`): the mean may be the shared all-reduce area's result row, which
- * the trainer must never hold (other members read it). No allocation a round: saves run inside
- * this loop, so none sees the array change under it.
+ * Applies a committed ring round's mean. The trainer copies it (`Trainer.setParams`). A mean from
+ * the shared all-reduce area (`inArea`) is kept as it is as the last average: its row stays
+ * unchanged until every member applied the next commit (`SharedAllReduce` module doc, step 3), and
+ * nothing writes into `lastAverage`. Any other mean is copied once into our own array, which saves
+ * then read (saves run inside this loop, so none sees it change under it).
  */
-const applyCommitted = (r: Running, committedRound: number, mean: Float32Array): void => {
+const applyCommitted = (r: Running, committedRound: number, mean: Float32Array, inArea = false): void => {
   const { s } = r
-  if (s.lastAverage.length === mean.length) s.lastAverage.set(mean)
+  if (inArea) s.lastAverage = mean
+  else if (s.lastAverage.length === mean.length && !s.lastAverageShared) s.lastAverage.set(mean)
   else s.lastAverage = mean.slice()
+  s.lastAverageShared = inArea
   r.trainer.setParams(s.lastAverage)
   s.lastAverageRound = committedRound
   s.ringRound = committedRound
@@ -241,7 +247,7 @@ const applyCommitted = (r: Running, committedRound: number, mean: Float32Array):
 /** A commit the coordinator wrote into the ring's shared area: applied before anything it sent after. */
 export const applyAreaCommit = (r: Running): void => {
   const committed = r.ring.areaCommitted()
-  if (committed !== undefined) applyCommitted(r, committed.round, committed.mean)
+  if (committed !== undefined) applyCommitted(r, committed.round, committed.mean, true)
 }
 
 /**
@@ -535,7 +541,9 @@ export const turn = (r: Running) =>
     yield* r.reports.heartbeatIfDue(now)
     if (!s.waitingUpdate && hasWork(s)) {
       yield* trainOne(r)
-      yield* Effect.sleep(0) // let the event loop deliver frames and timers between batches
+      // Let the event loop deliver frames and timers between batches; a batch that contributed
+      // waits for its round next, which lets it anyway (a timer turn less a round).
+      if (!s.waitingUpdate) yield* Effect.sleep(0)
       return "continue" as const
     }
     // Nothing to do until the coordinator (or a direct ring link) speaks: wait, heartbeating on time.

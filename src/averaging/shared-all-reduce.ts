@@ -18,11 +18,13 @@
  *    member's `RoundDone`: it then commits the round in the area (`commit`; docs/design.md §3.3, a
  *    round closes when every member reported `RoundDone`) and wakes the members once, instead of
  *    sending each a `RoundCommitted` frame. Each member then reads the mean from the area's result
- *    row (`allReduce` returns that row itself: no copy, no allocation). The next round's reduction
- *    starts only after every member arrived at its next first barrier, which each does only after
- *    the commit, so the result stays as it is until every member read it; one row per rank and one
- *    result suffice. (Copying the mean out, a new 1.6 MB array per rank a round at 407,050
- *    parameters, and a second barrier wait were a measurable part of a round at 8 ranks on 2 cores.)
+ *    row of the round's parity (`allReduce` returns that row itself: no copy, no allocation). Round
+ *    `k + 2`'s reduction, the next to write that row, starts only after every member arrived at its
+ *    first barrier, which each does only after it applied round `k + 1`'s commit: so a member may
+ *    keep round `k`'s row as its last average (what it saves and hands to a joiner) until it
+ *    applies the next commit, without copying it. (Copying the mean out, 1.6 MB per rank a round at
+ *    407,050 parameters, and a second barrier wait were a measurable part of a round at 8 ranks on
+ *    2 cores.)
  *
  * A member looks at the commit word (`Area.committed`) before it handles any later frame from the
  * coordinator, which writes it before it sends any, so a `DeclareDead` or `ShutdownWithSave` that
@@ -53,7 +55,8 @@
  * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): four `Int32` words
  * (`arrived`: arrivals at barriers so far; `released`: barriers passed; `committed`: 1 + the
  * last committed round, wrapped to int32, or 0; `bad`: 1 + the ring rank of a non-finite row, or
- * 0), then per ring rank two float64 words (round, contributes), then `n` rows of `length` float32 values, then the result's `length` float32 values.
+ * 0), then per ring rank two float64 words (round, contributes), then `n` rows of `length` float32
+ * values, then two results of `length` float32 values (even rounds, odd rounds).
  *
  * @since 0.1.0
  */
@@ -69,12 +72,12 @@ const headerBytes = 16
 
 /**
  * Bytes of an area for `ringSize` ranks and `length` parameters: `16 + 16 ringSize + 4 length
- * (ringSize + 1)`.
+ * (ringSize + 2)`.
  *
  * @since 0.1.0
  * @category model
  */
-export const areaBytes = (ringSize: number, length: number): number => headerBytes + 16 * ringSize + 4 * length * (ringSize + 1)
+export const areaBytes = (ringSize: number, length: number): number => headerBytes + 16 * ringSize + 4 * length * (ringSize + 2)
 
 type WaitAsync = (
   array: Int32Array,
@@ -114,11 +117,12 @@ export class Area {
   readonly header: Int32Array
   readonly meta: Float64Array
   readonly rows: ReadonlyArray<Float32Array>
-  readonly result: Float32Array
+  /** The mean of even rounds, then of odd rounds (module doc, step 3). */
+  readonly results: readonly [Float32Array, Float32Array]
   /** Barriers this member passed in this area. */
   passed = 0
   private sums: Float64Array | undefined
-  private scratch: Float32Array | undefined
+  private scratch: Array<Float32Array> = []
 
   constructor(readonly handle: AreaHandle) {
     const { buffer, ringSize: n, length } = handle
@@ -128,7 +132,13 @@ export class Area {
     this.meta = new Float64Array(buffer, headerBytes, 2 * n)
     const rowsAt = headerBytes + 16 * n
     this.rows = Array.from({ length: n }, (_, j) => new Float32Array(buffer, rowsAt + 4 * length * j, length))
-    this.result = new Float32Array(buffer, rowsAt + 4 * length * n, length)
+    const resultsAt = rowsAt + 4 * length * n
+    this.results = [new Float32Array(buffer, resultsAt, length), new Float32Array(buffer, resultsAt + 4 * length, length)]
+  }
+
+  /** The result row `round`'s reduction writes. */
+  resultOf(round: number): Float32Array {
+    return this.results[round & 1]!
   }
 
   /**
@@ -176,10 +186,13 @@ export class Area {
     return waited.async ? waited.value.then(() => {}) : Promise.resolve()
   }
 
-  /** A private float32 array of a segment's length (allocated once), for `reduceSegment`. */
-  scratchFor(segmentLength: number): Float32Array {
-    if (this.scratch === undefined || this.scratch.length !== segmentLength) this.scratch = new Float32Array(segmentLength)
-    return this.scratch
+  /** Private float32 array `index` (0 to 3) of a segment's length (allocated once), for `reduceSegment`. */
+  scratchFor(segmentLength: number, index = 0): Float32Array {
+    const held = this.scratch[index]
+    if (held !== undefined && held.length === segmentLength) return held
+    const made = new Float32Array(segmentLength)
+    this.scratch[index] = made
+    return made
   }
 
   sumsFor(segmentLength: number): Float64Array {
@@ -261,27 +274,33 @@ const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
 const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round: number): RingLinkError | "bad" | undefined => {
   const { ringSize: n, length } = area.handle
   const [start, end] = segmentOf(length, n, ringRank)
-  const sums = area.sumsFor(end - start)
-  sums.fill(0)
-  let count = 0
+  const contributing: Array<Float32Array> = []
   for (let j = 0; j < n; j++) {
     const at = area.meta[2 * j]!
     if (at !== round) return new RingLinkError(`ring rank ${j} is at round ${at}, this rank at ${round}`)
-    if (area.meta[2 * j + 1] !== 1) continue
-    count += 1
-    // The segment is summed from a private copy (one memcpy) rather than read in place: Bun 1.4.5
-    // ran this loop about 3 times slower over the shared memory itself (8 x 407,050), Node and
-    // Deno about as fast either way.
-    const row = area.scratchFor(end - start)
-    row.set(area.rows[j]!.subarray(start, end))
-    for (let i = 0; i < row.length; i++) sums[i] = sums[i]! + row[i]!
+    if (area.meta[2 * j + 1] === 1) contributing.push(area.rows[j]!)
   }
-  const { result } = area
-  const out = area.scratchFor(end - start)
+  const count = contributing.length
+  const result = area.resultOf(round)
   if (count === 0) {
     result.set(params.subarray(start, end), start)
     return undefined
   }
+  const sums = area.sumsFor(end - start)
+  sums.fill(0)
+  // Up to four rows a pass, added in ring-rank order (the same float64 sum as one row a pass, with
+  // a quarter of the passes over the sums). Each is summed from a private copy (one memcpy) rather
+  // than read in place: Bun 1.4.5 ran this loop about 3 times slower over the shared memory itself
+  // (8 x 407,050), Node and Deno about as fast either way.
+  for (let from = 0; from < count; from += 4) {
+    const rows = contributing.slice(from, from + 4).map((row, k) => {
+      const copy = area.scratchFor(end - start, k)
+      copy.set(row.subarray(start, end))
+      return copy
+    })
+    addRows(sums, rows)
+  }
+  const out = area.scratchFor(end - start)
   for (let i = start; i < end; i++) {
     const sum = sums[i - start]!
     if (!Number.isFinite(sum)) {
@@ -302,6 +321,16 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
   return undefined
 }
 
+/** `sums[i] += rows[0][i] + rows[1][i] + ...`, left to right in float64, for 1 to 4 rows. */
+const addRows = (sums: Float64Array, rows: ReadonlyArray<Float32Array>): void => {
+  const m = sums.length
+  const [a, b, c, d] = rows as [Float32Array, Float32Array | undefined, Float32Array | undefined, Float32Array | undefined]
+  if (d !== undefined) for (let i = 0; i < m; i++) sums[i] = sums[i]! + a[i]! + b![i]! + c![i]! + d[i]!
+  else if (c !== undefined) for (let i = 0; i < m; i++) sums[i] = sums[i]! + a[i]! + b![i]! + c[i]!
+  else if (b !== undefined) for (let i = 0; i < m; i++) sums[i] = sums[i]! + a[i]! + b[i]!
+  else for (let i = 0; i < m; i++) sums[i] = sums[i]! + a[i]!
+}
+
 /**
  * Fault hooks for tests (`RankData.collectiveFault`): `before(phase)` runs before each barrier
  * (phase 0: the first, in place of the ring's reduce-scatter steps; 1: the arrival at the second,
@@ -319,10 +348,10 @@ export interface Faults {
 /**
  * This member's part of one collective through the shared `area` (module doc, steps 1 and 2):
  * `collective.ringRank`/`ringSize` must be the area's; `contributes` as in `Ring.allReduce`;
- * `params` is only read. Gives the area's result row (module doc, step 3), which holds the
- * element-wise float32 mean of the contributing members' `params` once every member did its part
- * (the coordinator's `commit` says so) and until this member's next collective in the area: copy
- * what must outlive that, and never write into it. Gives `undefined` when this member's segment met
+ * `params` is only read. Gives the area's result row of the round's parity (module doc, step 3),
+ * which holds the element-wise float32 mean of the contributing members' `params` once every member
+ * did its part (the coordinator's `commit` says so) and until every member contributed to the round
+ * after next: copy what must outlive that, and never write into it. Gives `undefined` when this member's segment met
  * a row that is not finite (marked: `Area.badRank`; the member then reports no `RoundDone`). Fails
  * with `RingLinkError` when members disagree on the round; interrupt it to abort (a death, a newer
  * generation).
@@ -360,5 +389,5 @@ export const allReduce = (
     if (reduced instanceof RingLinkError) return yield* Effect.fail(reduced)
     if (faults.before !== undefined) yield* faults.before(1)
     arrive(area)
-    return reduced === "bad" ? undefined : area.result
+    return reduced === "bad" ? undefined : area.resultOf(round)
   })
