@@ -63,7 +63,8 @@ export interface Evaluation {
  *   array, so return a copy if the trainer keeps using its own. The rank checks every result
  *   (`paramsProblem`) and crashes with the reason when it is not so.
  * - `setParams(params)`: replaces the parameters with `params` (same length as `getParams()`),
- *   e.g. after an averaging round. Copy it: the caller may reuse the array.
+ *   e.g. after an averaging round. Copy it and never write into it: the caller may reuse the
+ *   array, and with worker-thread ranks it may be a row of memory every rank reads.
  * - `save(dir)`: writes the model under the folder `dir` (created by the caller) so that it can
  *   be loaded again; used by checkpoints and save-and-shutdown.
  * - `evaluate()` (optional): metrics on the held-out test set, run by the rank holding the eval
