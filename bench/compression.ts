@@ -346,7 +346,7 @@ export const accuracy = async (quick: boolean, argv: ReadonlyArray<string> = pro
 
 /** One run of the poisoning table. */
 export interface PoisonRow {
-  readonly poison: "none" | "scale" | "flip"
+  readonly poison: "none" | "scale" | "flip" | "flip-scale"
   readonly aggregate: "mean" | "median" | "trimmed-mean"
   readonly accuracy: ReadonlyArray<number>
   /** `OutlierParams` alerts, and the ranks they named. */
@@ -357,16 +357,18 @@ export interface PoisonRow {
 
 /**
  * The poisoning table (`--poison`): 4 ranks of the 64-hidden-unit MNIST model
- * (`bench/trainers/mnist-poisoned.ts`), rank 3 sending its parameters × 1e6 (`scale`) or
- * sign-flipped (`flip`) every round, combined with `mean`, `median` and `trimmed-mean`, beside the
+ * (`bench/trainers/mnist-poisoned.ts`), rank 3 sending its parameters × 1e6 (`scale`),
+ * sign-flipped (`flip`) or both (`flip-scale`, × −1e6) every round, combined with `mean`, `median`
+ * and `trimmed-mean` (`--poisons KIND,...` picks the kinds; all by default), beside the
  * clean run with `mean`: the test accuracy after each epoch and the `OutlierParams` alerts.
  */
 export const poisoning = async (quick: boolean, argv: ReadonlyArray<string> = process.argv) => {
   const trainer = fileURLToPath(new URL("./trainers/mnist-poisoned.ts", import.meta.url))
   const epochs = argument("--epochs", quick ? 1 : 3, argv)
   const settings: Array<Pick<PoisonRow, "poison" | "aggregate">> = [{ poison: "none", aggregate: "mean" }]
-  for (const poison of ["scale", "flip"] as const)
-    for (const aggregate of ["mean", "median", "trimmed-mean"] as const) settings.push({ poison, aggregate })
+  const kinds = (argv[argv.indexOf("--poisons") + 1] ?? "").split(",")
+  const poisons = (["scale", "flip", "flip-scale"] as const).filter((p) => !argv.includes("--poisons") || kinds.includes(p))
+  for (const poison of poisons) for (const aggregate of ["mean", "median", "trimmed-mean"] as const) settings.push({ poison, aggregate })
   const rows: Array<PoisonRow> = []
   for (const setting of settings) {
     process.env["COHORT_BENCH_POISON"] = setting.poison
@@ -396,7 +398,13 @@ export const poisoning = async (quick: boolean, argv: ReadonlyArray<string> = pr
   const markdown = table(
     ["rank 3 sends", "aggregate", "accuracy by epoch", "OutlierParams alerts", "ranks named", "wall s"],
     rows.map((r) => [
-      r.poison === "none" ? "its parameters (clean)" : r.poison === "scale" ? "parameters × 1e6" : "parameters sign-flipped",
+      r.poison === "none"
+        ? "its parameters (clean)"
+        : r.poison === "scale"
+          ? "parameters × 1e6"
+          : r.poison === "flip"
+            ? "parameters sign-flipped"
+            : "parameters × −1e6",
       r.aggregate,
       r.accuracy.map((a) => a.toFixed(4)).join(", "),
       r.outlierAlerts,
