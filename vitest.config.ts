@@ -14,8 +14,7 @@ const fullOnly = ["test/net/**/*.test.ts", "test/browser/**/*.test.ts", "test/pa
 const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // test/net/links.test.ts runs its served ranks on Node only (CI time; it says why). The
 // dashboard's and the ranks' listeners' connection caps are enforced by Node's server only
-// (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too; so does
-// the served ranks' wait for their coordinator (the resumable link under it runs on all three), and
+// (Bun.serve and Deno.serve count no connections), so their tests run on Node alone too; so do
 // the served ring's links between hosts (where links go; how they run is tested on all three). The
 // CLI's credentials test drives nothing runtime-specific (test/transport/credentials.test.ts
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
@@ -38,8 +37,6 @@ const nodeOnly =
         "test/cli/dashboard-descriptors.full.test.ts",
         "test/transport/web-socket-cap*.test.ts",
         "test/cli/credentials.full.test.ts",
-        "test/cli/coordinator-reconnect.full.test.ts",
-        "test/cli/recover-loop.full.test.ts",
         "test/actors/ring-direct.full.test.ts",
         "test/actors/aggregate.full.test.ts",
         "test/actors/compress.full.test.ts",
@@ -52,7 +49,6 @@ const nodeOnly =
         "test/actors/epoch-model-enospc.full.test.ts",
         "test/actors/resume-withheld.full.test.ts",
         "test/cli/pid1-signal.full.test.ts",
-        "test/cli/recover-ring-epoch-end.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/bench/wire-collective.full.test.ts",

@@ -2,7 +2,7 @@
 // 127.0.0.1. A coordinator stopped (SIGSTOP) for longer than the ranks' silence limit finds its
 // ranks back when it continues, with nothing lost or trained twice; a coordinator killed (SIGKILL)
 // leaves its ranks trying to reconnect for --coordinator-reconnect-ms before they save and exit 3.
-// Node only: the behaviour lives in the resumable link, which test/transport covers on every runtime.
+// On Node, Bun and Deno: the CLI spawned is the runtime running the test.
 import type { ChildProcess } from "node:child_process"
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"

@@ -5,7 +5,7 @@
 // `--recover` and with its first command (it takes the run over by itself). The run completes in
 // its one run directory with every epoch audited exactly once and clean, both ranks exit 0, and
 // each takeover is in the journal. The instants are printed, for a rerun.
-// Node only (vitest.config.ts): the recovered join is covered on every runtime in test/transport.
+// On Node, Bun and Deno: the CLI spawned is the runtime running the test.
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"

@@ -4,7 +4,7 @@
 // model, and neither does its log: the takeover used to write the epoch's `model` line with "the
 // coordinator holds no model of this epoch" and so withhold its audit line, and the run then
 // completed, exit 0, with that epoch audited nowhere. The takeover now asks a returning rank for it
-// (they hold that round's mean), writes it and the audit line. Node only (vitest.config.ts).
+// (they hold that round's mean), writes it and the audit line. On Node, Bun and Deno.
 import type { ChildProcess } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
