@@ -1,11 +1,12 @@
 // Joined ranks wait for their coordinator: real `cohort serve` and `cohort join` processes over
 // 127.0.0.1. A coordinator stopped (SIGSTOP) for longer than the ranks' silence limit finds its
 // ranks back when it continues, with nothing lost or trained twice; a coordinator killed (SIGKILL)
-// leaves its ranks trying to reconnect for --coordinator-reconnect-ms before they save and exit 3.
+// leaves its ranks trying to reconnect for --coordinator-reconnect-ms before they save and exit 3,
+// and `cohort resume` then completes the run.
 // On Node, Bun and Deno: the CLI spawned is the runtime running the test.
 import type { ChildProcess } from "node:child_process"
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -25,6 +26,28 @@ afterAll(() => {
 const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, started: children })
 const signal = (child: ChildProcess, name: string): void => void spawnSync("kill", [`-${name}`, String(child.pid)])
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/** A run directory's epoch lines: epoch, samples committed, lost, duplicated. */
+const epochLines = (runDir: string): Array<[number, number, number, number]> =>
+  readFileSync(join(runDir, "events.ndjson"), "utf8")
+    .split("\n")
+    .flatMap((line) => {
+      if (line.trim() === "") return []
+      const event = JSON.parse(line) as {
+        type: string
+        summary?: { epoch: number; samplesCommitted: number; lost: number; duplicated: number }
+      }
+      return event.type === "epoch" && event.summary !== undefined
+        ? [
+            [event.summary.epoch, event.summary.samplesCommitted, event.summary.lost, event.summary.duplicated] as [
+              number,
+              number,
+              number,
+              number
+            ]
+          ]
+        : []
+    })
 
 interface Summary {
   readonly epochs: ReadonlyArray<{ readonly samplesCommitted: number; readonly lost: number; readonly duplicated: number }>
@@ -77,9 +100,9 @@ describe("joined ranks wait for their coordinator", () => {
     expect(serve.err()).toMatch(/rank [01] resumed its link/)
   }, 180_000)
 
-  it.concurrent("a coordinator killed mid-epoch: the ranks keep trying for --coordinator-reconnect-ms 4000, then save an emergency copy and exit 3", async () => {
+  it.concurrent("a coordinator killed mid-epoch and not restarted: the ranks keep trying for --coordinator-reconnect-ms 4000, then save an emergency copy and exit 3; cohort resume then completes the run, every epoch audited once across the chain", async () => {
     const reconnectMs = 4000
-    const { serve, ranks } = await served("killed", ["--epochs", "20"], ["--coordinator-reconnect-ms", String(reconnectMs)])
+    const { serve, ranks } = await served("killed", ["--epochs", "3"], ["--coordinator-reconnect-ms", String(reconnectMs)])
     signal(serve.child, "KILL")
     const killedAtMs = Date.now()
     const exits = await Promise.all(
@@ -100,5 +123,17 @@ describe("joined ranks wait for their coordinator", () => {
       expect(existsSync(emergency)).toBe(true)
       expect(JSON.parse(readFileSync(emergency, "utf8"))).toMatchObject({ emergency: true, rank, saved: true })
     }
+    // Past the window nobody waits any more: the run is resumed as any lost run is.
+    const [runId] = readdirSync(join(dir, "runs-killed"))
+    const parentDir = join(dir, "runs-killed", runId!)
+    const resumed = cohort(["resume", parentDir])
+    expect(await resumed.exit, resumed.err()).toBe(0)
+    const childId = readdirSync(join(dir, "runs-killed")).find((id) => id !== runId)!
+    const chain = [...epochLines(parentDir), ...epochLines(join(dir, "runs-killed", childId))]
+    expect(chain.sort()).toEqual([
+      [0, 4800, 0, 0],
+      [1, 4800, 0, 0],
+      [2, 4800, 0, 0]
+    ])
   }, 180_000)
 })
