@@ -176,13 +176,20 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...long]))), { paramsLengthMax: 99 })).toMatchObject({
         failure: { reason: { _tag: "FieldTooLarge", field: "params" } }
       })
-      // Exactly the bound passes in either form (fp16 is the larger).
+      // Exactly the bound passes in either form.
       for (const compression of ["fp16", "int8"] as const) {
         const full = Packed.pack(new Float32Array(99), compression, 8)
         expect(Result.isSuccess(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...full]))), { paramsLengthMax: 99 }))).toBe(
           true
         )
       }
+      // A model of 1 to 7 parameters: int8's block scale makes it the larger form.
+      for (const length of [1, 2, 7])
+        for (const compression of ["fp16", "int8"] as const) {
+          const tiny = Packed.pack(new Float32Array(length), compression)
+          const decoded = Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...tiny]))), { paramsLengthMax: length })
+          expect(Result.isSuccess(decoded), `${length} ${compression}`).toBe(true)
+        }
       const huge = Packed.pack(new Float32Array(1000), "fp16")
       expect(Codec.decode(withParams(C.tag(Structures.uint8Tag, C.bytes([...huge]))), { paramsLengthMax: 10 })).toMatchObject({
         failure: { reason: { _tag: "FieldTooLarge", field: "params" } }

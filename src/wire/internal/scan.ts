@@ -220,8 +220,9 @@ const packed = (key: string): WireError.Reason | undefined => {
     return skipContent()
   }
   if (arg > lim - pos) return truncated(pos + arg)
-  // fp16's 2 bytes a value is the largest form (int8 takes at most 1.5 with blocks of 8 or more).
-  const bytesMax = 8 + 2 * floatsMax + (key === "data" ? 8 : 0)
+  // fp16 takes 2 bytes a value; int8 1 and a 4-byte scale a block of at least 8, so at most
+  // 1.5 a value plus one block's scale: for 1 to 7 values int8 is the larger form.
+  const bytesMax = 8 + 2 * floatsMax + 4 + (key === "data" ? 8 : 0)
   if (arg > bytesMax) soft = { _tag: "FieldTooLarge", field: key, bytes: arg, bytesMax }
   pos += arg
   return undefined
