@@ -156,7 +156,7 @@ const noteLines = (result: RunTypes.RunResult | PartialRun, shown: Shown, lines:
   }
   for (const r of result.recoveries ?? []) {
     lines.push(
-      `coordinator lost at ${(r.lostMs / 1000).toFixed(1)} s and taken over (serve --recover): ${(r.withoutCoordinatorMs / 1000).toFixed(1)} s without a coordinator; ` +
+      `coordinator lost at ${(r.lostMs / 1000).toFixed(1)} s and taken over by a new serve process: ${(r.withoutCoordinatorMs / 1000).toFixed(1)} s without a coordinator; ` +
         `epoch ${r.epoch} went on from ${plural(r.committedSamples, "committed sample")}; ` +
         `${r.returned.length === 0 ? "no rank" : `rank${r.returned.length === 1 ? "" : "s"} ${r.returned.join(", ")}`} came back` +
         (r.missing.length === 0 ? "" : `, ${r.missing.join(", ")} did not (declared dead)`)
