@@ -68,6 +68,9 @@ const snapshot = (dir: string): Record<string, string> => {
   const files: Record<string, string> = {}
   const walk = (at: string, prefix: string): void => {
     for (const name of readdirSync(at).sort()) {
+      // Another resume's atomic write in flight (its `.tmp` file, renamed a moment later) is not
+      // part of the folder's state, and may be gone before it is read.
+      if (name.endsWith(".tmp")) continue
       const path = join(at, name)
       if (statSync(path).isDirectory()) walk(path, `${prefix}${name}/`)
       else files[`${prefix}${name}`] = createHash("sha256").update(readFileSync(path)).digest("hex")
