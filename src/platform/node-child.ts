@@ -113,6 +113,27 @@ const record = (message: Uint8Array): Uint8Array => {
 }
 
 /**
+ * How long a child's end waits for its pipes to be read to their end, in ms: a grandchild that
+ * kept a copy of one holds it open past the child's exit.
+ */
+const childDrainMsMax = 2_000
+
+/** Resolves once `stream` ended or closed (at once without one), or after `boundMs`. */
+const streamEnded = (stream: NodeJS.ReadableStream | null | undefined, boundMs: number): Promise<void> =>
+  new Promise((resolve) => {
+    const s = stream as (NodeJS.ReadableStream & { readonly readableEnded?: boolean; readonly destroyed?: boolean }) | null | undefined
+    if (s === null || s === undefined || s.readableEnded === true || s.destroyed === true) return resolve()
+    const timer = setTimeout(resolve, boundMs)
+    const done = (): void => {
+      clearTimeout(timer)
+      resolve()
+    }
+    s.once("end", done)
+    s.once("close", done)
+    s.once("error", done)
+  })
+
+/**
  * Starts a child process running the module `entry` (a `file:` URL) on this runtime:
  * `node` (with `--import tsx` for a TypeScript entry), `bun`, or `deno run -A`. Messages travel
  * both ways as `u32 LE length` records on a channel of their own, the child's fd 3 (`frameFd`; a
@@ -120,8 +141,8 @@ const record = (message: Uint8Array): Uint8Array => {
  * is `/dev/null`; what it writes to stdout and stderr goes to `handlers.output`. A record whose
  * header announces more than `messageBytesMax` bytes (default unbounded) calls
  * `handlers.oversized` before any of it is buffered, and the channel is read no further.
- * `exit` fires on `close`, after the frame channel, stdout and stderr have been read to their
- * end, so every message and every line the child wrote comes first. `kill` sends `signal`
+ * `exit` fires after `close` once the frame channel, stdout and stderr have been read to their
+ * end (each waited for at most 2 s), so every message and every line the child wrote comes first. `kill` sends `signal`
  * (default `"SIGKILL"`). `nice` (0–19, default 0): the child process's nice value, set by the
  * parent right after the start.
  *
@@ -178,7 +199,11 @@ export const spawnChild = (
   child.stdout?.on("data", (chunk: Uint8Array) => handlers.output?.("stdout", chunk))
   child.stderr?.on("data", (chunk: Uint8Array) => handlers.output?.("stderr", chunk))
   child.on("error", (error) => handlers.error(error))
-  child.on("close", (code, signal) => {
+  // Node's `close` comes after every pipe's end; Bun's and Deno's may come first, with the child's
+  // last frames (its `Crashing`) and lines still unread: `exit` waits for their ends, within a bound.
+  const drained = Promise.all([frames, child.stdout, child.stderr].map((stream) => streamEnded(stream, childDrainMsMax)))
+  child.on("close", (code, signal) => void drained.then(() => closed(code, signal)))
+  const closed = (code: number | null, signal: NodeJS.Signals | null): void => {
     // V8's fatal out-of-memory abort; with a heap limit set, reaching it is what aborts a rank.
     if (limit !== undefined && runtime !== "bun" && (signal === "SIGABRT" || signal === "SIGTRAP")) {
       handlers.error(
@@ -188,7 +213,7 @@ export const spawnChild = (
       )
     }
     handlers.exit(code, signal)
-  })
+  }
   return {
     post: (message) => void frames?.write(record(message)),
     kill: (signal) => void child.kill((signal ?? "SIGKILL") as NodeJS.Signals)

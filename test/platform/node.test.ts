@@ -79,3 +79,36 @@ describe(`spawnWorker (${runtime}): frames on the port`, () => {
     ])
   }, 30_000)
 })
+
+describe(`spawnChild (${runtime}): a child that exits right after its last frame`, () => {
+  const lastWords = new URL("./fixtures/last-words.ts", import.meta.url).href
+  const once = (size: number) =>
+    new Promise<ReadonlyArray<string>>((resolve) => {
+      const seen: Array<string> = []
+      NodeRuntime.spawnChild(
+        { entry: lastWords, rank: 0, data: size },
+        {
+          message: (message) => seen.push(`frame ${message.byteLength} ${message[size - 1]}`),
+          output: (stream, chunk) => seen.push(`${stream} ${new TextDecoder().decode(chunk).trim()}`),
+          error: (error) => seen.push(`error ${String(error)}`),
+          exit: (code) => {
+            seen.push(`exit ${code}`)
+            resolve(seen)
+          }
+        }
+      )
+    })
+
+  // Bun's and Deno's `close` can come before the frame channel's last bytes were read: the
+  // child's last frame (a rank's `Crashing`) must still come before its exit.
+  it("its frame and its line come before its exit, many children at once", async () => {
+    const sizes = [16, 300_000, 16, 1_000_000, 64, 300_000, 16, 2_000_000]
+    const ends = await Promise.all(sizes.map(once))
+    for (const [k, seen] of ends.entries()) {
+      const size = sizes[k]!
+      expect(seen).toContain(`frame ${size} ${(size - 1) % 251}`)
+      expect(seen).toContain("stdout last line")
+      expect(seen.at(-1)).toBe("exit 1")
+    }
+  })
+})
