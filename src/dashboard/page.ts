@@ -452,7 +452,11 @@ const start = (): void => {
     for (const event of JSON.parse(message.data) as ReadonlyArray<unknown>) Model.apply(model, event)
     if (model.ended !== undefined || model.failed !== undefined) {
       source.close()
+      // The run's last events are drawn at once, before the page says it ended: whoever reads
+      // an ended page (a person, a test) sees its whole record, not the last redraw's.
+      render()
       document.body.dataset.state = "ended"
+      return
     }
     schedule()
   }
