@@ -99,4 +99,22 @@ describe("direct ring link frames", () => {
     expect(() => LinkFrames.step(2 ** 32, 0, 0, new Float32Array(1))).toThrow(RangeError)
     expect(() => LinkFrames.step(0, -1, 0, new Float32Array(1))).toThrow(RangeError)
   })
+
+  it("the buffer pool serves a step a value longer or shorter from a buffer it kept, and tells the views it gave from others", () => {
+    const pool = new LinkFrames.BufferPool(4)
+    // Segments of 407,050 values over 8 ranks: 50,882 and 50,881 values, sums with their count.
+    const first = pool.take(50_882 * 8 + 8)
+    expect(first.byteLength).toBe(50_882 * 8 + 8)
+    expect(pool.issued(first)).toBe(true)
+    expect(pool.issued(first.subarray(8))).toBe(false)
+    expect(pool.issued(new Uint8Array(first.byteLength))).toBe(false)
+    pool.give(first.buffer)
+    const second = pool.take(50_881 * 8 + 8)
+    expect(second.buffer).toBe(first.buffer)
+    expect(second.byteLength).toBe(50_881 * 8 + 8)
+    expect(pool.issued(first)).toBe(false)
+    expect(pool.issued(second)).toBe(true)
+    // Nothing kept that is near enough: a buffer of its own.
+    expect(pool.take(1000).buffer).not.toBe(first.buffer)
+  })
 })
