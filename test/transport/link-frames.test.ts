@@ -116,5 +116,9 @@ describe("direct ring link frames", () => {
     expect(pool.issued(second)).toBe(true)
     // Nothing kept that is near enough: a buffer of its own.
     expect(pool.take(1000).buffer).not.toBe(first.buffer)
+    // A buffer a step fills exactly could not hold a segment a value longer: not kept.
+    pool.give(new ArrayBuffer(50_881 * 8 + 8))
+    expect(pool.take(50_881 * 8 + 8).buffer.byteLength).toBe(409_600)
+    expect(pool.take(50_882 * 8 + 8).buffer.byteLength).toBe(409_600)
   })
 })

@@ -98,8 +98,8 @@ export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind 
  * and over. `take` gives a view of `bytes` at the start of a buffer that may be a little larger
  * (its contents are whatever it last held): segments of one vector differ by a value, and a ring
  * rank receives other segments than it allocates, so an exact-size pool would miss on every round
- * of some ranks. `give` hands a buffer back once nothing holds it any more; at most `buffersMax`
- * are kept, the rest left to the collector. `issued` tells whether a view is the one `take` gave
+ * of some ranks. `give` hands a buffer back once nothing holds it any more; it keeps at most
+ * `buffersMax` buffers of the capacities it allocates, and leaves the rest to the collector. `issued` tells whether a view is the one `take` gave
  * (so that a sender may give its buffer back).
  *
  * @since 0.1.0
@@ -126,7 +126,9 @@ export class BufferPool {
   }
 
   give(buffer: ArrayBuffer): void {
-    if (this.count >= this.buffersMax || buffer.byteLength === 0) return
+    // Only the capacities `take` allocates: a buffer a step fills exactly (the ring's own) could
+    // not hold a segment a value longer, and kept, it would take the place of one that can.
+    if (this.count >= this.buffersMax || buffer.byteLength === 0 || capacityOf(buffer.byteLength) !== buffer.byteLength) return
     const same = this.kept.get(buffer.byteLength)
     if (same === undefined) this.kept.set(buffer.byteLength, [buffer])
     else same.push(buffer)
