@@ -99,15 +99,15 @@ export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind 
  * (its contents are whatever it last held): segments of one vector differ by a value, and a ring
  * rank receives other segments than it allocates, so an exact-size pool would miss on every round
  * of some ranks. `give` hands a buffer back once nothing holds it any more; it keeps at most
- * `buffersMax` buffers of the capacities it allocates, and leaves the rest to the collector. `issued` tells whether a view is the one `take` gave
- * (so that a sender may give its buffer back).
+ * `buffersMax` buffers of the capacities it allocates, and leaves the rest to the collector.
+ * `issued` tells whether a view starts a buffer `take` gave (so that a sender may give it back).
  *
  * @since 0.1.0
  * @category frames
  */
 export class BufferPool {
   private readonly kept = new Map<number, Array<ArrayBuffer>>()
-  private readonly lengths = new WeakMap<ArrayBuffer, number>()
+  private readonly given = new WeakSet<ArrayBuffer>()
   private count = 0
 
   constructor(readonly buffersMax: number) {}
@@ -116,13 +116,16 @@ export class BufferPool {
     const buffer = this.kept.get(capacityOf(bytes))?.pop() ?? this.near(bytes)
     const view = buffer === undefined ? new Uint8Array(new ArrayBuffer(capacityOf(bytes)), 0, bytes) : new Uint8Array(buffer, 0, bytes)
     if (buffer !== undefined) this.count -= 1
-    this.lengths.set(view.buffer, bytes)
+    this.given.add(view.buffer)
     return view
   }
 
-  /** Whether `view` is one `take` gave: the start of its buffer, of the length asked for. */
+  /**
+   * Whether `view` starts a buffer `take` gave (the ring writes its own steps into the buffers of
+   * steps it received and owns, `Ring.RingInbox.spare`, whatever length they had).
+   */
   issued(view: ArrayBufferView): boolean {
-    return view.buffer instanceof ArrayBuffer && view.byteOffset === 0 && this.lengths.get(view.buffer) === view.byteLength
+    return view.buffer instanceof ArrayBuffer && view.byteOffset === 0 && this.given.has(view.buffer)
   }
 
   give(buffer: ArrayBuffer): void {
