@@ -47,6 +47,9 @@ const ownBuffer = (server: Server, accepted: Socket, data: (chunk: Uint8Array) =
   return socket
 }
 
+/** Whether corking a socket costs more than writing each part on its own (Bun). */
+const corkCopies = Runtime.detect() === "bun"
+
 /** The `TcpStream` of a `node:net` socket, wired to `handlers`; `close` once, on the socket's `close`. */
 const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined, ownReads = false): Types.TcpStream => {
   socket.setNoDelay(true)
@@ -59,7 +62,12 @@ const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined,
       if (socket.destroyed || socket.writableEnded) return
       // Node calls a write's callback once it is done with the bytes, with an error when it failed.
       const done = sent === undefined ? undefined : (error?: Error | null) => (error ? undefined : sent())
-      if (parts.length === 1) return void socket.write(parts[0]!, done)
+      // Bun's corked writes cost more CPU than its separate ones (6 to 12% of the CPU of the
+      // collective over direct links); with Nagle off, a step's header leaves in a packet of its own.
+      if (parts.length === 1 || corkCopies) {
+        for (let i = 0; i < parts.length; i++) socket.write(parts[i]!, i === parts.length - 1 ? done : undefined)
+        return
+      }
       // Corked, the parts leave in one `writev`.
       socket.cork()
       for (let i = 0; i < parts.length; i++) socket.write(parts[i]!, i === parts.length - 1 ? done : undefined)
