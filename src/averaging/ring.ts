@@ -170,10 +170,35 @@ export class RingInbox {
   /** Messages of a newer collective dropped because `aheadMessagesMax` were already kept. */
   overflow = 0
 
+  /**
+   * Buffers of the last steps a collective received and did not forward: the next collective
+   * writes its own first steps into them instead of allocating (`allReduce`). At most
+   * `sparesMax`; each is the receiver's own (`PeerLink`).
+   */
+  private readonly spares: Array<ArrayBuffer> = []
+
   constructor(
     readonly link: PeerLink,
     readonly aheadMessagesMax: number = aheadMessagesMaxDefault
   ) {}
+
+  /** Keeps the buffer under `data`, a received step's values nothing uses any more, for `spare`. */
+  keep(data: ArrayBufferView): void {
+    if (data.buffer instanceof ArrayBuffer && data.byteOffset === 0 && this.spares.length < sparesMax) this.spares.push(data.buffer)
+  }
+
+  /**
+   * A kept buffer of at least `bytes` and less than twice that (the smallest such), taken from
+   * the spares; `undefined` when none fits.
+   */
+  spare(bytes: number): ArrayBuffer | undefined {
+    let best = -1
+    for (let i = 0; i < this.spares.length; i++) {
+      const size = this.spares[i]!.byteLength
+      if (size >= bytes && size < 2 * bytes && (best < 0 || size < this.spares[best]!.byteLength)) best = i
+    }
+    return best < 0 ? undefined : this.spares.splice(best, 1)[0]
+  }
 
   /**
    * The message for `step` of collective `(generation, round)`. Messages arrive in step order from
@@ -230,6 +255,9 @@ export class RingInbox {
     }
   }
 }
+
+/** Buffers a `RingInbox` keeps for the next collective's own steps: a reduce-scatter and an all-gather step's. */
+const sparesMax = 2
 
 const compare = (message: RingMessage, generation: number, round: number): number =>
   message.generation !== generation ? message.generation - generation : message.round - round
@@ -299,6 +327,28 @@ const storeFinite = (out: Float32Array, start: number, data: Float32Array): bool
   for (let i = 0; i < bits.length; i++) notFinite |= (bits[i]! & 0x7f800000) === 0x7f800000 ? 1 : 0
   return notFinite === 0
 }
+
+/**
+ * One small call of each per-value loop, through every branch, as the module loads. The first
+ * real call of a loop over a segment moves into optimized code in the middle of the loop (on-stack
+ * replacement) before the code after the loop ever ran, so that code has no type feedback yet;
+ * Node 20's V8 keeps that optimized code and leaves it again at the same point on every later
+ * call, finishing each call unoptimized (about 60% of the calls of a direct ring round did). With
+ * the feedback already there, the optimized code runs to the end.
+ */
+const warmLoops = (): void => {
+  // A function records feedback only once it has been called a few times (V8 allocates its
+  // feedback lazily): enough calls that the last ones record it.
+  for (let call = 0; call < 32; call++) {
+    const length = 2 + (call % 2)
+    const sums = new Float64Array(length)
+    const values = new Float32Array(length)
+    addOwnFinite(sums, values, 0, length, true)
+    addOwnFinite(sums, values, 0, length, false)
+    storeFinite(values, 0, new Float32Array(length))
+  }
+}
+warmLoops()
 
 /** The largest finite float32, `(2 - 2^-23) 2^127`. */
 const float32Max = 3.4028234663852886e38
@@ -462,8 +512,11 @@ export const allReduce = (
     // every later step sends the partial sum it just received with this rank's values added in
     // place, so no step allocates or copies beyond what the link itself does.
     const [firstStart, firstEnd] = segmentOf(length, n, r)
-    let outgoing: Float64Array = new Float64Array(firstEnd - firstStart + 1)
+    const firstSpare = inbox.spare((firstEnd - firstStart + 1) * 8)
+    let outgoing: Float64Array =
+      firstSpare === undefined ? new Float64Array(firstEnd - firstStart + 1) : new Float64Array(firstSpare, 0, firstEnd - firstStart + 1)
     if (contributes) widen(outgoing, params, firstStart, firstEnd)
+    else if (firstSpare !== undefined) outgoing.fill(0)
     outgoing[firstEnd - firstStart] = own
     for (let step = 0; step < n - 1; step++) {
       yield* link.send({ generation, round, step, data: outgoing })
@@ -492,9 +545,14 @@ export const allReduce = (
     const contributions = outgoing[ownEnd - ownStart]!
     if (contributions === 0) out.set(params.subarray(ownStart, ownEnd), ownStart)
     else divideInto(out, outgoing, ownStart, ownEnd, contributions)
+    // The last sum received is this rank's own now (never forwarded): the next collective's.
+    inbox.keep(outgoing)
     // All-gather: pass finished segments around the ring; each received segment is forwarded as
     // it came (the link hands over its own copy).
-    let finished: Float32Array = out.slice(ownStart, ownEnd)
+    const finishedSpare = inbox.spare((ownEnd - ownStart) * 4)
+    let finished: Float32Array =
+      finishedSpare === undefined ? out.slice(ownStart, ownEnd) : new Float32Array(finishedSpare, 0, ownEnd - ownStart)
+    if (finishedSpare !== undefined) finished.set(out.subarray(ownStart, ownEnd))
     for (let s = 0; s < n - 1; s++) {
       const step = n - 1 + s
       yield* link.send({ generation, round, step, data: finished })
@@ -511,5 +569,6 @@ export const allReduce = (
         return yield* Effect.fail(new RingLinkError(`step ${step} carried a value that is not finite`))
       finished = message.data
     }
+    inbox.keep(finished)
     return out
   })

@@ -280,7 +280,8 @@ interface Framed {
 
 /**
  * The frames of `stream`. A step's buffer is the link's once sent (`Ring.PeerLink`): when the
- * step's values fill it, it goes back to `pool` as soon as the stream is done with it.
+ * step's values fill it, or it starts a buffer the pool gave, it goes back to `pool` as soon as the
+ * stream is done with it.
  */
 const framed = (stream: RuntimeTypes.TcpStream, pool: LinkFrames.BufferPool): Framed => {
   let closing = false
@@ -288,10 +289,11 @@ const framed = (stream: RuntimeTypes.TcpStream, pool: LinkFrames.BufferPool): Fr
     sendText: (words) => stream.write(LinkFrames.text(words)),
     sendStep: (message) => {
       const { buffer, byteOffset, byteLength } = message.data
+      // The sender gave the step up: a buffer the step fills, or one the pool gave, goes back.
       const whole = buffer instanceof ArrayBuffer && byteOffset === 0 && byteLength === buffer.byteLength
       stream.write(
         LinkFrames.step(message.generation, message.round, message.step, message.data),
-        whole ? () => pool.give(buffer) : undefined
+        whole || pool.issued(message.data) ? () => pool.give(buffer as ArrayBuffer) : undefined
       )
     },
     close: (code, reason) => {

@@ -169,6 +169,42 @@ describe("Ring.allReduce", () => {
     )
   })
 
+  it("collectives back to back on the same inboxes write their own first steps into buffers they received before, and each is still the exact mean (a rank that does not contribute sends zeros from a reused buffer)", async () => {
+    const n = 3
+    const length = 10 // segments of 4, 3 and 3 values: the spares' sizes differ from rank to rank
+    const sent = new Set<ArrayBufferLike>()
+    let sends = 0
+    const links = await Effect.runPromise(ringOf(n, () => 0))
+    const inboxes = links.map(
+      (link) =>
+        new Ring.RingInbox({
+          receive: link.receive,
+          send: (message) =>
+            Effect.suspend(() => {
+              sent.add(message.data.buffer)
+              sends += 1
+              return link.send(message)
+            })
+        })
+    )
+    for (let round = 0; round < 6; round++) {
+      const contributes = [true, round % 2 === 0, true]
+      const params = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => (i + 1) * (r + 1) + round))
+      const means = await Effect.runPromise(
+        Effect.all(
+          inboxes.map((inbox, r) => Ring.allReduce(inbox, { ringRank: r, ringSize: n, generation: 0, round }, params[r]!, contributes[r])),
+          { concurrency: "unbounded" }
+        )
+      )
+      const expected = Cpu.mean(params.filter((_, r) => contributes[r]))
+      if (!(expected instanceof Float32Array)) throw new Error(`no mean: ${expected._tag}`)
+      for (const mean of means) expect(Array.from(mean)).toEqual(Array.from(expected))
+    }
+    // Without the spares each rank would allocate both of its own steps every round.
+    expect(sends).toBe(6 * n * 2 * (n - 1))
+    expect(sent.size).toBeLessThan(6 * n * 2)
+  })
+
   it("the inbox drops messages of older collectives and keeps newer ones for later", async () => {
     const messages: Array<Ring.RingMessage> = [
       { generation: 1, round: 4, step: 0, data: new Float64Array([1]) }, // older generation: dropped

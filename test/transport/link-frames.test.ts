@@ -99,4 +99,28 @@ describe("direct ring link frames", () => {
     expect(() => LinkFrames.step(2 ** 32, 0, 0, new Float32Array(1))).toThrow(RangeError)
     expect(() => LinkFrames.step(0, -1, 0, new Float32Array(1))).toThrow(RangeError)
   })
+
+  it("the buffer pool serves a step a value longer or shorter from a buffer it kept, and tells views at the start of its buffers from others", () => {
+    const pool = new LinkFrames.BufferPool(4)
+    // Segments of 407,050 values over 8 ranks: 50,882 and 50,881 values, sums with their count.
+    const first = pool.take(50_882 * 8 + 8)
+    expect(first.byteLength).toBe(50_882 * 8 + 8)
+    expect(pool.issued(first)).toBe(true)
+    expect(pool.issued(first.subarray(8))).toBe(false)
+    expect(pool.issued(new Uint8Array(first.byteLength))).toBe(false)
+    pool.give(first.buffer)
+    const second = pool.take(50_881 * 8 + 8)
+    expect(second.buffer).toBe(first.buffer)
+    expect(second.byteLength).toBe(50_881 * 8 + 8)
+    // A view of another length at the start of a buffer it gave counts too (the ring writes its
+    // own steps into buffers it received); one that starts further in does not.
+    expect(pool.issued(new Float32Array(second.buffer, 0, 50_881))).toBe(true)
+    expect(pool.issued(new Float32Array(second.buffer, 4, 50_881))).toBe(false)
+    // Nothing kept that is near enough: a buffer of its own.
+    expect(pool.take(1000).buffer).not.toBe(first.buffer)
+    // A buffer a step fills exactly could not hold a segment a value longer: not kept.
+    pool.give(new ArrayBuffer(50_881 * 8 + 8))
+    expect(pool.take(50_881 * 8 + 8).buffer.byteLength).toBe(409_600)
+    expect(pool.take(50_882 * 8 + 8).buffer.byteLength).toBe(409_600)
+  })
 })

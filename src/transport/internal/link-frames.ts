@@ -95,34 +95,60 @@ export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind 
 /**
  * Buffers for step payloads, kept for reuse instead of each step allocating (and the garbage
  * collector freeing) a buffer of its own: a ring round sends and receives the same few sizes over
- * and over. `take` gives a buffer of `bytes` (its contents are whatever it last held), `give`
- * hands one back once nothing holds it any more; at most `buffersMax` are kept, the rest left to
- * the collector.
+ * and over. `take` gives a view of `bytes` at the start of a buffer that may be a little larger
+ * (its contents are whatever it last held): segments of one vector differ by a value, and a ring
+ * rank receives other segments than it allocates, so an exact-size pool would miss on every round
+ * of some ranks. `give` hands a buffer back once nothing holds it any more; it keeps at most
+ * `buffersMax` buffers of the capacities it allocates, and leaves the rest to the collector.
+ * `issued` tells whether a view starts a buffer `take` gave (so that a sender may give it back).
  *
  * @since 0.1.0
  * @category frames
  */
 export class BufferPool {
   private readonly kept = new Map<number, Array<ArrayBuffer>>()
+  private readonly given = new WeakSet<ArrayBuffer>()
   private count = 0
 
   constructor(readonly buffersMax: number) {}
 
   take(bytes: number): Uint8Array<ArrayBuffer> {
-    const buffer = this.kept.get(bytes)?.pop()
-    if (buffer === undefined) return new Uint8Array(bytes)
-    this.count -= 1
-    return new Uint8Array(buffer)
+    const buffer = this.kept.get(capacityOf(bytes))?.pop() ?? this.near(bytes)
+    const view = buffer === undefined ? new Uint8Array(new ArrayBuffer(capacityOf(bytes)), 0, bytes) : new Uint8Array(buffer, 0, bytes)
+    if (buffer !== undefined) this.count -= 1
+    this.given.add(view.buffer)
+    return view
+  }
+
+  /**
+   * Whether `view` starts a buffer `take` gave (the ring writes its own steps into the buffers of
+   * steps it received and owns, `Ring.RingInbox.spare`, whatever length they had).
+   */
+  issued(view: ArrayBufferView): boolean {
+    return view.buffer instanceof ArrayBuffer && view.byteOffset === 0 && this.given.has(view.buffer)
   }
 
   give(buffer: ArrayBuffer): void {
-    if (this.count >= this.buffersMax || buffer.byteLength === 0) return
+    // Only the capacities `take` allocates: a buffer a step fills exactly (the ring's own) could
+    // not hold a segment a value longer, and kept, it would take the place of one that can.
+    if (this.count >= this.buffersMax || buffer.byteLength === 0 || capacityOf(buffer.byteLength) !== buffer.byteLength) return
     const same = this.kept.get(buffer.byteLength)
     if (same === undefined) this.kept.set(buffer.byteLength, [buffer])
     else same.push(buffer)
     this.count += 1
   }
+
+  /** A kept buffer of at least `bytes` and at most an eighth more, when one is kept. */
+  private near(bytes: number): ArrayBuffer | undefined {
+    for (const [capacity, buffers] of this.kept) {
+      if (capacity >= bytes && capacity - bytes <= bytes / 8 && buffers.length > 0) return buffers.pop()
+    }
+    return undefined
+  }
 }
+
+/** The capacity a new pool buffer of `bytes` gets: whole 4 KiB pages past 64 KiB, so that segments a value apart share buffers. */
+const capacityOf = (bytes: number): number => (bytes <= 65_536 ? bytes : Math.ceil(bytes / 4096) * 4096)
 
 /**
  * Reads frames off a stream's chunks (`push`, in order) and hands each whole one to `onFrame`.
