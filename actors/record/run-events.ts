@@ -253,6 +253,13 @@ export type RunEvent =
       /** The round's averaging traffic at the coordinator, in bytes of frames (`Coordinator.Hooks.onRoundBytes`). */
       readonly receivedBytes?: number
       readonly sentBytes?: number
+      /**
+       * The bytes of the round's ring steps the ranks sent and received over direct links, summed
+       * over ranks (`RoundDone`'s link bytes; absent without direct links): the coordinator never
+       * sees those steps, so they are not in `receivedBytes` and `sentBytes`.
+       */
+      readonly linkSentBytes?: number
+      readonly linkReceivedBytes?: number
     }
   | {
       readonly type: "ended"

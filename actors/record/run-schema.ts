@@ -303,7 +303,9 @@ export const RunEvent = Schema.Union([
     openMs: Ms,
     loss: optionalKey(Schema.Finite),
     receivedBytes: optionalKey(Count),
-    sentBytes: optionalKey(Count)
+    sentBytes: optionalKey(Count),
+    linkSentBytes: optionalKey(Count),
+    linkReceivedBytes: optionalKey(Count)
   }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optionalKey(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })
