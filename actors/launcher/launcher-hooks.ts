@@ -202,7 +202,7 @@ const onCommand =
       case "AverageRound": {
         const loss = roundLoss.onRound(command.contributors)
         const links = ctx.roundLinks.onRound(command.round)
-        emit({
+        const line: Extract<RunEvent, { type: "round" }> = {
           type: "round",
           ms,
           epoch: command.epoch,
@@ -212,7 +212,9 @@ const onCommand =
           ...(loss === undefined ? {} : { loss }),
           ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent }),
           ...(links === undefined ? {} : { linkSentBytes: links.sent, linkReceivedBytes: links.received })
-        })
+        }
+        emit(line)
+        ctx.traffic.add(line)
         vars.roundBytes = undefined
         vars.churn?.afterRound(command.round)
         return

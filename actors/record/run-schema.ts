@@ -232,6 +232,15 @@ export const RunResult = Schema.Struct({
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
   backend: optionalKey(Backend),
   ring: optional(RingSummary),
+  traffic: optional(
+    Schema.Struct({
+      rounds: Count,
+      receivedBytes: Count,
+      sentBytes: Count,
+      linkSentBytes: optional(Count),
+      linkReceivedBytes: optional(Count)
+    })
+  ),
   storageFault: optional(Schema.Struct({ path: Schema.String, error: Schema.String })),
   // Added by `cohort report` as it reads a run, never in summary.json.
   resumedBy: optional(Schema.Struct({ runId: Schema.String, runDir: Schema.String })),

@@ -7,6 +7,8 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import { readRun, resultFromEvents } from "../../actors/record/read-run.ts"
+import { renderResult } from "../../src/cli/result-table.ts"
 import { paramsLength } from "../fixtures/trainers/wide.ts"
 import { clean, fastRuns } from "./fast-runs.ts"
 
@@ -58,6 +60,20 @@ describe("direct ring links' bytes in the journal", () => {
       // The coordinator's own traffic of a direct ring round is its small frames, not the steps.
       expect(round.receivedBytes! + round.sentBytes!).toBeLessThan(float32RoundBytes / 100)
     }
+    // summary.json and `cohort report` (the summary, or the journal alone) count them too.
+    expect(result.traffic).toMatchObject({
+      rounds: rounds.length,
+      linkSentBytes: rounds.length * float32RoundBytes,
+      linkReceivedBytes: rounds.length * float32RoundBytes
+    })
+    const reported = await readRun(result.runDir)
+    expect(typeof reported === "string" ? reported : reported.traffic).toEqual(result.traffic)
+    const fromJournal = resultFromEvents(readFileSync(join(result.runDir, "events.ndjson"), "utf8"))
+    expect(typeof fromJournal === "string" ? fromJournal : fromJournal.traffic).toEqual(result.traffic)
+    const text = typeof reported === "string" ? reported : renderResult(reported).out
+    expect(text).toContain(
+      `over direct links ${float32RoundBytes.toLocaleString("en-US")} sent and ${float32RoundBytes.toLocaleString("en-US")} received by the ranks a round`
+    )
   })
 
   it("int8 packed steps over direct links: every round carries its link bytes, about 5.6 times fewer than float32's", async () => {
