@@ -35,8 +35,8 @@ const headerBytes = 20
  */
 const float32RoundBytes = (ranks - 1) * (8 * (paramsLength + ranks) + 4 * paramsLength) + 2 * (ranks - 1) * ranks * headerBytes
 
-const run = async (compress: "none" | "int8") => {
-  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: ranks, epochs: 1, compress })
+const run = async (compress: "none" | "int8", ringLinks: "direct" | "relay" = "direct") => {
+  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: ranks, epochs: 1, compress, ringLinks })
   const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
     .trim()
     .split("\n")
@@ -87,5 +87,19 @@ describe("direct ring links' bytes in the journal", () => {
       expect(float32RoundBytes / round.linkSentBytes!).toBeGreaterThan(4)
       expect(float32RoundBytes / round.linkSentBytes!).toBeLessThan(7)
     }
+  })
+
+  it("over the relay the lines carry no link bytes: the coordinator counts the steps, in from their senders and out to their receivers", async () => {
+    const { result, rounds } = await run("none", "relay")
+    expect(result.exitCode).toBe(0)
+    expect(result.ring?.links).toBe("relay")
+    expect(rounds.length).toBeGreaterThanOrEqual(2)
+    for (const round of rounds) {
+      expect([round.linkSentBytes, round.linkReceivedBytes]).toEqual([undefined, undefined])
+      // The same steps as CBOR frames (a few bytes of header each instead of 20), once each way.
+      expect(round.receivedBytes! / float32RoundBytes).toBeGreaterThan(0.99)
+      expect(round.sentBytes! / float32RoundBytes).toBeGreaterThan(0.99)
+    }
+    expect(result.traffic?.linkSentBytes).toBeUndefined()
   })
 })
