@@ -22,6 +22,8 @@ import * as EpochModels from "./epoch-models.ts"
 import * as LauncherJournal from "./launcher-journal.ts"
 import { aggregationOptions, check, checkTls, defaults, LaunchError, loadTrainer, resolveOptions, serveDefaults } from "./launch-options.ts"
 import * as Revocations from "./revocations.ts"
+import * as Traffic from "../record/traffic.ts"
+import * as RoundLinks from "./round-links.ts"
 import * as RoundLoss from "./round-loss.ts"
 import type { OnFormed } from "./resume.ts"
 import * as StorageFault from "./storage-fault.ts"
@@ -145,6 +147,10 @@ export interface Context {
   readonly faultAt: Map<Rank, number>
   readonly trainedInEpoch: Map<Rank, number>
   readonly roundLoss: RoundLoss.RoundLoss
+  /** The ranks' direct-link bytes of each round (`RoundDone`), for its journal line. */
+  readonly roundLinks: RoundLinks.RoundLinks
+  /** The run's averaging traffic, from the round lines written (`RunResult.traffic`). */
+  readonly traffic: Traffic.Tally
   readonly lastProgressEventMs: Map<Rank, number>
   readonly lastRate: Map<Rank, { readonly epoch: number; readonly samples: number; readonly ms: number; readonly rate: number }>
   /**
@@ -388,6 +394,8 @@ export const prepare = async (
     faultAt: new Map(),
     trainedInEpoch: new Map(),
     roundLoss: RoundLoss.make(resolved.mode),
+    roundLinks: RoundLinks.make(),
+    traffic: Traffic.make(),
     lastProgressEventMs: new Map(),
     lastRate: new Map(),
     lateRefusals,

@@ -54,12 +54,14 @@ const noticeNoEval = (ctx: Context, rank: Rank, message: ToCoordinator, nowMs: n
 const onFrame =
   (ctx: Context) =>
   (rank: Rank, message: ToCoordinator, nowMs: number): void => {
-    const { state, emit, roundLoss, trainedInEpoch, lastProgressEventMs, lastRate, sinceStart, storageFailed, runDir, vars } = ctx
+    const { state, emit, roundLoss, roundLinks, trainedInEpoch, lastProgressEventMs, lastRate, sinceStart, storageFailed, runDir, vars } =
+      ctx
     const { mode } = ctx.resolved
     // A frame from a rank that is not live (an admitted joiner before its Hello, a dead or
     // exited rank) changes nothing in the core: nor in the journal, the bars or the losses.
     if (!Core.isLive(state, rank)) return
     roundLoss.onFrame(rank, message)
+    roundLinks.onFrame(rank, message)
     if (!vars.noEval && state.evalsAsked.size > 0) noticeNoEval(ctx, rank, message, nowMs)
     if (message._tag === "Progress" && message.epoch === state.epoch) {
       if (mode === "static") trainedInEpoch.set(rank, message.samplesDone)
@@ -199,7 +201,8 @@ const onCommand =
         return
       case "AverageRound": {
         const loss = roundLoss.onRound(command.contributors)
-        emit({
+        const links = ctx.roundLinks.onRound(command.round)
+        const line: Extract<RunEvent, { type: "round" }> = {
           type: "round",
           ms,
           epoch: command.epoch,
@@ -207,8 +210,11 @@ const onCommand =
           contributors: command.contributors.length,
           openMs: Math.max(0, state.clockMs - command.openedAtMs),
           ...(loss === undefined ? {} : { loss }),
-          ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent })
-        })
+          ...(vars.roundBytes === undefined ? {} : { receivedBytes: vars.roundBytes.received, sentBytes: vars.roundBytes.sent }),
+          ...(links === undefined ? {} : { linkSentBytes: links.sent, linkReceivedBytes: links.received })
+        }
+        emit(line)
+        ctx.traffic.add(line)
         vars.roundBytes = undefined
         vars.churn?.afterRound(command.round)
         return

@@ -59,6 +59,8 @@ export interface RunEnd {
   readonly backend: NonNullable<RunResult["backend"]>
   readonly ringLinks: NonNullable<RunResult["ring"]>["links"]
   readonly relayStats: () => { readonly relayed: number; readonly dropped: number }
+  /** The run's averaging traffic (`RunResult.traffic`), when a round counted any. */
+  readonly traffic?: RunResult["traffic"]
   readonly journal: RunJournal
   readonly nowMs: () => number
   readonly sinceStart: (ms: number) => number
@@ -146,6 +148,7 @@ export const finish = async (end: RunEnd): Promise<RunResult> => {
     ...(end.recovered === undefined ? {} : { recoveries: end.recovered.recoveries }),
     backend: end.backend,
     ring,
+    ...(end.traffic === undefined ? {} : { traffic: end.traffic }),
     ...(journalFault === undefined ? {} : { storageFault: journalFault })
   }
   await journal.close()

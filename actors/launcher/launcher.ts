@@ -492,6 +492,7 @@ const launch = async (
     backend: ctx.resolved.backend,
     ringLinks: vars.ringLinksUsed,
     relayStats: vars.relayStats,
+    traffic: ctx.traffic.total(),
     journal,
     nowMs: ctx.nowMs,
     sinceStart: ctx.sinceStart,

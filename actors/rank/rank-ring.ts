@@ -22,6 +22,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Finite from "../../src/averaging/finite.ts"
+import * as LinkBytes from "../../src/averaging/link-bytes.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as RingCompressed from "../../src/averaging/ring-compressed.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
@@ -175,6 +176,9 @@ export const make = (options: RankRingOptions): RankRing => {
         })
     }
   }
+  // The bytes of the steps that went over direct links, reported with each RoundDone (the
+  // coordinator never sees them); relayed steps it counts itself.
+  const linkBytes = LinkBytes.make()
   // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
   let wake = Deferred.makeUnsafe<void>()
   const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
@@ -205,8 +209,16 @@ export const make = (options: RankRingOptions): RankRing => {
   if (usePorts) {
     link.onRingPorts!((ports) => {
       if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
-      const direct = new Ring.BufferedLink((message) => faultOr(message, (step) => Effect.sync(() => ports.send(step))))
+      const direct = new Ring.BufferedLink((message) =>
+        faultOr(message, (step) =>
+          Effect.sync(() => {
+            linkBytes.sent(step.round, step.data.byteLength)
+            ports.send(step)
+          })
+        )
+      )
       ports.onMessage((message) => {
+        linkBytes.received(message.round, message.data.byteLength)
         direct.push(message)
         // Only an idle rank acts on a neighbour's step (it joins the collective); one whose
         // collective runs or waits for its RoundCommitted would wake its loop for nothing, once
@@ -251,6 +263,7 @@ export const make = (options: RankRingOptions): RankRing => {
     const sendOn = (step: Ring.RingMessage, connected: boolean): Effect.Effect<void> => {
       const way = connected && end.send(step) ? "direct" : "relay"
       if (peerUsed.get(step.generation) !== way) peerUsed.set(step.generation, way)
+      if (way === "direct") linkBytes.sent(step.round, PeerRing.stepBytes(step))
       return way === "direct" ? Effect.void : relaySend(step)
     }
     const direct = new Ring.BufferedLink((message) =>
@@ -264,6 +277,7 @@ export const make = (options: RankRingOptions): RankRing => {
       )
     )
     end.onMessage((step) => {
+      linkBytes.received(step.round, PeerRing.stepBytes(step))
       direct.push(step)
       if (collective === undefined && finished === undefined) notify()
     })
@@ -407,12 +421,18 @@ export const make = (options: RankRingOptions): RankRing => {
             const done = { generation: entry.generation, round: entry.round, mean, area, ringRank: shape.ringRank, residual: dropped }
             finished = done
             if (area !== undefined) watchCommit(done)
+            const moved = linkBytes.take(entry.round)
             return send({
               _tag: "RoundDone",
               epoch: Math.max(contribution.epoch, 0),
               round: entry.round,
               generation: entry.generation,
-              samplesDone: contribution.samplesDone
+              samplesDone: contribution.samplesDone,
+              // Only a rank with direct links says so (zeros when its steps went through the relay);
+              // a shared all-reduce area moves no steps.
+              ...((usePorts || peers !== undefined) && area === undefined
+                ? { linkSentBytes: moved.sent, linkReceivedBytes: moved.received }
+                : {})
             })
           })
         ),

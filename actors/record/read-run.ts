@@ -12,6 +12,7 @@ import * as Files from "../../src/platform/files.ts"
 import { firstLine } from "./error-text.ts"
 import type * as RunTypes from "./run-types.ts"
 import * as RunSchema from "./run-schema.ts"
+import * as Traffic from "./traffic.ts"
 
 /**
  * Defaults of reading a run back (`cohort report` and its `--file-bytes-max`, `cohort resume`):
@@ -197,6 +198,7 @@ export const parseJournal = (
   let formed = false
   let lost: Extract<RunTypes.RunEvent, { type: "coordinatorLost" }> | undefined
   const recoveries: Array<RunTypes.RecoveryRecord> = []
+  const traffic = Traffic.make()
   const lines = text.split("\n")
   let lastLine = 0
   for (let index = 0; index < lines.length; index++) {
@@ -268,6 +270,9 @@ export const parseJournal = (
       case "formed":
         formed = true
         break
+      case "round":
+        traffic.add(e)
+        break
       case "coordinatorLost":
         lost = e
         break
@@ -294,6 +299,7 @@ export const parseJournal = (
     resumed === undefined || resumed.committedSamples === 0
       ? epochs
       : epochs.map((row) => (row.epoch === resumed.epoch ? { ...row, spansRuns: [resumed.parent.runId, started!.runId] as const } : row))
+  const trafficTotal = traffic.total()
   const read = {
     runId: started.runId,
     runDir: started.runDir,
@@ -304,7 +310,8 @@ export const parseJournal = (
     alerts,
     epochs: rows,
     finalAccuracy: epochs.at(-1)?.accuracy,
-    ...(resumed === undefined ? {} : { resumed })
+    ...(resumed === undefined ? {} : { resumed }),
+    ...(trafficTotal === undefined ? {} : { traffic: trafficTotal })
   }
   if (ended === undefined) {
     const result: PartialRun = {

@@ -253,6 +253,13 @@ export type RunEvent =
       /** The round's averaging traffic at the coordinator, in bytes of frames (`Coordinator.Hooks.onRoundBytes`). */
       readonly receivedBytes?: number
       readonly sentBytes?: number
+      /**
+       * The bytes of the round's ring steps the ranks sent and received over direct links, summed
+       * over ranks (`RoundDone`'s link bytes; absent without direct links): the coordinator never
+       * sees those steps, so they are not in `receivedBytes` and `sentBytes`.
+       */
+      readonly linkSentBytes?: number
+      readonly linkReceivedBytes?: number
     }
   | {
       readonly type: "ended"
@@ -263,6 +270,25 @@ export type RunEvent =
       readonly ring?: RunResult["ring"]
     }
   | { readonly type: "failed"; readonly ms: number; readonly stage: string; readonly reason: string; readonly formed: boolean }
+
+/**
+ * A run's averaging traffic, summed over its `round` lines that counted bytes (`rounds` of them):
+ * `receivedBytes` and `sentBytes` at the coordinator (contributions and updates, or relayed ring
+ * steps: each relayed step counted in and out), and the bytes of ring steps over direct links that
+ * the ranks sent and received (`linkSentBytes`, `linkReceivedBytes`, summed over the ranks: each
+ * step counted out and in, as the relay counts it; absent without direct links). `cohort report`
+ * shows them per round and per committed sample.
+ *
+ * @since 0.1.0
+ * @category result
+ */
+export interface Traffic {
+  readonly rounds: number
+  readonly receivedBytes: number
+  readonly sentBytes: number
+  readonly linkSentBytes?: number | undefined
+  readonly linkReceivedBytes?: number | undefined
+}
 
 /**
  * A death with wall-clock timings: `detectedAfterFaultMs` from the injected fault (if any; for a
@@ -438,6 +464,11 @@ export interface RunResult {
         readonly dropped: number
       }
     | undefined
+  /**
+   * The averaging traffic over the run's rounds (`Traffic`), from its journal's `round` lines;
+   * absent when no round counted any (and in summaries written before it existed).
+   */
+  readonly traffic?: Traffic | undefined
   /** For a resumed run (`run({ resume })`): its parent and where it picked up; else absent. */
   readonly resumed?: Resumed | undefined
   /**

@@ -232,6 +232,15 @@ export const RunResult = Schema.Struct({
   transport: optional(Schema.Literals(["worker", "process", "websocket", "serve"])),
   backend: optionalKey(Backend),
   ring: optional(RingSummary),
+  traffic: optional(
+    Schema.Struct({
+      rounds: Count,
+      receivedBytes: Count,
+      sentBytes: Count,
+      linkSentBytes: optional(Count),
+      linkReceivedBytes: optional(Count)
+    })
+  ),
   storageFault: optional(Schema.Struct({ path: Schema.String, error: Schema.String })),
   // Added by `cohort report` as it reads a run, never in summary.json.
   resumedBy: optional(Schema.Struct({ runId: Schema.String, runDir: Schema.String })),
@@ -303,7 +312,9 @@ export const RunEvent = Schema.Union([
     openMs: Ms,
     loss: optionalKey(Schema.Finite),
     receivedBytes: optionalKey(Count),
-    sentBytes: optionalKey(Count)
+    sentBytes: optionalKey(Count),
+    linkSentBytes: optionalKey(Count),
+    linkReceivedBytes: optionalKey(Count)
   }),
   event("ended", { outcome: Outcome, saves: optional(Saves), exitCode: optionalKey(ExitCode), ring: optional(RingSummary) }),
   event("failed", { stage: Schema.String, reason: Schema.String, formed: Schema.Boolean })

@@ -82,6 +82,28 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
                 : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
       }`
 
+/** Whole bytes with thousands separators (`196,896`), the same on every runtime and locale. */
+const bytesText = (bytes: number): string => String(Math.round(bytes)).replace(/\B(?=(\d{3})+(?!\d))/g, ",")
+
+/**
+ * `traffic: 393,792 bytes a round, 2,953 a committed sample (over direct links 196,896 sent and
+ * 196,896 received by the ranks a round; at the coordinator 310 received and 0 sent)`: every byte
+ * counted, at the coordinator (in and out) and over direct links (out and in), per round and per
+ * sample the audits committed (docs/journal.md).
+ */
+const trafficText = (traffic: NonNullable<RunTypes.RunResult["traffic"]>, samples: number): string => {
+  const perRound = (bytes: number): string => bytesText(bytes / traffic.rounds)
+  const links = traffic.linkSentBytes !== undefined ? (traffic.linkSentBytes ?? 0) + (traffic.linkReceivedBytes ?? 0) : 0
+  const total = traffic.receivedBytes + traffic.sentBytes + links
+  const coordinator = `at the coordinator ${perRound(traffic.receivedBytes)} received and ${perRound(traffic.sentBytes)} sent`
+  const parts =
+    traffic.linkSentBytes === undefined
+      ? coordinator
+      : `over direct links ${perRound(traffic.linkSentBytes)} sent and ${perRound(traffic.linkReceivedBytes ?? 0)} received by the ranks a round; ${coordinator}`
+  const perSample = samples > 0 ? `, ${bytesText(total / samples)} a committed sample` : ""
+  return `traffic: ${perRound(total)} bytes a round over ${plural(traffic.rounds, "round")}${perSample} (${parts})`
+}
+
 const failedAudits = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<RunTypes.RunResult["epochs"][number]> =>
   result.epochs.filter((epoch) => epoch.lost !== 0 || epoch.duplicated !== 0)
 
@@ -339,6 +361,13 @@ export const renderResult = (
   const storageFault = (result as { readonly storageFault?: RunTypes.RunResult["storageFault"] }).storageFault
   lines.push(outcomeLine(result, failed, storageFault, completedEpochs))
   if (result.backend !== undefined) lines.push(averagingText(result.backend, result.ring))
+  if (result.traffic !== undefined)
+    lines.push(
+      trafficText(
+        result.traffic,
+        result.epochs.reduce((sum, epoch) => sum + epoch.samplesCommitted, 0)
+      )
+    )
   const refusals = Object.entries((result as { readonly refusals?: Readonly<Record<string, number>> }).refusals ?? {})
   if (refusals.length > 0) lines.push(`refused joins: ${refusals.map(([code, count]) => `${count} × ${code}`).join(", ")}`)
   lines.push(`run directory: ${runDir}`)

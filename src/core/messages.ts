@@ -144,6 +144,9 @@ export interface RingReady {
  * the round, and answers `RoundCommitted` (docs/design.md §3.3: a sample counts once its parameters
  * were folded into a completed round). A death or exit first discards the round's reports; the
  * new generation redoes the round. `loss` as `Params`'s (optional; the core does not read it).
+ * `linkSentBytes` and `linkReceivedBytes` (both or neither; the core does not read them): the
+ * bytes of the round's ring steps this rank sent and received over its direct links since its last
+ * report, which the coordinator never sees (for the journal's round line).
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -155,6 +158,8 @@ export interface RoundDone {
   readonly generation: number
   readonly samplesDone: number
   readonly loss?: number
+  readonly linkSentBytes?: number
+  readonly linkReceivedBytes?: number
 }
 
 /**

@@ -103,7 +103,7 @@ ${section("Joins", "joins", ["rank", "epoch", "connected", "connect → welcome"
 <h2>Averaging rounds</h2>
 <div class="chart" id="rounds-chart"></div>
 <h2>Averaging traffic per round</h2>
-<p class="meta">Bytes of the round's frames at the coordinator: contributions received, updates sent to every survivor (with <code>--compress</code>, packed; docs/edge-averaging.md).</p>
+<p class="meta">Bytes of the round's frames at the coordinator: contributions (or relayed ring steps) received, updates (or relayed steps) sent (with <code>--compress</code>, packed; docs/edge-averaging.md); and, with the ring over direct links, the bytes of the round's steps the ranks sent and received rank to rank, which the coordinator never sees (summed over the ranks).</p>
 <div class="chart" id="bytes-chart"></div>
 <h2>Training loss per round</h2>
 <p class="meta">The round's contributors' mean training loss since their previous round, weighted by the samples each trained.</p>

@@ -48,7 +48,9 @@ export interface RankRow {
  * its first contribution), `roundMs`, the time since the previous round closed (or since the run
  * formed, for the first), and `loss`, the contributors' mean training loss (`undefined` when the
  * journal has none for the round); `receivedBytes` and `sentBytes`, the round's averaging traffic
- * at the coordinator (`undefined` in an older journal).
+ * at the coordinator (`undefined` in an older journal); `linkSentBytes` and `linkReceivedBytes`,
+ * the bytes of the round's ring steps the ranks moved over direct links, which the coordinator
+ * never sees (`undefined` without direct links).
  *
  * @since 0.1.0
  * @category model
@@ -63,6 +65,8 @@ export interface RoundPoint {
   readonly loss: number | undefined
   readonly receivedBytes?: number | undefined
   readonly sentBytes?: number | undefined
+  readonly linkSentBytes?: number | undefined
+  readonly linkReceivedBytes?: number | undefined
 }
 
 /**
@@ -445,7 +449,9 @@ export const apply = (model: Model, event: unknown): Model => {
         roundMs: Math.max(0, at - previous),
         loss: num(event.loss),
         receivedBytes: num(event.receivedBytes),
-        sentBytes: num(event.sentBytes)
+        sentBytes: num(event.sentBytes),
+        linkSentBytes: num(event.linkSentBytes),
+        linkReceivedBytes: num(event.linkReceivedBytes)
       })
       return model
     }

@@ -254,7 +254,13 @@ const start = (): void => {
     height: 220,
     scales: { x: { time: false } },
     axes: [{ label: "averaging round (counted over the run, from 0)", incrs: roundSteps }, { label: "bytes" }],
-    series: [{ label: "round" }, line("#0891b2", "received (contributions)"), line("#ea580c", "sent (updates)")]
+    series: [
+      { label: "round" },
+      line("#0891b2", "received (contributions)"),
+      line("#ea580c", "sent (updates)"),
+      line("#7c3aed", "direct links: sent by the ranks"),
+      line("#16a34a", "direct links: received by the ranks")
+    ]
   }))
   const losses = chart("loss-chart", (width) => ({
     width,
@@ -414,9 +420,16 @@ const start = (): void => {
     timeline(aligned(marks, 4), points)
     // x: the journal's round numbers (a resumed run's start past 0).
     rounds([model.rounds.map((r) => r.round), model.rounds.map((r) => r.roundMs), model.rounds.map((r) => r.openMs)], model.rounds.length)
-    const counted = model.rounds.filter((r) => r.receivedBytes !== undefined)
+    // The coordinator's traffic, and beside it what ring steps moved rank to rank over direct links.
+    const counted = model.rounds.filter((r) => r.receivedBytes !== undefined || r.linkSentBytes !== undefined)
     traffic(
-      [counted.map((r) => r.round), counted.map((r) => r.receivedBytes ?? null), counted.map((r) => r.sentBytes ?? null)],
+      [
+        counted.map((r) => r.round),
+        counted.map((r) => r.receivedBytes ?? null),
+        counted.map((r) => r.sentBytes ?? null),
+        counted.map((r) => r.linkSentBytes ?? null),
+        counted.map((r) => r.linkReceivedBytes ?? null)
+      ],
       counted.length
     )
     const withLoss = model.rounds.filter((r) => r.loss !== undefined)

@@ -159,6 +159,16 @@ export const closeCodes = {
  */
 export const parkedStepsMax = 1024
 
+/**
+ * The bytes a ring step takes on a direct link: its frame's header (`LinkFrames.headerBytes`)
+ * and its values (a packed step's bytes with `--compress`). What a rank counts of the steps it
+ * sends and takes (`LinkBytes`).
+ *
+ * @since 0.1.0
+ * @category frames
+ */
+export const stepBytes = (message: RuntimeTypes.RingWire): number => LinkFrames.headerBytes + message.data.byteLength
+
 /** Random bytes in each side's challenge. @since 0.1.0 @category limits */
 export const challengeBytes = 32
 

@@ -78,10 +78,14 @@ interface Row {
   readonly id: number
   readonly fields: ReadonlyArray<string>
   readonly optional: ReadonlyArray<string>
+  readonly later: ReadonlyArray<string>
 }
 
 const rows: ReadonlyMap<string, Row> = new Map(
-  Structures.messages.map((entry, id) => [entry.tag, { id, fields: entry.fields, optional: entry.optional ?? [] }])
+  Structures.messages.map((entry, id) => [
+    entry.tag,
+    { id, fields: entry.fields, optional: entry.optional ?? [], later: entry.later?.fields ?? [] }
+  ])
 )
 
 const validators = Structures.messages.map((entry) => Schema.decodeUnknownResult(MessageSchema.byTag[entry.tag]))
@@ -109,6 +113,10 @@ const toWire = (frame: Frame.Frame, packedParams?: Uint8Array): ReadonlyArray<un
   // Optional fields all or none: the structure with them, or the one without (Structures).
   if (row.optional.length > 0 && row.optional.every((field) => message[field] !== undefined)) {
     for (const field of row.optional) body[field] = message[field]
+  }
+  // The second group likewise, after the first (structures version 8).
+  if (row.later.length > 0 && row.later.every((field) => message[field] !== undefined)) {
+    for (const field of row.later) body[field] = message[field]
   }
   return [Structures.protocolVersion, Structures.structuresVersion, senderWireId(frame.from), body]
 }
@@ -220,7 +228,11 @@ const materialize = (
     return failure({ _tag: "UnknownTag", kind: "message", tag: typeof id === "number" ? id : -1 }, options, from)
   }
   const idNumber = id as number
-  if (Structures.structureOf[idNumber] !== scanned.structure && Structures.fullStructureOf[idNumber] !== scanned.structure) {
+  if (
+    Structures.structureOf[idNumber] !== scanned.structure &&
+    Structures.fullStructureOf[idNumber] !== scanned.structure &&
+    !Structures.laterStructuresOf[idNumber]!.includes(scanned.structure)
+  ) {
     return failure(
       { _tag: "SchemaMismatch", path: ["_tag"], message: `${entry.tag} is not sent as structure ${scanned.structure}` },
       options,

@@ -167,9 +167,10 @@ export const RingReady = Schema.TaggedStruct("RingReady", { generation: Count })
 export const Crashing = Schema.TaggedStruct("Crashing", { error: Schema.String, stack: Schema.String })
 
 /**
- * `RoundDone{epoch, round, generation, samplesDone, loss?}`: the rank finished ring round `round`
- * in `generation`; committed only when the round closes (ring backend); `loss` a
- * `TrainLoss`.
+ * `RoundDone{epoch, round, generation, samplesDone, loss?, linkSentBytes?, linkReceivedBytes?}`:
+ * the rank finished ring round `round` in `generation`; committed only when the round closes (ring
+ * backend); `loss` a `TrainLoss`; the link bytes (structures version 8, both or neither) are the
+ * bytes of the round's ring steps the rank sent and received over direct links, each a `Count`.
  *
  * @since 0.1.0
  * @category rank-to-coordinator
@@ -179,7 +180,9 @@ export const RoundDone = Schema.TaggedStruct("RoundDone", {
   round: Count,
   generation: Count,
   samplesDone: Count,
-  loss: Schema.optionalKey(TrainLoss)
+  loss: Schema.optionalKey(TrainLoss),
+  linkSentBytes: Schema.optionalKey(Count),
+  linkReceivedBytes: Schema.optionalKey(Count)
 })
 
 /**

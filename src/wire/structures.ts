@@ -30,6 +30,13 @@
  * `data` may be a packed ring step (`Uint8Array`, CBOR tag 64; `RingPacked`), which the codec
  * hands up as bytes. Frames of versions 3 to 6 (which never hold either) are still read.
  *
+ * Direct-link bytes (structures version 8): `RoundDone` may carry `linkSentBytes` and
+ * `linkReceivedBytes`, the bytes of the round's ring steps the rank moved over its direct links
+ * (the coordinator never sees them). They are a second optional group (`later`), all or none
+ * independently of `loss`: a message with a `later` group has two more structures, with the group
+ * alone and with `optional` and the group, appended after every older structure. Frames of versions
+ * 3 to 7 (which never hold them) are still read.
+ *
  * @since 0.1.0
  */
 import type * as Schema from "./schema.ts"
@@ -49,17 +56,17 @@ export const protocolVersion = 1
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersion = 7
+export const structuresVersion = 8
 
 /**
  * The structures versions a frame may carry and still be read: 3 (before `optional` fields, whose
  * frames are laid out the same), 4 (before packed parameters), 5 (before ring addresses), 6
- * (before changes and packed ring steps) and 7.
+ * (before changes and packed ring steps), 7 (before direct-link bytes) and 8.
  *
  * @since 0.1.0
  * @category versions
  */
-export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5, 6, 7]
+export const structuresVersionsRead: ReadonlyArray<number> = [3, 4, 5, 6, 7, 8]
 
 /**
  * Who sends a message: a rank (`toCoordinator`), the coordinator (`toRank`), or either (`both`:
@@ -84,6 +91,8 @@ export interface MessageEntry {
   readonly fields: ReadonlyArray<string>
   readonly optional?: ReadonlyArray<string>
   readonly optionalSince?: number
+  /** A second optional group, all or none independently of `optional`, and the version that added it (8 on). */
+  readonly later?: { readonly fields: ReadonlyArray<string>; readonly since: number }
 }
 
 /**
@@ -126,7 +135,13 @@ export const messages: ReadonlyArray<MessageEntry> = [
   // appended in structures version 2: ids 22..
   { tag: "Crashing", direction: "toCoordinator", fields: ["error", "stack"] },
   // appended in structures version 3 (the ring backend): ids 23..
-  { tag: "RoundDone", direction: "toCoordinator", fields: ["epoch", "round", "generation", "samplesDone"], optional: ["loss"] },
+  {
+    tag: "RoundDone",
+    direction: "toCoordinator",
+    fields: ["epoch", "round", "generation", "samplesDone"],
+    optional: ["loss"],
+    later: { fields: ["linkSentBytes", "linkReceivedBytes"], since: 8 }
+  },
   { tag: "RoundCommitted", direction: "toRank", fields: ["round", "generation"] },
   { tag: "RingData", direction: "both", fields: ["generation", "round", "step", "data"] }
 ]
@@ -137,6 +152,7 @@ const buildStructures = (): {
   readonly structures: ReadonlyArray<ReadonlyArray<string>>
   readonly structureOf: ReadonlyArray<number>
   readonly fullStructureOf: ReadonlyArray<number | undefined>
+  readonly laterStructuresOf: ReadonlyArray<ReadonlyArray<number>>
 } => {
   const structures: Array<ReadonlyArray<string>> = []
   const index = new Map<string, number>()
@@ -157,7 +173,16 @@ const buildStructures = (): {
   const withOptional = messages.flatMap((entry, id) => (entry.optional === undefined ? [] : [{ entry, id }]))
   withOptional.sort((a, b) => since(a.entry) - since(b.entry) || a.id - b.id)
   for (const { entry, id } of withOptional) fullStructureOf[id] = structureFor([...keysOf(entry), ...entry.optional!])
-  return { structures, structureOf, fullStructureOf }
+  // A `later` group's structures (alone, then after `optional`) go after all of those.
+  const laterStructuresOf: Array<ReadonlyArray<number>> = messages.map(() => [])
+  const withLater = messages.flatMap((entry, id) => (entry.later === undefined ? [] : [{ entry, id, later: entry.later }]))
+  withLater.sort((a, b) => a.later.since - b.later.since || a.id - b.id)
+  for (const { entry, id, later } of withLater) {
+    const alone = structureFor([...keysOf(entry), ...later.fields])
+    laterStructuresOf[id] =
+      entry.optional === undefined ? [alone] : [alone, structureFor([...keysOf(entry), ...entry.optional, ...later.fields])]
+  }
+  return { structures, structureOf, fullStructureOf, laterStructuresOf }
 }
 
 const built = buildStructures()
@@ -187,6 +212,16 @@ export const structureOf: ReadonlyArray<number> = built.structureOf
  * @category tables
  */
 export const fullStructureOf: ReadonlyArray<number | undefined> = built.fullStructureOf
+
+/**
+ * The structure indices of each message id sent with its `later` group (structures version 8;
+ * empty for a message without one): the group alone, then, for a message with `optional` fields
+ * too, `["_tag", ...fields, ...optional, ...later]`.
+ *
+ * @since 0.1.0
+ * @category tables
+ */
+export const laterStructuresOf: ReadonlyArray<ReadonlyArray<number>> = built.laterStructuresOf
 
 /**
  * The CBOR tag of structure 0; structure `s` is tag `recordTagBase + s` (cbor-x's record tags).
@@ -264,8 +299,12 @@ export const fnv1a32 = (text: string): number => {
  */
 export const fingerprint: number = fnv1a32(
   JSON.stringify(
-    messages.map((entry) =>
-      entry.optional === undefined ? [entry.tag, entry.direction, entry.fields] : [entry.tag, entry.direction, entry.fields, entry.optional]
-    )
+    messages.map((entry) => {
+      const row =
+        entry.optional === undefined
+          ? [entry.tag, entry.direction, entry.fields]
+          : [entry.tag, entry.direction, entry.fields, entry.optional]
+      return entry.later === undefined ? row : [...row, entry.later.fields]
+    })
   )
 )

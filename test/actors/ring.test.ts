@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
@@ -48,6 +49,14 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.deaths.map((d) => [d.rank, d.detector, d.cause])).toEqual([[1, "supervisor", "exited with code 70 without Exiting"]])
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.links).toBe("port")
+    // The steps went thread to thread: each round's line carries what the ranks moved.
+    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; linkSentBytes?: number; linkReceivedBytes?: number })
+      .filter((e) => e.type === "round")
+    expect(rounds.length).toBeGreaterThan(0)
+    for (const round of rounds) expect(round.linkSentBytes).toBeGreaterThan(0)
   })
 
   it("over shared-memory links with one slot (no all-reduce area: ringAreaMemoryMb 0; most steps find the slot taken and take the port, in order): a rank that exits in the all-gather, the survivors redo the round with clean audits", async () => {

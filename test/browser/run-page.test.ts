@@ -200,7 +200,12 @@ describe("the run page in headless Chromium", () => {
         round,
         contributors: 2,
         openMs: 5,
-        loss: 1 - round / 10
+        loss: 1 - round / 10,
+        // A ring over direct links: the coordinator's small frames, and the steps rank to rank.
+        receivedBytes: 60,
+        sentBytes: 0,
+        linkSentBytes: 196_896,
+        linkReceivedBytes: 196_896
       })),
       { type: "epoch", ms: 800, summary: summary(0) },
       { type: "eval", ms: 850, epoch: 0, rank: 0, accuracy: 0.5, loss: 1.2 },
@@ -240,6 +245,7 @@ describe("the run page in headless Chromium", () => {
           ? document.getElementById("deaths-none")!.textContent
           : undefined,
         deathsTable: document.getElementById("deaths")!.closest("table")!.checkVisibility(),
+        trafficPoints: document.getElementById("bytes-chart")?.dataset.points,
         // Each live legend's visible entries, as `label` or `label: value`.
         legends: [...document.querySelectorAll<HTMLElement>(".u-legend.u-live")].map((legend) =>
           [...legend.querySelectorAll<HTMLElement>("tr.u-series")]
@@ -257,12 +263,13 @@ describe("the run page in headless Chromium", () => {
       clock: "the run took 13.4 s",
       noDeaths: "no deaths",
       deathsTable: false,
+      trafficPoints: "4",
       legends: undefined
     })
     // Nothing hovered: the series' names, no x entry and no values.
     expect(idle.legends).toEqual([
       ["round time (ms since the previous round)", "open (ms after its first contribution)"],
-      ["received (contributions)", "sent (updates)"],
+      ["received (contributions)", "sent (updates)", "direct links: sent by the ranks", "direct links: received by the ranks"],
       ["training loss (contributors' mean)"],
       ["test accuracy", "test loss"]
     ])

@@ -47,6 +47,23 @@ describe("renderResult", () => {
     expect(Cli.renderResult({ ...completed, backend: "cpu" }).out).toContain("\naveraging: cpu (the coordinator averaged every round)\n")
   })
 
+  it("gives the run's averaging traffic per round and per committed sample, direct-link bytes included", () => {
+    const samples = completed.epochs.reduce((sum, e) => sum + e.samplesCommitted, 0)
+    const direct = Cli.renderResult({
+      ...completed,
+      backend: "ring",
+      ring: { generations: 1, links: "direct", relayed: 0, dropped: 0 },
+      traffic: { rounds: 4, receivedBytes: 1200, sentBytes: 0, linkSentBytes: 787_584, linkReceivedBytes: 787_584 }
+    }).out
+    const total = 1200 + 2 * 787_584
+    expect(direct).toContain(
+      `\naveraging: ring, 1 generation, direct links between processes (0 steps fell back to the relay)\ntraffic: 394,092 bytes a round over 4 rounds, ${Math.round(total / samples).toLocaleString("en-US")} a committed sample (over direct links 196,896 sent and 196,896 received by the ranks a round; at the coordinator 300 received and 0 sent)\n`
+    )
+    const cpu = Cli.renderResult({ ...completed, backend: "cpu", traffic: { rounds: 2, receivedBytes: 6000, sentBytes: 5000 } }).out
+    expect(cpu).toContain(`\ntraffic: 5,500 bytes a round over 2 rounds, `)
+    expect(cpu).toContain(" a committed sample (at the coordinator 3,000 received and 2,500 sent)\n")
+  })
+
   it("renders an unrecoverable run with the stopped epoch, its uncommitted ranges and a one-line reason", () => {
     expect(Cli.renderResult(unrecoverable)).toEqual({
       out: [

@@ -56,7 +56,7 @@ describe("dashboard model: the run page folded from journal events", () => {
         ms: 1510,
         alert: { ts: 5, severity: "critical", path: "root/rank2", class: "RankLost", detail: "rank 2 lost", count: 1 }
       },
-      { type: "round", ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0 },
+      { type: "round", ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0, linkSentBytes: 196_896, linkReceivedBytes: 196_896 },
       { type: "epoch", ms: 2200, summary: summary(0) },
       { type: "eval", ms: 2300, epoch: 0, rank: 0, accuracy: 0.9, loss: 0.4 },
       { type: "decision", ms: 2400, detail: "ShutdownWithSave to every survivor: interrupted" },
@@ -79,7 +79,17 @@ describe("dashboard model: the run page folded from journal events", () => {
     ])
     expect(model.rounds).toEqual([
       { ms: 1000, epoch: 0, round: 0, contributors: 3, openMs: 40, roundMs: 900, loss: 2.25, receivedBytes: 3000, sentBytes: 2700 },
-      { ms: 2200, epoch: 0, round: 1, contributors: 2, openMs: 0, roundMs: 1200, loss: undefined }
+      {
+        ms: 2200,
+        epoch: 0,
+        round: 1,
+        contributors: 2,
+        openMs: 0,
+        roundMs: 1200,
+        loss: undefined,
+        linkSentBytes: 196_896,
+        linkReceivedBytes: 196_896
+      }
     ])
     expect(model.deaths).toEqual([
       {

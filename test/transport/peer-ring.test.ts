@@ -109,6 +109,16 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     ])
   })
 
+  it("counts a step's bytes on the link as its frame header and its values", () => {
+    const step = (data: Float64Array | Float32Array | Uint8Array) => PeerRing.stepBytes({ generation: 1, round: 2, step: 0, data })
+    expect(step(new Float32Array(250))).toBe(LinkFrames.headerBytes + 1000)
+    expect(step(new Float64Array(251))).toBe(LinkFrames.headerBytes + 2008)
+    expect(step(new Uint8Array(300).subarray(10, 40))).toBe(LinkFrames.headerBytes + 30)
+    // What LinkFrames puts on the stream for the same step.
+    const frame = LinkFrames.step(1, 2, 0, new Float32Array(250))
+    expect(frame.reduce((sum, part) => sum + part.byteLength, 0)).toBe(step(new Float32Array(250)))
+  })
+
   it("a packed step (`--compress`) goes to the next neighbour as its bytes", async () => {
     const { rings } = await ranks(2)
     const ends = rings.map((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1], rank)))

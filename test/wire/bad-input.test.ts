@@ -111,7 +111,7 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
   describe("UnknownTag", () => {
     it("a record tag beyond the structures table", () => {
       const tag = 0xe000 + Structures.structures.length
-      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 57369 })
+      expect(reasonOf(C.frame(C.uint(1), C.tag(tag, C.array(C.uint(0)))))).toEqual({ _tag: "UnknownTag", kind: "cbor", tag: 0xe000 + 27 })
     })
 
     it("a message id beyond the message table", () => {
@@ -144,10 +144,11 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
 
     it("another structures table", () => {
       const bytes = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures: 9 })
-      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 7 })
+      expect(reasonOf(bytes)).toEqual({ _tag: "VersionMismatch", field: "structures", got: 9, want: 8 })
       // Version 3 frames (before the optional loss), 4 (before packed parameters), 5 (before ring
-      // addresses) and 6 (before changes and packed ring steps) are read: their layout is the same.
-      for (const structures of [3, 4, 5, 6]) {
+      // addresses), 6 (before changes and packed ring steps) and 7 (before direct-link bytes) are
+      // read: their layout is the same.
+      for (const structures of [3, 4, 5, 6, 7]) {
         const old = C.frame(C.uint(1), C.record(structure("Heartbeat"), id("Heartbeat")), { structures })
         expect(Codec.decode(old)).toEqual(Result.succeed(Frame.fromRank(1, { _tag: "Heartbeat" })))
       }
@@ -278,6 +279,58 @@ describe("Codec: bad input gives a WireError with the exact reason", () => {
       })
       const fractional = C.frame(coordinator, C.record(structure("SetRoles"), id("SetRoles"), C.uint(0), C.f64(1.5), C.uint(2)))
       expect(reasonOf(fractional)).toEqual({ _tag: "SchemaMismatch", path: ["eval"], message: "Expected an integer" })
+    })
+
+    it("direct-link bytes that are negative, fractional or past the safe integers, and a RoundDone sent as another's structure", () => {
+      const linked = (sent: ReadonlyArray<number>, received: ReadonlyArray<number>) =>
+        C.frame(
+          C.uint(2),
+          C.record(
+            Structures.laterStructuresOf[id("RoundDone")]![0]!,
+            id("RoundDone"),
+            C.uint(0),
+            C.uint(1),
+            C.uint(0),
+            C.uint(8),
+            sent,
+            received
+          )
+        )
+      expect(Codec.decode(linked(C.uint(4096), C.uint(0)))).toEqual(
+        Result.succeed(
+          Frame.fromRank(2, {
+            _tag: "RoundDone",
+            epoch: 0,
+            round: 1,
+            generation: 0,
+            samplesDone: 8,
+            linkSentBytes: 4096,
+            linkReceivedBytes: 0
+          })
+        )
+      )
+      expect(reasonOf(linked(C.nint(-1), C.uint(0)))).toMatchObject({ _tag: "SchemaMismatch", path: ["linkSentBytes"] })
+      expect(reasonOf(linked(C.uint(1), C.f64(0.5)))).toEqual({
+        _tag: "SchemaMismatch",
+        path: ["linkReceivedBytes"],
+        message: "Expected an integer"
+      })
+      expect(reasonOf(linked(C.uint(2 ** 60), C.uint(0)))).toMatchObject({ _tag: "SchemaMismatch", path: ["linkSentBytes"] })
+      // Only RoundDone has the group: a Params record in RoundDone's link structure is refused.
+      const wrong = C.frame(
+        C.uint(2),
+        C.record(
+          Structures.laterStructuresOf[id("RoundDone")]![0]!,
+          id("Progress"),
+          C.uint(0),
+          C.uint(1),
+          C.uint(0),
+          C.uint(8),
+          C.uint(0),
+          C.uint(0)
+        )
+      )
+      expect(reasonOf(wrong)).toMatchObject({ _tag: "SchemaMismatch", path: ["_tag"] })
     })
 
     it("a NaN offset", () => {

@@ -38,9 +38,9 @@ export const bool = (value: boolean): Array<number> => [value ? 0xf5 : 0xf4]
 export const record = (structure: number, id: number, ...fields: ReadonlyArray<ReadonlyArray<number>>): Array<number> =>
   tag(0xe000 + structure, array(uint(id), ...fields))
 
-/** A frame `[protocol, structures, from, message]`; versions default to 1 and the current structures version (7). */
+/** A frame `[protocol, structures, from, message]`; versions default to 1 and the current structures version (8). */
 export const frame = (
   from: ReadonlyArray<number>,
   message: ReadonlyArray<number>,
   versions: { readonly protocol?: number; readonly structures?: number } = {}
-): Uint8Array => new Uint8Array(array(uint(versions.protocol ?? 1), uint(versions.structures ?? 7), from, message))
+): Uint8Array => new Uint8Array(array(uint(versions.protocol ?? 1), uint(versions.structures ?? 8), from, message))

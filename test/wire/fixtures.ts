@@ -65,6 +65,32 @@ export const withLoss: { readonly Params: Frame.Frame; readonly RoundDone: Frame
 }
 
 /**
+ * Direct-link bytes (structures version 8): `RoundDone-links.cbor` without a loss and
+ * `RoundDone-loss-links.cbor` with one, the two structures of `RoundDone`'s `later` group.
+ */
+export const withLinkBytes: { readonly "RoundDone-links": Frame.Frame; readonly "RoundDone-loss-links": Frame.Frame } = {
+  "RoundDone-links": Frame.fromRank(6, {
+    _tag: "RoundDone",
+    epoch: 2,
+    round: 300,
+    generation: 1,
+    samplesDone: 70_000,
+    linkSentBytes: 1_221_180,
+    linkReceivedBytes: 1_221_180
+  }),
+  "RoundDone-loss-links": Frame.fromRank(6, {
+    _tag: "RoundDone",
+    epoch: 2,
+    round: 300,
+    generation: 1,
+    samplesDone: 70_000,
+    loss: 2.25,
+    linkSentBytes: 4_294_967_296,
+    linkReceivedBytes: 0
+  })
+}
+
+/**
  * Ring addresses (structures version 6): `<tag>-ring.cbor`, a `Hello` with the rank's listener and
  * a `FormRing` that names only the neighbours, the next one's listener and the generation's secret.
  */

@@ -8,9 +8,9 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect({ structuresVersion: Structures.structuresVersion, fingerprint: Structures.fingerprint }).toEqual({
       // Version 5 changed no row (a params field may hold a packed vector, tag 64); version 6 added
       // the optional ring addresses of Hello and FormRing; version 7 Update's optional base (and a
-      // RingData's data may be a packed ring step, tag 64).
-      structuresVersion: 7,
-      fingerprint: 0xcec24748
+      // RingData's data may be a packed ring step, tag 64); version 8 RoundDone's direct-link bytes.
+      structuresVersion: 8,
+      fingerprint: 0xb61385c5
     })
     expect(Structures.protocolVersion).toBe(1)
   })
@@ -19,7 +19,10 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.map((entry) => entry.tag).sort()).toEqual(Object.keys(MessageSchema.byTag).sort())
     for (const entry of Structures.messages) {
       const fields = Object.keys(MessageSchema.byTag[entry.tag].fields).filter((key) => key !== "_tag")
-      expect([entry.tag, [...entry.fields, ...(entry.optional ?? [])].sort()]).toEqual([entry.tag, fields.sort()])
+      expect([entry.tag, [...entry.fields, ...(entry.optional ?? []), ...(entry.later?.fields ?? [])].sort()]).toEqual([
+        entry.tag,
+        fields.sort()
+      ])
     }
   })
 
@@ -33,14 +36,16 @@ describe("Structures: the fixed tables both peers agree on", () => {
     expect(Structures.messages.filter((e) => e.direction === "both").map((e) => e.tag)).toEqual(["RingData"])
   })
 
-  it("derives 25 structures, each starting with _tag, shared by messages with the same fields; the optional fields after version 3's, version 7's last", () => {
-    expect(Structures.structures.length).toBe(25)
+  it("derives 27 structures, each starting with _tag, shared by messages with the same fields; the optional fields after version 3's, version 8's last", () => {
+    expect(Structures.structures.length).toBe(27)
     expect(Structures.structures.slice(20)).toEqual([
       ["_tag", "epoch", "round", "samplesDone", "params", "loss"],
       ["_tag", "epoch", "round", "generation", "samplesDone", "loss"],
       ["_tag", "paramsLength", "ringAddress"],
       ["_tag", "generation", "ringRank", "ringSize", "peers", "prev", "next", "nextAddress", "ringSecret"],
-      ["_tag", "round", "params", "base"]
+      ["_tag", "round", "params", "base"],
+      ["_tag", "epoch", "round", "generation", "samplesDone", "linkSentBytes", "linkReceivedBytes"],
+      ["_tag", "epoch", "round", "generation", "samplesDone", "loss", "linkSentBytes", "linkReceivedBytes"]
     ])
     expect(Structures.fullStructureOf.flatMap((s, id) => (s === undefined ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([
       ["Hello", 22],
@@ -49,7 +54,10 @@ describe("Structures: the fixed tables both peers agree on", () => {
       ["FormRing", 23],
       ["RoundDone", 21]
     ])
-    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5, 6, 7])
+    expect(Structures.laterStructuresOf.flatMap((s, id) => (s.length === 0 ? [] : [[Structures.messages[id]!.tag, s]]))).toEqual([
+      ["RoundDone", [25, 26]]
+    ])
+    expect(Structures.structuresVersionsRead).toEqual([3, 4, 5, 6, 7, 8])
     expect(Structures.structures.every((keys) => keys[0] === "_tag")).toBe(true)
     expect(Structures.structureOf).toEqual([0, 1, 2, 3, 4, 1, 5, 6, 7, 3, 3, 3, 8, 9, 10, 11, 12, 13, 14, 15, 1, 1, 16, 17, 18, 19])
     expect(Structures.structures[0]).toEqual(["_tag", "paramsLength"])

@@ -4,7 +4,7 @@
  * Run only when the wire format changes on purpose (after bumping `Structures.protocolVersion` or
  * `structuresVersion`): `node --import tsx test/wire/write-vectors.ts --force`. Without `--force`
  * it refuses to overwrite an existing file, so the vectors stay the reference the tests check.
- * The frames of structures versions 3 to 6 stay in test/wire/vectors/v3/ to v6/ (they must still decode).
+ * The frames of structures versions 3 to 7 stay in test/wire/vectors/v3/ to v7/ (they must still decode).
  */
 import { existsSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
@@ -17,6 +17,7 @@ const force = process.argv.includes("--force")
 const files: Array<readonly [string, Uint8Array]> = [
   ...Object.entries(Fixtures.frames).map(([tag, frame]) => [`${tag}.cbor`, Codec.encode(frame)] as const),
   ...Object.entries(Fixtures.withLoss).map(([tag, frame]) => [`${tag}-loss.cbor`, Codec.encode(frame)] as const),
+  ...Object.entries(Fixtures.withLinkBytes).map(([name, frame]) => [`${name}.cbor`, Codec.encode(frame)] as const),
   ["RingData-relayed.cbor", Codec.encode(Fixtures.relayedRingData)],
   ["RingData-packed.cbor", Codec.encode(Fixtures.packedRingData)],
   ...Object.entries(Fixtures.withRingAddresses).map(([tag, frame]) => [`${tag}-ring.cbor`, Codec.encode(frame)] as const),

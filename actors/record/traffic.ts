@@ -1,0 +1,52 @@
+/**
+ * A run's averaging traffic (`RunTypes.Traffic`), summed from its journal's `round` lines: the
+ * launcher tallies each line it writes (for `summary.json`), `cohort report` each line it reads.
+ *
+ * @since 0.1.0
+ */
+import type { RunEvent, Traffic } from "./run-events.ts"
+
+type Round = Extract<RunEvent, { readonly type: "round" }>
+
+/**
+ * A tally (`make`): `add` one `round` line; `total()` the sums, `undefined` while no line counted
+ * bytes (a journal from before bytes were counted).
+ *
+ * @since 0.1.0
+ * @category traffic
+ */
+export interface Tally {
+  readonly add: (round: Round) => void
+  readonly total: () => Traffic | undefined
+}
+
+/**
+ * Makes an empty tally.
+ *
+ * @since 0.1.0
+ * @category traffic
+ */
+export const make = (): Tally => {
+  let rounds = 0
+  let receivedBytes = 0
+  let sentBytes = 0
+  let linkSentBytes: number | undefined
+  let linkReceivedBytes: number | undefined
+  return {
+    add: (round) => {
+      const links = round.linkSentBytes !== undefined && round.linkReceivedBytes !== undefined
+      if (round.receivedBytes === undefined && !links) return
+      rounds += 1
+      receivedBytes += round.receivedBytes ?? 0
+      sentBytes += round.sentBytes ?? 0
+      if (links) {
+        linkSentBytes = (linkSentBytes ?? 0) + round.linkSentBytes!
+        linkReceivedBytes = (linkReceivedBytes ?? 0) + round.linkReceivedBytes!
+      }
+    },
+    total: () =>
+      rounds === 0
+        ? undefined
+        : { rounds, receivedBytes, sentBytes, ...(linkSentBytes === undefined ? {} : { linkSentBytes, linkReceivedBytes }) }
+  }
+}
