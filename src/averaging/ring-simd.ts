@@ -81,17 +81,53 @@ const checkBody = [
   0x0b
 ]
 
+/** `divide`: locals 0 = sumsAt, 1 = outAt, 2 = sumsEnd, 3 = count (f64) (params). */
+const divideBody = [
+  0x00, // no locals
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(0), ...localGet(2), 0x4f, 0x0d, 0x01], // if sumsAt >= sumsEnd: leave the block
+  ...localGet(1), // the address the store takes
+  ...[...localGet(0), 0xfd, 0x00, 0x03, 0x00], // v128.load sumsAt (align 8)
+  ...[...localGet(3), 0xfd, 0x14, 0xfd, 0xf3, 0x01], // f64x2.splat count, f64x2.div
+  ...[0xfd, 0x5e], // f32x4.demote_f64x2_zero: rounded to float32 as a Float32Array store rounds
+  ...[0xfd, 0x5b, 0x02, 0x00, 0x00], // v128.store64_lane outAt (align 4), lane 0: the two float32
+  ...i32Add(0, 16),
+  ...i32Add(1, 8),
+  ...[0x0c, 0x00, 0x0b, 0x0b],
+  0x0b
+]
+
+/** `widen`: locals 0 = ownAt, 1 = sumsAt, 2 = sumsEnd (params). */
+const widenBody = [
+  0x00, // no locals
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(1), ...localGet(2), 0x4f, 0x0d, 0x01], // if sumsAt >= sumsEnd: leave the block
+  ...localGet(1),
+  ...[...localGet(0), 0xfd, 0x5d, 0x02, 0x00, 0xfd, 0x5f], // v128.load64_zero ownAt, f64x2.promote_low_f32x4
+  ...[0xfd, 0x0b, 0x03, 0x00], // v128.store sumsAt
+  ...i32Add(0, 8),
+  ...i32Add(1, 16),
+  ...[0x0c, 0x00, 0x0b, 0x0b],
+  0x0b
+]
+
 const name = (text: string): Array<number> => [text.length, ...Array.from(text, (c) => c.charCodeAt(0))]
 
 const moduleBytes = (): Uint8Array =>
   Uint8Array.from([
     ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
-    // type 0: (i32, i32, i32) -> i32; type 1: (i32, i32) -> i32
-    ...section(1, [0x02, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f]),
+    // types: 0 (i32, i32, i32) -> i32; 1 (i32, i32) -> i32; 2 (i32, i32, i32, f64) -> (); 3 (i32, i32, i32) -> ()
+    ...section(1, [
+      ...[0x04, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f],
+      ...[0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7c, 0x00, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x00]
+    ]),
     ...section(2, [0x01, ...name("m"), ...name("mem"), 0x02, 0x00, 0x01]), // import "m" "mem": memory, at least 1 page
-    ...section(3, [0x02, 0x00, 0x01]), // add has type 0, check type 1
-    ...section(7, [0x02, ...name("add"), 0x00, 0x00, ...name("check"), 0x00, 0x01]),
-    ...section(10, [0x02, ...u32(addBody.length), ...addBody, ...u32(checkBody.length), ...checkBody])
+    ...section(3, [0x04, 0x00, 0x01, 0x02, 0x03]), // add, check, divide, widen
+    ...section(7, [
+      ...[0x04, ...name("add"), 0x00, 0x00, ...name("check"), 0x00, 0x01],
+      ...[...name("divide"), 0x00, 0x02, ...name("widen"), 0x00, 0x03]
+    ]),
+    ...section(10, [0x04, ...[addBody, checkBody, divideBody, widenBody].flatMap((body) => [...u32(body.length), ...body])])
   ])
 
 interface Memory {
@@ -111,6 +147,8 @@ interface Kernel {
   readonly memory: Memory
   readonly add: (sumsAt: number, ownAt: number, sumsEnd: number) => number
   readonly check: (at: number, end: number) => number
+  readonly divide: (sumsAt: number, outAt: number, sumsEnd: number, count: number) => void
+  readonly widen: (ownAt: number, sumsAt: number, sumsEnd: number) => void
 }
 
 /** The instance and its memory, or undefined where WebAssembly or its SIMD is missing. */
@@ -122,7 +160,9 @@ const kernel: Kernel | undefined = (() => {
     const instance = new wasm.Instance(new wasm.Module(moduleBytes()), { m: { mem: memory } })
     const add = instance.exports["add"] as Kernel["add"]
     const check = instance.exports["check"] as Kernel["check"]
-    return { memory, add, check }
+    const divide = instance.exports["divide"] as Kernel["divide"]
+    const widen = instance.exports["widen"] as Kernel["widen"]
+    return { memory, add, check, divide, widen }
   } catch {
     return undefined
   }
@@ -219,4 +259,51 @@ export const storeFinite = (out: Float32Array, start: number, data: Float32Array
     out.set(size === chunkValues ? copy : copy.subarray(0, size), start + from)
   }
   return notFinite === 0
+}
+
+/**
+ * `out[start + i] = Math.fround(sum[i] / count)` for `i` in `[0, end - start)`: `Ring`'s
+ * `divideInto`, the same bits (a float64 division, then one rounding to float32). Call only when
+ * `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
+  const k = kernel!
+  const outAt = chunkValues * 8
+  const buffer = bytesOf(k, outAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const means = new Float32Array(buffer, outAt, chunkValues)
+  const length = end - start
+  for (let from = 0; from < length; from += chunkValues) {
+    const size = Math.min(chunkValues, length - from)
+    sums.set(sum.subarray(from, from + size))
+    if (size % 2 === 1) sums[size] = 0
+    k.divide(0, outAt, 8 * (size + (size % 2)), count)
+    out.set(size === chunkValues ? means : means.subarray(0, size), start + from)
+  }
+}
+
+/**
+ * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64 (exact): `Ring`'s
+ * `widen`. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
+  const k = kernel!
+  const ownAt = chunkValues * 8
+  const buffer = bytesOf(k, ownAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const own = new Float32Array(buffer, ownAt, chunkValues)
+  const length = end - start
+  for (let from = 0; from < length; from += chunkValues) {
+    const size = Math.min(chunkValues, length - from)
+    own.set(params.subarray(start + from, start + from + size))
+    if (size % 2 === 1) own[size] = 0
+    k.widen(ownAt, 0, 8 * (size + (size % 2)))
+    into.set(size === chunkValues ? sums : sums.subarray(0, size), from)
+  }
 }

@@ -489,13 +489,25 @@ export class RelayOrder {
   }
 }
 
-/** `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32. */
-const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
+/**
+ * `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32: SIMD
+ * where the runtime has it (`RingSimd`, the same bits), else `divideIntoJs`.
+ */
+const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void =>
+  RingSimd.isEnabled() ? RingSimd.divideInto(out, sum, start, end, count) : divideIntoJs(out, sum, start, end, count)
+
+const divideIntoJs = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
   for (let i = start; i < end; i++) out[i] = sum[i - start]! / count
 }
 
-/** `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64. */
-const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
+/**
+ * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64: SIMD where the
+ * runtime has it (`RingSimd`), else `widenJs`.
+ */
+const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void =>
+  RingSimd.isEnabled() ? RingSimd.widen(into, params, start, end) : widenJs(into, params, start, end)
+
+const widenJs = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
   for (let i = start; i < end; i++) into[i - start] = params[i]!
 }
 

@@ -86,6 +86,33 @@ describe("RingSimd", () => {
     )
   })
 
+  it("divideInto: each mean is the float64 quotient rounded once to float32, bit for bit; widen is exact; both leave the rest alone", () => {
+    fc.assert(
+      fc.property(
+        lengths,
+        fc.integer({ min: 0, max: 7 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.integer({ min: 1, max: 9 }),
+        (count, start, seed, n) => {
+          const random = randomOf(seed)
+          const sums = Float64Array.from({ length: count + 1 }, () => (random() - 0.5) * 10 ** Math.floor(random() * 80 - 40))
+          const out = Float32Array.from({ length: start + count + 3 }, () => valueOf(random, 0.5))
+          const expected = Float32Array.from(out)
+          for (let i = 0; i < count; i++) expected[start + i] = sums[i]! / n
+          RingSimd.divideInto(out, sums, start, start + count, n)
+          expect(Array.from(new Uint32Array(out.buffer))).toEqual(Array.from(new Uint32Array(expected.buffer)))
+          const params = Float32Array.from({ length: start + count + 2 }, () => valueOf(random, 0.2))
+          const into = Float64Array.from({ length: count + 1 }, () => random())
+          const widened = Float64Array.from(into)
+          for (let i = 0; i < count; i++) widened[i] = params[start + i]!
+          RingSimd.widen(into, params, start, start + count)
+          for (let i = 0; i <= count; i++) expect(Object.is(into[i], widened[i])).toBe(true)
+        }
+      ),
+      { seed: SEED, numRuns: 300 }
+    )
+  })
+
   it("setEnabled(false) turns the SIMD loops off until turned on again", () => {
     expect(RingSimd.setEnabled(false)).toBe(false)
     expect(RingSimd.isEnabled()).toBe(false)
