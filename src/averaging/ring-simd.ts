@@ -1,11 +1,14 @@
 /**
  * WebAssembly SIMD for the ring collective's per-value loops (`Ring.allReduce`): adding this rank's
- * float32 values into a received float64 partial sum with a finite check, and checking a received
- * float32 segment. WebAssembly code reads only its own memory, so each call copies its operands
+ * float32 values into a received float64 partial sum with a finite check, checking a received
+ * float32 segment, dividing the finished sums into the float32 mean, and widening this rank's
+ * segment for the first step. WebAssembly code reads only its own memory, so each call copies its operands
  * into one scratch memory (a copy of the bytes, which the engine runs far faster than a loop of
  * float loads and stores), runs the SIMD loop there (two float64 or four float32 values an
- * instruction) and copies the result back. The arithmetic is the JavaScript loop's: each sum is
- * one float64 add of the float32 value widened exactly, so both give the same bits.
+ * instruction) and copies the result back. The arithmetic is the JavaScript loops': each sum is
+ * one float64 add of the float32 value widened exactly, each mean one float64 division rounded
+ * once to float32 (to nearest, ties to even, as a `Float32Array` store), so both give the same
+ * bits.
  *
  * The module (hand-assembled below, as `Finite`'s) imports its memory and exports:
  * - `add(sumsAt, ownAt, sumsEnd) -> i32`: for each float64 at byte `sumsAt + 8 i` below
@@ -14,6 +17,10 @@
  *   odd count with a zero sum and a zero value.
  * - `check(at, end) -> i32`: 1 when some float32 in bytes `[at, end)` is NaN or an infinity. Four
  *   values a turn: the caller pads to a multiple of four with zeros.
+ * - `divide(sumsAt, outAt, sumsEnd, count)`: the float32 at `outAt + 4 i` is the float64 at
+ *   `sumsAt + 8 i` divided by `count` and rounded. Two values a turn.
+ * - `widen(ownAt, sumsAt, sumsEnd)`: the float64 at `sumsAt + 8 i` is the float32 at `ownAt + 4 i`.
+ *   Two values a turn.
  *
  * `available` is false where WebAssembly or its SIMD is missing; then `Ring` keeps its JavaScript
  * loops.
