@@ -38,6 +38,7 @@ import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Finite from "./finite.ts"
 import * as RingPacked from "./ring-packed.ts"
+import * as RingSimd from "./ring-simd.ts"
 
 /**
  * One message between ring neighbours: `data` is a float64 partial sum (reduce-scatter,
@@ -283,11 +284,20 @@ const mod = (a: number, n: number): number => ((a % n) + n) % n
 
 /**
  * Adds this rank's `params[start, end)` into the received partial sum `data` in place (only when
- * `contributes`) and says whether every resulting value is finite. One pass: the check costs no
- * second read of the segment. The parameters of a contributing rank are finite (`isContribution`),
- * so a non-finite sum means the neighbour sent a non-finite value.
+ * `contributes`) and says whether every resulting value is finite. The parameters of a
+ * contributing rank are finite (`isContribution`), so a non-finite sum means the neighbour sent a
+ * non-finite value. WebAssembly SIMD where the runtime has it (`RingSimd`, the same bits), else
+ * the JavaScript loop.
  */
-const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, end: number, contributes: boolean): boolean => {
+const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, end: number, contributes: boolean): boolean =>
+  contributes && RingSimd.isEnabled()
+    ? RingSimd.addOwnFinite(data, params, start, end)
+    : addOwnFiniteJs(data, params, start, end, contributes)
+
+/**
+ * `addOwnFinite` in JavaScript. One pass: the check costs no second read of the segment.
+ */
+const addOwnFiniteJs = (data: Float64Array, params: Float32Array, start: number, end: number, contributes: boolean): boolean => {
   // `v * 0` is a zero for a finite `v` and NaN otherwise, and a NaN stays in the sums: no branch a
   // value, and two sums so that each add waits on the one before it half as often.
   let even = 0
@@ -316,11 +326,18 @@ const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, e
 }
 
 /**
- * `out[start + i] = data[i]`, and whether every value is finite: a copy of the bytes, then a look
- * at each value's exponent bits (all ones: NaN or an infinity) as integers, which the engine runs
- * several times faster than a loop of float stores and checks.
+ * `out[start + i] = data[i]`, and whether every value is finite: WebAssembly SIMD where the
+ * runtime has it (`RingSimd`), else the JavaScript loop.
  */
-const storeFinite = (out: Float32Array, start: number, data: Float32Array): boolean => {
+const storeFinite = (out: Float32Array, start: number, data: Float32Array): boolean =>
+  RingSimd.isEnabled() ? RingSimd.storeFinite(out, start, data) : storeFiniteJs(out, start, data)
+
+/**
+ * `storeFinite` in JavaScript: a copy of the bytes, then a look at each value's exponent bits (all
+ * ones: NaN or an infinity) as integers, which the engine runs several times faster than a loop of
+ * float stores and checks.
+ */
+const storeFiniteJs = (out: Float32Array, start: number, data: Float32Array): boolean => {
   out.set(data, start)
   const bits = new Int32Array(out.buffer, out.byteOffset + start * 4, data.length)
   let notFinite = 0
@@ -344,8 +361,10 @@ const warmLoops = (): void => {
     const sums = new Float64Array(length)
     const values = new Float32Array(length)
     addOwnFinite(sums, values, 0, length, true)
+    addOwnFiniteJs(sums, values, 0, length, true)
     addOwnFinite(sums, values, 0, length, false)
     storeFinite(values, 0, new Float32Array(length))
+    storeFiniteJs(values, 0, new Float32Array(length))
   }
 }
 warmLoops()
@@ -470,13 +489,25 @@ export class RelayOrder {
   }
 }
 
-/** `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32. */
-const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
+/**
+ * `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32: SIMD
+ * where the runtime has it (`RingSimd`, the same bits), else `divideIntoJs`.
+ */
+const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void =>
+  RingSimd.isEnabled() ? RingSimd.divideInto(out, sum, start, end, count) : divideIntoJs(out, sum, start, end, count)
+
+const divideIntoJs = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
   for (let i = start; i < end; i++) out[i] = sum[i - start]! / count
 }
 
-/** `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64. */
-const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
+/**
+ * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64: SIMD where the
+ * runtime has it (`RingSimd`), else `widenJs`.
+ */
+const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void =>
+  RingSimd.isEnabled() ? RingSimd.widen(into, params, start, end) : widenJs(into, params, start, end)
+
+const widenJs = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
   for (let i = start; i < end; i++) into[i - start] = params[i]!
 }
 

@@ -1,0 +1,316 @@
+/**
+ * WebAssembly SIMD for the ring collective's per-value loops (`Ring.allReduce`): adding this rank's
+ * float32 values into a received float64 partial sum with a finite check, checking a received
+ * float32 segment, dividing the finished sums into the float32 mean, and widening this rank's
+ * segment for the first step. WebAssembly code reads only its own memory, so each call copies its operands
+ * into one scratch memory (a copy of the bytes, which the engine runs far faster than a loop of
+ * float loads and stores), runs the SIMD loop there (two float64 or four float32 values an
+ * instruction) and copies the result back. The arithmetic is the JavaScript loops': each sum is
+ * one float64 add of the float32 value widened exactly, each mean one float64 division rounded
+ * once to float32 (to nearest, ties to even, as a `Float32Array` store), so both give the same
+ * bits.
+ *
+ * The module (hand-assembled below, as `Finite`'s) imports its memory and exports:
+ * - `add(sumsAt, ownAt, sumsEnd) -> i32`: for each float64 at byte `sumsAt + 8 i` below
+ *   `sumsEnd`, adds the float32 at `ownAt + 4 i` (widened) and stores the sum in place; 1 when some
+ *   sum is NaN or an infinity (exponent all ones), else 0. Two values a turn: the caller pads an
+ *   odd count with a zero sum and a zero value.
+ * - `check(at, end) -> i32`: 1 when some float32 in bytes `[at, end)` is NaN or an infinity. Four
+ *   values a turn: the caller pads to a multiple of four with zeros.
+ * - `divide(sumsAt, outAt, sumsEnd, count)`: the float32 at `outAt + 4 i` is the float64 at
+ *   `sumsAt + 8 i` divided by `count` and rounded. Two values a turn.
+ * - `widen(ownAt, sumsAt, sumsEnd)`: the float64 at `sumsAt + 8 i` is the float32 at `ownAt + 4 i`.
+ *   Two values a turn.
+ *
+ * `available` is false where WebAssembly or its SIMD is missing; then `Ring` keeps its JavaScript
+ * loops.
+ *
+ * @since 0.1.0
+ */
+
+const u32 = (value: number): Array<number> => {
+  const out: Array<number> = []
+  let rest = value >>> 0
+  do {
+    const byte = rest & 0x7f
+    rest >>>= 7
+    out.push(rest === 0 ? byte : byte | 0x80)
+  } while (rest !== 0)
+  return out
+}
+
+const section = (id: number, content: ReadonlyArray<number>): Array<number> => [id, ...u32(content.length), ...content]
+
+/** `v128.const` of four copies of the little-endian i32 `value`. */
+const i32x4 = (value: number): Array<number> => {
+  const lane = [value & 0xff, (value >>> 8) & 0xff, (value >>> 16) & 0xff, (value >>> 24) & 0xff]
+  return [0xfd, 0x0c, ...lane, ...lane, ...lane, ...lane]
+}
+
+/** `v128.const` of two copies of 0x7ff0000000000000, a float64's exponent bits. */
+const exponent64 = [0xfd, 0x0c, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f, 0, 0, 0, 0, 0, 0, 0xf0, 0x7f]
+
+const localGet = (index: number): Array<number> => [0x20, index]
+const localSet = (index: number): Array<number> => [0x21, index]
+const i32Add = (index: number, bytes: number): Array<number> => [...localGet(index), 0x41, bytes, 0x6a, ...localSet(index)]
+
+/** `add`: locals 0 = sumsAt, 1 = ownAt, 2 = sumsEnd (params), 3 = seen (v128), 4 = sum (v128). */
+const addBody = [
+  ...[0x01, 0x02, 0x7b], // locals: two v128
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(0), ...localGet(2), 0x4f, 0x0d, 0x01], // if sumsAt >= sumsEnd: leave the block
+  ...localGet(0), // the address the store takes
+  ...[...localGet(0), 0xfd, 0x00, 0x03, 0x00], // v128.load sumsAt (align 8)
+  ...[...localGet(1), 0xfd, 0x5d, 0x02, 0x00, 0xfd, 0x5f], // v128.load64_zero ownAt, f64x2.promote_low_f32x4
+  ...[0xfd, 0xf0, 0x01, 0x22, 0x04], // f64x2.add, local.tee sum
+  ...[0xfd, 0x0b, 0x03, 0x00], // v128.store sumsAt
+  ...[...localGet(3), ...localGet(4), ...exponent64, 0xfd, 0x4e], // seen, sum & exponent
+  ...[...exponent64, 0xfd, 0xd6, 0x01, 0xfd, 0x50, ...localSet(3)], // i64x2.eq exponent: all ones where not finite; seen |= that
+  ...i32Add(0, 16),
+  ...i32Add(1, 8),
+  ...[0x0c, 0x00, 0x0b, 0x0b], // again; end loop, end block
+  ...[...localGet(3), 0xfd, 0x53], // v128.any_true seen
+  0x0b
+]
+
+/** `check`: locals 0 = at, 1 = end (params), 2 = seen (v128). */
+const checkBody = [
+  ...[0x01, 0x01, 0x7b], // locals: one v128
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(0), ...localGet(1), 0x4f, 0x0d, 0x01], // if at >= end: leave the block
+  ...localGet(2),
+  ...[...localGet(0), 0xfd, 0x00, 0x02, 0x00], // v128.load at (align 4)
+  ...[...i32x4(0x7f800000), 0xfd, 0x4e], // and the exponent bits
+  ...[...i32x4(0x7f800000), 0xfd, 0x37, 0xfd, 0x50, ...localSet(2)], // i32x4.eq: all ones where not finite; seen |= that
+  ...i32Add(0, 16),
+  ...[0x0c, 0x00, 0x0b, 0x0b],
+  ...[...localGet(2), 0xfd, 0x53],
+  0x0b
+]
+
+/** `divide`: locals 0 = sumsAt, 1 = outAt, 2 = sumsEnd, 3 = count (f64) (params). */
+const divideBody = [
+  0x00, // no locals
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(0), ...localGet(2), 0x4f, 0x0d, 0x01], // if sumsAt >= sumsEnd: leave the block
+  ...localGet(1), // the address the store takes
+  ...[...localGet(0), 0xfd, 0x00, 0x03, 0x00], // v128.load sumsAt (align 8)
+  ...[...localGet(3), 0xfd, 0x14, 0xfd, 0xf3, 0x01], // f64x2.splat count, f64x2.div
+  ...[0xfd, 0x5e], // f32x4.demote_f64x2_zero: rounded to float32 as a Float32Array store rounds
+  ...[0xfd, 0x5b, 0x02, 0x00, 0x00], // v128.store64_lane outAt (align 4), lane 0: the two float32
+  ...i32Add(0, 16),
+  ...i32Add(1, 8),
+  ...[0x0c, 0x00, 0x0b, 0x0b],
+  0x0b
+]
+
+/** `widen`: locals 0 = ownAt, 1 = sumsAt, 2 = sumsEnd (params). */
+const widenBody = [
+  0x00, // no locals
+  ...[0x02, 0x40, 0x03, 0x40], // block, loop
+  ...[...localGet(1), ...localGet(2), 0x4f, 0x0d, 0x01], // if sumsAt >= sumsEnd: leave the block
+  ...localGet(1),
+  ...[...localGet(0), 0xfd, 0x5d, 0x02, 0x00, 0xfd, 0x5f], // v128.load64_zero ownAt, f64x2.promote_low_f32x4
+  ...[0xfd, 0x0b, 0x03, 0x00], // v128.store sumsAt
+  ...i32Add(0, 8),
+  ...i32Add(1, 16),
+  ...[0x0c, 0x00, 0x0b, 0x0b],
+  0x0b
+]
+
+const name = (text: string): Array<number> => [text.length, ...Array.from(text, (c) => c.charCodeAt(0))]
+
+const moduleBytes = (): Uint8Array =>
+  Uint8Array.from([
+    ...[0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00],
+    // types: 0 (i32, i32, i32) -> i32; 1 (i32, i32) -> i32; 2 (i32, i32, i32, f64) -> (); 3 (i32, i32, i32) -> ()
+    ...section(1, [
+      ...[0x04, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x01, 0x7f, 0x60, 0x02, 0x7f, 0x7f, 0x01, 0x7f],
+      ...[0x60, 0x04, 0x7f, 0x7f, 0x7f, 0x7c, 0x00, 0x60, 0x03, 0x7f, 0x7f, 0x7f, 0x00]
+    ]),
+    ...section(2, [0x01, ...name("m"), ...name("mem"), 0x02, 0x00, 0x01]), // import "m" "mem": memory, at least 1 page
+    ...section(3, [0x04, 0x00, 0x01, 0x02, 0x03]), // add, check, divide, widen
+    ...section(7, [
+      ...[0x04, ...name("add"), 0x00, 0x00, ...name("check"), 0x00, 0x01],
+      ...[...name("divide"), 0x00, 0x02, ...name("widen"), 0x00, 0x03]
+    ]),
+    ...section(10, [0x04, ...[addBody, checkBody, divideBody, widenBody].flatMap((body) => [...u32(body.length), ...body])])
+  ])
+
+interface Memory {
+  readonly buffer: ArrayBuffer
+  readonly grow: (pages: number) => number
+}
+
+interface Wasm {
+  readonly Module: new (bytes: Uint8Array) => object
+  readonly Instance: new (module: object, imports: object) => { readonly exports: Record<string, unknown> }
+  readonly Memory: new (descriptor: { readonly initial: number }) => Memory
+}
+
+const pageBytes = 65_536
+
+interface Kernel {
+  readonly memory: Memory
+  readonly add: (sumsAt: number, ownAt: number, sumsEnd: number) => number
+  readonly check: (at: number, end: number) => number
+  readonly divide: (sumsAt: number, outAt: number, sumsEnd: number, count: number) => void
+  readonly widen: (ownAt: number, sumsAt: number, sumsEnd: number) => void
+}
+
+/** The instance and its memory, or undefined where WebAssembly or its SIMD is missing. */
+const kernel: Kernel | undefined = (() => {
+  const wasm = (globalThis as { readonly WebAssembly?: Wasm }).WebAssembly
+  if (wasm === undefined) return undefined
+  try {
+    const memory = new wasm.Memory({ initial: 1 })
+    const instance = new wasm.Instance(new wasm.Module(moduleBytes()), { m: { mem: memory } })
+    const add = instance.exports["add"] as Kernel["add"]
+    const check = instance.exports["check"] as Kernel["check"]
+    const divide = instance.exports["divide"] as Kernel["divide"]
+    const widen = instance.exports["widen"] as Kernel["widen"]
+    return { memory, add, check, divide, widen }
+  } catch {
+    return undefined
+  }
+})()
+
+/**
+ * Whether the SIMD loops run here (WebAssembly with SIMD). Tests may turn them off with
+ * `setEnabled` to compare both paths.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const available = kernel !== undefined
+
+let enabled = available
+
+/**
+ * Turns the SIMD loops on or off (off: `Ring` uses its JavaScript loops); on only where
+ * `available`. Returns whether they are on. For tests and benchmarks.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const setEnabled = (on: boolean): boolean => {
+  enabled = on && available
+  return enabled
+}
+
+/** Whether `Ring` should call this module now. @since 0.1.0 @category simd */
+export const isEnabled = (): boolean => enabled
+
+/** The scratch memory's bytes, grown to at least `bytes`. */
+const bytesOf = (k: Kernel, bytes: number): ArrayBuffer => {
+  const have = k.memory.buffer.byteLength
+  if (have < bytes) k.memory.grow(Math.ceil((bytes - have) / pageBytes))
+  return k.memory.buffer
+}
+
+/**
+ * Values a call copies into the scratch memory at once: the copies and the loop then stay in the
+ * processor's cache (16 KiB of sums and 8 KiB of values). One copy of a whole segment of a large
+ * model made the add slower than the JavaScript loop.
+ */
+export const chunkValues = 2048
+
+/**
+ * `data[i] += params[start + i]` for `i` in `[0, end - start)` (float64 sums, the float32 values
+ * widened), and whether every resulting sum is finite. `Ring`'s `addOwnFinite` with
+ * `contributes`, the same bits. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, end: number): boolean => {
+  const k = kernel!
+  const ownAt = chunkValues * 8
+  const buffer = bytesOf(k, ownAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const own = new Float32Array(buffer, ownAt, chunkValues)
+  const count = end - start
+  let notFinite = 0
+  for (let from = 0; from < count; from += chunkValues) {
+    const size = Math.min(chunkValues, count - from)
+    sums.set(data.subarray(from, from + size))
+    own.set(params.subarray(start + from, start + from + size))
+    if (size % 2 === 1) {
+      sums[size] = 0
+      own[size] = 0
+    }
+    notFinite |= k.add(0, ownAt, 8 * (size + (size % 2)))
+    data.set(size === chunkValues ? sums : sums.subarray(0, size), from)
+  }
+  return notFinite === 0
+}
+
+/**
+ * `out[start + i] = data[i]`, and whether every value is finite (checked on the copy in the
+ * scratch memory, which is then what is stored). `Ring`'s `storeFinite`. Call only when
+ * `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const storeFinite = (out: Float32Array, start: number, data: Float32Array): boolean => {
+  const k = kernel!
+  const copy = new Float32Array(bytesOf(k, chunkValues * 4), 0, chunkValues)
+  let notFinite = 0
+  for (let from = 0; from < data.length; from += chunkValues) {
+    const size = Math.min(chunkValues, data.length - from)
+    copy.set(data.subarray(from, from + size))
+    const padded = Math.ceil(size / 4) * 4
+    if (padded > size) copy.fill(0, size, padded)
+    notFinite |= k.check(0, 4 * padded)
+    out.set(size === chunkValues ? copy : copy.subarray(0, size), start + from)
+  }
+  return notFinite === 0
+}
+
+/**
+ * `out[start + i] = Math.fround(sum[i] / count)` for `i` in `[0, end - start)`: `Ring`'s
+ * `divideInto`, the same bits (a float64 division, then one rounding to float32). Call only when
+ * `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
+  const k = kernel!
+  const outAt = chunkValues * 8
+  const buffer = bytesOf(k, outAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const means = new Float32Array(buffer, outAt, chunkValues)
+  const length = end - start
+  for (let from = 0; from < length; from += chunkValues) {
+    const size = Math.min(chunkValues, length - from)
+    sums.set(sum.subarray(from, from + size))
+    if (size % 2 === 1) sums[size] = 0
+    k.divide(0, outAt, 8 * (size + (size % 2)), count)
+    out.set(size === chunkValues ? means : means.subarray(0, size), start + from)
+  }
+}
+
+/**
+ * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64 (exact): `Ring`'s
+ * `widen`. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
+  const k = kernel!
+  const ownAt = chunkValues * 8
+  const buffer = bytesOf(k, ownAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const own = new Float32Array(buffer, ownAt, chunkValues)
+  const length = end - start
+  for (let from = 0; from < length; from += chunkValues) {
+    const size = Math.min(chunkValues, length - from)
+    own.set(params.subarray(start + from, start + from + size))
+    if (size % 2 === 1) own[size] = 0
+    k.widen(ownAt, 0, 8 * (size + (size % 2)))
+    into.set(size === chunkValues ? sums : sums.subarray(0, size), from)
+  }
+}
