@@ -355,7 +355,8 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
     const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
@@ -365,7 +366,7 @@ if (Lib.isMain("churn")) {
       processes: 2,
       backend: process.argv.includes("--ring") ? "ring" : "cpu",
       mode: process.argv.includes("--static") ? "static" : "progressive",
-      epochs: 5,
+      epochs,
       fraction,
       params: 10_000,
       batchMs: 5,

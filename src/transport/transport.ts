@@ -249,7 +249,7 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  *   frames; a message that would go past it closes that link with `CloseCode.InboxOverflow`.
  *
  * Received frames wait per link and are handed to the inbox in turns, at most 64 frames of a link
- * per turn, while the inbox holds fewer than 256 frames; each run of turns lasts at most about
+ * per turn, while the inbox holds fewer than 64 frames; each run of turns lasts at most about
  * 4 ms before the event loop gets to run timers and other links' I/O. So one link's backlog delays
  * another link's frames by at most one turn per backlogged link, never by the whole backlog.
  * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the

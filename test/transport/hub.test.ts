@@ -36,9 +36,9 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
       flood.end(DeathReport.killed("SIGKILL"))
       const events = yield* takeAll(hub, 60_002)
       const honestAt = events.findIndex((e) => e._tag === "Frame" && e.bytes[0] === 1)
-      // The pump stops once the inbox holds 256 frames (it gets there within one 64-frame turn),
+      // The pump stops once the inbox holds 64 frames (one 64-frame turn),
       // or earlier when its 4 ms run ends; the honest frame then waits for at most one flood turn.
-      assert.isAtMost(honestAt, 256 + 64 + 64)
+      assert.isAtMost(honestAt, 64 + 64 + 64)
       // Each link's frames stay in order, and the flood's end comes after its last frame.
       const floodIndices = events
         .filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
@@ -92,7 +92,7 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
       const closes: Array<number> = []
       const flood = hub.attach(0, port(closes))
       const honest = hub.attach(1, port([]))
-      // 256 go straight to the inbox and 1744 wait; then 2244 wait; 1000 more would make 3244.
+      // 64 go straight to the inbox and 1936 wait; then 2436 wait; 1000 more would make 3436.
       flood.receive(message(0, 0, 2000))
       flood.receive(message(0, 2000, 500))
       assert.deepStrictEqual(closes, [])

@@ -108,8 +108,12 @@ interface LinkState {
 
 /** Frames of one link handed to the inbox per turn. */
 const turnFrames = 64
-/** The pump hands frames over while the inbox holds fewer than this. */
-const inboxLowFrames = 256
+/**
+ * The pump hands frames over while the inbox holds fewer than this: one turn's worth. A deeper
+ * inbox adds no throughput (its consumer is one thread) but is waited out by a link's end, which
+ * goes straight to the inbox when the link has nothing waiting (a crash's death report).
+ */
+const inboxLowFrames = 64
 /** A run of turns lasts about this long before the event loop gets to run. */
 const runBudgetMs = 4
 /** How long the pump waits for the consumer when the inbox stayed full for `fullPollsMax` turns of the event loop. */
