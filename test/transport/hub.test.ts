@@ -106,6 +106,54 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
   )
 })
 
+describe("hub: a leaving link goes first (its end, Transport.Options.urgent)", () => {
+  // Three links with 300 frames each wait behind the inbox's first turn; a fourth sends 5 frames.
+  const backlog = (hub: Hub.Hub) => {
+    for (let link = 0; link < 3; link++) hub.attach(link, port([])).receive(message(link, 0, 300))
+    const leaving = hub.attach(3, port([]))
+    leaving.receive(message(3, 0, 5))
+    return leaving
+  }
+  const indexOf = (events: ReadonlyArray<Transport.Event>, f: (e: Transport.Event) => boolean) => events.findIndex(f)
+
+  it.live("a link that ended hands over its waiting frames and its end before the other links' backlog", () =>
+    Effect.gen(function* () {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      backlog(hub).end(DeathReport.killed("SIGKILL"))
+      const events = yield* takeAll(hub, 906)
+      // The first turn (64 frames of link 0) was in the inbox already; then link 3's 5 frames, in order, and its end.
+      const frames = events.slice(64, 69).map((e) => (e._tag === "Frame" ? [e.bytes[0], e.bytes[2]] : []))
+      assert.deepStrictEqual(
+        frames,
+        [0, 1, 2, 3, 4].map((i) => [3, i])
+      )
+      assert.strictEqual(
+        indexOf(events, (e) => e._tag === "Ended"),
+        69
+      )
+    })
+  )
+
+  it.live("a message whose last frame is urgent puts its link first, once; without urgent it waits its turn", () =>
+    Effect.gen(function* () {
+      const urgentHub = yield* Hub.make(Transport.coordinatorPeer, { urgent: (frame) => frame[0] === 3 && frame[2] === 4 })
+      backlog(urgentHub)
+      const urgentEvents = yield* takeAll(urgentHub, 905)
+      assert.strictEqual(
+        indexOf(urgentEvents, (e) => e._tag === "Frame" && e.bytes[0] === 3),
+        64
+      )
+      const plainHub = yield* Hub.make(Transport.coordinatorPeer)
+      backlog(plainHub)
+      const plainEvents = yield* takeAll(plainHub, 905)
+      assert.isAbove(
+        indexOf(plainEvents, (e) => e._tag === "Frame" && e.bytes[0] === 3),
+        64 + 64
+      )
+    })
+  )
+})
+
 describe("hub: order-free batches (Transport.Options.orderFree)", () => {
   it.live(
     "a batch made only of frames orderFree marks goes to the port's postLoose; a batch with any other frame, or a port without postLoose, goes to post",

@@ -62,6 +62,7 @@ export interface Resolved {
   readonly badFramePolicy: "drop" | "close"
   readonly inspect: Transport.Inspect | undefined
   readonly orderFree: ((frame: Uint8Array) => boolean) | undefined
+  readonly urgent: ((frame: Uint8Array) => boolean) | undefined
 }
 
 /** Applies defaults (`Transport.Options`). @since 0.1.0 @category internal */
@@ -77,7 +78,8 @@ export const resolve = (options: Transport.Options = {}): Resolved => {
     linkFramesMax: Math.max(1, options.linkFramesMax ?? Transport.linkFramesMaxDefault),
     badFramePolicy: options.badFramePolicy ?? "drop",
     inspect: options.inspect,
-    orderFree: options.orderFree
+    orderFree: options.orderFree,
+    urgent: options.urgent
   }
 }
 
@@ -104,6 +106,8 @@ interface LinkState {
   /** The link's end, held until its waiting frames are delivered. */
   endCause: DeathReport.DeathCause | undefined
   lastArrivalMs: number | undefined
+  /** It went to the front of the ready ring once (its end, or an urgent frame): never again. */
+  jumped: boolean
 }
 
 /** Frames of one link handed to the inbox per turn. */
@@ -243,6 +247,20 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       }
     }
 
+    /**
+     * Puts a link that is leaving (its end came, or an urgent frame) at the front of the ready
+     * ring, once per link: its frames and end then wait for no other link's turn. Its own frames
+     * keep their order; only the order between links changes, which a transport never promised.
+     */
+    const jump = (state: LinkState): void => {
+      if (state.jumped || !state.ready) return
+      state.jumped = true
+      const at = ring.indexOf(state)
+      if (at <= 0) return
+      ring.splice(at, 1)
+      ring.unshift(state)
+    }
+
     const schedulePump = (delayMs: number): void => {
       if (pumpScheduled) return
       pumpScheduled = true
@@ -263,7 +281,8 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
         waitingFrames: 0,
         ready: false,
         endCause: undefined,
-        lastArrivalMs: undefined
+        lastArrivalMs: undefined,
+        jumped: false
       }
       links.set(peer, state)
       const refuse = (closeCode: number): void => {
@@ -304,6 +323,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
             state.ready = true
             ring.push(state)
           }
+          if (!state.jumped && resolved.urgent?.(frames[frames.length - 1]!) === true) jump(state)
           // With no backlog this delivers at once, as a message arrives; a backlog waits its turn.
           if (!pumpScheduled) pump()
         },
@@ -312,6 +332,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
           state.ended = true
           state.outbox = []
           state.endCause = cause
+          jump(state)
           deliverEnd(state)
         }
       }
