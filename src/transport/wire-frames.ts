@@ -58,3 +58,17 @@ export const orderFree = (frame: Uint8Array): boolean => {
   const result = Codec.decode(frame)
   return Result.isSuccess(result) && beacons.has(result.success.message._tag)
 }
+
+/**
+ * `Transport.Options.urgent` for frames of `src/wire`: true for an `Exiting` (a rank that leaves),
+ * so that its remainder is handed over without waiting for the other links' backlog. Frames
+ * longer than a few bytes are never decoded here.
+ *
+ * @since 0.1.0
+ * @category inspect
+ */
+export const urgent = (frame: Uint8Array): boolean => {
+  if (frame.byteLength > beaconBytesMax) return false
+  const result = Codec.decode(frame)
+  return Result.isSuccess(result) && result.success.message._tag === "Exiting"
+}

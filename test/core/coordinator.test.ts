@@ -1089,6 +1089,22 @@ describe("hostile inputs through the library API", () => {
     expect(close.some((c) => c._tag === "EpochEnded")).toBe(true)
   })
 
+  it("leaves parameters with an infinity out of the average, and keeps finite ones of either sign, zeros included", () => {
+    const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, alertCollapseMs: 0 })
+    Coordinator.start(s)
+    frame(s, 0, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([-0, -3e38]) })
+    expect(
+      tags(frame(s, 1, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([1, Number.POSITIVE_INFINITY]) }))
+    ).toEqual(["Alert:BadParams"])
+    expect(
+      tags(frame(s, 2, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([Number.NEGATIVE_INFINITY, 1]) }))
+    ).toEqual(["Alert:BadParams"])
+    const close = frame(s, 3, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array([2, 3e38]) })
+    const round = close.find((c) => c._tag === "AverageRound")
+    expect(round?._tag === "AverageRound" && round.params.length).toBe(2)
+    expect(s.counters.paramsRejected).toBe(2)
+  })
+
   it("refuses a start time that is not a finite number, and ignores such times later", () => {
     expect(Coordinator.make({ worldSize: 1, epochSamples: 1, epochs: 1 }, Number.NaN)).toEqual({
       _tag: "Invalid",

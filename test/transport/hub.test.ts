@@ -36,9 +36,9 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
       flood.end(DeathReport.killed("SIGKILL"))
       const events = yield* takeAll(hub, 60_002)
       const honestAt = events.findIndex((e) => e._tag === "Frame" && e.bytes[0] === 1)
-      // The pump stops once the inbox holds 256 frames (it gets there within one 64-frame turn),
+      // The pump stops once the inbox holds 64 frames (one 64-frame turn),
       // or earlier when its 4 ms run ends; the honest frame then waits for at most one flood turn.
-      assert.isAtMost(honestAt, 256 + 64 + 64)
+      assert.isAtMost(honestAt, 64 + 64 + 64)
       // Each link's frames stay in order, and the flood's end comes after its last frame.
       const floodIndices = events
         .filter((e) => e._tag === "Frame" && e.bytes[0] === 0)
@@ -92,7 +92,7 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
       const closes: Array<number> = []
       const flood = hub.attach(0, port(closes))
       const honest = hub.attach(1, port([]))
-      // 256 go straight to the inbox and 1744 wait; then 2244 wait; 1000 more would make 3244.
+      // 64 go straight to the inbox and 1936 wait; then 2436 wait; 1000 more would make 3436.
       flood.receive(message(0, 0, 2000))
       flood.receive(message(0, 2000, 500))
       assert.deepStrictEqual(closes, [])
@@ -102,6 +102,54 @@ describe("hub: per-link fairness and frame bounds (docs/design.md §3.10, docs/s
       const events = yield* takeAll(hub, 2501)
       assert.strictEqual(events.filter((e) => e._tag === "Frame" && e.bytes[0] === 0).length, 2500)
       assert.strictEqual((yield* hub.transport.stats).overflows, 1)
+    })
+  )
+})
+
+describe("hub: a leaving link goes first (its end, Transport.Options.urgent)", () => {
+  // Three links with 300 frames each wait behind the inbox's first turn; a fourth sends 5 frames.
+  const backlog = (hub: Hub.Hub) => {
+    for (let link = 0; link < 3; link++) hub.attach(link, port([])).receive(message(link, 0, 300))
+    const leaving = hub.attach(3, port([]))
+    leaving.receive(message(3, 0, 5))
+    return leaving
+  }
+  const indexOf = (events: ReadonlyArray<Transport.Event>, f: (e: Transport.Event) => boolean) => events.findIndex(f)
+
+  it.live("a link that ended hands over its waiting frames and its end before the other links' backlog", () =>
+    Effect.gen(function* () {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      backlog(hub).end(DeathReport.killed("SIGKILL"))
+      const events = yield* takeAll(hub, 906)
+      // The first turn (64 frames of link 0) was in the inbox already; then link 3's 5 frames, in order, and its end.
+      const frames = events.slice(64, 69).map((e) => (e._tag === "Frame" ? [e.bytes[0], e.bytes[2]] : []))
+      assert.deepStrictEqual(
+        frames,
+        [0, 1, 2, 3, 4].map((i) => [3, i])
+      )
+      assert.strictEqual(
+        indexOf(events, (e) => e._tag === "Ended"),
+        69
+      )
+    })
+  )
+
+  it.live("a message whose last frame is urgent puts its link first, once; without urgent it waits its turn", () =>
+    Effect.gen(function* () {
+      const urgentHub = yield* Hub.make(Transport.coordinatorPeer, { urgent: (frame) => frame[0] === 3 && frame[2] === 4 })
+      backlog(urgentHub)
+      const urgentEvents = yield* takeAll(urgentHub, 905)
+      assert.strictEqual(
+        indexOf(urgentEvents, (e) => e._tag === "Frame" && e.bytes[0] === 3),
+        64
+      )
+      const plainHub = yield* Hub.make(Transport.coordinatorPeer)
+      backlog(plainHub)
+      const plainEvents = yield* takeAll(plainHub, 905)
+      assert.isAbove(
+        indexOf(plainEvents, (e) => e._tag === "Frame" && e.bytes[0] === 3),
+        64 + 64
+      )
     })
   )
 })

@@ -62,6 +62,7 @@ export interface Resolved {
   readonly badFramePolicy: "drop" | "close"
   readonly inspect: Transport.Inspect | undefined
   readonly orderFree: ((frame: Uint8Array) => boolean) | undefined
+  readonly urgent: ((frame: Uint8Array) => boolean) | undefined
 }
 
 /** Applies defaults (`Transport.Options`). @since 0.1.0 @category internal */
@@ -77,7 +78,8 @@ export const resolve = (options: Transport.Options = {}): Resolved => {
     linkFramesMax: Math.max(1, options.linkFramesMax ?? Transport.linkFramesMaxDefault),
     badFramePolicy: options.badFramePolicy ?? "drop",
     inspect: options.inspect,
-    orderFree: options.orderFree
+    orderFree: options.orderFree,
+    urgent: options.urgent
   }
 }
 
@@ -104,12 +106,18 @@ interface LinkState {
   /** The link's end, held until its waiting frames are delivered. */
   endCause: DeathReport.DeathCause | undefined
   lastArrivalMs: number | undefined
+  /** It went to the front of the ready ring once (its end, or an urgent frame): never again. */
+  jumped: boolean
 }
 
 /** Frames of one link handed to the inbox per turn. */
 const turnFrames = 64
-/** The pump hands frames over while the inbox holds fewer than this. */
-const inboxLowFrames = 256
+/**
+ * The pump hands frames over while the inbox holds fewer than this: one turn's worth. A deeper
+ * inbox adds no throughput (its consumer is one thread) but is waited out by a link's end, which
+ * goes straight to the inbox when the link has nothing waiting (a crash's death report).
+ */
+const inboxLowFrames = 64
 /** A run of turns lasts about this long before the event loop gets to run. */
 const runBudgetMs = 4
 /** How long the pump waits for the consumer when the inbox stayed full for `fullPollsMax` turns of the event loop. */
@@ -239,6 +247,20 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       }
     }
 
+    /**
+     * Puts a link that is leaving (its end came, or an urgent frame) at the front of the ready
+     * ring, once per link: its frames and end then wait for no other link's turn. Its own frames
+     * keep their order; only the order between links changes, which a transport never promised.
+     */
+    const jump = (state: LinkState): void => {
+      if (state.jumped || !state.ready) return
+      state.jumped = true
+      const at = ring.indexOf(state)
+      if (at <= 0) return
+      ring.splice(at, 1)
+      ring.unshift(state)
+    }
+
     const schedulePump = (delayMs: number): void => {
       if (pumpScheduled) return
       pumpScheduled = true
@@ -259,7 +281,8 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
         waitingFrames: 0,
         ready: false,
         endCause: undefined,
-        lastArrivalMs: undefined
+        lastArrivalMs: undefined,
+        jumped: false
       }
       links.set(peer, state)
       const refuse = (closeCode: number): void => {
@@ -300,6 +323,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
             state.ready = true
             ring.push(state)
           }
+          if (!state.jumped && resolved.urgent?.(frames[frames.length - 1]!) === true) jump(state)
           // With no backlog this delivers at once, as a message arrives; a backlog waits its turn.
           if (!pumpScheduled) pump()
         },
@@ -308,6 +332,7 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
           state.ended = true
           state.outbox = []
           state.endCause = cause
+          jump(state)
           deliverEnd(state)
         }
       }
