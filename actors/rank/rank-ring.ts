@@ -444,10 +444,7 @@ export const make = (options: RankRingOptions): RankRing => {
           })
         )
       )
-      // Started at once, not on the scheduler's next turn: the rank writes its row and arrives at
-      // the first barrier (or sends its first step) before its loop goes on to wait, which with 8
-      // worker threads on 2 cores was an event-loop turn before the last member could release it.
-      return Effect.map(Effect.forkChild(body, { startImmediately: true }), (fiber) => {
+      return Effect.map(Effect.forkChild(body), (fiber) => {
         entry.fiber = fiber
       })
     })
