@@ -14,18 +14,7 @@
  * @since 0.1.0
  */
 
-const u32 = (value: number): Array<number> => {
-  const out: Array<number> = []
-  let rest = value >>> 0
-  do {
-    const byte = rest & 0x7f
-    rest >>>= 7
-    out.push(rest === 0 ? byte : byte | 0x80)
-  } while (rest !== 0)
-  return out
-}
-
-const section = (id: number, content: ReadonlyArray<number>): Array<number> => [id, ...u32(content.length), ...content]
+import { section, u32 } from "./wasm-bytes.ts"
 
 /** 0x7f800000 in each of four little-endian i32 lanes: a float32's exponent bits. */
 const exponentMask = [0x00, 0x00, 0x80, 0x7f, 0x00, 0x00, 0x80, 0x7f, 0x00, 0x00, 0x80, 0x7f, 0x00, 0x00, 0x80, 0x7f]

@@ -28,18 +28,7 @@
  * @since 0.1.0
  */
 
-const u32 = (value: number): Array<number> => {
-  const out: Array<number> = []
-  let rest = value >>> 0
-  do {
-    const byte = rest & 0x7f
-    rest >>>= 7
-    out.push(rest === 0 ? byte : byte | 0x80)
-  } while (rest !== 0)
-  return out
-}
-
-const section = (id: number, content: ReadonlyArray<number>): Array<number> => [id, ...u32(content.length), ...content]
+import { section, u32 } from "./wasm-bytes.ts"
 
 /** `v128.const` of four copies of the little-endian i32 `value`. */
 const i32x4 = (value: number): Array<number> => {
