@@ -395,7 +395,7 @@ export const prepare = async (
     trainedInEpoch: new Map(),
     roundLoss: RoundLoss.make(resolved.mode),
     roundLinks: RoundLinks.make(),
-    traffic: Traffic.make(),
+    traffic: Traffic.make(served?.recovery?.trafficBefore),
     lastProgressEventMs: new Map(),
     lastRate: new Map(),
     lateRefusals,

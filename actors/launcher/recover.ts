@@ -86,7 +86,8 @@ const readJournal = (text: string, source: string) => {
     epochsBefore: result.epochs,
     recoveries,
     formed,
-    logFault
+    logFault,
+    traffic: result.traffic
   }
 }
 
@@ -244,6 +245,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
       ...closed.map((c) => ({ ...c.summary, accuracy: undefined }))
     ].sort((a, b) => a.epoch - b.epoch),
     recoveriesBefore: journal.recoveries,
+    ...(journal.traffic === undefined ? {} : { trafficBefore: journal.traffic }),
     closed,
     ...(ring ? ringPoint(point) : {}),
     // The ranks hold it numbered as the takeover's Update numbers it (`Recovery.resumeOf`).

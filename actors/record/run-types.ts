@@ -380,6 +380,8 @@ export interface Recovering {
   readonly epochsBefore: RunResult["epochs"]
   /** Earlier takeovers of the run, from the journal. */
   readonly recoveriesBefore: ReadonlyArray<RecoveryRecord>
+  /** The averaging traffic of the journal's round lines (`RunResult.traffic`): the run's goes on from it. */
+  readonly trafficBefore?: RunResult["traffic"]
   /**
    * Epochs that ended before the loss without an audit line in the journal (from the recovery
    * log): their audit, and the epoch's model when the log still holds it. The recovered run

@@ -21,17 +21,18 @@ export interface Tally {
 }
 
 /**
- * Makes an empty tally.
+ * Makes a tally, empty or starting from `before` (a taken-over run goes on from the sums of
+ * the lost coordinator's round lines, as `cohort report` sums every line of the journal).
  *
  * @since 0.1.0
  * @category traffic
  */
-export const make = (): Tally => {
-  let rounds = 0
-  let receivedBytes = 0
-  let sentBytes = 0
-  let linkSentBytes: number | undefined
-  let linkReceivedBytes: number | undefined
+export const make = (before?: Traffic): Tally => {
+  let rounds = before?.rounds ?? 0
+  let receivedBytes = before?.receivedBytes ?? 0
+  let sentBytes = before?.sentBytes ?? 0
+  let linkSentBytes: number | undefined = before?.linkSentBytes
+  let linkReceivedBytes: number | undefined = before?.linkReceivedBytes
   return {
     add: (round) => {
       const links = round.linkSentBytes !== undefined && round.linkReceivedBytes !== undefined

@@ -12,6 +12,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { resultFromEvents } from "../../actors/record/read-run.ts"
 import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
 const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
@@ -119,8 +120,13 @@ describe("a coordinator killed at random instants", () => {
     const summary = JSON.parse(readFileSync(join(runDir, "summary.json"), "utf8")) as {
       epochs: ReadonlyArray<unknown>
       recoveries: ReadonlyArray<unknown>
+      traffic?: unknown
     }
     expect(summary.epochs.length).toBe(3)
     expect(summary.recoveries.length).toBe(losses)
+    // Every coordinator's rounds count in summary.json's traffic, as `cohort report` sums the journal's.
+    const rebuilt = resultFromEvents(readFileSync(join(runDir, "events.ndjson"), "utf8"))
+    expect(typeof rebuilt === "string" ? rebuilt : rebuilt.traffic).toEqual(summary.traffic)
+    expect(summary.traffic).toBeDefined()
   }, 300_000)
 })
