@@ -1,7 +1,8 @@
 // One consistency check over every record of a finished run, for the end-to-end tests: the
 // journal (its eval, death and epoch events, and the run `report` rebuilds from it alone),
 // `summary.json`, the result printed with `--json`, `cohort report --json`, and the run page's
-// model (`cohort report --html`) list the same evals, audits and deaths.
+// model (`cohort report --html`) list the same evals, audits and deaths; the first three, the same
+// averaging traffic.
 import { readFileSync } from "node:fs"
 import { join } from "node:path"
 import { expect } from "vitest"
@@ -93,6 +94,9 @@ export const expectRecordsAgree = async (runDir: string, printed?: RunTypes.RunR
     ...(printed === undefined ? [] : [["the printed --json result", ofResult(printed)] as const])
   ]
   for (const [name, record] of records) expect({ [name]: record }).toEqual({ [name]: expected })
+  // The averaging traffic: summary.json's tally of the round lines written, and the sums over the journal's.
+  const reportedTraffic = (JSON.parse(reported) as RunTypes.RunResult).traffic
+  expect({ rebuilt: rebuilt.traffic, reported: reportedTraffic }).toEqual({ rebuilt: summary.traffic, reported: summary.traffic })
   // Within summary.json: the outcome's deaths are the deaths, and each epoch's accuracy is its eval's.
   expect((summary.outcome.deaths ?? []).map((d) => [d.rank, d.epoch, d.detector])).toEqual(expected.deaths)
   const evalOf = new Map(expected.evals.map(([epoch, , accuracy]) => [epoch, accuracy]))
