@@ -22,7 +22,7 @@
  * - `widen(ownAt, sumsAt, sumsEnd)`: the float64 at `sumsAt + 8 i` is the float32 at `ownAt + 4 i`.
  *   Two values a turn.
  *
- * `available` is false where WebAssembly or its SIMD is missing; then `Ring` keeps its JavaScript
+ * `available` is false where WebAssembly or its SIMD is missing; then `RingLoops` keeps its JavaScript
  * loops.
  *
  * @since 0.1.0
@@ -176,7 +176,7 @@ export const available = kernel !== undefined
 let enabled = available
 
 /**
- * Turns the SIMD loops on or off (off: `Ring` uses its JavaScript loops); on only where
+ * Turns the SIMD loops on or off (off: `RingLoops` uses its JavaScript loops); on only where
  * `available`. Returns whether they are on. For tests and benchmarks.
  *
  * @since 0.1.0
@@ -187,7 +187,7 @@ export const setEnabled = (on: boolean): boolean => {
   return enabled
 }
 
-/** Whether `Ring` should call this module now. @since 0.1.0 @category simd */
+/** Whether `RingLoops` should call this module now. @since 0.1.0 @category simd */
 export const isEnabled = (): boolean => enabled
 
 /** The scratch memory's bytes, grown to at least `bytes`. */
@@ -206,7 +206,7 @@ export const chunkValues = 2048
 
 /**
  * `data[i] += params[start + i]` for `i` in `[0, end - start)` (float64 sums, the float32 values
- * widened), and whether every resulting sum is finite. `Ring`'s `addOwnFinite` with
+ * widened), and whether every resulting sum is finite. `RingLoops.addOwnFinite` with
  * `contributes`, the same bits. Call only when `isEnabled()`.
  *
  * @since 0.1.0
@@ -236,7 +236,7 @@ export const addOwnFinite = (data: Float64Array, params: Float32Array, start: nu
 
 /**
  * `out[start + i] = data[i]`, and whether every value is finite (checked on the copy in the
- * scratch memory, which is then what is stored). `Ring`'s `storeFinite`. Call only when
+ * scratch memory, which is then what is stored). `RingLoops.storeFinite`. Call only when
  * `isEnabled()`.
  *
  * @since 0.1.0
@@ -258,8 +258,8 @@ export const storeFinite = (out: Float32Array, start: number, data: Float32Array
 }
 
 /**
- * `out[start + i] = Math.fround(sum[i] / count)` for `i` in `[0, end - start)`: `Ring`'s
- * `divideInto`, the same bits (a float64 division, then one rounding to float32). Call only when
+ * `out[start + i] = Math.fround(sum[i] / count)` for `i` in `[0, end - start)`:
+ * `RingLoops.divideInto`, the same bits (a float64 division, then one rounding to float32). Call only when
  * `isEnabled()`.
  *
  * @since 0.1.0
@@ -282,8 +282,8 @@ export const divideInto = (out: Float32Array, sum: Float64Array, start: number, 
 }
 
 /**
- * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64 (exact): `Ring`'s
- * `widen`. Call only when `isEnabled()`.
+ * `into[i] = params[start + i]` for `i` in `[0, end - start)`, widened to float64 (exact):
+ * `RingLoops.widen`. Call only when `isEnabled()`.
  *
  * @since 0.1.0
  * @category simd
