@@ -37,7 +37,7 @@ import * as Roles from "./roles.ts"
 import { type Departure, declareBatch } from "./deaths.ts"
 import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked } from "./emit.ts"
 import { endEpoch } from "./ending.ts"
-import { epochDone, startEpoch, wake } from "./epochs.ts"
+import { epochDone, isSaving, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, vacateAbsent } from "./joins.ts"
 import { onModel, reaskModels } from "./model-handover.ts"
@@ -286,7 +286,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       }
       // A refill is at most chunksInflightMax chunks for one rank: plain Sends are cheaper than typed arrays here.
       const { chunkSamples, chunksInflightMax } = state.config
-      while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
+      while (ChunkPool.inflight(pool, rank) < chunksInflightMax && !isSaving(state, rank)) {
         const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
         if (chunk === undefined) break
         send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, "refill after ChunkDone")
@@ -361,6 +361,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       }
       if (message.ok) state.checkpoint = undefined
       else failoverCheckpoint(state, cmds, `rank ${rank} failed: ${message.detail}`, true)
+      // It took no chunk while it saved (`isSaving`): it takes them now.
+      wake(state, cmds, `rank ${rank} is done with checkpoint ${message.version}`)
       return
     }
     case "EvalResult":

@@ -163,6 +163,11 @@ export interface State {
    */
   evalsAsked: Map<number, Rank>
   /**
+   * A rank went past an eval it was asked for without answering it (the run's trainer has no
+   * `evaluate`): later evals are asked but hold nobody (`calls.ts`).
+   */
+  evalsUnanswered: boolean
+  /**
    * Parameter count every contribution must have: agreed at formation (`start`'s `paramsLength`,
    * from the ranks' `Hello`s), else the first contribution's.
    */
@@ -318,6 +323,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     pendingRequired: 0,
     checkpoint: undefined,
     evalsAsked: new Map(),
+    evalsUnanswered: false,
     paramsLength: undefined,
     firstEpoch: 0,
     firstRound: 0,
