@@ -37,6 +37,8 @@ export interface Scenario {
   readonly roundDeadlineMs?: number
   /** How often ranks beat when they send nothing else (default: a quarter of the timeout, at most 1 s). */
   readonly heartbeatIntervalMs?: number
+  /** `cpu`: rounds do not wait on a rank silent this long; it is not declared (`roundSilenceMs`; 0: off). */
+  readonly roundSilenceMs?: number
   /** A rank the run waits on and silent this long is declared at once (`blockingSilenceMs`; 0: off). */
   readonly blockingSilenceMs?: number
   /**
@@ -200,6 +202,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     heartbeatTimeoutMs: scenario.heartbeatTimeoutMs,
     ...(scenario.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: scenario.heartbeatIntervalMs }),
     ...(scenario.roundDeadlineMs === undefined || scenario.roundDeadlineMs === 0 ? {} : { roundDeadlineMs: scenario.roundDeadlineMs }),
+    ...(scenario.roundSilenceMs === undefined || scenario.roundSilenceMs === 0 ? {} : { roundSilenceMs: scenario.roundSilenceMs }),
     ...(scenario.blockingSilenceMs === undefined || scenario.blockingSilenceMs === 0
       ? {}
       : { blockingSilenceMs: scenario.blockingSilenceMs }),
@@ -287,7 +290,7 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
   (["graceful", "crash", "silent"] as const).map((kind) => {
     const of = row.leaves.filter((l) => l.kind === kind)
     return [
-      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}`,
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.roundSilenceMs ? ` round silence ${row.scenario.roundSilenceMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}`,
       kind,
       of.length,
       ms(of.map((l) => l.detectionMs)),
@@ -363,11 +366,12 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
     const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
     const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
     const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
+    const roundSilenceMs = Number(process.argv.find((a) => a.startsWith("--round-silence-ms="))?.slice(19) ?? 0)
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
     const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
     const row = await measure({
@@ -381,6 +385,7 @@ if (Lib.isMain("churn")) {
       batchMs: 5,
       heartbeatTimeoutMs: 2000,
       roundDeadlineMs,
+      roundSilenceMs,
       blockingSilenceMs,
       ranksNice,
       ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
@@ -407,7 +412,7 @@ if (Lib.isMain("churn")) {
     )
     const peak = row.coordinatorPeakMb
     console.log(
-      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
     )
   }
 }

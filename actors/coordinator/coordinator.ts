@@ -88,7 +88,7 @@ export type { Hooks } from "./coordinator-inbound.ts"
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
- *   that is on, and at most a quarter of its `roundDeadlineMs` when that is on (but not under
+ *   that is on, and at most a quarter of its `roundDeadlineMs` or `roundSilenceMs` when on (but not under
  *   `roundDeadlineTickMsMin`, 5 ms): a longer period is shortened to it.
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
  *   the run forms, every rank that already sent its `Hello`: a rank process takes
@@ -535,8 +535,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
     // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
-    // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
-    const deadlineMs = state.config.roundDeadlineMs
+    // round the deadline closes waits for a slow rank that deadline, not a whole tick more. The
+    // same for a round that leaves out ranks silent past `roundSilenceMs`.
+    const bounds = [state.config.roundDeadlineMs, state.config.roundSilenceMs].filter((ms) => ms > 0)
+    const deadlineMs = bounds.length === 0 ? 0 : Math.min(...bounds)
     const askedTickMs =
       deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
     const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs

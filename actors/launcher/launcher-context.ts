@@ -237,6 +237,7 @@ const makeState = (
       ...(options.adaptiveTimeoutMinMs === undefined ? {} : { adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs }),
       ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
       ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+      ...(options.roundSilenceMs === undefined ? {} : { roundSilenceMs: options.roundSilenceMs }),
       ...(options.blockingSilenceMs === undefined ? {} : { blockingSilenceMs: options.blockingSilenceMs }),
       ...aggregationOptions(options),
       failureLimit: options.failureLimit,

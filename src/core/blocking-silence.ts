@@ -13,6 +13,7 @@ import { hasUncommitted } from "./emit.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank, ToCoordinator } from "./messages.ts"
+import { roundSkips } from "./rounds.ts"
 import type { State } from "./state.ts"
 
 /**
@@ -23,8 +24,8 @@ import type { State } from "./state.ts"
  *   pending rendezvous, or did not report `RoundDone` to the formed ring's open round (a member
  *   reported);
  * - `cpu`: `rank` holds uncommitted work and did not contribute to the open round, and the round
- *   is open (a contribution is in) or nobody can work without it (progressive: no chunk left to
- *   hand out).
+ *   is open (a contribution is in) and does not leave it out (`roundSilenceMs`), or nobody can
+ *   work without it (progressive: no chunk left to hand out).
  */
 const waitsOn = (state: State, rank: Rank): boolean => {
   // A rank running a save or an eval the coordinator asked for may send nothing meanwhile; a
@@ -37,7 +38,8 @@ const waitsOn = (state: State, rank: Rank): boolean => {
     return ring.pending ? ring.ready[rank] === 0 : state.ringReports.size > 0
   }
   if (!hasUncommitted(state, rank)) return false
-  if (state.contributions.size > 0) return true
+  // An open round waits on it, unless it leaves silent ranks out (`roundSilenceMs`).
+  if (state.contributions.size > 0 && !roundSkips(state, rank)) return true
   const pool = state.pool
   return pool !== undefined && ChunkPool.remaining(pool) === 0
 }

@@ -43,7 +43,7 @@ import { onJoin, vacateAbsent } from "./joins.ts"
 import { onModel, reaskModels } from "./model-handover.ts"
 import { holdCalls, releaseCall, staleCause } from "./calls.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, maybeCloseRound, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -444,6 +444,8 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     formRing(state, cmds, timedOut)
   }
   maybeCloseAtDeadline(state, cmds)
+  // A round that leaves silent ranks out may close as one turns silent.
+  if (config.roundSilenceMs > 0 && state.phase === "running") maybeCloseRound(state, cmds)
   if (state.phase !== "running") return
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)
