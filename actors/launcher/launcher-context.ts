@@ -239,6 +239,7 @@ const makeState = (
       ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
       ...(options.roundSilenceMs === undefined ? {} : { roundSilenceMs: options.roundSilenceMs }),
       ...(options.blockingSilenceMs === undefined ? {} : { blockingSilenceMs: options.blockingSilenceMs }),
+      ...(options.blockingSilenceQuietMax === undefined ? {} : { blockingSilenceQuietMax: options.blockingSilenceQuietMax }),
       ...aggregationOptions(options),
       failureLimit: options.failureLimit,
       rolePolicy: options.rolePolicy ?? "fastest",

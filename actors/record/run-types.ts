@@ -177,6 +177,11 @@ export interface RunOptions {
    */
   readonly blockingSilenceMs?: number
   /**
+   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may be silent past
+   * it at once for it to declare any (`Config.Options.blockingSilenceQuietMax`). Default 1.
+   */
+  readonly blockingSilenceQuietMax?: number
+  /**
    * `cpu` backend: how a round is combined (docs/edge-averaging.md): `mean` (default),
    * `trimmed-mean` (`trimFraction` cut from each end per coordinate, default 0.25) or `median`;
    * `clipNorm` bounds each contribution's change from the last committed model (0: off);

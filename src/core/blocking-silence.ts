@@ -46,7 +46,8 @@ const waitsOn = (state: State, rank: Rank): boolean => {
 
 /**
  * The live ranks silent for more than `blockingSilenceMs` at `nowMs` (not before the core's
- * clock) that the run waits on: a tick then declares them. The shell asks before a tick, as for
+ * clock) that the run waits on: a tick then declares them. None while more than
+ * `blockingSilenceQuietMax` of the live ranks are silent that long. The shell asks before a tick, as for
  * `expiring`, whether a frame of theirs already arrived. Empty when the option is off or the run
  * is not running. O(k + s): k ranks silent that long in the liveness list, s suspects.
  *
@@ -56,9 +57,12 @@ const waitsOn = (state: State, rank: Rank): boolean => {
 export const blockingSilent = (state: State, nowMs: number = state.clockMs): Array<Rank> => {
   const ms = state.config.blockingSilenceMs
   if (ms <= 0 || state.phase !== "running" || !state.started) return []
-  return Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter(
-    (rank) => Membership.isLive(state.membership, rank) && waitsOn(state, rank)
+  const silent = Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter((rank) =>
+    Membership.isLive(state.membership, rank)
   )
+  // Many ranks silent at once: what they share went quiet (`blockingSilenceQuietMax`), not each of them.
+  if (silent.length > state.config.blockingSilenceQuietMax * state.membership.activeCount) return []
+  return silent.filter((rank) => waitsOn(state, rank))
 }
 
 /** Marks `rank` as having reported trained work (`State.reportedWork`) when `message` says so. */

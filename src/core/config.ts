@@ -184,6 +184,13 @@ export interface Options {
    */
   readonly blockingSilenceMs?: number
   /**
+   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may be silent past
+   * that bound at one time for it to declare any of them. More ranks silent at once says that
+   * something they share went quiet (a process running many ranks, their host, its network), not
+   * that each left: nobody is then declared before `heartbeatTimeoutMs`. Default 1: no such check.
+   */
+  readonly blockingSilenceQuietMax?: number
+  /**
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
    * stops the run with `TrainerFault`, since the trainer has a bug that redistribution would only
@@ -269,6 +276,7 @@ export interface Config {
   readonly roundQuorum: number
   readonly roundSilenceMs: number
   readonly blockingSilenceMs: number
+  readonly blockingSilenceQuietMax: number
   readonly onRepeatedCrash: "stop" | "continue"
   readonly aggregation: Aggregation
   readonly outlierRoundsMax: number
@@ -303,6 +311,7 @@ export const defaults = {
   roundQuorum: 0.5,
   roundSilenceMs: 0,
   blockingSilenceMs: 0,
+  blockingSilenceQuietMax: 1,
   onRepeatedCrash: "stop",
   aggregate: "mean",
   trimFraction: 0.25,
@@ -449,6 +458,9 @@ export const make = (options: Options): Config | Invalid => {
   const blockingSilenceMs = o.blockingSilenceMs ?? defaults.blockingSilenceMs
   if (!(blockingSilenceMs >= 0 && Number.isFinite(blockingSilenceMs)))
     return invalid("blockingSilenceMs", `must be a number of ms >= 0 (0: off), got ${String(blockingSilenceMs)}`)
+  const blockingSilenceQuietMax = o.blockingSilenceQuietMax ?? defaults.blockingSilenceQuietMax
+  if (!(blockingSilenceQuietMax > 0 && blockingSilenceQuietMax <= 1))
+    return invalid("blockingSilenceQuietMax", `must be a fraction in (0, 1] of the live ranks, got ${String(blockingSilenceQuietMax)}`)
   const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
@@ -494,6 +506,7 @@ export const make = (options: Options): Config | Invalid => {
     roundQuorum,
     roundSilenceMs,
     blockingSilenceMs,
+    blockingSilenceQuietMax,
     onRepeatedCrash,
     aggregation: aggregation.value,
     outlierRoundsMax

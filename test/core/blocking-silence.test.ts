@@ -143,4 +143,32 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
       [2, "silent"]
     ])
   })
+
+  it("blockingSilenceQuietMax: with more of the live ranks silent past the bound at once, nobody is declared early; with fewer, the silent one is", () => {
+    for (const blockingSilenceQuietMax of [0, 1.5, Number.NaN]) {
+      const made = Coordinator.make({ worldSize: 2, epochSamples: 2, epochs: 1, blockingSilenceMs: 500, blockingSilenceQuietMax }, 0)
+      expect("_tag" in made && made.option).toBe("blockingSilenceQuietMax")
+    }
+    const s = make({
+      worldSize: 4,
+      epochSamples: 40,
+      epochs: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500,
+      blockingSilenceQuietMax: 0.25
+    })
+    Coordinator.start(s, 0)
+    for (const rank of [2, 3]) progress(s, rank, 0)
+    params(s, 0, 100, 10)
+    params(s, 1, 100, 10)
+    // Ranks 2 and 3 (half the run) went quiet together: a stalled host, not two leaves.
+    heartbeat(s, 1900, [0, 1])
+    tick(s, 2000)
+    expect(s.leaves).toEqual([])
+    // Rank 3 is heard from again; rank 2 alone is silent (a quarter of the run): declared.
+    progress(s, 3, 2100)
+    heartbeat(s, 2100, [0, 1])
+    tick(s, 2101)
+    expect(declared(s)).toEqual([[2, "silent"]])
+  })
 })
