@@ -148,6 +148,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
     state.clockMs = nowMs
     state.liveness.lastSeenMs.fill(nowMs - state.liveness.pausedMs) // all equal: the list order stays valid
     state.epochStartedMs = nowMs
+    state.roundClosedMs = nowMs
   }
   if (options.paramsLength !== undefined && Number.isSafeInteger(options.paramsLength) && options.paramsLength >= 0) {
     state.paramsLength = options.paramsLength

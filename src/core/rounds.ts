@@ -173,17 +173,23 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
   state.contributions.clear()
   state.round += 1
   state.roundOpenedMs = undefined
+  state.roundClosedMs = state.clockMs
   enterRounds(state, cmds)
   state.pendingRequired = state.uncommittedLive
 }
 
 /**
  * Whether the open round leaves live `rank` out although it owes a contribution: it sent nothing
- * for more than `roundSilenceMs` (on, `cpu`). O(1).
+ * for more than `roundSilenceMs` (on, `cpu`), counted from its last frame or the last round's
+ * close, whichever is later. A rank that contributed waits for that close's `Update` and sends
+ * nothing meanwhile: its quiet before the `Update` reached it is the coordinator's, not its own
+ * (counted from its last frame, a round slower than the bound left out every rank that waited on
+ * it, and rounds of one contributor followed one another, each sending every rank an `Update`).
+ * O(1).
  */
 export const roundSkips = (state: State, rank: Rank): boolean => {
   const ms = state.config.roundSilenceMs
-  return ms > 0 && Liveness.silentMs(state.liveness, rank, state.clockMs) > ms
+  return ms > 0 && state.clockMs - state.roundClosedMs > ms && Liveness.silentMs(state.liveness, rank, state.clockMs) > ms
 }
 
 /**
@@ -192,7 +198,7 @@ export const roundSkips = (state: State, rank: Rank): boolean => {
  */
 const skippedCount = (state: State): number => {
   const ms = state.config.roundSilenceMs
-  if (ms <= 0 || state.pendingRequired <= 0) return 0
+  if (ms <= 0 || state.pendingRequired <= 0 || state.clockMs - state.roundClosedMs <= ms) return 0
   let count = 0
   for (const rank of Liveness.silentBeyond(state.liveness, state.clockMs, ms))
     if (Membership.isLive(state.membership, rank) && state.contributed[rank] === 0 && hasUncommitted(state, rank)) count += 1
@@ -201,7 +207,7 @@ const skippedCount = (state: State): number => {
 
 /**
  * Closes the open `cpu` round once every survivor that owes it a contribution contributed, or
- * (`roundSilenceMs`) every one but those silent past the bound: these stay owed to the next
+ * (`roundSilenceMs`) every one but those silent past the bound (`roundSkips`): these stay owed to the next
  * round, where a contribution they send later is folded in and commits. Called after every
  * contribution and departure, and at every tick (a rank turns silent with time).
  */

@@ -151,6 +151,8 @@ export interface State {
   fastestResolved: boolean
   round: number
   roundOpenedMs: number | undefined
+  /** When the last `cpu` round closed (its `Update` went out), or the run started: `roundSilenceMs` counts from it. */
+  roundClosedMs: number
   /** Live ranks holding uncommitted work. */
   uncommittedLive: number
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
@@ -319,6 +321,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     fastestResolved: false,
     round: 0,
     roundOpenedMs: undefined,
+    roundClosedMs: nowMs,
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,

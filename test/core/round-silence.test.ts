@@ -43,6 +43,21 @@ describe("roundSilenceMs (cpu): the open round does not wait on a rank silent pa
     expect(s.summaries.map((e) => [e.samplesCommitted, e.lost, e.duplicated])).toEqual([[30, 0, 0]])
   })
 
+  it("a rank waiting for the last round's Update is not silent by its own doing: its silence counts from that round's close", () => {
+    const s = threeRanks({ epochSamples: 60 })
+    params(s, 0, 100, 10)
+    params(s, 1, 100, 10)
+    heartbeat(s, 250, [2])
+    // Rank 2 contributes at 280: round 0 closes then; ranks 0 and 1, quiet since 100, wait for its Update.
+    expect(averageRounds(params(s, 2, 280, 10)).length).toBe(1)
+    params(s, 2, 300, 20) // round 1 opens
+    expect(averageRounds(tick(s, 500))).toEqual([])
+    heartbeat(s, 550, [2])
+    // 300 ms after the close, ranks 0 and 1 have had the Update that long: now they are left out.
+    expect(averageRounds(tick(s, 580))).toEqual([])
+    expect(averageRounds(tick(s, 581)).map((c) => c._tag === "AverageRound" && [c.round, c.contributors])).toEqual([[1, [2]]])
+  })
+
   it("a rank still sending frames is waited for, however long", () => {
     const s = threeRanks()
     params(s, 0, 100, 10)
