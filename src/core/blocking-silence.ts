@@ -46,10 +46,11 @@ const waitsOn = (state: State, rank: Rank): boolean => {
 
 /**
  * The live ranks silent for more than `blockingSilenceMs` at `nowMs` (not before the core's
- * clock) that the run waits on: a tick then declares them. None while more than
- * `blockingSilenceQuietMax` of the live ranks are silent that long. The shell asks before a tick, as for
+ * clock) that the run waits on: a tick then declares them. Not those that fell silent within
+ * `blockingSilenceMs` of more than `blockingSilenceQuietMax` of the live ranks. The shell asks before a tick, as for
  * `expiring`, whether a frame of theirs already arrived. Empty when the option is off or the run
- * is not running. O(k + s): k ranks silent that long in the liveness list, s suspects.
+ * is not running. O(k + s): k ranks silent that long in the liveness list, s suspects (and
+ * O(k log k) with `blockingSilenceQuietMax` below 1).
  *
  * @since 0.1.0
  * @category queries
@@ -60,9 +61,33 @@ export const blockingSilent = (state: State, nowMs: number = state.clockMs): Arr
   const silent = Liveness.silentBeyond(state.liveness, Math.max(nowMs, state.clockMs), ms).filter((rank) =>
     Membership.isLive(state.membership, rank)
   )
-  // Many ranks silent at once: what they share went quiet (`blockingSilenceQuietMax`), not each of them.
-  if (silent.length > state.config.blockingSilenceQuietMax * state.membership.activeCount) return []
-  return silent.filter((rank) => waitsOn(state, rank))
+  const waited = silent.filter((rank) => waitsOn(state, rank))
+  const quietMax = state.config.blockingSilenceQuietMax
+  if (quietMax >= 1 || waited.length === 0) return waited
+  const together = fellSilentTogether(state, silent, ms, quietMax * state.membership.activeCount)
+  return waited.filter((rank) => !together.has(rank))
+}
+
+/**
+ * The ranks of `silent` that fell silent within `windowMs` of more than `most` of them, themselves
+ * included (`blockingSilenceQuietMax`): a process of many ranks, a host or its network that went
+ * quiet silences them all at about one time, and ranks that leave one by one fall silent apart.
+ * Ranks that left long ago do not count against one that just fell silent. O(k log k).
+ */
+const fellSilentTogether = (state: State, silent: ReadonlyArray<Rank>, windowMs: number, most: number): Set<Rank> => {
+  const seen = state.liveness.lastSeenMs
+  const sorted = [...silent].sort((a, b) => seen[a]! - seen[b]!)
+  const together = new Set<Rank>()
+  // Two pointers: for each rank, the ranks whose last frame is within windowMs of its own.
+  let from = 0
+  let to = 0
+  for (let i = 0; i < sorted.length; i++) {
+    const at = seen[sorted[i]!]!
+    while (seen[sorted[from]!]! < at - windowMs) from += 1
+    while (to < sorted.length && seen[sorted[to]!]! <= at + windowMs) to += 1
+    if (to - from > most) together.add(sorted[i]!)
+  }
+  return together
 }
 
 /** Marks `rank` as having reported trained work (`State.reportedWork`) when `message` says so. */

@@ -184,10 +184,11 @@ export interface Options {
    */
   readonly blockingSilenceMs?: number
   /**
-   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may be silent past
-   * that bound at one time for it to declare any of them. More ranks silent at once says that
-   * something they share went quiet (a process running many ranks, their host, its network), not
-   * that each left: nobody is then declared before `heartbeatTimeoutMs`. Default 1: no such check.
+   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may fall silent
+   * together (their last frames within `blockingSilenceMs` of one another, all silent past it) for
+   * it to declare them. More ranks silent together says that something they share went quiet (a
+   * process running many ranks, their host, its network), not that each left: they are then not
+   * declared before `heartbeatTimeoutMs`. Default 1: no such check.
    */
   readonly blockingSilenceQuietMax?: number
   /**

@@ -171,4 +171,27 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
     tick(s, 2101)
     expect(declared(s)).toEqual([[2, "silent"]])
   })
+
+  it("blockingSilenceQuietMax counts ranks that fell silent together: ranks that fell silent apart are each declared", () => {
+    const s = make({
+      worldSize: 4,
+      epochSamples: 40,
+      epochs: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500,
+      blockingSilenceQuietMax: 0.25
+    })
+    Coordinator.start(s, 0)
+    progress(s, 2, 0)
+    progress(s, 3, 1000)
+    params(s, 0, 1100, 10)
+    params(s, 1, 1100, 10)
+    heartbeat(s, 1500, [0, 1])
+    // Rank 2 silent since 0, rank 3 since 1000: a second apart, each alone in its window.
+    tick(s, 1501)
+    expect(declared(s)).toEqual([
+      [2, "silent"],
+      [3, "silent"]
+    ])
+  })
 })
