@@ -17,29 +17,32 @@ import { roundSkips } from "./rounds.ts"
 import type { State } from "./state.ts"
 
 /**
- * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for, nor
- * before it reported trained work once: `State.reportedWork`):
+ * Whether the run waits on live `rank` (never while it holds a call the coordinator asked for):
  *
- * - `ring`: `rank`, a member (not joining, not owed a model), did not say `RingReady` to the
- *   pending rendezvous, or did not report `RoundDone` to the formed ring's open round (a member
- *   reported);
- * - `cpu`: `rank` holds uncommitted work and did not contribute to the open round, and the round
- *   is open (a contribution is in) and does not leave it out (`roundSilenceMs`), or nobody can
- *   work without it (progressive: no chunk left to hand out).
+ * - `ring`: `rank`, a member (not joining, not owed a model) that reported trained work once
+ *   (`State.reportedWork`), did not say `RingReady` to the pending rendezvous, or did not report
+ *   `RoundDone` to the formed ring's open round (a member reported);
+ * - `cpu`: `rank` holds uncommitted work, and either the open round (a contribution is in) waits
+ *   for its contribution (it did not contribute, reported trained work once, and the round does
+ *   not leave it out: `roundSilenceMs`), or nobody can work without it (progressive: no chunk
+ *   left to hand out). The latter whatever it did: a live rank beats while it waits for an
+ *   `Update` or for its model, so only a rank gone or stalled is silent past the bound there, and
+ *   the whole run waits for its chunks.
  */
 const waitsOn = (state: State, rank: Rank): boolean => {
-  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile; a
-  // joiner may wait for its model before it trains.
-  if (state.contributed[rank] !== 0 || state.liveness.holds.has(rank) || state.reportedWork[rank] === 0) return false
+  // A rank running a save or an eval the coordinator asked for may send nothing meanwhile.
+  if (state.liveness.holds.has(rank)) return false
+  // A joiner may wait a while for its model before it trains.
+  const trained = state.reportedWork[rank] === 1
   const ring = state.ring
   if (ring !== undefined) {
-    if (state.joining.has(rank) || state.modelOwed.has(rank)) return false
+    if (state.contributed[rank] !== 0 || !trained || state.joining.has(rank) || state.modelOwed.has(rank)) return false
     // A rendezvous waits on every member's RingReady; a formed ring's open round on its RoundDone.
     return ring.pending ? ring.ready[rank] === 0 : state.ringReports.size > 0
   }
   if (!hasUncommitted(state, rank)) return false
   // An open round waits on it, unless it leaves silent ranks out (`roundSilenceMs`).
-  if (state.contributions.size > 0 && !roundSkips(state, rank)) return true
+  if (state.contributed[rank] === 0 && trained && state.contributions.size > 0 && !roundSkips(state, rank)) return true
   const pool = state.pool
   return pool !== undefined && ChunkPool.remaining(pool) === 0
 }

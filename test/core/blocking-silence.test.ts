@@ -194,4 +194,42 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
       [3, "silent"]
     ])
   })
+
+  it("progressive: a joiner that never trained but holds the epoch's last chunks is declared once silent past the bound (the run waits for its chunks; a live joiner beats)", () => {
+    const s = make({
+      worldSize: 2,
+      maxRanks: 3,
+      epochSamples: 40,
+      epochs: 1,
+      mode: "progressive",
+      chunkSamples: 5,
+      chunksInflightMax: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500
+    })
+    const held = new Map<number, Array<readonly [number, number]>>()
+    const take = (cmds: ReadonlyArray<Coordinator.Command>) => {
+      for (const [to, offset, size] of ranges(s, cmds, "AssignChunk")) held.set(to, [...(held.get(to) ?? []), [offset, size]])
+    }
+    take(Coordinator.start(s, 0))
+    take(Coordinator.step(s, { _tag: "Join", rank: 2, nowMs: 10 }))
+    expect(held.get(2)?.length).toBe(1)
+    let t = 10
+    while ((held.get(0)?.length ?? 0) + (held.get(1)?.length ?? 0) > 0) {
+      t += 20
+      for (const rank of [0, 1]) {
+        const chunk = held.get(rank)?.shift()
+        if (chunk === undefined) continue
+        take(frame(s, rank, t, { _tag: "ChunkDone", epoch: 0, offset: chunk[0], size: chunk[1] }))
+        take(params(s, rank, t, 0))
+      }
+    }
+    expect(s.leaves).toEqual([])
+    heartbeat(s, 500, [0, 1])
+    tick(s, 505)
+    expect(s.leaves).toEqual([])
+    heartbeat(s, 511, [0, 1])
+    tick(s, 511)
+    expect(declared(s)).toEqual([[2, "silent"]])
+  })
 })
