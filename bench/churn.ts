@@ -37,8 +37,12 @@ export interface Scenario {
   readonly roundDeadlineMs?: number
   /** How often ranks beat when they send nothing else (default: a quarter of the timeout, at most 1 s). */
   readonly heartbeatIntervalMs?: number
+  /** `cpu`: rounds do not wait on a rank silent this long; it is not declared (`roundSilenceMs`; 0: off). */
+  readonly roundSilenceMs?: number
   /** A rank the run waits on and silent this long is declared at once (`blockingSilenceMs`; 0: off). */
   readonly blockingSilenceMs?: number
+  /** With blocking silence: the largest share of live ranks silent at once for it to declare any (`blockingSilenceQuietMax`). */
+  readonly blockingSilenceQuietMax?: number
   /**
    * The rank processes' niceness (0: the coordinator's): above 0 the OS runs the coordinator first
    * when both want a core, as when the ranks are devices of their own rather than two processes
@@ -200,9 +204,11 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     heartbeatTimeoutMs: scenario.heartbeatTimeoutMs,
     ...(scenario.heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: scenario.heartbeatIntervalMs }),
     ...(scenario.roundDeadlineMs === undefined || scenario.roundDeadlineMs === 0 ? {} : { roundDeadlineMs: scenario.roundDeadlineMs }),
+    ...(scenario.roundSilenceMs === undefined || scenario.roundSilenceMs === 0 ? {} : { roundSilenceMs: scenario.roundSilenceMs }),
     ...(scenario.blockingSilenceMs === undefined || scenario.blockingSilenceMs === 0
       ? {}
       : { blockingSilenceMs: scenario.blockingSilenceMs }),
+    ...(scenario.blockingSilenceQuietMax === undefined ? {} : { blockingSilenceQuietMax: scenario.blockingSilenceQuietMax }),
     failureLimit: { fraction: 1 },
     runToken,
     port: 0,
@@ -287,7 +293,7 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
   (["graceful", "crash", "silent"] as const).map((kind) => {
     const of = row.leaves.filter((l) => l.kind === kind)
     return [
-      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}`,
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.roundSilenceMs ? ` round silence ${row.scenario.roundSilenceMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}${row.scenario.blockingSilenceQuietMax ? ` quiet max ${row.scenario.blockingSilenceQuietMax}` : ""}`,
       kind,
       of.length,
       ms(of.map((l) => l.detectionMs)),
@@ -363,12 +369,14 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--blocking-silence-ms=MS] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
     const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
     const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
     const roundDeadlineMs = Number(process.argv.find((a) => a.startsWith("--round-deadline-ms="))?.slice(20) ?? 0)
+    const roundSilenceMs = Number(process.argv.find((a) => a.startsWith("--round-silence-ms="))?.slice(19) ?? 0)
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
+    const quietMax = process.argv.find((a) => a.startsWith("--blocking-quiet-max="))?.slice(21)
     const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
@@ -381,7 +389,9 @@ if (Lib.isMain("churn")) {
       batchMs: 5,
       heartbeatTimeoutMs: 2000,
       roundDeadlineMs,
+      roundSilenceMs,
       blockingSilenceMs,
+      ...(quietMax === undefined ? {} : { blockingSilenceQuietMax: Number(quietMax) }),
       ranksNice,
       ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
     })
@@ -407,7 +417,7 @@ if (Lib.isMain("churn")) {
     )
     const peak = row.coordinatorPeakMb
     console.log(
-      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
     )
   }
 }

@@ -26,7 +26,7 @@ import type { CommandShell } from "./coordinator-commands.ts"
  * - `state`: a core state made with `Core.make` (not started).
  * - `transport`: the coordinator's endpoint (a worker or process host's).
  * - `tickMs`: tick period in ms (default 100); at most half the core's `coordinatorStallMs` when
- *   that is on, and at most a quarter of its `roundDeadlineMs` when that is on (but not under
+ *   that is on, and at most a quarter of its `roundDeadlineMs` or `roundSilenceMs` when on (but not under
  *   `roundDeadlineTickMsMin`, 5 ms): a longer period is shortened to it.
  * - `coordHeartbeatMs`: how often survivors get a `CoordHeartbeat` (default 1000), and, while
  *   the run forms, every rank that already sent its `Hello`: a rank process takes

@@ -194,8 +194,10 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     const scope = yield* Effect.scope
     const stallMs = state.config.coordinatorStallMs
     // A round closes at the first tick past its deadline: the tick is at most a quarter of it, so a
-    // round the deadline closes waits for a slow rank that deadline, not a whole tick more.
-    const deadlineMs = state.config.roundDeadlineMs
+    // round the deadline closes waits for a slow rank that deadline, not a whole tick more. The
+    // same for a round that leaves out ranks silent past `roundSilenceMs`.
+    const bounds = [state.config.roundDeadlineMs, state.config.roundSilenceMs].filter((ms) => ms > 0)
+    const deadlineMs = bounds.length === 0 ? 0 : Math.min(...bounds)
     const askedTickMs =
       deadlineMs > 0 ? Math.min(options.tickMs ?? 100, Math.max(roundDeadlineTickMsMin, deadlineMs / 4)) : (options.tickMs ?? 100)
     const tickMs = stallMs > 0 ? Math.min(askedTickMs, stallMs / 2) : askedTickMs

@@ -164,12 +164,23 @@ export interface RunOptions {
   /** With `roundDeadlineMs`: the fraction (0, 1] of the survivors a round needs before its deadline closes it. Default 0.5. */
   readonly roundQuorum?: number
   /**
+   * `cpu` backend: the open round does not wait on a rank that owes it a contribution but sent
+   * nothing for more than this many ms; it is not declared, and a contribution it sends later is
+   * folded into the round open then (`Config.Options.roundSilenceMs`). Default 0: off.
+   */
+  readonly roundSilenceMs?: number
+  /**
    * A rank the open round waits on (or, in progressive mode, the epoch's last chunks) that sent
    * nothing for more than this many ms is declared dead as a silent leave, before
    * `heartbeatTimeoutMs` (`Config.Options.blockingSilenceMs`). Set it above the longest gap
    * between a training rank's frames. Default 0: off.
    */
   readonly blockingSilenceMs?: number
+  /**
+   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may be silent past
+   * it at once for it to declare any (`Config.Options.blockingSilenceQuietMax`). Default 1.
+   */
+  readonly blockingSilenceQuietMax?: number
   /**
    * `cpu` backend: how a round is combined (docs/edge-averaging.md): `mean` (default),
    * `trimmed-mean` (`trimFraction` cut from each end per coordinate, default 0.25) or `median`;

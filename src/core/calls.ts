@@ -44,7 +44,11 @@ export const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
         for (const to of c.ranks) enter(to, c.epoch)
     }
   }
-  for (const a of asked ?? [])
+  for (const a of asked ?? []) {
+    // This run's ranks went past an eval without answering it: their trainer has no `evaluate`,
+    // and an eval they never run is no reason to hold them (a hold counted by any frame sent past
+    // the ask would shield a rank that then left silently for `evalTimeoutMs`).
+    if (a.call === "eval" && state.evalsUnanswered) continue
     Liveness.hold(
       liveness,
       a.to,
@@ -55,16 +59,28 @@ export const holdCalls = (state: State, cmds: ReadonlyArray<Command>): void => {
       entered?.get(a.to) ?? Infinity,
       config.beatsDuringCalls || Liveness.beats(liveness, a.to)
     )
+  }
 }
 
-/** A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's hold (`holdCalls`). */
+/**
+ * A call's answer from `rank`, or a frame of an epoch it entered after the ask, ends the call's
+ * hold (`holdCalls`). So does a checkpoint's answer end the hold of an eval asked before it (an
+ * eval of an epoch up to the checkpoint's version: an epoch's end asks its eval first, and ranks
+ * apply the coordinator's messages in order). An eval hold ended without its answer shows that
+ * the run's trainer has no `evaluate` (one that has answers before it reads anything asked
+ * later): evals are not held from then on (`State.evalsUnanswered`).
+ */
 export const releaseCall = (state: State, rank: Rank, message: ToCoordinator): void => {
   if (!Membership.inRange(state.membership, rank)) return
-  if (message._tag === "CheckpointResult") Liveness.release(state.liveness, rank, "save", message.version)
-  else if (message._tag === "EvalResult") Liveness.release(state.liveness, rank, "eval", message.epoch)
+  let ended: ReadonlyArray<Liveness.Hold> = []
+  if (message._tag === "CheckpointResult") {
+    Liveness.release(state.liveness, rank, "save", message.version)
+    ended = Liveness.releaseWhere(state.liveness, rank, (h) => h.call === "eval" && h.id <= message.version)
+  } else if (message._tag === "EvalResult") Liveness.release(state.liveness, rank, "eval", message.epoch)
   else if (message._tag === "Progress" || message._tag === "Params" || message._tag === "ChunkDone" || message._tag === "RoundDone") {
-    Liveness.passed(state.liveness, rank, message.epoch)
+    ended = Liveness.passed(state.liveness, rank, message.epoch)
   }
+  if (ended.some((h) => h.call === "eval")) state.evalsUnanswered = true
 }
 
 /**

@@ -161,6 +161,17 @@ export interface Options {
    */
   readonly roundQuorum?: number
   /**
+   * `cpu` backend: the open round does not wait on a rank that owes it a contribution (it holds
+   * uncommitted work) but sent nothing for more than this many ms. The round closes once every
+   * other such rank contributed; the silent one is not declared, stays owed to the next round, and
+   * a contribution it sends later is folded into the round open then, its samples committing at
+   * that point (as with `roundDeadlineMs`). So a rank that left without a word (or whose process
+   * stopped) holds no round still, and a live one is never lost for it: at worst it contributes a
+   * round late. Set it above the gaps between a training rank's frames (a batch, the
+   * `Progress` interval). ms `>= 0`; 0 (default): off. Refused with the `ring` backend.
+   */
+  readonly roundSilenceMs?: number
+  /**
    * A live rank the open averaging round waits on (it holds uncommitted work and did not
    * contribute yet; with the `ring` backend, a member that did not say `RingReady` to the pending
    * rendezvous or `RoundDone` to the open round) and that sent nothing for more than this many ms is declared dead, as a silent
@@ -172,6 +183,14 @@ export interface Options {
    * ms `>= 0`; 0 (default): off.
    */
   readonly blockingSilenceMs?: number
+  /**
+   * With `blockingSilenceMs`: the largest share (0, 1] of the live ranks that may fall silent
+   * together (their last frames within `blockingSilenceMs` of one another, all silent past it) for
+   * it to declare them. More ranks silent together says that something they share went quiet (a
+   * process running many ranks, their host, its network), not that each left: they are then not
+   * declared before `heartbeatTimeoutMs`. Default 1: no such check.
+   */
+  readonly blockingSilenceQuietMax?: number
   /**
    * When a second rank crashes with the same error as an earlier one (same message and top stack
    * frame, compared by the crash fingerprint of the death report): `stop` (default) saves and
@@ -256,7 +275,9 @@ export interface Config {
   readonly roundStallMs: number
   readonly roundDeadlineMs: number
   readonly roundQuorum: number
+  readonly roundSilenceMs: number
   readonly blockingSilenceMs: number
+  readonly blockingSilenceQuietMax: number
   readonly onRepeatedCrash: "stop" | "continue"
   readonly aggregation: Aggregation
   readonly outlierRoundsMax: number
@@ -289,7 +310,9 @@ export const defaults = {
   roundStallMs: 600_000,
   roundDeadlineMs: 0,
   roundQuorum: 0.5,
+  roundSilenceMs: 0,
   blockingSilenceMs: 0,
+  blockingSilenceQuietMax: 1,
   onRepeatedCrash: "stop",
   aggregate: "mean",
   trimFraction: 0.25,
@@ -428,9 +451,17 @@ export const make = (options: Options): Config | Invalid => {
   }
   const roundQuorum = o.roundQuorum ?? defaults.roundQuorum
   if (!(roundQuorum > 0 && roundQuorum <= 1)) return invalid("roundQuorum", `must be in (0, 1], got ${String(roundQuorum)}`)
+  const roundSilenceMs = o.roundSilenceMs ?? defaults.roundSilenceMs
+  if (!(roundSilenceMs >= 0 && Number.isFinite(roundSilenceMs)))
+    return invalid("roundSilenceMs", `must be a number of ms >= 0 (0: off), got ${String(roundSilenceMs)}`)
+  if (roundSilenceMs > 0 && backend === "ring")
+    return invalid("roundSilenceMs", "needs the cpu backend: a ring round is one collective of every member")
   const blockingSilenceMs = o.blockingSilenceMs ?? defaults.blockingSilenceMs
   if (!(blockingSilenceMs >= 0 && Number.isFinite(blockingSilenceMs)))
     return invalid("blockingSilenceMs", `must be a number of ms >= 0 (0: off), got ${String(blockingSilenceMs)}`)
+  const blockingSilenceQuietMax = o.blockingSilenceQuietMax ?? defaults.blockingSilenceQuietMax
+  if (!(blockingSilenceQuietMax > 0 && blockingSilenceQuietMax <= 1))
+    return invalid("blockingSilenceQuietMax", `must be a fraction in (0, 1] of the live ranks, got ${String(blockingSilenceQuietMax)}`)
   const onRepeatedCrash = o.onRepeatedCrash ?? defaults.onRepeatedCrash
   if (onRepeatedCrash !== "stop" && onRepeatedCrash !== "continue") {
     return invalid("onRepeatedCrash", `must be stop or continue, got ${String(onRepeatedCrash)}`)
@@ -474,7 +505,9 @@ export const make = (options: Options): Config | Invalid => {
     roundStallMs,
     roundDeadlineMs,
     roundQuorum,
+    roundSilenceMs,
     blockingSilenceMs,
+    blockingSilenceQuietMax,
     onRepeatedCrash,
     aggregation: aggregation.value,
     outlierRoundsMax

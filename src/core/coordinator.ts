@@ -37,13 +37,13 @@ import * as Roles from "./roles.ts"
 import { type Departure, declareBatch } from "./deaths.ts"
 import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked } from "./emit.ts"
 import { endEpoch } from "./ending.ts"
-import { epochDone, startEpoch, wake } from "./epochs.ts"
+import { epochDone, isSaving, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
 import { onJoin, vacateAbsent } from "./joins.ts"
 import { onModel, reaskModels } from "./model-handover.ts"
 import { holdCalls, releaseCall, staleCause } from "./calls.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
-import { afterEpochModel, maybeCloseAtDeadline, onOutlier, onParams, onRoundDone } from "./rounds.ts"
+import { afterEpochModel, maybeCloseAtDeadline, maybeCloseRound, onOutlier, onParams, onRoundDone } from "./rounds.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -148,6 +148,7 @@ export const start = (state: State, nowMs?: number, options: StartOptions = {}):
     state.clockMs = nowMs
     state.liveness.lastSeenMs.fill(nowMs - state.liveness.pausedMs) // all equal: the list order stays valid
     state.epochStartedMs = nowMs
+    state.roundClosedMs = nowMs
   }
   if (options.paramsLength !== undefined && Number.isSafeInteger(options.paramsLength) && options.paramsLength >= 0) {
     state.paramsLength = options.paramsLength
@@ -286,7 +287,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       }
       // A refill is at most chunksInflightMax chunks for one rank: plain Sends are cheaper than typed arrays here.
       const { chunkSamples, chunksInflightMax } = state.config
-      while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
+      while (ChunkPool.inflight(pool, rank) < chunksInflightMax && !isSaving(state, rank)) {
         const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
         if (chunk === undefined) break
         send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, "refill after ChunkDone")
@@ -361,6 +362,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       }
       if (message.ok) state.checkpoint = undefined
       else failoverCheckpoint(state, cmds, `rank ${rank} failed: ${message.detail}`, true)
+      // It took no chunk while it saved (`isSaving`): it takes them now.
+      wake(state, cmds, `rank ${rank} is done with checkpoint ${message.version}`)
       return
     }
     case "EvalResult":
@@ -442,6 +445,8 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     formRing(state, cmds, timedOut)
   }
   maybeCloseAtDeadline(state, cmds)
+  // A round that leaves silent ranks out may close as one turns silent.
+  if (config.roundSilenceMs > 0 && state.phase === "running") maybeCloseRound(state, cmds)
   if (state.phase !== "running") return
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)

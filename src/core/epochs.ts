@@ -37,9 +37,19 @@ export const sendRanges = (
   if (out.count > 0) cmds.push({ _tag: "SendRanges", kind, epoch: state.epoch, ...out.build(), reason })
 }
 
-/** Tops `rank` up to `chunksInflightMax` outstanding chunks. */
+/**
+ * Whether `rank` is saving a checkpoint the coordinator asked for (it holds the pending one). Such
+ * a rank is handed no new chunk until the checkpoint is settled: a chunk given to it would make
+ * the next round wait for its save, and a rank that left silently during the save is held for
+ * `saveTimeoutMs` (docs/liveness.md), so the whole run would stand still that long. The others
+ * train meanwhile; it is filled as soon as its result arrives or the checkpoint moves on.
+ */
+export const isSaving = (state: State, rank: Rank): boolean => state.checkpoint !== undefined && state.checkpoint.rank === rank
+
+/** Tops `rank` up to `chunksInflightMax` outstanding chunks (none while it saves: `isSaving`). */
 export const fill = (state: State, out: Split.SliceBuilder, rank: Rank): void => {
   const pool = state.pool!
+  if (isSaving(state, rank)) return
   const { chunkSamples, chunksInflightMax } = state.config
   while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
     const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))

@@ -435,25 +435,33 @@ export const hold = (
  * @category mutations
  */
 export const release = (l: Liveness, rank: Rank, call: Hold["call"], id: number): void =>
-  releaseWhere(l, rank, (h) => h.call === call && h.id === id)
+  void releaseWhere(l, rank, (h) => h.call === call && h.id === id)
 
 /**
- * Ends `rank`'s holds that a frame of `epoch` shows it went past (`Hold.passedAtEpoch`). O(1)
- * for a rank without holds.
+ * Ends `rank`'s holds that a frame of `epoch` shows it went past (`Hold.passedAtEpoch`); returns
+ * them. O(1) for a rank without holds.
  *
  * @since 0.1.0
  * @category mutations
  */
-export const passed = (l: Liveness, rank: Rank, epoch: number): void => releaseWhere(l, rank, (h) => h.passedAtEpoch <= epoch)
+export const passed = (l: Liveness, rank: Rank, epoch: number): ReadonlyArray<Hold> =>
+  releaseWhere(l, rank, (h) => h.passedAtEpoch <= epoch)
 
-const releaseWhere = (l: Liveness, rank: Rank, done: (h: Hold) => boolean): void => {
+/**
+ * Ends `rank`'s holds for which `done` is true; returns the holds ended. O(holds + log s).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const releaseWhere = (l: Liveness, rank: Rank, done: (h: Hold) => boolean): ReadonlyArray<Hold> => {
   const holds = l.holds.get(rank)
-  if (holds === undefined) return
+  if (holds === undefined) return []
   const kept = holds.filter((h) => !done(h))
-  if (kept.length === holds.length) return
+  if (kept.length === holds.length) return []
   if (kept.length === 0) l.holds.delete(rank)
   else l.holds.set(rank, kept)
   reposition(l, rank)
+  return holds.filter(done)
 }
 
 /**

@@ -150,6 +150,8 @@ export interface Counters {
   joinersLost: number
   /** `cpu` rounds closed at `roundDeadlineMs` without every survivor's contribution. */
   roundsClosedAtDeadline: number
+  /** `cpu` rounds closed without ranks silent for more than `roundSilenceMs`. */
+  roundsClosedWithoutSilent: number
 }
 
 /**
@@ -233,5 +235,6 @@ export const zeroCounters = (): Counters => ({
   joinsRefused: 0,
   modelsRefused: 0,
   joinersLost: 0,
-  roundsClosedAtDeadline: 0
+  roundsClosedAtDeadline: 0,
+  roundsClosedWithoutSilent: 0
 })

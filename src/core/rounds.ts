@@ -12,6 +12,7 @@ import * as ChunkPool from "./chunk-pool.ts"
 import { alert, hasUncommitted, memberCount, path, tracked } from "./emit.ts"
 import { complete, endEpoch } from "./ending.ts"
 import * as EpochModel from "./epoch-model.ts"
+import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import { epochDone } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
@@ -172,14 +173,60 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
   state.contributions.clear()
   state.round += 1
   state.roundOpenedMs = undefined
+  state.roundClosedMs = state.clockMs
   enterRounds(state, cmds)
   state.pendingRequired = state.uncommittedLive
 }
 
+/**
+ * Whether the open round leaves live `rank` out although it owes a contribution: it sent nothing
+ * for more than `roundSilenceMs` (on, `cpu`), counted from its last frame or the last round's
+ * close, whichever is later. A rank that contributed waits for that close's `Update` and sends
+ * nothing meanwhile: its quiet before the `Update` reached it is the coordinator's, not its own
+ * (counted from its last frame, a round slower than the bound left out every rank that waited on
+ * it, and rounds of one contributor followed one another, each sending every rank an `Update`).
+ * O(1).
+ */
+export const roundSkips = (state: State, rank: Rank): boolean => {
+  const ms = state.config.roundSilenceMs
+  return ms > 0 && state.clockMs - state.roundClosedMs > ms && Liveness.silentMs(state.liveness, rank, state.clockMs) > ms
+}
+
+/**
+ * The live ranks that owe the open round a contribution (they hold uncommitted work and did not
+ * contribute) and that it leaves out (`roundSkips`). O(k + s): the ranks silent that long.
+ */
+const skippedCount = (state: State): number => {
+  const ms = state.config.roundSilenceMs
+  if (ms <= 0 || state.pendingRequired <= 0 || state.clockMs - state.roundClosedMs <= ms) return 0
+  let count = 0
+  for (const rank of Liveness.silentBeyond(state.liveness, state.clockMs, ms))
+    if (Membership.isLive(state.membership, rank) && state.contributed[rank] === 0 && hasUncommitted(state, rank)) count += 1
+  return count
+}
+
+/**
+ * Closes the open `cpu` round once every survivor that owes it a contribution contributed, or
+ * (`roundSilenceMs`) every one but those silent past the bound (`roundSkips`): these stay owed to the next
+ * round, where a contribution they send later is folded in and commits. Called after every
+ * contribution and departure, and at every tick (a rank turns silent with time).
+ */
 export const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
   if (state.ring !== undefined) return maybeCloseRingRound(state, cmds)
-  if (state.phase !== "running" || state.pendingRequired > 0 || state.contributions.size === 0) return
-  closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
+  if (state.phase !== "running" || state.contributions.size === 0) return
+  if (state.pendingRequired <= 0) {
+    closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
+  } else {
+    const skipped = skippedCount(state)
+    if (skipped < state.pendingRequired) return
+    state.counters.roundsClosedWithoutSilent += 1
+    closeRound(
+      state,
+      cmds,
+      `round ${state.round} closed without ${skipped} ${skipped === 1 ? "rank" : "ranks"} silent for more than roundSilenceMs ` +
+        `${state.config.roundSilenceMs}: ${skipped === 1 ? "it folds" : "they fold"} into the next round`
+    )
+  }
   if (epochDone(state)) endEpoch(state, cmds)
 }
 

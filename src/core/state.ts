@@ -151,6 +151,8 @@ export interface State {
   fastestResolved: boolean
   round: number
   roundOpenedMs: number | undefined
+  /** When the last `cpu` round closed (its `Update` went out), or the run started: `roundSilenceMs` counts from it. */
+  roundClosedMs: number
   /** Live ranks holding uncommitted work. */
   uncommittedLive: number
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
@@ -162,6 +164,11 @@ export interface State {
    * the run's accuracy unasked).
    */
   evalsAsked: Map<number, Rank>
+  /**
+   * A rank went past an eval it was asked for without answering it (the run's trainer has no
+   * `evaluate`): later evals are asked but hold nobody (`calls.ts`).
+   */
+  evalsUnanswered: boolean
   /**
    * Parameter count every contribution must have: agreed at formation (`start`'s `paramsLength`,
    * from the ranks' `Hello`s), else the first contribution's.
@@ -314,10 +321,12 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     fastestResolved: false,
     round: 0,
     roundOpenedMs: undefined,
+    roundClosedMs: nowMs,
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,
     evalsAsked: new Map(),
+    evalsUnanswered: false,
     paramsLength: undefined,
     firstEpoch: 0,
     firstRound: 0,

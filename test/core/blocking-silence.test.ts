@@ -143,4 +143,93 @@ describe("blockingSilenceMs: a silent rank the run waits on is declared before t
       [2, "silent"]
     ])
   })
+
+  it("blockingSilenceQuietMax: with more of the live ranks silent past the bound at once, nobody is declared early; with fewer, the silent one is", () => {
+    for (const blockingSilenceQuietMax of [0, 1.5, Number.NaN]) {
+      const made = Coordinator.make({ worldSize: 2, epochSamples: 2, epochs: 1, blockingSilenceMs: 500, blockingSilenceQuietMax }, 0)
+      expect("_tag" in made && made.option).toBe("blockingSilenceQuietMax")
+    }
+    const s = make({
+      worldSize: 4,
+      epochSamples: 40,
+      epochs: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500,
+      blockingSilenceQuietMax: 0.25
+    })
+    Coordinator.start(s, 0)
+    for (const rank of [2, 3]) progress(s, rank, 0)
+    params(s, 0, 100, 10)
+    params(s, 1, 100, 10)
+    // Ranks 2 and 3 (half the run) went quiet together: a stalled host, not two leaves.
+    heartbeat(s, 1900, [0, 1])
+    tick(s, 2000)
+    expect(s.leaves).toEqual([])
+    // Rank 3 is heard from again; rank 2 alone is silent (a quarter of the run): declared.
+    progress(s, 3, 2100)
+    heartbeat(s, 2100, [0, 1])
+    tick(s, 2101)
+    expect(declared(s)).toEqual([[2, "silent"]])
+  })
+
+  it("blockingSilenceQuietMax counts ranks that fell silent together: ranks that fell silent apart are each declared", () => {
+    const s = make({
+      worldSize: 4,
+      epochSamples: 40,
+      epochs: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500,
+      blockingSilenceQuietMax: 0.25
+    })
+    Coordinator.start(s, 0)
+    progress(s, 2, 0)
+    progress(s, 3, 1000)
+    params(s, 0, 1100, 10)
+    params(s, 1, 1100, 10)
+    heartbeat(s, 1500, [0, 1])
+    // Rank 2 silent since 0, rank 3 since 1000: a second apart, each alone in its window.
+    tick(s, 1501)
+    expect(declared(s)).toEqual([
+      [2, "silent"],
+      [3, "silent"]
+    ])
+  })
+
+  it("progressive: a joiner that never trained but holds the epoch's last chunks is declared once silent past the bound (the run waits for its chunks; a live joiner beats)", () => {
+    const s = make({
+      worldSize: 2,
+      maxRanks: 3,
+      epochSamples: 40,
+      epochs: 1,
+      mode: "progressive",
+      chunkSamples: 5,
+      chunksInflightMax: 1,
+      heartbeatTimeoutMs: 10_000,
+      blockingSilenceMs: 500
+    })
+    const held = new Map<number, Array<readonly [number, number]>>()
+    const take = (cmds: ReadonlyArray<Coordinator.Command>) => {
+      for (const [to, offset, size] of ranges(s, cmds, "AssignChunk")) held.set(to, [...(held.get(to) ?? []), [offset, size]])
+    }
+    take(Coordinator.start(s, 0))
+    take(Coordinator.step(s, { _tag: "Join", rank: 2, nowMs: 10 }))
+    expect(held.get(2)?.length).toBe(1)
+    let t = 10
+    while ((held.get(0)?.length ?? 0) + (held.get(1)?.length ?? 0) > 0) {
+      t += 20
+      for (const rank of [0, 1]) {
+        const chunk = held.get(rank)?.shift()
+        if (chunk === undefined) continue
+        take(frame(s, rank, t, { _tag: "ChunkDone", epoch: 0, offset: chunk[0], size: chunk[1] }))
+        take(params(s, rank, t, 0))
+      }
+    }
+    expect(s.leaves).toEqual([])
+    heartbeat(s, 500, [0, 1])
+    tick(s, 505)
+    expect(s.leaves).toEqual([])
+    heartbeat(s, 511, [0, 1])
+    tick(s, 511)
+    expect(declared(s)).toEqual([[2, "silent"]])
+  })
 })

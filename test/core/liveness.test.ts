@@ -241,7 +241,12 @@ describe("the adaptive detector: timeouts that follow each link, within [adaptiv
 
 describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTimeoutMs)", () => {
   /** Two ranks, one epoch each committed at `nowMs`: rank 0 is asked for the eval and the checkpoint. */
-  const endEpoch = (options: { readonly saveTimeoutMs?: number; readonly evalTimeoutMs?: number; readonly epochs?: number }) => {
+  const endEpoch = (options: {
+    readonly saveTimeoutMs?: number
+    readonly evalTimeoutMs?: number
+    readonly epochs?: number
+    readonly checkpointEveryEpochs?: number
+  }) => {
     const s = make({
       worldSize: 3,
       epochSamples: 30,
@@ -254,7 +259,7 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
     params(s, 0, 100, 10)
     params(s, 1, 100, 10)
     const end = params(s, 2, 100, 10)
-    expect(tags(end)).toContain("Send:Checkpoint")
+    expect(tags(end)).toContain(options.checkpointEveryEpochs === 0 ? "Send:Eval" : "Send:Checkpoint")
     return s
   }
 
@@ -315,8 +320,8 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
   })
 
   it("an Eval a trainer without evaluate never answers: the rank's first frame of the next epoch ends its hold, so a rank stuck later is declared at the heartbeat timeout", () => {
-    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 5000 })
-    frame(s, 0, 150, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })
+    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 5000, checkpointEveryEpochs: 0 })
+    heartbeat(s, 150, [0]) // a frame past the ask: the hold counts
     expect(Coordinator.deadlineOf(s, 0)).toBe(6100) // the eval's hold: asked at 100, 1000 + 5000
     frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 2, msPerBatch: 1 })
     expect(Coordinator.deadlineOf(s, 0)).toBe(1200)
@@ -325,9 +330,40 @@ describe("a call the coordinator asked for holds its rank (saveTimeoutMs, evalTi
     expect(s.deaths.map((d) => [d.rank, d.cause])).toEqual([[0, "no frame for 1001 ms (timeout 1000 ms)"]])
   })
 
+  it("a checkpoint's answer ends the hold of the eval asked before it: the rank read the eval first, and answered none", () => {
+    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 5000 })
+    heartbeat(s, 150, [0]) // as it starts the save: both holds count
+    expect(Coordinator.deadlineOf(s, 0)).toBe(11_100) // 1000 + the eval's 5000, then the save's 5000
+    frame(s, 0, 200, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1200)
+    expect(s.evalsUnanswered).toBe(true)
+  })
+
+  it("once a rank went past an eval without answering, later evals hold nobody: a rank that left silently after a frame sent past the ask is declared at its timeout", () => {
+    const s = make({
+      worldSize: 3,
+      epochSamples: 30,
+      epochs: 3,
+      heartbeatTimeoutMs: 1000,
+      rolePolicy: { rank: 0 },
+      checkpointEveryEpochs: 0
+    })
+    Coordinator.start(s, 0)
+    for (const rank of [0, 1, 2]) params(s, rank, 100, 10)
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1100) // held once seen past the ask
+    frame(s, 0, 150, { _tag: "Heartbeat" })
+    expect(Coordinator.deadlineOf(s, 0)).toBe(600_000 + 1100)
+    frame(s, 0, 200, { _tag: "Progress", epoch: 1, samplesDone: 2, msPerBatch: 1 })
+    expect(s.evalsUnanswered).toBe(true)
+    for (const rank of [0, 1, 2]) params(s, rank, 300, 10)
+    expect(s.epoch).toBe(2)
+    frame(s, 0, 350, { _tag: "Heartbeat" }) // past the ask of epoch 1's eval, then silent
+    expect(Coordinator.deadlineOf(s, 0)).toBe(1350)
+  })
+
   it("an eval past its bound: EvalTimeout; a rank asked for nothing is declared at the heartbeat timeout", () => {
-    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 2000 })
-    frame(s, 0, 150, { _tag: "CheckpointResult", version: 0, ok: true, detail: "v0" })
+    const s = endEpoch({ saveTimeoutMs: 5000, evalTimeoutMs: 2000, checkpointEveryEpochs: 0 })
+    heartbeat(s, 150, [0]) // as it starts the eval
     heartbeat(s, 200, [1])
     const early = tick(s, 1101) // rank 2 holds no call: 1001 ms of silence is too long
     expect(tags(early)[0]).toBe("Alert:RankLost")

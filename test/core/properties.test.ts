@@ -319,6 +319,28 @@ describe("coordinator properties under random deaths, exits, hangs and late fram
     expect(completed).toBeGreaterThan(40)
   })
 
+  it("cpu rounds that leave silent ranks out (roundSilenceMs, with or without blockingSilenceMs and its quiet check): late contributions fold into later rounds, joiners included, every epoch is committed exactly once, and every run ends", () => {
+    let withoutSilent = 0
+    const withSilence = fc
+      .record({
+        base: fc.oneof(scenario, growing),
+        roundSilenceMs: fc.integer({ min: 1, max: 120 }),
+        blockingSilenceMs: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 200 })),
+        blockingSilenceQuietMax: fc.double({ min: 0.05, max: 1, noNaN: true })
+      })
+      .map(
+        ({ base, roundSilenceMs, blockingSilenceMs, blockingSilenceQuietMax }): Simulation.Scenario => ({
+          ...base,
+          options: { ...base.options, backend: "cpu", roundSilenceMs, blockingSilenceMs, blockingSilenceQuietMax }
+        })
+      )
+    const completed = simulate(withSilence, { seed: SEED + 6, numRuns: 200 }, (result) => {
+      withoutSilent += result.state.counters.roundsClosedWithoutSilent
+    })
+    expect(withoutSilent).toBeGreaterThan(100)
+    expect(completed).toBeGreaterThan(40)
+  })
+
   it("ring joins whose asked member dies before it hands the model over: the model is asked of another member, the joiner enters no collective before it holds it, every epoch is committed exactly once, and every run ends", () => {
     let reissued = 0
     let entries = 0
