@@ -33,7 +33,20 @@ export const mean = (params: ReadonlyArray<Float32Array>): Float32Array | MeanEr
   }
   if (params.length === 1) return Float32Array.from(first)
   const sum = new Float64Array(length)
-  for (const p of params) for (let j = 0; j < length; j++) sum[j]! += p[j]!
+  // Four contributions a pass: a quarter of the loads and stores of `sum`. Each value is still
+  // added in the contributions' order, one rounding at a time, so the result is the same.
+  let i = 0
+  for (; i + 4 <= params.length; i += 4) {
+    const a = params[i]!
+    const b = params[i + 1]!
+    const c = params[i + 2]!
+    const d = params[i + 3]!
+    for (let j = 0; j < length; j++) sum[j] = sum[j]! + a[j]! + b[j]! + c[j]! + d[j]!
+  }
+  for (; i < params.length; i++) {
+    const p = params[i]!
+    for (let j = 0; j < length; j++) sum[j]! += p[j]!
+  }
   const out = new Float32Array(length)
   for (let j = 0; j < length; j++) out[j] = sum[j]! / params.length
   return out

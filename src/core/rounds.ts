@@ -241,6 +241,28 @@ export const closeOpenRound = (state: State, cmds: Array<Command>, reason: strin
   if (state.started && state.contributions.size > 0) closeRound(state, cmds, reason)
 }
 
+/**
+ * Whether every value is finite. x * 0 is ±0 for a finite x and NaN for NaN or ±Infinity, and NaN
+ * stays NaN: one multiply-add a value and no branch, about half the time of a Number.isFinite per
+ * value. Four sums, not one: each add waits only for its own sum's last add.
+ */
+const allFinite = (params: Float32Array): boolean => {
+  let p0 = 0
+  let p1 = 0
+  let p2 = 0
+  let p3 = 0
+  const length = params.length
+  let i = 0
+  for (; i + 4 <= length; i += 4) {
+    p0 += params[i]! * 0
+    p1 += params[i + 1]! * 0
+    p2 += params[i + 2]! * 0
+    p3 += params[i + 3]! * 0
+  }
+  for (; i < length; i++) p0 += params[i]! * 0
+  return p0 + p1 + p2 + p3 === 0
+}
+
 export const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
   commitContribution(state, rank, samplesDone, cmds)
   if (state.contributed[rank] === 0) {
@@ -250,11 +272,7 @@ export const onParams = (state: State, rank: Rank, samplesDone: number, params: 
   state.paramsLength ??= params.length
   let usable = params.length === state.paramsLength
   if (usable) {
-    // x * 0 is ±0 for a finite x and NaN for NaN or ±Infinity, and NaN stays NaN: one multiply-add
-    // a value and no branch, about half the time of a Number.isFinite per value.
-    let probe = 0
-    for (let i = 0; i < params.length; i++) probe += params[i]! * 0
-    usable = probe === 0
+    usable = allFinite(params)
   }
   if (!usable) {
     state.counters.paramsRejected += 1

@@ -207,7 +207,9 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         } else {
           link = hub.attach(joinedRank, {
             post: (message) => socket.send(message),
-            close: (code) => socket.close(code, "closed by coordinator")
+            close: (code) => socket.close(code, "closed by coordinator"),
+            // Every runtime's WebSocket send copies or only reads the bytes.
+            sharesMessages: true
           })
           socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beats.welcomeFields(joinedRank) }))
         }

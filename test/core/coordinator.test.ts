@@ -1089,6 +1089,20 @@ describe("hostile inputs through the library API", () => {
     expect(close.some((c) => c._tag === "EpochEnded")).toBe(true)
   })
 
+  it("finds a non-finite value at every position of the check's four-wide loop and its tail", () => {
+    const s = make({ worldSize: 12, epochSamples: 120, epochs: 1, alertCollapseMs: 0 })
+    Coordinator.start(s)
+    for (let rank = 0; rank < 11; rank++) {
+      const params = Float32Array.from({ length: 11 }, (_, i) => i - 5.5)
+      params[rank] = rank % 2 === 0 ? Number.NaN : Number.NEGATIVE_INFINITY
+      expect(tags(frame(s, rank, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params }))).toEqual(["Alert:BadParams"])
+    }
+    const close = frame(s, 11, 1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 10, params: new Float32Array(11).fill(-0) })
+    const round = close.find((c) => c._tag === "AverageRound")
+    expect(round?._tag === "AverageRound" && round.params.length).toBe(1)
+    expect(s.counters.paramsRejected).toBe(11)
+  })
+
   it("leaves parameters with an infinity out of the average, and keeps finite ones of either sign, zeros included", () => {
     const s = make({ worldSize: 4, epochSamples: 40, epochs: 1, alertCollapseMs: 0 })
     Coordinator.start(s)

@@ -181,3 +181,49 @@ describe("hub: order-free batches (Transport.Options.orderFree)", () => {
       })
   )
 })
+
+describe("hub: one long frame to many ports that share messages (Port.sharesMessages)", () => {
+  /** A port that records what was posted to it. */
+  const recording = (posted: Array<Uint8Array>, sharesMessages: boolean): Hub.Port => ({
+    post: (message) => void posted.push(message),
+    close: () => {},
+    sharesMessages
+  })
+  const long = Uint8Array.from({ length: 40_000 }, (_, i) => i & 0xff)
+
+  it.live("is batched once for every sharing port, a fresh batch for the others, with the same bytes", () =>
+    Effect.gen(function* () {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      const posted: Array<Array<Uint8Array>> = [[], [], [], []]
+      posted.forEach((into, peer) => hub.attach(peer, recording(into, peer < 3)))
+      for (let peer = 0; peer < 4; peer++) assert.strictEqual(hub.transport.sendUnsafe(peer, long), undefined)
+      hub.flushAll()
+      const [a, b, c, other] = posted.map((into) => into[0]!)
+      assert.strictEqual(a, b)
+      assert.strictEqual(a, c)
+      assert.notStrictEqual(a, other)
+      assert.deepStrictEqual(Batch.decode(a!), [long])
+      assert.deepStrictEqual(Batch.decode(other!), [long])
+    })
+  )
+
+  it.live("a long frame with others in the same batch, or a short one alone, gets a batch of its own per port", () =>
+    Effect.gen(function* () {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      const posted: Array<Array<Uint8Array>> = [[], []]
+      posted.forEach((into, peer) => hub.attach(peer, recording(into, true)))
+      for (let peer = 0; peer < 2; peer++) {
+        hub.transport.sendUnsafe(peer, long)
+        hub.transport.sendUnsafe(peer, frame(peer, 0))
+      }
+      hub.flushAll()
+      assert.notStrictEqual(posted[0]![0], posted[1]![0])
+      assert.deepStrictEqual(Batch.decode(posted[1]![0]!), [long, frame(1, 0)])
+      const short = frame(9, 9)
+      for (let peer = 0; peer < 2; peer++) hub.transport.sendUnsafe(peer, short)
+      hub.flushAll()
+      assert.notStrictEqual(posted[0]![1], posted[1]![1])
+      assert.deepStrictEqual(Batch.decode(posted[0]![1]!), [short])
+    })
+  )
+})

@@ -37,6 +37,28 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
     expect(params.byteLength).toBe(params.buffer.byteLength)
   })
 
+  it("decodes float vectors at any offset of the bytes into memory of their own, which a later change of the bytes leaves alone", () => {
+    const params = Float32Array.from({ length: 1001 }, (_, i) => i * 0.5 - 7)
+    const data = Float64Array.from({ length: 33 }, (_, i) => i / 3)
+    const frames = [
+      Frame.fromRank(2, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params }),
+      Frame.fromRank(2, { _tag: "RingData", generation: 1, round: 0, step: 3, data })
+    ]
+    for (const frame of frames) {
+      const encoded = Codec.encode(frame)
+      for (let offset = 0; offset < 8; offset++) {
+        const backing = new Uint8Array(offset + encoded.length + 3)
+        backing.set(encoded, offset)
+        const bytes = backing.subarray(offset, offset + encoded.length)
+        const decoded = Result.getOrThrow(Codec.decode(bytes))
+        backing.fill(0xff)
+        expect(decoded).toEqual(frame)
+        const values = decoded.message._tag === "Params" ? decoded.message.params : (decoded.message as { data: Float64Array }).data
+        expect(values.buffer).not.toBe(backing.buffer)
+      }
+    }
+  })
+
   it("gives -0 back as 0 (cbor-x writes integral numbers as integers)", () => {
     const frame = Frame.fromRank(0, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: -0 })
     const decoded = Result.getOrThrow(Codec.decode(Codec.encode(frame)))

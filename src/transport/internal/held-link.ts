@@ -132,7 +132,9 @@ export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (
       if (socket === undefined) return finish(options.endCause(closeCode))
       session.flushAll()
       socket.close(closeCode, "closed by coordinator")
-    }
+    },
+    // The session copies a message into its pieces and keeps it, unchanged, for a resend.
+    sharesMessages: true
   })
   welcome(id)
   session.attach(sinkOf(first), 0)

@@ -23,6 +23,12 @@ export interface Port {
   /** Posts a message whose every frame `Transport.Options.orderFree` marks, ahead of what waits (a link that sends in pieces); default `post`. */
   readonly postLoose?: (message: Uint8Array) => void
   readonly close: (closeCode: number) => void
+  /**
+   * The channel neither changes nor transfers what it posts (it copies the bytes or only reads
+   * them), so one message may be posted to several ports: a frame sent alone to many peers (a
+   * round's `Update`) is then batched once for all of them. Default false.
+   */
+  readonly sharesMessages?: boolean
 }
 
 /** What a transport reports about one peer's channel. @since 0.1.0 @category internal */
@@ -110,6 +116,13 @@ interface LinkState {
   jumped: boolean
 }
 
+/**
+ * A frame at least this long, posted alone to ports that share messages, is batched once and the
+ * batch reused for every such port (`Port.sharesMessages`). Shorter frames cost less to copy again
+ * than to look up.
+ */
+const sharedBatchFromBytes = 4096
+
 /** Frames of one link handed to the inbox per turn. */
 const turnFrames = 64
 /**
@@ -143,10 +156,24 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
     /** Turns of the event loop the inbox stayed full; the pump polls each turn, then every ms. */
     let fullPolls = 0
 
+    /** The batch of one long frame, made once however many ports share it. */
+    const loneBatches = new WeakMap<Uint8Array, Uint8Array>()
+    const batchOf = (state: LinkState): Uint8Array => {
+      const only = state.outbox.length === 1 ? state.outbox[0]! : undefined
+      if (only === undefined || state.port.sharesMessages !== true || only.byteLength < sharedBatchFromBytes)
+        return Batch.encode(state.outbox, state.outboxBytes)
+      let batch = loneBatches.get(only)
+      if (batch === undefined) {
+        batch = Batch.encode(state.outbox, state.outboxBytes)
+        loneBatches.set(only, batch)
+      }
+      return batch
+    }
+
     const flush = (state: LinkState): void => {
       state.scheduled = false
       if (state.outbox.length === 0 || state.ended) return
-      const message = Batch.encode(state.outbox, state.outboxBytes)
+      const message = batchOf(state)
       const loose = state.port.postLoose !== undefined && resolved.orderFree !== undefined && state.outbox.every(resolved.orderFree)
       stats.framesSent += state.outbox.length
       stats.messagesSent += 1
