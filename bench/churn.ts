@@ -320,21 +320,37 @@ export const run = async (quick: boolean): Promise<{ readonly rows: ReadonlyArra
   const base = { processes: quick ? 2 : 4, epochs: quick ? 5 : 5, params: 10_000, batchMs: 5, heartbeatTimeoutMs: 2000 }
   // A silent leaver the run waits on, declared at 750 ms instead of the 2 s timeout; ranks then beat every 250 ms.
   const blocking = { blockingSilenceMs: 750, heartbeatIntervalMs: 250 }
-  const shapes: Array<Pick<Scenario, "ranks" | "backend" | "mode" | "roundDeadlineMs" | "blockingSilenceMs" | "heartbeatIntervalMs">> =
-    quick
-      ? [{ ranks: 64, backend: "cpu", mode: "progressive" }]
-      : [
-          { ranks: 64, backend: "cpu", mode: "progressive" },
-          // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
-          { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
-          { ranks: 64, backend: "cpu", mode: "progressive", ...blocking },
-          { ranks: 64, backend: "ring", mode: "progressive" },
-          { ranks: 64, backend: "ring", mode: "progressive", ...blocking },
-          { ranks: 256, backend: "cpu", mode: "progressive" },
-          { ranks: 256, backend: "cpu", mode: "progressive", ...blocking },
-          { ranks: 256, backend: "cpu", mode: "static" },
-          { ranks: 256, backend: "ring", mode: "progressive" }
-        ]
+  // Rounds that do not wait on silent ranks, and blocking silence for the epoch's end that leaves
+  // alone ranks falling silent together (a stalled rank process); ranks beat every 250 ms.
+  const quiet = { roundSilenceMs: 300, blockingSilenceMs: 750, blockingSilenceQuietMax: 0.3, heartbeatIntervalMs: 250 }
+  const shapes: Array<
+    Pick<
+      Scenario,
+      | "ranks"
+      | "backend"
+      | "mode"
+      | "roundDeadlineMs"
+      | "roundSilenceMs"
+      | "blockingSilenceMs"
+      | "blockingSilenceQuietMax"
+      | "heartbeatIntervalMs"
+    >
+  > = quick
+    ? [{ ranks: 64, backend: "cpu", mode: "progressive" }]
+    : [
+        { ranks: 64, backend: "cpu", mode: "progressive" },
+        // A silent leave holds every round open until the heartbeat timeout: a round deadline does not wait for it.
+        { ranks: 64, backend: "cpu", mode: "progressive", roundDeadlineMs: 300 },
+        { ranks: 64, backend: "cpu", mode: "progressive", ...blocking },
+        { ranks: 64, backend: "cpu", mode: "progressive", ...quiet },
+        { ranks: 64, backend: "ring", mode: "progressive" },
+        { ranks: 64, backend: "ring", mode: "progressive", ...blocking },
+        { ranks: 256, backend: "cpu", mode: "progressive" },
+        { ranks: 256, backend: "cpu", mode: "progressive", ...blocking },
+        { ranks: 256, backend: "cpu", mode: "progressive", ...quiet },
+        { ranks: 256, backend: "cpu", mode: "static" },
+        { ranks: 256, backend: "ring", mode: "progressive" }
+      ]
   const rows: Array<Row> = []
   const table: Array<Array<string | number>> = []
   for (const shape of shapes) {

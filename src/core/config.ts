@@ -162,7 +162,8 @@ export interface Options {
   readonly roundQuorum?: number
   /**
    * `cpu` backend: the open round does not wait on a rank that owes it a contribution (it holds
-   * uncommitted work) but sent nothing for more than this many ms. The round closes once every
+   * uncommitted work) but sent nothing for more than this many ms (or twice the run's usual round,
+   * when longer), counted from its last frame or the last round's close. The round closes once every
    * other such rank contributed; the silent one is not declared, stays owed to the next round, and
    * a contribution it sends later is folded into the round open then, its samples committing at
    * that point (as with `roundDeadlineMs`). So a rank that left without a word (or whose process

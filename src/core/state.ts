@@ -153,6 +153,12 @@ export interface State {
   roundOpenedMs: number | undefined
   /** When the last `cpu` round closed (its `Update` went out), or the run started: `roundSilenceMs` counts from it. */
   roundClosedMs: number
+  /**
+   * The run's usual `cpu` round, ms: from one close to the next, over rounds that waited for every
+   * rank (smoothed, gain 1/8; 0 before the first). `roundSilenceMs` leaves a rank out only once it
+   * was silent for twice that, if longer.
+   */
+  roundLengthMs: number
   /** Live ranks holding uncommitted work. */
   uncommittedLive: number
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
@@ -322,6 +328,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     round: 0,
     roundOpenedMs: undefined,
     roundClosedMs: nowMs,
+    roundLengthMs: 0,
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,
