@@ -87,6 +87,7 @@ const watchStalls = (gapMsMin: number) => {
 
 /** Holds `rank`'s link from its first socket on. @since 0.1.0 @category internal */
 export const hold = (options: Options, first: RuntimeTypes.RawSocket, welcome: (id: string) => void): Held => {
+  // Long because it is a factory: the socket, session and timers are shared by the closures it returns.
   const id = sessionId()
   let socket: RuntimeTypes.RawSocket | undefined = first
   let attempt = 0
