@@ -19,6 +19,7 @@ import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
 import * as Ring from "../src/averaging/ring.ts"
+import * as RingSimd from "../src/averaging/ring-simd.ts"
 import * as Runtime from "../src/platform/detect.ts"
 import * as PeerRing from "../src/transport/peer-ring.ts"
 import { fmt, isMain, quantile, table } from "./lib.ts"
@@ -67,7 +68,14 @@ interface MemberData {
 
 /** One member: links up, runs the collectives, prints each round's end time and its CPU time. */
 const member = async (data: MemberData): Promise<void> => {
-  const peers = PeerRing.start({ token: "wire-bench", urls: data.urls, host: "127.0.0.1", port: data.port, rank: data.rank })
+  const peers = PeerRing.start({
+    token: "wire-bench",
+    urls: data.urls,
+    host: "127.0.0.1",
+    port: data.port,
+    rank: data.rank,
+    allocateStep: RingSimd.stepBuffer
+  })
   await peers.bound
   // Every member listens before any connects: the parent says go once all said bound.
   process.stdout.write("bound\n")

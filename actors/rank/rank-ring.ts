@@ -25,6 +25,7 @@ import * as Finite from "../../src/averaging/finite.ts"
 import * as LinkBytes from "../../src/averaging/link-bytes.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as RingCompressed from "../../src/averaging/ring-compressed.ts"
+import * as RingSimd from "../../src/averaging/ring-simd.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
 import * as PeerRing from "../../src/transport/peer-ring.ts"
@@ -238,7 +239,7 @@ export const make = (options: RankRingOptions): RankRing => {
    */
   const peers =
     data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
-      ? PeerRing.start({ ...data.peerLinks, rank: link.rank })
+      ? PeerRing.start({ ...data.peerLinks, rank: link.rank, allocateStep: RingSimd.stepBuffer })
       : undefined
   const relaySend = (step: Ring.RingMessage): Effect.Effect<void> =>
     send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data })

@@ -24,7 +24,7 @@ import * as RingSimd from "./ring-simd.ts"
  */
 export const addOwnFinite = (data: Float64Array, params: Float32Array, start: number, end: number, contributes: boolean): boolean =>
   contributes && RingSimd.isEnabled()
-    ? RingSimd.addOwnFinite(data, params, start, end)
+    ? (RingSimd.addOwnInPlace(data, params, start, end) ?? RingSimd.addOwnFinite(data, params, start, end))
     : addOwnFiniteJs(data, params, start, end, contributes)
 
 /**
@@ -66,7 +66,9 @@ const addOwnFiniteJs = (data: Float64Array, params: Float32Array, start: number,
  * @category averaging
  */
 export const storeFinite = (out: Float32Array, start: number, data: Float32Array): boolean =>
-  RingSimd.isEnabled() ? RingSimd.storeFinite(out, start, data) : storeFiniteJs(out, start, data)
+  RingSimd.isEnabled()
+    ? (RingSimd.storeInPlace(out, start, data) ?? RingSimd.storeFinite(out, start, data))
+    : storeFiniteJs(out, start, data)
 
 /**
  * `storeFinite` in JavaScript: a copy of the bytes, then a look at each value's exponent bits (all
@@ -82,30 +84,6 @@ const storeFiniteJs = (out: Float32Array, start: number, data: Float32Array): bo
 }
 
 /**
- * One small call of each per-value loop, through every branch, as the module loads. The first
- * real call of a loop over a segment moves into optimized code in the middle of the loop (on-stack
- * replacement) before the code after the loop ever ran, so that code has no type feedback yet;
- * Node 20's V8 keeps that optimized code and leaves it again at the same point on every later
- * call, finishing each call unoptimized (about 60% of the calls of a direct ring round did). With
- * the feedback already there, the optimized code runs to the end.
- */
-const warmLoops = (): void => {
-  // A function records feedback only once it has been called a few times (V8 allocates its
-  // feedback lazily): enough calls that the last ones record it.
-  for (let call = 0; call < 32; call++) {
-    const length = 2 + (call % 2)
-    const sums = new Float64Array(length)
-    const values = new Float32Array(length)
-    addOwnFinite(sums, values, 0, length, true)
-    addOwnFiniteJs(sums, values, 0, length, true)
-    addOwnFinite(sums, values, 0, length, false)
-    storeFinite(values, 0, new Float32Array(length))
-    storeFiniteJs(values, 0, new Float32Array(length))
-  }
-}
-warmLoops()
-
-/**
  * `out[start + i] = sum[i] / count` for `i` in `[0, end - start)`, rounded once to float32: SIMD
  * where the runtime has it (`RingSimd`, the same bits), else `divideIntoJs`.
  *
@@ -113,7 +91,9 @@ warmLoops()
  * @category averaging
  */
 export const divideInto = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void =>
-  RingSimd.isEnabled() ? RingSimd.divideInto(out, sum, start, end, count) : divideIntoJs(out, sum, start, end, count)
+  RingSimd.isEnabled()
+    ? void (RingSimd.divideInPlace(out, sum, start, end, count) ?? RingSimd.divideInto(out, sum, start, end, count))
+    : divideIntoJs(out, sum, start, end, count)
 
 const divideIntoJs = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): void => {
   for (let i = start; i < end; i++) out[i] = sum[i - start]! / count
@@ -127,8 +107,41 @@ const divideIntoJs = (out: Float32Array, sum: Float64Array, start: number, end: 
  * @category averaging
  */
 export const widen = (into: Float64Array, params: Float32Array, start: number, end: number): void =>
-  RingSimd.isEnabled() ? RingSimd.widen(into, params, start, end) : widenJs(into, params, start, end)
+  RingSimd.isEnabled()
+    ? void (RingSimd.widenInPlace(into, params, start, end) ?? RingSimd.widen(into, params, start, end))
+    : widenJs(into, params, start, end)
 
 const widenJs = (into: Float64Array, params: Float32Array, start: number, end: number): void => {
   for (let i = start; i < end; i++) into[i - start] = params[i]!
 }
+
+/**
+ * One small call of each per-value loop, through every branch, as the module loads. The first
+ * real call of a loop over a segment moves into optimized code in the middle of the loop (on-stack
+ * replacement) before the code after the loop ever ran, so that code has no type feedback yet;
+ * Node 20's V8 keeps that optimized code and leaves it again at the same point on every later
+ * call, finishing each call unoptimized (about 60% of the calls of a direct ring round did). With
+ * the feedback already there, the optimized code runs to the end.
+ */
+const warmLoops = (): void => {
+  // A function records feedback only once it has been called a few times (V8 allocates its
+  // feedback lazily): enough calls that the last ones record it.
+  const step = RingSimd.stepBuffer(64)
+  for (let call = 0; call < 32; call++) {
+    const length = 2 + (call % 2)
+    const sums = new Float64Array(length)
+    const values = new Float32Array(length)
+    addOwnFinite(sums, values, 0, length, true)
+    addOwnFiniteJs(sums, values, 0, length, true)
+    addOwnFinite(sums, values, 0, length, false)
+    storeFinite(values, 0, new Float32Array(length))
+    storeFiniteJs(values, 0, new Float32Array(length))
+    // And on a step where it lies, as received on a direct link (`RingSimd.stepBuffer`).
+    const inStep = new Float64Array(step, 0, length)
+    addOwnFinite(inStep, values, 0, length, true)
+    storeFinite(values, 0, new Float32Array(step, 0, length))
+    divideInto(values, inStep, 0, length, 2)
+    widen(inStep, values, 0, length)
+  }
+}
+warmLoops()

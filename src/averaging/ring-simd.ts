@@ -5,7 +5,9 @@
  * segment for the first step. WebAssembly code reads only its own memory, so each call copies its operands
  * into one scratch memory (a copy of the bytes, which the engine runs far faster than a loop of
  * float loads and stores), runs the SIMD loop there (two float64 or four float32 values an
- * instruction) and copies the result back. The arithmetic is the JavaScript loops': each sum is
+ * instruction) and copies the result back. A step received on a direct link lies in a memory of its
+ * own instead (`stepBuffer`, which the link's buffer pool allocates): the loops then run on it where
+ * it is, and only this rank's values are copied in, a chunk at a time (the `InPlace` calls). The arithmetic is the JavaScript loops': each sum is
  * one float64 add of the float32 value widened exactly, each mean one float64 division rounded
  * once to float32 (to nearest, ties to even, as a `Float32Array` store), so both give the same
  * bits.
@@ -147,18 +149,32 @@ interface Kernel {
   readonly widen: (ownAt: number, sumsAt: number, sumsEnd: number) => void
 }
 
-/** The instance and its memory, or undefined where WebAssembly or its SIMD is missing. */
-const kernel: Kernel | undefined = (() => {
+/** The compiled module, or undefined where WebAssembly or its SIMD is missing. */
+const compiled: { readonly wasm: Wasm; readonly module: object } | undefined = (() => {
   const wasm = (globalThis as { readonly WebAssembly?: Wasm }).WebAssembly
   if (wasm === undefined) return undefined
   try {
-    const memory = new wasm.Memory({ initial: 1 })
-    const instance = new wasm.Instance(new wasm.Module(moduleBytes()), { m: { mem: memory } })
-    const add = instance.exports["add"] as Kernel["add"]
-    const check = instance.exports["check"] as Kernel["check"]
-    const divide = instance.exports["divide"] as Kernel["divide"]
-    const widen = instance.exports["widen"] as Kernel["widen"]
-    return { memory, add, check, divide, widen }
+    return { wasm, module: new wasm.Module(moduleBytes()) }
+  } catch {
+    return undefined
+  }
+})()
+
+/** An instance of the module over a new memory of `pages` pages. */
+const instantiate = (c: NonNullable<typeof compiled>, pages: number): Kernel => {
+  const memory = new c.wasm.Memory({ initial: pages })
+  const instance = new c.wasm.Instance(c.module, { m: { mem: memory } })
+  const add = instance.exports["add"] as Kernel["add"]
+  const check = instance.exports["check"] as Kernel["check"]
+  const divide = instance.exports["divide"] as Kernel["divide"]
+  const widen = instance.exports["widen"] as Kernel["widen"]
+  return { memory, add, check, divide, widen }
+}
+
+/** The scratch instance and its memory, or undefined where WebAssembly or its SIMD is missing. */
+const kernel: Kernel | undefined = (() => {
+  try {
+    return compiled === undefined ? undefined : instantiate(compiled, 1)
   } catch {
     return undefined
   }
@@ -302,4 +318,136 @@ export const widen = (into: Float64Array, params: Float32Array, start: number, e
     k.widen(ownAt, 0, 8 * (size + (size % 2)))
     into.set(size === chunkValues ? sums : sums.subarray(0, size), from)
   }
+}
+
+/** Bytes past a step buffer's capacity where a call copies a chunk of this rank's float32 values. */
+const ownScratchBytes = chunkValues * 4
+
+/** The instance over each memory `stepBuffer` made, and where its scratch starts. */
+const steps = new WeakMap<ArrayBufferLike, { readonly kernel: Kernel; readonly ownAt: number }>()
+
+/**
+ * A buffer of at least `capacityBytes` for the ring steps a rank receives on its direct links
+ * (`LinkFrames.BufferPool`'s `allocate`): the memory of an instance of the module of its own, with
+ * room past `capacityBytes` for one chunk of this rank's values, so that the `InPlace` calls below
+ * add into a received step, check it or read it where it is, without copying it into the scratch
+ * memory and back. A plain `ArrayBuffer` where the SIMD loops are not available.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const stepBuffer = (capacityBytes: number): ArrayBuffer => {
+  if (compiled === undefined || !available) return new ArrayBuffer(capacityBytes)
+  try {
+    const k = instantiate(compiled, Math.ceil((capacityBytes + ownScratchBytes) / pageBytes))
+    const buffer = k.memory.buffer
+    steps.set(buffer, { kernel: k, ownAt: buffer.byteLength - ownScratchBytes })
+    return buffer
+  } catch {
+    return new ArrayBuffer(capacityBytes)
+  }
+}
+
+/** The instance of the `stepBuffer` that `view` lies in, clear of its scratch; else `undefined`. */
+const stepOf = (view: ArrayBufferView): { readonly kernel: Kernel; readonly ownAt: number } | undefined => {
+  const step = steps.get(view.buffer)
+  return step !== undefined && view.byteOffset + view.byteLength <= step.ownAt ? step : undefined
+}
+
+/**
+ * `addOwnFinite` on a step that lies in a `stepBuffer`, where it is; `undefined`, having done
+ * nothing, when it does not. Pairs of values in SIMD, an odd last one in JavaScript (the same
+ * float64 add): the same bits. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const addOwnInPlace = (data: Float64Array, params: Float32Array, start: number, end: number): boolean | undefined => {
+  const step = stepOf(data)
+  if (step === undefined) return undefined
+  const { kernel: k, ownAt } = step
+  const own = new Float32Array(data.buffer, ownAt, chunkValues)
+  const count = end - start
+  const pairs = count - (count % 2)
+  let notFinite = 0
+  for (let from = 0; from < pairs; from += chunkValues) {
+    const size = Math.min(chunkValues, pairs - from)
+    own.set(params.subarray(start + from, start + from + size))
+    const at = data.byteOffset + 8 * from
+    notFinite |= k.add(at, ownAt, at + 8 * size)
+  }
+  if (pairs < count) {
+    const sum = data[pairs]! + params[start + pairs]!
+    data[pairs] = sum
+    if (!Number.isFinite(sum)) notFinite = 1
+  }
+  return notFinite === 0
+}
+
+/**
+ * `storeFinite` of a segment that lies in a `stepBuffer`: checked where it is (four values an
+ * instruction, the last few in JavaScript), then copied into `out`; `undefined`, having done
+ * nothing, when it does not lie in one. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const storeInPlace = (out: Float32Array, start: number, data: Float32Array): boolean | undefined => {
+  const step = stepOf(data)
+  if (step === undefined) return undefined
+  const quads = data.length - (data.length % 4)
+  let notFinite = step.kernel.check(data.byteOffset, data.byteOffset + 4 * quads)
+  for (let i = quads; i < data.length; i++) if (!Number.isFinite(data[i]!)) notFinite = 1
+  out.set(data, start)
+  return notFinite === 0
+}
+
+/**
+ * `divideInto` from sums that lie in a `stepBuffer`, read where they are (the means go through the
+ * buffer's scratch a chunk at a time, an odd last one in JavaScript: the same bits); `undefined`,
+ * having done nothing, when they do not. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const divideInPlace = (out: Float32Array, sum: Float64Array, start: number, end: number, count: number): boolean | undefined => {
+  const step = stepOf(sum)
+  if (step === undefined) return undefined
+  const { kernel: k, ownAt } = step
+  const means = new Float32Array(sum.buffer, ownAt, chunkValues)
+  const length = end - start
+  const pairs = length - (length % 2)
+  for (let from = 0; from < pairs; from += chunkValues) {
+    const size = Math.min(chunkValues, pairs - from)
+    const at = sum.byteOffset + 8 * from
+    k.divide(at, ownAt, at + 8 * size, count)
+    out.set(size === chunkValues ? means : means.subarray(0, size), start + from)
+  }
+  if (pairs < length) out[start + pairs] = sum[pairs]! / count
+  return true
+}
+
+/**
+ * `widen` into a step that lies in a `stepBuffer`, written where it is (this rank's values go
+ * through the buffer's scratch a chunk at a time, an odd last one in JavaScript); `undefined`,
+ * having done nothing, when it does not lie in one. Call only when `isEnabled()`.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const widenInPlace = (into: Float64Array, params: Float32Array, start: number, end: number): boolean | undefined => {
+  const step = stepOf(into)
+  if (step === undefined) return undefined
+  const { kernel: k, ownAt } = step
+  const own = new Float32Array(into.buffer, ownAt, chunkValues)
+  const length = end - start
+  const pairs = length - (length % 2)
+  for (let from = 0; from < pairs; from += chunkValues) {
+    const size = Math.min(chunkValues, pairs - from)
+    own.set(params.subarray(start + from, start + from + size))
+    const at = into.byteOffset + 8 * from
+    k.widen(ownAt, at, at + 8 * size)
+  }
+  if (pairs < length) into[pairs] = params[start + pairs]!
+  return true
 }

@@ -115,6 +115,12 @@ export interface PeerRingOptions extends PeerAddresses {
   readonly messageBytesMax?: number
   /** Step buffers kept for reuse (`LinkFrames.BufferPool`; default `keptBuffersMaxDefault`). */
   readonly keptBuffersMax?: number
+  /**
+   * Makes a new buffer of at least the bytes given for received steps (`LinkFrames.BufferPool`'s
+   * `allocate`; default a plain `ArrayBuffer`): the ring's `RingSimd.stepBuffer`, whose SIMD loops
+   * then work on a step where it lies.
+   */
+  readonly allocateStep?: ((capacityBytes: number) => ArrayBuffer) | undefined
 }
 
 /** Default `PeerRingOptions.connectTimeoutMs`. @since 0.1.0 @category limits */
@@ -231,7 +237,7 @@ export const start = (options: PeerRingOptions): PeerRing => {
   const parkedMax = options.parkedMax ?? parkedMaxDefault
   const parkedMs = options.parkedMs ?? parkedMsDefault
   const messageBytesMax = options.messageBytesMax ?? messageBytesMaxDefault
-  const pool = new LinkFrames.BufferPool(options.keptBuffersMax ?? keptBuffersMaxDefault)
+  const pool = new LinkFrames.BufferPool(options.keptBuffersMax ?? keptBuffersMaxDefault, options.allocateStep)
   // The run's secret (processes one host started), else each generation's from its `open`.
   const runKey = options.token === "" ? undefined : proofKey(options.token)
   const keys = new Map<number, ProofKey>()

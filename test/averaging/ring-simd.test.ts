@@ -31,6 +31,13 @@ const randomOf = (seed: number) => {
   return () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
 }
 
+/** How many values of `a` and `b` differ (`Object.is`: -0 is not 0, every NaN is NaN); one count, not an assertion a value. */
+const differing = (a: Float64Array, b: Float64Array): number => {
+  let count = a.length === b.length ? 0 : 1
+  for (let i = 0; i < Math.min(a.length, b.length); i++) if (!Object.is(a[i], b[i])) count += 1
+  return count
+}
+
 const lengths = fc.oneof(fc.integer({ min: 0, max: 70 }), fc.integer({ min: RingSimd.chunkValues - 3, max: 2 * RingSimd.chunkValues + 5 }))
 
 describe("RingSimd", () => {
@@ -113,6 +120,64 @@ describe("RingSimd", () => {
     )
   })
 
+  it("the InPlace calls on a step in a stepBuffer give the copying calls' bits and verdicts; elsewhere they do nothing", () => {
+    const capacityBytes = 8 * (2 * RingSimd.chunkValues + 6)
+    const step = RingSimd.stepBuffer(capacityBytes)
+    fc.assert(
+      fc.property(
+        lengths,
+        fc.integer({ min: 0, max: 7 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        fc.boolean(),
+        fc.integer({ min: 1, max: 9 }),
+        (count, start, seed, bad, n) => {
+          const random = randomOf(seed)
+          const odds = bad ? 0.3 / Math.max(1, count) : 0
+          const params = Float32Array.from({ length: start + count + 3 }, () => Math.fround(valueOf(random, odds)))
+          const values = Float64Array.from({ length: count + 1 }, () => valueOf(random, odds))
+          // Stale bytes past the step, as a reused buffer holds: the calls must not read them.
+          new Float64Array(step, 0, capacityBytes / 8).fill(Number.NaN)
+          const inStep = new Float64Array(step, 0, count + 1)
+          inStep.set(values)
+          const copied = Float64Array.from(values)
+          expect(RingSimd.addOwnInPlace(inStep, params, start, start + count)).toBe(
+            RingSimd.addOwnFinite(copied, params, start, start + count)
+          )
+          expect(differing(inStep, copied)).toBe(0)
+
+          const segment = new Float32Array(step, 0, count)
+          segment.set(params.subarray(start, start + count))
+          const out = Float32Array.from({ length: start + count + 5 }, () => valueOf(random, 0.5))
+          const outCopied = Float32Array.from(out)
+          expect(RingSimd.storeInPlace(out, start, segment)).toBe(RingSimd.storeFinite(outCopied, start, segment.slice()))
+          expect(Array.from(new Uint32Array(out.buffer))).toEqual(Array.from(new Uint32Array(outCopied.buffer)))
+
+          const sums = Float64Array.from({ length: count + 1 }, () => (random() - 0.5) * 10 ** Math.floor(random() * 80 - 40))
+          new Float64Array(step, 0, count + 1).set(sums)
+          const means = Float32Array.from(out)
+          RingSimd.divideInPlace(means, new Float64Array(step, 0, count + 1), start, start + count, n)
+          RingSimd.divideInto(out, sums, start, start + count, n)
+          expect(Array.from(new Uint32Array(means.buffer))).toEqual(Array.from(new Uint32Array(out.buffer)))
+
+          const into = new Float64Array(step, 0, count + 1)
+          const intoCopied = Float64Array.from(into)
+          RingSimd.widenInPlace(into, params, start, start + count)
+          RingSimd.widen(intoCopied, params, start, start + count)
+          expect(differing(into, intoCopied)).toBe(0)
+        }
+      ),
+      { seed: SEED, numRuns: 300 }
+    )
+    // Not in a step buffer, or reaching past its capacity into its scratch: nothing done.
+    const plain = new Float64Array(4)
+    expect(RingSimd.addOwnInPlace(plain, new Float32Array(4), 0, 3)).toBeUndefined()
+    const whole = new Float64Array(step)
+    whole.fill(1)
+    expect(RingSimd.addOwnInPlace(whole, new Float32Array(whole.length), 0, whole.length - 1)).toBeUndefined()
+    expect(RingSimd.storeInPlace(new Float32Array(8), 0, new Float32Array(step, step.byteLength - 16, 4))).toBeUndefined()
+    expect(whole.every((v) => v === 1)).toBe(true)
+  })
+
   it("setEnabled(false) turns the SIMD loops off until turned on again", () => {
     expect(RingSimd.setEnabled(false)).toBe(false)
     expect(RingSimd.isEnabled()).toBe(false)
@@ -120,12 +185,16 @@ describe("RingSimd", () => {
   })
 })
 
-/** Every rank's `allReduce` of `vectors` over in-memory links delivered in order at once. */
-const reduceAll = (vectors: ReadonlyArray<Float32Array>, contributes: ReadonlyArray<boolean>) => {
+/**
+ * Every rank's `allReduce` of `vectors` over in-memory links delivered in order at once; with
+ * `inSteps`, each step arrives in a `RingSimd.stepBuffer`, as direct links deliver it.
+ */
+const reduceAll = (vectors: ReadonlyArray<Float32Array>, contributes: ReadonlyArray<boolean>, inSteps = false) => {
   const n = vectors.length
   const inboxes: Array<Ring.BufferedLink> = []
+  const deliver = inSteps ? copyIntoStep : copyOf
   for (let r = 0; r < n; r++)
-    inboxes.push(new Ring.BufferedLink((message) => Effect.sync(() => inboxes[(r + 1) % n]!.push(copyOf(message)))))
+    inboxes.push(new Ring.BufferedLink((message) => Effect.sync(() => inboxes[(r + 1) % n]!.push(deliver(message)))))
   return Effect.runPromise(
     Effect.forEach(
       inboxes,
@@ -138,8 +207,17 @@ const reduceAll = (vectors: ReadonlyArray<Float32Array>, contributes: ReadonlyAr
 
 const copyOf = (message: Ring.RingMessage): Ring.RingMessage => ({ ...message, data: message.data.slice() })
 
+const copyIntoStep = (message: Ring.RingMessage): Ring.RingMessage => {
+  const { data } = message
+  const bytes = new Uint8Array(RingSimd.stepBuffer(data.byteLength), 0, data.byteLength)
+  bytes.set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength))
+  const copy =
+    data instanceof Float64Array ? new Float64Array(bytes.buffer, 0, data.length) : new Float32Array(bytes.buffer, 0, data.length)
+  return { ...message, data: copy }
+}
+
 describe("Ring.allReduce with SIMD on and off", () => {
-  it("gives every rank the same mean, bit for bit, either way (odd lengths, -0, idle ranks)", async () => {
+  it("gives every rank the same mean, bit for bit, either way and with steps in step buffers (odd lengths, -0, idle ranks)", async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 2, max: 5 }),
@@ -153,12 +231,13 @@ describe("Ring.allReduce with SIMD on and off", () => {
           const contributes = Array.from({ length: n }, (_, r) => !idle[r])
           RingSimd.setEnabled(true)
           const simd = await reduceAll(vectors, contributes)
+          const inSteps = await reduceAll(vectors, contributes, true)
           RingSimd.setEnabled(false)
           const js = await reduceAll(vectors, contributes)
           for (let r = 0; r < n; r++) {
-            expect(Array.from(new Uint32Array(simd[r]!.buffer, simd[r]!.byteOffset, length))).toEqual(
-              Array.from(new Uint32Array(js[r]!.buffer, js[r]!.byteOffset, length))
-            )
+            const bits = Array.from(new Uint32Array(js[r]!.buffer, js[r]!.byteOffset, length))
+            expect(Array.from(new Uint32Array(simd[r]!.buffer, simd[r]!.byteOffset, length))).toEqual(bits)
+            expect(Array.from(new Uint32Array(inSteps[r]!.buffer, inSteps[r]!.byteOffset, length))).toEqual(bits)
           }
         }
       ),

@@ -123,4 +123,22 @@ describe("direct ring link frames", () => {
     expect(pool.take(50_881 * 8 + 8).buffer.byteLength).toBe(409_600)
     expect(pool.take(50_882 * 8 + 8).buffer.byteLength).toBe(409_600)
   })
+
+  it("a pool given an allocator takes its new buffers from it, uses only the capacity it asked for, and keeps them by that capacity", () => {
+    const asked: Array<number> = []
+    // Larger than asked, as a WebAssembly memory of whole pages with room past the capacity.
+    const pool = new LinkFrames.BufferPool(4, (capacity) => {
+      asked.push(capacity)
+      return new ArrayBuffer(capacity + 65_536)
+    })
+    const first = pool.take(50_882 * 8 + 8)
+    expect(asked).toEqual([409_600])
+    expect(first.buffer.byteLength).toBe(409_600 + 65_536)
+    pool.give(first.buffer)
+    // Kept as a buffer of 409,600 bytes: a step a value shorter or longer reuses it, none further off.
+    expect(pool.take(50_881 * 8 + 8).buffer).toBe(first.buffer)
+    pool.give(first.buffer)
+    expect(pool.take(409_600 + 4096).buffer).not.toBe(first.buffer)
+    expect(asked).toEqual([409_600, 409_600 + 4096])
+  })
 })

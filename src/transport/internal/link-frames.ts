@@ -101,6 +101,9 @@ export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind 
  * of some ranks. `give` hands a buffer back once nothing holds it any more; it keeps at most
  * `buffersMax` buffers of the capacities it allocates, and leaves the rest to the collector.
  * `issued` tells whether a view starts a buffer `take` gave (so that a sender may give it back).
+ * `allocate` (default: a new `ArrayBuffer`) makes a new buffer of at least the capacity asked, of
+ * which the pool uses only that capacity (the ring's steps live in WebAssembly memories, whose
+ * SIMD loops then add into them where they are: `RingSimd.stepBuffer`).
  *
  * @since 0.1.0
  * @category frames
@@ -108,16 +111,29 @@ export const isStep = (kind: number): boolean => kind === kinds.Float64 || kind 
 export class BufferPool {
   private readonly kept = new Map<number, Array<ArrayBuffer>>()
   private readonly given = new WeakSet<ArrayBuffer>()
+  /** The capacity of each buffer `allocate` made, where it is not the buffer's length. */
+  private readonly capacities = new WeakMap<ArrayBuffer, number>()
   private count = 0
 
-  constructor(readonly buffersMax: number) {}
+  constructor(
+    readonly buffersMax: number,
+    private readonly allocate?: (capacityBytes: number) => ArrayBuffer
+  ) {}
 
   take(bytes: number): Uint8Array<ArrayBuffer> {
     const buffer = this.kept.get(capacityOf(bytes))?.pop() ?? this.near(bytes)
-    const view = buffer === undefined ? new Uint8Array(new ArrayBuffer(capacityOf(bytes)), 0, bytes) : new Uint8Array(buffer, 0, bytes)
+    const view = buffer === undefined ? new Uint8Array(this.fresh(capacityOf(bytes)), 0, bytes) : new Uint8Array(buffer, 0, bytes)
     if (buffer !== undefined) this.count -= 1
     this.given.add(view.buffer)
     return view
+  }
+
+  /** A new buffer of `capacity` bytes (`allocate`'s, or a plain one). */
+  private fresh(capacity: number): ArrayBuffer {
+    if (this.allocate === undefined) return new ArrayBuffer(capacity)
+    const buffer = this.allocate(capacity)
+    if (buffer.byteLength !== capacity) this.capacities.set(buffer, capacity)
+    return buffer
   }
 
   /**
@@ -131,9 +147,10 @@ export class BufferPool {
   give(buffer: ArrayBuffer): void {
     // Only the capacities `take` allocates: a buffer a step fills exactly (the ring's own) could
     // not hold a segment a value longer, and kept, it would take the place of one that can.
-    if (this.count >= this.buffersMax || buffer.byteLength === 0 || capacityOf(buffer.byteLength) !== buffer.byteLength) return
-    const same = this.kept.get(buffer.byteLength)
-    if (same === undefined) this.kept.set(buffer.byteLength, [buffer])
+    const capacity = this.capacities.get(buffer) ?? buffer.byteLength
+    if (this.count >= this.buffersMax || capacity === 0 || capacityOf(capacity) !== capacity) return
+    const same = this.kept.get(capacity)
+    if (same === undefined) this.kept.set(capacity, [buffer])
     else same.push(buffer)
     this.count += 1
   }
