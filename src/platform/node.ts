@@ -10,8 +10,6 @@ import { createRequire } from "node:module"
 import type { Server as NetServer } from "node:net"
 import { dirname } from "node:path"
 import { getHeapStatistics } from "node:v8"
-// Before `ws`: its receiver and sender take their masking functions when they load.
-import "./ws-masking.ts"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Http from "./http.ts"
 import * as Runtime from "./detect.ts"
