@@ -50,8 +50,15 @@ export const make = (host: Pick<Worker.WorkerHost, "receiveAfter" | "beforeArriv
     const report = watched.reports.take(ringRank)
     if (report === undefined) return
     const rank = watched.peers[ringRank]!
-    const { round, epoch, samplesDone } = report
-    const message = { _tag: "RoundDone", epoch, round, generation: watched.generation, samplesDone } as const
+    const { round, epoch, samplesDone, loss } = report
+    const message = {
+      _tag: "RoundDone",
+      epoch,
+      round,
+      generation: watched.generation,
+      samplesDone,
+      ...(loss === undefined ? {} : { loss })
+    } as const
     host.receiveAfter(rank, Codec.encode(Frame.fromRank(rank, message)), report.messagesBefore)
   }
   const handInAll = (watched: Watched): void => {

@@ -8,7 +8,7 @@
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
  * `RoundDone{epoch, round, generation, samplesDone}` (in a generation with a shared all-reduce
- * area it writes it there, `SharedAllReduce.Area.report`) and keeps the mean until
+ * area it writes it there, with its loss, `SharedAllReduce.Area.report`) and keeps the mean until
  * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
  * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
  * for it). `DeclareDead` interrupts a running collective
@@ -46,6 +46,8 @@ export interface RankRingOptions {
   readonly send: (message: ToCoordinator) => Effect.Effect<void>
   readonly leave: (code: number) => void
   readonly hang: () => void
+  /** The training loss a `RoundDone` carries, if any (`send` adds it to one it sends). */
+  readonly loss?: () => number | undefined
 }
 
 /**
@@ -344,7 +346,7 @@ export const make = (options: RankRingOptions): RankRing => {
   const reportInArea = (area: SharedAllReduce.Area, round: number, contribution: Contribution): Effect.Effect<void> =>
     Effect.flatMap(link.transport.flush, () =>
       Effect.map(link.transport.stats, (stats) =>
-        area.report(round, Math.max(contribution.epoch, 0), contribution.samplesDone, stats.messagesSent)
+        area.report(round, Math.max(contribution.epoch, 0), contribution.samplesDone, options.loss?.(), stats.messagesSent)
       )
     )
 

@@ -16,8 +16,8 @@
  *    and returns: its part is done, and the rank reports `RoundDone`.
  * 3. The round is complete once every member did its part, which the coordinator learns from every
  *    member's `RoundDone`. A member writes its `RoundDone` into the area too (`Area.report`: the
- *    round, its epoch and samples done, and how many messages it had posted to the coordinator
- *    before it), instead of posting it; the last member of a round wakes the coordinator's
+ *    round, its epoch, samples done and loss, and how many messages it had posted to the
+ *    coordinator before it), instead of posting it; the last member of a round wakes the coordinator's
  *    thread once (`Reports`), whose host hands each report to the coordinator as the member's
  *    frame, in order with the frames the member posted (after the messages it counted, before any
  *    later one and before its end). The coordinator then commits the round in the area (`commit`;
@@ -62,7 +62,8 @@
  * last committed round, wrapped to int32, or 0; `bad`: 1 + the ring rank of a non-finite row, or
  * 0; `reports`: reports written so far), then per ring rank one `Int32` word (1 + the round it
  * last reported, wrapped, or 0), padded to 8 bytes; then per ring rank two float64 words (round,
- * contributes) and three of its last report (epoch, samples done, messages posted before it),
+ * contributes) and four of its last report (epoch, samples done, loss or NaN, messages posted
+ * before it),
  * then `n` rows of `length` float32 values, then two results of `length` float32 values (even
  * rounds, odd rounds).
  *
@@ -83,14 +84,18 @@ const REPORTED = 5
 /** Bytes of the `Int32` words before the float64 ones, padded to 8. */
 const headerBytesOf = (ringSize: number): number => 8 * Math.ceil((REPORTED + ringSize) / 2)
 
+/** Float64 words of one rank's report: epoch, samples done, loss (NaN: none), messages before it. */
+const reportWords = 4
+
 /**
  * Bytes of an area for `ringSize` ranks and `length` parameters: `8 ceil((5 + ringSize) / 2) +
- * 40 ringSize + 4 length (ringSize + 2)`.
+ * 48 ringSize + 4 length (ringSize + 2)`.
  *
  * @since 0.1.0
  * @category model
  */
-export const areaBytes = (ringSize: number, length: number): number => headerBytesOf(ringSize) + 40 * ringSize + 4 * length * (ringSize + 2)
+export const areaBytes = (ringSize: number, length: number): number =>
+  headerBytesOf(ringSize) + 8 * (2 + reportWords) * ringSize + 4 * length * (ringSize + 2)
 
 type WaitAsync = (
   array: Int32Array,
@@ -129,7 +134,7 @@ export interface AreaHandle {
 export class Area {
   readonly header: Int32Array
   readonly meta: Float64Array
-  /** Per ring rank: the epoch, samples done and messages posted before its last report. */
+  /** Per ring rank: the epoch, samples done, loss and messages posted before its last report. */
   readonly reports: Float64Array
   readonly rows: ReadonlyArray<Float32Array>
   /** The mean of even rounds, then of odd rounds (module doc, step 3). */
@@ -146,8 +151,8 @@ export class Area {
     const headerBytes = headerBytesOf(n)
     this.header = new Int32Array(buffer, 0, REPORTED + n)
     this.meta = new Float64Array(buffer, headerBytes, 2 * n)
-    this.reports = new Float64Array(buffer, headerBytes + 16 * n, 3 * n)
-    const rowsAt = headerBytes + 40 * n
+    this.reports = new Float64Array(buffer, headerBytes + 16 * n, reportWords * n)
+    const rowsAt = headerBytes + 8 * (2 + reportWords) * n
     this.rows = Array.from({ length: n }, (_, j) => new Float32Array(buffer, rowsAt + 4 * length * j, length))
     const resultsAt = rowsAt + 4 * length * n
     this.results = [new Float32Array(buffer, resultsAt, length), new Float32Array(buffer, resultsAt + 4 * length, length)]
@@ -185,14 +190,17 @@ export class Area {
 
   /**
    * Writes this member's `RoundDone` of `round` into the area (module doc, step 3): its `epoch`,
-   * `samplesDone`, and `messagesBefore`, how many messages it had posted to the coordinator before
-   * it. The member of a round that reports last wakes the coordinator's thread (`Reports`).
+   * `samplesDone`, `loss` (if any), and `messagesBefore`, how many messages it had posted to the
+   * coordinator before it. The member of a round that reports last wakes the coordinator's thread
+   * (`Reports`).
    */
-  report(round: number, epoch: number, samplesDone: number, messagesBefore: number): void {
+  report(round: number, epoch: number, samplesDone: number, loss: number | undefined, messagesBefore: number): void {
     const r = this.handle.ringRank
-    this.reports[3 * r] = epoch
-    this.reports[3 * r + 1] = samplesDone
-    this.reports[3 * r + 2] = messagesBefore
+    const at = reportWords * r
+    this.reports[at] = epoch
+    this.reports[at + 1] = samplesDone
+    this.reports[at + 2] = loss ?? Number.NaN
+    this.reports[at + 3] = messagesBefore
     // Stored after the fields: a reader that loads this word sees them (`Reports.take`).
     Atomics.store(this.header, REPORTED + r, (round + 1) | 0)
     // Every member reports every round of an area once (a round with a row that is not finite, whose
@@ -260,6 +268,7 @@ export interface Report {
   readonly round: number
   readonly epoch: number
   readonly samplesDone: number
+  readonly loss: number | undefined
   readonly messagesBefore: number
 }
 
@@ -283,7 +292,7 @@ export class Reports {
     readonly ringSize: number
   ) {
     this.header = new Int32Array(buffer, 0, REPORTED + ringSize)
-    this.fields = new Float64Array(buffer, headerBytesOf(ringSize) + 16 * ringSize, 3 * ringSize)
+    this.fields = new Float64Array(buffer, headerBytesOf(ringSize) + 16 * ringSize, reportWords * ringSize)
     this.taken = new Int32Array(ringSize)
   }
 
@@ -291,8 +300,15 @@ export class Reports {
     const reported = Atomics.load(this.header, REPORTED + ringRank)
     if (reported === this.taken[ringRank]) return undefined
     this.taken[ringRank] = reported
-    const at = 3 * ringRank
-    return { round: reported - 1, epoch: this.fields[at]!, samplesDone: this.fields[at + 1]!, messagesBefore: this.fields[at + 2]! }
+    const at = reportWords * ringRank
+    const loss = this.fields[at + 2]!
+    return {
+      round: reported - 1,
+      epoch: this.fields[at]!,
+      samplesDone: this.fields[at + 1]!,
+      loss: Number.isNaN(loss) ? undefined : loss,
+      messagesBefore: this.fields[at + 3]!
+    }
   }
 
   changes(): Promise<void> {
