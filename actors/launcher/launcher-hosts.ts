@@ -20,7 +20,6 @@ import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as WebSocketRanks from "../../src/transport/web-socket-ranks.ts"
 import * as WireFrames from "../../src/transport/wire-frames.ts"
 import * as Worker from "../../src/transport/worker.ts"
-import * as AreaReports from "./area-reports.ts"
 import type { Context } from "./launcher-context.ts"
 import { defaults, LaunchError } from "./launch-options.ts"
 import * as RankActor from "../rank/rank.ts"
@@ -249,24 +248,19 @@ export const makeHost = (ctx: Context): Effect.Effect<Host, never, Scope.Scope> 
   }
   switch (transportKind) {
     case "worker":
-      return Effect.flatMap(Worker.host({ onOutput }), (h) => {
-        // The members' round reports in each generation's area reach the coordinator as their frames.
-        const reports = AreaReports.make(h)
-        return Effect.as(
-          Effect.addFinalizer(() => Effect.sync(reports.stop)),
-          {
-            transport: h.transport,
-            spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
-            kill: h.terminate,
-            formRingLinks: (generation, peers, paramsLength) => {
-              const area = ringArea(ctx, peers.length, paramsLength)
-              reports.watch(generation, peers, area?.buffer)
-              h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
-              return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
-            }
-          } satisfies Host
-        )
-      })
+      return Effect.map(
+        Worker.host({ onOutput }),
+        (h): Host => ({
+          transport: h.transport,
+          spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, resourceLimits: { maxOldGenerationSizeMb: heapLimitMb } }),
+          kill: h.terminate,
+          formRingLinks: (generation, peers, paramsLength) => {
+            const area = ringArea(ctx, peers.length, paramsLength)
+            h.formRing(generation, peers, ringLinks === "shared" ? ringSharedSlots : 0, area)
+            return area === undefined ? undefined : (round: number) => SharedAllReduce.commit(area.buffer, round)
+          }
+        })
+      )
     case "process":
       return Effect.map(
         ChildProcess.host({ onOutput }),

@@ -7,8 +7,7 @@
  *
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
- * `RoundDone{epoch, round, generation, samplesDone}` (in a generation with a shared all-reduce
- * area it writes it there, with its loss, `SharedAllReduce.Area.report`) and keeps the mean until
+ * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
  * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
  * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
  * for it). `DeclareDead` interrupts a running collective
@@ -46,8 +45,6 @@ export interface RankRingOptions {
   readonly send: (message: ToCoordinator) => Effect.Effect<void>
   readonly leave: (code: number) => void
   readonly hang: () => void
-  /** The training loss a `RoundDone` carries, if any (`send` adds it to one it sends). */
-  readonly loss?: () => number | undefined
 }
 
 /**
@@ -339,18 +336,6 @@ export const make = (options: RankRingOptions): RankRing => {
   }
 
   /**
-   * Reports a round done in the shared `area` instead of posting `RoundDone` (`SharedAllReduce`
-   * module doc, step 3), with how many messages this rank had posted to the coordinator by then:
-   * its queued frames go out first, so every frame sent before the report is counted.
-   */
-  const reportInArea = (area: SharedAllReduce.Area, round: number, contribution: Contribution): Effect.Effect<void> =>
-    Effect.flatMap(link.transport.flush, () =>
-      Effect.map(link.transport.stats, (stats) =>
-        area.report(round, Math.max(contribution.epoch, 0), contribution.samplesDone, options.loss?.(), stats.messagesSent)
-      )
-    )
-
-  /**
    * The finished round's mean, now committed: the rank applies it (a copy, at once); its pre-round
    * copy and, over links, the mean's vector are free again. An area's result row is the area's.
    */
@@ -437,7 +422,6 @@ export const make = (options: RankRingOptions): RankRing => {
             finished = done
             if (area !== undefined) watchCommit(done)
             const moved = linkBytes.take(entry.round)
-            if (area !== undefined) return reportInArea(area, entry.round, contribution)
             return send({
               _tag: "RoundDone",
               epoch: Math.max(contribution.epoch, 0),

@@ -162,7 +162,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
     const send = reports.send
     const ringSend: typeof send = (message) =>
       message._tag === "RoundDone" && s.ringLoss !== undefined ? send({ ...message, loss: s.ringLoss }) : send(message)
-    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0), loss: () => s.ringLoss })
+    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0) })
 
     // The coordinator's liveness, as the rank sees it: its link's end, or its silence.
     const coordinator = CoordinatorGone.watch({

@@ -15,14 +15,9 @@
  *    last average, as in `Ring.allReduce`). It arrives at the second barrier, without waiting there,
  *    and returns: its part is done, and the rank reports `RoundDone`.
  * 3. The round is complete once every member did its part, which the coordinator learns from every
- *    member's `RoundDone`. A member writes its `RoundDone` into the area too (`Area.report`: the
- *    round, its epoch, samples done and loss, and how many messages it had posted to the
- *    coordinator before it), instead of posting it; the last member of a round wakes the coordinator's
- *    thread once (`Reports`), whose host hands each report to the coordinator as the member's
- *    frame, in order with the frames the member posted (after the messages it counted, before any
- *    later one and before its end). The coordinator then commits the round in the area (`commit`;
- *    docs/design.md §3.3, a round closes when every member reported `RoundDone`) and wakes the
- *    members once, instead of sending each a `RoundCommitted` frame. Each member then reads the mean from the area's result
+ *    member's `RoundDone`: it then commits the round in the area (`commit`; docs/design.md §3.3, a
+ *    round closes when every member reported `RoundDone`) and wakes the members once, instead of
+ *    sending each a `RoundCommitted` frame. Each member then reads the mean from the area's result
  *    row of the round's parity (`allReduce` returns that row itself: no copy, no allocation). Round
  *    `k + 2`'s reduction, the next to write that row, starts only after every member arrived at its
  *    first barrier, which each does only after it applied round `k + 1`'s commit: so a member may
@@ -57,15 +52,11 @@
  * so it dies and is declared dead); every other member waits, applying nothing, for the
  * `DeclareDead` that follows and the re-formed ring's redo.
  *
- * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): five `Int32` words
+ * Layout of an area of `n` ranks and `length` parameters (`areaBytes`): four `Int32` words
  * (`arrived`: arrivals at barriers so far; `released`: barriers passed; `committed`: 1 + the
  * last committed round, wrapped to int32, or 0; `bad`: 1 + the ring rank of a non-finite row, or
- * 0; `reports`: reports written so far), then per ring rank one `Int32` word (1 + the round it
- * last reported, wrapped, or 0), padded to 8 bytes; then per ring rank two float64 words (round,
- * contributes) and four of its last report (epoch, samples done, loss or NaN, messages posted
- * before it),
- * then `n` rows of `length` float32 values, then two results of `length` float32 values (even
- * rounds, odd rounds).
+ * 0), then per ring rank two float64 words (round, contributes), then `n` rows of `length` float32
+ * values, then two results of `length` float32 values (even rounds, odd rounds).
  *
  * @since 0.1.0
  */
@@ -77,25 +68,16 @@ const ARRIVED = 0
 const RELEASED = 1
 const COMMITTED = 2
 const BAD = 3
-const REPORTS = 4
-/** The first of the per-rank words: 1 + the round the rank last reported. */
-const REPORTED = 5
-
-/** Bytes of the `Int32` words before the float64 ones, padded to 8. */
-const headerBytesOf = (ringSize: number): number => 8 * Math.ceil((REPORTED + ringSize) / 2)
-
-/** Float64 words of one rank's report: epoch, samples done, loss (NaN: none), messages before it. */
-const reportWords = 4
+const headerBytes = 16
 
 /**
- * Bytes of an area for `ringSize` ranks and `length` parameters: `8 ceil((5 + ringSize) / 2) +
- * 48 ringSize + 4 length (ringSize + 2)`.
+ * Bytes of an area for `ringSize` ranks and `length` parameters: `16 + 16 ringSize + 4 length
+ * (ringSize + 2)`.
  *
  * @since 0.1.0
  * @category model
  */
-export const areaBytes = (ringSize: number, length: number): number =>
-  headerBytesOf(ringSize) + 8 * (2 + reportWords) * ringSize + 4 * length * (ringSize + 2)
+export const areaBytes = (ringSize: number, length: number): number => headerBytes + 16 * ringSize + 4 * length * (ringSize + 2)
 
 type WaitAsync = (
   array: Int32Array,
@@ -134,8 +116,6 @@ export interface AreaHandle {
 export class Area {
   readonly header: Int32Array
   readonly meta: Float64Array
-  /** Per ring rank: the epoch, samples done, loss and messages posted before its last report. */
-  readonly reports: Float64Array
   readonly rows: ReadonlyArray<Float32Array>
   /** The mean of even rounds, then of odd rounds (module doc, step 3). */
   readonly results: readonly [Float32Array, Float32Array]
@@ -148,11 +128,9 @@ export class Area {
     const { buffer, ringSize: n, length } = handle
     if (buffer.byteLength < areaBytes(n, length))
       throw new RangeError(`a shared area of ${buffer.byteLength} bytes is too small for ${n} ranks x ${length} parameters`)
-    const headerBytes = headerBytesOf(n)
-    this.header = new Int32Array(buffer, 0, REPORTED + n)
+    this.header = new Int32Array(buffer, 0, 4)
     this.meta = new Float64Array(buffer, headerBytes, 2 * n)
-    this.reports = new Float64Array(buffer, headerBytes + 16 * n, reportWords * n)
-    const rowsAt = headerBytes + 8 * (2 + reportWords) * n
+    const rowsAt = headerBytes + 16 * n
     this.rows = Array.from({ length: n }, (_, j) => new Float32Array(buffer, rowsAt + 4 * length * j, length))
     const resultsAt = rowsAt + 4 * length * n
     this.results = [new Float32Array(buffer, resultsAt, length), new Float32Array(buffer, resultsAt + 4 * length, length)]
@@ -186,26 +164,6 @@ export class Area {
   /** The ring rank whose row a reducer found not finite (module doc), or -1. */
   badRank(): number {
     return Atomics.load(this.header, BAD) - 1
-  }
-
-  /**
-   * Writes this member's `RoundDone` of `round` into the area (module doc, step 3): its `epoch`,
-   * `samplesDone`, `loss` (if any), and `messagesBefore`, how many messages it had posted to the
-   * coordinator before it. The member of a round that reports last wakes the coordinator's thread
-   * (`Reports`).
-   */
-  report(round: number, epoch: number, samplesDone: number, loss: number | undefined, messagesBefore: number): void {
-    const r = this.handle.ringRank
-    const at = reportWords * r
-    this.reports[at] = epoch
-    this.reports[at + 1] = samplesDone
-    this.reports[at + 2] = loss ?? Number.NaN
-    this.reports[at + 3] = messagesBefore
-    // Stored after the fields: a reader that loads this word sees them (`Reports.take`).
-    Atomics.store(this.header, REPORTED + r, (round + 1) | 0)
-    // Every member reports every round of an area once (a round with a row that is not finite, whose
-    // area is never used again, aside): each n-th report completes a round.
-    if ((Atomics.add(this.header, REPORTS, 1) + 1) % this.handle.ringSize === 0) Atomics.notify(this.header, REPORTS)
   }
 
   /** Whether the coordinator committed `round` in this area (`commit`), as its last commit. */
@@ -253,73 +211,8 @@ export class Area {
 export const make = (ringSize: number, length: number): SharedArrayBuffer => {
   const buffer = new SharedArrayBuffer(areaBytes(ringSize, length))
   // No member is at a round yet (`neighboursAt`).
-  new Float64Array(buffer, headerBytesOf(ringSize), 2 * ringSize).fill(-1)
+  new Float64Array(buffer, headerBytes, 2 * ringSize).fill(-1)
   return buffer
-}
-
-/**
- * One member's `RoundDone` as written into the area (`Area.report`): the generation is the
- * area's; `messagesBefore` the messages the member had posted to the coordinator before it.
- *
- * @since 0.1.0
- * @category model
- */
-export interface Report {
-  readonly round: number
-  readonly epoch: number
-  readonly samplesDone: number
-  readonly loss: number | undefined
-  readonly messagesBefore: number
-}
-
-/**
- * The coordinator's side of the members' reports (module doc, step 3) in the area `buffer` of
- * `ringSize` members (from `make`): `take(ringRank)` gives a member's report once, the first
- * time it is asked after the member wrote it (`undefined` otherwise); `changes()` resolves when
- * a member completes a round's reports, on `wake()`, or after at most `waitSliceMs`, never
- * rejecting.
- *
- * @since 0.1.0
- * @category averaging
- */
-export class Reports {
-  private readonly header: Int32Array
-  private readonly fields: Float64Array
-  private readonly taken: Int32Array
-
-  constructor(
-    buffer: SharedArrayBuffer,
-    readonly ringSize: number
-  ) {
-    this.header = new Int32Array(buffer, 0, REPORTED + ringSize)
-    this.fields = new Float64Array(buffer, headerBytesOf(ringSize) + 16 * ringSize, reportWords * ringSize)
-    this.taken = new Int32Array(ringSize)
-  }
-
-  take(ringRank: number): Report | undefined {
-    const reported = Atomics.load(this.header, REPORTED + ringRank)
-    if (reported === this.taken[ringRank]) return undefined
-    this.taken[ringRank] = reported
-    const at = reportWords * ringRank
-    const loss = this.fields[at + 2]!
-    return {
-      round: reported - 1,
-      epoch: this.fields[at]!,
-      samplesDone: this.fields[at + 1]!,
-      loss: Number.isNaN(loss) ? undefined : loss,
-      messagesBefore: this.fields[at + 3]!
-    }
-  }
-
-  changes(): Promise<void> {
-    const waited = waitAsync(this.header, REPORTS, Atomics.load(this.header, REPORTS), waitSliceMs)
-    return waited.async ? waited.value.then(() => {}) : Promise.resolve()
-  }
-
-  /** Ends a pending `changes()` now (its watcher stops). */
-  wake(): void {
-    Atomics.notify(this.header, REPORTS)
-  }
 }
 
 /**

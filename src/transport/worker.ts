@@ -77,17 +77,6 @@ export interface WorkerHost {
     sharedSlots?: number,
     area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
   ) => number
-  /**
-   * Hands in `frame` as `rank`'s: a frame the rank wrote outside its port (its ring round's
-   * report in the generation's shared all-reduce area), received as if it had arrived right after
-   * the rank's first `messagesBefore` messages, before any later one and before its end.
-   */
-  readonly receiveAfter: (rank: Transport.Peer, frame: Uint8Array, messagesBefore: number) => void
-  /**
-   * Sets (or clears) what is called with a rank before each of its messages is received and
-   * before its end: where the caller looks for such frames and hands them in (`receiveAfter`).
-   */
-  readonly beforeArrival: (look: ((rank: Transport.Peer) => void) | undefined) => void
 }
 
 /**
@@ -119,9 +108,7 @@ export const host = (options?: Transport.Options & RankOutput.Options): Effect.E
       spawn: (spawnOptions) => children.spawn(spawnOptions.rank, spawnOptions),
       terminate: (rank) => children.kill(rank),
       formRing: (generation, peers, sharedSlots = SharedRingLink.slotsDefault, area) =>
-        children.formRing(generation, peers, sharedSlots, area),
-      receiveAfter: children.receiveAfter,
-      beforeArrival: children.beforeArrival
+        children.formRing(generation, peers, sharedSlots, area)
     })
   )
 

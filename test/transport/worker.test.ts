@@ -162,39 +162,6 @@ describe(`worker-thread supervision (${runtime}): one death report per way to di
       )
   )
 
-  it.effect(
-    "a frame handed in for a rank (receiveAfter) is received right after the rank's first messagesBefore messages, or else before its end; beforeArrival is asked first each time",
-    () =>
-      Effect.scoped(
-        Effect.gen(function* () {
-          const host = yield* Worker.host()
-          yield* host.spawn({ entry, rank: 0 })
-          const asked: Array<number> = []
-          host.beforeArrival((rank) => void asked.push(rank))
-          const next = Effect.map(Effect.orDie(Queue.take(host.transport.inbox)), (event) =>
-            event._tag === "Frame" ? Script.indexOf(event.bytes) : event._tag
-          )
-          // Held until the rank's first message is in, then received right after it.
-          host.receiveAfter(0, Script.dataFrame(100), 1)
-          yield* host.transport.send(0, Script.command({ op: "burst", n: 1, bytes: 8 }))
-          assert.deepStrictEqual([yield* next, yield* next], [0, 100])
-          // Counted in: received at once, ahead of the rank's later messages.
-          host.receiveAfter(0, Script.dataFrame(101), 1)
-          assert.strictEqual(yield* next, 101)
-          // Its messages never all come: received before its end.
-          host.receiveAfter(0, Script.dataFrame(102), 50)
-          yield* host.transport.send(0, Script.command({ op: "burst", n: 1, bytes: 8, then: "hang" }))
-          assert.strictEqual(yield* next, 0)
-          yield* host.terminate(0)
-          assert.deepStrictEqual([yield* next, yield* next], [102, "Ended"])
-          assert.deepStrictEqual(asked, [0, 0, 0])
-          // Nothing is received from a rank whose end was reported.
-          host.receiveAfter(0, Script.dataFrame(103), 0)
-          assert.strictEqual((yield* host.transport.stats).framesReceived, 5)
-        })
-      )
-  )
-
   it.effect("closing the host's scope terminates its workers; a second spawn of one rank is refused", () =>
     Effect.gen(function* () {
       const host = yield* Effect.scoped(

@@ -12,7 +12,6 @@ import * as NodeRuntime from "../../platform/node.ts"
 import type * as RuntimeTypes from "../../platform/types.ts"
 import * as RankOutput from "../rank-output.ts"
 import * as Transport from "../transport.ts"
-import * as Batch from "./batch.ts"
 import * as Hub from "./hub.ts"
 
 /** Starts one raw child for `rank`. @since 0.1.0 @category internal */
@@ -36,19 +35,6 @@ export interface Host<O> {
     sharedSlots: number,
     area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
   ) => number
-  /**
-   * Hands in `frame` as `rank`'s, a frame the rank wrote outside its port (a ring round's report
-   * in a shared area): it is received as if it had arrived right after the first `messagesBefore`
-   * messages of the rank's (at once when they are in), before any later one and before the rank's
-   * end. A rank without a child, or whose end was reported, drops it.
-   */
-  readonly receiveAfter: (rank: Transport.Peer, frame: Uint8Array, messagesBefore: number) => void
-  /**
-   * Sets (or clears, `undefined`) what is called with a rank before each message of its is
-   * received and before its end is reported: where the caller looks for frames that rank wrote
-   * outside its port and hands them in (`receiveAfter`).
-   */
-  readonly beforeArrival: (look: ((rank: Transport.Peer) => void) | undefined) => void
 }
 
 interface Child {
@@ -57,14 +43,6 @@ interface Child {
   killedWith: string | undefined
   closedWith: number | undefined
   error: unknown
-  /** Messages received from it. */
-  received: number
-  /** Its end was reported: nothing is received from it any more. */
-  ended: boolean
-  /** Frames handed in by `receiveAfter` whose messages before them are not all in yet, in order. */
-  readonly heldBack: Array<{ readonly frame: Uint8Array; readonly after: number }>
-  /** Receives what `heldBack` may now. */
-  receiveHeld: () => void
 }
 
 /**
@@ -90,7 +68,6 @@ export const make = <O>(
     // Long because it is a factory: the closures it returns share its state, and each is short.
     const hub = yield* Hub.make(Transport.coordinatorPeer, options)
     const children = new Map<Transport.Peer, Child>()
-    let look: ((rank: Transport.Peer) => void) | undefined
 
     const spawn = (rank: Transport.Peer, spawnOptions: O) =>
       Effect.suspend(() => {
@@ -105,32 +82,14 @@ export const make = <O>(
               exited: new Promise<void>((resolve) => (resolveExit = resolve)),
               killedWith: undefined,
               closedWith: undefined,
-              error: undefined,
-              received: 0,
-              ended: false,
-              heldBack: [],
-              receiveHeld: () => {
-                while (child.heldBack.length > 0 && child.heldBack[0]!.after <= child.received) {
-                  const { frame } = child.heldBack.shift()!
-                  link?.receive(Batch.encode([frame], frame.byteLength))
-                }
-              }
+              error: undefined
             }
             let link: Hub.Link | undefined
+            let ended = false
             const end = (cause: DeathReport.DeathCause): void => {
-              if (child.ended) return
-              look?.(rank)
-              // Every message is in: what was handed in goes ahead of the end, whatever it counted.
-              for (const { frame } of child.heldBack.splice(0)) link?.receive(Batch.encode([frame], frame.byteLength))
-              child.ended = true
+              if (ended) return
+              ended = true
               link?.end(cause)
-            }
-            const receive = (message: Uint8Array): void => {
-              look?.(rank)
-              child.receiveHeld()
-              child.received += 1
-              link?.receive(message)
-              child.receiveHeld()
             }
             // What is known of the end before the exit code: the host closed the link, the host
             // killed it, or the child reported an error.
@@ -151,7 +110,7 @@ export const make = <O>(
               child.raw?.kill()
             }
             child.raw = spawnRaw(rank, spawnOptions, {
-              message: receive,
+              message: (message) => link?.receive(message),
               output: lines.push,
               oversized: () => closeWith(Transport.CloseCode.MessageTooBig),
               error: (error) => {
@@ -226,23 +185,7 @@ export const make = <O>(
       return reached
     }
 
-    const receiveAfter = (rank: Transport.Peer, frame: Uint8Array, messagesBefore: number): void => {
-      const child = children.get(rank)
-      if (child === undefined || child.ended) return
-      child.heldBack.push({ frame, after: messagesBefore })
-      child.receiveHeld()
-    }
-
-    return {
-      transport: hub.transport,
-      spawn,
-      kill: (rank, signal) => Effect.promise(() => killNow(rank, signal)),
-      formRing,
-      receiveAfter,
-      beforeArrival: (f) => {
-        look = f
-      }
-    }
+    return { transport: hub.transport, spawn, kill: (rank, signal) => Effect.promise(() => killNow(rank, signal)), formRing }
   })
 
 /**
