@@ -32,6 +32,18 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     // Worker threads' default: each generation's collectives run through one shared all-reduce area.
     expect(result.ring?.links).toBe("area")
     expect(result.ring?.relayed).toBe(0)
+    // The members' RoundDones, written into the area, reach the journal with their training loss
+    // (the trainer's loss is its batch's size, and every round here trains whole batches).
+    const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as { type: string; contributors?: number; loss?: number })
+      .filter((e) => e.type === "round")
+    expect(rounds.length).toBeGreaterThan(0)
+    for (const round of rounds) {
+      expect(round.contributors).toBeGreaterThan(0)
+      expect(round.loss).toBeGreaterThan(0)
+    }
   })
 
   it("over MessageChannel links only (ringSharedSlots 0 and ringAreaMemoryMb 0, as on a runtime without Atomics.waitAsync): a rank that exits mid-collective, the survivors redo the round with clean audits", async () => {
