@@ -34,6 +34,8 @@ export interface RunCommandOptions {
   readonly roundDeadlineMs?: number | undefined
   /** `--round-quorum F` (with `--round-deadline-ms`): the fraction (0, 1] of the survivors a round needs before its deadline closes it; `undefined` (0.5) without it. */
   readonly roundQuorum?: number | undefined
+  /** `--round-silence-ms`, `--blocking-silence-ms`, `--blocking-quiet-max` (docs/liveness.md); only those given. */
+  readonly silence?: Silence
   /** `--aggregate`, `--clip-norm`, `--outlier-rounds-max` (cpu backend, docs/edge-averaging.md); only those given. */
   readonly aggregation?: Aggregation
   /** `--compress none|fp16|int8` (cpu backend, docs/edge-averaging.md); `undefined` (none) without it. */
@@ -105,6 +107,9 @@ export interface RawRunOptions {
   readonly coordinatorTimeoutMs?: string
   readonly roundDeadlineMs?: string
   readonly roundQuorum?: string
+  readonly roundSilenceMs?: string
+  readonly blockingSilenceMs?: string
+  readonly blockingQuietMax?: string
   readonly aggregate?: string
   readonly clipNorm?: string
   readonly outlierRoundsMax?: string
@@ -301,6 +306,46 @@ const outerOptions = (
 const withAggregation = (given: Aggregation): { readonly aggregation?: Aggregation } =>
   Object.keys(given).length === 0 ? {} : { aggregation: given }
 
+/**
+ * What the run does about silent ranks before their heartbeat timeout, as the run options take
+ * it (`RunOptions.roundSilenceMs` and the rest; docs/liveness.md).
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export interface Silence {
+  readonly roundSilenceMs?: number
+  readonly blockingSilenceMs?: number
+  readonly blockingSilenceQuietMax?: number
+}
+
+/**
+ * `--round-silence-ms N` (cpu backend), `--blocking-silence-ms N` and `--blocking-quiet-max F`
+ * (with `--blocking-silence-ms`). The bound against the ranks' beat interval is the launcher's
+ * check (`LaunchError` `blockingSilenceMs`).
+ */
+const silence = (raw: RawRunOptions, backend: "cpu" | "ring"): Silence => {
+  const roundSilenceMs = raw.roundSilenceMs === undefined ? undefined : integerAtLeast("--round-silence-ms", raw.roundSilenceMs, 1, 0)
+  if (roundSilenceMs !== undefined && backend === "ring") {
+    throw new UsageError("--round-silence-ms needs --backend cpu: a ring round is one collective of every member")
+  }
+  const blockingSilenceMs =
+    raw.blockingSilenceMs === undefined ? undefined : integerAtLeast("--blocking-silence-ms", raw.blockingSilenceMs, 1, 0)
+  const quietMax = raw.blockingQuietMax === undefined ? undefined : Number(raw.blockingQuietMax)
+  if (quietMax !== undefined && !(/^(\d*\.\d+|1)$/.test(raw.blockingQuietMax!) && quietMax > 0 && quietMax <= 1)) {
+    throw new UsageError(`--blocking-quiet-max must be a fraction above 0, at most 1, got '${raw.blockingQuietMax}'`)
+  }
+  if (quietMax !== undefined && blockingSilenceMs === undefined)
+    throw new UsageError("--blocking-quiet-max goes with --blocking-silence-ms")
+  return {
+    ...(roundSilenceMs === undefined ? {} : { roundSilenceMs }),
+    ...(blockingSilenceMs === undefined ? {} : { blockingSilenceMs }),
+    ...(quietMax === undefined ? {} : { blockingSilenceQuietMax: quietMax })
+  }
+}
+
+const withSilence = (given: Silence): { readonly silence?: Silence } => (Object.keys(given).length === 0 ? {} : { silence: given })
+
 /** The checked options of `demo`/`run` (and the run part of `serve`) from commander's raw values. @since 0.1.0 @category parsing */
 export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions, killAndNoKill: boolean): RunCommandOptions => {
   if (command === "run" && raw.trainer === undefined) throw new UsageError("run needs --trainer FILE")
@@ -355,6 +400,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     coordinatorTimeoutMs: integerAtLeast("--coordinator-timeout-ms", raw.coordinatorTimeoutMs, 1, defaults.coordinatorTimeoutMs),
     ...(roundDeadlineMs === undefined ? {} : { roundDeadlineMs }),
     ...(roundQuorum === undefined ? {} : { roundQuorum }),
+    ...withSilence(silence(raw, backend)),
     ...withAggregation(aggregation(raw, backend)),
     ...(raw.compress === undefined ? {} : { compress: compression(raw.compress) }),
     ...(raw.deltas === undefined ? {} : { deltas: deltasOption(raw.deltas, backend) }),
@@ -394,6 +440,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),
   ...(options.roundQuorum === undefined ? {} : { roundQuorum: options.roundQuorum }),
+  ...options.silence,
   ...options.aggregation,
   ...(options.compress === undefined ? {} : { compress: options.compress }),
   ...(options.deltas === undefined ? {} : { deltas: options.deltas }),

@@ -140,6 +140,24 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     doc: "with `--round-deadline-ms`: the fraction of the survivors (above 0, at most 1) a round needs before its deadline closes it"
   },
   {
+    flag: "--round-silence-ms N",
+    default: "off",
+    help: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and twice the usual round); the rank is not declared, its late contribution counts in the round open then",
+    doc: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and for twice the run's usual round); the rank is not declared, and its late contribution counts in the round open then ([liveness](liveness.md#rounds-that-do-not-wait-on-silent-ranks-roundsilencems))"
+  },
+  {
+    flag: "--blocking-silence-ms N",
+    default: "off",
+    help: "a rank the run waits on that sent nothing for N ms is declared dead (a silent leave) before --heartbeat-timeout-ms; at least twice the ranks' beat interval (1,000 ms at the default timeout)",
+    doc: "a rank the run waits on (the open round, a ring's rendezvous, an epoch's last chunks) that sent nothing for N ms is declared dead as a silent leave, before `--heartbeat-timeout-ms`; at least twice the ranks' beat interval (a quarter of the timeout, at most 1,000 ms) ([liveness](liveness.md#a-silent-rank-the-run-waits-on-blockingsilencems))"
+  },
+  {
+    flag: "--blocking-quiet-max F",
+    default: String(Config.defaults.blockingSilenceQuietMax),
+    help: "with --blocking-silence-ms: it declares nobody that fell silent together with more than this share (above 0, at most 1) of the live ranks (a stalled process or host of many ranks)",
+    doc: "with `--blocking-silence-ms`: it declares nobody that fell silent together with more than this share (above 0, at most 1) of the live ranks: a stalled process or host of many ranks, not that many leaves"
+  },
+  {
     flag: "--aggregate RULE",
     default: "mean",
     help: "cpu backend: how a round's contributions are combined: mean, median, trimmed-mean[:F] (F cut from each end per coordinate, default 0.25) or clip:N (the mean of changes clipped to norm N) (docs/edge-averaging.md)",

@@ -204,6 +204,32 @@ describe("parse", () => {
     expect(Cli.parse(["demo", "--round-quorum", "0.5"])).toEqual({ error: "--round-quorum goes with --round-deadline-ms" })
   })
 
+  it("--round-silence-ms (cpu backend), --blocking-silence-ms and --blocking-quiet-max reach the run's options", () => {
+    expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.silence")
+    const parsed = Cli.parse(["demo", "--round-silence-ms", "300", "--blocking-silence-ms", "750", "--blocking-quiet-max", "0.3"])
+    expect(parsed).toMatchObject({ options: { silence: { roundSilenceMs: 300, blockingSilenceMs: 750, blockingSilenceQuietMax: 0.3 } } })
+    const isRun = "options" in parsed && parsed.options !== undefined && "epochs" in parsed.options && "mode" in parsed.options
+    expect(isRun).toBe(true)
+    if (isRun) {
+      expect(Cli.sharedRunOptions(parsed.options)).toMatchObject({
+        roundSilenceMs: 300,
+        blockingSilenceMs: 750,
+        blockingSilenceQuietMax: 0.3
+      })
+    }
+    expect(Cli.parse(["demo", "--backend", "ring", "--blocking-silence-ms", "750"])).toMatchObject({
+      options: { silence: { blockingSilenceMs: 750 } }
+    })
+    expect(Cli.parse(["demo", "--backend", "ring", "--round-silence-ms", "300"])).toEqual({
+      error: "--round-silence-ms needs --backend cpu: a ring round is one collective of every member"
+    })
+    expect(Cli.parse(["demo", "--blocking-silence-ms", "0"])).toEqual({ error: "--blocking-silence-ms must be an integer >= 1, got '0'" })
+    expect(Cli.parse(["demo", "--blocking-quiet-max", "0.5"])).toEqual({ error: "--blocking-quiet-max goes with --blocking-silence-ms" })
+    expect(Cli.parse(["demo", "--blocking-silence-ms", "750", "--blocking-quiet-max", "2"])).toEqual({
+      error: "--blocking-quiet-max must be a fraction above 0, at most 1, got '2'"
+    })
+  })
+
   it("--aggregate takes mean, median, trimmed-mean[:F] or clip:N, --clip-norm goes with any rule, and robust rules need the cpu backend", () => {
     expect(Cli.parse(["run", "--trainer", "t.ts"])).not.toHaveProperty("options.aggregation")
     expect(Cli.parse(["demo", "--aggregate", "median"])).toMatchObject({ options: { aggregation: { aggregate: "median" } } })
