@@ -75,16 +75,23 @@ const decoderOptions: DecoderOptions = {
 const decoder = new Decoder(decoderOptions)
 
 /**
- * The little-endian typed array of tag 85 or 86 over `bytes`: a view where `bytes` is aligned for
- * it, else a copy (as cbor-x does without `copyBuffers`). With `copyBuffers` cbor-x reads the byte
- * string into a fresh buffer and its own tag reader copied it once more: 40 KB per `Params` of
- * 10,000 values, twice, 256 times a round at the coordinator. The fresh buffer is the frame's own,
- * so a view on it is enough.
+ * Whether the decode under way is this module's `decoder` (`copyBuffers`): only then is a byte
+ * string's buffer a fresh copy of its own that a typed array may view.
+ */
+let decodingFrame = false
+
+/**
+ * The little-endian typed array of tag 85 or 86 over `bytes`: in a frame's decode, a view where
+ * `bytes` is aligned for it; otherwise a copy, as cbor-x makes. With `copyBuffers` cbor-x reads
+ * the byte string into a fresh buffer and its own tag reader copied it once more: 40 KB per
+ * `Params` of 10,000 values, twice, 256 times a round at the coordinator. The fresh buffer is the
+ * frame's own, so a view on it is enough. Another cbor-x decoder in the process (a trainer's)
+ * reads from its caller's buffer, which a view would alias: it gets the copy.
  */
 const typedOver =
   <T>(Typed: { readonly BYTES_PER_ELEMENT: number; new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): T }) =>
   (bytes: Uint8Array): T =>
-    bytes.byteOffset % Typed.BYTES_PER_ELEMENT === 0
+    decodingFrame && bytes.byteOffset % Typed.BYTES_PER_ELEMENT === 0
       ? new Typed(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / Typed.BYTES_PER_ELEMENT))
       : new Typed(Uint8Array.prototype.slice.call(bytes).buffer)
 
@@ -238,9 +245,12 @@ const materialize = (
   let raw: unknown
   try {
     // Always a fresh view: cbor-x caches a DataView on the object it is given.
+    decodingFrame = true
     raw = decoder.decode(bytes.subarray(start, scanned.end))
   } catch (error) {
     return failure({ _tag: "MalformedCbor", offset: start, detail: `cbor-x: ${describe(error)}` }, options, from)
+  } finally {
+    decodingFrame = false
   }
   const body = Array.isArray(raw) && raw.length === 4 ? (raw[3] as unknown) : undefined
   if (typeof body !== "object" || body === null || from === undefined) {

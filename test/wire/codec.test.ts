@@ -1,3 +1,4 @@
+import { Decoder, Encoder } from "cbor-x"
 import { Effect, Exit, Result } from "effect"
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
@@ -35,6 +36,19 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
     expect([...new Uint32Array(params.buffer, params.byteOffset, params.length)]).toEqual([...bits])
     expect(params.buffer).not.toBe(bytes.buffer)
     expect(params.byteLength).toBe(params.buffer.byteLength)
+  })
+
+  it("leaves another cbor-x decoder's typed arrays copies of their own (its bytes are its caller's)", () => {
+    const values = Float32Array.from({ length: 64 }, (_, i) => i + 0.5)
+    // Strings of 0 to 3 characters before it: the vector lands at every alignment of the bytes.
+    for (const pad of ["", "a", "ab", "abc"]) {
+      const bytes = new Encoder().encode([pad, values])
+      const decoded = (new Decoder().decode(bytes) as [string, Float32Array])[1]
+      expect(decoded).toBeInstanceOf(Float32Array)
+      expect(decoded.buffer).not.toBe(bytes.buffer)
+      bytes.fill(0)
+      expect([...decoded]).toEqual([...values])
+    }
   })
 
   it("decodes float vectors at any offset of the bytes into memory of their own, which a later change of the bytes leaves alone", () => {
