@@ -172,7 +172,7 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     })
   })
 
-  it("child processes send their ring steps rank to rank over direct links (the coordinator relays none): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
+  it("child processes send their ring steps rank to rank over direct links (the coordinator relays none but steps to a rank that just left): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
     const result = await Launcher.run({
       ...fast,
       trainer: drifting,
@@ -186,7 +186,11 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "exited with code 70 without Exiting"]])
     expect(result.ring?.links).toBe("direct")
     expect(result.ring?.generations).toBe(2)
-    expect(result.ring?.relayed).toBe(0)
+    // A step its neighbour sends the exiting rank after that rank's link closed, and before the
+    // coordinator declared it, goes by the relay (the fallback of a direct write that fails): at
+    // most one sender's steps of the aborted collective, 2(N - 1) = 4. Every other step went
+    // direct (seen: 0 at low load, 2 in one run of three beside two CPU burners).
+    expect(result.ring?.relayed).toBeLessThanOrEqual(4)
   })
 
   it("a relayed rank (child processes, ringLinks relay) that sends a corrupt ring step (every value NaN) is closed with BadRingStep (4012) and declared dead; its neighbours never see the step, and the survivors finish with clean audits", async () => {
