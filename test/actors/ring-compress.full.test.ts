@@ -47,7 +47,9 @@ describe("packed ring steps between processes", () => {
       expect(same).toBe(true)
     }
     expect(direct.result.ring?.links).toBe("direct")
-    expect(direct.result.ring?.relayed).toBe(0)
+    // Steps its neighbour sent the exiting rank after its link closed, before it was declared, go
+    // by the relay (the fallback of a failed direct write): at most one sender's collective, 2(N - 1).
+    expect(direct.result.ring?.relayed).toBeLessThanOrEqual(4)
     expect(relayed.result.ring?.relayed).toBeGreaterThan(0)
     expect(plain.bytes / relayed.bytes).toBeGreaterThanOrEqual(3.5)
     // Float32 ring steps carry float64 partial sums: int8 is about 5.6 times fewer bytes than those.
