@@ -307,7 +307,9 @@ describe(`growing a served run: cohort serve --max-ranks and cohort join (${runt
     // Generation 0, then the one the joiner entered; a loaded machine may add a rendezvous retry.
     expect(ring.summary.ring?.generations).toBeGreaterThanOrEqual(2)
     expect(ring.journal.some((e) => e.type === "progress" && e.rank === 2 && (e.samplesDone ?? 0) > 0)).toBe(true)
-    expect(ring.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.progressive) - 0.01)
+    // Within 0.025: on Deno the grown ring landed 0.0125 to 0.0185 under its baseline (about 0.305)
+    // in 2 of 8 runs, and within 0.0025 in the others; which round the joiner enters moves it.
+    expect(ring.summary.finalAccuracy).toBeGreaterThanOrEqual((await bases.progressive) - 0.025)
 
     // cohort report shows the joins in its end table.
     const report = cohort(["report", progressive.summary.runDir])
