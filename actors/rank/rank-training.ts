@@ -291,6 +291,62 @@ const ringTakenOver = (r: Running, round: number) =>
     s.waitingUpdate = false
   })
 
+/**
+ * Applies a round's `Update`. A `cpu` rank that trained since its last contribution was not waited
+ * for (`roundDeadlineMs`, `roundSilenceMs`): the round closed without that training, which its
+ * samples' commit will need. It carries it onto the new model (its parameters become the new model
+ * plus what it trained since the model it last applied), so its next contribution holds it, as it
+ * would have had the round waited. Any other rank takes the model as it is.
+ */
+const applyUpdate = (r: Running, message: Extract<ToRank, { _tag: "Update" }>) =>
+  Effect.gen(function* () {
+    const { s, trainer } = r
+    const trained = !r.ringBackend && !s.waitingUpdate && s.batchesSinceContribution > 0
+    const carried = trained && (message.base !== undefined || message.params.length > 0) ? change(r.getParams(), s.lastAverage) : undefined
+    if (message.base !== undefined) {
+      // A packed change to the model we hold: both ends add it the same way (`Deltas.plus`),
+      // so this rank holds the coordinator's model bit for bit.
+      if (message.base !== s.lastAverageRound || message.params.length !== s.lastAverage.length)
+        return yield* Effect.die(
+          new Error(
+            `rank ${r.rank}: an Update of round ${message.round} changes the model of round ${message.base}, this rank holds round ${s.lastAverageRound}'s`
+          )
+        )
+      s.lastAverage = Deltas.plus(s.lastAverage, message.params)
+      trainer.setParams(carried === undefined ? s.lastAverage.slice() : plus(s.lastAverage, carried))
+      s.lastAverageRound = message.round
+    } else if (message.params.length > 0) {
+      // A copy of our own: a trainer that keeps the array it was given may train in place on it.
+      s.lastAverage = message.params.slice()
+      trainer.setParams(carried === undefined ? message.params : plus(s.lastAverage, carried))
+      s.lastAverageRound = message.round
+    }
+    s.round = message.round + 1
+    s.waitingUpdate = false
+  })
+
+/** `model + carried`, a new array (same lengths). */
+const plus = (model: Float32Array, carried: Float32Array): Float32Array => {
+  const out = new Float32Array(model.length)
+  for (let j = 0; j < model.length; j++) out[j] = model[j]! + carried[j]!
+  return out
+}
+
+/**
+ * Progressive `cpu`: the next epoch's first chunk came while this rank still trained the last
+ * one's. The epoch ended without that work, so the coordinator took those chunks back while the
+ * rank was silent (docs/design.md §3.7) and others trained them: the rank drops that training and
+ * goes back to the last averaged model, as if it had never held them.
+ */
+const dropTakenBack = (r: Running): void => {
+  const { s } = r
+  if (r.ringBackend || (s.chunks.length === 0 && s.batchesSinceContribution === 0 && s.chunksDoneSinceContribution === 0)) return
+  r.trainer.setParams(s.lastAverage.slice())
+  s.residual = undefined
+  s.lossSum = 0
+  s.lossSamples = 0
+}
+
 /** Carries out one message of the coordinator's. */
 const handle = (r: Running, message: ToRank) =>
   Effect.gen(function* () {
@@ -304,7 +360,10 @@ const handle = (r: Running, message: ToRank) =>
         if (message.epoch === s.epoch) s.entries.push([message.offset, message.size])
         return
       case "AssignChunk":
-        if (message.epoch > s.epoch) enterEpoch(r, message.epoch)
+        if (message.epoch > s.epoch) {
+          dropTakenBack(r)
+          enterEpoch(r, message.epoch)
+        }
         if (message.epoch === s.epoch) s.chunks.push({ offset: message.offset, size: message.size, progress: 0 })
         return
       case "Update":
@@ -312,27 +371,7 @@ const handle = (r: Running, message: ToRank) =>
         // model given outright (a joiner's, from a member): it replaces whatever the rank held.
         if (s.ringRecovery !== undefined && message.params.length === 0) return yield* ringTakenOver(r, message.round)
         s.ringRecovery = undefined
-        if (message.base !== undefined) {
-          // A packed change to the model we hold: both ends add it the same way (`Deltas.plus`),
-          // so this rank holds the coordinator's model bit for bit.
-          if (message.base !== s.lastAverageRound || message.params.length !== s.lastAverage.length)
-            return yield* Effect.die(
-              new Error(
-                `rank ${r.rank}: an Update of round ${message.round} changes the model of round ${message.base}, this rank holds round ${s.lastAverageRound}'s`
-              )
-            )
-          s.lastAverage = Deltas.plus(s.lastAverage, message.params)
-          trainer.setParams(s.lastAverage.slice())
-          s.lastAverageRound = message.round
-        } else if (message.params.length > 0) {
-          // A copy of our own: a trainer that keeps the array it was given may train in place on it.
-          s.lastAverage = message.params.slice()
-          trainer.setParams(message.params)
-          s.lastAverageRound = message.round
-        }
-        s.round = message.round + 1
-        s.waitingUpdate = false
-        return
+        return yield* applyUpdate(r, message)
       case "Checkpoint":
         return yield* RankCalls.checkpoint(r, message.version)
       case "Eval":

@@ -44,6 +44,7 @@ import { onModel, reaskModels } from "./model-handover.ts"
 import { holdCalls, releaseCall, staleCause } from "./calls.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { afterEpochModel, maybeCloseAtDeadline, maybeCloseRound, onOutlier, onParams, onRoundDone } from "./rounds.ts"
+import { onParamsTakenBack, takeBackSilent } from "./take-back.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -281,6 +282,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.framesWrongEpoch += 1
         return
       }
+      if (state.takenBack.get(rank)?.owed.delete(message.offset) === true) return
       if (pool === undefined || !ChunkPool.complete(pool, rank, message.offset, message.size)) {
         counters.chunkDoneUnmatched += 1
         return
@@ -290,6 +292,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       while (ChunkPool.inflight(pool, rank) < chunksInflightMax && !isSaving(state, rank)) {
         const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
         if (chunk === undefined) break
+        state.handedMs[rank] = state.clockMs
         send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, "refill after ChunkDone")
       }
       return
@@ -313,6 +316,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.staleRoundDone += 1
         return
       }
+      if (state.takenBack.has(rank)) return onParamsTakenBack(state, rank, cmds)
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
       onParams(state, rank, Math.floor(message.samplesDone), message.params, cmds)
       return
@@ -445,8 +449,12 @@ const onTick = (state: State, cmds: Array<Command>): void => {
     formRing(state, cmds, timedOut)
   }
   maybeCloseAtDeadline(state, cmds)
-  // A round that leaves silent ranks out may close as one turns silent.
-  if (config.roundSilenceMs > 0 && state.phase === "running") maybeCloseRound(state, cmds)
+  // A round that leaves silent ranks out may close as one turns silent, and the epoch's last
+  // chunks go on without their silent holders.
+  if (config.roundSilenceMs > 0 && state.phase === "running") {
+    takeBackSilent(state, cmds)
+    maybeCloseRound(state, cmds)
+  }
   if (state.phase !== "running") return
   if (config.roundStallMs > 0 && state.roundOpenedMs !== undefined && state.clockMs - state.roundOpenedMs > config.roundStallMs) {
     saveAndStop(state, cmds, "ReduceStall", `round ${state.round} open for more than ${config.roundStallMs} ms`)

@@ -129,6 +129,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     if (running && d.kind === "death" && state.joining.has(d.rank)) state.counters.joinersLost += 1
     state.joining.delete(d.rank)
     state.unreachable.delete(d.rank)
+    state.takenBack.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)

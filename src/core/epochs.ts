@@ -46,14 +46,18 @@ export const sendRanges = (
  */
 export const isSaving = (state: State, rank: Rank): boolean => state.checkpoint !== undefined && state.checkpoint.rank === rank
 
-/** Tops `rank` up to `chunksInflightMax` outstanding chunks (none while it saves: `isSaving`). */
+/**
+ * Tops `rank` up to `chunksInflightMax` outstanding chunks (none while it saves: `isSaving`; none of
+ * an epoch whose chunks were taken back from it: `State.takenBack`).
+ */
 export const fill = (state: State, out: Split.SliceBuilder, rank: Rank): void => {
   const pool = state.pool!
-  if (isSaving(state, rank)) return
+  if (isSaving(state, rank) || state.takenBack.has(rank)) return
   const { chunkSamples, chunksInflightMax } = state.config
   while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
     const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
     if (chunk === undefined) return
+    state.handedMs[rank] = state.clockMs
     out.push(rank, chunk.offset, chunk.size)
   }
 }
@@ -141,6 +145,7 @@ export const startEpoch = (state: State, cmds: Array<Command>): void => {
   state.epochStartedMs = state.clockMs
   state.epochDeaths = []
   state.epochExits = []
+  state.takenBack.clear()
   state.log = Audit.make(state.epoch, config.epochSamples)
   state.uncommittedLive = 0
   state.pendingRequired = 0

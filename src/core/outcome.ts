@@ -152,6 +152,16 @@ export interface Counters {
   roundsClosedAtDeadline: number
   /** `cpu` rounds closed without ranks silent for more than `roundSilenceMs`. */
   roundsClosedWithoutSilent: number
+  /**
+   * Progressive `cpu` with `roundSilenceMs`: ranks whose uncommitted chunks were taken back at an
+   * epoch's end while they were silent (each time counts), the samples those chunks held, the part
+   * of them the ranks had reported done (trained again by others), and `Params` of such ranks
+   * dropped because they may hold training of the chunks taken back.
+   */
+  takeBacks: number
+  samplesTakenBack: number
+  samplesRedoneAfterTakeBack: number
+  paramsTakenBack: number
 }
 
 /**
@@ -236,5 +246,9 @@ export const zeroCounters = (): Counters => ({
   modelsRefused: 0,
   joinersLost: 0,
   roundsClosedAtDeadline: 0,
-  roundsClosedWithoutSilent: 0
+  roundsClosedWithoutSilent: 0,
+  takeBacks: 0,
+  samplesTakenBack: 0,
+  samplesRedoneAfterTakeBack: 0,
+  paramsTakenBack: 0
 })

@@ -179,17 +179,30 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
 }
 
 /**
- * Whether the open round leaves live `rank` out although it owes a contribution: it sent nothing
- * for more than `roundSilenceMs` (on, `cpu`), counted from its last frame or the last round's
- * close, whichever is later. A rank that contributed waits for that close's `Update` and sends
- * nothing meanwhile: its quiet before the `Update` reached it is the coordinator's, not its own
- * (counted from its last frame, a round slower than the bound left out every rank that waited on
- * it, and rounds of one contributor followed one another, each sending every rank an `Update`).
- * O(1).
+ * How long live `rank` has been silent by its own doing, ms: since its last frame, the last chunks
+ * handed to it, or, when it contributed to the last round, that round's close, whichever is
+ * latest. A rank that contributed waits for the close's `Update` and sends nothing meanwhile: its
+ * quiet before the `Update` reached it is the coordinator's, not its own (counted from its last
+ * frame, a round slower than the bound left out every rank that waited on it, and rounds of one
+ * contributor followed one another, each sending every rank an `Update`). An idle rank beats only
+ * now and then, so chunks just handed to it start its count afresh. A rank left out of the last
+ * round waited for nothing: its silence runs on from its last frame, and a rank that left stops
+ * holding each later round only once. O(1).
+ */
+export const ownSilenceMs = (state: State, rank: Rank): number => {
+  const sinceFrameMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
+  const sinceHandedMs = state.clockMs - state.handedMs[rank]!
+  const sinceCloseMs = state.lastContributedRound[rank] === state.round - 1 ? state.clockMs - state.roundClosedMs : sinceHandedMs
+  return Math.min(sinceFrameMs, sinceHandedMs, sinceCloseMs)
+}
+
+/**
+ * Whether the open round leaves live `rank` out although it owes a contribution: silent by its own
+ * doing (`ownSilenceMs`) for more than `roundSilenceMs` (on, `cpu`), or twice the usual round. O(1).
  */
 export const roundSkips = (state: State, rank: Rank): boolean => {
   const ms = skipAfterMs(state)
-  return ms > 0 && state.clockMs - state.roundClosedMs > ms && Liveness.silentMs(state.liveness, rank, state.clockMs) > ms
+  return ms > 0 && ownSilenceMs(state, rank) > ms
 }
 
 /**
@@ -200,7 +213,7 @@ export const roundSkips = (state: State, rank: Rank): boolean => {
  * every rank an `Update`, which loaded the machine further (at 256 ranks, 45 rounds instead of 18
  * without churn, half the throughput). 0 when off.
  */
-const skipAfterMs = (state: State): number => {
+export const skipAfterMs = (state: State): number => {
   const ms = state.config.roundSilenceMs
   return ms <= 0 ? 0 : Math.max(ms, 2 * state.roundLengthMs)
 }
@@ -211,10 +224,16 @@ const skipAfterMs = (state: State): number => {
  */
 const skippedCount = (state: State): number => {
   const ms = skipAfterMs(state)
-  if (ms <= 0 || state.pendingRequired <= 0 || state.clockMs - state.roundClosedMs <= ms) return 0
+  if (ms <= 0 || state.pendingRequired <= 0) return 0
   let count = 0
   for (const rank of Liveness.silentBeyond(state.liveness, state.clockMs, ms))
-    if (Membership.isLive(state.membership, rank) && state.contributed[rank] === 0 && hasUncommitted(state, rank)) count += 1
+    if (
+      Membership.isLive(state.membership, rank) &&
+      state.contributed[rank] === 0 &&
+      hasUncommitted(state, rank) &&
+      roundSkips(state, rank)
+    )
+      count += 1
   return count
 }
 
@@ -282,6 +301,7 @@ const allFinite = (params: Float32Array): boolean => {
 
 export const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
   commitContribution(state, rank, samplesDone, cmds)
+  state.lastContributedRound[rank] = state.round
   if (state.contributed[rank] === 0) {
     state.contributed[rank] = 1
     if (hasUncommitted(state, rank)) state.pendingRequired -= 1

@@ -92,6 +92,10 @@ export interface State {
   readonly multiHost: boolean
   readonly counters: Counters
   readonly contributed: Uint8Array
+  /** Per rank: the round its last `Params` was folded into (-1: none); `roundSilenceMs` reads it. */
+  readonly lastContributedRound: Int32Array
+  /** Per rank: when chunks were last handed to it (progressive; the core's clock, ms); `roundSilenceMs` reads it. */
+  readonly handedMs: Float64Array
   /**
    * `1` for a rank that reported trained work (`Progress`, `ChunkDone`, `Params`, `RoundDone`) since
    * it joined: only such a rank is declared by `blockingSilenceMs` (a joiner may wait a while for
@@ -124,6 +128,14 @@ export interface State {
    * hand a taken-back chunk to each other for ever within one step.
    */
   readonly unreachable: Set<Rank>
+  /**
+   * Live ranks whose uncommitted chunks were taken back while they were silent (`take-back.ts`),
+   * with the epoch and the offsets of the chunks they had not reported done then (`owed`). Until
+   * such a rank is clean, it gets no chunk and its `Params` of that epoch are dropped: they may hold
+   * training of chunks now trained by others. It is clean with the first `Params` after its last
+   * owed `ChunkDone` (it contributes once it runs out of work). Cleared when an epoch starts.
+   */
+  readonly takenBack: Map<Rank, { readonly epoch: number; readonly owed: Set<number> }>
   /** Each rank's last `Progress.samplesDone` and its epoch (ranks that reported only). */
   readonly reportedDone: Map<Rank, { epoch: number; samplesDone: number }>
   readonly summaries: Array<EpochSummary>
@@ -292,6 +304,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
     counters: zeroCounters(),
     contributed: new Uint8Array(w),
+    lastContributedRound: new Int32Array(w).fill(-1),
+    handedMs: new Float64Array(w).fill(nowMs),
     reportedWork: new Uint8Array(w),
     contributions: new Map(),
     ringReports: new Map(),
@@ -301,6 +315,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     leaves: [],
     reportedDone: new Map(),
     unreachable: new Set(),
+    takenBack: new Map(),
     summaries: [],
     evals: [],
     pendingReports: [],

@@ -478,7 +478,15 @@ export const run = (scenario: Scenario): SimResult => {
 
   const step = (input: Coordinator.Input, what: string): void => {
     log.push(`t=${nowMs} ${what}`)
-    apply(Coordinator.step(state, input), what)
+    const takeBacks = state.counters.takeBacks
+    const cmds = Coordinator.step(state, input)
+    // Chunks taken back from a silent rank are no longer its own: it may still train them, but
+    // nothing of them can commit through it (its Params are dropped until it is clean).
+    if (state.counters.takeBacks !== takeBacks) {
+      log.push(`  took back the chunks of ranks ${[...state.takenBack.keys()].join(", ")}`)
+      for (let x = 0; x < owner.length; x++) if (state.takenBack.has(owner[x]!)) owner[x] = -1
+    }
+    apply(cmds, what)
   }
 
   const listLength = (r: SimRank) => r.entries.reduce((sum, [, size]) => sum + size, 0)

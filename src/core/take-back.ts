@@ -1,0 +1,100 @@
+/**
+ * Taking a silent rank's chunks back at an epoch's end (`Config.roundSilenceMs`, progressive
+ * `cpu`; docs/design.md §3.7). Rounds already go on without a rank silent past the bound, but an
+ * epoch ends only once every chunk is committed: the chunks of a rank that left without a word
+ * held the epoch's end until the rank was declared (its heartbeat timeout, or
+ * `blockingSilenceMs`). Once nothing else is left to hand out, such a rank's uncommitted chunks go
+ * back to the pool for the ranks that are idle, and the rank stays live.
+ *
+ * Exactly once: a chunk taken back was not committed, so only its new holder's contribution can
+ * commit it. The old holder may still be alive (a stalled process, a slow link); it does not know,
+ * trains what it holds and contributes, and that `Params` holds training of chunks now trained by
+ * others. So until the rank is clean (`State.takenBack`) it gets no chunk and its `Params` are
+ * dropped. A rank contributes once it runs out of work, and its frames arrive in order: the first
+ * `Params` after the `ChunkDone` of the last chunk it still trained when they were taken back is
+ * its last one with that training; after it, the rank waits for an `Update`, which replaces its
+ * parameters. A rank that enters the next epoch with work of the last one left drops that training
+ * itself (`rank-training.ts`). Internal to `src/core`.
+ *
+ * @since 0.1.0
+ */
+import * as ChunkPool from "./chunk-pool.ts"
+import { tracked } from "./emit.ts"
+import { isSaving, wake } from "./epochs.ts"
+import type { Command } from "./inputs.ts"
+import * as Liveness from "./liveness.ts"
+import * as Membership from "./membership.ts"
+import type { Rank } from "./messages.ts"
+import { roundSkips, skipAfterMs } from "./rounds.ts"
+import type { State } from "./state.ts"
+
+/**
+ * Whether a live rank could train chunks taken back now: idle (nothing outstanding), reachable, not
+ * saving and not itself taken back. Without one, taking back would only make the silent ranks' work
+ * wait in the pool. An idle rank sends only its heartbeats, so its own silence says nothing here.
+ * O(idle ranks looked at): the first that qualifies ends the search.
+ */
+const hasTaker = (state: State, pool: ChunkPool.Pool, silent: ReadonlyArray<Rank>): boolean => {
+  for (let rank = ChunkPool.nextIdle(pool, 0); rank < pool.worldSize; rank = ChunkPool.nextIdle(pool, rank + 1)) {
+    if (!Membership.isLive(state.membership, rank) || state.unreachable.has(rank) || isSaving(state, rank)) continue
+    if (!state.takenBack.has(rank) && !silent.includes(rank)) return true
+  }
+  return false
+}
+
+/**
+ * At a tick: when the epoch's pool has nothing left to hand out, takes back the uncommitted chunks
+ * of every live rank the open round leaves out for its silence (`roundSkips`), puts them in the
+ * reclaimed queue and wakes the idle ranks. Counted in `takeBacks`, `samplesTakenBack` and
+ * `samplesRedoneAfterTakeBack` (chunks the rank had reported done). No-op unless `roundSilenceMs`
+ * is on, the backend is `cpu` and the mode progressive. O(k + chunks moved): k the ranks silent
+ * past the bound.
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
+  const pool = state.pool
+  if (pool === undefined || state.ring !== undefined || state.phase !== "running" || !state.started) return
+  const silentMs = skipAfterMs(state)
+  if (silentMs <= 0 || ChunkPool.remaining(pool) > 0 || ChunkPool.isDone(pool)) return
+  const silent = Liveness.silentBeyond(state.liveness, state.clockMs, silentMs).filter(
+    (rank) => Membership.isLive(state.membership, rank) && ChunkPool.holdsUncommitted(pool, rank) && roundSkips(state, rank)
+  )
+  if (silent.length === 0 || !hasTaker(state, pool, silent)) return
+  let samples = 0
+  for (const rank of silent.sort((a, b) => a - b)) {
+    const held = ChunkPool.held(pool, rank)
+    const redone = held.reduce((sum, chunk) => sum + (chunk.done ? chunk.size : 0), 0)
+    const owed = new Set(held.flatMap((chunk) => (chunk.done ? [] : [chunk.offset])))
+    const moved = tracked(state, rank, () => ChunkPool.forfeit(pool, rank))
+    const size = moved.reduce((sum, range) => sum + range.size, 0)
+    state.takenBack.set(rank, { epoch: state.epoch, owed })
+    state.counters.takeBacks += 1
+    state.counters.samplesTakenBack += size
+    state.counters.samplesRedoneAfterTakeBack += redone
+    samples += size
+  }
+  const ranks = silent.length === 1 ? `rank ${silent[0]}` : `ranks ${silent.join(", ")}`
+  wake(
+    state,
+    cmds,
+    `take back ${samples} uncommitted samples of ${ranks}, silent for more than ${Math.round(silentMs)} ms ` +
+      `(roundSilenceMs ${state.config.roundSilenceMs}, or twice the usual round) while the epoch's end waits on them`
+  )
+}
+
+/**
+ * A `Params` from a rank whose chunks were taken back (docs/design.md §3.7): dropped, since it may
+ * hold training of those chunks. When the rank reported done every chunk it still trained, it was
+ * the last such `Params`: the rank is clean and takes chunks again, at once if some are left.
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const onParamsTakenBack = (state: State, rank: Rank, cmds: Array<Command>): void => {
+  state.counters.paramsTakenBack += 1
+  if (state.takenBack.get(rank)?.owed.size !== 0) return
+  state.takenBack.delete(rank)
+  wake(state, cmds, `rank ${rank} contributed after the chunks taken back from it: it takes chunks again`)
+}
