@@ -77,6 +77,14 @@ export interface Row {
   readonly audits: { readonly epochs: number; readonly lost: number; readonly duplicated: number; readonly samples: number }
   readonly exitCode: number
   readonly durationMs: number
+  /** The core's counters that say how rounds and epochs' ends went on without silent ranks. */
+  readonly counters: {
+    readonly roundsClosedWithoutSilent: number
+    readonly roundsClosedAtDeadline: number
+    readonly takeBacks: number
+    readonly samplesTakenBack: number
+    readonly paramsTakenBack: number
+  }
   /** The run's folder (`cohort report` reads it); removed with the scenario's unless `keep`. */
   readonly runDir: string
 }
@@ -279,6 +287,13 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     },
     exitCode: result.exitCode,
     durationMs,
+    counters: {
+      roundsClosedWithoutSilent: result.outcome.counters.roundsClosedWithoutSilent,
+      roundsClosedAtDeadline: result.outcome.counters.roundsClosedAtDeadline,
+      takeBacks: result.outcome.counters.takeBacks,
+      samplesTakenBack: result.outcome.counters.samplesTakenBack,
+      paramsTakenBack: result.outcome.counters.paramsTakenBack
+    },
     runDir: result.runDir
   }
 }
@@ -433,7 +448,9 @@ if (Lib.isMain("churn")) {
     )
     const peak = row.coordinatorPeakMb
     console.log(
-      `churns ${row.churns}, rounds ${row.rounds}, ${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+      `churns ${row.churns}, rounds ${row.rounds} (${row.counters.roundsClosedWithoutSilent} without silent ranks, ${row.counters.roundsClosedAtDeadline} at the deadline), ` +
+        `take-backs ${row.counters.takeBacks} (${Lib.fmt(row.counters.samplesTakenBack)} samples, ${row.counters.paramsTakenBack} Params dropped), ` +
+        `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
     )
   }
 }

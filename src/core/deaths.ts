@@ -89,6 +89,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
   let checkpointMoved = false
   const anyDeath = batch.some((d) => d.kind === "death")
   const leaves: Array<Leave> = []
+  if (running) state.roundDisturbed = true
 
   // 1. For each departing rank, in order: alert, remainder, ledger, activeCount, roles.
   for (const d of batch) {

@@ -174,6 +174,7 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
   state.round += 1
   state.roundOpenedMs = undefined
   state.roundClosedMs = state.clockMs
+  state.roundDisturbed = false
   enterRounds(state, cmds)
   state.pendingRequired = state.uncommittedLive
 }
@@ -249,7 +250,8 @@ export const maybeCloseRound = (state: State, cmds: Array<Command>): void => {
   if (state.pendingRequired <= 0) {
     // The usual round: from the last close to a close that waited for everyone (smoothed, gain 1/8).
     const lengthMs = state.clockMs - state.roundClosedMs
-    state.roundLengthMs = state.roundLengthMs === 0 ? lengthMs : state.roundLengthMs + (lengthMs - state.roundLengthMs) / 8
+    if (!state.roundDisturbed)
+      state.roundLengthMs = state.roundLengthMs === 0 ? lengthMs : state.roundLengthMs + (lengthMs - state.roundLengthMs) / 8
     closeRound(state, cmds, `round ${state.round} closed: every survivor holding uncommitted work contributed`)
   } else {
     const skipped = skippedCount(state)

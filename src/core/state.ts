@@ -167,10 +167,16 @@ export interface State {
   roundClosedMs: number
   /**
    * The run's usual `cpu` round, ms: from one close to the next, over rounds that waited for every
-   * rank (smoothed, gain 1/8; 0 before the first). `roundSilenceMs` leaves a rank out only once it
-   * was silent for twice that, if longer.
+   * rank and in which nobody left and nothing was taken back (smoothed, gain 1/8; 0 before the
+   * first). `roundSilenceMs` leaves a rank out only once it was silent for twice that, if longer.
    */
   roundLengthMs: number
+  /**
+   * Whether a rank left or had its chunks taken back since the last close. Such a round waited on a
+   * silence (a heartbeat timeout, blocking silence, `roundSilenceMs`), and counted in the usual
+   * round it would lengthen the bound it waited on: under churn the bound doubled round after round.
+   */
+  roundDisturbed: boolean
   /** Live ranks holding uncommitted work. */
   uncommittedLive: number
   /** Live ranks holding uncommitted work that have not contributed to the open round. */
@@ -344,6 +350,7 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     roundOpenedMs: undefined,
     roundClosedMs: nowMs,
     roundLengthMs: 0,
+    roundDisturbed: false,
     uncommittedLive: 0,
     pendingRequired: 0,
     checkpoint: undefined,

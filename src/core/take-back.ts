@@ -70,6 +70,7 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
     const moved = tracked(state, rank, () => ChunkPool.forfeit(pool, rank))
     const size = moved.reduce((sum, range) => sum + range.size, 0)
     state.takenBack.set(rank, { epoch: state.epoch, owed })
+    state.roundDisturbed = true
     state.counters.takeBacks += 1
     state.counters.samplesTakenBack += size
     state.counters.samplesRedoneAfterTakeBack += redone
