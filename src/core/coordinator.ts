@@ -44,7 +44,7 @@ import { onModel, reaskModels } from "./model-handover.ts"
 import { holdCalls, releaseCall, staleCause } from "./calls.ts"
 import { failoverCheckpoint, maybeResolveFastest } from "./role-moves.ts"
 import { afterEpochModel, maybeCloseAtDeadline, maybeCloseRound, onOutlier, onParams, onRoundDone } from "./rounds.ts"
-import { onParamsTakenBack, takeBackSilent } from "./take-back.ts"
+import { heardFrom, onParamsTakenBack, takeBackSilent } from "./take-back.ts"
 import * as EpochModel from "./epoch-model.ts"
 import type { PendingReport, Resume, State } from "./state.ts"
 import { onShutdownRequested, saveAndStop } from "./stops.ts"
@@ -238,6 +238,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     return
   }
   Liveness.touch(state.liveness, rank, state.clockMs)
+  if (state.takenBackSilentMs.size > 0) heardFrom(state, rank)
   // A rank a send failed to is heard from again: it takes chunks again, at once if it is idle.
   const reachedAgain = state.unreachable.size > 0 && state.unreachable.delete(rank)
   if (reachedAgain && state.phase === "running") wake(state, cmds, `rank ${rank} is reachable again`)

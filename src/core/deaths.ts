@@ -131,6 +131,7 @@ export const declareBatch = (state: State, batch: ReadonlyArray<Departure>, cmds
     state.joining.delete(d.rank)
     state.unreachable.delete(d.rank)
     state.takenBack.delete(d.rank)
+    state.takenBackSilentMs.delete(d.rank)
     Roles.forget(state.calibration, d.rank)
     Liveness.unwatch(state.liveness, d.rank)
     if (d.kind === "death") Membership.declareDead(membership, d.rank)

@@ -136,6 +136,13 @@ export interface State {
    * owed `ChunkDone` (it contributes once it runs out of work). Cleared when an epoch starts.
    */
   readonly takenBack: Map<Rank, { readonly epoch: number; readonly owed: Set<number> }>
+  /** Ranks whose chunks were taken back, not heard from since: their silence then, ms. */
+  readonly takenBackSilentMs: Map<Rank, number>
+  /**
+   * The longest silence, ms, of a rank whose chunks were taken back and that then spoke again: it
+   * was alive. Chunks are taken back only from ranks silent for more than twice this (0: none yet).
+   */
+  takeBackMistakeMs: number
   /** Each rank's last `Progress.samplesDone` and its epoch (ranks that reported only). */
   readonly reportedDone: Map<Rank, { epoch: number; samplesDone: number }>
   readonly summaries: Array<EpochSummary>
@@ -322,6 +329,8 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     reportedDone: new Map(),
     unreachable: new Set(),
     takenBack: new Map(),
+    takenBackSilentMs: new Map(),
+    takeBackMistakeMs: 0,
     summaries: [],
     evals: [],
     pendingReports: [],

@@ -25,7 +25,7 @@ import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { roundSkips, skipAfterMs } from "./rounds.ts"
+import { ownSilenceMs, roundSkips, skipAfterMs } from "./rounds.ts"
 import type { State } from "./state.ts"
 
 /**
@@ -44,8 +44,11 @@ const hasTaker = (state: State, pool: ChunkPool.Pool, silent: ReadonlyArray<Rank
 
 /**
  * At a tick: when the epoch's pool has nothing left to hand out, takes back the uncommitted chunks
- * of every live rank the open round leaves out for its silence (`roundSkips`), puts them in the
- * reclaimed queue and wakes the idle ranks. Counted in `takeBacks`, `samplesTakenBack` and
+ * of every live rank the open round leaves out for its silence (`roundSkips`) and silent for more
+ * than twice the longest silence of a rank taken back that turned out alive (`takeBackMistakeMs`:
+ * under load, ranks of a busy process are silent for a while, and a bound below that handed chunks
+ * from one live rank to the next, each taken back in turn), puts them in the reclaimed queue and
+ * wakes the idle ranks. Counted in `takeBacks`, `samplesTakenBack` and
  * `samplesRedoneAfterTakeBack` (chunks the rank had reported done). No-op unless `roundSilenceMs`
  * is on, the backend is `cpu` and the mode progressive. O(k + chunks moved): k the ranks silent
  * past the bound.
@@ -56,10 +59,15 @@ const hasTaker = (state: State, pool: ChunkPool.Pool, silent: ReadonlyArray<Rank
 export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
   const pool = state.pool
   if (pool === undefined || state.ring !== undefined || state.phase !== "running" || !state.started) return
-  const silentMs = skipAfterMs(state)
-  if (silentMs <= 0 || ChunkPool.remaining(pool) > 0 || ChunkPool.isDone(pool)) return
+  const skipMs = skipAfterMs(state)
+  if (skipMs <= 0 || ChunkPool.remaining(pool) > 0 || ChunkPool.isDone(pool)) return
+  const silentMs = Math.max(skipMs, 2 * state.takeBackMistakeMs)
   const silent = Liveness.silentBeyond(state.liveness, state.clockMs, silentMs).filter(
-    (rank) => Membership.isLive(state.membership, rank) && ChunkPool.holdsUncommitted(pool, rank) && roundSkips(state, rank)
+    (rank) =>
+      Membership.isLive(state.membership, rank) &&
+      ChunkPool.holdsUncommitted(pool, rank) &&
+      roundSkips(state, rank) &&
+      ownSilenceMs(state, rank) > silentMs
   )
   if (silent.length === 0 || !hasTaker(state, pool, silent)) return
   let samples = 0
@@ -70,6 +78,7 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
     const moved = tracked(state, rank, () => ChunkPool.forfeit(pool, rank))
     const size = moved.reduce((sum, range) => sum + range.size, 0)
     state.takenBack.set(rank, { epoch: state.epoch, owed })
+    state.takenBackSilentMs.set(rank, ownSilenceMs(state, rank))
     state.roundDisturbed = true
     state.counters.takeBacks += 1
     state.counters.samplesTakenBack += size
@@ -81,7 +90,8 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
     state,
     cmds,
     `take back ${samples} uncommitted samples of ${ranks}, silent for more than ${Math.round(silentMs)} ms ` +
-      `(roundSilenceMs ${state.config.roundSilenceMs}, or twice the usual round) while the epoch's end waits on them`
+      `(roundSilenceMs ${state.config.roundSilenceMs}, twice the usual round, or twice the longest silence of a rank ` +
+      `taken back that was alive) while the epoch's end waits on them`
   )
 }
 
@@ -98,4 +108,19 @@ export const onParamsTakenBack = (state: State, rank: Rank, cmds: Array<Command>
   if (state.takenBack.get(rank)?.owed.size !== 0) return
   state.takenBack.delete(rank)
   wake(state, cmds, `rank ${rank} contributed after the chunks taken back from it: it takes chunks again`)
+}
+
+/**
+ * A frame from live `rank`: if its chunks were taken back while it was silent, it was alive after
+ * all, and a silence that long does not tell a leaver from a busy rank in this run
+ * (`takeBackMistakeMs`). O(1).
+ *
+ * @since 0.1.0
+ * @category mutations
+ */
+export const heardFrom = (state: State, rank: Rank): void => {
+  const silentMs = state.takenBackSilentMs.get(rank)
+  if (silentMs === undefined) return
+  state.takenBackSilentMs.delete(rank)
+  state.takeBackMistakeMs = Math.max(state.takeBackMistakeMs, silentMs)
 }

@@ -89,6 +89,8 @@ describe("taking a silent rank's chunks back at an epoch's end (roundSilenceMs, 
     expect(c.s.counters.paramsTakenBack).toBe(1)
     // Clean now: it takes what is left.
     expect(c.s.takenBack.has(2)).toBe(false)
+    // It was alive: later take-backs wait for more than twice the silence it was taken back at.
+    expect(c.s.takeBackMistakeMs).toBeGreaterThan(200)
     for (let t = 1600; c.s.epoch === 0 && t < 10_000; t += 100) {
       for (const rank of [1 - holder, 2]) if ((c.held.get(rank)?.length ?? 0) > 0) c.work(rank, t)
     }
@@ -136,5 +138,15 @@ describe("taking a silent rank's chunks back at an epoch's end (roundSilenceMs, 
     expect(c.s.summaries.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 60, 0, 0]])
     expect(c.s.counters.samplesRedoneAfterTakeBack).toBe(size)
     expect(c.s.leaves).toEqual([])
+  })
+
+  it("after a rank taken back turned out alive, a rank is taken back only once silent for more than twice that rank's silence", () => {
+    const c = cohort({ epochSamples: 60 })
+    c.s.takeBackMistakeMs = 1000
+    frame(c.s, 2, 10, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: 5 })
+    trainUntil(c, 0, () => c.s.clockMs >= 1900)
+    expect(c.s.counters.takeBacks).toBe(0)
+    trainUntil(c, c.s.clockMs, () => c.s.counters.takeBacks > 0)
+    expect(c.s.clockMs).toBeGreaterThan(2000)
   })
 })
