@@ -237,8 +237,8 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
     counters.framesFromExited += 1
     return
   }
-  Liveness.touch(state.liveness, rank, state.clockMs)
   if (state.takenBackSilentMs.size > 0) heardFrom(state, rank)
+  Liveness.touch(state.liveness, rank, state.clockMs)
   // A rank a send failed to is heard from again: it takes chunks again, at once if it is idle.
   const reachedAgain = state.unreachable.size > 0 && state.unreachable.delete(rank)
   if (reachedAgain && state.phase === "running") wake(state, cmds, `rank ${rank} is reachable again`)

@@ -111,9 +111,9 @@ export const onParamsTakenBack = (state: State, rank: Rank, cmds: Array<Command>
 }
 
 /**
- * A frame from live `rank`: if its chunks were taken back while it was silent, it was alive after
- * all, and a silence that long does not tell a leaver from a busy rank in this run
- * (`takeBackMistakeMs`). O(1).
+ * A frame from live `rank`, before it refreshes the rank's liveness: if its chunks were taken back
+ * while it was silent, it was alive after all, and a silence as long as the one this frame ends
+ * does not tell a leaver from a busy rank in this run (`takeBackMistakeMs`). O(1).
  *
  * @since 0.1.0
  * @category mutations
@@ -122,5 +122,6 @@ export const heardFrom = (state: State, rank: Rank): void => {
   const silentMs = state.takenBackSilentMs.get(rank)
   if (silentMs === undefined) return
   state.takenBackSilentMs.delete(rank)
-  state.takeBackMistakeMs = Math.max(state.takeBackMistakeMs, silentMs)
+  const gapMs = Math.max(silentMs, Liveness.silentMs(state.liveness, rank, state.clockMs))
+  state.takeBackMistakeMs = Math.max(state.takeBackMistakeMs, gapMs)
 }
