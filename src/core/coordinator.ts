@@ -35,7 +35,7 @@ import type { Rank, ToCoordinator, ToRank } from "./messages.ts"
 import * as Roles from "./roles.ts"
 
 import { type Departure, declareBatch } from "./deaths.ts"
-import { alert, broadcast, causeText, formRing, memberCount, path, send, tracked } from "./emit.ts"
+import { alert, broadcast, causeText, formRing, handed, memberCount, path, send, tracked } from "./emit.ts"
 import { endEpoch } from "./ending.ts"
 import { epochDone, isSaving, startEpoch, wake } from "./epochs.ts"
 import type { Command, Input } from "./inputs.ts"
@@ -293,7 +293,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
       while (ChunkPool.inflight(pool, rank) < chunksInflightMax && !isSaving(state, rank)) {
         const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
         if (chunk === undefined) break
-        state.handedMs[rank] = state.clockMs
+        handed(state, rank)
         send(cmds, rank, { _tag: "AssignChunk", epoch: state.epoch, offset: chunk.offset, size: chunk.size }, "refill after ChunkDone")
       }
       return

@@ -71,6 +71,11 @@ export const tracked = <A>(state: State, rank: Rank, mutate: () => A): A => {
   return result
 }
 
+/** Records that chunks were handed to `rank` now (`State.handedMs`; `rounds.ts` `ownSilenceMs` reads it). */
+export const handed = (state: State, rank: Rank): void => {
+  state.handedMs[rank] = Math.max(0, Math.min(0xffffffff, Math.ceil(state.clockMs - state.handedOriginMs)))
+}
+
 /** Appends an extension to a survivor's list, keeping the round counters right. O(1). */
 export const extendLive = (state: State, a: Assignments.Assignments, rank: Rank, offset: number, size: number): void => {
   const had = Assignments.hasUncommitted(a, rank)

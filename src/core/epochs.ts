@@ -7,7 +7,7 @@
 import * as Assignments from "./assignments.ts"
 import * as Audit from "./audit.ts"
 import * as ChunkPool from "./chunk-pool.ts"
-import { alert, path, tracked } from "./emit.ts"
+import { alert, handed, path, tracked } from "./emit.ts"
 import type { Command } from "./inputs.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
@@ -57,7 +57,7 @@ export const fill = (state: State, out: Split.SliceBuilder, rank: Rank): void =>
   while (ChunkPool.inflight(pool, rank) < chunksInflightMax) {
     const chunk = tracked(state, rank, () => ChunkPool.take(pool, rank, chunkSamples))
     if (chunk === undefined) return
-    state.handedMs[rank] = state.clockMs
+    handed(state, rank)
     out.push(rank, chunk.offset, chunk.size)
   }
 }

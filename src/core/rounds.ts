@@ -170,6 +170,9 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
   }
   cmds.push(averageRound(state, contributors, params, paramRanks, reason))
   for (const rank of contributors) state.contributed[rank] = 0
+  for (const rank of state.lastRoundContributors) state.inLastRound[rank] = 0
+  for (const rank of contributors) state.inLastRound[rank] = 1
+  state.lastRoundContributors = contributors
   state.contributions.clear()
   state.round += 1
   state.roundOpenedMs = undefined
@@ -192,8 +195,8 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
  */
 export const ownSilenceMs = (state: State, rank: Rank): number => {
   const sinceFrameMs = Liveness.silentMs(state.liveness, rank, state.clockMs)
-  const sinceHandedMs = state.clockMs - state.handedMs[rank]!
-  const sinceCloseMs = state.lastContributedRound[rank] === state.round - 1 ? state.clockMs - state.roundClosedMs : sinceHandedMs
+  const sinceHandedMs = state.clockMs - state.handedOriginMs - state.handedMs[rank]!
+  const sinceCloseMs = state.inLastRound[rank] === 1 ? state.clockMs - state.roundClosedMs : sinceHandedMs
   return Math.min(sinceFrameMs, sinceHandedMs, sinceCloseMs)
 }
 
@@ -303,7 +306,6 @@ const allFinite = (params: Float32Array): boolean => {
 
 export const onParams = (state: State, rank: Rank, samplesDone: number, params: Float32Array, cmds: Array<Command>): void => {
   commitContribution(state, rank, samplesDone, cmds)
-  state.lastContributedRound[rank] = state.round
   if (state.contributed[rank] === 0) {
     state.contributed[rank] = 1
     if (hasUncommitted(state, rank)) state.pendingRequired -= 1

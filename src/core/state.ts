@@ -92,10 +92,17 @@ export interface State {
   readonly multiHost: boolean
   readonly counters: Counters
   readonly contributed: Uint8Array
-  /** Per rank: the round its last `Params` was folded into (-1: none); `roundSilenceMs` reads it. */
-  readonly lastContributedRound: Int32Array
-  /** Per rank: when chunks were last handed to it (progressive; the core's clock, ms); `roundSilenceMs` reads it. */
-  readonly handedMs: Float64Array
+  /** Per rank: `1` when it contributed to the last round closed (`cpu`); `roundSilenceMs` reads it. */
+  readonly inLastRound: Uint8Array
+  /** The contributors of the last round closed: the ranks `inLastRound` marks. */
+  lastRoundContributors: Array<Rank>
+  /**
+   * Per rank: when chunks were last handed to it (progressive), whole ms since `handedOriginMs`
+   * (4 bytes a rank: the core keeps a few dozen); `roundSilenceMs` reads it.
+   */
+  readonly handedMs: Uint32Array
+  /** The core's clock when it was made: what `handedMs` counts from. */
+  readonly handedOriginMs: number
   /**
    * `1` for a rank that reported trained work (`Progress`, `ChunkDone`, `Params`, `RoundDone`) since
    * it joined: only such a rank is declared by `blockingSilenceMs` (a joiner may wait a while for
@@ -317,8 +324,10 @@ export const make = (options: Config.Options, nowMs: number): State | Config.Inv
     multiHost: hosts !== undefined && new Set(hosts).size > 1,
     counters: zeroCounters(),
     contributed: new Uint8Array(w),
-    lastContributedRound: new Int32Array(w).fill(-1),
-    handedMs: new Float64Array(w).fill(nowMs),
+    inLastRound: new Uint8Array(w),
+    lastRoundContributors: [],
+    handedMs: new Uint32Array(w),
+    handedOriginMs: nowMs,
     reportedWork: new Uint8Array(w),
     contributions: new Map(),
     ringReports: new Map(),

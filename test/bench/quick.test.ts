@@ -41,7 +41,8 @@ describe("quick benchmarks", () => {
     // With 4,096 samples over 9,980 to 9,999 survivors, each death sends 4,096 one-sample slices of
     // its partition, plus one slice per one-sample extension it had received from earlier deaths (88).
     expect(rows.find((r) => r.worldSize === 10_000 && r.remainder === 4_096)?.messagesChecked).toBe(20 * 4_096 + 88)
-    // The core's typed arrays: a few dozen bytes a rank (64.3 with the blocking-silence flag).
+    // The core's typed arrays: a few dozen bytes a rank (64.3 with the blocking-silence flag, 69.3 with
+    // round silence's last-round flag and hand-out time).
     for (const r of rows) expect(r.stateBytesPerRank).toBeLessThanOrEqual(72)
   })
 
