@@ -73,6 +73,50 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
     }
   })
 
+  it("with adoptBytes, gives a Params' values as a view on the given bytes at every offset, equal to a copying decode", () => {
+    const params = Float32Array.from({ length: 1001 }, (_, i) => i * 0.5 - 7)
+    for (const loss of [undefined, 0.25]) {
+      const frame = Frame.fromRank(300, {
+        _tag: "Params",
+        epoch: 2,
+        round: 70_000,
+        samplesDone: 123_456,
+        params,
+        ...(loss === undefined ? {} : { loss })
+      })
+      const encoded = Codec.encode(frame)
+      for (let offset = 0; offset < 8; offset++) {
+        const backing = new Uint8Array(offset + encoded.length + 3).fill(0xee)
+        backing.set(encoded, offset)
+        const bytes = backing.subarray(offset, offset + encoded.length)
+        const decoded = Result.getOrThrow(Codec.decode(bytes, { adoptBytes: true }))
+        expect(decoded).toEqual(frame)
+        const values = decoded.message._tag === "Params" ? decoded.message.params : new Float32Array(0)
+        expect(values.buffer).toBe(backing.buffer)
+        expect(values.byteOffset % 4).toBe(0)
+        expect(new Uint8Array(values.buffer, values.byteOffset, values.byteLength)).toEqual(new Uint8Array(params.buffer))
+        // Only the frame's own bytes moved: the memory around it is as it was.
+        expect([...backing.subarray(0, offset)].every((b) => b === 0xee)).toBe(true)
+        expect([...backing.subarray(offset + encoded.length)]).toEqual([0xee, 0xee, 0xee])
+      }
+    }
+  })
+
+  it("with adoptBytes, decodes messages other than Params as without it, leaving their bytes unchanged", () => {
+    const data = Float64Array.from({ length: 33 }, (_, i) => i / 3)
+    const frame = Frame.fromRank(2, { _tag: "RingData", generation: 1, round: 0, step: 3, data })
+    const encoded = Codec.encode(frame)
+    for (let offset = 0; offset < 8; offset++) {
+      const backing = new Uint8Array(offset + encoded.length)
+      backing.set(encoded, offset)
+      const bytes = backing.subarray(offset)
+      const decoded = Result.getOrThrow(Codec.decode(bytes, { adoptBytes: true }))
+      expect(bytes).toEqual(encoded)
+      expect((decoded.message as { data: Float64Array }).data.buffer).not.toBe(backing.buffer)
+      expect(decoded).toEqual(frame)
+    }
+  })
+
   it("gives -0 back as 0 (cbor-x writes integral numbers as integers)", () => {
     const frame = Frame.fromRank(0, { _tag: "Progress", epoch: 0, samplesDone: 0, msPerBatch: -0 })
     const decoded = Result.getOrThrow(Codec.decode(Codec.encode(frame)))
