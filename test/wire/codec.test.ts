@@ -4,6 +4,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
+import * as Packed from "../../src/wire/packed.ts"
 import * as Arb from "./arbitraries.ts"
 
 const seed = 0x5eed4
@@ -98,6 +99,23 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
         // Only the frame's own bytes moved: the memory around it is as it was.
         expect([...backing.subarray(0, offset)].every((b) => b === 0xee)).toBe(true)
         expect([...backing.subarray(offset + encoded.length)]).toEqual([0xee, 0xee, 0xee])
+      }
+    }
+  })
+
+  it("with adoptBytes, unpacks a packed Params (int8, fp16) into values of its own, as without it", () => {
+    const params = Float32Array.from({ length: 1001 }, (_, i) => Math.sin(i))
+    const frame = Frame.fromRank(5, { _tag: "Params", epoch: 0, round: 3, samplesDone: 64, params })
+    for (const compression of ["int8", "fp16"] as const) {
+      const encoded = Codec.encodePacked(frame, Packed.pack(params, compression))
+      const copied = Result.getOrThrow(Codec.decode(encoded.slice()))
+      for (let offset = 0; offset < 4; offset++) {
+        const backing = new Uint8Array(offset + encoded.length)
+        backing.set(encoded, offset)
+        const adopted = Result.getOrThrow(Codec.decode(backing.subarray(offset), { adoptBytes: true }))
+        expect(adopted).toEqual(copied)
+        const values = adopted.message._tag === "Params" ? adopted.message.params : new Float32Array(0)
+        expect(values.buffer).not.toBe(backing.buffer)
       }
     }
   })
