@@ -186,7 +186,10 @@ export const observe = (f: () => void): void => {
 
 /**
  * A frame's decoded content: what the transport's inspector decoded, else decoded here once, with
- * `params` bounded by the run's agreed parameter count before anything is copied.
+ * `params` bounded by the run's agreed parameter count before anything is copied. A frame the
+ * transport gave away (`given`) is decoded with `adoptBytes`: a `Params`' values stay in the
+ * received message's memory (no copy of 40 KB a rank a round, which the old generation would
+ * otherwise hold until the next full collection). Call it once per event: its bytes may change.
  *
  * @since 0.1.0
  * @category utils
@@ -197,7 +200,11 @@ export const decodeFrame = (
 ): Result.Result<Frame.Frame, WireError.WireError> =>
   isDecodedFrame(event.decoded)
     ? Result.succeed(event.decoded)
-    : Codec.decode(event.bytes, paramsLengthMax === undefined ? { from: event.peer } : { from: event.peer, paramsLengthMax })
+    : Codec.decode(event.bytes, {
+        from: event.peer,
+        ...(paramsLengthMax === undefined ? {} : { paramsLengthMax }),
+        ...(event.given === true ? { adoptBytes: true } : {})
+      })
 
 const isDecodedFrame = (value: unknown): value is Frame.Frame =>
   typeof value === "object" && value !== null && "from" in value && "message" in value

@@ -139,7 +139,10 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
         {
           send: (data) => socket.send(data),
           close: (code, reason) => socket.close(code, reason),
-          bufferedBytes: () => socket.bufferedAmount
+          bufferedBytes: () => socket.bufferedAmount,
+          // `ws` hands each message over as a view on the socket's read buffer (each read a new
+          // one), or as a new buffer when it spans reads or fragments, and then moves past it.
+          givesMessages: true
         },
         request.socket.remoteAddress ?? ""
       )

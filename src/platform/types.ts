@@ -154,6 +154,12 @@ export interface RawSocket {
   readonly close: (code: number, reason: string) => void
   /** Bytes sent but not yet taken by the network (the socket's `bufferedAmount`); absent where the runtime cannot say. */
   readonly bufferedBytes?: () => number
+  /**
+   * True where every binary message given to `SocketHandlers.message` is memory of its own that
+   * the runtime neither reads nor reuses afterwards, so its receiver may keep views on it and
+   * change it. Absent (false) where that is not known.
+   */
+  readonly givesMessages?: boolean
 }
 
 /**

@@ -35,6 +35,9 @@ export const coordinatorPeer: Peer = -1
  * One frame received from `peer`; `arrivedMs` is the transport's clock (integer milliseconds)
  * when the underlying message arrived: the frame's `nowMs` (docs/design.md §3.10). `decoded` is what
  * the inspector decoded from `bytes`, when it returned `Decoded` (so a consumer decodes once).
+ * `given` is true when `bytes` are the received message's own memory, which nothing else reads or
+ * reuses: the one consumer may keep views on them and change them, once it has read them
+ * (`Codec.DecodeOptions.adoptBytes`). Never with `decoded`.
  *
  * @since 0.1.0
  * @category model
@@ -45,6 +48,7 @@ export interface Frame {
   readonly bytes: Uint8Array
   readonly arrivedMs: number
   readonly decoded?: unknown
+  readonly given?: boolean
 }
 
 /**
@@ -225,12 +229,15 @@ export type Verdict =
   | { readonly _tag: "Impersonation"; readonly claimed: Peer }
 
 /**
- * Inspects a frame from `peer` before it is delivered; must not throw.
+ * Inspects a frame from `peer` before it is delivered; must not throw. `given` is true when the
+ * frame's bytes are a received message's own memory that nothing else reads or reuses: the
+ * inspector may then keep views on them and change them (`Codec.DecodeOptions.adoptBytes`), as
+ * long as the delivered frame's length stays right.
  *
  * @since 0.1.0
  * @category model
  */
-export type Inspect = (peer: Peer, frame: Uint8Array) => Verdict
+export type Inspect = (peer: Peer, frame: Uint8Array, given?: boolean) => Verdict
 
 /**
  * Options every transport takes, with defaults:

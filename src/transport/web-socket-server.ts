@@ -209,7 +209,8 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
             post: (message) => socket.send(message),
             close: (code) => socket.close(code, "closed by coordinator"),
             // Every runtime's WebSocket send copies or only reads the bytes.
-            sharesMessages: true
+            sharesMessages: true,
+            givesMessages: socket.givesMessages === true
           })
           socket.send(JSON.stringify({ v: 1, welcome: joinedRank, ...runField, ...beats.welcomeFields(joinedRank) }))
         }

@@ -20,17 +20,19 @@ import * as Transport from "./transport.ts"
  *   version mismatch), applied under `badFramePolicy: "close"`.
  *
  * `messageBytesMax` (bytes, default the wire's 16 MiB) is checked per frame before decoding.
- * The frame is decoded once, here.
+ * The frame is decoded once, here. A frame the channel gave away (`given`) is decoded with
+ * `adoptBytes`: a `Params`' values are then a view on its bytes, not a copy.
  *
  * @since 0.1.0
  * @category inspect
  */
 export const inspect =
   (options: { readonly messageBytesMax?: number } = {}): Transport.Inspect =>
-  (peer, frame) => {
+  (peer, frame, given) => {
     const result = Codec.decode(frame, {
       from: peer === Transport.coordinatorPeer ? "coordinator" : peer,
-      ...(options.messageBytesMax === undefined ? {} : { messageBytesMax: options.messageBytesMax })
+      ...(options.messageBytesMax === undefined ? {} : { messageBytesMax: options.messageBytesMax }),
+      ...(given === true ? { adoptBytes: true } : {})
     })
     if (Result.isSuccess(result)) return { _tag: "Decoded", value: result.success }
     const error = result.failure

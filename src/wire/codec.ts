@@ -35,6 +35,11 @@ import * as WireError from "./wire-error.ts"
  *   gets `SenderMismatch`. Also the rank reported in errors. Default: accept any sender.
  * - `textBytesMax`, `paramsLengthMax`: see `Limits`; a longer field gets `FieldTooLarge` before it
  *   is read.
+ * - `adoptBytes`: default false. True when `bytes` are the caller's to give away: nothing reads,
+ *   changes or reuses them after the call (a message a WebSocket server received into a buffer
+ *   of its own). A `Params` frame's values are then a view on `bytes` instead of a copy, moved up
+ *   to 3 bytes towards the frame's start where they are not 4-byte aligned (over the byte
+ *   string's head, already read). Other messages decode as without it.
  *
  * @since 0.1.0
  * @category options
@@ -44,6 +49,7 @@ export interface DecodeOptions {
   readonly textBytesMax?: number
   readonly paramsLengthMax?: number
   readonly from?: Frame.Sender
+  readonly adoptBytes?: boolean
 }
 
 const fieldLimits = (options: DecodeOptions | undefined) => ({
@@ -73,12 +79,16 @@ const decoderOptions: DecoderOptions = {
   int64AsNumber: true
 }
 const decoder = new Decoder(decoderOptions)
+// For bytes given to the decoder (`adoptBytes`): byte strings are views on them, not copies.
+const adoptingDecoder = new Decoder({ ...decoderOptions, structures: copyStructures(), copyBuffers: false })
 
 /**
  * Whether the decode under way is this module's `decoder` (`copyBuffers`): only then is a byte
  * string's buffer a fresh copy of its own that a typed array may view.
  */
 let decodingFrame = false
+/** Whether the decode under way is `adoptingDecoder`'s: a byte string is a view on the given bytes. */
+let adopting = false
 
 /**
  * The little-endian typed array of tag 85 or 86 over `bytes`: in a frame's decode, a view where
@@ -90,10 +100,27 @@ let decodingFrame = false
  */
 const typedOver =
   <T>(Typed: { readonly BYTES_PER_ELEMENT: number; new (buffer: ArrayBufferLike, byteOffset?: number, length?: number): T }) =>
-  (bytes: Uint8Array): T =>
-    decodingFrame && bytes.byteOffset % Typed.BYTES_PER_ELEMENT === 0
-      ? new Typed(bytes.buffer, bytes.byteOffset, Math.floor(bytes.byteLength / Typed.BYTES_PER_ELEMENT))
+  (bytes: Uint8Array): T => {
+    const length = Math.floor(bytes.byteLength / Typed.BYTES_PER_ELEMENT)
+    if (adopting) return new Typed(bytes.buffer, alignedInPlace(bytes, Typed.BYTES_PER_ELEMENT), length)
+    return decodingFrame && bytes.byteOffset % Typed.BYTES_PER_ELEMENT === 0
+      ? new Typed(bytes.buffer, bytes.byteOffset, length)
       : new Typed(Uint8Array.prototype.slice.call(bytes).buffer)
+  }
+
+/**
+ * Moves `bytes` (a byte string of an adopted frame) back to the nearest offset of their buffer
+ * that is a multiple of `alignBytes`, and returns that offset. The `alignBytes - 1` bytes at most
+ * that this overwrites are the string's own tag and head (at least 3 bytes: `d8 55` and a length),
+ * which the decoder has read. O(bytes) when it moves them; no allocation.
+ */
+const alignedInPlace = (bytes: Uint8Array, alignBytes: number): number => {
+  const shift = bytes.byteOffset % alignBytes
+  if (shift === 0) return bytes.byteOffset
+  const start = bytes.byteOffset - shift
+  new Uint8Array(bytes.buffer, start, bytes.byteLength + shift).copyWithin(0, shift)
+  return start
+}
 
 // Registered for every cbor-x decoder of this process (cbor-x has no per-decoder tags), with the
 // result cbor-x gives: only the extra copy goes. A big-endian machine keeps cbor-x's own, which
@@ -118,6 +145,14 @@ const rows: ReadonlyMap<string, Row> = new Map(
     entry.tag,
     { id, fields: entry.fields, optional: entry.optional ?? [], later: entry.later?.fields ?? [] }
   ])
+)
+
+const paramsId = Structures.messages.findIndex((entry) => entry.tag === "Params")
+/** The structures a `Params` frame may be sent as (with and without its optional `loss`). */
+const paramsStructures: ReadonlySet<number> = new Set(
+  [Structures.structureOf[paramsId], Structures.fullStructureOf[paramsId], ...(Structures.laterStructuresOf[paramsId] ?? [])].filter(
+    (structure): structure is number => structure !== undefined
+  )
 )
 
 const validators = Structures.messages.map((entry) => Schema.decodeUnknownResult(MessageSchema.byTag[entry.tag]))
@@ -246,11 +281,13 @@ const materialize = (
   try {
     // Always a fresh view: cbor-x caches a DataView on the object it is given.
     decodingFrame = true
-    raw = decoder.decode(bytes.subarray(start, scanned.end))
+    adopting = options?.adoptBytes === true && paramsStructures.has(scanned.structure)
+    raw = (adopting ? adoptingDecoder : decoder).decode(bytes.subarray(start, scanned.end))
   } catch (error) {
     return failure({ _tag: "MalformedCbor", offset: start, detail: `cbor-x: ${describe(error)}` }, options, from)
   } finally {
     decodingFrame = false
+    adopting = false
   }
   const body = Array.isArray(raw) && raw.length === 4 ? (raw[3] as unknown) : undefined
   if (typeof body !== "object" || body === null || from === undefined) {

@@ -227,3 +227,36 @@ describe("hub: one long frame to many ports that share messages (Port.sharesMess
     })
   )
 })
+
+describe("hub: frames of a channel that gives its messages away (Port.givesMessages)", () => {
+  it.live("are delivered with given, and the inspector is told; other channels' frames are not", () =>
+    Effect.gen(function* () {
+      const told: Array<[Transport.Peer, boolean | undefined]> = []
+      const hub = yield* Hub.make(Transport.coordinatorPeer, {
+        inspect: (peer, bytes, given) => {
+          told.push([peer, given])
+          return bytes[1] === 1 ? { _tag: "Decoded", value: "decoded" } : undefined
+        }
+      })
+      const gives = hub.attach(0, { ...port([]), givesMessages: true })
+      const keeps = hub.attach(1, port([]))
+      gives.receive(message(0, 0, 1))
+      keeps.receive(message(1, 0, 1))
+      gives.receive(message(0, 256, 1))
+      const events = yield* takeAll(hub, 3)
+      assert.deepStrictEqual(told, [
+        [0, true],
+        [1, false],
+        [0, true]
+      ])
+      assert.deepStrictEqual(
+        events.map((event) => (event._tag === "Frame" ? [event.peer, event.given, event.decoded] : event._tag)),
+        [
+          [0, true, undefined],
+          [1, undefined, undefined],
+          [0, undefined, "decoded"]
+        ]
+      )
+    })
+  )
+})

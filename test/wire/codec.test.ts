@@ -4,6 +4,7 @@ import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
+import * as Packed from "../../src/wire/packed.ts"
 import * as Arb from "./arbitraries.ts"
 
 const seed = 0x5eed4
@@ -70,6 +71,67 @@ describe("Codec: decode(encode(frame)) equals the frame", () => {
         const values = decoded.message._tag === "Params" ? decoded.message.params : (decoded.message as { data: Float64Array }).data
         expect(values.buffer).not.toBe(backing.buffer)
       }
+    }
+  })
+
+  it("with adoptBytes, gives a Params' values as a view on the given bytes at every offset, equal to a copying decode", () => {
+    const params = Float32Array.from({ length: 1001 }, (_, i) => i * 0.5 - 7)
+    for (const loss of [undefined, 0.25]) {
+      const frame = Frame.fromRank(300, {
+        _tag: "Params",
+        epoch: 2,
+        round: 70_000,
+        samplesDone: 123_456,
+        params,
+        ...(loss === undefined ? {} : { loss })
+      })
+      const encoded = Codec.encode(frame)
+      for (let offset = 0; offset < 8; offset++) {
+        const backing = new Uint8Array(offset + encoded.length + 3).fill(0xee)
+        backing.set(encoded, offset)
+        const bytes = backing.subarray(offset, offset + encoded.length)
+        const decoded = Result.getOrThrow(Codec.decode(bytes, { adoptBytes: true }))
+        expect(decoded).toEqual(frame)
+        const values = decoded.message._tag === "Params" ? decoded.message.params : new Float32Array(0)
+        expect(values.buffer).toBe(backing.buffer)
+        expect(values.byteOffset % 4).toBe(0)
+        expect(new Uint8Array(values.buffer, values.byteOffset, values.byteLength)).toEqual(new Uint8Array(params.buffer))
+        // Only the frame's own bytes moved: the memory around it is as it was.
+        expect([...backing.subarray(0, offset)].every((b) => b === 0xee)).toBe(true)
+        expect([...backing.subarray(offset + encoded.length)]).toEqual([0xee, 0xee, 0xee])
+      }
+    }
+  })
+
+  it("with adoptBytes, unpacks a packed Params (int8, fp16) into values of its own, as without it", () => {
+    const params = Float32Array.from({ length: 1001 }, (_, i) => Math.sin(i))
+    const frame = Frame.fromRank(5, { _tag: "Params", epoch: 0, round: 3, samplesDone: 64, params })
+    for (const compression of ["int8", "fp16"] as const) {
+      const encoded = Codec.encodePacked(frame, Packed.pack(params, compression))
+      const copied = Result.getOrThrow(Codec.decode(encoded.slice()))
+      for (let offset = 0; offset < 4; offset++) {
+        const backing = new Uint8Array(offset + encoded.length)
+        backing.set(encoded, offset)
+        const adopted = Result.getOrThrow(Codec.decode(backing.subarray(offset), { adoptBytes: true }))
+        expect(adopted).toEqual(copied)
+        const values = adopted.message._tag === "Params" ? adopted.message.params : new Float32Array(0)
+        expect(values.buffer).not.toBe(backing.buffer)
+      }
+    }
+  })
+
+  it("with adoptBytes, decodes messages other than Params as without it, leaving their bytes unchanged", () => {
+    const data = Float64Array.from({ length: 33 }, (_, i) => i / 3)
+    const frame = Frame.fromRank(2, { _tag: "RingData", generation: 1, round: 0, step: 3, data })
+    const encoded = Codec.encode(frame)
+    for (let offset = 0; offset < 8; offset++) {
+      const backing = new Uint8Array(offset + encoded.length)
+      backing.set(encoded, offset)
+      const bytes = backing.subarray(offset)
+      const decoded = Result.getOrThrow(Codec.decode(bytes, { adoptBytes: true }))
+      expect(bytes).toEqual(encoded)
+      expect((decoded.message as { data: Float64Array }).data.buffer).not.toBe(backing.buffer)
+      expect(decoded).toEqual(frame)
     }
   })
 

@@ -66,4 +66,20 @@ describe("Codec: arbitrary bytes never throw", () => {
       { seed, numRuns: 2_000 }
     )
   })
+
+  it("with adoptBytes too: valid frames with a byte flipped, or at any offset of their buffer, decode as without it", () => {
+    fc.assert(
+      fc.property(Arb.frame, fc.nat(), fc.integer({ min: 1, max: 255 }), fc.nat(7), (frame, at, flip, offset) => {
+        const bytes = Codec.encode(frame)
+        const mutated = bytes.slice()
+        const index = at % mutated.length
+        mutated[index] = mutated[index]! ^ flip
+        checkFailure(Codec.decode(mutated.slice(), { adoptBytes: true }))
+        const placed = new Uint8Array(offset + bytes.length)
+        placed.set(bytes, offset)
+        expect(Codec.decode(placed.subarray(offset), { adoptBytes: true })).toEqual(Result.succeed(frame))
+      }),
+      { seed, numRuns: 2_000 }
+    )
+  })
 })

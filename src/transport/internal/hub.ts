@@ -29,6 +29,12 @@ export interface Port {
    * round's `Update`) is then batched once for all of them. Default false.
    */
   readonly sharesMessages?: boolean
+  /**
+   * Every message the channel reports through `Link.receive` is memory of its own that nothing
+   * else reads, changes or reuses afterwards (a `ws` message on Node): the inspector may keep
+   * views on its frames and change them (`Transport.Inspect`'s `given`). Default false.
+   */
+  readonly givesMessages?: boolean
 }
 
 /** What a transport reports about one peer's channel. @since 0.1.0 @category internal */
@@ -215,10 +221,16 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
           state.waitingFrames -= 1
           waitingTotal -= 1
           budget -= 1
-          const verdict = resolved.inspect?.(state.peer, bytes)
+          const given = state.port.givesMessages === true
+          const verdict = resolved.inspect?.(state.peer, bytes, given)
           if (verdict === undefined) {
             stats.framesReceived += 1
-            Queue.offerUnsafe(inbox, { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs })
+            Queue.offerUnsafe(
+              inbox,
+              given
+                ? { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs, given }
+                : { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs }
+            )
           } else if (verdict._tag === "Decoded") {
             stats.framesReceived += 1
             Queue.offerUnsafe(inbox, { _tag: "Frame", peer: state.peer, bytes, arrivedMs: message.arrivedMs, decoded: verdict.value })

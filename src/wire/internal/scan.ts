@@ -312,12 +312,23 @@ const isRank = (value: number): boolean => Number.isSafeInteger(value) && value 
 // Reads `major` through a call: TypeScript would otherwise keep a narrowing from before `head()`.
 const majorNow = (): number => major
 
+// What `scanBody` read so far: module state like the cursor, so that its many exits share one
+// function rather than a closure made on every call.
+let from: number | undefined
+let structure = -1
+const result = (
+  fatal: WireError.Reason | undefined
+): { readonly fatal: WireError.Reason | undefined; readonly from: number | undefined; readonly structure: number } => ({
+  fatal,
+  from,
+  structure
+})
+
 const scanBody = (
   expectedFrom: number | undefined
 ): { readonly fatal: WireError.Reason | undefined; readonly from: number | undefined; readonly structure: number } => {
-  let from: number | undefined
-  let structure = -1
-  const result = (fatal: WireError.Reason | undefined) => ({ fatal, from, structure })
+  from = undefined
+  structure = -1
 
   let bad = head()
   if (bad !== undefined) return result(bad)
