@@ -18,7 +18,6 @@
  *
  * @since 0.1.0
  */
-import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as Finite from "../../src/averaging/finite.ts"
@@ -35,7 +34,8 @@ import type { Link, RankData } from "./rank-data.ts"
 /**
  * What `make` needs of the rank: its `RankData` (`ringLinks`, `collectiveFault`), its link
  * (`onRingPorts`), how it sends to the coordinator, how it leaves with an exit code (an injected
- * `exit` fault), and how it stops responding (an injected `hang` fault).
+ * `exit` fault), how it stops responding (an injected `hang` fault), and how its loop is woken
+ * (`wake`: see `RankRing`).
  *
  * @since 0.1.0
  * @category model
@@ -46,6 +46,7 @@ export interface RankRingOptions {
   readonly send: (message: ToCoordinator) => Effect.Effect<void>
   readonly leave: (code: number) => void
   readonly hang: () => void
+  readonly wake: () => void
 }
 
 /**
@@ -88,9 +89,10 @@ export interface Contribution {
  *   (with a shared all-reduce area: whether another member entered `round`'s collective; an idle
  *   rank that asks watches the area and is `woken` when a member arrives).
  * - `failure()`: the ring link error that ended a collective, if any (the rank then dies).
- * - `woken()` ends when a direct link delivered to an idle rank (no collective running or
- *   waiting for its commit), a generation's direct links arrived, a collective failed, or the
- *   coordinator committed a finished round in the area, since the last `rearm()`.
+ *
+ * It wakes the rank's loop (`RankRingOptions.wake`) when a direct link delivered to an idle rank
+ * (no collective running or waiting for its commit), a generation's direct links arrived, a
+ * collective failed, or the coordinator committed a finished round in the area.
  *
  * @since 0.1.0
  * @category model
@@ -113,8 +115,6 @@ export interface RankRing {
   /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
   readonly linkName: () => string
   readonly failure: () => Ring.RingLinkError | undefined
-  readonly woken: () => Effect.Effect<"woken">
-  readonly rearm: () => void
   /**
    * A new coordinator took the run over (docs/recovery.md): the running collective is aborted and
    * the pending contribution dropped (the new coordinator re-plans the epoch); gives the finished
@@ -181,8 +181,7 @@ export const make = (options: RankRingOptions): RankRing => {
   // coordinator never sees them); relayed steps it counts itself.
   const linkBytes = LinkBytes.make()
   // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
-  let wake = Deferred.makeUnsafe<void>()
-  const notify = (): void => void Deferred.doneUnsafe(wake, Effect.void)
+  const notify = options.wake
   interface RingChannel {
     readonly link: Ring.BufferedLink
     readonly inbox: Ring.RingInbox
@@ -521,18 +520,11 @@ export const make = (options: RankRingOptions): RankRing => {
       return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },
     failure: () => ringFailure,
-    woken: () => {
-      const woken = wake
-      return Effect.as(Deferred.await(woken), "woken" as const)
-    },
     contributionBuffer: (length) => {
       const buffer = spare
       spare = undefined
       // In memory the SIMD finite check reads (`Finite.alloc`): every contribution is checked.
       return buffer !== undefined && buffer.length === length ? buffer : Finite.alloc(length)
-    },
-    rearm: () => {
-      wake = Deferred.makeUnsafe<void>()
     },
     reset: Effect.gen(function* () {
       yield* abortCollective

@@ -9,7 +9,6 @@
  */
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Ring from "../../src/averaging/ring.ts"
@@ -25,6 +24,7 @@ import * as CoordinatorGone from "./rank-coordinator-gone.ts"
 import type { Link, RankData } from "./rank-data.ts"
 import * as RankReports from "./rank-reports.ts"
 import * as RankRing from "./rank-ring.ts"
+import * as RankWake from "./rank-wake.ts"
 
 interface Chunk {
   readonly offset: number
@@ -93,6 +93,8 @@ export interface Running extends RankCalls.CallRank {
   readonly getParams: () => Float32Array
   readonly reports: RankReports.Reports
   readonly ring: RankRing.RankRing
+  /** The loop's wait when it has nothing to train (`RankWake`). */
+  readonly wake: RankWake.Wake
   readonly ringBackend: boolean
   /** The hang's deadline is read against `Clock`: both sides from the same clock. */
   readonly clock: Clock.Clock
@@ -162,7 +164,9 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
     const send = reports.send
     const ringSend: typeof send = (message) =>
       message._tag === "RoundDone" && s.ringLoss !== undefined ? send({ ...message, loss: s.ringLoss }) : send(message)
-    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0) })
+    const wake = RankWake.make(link.transport.inbox)
+    yield* Effect.forkChild(wake.watch)
+    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0), wake: wake.notify })
 
     // The coordinator's liveness, as the rank sees it: its link's end, or its silence.
     const coordinator = CoordinatorGone.watch({
@@ -191,6 +195,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       reports,
       send,
       ring,
+      wake,
       ringBackend: data.backend === "ring",
       coordinator,
       clock: yield* Clock.Clock,
@@ -585,23 +590,9 @@ export const turn = (r: Running) =>
       if (!s.waitingUpdate) yield* Effect.sleep(0)
       return "continue" as const
     }
-    // Nothing to do until the coordinator (or a direct ring link) speaks: wait, heartbeating on time.
-    const event = yield* Effect.raceFirst(
-      Queue.take(r.link.transport.inbox).pipe(
-        Effect.timeoutOption(r.data.heartbeatIntervalMs),
-        Effect.catch(() => Effect.succeed(undefined))
-      ),
-      ring.woken()
-    )
-    if (event === "woken") {
-      ring.rearm()
-      return "continue" as const
-    }
-    if (event === undefined || (event._tag === "Some" && !(yield* apply(r, event.value)))) {
-      if (s.stopping !== undefined) return "continue" as const // told to stop first: it goes as told
-      yield* coordinator.gone(coordinator.channelClosed())
-      return "stop" as const
-    }
+    // Nothing to do until the coordinator (or a direct ring link, or the ring's area) speaks: wait,
+    // heartbeating on time. The loop takes what arrived (`Rank.run`), its end included.
+    yield* r.wake.wait(r.data.heartbeatIntervalMs)
     return "continue" as const
   })
 
