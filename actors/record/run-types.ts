@@ -166,7 +166,8 @@ export interface RunOptions {
   /**
    * `cpu` backend: the open round does not wait on a rank that owes it a contribution but sent
    * nothing for more than this many ms; it is not declared, and a contribution it sends later is
-   * folded into the round open then (`Config.Options.roundSilenceMs`). Default 0: off.
+   * folded into the round open then. Progressive mode: its chunks are taken back once they are all
+   * the epoch has left (`Config.Options.roundSilenceMs`). Default 0: off.
    */
   readonly roundSilenceMs?: number
   /**

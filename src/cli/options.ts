@@ -142,8 +142,8 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
   {
     flag: "--round-silence-ms N",
     default: "off",
-    help: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and twice the usual round); the rank is not declared, its late contribution counts in the round open then",
-    doc: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and for twice the run's usual round); the rank is not declared, and its late contribution counts in the round open then ([liveness](liveness.md#rounds-that-do-not-wait-on-silent-ranks-roundsilencems))"
+    help: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and twice the usual round); the rank is not declared, its late contribution counts in the round open then; progressive: its chunks are taken back when they are the epoch's last",
+    doc: "cpu backend: a round does not wait on a rank that owes it a contribution but sent nothing for N ms (and for twice the run's usual round); the rank is not declared, and its late contribution counts in the round open then. Progressive mode: when its chunks are all the epoch has left, they are taken back and handed to idle ranks ([liveness](liveness.md#rounds-that-do-not-wait-on-silent-ranks-roundsilencems))"
   },
   {
     flag: "--blocking-silence-ms N",

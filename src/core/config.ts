@@ -163,13 +163,16 @@ export interface Options {
   /**
    * `cpu` backend: the open round does not wait on a rank that owes it a contribution (it holds
    * uncommitted work) but sent nothing for more than this many ms (or twice the run's usual round,
-   * when longer), counted from its last frame or the last round's close. The round closes once every
-   * other such rank contributed; the silent one is not declared, stays owed to the next round, and
-   * a contribution it sends later is folded into the round open then, its samples committing at
+   * when longer), counted from the latest of its last frame, the last chunks handed to it and, if
+   * it contributed to the last round, that round's close. The round closes once every other such
+   * rank contributed; the silent one is not declared, stays owed to the next round, and a
+   * contribution it sends later is folded into the round open then, its samples committing at
    * that point (as with `roundDeadlineMs`). So a rank that left without a word (or whose process
    * stopped) holds no round still, and a live one is never lost for it: at worst it contributes a
-   * round late. Set it above the gaps between a training rank's frames (a batch, the
-   * `Progress` interval). ms `>= 0`; 0 (default): off. Refused with the `ring` backend.
+   * round late. Progressive mode: once the epoch has nothing left to hand out, such a rank's
+   * uncommitted chunks are taken back and handed to idle ranks (docs/design.md §3.7), its `Params`
+   * dropped until it is clean. Set it above the gaps between a training rank's frames (a batch,
+   * the `Progress` interval). ms `>= 0`; 0 (default): off. Refused with the `ring` backend.
    */
   readonly roundSilenceMs?: number
   /**
