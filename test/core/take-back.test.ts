@@ -58,7 +58,7 @@ describe("taking a silent rank's chunks back at an epoch's end (roundSilenceMs, 
     expect(c.s.leaves).toEqual([])
     expect(Coordinator.isLive(c.s, 2)).toBe(true)
     expect(c.s.counters.takeBacks).toBe(1)
-    // Its chunk and what was left of its span, taken back only once the pool ran dry.
+    // Its one chunk, taken back only once the pool ran dry.
     expect(c.s.counters.samplesTakenBack).toBe(rank2[1])
     expect(c.s.counters.samplesRedoneAfterTakeBack).toBe(0)
     expect(t).toBeLessThan(2000)
