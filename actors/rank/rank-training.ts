@@ -283,7 +283,7 @@ const dropTakenBack = (r: Running): void => {
 /** Carries out one message of the coordinator's. */
 const handle = (r: Running, message: ToRank) =>
   Effect.gen(function* () {
-    const { s, trainer, ring, ringBackend, send } = r
+    const { s, ring, ringBackend, send } = r
     switch (message._tag) {
       case "StartEpoch":
         enterEpoch(r, message.epoch)

@@ -25,7 +25,7 @@ import type { Command } from "./inputs.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
 import type { Rank } from "./messages.ts"
-import { ownSilenceMs, roundSkips, skipAfterMs } from "./rounds.ts"
+import { ownSilenceMs, skipAfterMs } from "./rounds.ts"
 import type { State } from "./state.ts"
 
 /**
@@ -62,12 +62,9 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
   const skipMs = skipAfterMs(state)
   if (skipMs <= 0 || ChunkPool.remaining(pool) > 0 || ChunkPool.isDone(pool)) return
   const silentMs = Math.max(skipMs, 2 * state.takeBackMistakeMs)
+  // Silent by its own doing past a bound at least the round's (`roundSkips`): the round leaves it out too.
   const silent = Liveness.silentBeyond(state.liveness, state.clockMs, silentMs).filter(
-    (rank) =>
-      Membership.isLive(state.membership, rank) &&
-      ChunkPool.holdsUncommitted(pool, rank) &&
-      roundSkips(state, rank) &&
-      ownSilenceMs(state, rank) > silentMs
+    (rank) => Membership.isLive(state.membership, rank) && ChunkPool.holdsUncommitted(pool, rank) && ownSilenceMs(state, rank) > silentMs
   )
   if (silent.length === 0 || !hasTaker(state, pool, silent)) return
   let samples = 0
