@@ -20,6 +20,7 @@ import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { parseJournal, readText, reportDefaults } from "../record/read-run.ts"
 import type { Recovering, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
+import { carriedRules } from "./carried-options.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
 import * as StorageFault from "./storage-fault.ts"
@@ -264,17 +265,10 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     seed: numberOf(o.seed) ?? defaults.seed,
     batchSize: numberOf(o.batchSize) ?? defaults.batchSize,
     averageEverySteps: numberOf(o.averageEverySteps) ?? defaults.averageEverySteps,
-    ...(ring ? { backend: "ring" as const } : {}),
-    // How the ranks' frames are packed is theirs (they were told at their join): the takeover
-    // reads and relays them the same way.
-    ...given("compress", o.compress === "fp16" || o.compress === "int8" ? (o.compress as "fp16" | "int8") : undefined),
-    ...given("deltas", o.deltas === true ? true : undefined),
-    ...given("outerLr", numberOf(o.outerLr)),
-    ...given("outerMomentum", numberOf(o.outerMomentum)),
-    ...given("ringLinks", o.ringLinks === "relay" ? ("relay" as const) : o.ringLinks === "direct" ? ("direct" as const) : undefined),
-    ...given("heartbeatTimeoutMs", numberOf(o.heartbeatTimeoutMs)),
-    ...given("heartbeatIntervalMs", numberOf(o.heartbeatIntervalMs)),
-    ...given("roundDeadlineMs", numberOf(o.roundDeadlineMs)),
+    // The parent's rules: how rounds close and combine (how the ranks' frames are packed is theirs:
+    // they were told at their join, and the takeover reads and relays them the same way), liveness,
+    // bounds (`carried-options.ts`).
+    ...carriedRules(o),
     ...given("maxRanks", numberOf(o.maxRanks)),
     outDir,
     runId,

@@ -16,12 +16,12 @@
  *
  * @since 0.1.0
  */
-import type * as Config from "../../src/core/config.ts"
 import * as Files from "../../src/platform/files.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
 import { firstLine } from "../record/error-text.ts"
 import { chainOf, failureText, printable, readResumedBy, readText, reportDefaults, resumedByFileName } from "../record/read-run.ts"
 export { resumedByFileName } from "../record/read-run.ts"
+import { carriedRules } from "./carried-options.ts"
 import { defaults, loadTrainer, runLockFileName } from "./launch-options.ts"
 import type { ResumeOptions, Resumed, RunOptions, RunResult } from "../record/run-types.ts"
 import { fail, firstUnaudited, outerMomentumOf, pickState, readParent, recordedPath, resumeErrors } from "./resume-state.ts"
@@ -92,21 +92,6 @@ const staleLockNote = (path: string, why: string, tookOver: boolean): string =>
   tookOver ? `took over the stale lock ${path}: ${why}` : `the lock ${path} is stale: ${why}; the run is not running`
 
 const numberOr = (value: unknown, fallback: number): number => (typeof value === "number" && Number.isFinite(value) ? value : fallback)
-const optionalNumber = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
-
-const failureLimitOf = (value: unknown): Config.FailureLimit | undefined => {
-  if (typeof value !== "object" || value === null) return undefined
-  const { absolute, fraction } = value as Record<string, unknown>
-  return typeof absolute === "number" ? { absolute } : typeof fraction === "number" ? { fraction } : undefined
-}
-
-const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
-  value === "fastest"
-    ? "fastest"
-    : typeof value === "object" && value !== null && typeof (value as { rank?: unknown }).rank === "number"
-      ? { rank: (value as { rank: number }).rank }
-      : undefined
-
 /**
  * `options` without the keys whose value is `undefined` (`exactOptionalPropertyTypes`): builds
  * `RunOptions` and `ResumeOptions` from optional values.
@@ -247,11 +232,11 @@ export const resume = async (
       seed: numberOr(o.seed, defaults.seed),
       batchSize: numberOr(o.batchSize, defaults.batchSize),
       averageEverySteps: numberOr(o.averageEverySteps, defaults.averageEverySteps),
-      // How rounds were averaged: the parent's (an older journal without it averaged with cpu).
-      backend: options.backend ?? (o.backend === "ring" || o.backend === "cpu" ? o.backend : undefined),
-      ringSharedSlots: options.ringSharedSlots ?? optionalNumber(o.ringSharedSlots),
-      ringAreaMemoryMb: options.ringAreaMemoryMb ?? optionalNumber(o.ringAreaMemoryMb),
-      // The cluster, its bounds and its faults: the caller's, else the parent's (faults: none).
+      // The parent's rules (how rounds close and combine, liveness, bounds, the ranks' limits),
+      // each overridden by the caller's: an older journal without `backend` averaged with cpu.
+      ...carriedRules(o, options),
+      failureLimit: "failureLimit" in options ? options.failureLimit : carriedRules(o).failureLimit,
+      // The cluster and its faults: the caller's, else the parent's (faults: none).
       worldSize: options.worldSize ?? started.worldSize,
       // A served parent's ranks joined from elsewhere: resumed here, they run as local workers
       // unless a transport is given (serving a resume is not built yet).
@@ -259,37 +244,6 @@ export const resume = async (
       kills: options.kills ?? [],
       hangs: options.hangs ?? [],
       floods: options.floods ?? [],
-      heartbeatTimeoutMs: options.heartbeatTimeoutMs ?? optionalNumber(o.heartbeatTimeoutMs),
-      heartbeatIntervalMs: options.heartbeatIntervalMs ?? optionalNumber(o.heartbeatIntervalMs),
-      coordinatorStallMs: options.coordinatorStallMs ?? optionalNumber(o.coordinatorStallMs),
-      coordinatorTimeoutMs: options.coordinatorTimeoutMs ?? optionalNumber(o.coordinatorTimeoutMs),
-      roundDeadlineMs: options.roundDeadlineMs ?? optionalNumber(o.roundDeadlineMs),
-      roundQuorum: options.roundQuorum ?? optionalNumber(o.roundQuorum),
-      // How rounds were combined: the parent's unless the caller says otherwise.
-      aggregate:
-        options.aggregate ??
-        (o.aggregate === "mean" || o.aggregate === "trimmed-mean" || o.aggregate === "median" ? o.aggregate : undefined),
-      trimFraction: options.trimFraction ?? optionalNumber(o.trimFraction),
-      clipNorm: options.clipNorm ?? optionalNumber(o.clipNorm),
-      outlierFactor: options.outlierFactor ?? optionalNumber(o.outlierFactor),
-      outlierRoundsMax: options.outlierRoundsMax ?? optionalNumber(o.outlierRoundsMax),
-      compress: options.compress ?? (o.compress === "none" || o.compress === "fp16" || o.compress === "int8" ? o.compress : undefined),
-      deltas: options.deltas ?? (typeof o.deltas === "boolean" ? o.deltas : undefined),
-      outerLr: options.outerLr ?? optionalNumber(o.outerLr),
-      outerMomentum: options.outerMomentum ?? optionalNumber(o.outerMomentum),
-      tickMs: options.tickMs ?? optionalNumber(o.tickMs),
-      saveTimeoutMs: options.saveTimeoutMs ?? optionalNumber(o.saveTimeoutMs),
-      evalTimeoutMs: options.evalTimeoutMs ?? optionalNumber(o.evalTimeoutMs),
-      livenessDetector:
-        options.livenessDetector ?? (o.livenessDetector === "fixed" || o.livenessDetector === "adaptive" ? o.livenessDetector : undefined),
-      adaptiveTimeoutMinMs: options.adaptiveTimeoutMinMs ?? optionalNumber(o.adaptiveTimeoutMinMs),
-      failureLimit: "failureLimit" in options ? options.failureLimit : failureLimitOf(o.failureLimit),
-      rolePolicy: options.rolePolicy ?? rolePolicyOf(o.rolePolicy),
-      onRepeatedCrash:
-        options.onRepeatedCrash ?? (o.onRepeatedCrash === "continue" || o.onRepeatedCrash === "stop" ? o.onRepeatedCrash : undefined),
-      rankMemoryMb: options.rankMemoryMb ?? optionalNumber(o.rankMemoryMb),
-      rankNice: options.rankNice ?? optionalNumber(o.rankNice),
-      interruptGraceMs: options.interruptGraceMs ?? optionalNumber(o.interruptGraceMs),
       outDir: options.outDir ?? parentFolder(parent.dir),
       runId: options.runId,
       signal: options.signal,
