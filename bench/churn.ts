@@ -70,6 +70,16 @@ export interface Row {
   readonly coordinatorCpuPerRoundMs: number
   /** The coordinator's CPU over the run's wall time: its busy share of one core, %. */
   readonly coordinatorCpuPercent: number
+  /**
+   * CPU ms of each side, from the start until the cohort formed (the first ranks' joins, process
+   * start included) and from then to the run's end (training, rounds and churn).
+   */
+  readonly cpuMs: {
+    readonly coordinatorToFormed: number
+    readonly ranksToFormed: number
+    readonly coordinatorRun: number
+    readonly ranksRun: number
+  }
   readonly roundsPerSecond: number
   readonly rankRssPeakMb: number
   /** This process (the coordinator alone), sampled at each epoch's end: its peaks, MB. */
@@ -85,6 +95,8 @@ export interface Row {
     readonly samplesTakenBack: number
     readonly paramsTakenBack: number
   }
+  /** Joins the server refused, by close code (4008: too many pending from one address). */
+  readonly refusals: Readonly<Record<string, number>>
   /** The run's folder (`cohort report` reads it); removed with the scenario's unless `keep`. */
   readonly runDir: string
 }
@@ -106,6 +118,19 @@ const writeTrainer = (dir: string, scenario: Scenario, samples: number): string 
   )
   return file
 }
+
+/** A process's CPU so far (user + system), ms, from /proc (Linux; 0 elsewhere). */
+const cpuMsOf = (pid: number | undefined): number => {
+  if (pid === undefined) return 0
+  try {
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th, in ticks.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop()!.trim().split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
+  } catch {
+    return 0
+  }
+}
+const ticksPerSecond = 100
 
 const rssMb = (pid: number | undefined): number => {
   if (pid === undefined) return 0
@@ -135,6 +160,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   let rounds = 0
   let rssPeak = 0
   let cpuAtStart: NodeJS.CpuUsage | undefined
+  const cpuBefore = process.cpuUsage()
+  let ranksCpuAtStartMs = 0
+  const ranksCpuMs = (): number => children.reduce((sum, child) => sum + cpuMsOf(child.pid), 0)
   let startedMs = 0
   let lastAuditAtMs = 0
   const coordinatorPeakMb = { rss: 0, heapUsed: 0, arrayBuffers: 0 }
@@ -180,6 +208,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
         started = true
         startedMs = Date.now()
         cpuAtStart = process.cpuUsage()
+        ranksCpuAtStartMs = ranksCpuMs()
         return
       case "round":
         rounds += 1
@@ -234,7 +263,12 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
           seed: 17 + i
         }
         const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], {
-          execArgv: ["--import", "tsx"],
+          // CHURN_PROF=DIR: each rank process writes a CPU profile there as it exits.
+          execArgv: [
+            "--import",
+            "tsx",
+            ...(process.env.CHURN_PROF === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.CHURN_PROF}`])
+          ],
           stdio: ["ignore", "ignore", "inherit", "ipc"]
         })
         child.on("message", (message: { welcomed?: number; left?: number; kind?: string; atMs?: number }) => {
@@ -255,6 +289,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   })
   clearInterval(stallWatch)
   const cpu = process.cpuUsage(cpuAtStart)
+  const ranksCpuAtEndMs = ranksCpuMs()
+  const toFormed = cpuAtStart === undefined ? undefined : process.cpuUsage(cpuBefore)
   const durationMs = Date.now() - startedMs
   sampleRss()
   for (const child of children) {
@@ -276,6 +312,12 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     committedPerSecond: committed / (durationMs / 1000),
     coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
     coordinatorCpuPercent: (100 * (cpu.user + cpu.system)) / 1000 / Math.max(1, durationMs),
+    cpuMs: {
+      coordinatorToFormed: toFormed === undefined ? 0 : (toFormed.user + toFormed.system - cpu.user - cpu.system) / 1000,
+      ranksToFormed: ranksCpuAtStartMs,
+      coordinatorRun: (cpu.user + cpu.system) / 1000,
+      ranksRun: ranksCpuAtEndMs - ranksCpuAtStartMs
+    },
     roundsPerSecond: rounds / (durationMs / 1000),
     rankRssPeakMb: rssPeak,
     coordinatorPeakMb,
@@ -294,6 +336,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       samplesTakenBack: result.outcome.counters.samplesTakenBack,
       paramsTakenBack: result.outcome.counters.paramsTakenBack
     },
+    refusals: result.refusals ?? {},
     runDir: result.runDir
   }
 }
@@ -451,6 +494,12 @@ if (Lib.isMain("churn")) {
       `churns ${row.churns}, rounds ${row.rounds} (${row.counters.roundsClosedWithoutSilent} without silent ranks, ${row.counters.roundsClosedAtDeadline} at the deadline), ` +
         `take-backs ${row.counters.takeBacks} (${Lib.fmt(row.counters.samplesTakenBack)} samples, ${row.counters.paramsTakenBack} Params dropped), ` +
         `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+    )
+    const kinds = ["graceful", "crash", "silent"].map((kind) => `${kind} ${row.faults.filter((f) => f[1] === kind).length}`)
+    console.log(
+      `cpu ms: coordinator ${Lib.fmt(row.cpuMs.coordinatorToFormed)} to formed, ${Lib.fmt(row.cpuMs.coordinatorRun)} in the run; ` +
+        `rank processes ${Lib.fmt(row.cpuMs.ranksToFormed)} to formed, ${Lib.fmt(row.cpuMs.ranksRun)} in the run; ` +
+        `made to leave: ${kinds.join(", ")}; joins trained ${row.joins.length}; refused joins ${JSON.stringify(row.refusals)}`
     )
   }
 }
