@@ -49,6 +49,14 @@ export interface Scenario {
    * on the coordinator's 2 cores.
    */
   readonly ranksNice?: number
+  /**
+   * When a churn's joiners count as in (the next churn waits for all of them, and only ranks in
+   * can be picked to leave): `welcomed` (the default: the server let them in) or `trained` (their
+   * join cost line came: they trained a batch).
+   */
+  readonly churnAfter?: "welcomed" | "trained"
+  /** The ways ranks leave, each an equal share of a churn (default all three). */
+  readonly kinds?: ReadonlyArray<"graceful" | "crash" | "silent">
   /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
   readonly keep?: boolean
 }
@@ -64,6 +72,8 @@ export interface Row {
   readonly faults: ReadonlyArray<readonly [rank: number, kind: string, atMs: number]>
   /** When the last epoch's audit line arrived (wall clock ms): later departures cost nothing. */
   readonly lastAuditAtMs: number
+  /** When the cohort formed (wall clock ms): throughput counts from here. */
+  readonly startedAtMs: number
   /** The bench's clock: from a fault to its cost line (the survivors had the remainder), by kind. */
   readonly faultToRecoveredMs: Readonly<Record<string, ReadonlyArray<number>>>
   readonly committedPerSecond: number
@@ -181,8 +191,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     const count = Math.max(3, Math.round(liveCount * scenario.fraction))
     // Thirds by kind, spread over the processes (each takes as many as it has live ranks).
     const per = (total: number, i: number) => Math.floor(total / children.length) + (i < total % children.length ? 1 : 0)
-    const kinds = { graceful: Math.ceil(count / 3), crash: Math.ceil((count - Math.ceil(count / 3)) / 2), silent: 0 }
-    kinds.silent = count - kinds.graceful - kinds.crash
+    const ways = scenario.kinds ?? ["graceful", "crash", "silent"]
+    const kinds = { graceful: 0, crash: 0, silent: 0 }
+    ways.forEach((way, i) => (kinds[way] = Math.floor(count / ways.length) + (i < count % ways.length ? 1 : 0)))
     churns += 1
     awaitingJoins = count
     children.forEach((child, i) =>
@@ -214,6 +225,12 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
         rounds += 1
         if (rounds % 10 === 0) sampleRss()
         churn()
+        return
+      case "join":
+        if (scenario.churnAfter === "trained") {
+          awaitingJoins = Math.max(0, awaitingJoins - 1)
+          for (const child of children) child.send({ op: "trained", rank: event.join.rank })
+        }
         return
       case "leave": {
         const fault = faultAt.get(event.leave.rank)
@@ -260,7 +277,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
           trainer: pathToFileURL(trainer).href,
           ranks: per(i),
           saveDir: join(dir, "saves"),
-          seed: 17 + i
+          seed: 17 + i,
+          churnAfter: scenario.churnAfter ?? "welcomed"
         }
         const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], {
           // CHURN_PROF=DIR: each rank process writes a CPU profile there as it exits.
@@ -274,7 +292,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
         child.on("message", (message: { welcomed?: number; left?: number; kind?: string; atMs?: number }) => {
           if (message.welcomed !== undefined) {
             liveCount += 1
-            if (started) awaitingJoins = Math.max(0, awaitingJoins - 1)
+            if (started && scenario.churnAfter !== "trained") awaitingJoins = Math.max(0, awaitingJoins - 1)
           }
           if (message.left !== undefined && message.kind !== undefined && message.atMs !== undefined) {
             liveCount -= 1
@@ -308,6 +326,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     joins: result.joins ?? [],
     faults: [...faultAt].map(([rank, fault]) => [rank, fault.kind, fault.atMs] as const),
     lastAuditAtMs,
+    startedAtMs: startedMs,
     faultToRecoveredMs,
     committedPerSecond: committed / (durationMs / 1000),
     coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
@@ -443,7 +462,7 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--kinds=graceful,crash,silent] [--churn-after=welcomed|trained] [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
     const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
     const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
@@ -452,6 +471,8 @@ if (Lib.isMain("churn")) {
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
     const quietMax = process.argv.find((a) => a.startsWith("--blocking-quiet-max="))?.slice(21)
     const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
+    const kinds = process.argv.find((a) => a.startsWith("--kinds="))?.slice(8)
+    const churnAfter = process.argv.find((a) => a.startsWith("--churn-after="))?.slice(14)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
       processes: 2,
@@ -467,6 +488,8 @@ if (Lib.isMain("churn")) {
       blockingSilenceMs,
       ...(quietMax === undefined ? {} : { blockingSilenceQuietMax: Number(quietMax) }),
       ranksNice,
+      ...(churnAfter === "trained" ? { churnAfter } : {}),
+      ...(kinds === undefined ? {} : { kinds: kinds.split(",") as Array<"graceful" | "crash" | "silent"> }),
       ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
     })
     console.log(
@@ -495,11 +518,12 @@ if (Lib.isMain("churn")) {
         `take-backs ${row.counters.takeBacks} (${Lib.fmt(row.counters.samplesTakenBack)} samples, ${row.counters.paramsTakenBack} Params dropped), ` +
         `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
     )
-    const kinds = ["graceful", "crash", "silent"].map((kind) => `${kind} ${row.faults.filter((f) => f[1] === kind).length}`)
+    const leftByKind = ["graceful", "crash", "silent"].map((kind) => `${kind} ${row.faults.filter((f) => f[1] === kind).length}`)
     console.log(
       `cpu ms: coordinator ${Lib.fmt(row.cpuMs.coordinatorToFormed)} to formed, ${Lib.fmt(row.cpuMs.coordinatorRun)} in the run; ` +
         `rank processes ${Lib.fmt(row.cpuMs.ranksToFormed)} to formed, ${Lib.fmt(row.cpuMs.ranksRun)} in the run; ` +
-        `made to leave: ${kinds.join(", ")}; joins trained ${row.joins.length}; refused joins ${JSON.stringify(row.refusals)}`
+        `last audit ${((row.lastAuditAtMs - row.startedAtMs) / 1000).toFixed(1)} s after formed (${Lib.fmt(row.audits.samples / ((row.lastAuditAtMs - row.startedAtMs) / 1000))} committed/s to it); ` +
+        `made to leave: ${leftByKind.join(", ")}; joins trained ${row.joins.length}; refused joins ${JSON.stringify(row.refusals)}`
     )
   }
 }
