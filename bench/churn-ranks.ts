@@ -4,8 +4,9 @@
  *
  * argv[2] is a JSON `{ url, runToken, trainer, ranks, saveDir, seed }`. Messages from the parent:
  * `{ op: "churn", graceful, crash, silent, join }` (that many of this process's training ranks,
- * picked at random, leave each way, and that many new ones join), `{ op: "end" }` (stop whatever
- * is left and exit). To the parent: `{ welcomed: rank }` once a rank trains, `{ left: rank, kind,
+ * picked at random, leave each way, and that many new ones join), `{ op: "trained", rank }` (with
+ * `churnAfter` "trained": that joiner can now be picked), `{ op: "end" }` (stop whatever is left
+ * and exit). To the parent: `{ welcomed: rank }` once a rank trains, `{ left: rank, kind,
  * atMs }` as it makes one leave (`atMs` wall clock), `{ done: true }` once its first ranks ended.
  */
 import * as SocketRanks from "../actors/rank/socket-ranks.ts"
@@ -17,6 +18,8 @@ interface Given {
   readonly ranks: number
   readonly saveDir: string
   readonly seed: number
+  /** `trained`: a joiner of a churn can be picked to leave only once the parent says it trained. */
+  readonly churnAfter: "welcomed" | "trained"
 }
 
 const given = JSON.parse(process.argv[2] ?? "{}") as Given
@@ -33,9 +36,11 @@ const random = (): number => {
 }
 
 const live = new Set<SocketRanks.JoinedRank>()
+// Joiners of a churn welcomed but not yet trained (churnAfter "trained"), by rank index.
+const untrained = new Map<number, SocketRanks.JoinedRank>()
 const all: Array<SocketRanks.JoinedRank> = []
 
-const join = (count: number): void => {
+const join = (count: number, initial: boolean): void => {
   for (const rank of SocketRanks.joinRanks({
     url: given.url,
     runToken: given.runToken,
@@ -55,12 +60,15 @@ const join = (count: number): void => {
       const index = rank.rank()
       if (index === undefined) return
       clearInterval(poll)
-      live.add(rank)
+      if (initial || given.churnAfter !== "trained") live.add(rank)
+      else untrained.set(index, rank)
       post({ welcomed: index })
     }, 5)
     void rank.ended.then(() => {
       clearInterval(poll)
       live.delete(rank)
+      const index = rank.rank()
+      if (index !== undefined && untrained.get(index) === rank) untrained.delete(index)
     })
   }
 }
@@ -73,8 +81,13 @@ const pick = (count: number): Array<SocketRanks.JoinedRank> => {
   return out
 }
 
-process.on("message", (message: { op: string; graceful?: number; crash?: number; silent?: number; join?: number }) => {
-  if (message.op === "churn") {
+process.on("message", (message: { op: string; graceful?: number; crash?: number; silent?: number; join?: number; rank?: number }) => {
+  if (message.op === "trained" && message.rank !== undefined) {
+    const rank = untrained.get(message.rank)
+    if (rank === undefined) return
+    untrained.delete(message.rank)
+    live.add(rank)
+  } else if (message.op === "churn") {
     const leave = (rank: SocketRanks.JoinedRank, kind: "graceful" | "crash" | "silent"): void => {
       post({ left: rank.rank(), kind, atMs: Date.now() })
       void (kind === "graceful" ? rank.leave() : kind === "crash" ? rank.crash() : rank.silence())
@@ -82,11 +95,11 @@ process.on("message", (message: { op: string; graceful?: number; crash?: number;
     for (const rank of pick(message.graceful ?? 0)) leave(rank, "graceful")
     for (const rank of pick(message.crash ?? 0)) leave(rank, "crash")
     for (const rank of pick(message.silent ?? 0)) leave(rank, "silent")
-    join(message.join ?? 0)
+    join(message.join ?? 0, false)
   } else if (message.op === "end") {
     process.exit(0)
   }
 })
 
-join(given.ranks)
+join(given.ranks, true)
 void Promise.all(all.map((rank) => rank.ended)).then(() => post({ done: true }))

@@ -49,6 +49,14 @@ export interface Scenario {
    * on the coordinator's 2 cores.
    */
   readonly ranksNice?: number
+  /**
+   * When a churn's joiners count as in (the next churn waits for all of them, and only ranks in
+   * can be picked to leave): `welcomed` (the default: the server let them in) or `trained` (their
+   * join cost line came: they trained a batch).
+   */
+  readonly churnAfter?: "welcomed" | "trained"
+  /** The ways ranks leave, each an equal share of a churn (default all three). */
+  readonly kinds?: ReadonlyArray<"graceful" | "crash" | "silent">
   /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
   readonly keep?: boolean
 }
@@ -64,12 +72,24 @@ export interface Row {
   readonly faults: ReadonlyArray<readonly [rank: number, kind: string, atMs: number]>
   /** When the last epoch's audit line arrived (wall clock ms): later departures cost nothing. */
   readonly lastAuditAtMs: number
+  /** When the cohort formed (wall clock ms): throughput counts from here. */
+  readonly startedAtMs: number
   /** The bench's clock: from a fault to its cost line (the survivors had the remainder), by kind. */
   readonly faultToRecoveredMs: Readonly<Record<string, ReadonlyArray<number>>>
   readonly committedPerSecond: number
   readonly coordinatorCpuPerRoundMs: number
   /** The coordinator's CPU over the run's wall time: its busy share of one core, %. */
   readonly coordinatorCpuPercent: number
+  /**
+   * CPU ms of each side, from the start until the cohort formed (the first ranks' joins, process
+   * start included) and from then to the run's end (training, rounds and churn).
+   */
+  readonly cpuMs: {
+    readonly coordinatorToFormed: number
+    readonly ranksToFormed: number
+    readonly coordinatorRun: number
+    readonly ranksRun: number
+  }
   readonly roundsPerSecond: number
   readonly rankRssPeakMb: number
   /** This process (the coordinator alone), sampled at each epoch's end: its peaks, MB. */
@@ -85,6 +105,8 @@ export interface Row {
     readonly samplesTakenBack: number
     readonly paramsTakenBack: number
   }
+  /** Joins the server refused, by close code (4008: too many pending from one address). */
+  readonly refusals: Readonly<Record<string, number>>
   /** The run's folder (`cohort report` reads it); removed with the scenario's unless `keep`. */
   readonly runDir: string
 }
@@ -106,6 +128,19 @@ const writeTrainer = (dir: string, scenario: Scenario, samples: number): string 
   )
   return file
 }
+
+/** A process's CPU so far (user + system), ms, from /proc (Linux; 0 elsewhere). */
+const cpuMsOf = (pid: number | undefined): number => {
+  if (pid === undefined) return 0
+  try {
+    // The fields after the command's closing parenthesis; utime and stime are the 12th and 13th, in ticks.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(")").pop()!.trim().split(" ")
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / ticksPerSecond
+  } catch {
+    return 0
+  }
+}
+const ticksPerSecond = 100
 
 const rssMb = (pid: number | undefined): number => {
   if (pid === undefined) return 0
@@ -135,6 +170,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   let rounds = 0
   let rssPeak = 0
   let cpuAtStart: NodeJS.CpuUsage | undefined
+  const cpuBefore = process.cpuUsage()
+  let ranksCpuAtStartMs = 0
+  const ranksCpuMs = (): number => children.reduce((sum, child) => sum + cpuMsOf(child.pid), 0)
   let startedMs = 0
   let lastAuditAtMs = 0
   const coordinatorPeakMb = { rss: 0, heapUsed: 0, arrayBuffers: 0 }
@@ -153,8 +191,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     const count = Math.max(3, Math.round(liveCount * scenario.fraction))
     // Thirds by kind, spread over the processes (each takes as many as it has live ranks).
     const per = (total: number, i: number) => Math.floor(total / children.length) + (i < total % children.length ? 1 : 0)
-    const kinds = { graceful: Math.ceil(count / 3), crash: Math.ceil((count - Math.ceil(count / 3)) / 2), silent: 0 }
-    kinds.silent = count - kinds.graceful - kinds.crash
+    const ways = scenario.kinds ?? ["graceful", "crash", "silent"]
+    const kinds = { graceful: 0, crash: 0, silent: 0 }
+    ways.forEach((way, i) => (kinds[way] = Math.floor(count / ways.length) + (i < count % ways.length ? 1 : 0)))
     churns += 1
     awaitingJoins = count
     children.forEach((child, i) =>
@@ -180,11 +219,18 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
         started = true
         startedMs = Date.now()
         cpuAtStart = process.cpuUsage()
+        ranksCpuAtStartMs = ranksCpuMs()
         return
       case "round":
         rounds += 1
         if (rounds % 10 === 0) sampleRss()
         churn()
+        return
+      case "join":
+        if (scenario.churnAfter === "trained") {
+          awaitingJoins = Math.max(0, awaitingJoins - 1)
+          for (const child of children) child.send({ op: "trained", rank: event.join.rank })
+        }
         return
       case "leave": {
         const fault = faultAt.get(event.leave.rank)
@@ -231,16 +277,22 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
           trainer: pathToFileURL(trainer).href,
           ranks: per(i),
           saveDir: join(dir, "saves"),
-          seed: 17 + i
+          seed: 17 + i,
+          churnAfter: scenario.churnAfter ?? "welcomed"
         }
         const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], {
-          execArgv: ["--import", "tsx"],
+          // CHURN_PROF=DIR: each rank process writes a CPU profile there as it exits.
+          execArgv: [
+            "--import",
+            "tsx",
+            ...(process.env.CHURN_PROF === undefined ? [] : ["--cpu-prof", `--cpu-prof-dir=${process.env.CHURN_PROF}`])
+          ],
           stdio: ["ignore", "ignore", "inherit", "ipc"]
         })
         child.on("message", (message: { welcomed?: number; left?: number; kind?: string; atMs?: number }) => {
           if (message.welcomed !== undefined) {
             liveCount += 1
-            if (started) awaitingJoins = Math.max(0, awaitingJoins - 1)
+            if (started && scenario.churnAfter !== "trained") awaitingJoins = Math.max(0, awaitingJoins - 1)
           }
           if (message.left !== undefined && message.kind !== undefined && message.atMs !== undefined) {
             liveCount -= 1
@@ -255,6 +307,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
   })
   clearInterval(stallWatch)
   const cpu = process.cpuUsage(cpuAtStart)
+  const ranksCpuAtEndMs = ranksCpuMs()
+  const toFormed = cpuAtStart === undefined ? undefined : process.cpuUsage(cpuBefore)
   const durationMs = Date.now() - startedMs
   sampleRss()
   for (const child of children) {
@@ -272,10 +326,17 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
     joins: result.joins ?? [],
     faults: [...faultAt].map(([rank, fault]) => [rank, fault.kind, fault.atMs] as const),
     lastAuditAtMs,
+    startedAtMs: startedMs,
     faultToRecoveredMs,
     committedPerSecond: committed / (durationMs / 1000),
     coordinatorCpuPerRoundMs: (cpu.user + cpu.system) / 1000 / Math.max(1, rounds),
     coordinatorCpuPercent: (100 * (cpu.user + cpu.system)) / 1000 / Math.max(1, durationMs),
+    cpuMs: {
+      coordinatorToFormed: toFormed === undefined ? 0 : (toFormed.user + toFormed.system - cpu.user - cpu.system) / 1000,
+      ranksToFormed: ranksCpuAtStartMs,
+      coordinatorRun: (cpu.user + cpu.system) / 1000,
+      ranksRun: ranksCpuAtEndMs - ranksCpuAtStartMs
+    },
     roundsPerSecond: rounds / (durationMs / 1000),
     rankRssPeakMb: rssPeak,
     coordinatorPeakMb,
@@ -294,6 +355,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       samplesTakenBack: result.outcome.counters.samplesTakenBack,
       paramsTakenBack: result.outcome.counters.paramsTakenBack
     },
+    refusals: result.refusals ?? {},
     runDir: result.runDir
   }
 }
@@ -400,7 +462,7 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--kinds=graceful,crash,silent] [--churn-after=welcomed|trained] [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
     const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
     const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
@@ -409,6 +471,8 @@ if (Lib.isMain("churn")) {
     const blockingSilenceMs = Number(process.argv.find((a) => a.startsWith("--blocking-silence-ms="))?.slice(22) ?? 0)
     const quietMax = process.argv.find((a) => a.startsWith("--blocking-quiet-max="))?.slice(21)
     const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
+    const kinds = process.argv.find((a) => a.startsWith("--kinds="))?.slice(8)
+    const churnAfter = process.argv.find((a) => a.startsWith("--churn-after="))?.slice(14)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
       processes: 2,
@@ -424,6 +488,8 @@ if (Lib.isMain("churn")) {
       blockingSilenceMs,
       ...(quietMax === undefined ? {} : { blockingSilenceQuietMax: Number(quietMax) }),
       ranksNice,
+      ...(churnAfter === "trained" ? { churnAfter } : {}),
+      ...(kinds === undefined ? {} : { kinds: kinds.split(",") as Array<"graceful" | "crash" | "silent"> }),
       ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
     })
     console.log(
@@ -451,6 +517,13 @@ if (Lib.isMain("churn")) {
       `churns ${row.churns}, rounds ${row.rounds} (${row.counters.roundsClosedWithoutSilent} without silent ranks, ${row.counters.roundsClosedAtDeadline} at the deadline), ` +
         `take-backs ${row.counters.takeBacks} (${Lib.fmt(row.counters.samplesTakenBack)} samples, ${row.counters.paramsTakenBack} Params dropped), ` +
         `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+    )
+    const leftByKind = ["graceful", "crash", "silent"].map((kind) => `${kind} ${row.faults.filter((f) => f[1] === kind).length}`)
+    console.log(
+      `cpu ms: coordinator ${Lib.fmt(row.cpuMs.coordinatorToFormed)} to formed, ${Lib.fmt(row.cpuMs.coordinatorRun)} in the run; ` +
+        `rank processes ${Lib.fmt(row.cpuMs.ranksToFormed)} to formed, ${Lib.fmt(row.cpuMs.ranksRun)} in the run; ` +
+        `last audit ${((row.lastAuditAtMs - row.startedAtMs) / 1000).toFixed(1)} s after formed (${Lib.fmt(row.audits.samples / ((row.lastAuditAtMs - row.startedAtMs) / 1000))} committed/s to it); ` +
+        `made to leave: ${leftByKind.join(", ")}; joins trained ${row.joins.length}; refused joins ${JSON.stringify(row.refusals)}`
     )
   }
 }

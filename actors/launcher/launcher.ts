@@ -373,15 +373,27 @@ const startCoordinator = (ctx: Context, host: Host): Effect.Effect<Coordinator.H
 }
 
 /**
- * Once the run ended: dead ranks still connected (hung) are stopped now; the survivors get a
- * grace period to save and exit, and whoever is still there after it is stopped with the scope.
+ * Once the run ended: dead ranks still connected (hung) are stopped, now and as they are
+ * declared; the survivors get a grace period to save and exit, and whoever is still there after
+ * it is stopped with the scope.
  * The wait also lets the coordinator declare every end its supervisor saw (a survivor that crashed
  * while saving), so that the ledger is complete before the coordinator stops.
  */
 const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, options } = ctx
-    for (const rank of yield* host.transport.peers) if (Core.isDead(state, rank)) yield* host.kill(rank)
+    // Dead ranks still connected (hung) are stopped, also those declared during the wait (a rank
+    // silent at the run's end, declared at its heartbeat timeout): else its open socket held the
+    // wait for the whole grace period.
+    const killed = new Set<number>()
+    const killDead = Effect.gen(function* () {
+      for (const rank of yield* host.transport.peers) {
+        if (!Core.isDead(state, rank) || killed.has(rank)) continue
+        killed.add(rank)
+        yield* host.kill(rank)
+      }
+    })
+    yield* killDead
     // A joiner let in whose Hello never came is no rank of the run: nothing to wait for.
     const notJoined = outcome.status === "completed" ? Transport.CloseCode.JoinRunOver : Transport.CloseCode.JoinShuttingDown
     for (const rank of yield* host.transport.peers) if (Core.isVacant(state, rank)) host.transport.disconnect(rank, notJoined)
@@ -394,6 +406,7 @@ const drainRanks = (ctx: Context, host: Host, outcome: Core.Outcome): Effect.Eff
       options.stopSignal?.aborted !== true
     ) {
       yield* Effect.sleep(20)
+      yield* killDead
     }
   })
 

@@ -286,7 +286,8 @@ export const make = (options: RankRingOptions): RankRing => {
   const channelFor = (generation: number): RingChannel | undefined =>
     usePorts || peers !== undefined ? portChannels.get(generation) : relay
 
-  const notFinite = new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
+  // Made when needed: an error's stack costs each joining rank a capture it almost never uses.
+  const notFinite = () => new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
 
   // The latest FormRing; a generation a DeclareDead aborted (no collective of it starts again);
   // the round's pre-round contribution; the running collective; its mean, finished but not yet
@@ -327,7 +328,7 @@ export const make = (options: RankRingOptions): RankRing => {
       if (area.committed(done.round)) return notify()
       if (area.badRank() === done.ringRank) {
         finished = undefined
-        ringFailure = notFinite
+        ringFailure = notFinite()
         return notify() // the rank's loop leaves on it
       }
       void area.commits().then(look)
@@ -409,7 +410,7 @@ export const make = (options: RankRingOptions): RankRing => {
         Effect.flatMap(({ mean, residual: dropped }) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
-            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite)
+            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite())
             collective = undefined
             if (mean === undefined) {
               // This member's segment met another member's row that is not finite: no RoundDone, so

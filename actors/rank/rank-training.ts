@@ -144,7 +144,8 @@ const enterEpoch = (r: Running, next: number): void => {
   if (s.epoch < 0 && data.hangAfterMs !== undefined) s.hangAtMs = r.clock.currentTimeMillisUnsafe() + data.hangAfterMs
   if (s.epoch < 0 && data.flood !== undefined) r.reports.flood(data.flood.afterMs, data.flood.framesPerSecond)
   s.epoch = next
-  s.order = Permutation.permutation(data.seed, next, r.module.trainSamples)
+  // Shared with the process's other ranks in this epoch: read only (`nextBatch` copies what it hands out).
+  s.order = Permutation.sharedPermutation(data.seed, next, r.module.trainSamples)
   s.entries.length = 0
   s.chunks.length = 0
   s.trained = 0
@@ -419,7 +420,8 @@ const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {
   const { s, data } = r
   if (chunk !== undefined) {
     const n = Math.min(data.batchSize, chunk.size - chunk.progress)
-    const indices = s.order.subarray(chunk.offset + chunk.progress, chunk.offset + chunk.progress + n)
+    // A copy: the order is shared with the process's other ranks, and a trainer may write into its indices.
+    const indices = s.order.slice(chunk.offset + chunk.progress, chunk.offset + chunk.progress + n)
     chunk.progress += n
     return indices
   }

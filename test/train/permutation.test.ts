@@ -19,6 +19,19 @@ describe("seeded epoch permutation", () => {
     expect(Permutation.permutation(1, 0, 0)).toEqual(new Uint32Array(0))
     expect(Permutation.permutation(1, 0, 1)).toEqual(new Uint32Array([0]))
   })
+
+  it("shares one array per (seed, epoch, samples) while it is held, equal to the permutation", () => {
+    const a = Permutation.sharedPermutation(7, 0, 1000)
+    expect(a).toEqual(Permutation.permutation(7, 0, 1000))
+    expect(Permutation.sharedPermutation(7, 0, 1000)).toBe(a)
+    expect(Permutation.sharedPermutation(7, 1, 1000)).toEqual(Permutation.permutation(7, 1, 1000))
+    expect(Permutation.sharedPermutation(7, 0, 999)).not.toBe(a)
+    // Past the few remembered, an older one is computed again, the same values.
+    for (let epoch = 2; epoch < 8; epoch++) Permutation.sharedPermutation(7, epoch, 1000)
+    const again = Permutation.sharedPermutation(7, 0, 1000)
+    expect(again).not.toBe(a)
+    expect(again).toEqual(a)
+  })
 })
 
 const GOLDEN: ReadonlyArray<number> = [11, 0, 8, 7, 6, 9, 5, 4, 2, 3, 10, 1]

@@ -379,9 +379,11 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       return link
     }
 
-    const closed = new Transport.TransportError({ reason: { _tag: "Closed" } })
+    // One error for every send after the close, made at the first: capturing its stack costs each
+    // hub (a rank of `cohort join --ranks` has one) more than the rest of its making.
+    let closed: Transport.TransportError | undefined
     const sendUnsafe = (peer: Transport.Peer, frame: Uint8Array): Transport.TransportError | undefined => {
-      if (!open) return closed
+      if (!open) return (closed ??= new Transport.TransportError({ reason: { _tag: "Closed" } }))
       const state = links.get(peer)
       if (state === undefined) return new Transport.TransportError({ reason: { _tag: "UnknownPeer", peer } })
       if (state.ended || state.closing) return new Transport.TransportError({ reason: { _tag: "PeerGone", peer } })
