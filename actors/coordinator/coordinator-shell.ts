@@ -198,9 +198,10 @@ const afterStep = (
 }
 
 /**
- * Steps the core now; returns the effect that carries out what it decided, or `undefined`
- * when it decided nothing (most frames: a heartbeat, a progress report), so that a stream of
- * such frames costs no effect per frame.
+ * Steps the core now and carries out what it decided as far as that needs no clock (`afterStep`);
+ * returns the effect that does the rest, or `undefined` when nothing is left (most frames: a
+ * heartbeat, a progress report, a `ChunkDone` and its next chunk), so that a stream of such frames
+ * costs no effect per frame. Run the effect at once: the commands after it wait for it.
  */
 export const stepNow = (shell: Shell, input: Core.Input): Effect.Effect<void> | undefined => {
   const deathsBefore = shell.state.deaths.length
