@@ -78,6 +78,8 @@ export interface Row {
   readonly faultToRecoveredMs: Readonly<Record<string, ReadonlyArray<number>>>
   readonly committedPerSecond: number
   readonly coordinatorCpuPerRoundMs: number
+  /** Of `coordinatorCpuPerRoundMs`, the kernel's part (`process.cpuUsage().system`): socket reads and writes. */
+  readonly coordinatorSystemPerRoundMs: number
   /** The coordinator's CPU over the run's wall time: its busy share of one core, %. */
   readonly coordinatorCpuPercent: number
   /**
@@ -337,6 +339,7 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       coordinatorRun: (cpu.user + cpu.system) / 1000,
       ranksRun: ranksCpuAtEndMs - ranksCpuAtStartMs
     },
+    coordinatorSystemPerRoundMs: cpu.system / 1000 / Math.max(1, rounds),
     roundsPerSecond: rounds / (durationMs / 1000),
     rankRssPeakMb: rssPeak,
     coordinatorPeakMb,
@@ -516,7 +519,7 @@ if (Lib.isMain("churn")) {
     console.log(
       `churns ${row.churns}, rounds ${row.rounds} (${row.counters.roundsClosedWithoutSilent} without silent ranks, ${row.counters.roundsClosedAtDeadline} at the deadline), ` +
         `take-backs ${row.counters.takeBacks} (${Lib.fmt(row.counters.samplesTakenBack)} samples, ${row.counters.paramsTakenBack} Params dropped), ` +
-        `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
+        `${(row.durationMs / 1000).toFixed(1)} s, ${Lib.fmt(row.committedPerSecond)} committed/s; coordinator cpu ms/round ${row.coordinatorCpuPerRoundMs.toFixed(1)} (system ${row.coordinatorSystemPerRoundMs.toFixed(1)}), peak MB: rss ${Lib.fmt(peak.rss)}, heap ${Lib.fmt(peak.heapUsed)}, array buffers ${Lib.fmt(peak.arrayBuffers)}`
     )
     const leftByKind = ["graceful", "crash", "silent"].map((kind) => `${kind} ${row.faults.filter((f) => f[1] === kind).length}`)
     console.log(

@@ -156,84 +156,95 @@ const packUpdate = (
   return { bytes: out.bytes, held: Deltas.plus(last.params, change), change, base: last.round }
 }
 
-/** Carries out one of the core's commands; sends the transport refused go to `refused`. */
-const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Refused>): Effect.Effect<void> =>
-  Effect.suspend(() => {
-    const { state, transport, hooks, io } = shell
-    switch (command._tag) {
-      case "Send":
-        if (command.message._tag === "FormRing") formRing(shell, command.message)
-        io.deliver(command.to, command.message, refused)
-        break
-      case "Broadcast":
-        io.broadcast(command.message, refused)
-        break
-      case "SendRanges":
-        for (let i = 0; i < command.ranks.length; i++) {
-          const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
-          io.deliver(command.ranks[i]!, message, refused)
-        }
-        break
-      case "AverageRound":
-        averageRound(shell, command, refused)
-        break
-      case "Welcome": {
-        // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
-        io.deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
-        // Ring: the model comes from a member when the joiner enters the ring (SendModel).
-        if (command.model === "peer") break
-        const round = shell.lastModel?.round ?? Math.max(0, command.firstRound - 2)
-        io.deliver(command.rank, { _tag: "Update", round, params: shell.lastModel?.params ?? new Float32Array(0) }, refused)
-        break
+/** Carries out one of the core's commands, at once; sends the transport refused go to `refused`. */
+const carryOut = (shell: CommandShell, command: Core.Command, refused: Array<Refused>): void => {
+  const { state, transport, hooks, io } = shell
+  switch (command._tag) {
+    case "Send":
+      if (command.message._tag === "FormRing") formRing(shell, command.message)
+      io.deliver(command.to, command.message, refused)
+      break
+    case "Broadcast":
+      io.broadcast(command.message, refused)
+      break
+    case "SendRanges":
+      for (let i = 0; i < command.ranks.length; i++) {
+        const message = { _tag: command.kind, epoch: command.epoch, offset: command.offsets[i]!, size: command.sizes[i]! }
+        io.deliver(command.ranks[i]!, message, refused)
       }
-      case "JoinRefused":
-        if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
-          io.turnedAway.add(command.rank)
-          transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
-        }
-        break
-      case "SendModel":
-        // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
-        io.hold(command.to)
-        io.deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
-        break
-      case "EpochModel": {
-        // cpu: the outer optimizer's momentum goes with the model it was last updated with.
-        const last = shell.lastModel
-        const model =
-          command.params !== undefined
-            ? { round: command.round, params: command.params }
-            : state.ring === undefined && last !== undefined
-              ? { ...last, ...(shell.outerMomentum === undefined ? {} : { outerMomentum: shell.outerMomentum }) }
-              : undefined
-        observe(() => hooks.onEpochModel?.(command.epoch, model))
-        break
-      }
-      case "Alert":
-      case "EpochEnded":
-        break
-      case "RunEnded":
-        // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
-        // close this actor's scope at once, and must not cut the last step short.
-        shell.ended = command.outcome
-        break
+      break
+    case "AverageRound":
+      averageRound(shell, command, refused)
+      break
+    case "Welcome": {
+      // The roles, then the model; its first chunks (or its empty StartEpoch) follow.
+      io.deliver(command.rank, { _tag: "SetRoles", ...command.roles }, refused)
+      // Ring: the model comes from a member when the joiner enters the ring (SendModel).
+      if (command.model === "peer") break
+      const round = shell.lastModel?.round ?? Math.max(0, command.firstRound - 2)
+      io.deliver(command.rank, { _tag: "Update", round, params: shell.lastModel?.params ?? new Float32Array(0) }, refused)
+      break
     }
-    return Effect.void
-  })
+    case "JoinRefused":
+      if (command.rank !== undefined && !Core.isLive(state, command.rank)) {
+        io.turnedAway.add(command.rank)
+        transport.disconnect(command.rank, Transport.joinRefusalCloseCode[command.reason])
+      }
+      break
+    case "SendModel":
+      // Hold the joiner's frames until its model is out; ask the member for it (module docstring).
+      io.hold(command.to)
+      io.deliver(command.from, { _tag: "RequestParams", round: command.round }, refused)
+      break
+    case "EpochModel": {
+      // cpu: the outer optimizer's momentum goes with the model it was last updated with.
+      const last = shell.lastModel
+      const model =
+        command.params !== undefined
+          ? { round: command.round, params: command.params }
+          : state.ring === undefined && last !== undefined
+            ? { ...last, ...(shell.outerMomentum === undefined ? {} : { outerMomentum: shell.outerMomentum }) }
+            : undefined
+      observe(() => hooks.onEpochModel?.(command.epoch, model))
+      break
+    }
+    case "Alert":
+    case "EpochEnded":
+      break
+    case "RunEnded":
+      // Resolved by `settle`, once the step's observers ran: whoever awaits the outcome may
+      // close this actor's scope at once, and must not cut the last step short.
+      shell.ended = command.outcome
+      break
+  }
+}
 
-/** Carries out `commands` in order, a refused send stepped as `SendFailed` and its commands carried out at once. */
-const carryOutAll = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    for (const command of commands) {
-      const refused: Array<Refused> = []
-      yield* carryOut(shell, command, refused)
-      observe(() => shell.hooks.onCommand?.(command, shell.state))
-      for (const { rank, message, reason } of refused) {
-        const nowMs = yield* Clock.currentTimeMillis
-        yield* carryOutAll(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
-      }
-    }
-  })
+/**
+ * Carries out `commands` in order, a refused send stepped as `SendFailed` and its commands carried
+ * out before the next command. Every command goes out at the call until a send is refused (the
+ * clock must be read then): the effect that does the rest, or `undefined` when nothing is left.
+ * Most steps (a chunk handed out, a round's close) need no effect at all, and at 256 ranks they
+ * are hundreds a round.
+ */
+const carryOutAll = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> | undefined => {
+  for (let i = 0; i < commands.length; i++) {
+    const command = commands[i]!
+    const refused: Array<Refused> = []
+    carryOut(shell, command, refused)
+    observe(() => shell.hooks.onCommand?.(command, shell.state))
+    if (refused.length > 0)
+      return Effect.gen(function* () {
+        for (const { rank, message, reason } of refused) {
+          const nowMs = yield* Clock.currentTimeMillis
+          const after = carryOutAll(shell, Core.step(shell.state, { _tag: "SendFailed", rank, nowMs, message, reason }))
+          if (after !== undefined) yield* after
+        }
+        const rest = carryOutAll(shell, commands.slice(i + 1))
+        if (rest !== undefined) yield* rest
+      })
+  }
+  return undefined
+}
 
 /**
  * Carries out the commands of one core step in order, each seen by `Hooks.onCommand` once it is
@@ -246,10 +257,23 @@ const carryOutAll = (shell: CommandShell, commands: ReadonlyArray<Core.Command>)
  * @category utils
  */
 export const execute = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    yield* carryOutAll(shell, commands)
+  Effect.suspend(() => executeNow(shell, commands) ?? Effect.void)
+
+/**
+ * `execute`, its commands carried out at the call as far as they go without the clock (a refused
+ * send, an outlier): the effect that does the rest, `undefined` when nothing is left.
+ *
+ * @since 0.1.0
+ * @category utils
+ */
+export const executeNow = (shell: CommandShell, commands: ReadonlyArray<Core.Command>): Effect.Effect<void> | undefined => {
+  const rest = carryOutAll(shell, commands)
+  if (rest === undefined && shell.outliersFound.length === 0) return undefined
+  return Effect.gen(function* () {
+    if (rest !== undefined) yield* rest
     for (const { rank, round, detail } of shell.outliersFound.splice(0)) {
       const nowMs = yield* Clock.currentTimeMillis
       yield* execute(shell, Core.step(shell.state, { _tag: "Outlier", rank, nowMs, round, detail }))
     }
   })
+}

@@ -88,8 +88,9 @@ export interface Hooks {
 
 /**
  * What `make` needs of the coordinator: its core state and transport, its observers, how it steps
- * the core (`stepNow`: the effect that carries out what the core decided, `undefined` when it
- * decided nothing; `stepAndExecute`: always an effect), and `wake`, which queues a tick behind the
+ * the core (`stepNow`: carries out at once what the core decided as far as it needs no clock, and
+ * returns the effect that does the rest, `undefined` when nothing is left; `stepAndExecute`:
+ * always an effect, which does it all when run), and `wake`, which queues a tick behind the
  * mailbox's inputs (after a death report).
  *
  * @since 0.1.0

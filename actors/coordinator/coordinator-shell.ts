@@ -19,7 +19,7 @@ import * as Transport from "../../src/transport/transport.ts"
 import * as Packed from "../../src/wire/packed.ts"
 import { observe } from "./coordinator-inbound.ts"
 import type { Hooks } from "./coordinator-inbound.ts"
-import { execute } from "./coordinator-commands.ts"
+import { executeNow } from "./coordinator-commands.ts"
 import type { CommandShell } from "./coordinator-commands.ts"
 
 /**
@@ -167,12 +167,22 @@ export const settle = (shell: Shell): Effect.Effect<void> =>
   Effect.suspend(() => (shell.ended === undefined ? Effect.void : Deferred.succeed(shell.outcome, shell.ended)))
 
 // One step's commands go out without yielding to the event loop in between, so that a death's
-// extensions reach the transport together, before any further input is read.
-const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBefore: number, leavesBefore: number): Effect.Effect<void> =>
-  Effect.gen(function* () {
-    const { state, hooks } = shell
-    const bytesBefore = shell.io.controlBytes()
-    yield* execute(shell, commands)
+// extensions reach the transport together, before any further input is read. They go out at the
+// call as far as they need no clock (`executeNow`): the effect that does the rest (a refused send,
+// an outlier, a death or departure told, the run's end), `undefined` when none is left.
+const afterStep = (
+  shell: Shell,
+  commands: ReadonlyArray<Core.Command>,
+  deathsBefore: number,
+  leavesBefore: number
+): Effect.Effect<void> | undefined => {
+  const { state, hooks } = shell
+  const bytesBefore = shell.io.controlBytes()
+  const rest = executeNow(shell, commands)
+  if (rest === undefined && state.deaths.length === deathsBefore && state.leaves.length === leavesBefore && shell.ended === undefined)
+    return undefined
+  return Effect.gen(function* () {
+    if (rest !== undefined) yield* rest
     if (state.deaths.length > deathsBefore && hooks.onDeclared !== undefined) {
       const declared = state.deaths.slice(deathsBefore)
       const nowMs = yield* Clock.currentTimeMillis
@@ -185,11 +195,13 @@ const afterStep = (shell: Shell, commands: ReadonlyArray<Core.Command>, deathsBe
     }
     yield* settle(shell)
   }).pipe(Effect.provideService(References.PreventSchedulerYield, true))
+}
 
 /**
- * Steps the core now; returns the effect that carries out what it decided, or `undefined`
- * when it decided nothing (most frames: a heartbeat, a progress report), so that a stream of
- * such frames costs no effect per frame.
+ * Steps the core now and carries out what it decided as far as that needs no clock (`afterStep`);
+ * returns the effect that does the rest, or `undefined` when nothing is left (most frames: a
+ * heartbeat, a progress report, a `ChunkDone` and its next chunk), so that a stream of such frames
+ * costs no effect per frame. Run the effect at once: the commands after it wait for it.
  */
 export const stepNow = (shell: Shell, input: Core.Input): Effect.Effect<void> | undefined => {
   const deathsBefore = shell.state.deaths.length

@@ -138,6 +138,14 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
       const handlers = options.open(
         {
           send: (data) => socket.send(data),
+          // One fragment a part, the last one final: `ws` sends nothing else in between (the
+          // calls follow one another in one turn) and copies no part. Corked, the fragments
+          // leave in one write, as the whole message did.
+          sendParts: (parts) => {
+            request.socket.cork()
+            for (let i = 0; i < parts.length; i++) socket.send(parts[i]!, { fin: i === parts.length - 1 })
+            request.socket.uncork()
+          },
           close: (code, reason) => socket.close(code, reason),
           bufferedBytes: () => socket.bufferedAmount,
           // `ws` hands each message over as a view on the socket's read buffer (each read a new

@@ -151,6 +151,12 @@ export interface ParentLink {
 /** One raw server-side WebSocket connection. @since 0.1.0 @category model */
 export interface RawSocket {
   readonly send: (data: Uint8Array | string) => void
+  /**
+   * Sends one binary message made of `parts` back to back, in fragments (RFC 6455 §5.4), so that
+   * no part is copied into the message; the peer receives the same message as from `send` of the
+   * parts joined. Absent where the runtime cannot send fragments.
+   */
+  readonly sendParts?: (parts: ReadonlyArray<Uint8Array>) => void
   readonly close: (code: number, reason: string) => void
   /** Bytes sent but not yet taken by the network (the socket's `bufferedAmount`); absent where the runtime cannot say. */
   readonly bufferedBytes?: () => number

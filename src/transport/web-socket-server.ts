@@ -207,6 +207,7 @@ export const serve = (options: ServerOptions): Effect.Effect<ServerHandle, Trans
         } else {
           link = hub.attach(joinedRank, {
             post: (message) => socket.send(message),
+            ...(socket.sendParts === undefined ? {} : { postParts: socket.sendParts }),
             close: (code) => socket.close(code, "closed by coordinator"),
             // Every runtime's WebSocket send copies or only reads the bytes.
             sharesMessages: true,

@@ -57,4 +57,52 @@ describe.runIf(runtime === "node")("ws with bufferutil (node)", () => {
     socket.close()
     await server.close()
   })
+
+  it("a message sent in parts (sendParts, fragments) reaches the client as the parts joined, in order with whole messages", async () => {
+    const parts = [patterned(9, 1), patterned(40_016, 0), patterned(130, 3), patterned(70_001, 2)].map((p) => p.slice())
+    const whole = patterned(77, 0).slice()
+    let sendParts: ((parts: ReadonlyArray<Uint8Array>) => void) | undefined
+    let send: ((data: Uint8Array | string) => void) | undefined
+    let opened: () => void = () => undefined
+    const open = new Promise<void>((resolve) => {
+      opened = resolve
+    })
+    const server = await NodeRuntime.serveWs({
+      host: "127.0.0.1",
+      port: 0,
+      maxPayloadBytes: 1 << 20,
+      open: (socket) => {
+        sendParts = socket.sendParts
+        send = socket.send
+        opened()
+        return { message: () => undefined, close: () => undefined }
+      }
+    })
+    const received: Array<Uint8Array> = []
+    let arrived: () => void = () => undefined
+    const both = new Promise<void>((resolve) => {
+      arrived = resolve
+    })
+    const socket = NodeRuntime.openWebSocket(`ws://127.0.0.1:${server.port}/`, undefined)
+    socket.binaryType = "arraybuffer"
+    socket.onmessage = (event) => {
+      received.push(new Uint8Array(event.data as ArrayBuffer))
+      if (received.length === 2) arrived()
+    }
+    await open
+    expect(sendParts).toBeDefined()
+    sendParts!(parts)
+    send!(whole)
+    await both
+    const joined = new Uint8Array(parts.reduce((sum, p) => sum + p.length, 0))
+    let at = 0
+    for (const p of parts) {
+      joined.set(p, at)
+      at += p.length
+    }
+    expect(same(received[0]!, joined)).toBe(true)
+    expect(same(received[1]!, whole)).toBe(true)
+    socket.close()
+    await server.close()
+  })
 })

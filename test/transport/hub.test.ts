@@ -228,6 +228,65 @@ describe("hub: one long frame to many ports that share messages (Port.sharesMess
   )
 })
 
+describe("hub: a long shared frame beside a link's own frames, to a port that posts parts (Port.postParts)", () => {
+  const long = Uint8Array.from({ length: 40_000 }, (_, i) => (i * 7) & 0xff)
+  const joined = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {
+    const out = new Uint8Array(parts.reduce((sum, part) => sum + part.byteLength, 0))
+    let at = 0
+    for (const part of parts) {
+      out.set(part, at)
+      at += part.byteLength
+    }
+    return out
+  }
+
+  it("Batch.parts: joined, the parts are the batch, and every long frame is a part as it is", () => {
+    const short = (n: number) => Uint8Array.from({ length: n }, (_, i) => i + n)
+    const cases: Array<Array<Uint8Array>> = [
+      [long],
+      [short(3), long],
+      [long, short(5)],
+      [short(1), long, short(2), short(3)],
+      [long, long],
+      [short(4), long, short(0), long, short(6)]
+    ]
+    for (const frames of cases) {
+      const payload = frames.reduce((sum, f) => sum + f.byteLength, 0)
+      const parts = Batch.parts(frames, 4096)!
+      assert.deepStrictEqual(joined(parts), Batch.encode(frames, payload))
+      for (const f of frames) if (f.byteLength >= 4096) assert.isTrue(parts.includes(f))
+    }
+    assert.strictEqual(Batch.parts([short(3), short(4)], 4096), undefined)
+  })
+
+  it.live("goes out in parts, the long frame not copied; a lone frame and short batches as before", () =>
+    Effect.gen(function* () {
+      const hub = yield* Hub.make(Transport.coordinatorPeer)
+      const posted: Array<Uint8Array> = []
+      const inParts: Array<ReadonlyArray<Uint8Array>> = []
+      hub.attach(0, { post: (m) => void posted.push(m), postParts: (p) => void inParts.push(p), close: () => {}, sharesMessages: true })
+      hub.transport.sendUnsafe(0, frame(0, 1))
+      hub.transport.sendUnsafe(0, long)
+      hub.transport.sendUnsafe(0, frame(0, 2))
+      hub.flushAll()
+      assert.strictEqual(inParts.length, 1)
+      assert.strictEqual(posted.length, 0)
+      assert.isTrue(inParts[0]!.includes(long))
+      assert.deepStrictEqual(Batch.decode(joined(inParts[0]!)), [frame(0, 1), long, frame(0, 2)])
+      hub.transport.sendUnsafe(0, long)
+      hub.flushAll()
+      hub.transport.sendUnsafe(0, frame(0, 3))
+      hub.transport.sendUnsafe(0, frame(0, 4))
+      hub.flushAll()
+      assert.strictEqual(inParts.length, 1)
+      assert.deepStrictEqual(
+        posted.map((m) => Batch.decode(m)),
+        [[long], [frame(0, 3), frame(0, 4)]]
+      )
+    })
+  )
+})
+
 describe("hub: frames of a channel that gives its messages away (Port.givesMessages)", () => {
   it.live("are delivered with given, and the inspector is told; other channels' frames are not", () =>
     Effect.gen(function* () {

@@ -23,6 +23,50 @@ export const encode = (frames: ReadonlyArray<Uint8Array>, payloadBytes: number):
   return out
 }
 
+/**
+ * `encode`'s bytes in parts that, back to back, are the batch: every frame of `longFromBytes` or
+ * more is a part of its own (the frame itself, not copied); the header, the lengths and the
+ * shorter frames around them are copied into the parts between. `undefined` when no frame is
+ * that long. O(bytes of the shorter frames).
+ *
+ * @since 0.1.0
+ * @category internal
+ */
+export const parts = (frames: ReadonlyArray<Uint8Array>, longFromBytes: number): Array<Uint8Array> | undefined => {
+  if (!frames.some((frame) => frame.byteLength >= longFromBytes)) return undefined
+  const out: Array<Uint8Array> = []
+  // The copied part under way: the frames from `from` on (the count first when `from` is 0),
+  // ended by the length of the long frame that follows them.
+  let from = 0
+  const copied = (to: number, long: Uint8Array | undefined): Uint8Array => {
+    let bytes = from === 0 ? 4 : 0
+    for (let i = from; i < to; i++) bytes += 4 + frames[i]!.byteLength
+    if (long !== undefined) bytes += 4
+    const part = new Uint8Array(bytes)
+    const view = new DataView(part.buffer)
+    let at = 0
+    if (from === 0) {
+      view.setUint32(0, frames.length, true)
+      at = 4
+    }
+    for (let i = from; i < to; i++) {
+      view.setUint32(at, frames[i]!.byteLength, true)
+      part.set(frames[i]!, at + 4)
+      at += 4 + frames[i]!.byteLength
+    }
+    if (long !== undefined) view.setUint32(at, long.byteLength, true)
+    return part
+  }
+  for (let i = 0; i < frames.length; i++) {
+    const frame = frames[i]!
+    if (frame.byteLength < longFromBytes) continue
+    out.push(copied(i, frame), frame)
+    from = i + 1
+  }
+  if (from < frames.length) out.push(copied(frames.length, undefined))
+  return out
+}
+
 /** The frame count a batch's header declares; `undefined` when the header is missing. @since 0.1.0 @category internal */
 export const count = (message: Uint8Array): number | undefined =>
   message.byteLength < 4 ? undefined : new DataView(message.buffer, message.byteOffset, 4).getUint32(0, true)

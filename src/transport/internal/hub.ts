@@ -30,6 +30,13 @@ export interface Port {
    */
   readonly sharesMessages?: boolean
   /**
+   * Posts one message made of `parts` back to back without copying them (a WebSocket message
+   * in fragments): a batch that holds a long frame shared with other ports (a round's `Update`
+   * beside a link's own small frames) goes out without a copy of that frame per link. Only
+   * with `sharesMessages`; default: such a batch is copied whole.
+   */
+  readonly postParts?: (parts: ReadonlyArray<Uint8Array>) => void
+  /**
    * Every message the channel reports through `Link.receive` is memory of its own that nothing
    * else reads, changes or reuses afterwards (a `ws` message on Node): the inspector may keep
    * views on its frames and change them (`Transport.Inspect`'s `given`). Default false.
@@ -176,17 +183,25 @@ export const make = (self: Transport.Peer, options: Transport.Options = {}): Eff
       return batch
     }
 
+    /** The batch in parts (`Batch.parts`) for a port that posts parts and shares messages; `undefined` to batch it whole. */
+    const partsOf = (state: LinkState): ReadonlyArray<Uint8Array> | undefined =>
+      state.outbox.length > 1 && state.port.postParts !== undefined && state.port.sharesMessages === true
+        ? Batch.parts(state.outbox, sharedBatchFromBytes)
+        : undefined
+
     const flush = (state: LinkState): void => {
       state.scheduled = false
       if (state.outbox.length === 0 || state.ended) return
-      const message = batchOf(state)
       const loose = state.port.postLoose !== undefined && resolved.orderFree !== undefined && state.outbox.every(resolved.orderFree)
+      const parts = loose ? undefined : partsOf(state)
+      const message = parts === undefined ? batchOf(state) : undefined
       stats.framesSent += state.outbox.length
       stats.messagesSent += 1
       state.outbox = []
       state.outboxBytes = 0
-      if (loose) state.port.postLoose!(message)
-      else state.port.post(message)
+      if (parts !== undefined) state.port.postParts!(parts)
+      else if (loose) state.port.postLoose!(message!)
+      else state.port.post(message!)
     }
 
     /** Drops what a link still has waiting (it broke a rule, or it was closed). */
