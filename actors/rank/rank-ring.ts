@@ -78,7 +78,9 @@ export interface Contribution {
  * - `committed`: applies a `RoundCommitted`; gives the round's mean when it confirms the finished
  *   collective (the rank then applies it), `undefined` otherwise. With a shared all-reduce area the
  *   mean is the area's result row: read it before the rank's next contribution, never write it;
- *   over links its vector holds a later collective's mean: copy it at once.
+ *   over links the vector is the rank's own from then on (nothing here keeps it).
+ * - `recycleMean`: gives back a vector the rank no longer reads (its last average before the one
+ *   just committed): a later collective over links writes its mean there instead of into a new one.
  * - `areaCommitted()`: the same for a commit the coordinator wrote into the generation's shared
  *   all-reduce area (`SharedAllReduce.commit`): the finished round and its mean, once. The rank
  *   asks before it handles anything from the coordinator (the commit was written before any
@@ -102,6 +104,7 @@ export interface RankRing {
   readonly formRing: (message: FormRing, round: number) => Effect.Effect<void>
   readonly declareDead: Effect.Effect<void>
   readonly committed: (message: RoundCommitted) => Float32Array | undefined
+  readonly recycleMean: (buffer: Float32Array) => void
   readonly areaCommitted: () => { readonly round: number; readonly mean: Float32Array } | undefined
   readonly relayed: (message: RingData) => void
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
@@ -312,8 +315,8 @@ export const make = (options: RankRingOptions): RankRing => {
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
-  // The mean of the last committed round over links, once applied (the rank copies it at once):
-  // the next collective's result goes there instead of a new vector a round.
+  // A vector the rank gave back (`recycleMean`), its average before the last committed one: the
+  // next collective's result goes there instead of a new vector a round.
   let spareMean: Float32Array | undefined
 
   /**
@@ -337,15 +340,14 @@ export const make = (options: RankRingOptions): RankRing => {
   }
 
   /**
-   * The finished round's mean, now committed: the rank applies it (a copy, at once); its pre-round
-   * copy and, over links, the mean's vector are free again. An area's result row is the area's.
+   * The finished round's mean, now committed: the rank applies it (over links it keeps the vector as
+   * its own); its pre-round copy is free again. An area's result row is the area's.
    */
   const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
     finished = undefined
     if (done.residual !== undefined) residual = done.residual
     spare = pending?.params
     pending = undefined
-    if (done.area === undefined) spareMean = done.mean
     return done.mean
   }
 
@@ -474,6 +476,9 @@ export const make = (options: RankRingOptions): RankRing => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
       return takeFinished(done)
+    },
+    recycleMean: (buffer) => {
+      spareMean = buffer
     },
     areaCommitted: () => {
       const done = finished

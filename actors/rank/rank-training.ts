@@ -159,17 +159,19 @@ const listLength = (s: Training): number => s.entries.reduce((sum, [, size]) => 
 const hasWork = (s: Training): boolean => s.chunks.length > 0 || s.trained < listLength(s)
 
 /**
- * Applies a committed ring round's mean. The trainer copies it (`Trainer.setParams`). A mean from
- * the shared all-reduce area (`inArea`) is kept as it is as the last average: its row stays
- * unchanged until every member applied the next commit (`SharedAllReduce` module doc, step 3), and
- * nothing writes into `lastAverage`. Any other mean is copied once into our own array, which saves
- * then read (saves run inside this loop, so none sees it change under it).
+ * Applies a committed ring round's mean. The trainer copies it (`Trainer.setParams`). The mean is
+ * kept as it is as the last average, which saves then read: a mean from the shared all-reduce area
+ * (`inArea`), whose row stays unchanged until every member applied the next commit
+ * (`SharedAllReduce` module doc, step 3), and which nothing writes into; any other mean is the
+ * rank's own (`RankRing.committed`), and the last average it replaces, when that is the rank's own
+ * too, goes back to the ring for a later collective's mean (`RankRing.recycleMean`): nothing reads
+ * it any more (saves run inside this loop, and a new collective starts only at the next contribution).
  */
 const applyCommitted = (r: Running, committedRound: number, mean: Float32Array, inArea = false): void => {
   const { s } = r
-  if (inArea) s.lastAverage = mean
-  else if (s.lastAverage.length === mean.length && !s.lastAverageShared) s.lastAverage.set(mean)
-  else s.lastAverage = mean.slice()
+  const replaced = s.lastAverage
+  if (!s.lastAverageShared && replaced !== mean && replaced.length === mean.length) r.ring.recycleMean(replaced)
+  s.lastAverage = mean
   s.lastAverageShared = inArea
   r.trainer.setParams(s.lastAverage)
   s.lastAverageRound = committedRound

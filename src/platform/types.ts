@@ -369,12 +369,20 @@ export interface TcpStream {
  * valid during the call: keep a copy of what is needed later); `close` comes once, last, however
  * the connection ended (closed by either side, reset, refused).
  *
+ * `readInto` and `filled`, when given, let the stream read straight into the caller's memory
+ * where the runtime can (an accepted connection on Node and Deno): before each read the stream
+ * asks `readInto` where the next bytes go, and a read into that region (at most its length) is
+ * reported as `filled(bytes)` instead of `data`; `undefined` means the stream's own buffer and
+ * `data`. Elsewhere they are never called and every read comes to `data`.
+ *
  * @since 0.1.0
  * @category model
  */
 export interface TcpHandlers {
   readonly data: (chunk: Uint8Array) => void
   readonly close: () => void
+  readonly readInto?: () => Uint8Array | undefined
+  readonly filled?: (bytes: number) => void
 }
 
 /**

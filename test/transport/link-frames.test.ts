@@ -66,6 +66,67 @@ describe("direct ring link frames", () => {
     expect(LinkFrames.isStep(LinkFrames.kinds.Text)).toBe(false)
   })
 
+  it("read straight into the reader's memory (`readTarget`, `filled`), mixed with pushed chunks, the frames are the same; a bad header stops it", () => {
+    const bytes = joined([
+      ...LinkFrames.step(3, 7, 0, new Float64Array([1.5, -2, 3])),
+      ...LinkFrames.text("hello"),
+      ...LinkFrames.step(3, 8, 0, new Float32Array(0)),
+      ...LinkFrames.step(3, 8, 1, new Float32Array([0.25, 4]))
+    ])
+    // Reads of at most `readBytes` into the target, every `pushEvery`-th read pushed as a chunk instead.
+    for (const [readBytes, pushEvery] of [
+      [1, 0],
+      [7, 0],
+      [1 << 20, 0],
+      [5, 3],
+      [64, 2]
+    ] as const) {
+      const frames: Array<LinkFrames.Frame> = []
+      const errors: Array<string> = []
+      const reader = new LinkFrames.FrameReader(
+        1 << 20,
+        (frame) => frames.push(frame),
+        (reason) => errors.push(reason)
+      )
+      let at = 0
+      for (let read = 1; at < bytes.length; read++) {
+        if (pushEvery > 0 && read % pushEvery === 0) {
+          reader.push(bytes.subarray(at, at + readBytes))
+          at += Math.min(readBytes, bytes.length - at)
+          continue
+        }
+        const target = reader.readTarget()!
+        const n = Math.min(readBytes, target.length, bytes.length - at)
+        target.set(bytes.subarray(at, at + n))
+        reader.filled(n)
+        at += n
+      }
+      expect(errors).toEqual([])
+      expect(frames.map((f) => [f.kind, f.round, f.step])).toEqual([
+        [LinkFrames.kinds.Float64, 7, 0],
+        [LinkFrames.kinds.Text, 0, 0],
+        [LinkFrames.kinds.Float32, 8, 0],
+        [LinkFrames.kinds.Float32, 8, 1]
+      ])
+      expect(Array.from(LinkFrames.valuesOf(frames[0]!))).toEqual([1.5, -2, 3])
+      expect(new TextDecoder().decode(frames[1]!.payload)).toBe("hello")
+      expect(Array.from(LinkFrames.valuesOf(frames[3]!))).toEqual([0.25, 4])
+    }
+    const errors: Array<string> = []
+    const reader = new LinkFrames.FrameReader(
+      64,
+      () => {},
+      (reason) => errors.push(reason)
+    )
+    const big = joined(LinkFrames.step(0, 0, 0, new Float64Array(16)))
+    const target = reader.readTarget()!
+    expect(target.length).toBe(LinkFrames.headerBytes)
+    target.set(big.subarray(0, LinkFrames.headerBytes))
+    reader.filled(LinkFrames.headerBytes)
+    expect(errors).toEqual(["a frame of 128 bytes, over the bound of 64"])
+    expect(reader.readTarget()).toBeUndefined()
+  })
+
   it("a close frame carries its code and words", () => {
     const { frames } = read(joined(LinkFrames.close(4023, "bad step")), 5)
     expect([frames[0]!.kind, frames[0]!.code, new TextDecoder().decode(frames[0]!.payload)]).toEqual([

@@ -7,8 +7,9 @@
  * a packed step's bytes as they are (`--compress`; `RingPacked`, which the ring reads).
  *
  * A step's values are read straight into a buffer of their own (one a `BufferPool` kept, where the
- * reader has one) and handed on as a typed-array view of it: no decoding and no copy beyond the one
- * out of the stream's chunks. `FrameReader`
+ * reader has one) and handed on as a typed-array view of it: no decoding, and no copy beyond the one
+ * out of the stream's chunks, none where the stream reads into the reader's memory
+ * (`FrameReader.readTarget`). `FrameReader`
  * checks every header before it takes any payload (kind, the reserved byte, the length against the
  * current bound and against the kind's value size), so a peer cannot make it hold more than the
  * bound, and stops at the first bad one.
@@ -214,6 +215,28 @@ export class FrameReader {
       }
       if (this.payload !== undefined && this.payloadAt === this.payload.length) this.emit()
     }
+  }
+
+  /**
+   * Where the stream may read the next bytes straight (`TcpHandlers.readInto`), instead of handing
+   * them to `push`: the rest of the header being read, or of the payload; `undefined` once a frame
+   * failed. The header alone is asked for, so that the payload after it lands in its own buffer.
+   */
+  readTarget(): Uint8Array | undefined {
+    if (this.failed) return undefined
+    return this.payload === undefined ? this.head.subarray(this.headAt) : this.payload.subarray(this.payloadAt)
+  }
+
+  /** `bytes` were read into the region the last `readTarget` gave (at most its length): as `push` of them. */
+  filled(bytes: number): void {
+    if (this.failed) return
+    if (this.payload === undefined) {
+      this.headAt += bytes
+      if (this.headAt < headerBytes) return
+      this.headAt = 0
+      if (!this.started()) return
+    } else this.payloadAt += bytes
+    if (this.payloadAt === this.payload!.length) this.emit()
   }
 
   /** Checks the header just read and makes room for its payload; `false` (after `onError`) when it is bad. */

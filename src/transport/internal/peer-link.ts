@@ -298,6 +298,8 @@ export const accept = (
   socket.sendText(JSON.stringify({ challenge: mine }))
   return {
     data: (chunk) => reader.push(chunk),
+    readInto: () => reader.readTarget(),
+    filled: (bytes) => reader.filled(bytes),
     close: () => {
       gone = true
       closed(incoming)
