@@ -13,6 +13,7 @@ export * as LaunchOptions from "./launcher/launch-options.ts"
 export * from "./record/read-run.ts"
 export * as Revocations from "./launcher/revocations.ts"
 export { defined } from "./launcher/resume.ts"
+export { ruleNames, type RuleName } from "./launcher/carried-options.ts"
 export * as RunSchema from "./record/run-schema.ts"
 export type * as RunTypes from "./record/run-types.ts"
 

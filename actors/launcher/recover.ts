@@ -20,7 +20,7 @@ import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { parseJournal, readText, reportDefaults } from "../record/read-run.ts"
 import type { Recovering, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
-import { carriedRules } from "./carried-options.ts"
+import { carriedRules, type RuleName, type Rules } from "./carried-options.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
 import * as StorageFault from "./storage-fault.ts"
@@ -44,6 +44,9 @@ export const didNotReturn = "did not return after the coordinator's restart"
  * - `recoveryWindowMs` (integer ms > 0, default `recoveryWindowMsDefault`): how long the ranks
  *   have to come back.
  * - `host`, `port`: where to listen; default where the run listened.
+ * - `given`, `onIgnored`: rules of a run (`carried-options.ts`) the caller was given; the takeover
+ *   runs by the run's own (the ranks were told some of them at their join), and `onIgnored` gets
+ *   each given one that differs from the run's, with the run's value (`undefined`: its default).
  * - The rest as `ServeOptions`.
  *
  * @since 0.1.0
@@ -56,6 +59,8 @@ export interface RecoverOptions
   readonly recoveryWindowMs?: number
   readonly host?: string
   readonly port?: number
+  readonly given?: Rules
+  readonly onIgnored?: (ignored: ReadonlyArray<{ readonly name: RuleName; readonly given: unknown; readonly run: unknown }>) => void
 }
 
 const fail = (reason: string): never => {
@@ -255,6 +260,11 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
   const { outDir, runId } = splitDir(runDir)
   const trainer = typeof o.trainerUrl === "string" ? o.trainerUrl : typeof o.trainer === "string" ? o.trainer : undefined
   if (trainer === undefined) return fail(`${runDir}/events.ndjson does not name its trainer`)
+  const rules = carriedRules(o)
+  const ignored = (Object.keys(options.given ?? {}) as Array<RuleName>)
+    .map((name) => ({ name, given: options.given?.[name], run: rules[name] }))
+    .filter(({ given, run }) => given !== undefined && JSON.stringify(given) !== JSON.stringify(run))
+  if (ignored.length > 0) options.onIgnored?.(ignored)
   const given = <K extends string, V>(key: K, value: V | undefined): { readonly [k in K]?: V } =>
     (value === undefined ? {} : { [key]: value }) as { readonly [k in K]?: V }
   return serve({
@@ -268,7 +278,7 @@ export const recover = async (options: RecoverOptions, serve: (options: ServeOpt
     // The parent's rules: how rounds close and combine (how the ranks' frames are packed is theirs:
     // they were told at their join, and the takeover reads and relays them the same way), liveness,
     // bounds (`carried-options.ts`).
-    ...carriedRules(o),
+    ...rules,
     ...given("maxRanks", numberOf(o.maxRanks)),
     outDir,
     runId,

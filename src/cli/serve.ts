@@ -51,7 +51,7 @@
  * @since 0.1.0
  */
 import * as Commander from "commander"
-import { importLauncher, type RunTypes } from "../../actors/cli-entry.ts"
+import { importLauncher, type RuleName, type RunTypes, ruleNames } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
 import * as ServeBrowser from "./bundle.ts"
@@ -432,10 +432,43 @@ const recoverRun = async (
         recoveryWindowMs,
         ...(runToken === undefined ? {} : { runToken }),
         ...(listen === undefined ? {} : { host: listen.host, port: listen.port }),
+        given: givenRules(raw, parsed),
+        onIgnored: (ignored) =>
+          say(
+            `note: a takeover runs by the run's own rules (docs/recovery.md); ignored: ${ignored
+              .map(
+                (i) => `${ruleFlag(i.name)} ${valueText(i.given)} (the run's: ${i.run === undefined ? "its default" : valueText(i.run)})`
+              )
+              .join(", ")}`
+          ),
         onListening: (listening) => say(`run ${listening.runId} taken over on ${listening.url}`)
       })
     )
   )
+}
+
+/** The raw option (flag) that sets each rule whose flag is not named as the rule is. */
+const ruleFlags: Partial<Record<RuleName, keyof RawServeOptions>> = {
+  blockingSilenceQuietMax: "blockingQuietMax",
+  livenessDetector: "liveness",
+  adaptiveTimeoutMinMs: "liveness",
+  trimFraction: "aggregate"
+}
+
+/** `--heartbeat-timeout-ms` for `heartbeatTimeoutMs`. */
+const ruleFlag = (name: RuleName): string => `--${String(ruleFlags[name] ?? name).replace(/[A-Z]/g, (c) => `-${c.toLowerCase()}`)}`
+
+const valueText = (value: unknown): string => (typeof value === "string" ? value : JSON.stringify(value))
+
+/** The rules whose flag was given on this command line, as parsed (defaults are not given). */
+const givenRules = (raw: RawServeOptions, parsed: ReturnType<typeof runOptions>): Record<string, unknown> => {
+  const given: Record<string, unknown> = {}
+  const flags = raw as unknown as Readonly<Record<string, unknown>>
+  const values = parsed as unknown as Readonly<Record<string, unknown>>
+  for (const name of ruleNames) {
+    if (flags[ruleFlags[name] ?? name] !== undefined && values[name] !== undefined) given[name] = values[name]
+  }
+  return given
 }
 
 /**

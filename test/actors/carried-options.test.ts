@@ -103,4 +103,46 @@ describe("serve --recover", () => {
     expect(result).toBe("served")
     expect(given).toMatchObject({ ...parentRules, backend: "cpu", compress: "none", deltas: false, maxRanks: 4 })
   })
+
+  it("says which rules it was given that differ from the run's, and runs by the run's", async () => {
+    const run = join(dir, "r2")
+    mkdirSync(join(run, "recovery"), { recursive: true })
+    const options = { trainerUrl: "file:///nowhere.ts", aggregate: "median", heartbeatTimeoutMs: 4000 }
+    const started = {
+      type: "started",
+      ms: 0,
+      runId: "r2",
+      runDir: "r2",
+      worldSize: 2,
+      epochs: 2,
+      epochSamples: 100,
+      mode: "static",
+      transport: "serve",
+      options
+    }
+    writeFileSync(join(run, "events.ndjson"), `${JSON.stringify(started)}\n`)
+    writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: 2 ** 22 + 7, acquiredAtMs: 0 })}\n`)
+    writeFileSync(join(run, "token"), "carried-test-token-0123456789\n")
+    let served: unknown
+    let ignored: unknown
+    await Recover.recover(
+      {
+        runDir: run,
+        given: { heartbeatTimeoutMs: 8000, aggregate: "median", roundSilenceMs: 300 },
+        onIgnored: (list) => {
+          ignored = list
+        }
+      },
+      async (serveOptions) => {
+        served = serveOptions
+        throw new Error("served")
+      }
+    ).catch(() => undefined)
+    expect(ignored).toEqual([
+      { name: "heartbeatTimeoutMs", given: 8000, run: 4000 },
+      { name: "roundSilenceMs", given: 300, run: undefined }
+    ])
+    expect(served).toMatchObject({ heartbeatTimeoutMs: 4000, aggregate: "median" })
+    expect((served as { roundSilenceMs?: number }).roundSilenceMs).toBeUndefined()
+  })
 })
