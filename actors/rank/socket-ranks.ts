@@ -26,9 +26,9 @@ import * as SocketRank from "./socket-rank.ts"
  *   (`SocketRank.JoinExitCode`): 0 after a graceful leave, 1 after `crash`, 13 after `silence`.
  * - `leave()`, `crash()`, `silence()`: make a training rank leave (each a no-op once it ended, or
  *   before it trains); they resolve once the leave is on its way. `leave()` lets the rank finish
- *   its batch and contribute what it trained and did not contribute yet before its `Exiting`.
- *   `leave()` resolves once the rank ended; a rank that did not end within `leaveCloseMsMax` is
- *   stopped and its `Exiting` sent for it, as for one that trained nothing since its contribution.
+ *   its batch and contribute what it trained and did not contribute yet before its `Exiting`, and
+ *   resolves once the rank ended; a rank that did not end within `leaveCloseMsMax` (a batch or a
+ *   call that hangs) is stopped where it is and its `Exiting` sent for it.
  *
  * @since 0.1.0
  * @category join
