@@ -442,6 +442,27 @@ const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {
   return indices
 }
 
+/**
+ * A `cpu` rank about to say `Exiting` in the middle of a run contributes what it trained and did
+ * not contribute yet: the chunks it reported done (progressive), or its samples past its last
+ * contribution (static). The coordinator folds every `Params` of a live rank and commits what
+ * it carries, so the survivors need not train those samples again. A ring contribution needs
+ * its neighbours' collective: a ring rank leaves without.
+ */
+export const contributeBeforeLeaving = (r: Running) =>
+  Effect.gen(function* () {
+    const { s } = r
+    if (r.ringBackend) return
+    if (s.chunksDoneSinceContribution > 0) {
+      s.chunksDoneSinceContribution = 0
+      return yield* contribute(r, 0)
+    }
+    if (s.chunks.length === 0 && s.trained > s.contributedUpTo) {
+      s.contributedUpTo = s.trained
+      return yield* contribute(r, s.trained)
+    }
+  })
+
 /** Trains one batch, reports it, and contributes when the batch ends a chunk or an averaging step. */
 const trainOne = (r: Running) =>
   Effect.gen(function* () {

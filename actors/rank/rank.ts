@@ -58,7 +58,7 @@ import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import type { Link } from "./rank-data.ts"
 import { hangUntilGone, stopAsTold } from "./rank-calls.ts"
-import { apply, applyAreaCommit, recovered, start, turn } from "./rank-training.ts"
+import { apply, applyAreaCommit, contributeBeforeLeaving, recovered, start, turn } from "./rank-training.ts"
 
 // The rank's model, faults, exit codes and save files live in rank-data.ts; importers take them from here.
 export {
@@ -98,11 +98,13 @@ const toCoordinator = Transport.coordinatorPeer
 export const run = (
   link: Link,
   leave: (code: number) => void,
-  loadTrainer: (url: string) => Promise<unknown> = (url) => import(url)
+  loadTrainer: (url: string) => Promise<unknown> = (url) => import(url),
+  leaveAsked?: AbortSignal
 ): Effect.Effect<void> =>
   Effect.gen(function* () {
     const r = yield* start(link, leave, loadTrainer)
     const { s, coordinator } = r
+    leaveAsked?.addEventListener("abort", () => r.wake.notify(), { once: true })
     // A rank that listens for its ring neighbours says where (its listener is bound by then).
     const ringAddress = yield* Effect.promise(() => r.ring.ringAddress())
     yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength, ...(ringAddress === undefined ? {} : { ringAddress }) })
@@ -118,7 +120,12 @@ export const run = (
           return yield* coordinator.gone(coordinator.channelClosed())
         }
       }
-      if (s.stopping !== undefined) return yield* stopAsTold(r, s.stopping)
+      if (leaveAsked?.aborted === true) s.stopping ??= { save: false, reason: "left" }
+      if (s.stopping !== undefined) {
+        // Told to go mid-run (or asked to leave): what it trained is committed, not trained again.
+        if (!s.stopping.save) yield* contributeBeforeLeaving(r)
+        return yield* stopAsTold(r, s.stopping)
+      }
       if ((yield* turn(r)) === "stop") return
     }
   })
@@ -128,7 +135,9 @@ export const run = (
  * the rank, and leaves the process or worker with its exit code through `exit` (default
  * `process.exit`; a WebSocket rank closes its socket first, so that its last frames arrive before
  * its end). `stop` aborted interrupts the rank where it is, without a leave or a last frame (a
- * process that runs many ranks stops one that way to make it leave, crash or go silent). `loadTrainer` imports the trainer module (bundled entries pass the module they
+ * process that runs many ranks stops one that way to make it crash or go silent). `leaveAsked`
+ * aborted makes it leave gracefully after its current batch: it contributes what it trained and
+ * did not contribute yet, then says `Exiting`. `loadTrainer` imports the trainer module (bundled entries pass the module they
  * contain). A failure to connect is a defect: the rank ends and its supervisor reports it.
  *
  * A rank that fails (its trainer throws, a defect) reports the error as its last frame,
@@ -146,12 +155,13 @@ export const main = (
   connect: Effect.Effect<Link, Transport.TransportError>,
   loadTrainer?: (url: string) => Promise<unknown>,
   leave: (code: number) => void = (code) => process.exit(code),
-  stop?: AbortSignal
+  stop?: AbortSignal,
+  leaveAsked?: AbortSignal
 ): Promise<void> =>
   Effect.runPromise(
     Effect.gen(function* () {
       const link = yield* Effect.orDie(connect)
-      const exit = yield* Effect.exit(run(link, leave, loadTrainer))
+      const exit = yield* Effect.exit(run(link, leave, loadTrainer, leaveAsked))
       if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return
       const error = Cause.squash(exit.cause)
       // Each text field must fit the wire's `textBytesMax` (64 KiB): 8 K characters of message and

@@ -293,6 +293,8 @@ export interface JoinRunOptions {
   readonly onJoined?: (client: WebSocket.ClientHandle) => void
   /** Aborted: the rank stops where it is (`Rank.main`'s `stop`). */
   readonly stop?: AbortSignal
+  /** Aborted: the rank leaves gracefully after its current batch (`Rank.main`'s `leaveAsked`). */
+  readonly leaveAsked?: AbortSignal
 }
 
 /**
@@ -558,7 +560,8 @@ export const joinRun = async (options: JoinRunOptions): Promise<number> => {
         leave(code)
       })
     },
-    options.stop
+    options.stop,
+    options.leaveAsked
   )
   // Rank.main resolves once the rank decided to leave; the leave exits the process (or, with
   // `leaving`, settles what its caller waits on).

@@ -25,7 +25,10 @@ import * as SocketRank from "./socket-rank.ts"
  * - `ended`: resolves with the exit code this rank would have had as a process of its own
  *   (`SocketRank.JoinExitCode`): 0 after a graceful leave, 1 after `crash`, 13 after `silence`.
  * - `leave()`, `crash()`, `silence()`: make a training rank leave (each a no-op once it ended, or
- *   before it trains); they resolve once the leave is on its way.
+ *   before it trains); they resolve once the leave is on its way. `leave()` lets the rank finish
+ *   its batch and contribute what it trained and did not contribute yet before its `Exiting`, and
+ *   resolves once the rank ended; a rank that did not end within `leaveCloseMsMax` (a batch or a
+ *   call that hangs) is stopped where it is and its `Exiting` sent for it.
  *
  * @since 0.1.0
  * @category join
@@ -46,7 +49,7 @@ export interface JoinedRank {
  * @since 0.1.0
  * @category join
  */
-export interface JoinRanksOptions extends Omit<SocketRank.JoinRunOptions, "leaving" | "onJoined" | "stop" | "beforeExit"> {
+export interface JoinRanksOptions extends Omit<SocketRank.JoinRunOptions, "leaving" | "onJoined" | "stop" | "leaveAsked" | "beforeExit"> {
   readonly ranks: number
   /**
    * Ranks that connect at once (integer >= 1, default `joinsAtOnceMaxDefault`): the next starts
@@ -86,7 +89,10 @@ const closeBounded = (client: WebSocket.ClientHandle, closeCode: number): Promis
 const joinOne = (options: SocketRank.JoinRunOptions, connecting: ReturnType<typeof gate>): JoinedRank => {
   let client: WebSocket.ClientHandle | undefined
   let over = false
+  // Asked to leave gracefully: the rank's own loop says Exiting; crash and silence no longer apply.
+  let leaving = false
   const stop = new AbortController()
+  const leaveAsked = new AbortController()
   let settle: (code: number) => void = () => {}
   const ended = new Promise<number>((resolve) => (settle = resolve))
   const end = (code: number): void => {
@@ -108,6 +114,7 @@ const joinOne = (options: SocketRank.JoinRunOptions, connecting: ReturnType<type
     return SocketRank.joinRun({
       ...options,
       stop: stop.signal,
+      leaveAsked: leaveAsked.signal,
       onJoined: (joined) => {
         client = joined
         givePlace()
@@ -118,23 +125,39 @@ const joinOne = (options: SocketRank.JoinRunOptions, connecting: ReturnType<type
   /** Stops the rank's loop and runs `then` with its client, if it trains and has not ended. */
   const stopThen = async (then: (joined: WebSocket.ClientHandle) => Promise<void>, code: number): Promise<void> => {
     const joined = client
-    if (over || joined === undefined) return
+    if (over || leaving || joined === undefined) return
     over = true
     stop.abort()
     await then(joined)
     settle(code)
   }
+  /** Stops the rank's loop where it is and says Exiting for it: what it trained and did not contribute is redone. */
+  const leaveNow = (): Promise<void> =>
+    stopThen(async (joined) => {
+      const exiting = Codec.encode(Frame.fromRank(joined.rank, { _tag: "Exiting" }))
+      await Effect.runPromise(
+        Effect.ignore(joined.transport.send(Transport.coordinatorPeer, exiting)).pipe(Effect.andThen(joined.transport.flush))
+      )
+      await closeBounded(joined, Transport.CloseCode.Normal)
+    }, JoinExitCode.ok)
   return {
     rank: () => client?.rank,
     ended,
-    leave: () =>
-      stopThen(async (joined) => {
-        const exiting = Codec.encode(Frame.fromRank(joined.rank, { _tag: "Exiting" }))
-        await Effect.runPromise(
-          Effect.ignore(joined.transport.send(Transport.coordinatorPeer, exiting)).pipe(Effect.andThen(joined.transport.flush))
-        )
-        await closeBounded(joined, Transport.CloseCode.Normal)
-      }, JoinExitCode.ok),
+    leave: async () => {
+      if (over || leaving || client === undefined) return
+      leaving = true
+      // The rank's loop contributes what it trained and did not contribute yet, then says
+      // Exiting (`Rank.main`'s leaveAsked): its done chunks are not trained again. A loop that
+      // does not get there in time (a batch or a call that hangs) is stopped and leaves as below.
+      leaveAsked.abort()
+      const gone = await Promise.race([
+        ended.then(() => true),
+        new Promise<boolean>((resolve) => setTimeout(() => resolve(false), SocketRank.leaveCloseMsMax).unref?.())
+      ])
+      if (gone) return
+      leaving = false
+      return leaveNow()
+    },
     crash: () => stopThen((joined) => Effect.runPromise(joined.drop), JoinExitCode.crashed),
     // The socket stays open until the coordinator closes it (its declaration) or the process ends.
     silence: () => stopThen(async () => {}, JoinExitCode.rankDead)
