@@ -33,6 +33,7 @@ import * as Commander from "commander"
 import { importSocketRank, importSocketRanks } from "../../actors/cli-entry.ts"
 import * as Files from "../platform/files.ts"
 import * as HostAddresses from "../platform/host-addresses.ts"
+import * as Signals from "../platform/signals.ts"
 import { demoTrainer, type Io, loadTrainerPath, usage } from "./conduct.ts"
 import { ExitCode } from "./defaults.ts"
 import { integerAtLeast, refuseFlagsAsValues, UsageError } from "./flags.ts"
@@ -46,7 +47,7 @@ import { readToken, serveDefaults } from "./serve.ts"
  * @since 0.1.0
  * @category cli
  */
-export const joinDefaults = { rank: "auto", saveDir: "cohort-save", connectTimeoutMs: 300_000 } as const
+export const joinDefaults = { rank: "auto", saveDir: "cohort-save", connectTimeoutMs: 300_000, signalLeaveMsMax: 10_000 } as const
 
 interface RawJoinOptions {
   readonly trainer?: string
@@ -264,12 +265,52 @@ export const main = async (argv: ReadonlyArray<string>, io: Io): Promise<number>
     ...(ringListen === undefined ? {} : { ringListen }),
     say: (line: string) => io.err(`${line}\n`)
   }
-  if (ranks === 1) return joinRun({ ...joinOptions, ...(io.leaving === undefined ? {} : { beforeExit: io.leaving }) })
-  return joinMany({ ...joinOptions, ranks }, io)
+  const leaveAsked = new AbortController()
+  const stopListening = leaveOnInterrupt(io, leaveAsked, ranks)
+  try {
+    if (ranks === 1)
+      return await joinRun({
+        ...joinOptions,
+        leaveAsked: leaveAsked.signal,
+        ...(io.leaving === undefined ? {} : { beforeExit: io.leaving })
+      })
+    return await joinMany({ ...joinOptions, ranks }, io, leaveAsked.signal)
+  } finally {
+    stopListening()
+  }
+}
+
+/**
+ * SIGINT or SIGTERM (a pod being stopped, Ctrl-C): the ranks leave the run gracefully, each after
+ * its current batch: what it trained and did not contribute yet goes to the coordinator, then its
+ * `Exiting`, and the coordinator hands the rest of its share to the others at once (no heartbeat
+ * timeout). A second signal, or no end within `joinDefaults.signalLeaveMsMax`, ends the process as
+ * the signal would (exit 130 or 143). Returns the function that stops listening.
+ */
+const leaveOnInterrupt = (io: Io, leaveAsked: AbortController, ranks: number): (() => void) => {
+  let asked: Signals.InterruptSignal | undefined
+  // Cleared when the ranks ended: Deno's timers cannot be unref'd, and this one would hold the
+  // process open and then end it as the signal would.
+  let fallback: ReturnType<typeof setTimeout> | undefined
+  const stop = Signals.onInterrupt((signal) => {
+    if (asked !== undefined) return Signals.endAsSignal(signal)
+    asked = signal
+    io.err(`cohort join: ${signal}: leaving the run after the current batch${ranks > 1 ? "es" : ""} (a second ${signal} stops at once)\n`)
+    leaveAsked.abort()
+    fallback = setTimeout(() => Signals.endAsSignal(signal), joinDefaults.signalLeaveMsMax)
+  })
+  return () => {
+    stop()
+    if (fallback !== undefined) clearTimeout(fallback)
+  }
 }
 
 /** `--ranks N` above 1: the ranks train side by side; the process ends once every one has ended. */
-const joinMany = async (options: Parameters<Awaited<ReturnType<typeof importSocketRanks>>["joinRanks"]>[0], io: Io): Promise<number> => {
+const joinMany = async (
+  options: Parameters<Awaited<ReturnType<typeof importSocketRanks>>["joinRanks"]>[0],
+  io: Io,
+  leaveAsked: AbortSignal
+): Promise<number> => {
   let SocketRanks: Awaited<ReturnType<typeof importSocketRanks>>
   try {
     SocketRanks = await importSocketRanks()
@@ -277,6 +318,8 @@ const joinMany = async (options: Parameters<Awaited<ReturnType<typeof importSock
     io.err(`cohort: the rank is not available: ${firstLine(error)}\n`)
     return ExitCode.unavailable
   }
-  const codes = await Promise.all(SocketRanks.joinRanks(options).map((rank) => rank.ended))
+  const joined = SocketRanks.joinRanks(options)
+  leaveAsked.addEventListener("abort", () => joined.forEach((rank) => void rank.leave()), { once: true })
+  const codes = await Promise.all(joined.map((rank) => rank.ended))
   return SocketRanks.processExitCode(codes)
 }

@@ -1,6 +1,6 @@
 // `cohort serve` and `cohort join` as a user runs them: real processes of the command line, real
 // sockets over 127.0.0.1, under the runtime running the tests (Node, Bun, Deno) (docs/serve-and-join.md).
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, statSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { basename, join } from "node:path"
@@ -119,6 +119,39 @@ describe(`cohort serve and cohort join over 127.0.0.1 (${runtime})`, () => {
     const model = await SavedModel.read(checkpoint)
     expect(model._tag === "Model" && [model.meta.epoch, model.meta.rank]).toEqual([0, 0])
   }, 240_000)
+
+  it.concurrent("SIGTERM on a join (a pod being stopped): the rank leaves gracefully after its batch and exits 0; the run goes on without a death, audits clean", async () => {
+    const serve = cohort([
+      "serve",
+      "--trainer",
+      slow,
+      "--world-size",
+      "2",
+      "--epochs",
+      "2",
+      "--token-file",
+      tokenFile,
+      "--out",
+      "runs",
+      "--json"
+    ])
+    const url = await servedUrl(serve)
+    const ranks = [0, 1].map((rank) =>
+      cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `term-save-${rank}`])
+    )
+    await waitFor(() => / rank 1 epoch 0: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress")
+    // kill(1), not ChildProcess.kill: under Deno that reports the child as killed by the signal
+    // even when it handled it and exited.
+    spawnSync("kill", ["-TERM", String(ranks[1]!.child.pid)])
+    expect([await ranks[1]!.exit, await ranks[0]!.exit, await serve.exit]).toEqual([0, 0, 0])
+    expect(ranks[1]!.err()).toContain("cohort join: SIGTERM: leaving the run after the current batch")
+    const summary = JSON.parse(serve.out()) as Summary & {
+      readonly leaves: ReadonlyArray<{ readonly rank: number; readonly kind: string }>
+    }
+    expect(summary.deaths).toEqual([])
+    expect(summary.leaves.map((leave) => [leave.rank, leave.kind])).toEqual([[1, "graceful"]])
+    expect(summary.epochs.every((e) => e.lost === 0 && e.duplicated === 0)).toBe(true)
+  }, 180_000)
 
   it.concurrent("at the failure limit a join rank saves into its save folder (without --save-dir: ./cohort-save/<runId>) on ShutdownWithSave, says where, and exits 0; serve exits 1", async () => {
     const serve = cohort([
