@@ -121,7 +121,9 @@ Options of join URL:
   14 rank out of range; 15 coordinator unreachable; 16 another refusal; 17 a growing run refused
   the join (full, a taken or exited index, not started, shutting down, over); 18 the server's
   certificate failed the check; 19 the rank's credential was refused (another rank's, revoked,
-  expired). A refusal is one line on stderr and is never retried.
+  expired). A refusal is one line on stderr and is never retried. SIGINT or SIGTERM: the ranks
+  leave gracefully after their current batch (what they trained is contributed) and exit 0; a
+  second signal stops at once.
 
 Revoking (cohort revoke RUN_DIR RANK|CREDENTIAL-ID):
   revokes a served run's rank or credential while it runs: the rank holding it is closed (close
