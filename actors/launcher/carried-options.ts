@@ -34,8 +34,46 @@ const rolePolicyOf = (value: unknown): Config.RolePolicy | undefined =>
       ? { rank: (value as { rank: number }).rank }
       : undefined
 
+/** The rules of a run (`rules`). */
+export type RuleName =
+  | "backend"
+  | "ringSharedSlots"
+  | "ringAreaMemoryMb"
+  | "ringLinks"
+  | "rankConnectionsMax"
+  | "heartbeatTimeoutMs"
+  | "heartbeatIntervalMs"
+  | "saveTimeoutMs"
+  | "evalTimeoutMs"
+  | "beatLinks"
+  | "livenessDetector"
+  | "adaptiveTimeoutMinMs"
+  | "coordinatorStallMs"
+  | "coordinatorTimeoutMs"
+  | "roundDeadlineMs"
+  | "roundQuorum"
+  | "roundSilenceMs"
+  | "blockingSilenceMs"
+  | "blockingSilenceQuietMax"
+  | "aggregate"
+  | "trimFraction"
+  | "clipNorm"
+  | "outlierFactor"
+  | "outlierRoundsMax"
+  | "compress"
+  | "deltas"
+  | "outerLr"
+  | "outerMomentum"
+  | "tickMs"
+  | "failureLimit"
+  | "rolePolicy"
+  | "onRepeatedCrash"
+  | "rankMemoryMb"
+  | "rankNice"
+  | "interruptGraceMs"
+
 /** The rules of a run, each with how its recorded value is read back. */
-const rules = {
+const rules: { readonly [K in RuleName]: Reader<K> } = {
   backend: oneOf("cpu", "ring"),
   ringSharedSlots: numberOf,
   ringAreaMemoryMb: numberOf,
@@ -71,10 +109,7 @@ const rules = {
   rankMemoryMb: numberOf,
   rankNice: numberOf,
   interruptGraceMs: numberOf
-} satisfies { readonly [K in keyof RunOptions]?: Reader<K> }
-
-/** The names of the rules (`rules`). */
-export type RuleName = keyof typeof rules
+}
 
 /**
  * The options each continuation decides for itself, and why. With `rules`, every key of
