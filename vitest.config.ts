@@ -21,7 +21,8 @@ const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
 // in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
 // (and the 2 Mbit/s link test's) are Node-only. The churn bench's quick check
-// starts its rank processes through tsx: Node only.
+// starts its rank processes through tsx: Node only. So does the drain test (the launcher's drain is
+// the same code everywhere; the order of its events is surest there).
 const nodeOnly =
   runtime.Bun !== undefined || runtime.Deno !== undefined
     ? [
@@ -52,7 +53,8 @@ const nodeOnly =
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
         "test/bench/wire-collective.full.test.ts",
-        "test/actors/churn-serve.full.test.ts"
+        "test/actors/churn-serve.full.test.ts",
+        "test/actors/drain-silent.test.ts"
       ]
     : []
 
