@@ -3,33 +3,22 @@
 // dropped). 24 ranks joined from this process (`SocketRanks.joinRanks`, what `cohort join
 // --ranks` runs) over loopback, 2 epochs: the run completes with exact audits, and the ranks made
 // to leave have cost lines of all three kinds. Results only, never speed. Node only.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
-import * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import type * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import { joinHere, writePacedTrainer } from "../served-ranks.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "cohort-churn-serve-"))
 afterAll(() => (process.env.KEEP ? console.error(dir) : rmSync(dir, { recursive: true, force: true })))
-
-const paramsOnly = fileURLToPath(new URL("../../bench/trainers/params-only.ts", import.meta.url))
 
 describe("serve --churn", () => {
   it("24 joined ranks, 15% made to leave after each round: exact audits, cost lines of the three kinds", async () => {
     const ranks = 24
     const trainer = join(dir, "trainer.ts")
-    writeFileSync(
-      trainer,
-      `import { paramsOnly } from ${JSON.stringify(paramsOnly)}\n` +
-        `const t = paramsOnly({ samples: ${ranks * 8 * 12}, params: 1000 })\n` +
-        `export const trainSamples = t.trainSamples\n` +
-        `export const createTrainer = (context: { readonly rank: number }) => {\n` +
-        `  const inner = t.createTrainer(context)\n` +
-        `  return { ...inner, trainBatch: async (indices: Uint32Array) => { await new Promise((r) => setTimeout(r, 5)); return inner.trainBatch(indices) } }\n` +
-        `}\n`
-    )
+    writePacedTrainer(trainer, { samples: ranks * 8 * 12, params: 1000 })
     const runToken = "churn-serve-test-token-0123456789abcdef"
     const joined: Array<SocketRanks.JoinedRank> = []
     const result = await Launcher.serve({
@@ -46,18 +35,7 @@ describe("serve --churn", () => {
       port: 0,
       outDir: join(dir, "runs"),
       onListening: (listening) => {
-        joined.push(
-          ...SocketRanks.joinRanks({
-            url: listening.url,
-            runToken,
-            ranks,
-            rank: "auto",
-            trainer: pathToFileURL(trainer).href,
-            saveDir: join(dir, "saves"),
-            resumable: false,
-            say: () => {}
-          })
-        )
+        joined.push(...joinHere(listening.url, runToken, ranks, trainer, join(dir, "saves")))
       }
     })
     await Promise.all(joined.map((rank) => Promise.race([rank.ended, new Promise((r) => setTimeout(r, 10_000))])))

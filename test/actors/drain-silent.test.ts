@@ -5,34 +5,23 @@
 // process over loopback; one is silenced as the last epoch opens: the rounds go on without it
 // (roundSilenceMs) and the run ends before its heartbeat timeout. Node only (the launcher's drain
 // is the same code on every runtime; the timing it needs is surest there).
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
-import * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import type * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import { joinHere, writePacedTrainer } from "../served-ranks.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "cohort-drain-silent-"))
 afterAll(() => (process.env.KEEP ? console.error(dir) : rmSync(dir, { recursive: true, force: true })))
-
-const paramsOnly = fileURLToPath(new URL("../../bench/trainers/params-only.ts", import.meta.url))
 
 describe("the drain at the run's end", () => {
   it("a rank silent at the end is cut off once declared, well before the exit grace period", async () => {
     const ranks = 3
     const epochs = 2
     const trainer = join(dir, "trainer.ts")
-    writeFileSync(
-      trainer,
-      `import { paramsOnly } from ${JSON.stringify(paramsOnly)}\n` +
-        `const t = paramsOnly({ samples: ${ranks * 8 * 16}, params: 100 })\n` +
-        `export const trainSamples = t.trainSamples\n` +
-        `export const createTrainer = (context: { readonly rank: number }) => {\n` +
-        `  const inner = t.createTrainer(context)\n` +
-        `  return { ...inner, trainBatch: async (indices: Uint32Array) => { await new Promise((r) => setTimeout(r, 5)); return inner.trainBatch(indices) } }\n` +
-        `}\n`
-    )
+    writePacedTrainer(trainer, { samples: ranks * 8 * 16, params: 100 })
     const runToken = "drain-silent-test-token-0123456789abcdef"
     const joined: Array<SocketRanks.JoinedRank> = []
     let lastAuditMs: number | undefined
@@ -62,18 +51,7 @@ describe("the drain at the run's end", () => {
         void silent?.silence()
       },
       onListening: (listening) => {
-        joined.push(
-          ...SocketRanks.joinRanks({
-            url: listening.url,
-            runToken,
-            ranks,
-            rank: "auto",
-            trainer: pathToFileURL(trainer).href,
-            saveDir: join(dir, "saves"),
-            resumable: false,
-            say: () => {}
-          })
-        )
+        joined.push(...joinHere(listening.url, runToken, ranks, trainer, join(dir, "saves")))
       }
     })
     const endedMs = Date.now()

@@ -3,40 +3,24 @@
 // audit stays exact. Two ranks joined from this process over loopback, progressive mode, a
 // contribution every 8 batches (two chunks); rank 1 is asked to leave during its 6th batch, when
 // its first chunk is done and not yet contributed. Node only.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath, pathToFileURL } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
-import * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import type * as SocketRanks from "../../actors/rank/socket-ranks.ts"
+import { joinHere, writePacedTrainer } from "../served-ranks.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "cohort-leave-contributes-"))
 afterAll(() => (process.env.KEEP ? console.error(dir) : rmSync(dir, { recursive: true, force: true })))
 
-const paramsOnly = fileURLToPath(new URL("../../bench/trainers/params-only.ts", import.meta.url))
 const hook = "__cohortLeaveContributesBatch"
 
 describe("a graceful leave mid-epoch", () => {
   it("contributes the leaver's done chunks before Exiting: redone 0, exact audit", async () => {
     const ranks = 2
     const trainer = join(dir, "trainer.ts")
-    writeFileSync(
-      trainer,
-      `import { paramsOnly } from ${JSON.stringify(paramsOnly)}\n` +
-        `const t = paramsOnly({ samples: ${ranks * 8 * 64}, params: 100 })\n` +
-        `export const trainSamples = t.trainSamples\n` +
-        `export const createTrainer = (context: { readonly rank: number }) => {\n` +
-        `  const inner = t.createTrainer(context)\n` +
-        `  let batches = 0\n` +
-        `  return { ...inner, trainBatch: async (indices: Uint32Array) => {\n` +
-        `    batches += 1\n` +
-        `    ;(globalThis as any).${hook}?.(context.rank, batches)\n` +
-        `    await new Promise((r) => setTimeout(r, 5))\n` +
-        `    return inner.trainBatch(indices)\n` +
-        `  } }\n` +
-        `}\n`
-    )
+    writePacedTrainer(trainer, { samples: ranks * 8 * 64, params: 100, hook })
     const runToken = "leave-contributes-test-token-0123456789abcdef"
     const joined: Array<SocketRanks.JoinedRank> = []
     let left: Promise<void> | undefined
@@ -57,18 +41,7 @@ describe("a graceful leave mid-epoch", () => {
       port: 0,
       outDir: join(dir, "runs"),
       onListening: (listening) => {
-        joined.push(
-          ...SocketRanks.joinRanks({
-            url: listening.url,
-            runToken,
-            ranks,
-            rank: "auto",
-            trainer: pathToFileURL(trainer).href,
-            saveDir: join(dir, "saves"),
-            resumable: false,
-            say: () => {}
-          })
-        )
+        joined.push(...joinHere(listening.url, runToken, ranks, trainer, join(dir, "saves")))
       }
     })
     delete (globalThis as Record<string, unknown>)[hook]
