@@ -14,7 +14,8 @@ import type { RunOptions } from "../record/run-types.ts"
 
 type Reader<K extends keyof RunOptions> = (value: unknown) => RunOptions[K] | undefined
 
-const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
+/** `value` when it is a finite number, else `undefined`: how a journal's number is read back. */
+export const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 const booleanOf = (value: unknown): boolean | undefined => (typeof value === "boolean" ? value : undefined)
 const oneOf =
   <const A extends string>(...values: ReadonlyArray<A>) =>

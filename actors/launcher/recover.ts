@@ -20,7 +20,7 @@ import * as SyncFiles from "../../src/platform/sync-files.ts"
 import { parseJournal, readText, reportDefaults } from "../record/read-run.ts"
 import type { Recovering, RunResult, ServeOptions } from "../record/run-types.ts"
 import type { Context } from "./launcher-context.ts"
-import { carriedRules, type RuleName, type Rules } from "./carried-options.ts"
+import { carriedRules, numberOf, type RuleName, type Rules } from "./carried-options.ts"
 import { defaults, LaunchError, runLockFileName } from "./launch-options.ts"
 import * as RecoveryLog from "./recovery-log.ts"
 import * as StorageFault from "./storage-fault.ts"
@@ -118,8 +118,6 @@ const writeOwed = (
   for (const summary of owed) SyncFiles.append(`${runDir}/events.ndjson`, `${JSON.stringify({ type: "epoch", ms, summary })}\n`)
   return owed
 }
-
-const numberOf = (value: unknown): number | undefined => (typeof value === "number" && Number.isFinite(value) ? value : undefined)
 
 /**
  * The port the journal's last `listening` event names (`ws://127.0.0.1:38923/`): a run served on

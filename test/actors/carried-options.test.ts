@@ -76,15 +76,15 @@ describe("serve --recover", () => {
   const dir = mkdtempSync(join(tmpdir(), "cohort-carried-"))
   afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
-  it("takes a run over by the parent's rules (rounds, liveness, how rounds combine)", async () => {
-    const run = join(dir, "r")
+  /** A served run's folder under `dir` that lost its coordinator: its journal's `started` line with `options`, a stale lock, its token. */
+  const servedRun = (name: string, options: Record<string, unknown>): string => {
+    const run = join(dir, name)
     mkdirSync(join(run, "recovery"), { recursive: true })
-    const options = { trainerUrl: "file:///nowhere.ts", ...parentRules, backend: "cpu", compress: "none", deltas: false, maxRanks: 4 }
     const started = {
       type: "started",
       ms: 0,
-      runId: "r",
-      runDir: "r",
+      runId: name,
+      runDir: name,
       worldSize: 2,
       epochs: 2,
       epochSamples: 100,
@@ -95,6 +95,18 @@ describe("serve --recover", () => {
     writeFileSync(join(run, "events.ndjson"), `${JSON.stringify(started)}\n`)
     writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: 2 ** 22 + 7, acquiredAtMs: 0 })}\n`)
     writeFileSync(join(run, "token"), "carried-test-token-0123456789\n")
+    return run
+  }
+
+  it("takes a run over by the parent's rules (rounds, liveness, how rounds combine)", async () => {
+    const run = servedRun("r", {
+      trainerUrl: "file:///nowhere.ts",
+      ...parentRules,
+      backend: "cpu",
+      compress: "none",
+      deltas: false,
+      maxRanks: 4
+    })
     let given: unknown
     const result = await Recover.recover({ runDir: run, recoveryWindowMs: 5000 }, async (serveOptions) => {
       given = serveOptions
@@ -105,24 +117,7 @@ describe("serve --recover", () => {
   })
 
   it("says which rules it was given that differ from the run's, and runs by the run's", async () => {
-    const run = join(dir, "r2")
-    mkdirSync(join(run, "recovery"), { recursive: true })
-    const options = { trainerUrl: "file:///nowhere.ts", aggregate: "median", heartbeatTimeoutMs: 4000 }
-    const started = {
-      type: "started",
-      ms: 0,
-      runId: "r2",
-      runDir: "r2",
-      worldSize: 2,
-      epochs: 2,
-      epochSamples: 100,
-      mode: "static",
-      transport: "serve",
-      options
-    }
-    writeFileSync(join(run, "events.ndjson"), `${JSON.stringify(started)}\n`)
-    writeFileSync(join(run, "run.lock"), `${JSON.stringify({ pid: 2 ** 22 + 7, acquiredAtMs: 0 })}\n`)
-    writeFileSync(join(run, "token"), "carried-test-token-0123456789\n")
+    const run = servedRun("r2", { trainerUrl: "file:///nowhere.ts", aggregate: "median", heartbeatTimeoutMs: 4000 })
     let served: unknown
     let ignored: unknown
     await Recover.recover(
