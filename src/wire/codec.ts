@@ -19,6 +19,7 @@ import type { Options } from "cbor-x"
 import { Effect, Result, Schema, SchemaIssue } from "effect"
 import type { Rank } from "../core/messages.ts"
 import * as Frame from "./frame.ts"
+import * as HotMessages from "./internal/hot-messages.ts"
 import * as Scan from "./internal/scan.ts"
 import * as Limits from "./limits.ts"
 import * as Packed from "./packed.ts"
@@ -331,7 +332,8 @@ const materialize = (
     }
     record["params"] = unpacked
   }
-  const validated = validators[idNumber]!(record)
+  const hot = HotMessages.decode(record)
+  const validated = hot === undefined ? validators[idNumber]!(record) : Result.succeed(hot)
   if (Result.isFailure(validated)) {
     const first = formatIssue(validated.failure.issue).issues[0]
     const path = (first?.path ?? []).map((key) => (typeof key === "number" ? key : String(key)))
