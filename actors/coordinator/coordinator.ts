@@ -165,20 +165,29 @@ const receive =
         return
       }
       if (message._tag === "Tick") return yield* tick(shell)
-      for (const event of message.events) {
-        const effect = shell.io.inbound(event)
-        if (effect !== undefined) yield* effect
-      }
-      // The tick a death report asked for (`wake`), a stale rank's, or the schedule's, runs now,
-      // not behind the batches still in the mailbox: every frame that arrived before the report is
-      // applied by then (the inbox is in arrival order), and a silent rank is declared at its
-      // timeout, not up to a tick period later.
-      const nowMs = yield* Clock.currentTimeMillis
-      const { state } = shell
-      if (state.pendingReports.length > 0 || nowMs - shell.lastTickMs >= shell.tickMs || Core.expiring(state, nowMs).length > 0) {
-        return yield* tick(shell)
-      }
+      return yield* inboundBatch(shell, message.events, 0)
     })
+
+/**
+ * A batch of inbound events once the run started, from `from` on: each stepped in order, the
+ * effect of one (if any) run before the next is stepped. Built from plain calls, not a
+ * generator: a round at 256 ranks brings a few hundred batches, most of them with nothing to run.
+ */
+const inboundBatch = (shell: Shell, events: ReadonlyArray<Supervisor.Inbound>, from: number): Effect.Effect<void> => {
+  for (let i = from; i < events.length; i++) {
+    const effect = shell.io.inbound(events[i]!)
+    if (effect !== undefined) return Effect.flatMap(effect, () => inboundBatch(shell, events, i + 1))
+  }
+  // The tick a death report asked for (`wake`), a stale rank's, or the schedule's, runs now,
+  // not behind the batches still in the mailbox: every frame that arrived before the report is
+  // applied by then (the inbox is in arrival order), and a silent rank is declared at its
+  // timeout, not up to a tick period later.
+  return Effect.flatMap(Clock.currentTimeMillis, (nowMs) => {
+    const { state } = shell
+    const due = state.pendingReports.length > 0 || nowMs - shell.lastTickMs >= shell.tickMs || Core.expiring(state, nowMs).length > 0
+    return due ? tick(shell) : Effect.void
+  })
+}
 
 /**
  * Starts the coordinator in the current scope: sends the run's first commands, then serves its
@@ -258,7 +267,9 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
     yield* Effect.gen(function* () {
       while (true) {
         const events = yield* Queue.takeBetween(transport.inbox, 1, inboundBatchMax)
-        yield* actor.tell({ _tag: "Inbound", events: events.map(Supervisor.classify) })
+        const batch: Message = { _tag: "Inbound", events: events.map(Supervisor.classify) }
+        // Queued at once when the mailbox has room: no effect built for it.
+        if (!actor.tryTell(batch)) yield* actor.tell(batch)
       }
     }).pipe(Effect.ignore, Effect.forkScoped)
     yield* actor.tell({ _tag: "Tick" }).pipe(Effect.ignore, Effect.repeat(Schedule.spaced(tickMs)), Effect.forkScoped)
