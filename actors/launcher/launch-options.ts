@@ -85,13 +85,16 @@ export const defaults = {
 /**
  * Defaults of `ServeOptions`: `formationTimeoutMs` 5 minutes (ranks on other hosts may start
  * late), `worldSizeMax` 1,000,000 ranks (the core's bound; none runs on this machine), `host`
- * loopback and `port` 0 (any free port).
+ * loopback and `port` 0 (any free port), `heapGrowthPercent` 300 (V8's old generation grows to four
+ * times what a full collection left: about a quarter less CPU a round for a coordinator of 256
+ * ranks, whose socket reads V8 counts against that limit; docs/benchmarks.md).
  *
  * @since 0.1.0
  * @category defaults
  */
 export const serveDefaults = {
   formationTimeoutMs: 300_000,
+  heapGrowthPercent: 300,
   worldSizeMax: 1_000_000,
   host: WebSocket.hostDefault,
   port: 0

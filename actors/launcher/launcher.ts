@@ -26,6 +26,7 @@ import * as Core from "../../src/core/coordinator.ts"
 // Picked here, not in the ring links module: the browser rank bundles that one, and node:net with it.
 import * as FreePorts from "../../src/platform/free-ports.ts"
 import * as LockFile from "../../src/platform/lock-file.ts"
+import * as Select from "../../src/platform/select.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as Coordinator from "../coordinator/coordinator.ts"
@@ -109,6 +110,13 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
   }
   const churn = options.churn ?? 0
   check(churn === 0 || (churn > 0 && churn < 1), "churn", `must be a fraction in (0, 1), got ${churn}`)
+  const heapGrowthPercent = options.heapGrowthPercent ?? serveDefaults.heapGrowthPercent
+  check(
+    Number.isSafeInteger(heapGrowthPercent) && heapGrowthPercent >= 0 && heapGrowthPercent <= 1000,
+    "heapGrowthPercent",
+    `must be an integer in [0, 1000], got ${heapGrowthPercent}`
+  )
+  Select.setHeapGrowthPercent(heapGrowthPercent)
   const {
     host,
     port,
@@ -120,6 +128,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
     issueTokens: __,
     tokenTtlMs,
     churn: ___,
+    heapGrowthPercent: ____,
     recovery,
     ...rest
   } = options

@@ -345,6 +345,10 @@ export interface RunOptions {
  *   run goes on (`cohort revoke`, `actors/launcher/revocations.ts`). The run token still admits any rank.
  * - `tokenTtlMs` (integer ms > 0; default none: never): those credentials expire this long after
  *   they were issued; a join or resume with one past it is refused (`CredentialExpired`, 4023).
+ * - `heapGrowthPercent` (integer 0 to 1000; default 300): V8's old-generation growing factor of the
+ *   serving process, `1 + heapGrowthPercent / 100`, set when the run is served and kept for the
+ *   process's life (Node only; `src/platform/node.ts` `setHeapGrowthPercent` says why); 0 leaves
+ *   V8's own choice.
  *
  * @since 0.1.0
  * @category options
@@ -359,6 +363,7 @@ export interface ServeOptions
   readonly http?: HttpHandler
   readonly issueTokens?: number
   readonly tokenTtlMs?: number
+  readonly heapGrowthPercent?: number
   /**
    * Injected churn (docs/churn.md): after every averaging round this fraction, in (0, 1), of the
    * live ranks leave, a third each gracefully (`Shutdown`), by a crash (socket cut) and silently

@@ -9,7 +9,7 @@ import { createServer as createHttpsServer } from "node:https"
 import { createRequire } from "node:module"
 import type { Server as NetServer } from "node:net"
 import { dirname } from "node:path"
-import { getHeapStatistics } from "node:v8"
+import { getHeapStatistics, setFlagsFromString } from "node:v8"
 import { WebSocket as WsClient, WebSocketServer } from "ws"
 import * as Http from "./http.ts"
 import * as Runtime from "./detect.ts"
@@ -256,4 +256,23 @@ export const engineMemoryBytes = (): number => {
   // a worker rank would die of its coordinator's descriptors.
   const heap = getHeapStatistics()
   return Runtime.detect() === "bun" ? heap.used_heap_size : heap.used_heap_size + heap.external_memory
+}
+
+/**
+ * Sets V8's old-generation growing factor for the rest of this process's life to
+ * `1 + percent / 100` (`--heap-growing-percent`, which V8 reads at each full collection); `percent`
+ * 0 gives V8 its own choice back. Node only: Bun and Deno are left as they are.
+ *
+ * Why: a coordinator receives each rank's `Params` every round into a socket read buffer of its own
+ * (an `ArrayBuffer` that Node allocates for the read), about 10 MB a round at 256 ranks of 10,000
+ * parameters, and V8 counts the `ArrayBuffer` memory allocated since its last full collection with
+ * the old generation: with its own factor a full collection came about once a round, each for
+ * young garbage (docs/benchmarks.md).
+ *
+ * @since 0.1.0
+ * @category processes
+ */
+export const setHeapGrowthPercent = (percent: number): void => {
+  if (Runtime.detect() !== "node") return
+  setFlagsFromString(`--heap-growing-percent=${percent}`)
 }

@@ -179,3 +179,6 @@ export const connectWs = (
     drop: terminate
   }
 }
+
+/** V8's old-generation growing factor of this process (`Node.setHeapGrowthPercent`); Node only. @since 0.1.0 @category processes */
+export const setHeapGrowthPercent = (percent: number): void => Node.setHeapGrowthPercent(percent)

@@ -456,4 +456,17 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const noFactory = fileURLToPath(new URL("../fixtures/trainers/no-factory.ts", import.meta.url))
     expect(await bad({ trainer: noFactory })).toBe(`LaunchError trainer: ${noFactory}: the trainer module does not export createTrainer`)
   })
+
+  it("refuses a serve's heapGrowthPercent that is not an integer in [0, 1000] with a LaunchError naming it", async () => {
+    const bad = (heapGrowthPercent: number) =>
+      Promise.resolve()
+        .then(() => Launcher.serve({ trainer: steady, worldSize: 1, heapGrowthPercent }))
+        .then(
+          () => "resolved",
+          (e: Launcher.LaunchError) => `${e._tag} ${e.option}: ${e.reason}`
+        )
+    expect(await bad(1001)).toBe("LaunchError heapGrowthPercent: must be an integer in [0, 1000], got 1001")
+    expect(await bad(-1)).toBe("LaunchError heapGrowthPercent: must be an integer in [0, 1000], got -1")
+    expect(await bad(2.5)).toBe("LaunchError heapGrowthPercent: must be an integer in [0, 1000], got 2.5")
+  })
 })
