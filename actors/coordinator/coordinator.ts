@@ -145,28 +145,31 @@ const tick = (shell: Shell): Effect.Effect<void> =>
 const receive =
   (shell: Shell) =>
   (_: void, message: Message): Effect.Effect<void> =>
-    Effect.gen(function* () {
-      if (message._tag === "Start") {
-        shell.formingSinceMs = yield* Clock.currentTimeMillis
-        return
-      }
-      if (message._tag === "Resource") {
-        // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
-        yield* stepAndExecute(shell, { _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-        return
-      }
-      if (message._tag === "Interrupt") {
-        // Before formation too: the core ends the run (nothing to save yet) and it never starts.
-        yield* stepAndExecute(shell, { _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
-        return
-      }
-      if (!shell.state.started) {
-        yield* form(shell, message)
-        return
-      }
-      if (message._tag === "Tick") return yield* tick(shell)
-      return yield* inboundBatch(shell, message.events, 0)
-    })
+    // The run's inbound batches, most of the mailbox, skip the generator below.
+    message._tag === "Inbound" && shell.state.started
+      ? inboundBatch(shell, message.events, 0)
+      : Effect.gen(function* () {
+          if (message._tag === "Start") {
+            shell.formingSinceMs = yield* Clock.currentTimeMillis
+            return
+          }
+          if (message._tag === "Resource") {
+            // The coordinator's own resources, whatever the phase: an alert, never a rank's fault.
+            yield* stepAndExecute(shell, { _tag: "CoordinatorResource", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+            return
+          }
+          if (message._tag === "Interrupt") {
+            // Before formation too: the core ends the run (nothing to save yet) and it never starts.
+            yield* stepAndExecute(shell, { _tag: "ShutdownRequested", nowMs: yield* Clock.currentTimeMillis, detail: message.detail })
+            return
+          }
+          if (!shell.state.started) {
+            yield* form(shell, message)
+            return
+          }
+          if (message._tag === "Tick") return yield* tick(shell)
+          return yield* inboundBatch(shell, message.events, 0)
+        })
 
 /**
  * A batch of inbound events once the run started, from `from` on: each stepped in order, the
