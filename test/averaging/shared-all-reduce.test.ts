@@ -172,6 +172,34 @@ describe("the shared all-reduce area", () => {
     expect(members[0]!.committed(0)).toBe(false)
   })
 
+  it("segments of several reduction blocks (6 members x 50,003 values, 5 of them contributing): the exact float32 mean; a value that is not finite far into a segment marks the first contributing row holding it", async () => {
+    const n = 6
+    const length = 50_003
+    const members = membersOf(n, length)
+    let state = SEED
+    const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+    const contributes = [true, false, true, true, true, true]
+    const vectors = Array.from({ length: n }, () =>
+      Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4))
+    )
+    const roundOf = (round: number) =>
+      Effect.forEach(
+        members,
+        (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!),
+        { concurrency: "unbounded" }
+      )
+    const results = await Effect.runPromise(roundOf(0))
+    const expected = Array.from(expectedMean(vectors, contributes))
+    for (const result of results) expect(Array.from(result!)).toEqual(expected)
+    // Past the first blocks of the last segment: rows 1 (not contributing), 3 and 4 hold it.
+    const at = length - 17
+    for (const r of [1, 3, 4]) vectors[r]![at] = Number.POSITIVE_INFINITY
+    // Only the last segment's reducer meets it; the others do their parts.
+    const second = await Effect.runPromise(roundOf(1))
+    expect(second.map((result) => result === undefined)).toEqual([false, false, false, false, false, true])
+    expect(members.map((m) => m.badRank())).toEqual([3, 3, 3, 3, 3, 3])
+  })
+
   it("members at different rounds, or an area for another ring rank, size or length, fail with RingLinkError instead of averaging", async () => {
     const members = membersOf(2, 3)
     const exits = await Effect.runPromise(
