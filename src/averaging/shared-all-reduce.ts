@@ -62,6 +62,7 @@
  */
 import * as Effect from "effect/Effect"
 import { RingLinkError, segmentOf } from "./ring.ts"
+import * as RingSimd from "./ring-simd.ts"
 import type { Collective } from "./ring.ts"
 
 const ARRIVED = 0
@@ -278,8 +279,9 @@ const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
 const blockValues = 4096
 
 /**
- * Reduces this member's segment into the area's result (module doc, step 2), one block of
- * `blockValues` at a time. Marks a row with a value that is not finite in the area's `bad` word
+ * Reduces this member's segment into the area's result (module doc, step 2): with WebAssembly SIMD
+ * (`RingSimd.meanOfRows`, two float64 sums an instruction), else one block of `blockValues` at a
+ * time in JavaScript; the same bits either way. Marks a row with a value that is not finite in the area's `bad` word
  * (then gives `"bad"`; the blocks before it may be written, in a result row no member reads until
  * a commit, which this round never gets).
  */
@@ -296,6 +298,12 @@ const reduceSegment = (area: Area, ringRank: number, params: Float32Array, round
   if (contributing.length === 0) {
     result.set(params.subarray(start, end), start)
     return undefined
+  }
+  if (RingSimd.isEnabled()) {
+    const bad = RingSimd.meanOfRows(contributing, start, end, result)
+    if (bad < 0) return undefined
+    markBad(area, bad)
+    return "bad"
   }
   const block: Block = {
     sums: area.sumsFor(blockValues),
