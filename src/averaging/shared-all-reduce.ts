@@ -8,7 +8,10 @@
  * A round, for ring rank `r` of `n` (`allReduce`):
  *
  * 1. The rank writes its round number, whether it contributes, and (if it does) its parameters into
- *    its own row of the area, then waits at the first barrier until every member arrived.
+ *    its own row of the area, then waits at the first barrier until every member arrived. In an
+ *    area that lies in a shared WebAssembly memory (`make`, `memoryOf`) the rank may have written
+ *    its parameters into its row already (`Area.contributionRow`), and checked them there: the row
+ *    is then its pre-round copy, and nothing is copied again.
  * 2. It reduces segment `r` (`Ring.segmentOf`): for each value, the float64 sum of the contributing
  *    rows in ring-rank order, divided by their number and rounded once to float32 into the area's
  *    result. With no contribution the segment is the rank's own values (every member then holds the
@@ -61,6 +64,7 @@
  * @since 0.1.0
  */
 import * as Effect from "effect/Effect"
+import * as Finite from "./finite.ts"
 import { RingLinkError, segmentOf } from "./ring.ts"
 import * as RingSimd from "./ring-simd.ts"
 import type { Collective } from "./ring.ts"
@@ -105,6 +109,12 @@ export interface AreaHandle {
   readonly ringRank: number
   readonly ringSize: number
   readonly length: number
+  /**
+   * The shared WebAssembly memory whose buffer `buffer` is, when `make` made the area in one
+   * (`memoryOf`): a member then writes its contribution straight into its row and checks it there
+   * (`Area.contributionRow`). Posted to each member beside `buffer`.
+   */
+  readonly memory?: Finite.SharedMemory | undefined
 }
 
 /**
@@ -125,8 +135,19 @@ export class Area {
   private sums: Float64Array | undefined
   private scratch: Array<Float32Array> = []
 
+  /**
+   * This member's row, when the area lies in a shared WebAssembly memory where `Finite.allFinite`
+   * checks it with SIMD: the rank may write its contribution there directly (`allReduce` then
+   * copies nothing). Undefined otherwise.
+   */
+  readonly contributionRow: Float32Array | undefined
+
   constructor(readonly handle: AreaHandle) {
-    const { buffer, ringSize: n, length } = handle
+    const { ringSize: n, length } = handle
+    const memory = handle.memory ?? memories.get(handle.buffer)
+    // The memory's own buffer, the one its SIMD check knows (`Finite.share`), when it is this area's.
+    const shared = memory !== undefined && memory.buffer.byteLength === handle.buffer.byteLength ? Finite.share(memory) : undefined
+    const buffer = shared ?? handle.buffer
     if (buffer.byteLength < areaBytes(n, length))
       throw new RangeError(`a shared area of ${buffer.byteLength} bytes is too small for ${n} ranks x ${length} parameters`)
     this.header = new Int32Array(buffer, 0, 4)
@@ -135,6 +156,7 @@ export class Area {
     this.rows = Array.from({ length: n }, (_, j) => new Float32Array(buffer, rowsAt + 4 * length * j, length))
     const resultsAt = rowsAt + 4 * length * n
     this.results = [new Float32Array(buffer, resultsAt, length), new Float32Array(buffer, resultsAt + 4 * length, length)]
+    this.contributionRow = shared === undefined ? undefined : this.rows[handle.ringRank]
   }
 
   /** The result row `round`'s reduction writes. */
@@ -203,15 +225,32 @@ export class Area {
   }
 }
 
+/** The shared WebAssembly memory of each area `make` made in one. */
+const memories = new WeakMap<SharedArrayBuffer, Finite.SharedMemory>()
+
 /**
- * Allocates the area of one generation: `ringSize` members, `length` parameters (`areaBytes`).
- * The handle for ring rank `r` is `{ buffer, ringRank: r, ringSize, length }`.
+ * The shared WebAssembly memory the area `buffer` lies in, when `make` made it in one (post it to
+ * each member beside the buffer: `AreaHandle.memory`).
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const memoryOf = (buffer: SharedArrayBuffer): Finite.SharedMemory | undefined => memories.get(buffer)
+
+/**
+ * Allocates the area of one generation: `ringSize` members, `length` parameters (`areaBytes`),
+ * in a shared WebAssembly memory where the runtime has one (`Finite.sharedMemory`; `memoryOf`),
+ * else in a `SharedArrayBuffer`. The handle for ring rank `r` is `{ buffer, ringRank: r,
+ * ringSize, length, memory: memoryOf(buffer) }`.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const make = (ringSize: number, length: number): SharedArrayBuffer => {
-  const buffer = new SharedArrayBuffer(areaBytes(ringSize, length))
+  const bytes = areaBytes(ringSize, length)
+  const memory = Finite.sharedMemory(bytes)
+  const buffer = memory?.buffer ?? new SharedArrayBuffer(bytes)
+  if (memory !== undefined) memories.set(buffer, memory)
   // No member is at a round yet (`neighboursAt`).
   new Float64Array(buffer, headerBytes, 2 * ringSize).fill(-1)
   return buffer
@@ -397,7 +436,7 @@ export interface Faults {
 /**
  * This member's part of one collective through the shared `area` (module doc, steps 1 and 2):
  * `collective.ringRank`/`ringSize` must be the area's; `contributes` as in `Ring.allReduce`;
- * `params` is only read. Gives the area's result row of the round's parity (module doc, step 3),
+ * `params` is only read (it may be `area.contributionRow` itself, written there by the caller). Gives the area's result row of the round's parity (module doc, step 3),
  * which holds the element-wise float32 mean of the contributing members' `params` once every member
  * did its part (the coordinator's `commit` says so) and until every member contributed to the round
  * after next: copy what must outlive that, and never write into it. Gives `undefined` when this member's segment met
@@ -428,7 +467,8 @@ export const allReduce = (
     if (contributes) {
       const row = area.rows[r]!
       if (faults.corrupt === true) row.fill(Number.NaN)
-      else row.set(params)
+      // A contribution written into the row already (`Area.contributionRow`) is not copied onto itself.
+      else if (params.buffer !== row.buffer || params.byteOffset !== row.byteOffset) row.set(params)
     }
     area.meta[2 * r] = round
     area.meta[2 * r + 1] = contributes ? 1 : 0

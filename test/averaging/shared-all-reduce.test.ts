@@ -13,6 +13,7 @@ import * as Fiber from "effect/Fiber"
 import { afterEach, describe, expect, it } from "vitest"
 import { ulpDistance } from "./float32.ts"
 import * as Cpu from "../../src/averaging/cpu.ts"
+import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as RingSimd from "../../src/averaging/ring-simd.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
@@ -215,6 +216,49 @@ describe("the shared all-reduce area", () => {
       expect(members.map((m) => m.badRank())).toEqual([3, 3, 3, 3, 3, 3])
     }
   )
+
+  it("an area made in a shared WebAssembly memory (memoryOf) gives each member its row to contribute in (contributionRow), checked there by Finite.allFinite; a contribution written there is averaged exactly as a copied one, and a member attached with the memory posted beside the buffer sees the same rows", async () => {
+    const n = 3
+    const length = 1_001
+    const buffer = SharedAllReduce.make(n, length)
+    const memory = SharedAllReduce.memoryOf(buffer)
+    // Node, Bun and Deno all have shared WebAssembly memory.
+    expect(memory).toBeDefined()
+    const members = Array.from({ length: n }, (_, r) => new SharedAllReduce.Area({ buffer, ringRank: r, ringSize: n, length, memory }))
+    const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => (r + 1) * 0.1 + i / 7))
+    const rows = members.map((area, r) => {
+      const row = area.contributionRow!
+      expect(row).toBe(area.rows[r])
+      row.set(vectors[r]!)
+      return row
+    })
+    expect(rows.every((row) => Finite.allFinite(row))).toBe(true)
+    rows[1]![length - 1] = Number.NaN
+    expect(Finite.allFinite(rows[1]!)).toBe(false)
+    // Its neighbours' values do not count in its check.
+    expect(Finite.allFinite(rows[0]!)).toBe(true)
+    expect(Finite.allFinite(rows[2]!)).toBe(true)
+    rows[1]![length - 1] = vectors[1]![length - 1]!
+    const results = await Effect.runPromise(
+      Effect.forEach(
+        members,
+        (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 0 }, rows[r]!),
+        {
+          concurrency: "unbounded"
+        }
+      )
+    )
+    const expected = Array.from(expectedMean(vectors, [true, true, true]))
+    for (const result of results) expect(Array.from(result!)).toEqual(expected)
+    // A plain SharedArrayBuffer area has no such row: contributions are copied in.
+    const plain = new SharedAllReduce.Area({
+      buffer: new SharedArrayBuffer(SharedAllReduce.areaBytes(n, length)),
+      ringRank: 0,
+      ringSize: n,
+      length
+    })
+    expect(plain.contributionRow).toBeUndefined()
+  })
 
   it("members at different rounds, or an area for another ring rank, size or length, fail with RingLinkError instead of averaging", async () => {
     const members = membersOf(2, 3)
