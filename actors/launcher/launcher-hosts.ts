@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import type * as Finite from "../../src/averaging/finite.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import type { Rank } from "../../src/core/messages.ts"
@@ -63,7 +64,7 @@ const ringArea = (
   ctx: Context,
   ringSize: number,
   paramsLength: number | undefined
-): { readonly buffer: SharedArrayBuffer; readonly length: number } | undefined => {
+): { readonly buffer: SharedArrayBuffer; readonly length: number; readonly memory: Finite.SharedMemory | undefined } | undefined => {
   const { vars } = ctx
   const { ringAreaMemoryMb } = ctx.resolved
   const fits =
@@ -83,7 +84,9 @@ const ringArea = (
     vars.ringLinksDecided = true
     if (buffer !== undefined) vars.ringLinksUsed = "area"
   }
-  return buffer !== undefined && paramsLength !== undefined ? { buffer, length: paramsLength } : undefined
+  return buffer !== undefined && paramsLength !== undefined
+    ? { buffer, length: paramsLength, memory: SharedAllReduce.memoryOf(buffer) }
+    : undefined
 }
 
 /**

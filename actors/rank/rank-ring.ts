@@ -315,6 +315,8 @@ export const make = (options: RankRingOptions): RankRing => {
   let ringFailure: Ring.RingLinkError | undefined
   // The pre-round parameters of the last committed round: free for the next contribution.
   let spare: Float32Array | undefined
+  // The last area row handed out as a contribution buffer (`areaRow`): never kept as `spare`.
+  let lentRow: Float32Array | undefined
   // A vector the rank gave back (`recycleMean`), its average before the last committed one: the
   // next collective's result goes there instead of a new vector a round.
   let spareMean: Float32Array | undefined
@@ -341,14 +343,30 @@ export const make = (options: RankRingOptions): RankRing => {
 
   /**
    * The finished round's mean, now committed: the rank applies it (over links it keeps the vector as
-   * its own); its pre-round copy is free again. An area's result row is the area's.
+   * its own); its pre-round copy is free again, unless it is an area's row. An area's result row is
+   * the area's.
    */
   const takeFinished = (done: NonNullable<typeof finished>): Float32Array => {
     finished = undefined
     if (done.residual !== undefined) residual = done.residual
-    spare = pending?.params
+    if (pending !== undefined && pending.params !== lentRow) spare = pending.params
     pending = undefined
     return done.mean
+  }
+
+  /**
+   * This rank's row of the current generation's shared area as the next contribution's buffer
+   * (`SharedAllReduce.Area.contributionRow`: written and checked there, never copied again), when
+   * the area has one of `length` values and no contribution of this rank is pending, running or
+   * finished: the row is then free (every member finished reading it for the last committed round).
+   * A redo in a newer generation's area copies from it; nobody writes the row of a superseded area.
+   */
+  const areaRow = (length: number): Float32Array | undefined => {
+    if (ringView === undefined || pending !== undefined || collective !== undefined || finished !== undefined) return undefined
+    const row = channelFor(ringView.generation)?.area?.contributionRow
+    if (row === undefined || row.length !== length) return undefined
+    lentRow = row
+    return row
   }
 
   const takeSpareMean = (): Float32Array | undefined => {
@@ -527,6 +545,8 @@ export const make = (options: RankRingOptions): RankRing => {
     },
     failure: () => ringFailure,
     contributionBuffer: (length) => {
+      const row = areaRow(length)
+      if (row !== undefined) return row
       const buffer = spare
       spare = undefined
       // In memory the SIMD finite check reads (`Finite.alloc`): every contribution is checked.

@@ -2,7 +2,8 @@
  * WebAssembly SIMD for the ring collective's per-value loops (`Ring.allReduce`): adding this rank's
  * float32 values into a received float64 partial sum with a finite check, checking a received
  * float32 segment, dividing the finished sums into the float32 mean, and widening this rank's
- * segment for the first step. WebAssembly code reads only its own memory, so each call copies its operands
+ * segment for the first step; and for the shared all-reduce's reduction of a segment
+ * (`meanOfRows`). WebAssembly code reads only its own memory, so each call copies its operands
  * into one scratch memory (a copy of the bytes, which the engine runs far faster than a loop of
  * float loads and stores), runs the SIMD loop there (two float64 or four float32 values an
  * instruction) and copies the result back. A step received on a direct link lies in a memory of its
@@ -318,6 +319,45 @@ export const widen = (into: Float64Array, params: Float32Array, start: number, e
     k.widen(ownAt, 0, 8 * (size + (size % 2)))
     into.set(size === chunkValues ? sums : sums.subarray(0, size), from)
   }
+}
+
+/**
+ * `result[i] = Math.fround(sum / rows.length)` for `i` in `[from, to)`, where `sum` is `0 +
+ * rows[0][i] + rows[1][i] + ...` in float64, left to right: the shared all-reduce's reduction of a
+ * segment (`SharedAllReduce` module doc, step 2), the same bits as its JavaScript loop. Gives -1,
+ * or the first `i` whose sum is NaN or an infinity (then `result` holds the means before that
+ * chunk only). Each row's chunk is copied into the scratch memory (one memcpy, which also spares
+ * Bun its slow reads of shared memory in a loop). Call only when `isEnabled()`, with `rows` not empty.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const meanOfRows = (rows: ReadonlyArray<Float32Array>, from: number, to: number, result: Float32Array): number => {
+  const k = kernel!
+  const ownAt = chunkValues * 8
+  const outAt = ownAt + chunkValues * 4
+  const buffer = bytesOf(k, outAt + chunkValues * 4)
+  const sums = new Float64Array(buffer, 0, chunkValues)
+  const own = new Float32Array(buffer, ownAt, chunkValues)
+  const means = new Float32Array(buffer, outAt, chunkValues)
+  for (let at = from; at < to; at += chunkValues) {
+    const size = Math.min(chunkValues, to - at)
+    const end = 8 * (size + (size % 2))
+    // +0, as the JavaScript loop's sums start: -0 values then sum to +0 there too.
+    sums.fill(0, 0, size + 1)
+    let notFinite = 0
+    for (const row of rows) {
+      own.set(row.subarray(at, at + size))
+      if (size % 2 === 1) own[size] = 0
+      notFinite |= k.add(0, ownAt, end)
+    }
+    if (notFinite !== 0) {
+      for (let i = 0; i < size; i++) if (!Number.isFinite(sums[i]!)) return at + i
+    }
+    k.divide(0, outAt, end, rows.length)
+    result.set(size === chunkValues ? means : means.subarray(0, size), at)
+  }
+  return -1
 }
 
 /** Bytes past a step buffer's capacity where a call copies a chunk of this rank's float32 values. */

@@ -59,13 +59,15 @@ export interface RawChild {
 /**
  * A ring generation's shared all-reduce area as one member gets it
  * (`SharedAllReduce`): the `buffer` every member of the generation shares, this member's
- * `ringRank`, the `ringSize` and the parameter `length`. @since 0.1.0 @category model
+ * `ringRank`, the `ringSize`, the parameter `length`, and the shared WebAssembly `memory` it lies in, if any. @since 0.1.0 @category model
  */
 export interface RingArea {
   readonly buffer: SharedArrayBuffer
   readonly ringRank: number
   readonly ringSize: number
   readonly length: number
+  /** The shared `WebAssembly.Memory` whose buffer `buffer` is, when the area lies in one (posted with it). */
+  readonly memory?: { readonly buffer: SharedArrayBuffer } | undefined
 }
 
 /**

@@ -67,15 +67,19 @@ export interface WorkerHost {
    * `SharedRingLink.slotsDefault`, 4): the steps travel through a shared-memory segment of that
    * many slots per direction where the runtime has `Atomics.waitAsync` (`SharedRingLink`), each
    * slot one step's data (about 8 bytes a parameter / ring size); 0 keeps them on the ports.
-   * `area` (a `SharedArrayBuffer` of `SharedAllReduce.areaBytes(peers.length, length)` bytes, and
-   * the parameter `length`): every rank also gets the generation's shared all-reduce area with its
+   * `area` (a `SharedArrayBuffer` of `SharedAllReduce.areaBytes(peers.length, length)` bytes, the
+   * parameter `length`, and the shared WebAssembly `memory` the buffer lies in, if any): every rank also gets the generation's shared all-reduce area with its
    * ring rank (`RingPorts.area`), and runs its collectives there instead of over the links.
    */
   readonly formRing: (
     generation: number,
     peers: ReadonlyArray<Transport.Peer>,
     sharedSlots?: number,
-    area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+    area?: {
+      readonly buffer: SharedArrayBuffer
+      readonly length: number
+      readonly memory?: { readonly buffer: SharedArrayBuffer } | undefined
+    }
   ) => number
 }
 

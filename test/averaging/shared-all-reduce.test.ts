@@ -10,10 +10,12 @@ import fc from "fast-check"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Fiber from "effect/Fiber"
-import { describe, expect, it } from "vitest"
+import { afterEach, describe, expect, it } from "vitest"
 import { ulpDistance } from "./float32.ts"
 import * as Cpu from "../../src/averaging/cpu.ts"
+import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
+import * as RingSimd from "../../src/averaging/ring-simd.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 
 const SEED = 20261202
@@ -48,60 +50,69 @@ describe("the shared all-reduce area", () => {
     expect((SharedAllReduce.areaBytes(8, 407_050) / 2 ** 20).toFixed(1)).toBe("15.5")
   })
 
-  it("every completed round, in any order of arrival and over several rounds of one area, is the exact float32 mean of the contributing members' vectors (within 1 ulp of Cpu.mean) on every member; with no contribution, each member's own segment", async () => {
-    await fc.assert(
-      fc.asyncProperty(
-        fc.integer({ min: 1, max: 8 }),
-        fc.integer({ min: 0, max: 40 }),
-        fc.integer({ min: 1, max: 3 }),
-        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-        async (n, length, rounds, seed) => {
-          let state = seed
-          const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
-          const members = membersOf(n, length)
-          for (let round = 0; round < rounds; round++) {
-            const contributes = Array.from({ length: n }, () => random() < 0.75)
-            const vectors = Array.from({ length: n }, () =>
-              Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4))
-            )
-            const originals = vectors.map((v) => Float32Array.from(v))
-            const results = await Effect.runPromise(
-              Effect.forEach(
-                members,
-                (area, r) =>
-                  jitter(random).pipe(
-                    Effect.andThen(
-                      SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!)
-                    )
-                  ),
-                { concurrency: "unbounded" }
-              )
-            )
-            if (!contributes.includes(true)) {
-              // Nobody trained: each segment is its owner's (ring rank k owns segment k) own values.
-              const owners = new Float32Array(length)
-              for (let k = 0; k < n; k++) {
-                const [start, end] = Ring.segmentOf(length, n, k)
-                owners.set(vectors[k]!.subarray(start, end), start)
-              }
-              for (const result of results) expect(Array.from(result!)).toEqual(Array.from(owners))
-            } else {
-              const expected = expectedMean(vectors, contributes)
-              const cpu = Cpu.mean(vectors.filter((_, r) => contributes[r]))
-              if (Cpu.isError(cpu)) throw new Error("no mean")
-              for (const result of results) {
-                expect(result).toBeDefined()
-                expect(Array.from(result!)).toEqual(Array.from(expected))
-                for (let i = 0; i < length; i++) expect(ulpDistance(result![i]!, cpu[i]!)).toBeLessThanOrEqual(1)
-              }
-            }
-            vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
-          }
-        }
-      ),
-      { seed: SEED, numRuns: 100 }
-    )
+  // The reduction runs in WebAssembly SIMD where it can (`RingSimd.meanOfRows`), else in JavaScript: both are checked.
+  afterEach(() => {
+    RingSimd.setEnabled(true)
   })
+
+  it.each([true, false])(
+    "every completed round, in any order of arrival and over several rounds of one area, is the exact float32 mean of the contributing members' vectors (within 1 ulp of Cpu.mean) on every member; with no contribution, each member's own segment (SIMD: %s)",
+    async (simd) => {
+      expect(RingSimd.setEnabled(simd)).toBe(simd && RingSimd.available)
+      await fc.assert(
+        fc.asyncProperty(
+          fc.integer({ min: 1, max: 8 }),
+          fc.integer({ min: 0, max: 40 }),
+          fc.integer({ min: 1, max: 3 }),
+          fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+          async (n, length, rounds, seed) => {
+            let state = seed
+            const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+            const members = membersOf(n, length)
+            for (let round = 0; round < rounds; round++) {
+              const contributes = Array.from({ length: n }, () => random() < 0.75)
+              const vectors = Array.from({ length: n }, () =>
+                Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4))
+              )
+              const originals = vectors.map((v) => Float32Array.from(v))
+              const results = await Effect.runPromise(
+                Effect.forEach(
+                  members,
+                  (area, r) =>
+                    jitter(random).pipe(
+                      Effect.andThen(
+                        SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!)
+                      )
+                    ),
+                  { concurrency: "unbounded" }
+                )
+              )
+              if (!contributes.includes(true)) {
+                // Nobody trained: each segment is its owner's (ring rank k owns segment k) own values.
+                const owners = new Float32Array(length)
+                for (let k = 0; k < n; k++) {
+                  const [start, end] = Ring.segmentOf(length, n, k)
+                  owners.set(vectors[k]!.subarray(start, end), start)
+                }
+                for (const result of results) expect(Array.from(result!)).toEqual(Array.from(owners))
+              } else {
+                const expected = expectedMean(vectors, contributes)
+                const cpu = Cpu.mean(vectors.filter((_, r) => contributes[r]))
+                if (Cpu.isError(cpu)) throw new Error("no mean")
+                for (const result of results) {
+                  expect(result).toBeDefined()
+                  expect(Array.from(result!)).toEqual(Array.from(expected))
+                  for (let i = 0; i < length; i++) expect(ulpDistance(result![i]!, cpu[i]!)).toBeLessThanOrEqual(1)
+                }
+              }
+              vectors.forEach((v, r) => expect(Array.from(v)).toEqual(Array.from(originals[r]!)))
+            }
+          }
+        ),
+        { seed: SEED, numRuns: 100 }
+      )
+    }
+  )
 
   it("a member that dies before its part: the round never completes; before the first barrier nobody gets past it (the others wait until interrupted by DeclareDead), after it the others do their parts (nothing is written before every member arrived); nobody's parameters change", async () => {
     await fc.assert(
@@ -170,6 +181,83 @@ describe("the shared all-reduce area", () => {
     await woken
     expect(performance.now() - started).toBeLessThan(500)
     expect(members[0]!.committed(0)).toBe(false)
+  })
+
+  it.each([true, false])(
+    "segments of several reduction blocks (6 members x 50,003 values, 5 of them contributing): the exact float32 mean; a value that is not finite far into a segment marks the first contributing row holding it (SIMD: %s)",
+    async (simd) => {
+      expect(RingSimd.setEnabled(simd)).toBe(simd && RingSimd.available)
+      const n = 6
+      const length = 50_003
+      const members = membersOf(n, length)
+      let state = SEED
+      const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+      const contributes = [true, false, true, true, true, true]
+      const vectors = Array.from({ length: n }, () =>
+        Float32Array.from({ length }, () => (random() - 0.5) * 10 ** Math.floor(random() * 8 - 4))
+      )
+      // -0 everywhere at one index: the sums start at +0, as the JavaScript loop's do, so the mean is +0.
+      for (const v of vectors) v[12_345] = -0
+      const roundOf = (round: number) =>
+        Effect.forEach(
+          members,
+          (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round }, vectors[r]!, contributes[r]!),
+          { concurrency: "unbounded" }
+        )
+      const results = await Effect.runPromise(roundOf(0))
+      const expected = Array.from(expectedMean(vectors, contributes))
+      for (const result of results) expect(Array.from(result!)).toEqual(expected)
+      // Past the first blocks of the last segment: rows 1 (not contributing), 3 and 4 hold it.
+      const at = length - 17
+      for (const r of [1, 3, 4]) vectors[r]![at] = Number.POSITIVE_INFINITY
+      // Only the last segment's reducer meets it; the others do their parts.
+      const second = await Effect.runPromise(roundOf(1))
+      expect(second.map((result) => result === undefined)).toEqual([false, false, false, false, false, true])
+      expect(members.map((m) => m.badRank())).toEqual([3, 3, 3, 3, 3, 3])
+    }
+  )
+
+  it("an area made in a shared WebAssembly memory (memoryOf) gives each member its row to contribute in (contributionRow), checked there by Finite.allFinite; a contribution written there is averaged exactly as a copied one, and a member attached with the memory posted beside the buffer sees the same rows", async () => {
+    const n = 3
+    const length = 1_001
+    const buffer = SharedAllReduce.make(n, length)
+    const memory = SharedAllReduce.memoryOf(buffer)
+    // Node, Bun and Deno all have shared WebAssembly memory.
+    expect(memory).toBeDefined()
+    const members = Array.from({ length: n }, (_, r) => new SharedAllReduce.Area({ buffer, ringRank: r, ringSize: n, length, memory }))
+    const vectors = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => (r + 1) * 0.1 + i / 7))
+    const rows = members.map((area, r) => {
+      const row = area.contributionRow!
+      expect(row).toBe(area.rows[r])
+      row.set(vectors[r]!)
+      return row
+    })
+    expect(rows.every((row) => Finite.allFinite(row))).toBe(true)
+    rows[1]![length - 1] = Number.NaN
+    expect(Finite.allFinite(rows[1]!)).toBe(false)
+    // Its neighbours' values do not count in its check.
+    expect(Finite.allFinite(rows[0]!)).toBe(true)
+    expect(Finite.allFinite(rows[2]!)).toBe(true)
+    rows[1]![length - 1] = vectors[1]![length - 1]!
+    const results = await Effect.runPromise(
+      Effect.forEach(
+        members,
+        (area, r) => SharedAllReduce.allReduce(area, { ringRank: r, ringSize: n, generation: 0, round: 0 }, rows[r]!),
+        {
+          concurrency: "unbounded"
+        }
+      )
+    )
+    const expected = Array.from(expectedMean(vectors, [true, true, true]))
+    for (const result of results) expect(Array.from(result!)).toEqual(expected)
+    // A plain SharedArrayBuffer area has no such row: contributions are copied in.
+    const plain = new SharedAllReduce.Area({
+      buffer: new SharedArrayBuffer(SharedAllReduce.areaBytes(n, length)),
+      ringRank: 0,
+      ringSize: n,
+      length
+    })
+    expect(plain.contributionRow).toBeUndefined()
   })
 
   it("members at different rounds, or an area for another ring rank, size or length, fail with RingLinkError instead of averaging", async () => {

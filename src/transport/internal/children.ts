@@ -33,7 +33,11 @@ export interface Host<O> {
     generation: number,
     peers: ReadonlyArray<Transport.Peer>,
     sharedSlots: number,
-    area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+    area?: {
+      readonly buffer: SharedArrayBuffer
+      readonly length: number
+      readonly memory?: { readonly buffer: SharedArrayBuffer } | undefined
+    }
   ) => number
 }
 
@@ -168,7 +172,11 @@ export const make = <O>(
       generation: number,
       peers: ReadonlyArray<Transport.Peer>,
       sharedSlots: number,
-      area?: { readonly buffer: SharedArrayBuffer; readonly length: number }
+      area?: {
+        readonly buffer: SharedArrayBuffer
+        readonly length: number
+        readonly memory?: { readonly buffer: SharedArrayBuffer } | undefined
+      }
     ): number => {
       const n = peers.length
       if (n < 2) return 0
@@ -178,7 +186,8 @@ export const make = <O>(
       peers.forEach((rank, i) => {
         const raw = children.get(rank)?.raw
         if (raw?.postRing === undefined) return
-        const member = area === undefined ? undefined : { buffer: area.buffer, ringRank: i, ringSize: n, length: area.length }
+        const member =
+          area === undefined ? undefined : { buffer: area.buffer, ringRank: i, ringSize: n, length: area.length, memory: area.memory }
         raw.postRing(generation, channels[i]!.sender, channels[(i + n - 1) % n]!.receiver, sharedSlots, member)
         reached += 1
       })
