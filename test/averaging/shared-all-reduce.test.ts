@@ -137,7 +137,14 @@ describe("the shared all-reduce area", () => {
                   })
                 )
               )
-              yield* Effect.sleep("20 millis")
+              // Past the first barrier the others finish on their own (waited for, so that a loaded
+              // machine cannot interrupt them first); before it they would wait forever.
+              if (second)
+                yield* Effect.forEach(
+                  fibers.filter((_, r) => r !== dead),
+                  Fiber.await
+                )
+              else yield* Effect.sleep("20 millis")
               // DeclareDead: every collective still running is interrupted.
               return yield* Effect.forEach(fibers, (fiber) => Fiber.interrupt(fiber).pipe(Effect.andThen(Fiber.await(fiber))))
             })
