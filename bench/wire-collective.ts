@@ -11,10 +11,15 @@
  * member's; median and p90 over the timed rounds. "cpu ms": the members' CPU time (user and
  * system, every process) over the timed rounds, per round; the load moves it less than wall time.
  *
- * Run alone: `node --import tsx bench/wire-collective.ts [--ranks 8] [--params 407050] [--rounds 40] [--warmup 5]`
+ * The links are those the launcher gives child-process ranks: Unix sockets (`--tcp`: loopback TCP).
+ *
+ * Run alone: `node --import tsx bench/wire-collective.ts [--ranks 8] [--params 407050] [--rounds 40] [--warmup 5] [--tcp]`
  * (`bun bench/wire-collective.ts`, `deno run -A bench/wire-collective.ts`).
  */
 import { spawn } from "node:child_process"
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { createServer } from "node:net"
 import { fileURLToPath } from "node:url"
 import * as Effect from "effect/Effect"
@@ -122,9 +127,21 @@ const member = async (data: MemberData): Promise<void> => {
 }
 
 /** Runs the members once (module doc); throws when one fails or ends without its times. */
-export const measureWire = async (worldSize: number, params: number, rounds: number, warmupRounds: number): Promise<WireMeasured> => {
+export const measureWire = async (
+  worldSize: number,
+  params: number,
+  rounds: number,
+  warmupRounds: number,
+  links: "unix" | "tcp" = "unix"
+): Promise<WireMeasured> => {
   const ports = await Promise.all(Array.from({ length: worldSize }, freePort))
-  const urls = ports.map((port) => PeerRing.advertisedUrl("127.0.0.1", port))
+  // As the launcher links child-process ranks: Unix sockets in a folder of the run, else TCP.
+  const dir = links === "unix" ? await mkdtemp(join(tmpdir(), "cohort-wire-")) : undefined
+  const socketPaths = ports.map((_, rank) => (dir === undefined ? undefined : join(dir, `ring-${rank}.sock`)))
+  const urls = ports.map((port, rank) => {
+    const path = socketPaths[rank]
+    return path === undefined ? PeerRing.advertisedUrl("127.0.0.1", port) : `unix:${path}`
+  })
   const total = warmupRounds + rounds
   const children: Array<ReturnType<typeof spawn>> = []
   let bound = 0
@@ -155,6 +172,7 @@ export const measureWire = async (worldSize: number, params: number, rounds: num
         })
     )
   )
+  if (dir !== undefined) await rm(dir, { recursive: true, force: true })
   const slowest = Array.from({ length: total }, (_, round) => Math.max(...outputs.map((o) => o.ends[round]!)))
   const gaps = slowest.slice(warmupRounds).map((endMs, i) => endMs - slowest[warmupRounds + i - 1]!)
   if (gaps.length !== rounds) throw new Error(`wire collective: ${gaps.length} rounds timed, ${rounds} asked for`)
@@ -181,7 +199,8 @@ if (process.env[memberEnv] !== undefined) {
   const rows: Array<ReadonlyArray<string | number>> = []
   for (const ranks of flag("--ranks", "8").split(",").map(Number)) {
     for (const params of flag("--params", "407050").split(",").map(Number)) {
-      const m = await measureWire(ranks, params, Number(flag("--rounds", "40")), Number(flag("--warmup", "5")))
+      const links = process.argv.includes("--tcp") ? "tcp" : "unix"
+      const m = await measureWire(ranks, params, Number(flag("--rounds", "40")), Number(flag("--warmup", "5")), links)
       rows.push([ranks, params, `${fmt(m.medianMs)} / ${fmt(m.p90Ms)}`, fmt(m.cpuMsPerRound), fmt(m.systemMsPerRound)])
     }
   }

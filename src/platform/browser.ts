@@ -83,6 +83,12 @@ export const connectTcp = (_host: string, _port: number, handlers: { readonly cl
   return { write: () => {}, end: () => {}, destroy: () => {} }
 }
 
+/** A stream that is closed at once: a browser tab opens no Unix socket. @since 0.1.0 @category sockets */
+export const connectPath = (_path: string, handlers: { readonly close: () => void }) => {
+  queueMicrotask(() => handlers.close())
+  return { write: () => {}, end: () => {}, destroy: () => {} }
+}
+
 // ---------------------------------------------------------------------------------------------
 // schedule.ts stand-ins
 // ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ export {
   processParent,
   spawnChild
 } from "./node-child.ts"
-export { connectTcp, listenTcp } from "./node-tcp.ts"
+export { connectPath, connectTcp, listenTcp } from "./node-tcp.ts"
 
 /** Answers one `node:http` request with `handler` (`http.ts` `answer`), whole or streamed. */
 const answerNode = (handler: Types.HttpServeOptions["http"] | undefined, request: IncomingMessage, response: ServerResponse): void => {

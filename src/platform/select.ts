@@ -41,6 +41,15 @@ export const listenTcp = (options: Types.TcpListenOptions): Promise<Types.RawSer
 export const connectTcp = (host: string, port: number, handlers: Types.TcpHandlers & { readonly open: () => void }): Types.TcpStream =>
   Node.connectTcp(host, port, handlers)
 
+/**
+ * Opens the same stream to a Unix socket `path` on this machine (`listenTcp`'s `path`).
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const connectPath = (path: string, handlers: Types.TcpHandlers & { readonly open: () => void }): Types.TcpStream =>
+  Node.connectPath(path, handlers)
+
 /** Starts this runtime's plain HTTP server (`node:http`, `Bun.serve`, `Deno.serve`). @since 0.1.0 @category http */
 export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> => {
   switch (Runtime.detect()) {

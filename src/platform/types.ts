@@ -388,8 +388,9 @@ export interface TcpHandlers {
 }
 
 /**
- * Options of `listenTcp`: the address (`host`, `port`; 0 for any free one) and what to do with
- * each accepted connection (`open` returns its handlers).
+ * Options of `listenTcp`: the address (`host`, `port`; 0 for any free one), or instead a Unix
+ * socket `path` on this machine (a stale socket left there is replaced), and what to do with each
+ * accepted connection (`open` returns its handlers).
  *
  * @since 0.1.0
  * @category model
@@ -397,5 +398,6 @@ export interface TcpHandlers {
 export interface TcpListenOptions {
   readonly host: string
   readonly port: number
+  readonly path?: string | undefined
   readonly open: (stream: TcpStream) => TcpHandlers
 }

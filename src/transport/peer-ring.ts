@@ -6,7 +6,10 @@
  *
  * The link is a plain TCP stream of length-prefixed binary frames (`LinkFrames`): a step is a
  * 20-byte header (generation, round, step) and its values as raw floats, read into a buffer of
- * their own and handed on as a typed-array view; no CBOR, no WebSocket framing or masking.
+ * their own and handed on as a typed-array view; no CBOR, no WebSocket framing or masking. A
+ * rank whose address is `unix:/path` listens on that Unix socket instead, and its previous
+ * neighbour connects there: the same stream and frames between ranks on one machine, without
+ * TCP's own work in the kernel.
  *
  * Who may connect: both ends prove they hold the run's `token` (a secret the host handed every
  * rank with its start data) without ever sending it, since whoever listens on a neighbour's port
@@ -39,14 +42,15 @@ import type { Rank } from "../core/messages.ts"
 import * as Select from "../platform/select.ts"
 import type * as RuntimeTypes from "../platform/types.ts"
 import * as LinkFrames from "./internal/link-frames.ts"
-import { accept, closeCodes, connect, type Hello, type Incoming, type ProofKey, proofKey } from "./internal/peer-link.ts"
+import { accept, addressOf, closeCodes, connect, type Hello, type Incoming, type ProofKey, proofKey } from "./internal/peer-link.ts"
 
 /** The link's close codes and handshake bounds (`PeerLink`), part of this module's contract. */
 export { challengeBytes, closeCodes, handshakeBytesMax } from "./internal/peer-link.ts"
 
 /**
  * What a rank needs to link up directly: its own `rank`, the run's `token`, each rank's listener
- * URL by rank (`urls[r]`, `undefined` where a rank has none) and where this rank listens
+ * URL by rank (`urls[r]`: `tcp://host:port`, `ws://host:port/` or `unix:/path`; `undefined` where
+ * a rank has none) and where this rank listens
  * (`host`, `port`; it listens when `listen`, by default when `urls[rank]` is a string). Without a
  * `token` (empty), each generation's secret and next address come with `open`, and the rank
  * advertises its listener to the coordinator as reached at `advertise`.
@@ -339,9 +343,16 @@ export const start = (options: PeerRingOptions): PeerRing => {
       if (at >= 0) parked.splice(at, 1)
     })
 
+  const own = options.urls[options.rank]
+  const ownPath = typeof own === "string" ? addressOf(own) : undefined
   const listen =
-    (options.listen ?? typeof options.urls[options.rank] === "string")
-      ? Select.listenTcp({ host: options.host, port: options.port, open })
+    (options.listen ?? typeof own === "string")
+      ? Select.listenTcp({
+          host: options.host,
+          port: options.port,
+          path: ownPath !== undefined && "path" in ownPath ? ownPath.path : undefined,
+          open
+        })
       : Promise.reject(new Error("no port"))
   const boundPort = listen.then(
     (listening) => {

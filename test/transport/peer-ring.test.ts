@@ -1,6 +1,9 @@
 // Direct ring links between processes (`PeerRing`), on this runtime's TCP listener and client:
 // steps go rank to rank, a stranger (wrong token, or not the previous neighbour) is refused, and a
 // neighbour that cannot be reached leaves its generation on the relay.
+import { mkdtemp, rm } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import * as Runtime from "../../src/platform/detect.ts"
 import * as Select from "../../src/platform/select.ts"
@@ -200,6 +203,33 @@ describe(`direct ring links between processes (${Runtime.detect()})`, () => {
     rings[1]!.open(3, { prev: 0, next: 0, secret: "generation-3-secret" })
     expect(await rings[0]!.open(3, { prev: 1, next: 1, nextUrl: url1, secret: "a guess" }).connected).toBe(false)
     expect(await rings[0]!.open(4, { prev: 1, next: 1, nextUrl: url1 }).connected).toBe(false)
+  })
+
+  it("over Unix sockets (`unix:` addresses): a large step goes rank to rank as sent, and a socket already at a rank's path is replaced", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "cohort-peer-"))
+    const closing: Array<RuntimeTypes.RawServer> = []
+    try {
+      const urls = [0, 1, 2].map((rank) => `unix:${join(dir, `${rank}.sock`)}`)
+      // A socket file where rank 1 listens (as one a rank that died leaves): its listener takes the path.
+      const stale = await Select.listenTcp({ host, port: 0, path: join(dir, "1.sock"), open: () => ({ data: () => {}, close: () => {} }) })
+      closing.push(stale)
+      const rings = urls.map((_, rank) => PeerRing.start({ rank, token, urls, host, port: 0, connectTimeoutMs: 2000 }))
+      opened.push(...rings)
+      for (const ring of rings) expect(await ring.bound).toBe(0)
+      const ends = rings.map((ring, rank) => ring.open(0, PeerRing.neighboursOf([0, 1, 2], rank)))
+      expect(await ends[0]!.connected).toBe(true)
+      const received = nextMessage(ends[1]!)
+      const data = Float64Array.from({ length: 300_001 }, (_, i) => i / 7)
+      expect(ends[0]!.send({ generation: 0, round: 1, step: 0, data: data.slice() })).toBe(true)
+      const step = await received
+      expect([step.generation, step.round, step.step, step.data instanceof Float64Array]).toEqual([0, 1, 0, true])
+      expect(Buffer.from(step.data.buffer, step.data.byteOffset, step.data.byteLength).equals(Buffer.from(data.buffer))).toBe(true)
+    } finally {
+      for (const ring of opened.splice(0)) ring.close()
+      for (const server of closing) await server.close()
+      await new Promise((r) => setTimeout(r, 50))
+      await rm(dir, { recursive: true, force: true })
+    }
   })
 
   it("a neighbour that died (its port refuses) leaves the generation on the relay", async () => {

@@ -143,8 +143,15 @@ const framed = (stream: RuntimeTypes.TcpStream, pool: LinkFrames.BufferPool): Fr
   }
 }
 
-/** `host` and `port` of a rank's listener address (`ws://host:port/`, `tcp://host:port`); `undefined` when it names none. */
-const addressOf = (url: string): { readonly host: string; readonly port: number } | undefined => {
+/**
+ * Where a rank's listener is (`ws://host:port/`, `tcp://host:port`, or `unix:/path` for a Unix
+ * socket on this machine); `undefined` when `url` names none.
+ */
+export const addressOf = (url: string): { readonly host: string; readonly port: number } | { readonly path: string } | undefined => {
+  if (url.startsWith(unixScheme)) {
+    const path = url.slice(unixScheme.length)
+    return path.startsWith("/") ? { path } : undefined
+  }
   try {
     const parsedUrl = new URL(url)
     const port = Number(parsedUrl.port)
@@ -155,10 +162,19 @@ const addressOf = (url: string): { readonly host: string; readonly port: number 
   }
 }
 
+/** The scheme of a listener's address on a Unix socket: `unix:` and its absolute path. */
+export const unixScheme = "unix:"
+
 export interface Incoming {
   readonly socket: Framed
   deliver: ((message: RuntimeTypes.RingWire) => void) | undefined
 }
+
+const connectTo = (
+  address: { readonly host: string; readonly port: number } | { readonly path: string },
+  handlers: RuntimeTypes.TcpHandlers & { readonly open: () => void }
+): RuntimeTypes.TcpStream =>
+  "path" in address ? Select.connectPath(address.path, handlers) : Select.connectTcp(address.host, address.port, handlers)
 
 /**
  * The outgoing link of `generation` to rank `next`: `connected` resolves `true` once the listener
@@ -225,7 +241,7 @@ export const connect = (
       (reason) => fail(closeCodes.BadAnswer, reason)
     )
     socket = framed(
-      Select.connectTcp(address.host, address.port, {
+      connectTo(address, {
         open: () => {},
         data: (chunk) => reader.push(chunk),
         close: () => {
