@@ -244,25 +244,35 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
 /**
  * The direct ring links of child-process ranks (`RunOptions.ringLinks` `direct`): a listener for
  * each rank and a secret of the run that a neighbour's link must present. The ranks share this
- * machine, so each listens on a Unix socket in the run's folder (`ringSocketPath`): the same
- * stream as over TCP without TCP's own work in the kernel, a third of a step's system time on
- * loopback (docs/benchmarks.md). Where a path does not fit (a long or non-POSIX folder), a port on
- * loopback instead; a port the system cannot hand out leaves every rank without one (its steps
- * take the relay).
+ * machine, so each listens on a Unix socket (`ringSocketPath`) in a private folder of the run's
+ * own under the system's temporary folder, removed with the run: the same stream as over TCP
+ * without TCP's own work in the kernel, a third of a step's system time on loopback
+ * (docs/benchmarks.md). Where no such folder can be made or a path does not fit, a port on loopback
+ * instead; a port the system cannot hand out leaves every rank without one (its steps take the
+ * relay).
  */
-const peerAddresses = (worldSize: number, runDir: string) => {
-  const paths = Array.from({ length: worldSize }, (_, rank) => ringSocketPath(runDir, rank))
-  if (paths.every((path) => path !== undefined))
-    return Effect.succeed({ token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0) })
-  return Effect.map(
-    Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>)),
-    (ports) => ({
+const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses, never, Scope.Scope> =>
+  Effect.gen(function* () {
+    const folder = yield* Effect.acquireRelease(
+      Effect.promise(() => FreePorts.socketFolder()),
+      (made) => (made === undefined ? Effect.void : Effect.promise(() => FreePorts.removeSocketFolder(made)))
+    )
+    const paths = Array.from({ length: worldSize }, (_, rank) => (folder === undefined ? undefined : ringSocketPath(folder, rank)))
+    if (paths.every((path) => path !== undefined))
+      return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0) }
+    const ports = yield* Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>))
+    return {
       token: nanoid(32),
       urls: Array.from({ length: worldSize }, (_, rank) => (ports[rank] === undefined ? undefined : `tcp://${peerHost}:${ports[rank]}`)),
       host: peerHost,
       ports
-    })
-  )
+    }
+  })
+interface PeerAddresses {
+  readonly token: string
+  readonly urls: ReadonlyArray<string | undefined>
+  readonly host: string
+  readonly ports: ReadonlyArray<number>
 }
 const peerHost = "127.0.0.1"
 
@@ -270,18 +280,19 @@ const peerHost = "127.0.0.1"
 const socketPathBytesMax = 100
 
 /**
- * Where rank `rank` of a run in folder `runDir` listens for its ring links: `ring-<rank>.sock` in
- * it; `undefined` when the folder is not a POSIX path or the path would be too long for a socket.
+ * Where rank `rank` listens for its ring links when its sockets are in `folder`:
+ * `ring-<rank>.sock` in it; `undefined` when the folder is not a POSIX path or the path would be
+ * too long for a socket.
  *
  * @since 0.1.0
  */
-export const ringSocketPath = (runDir: string, rank: number): string | undefined => {
-  const path = `${runDir.replace(/\/+$/, "")}/ring-${rank}.sock`
+export const ringSocketPath = (folder: string, rank: number): string | undefined => {
+  const path = `${folder.replace(/\/+$/, "")}/ring-${rank}.sock`
   return path.startsWith("/") && new TextEncoder().encode(path).length <= socketPathBytesMax ? path : undefined
 }
 
 /** Starts the ranks this process runs (none when the run is served: they join from elsewhere). */
-const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void> =>
+const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void, never, Scope.Scope> =>
   Effect.gen(function* () {
     const { options, served, trainerUrl, runDirAbsolute, runToken, vars } = ctx
     const {
@@ -299,8 +310,7 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       compress,
       deltas
     } = ctx.resolved
-    const peerLinks =
-      backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize, runDirAbsolute) : undefined
+    const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)

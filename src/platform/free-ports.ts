@@ -4,7 +4,10 @@
  *
  * @since 0.1.0
  */
+import { mkdtemp, rm } from "node:fs/promises"
 import { createServer, type Server } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
 
 /**
  * `count` distinct ports the system handed out on `host` just now, each bound and released: free
@@ -31,3 +34,22 @@ export const freePorts = async (host: string, count: number): Promise<ReadonlyAr
     await Promise.all(servers.map((server) => new Promise<void>((resolve) => server.close(() => resolve()))))
   }
 }
+
+/**
+ * A new folder of this user's own (mode 0700) under the system's temporary folder, for the Unix
+ * sockets of a run's child processes: short enough for a socket's path, and outside the run's
+ * folder, which users copy (a socket file cannot be copied). Resolves `undefined` where none can be
+ * made.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const socketFolder = (): Promise<string | undefined> => mkdtemp(join(tmpdir(), "cohort-")).catch(() => undefined)
+
+/**
+ * Removes a folder made by `socketFolder` with what is in it; never fails.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const removeSocketFolder = (path: string): Promise<void> => rm(path, { recursive: true, force: true }).catch(() => undefined)

@@ -472,8 +472,8 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
 })
 
 describe("where child-process ranks listen for their ring links", () => {
-  it("a Unix socket in the run's folder while its path fits (100 bytes), else none (a loopback port then)", () => {
-    expect(Launcher.ringSocketPath("/tmp/run-a/", 3)).toBe("/tmp/run-a/ring-3.sock")
+  it("a Unix socket in the run's socket folder while its path fits (100 bytes), else none (a loopback port then)", () => {
+    expect(Launcher.ringSocketPath("/tmp/cohort-a/", 3)).toBe("/tmp/cohort-a/ring-3.sock")
     expect(Launcher.ringSocketPath(`/${"d".repeat(80)}`, 12)).toBe(`/${"d".repeat(80)}/ring-12.sock`)
     expect(Launcher.ringSocketPath(`/${"d".repeat(90)}`, 12)).toBeUndefined()
     expect(Launcher.ringSocketPath("C:\\runs\\a", 0)).toBeUndefined()

@@ -1,8 +1,9 @@
 // The bytes ring steps move over direct links between processes reach the journal: each rank
 // counts what it sent and received rank to rank and reports it with its RoundDone, and each
 // round's line carries the sums (linkSentBytes, linkReceivedBytes) beside the coordinator's own
-// traffic. Runs on Node, Bun and Deno: the links are each runtime's TCP sockets.
-import { readFileSync } from "node:fs"
+// traffic. Runs on Node, Bun and Deno: the links are each runtime's Unix sockets, in a folder of the
+// run's own outside its run folder (which users copy; a socket file cannot be copied).
+import { readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
@@ -52,6 +53,7 @@ describe("direct ring links' bytes in the journal", () => {
     expect(clean(result)).toEqual([[0, 1600, 0, 0]])
     expect(result.ring?.links).toBe("direct")
     expect(result.ring?.relayed).toBe(0)
+    expect(readdirSync(result.runDir, { recursive: true }).filter((name) => String(name).endsWith(".sock"))).toEqual([])
     expect(rounds.length).toBeGreaterThanOrEqual(2)
     // Per rank about 2·(N−1)/N·P·4 bytes of float32 values (the reduce-scatter's are float64 sums).
     expect(float32RoundBytes / ranks).toBeGreaterThan(((2 * (ranks - 1)) / ranks) * paramsLength * 4)
