@@ -25,6 +25,8 @@ afterAll(async () => {
 
 /** Each batch's wait (ms): an epoch of 2 ranks lasts about 2.5 s, time enough to fill the disk inside epoch 0. */
 const env = { COHORT_TEST_BATCH_MS: "30" }
+/** The resume's batches: nothing is faulted in it, so it need not be slow. */
+const resumeEnv = { COHORT_TEST_BATCH_MS: "4" }
 
 describe("the model after an epoch that cannot be written (ENOSPC)", () => {
   it("is not audited by the run; its resume trains it: each epoch audited exactly once across the chain", async () => {
@@ -62,7 +64,7 @@ describe("the model after an epoch that cannot be written (ENOSPC)", () => {
       if (existsSync(summary)) expect((JSON.parse(readFileSync(summary, "utf8")) as RunResult).epochs).toEqual([])
 
       rmSync(filler)
-      const resumed = startCli(["resume", runDir, "--json"], { cwd: process.cwd(), env, started })
+      const resumed = startCli(["resume", runDir, "--json"], { cwd: process.cwd(), env: resumeEnv, started })
       expect(await resumed.exit, resumed.err()).toBe(0)
       expect(resumed.err()).toContain("epoch 0's audit is not in the parent's journal: its model could not be written (ENOSPC")
       expect(resumed.err()).not.toContain("process died")

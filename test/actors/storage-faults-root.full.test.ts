@@ -30,8 +30,13 @@ afterAll(async () => {
   await removeDir(scratch)
 })
 
-/** Each batch's wait (ms): an epoch of 2 ranks lasts about 18 s, long enough to fill a disk inside it. */
-const env = { COHORT_TEST_BATCH_MS: "240" }
+/**
+ * Each batch's wait (ms): an epoch of 2 ranks lasts about 18 s, long enough to fill a disk inside
+ * it. The faults come in epoch 1, so epoch 0 (75 batches of 32 a rank) runs at 5 ms a batch.
+ */
+const env = { COHORT_TEST_BATCH_MS: "240", COHORT_TEST_FAST_BATCHES: "75" }
+/** The resume's batches: nothing is faulted in it, so its epoch need not be slow (about 1 s). */
+const resumeEnv = { COHORT_TEST_BATCH_MS: "10" }
 
 /**
  * Starts a run of `epochs` under `out` and waits until epoch 0 is journaled and checkpointed and
@@ -67,7 +72,7 @@ const expectStopped = async (run: ReturnType<typeof startCli>, runDir: string, c
 const expectResumed = async (runDir: string, epochs: number) => {
   const parentEpochs = journalOf(runDir).flatMap((e) => (e.type === "epoch" ? [e.summary.epoch] : []))
   expect(parentEpochs.length).toBeGreaterThanOrEqual(1)
-  const resumed = startCli(["resume", runDir, "--world-size", "2", "--json"], { cwd: process.cwd(), env, started })
+  const resumed = startCli(["resume", runDir, "--world-size", "2", "--json"], { cwd: process.cwd(), env: resumeEnv, started })
   expect(await resumed.exit, resumed.err()).toBe(0)
   const child = JSON.parse(resumed.out()) as RunResult
   expect(child.outcome.status).toBe("completed")

@@ -6,14 +6,15 @@
 // On Node, Bun and Deno: the CLI spawned is the runtime running the test.
 import type { ChildProcess } from "node:child_process"
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
-const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+// 40 ms a batch while the test acts on the run (an epoch of 2 ranks: about 3 s), then 4 ms.
+const held = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-reconnect-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const tokenFile = join(dir, "token")
@@ -23,7 +24,8 @@ const children: Array<ChildProcess> = []
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
 })
-const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, started: children })
+const cohort = (args: ReadonlyArray<string>, env: Record<string, string> = {}): CliProcess =>
+  startCli(args, { cwd: dir, env, started: children })
 const signal = (child: ChildProcess, name: string): void => void spawnSync("kill", [`-${name}`, String(child.pid)])
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
@@ -54,39 +56,54 @@ interface Summary {
   readonly deaths: ReadonlyArray<unknown>
 }
 
-/** `cohort serve` of 2 ranks on a free port, and its 2 joined ranks (`joinArgs` added to each). */
+/**
+ * `cohort serve` of 2 ranks on a free port, and its 2 joined ranks (`joinArgs` added to each), paced
+ * until `release` (and a resume given `hold`) runs the rest fast.
+ */
 const served = async (name: string, serveArgs: ReadonlyArray<string>, joinArgs: ReadonlyArray<string>) => {
+  const holdFile = join(dir, `hold-${name}`)
+  writeFileSync(holdFile, "")
+  const hold = { COHORT_TEST_HOLD: holdFile }
   const port = await freePort()
   const url = `ws://127.0.0.1:${port}/`
-  const serve = cohort([
-    "serve",
-    "--trainer",
-    slow,
-    "--world-size",
-    "2",
-    "--listen",
-    `127.0.0.1:${port}`,
-    "--token-file",
-    tokenFile,
-    "--out",
-    `runs-${name}`,
-    "--json",
-    ...serveArgs
-  ])
+  const serve = cohort(
+    [
+      "serve",
+      "--trainer",
+      held,
+      "--world-size",
+      "2",
+      "--listen",
+      `127.0.0.1:${port}`,
+      "--token-file",
+      tokenFile,
+      "--out",
+      `runs-${name}`,
+      "--json",
+      ...serveArgs
+    ],
+    hold
+  )
   const ranks = [0, 1].map((rank) =>
-    cohort(["join", url, "--trainer", slow, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `save-${name}`, ...joinArgs])
+    cohort(
+      ["join", url, "--trainer", held, "--token-file", tokenFile, "--rank", String(rank), "--save-dir", `save-${name}`, ...joinArgs],
+      hold
+    )
   )
   // Mid-epoch: rank 1 has reported progress in epoch 1.
   await waitFor(() => / rank 1 epoch 1: \d+ samples done/.test(serve.err()), 90_000, "rank 1's progress in epoch 1")
-  return { serve, ranks }
+  return { serve, ranks, hold, release: () => unlinkSync(holdFile) }
 }
 
 describe("joined ranks wait for their coordinator", () => {
   it.concurrent("a coordinator stopped for 5 s mid-epoch (over the ranks' 2 s silence limit): the ranks reconnect, nobody is declared, every audit is clean", async () => {
-    const { serve, ranks } = await served("stopped", ["--epochs", "3", "--heartbeat-timeout-ms", "30000"], [])
+    const { serve, ranks, release } = await served("stopped", ["--epochs", "3", "--heartbeat-timeout-ms", "30000"], [])
     signal(serve.child, "STOP")
     await sleep(5000)
     signal(serve.child, "CONT")
+    // Back in touch: the rest of the run need not be slow.
+    await waitFor(() => /rank [01] resumed its link/.test(serve.err()), 60_000, "a rank's resumed link")
+    release()
     expect(await Promise.all(ranks.map((r) => r.exit))).toEqual([0, 0])
     expect(await serve.exit, serve.err()).toBe(0)
     const summary = JSON.parse(serve.out()) as Summary
@@ -102,7 +119,7 @@ describe("joined ranks wait for their coordinator", () => {
 
   it.concurrent("a coordinator killed mid-epoch and not restarted: the ranks keep trying for --coordinator-reconnect-ms 4000, then save an emergency copy and exit 3; cohort resume then completes the run, every epoch audited once across the chain", async () => {
     const reconnectMs = 4000
-    const { serve, ranks } = await served("killed", ["--epochs", "3"], ["--coordinator-reconnect-ms", String(reconnectMs)])
+    const { serve, ranks, hold, release } = await served("killed", ["--epochs", "3"], ["--coordinator-reconnect-ms", String(reconnectMs)])
     signal(serve.child, "KILL")
     const killedAtMs = Date.now()
     const exits = await Promise.all(
@@ -126,7 +143,9 @@ describe("joined ranks wait for their coordinator", () => {
     // Past the window nobody waits any more: the run is resumed as any lost run is.
     const [runId] = readdirSync(join(dir, "runs-killed"))
     const parentDir = join(dir, "runs-killed", runId!)
-    const resumed = cohort(["resume", parentDir])
+    // The resume's epochs run at 4 ms a batch: nothing is done to it.
+    release()
+    const resumed = cohort(["resume", parentDir], hold)
     expect(await resumed.exit, resumed.err()).toBe(0)
     const childId = readdirSync(join(dir, "runs-killed")).find((id) => id !== runId)!
     const chain = [...epochLines(parentDir), ...epochLines(join(dir, "runs-killed", childId))]

@@ -7,7 +7,7 @@
 // each takeover is in the journal. The instants are printed, for a rerun.
 // On Node, Bun and Deno: the CLI spawned is the runtime running the test.
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -15,7 +15,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import { resultFromEvents } from "../../actors/record/read-run.ts"
 import { type CliProcess, freePort, startCli, waitFor } from "../cli-process.ts"
 
-const slow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+// 40 ms a batch while the hold file exists (the kills), then 4 ms: nothing is done to the run
+// once the last coordinator is started.
+const slow = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-recover-loop-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const tokenFile = join(dir, "token")
@@ -25,7 +27,10 @@ const children: Array<ChildProcess> = []
 afterAll(() => {
   for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL")
 })
-const cohort = (args: ReadonlyArray<string>): CliProcess => startCli(args, { cwd: dir, started: children })
+const holdFile = join(dir, "hold")
+writeFileSync(holdFile, "")
+const cohort = (args: ReadonlyArray<string>): CliProcess =>
+  startCli(args, { cwd: dir, env: { COHORT_TEST_HOLD: holdFile }, started: children })
 const runDirOf = (): string => join("runs", readdirSync(join(dir, "runs"))[0]!)
 const readIfAny = (path: string): string => {
   try {
@@ -86,6 +91,7 @@ describe("a coordinator killed at random instants", () => {
       const started = serve
       void started.exit.then(() => (ended = true))
     }
+    unlinkSync(holdFile)
     console.log(
       `[recover loop] killed ${instants.map((ms) => (ms < 0 ? "at an epoch's end" : `${ms} ms`)).join(", ")} after each formation`
     )

@@ -169,10 +169,11 @@ describe(`cohort serve and cohort join across namespaces (${runtime})`, () => {
   it.concurrent(
     "cohort serve SIGKILLed just after an epoch's audit line: cohort resume on A's host, with nothing copied from B or C, completes; the chain audits every epoch once",
     async () => {
-      // The ranks wait 10 s for their coordinator to return (not the default minute), then save.
+      // The ranks wait 3 s for their coordinator to return (not the default minute), then save:
+      // it never returns, and the resume waits for them to have left.
       await cluster(
         "serve-killed",
-        { epochs: 3, heartbeatTimeoutMs: 5000, joinArgs: ["--coordinator-reconnect-ms", "10000"] },
+        { epochs: 3, heartbeatTimeoutMs: 5000, joinArgs: ["--coordinator-reconnect-ms", "3000"] },
         async ({ serve, ranks, out }) => {
           await serve.waitFor(/epoch 0 done/, 60_000)
           await sleep(Math.floor(Math.random() * 200))

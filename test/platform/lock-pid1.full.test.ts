@@ -16,7 +16,9 @@ import { epochOneUnderway, journalOf } from "../run-folders.ts"
 
 const runtime = Runtime.detect()
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
-const steadySlow = fileURLToPath(new URL("../fixtures/trainers/steady-slow.ts", import.meta.url))
+// 40 ms a batch by default (an epoch of 2 ranks: about 3 s, to be killed inside epoch 1); the
+// resume, which nothing interrupts, sets 4 ms.
+const steadyPaced = fileURLToPath(new URL("../fixtures/trainers/steady-paced.ts", import.meta.url))
 const outDir = mkdtempSync(join(tmpdir(), "cohort-pid1-"))
 const started: Array<ChildProcess> = []
 afterAll(async () => {
@@ -59,7 +61,7 @@ describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
         ...runtimeArgs,
         "run",
         "--trainer",
-        steadySlow,
+        steadyPaced,
         "--transport",
         "worker",
         "--world-size",
@@ -91,7 +93,11 @@ describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
     // A resume that ran as PID 1 of that namespace and died left its lock too.
     writeFileSync(join(runDir, "resume.lock"), readFileSync(join(runDir, "run.lock")))
 
-    const resumed = startCli(["resume", runDir, "--world-size", "2", "--json"], { cwd: process.cwd(), started })
+    const resumed = startCli(["resume", runDir, "--world-size", "2", "--json"], {
+      cwd: process.cwd(),
+      env: { COHORT_TEST_BATCH_MS: "4" },
+      started
+    })
     const code = await resumed.exit
     expect(code, resumed.err()).toBe(0)
     const notes = resumed
