@@ -86,8 +86,8 @@ export const interruptedText = (detail: string): string => (detail.startsWith("i
 const shellQuoted = (word: string): string => (/^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`)
 
 /**
- * How the user started the command, as its hints should print it: `npx cohort` through npx,
- * `cohort` through the package's bin link otherwise, and `node bin/cohort.mjs` (`bun ...`, `deno
+ * How the user started the command, as its hints should print it: through the package's bin link
+ * `npx cohort` (npx), `bun --bun x cohort` (Bun), `deno run -A npm:cohort` (Deno), else `cohort`; and `node bin/cohort.mjs` (`bun ...`, `deno
  * run -A ...`, each after `npx` through npx) when the entry file was started by its path. `script` is the entry's path
  * (`process.argv[1]`), shown relative to `cwd` when it is inside it, else absolute; `viaNpx`:
  * npm's `npm_command` is `exec`. Deno does not tell which permission flags it was started with:
@@ -103,7 +103,7 @@ export const commandOf = (started: {
   readonly viaNpx: boolean
 }): string => {
   const base = started.script.split(/[\\/]/).at(-1) ?? ""
-  if (!/\.m?[jt]s$/.test(base)) return started.viaNpx ? "npx cohort" : "cohort"
+  if (!/\.m?[jt]s$/.test(base)) return binLinkCommand(started.runtime, started.viaNpx)
   const cwd = started.cwd.endsWith("/") ? started.cwd : `${started.cwd}/`
   const path = shellQuoted(started.script.startsWith(cwd) ? started.script.slice(cwd.length) : started.script)
   // Bun and Deno come with the package as dev dependencies: through npx unless on the PATH.
@@ -116,6 +116,13 @@ export const commandOf = (started: {
     default:
       return `node ${path}`
   }
+}
+
+/** The package's bin link as the docs start it on each runtime (Bun's `x` sets npm's `npm_command` too). */
+const binLinkCommand = (runtime: "node" | "bun" | "deno" | "unknown", viaNpx: boolean): string => {
+  if (runtime === "bun") return "bun --bun x cohort"
+  if (runtime === "deno") return "deno run -A npm:cohort"
+  return viaNpx ? "npx cohort" : "cohort"
 }
 
 /**

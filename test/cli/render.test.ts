@@ -461,9 +461,11 @@ describe("hints print the command the way it was started", () => {
   const started = (script: string, runtime: "node" | "bun" | "deno", viaNpx = false) =>
     Cli.commandOf({ script, cwd: "/home/me/cohort", runtime, viaNpx })
 
-  it("npx cohort, cohort, node bin/cohort.mjs, npx bun ..., deno run -A ...; the entry relative to the current folder when inside it", () => {
+  it("npx cohort, cohort, bun --bun x cohort, deno run -A npm:cohort, node bin/cohort.mjs, npx bun ..., deno run -A ...; the entry relative to the current folder when inside it", () => {
     expect(started("/home/me/cohort/node_modules/.bin/cohort", "node", true)).toBe("npx cohort")
     expect(started("/usr/local/bin/cohort", "node")).toBe("cohort")
+    expect(started("/home/me/cohort/node_modules/.bin/cohort", "bun", true)).toBe("bun --bun x cohort")
+    expect(started("/home/me/cohort/node_modules/.bin/cohort", "deno")).toBe("deno run -A npm:cohort")
     expect(started("/home/me/cohort/bin/cohort.mjs", "node")).toBe("node bin/cohort.mjs")
     expect(started("/home/me/cohort/bin/cohort.mjs", "bun", true)).toBe("npx bun bin/cohort.mjs")
     expect(started("/home/me/cohort/bin/cohort.mjs", "bun")).toBe("bun bin/cohort.mjs")
