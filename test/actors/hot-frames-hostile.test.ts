@@ -1,7 +1,8 @@
-// A served run against joiners that hold the run token and send the coordinator's hot messages
-// (`Params`, `ChunkDone`, `Progress`, `Heartbeat`) with values their schemas refuse, over a real
-// WebSocket: each is refused (the joiner alone is blamed), the coordinator keeps running, and the
-// honest rank's run completes with exact audits.
+// A served run against joiners that hold the run token and send the messages the coordinator
+// checks in plain code before their schemas (`Params`, `ChunkDone`, `Progress`;
+// src/wire/internal/hot-messages.ts) with values the schemas refuse, over a real WebSocket: each
+// joiner alone is closed and declared, for the field the schema names, the coordinator keeps
+// running, and the honest rank's run completes with exact audits.
 import type { ChildProcess } from "node:child_process"
 import { mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
