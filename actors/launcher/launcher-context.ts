@@ -62,6 +62,8 @@ export interface Served {
   readonly tokenTtlMs: number | undefined
   /** `ServeOptions.churn`: the fraction of the live ranks made to leave after each round; 0 for none. */
   readonly churn: number
+  /** `ServeOptions.heapGrowthPercent`, checked: set for the process once the run's options all passed. */
+  readonly heapGrowthPercent: number
   readonly recovery?: Recovering | undefined
 }
 

@@ -116,7 +116,6 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
     "heapGrowthPercent",
     `must be an integer in [0, 1000], got ${heapGrowthPercent}`
   )
-  Select.setHeapGrowthPercent(heapGrowthPercent)
   const {
     host,
     port,
@@ -145,6 +144,7 @@ export const serve = (options: ServeOptions): Promise<RunResult> => {
       issueTokens,
       tokenTtlMs,
       churn,
+      heapGrowthPercent,
       recovery
     }
   )
@@ -487,6 +487,8 @@ const launch = async (
   onFormed?: Resume.OnFormed
 ): Promise<RunResult> => {
   const ctx = await LaunchContext.prepare(options, served, resumed, onFormed)
+  // Process-wide, so only once every option passed: a refused serve changes nothing.
+  if (served !== undefined) Select.setHeapGrowthPercent(served.heapGrowthPercent)
   const { state, runDir, journal, epochModels, vars } = ctx
   let finalRefusals: Record<string, number> | undefined
   // While the run trains, its folder holds `run.lock` with this process's id: `cohort resume`
