@@ -52,5 +52,74 @@ export const mean = (params: ReadonlyArray<Float32Array>): Float32Array | MeanEr
   return out
 }
 
+/**
+ * One round's contributions summed as they arrive (`fold`), each while its values are still in
+ * the cache, instead of all at the round's close. `meanOf` then gives exactly what `mean` gives.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export interface Running {
+  /** The arrays folded, in order. */
+  readonly folded: Array<Float32Array>
+  /** Their float64 sum, value by value, added in that order; `undefined` before the first. */
+  sum: Float64Array | undefined
+}
+
+/** An empty `Running`. @since 0.1.0 @category constructors */
+export const running = (): Running => ({ folded: [], sum: undefined })
+
+/** Empties `running` (a round closed). @since 0.1.0 @category averaging */
+export const clear = (running: Running): void => {
+  running.folded.length = 0
+  running.sum = undefined
+}
+
+/**
+ * Adds `params` to the running sum, after what it holds. An array of another length than those
+ * folded empties it first (a sum of one length only). O(length).
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const fold = (running: Running, params: Float32Array): void => {
+  if (running.sum !== undefined && running.sum.length !== params.length) clear(running)
+  const sum = (running.sum ??= new Float64Array(params.length))
+  for (let j = 0; j < params.length; j++) sum[j]! += params[j]!
+  running.folded.push(params)
+}
+
+/**
+ * `mean(params)`, bit for bit, from what `running` folded when that is a prefix of `params` (the
+ * same arrays, in the same order): only the rest is added then. The sum adds the same values in
+ * the same order, one rounding at a time, as `mean`'s four-a-pass loop does, and is rounded once.
+ * Anything else (an array folded that is not at its place in `params`) takes `mean` from scratch.
+ * Empties `running` either way. Errors as `mean`.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const meanOf = (running: Running, params: ReadonlyArray<Float32Array>): Float32Array | MeanError => {
+  const { folded, sum } = running
+  const prefix =
+    sum !== undefined &&
+    params.length > 1 &&
+    folded.length <= params.length &&
+    folded.every((p, i) => p === params[i]) &&
+    params.every((p) => p.length === sum.length)
+  if (!prefix) {
+    clear(running)
+    return mean(params)
+  }
+  for (let i = folded.length; i < params.length; i++) {
+    const p = params[i]!
+    for (let j = 0; j < p.length; j++) sum[j]! += p[j]!
+  }
+  clear(running)
+  const out = new Float32Array(sum.length)
+  for (let j = 0; j < sum.length; j++) out[j] = sum[j]! / params.length
+  return out
+}
+
 /** True when `mean` returned an error. @since 0.1.0 @category averaging */
 export const isError = (result: Float32Array | MeanError): result is MeanError => !(result instanceof Float32Array)
