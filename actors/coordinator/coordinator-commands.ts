@@ -10,7 +10,6 @@
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Aggregate from "../../src/averaging/aggregate.ts"
-import * as Cpu from "../../src/averaging/cpu.ts"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Outer from "../../src/averaging/outer.ts"
 import * as Core from "../../src/core/coordinator.ts"
@@ -60,8 +59,6 @@ export interface CommandShell {
   outerMomentum: Float32Array | undefined
   /** The averaging traffic when the last round closed: a round's bytes are what came since. */
   roundBytesFrom: { readonly received: number; readonly sent: number }
-  /** `cpu`: the open round's contributions summed as they arrived (`Cpu.Running`). */
-  readonly running: Cpu.Running
 }
 
 /** A generation's FormRings go out together, ring rank 0 first: its links go just ahead. */
@@ -103,8 +100,7 @@ const averageRound = (shell: CommandShell, command: Extract<Core.Command, { _tag
  * the one kept.
  */
 const averageCpu = (shell: CommandShell, command: Extract<Core.Command, { _tag: "AverageRound" }>, refused: Array<Refused>): void => {
-  const combined = Aggregate.combine(command.params, shell.state.config.aggregation, shell.lastModel?.params, shell.running)
-  Cpu.clear(shell.running)
+  const combined = Aggregate.combine(command.params, shell.state.config.aggregation, shell.lastModel?.params)
   let params = "_tag" in combined ? new Float32Array(0) : combined.params
   if (!("_tag" in combined)) {
     for (const o of combined.outliers) {

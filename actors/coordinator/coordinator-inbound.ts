@@ -103,11 +103,6 @@ export interface CoordinatorInboundOptions {
   readonly stepNow: (input: Core.Input) => Effect.Effect<void> | undefined
   readonly stepAndExecute: (input: Core.Input) => Effect.Effect<void>
   readonly wake: Effect.Effect<void>
-  /**
-   * A `Params` the core just added at the end of the open round's contributions (a rank's first
-   * of the round: the last in the order the round's mean adds them), while the round stays open.
-   */
-  readonly onContribution?: (params: Float32Array) => void
   /** Ranks whose frames are dropped here, unread (injected silence: `Options.muted`). */
   readonly muted?: ReadonlySet<Rank> | undefined
   /** The ranks link to their ring neighbours over sockets they were given (`Options.ringPeerLinks`). */
@@ -403,11 +398,7 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
           return join(event.peer, frameMessage.paramsLength, event.arrivedMs)
         }
         observe(() => hooks.onFrame?.(event.peer, frameMessage, event.arrivedMs))
-        const round = state.round
-        const effect = stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
-        if (frameMessage._tag === "Params" && options.onContribution !== undefined && state.round === round)
-          contributed(event.peer, frameMessage.params, options.onContribution)
-        return effect
+        return stepNow({ _tag: "Frame", rank: event.peer, nowMs: event.arrivedMs, message: frameMessage })
       }
       case "BadFrame":
         return stepNow({ _tag: "BadFrame", rank: event.peer, nowMs: event.arrivedMs, reason: String(event.error) })
@@ -438,12 +429,6 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
     }
     bringingUp.set(rank, { helloAtMs: nowMs, bytes: 0 })
     return stepNow({ _tag: "Join", rank, nowMs })
-  }
-
-  /** `onContribution` for `params` of `rank` if the core just added it as the open round's last contribution. */
-  function contributed(rank: Rank, params: Float32Array, onContribution: (params: Float32Array) => void): void {
-    const sent = state.contributions.get(rank)
-    if (sent?.length === 1 && sent[0] === params) onContribution(params)
   }
 
   /** A joiner's first trained batch reached this coordinator: it is up to date (`Hooks.onJoinerTraining`). */

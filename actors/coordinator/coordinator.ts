@@ -68,7 +68,6 @@ import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
 import * as Semaphore from "effect/Semaphore"
 import * as Actor from "../../src/actor/actor.ts"
-import * as Cpu from "../../src/averaging/cpu.ts"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Core from "../../src/core/coordinator.ts"
 import * as Supervisor from "../../src/transport/supervisor.ts"
@@ -120,10 +119,6 @@ export interface Handle {
  */
 const mailboxCapacity = 2
 const inboundBatchMax = 64
-
-/** Whether the `cpu` round's model is the plain mean of its contributions (no clipping, median or trimming). */
-const plainMean = (state: Core.State): boolean =>
-  state.config.backend === "cpu" && state.config.aggregation.aggregate === "mean" && state.config.aggregation.clipNorm === 0
 
 /** The shortest tick a round deadline asks for: 5 ms. @since 0.1.0 @category constructors */
 export const roundDeadlineTickMsMin = 5
@@ -240,8 +235,6 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
         stepAndExecute: (input) => stepAndExecute(shell, input),
         muted: options.muted,
         ringPeerLinks: options.ringPeerLinks ?? false,
-        // A plain mean is summed as its contributions arrive; other rules need them all at once.
-        ...(plainMean(state) ? { onContribution: (params: Float32Array) => Cpu.fold(shell.running, params) } : {}),
         ...(deltas === undefined ? {} : { deltas: { deltas, base: () => shell.lastModel?.params } }),
         // Wake: a tick queued behind everything already in the mailbox; when the mailbox is full
         // (a flood) it is told from a fiber of its own: the actor never waits on itself.
@@ -266,7 +259,6 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       updateResidual: undefined,
       outerMomentum: options.outerMomentum,
       roundBytesFrom: { received: 0, sent: 0 },
-      running: Cpu.running(),
       deltas
     }
     // The actor and the inbox's reader below both step the core; one permit keeps them one at a time.

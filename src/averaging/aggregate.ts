@@ -193,19 +193,12 @@ export const outliers = (params: ReadonlyArray<Float32Array>, center: Float32Arr
  * model; the coordinate-wise median of the round when there is none) is clipped first; then the
  * mean, trimmed mean or median. With the default rule (plain mean, no clipping, no outlier factor)
  * this is exactly `Cpu.mean`. Errors as `Cpu.mean`: `NoContributions`, `LengthMismatch`; a
- * `reference` of another length is not used (the round's median stands in). `running`: the
- * contributions summed as they arrived; a plain mean of `params` is finished from it
- * (`Cpu.meanOf`, the same bits as `Cpu.mean`).
+ * `reference` of another length is not used (the round's median stands in).
  *
  * @since 0.1.0
  * @category averaging
  */
-export const combine = (
-  params: ReadonlyArray<Float32Array>,
-  rule: Rule,
-  reference?: Float32Array,
-  running?: Cpu.Running
-): Combined | Cpu.MeanError => {
+export const combine = (params: ReadonlyArray<Float32Array>, rule: Rule, reference?: Float32Array): Combined | Cpu.MeanError => {
   const checked = check(params)
   if (checked !== undefined) return checked
   const needsCenter = rule.outlierFactor > 0 && params.length >= 3
@@ -222,9 +215,7 @@ export const combine = (
       ? median(inputs)
       : rule.aggregate === "trimmed-mean"
         ? trimmedMean(inputs, rule.trimFraction)
-        : running !== undefined && inputs === params
-          ? Cpu.meanOf(running, params)
-          : Cpu.mean(inputs)
+        : Cpu.mean(inputs)
   if (Cpu.isError(combined)) return combined
   return { params: combined, outliers: found, clipped }
 }

@@ -27,46 +27,4 @@ describe("cpu averaging", () => {
       expect(Cpu.mean(some)).toEqual(Float32Array.from(sum, (value) => value / n))
     }
   })
-
-  it("finishes a mean from contributions summed as they came with the same bits as the mean of them all", () => {
-    // Per value: +B and -B (B up to 1e19) in the first two contributions, small values and signed
-    // zeros after them. A small value added before -B is lost to rounding, so the order shows.
-    let seed = 7
-    const next = (): number => {
-      seed = (seed * 1103515245 + 12345) % 2 ** 31
-      return seed / 2 ** 31
-    }
-    const value = (k: number, j: number): number =>
-      next() < 0.05 ? -0 : k > 1 ? (next() - 0.5) * 10 ** -Math.floor(next() * 10) : (k === 0 ? 1 : -1) * 10 ** (10 + (j % 10))
-    const contributions = Array.from({ length: 11 }, (_, k) => Float32Array.from({ length: 64 }, (_, j) => value(k, j)))
-    const bits = (result: Float32Array | Cpu.MeanError): Uint32Array => new Uint32Array((result as Float32Array).buffer)
-    const [first, second, third, ...rest] = contributions
-    expect(bits(Cpu.mean([first!, third!, second!, ...rest]))).not.toEqual(bits(Cpu.mean(contributions)))
-    for (let n = 1; n <= contributions.length; n++) {
-      const round = contributions.slice(0, n)
-      const expected = bits(Cpu.mean(round))
-      for (let folded = 0; folded <= n; folded++) {
-        const running = Cpu.running()
-        for (const p of round.slice(0, folded)) Cpu.fold(running, p)
-        expect(bits(Cpu.meanOf(running, round))).toEqual(expected)
-        expect(running.folded).toEqual([])
-      }
-    }
-  })
-
-  it("takes the mean from scratch when what was summed is not the start of the round's contributions", () => {
-    const a = new Float32Array([1e8, 1, -0])
-    const b = new Float32Array([1, 1e-8, -0])
-    const c = new Float32Array([-1e8, 3, -0])
-    const running = Cpu.running()
-    // A rank's second contribution goes beside its first, not at the end: the order changed.
-    Cpu.fold(running, a)
-    Cpu.fold(running, c)
-    expect(Cpu.meanOf(running, [a, b, c])).toEqual(Cpu.mean([a, b, c]))
-    Cpu.fold(running, a)
-    expect(Cpu.meanOf(running, [a])).toEqual(new Float32Array([1e8, 1, -0]))
-    Cpu.fold(running, new Float32Array(2))
-    expect(Cpu.meanOf(running, [a, b])).toEqual(Cpu.mean([a, b]))
-    expect(Cpu.meanOf(running, [])).toEqual({ _tag: "NoContributions" })
-  })
 })
