@@ -251,7 +251,7 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
  * instead; a port the system cannot hand out leaves every rank without one (its steps take the
  * relay).
  */
-const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses, never, Scope.Scope> =>
+const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses & { readonly folder?: string }, never, Scope.Scope> =>
   Effect.gen(function* () {
     const folder = yield* Effect.acquireRelease(
       Effect.promise(() => FreePorts.socketFolder()),
@@ -259,7 +259,7 @@ const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses, never, S
     )
     const paths = Array.from({ length: worldSize }, (_, rank) => (folder === undefined ? undefined : ringSocketPath(folder, rank)))
     if (paths.every((path) => path !== undefined))
-      return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0) }
+      return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0), folder: folder! }
     const ports = yield* Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>))
     return {
       token: nanoid(32),
@@ -308,9 +308,13 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       transportKind,
       rankNice,
       compress,
-      deltas
+      deltas,
+      ringAreaMemoryMb
     } = ctx.resolved
-    const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
+    const peers = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
+    // The ranks' all-reduce area files live beside their sockets, in memory (`FileAllReduce`).
+    const areaFolder = peers?.folder !== undefined && ringAreaMemoryMb > 0 && compress === "none" ? peers.folder : undefined
+    ctx.vars.ringAreaFolder = areaFolder
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
@@ -320,7 +324,8 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         ...(compress === "none" ? {} : { compress }),
         ...(deltas ? { deltas } : {}),
         ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
-        ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
+        ...(peers === undefined ? {} : { peerLinks: { token: peers.token, urls: peers.urls, host: peers.host, port: peers.ports[rank]! } }),
+        ...(areaFolder === undefined ? {} : { ringAreaFolder: areaFolder, ringAreaBytesMax: ringAreaMemoryMb * 2 ** 20 }),
         collectiveFault:
           collectiveFault === undefined
             ? undefined

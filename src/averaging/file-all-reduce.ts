@@ -63,17 +63,17 @@
  */
 import * as Effect from "effect/Effect"
 import * as AreaFile from "../platform/area-file.ts"
-import { allReduce as ringAllReduce, type Collective, RingLinkError, type RingInbox, segmentOf } from "./ring.ts"
+import { allReduce as ringAllReduce, type Collective, RingLinkError, type RingInbox, segmentOf, tokenStepBase } from "./ring.ts"
 import * as RingSimd from "./ring-simd.ts"
 
 /**
- * The first step number of a round's tokens (step `tokenStep + s` for `s` in `[0, n - 1)`): far
- * above any data step (`2 (n - 1)` of them), so a token can never be taken for one.
+ * The first step number of a round's tokens (step `tokenStep + s` for `s` in `[0, n - 1)`;
+ * `Ring.tokenStepBase`, which the coordinator's relay checks).
  *
  * @since 0.1.0
  * @category model
  */
-export const tokenStep = 0x4000_0000
+export const tokenStep = tokenStepBase
 
 /**
  * The step number of a notice that a row was not finite (module doc): one value, the ring rank of
