@@ -24,10 +24,10 @@
  *    state every row is complete.
  * 2. When any member could not use its file, the round falls back, for every member alike, to the
  *    socket ring (`Ring.allReduce`) over the same links. Otherwise the member reads segment `r` of
- *    each contributing row in ring-rank order (positioned reads into private memory), sums each
- *    value in float64 left to right, divides by the number of contributions and rounds once to
- *    float32 (`RingSimd.meanOfRows`, or its JavaScript loop: the same bits as `SharedAllReduce`'s
- *    reduction); with no contribution the segment is its own values. It writes the segment into its
+ *    each contributing row in ring-rank order (positioned reads straight into the SIMD scratch
+ *    memory, `RingSimd.meanOfReads`; without SIMD into private copies), sums each value in float64
+ *    left to right, divides by the number of contributions and rounds once to float32 (the same
+ *    bits as `SharedAllReduce`'s reduction); with no contribution the segment is its own values. It writes the segment into its
  *    file and returns; the rank reports `RoundDone`.
  * 3. The coordinator's `RoundCommitted` means every member reported `RoundDone`, so every member
  *    wrote its result segment before it: the member then reads the `n` segments (`readResult`).
@@ -253,10 +253,10 @@ const passTokens = (inbox: RingInbox, collective: Collective, own: number): Effe
 
 /**
  * `segment[i]` = the float64 sum of `rows[k][i]` in order, divided by `rows.length`, rounded once to
- * float32 (`RingSimd.meanOfRows`'s bits); gives -1 or the first index whose sum is not finite.
+ * float32 (`RingSimd.meanOfRows`'s bits, in JavaScript); gives -1 or the first index whose sum is
+ * not finite.
  */
 const meanOf = (rows: ReadonlyArray<Float32Array>, segment: Float32Array): number => {
-  if (RingSimd.isEnabled()) return RingSimd.meanOfRows(rows, 0, segment.length, segment)
   const count = rows.length
   for (let i = 0; i < segment.length; i++) {
     let sum = 0
@@ -282,16 +282,36 @@ const reduce = (area: FileArea, params: Float32Array, states: ReadonlyArray<numb
   for (let j = 0; j < n; j++) if (states[j] === contributed) contributing.push(j)
   if (contributing.length === 0) segment.set(params.subarray(start, end))
   else {
-    contributing.forEach((j, k) => {
-      area.rows[k] ??= new Float32Array(size)
-      AreaFile.readAt(fileOf(area, j), area.rows[k]!, 4 * start)
-    })
-    const rows = area.rows.slice(0, contributing.length)
-    const at = meanOf(rows, segment)
-    if (at >= 0) return contributing[rows.findIndex((row) => !Number.isFinite(row[at]!))] ?? contributing[0]!
+    const at = RingSimd.isEnabled()
+      ? RingSimd.meanOfReads(
+          contributing.length,
+          size,
+          (k, into, from) => AreaFile.readAt(fileOf(area, contributing[k]!), into, 4 * (start + from)),
+          segment
+        )
+      : meanOf(privateRows(area, contributing, start, size), segment)
+    if (at >= 0) return badRow(area, contributing, start + at)
   }
   AreaFile.writeAt(area.fd!, segment, 4 * length)
   return -1
+}
+
+/** Segment `[start, start + size)` of each contributing row, read into private arrays (JavaScript's reduction). */
+const privateRows = (area: FileArea, contributing: ReadonlyArray<number>, start: number, size: number): Array<Float32Array> =>
+  contributing.map((j, k) => {
+    area.rows[k] ??= new Float32Array(size)
+    AreaFile.readAt(fileOf(area, j), area.rows[k]!, 4 * start)
+    return area.rows[k]!
+  })
+
+/** The first contributing ring rank whose row's value `index` is not finite (float32 values cannot overflow a float64 sum). */
+const badRow = (area: FileArea, contributing: ReadonlyArray<number>, index: number): number => {
+  const value = new Float32Array(1)
+  for (const j of contributing) {
+    AreaFile.readAt(fileOf(area, j), value, 4 * index)
+    if (!Number.isFinite(value[0]!)) return j
+  }
+  return contributing[0]!
 }
 
 /**

@@ -136,6 +136,29 @@ describe("the file all-reduce", () => {
     }
   )
 
+  it("segments longer than one read of the SIMD reduction (16,384 values) give the shared all-reduce area's bits too, odd lengths included", async () => {
+    let state = 11
+    const random = () => (state = (Math.imul(state, 1103515245) + 12345) >>> 0) / 2 ** 32
+    for (const [n, length] of [
+      [2, 65_537],
+      [3, 100_003]
+    ] as const) {
+      const folder = freshFolder()
+      const areas = Array.from({ length: n }, (_, r) => FileAllReduce.open(folder, { generation: 0, ringRank: r, ringSize: n, length }))
+      const vectors = Array.from({ length: n }, () => vectorOf(random, length))
+      const contributes = Array.from({ length: n }, () => true)
+      const outcomes = await roundOf(areas, ringOf(n), 0, vectors, contributes)
+      const expected = await sharedMean(vectors, contributes)
+      for (const [r, outcome] of outcomes.entries()) {
+        expect(outcome).toEqual({ _tag: "file" })
+        const mean = new Float32Array(length)
+        FileAllReduce.readResult(areas[r]!, mean)
+        expect(bits(mean)).toEqual(bits(expected))
+      }
+      for (const area of areas) FileAllReduce.close(area)
+    }
+  })
+
   it("when one member cannot make its file (no folder), the round falls back to the socket ring for every member, with the ring's bits", async () => {
     const folder = freshFolder()
     const n = 4
