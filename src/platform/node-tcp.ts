@@ -95,8 +95,13 @@ const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined,
   }
 }
 
-/** Removes what `path` holds when it is a socket (one a process that died left): else leaves it. */
-const removeStaleSocket = (path: string): void => {
+/**
+ * Removes what `path` holds when it is a socket (one a process that died left): else leaves it.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const removeStaleSocket = (path: string): void => {
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path)
   } catch {
