@@ -2,8 +2,8 @@
  * Plain TCP streams on `node:net` (`Types.TcpStream`): Node's listener and client, which Deno
  * also provides (Bun's own sockets serve Bun, `bun-tcp.ts`). Every connection has Nagle's
  * algorithm off (a small write goes out at once: ring steps wait on each other) and no idle
- * timeout. On Node and Deno an accepted connection
- * reads into one buffer of its own (`readBufferBytes`), reused for every read (`ownBuffer`).
+ * timeout. An accepted connection reads into one buffer of its own (`readBufferBytes`), reused
+ * for every read (`ownBuffer`).
  *
  * @since 0.1.0
  */
