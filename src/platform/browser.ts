@@ -46,6 +46,9 @@ export const engineMemoryBytes = (): number =>
 /** Does nothing: a page cannot force a collection. @since 0.1.0 @category memory */
 export const collectGarbage = (): void => {}
 
+/** Does nothing: a page cannot tune its engine's heap (a tab serves no run). @since 0.1.0 @category processes */
+export const setHeapGrowthPercent = (_percent: number): void => {}
+
 /** The browser's own `WebSocket` constructor. @since 0.1.0 @category sockets */
 export const webSocketClass = (): typeof globalThis.WebSocket => globalThis.WebSocket
 
