@@ -135,7 +135,7 @@ export const measureWire = async (
   links: "unix" | "tcp" = "unix"
 ): Promise<WireMeasured> => {
   const ports = await Promise.all(Array.from({ length: worldSize }, freePort))
-  // As the launcher links child-process ranks: Unix sockets in a folder of the run, else TCP.
+  // As the launcher links child-process ranks: Unix sockets in a private temporary folder, else TCP.
   const dir = links === "unix" ? await mkdtemp(join(tmpdir(), "cohort-wire-")) : undefined
   const socketPaths = ports.map((_, rank) => (dir === undefined ? undefined : join(dir, `ring-${rank}.sock`)))
   const urls = ports.map((port, rank) => {

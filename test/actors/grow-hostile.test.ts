@@ -17,7 +17,8 @@ import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
-import { type CliProcess, startCli, waitFor } from "../cli-process.ts"
+import { waitFor } from "../cli-process.ts"
+import { serveHeldRun } from "../served-ranks.ts"
 
 const runtime = Runtime.detect()
 const held = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
@@ -61,35 +62,7 @@ describe(`a growing run against joiners that break the rules (${runtime})`, () =
   it("an EvalResult nobody asked for never reaches the journal; the joins the coordinator refuses at their Hello are counted and say where they came from; a joiner that never says Hello is closed with 4020 when the run completes, not waited for", async () => {
     const hold = join(dir, "hold")
     writeFileSync(hold, "")
-    const env = { COHORT_TEST_HOLD: hold }
-    let listening: (url: string) => void = () => {}
-    let formed = false
-    const url = new Promise<string>((resolve) => (listening = resolve))
-    const served = Launcher.serve({
-      trainer: held,
-      worldSize: 1,
-      maxRanks: 4,
-      mode: "progressive",
-      epochs: 1,
-      runToken,
-      outDir: dir,
-      heartbeatTimeoutMs: 5000,
-      tickMs: 50,
-      batchSize: 8,
-      onListening: (l) => listening(l.url),
-      onEvent: (event) => {
-        if (event.type === "formed") formed = true
-      },
-      onRankOutput: () => {}
-    })
-    const at = await url
-    const rank0: CliProcess = startCli(["join", at, "--trainer", held, "--token-file", tokenFile, "--rank", "0", "--save-dir", "save"], {
-      cwd: dir,
-      env,
-      started: children
-    })
-    // Joins that come before the run formed take the pre-formation path: wait for the run to form.
-    await waitFor(() => formed, 60_000, "the formation")
+    const { served, at, rank0 } = await serveHeldRun({ dir, trainer: held, runToken, tokenFile, hold, maxRanks: 4, started: children })
 
     // A joiner whose Hello gives another parameter count: closed with 4009 by the coordinator.
     const wrong = await hostile(at)

@@ -12,12 +12,12 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Scope from "effect/Scope"
 import { afterAll, describe, expect, it } from "vitest"
-import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as Transport from "../../src/transport/transport.ts"
 import * as WebSocket from "../../src/transport/web-socket.ts"
 import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
-import { type CliProcess, startCli, waitFor } from "../cli-process.ts"
+import { waitFor } from "../cli-process.ts"
+import { serveHeldRun } from "../served-ranks.ts"
 
 const held = fileURLToPath(new URL("../fixtures/trainers/steady-held.ts", import.meta.url))
 const dir = mkdtempSync(join(tmpdir(), "cohort-hot-hostile-"))
@@ -69,33 +69,7 @@ describe("a served run against joiners that send hot messages their schemas refu
   it("each joiner is closed and declared alone; the run completes with exact audits", async () => {
     const hold = join(dir, "hold")
     writeFileSync(hold, "")
-    let listening: (url: string) => void = () => {}
-    let formed = false
-    const url = new Promise<string>((resolve) => (listening = resolve))
-    const served = Launcher.serve({
-      trainer: held,
-      worldSize: 1,
-      maxRanks: 16,
-      mode: "progressive",
-      epochs: 1,
-      runToken,
-      outDir: dir,
-      heartbeatTimeoutMs: 5000,
-      tickMs: 50,
-      batchSize: 8,
-      onListening: (l) => listening(l.url),
-      onEvent: (event) => {
-        if (event.type === "formed") formed = true
-      },
-      onRankOutput: () => {}
-    })
-    const at = await url
-    const rank0: CliProcess = startCli(["join", at, "--trainer", held, "--token-file", tokenFile, "--rank", "0", "--save-dir", "save"], {
-      cwd: dir,
-      env: { COHORT_TEST_HOLD: hold },
-      started: children
-    })
-    await waitFor(() => formed, 60_000, "the formation")
+    const { served, at, rank0 } = await serveHeldRun({ dir, trainer: held, runToken, tokenFile, hold, maxRanks: 16, started: children })
     const closed: Array<readonly [number, number | undefined]> = []
     for (const [message, field] of hostileMessages) {
       const joiner = await hostile(at)

@@ -5,7 +5,7 @@
  *
  * `scratch(prefix)` makes a folder (with a run token file) that the caller removes in `afterAll`.
  */
-import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -48,6 +48,24 @@ export const readRun = (out: string): { readonly summary: RunResult; readonly ev
       .split("\n")
       .map((line) => JSON.parse(line) as Event)
   }
+}
+
+/**
+ * What a cluster that did not end well left, for a failed assertion's message: each process's exit
+ * and the tail of what it printed, and the tail of the run's journal.
+ */
+export const story = async (cluster: Cluster, lines = 25): Promise<string> => {
+  const tail = (text: string) => text.trim().split("\n").slice(-lines).join("\n")
+  const procs = [["serve", cluster.serve] as const, ...cluster.ranks.map((rank, r) => [`rank ${r}`, rank] as const)]
+  const parts: Array<string> = []
+  for (const [name, proc] of procs) {
+    const exit = await Promise.race([proc.exited, sleep(0).then(() => "running")])
+    parts.push(`--- ${name} (${exit}):\n${tail(`${proc.stdout()}\n${proc.stderr()}`)}`)
+  }
+  const [runId] = existsSync(cluster.out) ? readdirSync(cluster.out) : []
+  const journal = runId === undefined ? "" : join(cluster.out, runId, "events.ndjson")
+  parts.push(`--- journal:\n${journal !== "" && existsSync(journal) ? tail(readFileSync(journal, "utf8")) : "(none)"}`)
+  return parts.join("\n")
 }
 
 /** Each epoch's `[samplesCommitted, lost, duplicated]`. */
