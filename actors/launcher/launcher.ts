@@ -245,7 +245,9 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
  * The direct ring links of child-process ranks (`RunOptions.ringLinks` `direct`): a listener for
  * each rank and a secret of the run that a neighbour's link must present. The ranks share this
  * machine, so each listens on a Unix socket (`ringSocketPath`) in a private folder of the run's
- * own under the system's temporary folder, removed with the run: the same stream as over TCP
+ * own in memory (`FreePorts.socketFolder`: `/dev/shm` where it can, else the system's temporary
+ * folder), removed with the run and the ranks' area files in it (`folder`, `FileAllReduce`): the
+ * same stream as over TCP
  * without TCP's own work in the kernel, a third of a step's system time on loopback
  * (docs/benchmarks.md). Where no such folder can be made or a path does not fit, a port on loopback
  * instead; a port the system cannot hand out leaves every rank without one (its steps take the
