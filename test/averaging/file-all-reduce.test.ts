@@ -159,6 +159,41 @@ describe("the file all-reduce", () => {
     }
   })
 
+  it("members that start the next round while one still has to read this round's results leave those results as they were: they wait for its token before writing theirs", async () => {
+    const folder = freshFolder()
+    const n = 3
+    const length = 10
+    const inboxes = ringOf(n)
+    const areas = Array.from({ length: n }, (_, r) => FileAllReduce.open(folder, { generation: 0, ringRank: r, ringSize: n, length }))
+    const first = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r * 10 + i))
+    const second = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => -(r + 1) * i))
+    const all = [true, true, true]
+    await roundOf(areas, inboxes, 0, first, all)
+    const expectedFirst = await sharedMean(first, all)
+    // Members 0 and 2 apply round 0 and go on with round 1; member 1 has not read round 0 yet.
+    for (const r of [0, 2]) FileAllReduce.readResult(areas[r]!, new Float32Array(length))
+    const ahead = [0, 2].map((r) =>
+      Effect.runFork(FileAllReduce.allReduce(areas[r]!, inboxes[r]!, { ringRank: r, ringSize: n, generation: 0, round: 1 }, second[r]!))
+    )
+    await new Promise((resolve) => setTimeout(resolve, 20))
+    for (const fiber of ahead) expect(fiber.pollUnsafe()).toBeUndefined()
+    const late = new Float32Array(length)
+    FileAllReduce.readResult(areas[1]!, late)
+    expect(bits(late)).toEqual(bits(expectedFirst))
+    const own = await Effect.runPromise(
+      FileAllReduce.allReduce(areas[1]!, inboxes[1]!, { ringRank: 1, ringSize: n, generation: 0, round: 1 }, second[1]!)
+    )
+    expect(own).toEqual({ _tag: "file" })
+    for (const fiber of ahead) expect(await Effect.runPromise(Fiber.join(fiber))).toEqual({ _tag: "file" })
+    const expectedSecond = await sharedMean(second, all)
+    for (const area of areas) {
+      const mean = new Float32Array(length)
+      FileAllReduce.readResult(area, mean)
+      expect(bits(mean)).toEqual(bits(expectedSecond))
+      FileAllReduce.close(area)
+    }
+  })
+
   it("when one member cannot make its file (no folder), the round falls back to the socket ring for every member, with the ring's bits", async () => {
     const folder = freshFolder()
     const n = 4
