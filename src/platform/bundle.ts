@@ -155,7 +155,9 @@ const compiled = async (url: string): Promise<string> => {
 }
 
 /** The platform files that `browser.ts` stands in for in a browser bundle (`.js` once built). */
-const replacedInBrowser = new Set(["node", "bun", "bun-tcp", "deno", "files", "schedule"].flatMap((name) => [`${name}.ts`, `${name}.js`]))
+const replacedInBrowser = new Set(
+  ["node", "bun", "bun-tcp", "deno", "files", "schedule", "area-file"].flatMap((name) => [`${name}.ts`, `${name}.js`])
+)
 
 /**
  * Why a browser bundle did not build: esbuild's errors, or its warnings (an import that a
