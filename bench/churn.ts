@@ -19,6 +19,7 @@ import { setPriority, tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath, pathToFileURL } from "node:url"
 import * as Launcher from "../actors/launcher/launcher.ts"
+import * as Runtime from "../src/platform/detect.ts"
 import type { JoinCost, LeaveCost, RunEvent } from "../actors/record/run-types.ts"
 import * as Lib from "./lib.ts"
 
@@ -283,6 +284,9 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
           churnAfter: scenario.churnAfter ?? "welcomed"
         }
         const child = fork(join(here, "churn-ranks.ts"), [JSON.stringify(given)], {
+          // The rank processes run on Node whatever runs the coordinator (this process): under Bun
+          // or Deno only the coordinator changes runtime.
+          ...(Runtime.detect() === "node" ? {} : { execPath: "node" }),
           // CHURN_PROF=DIR: each rank process writes a CPU profile there as it exits.
           execArgv: [
             "--import",
