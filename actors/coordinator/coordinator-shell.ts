@@ -5,7 +5,6 @@
  *
  * @since 0.1.0
  */
-import type * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
@@ -141,8 +140,6 @@ export type Message =
   | { readonly _tag: "Tick" }
   | { readonly _tag: "Interrupt"; readonly detail: string }
   | { readonly _tag: "Resource"; readonly detail: string }
-  /** The inbox's reader stepped a batch that died: the actor ends with that cause. */
-  | { readonly _tag: "Failed"; readonly cause: Cause.Cause<never> }
 
 /**
  * The coordinator shell's state beside the core's: what its steps share (what its commands keep

@@ -4,8 +4,6 @@
  * It owns the core's state and reads one mailbox in order: frames, bad frames and death reports
  * from the supervised transport, and ticks from a schedule (`tickMs`). Each input is one
  * `Coordinator.step`; the commands that come out are carried out over the transport at once.
- * While the actor holds and waits for nothing, a batch of inbound events skips the mailbox: the
- * fiber that took it from the transport's inbox steps it, under the lock the actor takes too.
  * A death report wakes the coordinator: the batch of inputs that holds it ends with a tick, so
  * every frame that arrived before it is applied first (the inbox keeps arrival order), the
  * batch's reports are declared together, and none waits behind the later batches in the mailbox.
@@ -66,7 +64,6 @@ import * as Effect from "effect/Effect"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import * as Queue from "effect/Queue"
-import * as Semaphore from "effect/Semaphore"
 import * as Actor from "../../src/actor/actor.ts"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Core from "../../src/core/coordinator.ts"
@@ -152,7 +149,6 @@ const receive =
     message._tag === "Inbound" && shell.state.started
       ? inboundBatch(shell, message.events, 0)
       : Effect.gen(function* () {
-          if (message._tag === "Failed") return yield* Effect.failCause(message.cause)
           if (message._tag === "Start") {
             shell.formingSinceMs = yield* Clock.currentTimeMillis
             return
@@ -261,40 +257,20 @@ export const start = (options: Options): Effect.Effect<Handle, never, Scope.Scop
       roundBytesFrom: { received: 0, sent: 0 },
       deltas
     }
-    // The actor and the inbox's reader below both step the core; one permit keeps them one at a time.
-    const lock = Semaphore.makeUnsafe(1)
-    // Inbound batches queued in the actor's mailbox, not yet stepped; whether the actor holds a message.
-    let queuedBatches = 0
-    let actorBusy = false
     const actor = yield* Actor.spawn<void, Message>("coordinator", {
       initial: undefined,
-      receive: (_, message) => {
-        if (message._tag === "Inbound") queuedBatches -= 1
-        actorBusy = true
-        return lock.withPermit(receive(shell)(undefined, message)).pipe(Effect.ensuring(Effect.sync(() => (actorBusy = false))))
-      },
+      receive: receive(shell),
       // A small mailbox: inputs beyond it wait in the transport, per link, where one link's backlog
       // cannot hold back another's frames or a death report (Transport.Options).
       mailbox: { capacity: mailboxCapacity, whenFull: "suspend" }
     })
     shell.self = actor
     yield* actor.tell({ _tag: "Start" }).pipe(Effect.ignore)
-    // Inbound events come in batches (one effect per batch, not per frame). While the actor has
-    // nothing to do (no message held or queued), a batch is stepped here, in the fiber the inbox
-    // woke: one wake-up a batch instead of two (this fiber's, then the actor's). Otherwise it
-    // queues behind the actor's messages, as every batch did before, so that a tick, an interrupt
-    // or an earlier batch keeps its turn.
+    // Inbound events go to the mailbox in batches (one effect per batch, not per frame).
     yield* Effect.gen(function* () {
       while (true) {
         const events = yield* Queue.takeBetween(transport.inbox, 1, inboundBatchMax)
         const batch: Message = { _tag: "Inbound", events: events.map(Supervisor.classify) }
-        if (!actorBusy && queuedBatches === 0 && actor.queued() === 0) {
-          const exit = yield* Effect.exit(lock.withPermit(receive(shell)(undefined, batch)))
-          // A defect ends the actor with it, as it would have in the actor's own fiber.
-          if (exit._tag === "Failure") return yield* actor.tell({ _tag: "Failed", cause: exit.cause })
-          continue
-        }
-        queuedBatches += 1
         // Queued at once when the mailbox has room: no effect built for it.
         if (!actor.tryTell(batch)) yield* actor.tell(batch)
       }

@@ -96,8 +96,6 @@ export interface ActorRef<in M, out E = never> {
   readonly tell: (message: M) => Effect.Effect<void, MailboxFull | ActorStopped>
   /** Queues `message` now if the mailbox has room and the actor runs; `false` otherwise (nothing queued). */
   readonly tryTell: (message: M) => boolean
-  /** Messages waiting in the mailbox now (not the one being received). */
-  readonly queued: () => number
   readonly await: Effect.Effect<Exit.Exit<void, E>>
   readonly stop: Effect.Effect<void>
   readonly stats: Effect.Effect<MailboxStats>
@@ -185,7 +183,6 @@ export const spawn = <S, M, E = never, R = never>(
       name,
       tell,
       tryTell: (message) => fiber.pollUnsafe() === undefined && Queue.sizeUnsafe(mailbox) < capacity && Queue.offerUnsafe(mailbox, message),
-      queued: () => Queue.sizeUnsafe(mailbox),
       await: Deferred.await(done),
       stop: Scope.close(scope, Exit.void),
       stats: Effect.sync(() => ({ received, dropped, queued: Queue.sizeUnsafe(mailbox) }))
