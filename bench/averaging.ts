@@ -30,8 +30,10 @@
  * Numbers from a machine shared with other work are
  * labelled so in the JSON (`loaded: true` unless `--quiet-machine`).
  *
- * With `--process` the ring runs over direct links between the processes (`ringLinks` `direct`) and,
- * beside it, through the coordinator's relay (`--no-relay-row` leaves that out); `--reference` also
+ * With `--process` the ring runs between the processes with direct links (`ringLinks` `direct`:
+ * through their area files in memory by default, "links" `file`, and beside it over the sockets
+ * alone, `ringAreaMemoryMb` 0, unless `--no-links-row`) and, beside it, through the coordinator's
+ * relay (`--no-relay-row` leaves that out); `--reference` also
  * times gloo and Open MPI for each configuration (`bench/reference.ts`) and prints the ratios, all
  * in a second table. That table also gives each run's CPU time a round, the ranks' processes
  * (Linux's `/proc`) and the bench's own together ("direct cpu ms", "relay cpu ms"), and the bare
@@ -268,8 +270,8 @@ const main = async (): Promise<void> => {
       const at = { ...common, worldSize, params }
       const cpu = backends.includes("cpu") ? await measure({ ...at, backend: "cpu" }) : undefined
       const ring = backends.includes("ring") ? await measure({ ...at, backend: "ring", ringAreaMemoryMb }) : undefined
-      // Worker threads: the same ring over its direct links only (no shared all-reduce area), beside it.
-      const overLinks = transport === "worker" && ring?.links === "area" && !noLinksRow
+      // The same ring over its direct links only (no shared all-reduce area, no area files), beside it.
+      const overLinks = (ring?.links === "area" || ring?.links === "file") && !noLinksRow
       const ringLinks = overLinks ? await measure({ ...at, backend: "ring", ringAreaMemoryMb: 0 }) : undefined
       // The floor of a shared-area round: the same collective with no coordinator, frames or trainer.
       const bare =
@@ -279,12 +281,12 @@ const main = async (): Promise<void> => {
       // Processes: the ring through the coordinator's relay beside its direct links, and what a user
       // would pick instead (gloo, Open MPI), in the same run.
       const ringRelay =
-        transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-relay-row")
+        transport === "process" && (ring?.links === "direct" || ring?.links === "file") && !process.argv.includes("--no-relay-row")
           ? await measure({ ...at, backend: "ring", ringLinks: "relay" })
           : undefined
       // The floor of a direct round: the same collective between processes with nothing around it.
       const wire =
-        transport === "process" && ring?.links === "direct" && !process.argv.includes("--no-bare-row")
+        transport === "process" && (ring?.links === "direct" || ring?.links === "file") && !process.argv.includes("--no-bare-row")
           ? await measureWire(worldSize, params, rounds, warmupRounds)
           : undefined
       const references =
@@ -300,7 +302,11 @@ const main = async (): Promise<void> => {
           params,
           cell(ring),
           cpuOf(ring),
+          ring?.links ?? "-",
           ring === undefined ? "-" : ring.relayedSteps,
+          cell(ringLinks),
+          cpuOf(ringLinks),
+          ratio(ringLinks, ring),
           cell(wire),
           wire === undefined ? "-" : fmt(wire.cpuMsPerRound),
           ratio(ring, wire),
@@ -382,7 +388,11 @@ const main = async (): Promise<void> => {
           "params",
           "ring direct ms",
           "direct cpu ms",
+          "links",
           "relayed",
+          "ring over sockets ms",
+          "sockets cpu ms",
+          "sockets/direct",
           "bare collective ms",
           "bare cpu ms",
           "direct/bare",

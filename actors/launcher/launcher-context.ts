@@ -76,10 +76,14 @@ export interface Vars {
   recovered?: RecoveryRecord | undefined
   /**
    * What the ring's collectives took, decided at the first generation (the largest: a worker ring
-   * never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`.
+   * never grows): a shared all-reduce area when it fits `ringAreaMemoryMb`, else `ringLinks`;
+   * child processes: their area files (`file`) when the ranks were handed `ringAreaFolder` and a
+   * generation's files fit `ringAreaMemoryMb`.
    */
-  ringLinksUsed: "area" | "shared" | "port" | "direct" | "relay"
+  ringLinksUsed: "area" | "file" | "shared" | "port" | "direct" | "relay"
   ringLinksDecided: boolean
+  /** The folder child-process ranks keep their all-reduce area files in (`RankData.ringAreaFolder`), when handed. */
+  ringAreaFolder?: string | undefined
   /** The first write of the run's journal or epoch model that failed: the run stops on it (`storageStop`). */
   storageFault: StorageFault.StorageFault | undefined
   /**

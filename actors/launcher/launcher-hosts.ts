@@ -7,6 +7,7 @@
  */
 import * as Effect from "effect/Effect"
 import type * as Scope from "effect/Scope"
+import * as FileAllReduce from "../../src/averaging/file-all-reduce.ts"
 import type * as Finite from "../../src/averaging/finite.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import * as Core from "../../src/core/coordinator.ts"
@@ -87,6 +88,19 @@ const ringArea = (
   return buffer !== undefined && paramsLength !== undefined
     ? { buffer, length: paramsLength, memory: SharedAllReduce.memoryOf(buffer) }
     : undefined
+}
+
+/**
+ * Child processes: records that the ring's collectives go through the ranks' area files
+ * (`FileAllReduce`), decided at the first generation with a known parameter count, as the ranks
+ * decide it (a folder handed, the generation's files within `ringAreaMemoryMb`).
+ */
+const fileArea = (ctx: Context, ringSize: number, paramsLength: number | undefined): void => {
+  const { vars } = ctx
+  if (vars.ringLinksDecided || paramsLength === undefined || vars.ringAreaFolder === undefined) return
+  vars.ringLinksDecided = true
+  if (ringSize >= 2 && FileAllReduce.areaBytes(ringSize, paramsLength) <= ctx.resolved.ringAreaMemoryMb * 2 ** 20)
+    vars.ringLinksUsed = "file"
 }
 
 /**
@@ -270,7 +284,11 @@ export const makeHost = (ctx: Context): Effect.Effect<Host, never, Scope.Scope> 
         (h): Host => ({
           transport: h.transport,
           spawn: (o) => h.spawn(heapLimitMb === undefined ? o : { ...o, heapLimitMb }),
-          kill: (r) => h.kill(r)
+          kill: (r) => h.kill(r),
+          formRingLinks: (_generation, peers, paramsLength) => {
+            fileArea(ctx, peers.length, paramsLength)
+            return undefined
+          }
         })
       )
     case "websocket":

@@ -245,13 +245,15 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
  * The direct ring links of child-process ranks (`RunOptions.ringLinks` `direct`): a listener for
  * each rank and a secret of the run that a neighbour's link must present. The ranks share this
  * machine, so each listens on a Unix socket (`ringSocketPath`) in a private folder of the run's
- * own under the system's temporary folder, removed with the run: the same stream as over TCP
+ * own in memory (`FreePorts.socketFolder`: `/dev/shm` where it can, else the system's temporary
+ * folder), removed with the run and the ranks' area files in it (`folder`, `FileAllReduce`): the
+ * same stream as over TCP
  * without TCP's own work in the kernel, a third of a step's system time on loopback
  * (docs/benchmarks.md). Where no such folder can be made or a path does not fit, a port on loopback
  * instead; a port the system cannot hand out leaves every rank without one (its steps take the
  * relay).
  */
-const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses, never, Scope.Scope> =>
+const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses & { readonly folder?: string }, never, Scope.Scope> =>
   Effect.gen(function* () {
     const folder = yield* Effect.acquireRelease(
       Effect.promise(() => FreePorts.socketFolder()),
@@ -259,7 +261,7 @@ const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses, never, S
     )
     const paths = Array.from({ length: worldSize }, (_, rank) => (folder === undefined ? undefined : ringSocketPath(folder, rank)))
     if (paths.every((path) => path !== undefined))
-      return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0) }
+      return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0), folder: folder! }
     const ports = yield* Effect.promise(() => FreePorts.freePorts(peerHost, worldSize).catch(() => [] as ReadonlyArray<number>))
     return {
       token: nanoid(32),
@@ -308,9 +310,13 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       transportKind,
       rankNice,
       compress,
-      deltas
+      deltas,
+      ringAreaMemoryMb
     } = ctx.resolved
-    const peerLinks = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
+    const peers = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
+    // The ranks' all-reduce area files live beside their sockets, in memory (`FileAllReduce`).
+    const areaFolder = peers?.folder !== undefined && ringAreaMemoryMb > 0 && compress === "none" ? peers.folder : undefined
+    ctx.vars.ringAreaFolder = areaFolder
     for (let rank = 0; served === undefined && rank < worldSize; rank++) {
       const hang = hangs.find((h) => h.rank === rank)
       const flood = floods.find((f) => f.rank === rank)
@@ -320,7 +326,8 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
         ...(compress === "none" ? {} : { compress }),
         ...(deltas ? { deltas } : {}),
         ringLinks: ringLinks === "relay" ? "relay" : ringLinks === "direct" ? "direct" : "port",
-        ...(peerLinks === undefined ? {} : { peerLinks: { ...peerLinks, port: peerLinks.ports[rank]! } }),
+        ...(peers === undefined ? {} : { peerLinks: { token: peers.token, urls: peers.urls, host: peers.host, port: peers.ports[rank]! } }),
+        ...(areaFolder === undefined ? {} : { ringAreaFolder: areaFolder, ringAreaBytesMax: ringAreaMemoryMb * 2 ** 20 }),
         collectiveFault:
           collectiveFault === undefined
             ? undefined

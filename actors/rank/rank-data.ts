@@ -90,6 +90,15 @@ export interface RankData {
   /** With `ringLinks` `direct`: the run's token, every rank's listener URL and this rank's own (`PeerRing.PeerAddresses`). */
   readonly peerLinks?: PeerRing.PeerAddresses | undefined
   /**
+   * With `peerLinks` between processes of one machine: the run's private folder (in memory,
+   * `/dev/shm` where there is one) where the ranks' all-reduce area files live (`FileAllReduce`);
+   * absent: collectives go over the links only. `ringAreaBytesMax` bounds a generation's files
+   * together (`FileAllReduce.areaBytes`, from `RunOptions.ringAreaMemoryMb`): a larger model's
+   * rounds go over the links.
+   */
+  readonly ringAreaFolder?: string | undefined
+  readonly ringAreaBytesMax?: number | undefined
+  /**
    * How a `cpu` contribution travels (docs/edge-averaging.md): `none` (default, float32), `fp16`
    * or `int8` (`Packed`), with error feedback: the rank keeps what quantization dropped and adds
    * it to its next contribution.

@@ -22,6 +22,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
+import * as FileAllReduce from "../../src/averaging/file-all-reduce.ts"
 import * as Finite from "../../src/averaging/finite.ts"
 import * as LinkBytes from "../../src/averaging/link-bytes.ts"
 import * as Ring from "../../src/averaging/ring.ts"
@@ -130,7 +131,11 @@ export interface RankRing {
    * advertises one (`PeerRing.PeerAddresses.advertise`): its `Hello` carries it.
    */
   readonly ringAddress: () => Promise<string | undefined>
-  /** How the current generation's collectives travel: `direct link`, `shared all-reduce` or `relayed link`. */
+  /**
+   * How the current generation's collectives travel: `direct link`, `shared all-reduce`, `shared
+   * file` (processes' file area, `FileAllReduce`; `direct socket link` for a round that fell back)
+   * or `relayed link`.
+   */
   readonly linkName: () => string
   readonly failure: () => Ring.RingLinkError | undefined
   /**
@@ -147,6 +152,13 @@ export interface RankRing {
    * new one. Saves allocating the whole vector every round.
    */
   readonly contributionBuffer: (length: number) => Float32Array
+}
+
+/** What a collective through a file area gives the rank (`make`'s `fileCollective`). */
+interface FileCollectiveResult {
+  readonly mean: Float32Array | undefined
+  readonly residual: undefined
+  readonly file?: FileAllReduce.FileArea | undefined
 }
 
 /**
@@ -205,6 +217,8 @@ export const make = (options: RankRingOptions): RankRing => {
     readonly close: () => void
     /** The generation's shared all-reduce area (worker threads): collectives run there, not over the link. */
     readonly area?: SharedAllReduce.Area | undefined
+    /** Sends on the generation's direct link only (a file area's notice, `FileAllReduce.noticeStep`). */
+    readonly directOnly?: ((step: Ring.RingMessage) => void) | undefined
     /** Whether an idle rank watches the area for a collective it is not in yet. */
     watching?: boolean
   }
@@ -295,13 +309,54 @@ export const make = (options: RankRingOptions): RankRing => {
     )
     end.onMessage((step) => {
       linkBytes.received(step.round, PeerRing.stepBytes(step))
+      if (step.step === FileAllReduce.noticeStep) return noticed(step, end)
       direct.push(step)
       if (collective === undefined && finished === undefined) notify()
     })
-    portChannels.set(message.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: end.close })
+    portChannels.set(message.generation, {
+      link: direct,
+      inbox: new Ring.RingInbox(direct),
+      close: end.close,
+      directOnly: (step) => void end.send(step)
+    })
   }
   const channelFor = (generation: number): RingChannel | undefined =>
     usePorts || peers !== undefined ? portChannels.get(generation) : relay
+
+  /**
+   * Processes of one machine (`RankData.ringAreaFolder`): the newest generation's file area
+   * (`FileAllReduce`), opened at its first collective (which removes this rank's older file). Every
+   * member decides alike whether to use one (same folder, ring size, length and bound); compressed
+   * steps stay on the links. How each generation's last collective went: `file` or `ring`.
+   */
+  const areaFolder = peers !== undefined && data.compress === undefined ? data.ringAreaFolder : undefined
+  let fileArea: FileAllReduce.FileArea | undefined
+  const fileUsed = new Map<number, "file" | "ring">()
+  const fileAreaFor = (view: FormRing, length: number): FileAllReduce.FileArea | undefined => {
+    if (areaFolder === undefined || view.ringSize < 2) return undefined
+    if (FileAllReduce.areaBytes(view.ringSize, length) > (data.ringAreaBytesMax ?? Number.POSITIVE_INFINITY)) return undefined
+    if (fileArea?.generation === view.generation && fileArea.length === length) return fileArea
+    const shape = { generation: view.generation, ringRank: view.ringRank, ringSize: view.ringSize, length }
+    fileArea = FileAllReduce.open(areaFolder, shape, fileArea)
+    if (fileArea.problem !== undefined)
+      console.error(
+        `cohort rank ${link.rank}: no ring area file (${fileArea.problem}): rounds of generation ${view.generation} go over the links`
+      )
+    return fileArea
+  }
+
+  /**
+   * A notice that ring rank `data[0]`'s row was not finite (`FileAllReduce` module doc): this rank
+   * fails when it is that rank, else passes it on to its next neighbour (on the direct link only:
+   * the relay takes ring steps alone).
+   */
+  const noticed = (step: Ring.RingMessage, end: PeerRing.PeerEnd): void => {
+    if (ringView === undefined || step.generation !== ringView.generation) return
+    if (step.data[0] !== ringView.ringRank) return void end.send(step)
+    finished = undefined
+    ringFailure = notFinite()
+    notify() // the rank's loop leaves on it
+  }
 
   // Made when needed: an error's stack costs each joining rank a capture it almost never uses.
   const notFinite = () => new Ring.RingLinkError("this rank's contribution carried a value that is not finite")
@@ -319,6 +374,8 @@ export const make = (options: RankRingOptions): RankRing => {
         readonly round: number
         readonly mean: Float32Array
         readonly area: SharedAllReduce.Area | undefined
+        /** Processes: the file area whose result segments hold the mean once committed (`mean` is then empty). */
+        readonly file: FileAllReduce.FileArea | undefined
         readonly ringRank: number
         /** `--compress`: what packing dropped this round, kept once the round is committed. */
         readonly residual: Float32Array | undefined
@@ -389,6 +446,60 @@ export const make = (options: RankRingOptions): RankRing => {
     return mean
   }
 
+  /**
+   * The pending contribution's collective through the generation's file area (`FileAllReduce`):
+   * its mean is read once the round commits (`readFileMean`); a round that fell back to the links
+   * gives its mean now; a row that was not finite fails this rank when it is its own, else is
+   * noticed to its owner along the ring and gives no mean (no `RoundDone`).
+   */
+  const fileCollective = (
+    file: FileAllReduce.FileArea,
+    channel: RingChannel,
+    shape: Ring.Collective,
+    contribution: Contribution
+  ): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
+    const length = contribution.params.length
+    const into = takeSpareMean()
+    // The same injected fault as in a shared area, as the file area's hooks (effects).
+    const hooks = areaFaults(shape.round, shape.ringSize)
+    const before = hooks.before
+    const faults: FileAllReduce.Faults = {
+      ...(hooks.corrupt === true ? { corrupt: true } : {}),
+      ...(before === undefined ? {} : { before: (at: 0 | 1) => Effect.suspend(() => (before(at) ? Effect.never : Effect.void)) })
+    }
+    return Effect.flatMap(
+      FileAllReduce.allReduce(file, channel.inbox, shape, contribution.params, contribution.contributes, faults, into),
+      (outcome): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
+        fileUsed.set(shape.generation, outcome._tag === "ring" ? "ring" : "file")
+        if (outcome._tag === "ring") return Effect.succeed({ mean: outcome.mean, residual: undefined })
+        if (outcome._tag === "file") {
+          const mean = into !== undefined && into.length === length ? into : new Float32Array(length)
+          return Effect.succeed({ mean, residual: undefined, file })
+        }
+        if (outcome.rank === shape.ringRank) return Effect.fail(notFinite())
+        const notice = Float64Array.of(outcome.rank)
+        channel.directOnly?.({ generation: shape.generation, round: shape.round, step: FileAllReduce.noticeStep, data: notice })
+        return Effect.succeed({ mean: undefined, residual: undefined })
+      }
+    )
+  }
+
+  /**
+   * Reads a committed file round's mean into `done.mean` (`FileAllReduce.readResult`); `false`
+   * when a file cannot be read (then the rank fails: it cannot apply the committed round).
+   */
+  const readFileMean = (done: NonNullable<typeof finished>): boolean => {
+    if (done.file === undefined) return true
+    try {
+      FileAllReduce.readResult(done.file, done.mean)
+      return true
+    } catch (error) {
+      ringFailure = new Ring.RingLinkError(`the file area could not be read: ${error instanceof Error ? error.message : String(error)}`)
+      notify() // the rank's loop leaves on it
+      return false
+    }
+  }
+
   /** Interrupts the running collective, if any: it changes nothing the rank holds. */
   const abortCollective = Effect.suspend(() => {
     const running = collective
@@ -408,7 +519,7 @@ export const make = (options: RankRingOptions): RankRing => {
     entry: Running,
     contribution: Contribution,
     ringRank: number,
-    area: SharedAllReduce.Area | undefined,
+    where: { readonly area: SharedAllReduce.Area | undefined; readonly file: FileAllReduce.FileArea | undefined },
     mean: Float32Array | undefined,
     dropped: Float32Array | undefined
   ): ToCoordinator | undefined => {
@@ -417,7 +528,8 @@ export const make = (options: RankRingOptions): RankRing => {
       blockedGeneration = Math.max(blockedGeneration, entry.generation)
       return undefined
     }
-    const done = { generation: entry.generation, round: entry.round, mean, area, ringRank, residual: dropped }
+    const { area, file } = where
+    const done = { generation: entry.generation, round: entry.round, mean, area, file, ringRank, residual: dropped }
     finished = done
     if (area !== undefined) watchCommit(done)
     const moved = linkBytes.take(entry.round)
@@ -456,7 +568,7 @@ export const make = (options: RankRingOptions): RankRing => {
         if (collective !== entry) return
         if (outcome instanceof Ring.RingLinkError) return failed(entry, outcome)
         if (area.badRank() === shape.ringRank) return failed(entry, notFinite())
-        const report = finish(entry, contribution, shape.ringRank, area, outcome, undefined)
+        const report = finish(entry, contribution, shape.ringRank, { area, file: undefined }, outcome, undefined)
         if (report !== undefined) options.sendNow(report)
       }
     )
@@ -485,27 +597,34 @@ export const make = (options: RankRingOptions): RankRing => {
         return Effect.void
       }
       const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      const file = !usePorts ? fileAreaFor(view, contribution.params.length) : undefined
       const compression = data.compress === "fp16" || data.compress === "int8" ? data.compress : undefined
       // Steps between processes are packed with `--compress`; worker threads' links stay float32.
       const collectiveOf: Effect.Effect<
-        { readonly mean: Float32Array | undefined; readonly residual: Float32Array | undefined },
+        {
+          readonly mean: Float32Array | undefined
+          readonly residual: Float32Array | undefined
+          readonly file?: FileAllReduce.FileArea | undefined
+        },
         Ring.RingLinkError
       > =
-        compression !== undefined && !usePorts
-          ? RingCompressed.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, {
-              compression,
-              base: contribution.base,
-              residual
-            })
-          : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, takeSpareMean()), (mean) => ({
-              mean,
-              residual: undefined
-            }))
+        file !== undefined
+          ? fileCollective(file, channel, shape, contribution)
+          : compression !== undefined && !usePorts
+            ? RingCompressed.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, {
+                compression,
+                base: contribution.base,
+                residual
+              })
+            : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, takeSpareMean()), (mean) => ({
+                mean,
+                residual: undefined
+              }))
       const body = collectiveOf.pipe(
-        Effect.flatMap(({ mean, residual: dropped }) =>
+        Effect.flatMap(({ mean, residual: dropped, file: fileDone }) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
-            const report = finish(entry, contribution, shape.ringRank, undefined, mean, dropped)
+            const report = finish(entry, contribution, shape.ringRank, { area: undefined, file: fileDone }, mean, dropped)
             return report === undefined ? Effect.void : send(report)
           })
         ),
@@ -539,6 +658,10 @@ export const make = (options: RankRingOptions): RankRing => {
     committed: (message) => {
       const done = finished
       if (done === undefined || done.generation !== message.generation || done.round !== message.round) return undefined
+      if (!readFileMean(done)) {
+        finished = undefined
+        return undefined
+      }
       return takeFinished(done)
     },
     recycleMean: (buffer) => {
@@ -584,8 +707,10 @@ export const make = (options: RankRingOptions): RankRing => {
       return advertise === undefined || port === undefined ? undefined : PeerRing.advertisedUrl(advertise, port)
     },
     linkName: () => {
-      if (ringView !== undefined && peers !== undefined)
+      if (ringView !== undefined && peers !== undefined) {
+        if (fileUsed.get(ringView.generation) === "file") return "shared file"
         return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
+      }
       if (ringView === undefined || !usePorts) return "relayed link"
       return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },
@@ -604,9 +729,8 @@ export const make = (options: RankRingOptions): RankRing => {
       finished = undefined
       pending = undefined
       // An area's result row is the area's: the held mean is a copy of it.
-      return done === undefined
-        ? undefined
-        : { round: done.round, generation: done.generation, mean: done.area === undefined ? done.mean : done.mean.slice() }
+      if (done === undefined || !readFileMean(done)) return undefined
+      return { round: done.round, generation: done.generation, mean: done.area === undefined ? done.mean : done.mean.slice() }
     })
   }
 }

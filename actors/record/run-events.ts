@@ -453,13 +453,16 @@ export interface RunResult {
    * (`relay`: `RingData` through the coordinator; `direct`: WebSocket links between child processes,
    * with `relayed` counting the steps that fell back to the relay; `port`: a direct `MessageChannel` between worker
    * threads; `shared`: a direct shared-memory link between worker threads, `RunOptions.ringSharedSlots`;
-   * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`),
+   * `area`: no steps, a shared all-reduce area per generation, `RunOptions.ringAreaMemoryMb`;
+   * `file`: child processes of one machine, one token pass a round over their direct links and an
+   * area file per rank in memory, `RunOptions.ringAreaMemoryMb`; a round whose files could not be
+   * used went over the direct links, and its ranks said so on their output),
    * and the steps the coordinator `relayed` and `dropped` (an older generation).
    */
   readonly ring?:
     | {
         readonly generations: number
-        readonly links: "relay" | "direct" | "port" | "shared" | "area"
+        readonly links: "relay" | "direct" | "port" | "shared" | "area" | "file"
         readonly relayed: number
         readonly dropped: number
       }

@@ -187,7 +187,7 @@ const ExitCode = Schema.Literals([0, 1, 4, 5, 130, 143])
 /** `RunResult.ring`. */
 const RingSummary = Schema.Struct({
   generations: Schema.Int,
-  links: Schema.Literals(["relay", "direct", "port", "shared", "area"]),
+  links: Schema.Literals(["relay", "direct", "port", "shared", "area", "file"]),
   relayed: Schema.Int,
   dropped: Schema.Int
 })

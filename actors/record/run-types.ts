@@ -80,15 +80,20 @@ export interface RunOptions {
    * all-reduce area (`SharedAllReduce`: one barrier wait a round instead of `2 (n - 1)` ring
    * steps) when the area, `16 + 16 n + 4 params (n + 1)` bytes for a ring of `n` (14.0 MiB at
    * 8 ranks x 407,050 parameters), is at most this many MiB; otherwise the steps take the direct
-   * links (`ringSharedSlots`). 0 never uses an area. Default 256; an integer in [0, 65536]
-   * (`LaunchError` on `ringAreaMemoryMb` otherwise). Ignored by other transports and by runtimes
-   * without `Atomics.waitAsync`.
+   * links (`ringSharedSlots`). Child processes with direct links (`ringLinks` `direct`): each
+   * generation's collectives run through one area file per rank in the run's private folder in
+   * `/dev/shm` (`FileAllReduce`: one token pass a round over the links) when the files, `4 params
+   * (n + 1)` bytes together, are at most this many MiB, and not with `compress`; a round whose
+   * files cannot be used (`ENOSPC`, ...) goes over the links. 0 never uses an area or area files.
+   * Default 256; an integer in [0, 65536] (`LaunchError` on `ringAreaMemoryMb` otherwise). Ignored
+   * by other transports and, for worker threads, by runtimes without `Atomics.waitAsync`.
    */
   readonly ringAreaMemoryMb?: number
   /**
    * Ring backend: how ring steps travel between ranks. `direct` (default): rank to rank wherever
    * the transport can (worker threads: `ringAreaMemoryMb`, `ringSharedSlots`; child processes:
-   * WebSocket links on loopback between ring neighbours, authenticated with a run secret, each
+   * area files in memory with a token over the links, `ringAreaMemoryMb`, and links over Unix
+   * sockets (or TCP on loopback) between ring neighbours, authenticated with a run secret, each
    * falling back to the relay where it cannot be made; over `websocket` and `serve`, the relay
    * still). `relay`: every step as a `RingData` frame through the coordinator, which checks it.
    * `LaunchError` on `ringLinks` for anything else.

@@ -360,6 +360,57 @@ export const meanOfRows = (rows: ReadonlyArray<Float32Array>, from: number, to: 
   return -1
 }
 
+/**
+ * Values `meanOfReads` reads of a row at once: 64 KiB a read, so that a segment of a large model
+ * takes tens of reads a row, not hundreds (each a system call), with the sums (128 KiB) still in a
+ * core's second-level cache.
+ */
+const readChunkValues = 16_384
+
+/**
+ * `meanOfRows` over `count` rows that are not in this process's memory (another process's file,
+ * `FileAllReduce`): `read(row, into, at)` fills `into` (a view of the scratch memory) with values
+ * `[at, at + into.length)` of row `row`, so each value is copied once, by the read, and summed
+ * where it landed. `result[i]` for `i` in `[0, length)`; the same bits as `meanOfRows`. Gives -1,
+ * or the first `i` whose sum is NaN or an infinity (`result` then holds the means before that
+ * chunk only). Call only when `isEnabled()`, with `count` at least 1.
+ *
+ * @since 0.1.0
+ * @category simd
+ */
+export const meanOfReads = (
+  count: number,
+  length: number,
+  read: (row: number, into: Float32Array, at: number) => void,
+  result: Float32Array
+): number => {
+  const k = kernel!
+  const ownAt = readChunkValues * 8
+  const outAt = ownAt + readChunkValues * 4
+  const buffer = bytesOf(k, outAt + readChunkValues * 4)
+  const sums = new Float64Array(buffer, 0, readChunkValues)
+  const own = new Float32Array(buffer, ownAt, readChunkValues)
+  const means = new Float32Array(buffer, outAt, readChunkValues)
+  for (let at = 0; at < length; at += readChunkValues) {
+    const size = Math.min(readChunkValues, length - at)
+    const end = 8 * (size + (size % 2))
+    // +0, as the JavaScript loop's sums start (`meanOfRows`).
+    sums.fill(0, 0, size + 1)
+    let notFinite = 0
+    for (let row = 0; row < count; row++) {
+      read(row, own.subarray(0, size), at)
+      if (size % 2 === 1) own[size] = 0
+      notFinite |= k.add(0, ownAt, end)
+    }
+    if (notFinite !== 0) {
+      for (let i = 0; i < size; i++) if (!Number.isFinite(sums[i]!)) return at + i
+    }
+    k.divide(0, outAt, end, count)
+    result.set(size === readChunkValues ? means : means.subarray(0, size), at)
+  }
+  return -1
+}
+
 /** Bytes past a step buffer's capacity where a call copies a chunk of this rank's float32 values. */
 const ownScratchBytes = chunkValues * 4
 

@@ -300,6 +300,25 @@ const allFinite = (data: Float64Array | Float32Array): boolean => {
 export const isContribution = (params: Float32Array): boolean => Finite.allFinite(params)
 
 /**
+ * The first step number of a file area round's tokens (`FileAllReduce`: step `tokenStepBase + s`
+ * for `s` in `[0, ringSize - 1)`, each one float64 value, 0, 1 or 2): far above any data step
+ * (`2 (ringSize - 1)` of them), so a token is never taken for one. Defined here, beside
+ * `checkStep` and `RelayOrder`, which the coordinator's relay applies to tokens too.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export const tokenStepBase = 0x4000_0000
+
+/** What a token step says is wrong with it, or `undefined` (`tokenStepBase`). */
+const checkToken = (message: RingMessage, n: number): string | undefined => {
+  const { step, data } = message
+  if (step >= tokenStepBase + n - 1) return `token step ${step - tokenStepBase} past the last (${n - 2}) of a ring of ${n}`
+  const value = data instanceof Float64Array && data.length === 1 ? data[0] : undefined
+  return value === 0 || value === 1 || value === 2 ? undefined : `token step ${step - tokenStepBase} did not carry one token value`
+}
+
+/**
  * What is wrong with ring step `message` sent by ring rank `ringRank` of a ring of `ringSize`
  * over `length` parameters, or `undefined` when it is a step `allReduce` sends: `step` below
  * `2 (ringSize - 1)`; a reduce-scatter step a `Float64Array` of the sent segment's length plus
@@ -308,7 +327,8 @@ export const isContribution = (params: Float32Array): boolean => Finite.allFinit
  * larger finite sum would make its owner's mean infinite and fail that honest rank); an all-gather
  * step a `Float32Array` of the sent segment's length; every value finite. The coordinator's relay
  * checks each step it forwards with it, so that a rank that breaks the protocol is closed, not the
- * honest neighbour its step would have failed. O(segment length).
+ * honest neighbour its step would have failed. A file area's token (`tokenStepBase`) is one value,
+ * 0, 1 or 2, of a token step below `tokenStepBase + ringSize - 1`. O(segment length).
  *
  * @since 0.1.0
  * @category averaging
@@ -320,6 +340,7 @@ export const checkStep = (
   const { ringRank: r, ringSize: n, length } = shape
   const { step, data } = message
   if (n < 2) return "a ring of one sends no step"
+  if (step >= tokenStepBase) return checkToken(message, n)
   if (step >= 2 * (n - 1)) return `step ${step} past the last step (${2 * (n - 1) - 1}) of a ring of ${n}`
   if (data instanceof Uint8Array) return checkPacked(data, step, r, n, length)
   if (step < n - 1) {
@@ -362,7 +383,8 @@ const checkPacked = (data: Uint8Array, step: number, r: number, n: number, lengt
 /**
  * The order of the steps each sender relays (the coordinator's relay, beside `checkStep`): one
  * sender's steps of the open round in the current generation come in step order from 0, each
- * once, as `allReduce` sends them. Anything else breaks the protocol, and forwarding it would fail
+ * once, as `allReduce` sends them (in a file area's round, its tokens first, in order from
+ * `tokenStepBase`). Anything else breaks the protocol, and forwarding it would fail
  * the honest receiver instead (a repeated step is taken for the next one: `RingInbox.take`) or
  * make it keep steps of a round that never comes (up to `aheadMessagesMaxDefault` of them, each a
  * segment). No honest step is of another round: a member starts round `r + 1`'s collective only
@@ -387,7 +409,20 @@ export class RelayOrder {
     if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
     const last = this.last.get(from)
     const started = last !== undefined && last.generation === generation && last.round === round
-    const expected = started ? last.step + 1 : direct ? step : 0
+    // A file area's round sends its tokens first (`tokenStepBase` on), then, when it falls back,
+    // its data steps from 0; a token after a data step of the same round is out of order.
+    const token = step >= tokenStepBase
+    const expected = started
+      ? last.step >= tokenStepBase && !token
+        ? direct
+          ? step
+          : 0
+        : last.step + 1
+      : direct
+        ? step
+        : token
+          ? tokenStepBase
+          : 0
     if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
     if (last === undefined) this.last.set(from, { generation, round, step })
     else {

@@ -64,7 +64,8 @@ const crashLines = (result: RunTypes.RunResult | PartialRun): ReadonlyArray<stri
 
 /**
  * `averaging: ring, 2 generations, direct links between worker threads` (or
- * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`, `direct
+ * `shared-memory links` with `links` `shared`, `a shared-memory all-reduce` with `area`, `an
+ * all-reduce through files in memory` with `file`, `direct
  * links between processes` with `direct`).
  */
 const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]): string =>
@@ -77,9 +78,11 @@ const averagingText = (backend: "cpu" | "ring", ring: RunTypes.RunResult["ring"]
             ? "shared-memory links between worker threads"
             : ring.links === "area"
               ? "a shared-memory all-reduce between worker threads"
-              : ring.links === "direct"
-                ? `direct links between processes (${ring.relayed} steps fell back to the relay)`
-                : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
+              : ring.links === "file"
+                ? "an all-reduce through files in memory between processes"
+                : ring.links === "direct"
+                  ? `direct links between processes (${ring.relayed} steps fell back to the relay)`
+                  : `steps relayed by the coordinator (${ring.relayed} relayed, ${ring.dropped} dropped)`
       }`
 
 /** Whole bytes with thousands separators (`196,896`), the same on every runtime and locale. */

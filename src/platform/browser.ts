@@ -160,6 +160,35 @@ export const writeFile = (path: string, _data?: Uint8Array | string): Promise<vo
 /** Rejects with `code` `ENOSYS`: nothing is written from a browser. @since 0.1.0 @category files */
 export const writeFileAtomic = (path: string, _data?: Uint8Array | string): Promise<void> => Promise.reject(noFileSystem("write", path))
 
+/** Throws `code` `ENOSYS`: a browser rank has no area file (`AreaFile`). @since 0.1.0 @category files */
+export const createAreaFile = (path: string, _bytes?: number): number => {
+  throw noFileSystem("create", path)
+}
+
+/** Throws `code` `ENOSYS`: a browser rank has no area file. @since 0.1.0 @category files */
+export const openAreaFile = (path: string): number => {
+  throw noFileSystem("open", path)
+}
+
+/** Throws `code` `ENOSYS`: a browser rank has no area file. @since 0.1.0 @category files */
+export const writeAt = (_fd: number, _data?: ArrayBufferView, _position?: number): void => {
+  throw noFileSystem("write", "an area file")
+}
+
+/** Throws `code` `ENOSYS`: a browser rank has no area file. @since 0.1.0 @category files */
+export const readAt = (_fd: number, _into?: ArrayBufferView, _position?: number): void => {
+  throw noFileSystem("read", "an area file")
+}
+
+/** Does nothing: a browser opens no file. @since 0.1.0 @category files */
+export const closeFile = (_fd: number): void => {}
+
+/** Does nothing: a browser makes no file. @since 0.1.0 @category files */
+export const removeFile = (_path: string): void => {}
+
+/** The empty string: a browser has no folder. @since 0.1.0 @category files */
+export const memoryFolder = (): string => ""
+
 /** Does nothing: a browser writes no file, so there is no folder to sync. @since 0.1.0 @category files */
 export const syncDir = (_path: string): Promise<void> => Promise.resolve()
 

@@ -155,7 +155,9 @@ const compiled = async (url: string): Promise<string> => {
 }
 
 /** The platform files that `browser.ts` stands in for in a browser bundle (`.js` once built). */
-const replacedInBrowser = new Set(["node", "bun", "deno", "files", "schedule"].flatMap((name) => [`${name}.ts`, `${name}.js`]))
+const replacedInBrowser = new Set(
+  ["node", "bun", "bun-tcp", "deno", "files", "schedule", "area-file"].flatMap((name) => [`${name}.ts`, `${name}.js`])
+)
 
 /**
  * Why a browser bundle did not build: esbuild's errors, or its warnings (an import that a
@@ -178,7 +180,7 @@ export class BrowserBundleError extends Data.TaggedError("BrowserBundleError")<{
  * Bundles `source` (an ES module whose relative imports resolve from `resolveDir`, a folder path)
  * for a browser's module Web Worker: everything inlined (packages too, in their browser builds:
  * cbor-x without its native addon), ES2022, with `browser.ts` standing in for `node.ts`,
- * `bun.ts`, `deno.ts`, `files.ts` and `schedule.ts` wherever the bundle imports them. Returns
+ * `bun.ts`, `bun-tcp.ts`, `deno.ts`, `files.ts` and `schedule.ts` wherever the bundle imports them. Returns
  * the module's text. `minify` (default false) shrinks it for serving. Rejects with
  * `BrowserBundleError` when the source does not build or imports what the stand-in lacks.
  *

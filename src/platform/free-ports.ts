@@ -6,8 +6,8 @@
  */
 import { mkdtemp, rm } from "node:fs/promises"
 import { createServer, type Server } from "node:net"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as AreaFile from "./area-file.ts"
 
 /**
  * `count` distinct ports the system handed out on `host` just now, each bound and released: free
@@ -36,15 +36,16 @@ export const freePorts = async (host: string, count: number): Promise<ReadonlyAr
 }
 
 /**
- * A new folder of this user's own (mode 0700) under the system's temporary folder, for the Unix
- * sockets of a run's child processes: short enough for a socket's path, and outside the run's
- * folder, which users copy (a socket file cannot be copied). Resolves `undefined` where none can be
- * made.
+ * A new folder of this user's own (mode 0700) in memory (`AreaFile.memoryFolder`: `/dev/shm`
+ * where it is writable, else the system's temporary folder), for the Unix sockets of a run's child
+ * processes and their all-reduce area files (`FileAllReduce`): short enough for a socket's path,
+ * and outside the run's folder, which users copy (a socket file cannot be copied). Resolves
+ * `undefined` where none can be made.
  *
  * @since 0.1.0
  * @category sockets
  */
-export const socketFolder = (): Promise<string | undefined> => mkdtemp(join(tmpdir(), "cohort-")).catch(() => undefined)
+export const socketFolder = (): Promise<string | undefined> => mkdtemp(join(AreaFile.memoryFolder(), "cohort-")).catch(() => undefined)
 
 /**
  * Removes a folder made by `socketFolder` with what is in it; never fails.

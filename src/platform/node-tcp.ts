@@ -1,14 +1,14 @@
 /**
- * Plain TCP streams on `node:net` (`Types.TcpStream`): Node's listener and client, which Bun and
- * Deno also provide. Every connection has Nagle's algorithm off (a small write goes out at once:
- * ring steps wait on each other) and no idle timeout. On Node and Deno an accepted connection
- * reads into one buffer of its own (`readBufferBytes`), reused for every read (`ownBuffer`).
+ * Plain TCP streams on `node:net` (`Types.TcpStream`): Node's listener and client, which Deno
+ * also provides (Bun's own sockets serve Bun, `bun-tcp.ts`). Every connection has Nagle's
+ * algorithm off (a small write goes out at once: ring steps wait on each other) and no idle
+ * timeout. An accepted connection reads into one buffer of its own (`readBufferBytes`), reused
+ * for every read (`ownBuffer`).
  *
  * @since 0.1.0
  */
 import { lstatSync, unlinkSync } from "node:fs"
 import { connect, createServer, type Server, Socket } from "node:net"
-import * as Runtime from "./detect.ts"
 import type * as Types from "./types.ts"
 
 /**
@@ -25,17 +25,15 @@ const readBufferBytes = 1 << 20
  * that cost about a sixth of the CPU of a direct ring round. Node offers `onread` only on the
  * sockets it connects, so the accepted connection's handle is wrapped in a new socket with it
  * (the `handle` option the server itself uses), which counts towards `server`'s connections in
- * place of `accepted` (never used again). Deno's `node:net` works the same way. `undefined` on
- * Bun, or where sockets do not look like that: the caller resumes `accepted` and reads its `data`
- * events.
+ * place of `accepted` (never used again). Deno's `node:net` works the same way. `undefined`
+ * where sockets do not look like that (Bun's `node:net`): the caller resumes `accepted` and reads
+ * its `data` events.
  *
  * Before each read the socket asks `handlers()`'s `readInto` where the bytes go (`TcpHandlers`):
  * a ring step's values are then read straight into the step's own buffer, not copied out of this
  * one (about 4 MB a rank a round at 8 × 407,050).
  */
 const ownBuffer = (server: Server, accepted: Socket, handlers: () => Types.TcpHandlers | undefined): Socket | undefined => {
-  // Bun's sockets are its own, with no such handle; Deno's follow Node's.
-  if (Runtime.detect() === "bun") return undefined
   const internals = accepted as unknown as { _handle?: { readonly useUserBuffer?: unknown } | null }
   const handle = internals._handle
   if (handle === undefined || handle === null || typeof handle.useUserBuffer !== "function") return undefined
@@ -64,9 +62,6 @@ const ownBuffer = (server: Server, accepted: Socket, handlers: () => Types.TcpHa
   return socket
 }
 
-/** Whether corking a socket costs more than writing each part on its own (Bun). */
-const corkCopies = Runtime.detect() === "bun"
-
 /** The `TcpStream` of a `node:net` socket, wired to `handlers`; `close` once, on the socket's `close`. */
 const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined, ownReads = false): Types.TcpStream => {
   socket.setNoDelay(true)
@@ -79,12 +74,7 @@ const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined,
       if (socket.destroyed || socket.writableEnded) return
       // Node calls a write's callback once it is done with the bytes, with an error when it failed.
       const done = sent === undefined ? undefined : (error?: Error | null) => (error ? undefined : sent())
-      // Bun's corked writes cost more CPU than its separate ones (6 to 12% of the CPU of the
-      // collective over direct links); with Nagle off, a step's header leaves in a packet of its own.
-      if (parts.length === 1 || corkCopies) {
-        for (let i = 0; i < parts.length; i++) socket.write(parts[i]!, i === parts.length - 1 ? done : undefined)
-        return
-      }
+      if (parts.length === 1) return void socket.write(parts[0]!, done)
       // Corked, the parts leave in one `writev`.
       socket.cork()
       for (let i = 0; i < parts.length; i++) socket.write(parts[i]!, i === parts.length - 1 ? done : undefined)
@@ -95,8 +85,13 @@ const streamOf = (socket: Socket, handlers: () => Types.TcpHandlers | undefined,
   }
 }
 
-/** Removes what `path` holds when it is a socket (one a process that died left): else leaves it. */
-const removeStaleSocket = (path: string): void => {
+/**
+ * Removes what `path` holds when it is a socket (one a process that died left): else leaves it.
+ *
+ * @since 0.1.0
+ * @category sockets
+ */
+export const removeStaleSocket = (path: string): void => {
   try {
     if (lstatSync(path).isSocket()) unlinkSync(path)
   } catch {

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Bun from "./bun.ts"
+import * as BunTcp from "./bun-tcp.ts"
 import * as Deno from "./deno.ts"
 import * as Runtime from "./detect.ts"
 import * as Node from "./node.ts"
@@ -23,13 +24,14 @@ export const serveWs = (options: Types.ServeOptions): Promise<Types.RawServer> =
 }
 
 /**
- * Listens for plain TCP streams (`Types.TcpStream`): `node:net` on every runtime. Rejects with the
- * bind's error.
+ * Listens for plain TCP streams (`Types.TcpStream`): Bun's own sockets under Bun (`bun-tcp.ts`
+ * says why), `node:net` on Node and Deno. Rejects with the bind's error.
  *
  * @since 0.1.0
  * @category sockets
  */
-export const listenTcp = (options: Types.TcpListenOptions): Promise<Types.RawServer> => Node.listenTcp(options)
+export const listenTcp = (options: Types.TcpListenOptions): Promise<Types.RawServer> =>
+  Runtime.detect() === "bun" ? BunTcp.listenTcp(options) : Node.listenTcp(options)
 
 /**
  * Opens a plain TCP stream to `host`:`port` (`listenTcp`); a refused connection ends in `close`
@@ -39,7 +41,7 @@ export const listenTcp = (options: Types.TcpListenOptions): Promise<Types.RawSer
  * @category sockets
  */
 export const connectTcp = (host: string, port: number, handlers: Types.TcpHandlers & { readonly open: () => void }): Types.TcpStream =>
-  Node.connectTcp(host, port, handlers)
+  Runtime.detect() === "bun" ? BunTcp.connectTcp(host, port, handlers) : Node.connectTcp(host, port, handlers)
 
 /**
  * Opens the same stream to a Unix socket `path` on this machine (`listenTcp`'s `path`).
@@ -48,7 +50,7 @@ export const connectTcp = (host: string, port: number, handlers: Types.TcpHandle
  * @category sockets
  */
 export const connectPath = (path: string, handlers: Types.TcpHandlers & { readonly open: () => void }): Types.TcpStream =>
-  Node.connectPath(path, handlers)
+  Runtime.detect() === "bun" ? BunTcp.connectPath(path, handlers) : Node.connectPath(path, handlers)
 
 /** Starts this runtime's plain HTTP server (`node:http`, `Bun.serve`, `Deno.serve`). @since 0.1.0 @category http */
 export const serveHttp = (options: Types.HttpServeOptions): Promise<Types.RawServer> => {

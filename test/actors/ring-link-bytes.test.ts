@@ -36,8 +36,8 @@ const headerBytes = 20
  */
 const float32RoundBytes = (ranks - 1) * (8 * (paramsLength + ranks) + 4 * paramsLength) + 2 * (ranks - 1) * ranks * headerBytes
 
-const run = async (compress: "none" | "int8", ringLinks: "direct" | "relay" = "direct") => {
-  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: ranks, epochs: 1, compress, ringLinks })
+const run = async (compress: "none" | "int8", ringLinks: "direct" | "relay" = "direct", ringAreaMemoryMb = 0) => {
+  const result = await Launcher.run({ ...fast, trainer: wide, worldSize: ranks, epochs: 1, compress, ringLinks, ringAreaMemoryMb })
   const rounds = readFileSync(join(result.runDir, "events.ndjson"), "utf8")
     .trim()
     .split("\n")
@@ -47,7 +47,7 @@ const run = async (compress: "none" | "int8", ringLinks: "direct" | "relay" = "d
 }
 
 describe("direct ring links' bytes in the journal", () => {
-  it("every round line of a float32 ring over direct links carries the ranks' link bytes: a whole all-reduce's worth, sent as received, none of it through the coordinator", async () => {
+  it("every round line of a float32 ring over direct links (no area files: ringAreaMemoryMb 0) carries the ranks' link bytes: a whole all-reduce's worth, sent as received, none of it through the coordinator", async () => {
     const { result, rounds } = await run("none")
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 1600, 0, 0]])
@@ -76,6 +76,17 @@ describe("direct ring links' bytes in the journal", () => {
     expect(text).toContain(
       `over direct links ${float32RoundBytes.toLocaleString("en-US")} sent and ${float32RoundBytes.toLocaleString("en-US")} received by the ranks a round`
     )
+  })
+
+  it("through the ranks' area files in memory (the default), a round's link bytes are its tokens only: each rank sends N − 1 steps of one float64 value", async () => {
+    const { result, rounds } = await run("none", "direct", 256)
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 1600, 0, 0]])
+    expect(result.ring?.links).toBe("file")
+    expect(result.ring?.relayed).toBe(0)
+    expect(rounds.length).toBeGreaterThanOrEqual(2)
+    const tokenRoundBytes = ranks * (ranks - 1) * (headerBytes + 8)
+    for (const round of rounds) expect([round.linkSentBytes, round.linkReceivedBytes]).toEqual([tokenRoundBytes, tokenRoundBytes])
   })
 
   it("int8 packed steps over direct links: every round carries its link bytes, about 5.6 times fewer than float32's", async () => {

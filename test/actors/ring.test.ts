@@ -1,12 +1,32 @@
-import { readFileSync } from "node:fs"
+import { existsSync, readdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
+import * as AreaFile from "../../src/platform/area-file.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import { clean, fastRuns } from "./fast-runs.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
+
+/** The launcher's private folders in memory (`FreePorts.socketFolder`) that hold area files now. */
+const memoryRunFolders = (): Array<string> => {
+  const root = AreaFile.memoryFolder()
+  const found: Array<string> = []
+  for (const name of readdirSafe(root)) {
+    if (!name.startsWith("cohort-")) continue
+    if (readdirSafe(join(root, name)).some((file) => /^area-\d+-\d+\.f32$/.test(file))) found.push(join(root, name))
+  }
+  return found
+}
+const readdirSafe = (path: string): Array<string> => {
+  try {
+    return readdirSync(path)
+  } catch {
+    return []
+  }
+}
+const filesUnder = (path: string): Array<string> => readdirSync(path, { recursive: true, encoding: "utf8" })
 const { fast } = fastRuns("ring", { backend: "ring" })
 
 describe("the ring backend survives deaths inside a collective (faults fired between two steps, deterministically)", () => {
@@ -172,13 +192,46 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     })
   })
 
-  it("child processes send their ring steps rank to rank over direct links (the coordinator relays none but steps to a rank that just left): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
+  it.each([
+    ["before its row's token", 1],
+    ["after its reduction, before its RoundDone", 3]
+  ])(
+    "child processes average through area files in memory, one token pass a round over their direct links: a rank that exits mid-collective (%s), the survivors re-form, redo the round in the next generation's files with clean audits; nothing of the run is left in the run folder or the memory folder",
+    async (_, step) => {
+      const areaFolders = new Set<string>()
+      const watch = setInterval(() => {
+        for (const folder of memoryRunFolders()) areaFolders.add(folder)
+      }, 20)
+      const result = await Launcher.run({
+        ...fast,
+        trainer: drifting,
+        transport: "process",
+        worldSize: 3,
+        epochs: 1,
+        collectiveFaults: [{ rank: 1, round: 2, step, fault: "exit" }]
+      }).finally(() => clearInterval(watch))
+      expect(result.exitCode).toBe(0)
+      expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+      expect(result.deaths.map((d) => [d.rank, d.cause])).toEqual([[1, "exited with code 70 without Exiting"]])
+      expect(result.ring?.links).toBe("file")
+      expect(result.ring?.generations).toBe(2)
+      // A token its neighbour sends the exiting rank after that rank's link closed goes by the relay:
+      // at most the n - 1 = 2 tokens of one sender.
+      expect(result.ring?.relayed).toBeLessThanOrEqual(2)
+      expect(areaFolders.size).toBeGreaterThan(0)
+      for (const folder of areaFolders) expect(existsSync(folder)).toBe(false)
+      expect(filesUnder(result.runDir).filter((path) => /(area-\d+-\d+\.f32|\.sock)$/.test(path))).toEqual([])
+    }
+  )
+
+  it("child processes send their ring steps rank to rank over direct links without an area (ringAreaMemoryMb 0; the coordinator relays none but steps to a rank that just left): a rank that exits mid-collective, the survivors re-form and redo the round with clean audits", async () => {
     const result = await Launcher.run({
       ...fast,
       trainer: drifting,
       transport: "process",
       worldSize: 3,
       epochs: 1,
+      ringAreaMemoryMb: 0,
       collectiveFaults: [{ rank: 1, round: 2, step: 1, fault: "exit" }]
     })
     expect(result.exitCode).toBe(0)
@@ -212,6 +265,27 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.ring?.generations).toBe(2)
     expect(result.ring?.links).toBe("relay")
     expect(result.ring?.relayed).toBeGreaterThan(0)
+  })
+
+  it("in child processes' area files a corrupt contribution (every value NaN) is found by the reducers, whose notice reaches its rank along the ring: it fails, says so in one line and is declared crashed; the others apply nothing and redo the round; clean audits", async () => {
+    const lines: Array<string> = []
+    const result = await Launcher.run({
+      ...fast,
+      trainer: drifting,
+      transport: "process",
+      worldSize: 3,
+      epochs: 1,
+      collectiveFaults: [{ rank: 1, round: 2, step: 0, fault: "corrupt" }],
+      onRankOutput: (rank, line) => lines.push(`[rank ${rank}] ${line}`)
+    })
+    expect(result.exitCode).toBe(0)
+    expect(clean(result)).toEqual([[0, 4800, 0, 0]])
+    expect(result.deaths.map((d) => d.rank)).toEqual([1])
+    expect(lines.filter((line) => line.includes("ring collective failed"))).toEqual([
+      "[rank 1] cohort rank 1: ring collective failed (shared file): this rank's contribution carried a value that is not finite"
+    ])
+    expect(result.ring?.generations).toBe(2)
+    expect(result.ring?.links).toBe("file")
   })
 
   it("worker threads' direct links are not checked by the coordinator: a corrupt step (every value NaN) fails its neighbour's collective, which says so in one line of its own output and is declared crashed; the survivors finish with clean audits", async () => {

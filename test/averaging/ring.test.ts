@@ -424,6 +424,41 @@ describe("Ring.RelayOrder with a direct link: a sender that falls back to the re
   })
 })
 
+describe("a file area's tokens through the relay (Ring.tokenStepBase)", () => {
+  const token = (round: number, s: number, value: number, generation = 0): Ring.RingMessage => ({
+    generation,
+    round,
+    step: Ring.tokenStepBase + s,
+    data: Float64Array.of(value)
+  })
+  const shape = { ringRank: 1, ringSize: 3, length: 10 }
+
+  it("checkStep takes one token value (0, 1 or 2) of a token step below tokenStepBase + n - 1, and names anything else", () => {
+    expect(Ring.checkStep(token(0, 0, 1), shape)).toBeUndefined()
+    expect(Ring.checkStep(token(0, 1, 2), shape)).toBeUndefined()
+    expect(Ring.checkStep(token(0, 2, 0), shape)).toBe("token step 2 past the last (1) of a ring of 3")
+    expect(Ring.checkStep(token(0, 0, 3), shape)).toBe("token step 0 did not carry one token value")
+    expect(Ring.checkStep({ ...token(0, 0, 1), data: new Float64Array(2) }, shape)).toBe("token step 0 did not carry one token value")
+    expect(Ring.checkStep({ ...token(0, 0, 1), data: Float32Array.of(1) }, shape)).toBe("token step 0 did not carry one token value")
+  })
+
+  it("RelayOrder takes a round's tokens in order from tokenStepBase, then the fallback's data steps from 0, and no token after a data step", () => {
+    const order = new Ring.RelayOrder()
+    const data = (round: number, step: number): Ring.RingMessage => ({ generation: 0, round, step, data: new Float64Array(2) })
+    expect(order.check(1, token(4, 1, 1), 4)).toBe(
+      `step ${Ring.tokenStepBase + 1} of round 4 out of order, expected step ${Ring.tokenStepBase}`
+    )
+    expect(order.check(1, token(4, 0, 1), 4)).toBeUndefined()
+    expect(order.check(1, token(4, 1, 2), 4)).toBeUndefined()
+    expect(order.check(1, data(4, 1), 4)).toBe("step 1 of round 4 out of order, expected step 0")
+    expect(order.check(1, data(4, 0), 4)).toBeUndefined()
+    expect(order.check(1, token(4, 0, 1), 4)).toBe(`step ${Ring.tokenStepBase} of round 4 out of order, expected step 1`)
+    // With a direct link that closed, the first relayed step may be any, tokens included.
+    expect(order.check(2, token(4, 1, 1), 4, true)).toBeUndefined()
+    expect(order.check(2, data(4, 3), 4, true)).toBeUndefined()
+  })
+})
+
 describe("BufferedLink and RingInbox.holds: what the rank actor builds its links on", () => {
   const message = (generation: number, round: number, step: number): Ring.RingMessage => ({
     generation,

@@ -38,6 +38,10 @@ describe("renderResult", () => {
     expect(area).toContain(
       "\naveraging: ring, 3 generations, a shared-memory all-reduce between worker threads\nrun directory: runs/abc123\n"
     )
+    const file = Cli.renderResult({ ...completed, backend: "ring", ring: { generations: 1, links: "file", relayed: 0, dropped: 0 } }).out
+    expect(file).toContain(
+      "\naveraging: ring, 1 generation, an all-reduce through files in memory between processes\nrun directory: runs/abc123\n"
+    )
     const relayed = Cli.renderResult({
       ...completed,
       backend: "ring",
