@@ -2,13 +2,12 @@
  * One member of the bare shared-memory collective (`bench/bare-collective.ts`): a worker thread
  * that runs `rounds` collectives through the shared all-reduce area it was given, with nothing
  * around them but what any all-reduce of private vectors does: its own vector nudged (as the
- * bench trainer's batch does), the collective (`SharedAllReduce.allReduce`), a wait until every
+ * bench trainer's batch does), the collective (`SharedAllReduce.run`, as a rank runs it), a wait until every
  * member finished its part, and the mean copied back into its vector. It posts the time each
  * round ended (`performance.timeOrigin + performance.now()`, ms) as one `Float64Array` buffer.
  */
 import { workerData } from "node:worker_threads"
 import type { MessagePort } from "node:worker_threads"
-import * as Effect from "effect/Effect"
 import * as SharedAllReduce from "../src/averaging/shared-all-reduce.ts"
 import { atLeast } from "./lib.ts"
 
@@ -36,7 +35,9 @@ await atLeast(progress, 1, 1)
 for (let round = 0; round < job.rounds; round++) {
   params[round % params.length] = job.ringRank + round
   const shape = { ringRank: job.ringRank, ringSize: job.ringSize, generation: 0, round }
-  const mean = await Effect.runPromise(SharedAllReduce.allReduce(area, shape, params))
+  // The rank's way in (`SharedAllReduce.run`: callbacks, no fiber), as a promise.
+  const mean = await new Promise<SharedAllReduce.Outcome>((resolve) => SharedAllReduce.run(area, shape, params, true, {}, resolve))
+  if (mean instanceof Error) throw mean
   if (mean === undefined) throw new Error("a bare collective met a value that is not finite")
   // The collective's second barrier: every member did its part (the area's `released` word).
   await atLeast(area.header, 1, area.passed)

@@ -3,7 +3,7 @@
  * (`bench/averaging.ts`) would cost with nothing around the collective. `worldSize` worker threads
  * (`bench/bare-collective-worker.ts`) share one all-reduce area (`SharedAllReduce`) and each runs
  * `warmupRounds + rounds` collectives back to back over a private vector of `params` float32
- * values: nudge its vector, `SharedAllReduce.allReduce`, wait until every member did its part,
+ * values: nudge its vector, `SharedAllReduce.run` (as a rank runs it), wait until every member did its part,
  * copy the mean back. No coordinator, no frames, no trainer, no commit: the floor a round of the
  * ring backend is measured against (the averaging bench's `ring/bare`).
  *

@@ -39,6 +39,8 @@ export interface BatchProgress {
  *
  * - `send`: one frame to the coordinator (a send on a closed link is ignored: the link's end
  *   arrives as an event); `packed`: a packed vector sent in place of its `params` (`Codec.encodePacked`).
+ * - `sendNow(message, nowMs)`: `send` without an effect, at `nowMs` (the rank's clock, ms): for a
+ *   frame sent from a callback (a collective in a shared area that finished).
  * - `heartbeatIfDue(nowMs)`: a `Heartbeat` when nothing went out for `heartbeatIntervalMs`.
  * - `afterBatch(startedMs, finishedMs, progress)`: after a batch that ran from `startedMs` to
  *   `finishedMs` (ms): the memory check (it dies with an out-of-memory error over
@@ -50,6 +52,7 @@ export interface BatchProgress {
  */
 export interface Reports {
   readonly send: (message: ToCoordinator, packed?: Uint8Array) => Effect.Effect<void>
+  readonly sendNow: (message: ToCoordinator, nowMs: number) => void
   readonly heartbeatIfDue: (nowMs: number) => Effect.Effect<void>
   readonly afterBatch: (startedMs: number, finishedMs: number, progress: BatchProgress) => Effect.Effect<void>
   readonly flood: (afterMs: number, framesPerSecond: number) => void
@@ -70,6 +73,11 @@ export const make = (link: Link, data: RankData): Reports => {
       lastSentMs = yield* Clock.currentTimeMillis
       yield* transport.send(toCoordinator, Codec.encodePacked(Frame.fromRank(rank, message), packed)).pipe(Effect.ignore)
     })
+  const sendNow = (message: ToCoordinator, nowMs: number): void => {
+    lastSentMs = nowMs
+    // A refused send is ignored, as `send` ignores it: the link's end arrives as an event.
+    transport.sendUnsafe(toCoordinator, Codec.encodePacked(Frame.fromRank(rank, message), undefined))
+  }
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0
   const afterBatch = (started: number, finished: number, progress: BatchProgress) =>
@@ -109,6 +117,7 @@ export const make = (link: Link, data: RankData): Reports => {
   }
   return {
     send,
+    sendNow,
     heartbeatIfDue: (nowMs) => (nowMs - lastSentMs >= data.heartbeatIntervalMs ? send({ _tag: "Heartbeat" }) : Effect.void),
     afterBatch,
     flood

@@ -6,7 +6,9 @@
  * `SharedAllReduce`, used instead of the links' steps), and the one collective it runs at a time.
  *
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
- * `Ring.allReduce` then runs for (generation, round), and when it completes the rank sends
+ * `Ring.allReduce` then runs for (generation, round) in a fiber of its own, or, in a shared area,
+ * `SharedAllReduce.run` on callbacks (no fiber forked and scheduled a round; it may finish before
+ * `contribute` returns, when this rank arrives last), and when it completes the rank sends
  * `RoundDone{epoch, round, generation, samplesDone}` and keeps the mean until
  * `RoundCommitted{round, generation}` (`committed`), or, in a generation with a shared all-reduce
  * area, until the coordinator writes the commit into the area (`areaCommitted`; the rank is woken
@@ -34,7 +36,8 @@ import type { Link, RankData } from "./rank-data.ts"
 
 /**
  * What `make` needs of the rank: its `RankData` (`ringLinks`, `collectiveFault`), its link
- * (`onRingPorts`), how it sends to the coordinator, how it leaves with an exit code (an injected
+ * (`onRingPorts`), how it sends to the coordinator (`send`; `sendNow` without an effect, from a
+ * collective's callback), how it leaves with an exit code (an injected
  * `exit` fault), how it stops responding (an injected `hang` fault), and how its loop is woken
  * (`wake`: see `RankRing`).
  *
@@ -45,6 +48,7 @@ export interface RankRingOptions {
   readonly data: RankData
   readonly link: Link
   readonly send: (message: ToCoordinator) => Effect.Effect<void>
+  readonly sendNow: (message: ToCoordinator) => void
   readonly leave: (code: number) => void
   readonly hang: () => void
   readonly wake: () => void
@@ -69,6 +73,17 @@ export interface Contribution {
    * carry changes from it; `RingCompressed`). Read while the collective runs, never written.
    */
   readonly base?: { readonly round: number; readonly values: Float32Array } | undefined
+}
+
+/**
+ * The collective a rank runs: its generation and round, and how to abort it: the fiber of a
+ * collective over links, or the stop of one in a shared area (`SharedAllReduce.run`).
+ */
+interface Running {
+  readonly generation: number
+  readonly round: number
+  fiber: Fiber.Fiber<void> | undefined
+  stop: (() => void) | undefined
 }
 
 /**
@@ -183,13 +198,12 @@ export const make = (options: RankRingOptions): RankRing => {
     if (fault.fault === "corrupt") return { corrupt: true }
     const phase = fault.step < ringSize - 1 ? 0 : 1
     return {
-      before: (at) =>
-        Effect.suspend(() => {
-          if (at !== phase) return Effect.void
-          if (fault.fault === "exit") leave(collectiveFaultExitCode)
-          else options.hang()
-          return Effect.never
-        })
+      before: (at) => {
+        if (at !== phase) return false
+        if (fault.fault === "exit") leave(collectiveFaultExitCode)
+        else options.hang()
+        return true
+      }
     }
   }
   // The bytes of the steps that went over direct links, reported with each RoundDone (the
@@ -353,7 +367,7 @@ export const make = (options: RankRingOptions): RankRing => {
   let ringView: FormRing | undefined
   let blockedGeneration = -1
   let pending: Contribution | undefined
-  let collective: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } | undefined
+  let collective: Running | undefined
   let finished:
     | {
         readonly generation: number
@@ -446,7 +460,13 @@ export const make = (options: RankRingOptions): RankRing => {
   ): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
     const length = contribution.params.length
     const into = takeSpareMean()
-    const faults = areaFaults(shape.round, shape.ringSize)
+    // The same injected fault as in a shared area, as the file area's hooks (effects).
+    const hooks = areaFaults(shape.round, shape.ringSize)
+    const before = hooks.before
+    const faults: FileAllReduce.Faults = {
+      ...(hooks.corrupt === true ? { corrupt: true } : {}),
+      ...(before === undefined ? {} : { before: (at: 0 | 1) => Effect.suspend(() => (before(at) ? Effect.never : Effect.void)) })
+    }
     return Effect.flatMap(
       FileAllReduce.allReduce(file, channel.inbox, shape, contribution.params, contribution.contributes, faults, into),
       (outcome): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
@@ -484,8 +504,75 @@ export const make = (options: RankRingOptions): RankRing => {
   const abortCollective = Effect.suspend(() => {
     const running = collective
     collective = undefined
+    running?.stop?.()
     return running?.fiber === undefined ? Effect.void : Fiber.interrupt(running.fiber)
   })
+
+  /**
+   * The running collective `entry` finished with `mean` (`undefined`: its segment met another
+   * member's row that is not finite): it becomes the finished round, and the `RoundDone` to send is
+   * returned; or, without a mean, no `RoundDone` (the round is never committed; that member fails
+   * itself, `watchCommit`, and this one waits for its DeclareDead, starting nothing more in this
+   * generation). Call it only while `entry` is the running collective.
+   */
+  const finish = (
+    entry: Running,
+    contribution: Contribution,
+    ringRank: number,
+    where: { readonly area: SharedAllReduce.Area | undefined; readonly file: FileAllReduce.FileArea | undefined },
+    mean: Float32Array | undefined,
+    dropped: Float32Array | undefined
+  ): ToCoordinator | undefined => {
+    collective = undefined
+    if (mean === undefined) {
+      blockedGeneration = Math.max(blockedGeneration, entry.generation)
+      return undefined
+    }
+    const { area, file } = where
+    const done = { generation: entry.generation, round: entry.round, mean, area, file, ringRank, residual: dropped }
+    finished = done
+    if (area !== undefined) watchCommit(done)
+    const moved = linkBytes.take(entry.round)
+    return {
+      _tag: "RoundDone",
+      epoch: Math.max(contribution.epoch, 0),
+      round: entry.round,
+      generation: entry.generation,
+      samplesDone: contribution.samplesDone,
+      // Only a rank with direct links says so (zeros when its steps went through the relay);
+      // a shared all-reduce area moves no steps.
+      ...((usePorts || peers !== undefined) && area === undefined ? { linkSentBytes: moved.sent, linkReceivedBytes: moved.received } : {})
+    }
+  }
+
+  /** The running collective `entry` failed: the rank's loop leaves on it. */
+  const failed = (entry: Running, error: Ring.RingLinkError): void => {
+    if (collective !== entry) return
+    ringFailure = error
+    notify()
+  }
+
+  /**
+   * Runs `entry`'s collective in the generation's shared area (`SharedAllReduce.run`: callbacks,
+   * no fiber) and reports `RoundDone` from its callback, which may come before this returns.
+   */
+  const runInArea = (entry: Running, contribution: Contribution, view: FormRing, area: SharedAllReduce.Area): void => {
+    const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round: entry.round }
+    entry.stop = SharedAllReduce.run(
+      area,
+      shape,
+      contribution.params,
+      contribution.contributes,
+      areaFaults(entry.round, view.ringSize),
+      (outcome) => {
+        if (collective !== entry) return
+        if (outcome instanceof Ring.RingLinkError) return failed(entry, outcome)
+        if (area.badRank() === shape.ringRank) return failed(entry, notFinite())
+        const report = finish(entry, contribution, shape.ringRank, { area, file: undefined }, outcome, undefined)
+        if (report !== undefined) options.sendNow(report)
+      }
+    )
+  }
 
   /**
    * Starts the all-reduce of the pending contribution in the current generation, unless one
@@ -500,19 +587,19 @@ export const make = (options: RankRingOptions): RankRing => {
       if (view.generation <= blockedGeneration) return Effect.void
       const channel = channelFor(view.generation)
       if (channel === undefined) return Effect.void // its direct links have not arrived yet
-      const entry: { readonly generation: number; readonly round: number; fiber: Fiber.Fiber<void> | undefined } = {
-        generation: view.generation,
-        round,
-        fiber: undefined
-      }
+      const entry: Running = { generation: view.generation, round, fiber: undefined, stop: undefined }
       collective = entry
-      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
       // With an area every member runs there (an area made for another shape fails the collective,
       // never splits the ring between the area and the links).
       const area = channel.area
-      const file = area === undefined && !usePorts ? fileAreaFor(view, contribution.params.length) : undefined
+      if (area !== undefined) {
+        runInArea(entry, contribution, view, area)
+        return Effect.void
+      }
+      const shape = { ringRank: view.ringRank, ringSize: view.ringSize, generation: view.generation, round }
+      const file = !usePorts ? fileAreaFor(view, contribution.params.length) : undefined
       const compression = data.compress === "fp16" || data.compress === "int8" ? data.compress : undefined
-      // Steps between processes are packed with `--compress`; worker threads' links and areas stay float32.
+      // Steps between processes are packed with `--compress`; worker threads' links stay float32.
       const collectiveOf: Effect.Effect<
         {
           readonly mean: Float32Array | undefined
@@ -523,70 +610,25 @@ export const make = (options: RankRingOptions): RankRing => {
       > =
         file !== undefined
           ? fileCollective(file, channel, shape, contribution)
-          : area !== undefined
-            ? Effect.map(
-                SharedAllReduce.allReduce(area, shape, contribution.params, contribution.contributes, areaFaults(round, view.ringSize)),
-                (mean) => ({ mean, residual: undefined })
-              )
-            : compression !== undefined && !usePorts
-              ? RingCompressed.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, {
-                  compression,
-                  base: contribution.base,
-                  residual
-                })
-              : Effect.map(
-                  Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, takeSpareMean()),
-                  (mean) => ({
-                    mean,
-                    residual: undefined
-                  })
-                )
+          : compression !== undefined && !usePorts
+            ? RingCompressed.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, {
+                compression,
+                base: contribution.base,
+                residual
+              })
+            : Effect.map(Ring.allReduce(channel.inbox, shape, contribution.params, contribution.contributes, takeSpareMean()), (mean) => ({
+                mean,
+                residual: undefined
+              }))
       const body = collectiveOf.pipe(
         Effect.flatMap(({ mean, residual: dropped, file: fileDone }) =>
           Effect.suspend(() => {
             if (collective !== entry) return Effect.void
-            if (area !== undefined && area.badRank() === shape.ringRank) return Effect.fail(notFinite())
-            collective = undefined
-            if (mean === undefined) {
-              // This member's segment met another member's row that is not finite: no RoundDone, so
-              // the round is never committed; that member fails itself (`watchCommit`), and this one
-              // waits for its DeclareDead, starting nothing more in this generation.
-              blockedGeneration = Math.max(blockedGeneration, entry.generation)
-              return Effect.void
-            }
-            const done = {
-              generation: entry.generation,
-              round: entry.round,
-              mean,
-              area,
-              file: fileDone,
-              ringRank: shape.ringRank,
-              residual: dropped
-            }
-            finished = done
-            if (area !== undefined) watchCommit(done)
-            const moved = linkBytes.take(entry.round)
-            return send({
-              _tag: "RoundDone",
-              epoch: Math.max(contribution.epoch, 0),
-              round: entry.round,
-              generation: entry.generation,
-              samplesDone: contribution.samplesDone,
-              // Only a rank with direct links says so (zeros when its steps went through the relay);
-              // a shared all-reduce area moves no steps.
-              ...((usePorts || peers !== undefined) && area === undefined
-                ? { linkSentBytes: moved.sent, linkReceivedBytes: moved.received }
-                : {})
-            })
+            const report = finish(entry, contribution, shape.ringRank, { area: undefined, file: fileDone }, mean, dropped)
+            return report === undefined ? Effect.void : send(report)
           })
         ),
-        Effect.catch((error) =>
-          Effect.sync(() => {
-            if (collective !== entry) return
-            ringFailure = error
-            notify() // the rank's loop leaves on it
-          })
-        )
+        Effect.catch((error) => Effect.sync(() => failed(entry, error)))
       )
       return Effect.map(Effect.forkChild(body), (fiber) => {
         entry.fiber = fiber

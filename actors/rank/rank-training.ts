@@ -12,7 +12,7 @@ import * as Effect from "effect/Effect"
 import * as Result from "effect/Result"
 import * as Deltas from "../../src/averaging/deltas.ts"
 import * as Ring from "../../src/averaging/ring.ts"
-import type { ToRank } from "../../src/core/messages.ts"
+import type { ToCoordinator, ToRank } from "../../src/core/messages.ts"
 import * as Permutation from "../../src/train/permutation.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
 import * as Trainer from "../../src/train/trainer.ts"
@@ -90,11 +90,20 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
 
     const reports = RankReports.make(link, data)
     const send = reports.send
-    const ringSend: typeof send = (message) =>
-      message._tag === "RoundDone" && s.ringLoss !== undefined ? send({ ...message, loss: s.ringLoss }) : send(message)
+    const withLoss = (message: ToCoordinator): ToCoordinator =>
+      message._tag === "RoundDone" && s.ringLoss !== undefined ? { ...message, loss: s.ringLoss } : message
+    const clock = yield* Clock.Clock
     const wake = RankWake.make(link.transport.inbox)
     yield* Effect.forkChild(wake.watch)
-    const ring = RankRing.make({ data, link, send: ringSend, leave, hang: () => void (s.hangAtMs = 0), wake: wake.notify })
+    const ring = RankRing.make({
+      data,
+      link,
+      send: (message) => send(withLoss(message)),
+      sendNow: (message) => reports.sendNow(withLoss(message), clock.currentTimeMillisUnsafe()),
+      leave,
+      hang: () => void (s.hangAtMs = 0),
+      wake: wake.notify
+    })
 
     // The coordinator's liveness, as the rank sees it: its link's end, or its silence.
     const coordinator = CoordinatorGone.watch({
@@ -126,7 +135,7 @@ export const start = (link: Link, leave: (code: number) => void, loadTrainer: (u
       wake,
       ringBackend: data.backend === "ring",
       coordinator,
-      clock: yield* Clock.Clock,
+      clock,
       s
     }
   })

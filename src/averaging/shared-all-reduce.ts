@@ -38,8 +38,8 @@
  * of the `cpu` backend's mean.
  *
  * Aborts: the wait is `Atomics.waitAsync` (never `Atomics.wait`): the rank's event loop stays free,
- * so heartbeats, `DeclareDead` and a newer `FormRing` still arrive, and interrupting the collective
- * abandons the wait at once. A collective changes nothing its caller holds, and a round nobody
+ * so heartbeats, `DeclareDead` and a newer `FormRing` still arrive, and abandoning the collective
+ * (`run`'s stop, or interrupting `allReduce`) abandons the wait at once. A collective changes nothing its caller holds, and a round nobody
  * committed is never applied. A member that dies before its part leaves the round incomplete: no
  * `RoundDone` of its own, so no commit; the others apply nothing and redo the round in the next
  * generation's area from their pre-round parameters. A generation whose collective was aborted is
@@ -288,25 +288,26 @@ const arrive = (area: Area): number => {
   return 0
 }
 
-/** Waits at this member's next barrier until every member arrived (module doc). */
-const barrier = (area: Area): Effect.Effect<void, RingLinkError> =>
-  Effect.suspend(() => {
-    const { header } = area
-    const k = arrive(area)
-    if (k === 0) return Effect.void
-    const look = (): Effect.Effect<void, RingLinkError> =>
-      Effect.suspend(() => {
-        const released = Atomics.load(header, RELEASED)
-        if (released >= k) return Effect.void
-        const waited = waitAsync(header, RELEASED, released, waitSliceMs)
-        if (!waited.async) return look()
-        return Effect.flatMap(
-          Effect.promise(() => waited.value),
-          look
-        )
-      })
-    return look()
-  })
+/**
+ * Arrives at this member's next barrier and calls `go` once every member arrived (at once when this
+ * member was the last), unless `stopped()` says the collective was abandoned first: the wait then
+ * ends without calling it (within `waitSliceMs`).
+ */
+const barrier = (area: Area, stopped: () => boolean, go: () => void): void => {
+  const { header } = area
+  const k = arrive(area)
+  if (k === 0) return go()
+  const look = (): void => {
+    for (;;) {
+      if (stopped()) return
+      const released = Atomics.load(header, RELEASED)
+      if (released >= k) return go()
+      const waited = waitAsync(header, RELEASED, released, waitSliceMs)
+      if (waited.async) return void waited.value.then(look)
+    }
+  }
+  look()
+}
 
 /**
  * Values of a segment reduced together (`reduceSegment`): the block's float64 sums (32 KiB), its
@@ -422,21 +423,86 @@ const addRows = (sums: Float64Array, rows: ReadonlyArray<Float32Array>, count: n
 /**
  * Fault hooks for tests (`RankData.collectiveFault`): `before(phase)` runs before each barrier
  * (phase 0: the first, in place of the ring's reduce-scatter steps; 1: the arrival at the second,
- * after the reduction, in place of its all-gather steps) and may never end (an exit, a hang);
- * `corrupt` says whether this member writes NaN into its row instead of its parameters.
+ * after the reduction, in place of its all-gather steps) and gives true when the fault fired there
+ * (the member left or hangs): the collective then goes no further and never ends; `corrupt` says
+ * whether this member writes NaN into its row instead of its parameters.
  *
  * @since 0.1.0
  * @category model
  */
 export interface Faults {
-  readonly before?: (phase: 0 | 1) => Effect.Effect<void>
+  readonly before?: (phase: 0 | 1) => boolean
   readonly corrupt?: boolean
 }
 
 /**
- * This member's part of one collective through the shared `area` (module doc, steps 1 and 2):
+ * What a member's part of one collective ends with (`run`): the area's result row of the round's
+ * parity, `undefined` when this member's segment met a row that is not finite, or the
+ * `RingLinkError` it failed with.
+ *
+ * @since 0.1.0
+ * @category model
+ */
+export type Outcome = Float32Array | undefined | RingLinkError
+
+/**
+ * This member's part of one collective through the shared `area` (module doc, steps 1 and 2),
+ * driven by `Atomics.waitAsync` and callbacks, with no effect runtime: a rank runs it on its
+ * round's critical path, where a fiber forked and scheduled a round cost more than the wait.
  * `collective.ringRank`/`ringSize` must be the area's; `contributes` as in `Ring.allReduce`;
- * `params` is only read (it may be `area.contributionRow` itself, written there by the caller). Gives the area's result row of the round's parity (module doc, step 3),
+ * `params` is only read (it may be `area.contributionRow` itself, written there by the caller).
+ * Calls `done` once with the `Outcome` (`allReduce` says what each means), possibly before `run`
+ * returns (this member was the last to arrive), unless the returned function was called first: it
+ * abandons the collective (a death, a newer generation), and no later step runs. A fault that
+ * fired (`Faults.before`) never calls `done`.
+ *
+ * @since 0.1.0
+ * @category averaging
+ */
+export const run = (
+  area: Area,
+  collective: Collective,
+  params: Float32Array,
+  contributes: boolean,
+  faults: Faults,
+  done: (outcome: Outcome) => void
+): (() => void) => {
+  let abandoned = false
+  const stopped = (): boolean => abandoned
+  const { ringRank: r, ringSize: n, round } = collective
+  const { handle } = area
+  if (handle.ringRank !== r || handle.ringSize !== n || handle.length !== params.length) {
+    done(
+      new RingLinkError(
+        `a shared area for ring rank ${handle.ringRank} of ${handle.ringSize} x ${handle.length} parameters, not ${r} of ${n} x ${params.length}`
+      )
+    )
+    return () => {}
+  }
+  if (contributes) {
+    const row = area.rows[r]!
+    if (faults.corrupt === true) row.fill(Number.NaN)
+    // A contribution written into the row already (`Area.contributionRow`) is not copied onto itself.
+    else if (params.buffer !== row.buffer || params.byteOffset !== row.byteOffset) row.set(params)
+  }
+  area.meta[2 * r] = round
+  area.meta[2 * r + 1] = contributes ? 1 : 0
+  if (faults.before?.(0) === true) return () => {}
+  barrier(area, stopped, () => {
+    const reduced = reduceSegment(area, r, params, round)
+    if (reduced instanceof RingLinkError) return done(reduced)
+    if (faults.before?.(1) === true) return
+    arrive(area)
+    done(reduced === "bad" ? undefined : area.resultOf(round))
+  })
+  return () => {
+    abandoned = true
+  }
+}
+
+/**
+ * `run` as an effect: this member's part of one collective through the shared `area`.
+ * Gives the area's result row of the round's parity (module doc, step 3),
  * which holds the element-wise float32 mean of the contributing members' `params` once every member
  * did its part (the coordinator's `commit` says so) and until every member contributed to the round
  * after next: copy what must outlive that, and never write into it. Gives `undefined` when this member's segment met
@@ -454,29 +520,9 @@ export const allReduce = (
   contributes = true,
   faults: Faults = {}
 ): Effect.Effect<Float32Array | undefined, RingLinkError> =>
-  Effect.gen(function* () {
-    const { ringRank: r, ringSize: n, round } = collective
-    const { handle } = area
-    if (handle.ringRank !== r || handle.ringSize !== n || handle.length !== params.length) {
-      return yield* Effect.fail(
-        new RingLinkError(
-          `a shared area for ring rank ${handle.ringRank} of ${handle.ringSize} x ${handle.length} parameters, not ${r} of ${n} x ${params.length}`
-        )
-      )
-    }
-    if (contributes) {
-      const row = area.rows[r]!
-      if (faults.corrupt === true) row.fill(Number.NaN)
-      // A contribution written into the row already (`Area.contributionRow`) is not copied onto itself.
-      else if (params.buffer !== row.buffer || params.byteOffset !== row.byteOffset) row.set(params)
-    }
-    area.meta[2 * r] = round
-    area.meta[2 * r + 1] = contributes ? 1 : 0
-    if (faults.before !== undefined) yield* faults.before(0)
-    yield* barrier(area)
-    const reduced = reduceSegment(area, r, params, round)
-    if (reduced instanceof RingLinkError) return yield* Effect.fail(reduced)
-    if (faults.before !== undefined) yield* faults.before(1)
-    arrive(area)
-    return reduced === "bad" ? undefined : area.resultOf(round)
+  Effect.callback<Float32Array | undefined, RingLinkError>((resume) => {
+    const stop = run(area, collective, params, contributes, faults, (outcome) =>
+      resume(outcome instanceof RingLinkError ? Effect.fail(outcome) : Effect.succeed(outcome))
+    )
+    return Effect.sync(stop)
   })
