@@ -7,7 +7,8 @@
 // /dev/shm) once the next launch swept. Prints one line a try and a summary; exits 1 on any failure.
 //
 //   node scripts/kill-ranks.mjs [--runtime node|bun|deno] [--tries N] [--victim rank|launcher]
-//     [--world-size N] [--seed N]
+//     [--world-size N] [--seed N] [--area-mb N: through the API with ringAreaMemoryMb N; 0: the
+//     sockets only, and the kill waits for the ranks' socket files instead of area files]
 import { spawn, spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -22,6 +23,7 @@ const runtime = arg("runtime", "node")
 const tries = Number(arg("tries", "20"))
 const victim = arg("victim", "rank")
 const worldSize = Number(arg("world-size", "3"))
+const areaMb = arg("area-mb", undefined)
 let seed = Number(arg("seed", String(Date.now() % 100000)))
 const random = () => {
   // A printed seed makes a failing try repeatable in its instants.
@@ -33,7 +35,6 @@ const trainer = fileURLToPath(new URL("../test/fixtures/trainers/drifting.ts", i
 const shm = existsSync("/dev/shm") ? "/dev/shm" : tmpdir()
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms))
 
-const runFolders = () => readdirSync(shm).filter((name) => name.startsWith("cohort-"))
 const childrenOf = (parent) =>
   readdirSync("/proc")
     .filter((name) => /^\d+$/.test(name))
@@ -46,8 +47,6 @@ const childrenOf = (parent) =>
         return false
       }
     })
-const hasAreaFiles = (before) =>
-  runFolders().some((name) => !before.includes(name) && safeList(join(shm, name)).some((file) => file.endsWith(".f32")))
 const safeList = (path) => {
   try {
     return readdirSync(path)
@@ -56,12 +55,26 @@ const safeList = (path) => {
   }
 }
 
+/** The CLI's run. */
+const cliArgs = (out) => [
+  ...(runtime === "deno" ? ["run", "-A"] : runtime === "bun" ? ["--bun"] : []),
+  cli,
+  "run",
+  "--trainer",
+  trainer,
+  ...["--transport", "process", "--backend", "ring", "--world-size", String(worldSize), "--epochs", "3", "--out", out, "--json"]
+]
+/** The same run through the API with `ringAreaMemoryMb` (scripts/kill-ranks-run.ts). */
+const apiArgs = (out) => [
+  ...(runtime === "deno" ? ["run", "-A"] : runtime === "bun" ? [] : ["--import", "tsx"]),
+  fileURLToPath(new URL("./kill-ranks-run.ts", import.meta.url)),
+  ...[out, trainer, String(worldSize), areaMb]
+]
+
 const oneTry = async (index) => {
   const out = mkdtempSync(join(tmpdir(), "kill-ranks-"))
-  const before = runFolders()
   const command = runtime === "node" ? process.execPath : runtime
-  const args = [...(runtime === "deno" ? ["run", "-A"] : runtime === "bun" ? ["--bun"] : []), cli, "run", "--trainer", trainer]
-  args.push("--transport", "process", "--backend", "ring", "--world-size", String(worldSize), "--epochs", "3", "--out", out, "--json")
+  const args = areaMb !== undefined ? apiArgs(out) : cliArgs(out)
   const launcher = spawn(command, args, { stdio: ["ignore", "pipe", "pipe"] })
   let stdout = ""
   let stderr = ""
@@ -69,10 +82,22 @@ const oneTry = async (index) => {
   launcher.stderr.on("data", (chunk) => (stderr += chunk))
   const exited = new Promise((resolve) => launcher.once("exit", (code, signal) => resolve({ code, signal })))
   const started = Date.now()
-  while (!hasAreaFiles(before) && Date.now() - started < 60_000 && launcher.exitCode === null) await sleep(20)
-  const delayMs = Math.round(random() * 1500)
+  // This run's own ranks (other runs may share the machine): all started, and unless the run keeps
+  // to the sockets, one of them holding an area file open.
+  const ready = () => {
+    const ranks = childrenOf(launcher.pid).filter(isRank)
+    const formed = listRecursive(out).some(
+      (file) => file.endsWith("events.ndjson") && readSafe(join(out, file)).includes('"type":"formed"')
+    )
+    return formed && ranks.length === worldSize && (areaMb === "0" || ranks.some((pid) => folderOf(pid) !== undefined))
+  }
+  while (!ready() && Date.now() - started < 60_000 && launcher.exitCode === null) await sleep(20)
+  await sleep(20)
+  // Within the run's first epochs: a drifting run of 3 ranks trains for about 2 s.
+  const delayMs = Math.round(random() * 800)
   await sleep(delayMs)
-  const ranks = childrenOf(launcher.pid)
+  // Only the ranks: under Node the launcher has other children too (esbuild's service).
+  const ranks = childrenOf(launcher.pid).filter(isRank)
   const folder = ranks.map(folderOf).find((found) => found !== undefined)
   const target = victim === "launcher" ? launcher.pid : ranks[Math.floor(random() * ranks.length)]
   if (target !== undefined) spawnSync("kill", ["-KILL", String(target)])
@@ -83,6 +108,7 @@ const oneTry = async (index) => {
     problems.push("did not end within 120 s")
     spawnSync("kill", ["-KILL", String(launcher.pid)])
   }
+  if (victim === "rank" && target === undefined) problems.push("no rank to kill (the run ended first?)")
   if (victim === "rank") problems.push(...auditProblems(end, stdout, stderr))
   // A launch sweeps what a dead one left: a SIGKILLed launcher's folder goes at the next.
   // Other runs on this machine may have folders there too: only this run's (its ranks' open files) counts.
@@ -91,7 +117,7 @@ const oneTry = async (index) => {
   if (victim === "rank" && left.length > 0) problems.push(`left in ${shm}: ${left.join(", ")}`)
   if (leftInRun.length > 0) problems.push(`left in the run folder: ${leftInRun.join(", ")}`)
   console.log(
-    `${runtime} try ${index}: killed ${victim} ${target} (folder ${folder ?? "unknown"}) ${delayMs} ms after the area files came; end ${end.code ?? end.signal}; ${problems.length === 0 ? "ok" : problems.join("; ")}${victim === "launcher" ? `; left in ${shm}: ${left.join(", ") || "nothing"}` : ""}`
+    `${runtime} try ${index}: killed ${victim} ${target} (folder ${folder ?? "unknown"}) ${delayMs} ms after its ranks were ready; end ${end.code ?? end.signal}; ${problems.length === 0 ? "ok" : problems.join("; ")}${victim === "launcher" ? `; left in ${shm}: ${left.join(", ") || "nothing"}` : ""}`
   )
   rmSync(out, { recursive: true, force: true })
   return { problems, left }
@@ -100,7 +126,7 @@ const oneTry = async (index) => {
 const auditProblems = (end, stdout, stderr) => {
   let result
   try {
-    result = JSON.parse(stdout)
+    result = JSON.parse(stdout.trim().split("\n").at(-1))
   } catch {
     return [`no JSON result (exit ${end.code}): ${stderr.slice(-400)}`]
   }
@@ -111,6 +137,8 @@ const auditProblems = (end, stdout, stderr) => {
       problems.push(
         `epoch ${epoch.epoch}: committed ${epoch.samplesCommitted}/${epoch.epochSamples} lost ${epoch.lost} duplicated ${epoch.duplicated}`
       )
+  if (!(result.deaths ?? []).some((death) => death.cause === "killed by SIGKILL"))
+    problems.push(`no death by SIGKILL recorded (deaths: ${JSON.stringify((result.deaths ?? []).map((d) => d.cause))})`)
   if ((result.epochs ?? []).length !== 3) problems.push(`${(result.epochs ?? []).length} epochs audited`)
   return problems
 }
@@ -119,6 +147,20 @@ const listRecursive = (path) => {
     return readdirSync(path, { recursive: true, encoding: "utf8" })
   } catch {
     return []
+  }
+}
+const readSafe = (path) => {
+  try {
+    return readFileSync(path, "utf8")
+  } catch {
+    return ""
+  }
+}
+const isRank = (pid) => {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("rank-entry")
+  } catch {
+    return false
   }
 }
 /** The memory folder whose files process `pid` holds open, if any. */
