@@ -96,7 +96,8 @@ const oneTry = async (index) => {
   // Within the run's first epochs: a drifting run of 3 ranks trains for about 2 s.
   const delayMs = Math.round(random() * 800)
   await sleep(delayMs)
-  // Only the ranks: under Node the launcher has other children too (esbuild's service).
+  // Only the ranks: under Node the launcher has other children too (esbuild's service); the ranks run a
+  // bundle (`rank-entry.*.mjs`) under Node, `rank-process.ts` itself under Bun and Deno.
   const ranks = childrenOf(launcher.pid).filter(isRank)
   const folder = ranks.map(folderOf).find((found) => found !== undefined)
   const target = victim === "launcher" ? launcher.pid : ranks[Math.floor(random() * ranks.length)]
@@ -126,7 +127,8 @@ const oneTry = async (index) => {
 const auditProblems = (end, stdout, stderr) => {
   let result
   try {
-    result = JSON.parse(stdout.trim().split("\n").at(-1))
+    // The CLI prints the whole result as JSON; the API run (kill-ranks-run.ts) one line of it last.
+    result = stdout.trimStart().startsWith("{\n") ? JSON.parse(stdout) : JSON.parse(stdout.trim().split("\n").at(-1))
   } catch {
     return [`no JSON result (exit ${end.code}): ${stderr.slice(-400)}`]
   }
@@ -158,7 +160,7 @@ const readSafe = (path) => {
 }
 const isRank = (pid) => {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("rank-entry")
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").match(/rank-entry|rank-process/) !== null
   } catch {
     return false
   }
