@@ -63,6 +63,8 @@ export const socketFolderIn = async (root: string): Promise<string | undefined> 
   await sweepStaleSocketFolders(root)
   const path = await mkdtemp(join(root, socketFolderPrefix)).catch(() => undefined)
   if (path === undefined) return undefined
+  // Without user ids (Windows) nothing is swept, and a path is no socket's address there.
+  if (process.getuid === undefined) return path
   const server = await listenAlive(join(path, aliveSocketName))
   // A folder without its listener would look abandoned to another launch a minute on.
   if (server === undefined)
