@@ -26,7 +26,9 @@ $run run --trainer "$here/test/fixtures/trainers/wide.ts" --transport process --
 launcher=$!
 until ls /dev/shm/cohort-*/area-* > /dev/null 2>&1; do sleep 0.05; done
 dd if=/dev/zero of=/dev/shm/filler bs=64k 2> /dev/null || true
-rank=$(ps -o pid=,args= --ppid "$launcher" | grep rank-entry | head -1 | awk '{print $1}')
+# A rank among the launcher's descendants (a runtime's launcher script may stand between).
+descendants() { for child in $(ps -o pid= --ppid "$1"); do echo "$child"; descendants "$child"; done; }
+rank=$(for pid in $(descendants "$launcher"); do ps -o pid=,args= -p "$pid"; done | grep -E "rank-entry|rank-process" | head -1 | awk '{print $1}')
 kill -KILL "$rank"
 echo "fill-shm: filled /dev/shm ($(df -h /dev/shm | tail -1 | awk '{print $3 "/" $2}')), SIGKILLed rank process $rank"
 wait "$launcher" || echo "fill-shm: the launcher exited with $?"
