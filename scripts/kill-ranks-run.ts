@@ -3,14 +3,14 @@
 // `ringAreaMemoryMb: 0` keeps every round on the sockets). Prints the run's result as one JSON line.
 import * as Launcher from "../actors/launcher/launcher.ts"
 
-const [outDir, trainer, worldSize, areaMb] = process.argv.slice(2)
+const [outDir, trainer, worldSize, areaMb, epochs] = process.argv.slice(2)
 const result = await Launcher.run({
   outDir: outDir!,
   trainer: trainer!,
   backend: "ring",
   transport: "process",
   worldSize: Number(worldSize),
-  epochs: 3,
+  epochs: Number(epochs),
   ringAreaMemoryMb: Number(areaMb)
 })
 console.log(JSON.stringify(result))
