@@ -361,7 +361,10 @@ export const allReduce = (
 
 /**
  * Reads the committed round's mean (module doc, step 3) into `into` (`length` values): every
- * member's result segment from its file. Throws as `AreaFile` when a file cannot be read.
+ * member's result segment from its file. Throws as `AreaFile` when a file cannot be read, and a
+ * `RangeError` naming the member and its file when a segment holds a value that is not finite: a
+ * mean of finite rows is finite, so something else wrote into the file (another process of this
+ * user's, a fault of the memory) and the rank must not apply it.
  *
  * @since 0.1.0
  * @category averaging
@@ -371,6 +374,18 @@ export const readResult = (area: FileArea, into: Float32Array): void => {
   for (let j = 0; j < n; j++) {
     const [start, end] = segmentOf(length, n, j)
     if (j === area.ringRank && area.segment !== undefined) into.set(area.segment, start)
-    else AreaFile.readAt(fileOf(area, j), into.subarray(start, end), 4 * length)
+    else {
+      const segment = into.subarray(start, end)
+      AreaFile.readAt(fileOf(area, j), segment, 4 * length)
+      if (!allFinite(segment))
+        throw new RangeError(`ring rank ${j}'s result in ${areaPath(area.folder, area.generation, j)} holds a value that is not finite`)
+    }
   }
+}
+
+/** Whether every value of `values` is finite (a sum of float32 values in float64 is finite exactly then). */
+const allFinite = (values: Float32Array): boolean => {
+  let sum = 0
+  for (let i = 0; i < values.length; i++) sum += values[i]!
+  return Number.isFinite(sum)
 }

@@ -5,7 +5,7 @@
  * the float64 sum of the contributions in ring-rank order divided by their number, within one
  * float32 unit in the last place of `Cpu.mean`.
  */
-import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { closeSync, existsSync, mkdtempSync, openSync, readdirSync, rmSync, truncateSync, writeSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import fc from "fast-check"
@@ -192,6 +192,28 @@ describe("the file all-reduce", () => {
       expect(bits(mean)).toEqual(bits(expectedSecond))
       FileAllReduce.close(area)
     }
+  })
+
+  it("a committed result that another process overwrote with NaN is refused by every member that reads it, naming whose file; one cut short fails the read", async () => {
+    const folder = freshFolder()
+    const n = 3
+    const length = 9
+    const inboxes = ringOf(n)
+    const areas = Array.from({ length: n }, (_, r) => FileAllReduce.open(folder, { generation: 0, ringRank: r, ringSize: n, length }))
+    const params = Array.from({ length: n }, (_, r) => Float32Array.from({ length }, (_, i) => r + i))
+    await roundOf(areas, inboxes, 0, params, [true, true, true])
+    // Ring rank 1's result segment (values 3 to 5) sits after its row of `length` values.
+    const path = join(folder, readdirSync(folder).find((name) => name.endsWith("-1.f32"))!)
+    const fd = openSync(path, "r+")
+    writeSync(fd, new Float32Array([Number.NaN]), 0, 4, 4 * length)
+    closeSync(fd)
+    for (const r of [0, 2])
+      expect(() => FileAllReduce.readResult(areas[r]!, new Float32Array(length))).toThrow(
+        `ring rank 1's result in ${path} holds a value that is not finite`
+      )
+    truncateSync(path, 4 * length)
+    expect(() => FileAllReduce.readResult(areas[0]!, new Float32Array(length))).toThrow(/the file ended/)
+    for (const area of areas) FileAllReduce.close(area)
   })
 
   it("when one member cannot make its file (no folder), the round falls back to the socket ring for every member, with the ring's bits", async () => {
