@@ -1,5 +1,5 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs"
-import { join } from "node:path"
+import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
@@ -9,15 +9,38 @@ import { clean, fastRuns } from "./fast-runs.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
 
-/** The launcher's private folders in memory (`FreePorts.socketFolder`) that hold area files now. */
+/**
+ * The launcher's private folders in memory (`FreePorts.socketFolder`) in which a child process of
+ * this test process holds an area file open now: this run's only, whatever other runs on the
+ * machine (other test files, in parallel) keep there.
+ */
 const memoryRunFolders = (): Array<string> => {
   const root = AreaFile.memoryFolder()
-  const found: Array<string> = []
-  for (const name of readdirSafe(root)) {
-    if (!name.startsWith("cohort-")) continue
-    if (readdirSafe(join(root, name)).some((file) => /^area-\d+-\d+\.f32$/.test(file))) found.push(join(root, name))
+  const found = new Set<string>()
+  for (const pid of readdirSafe("/proc")) {
+    if (!/^\d+$/.test(pid) || parentOf(pid) !== process.pid) continue
+    for (const fd of readdirSafe(`/proc/${pid}/fd`)) {
+      const target = readlinkSafe(`/proc/${pid}/fd/${fd}`)
+      if (target?.startsWith(`${root}/cohort-`) === true && /\/area-\d+-\d+\.f32$/.test(target)) found.add(dirname(target))
+    }
   }
-  return found
+  return [...found]
+}
+/** The parent pid in `/proc/PID/stat` (the field after the command's closing parenthesis and state). */
+const parentOf = (pid: string): number | undefined => {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
+  } catch {
+    return undefined
+  }
+}
+const readlinkSafe = (path: string): string | undefined => {
+  try {
+    return readlinkSync(path)
+  } catch {
+    return undefined
+  }
 }
 const readdirSafe = (path: string): Array<string> => {
   try {
