@@ -20,7 +20,10 @@ const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // runs that part on all three). The direct ring links' fault tests run on Node alone (their
 // runtime-specific parts are in quick tests under every runtime). Robust aggregation is arithmetic
 // in the coordinator, the same on every runtime, and packing is the codec's: their end-to-end runs
-// (and the 2 Mbit/s link test's) are Node-only. The churn bench's quick check
+// (and the 2 Mbit/s link test's) are Node-only, as is the straggler bench's quick run (the same
+// rounds and deadlines as launcher.test.ts's, which runs everywhere), and so are the tests of the
+// coordinator's accounting with worker ranks: late training folded into the model, progress
+// events adding up to the epoch (the ranks' paths there run everywhere in other tests). The churn bench's quick check
 // starts its rank processes through tsx: Node only. So does the drain test (the launcher's drain is
 // the same code everywhere; the order of its events is surest there).
 const nodeOnly =
@@ -52,6 +55,9 @@ const nodeOnly =
         "test/cli/pid1-signal.full.test.ts",
         "test/cli/served-save-full.full.test.ts",
         "test/bench/churn.full.test.ts",
+        "test/bench/straggler.full.test.ts",
+        "test/actors/late-training.test.ts",
+        "test/actors/progress-sums.test.ts",
         "test/bench/wire-collective.full.test.ts",
         "test/actors/churn-serve.full.test.ts",
         "test/actors/drain-silent.test.ts"

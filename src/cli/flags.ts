@@ -25,6 +25,8 @@ export interface RunCommandOptions {
   readonly backend: "cpu" | "ring"
   /** `--ring-links direct|relay` (ring backend): ring steps rank to rank where the transport can, or all through the coordinator; `undefined` (direct) without it. */
   readonly ringLinks?: "direct" | "relay" | undefined
+  /** `--ring-area-mb N` (ring backend): the largest all-reduce area of a ring generation, MiB (0: none, steps over the links); `undefined` (the launcher's default) without it. */
+  readonly ringAreaMemoryMb?: number | undefined
   readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -100,6 +102,7 @@ export interface RawRunOptions {
   readonly mode?: string
   readonly backend?: string
   readonly ringLinks?: string
+  readonly ringAreaMb?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -365,6 +368,11 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   const transport = oneOf("--transport", raw.transport, ["worker", "process", "websocket"], defaults.transport)
   const ringLinks = raw.ringLinks === undefined ? undefined : oneOf("--ring-links", raw.ringLinks, ["direct", "relay"], "direct")
   if (ringLinks !== undefined && backend !== "ring") throw new UsageError("--ring-links goes with --backend ring")
+  const ringAreaMemoryMb = raw.ringAreaMb === undefined ? undefined : integerAtLeast("--ring-area-mb", raw.ringAreaMb, 0, 0)
+  if (ringAreaMemoryMb !== undefined && backend !== "ring") throw new UsageError("--ring-area-mb goes with --backend ring")
+  // The launcher's `defaults.ringAreaMemoryMbMax` (not imported: the launcher loads only when a run starts).
+  if (ringAreaMemoryMb !== undefined && ringAreaMemoryMb > 65_536)
+    throw new UsageError(`--ring-area-mb must be at most 65536, got '${raw.ringAreaMb}'`)
   const kills: ReadonlyArray<RunTypes.KillSpec> =
     raw.kill === false
       ? []
@@ -393,6 +401,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     mode,
     backend,
     ...(ringLinks === undefined ? {} : { ringLinks }),
+    ...(ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb }),
     transport,
     kills,
     hangs,
@@ -436,6 +445,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   mode: options.mode,
   backend: options.backend,
   ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
+  ...(options.ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb: options.ringAreaMemoryMb }),
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

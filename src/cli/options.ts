@@ -74,6 +74,12 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     doc: "with `--backend ring`: ring steps go rank to rank where the transport can (worker threads; processes over loopback WebSockets; `serve`: joined ranks to the addresses they advertise, see [direct links between hosts](ring.md#direct-links-between-hosts); each link falling back to the relay), or every step through the coordinator, which checks it (see [averaging backends](ring.md))"
   },
   {
+    flag: "--ring-area-mb N",
+    default: "256",
+    help: "with --backend ring: the largest all-reduce area of a ring generation, MiB: worker threads share one in memory, child processes of one machine one file each in /dev/shm; a bigger model's steps go over the links, and 0 sends every step over them",
+    doc: "with `--backend ring`: the largest all-reduce area of a ring generation, in MiB (worker threads share one in memory; child processes of one machine keep one file each in `/dev/shm`, see [area files between processes](ring.md#area-files-between-processes-of-one-machine)); a model whose area would be bigger averages over the links, and `0` sends every step over them"
+  },
+  {
     flag: "--kill RANK@SECONDS",
     default: "demo: rank 2 at 40% of epoch 1; run: none",
     help: "kill RANK's worker SECONDS after training starts (2@5, 2@1.5, 2@1.5s, or milliseconds: 2@500ms); repeatable; replaces the demo's kill (the last rank or epoch if there are fewer; none with 1 rank)",

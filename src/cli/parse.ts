@@ -99,6 +99,7 @@ export const runFlags = (command: Commander.Command): Commander.Command =>
     .option("--mode <mode>")
     .option("--backend <backend>")
     .option("--ring-links <links>")
+    .option("--ring-area-mb <mb>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
     .option("--round-deadline-ms <ms>")

@@ -1,22 +1,11 @@
 import { describe, expect, it } from "vitest"
 import * as Failover from "../../bench/failover.ts"
-import * as Straggler from "../../bench/straggler.ts"
 
 // The quick versions of the benches that train real workers (a minute and more on 2 cores): full
-// tier only. The quick tier keeps cheaper runs of the same paths: test/actors/launcher.test.ts
+// tier only; the straggler bench's is in straggler.full.test.ts (Node only). The quick tier keeps cheaper runs of the same paths: test/actors/launcher.test.ts
 // (kills, hangs and a round deadline with clean audits) and test/actors/ring.test.ts (a fault
 // inside an all-reduce); the benches themselves are type-checked by `npm test`.
 describe("quick benchmarks that train real workers", () => {
-  it("straggler: a healthy run, a straggler whose rounds wait for it, and one with a round deadline, each with a clean audit; only the last closes rounds at the deadline", async () => {
-    const { rows, markdown } = await Straggler.run(true)
-    expect(rows.map((r) => [r.run, r.lost, r.duplicated, r.roundsAtDeadline > 0])).toEqual([
-      ["healthy", 0, 0, false],
-      ["straggler, rounds wait", 0, 0, false],
-      ["straggler, round deadline", 0, 0, true]
-    ])
-    expect(markdown).toContain("| run |")
-  }, 120_000)
-
   it("failover: real workers are killed and hung, each caught by its detector, with clean audits; a ring member exits inside an all-reduce and the survivors complete the next round", async () => {
     const { result, hostile, websocket, ring } = await Failover.run(true)
     expect([result.worldSize, result.kills, result.hangs, result.lost, result.duplicated]).toEqual([7, 3, 1, 0, 0])

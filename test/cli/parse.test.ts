@@ -174,6 +174,21 @@ describe("parse", () => {
     expect(err).toEqual(["cohort: serve: --dashboard-faults needs ranks this process started (demo, run); served ranks run elsewhere\n"])
   })
 
+  it("--ring-area-mb takes an integer from 0 to 65536 with the ring backend, and is absent (the launcher's default) without it", () => {
+    expect(Cli.parse(["demo", "--backend", "ring", "--transport", "process", "--ring-area-mb", "0"])).toMatchObject({
+      options: { ringAreaMemoryMb: 0 }
+    })
+    expect(Cli.parse(["demo", "--backend", "ring", "--ring-area-mb", "64"])).toMatchObject({ options: { ringAreaMemoryMb: 64 } })
+    expect(Cli.parse(["demo", "--backend", "ring"])).not.toHaveProperty("options.ringAreaMemoryMb")
+    expect(Cli.parse(["demo", "--backend", "ring", "--ring-area-mb", "-1"])).toEqual({
+      error: "--ring-area-mb must be an integer >= 0, got '-1'"
+    })
+    expect(Cli.parse(["demo", "--backend", "ring", "--ring-area-mb", "70000"])).toEqual({
+      error: "--ring-area-mb must be at most 65536, got '70000'"
+    })
+    expect(Cli.parse(["demo", "--ring-area-mb", "0"])).toEqual({ error: "--ring-area-mb goes with --backend ring" })
+  })
+
   it("--ring-links takes direct or relay with the ring backend, and is absent (direct) without it", () => {
     expect(Cli.parse(["demo", "--backend", "ring", "--transport", "process", "--ring-links", "relay"])).toMatchObject({
       options: { ringLinks: "relay", transport: "process" }
