@@ -128,7 +128,11 @@ const isStale = async (path: string, uid: number): Promise<boolean> => {
   const info = await lstat(path).catch(() => undefined)
   if (info === undefined || !info.isDirectory() || info.uid !== uid) return false
   if (Date.now() - info.mtimeMs < youngFolderMs) return false
-  return !(await answers(join(path, aliveSocketName)))
+  // Only a socket: connecting to any other file is refused too, and says nothing of an owner.
+  const alive = join(path, aliveSocketName)
+  const socket = await lstat(alive).catch(() => undefined)
+  if (socket === undefined || !socket.isSocket()) return false
+  return !(await answers(alive))
 }
 
 /**

@@ -51,11 +51,16 @@ describe.skipIf(process.platform === "win32")("stale socket folders (FreePorts.s
     mkdirSync(other)
     age(other)
     writeFileSync(join(root, "cohort-file"), "not a folder")
+    // A plain file where the socket would be: connecting to it is refused as well, but it is no listener's.
+    const plain = join(root, "cohort-plain")
+    mkdirSync(plain, { mode: 0o700 })
+    writeFileSync(join(plain, "alive.sock"), "a user's own file")
+    age(plain)
 
     const removed = await FreePorts.sweepStaleSocketFolders(root)
     expect(removed).toEqual([dead])
     expect(existsSync(dead)).toBe(false)
-    for (const kept of [bare, young, other, join(root, "cohort-file"), live!]) expect(existsSync(kept)).toBe(true)
+    for (const kept of [bare, plain, young, other, join(root, "cohort-file"), live!]) expect(existsSync(kept)).toBe(true)
 
     await FreePorts.removeSocketFolder(live!)
     expect(existsSync(live!)).toBe(false)
