@@ -19,3 +19,17 @@ export const rankPid = (rank: number, dir: string): number | undefined => {
   }
   return undefined
 }
+
+/** The host pids of `parent`'s children (from `/proc/<pid>/stat`'s ppid). */
+export const childrenOf = (parent: number): Array<number> =>
+  readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
+        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === String(parent)
+      } catch {
+        return false
+      }
+    })

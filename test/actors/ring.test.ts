@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
 import * as AreaFile from "../../src/platform/area-file.ts"
 import * as SavedModel from "../../src/train/saved-model.ts"
+import { childrenOf } from "../rank-processes.ts"
 import { clean, fastRuns } from "./fast-runs.ts"
 
 const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", import.meta.url))
@@ -17,23 +18,13 @@ const drifting = fileURLToPath(new URL("../fixtures/trainers/drifting.ts", impor
 const memoryRunFolders = (): Array<string> => {
   const root = AreaFile.memoryFolder()
   const found = new Set<string>()
-  for (const pid of readdirSafe("/proc")) {
-    if (!/^\d+$/.test(pid) || parentOf(pid) !== process.pid) continue
+  for (const pid of childrenOf(process.pid)) {
     for (const fd of readdirSafe(`/proc/${pid}/fd`)) {
       const target = readlinkSafe(`/proc/${pid}/fd/${fd}`)
       if (target?.startsWith(`${root}/cohort-`) === true && /\/area-\d+-\d+\.f32$/.test(target)) found.add(dirname(target))
     }
   }
   return [...found]
-}
-/** The parent pid in `/proc/PID/stat` (the field after the command's closing parenthesis and state). */
-const parentOf = (pid: string): number | undefined => {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1])
-  } catch {
-    return undefined
-  }
 }
 const readlinkSafe = (path: string): string | undefined => {
   try {

@@ -4,7 +4,7 @@
 // a `resume.lock` of the same dead holder is taken over. Real processes: `unshare --pid --fork
 // --mount-proc` running the CLI, whose ranks are worker threads.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, readlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -13,6 +13,7 @@ import type { RunResult } from "../../actors/record/run-types.ts"
 import * as Runtime from "../../src/platform/detect.ts"
 import { removeDir, startCli } from "../cli-process.ts"
 import { epochOneUnderway, journalOf } from "../run-folders.ts"
+import { childrenOf } from "../rank-processes.ts"
 
 const runtime = Runtime.detect()
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
@@ -31,20 +32,6 @@ const requireRootLinux = (): void => {
     throw new Error(`THIS TEST NEEDS ROOT ON LINUX (unshare --pid): uid ${process.getuid?.()} on ${process.platform}`)
   }
 }
-
-/** The host pids of `parent`'s children (from `/proc/<pid>/stat`'s ppid). */
-const childrenOf = (parent: number): Array<number> =>
-  readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === String(parent)
-      } catch {
-        return false
-      }
-    })
 
 describe(`a coordinator that ran as PID 1 (${runtime})`, () => {
   it("SIGKILLed mid-run: its run.lock names process 1; resume says the lock is stale and why, takes over a resume.lock of the same holder, and completes with clean audits", async () => {

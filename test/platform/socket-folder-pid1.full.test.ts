@@ -14,6 +14,7 @@ import * as Runtime from "../../src/platform/detect.ts"
 import * as FreePorts from "../../src/platform/free-ports.ts"
 import { removeDir } from "../cli-process.ts"
 import { requireRootLinux } from "../mounts.ts"
+import { childrenOf } from "../rank-processes.ts"
 
 const runtime = Runtime.detect()
 const cli = fileURLToPath(new URL("../../bin/cohort.mjs", import.meta.url))
@@ -24,20 +25,6 @@ afterAll(async () => {
   for (const child of started) if (child.exitCode === null && child.signalCode === null) spawnSync("kill", ["-KILL", String(child.pid)])
   await removeDir(outDir)
 })
-
-/** The host pids of `parent`'s children (from `/proc/<pid>/stat`'s ppid). */
-const childrenOf = (parent: number): Array<number> =>
-  readdirSync("/proc")
-    .filter((name) => /^\d+$/.test(name))
-    .map(Number)
-    .filter((pid) => {
-      try {
-        const stat = readFileSync(`/proc/${pid}/stat`, "utf8")
-        return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1] === String(parent)
-      } catch {
-        return false
-      }
-    })
 
 /** The memory folder of the area files process `pid` holds open, if any. */
 const areaFolderOf = (pid: number): string | undefined => {
