@@ -381,6 +381,20 @@ const checkPacked = (data: Uint8Array, step: number, r: number, n: number, lengt
 }
 
 /**
+ * The step a sender's next relayed step must be (`RelayOrder`), after its `last` step of the same
+ * round (`undefined`: none yet). A file area's round sends its tokens first (`tokenStepBase` on),
+ * then, when it falls back, its data steps from 0; a token after a data step of the same round is
+ * out of order. A sender with a direct link relays only the steps its link could not take, so its
+ * first relayed step (and its first data step after its tokens) may be any.
+ */
+const expectedStep = (last: number | undefined, step: number, direct: boolean): number => {
+  const token = step >= tokenStepBase
+  if (last === undefined) return direct ? step : token ? tokenStepBase : 0
+  if (last >= tokenStepBase && !token) return direct ? step : 0
+  return last + 1
+}
+
+/**
  * The order of the steps each sender relays (the coordinator's relay, beside `checkStep`): one
  * sender's steps of the open round in the current generation come in step order from 0, each
  * once, as `allReduce` sends them (in a file area's round, its tokens first, in order from
@@ -409,20 +423,7 @@ export class RelayOrder {
     if (round !== openRound) return `a step of round ${round}, the open round is ${openRound}`
     const last = this.last.get(from)
     const started = last !== undefined && last.generation === generation && last.round === round
-    // A file area's round sends its tokens first (`tokenStepBase` on), then, when it falls back,
-    // its data steps from 0; a token after a data step of the same round is out of order.
-    const token = step >= tokenStepBase
-    const expected = started
-      ? last.step >= tokenStepBase && !token
-        ? direct
-          ? step
-          : 0
-        : last.step + 1
-      : direct
-        ? step
-        : token
-          ? tokenStepBase
-          : 0
+    const expected = expectedStep(started ? last.step : undefined, step, direct)
     if (step !== expected) return `step ${step} of round ${round} out of order, expected step ${expected}`
     if (last === undefined) this.last.set(from, { generation, round, step })
     else {
