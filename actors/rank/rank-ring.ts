@@ -323,7 +323,11 @@ export const make = (options: RankRingOptions): RankRing => {
     contribution: Contribution
   ): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
     const length = contribution.params.length
-    const into = takeSpareMean()
+    // The mean's vector: this rank's segment is reduced into it and the others' are read into it
+    // and checked there, with SIMD in a `Finite.alloc` vector (the first rounds' spare may be a
+    // plain one: it is dropped).
+    const spare = takeSpareMean()
+    const into = spare !== undefined && spare.length === length && Finite.isFast(spare) ? spare : Finite.alloc(length)
     // The same injected fault as in a shared area, as the file area's hooks (effects).
     const hooks = areaFaults(shape.round, shape.ringSize)
     const before = hooks.before
@@ -336,10 +340,7 @@ export const make = (options: RankRingOptions): RankRing => {
       (outcome): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
         fileUsed.set(shape.generation, outcome._tag === "ring" ? "ring" : "file")
         if (outcome._tag === "ring") return Effect.succeed({ mean: outcome.mean, residual: undefined })
-        if (outcome._tag === "file") {
-          const mean = into !== undefined && into.length === length ? into : new Float32Array(length)
-          return Effect.succeed({ mean, residual: undefined, file })
-        }
+        if (outcome._tag === "file") return Effect.succeed({ mean: into, residual: undefined, file })
         if (outcome.rank === shape.ringRank) return Effect.fail(notFinite())
         const notice = Float64Array.of(outcome.rank)
         channel.directOnly?.({ generation: shape.generation, round: shape.round, step: FileAllReduce.noticeStep, data: notice })
