@@ -22,15 +22,20 @@ case $runtime in
   deno) run="deno run -A $here/bin/cohort.mjs" ;;
 esac
 $run run --trainer "$here/test/fixtures/trainers/wide.ts" --transport process --backend ring --world-size 3 \
-  --epochs 2 --no-kill --out "$out" --json > "$out/result.json" 2> "$out/stderr.txt" &
+  --epochs 4 --no-kill --out "$out" --json > "$out/result.json" 2> "$out/stderr.txt" &
 launcher=$!
 until ls /dev/shm/cohort-*/area-* > /dev/null 2>&1; do sleep 0.05; done
 dd if=/dev/zero of=/dev/shm/filler bs=64k 2> /dev/null || true
 # A rank among the launcher's descendants (a runtime's launcher script may stand between).
 descendants() { for child in $(ps -o pid= --ppid "$1"); do echo "$child"; descendants "$child"; done; }
-rank=$(for pid in $(descendants "$launcher"); do ps -o pid=,args= -p "$pid"; done | grep -E "rank-entry|rank-process" | head -1 | awk '{print $1}')
-kill -KILL "$rank"
-echo "fill-shm: filled /dev/shm ($(df -h /dev/shm | tail -1 | awk '{print $3 "/" $2}')), SIGKILLed rank process $rank"
+rankOf() { for pid in $(descendants "$launcher"); do ps -o pid=,args= -p "$pid"; done | grep -E "rank-entry|rank-process" | head -1 | awk '{print $1}'; }
+rank=$(rankOf)
+# A quiet machine may end the run before a rank is found or killed: say so, and still print the run.
+if [ -n "$rank" ] && kill -KILL "$rank" 2> /dev/null; then
+  echo "fill-shm: filled /dev/shm ($(df -h /dev/shm | tail -1 | awk '{print $3 "/" $2}')), SIGKILLed rank process $rank"
+else
+  echo "fill-shm: filled /dev/shm, but no rank was left to SIGKILL (the run ended first): try again"
+fi
 wait "$launcher" || echo "fill-shm: the launcher exited with $?"
 node -e '
 const r = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"))
