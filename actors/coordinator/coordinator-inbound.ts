@@ -258,61 +258,6 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
   let sentControlBytes = 0
   // Joiners not yet seen training: when their Hello came, and the bytes sent to them since.
   const bringingUp = new Map<Rank, { readonly helloAtMs: number; bytes: number }>()
-  /**
-   * `cpu` ranks' `AssignChunk`s, held while their rank waits for the open round's `Update`: a rank
-   * whose `Params` the open round holds trains nothing until that `Update` (a joiner, which counts
-   * as contributed, holds none and is not held), so a chunk sent at once (the answer to the
-   * `ChunkDone` that came with its `Params`) would cost a message and a socket write of its own,
-   * while held it leaves in the `Update`'s message, ahead of it. Whatever is sent to the rank next
-   * takes them out first, in order. Whether the rank waits is known only once the rest of its
-   * message is stepped, so each chunk is looked at again after the step (`releaseChunks`).
-   */
-  const waitingChunks = new Map<Rank, Array<{ readonly message: ToRank; readonly bytes: Uint8Array }>>()
-  let releaseScheduled = false
-  let releasing = false
-  /**
-   * Sends the held chunks of every live rank that does not wait for the open round (after a
-   * microtask: the step of the inbound frames that asked for them is over). A send refused here is
-   * left to the link's end, which the transport reports: it refuses only links that are gone.
-   */
-  const releaseChunks = (): void => {
-    releaseScheduled = false
-    for (const [rank, chunks] of waitingChunks) {
-      const live = Core.isLive(state, rank)
-      if (live && state.contributions.has(rank)) continue
-      waitingChunks.delete(rank)
-      // A rank out of the run gets nothing: the core took its chunks back.
-      if (live) sendHeld(rank, chunks, [])
-    }
-  }
-  const sendHeld = (
-    rank: Rank,
-    chunks: ReadonlyArray<{ readonly message: ToRank; readonly bytes: Uint8Array }>,
-    refused: Array<Refused>
-  ): void => {
-    releasing = true
-    for (const chunk of chunks) sendTo(rank, chunk.message, chunk.bytes, refused)
-    releasing = false
-  }
-  /** Holds `AssignChunk` for `rank` (true), or sends what it held before `message` goes out (false). */
-  const holdChunk = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): boolean => {
-    if (releasing) return false
-    const chunks = waitingChunks.get(rank)
-    if (message._tag === "AssignChunk" && state.config.backend === "cpu") {
-      if (chunks === undefined) waitingChunks.set(rank, [{ message, bytes }])
-      else chunks.push({ message, bytes })
-      if (!releaseScheduled) {
-        releaseScheduled = true
-        queueMicrotask(releaseChunks)
-      }
-      return true
-    }
-    if (chunks !== undefined) {
-      waitingChunks.delete(rank)
-      sendHeld(rank, chunks, refused)
-    }
-    return false
-  }
   const sendTo = (rank: Rank, message: ToRank, bytes: Uint8Array, refused: Array<Refused>): void => {
     const holding = held.get(rank)
     if (holding !== undefined && message._tag !== "CoordHeartbeat") {
@@ -328,7 +273,6 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         return
       }
     }
-    if (holdChunk(rank, message, bytes, refused)) return
     if (message._tag !== "Update" && message._tag !== "RoundCommitted" && message._tag !== "CoordHeartbeat")
       sentControlBytes += bytes.length
     const joiner = bringingUp.size === 0 ? undefined : bringingUp.get(rank)

@@ -154,48 +154,6 @@ describe("coordinator actor", () => {
       )
   )
 
-  it.live("a cpu rank whose Params the open round holds gets the chunk its ChunkDone asked for with the round's Update, ahead of it", () =>
-    Effect.scoped(
-      Effect.gen(function* () {
-        const made = Core.make({ worldSize: 2, epochSamples: 1024, epochs: 1, mode: "progressive" }, 0)
-        if ("_tag" in made) return assert.fail(made.reason)
-        const { transport, sent, hello } = yield* recordingTransport(-1)
-        const handle = yield* Coordinator.start({ state: made, transport, tickMs: 10, coordHeartbeatMs: Number.POSITIVE_INFINITY })
-        const inbox = transport.inbox as Queue.Queue<Transport.Event, never>
-        const event = (rank: number, message: ToCoordinator): Transport.Event => ({
-          _tag: "Frame",
-          peer: rank,
-          bytes: Codec.encode(Frame.fromRank(rank, message)),
-          arrivedMs: 0
-        })
-        yield* hello(0)
-        yield* hello(1)
-        const toRank = (rank: number) => sent.filter(([to]) => to === rank).map(([, message]) => message)
-        while (!toRank(0).some((m) => m._tag === "AssignChunk")) yield* Effect.sleep(1)
-        const first = toRank(0).find((m) => m._tag === "AssignChunk")
-        if (first?._tag !== "AssignChunk") return assert.fail("no chunk for rank 0")
-        const before = toRank(0).length
-        // Its last batch ends its chunk and its averaging step: ChunkDone and Params in one message.
-        yield* Queue.offerAll(inbox, [
-          event(0, { _tag: "ChunkDone", epoch: 0, offset: first.offset, size: first.size }),
-          event(0, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(1, 2) })
-        ])
-        while (!handle.state.contributions.has(0)) yield* Effect.sleep(1)
-        yield* Effect.sleep(1)
-        assert.deepStrictEqual(toRank(0).slice(before), [])
-        yield* Queue.offer(inbox, event(1, { _tag: "Params", epoch: 0, round: 0, samplesDone: 0, params: Float32Array.of(3, 4) }))
-        while (handle.state.round < 1) yield* Effect.sleep(1)
-        yield* Effect.sleep(1)
-        assert.deepStrictEqual(
-          toRank(0)
-            .slice(before)
-            .map((m) => m._tag),
-          ["AssignChunk", "Update"]
-        )
-      })
-    )
-  )
-
   it.live(
     "a growing run (docs/growing.md): a Hello from a vacant index after the start is a join: the roles, the last round's mean and its first chunks; another parameter count is closed with 4009, a join while the run saves and stops with 4019, and neither is a death",
     () =>
@@ -224,8 +182,6 @@ describe("coordinator actor", () => {
           yield* hello(2)
           yield* frame(3, { _tag: "Hello", paramsLength: 5 })
           while (handle.state.counters.joins < 1 || disconnected.length < 1) yield* Effect.sleep(1)
-          // Chunks go out once the step is over (a rank waiting for its round gets them with its Update).
-          yield* Effect.sleep(1)
           const toJoiner = sent.filter(([rank]) => rank === 2).map(([, message]) => message)
           assert.deepStrictEqual(toJoiner.slice(0, 2), [
             { _tag: "SetRoles", checkpoint: 0, eval: 0, epochFn: 0 },
