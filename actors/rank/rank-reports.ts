@@ -80,7 +80,12 @@ export const make = (link: Link, data: RankData): Reports => {
   }
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0
-  const afterBatch = (started: number, finished: number, progress: BatchProgress) =>
+  // Most batches report nothing: they cost no generator.
+  const afterBatch = (started: number, finished: number, progress: BatchProgress): Effect.Effect<void> =>
+    (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) || finished - lastProgressMs >= data.progressIntervalMs
+      ? reportBatch(started, finished, progress)
+      : Effect.void
+  const reportBatch = (started: number, finished: number, progress: BatchProgress) =>
     Effect.gen(function* () {
       if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
         lastHeapCheckMs = finished

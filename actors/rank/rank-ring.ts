@@ -3,7 +3,8 @@
  * its view of the ring (the latest `FormRing`), its links to its ring neighbours (relayed through
  * the coordinator as `RingData`, or direct `MessageChannel` links between worker threads handed
  * over per generation, with the generation's shared all-reduce area when the host made one:
- * `SharedAllReduce`, used instead of the links' steps), and the one collective it runs at a time.
+ * `SharedAllReduce`, used instead of the links' steps; the links are `rank-ring-links.ts`), and
+ * the one collective it runs at a time.
  *
  * A contribution point keeps the rank's pre-round parameters and samples done (`contribute`);
  * `Ring.allReduce` then runs for (generation, round) in a fiber of its own, or, in a shared area,
@@ -24,15 +25,14 @@ import * as Effect from "effect/Effect"
 import * as Fiber from "effect/Fiber"
 import * as FileAllReduce from "../../src/averaging/file-all-reduce.ts"
 import * as Finite from "../../src/averaging/finite.ts"
-import * as LinkBytes from "../../src/averaging/link-bytes.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as RingCompressed from "../../src/averaging/ring-compressed.ts"
-import * as RingSimd from "../../src/averaging/ring-simd.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
 import type { FormRing, RingData, RoundCommitted, ToCoordinator } from "../../src/core/messages.ts"
 import * as PeerRing from "../../src/transport/peer-ring.ts"
-import { collectiveFaultExitCode } from "./rank-data.ts"
 import type { Link, RankData } from "./rank-data.ts"
+import * as RankRingLinks from "./rank-ring-links.ts"
+import type { RingChannel } from "./rank-ring-links.ts"
 
 /**
  * What `make` needs of the rank: its `RankData` (`ringLinks`, `collectiveFault`), its link
@@ -170,158 +170,22 @@ interface FileCollectiveResult {
  */
 export const make = (options: RankRingOptions): RankRing => {
   // Long because it is a factory: the closures it returns share its state, and each is short.
-  const { data, link, send, leave } = options
-  /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
-  const faultOr = (
-    message: Ring.RingMessage,
-    deliver: (message: Ring.RingMessage) => Effect.Effect<void>
-  ): Effect.Effect<void, Ring.RingLinkError> =>
-    Effect.suspend(() => {
-      const fault = data.collectiveFault
-      if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
-        if (fault.fault === "corrupt") return deliver({ ...message, data: message.data.map(() => Number.NaN) })
-        if (fault.fault === "exit") leave(collectiveFaultExitCode)
-        else options.hang()
-        return Effect.never
-      }
-      return deliver(message)
-    })
-  /**
-   * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
-   * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
-   * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
-   * `corrupt` writes NaN into the rank's row at either.
-   */
-  const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
-    const fault = data.collectiveFault
-    if (fault === undefined || fault.round !== round) return {}
-    if (fault.fault === "corrupt") return { corrupt: true }
-    const phase = fault.step < ringSize - 1 ? 0 : 1
-    return {
-      before: (at) => {
-        if (at !== phase) return false
-        if (fault.fault === "exit") leave(collectiveFaultExitCode)
-        else options.hang()
-        return true
-      }
-    }
-  }
-  // The bytes of the steps that went over direct links, reported with each RoundDone (the
-  // coordinator never sees them); relayed steps it counts itself.
-  const linkBytes = LinkBytes.make()
-  // Wakes the main loop when a direct link delivers (an idle rank may have to join a collective).
+  // The ring links' state is its own (`RankRingLinks`): a generation's channel, its bytes, faults.
+  const { data, link, send } = options
+  // Wakes the main loop (an idle rank may have to join a collective, or leave on a failure).
   const notify = options.wake
-  interface RingChannel {
-    readonly link: Ring.BufferedLink
-    readonly inbox: Ring.RingInbox
-    readonly close: () => void
-    /** The generation's shared all-reduce area (worker threads): collectives run there, not over the link. */
-    readonly area?: SharedAllReduce.Area | undefined
-    /** Sends on the generation's direct link only (a file area's notice, `FileAllReduce.noticeStep`). */
-    readonly directOnly?: ((step: Ring.RingMessage) => void) | undefined
-    /** Whether an idle rank watches the area for a collective it is not in yet. */
-    watching?: boolean
-  }
-  /** The relay (`RingData` through the coordinator): one link for every generation. */
-  const relayLink = new Ring.BufferedLink((message) =>
-    faultOr(message, (step) => send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data }))
-  )
-  const relay: RingChannel = { link: relayLink, inbox: new Ring.RingInbox(relayLink), close: () => {} }
-  /** Direct links by generation (worker threads); superseded ones are closed and dropped. */
-  const usePorts = data.ringLinks === "port" && link.onRingPorts !== undefined
-  const portChannels = new Map<number, RingChannel>()
-  const dropPortsBefore = (generation: number): void => {
-    for (const [g, channel] of portChannels) {
-      if (g >= generation) continue
-      channel.close()
-      portChannels.delete(g)
-    }
-  }
-  if (usePorts) {
-    link.onRingPorts!((ports) => {
-      if (ringView !== undefined && ports.generation < ringView.generation) return ports.close()
-      const direct = new Ring.BufferedLink((message) =>
-        faultOr(message, (step) =>
-          Effect.sync(() => {
-            linkBytes.sent(step.round, step.data.byteLength)
-            ports.send(step)
-          })
-        )
-      )
-      ports.onMessage((message) => {
-        linkBytes.received(message.round, message.data.byteLength)
-        direct.push(message)
-        // Only an idle rank acts on a neighbour's step (it joins the collective); one whose
-        // collective runs or waits for its RoundCommitted would wake its loop for nothing, once
-        // a step.
-        if (collective === undefined && finished === undefined) notify()
-      })
-      // The host makes an area only where this runtime can wait on one (`Worker.sharedRingLinks`).
-      const area = ports.area === undefined ? undefined : new SharedAllReduce.Area(ports.area)
-      portChannels.set(ports.generation, { link: direct, inbox: new Ring.RingInbox(direct), close: ports.close, area })
-      notify()
-    })
-  }
-  /**
-   * Direct links between processes (`RankData.ringLinks` `direct`): opened per generation from its
-   * `FormRing`; a generation whose outgoing link cannot be made sends through the relay, and the
-   * relay's steps of a generation go to its channel, so a receiver takes steps from both.
-   */
-  const peers =
-    data.ringLinks === "direct" && data.peerLinks !== undefined && link.rank !== undefined
-      ? PeerRing.start({ ...data.peerLinks, rank: link.rank, allocateStep: RingSimd.stepBuffer })
-      : undefined
-  const relaySend = (step: Ring.RingMessage): Effect.Effect<void> =>
-    send({ _tag: "RingData", generation: step.generation, round: step.round, step: step.step, data: step.data })
-  /** How the current generation's outgoing steps went: over its direct link, or the relay. */
-  const peerUsed = new Map<number, "direct" | "relay">()
-  const openPeers = (message: FormRing): void => {
-    if (peers === undefined || portChannels.has(message.generation)) return
-    // The coordinator sends each member its neighbours (with, between hosts, the next one's
-    // listener and the generation's secret); the whole ring order serves as well.
-    const end = peers.open(
-      message.generation,
-      message.prev !== undefined && message.next !== undefined
-        ? { prev: message.prev, next: message.next, nextUrl: message.nextAddress, secret: message.ringSecret }
-        : PeerRing.neighboursOf(message.peers, message.ringRank)
-    )
-    // Known once the link is made or given up: later steps go out without waiting on the promise
-    // (an async turn of the collective's fiber a step).
-    let made: boolean | undefined
-    void end.connected.then((connected) => {
-      made = connected
-    })
-    const sendOn = (step: Ring.RingMessage, connected: boolean): Effect.Effect<void> => {
-      const way = connected && end.send(step) ? "direct" : "relay"
-      if (peerUsed.get(step.generation) !== way) peerUsed.set(step.generation, way)
-      if (way === "direct") linkBytes.sent(step.round, PeerRing.stepBytes(step))
-      return way === "direct" ? Effect.void : relaySend(step)
-    }
-    const direct = new Ring.BufferedLink((message) =>
-      faultOr(message, (step) =>
-        made === undefined
-          ? Effect.flatMap(
-              Effect.promise(() => end.connected),
-              (connected) => sendOn(step, connected)
-            )
-          : sendOn(step, made)
-      )
-    )
-    end.onMessage((step) => {
-      linkBytes.received(step.round, PeerRing.stepBytes(step))
-      if (step.step === FileAllReduce.noticeStep) return noticed(step, end)
-      direct.push(step)
-      if (collective === undefined && finished === undefined) notify()
-    })
-    portChannels.set(message.generation, {
-      link: direct,
-      inbox: new Ring.RingInbox(direct),
-      close: end.close,
-      directOnly: (step) => void end.send(step)
-    })
-  }
-  const channelFor = (generation: number): RingChannel | undefined =>
-    usePorts || peers !== undefined ? portChannels.get(generation) : relay
+  const links = RankRingLinks.make({
+    data,
+    link,
+    send,
+    leave: options.leave,
+    hang: options.hang,
+    wake: notify,
+    idle: () => collective === undefined && finished === undefined,
+    view: () => ringView,
+    noticed: (step, forward) => noticed(step, forward)
+  })
+  const { usePorts, peers, linkBytes, channelFor, areaFaults } = links
 
   /**
    * Processes of one machine (`RankData.ringAreaFolder`): the newest generation's file area
@@ -350,9 +214,9 @@ export const make = (options: RankRingOptions): RankRing => {
    * fails when it is that rank, else passes it on to its next neighbour (on the direct link only:
    * the relay takes ring steps alone).
    */
-  const noticed = (step: Ring.RingMessage, end: PeerRing.PeerEnd): void => {
+  const noticed = (step: Ring.RingMessage, forward: (step: Ring.RingMessage) => void): void => {
     if (ringView === undefined || step.generation !== ringView.generation) return
-    if (step.data[0] !== ringView.ringRank) return void end.send(step)
+    if (step.data[0] !== ringView.ringRank) return forward(step)
     finished = undefined
     ringFailure = notFinite()
     notify() // the rank's loop leaves on it
@@ -459,7 +323,11 @@ export const make = (options: RankRingOptions): RankRing => {
     contribution: Contribution
   ): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
     const length = contribution.params.length
-    const into = takeSpareMean()
+    // The mean's vector: this rank's segment is reduced into it and the others' are read into it
+    // and checked there, with SIMD in a `Finite.alloc` vector (the first rounds' spare may be a
+    // plain one: it is dropped).
+    const spare = takeSpareMean()
+    const into = spare !== undefined && spare.length === length && Finite.isFast(spare) ? spare : Finite.alloc(length)
     // The same injected fault as in a shared area, as the file area's hooks (effects).
     const hooks = areaFaults(shape.round, shape.ringSize)
     const before = hooks.before
@@ -472,10 +340,7 @@ export const make = (options: RankRingOptions): RankRing => {
       (outcome): Effect.Effect<FileCollectiveResult, Ring.RingLinkError> => {
         fileUsed.set(shape.generation, outcome._tag === "ring" ? "ring" : "file")
         if (outcome._tag === "ring") return Effect.succeed({ mean: outcome.mean, residual: undefined })
-        if (outcome._tag === "file") {
-          const mean = into !== undefined && into.length === length ? into : new Float32Array(length)
-          return Effect.succeed({ mean, residual: undefined, file })
-        }
+        if (outcome._tag === "file") return Effect.succeed({ mean: into, residual: undefined, file })
         if (outcome.rank === shape.ringRank) return Effect.fail(notFinite())
         const notice = Float64Array.of(outcome.rank)
         channel.directOnly?.({ generation: shape.generation, round: shape.round, step: FileAllReduce.noticeStep, data: notice })
@@ -642,8 +507,7 @@ export const make = (options: RankRingOptions): RankRing => {
         // A newer generation supersedes the collective of an older one; an older FormRing is ignored.
         if (ringView !== undefined && message.generation <= ringView.generation) return
         ringView = message
-        dropPortsBefore(message.generation)
-        openPeers(message)
+        links.formed(message)
         if (collective !== undefined && collective.generation < message.generation) yield* abortCollective
         if (finished !== undefined && finished.generation < message.generation) finished = undefined
         yield* send({ _tag: "RingReady", generation: message.generation })
@@ -672,13 +536,7 @@ export const make = (options: RankRingOptions): RankRing => {
       if (done?.area === undefined || !done.area.committed(done.round)) return undefined
       return { round: done.round, mean: takeFinished(done) }
     },
-    relayed: (message) =>
-      (peers === undefined ? relayLink : portChannels.get(message.generation)?.link)?.push({
-        generation: message.generation,
-        round: message.round,
-        step: message.step,
-        data: message.data
-      }),
+    relayed: links.relayed,
     contribute: (contribution, round) => {
       pending = contribution
       return startCollective(round)
@@ -696,7 +554,7 @@ export const make = (options: RankRingOptions): RankRing => {
         channel.watching = true
         void channel.area.arrivals().then(() => {
           channel.watching = false
-          if (collective === undefined && finished === undefined && portChannels.get(generation) === channel) notify()
+          if (collective === undefined && finished === undefined && links.channel(generation) === channel) notify()
         })
       }
       return false
@@ -709,10 +567,10 @@ export const make = (options: RankRingOptions): RankRing => {
     linkName: () => {
       if (ringView !== undefined && peers !== undefined) {
         if (fileUsed.get(ringView.generation) === "file") return "shared file"
-        return peerUsed.get(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
+        return links.way(ringView.generation) === "relay" ? "relayed link" : "direct socket link"
       }
       if (ringView === undefined || !usePorts) return "relayed link"
-      return portChannels.get(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
+      return links.channel(ringView.generation)?.area !== undefined ? "shared all-reduce" : "direct link"
     },
     failure: () => ringFailure,
     contributionBuffer: (length) => {

@@ -472,6 +472,20 @@ export const contributeBeforeLeaving = (r: Running) =>
     }
   })
 
+/**
+ * The trainer's step on `indices`: its result as it returns it, awaited only when it returns a
+ * promise. A synchronous trainer's batch then costs the loop's fiber no suspension (a promise, a
+ * microtask and an async-hooks resource a batch, at every ring round). A throw is a defect either way.
+ */
+const trainBatch = (r: Running, indices: Uint32Array): Effect.Effect<unknown> =>
+  Effect.suspend(() => {
+    const result: unknown = r.trainer.trainBatch(indices)
+    return isPromiseLike(result) ? Effect.promise(() => result) : Effect.succeed(result)
+  })
+
+const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
+  typeof value === "object" && value !== null && typeof (value as { readonly then?: unknown }).then === "function"
+
 /** Trains one batch, reports it, and contributes when the batch ends a chunk or an averaging step. */
 const trainOne = (r: Running) =>
   Effect.gen(function* () {
@@ -479,7 +493,7 @@ const trainOne = (r: Running) =>
     const started = yield* Clock.currentTimeMillis
     const chunk = s.chunks[0]
     const indices = nextBatch(r, chunk)
-    const result = yield* Effect.promise(async () => r.trainer.trainBatch(indices))
+    const result = yield* trainBatch(r, indices)
     // A trainer that returns no finite loss leaves its rank's contributions without one.
     const batchLoss = (result as { readonly loss?: unknown } | undefined)?.loss
     if (typeof batchLoss === "number" && Number.isFinite(batchLoss) && indices.length > 0) {
@@ -565,11 +579,16 @@ export const turn = (r: Running) =>
  * for the new `Update` (the last committed model) and its new share of the epoch. Called before
  * any frame is applied: the new coordinator's frames all come after its recovered welcome.
  */
-export const recovered = (r: Running) =>
+export const recovered = (r: Running): Effect.Effect<void> => {
+  // Asked before every frame and every turn of the loop: no generator unless there was a takeover.
+  const seen = r.link.recoveries?.() ?? 0
+  return seen === r.s.recoveries ? Effect.void : takeOver(r, seen)
+}
+
+/** `recovered` once a takeover was seen (`seen`: the link's count of them). */
+const takeOver = (r: Running, seen: number) =>
   Effect.gen(function* () {
     const { s } = r
-    const seen = r.link.recoveries?.() ?? 0
-    if (seen === s.recoveries) return
     s.recoveries = seen
     // Ring: which round's mean the rank must hold is the new coordinator's to say (`ringConfirmed`).
     // A finished round held from before an earlier takeover is kept: this one may confirm it.

@@ -16,21 +16,23 @@
  *
  * A round, for ring rank `r` of `n` (`allReduce`):
  *
- * 1. The member writes its row into its file (when it contributes), then passes its state around
- *    the ring (`n - 1` token steps, `tokenStep`; each member forwards what it received, so every
- *    member learns every member's state): its row is written and counts, is written and does not
- *    count, or it could not use its file (`ENOSPC`, `EIO`, no folder). The token is the round's only
- *    barrier: a member sends its own state only after its row is complete, so once it holds every
- *    state every row is complete.
+ * 1. The member writes its row into its file (when it contributes; all but its own segment, which
+ *    only it reads, from memory), then passes its state around the ring (`n - 1` token steps,
+ *    `tokenStep`; each member forwards what it received, so every member learns every member's
+ *    state): its row is written and counts, is written and does not count, or it could not use its
+ *    file (`ENOSPC`, `EIO`, no folder). The token is the round's only barrier: a member sends its
+ *    own state only after its row is complete, so once it holds every state every row is complete.
  * 2. When any member could not use its file, the round falls back, for every member alike, to the
  *    socket ring (`Ring.allReduce`) over the same links. Otherwise the member reads segment `r` of
  *    each contributing row in ring-rank order (positioned reads straight into the SIMD scratch
- *    memory, `RingSimd.meanOfReads`; without SIMD into private copies), sums each value in float64
- *    left to right, divides by the number of contributions and rounds once to float32 (the same
- *    bits as `SharedAllReduce`'s reduction); with no contribution the segment is its own values. It writes the segment into its
- *    file and returns; the rank reports `RoundDone`.
+ *    memory, `RingSimd.meanOfReads`; without SIMD into private copies; its own row from memory),
+ *    sums each value in float64 left to right, divides by the number of contributions and rounds
+ *    once to float32 (the same bits as `SharedAllReduce`'s reduction), into the caller's vector
+ *    for the mean; with no contribution the segment is its own values. It writes the segment into
+ *    its file and returns; the rank reports `RoundDone`.
  * 3. The coordinator's `RoundCommitted` means every member reported `RoundDone`, so every member
- *    wrote its result segment before it: the member then reads the `n` segments (`readResult`).
+ *    wrote its result segment before it: the member then reads the other `n - 1` segments into the
+ *    same vector (`readResult`).
  *
  * Why no second barrier: a member writes its result segment only after the round's token told it
  * every row is complete, and reports `RoundDone` only after its segment is written; the commit
@@ -63,6 +65,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as AreaFile from "../platform/area-file.ts"
+import * as Finite from "./finite.ts"
 import { allReduce as ringAllReduce, type Collective, RingLinkError, type RingInbox, segmentOf, tokenStepBase } from "./ring.ts"
 import * as RingSimd from "./ring-simd.ts"
 
@@ -123,9 +126,12 @@ export interface FileArea {
   fd: number | undefined
   problem: string | undefined
   readonly readers: Array<number | undefined>
-  /** Private copies of each contributing row's segment, and the segment's mean (allocated once). */
+  /** Private copies of each contributing row's segment (JavaScript's reduction; allocated once). */
   readonly rows: Array<Float32Array>
+  /** The last round's mean of this member's segment: a view of the caller's vector, or `own`. */
   segment: Float32Array | undefined
+  /** The segment's mean when the caller gave no vector to hold it (allocated once). */
+  own: Float32Array | undefined
 }
 
 const describe = (error: unknown): string => (error instanceof Error ? ((error as { code?: string }).code ?? error.message) : String(error))
@@ -158,7 +164,8 @@ export const open = (
     problem: undefined,
     readers: [],
     rows: [],
-    segment: undefined
+    segment: undefined,
+    own: undefined
   }
   const [start, end] = segmentOf(length, ringSize, ringRank)
   try {
@@ -219,12 +226,17 @@ export type Outcome =
   | { readonly _tag: "ring"; readonly mean: Float32Array; readonly problem: string | undefined }
   | { readonly _tag: "bad"; readonly rank: number }
 
-/** Writes this member's row (when it contributes); gives its token state. */
-const writeRow = (area: FileArea, params: Float32Array, contributes: boolean, corrupt: boolean): number => {
+/**
+ * Writes this member's row `row` into its file (when it contributes), but for its own segment,
+ * which only this member reduces, from `row` in memory; gives its token state.
+ */
+const writeRow = (area: FileArea, row: Float32Array, contributes: boolean): number => {
   if (area.fd === undefined) return noFile
   if (!contributes) return idle
+  const [start, end] = segmentOf(row.length, area.ringSize, area.ringRank)
   try {
-    AreaFile.writeAt(area.fd, corrupt ? new Float32Array(params.length).fill(Number.NaN) : params, 0)
+    if (start > 0) AreaFile.writeAt(area.fd, row.subarray(0, start), 0)
+    if (end < row.length) AreaFile.writeAt(area.fd, row.subarray(end), 4 * end)
     return contributed
   } catch (error) {
     area.problem = describe(error)
@@ -268,47 +280,71 @@ const meanOf = (rows: ReadonlyArray<Float32Array>, segment: Float32Array): numbe
 }
 
 /**
- * Reduces this member's segment from the rows (module doc, step 2) and writes it into its file;
- * gives -1, or the ring rank of the first contributing row holding a value that is not finite.
+ * Reduces this member's segment from the rows (module doc, step 2) into `mean`'s segment (when
+ * `mean` has `length` values: the caller's vector, so the segment is never copied again; else an
+ * array of the area's) and writes it into its file; this member's own row is `row`, in memory.
+ * Gives -1, or the ring rank of the first contributing row holding a value that is not finite.
  * Throws as `AreaFile` when a file cannot be read or written.
  */
-const reduce = (area: FileArea, params: Float32Array, states: ReadonlyArray<number>): number => {
+const reduce = (area: FileArea, row: Float32Array, states: ReadonlyArray<number>, mean: Float32Array | undefined): number => {
   const { ringRank: r, ringSize: n, length } = area
   const [start, end] = segmentOf(length, n, r)
   const size = end - start
-  if (area.segment === undefined) area.segment = new Float32Array(size)
-  const segment = area.segment
+  const segment = mean !== undefined && mean.length === length ? mean.subarray(start, end) : ownSegment(area, size)
+  area.segment = segment
   const contributing: Array<number> = []
   for (let j = 0; j < n; j++) if (states[j] === contributed) contributing.push(j)
-  if (contributing.length === 0) segment.set(params.subarray(start, end))
+  if (contributing.length === 0) segment.set(row.subarray(start, end))
   else {
     const at = RingSimd.isEnabled()
       ? RingSimd.meanOfReads(
           contributing.length,
           size,
-          (k, into, from) => AreaFile.readAt(fileOf(area, contributing[k]!), into, 4 * (start + from)),
+          (k, into, from) => readRow(area, row, contributing[k]!, into, start + from),
           segment
         )
-      : meanOf(privateRows(area, contributing, start, size), segment)
-    if (at >= 0) return badRow(area, contributing, start + at)
+      : meanOf(privateRows(area, row, contributing, start, size), segment)
+    if (at >= 0) return badRow(area, row, contributing, start + at)
   }
   AreaFile.writeAt(area.fd!, segment, 4 * length)
   return -1
 }
 
-/** Segment `[start, start + size)` of each contributing row, read into private arrays (JavaScript's reduction). */
-const privateRows = (area: FileArea, contributing: ReadonlyArray<number>, start: number, size: number): Array<Float32Array> =>
+/** The area's own array for this member's segment (`size` values; allocated once). */
+const ownSegment = (area: FileArea, size: number): Float32Array => {
+  if (area.own === undefined || area.own.length !== size) area.own = new Float32Array(size)
+  return area.own
+}
+
+/**
+ * Fills `into` with ring rank `j`'s row from value `at` on: this member's own `row` from memory
+ * (its file does not hold its own segment: `writeRow`), another member's from its file.
+ */
+const readRow = (area: FileArea, row: Float32Array, j: number, into: Float32Array, at: number): void => {
+  if (j === area.ringRank) into.set(row.subarray(at, at + into.length))
+  else AreaFile.readAt(fileOf(area, j), into, 4 * at)
+}
+
+/** Segment `[start, start + size)` of each contributing row, in private arrays (JavaScript's reduction). */
+const privateRows = (
+  area: FileArea,
+  row: Float32Array,
+  contributing: ReadonlyArray<number>,
+  start: number,
+  size: number
+): Array<Float32Array> =>
   contributing.map((j, k) => {
+    if (j === area.ringRank) return row.subarray(start, start + size)
     area.rows[k] ??= new Float32Array(size)
     AreaFile.readAt(fileOf(area, j), area.rows[k]!, 4 * start)
     return area.rows[k]!
   })
 
 /** The first contributing ring rank whose row's value `index` is not finite (float32 values cannot overflow a float64 sum). */
-const badRow = (area: FileArea, contributing: ReadonlyArray<number>, index: number): number => {
+const badRow = (area: FileArea, row: Float32Array, contributing: ReadonlyArray<number>, index: number): number => {
   const value = new Float32Array(1)
   for (const j of contributing) {
-    AreaFile.readAt(fileOf(area, j), value, 4 * index)
+    readRow(area, row, j, value, index)
     if (!Number.isFinite(value[0]!)) return j
   }
   return contributing[0]!
@@ -318,7 +354,8 @@ const badRow = (area: FileArea, contributing: ReadonlyArray<number>, index: numb
  * This member's part of one round through `area` (module doc, steps 1 and 2), with `inbox` over its
  * direct links for the token (and the socket ring when it falls back); `collective` must match the
  * area's generation, ring rank and size, and `params` its length. `into` as in `Ring.allReduce`
- * (the fallback's mean goes there). Fails with `RingLinkError` when a link fails, a neighbour
+ * (the fallback's mean goes there); when it has `length` values this member's segment of the mean
+ * is reduced straight into it (`readResult` into the same vector then reads only the others'). Fails with `RingLinkError` when a link fails, a neighbour
  * breaks the protocol or a file the token said was there cannot be read or written; interrupt it to
  * abort (a death, a newer generation).
  *
@@ -343,7 +380,8 @@ export const allReduce = (
         )
       )
     }
-    const own = writeRow(area, params, contributes, faults.corrupt === true)
+    const row = faults.corrupt === true ? new Float32Array(params.length).fill(Number.NaN) : params
+    const own = writeRow(area, row, contributes)
     if (faults.before !== undefined) yield* faults.before(0)
     const states = yield* passTokens(inbox, collective, own)
     if (states.includes(noFile)) {
@@ -351,7 +389,7 @@ export const allReduce = (
       return { _tag: "ring", mean, problem: area.problem } as const
     }
     const bad = yield* Effect.try({
-      try: () => reduce(area, params, states),
+      try: () => reduce(area, row, states, into),
       catch: (error) => new RingLinkError(`the file area failed: ${describe(error)}`)
     })
     if (bad >= 0) return { _tag: "bad", rank: bad } as const
@@ -361,10 +399,12 @@ export const allReduce = (
 
 /**
  * Reads the committed round's mean (module doc, step 3) into `into` (`length` values): every
- * member's result segment from its file. Throws as `AreaFile` when a file cannot be read, and a
- * `RangeError` naming the member and its file when a segment holds a value that is not finite: a
- * mean of finite rows is finite, so something else wrote into the file (another process of this
- * user's, a fault of the memory) and the rank must not apply it.
+ * other member's result segment from its file, this member's own from memory (nothing to do when
+ * `into` is the vector `allReduce` reduced it into). Throws as `AreaFile` when a file cannot be
+ * read, and a `RangeError` naming the member and its file when a segment holds a value that is not
+ * finite: a mean of finite rows is finite, so something else wrote into the file (another process
+ * of this user's, a fault of the memory) and the rank must not apply it. The check is SIMD when
+ * `into` comes from `Finite.alloc`.
  *
  * @since 0.1.0
  * @category averaging
@@ -373,19 +413,14 @@ export const readResult = (area: FileArea, into: Float32Array): void => {
   const { ringSize: n, length } = area
   for (let j = 0; j < n; j++) {
     const [start, end] = segmentOf(length, n, j)
-    if (j === area.ringRank && area.segment !== undefined) into.set(area.segment, start)
-    else {
+    if (j === area.ringRank && area.segment !== undefined) {
+      const own = area.segment
+      if (own.buffer !== into.buffer || own.byteOffset !== into.byteOffset + 4 * start) into.set(own, start)
+    } else {
       const segment = into.subarray(start, end)
       AreaFile.readAt(fileOf(area, j), segment, 4 * length)
-      if (!allFinite(segment))
+      if (!Finite.allFinite(segment))
         throw new RangeError(`ring rank ${j}'s result in ${areaPath(area.folder, area.generation, j)} holds a value that is not finite`)
     }
   }
-}
-
-/** Whether every value of `values` is finite (a sum of float32 values in float64 is finite exactly then). */
-const allFinite = (values: Float32Array): boolean => {
-  let sum = 0
-  for (let i = 0; i < values.length; i++) sum += values[i]!
-  return Number.isFinite(sum)
 }

@@ -156,26 +156,32 @@ export const share = (memory: SharedMemory): SharedArrayBuffer | undefined => {
 }
 
 /**
- * Whether every value of `values` is finite (no NaN, no infinity). SIMD for a vector from
- * `alloc` and for any view in a shared memory (`share`), one JavaScript pass otherwise.
+ * Whether every value of `values` is finite (no NaN, no infinity). SIMD for any view of a vector
+ * from `alloc` and for any view in a shared memory (`share`), one JavaScript pass otherwise.
  *
  * @since 0.1.0
  * @category finite
  */
 export const allFinite = (values: Float32Array): boolean => {
   const simd = checks.get(values.buffer)
-  if (simd !== undefined && simd.length === undefined) {
-    // In a shared memory the values past the view are someone else's: SIMD over whole groups of
-    // four, then the rest here.
-    const whole = values.length - (values.length % 4)
-    if (simd.check(values.byteOffset, values.byteOffset + 4 * whole) !== 0) return false
-    return finiteLoop(values, whole)
-  }
-  // The whole vector only: a shorter view would have the check read values past its end.
-  if (simd !== undefined && values.byteOffset === 0 && simd.length === values.length)
-    return simd.check(0, Math.ceil(values.length / 4) * 16) === 0
-  return finiteLoop(values, 0)
+  if (simd === undefined) return finiteLoop(values, 0)
+  // A whole `alloc` vector: its zero padding makes the last group of four whole.
+  if (simd.length === values.length && values.byteOffset === 0) return simd.check(0, Math.ceil(values.length / 4) * 16) === 0
+  // Any other view (part of an `alloc` vector, or in a shared memory, where the values past the
+  // view are someone else's): SIMD over its whole groups of four, then the rest here.
+  const whole = values.length - (values.length % 4)
+  if (simd.check(values.byteOffset, values.byteOffset + 4 * whole) !== 0) return false
+  return finiteLoop(values, whole)
 }
+
+/**
+ * Whether `allFinite` checks `values` with SIMD (it lies in a buffer `alloc`, `sharedMemory` or
+ * `share` registered).
+ *
+ * @since 0.1.0
+ * @category finite
+ */
+export const isFast = (values: Float32Array): boolean => checks.has(values.buffer)
 
 /** Whether `values[from..]` are all finite, in JavaScript. */
 const finiteLoop = (values: Float32Array, from: number): boolean => {

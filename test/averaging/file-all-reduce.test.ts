@@ -15,6 +15,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest"
 import { ulpDistance } from "./float32.ts"
 import * as Cpu from "../../src/averaging/cpu.ts"
 import * as FileAllReduce from "../../src/averaging/file-all-reduce.ts"
+import * as Finite from "../../src/averaging/finite.ts"
 import * as Ring from "../../src/averaging/ring.ts"
 import * as RingSimd from "../../src/averaging/ring-simd.ts"
 import * as SharedAllReduce from "../../src/averaging/shared-all-reduce.ts"
@@ -56,7 +57,8 @@ const roundOf = (
   round: number,
   vectors: ReadonlyArray<Float32Array>,
   contributes: ReadonlyArray<boolean>,
-  faults: ReadonlyArray<FileAllReduce.Faults> = []
+  faults: ReadonlyArray<FileAllReduce.Faults> = [],
+  intos: ReadonlyArray<Float32Array | undefined> = []
 ): Promise<Array<FileAllReduce.Outcome>> =>
   Effect.runPromise(
     Effect.forEach(
@@ -68,7 +70,8 @@ const roundOf = (
           { ringRank: r, ringSize: areas.length, generation: area.generation, round },
           vectors[r]!,
           contributes[r]!,
-          faults[r] ?? {}
+          faults[r] ?? {},
+          intos[r]
         ),
       { concurrency: "unbounded" }
     )
@@ -92,7 +95,7 @@ describe("the file all-reduce", () => {
   })
 
   it.each([true, false])(
-    "over consecutive rounds of one generation, with odd lengths, -0 and members that do not contribute, every member reads the shared all-reduce area's bits (the float32 mean in ring-rank order, within 1 ulp of Cpu.mean); nobody's parameters change (SIMD: %s)",
+    "over consecutive rounds of one generation, with odd lengths, -0 and members that do not contribute, every member reads the shared all-reduce area's bits (the float32 mean in ring-rank order, within 1 ulp of Cpu.mean), into its own vector or the one its segment was reduced into; nobody's parameters change (SIMD: %s)",
     async (simd) => {
       expect(RingSimd.setEnabled(simd)).toBe(simd && RingSimd.available)
       await fc.assert(
@@ -113,12 +116,14 @@ describe("the file all-reduce", () => {
               const contributes = Array.from({ length: n }, () => random() < 0.75)
               const vectors = Array.from({ length: n }, () => vectorOf(random, length))
               const originals = vectors.map((v) => Float32Array.from(v))
-              const outcomes = await roundOf(areas, inboxes, round, vectors, contributes)
+              // Odd ring ranks have their segment reduced straight into the vector they read the mean into.
+              const intos = areas.map((_, r) => (r % 2 === 1 ? Finite.alloc(length) : undefined))
+              const outcomes = await roundOf(areas, inboxes, round, vectors, contributes, [], intos)
               const expected = await sharedMean(vectors, contributes)
               const cpu = Cpu.mean(vectors.filter((_, r) => contributes[r]))
               for (const [r, outcome] of outcomes.entries()) {
                 expect(outcome).toEqual({ _tag: "file" })
-                const mean = new Float32Array(length)
+                const mean = intos[r] ?? new Float32Array(length)
                 FileAllReduce.readResult(areas[r]!, mean)
                 expect(bits(mean)).toEqual(bits(expected))
                 // -0 and +0 are equal here: a float64 sum starts at +0 (as the area's), `Cpu.mean` of one -0 keeps it.
@@ -207,10 +212,10 @@ describe("the file all-reduce", () => {
     const fd = openSync(path, "r+")
     writeSync(fd, new Float32Array([Number.NaN]), 0, 4, 4 * length)
     closeSync(fd)
+    // Read into a plain vector (the JavaScript check) and into one from `Finite.alloc` (SIMD).
     for (const r of [0, 2])
-      expect(() => FileAllReduce.readResult(areas[r]!, new Float32Array(length))).toThrow(
-        `ring rank 1's result in ${path} holds a value that is not finite`
-      )
+      for (const into of [new Float32Array(length), Finite.alloc(length)])
+        expect(() => FileAllReduce.readResult(areas[r]!, into)).toThrow(`ring rank 1's result in ${path} holds a value that is not finite`)
     truncateSync(path, 4 * length)
     expect(() => FileAllReduce.readResult(areas[0]!, new Float32Array(length))).toThrow(/the file ended/)
     for (const area of areas) FileAllReduce.close(area)

@@ -49,29 +49,37 @@ describe("Finite.allFinite", () => {
     expect(Finite.alloc(0).length).toBe(0)
   })
 
-  it("checks any view in a shared memory (sharedMemory, share) over its own values only, whatever its offset and length; the memory's neighbours past either end do not count", () => {
-    const memory = Finite.sharedMemory(4 * 1000)
-    // Node, Bun and Deno all run WebAssembly SIMD over shared memory: the SIMD path is what is tested.
-    expect(memory).toBeDefined()
-    const buffer = Finite.share(memory!)!
-    expect(buffer).toBe(memory!.buffer)
-    const all = new Float32Array(buffer, 0, 1000)
-    fc.assert(
-      fc.property(
-        fc.integer({ min: 1, max: 900 }),
-        fc.integer({ min: 0, max: 90 }),
-        fc.integer({ min: -1, max: 89 }),
-        (offset, length, badAt) => {
-          all.fill(1)
-          // Not finite just outside the view, on both sides.
-          all[offset - 1] = Number.NaN
-          all[offset + length] = Number.POSITIVE_INFINITY
-          if (badAt >= 0 && badAt < length) all[offset + badAt] = Number.NEGATIVE_INFINITY
-          const view = new Float32Array(buffer, 4 * offset, length)
-          expect(Finite.allFinite(view)).toBe(!(badAt >= 0 && badAt < length))
-        }
-      ),
-      { seed: SEED, numRuns: 300 }
-    )
-  })
+  it.each(["a shared memory (sharedMemory, share)", "a vector from alloc"])(
+    "checks any view in %s over its own values only, whatever its offset and length; the neighbours past either end do not count",
+    (where) => {
+      let all: Float32Array
+      if (where.startsWith("a shared")) {
+        const memory = Finite.sharedMemory(4 * 1000)
+        // Node, Bun and Deno all run WebAssembly SIMD over shared memory: the SIMD path is what is tested.
+        expect(memory).toBeDefined()
+        const buffer = Finite.share(memory!)!
+        expect(buffer).toBe(memory!.buffer)
+        all = new Float32Array(buffer, 0, 1000)
+      } else all = Finite.alloc(1000)
+      expect(Finite.isFast(all)).toBe(true)
+      const buffer = all.buffer
+      fc.assert(
+        fc.property(
+          fc.integer({ min: 1, max: 900 }),
+          fc.integer({ min: 0, max: 90 }),
+          fc.integer({ min: -1, max: 89 }),
+          (offset, length, badAt) => {
+            all.fill(1)
+            // Not finite just outside the view, on both sides.
+            all[offset - 1] = Number.NaN
+            all[offset + length] = Number.POSITIVE_INFINITY
+            if (badAt >= 0 && badAt < length) all[offset + badAt] = Number.NEGATIVE_INFINITY
+            const view = new Float32Array(buffer, 4 * offset, length)
+            expect(Finite.allFinite(view)).toBe(!(badAt >= 0 && badAt < length))
+          }
+        ),
+        { seed: SEED, numRuns: 300 }
+      )
+    }
+  )
 })
