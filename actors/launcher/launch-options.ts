@@ -271,7 +271,12 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
   check(outer.momentum >= 0 && outer.momentum < 1, "outerMomentum", `must be in [0, 1), got ${outer.momentum}`)
   check(backend === "cpu" || (outer.lr === 1 && outer.momentum === 0), "outerLr", "the outer optimizer needs the cpu backend")
   // Ring members contribute changes by themselves when they pack their steps (`RingCompressed`).
-  const deltas = options.deltas ?? (backend === "cpu" && (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0))
+  // A round that may close without a rank (a deadline, a silence) folds that rank's contribution
+  // into a later round, on an older model than the one it is averaged with: as a whole model it
+  // takes away what the rounds it missed committed (a round of only late ones keeps none of it),
+  // as a change it is added to the latest model (docs/edge-averaging.md "Deltas").
+  const late = (options.roundDeadlineMs ?? 0) > 0 || (options.roundSilenceMs ?? 0) > 0
+  const deltas = options.deltas ?? (backend === "cpu" && (compress !== "none" || outer.lr !== 1 || outer.momentum !== 0 || late))
   check(typeof deltas === "boolean", "deltas", `must be true or false, got ${JSON.stringify(deltas)}`)
   check(!deltas || backend === "cpu", "deltas", "contributions as changes need the cpu backend")
   return {

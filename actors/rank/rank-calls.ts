@@ -10,6 +10,7 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Result from "effect/Result"
+import * as DeathReport from "../../src/actor/death-report.ts"
 import * as Files from "../../src/platform/files.ts"
 import type * as Trainer from "../../src/train/trainer.ts"
 import * as Transport from "../../src/transport/transport.ts"
@@ -72,6 +73,8 @@ export const checkpoint = (r: CallRank, version: number) =>
     const savingMs = yield* Clock.currentTimeMillis
     const saved = yield* Effect.tryPromise(() =>
       beating(r, "save", async () => {
+        // The trainer's contract: the caller creates the folder.
+        await Files.mkdir(dir)
         await r.trainer.save(dir)
         await r.writeModel(dir)
       })
@@ -124,11 +127,17 @@ export const stopAsTold = (r: CallRank, stopping: { readonly save: boolean; read
       // The marker says the trainer's save resolved (a save may write nothing of its own); its
       // `savedAtMs` is wall-clock time, read by another process (`cohort join`) against its own.
       const dir = `${data.saveDir}/rank${rank}`
-      yield* Effect.tryPromise(async () => {
+      const saved = yield* Effect.tryPromise(async () => {
+        await Files.mkdir(dir)
         await trainer.save(dir)
         await r.writeModel(dir)
         await Files.writeFile(`${dir}/${savedMarker}`, `${JSON.stringify({ rank, reason: stopping?.reason, savedAtMs: Date.now() })}\n`)
-      }).pipe(Effect.ignore)
+      }).pipe(Effect.result)
+      // Without its marker the launcher lists the rank as not saved; the reason is only here.
+      if (Result.isFailure(saved))
+        console.error(
+          `cohort rank ${rank}: the save before stopping failed: ${DeathReport.errorMessage(saved.failure.cause ?? saved.failure)}`
+        )
     }
     yield* r.send({ _tag: "Exiting" })
     yield* r.link.transport.flush

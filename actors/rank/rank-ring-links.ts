@@ -97,42 +97,11 @@ export interface RingLinks {
  * @category rank
  */
 export const make = (options: RingLinksOptions): RingLinks => {
-  const { data, link, send, leave } = options
-  /** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
-  const faultOr = (
-    message: Ring.RingMessage,
-    deliver: (message: Ring.RingMessage) => Effect.Effect<void>
-  ): Effect.Effect<void, Ring.RingLinkError> =>
-    Effect.suspend(() => {
-      const fault = data.collectiveFault
-      if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
-        if (fault.fault === "corrupt") return deliver({ ...message, data: message.data.map(() => Number.NaN) })
-        if (fault.fault === "exit") leave(collectiveFaultExitCode)
-        else options.hang()
-        return Effect.never
-      }
-      return deliver(message)
-    })
-  /**
-   * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
-   * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
-   * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
-   * `corrupt` writes NaN into the rank's row at either.
-   */
-  const areaFaults = (round: number, ringSize: number): SharedAllReduce.Faults => {
-    const fault = data.collectiveFault
-    if (fault === undefined || fault.round !== round) return {}
-    if (fault.fault === "corrupt") return { corrupt: true }
-    const phase = fault.step < ringSize - 1 ? 0 : 1
-    return {
-      before: (at) => {
-        if (at !== phase) return false
-        if (fault.fault === "exit") leave(collectiveFaultExitCode)
-        else options.hang()
-        return true
-      }
-    }
-  }
+  // Long because it is a factory: the closures it returns share the generations' channels, and
+  // each is short.
+  const { data, link, send } = options
+  const faultOr = (message: Ring.RingMessage, deliver: (message: Ring.RingMessage) => Effect.Effect<void>) =>
+    faultBefore(options, message, deliver)
   // The bytes of the steps that went over direct links, reported with each RoundDone (the
   // coordinator never sees them); relayed steps it counts itself.
   const linkBytes = LinkBytes.make()
@@ -255,6 +224,44 @@ export const make = (options: RingLinksOptions): RingLinks => {
         data: message.data
       }),
     way: (generation) => peerUsed.get(generation),
-    areaFaults
+    areaFaults: (round, ringSize) => areaFaults(options, round, ringSize)
+  }
+}
+
+/** Sends one ring step with `deliver`, unless an injected fault (`collectiveFault`) fires first. */
+const faultBefore = (
+  options: RingLinksOptions,
+  message: Ring.RingMessage,
+  deliver: (message: Ring.RingMessage) => Effect.Effect<void>
+): Effect.Effect<void, Ring.RingLinkError> =>
+  Effect.suspend(() => {
+    const fault = options.data.collectiveFault
+    if (fault !== undefined && fault.round === message.round && fault.step === message.step) {
+      if (fault.fault === "corrupt") return deliver({ ...message, data: message.data.map(() => Number.NaN) })
+      if (fault.fault === "exit") options.leave(collectiveFaultExitCode)
+      else options.hang()
+      return Effect.never
+    }
+    return deliver(message)
+  })
+
+/**
+ * The injected fault as the shared all-reduce's hooks (`SharedAllReduce.Faults`): a step of the
+ * ring's reduce-scatter (`step < ringSize - 1`) fires before the first barrier, an all-gather step
+ * after the rank's reduction, before it arrives at the second (so it never reports `RoundDone`);
+ * `corrupt` writes NaN into the rank's row at either.
+ */
+const areaFaults = (options: RingLinksOptions, round: number, ringSize: number): SharedAllReduce.Faults => {
+  const fault = options.data.collectiveFault
+  if (fault === undefined || fault.round !== round) return {}
+  if (fault.fault === "corrupt") return { corrupt: true }
+  const phase = fault.step < ringSize - 1 ? 0 : 1
+  return {
+    before: (at) => {
+      if (at !== phase) return false
+      if (fault.fault === "exit") options.leave(collectiveFaultExitCode)
+      else options.hang()
+      return true
+    }
   }
 }

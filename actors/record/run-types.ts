@@ -215,7 +215,9 @@ export interface RunOptions {
    * `cpu` backend: ranks contribute their change since the last model they were sent instead of
    * their parameters (docs/edge-averaging.md "Deltas"), so that `compress` quantizes small changes
    * rather than whole weights; the coordinator adds each change to that model as it arrives.
-   * Default: on when `compress` is `fp16` or `int8` or the outer optimizer is on, else off.
+   * Default: on when `compress` is `fp16` or `int8`, the outer optimizer is on, or a round may close
+   * without a rank (`roundDeadlineMs`, `roundSilenceMs`: its late contribution, as a whole model,
+   * would take away what the rounds it missed committed), else off.
    * Refused (`LaunchError` on `deltas`) with the `ring` backend.
    */
   readonly deltas?: boolean

@@ -10,7 +10,7 @@ import type { RunTypes } from "../../actors/cli-entry.ts"
 import * as Config from "../core/config.ts"
 
 /**
- * Exit codes of the `cohort` command. A run's own codes (0, 1, 4, 130, 143) are `RunResult.exitCode`.
+ * Exit codes of the `cohort` command. A run's own codes (0, 1, 4, 5, 130, 143) are `RunResult.exitCode`.
  *
  * @since 0.1.0
  * @category cli

@@ -189,7 +189,7 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
   },
   {
     flag: "--deltas on|off",
-    default: "on with --compress or the outer optimizer",
+    default: "on with --compress, the outer optimizer, --round-deadline-ms or --round-silence-ms",
     help: "cpu backend: ranks contribute their change since the last model they were sent instead of their parameters (smaller values to pack)",
     doc: "cpu backend: ranks contribute their change since the last model they were sent instead of their parameters, so that `--compress` packs small changes rather than whole weights ([edge averaging](edge-averaging.md#deltas---deltas-onoff))"
   },

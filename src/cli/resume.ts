@@ -15,7 +15,7 @@ import type { ResumeCommandOptions } from "./flags.ts"
 import { firstLine } from "./parse.ts"
 
 /**
- * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 130,
+ * Runs `cohort resume` with `options` and returns the exit code: the resumed run's (0, 1, 4, 5, 130,
  * 143), 2 when the resume is refused (one `cohort: resume: ...` line), 3 when the launcher cannot
  * be loaded or fails.
  *

@@ -317,7 +317,7 @@ const onFrame = (state: State, rank: Rank, message: ToCoordinator, cmds: Array<C
         counters.staleRoundDone += 1
         return
       }
-      if (state.takenBack.has(rank)) return onParamsTakenBack(state, rank, cmds)
+      if (state.takenBack.has(rank)) return onParamsTakenBack(state, rank)
       // The wire guarantees a safe integer; through the library API a fraction is rounded down.
       onParams(state, rank, Math.floor(message.samplesDone), message.params, cmds)
       return

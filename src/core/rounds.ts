@@ -14,7 +14,7 @@ import { complete, endEpoch } from "./ending.ts"
 import * as EpochModel from "./epoch-model.ts"
 import * as Liveness from "./liveness.ts"
 import * as Membership from "./membership.ts"
-import { epochDone } from "./epochs.ts"
+import { epochDone, wake } from "./epochs.ts"
 import type { Command } from "./inputs.ts"
 import { enterRounds } from "./joins.ts"
 import type { Rank } from "./messages.ts"
@@ -180,6 +180,26 @@ export const closeRound = (state: State, cmds: Array<Command>, reason: string): 
   state.roundDisturbed = false
   enterRounds(state, cmds)
   state.pendingRequired = state.uncommittedLive
+  releaseSettled(state, cmds)
+}
+
+/**
+ * Ranks taken back whose last `Params` with the dropped training came (`State.takenBack`,
+ * `settled`) waited for an `Update`: this round's, just sent. They are clean and take chunks again,
+ * at once if some are left (after the `Update`, so they train on it). O(ranks taken back).
+ */
+const releaseSettled = (state: State, cmds: Array<Command>): void => {
+  if (state.takenBack.size === 0) return
+  const settled = [...state.takenBack].flatMap(([rank, takenBack]) => (takenBack.settled ? [rank] : []))
+  if (settled.length === 0) return
+  for (const rank of settled) state.takenBack.delete(rank)
+  if (state.shutdownSent) return
+  const ranks = settled.length === 1 ? `rank ${settled[0]}` : `ranks ${settled.join(", ")}`
+  wake(
+    state,
+    cmds,
+    `${ranks}, whose chunks were taken back, got the Update after ${settled.length === 1 ? "its" : "their"} last Params: ${settled.length === 1 ? "it takes" : "they take"} chunks again`
+  )
 }
 
 /**

@@ -139,10 +139,12 @@ export interface State {
    * Live ranks whose uncommitted chunks were taken back while they were silent (`take-back.ts`),
    * with the epoch and the offsets of the chunks they had not reported done then (`owed`). Until
    * such a rank is clean, it gets no chunk and its `Params` of that epoch are dropped: they may hold
-   * training of chunks now trained by others. It is clean with the first `Params` after its last
-   * owed `ChunkDone` (it contributes once it runs out of work). Cleared when an epoch starts.
+   * training of chunks now trained by others. That training ends with the first `Params` after its
+   * last owed `ChunkDone` (it contributes once it runs out of work): then it is `settled`, and
+   * waits for an `Update` like any contributor; it is clean, and takes chunks, once the round open
+   * then closed. Cleared when an epoch starts.
    */
-  readonly takenBack: Map<Rank, { readonly epoch: number; readonly owed: Set<number> }>
+  readonly takenBack: Map<Rank, { readonly epoch: number; readonly owed: Set<number>; settled: boolean }>
   /** Ranks whose chunks were taken back, not heard from since: their silence then, ms. */
   readonly takenBackSilentMs: Map<Rank, number>
   /**

@@ -74,7 +74,7 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
     const owed = new Set(held.flatMap((chunk) => (chunk.done ? [] : [chunk.offset])))
     const moved = tracked(state, rank, () => ChunkPool.forfeit(pool, rank))
     const size = moved.reduce((sum, range) => sum + range.size, 0)
-    state.takenBack.set(rank, { epoch: state.epoch, owed })
+    state.takenBack.set(rank, { epoch: state.epoch, owed, settled: false })
     state.takenBackSilentMs.set(rank, ownSilenceMs(state, rank))
     state.roundDisturbed = true
     state.counters.takeBacks += 1
@@ -95,16 +95,19 @@ export const takeBackSilent = (state: State, cmds: Array<Command>): void => {
 /**
  * A `Params` from a rank whose chunks were taken back (docs/design.md §3.7): dropped, since it may
  * hold training of those chunks. When the rank reported done every chunk it still trained, it was
- * the last such `Params`: the rank is clean and takes chunks again, at once if some are left.
+ * the last such `Params`: the rank is settled. Like any contributor it now waits for an `Update`
+ * before it trains again, so it takes chunks only once the open round closed
+ * (`rounds.ts` `releaseSettled`): handed some now, it would be a rank the open round waits on (it
+ * holds work and did not contribute to it, this `Params` being dropped) while it waits for that
+ * round's close, beating all along, and the run stood still until `roundStallMs`.
  *
  * @since 0.1.0
  * @category mutations
  */
-export const onParamsTakenBack = (state: State, rank: Rank, cmds: Array<Command>): void => {
+export const onParamsTakenBack = (state: State, rank: Rank): void => {
   state.counters.paramsTakenBack += 1
-  if (state.takenBack.get(rank)?.owed.size !== 0) return
-  state.takenBack.delete(rank)
-  wake(state, cmds, `rank ${rank} contributed after the chunks taken back from it: it takes chunks again`)
+  const takenBack = state.takenBack.get(rank)
+  if (takenBack !== undefined && takenBack.owed.size === 0) takenBack.settled = true
 }
 
 /**

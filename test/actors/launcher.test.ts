@@ -172,6 +172,22 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     expect(result.skippedFaults).toEqual([])
   })
 
+  it("creates the folder a save is given, as the trainer contract says: checkpoints and a save-and-shutdown of a trainer that writes straight into it", async () => {
+    const intoDir = fileURLToPath(new URL("../fixtures/trainers/save-into-dir.ts", import.meta.url))
+    const result = await Launcher.run({
+      ...fast,
+      trainer: intoDir,
+      worldSize: 3,
+      epochs: 2,
+      failureLimit: { absolute: 1 },
+      kills: [{ rank: 1, atEpoch: 1, atFraction: 0.3 }]
+    })
+    expect(result.exitCode).toBe(1)
+    expect(result.saves).toEqual({ saved: [0, 2], notSaved: [] })
+    for (const rank of [0, 2]) expect(existsSync(join(result.runDir, "save", `rank${rank}`, "model.json"))).toBe(true)
+    expect(existsSync(join(result.runDir, "checkpoints", "v0", "model.json"))).toBe(true)
+  })
+
   it("runs ranks as child processes too", async () => {
     const result = await Launcher.run({
       ...fast,

@@ -87,8 +87,8 @@ describe("taking a silent rank's chunks back at an epoch's end (roundSilenceMs, 
     const late = c.take(frame(c.s, 2, 1500, { _tag: "Params", epoch: 0, round, samplesDone: 0, params: Float32Array.of(9) }))
     expect(late.filter((cmd) => cmd._tag === "AverageRound")).toEqual([])
     expect(c.s.counters.paramsTakenBack).toBe(1)
-    // Clean now: it takes what is left.
-    expect(c.s.takenBack.has(2)).toBe(false)
+    // Its training of them ends there: it waits for the open round's Update, and takes chunks after it.
+    expect(c.s.takenBack.get(2)?.settled).toBe(true)
     // It was alive: later take-backs wait for more than twice the silence it was taken back at.
     expect(c.s.takeBackMistakeMs).toBeGreaterThan(200)
     for (let t = 1600; c.s.epoch === 0 && t < 10_000; t += 100) {
@@ -109,7 +109,47 @@ describe("taking a silent rank's chunks back at an epoch's end (roundSilenceMs, 
     expect([ranges(c.s, early, "AssignChunk"), c.s.counters.paramsTakenBack, c.s.takenBack.has(2)]).toEqual([[], 1, true])
     frame(c.s, 2, 1600, { _tag: "ChunkDone", epoch: 0, offset: second![0], size: second![1] })
     frame(c.s, 2, 1600, { _tag: "Params", epoch: 0, round, samplesDone: 0, params: Float32Array.of(9) })
-    expect([c.s.counters.paramsTakenBack, c.s.takenBack.has(2)]).toEqual([2, false])
+    expect([c.s.counters.paramsTakenBack, c.s.takenBack.get(2)?.settled]).toEqual([2, true])
+  })
+
+  it("a rank taken back whose last Params was dropped takes chunks only after the open round's Update: a chunk before it held that round up", () => {
+    const c = cohort()
+    const assigned: Array<{ readonly rank: number; readonly afterUpdate: boolean }> = []
+    const step = (cmds: ReadonlyArray<Coordinator.Command>) => {
+      const closedAt = cmds.findIndex((cmd) => cmd._tag === "AverageRound")
+      cmds.forEach((cmd, i) => {
+        if (cmd._tag === "SendRanges" && cmd.ranks.includes(2)) assigned.push({ rank: 2, afterUpdate: closedAt >= 0 && closedAt < i })
+      })
+      return c.take(cmds)
+    }
+    // Rank 2 reports its first chunk done and falls silent before its Params, holding the next.
+    const [offset, size] = c.held.get(2)!.shift()!
+    step(frame(c.s, 2, 10, { _tag: "ChunkDone", epoch: 0, offset, size }))
+    const [owedOffset, owedSize] = c.held.get(2)!.shift()!
+    // Rank 0 runs out of work while rank 1 holds a chunk: rank 0 takes one of rank 2's two chunks, one stays in the pool.
+    let t = 10
+    while (c.s.counters.takeBacks === 0 && t < 5000) {
+      t += 100
+      if ((c.held.get(0)?.length ?? 0) > 0) step(c.work(0, t))
+      if ((c.held.get(1)?.length ?? 0) > 0 && ChunkPool.remaining(c.s.pool!) > 0) step(c.work(1, t))
+      step(tick(c.s, t))
+    }
+    expect([c.s.counters.takeBacks, ChunkPool.remaining(c.s.pool!)]).toEqual([1, 5])
+    // It was alive: it finishes the chunk it held and contributes (dropped), then waits for an Update,
+    // beating (the rank actor trains nothing while it waits). Handed the chunk left in the pool at
+    // once, it held up the open round, which waited on it until roundStallMs.
+    step(frame(c.s, 2, t + 10, { _tag: "ChunkDone", epoch: 0, offset: owedOffset, size: owedSize }))
+    step(frame(c.s, 2, t + 10, { _tag: "Params", epoch: 0, round: c.s.round, samplesDone: 0, params: Float32Array.of(9) }))
+    const waitedRound = c.s.round
+    for (let u = t + 100; c.s.epoch === 0 && u < t + 10_000; u += 100) {
+      const updated = c.s.round > waitedRound
+      for (const rank of [0, 1, ...(updated ? [2] : [])]) if ((c.held.get(rank)?.length ?? 0) > 0) step(c.work(rank, u))
+      step(frame(c.s, 2, u, { _tag: "Heartbeat" }))
+      step(tick(c.s, u))
+    }
+    expect(c.s.summaries.map((e) => [e.epoch, e.samplesCommitted, e.lost, e.duplicated])).toEqual([[0, 60, 0, 0]])
+    expect(assigned.every((a) => a.afterUpdate)).toBe(true)
+    expect(c.s.leaves).toEqual([])
   })
 
   it("takes nothing back while the pool has chunks to hand out, without an idle rank to take them, or with the option off", () => {
