@@ -355,9 +355,9 @@ const badRow = (area: FileArea, row: Float32Array, contributing: ReadonlyArray<n
  * direct links for the token (and the socket ring when it falls back); `collective` must match the
  * area's generation, ring rank and size, and `params` its length. `into` as in `Ring.allReduce`
  * (the fallback's mean goes there); when it has `length` values this member's segment of the mean
- * is reduced straight into it (`readResult` into the same vector then reads only the others'). Fails with `RingLinkError` when a link fails, a neighbour
- * breaks the protocol or a file the token said was there cannot be read or written; interrupt it to
- * abort (a death, a newer generation).
+ * is reduced straight into it (`readResult` into the same vector then reads only the others').
+ * Fails with `RingLinkError` when a link fails, a neighbour breaks the protocol or a file the token
+ * said was there cannot be read or written; interrupt it to abort (a death, a newer generation).
  *
  * @since 0.1.0
  * @category averaging
