@@ -82,7 +82,8 @@ export const make = (link: Link, data: RankData): Reports => {
   let lastHeapCheckMs = 0
   // Most batches report nothing: they cost no generator.
   const afterBatch = (started: number, finished: number, progress: BatchProgress): Effect.Effect<void> =>
-    (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) || finished - lastProgressMs >= data.progressIntervalMs
+    (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) ||
+    finished - lastProgressMs >= data.progressIntervalMs
       ? reportBatch(started, finished, progress)
       : Effect.void
   const reportBatch = (started: number, finished: number, progress: BatchProgress) =>
