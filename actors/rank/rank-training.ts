@@ -247,7 +247,8 @@ const applyUpdate = (r: Running, message: Extract<ToRank, { _tag: "Update" }>) =
   Effect.gen(function* () {
     const { s, trainer } = r
     const trained = !r.ringBackend && !s.waitingUpdate && s.batchesSinceContribution > 0
-    const carried = trained && (message.base !== undefined || message.params.length > 0) ? change(r.getParams(), s.lastAverage) : undefined
+    const carried =
+      trained && (message.base !== undefined || message.params.length > 0) ? Deltas.minus(r.getParams(), s.lastAverage) : undefined
     if (message.base !== undefined) {
       // A packed change to the model we hold: both ends add it the same way (`Deltas.plus`),
       // so this rank holds the coordinator's model bit for bit.
@@ -258,24 +259,17 @@ const applyUpdate = (r: Running, message: Extract<ToRank, { _tag: "Update" }>) =
           )
         )
       s.lastAverage = Deltas.plus(s.lastAverage, message.params)
-      trainer.setParams(carried === undefined ? s.lastAverage.slice() : plus(s.lastAverage, carried))
+      trainer.setParams(carried === undefined ? s.lastAverage.slice() : Deltas.plus(s.lastAverage, carried))
       s.lastAverageRound = message.round
     } else if (message.params.length > 0) {
       // A copy of our own: a trainer that keeps the array it was given may train in place on it.
       s.lastAverage = message.params.slice()
-      trainer.setParams(carried === undefined ? message.params : plus(s.lastAverage, carried))
+      trainer.setParams(carried === undefined ? message.params : Deltas.plus(s.lastAverage, carried))
       s.lastAverageRound = message.round
     }
     s.round = message.round + 1
     s.waitingUpdate = false
   })
-
-/** `model + carried`, a new array (same lengths). */
-const plus = (model: Float32Array, carried: Float32Array): Float32Array => {
-  const out = new Float32Array(model.length)
-  for (let j = 0; j < model.length; j++) out[j] = model[j]! + carried[j]!
-  return out
-}
 
 /**
  * Progressive `cpu`: the next epoch's first chunk came while this rank still trained the last
@@ -406,7 +400,7 @@ const contribute = (r: Running, samplesDone: number) =>
       epoch: s.epoch,
       round: s.round,
       samplesDone,
-      params: r.data.deltas === true && s.lastAverageRound >= 0 ? change(r.getParams(), s.lastAverage) : r.getParams(),
+      params: r.data.deltas === true && s.lastAverageRound >= 0 ? Deltas.minus(r.getParams(), s.lastAverage) : r.getParams(),
       ...(loss === undefined ? {} : { loss })
     } as const
     const compress = r.data.compress ?? "none"
@@ -418,13 +412,6 @@ const contribute = (r: Running, samplesDone: number) =>
   })
 
 const emptyParams = new Float32Array(0)
-
-/** `params - base` (with deltas on: the change since the model last applied; same lengths, `getParams` checked them). */
-const change = (params: Float32Array, base: Float32Array): Float32Array => {
-  const out = new Float32Array(params.length)
-  for (let j = 0; j < params.length; j++) out[j] = params[j]! - base[j]!
-  return out
-}
 
 /** The sample indices of the next batch: from the first chunk held, or the static list's next positions. */
 const nextBatch = (r: Running, chunk: Chunk | undefined): Uint32Array => {
