@@ -23,8 +23,8 @@ const runtime = globalThis as { Bun?: unknown; Deno?: unknown }
 // (and the 2 Mbit/s link test's) are Node-only, as is the straggler bench's quick run (the same
 // rounds and deadlines as launcher.test.ts's, which runs everywhere), and so are the tests of the
 // coordinator's accounting with worker ranks: late training folded into the model, progress
-// events adding up to the epoch (the ranks' paths there run everywhere in other tests). The churn bench's quick check
-// starts its rank processes through tsx: Node only. So does the drain test (the launcher's drain is
+// events adding up to the epoch (the ranks' paths there run everywhere in other tests). The churn
+// bench's quick check starts its rank processes through tsx: Node only. So does the drain test (the launcher's drain is
 // the same code everywhere; the order of its events is surest there).
 const nodeOnly =
   runtime.Bun !== undefined || runtime.Deno !== undefined

@@ -80,15 +80,14 @@ export const make = (link: Link, data: RankData): Reports => {
   }
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0
+  const heapCheckDue = (finished: number): boolean => heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs
+  const progressDue = (finished: number): boolean => finished - lastProgressMs >= data.progressIntervalMs
   // Most batches report nothing: they cost no generator.
   const afterBatch = (started: number, finished: number, progress: BatchProgress): Effect.Effect<void> =>
-    (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) ||
-    finished - lastProgressMs >= data.progressIntervalMs
-      ? reportBatch(started, finished, progress)
-      : Effect.void
+    heapCheckDue(finished) || progressDue(finished) ? reportBatch(started, finished, progress) : Effect.void
   const reportBatch = (started: number, finished: number, progress: BatchProgress) =>
     Effect.gen(function* () {
-      if (heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs) {
+      if (heapCheckDue(finished) && heapCheckMb !== undefined) {
         lastHeapCheckMs = finished
         // Over the limit: measure again after a full collection, so garbage never kills a rank.
         const over = NodeRuntime.engineMemoryBytes() / 2 ** 20 > heapCheckMb
@@ -102,7 +101,7 @@ export const make = (link: Link, data: RankData): Reports => {
           )
         }
       }
-      if (finished - lastProgressMs >= data.progressIntervalMs) {
+      if (progressDue(finished)) {
         lastProgressMs = finished
         const { epoch, samplesDone, samplesInEpoch, samplesTotal } = progress
         yield* send({ _tag: "Progress", epoch, samplesDone, msPerBatch: Math.max(finished - started, 0.001) })
