@@ -127,6 +127,7 @@ export const decidedAnew: { readonly [K in Exclude<keyof RunOptions, RuleName>]-
   maxRanks: "the cluster the continuation runs on",
   minRanks: "the cluster the continuation runs on",
   transport: "the cluster the continuation runs on",
+  ringAreaFolder: "the cluster the continuation runs on",
   tls: "a private key, never journaled: given again",
   outDir: "where the continuation writes",
   runId: "the continuation's own",

@@ -192,6 +192,12 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     "ringAreaMemoryMb",
     `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`
   )
+  const ringAreaFolder = options.ringAreaFolder
+  check(
+    ringAreaFolder === undefined || (typeof ringAreaFolder === "string" && ringAreaFolder !== ""),
+    "ringAreaFolder",
+    `must be a folder's path, got ${JSON.stringify(ringAreaFolder)}`
+  )
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)
   if (!served) {
@@ -292,6 +298,7 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     ringSharedSlots,
     ringLinks,
     ringAreaMemoryMb,
+    ringAreaFolder,
     batchSize,
     interruptGraceMs,
     rankNice,

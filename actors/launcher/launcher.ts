@@ -251,14 +251,20 @@ const announce = (ctx: Context, host: Host): Effect.Effect<void, never, Scope.Sc
  * without TCP's own work in the kernel, a third of a step's system time on loopback
  * (docs/benchmarks.md). Where no such folder can be made or a path does not fit, a port on loopback
  * instead; a port the system cannot hand out leaves every rank without one (its steps take the
- * relay).
+ * relay). A folder asked for (`RunOptions.ringAreaFolder`) in which none can be made is a
+ * `LaunchError` instead.
  */
-const peerAddresses = (worldSize: number): Effect.Effect<PeerAddresses & { readonly folder?: string }, never, Scope.Scope> =>
+const peerAddresses = (
+  worldSize: number,
+  root: string | undefined
+): Effect.Effect<PeerAddresses & { readonly folder?: string }, never, Scope.Scope> =>
   Effect.gen(function* () {
     const folder = yield* Effect.acquireRelease(
-      Effect.promise(() => FreePorts.socketFolder()),
+      Effect.promise(() => (root === undefined ? FreePorts.socketFolder() : FreePorts.socketFolderIn(root))),
       (made) => (made === undefined ? Effect.void : Effect.promise(() => FreePorts.removeSocketFolder(made)))
     )
+    if (root !== undefined && folder === undefined)
+      return yield* Effect.die(new LaunchError("ringAreaFolder", `cannot make the run's folder in ${root}`))
     const paths = Array.from({ length: worldSize }, (_, rank) => (folder === undefined ? undefined : ringSocketPath(folder, rank)))
     if (paths.every((path) => path !== undefined))
       return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0), folder: folder! }
@@ -311,9 +317,11 @@ const spawnRanks = (ctx: Context, host: Host, entry: string): Effect.Effect<void
       rankNice,
       compress,
       deltas,
-      ringAreaMemoryMb
+      ringAreaMemoryMb,
+      ringAreaFolder
     } = ctx.resolved
-    const peers = backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize) : undefined
+    const peers =
+      backend === "ring" && ringLinks === "direct" && served === undefined ? yield* peerAddresses(worldSize, ringAreaFolder) : undefined
     // The ranks' all-reduce area files live beside their sockets, in memory (`FileAllReduce`).
     const areaFolder = peers?.folder !== undefined && ringAreaMemoryMb > 0 && compress === "none" ? peers.folder : undefined
     ctx.vars.ringAreaFolder = areaFolder

@@ -90,6 +90,15 @@ export interface RunOptions {
    */
   readonly ringAreaMemoryMb?: number
   /**
+   * Ring backend, child processes with direct links: the folder in which the run makes its
+   * private folder for the ranks' Unix sockets and area files (`FileAllReduce`). Default:
+   * `/dev/shm` where this process may write in it, else the system's temporary folder. A tmpfs
+   * mounted with huge pages (`huge=always`) makes the area files' copies cheaper
+   * (docs/ring.md). `LaunchError` on `ringAreaFolder` when it is not a folder in which the run can
+   * make its own.
+   */
+  readonly ringAreaFolder?: string
+  /**
    * Ring backend: how ring steps travel between ranks. `direct` (default): rank to rank wherever
    * the transport can (worker threads: `ringAreaMemoryMb`, `ringSharedSlots`; child processes:
    * area files in memory with a token over the links, `ringAreaMemoryMb`, and links over Unix

@@ -27,6 +27,8 @@ export interface RunCommandOptions {
   readonly ringLinks?: "direct" | "relay" | undefined
   /** `--ring-area-mb N` (ring backend): the largest all-reduce area of a ring generation, MiB (0: none, steps over the links); `undefined` (the launcher's default) without it. */
   readonly ringAreaMemoryMb?: number | undefined
+  /** `--ring-area-dir DIR` (ring backend, child processes): where the run's folder for its ranks' sockets and area files goes; `undefined` (`/dev/shm` where it can) without it. */
+  readonly ringAreaFolder?: string | undefined
   readonly transport: "worker" | "process" | "websocket"
   readonly kills: ReadonlyArray<RunTypes.KillSpec>
   readonly hangs: ReadonlyArray<RunTypes.HangSpec>
@@ -103,6 +105,7 @@ export interface RawRunOptions {
   readonly backend?: string
   readonly ringLinks?: string
   readonly ringAreaMb?: string
+  readonly ringAreaDir?: string
   readonly transport?: string
   readonly kill?: ReadonlyArray<string> | false
   readonly hang?: ReadonlyArray<string>
@@ -373,6 +376,9 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
   // The launcher's `defaults.ringAreaMemoryMbMax` (not imported: the launcher loads only when a run starts).
   if (ringAreaMemoryMb !== undefined && ringAreaMemoryMb > 65_536)
     throw new UsageError(`--ring-area-mb must be at most 65536, got '${raw.ringAreaMb}'`)
+  if (raw.ringAreaDir !== undefined && backend !== "ring") throw new UsageError("--ring-area-dir goes with --backend ring")
+  if (raw.ringAreaDir === "") throw new UsageError("--ring-area-dir needs a folder path")
+  const ringAreaFolder = raw.ringAreaDir
   const kills: ReadonlyArray<RunTypes.KillSpec> =
     raw.kill === false
       ? []
@@ -402,6 +408,7 @@ export const runOptions = (command: "demo" | "run" | "serve", raw: RawRunOptions
     backend,
     ...(ringLinks === undefined ? {} : { ringLinks }),
     ...(ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb }),
+    ...(ringAreaFolder === undefined ? {} : { ringAreaFolder }),
     transport,
     kills,
     hangs,
@@ -446,6 +453,7 @@ export const sharedRunOptions = (options: RunCommandOptions) => ({
   backend: options.backend,
   ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
   ...(options.ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb: options.ringAreaMemoryMb }),
+  ...(options.ringAreaFolder === undefined ? {} : { ringAreaFolder: options.ringAreaFolder }),
   heartbeatTimeoutMs: options.heartbeatTimeoutMs,
   coordinatorTimeoutMs: options.coordinatorTimeoutMs,
   ...(options.roundDeadlineMs === undefined ? {} : { roundDeadlineMs: options.roundDeadlineMs }),

@@ -80,6 +80,12 @@ export const runFlagTable: ReadonlyArray<RunOption> = [
     doc: "with `--backend ring`: the largest all-reduce area of a ring generation, in MiB (worker threads share one in memory; child processes of one machine keep one file each in `/dev/shm`, see [area files between processes](ring.md#area-files-between-processes-of-one-machine)); a model whose area would be bigger averages over the links, and `0` sends every step over them"
   },
   {
+    flag: "--ring-area-dir DIR",
+    default: "/dev/shm",
+    help: "with --backend ring and --transport process: the folder in which the run makes its own for its ranks' sockets and area files; a tmpfs mounted with huge pages (huge=always) makes their copies cheaper",
+    doc: "with `--backend ring` and `--transport process`: the folder in which the run makes its own for its ranks' sockets and area files (default `/dev/shm` where it can write, else the system's temporary folder); a tmpfs mounted with huge pages makes their copies cheaper, see [area files between processes](ring.md#area-files-between-processes-of-one-machine)"
+  },
+  {
     flag: "--kill RANK@SECONDS",
     default: "demo: rank 2 at 40% of epoch 1; run: none",
     help: "kill RANK's worker SECONDS after training starts (2@5, 2@1.5, 2@1.5s, or milliseconds: 2@500ms); repeatable; replaces the demo's kill (the last rank or epoch if there are fewer; none with 1 rank)",

@@ -100,6 +100,7 @@ export const runFlags = (command: Commander.Command): Commander.Command =>
     .option("--backend <backend>")
     .option("--ring-links <links>")
     .option("--ring-area-mb <mb>")
+    .option("--ring-area-dir <dir>")
     .option("--heartbeat-timeout-ms <ms>")
     .option("--coordinator-timeout-ms <ms>")
     .option("--round-deadline-ms <ms>")

@@ -1,0 +1,52 @@
+/**
+ * `RunOptions.ringAreaFolder`: child-process ranks on a ring keep their sockets and area files in a
+ * folder the run makes inside the one asked for (a tmpfs with huge pages, say), and a folder in
+ * which none can be made is a `LaunchError` rather than a silent fall back to ports.
+ */
+import { mkdtempSync, readdirSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import * as Launcher from "../../actors/launcher/launcher.ts"
+import { clean, fastRuns } from "./fast-runs.ts"
+
+const wide = fileURLToPath(new URL("../fixtures/trainers/wide.ts", import.meta.url))
+const { fast } = fastRuns("ring-area-folder", { averageEverySteps: 20 })
+const root = mkdtempSync(join(tmpdir(), "cohort-area-root-"))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+describe("ringAreaFolder", () => {
+  it("puts the run's folder of sockets and area files there, and removes it at the end", async () => {
+    const seen: Array<ReadonlyArray<string>> = []
+    const result = await Launcher.run({
+      ...fast,
+      trainer: wide,
+      backend: "ring",
+      transport: "process",
+      worldSize: 2,
+      epochs: 1,
+      ringAreaFolder: root,
+      onEvent: (event) => {
+        if (event.type === "round" && seen.length === 0) seen.push(readdirSync(root).flatMap((d) => readdirSync(join(root, d))))
+      }
+    })
+    expect(clean(result)).toEqual([[0, 1600, 0, 0]])
+    expect(result.ring?.links).toBe("file")
+    expect(seen[0]).toEqual(expect.arrayContaining(["area-0-0.f32", "area-0-1.f32"]))
+    expect(readdirSync(root)).toEqual([])
+  }, 90_000)
+
+  it("a folder in which the run cannot make its own is a LaunchError", async () => {
+    const run = Launcher.run({
+      ...fast,
+      trainer: wide,
+      backend: "ring",
+      transport: "process",
+      worldSize: 2,
+      epochs: 1,
+      ringAreaFolder: join(root, "missing", "deeper")
+    })
+    await expect(run).rejects.toThrow(/ringAreaFolder.*cannot make the run's folder in/)
+  }, 60_000)
+})
