@@ -44,6 +44,26 @@ const agreedParamsLength = (joined: ReadonlyMap<Rank, number>): number | undefin
 }
 
 /**
+ * Room a model's frame keeps beside its values (bytes): the frame's own fields (a `Params`' round,
+ * loss and committed chunks, an `Update`'s base), so that a model that fits at formation never
+ * meets the limit later with a longer list of commits.
+ */
+const frameRoomBytes = 64 * 1024
+
+/**
+ * Why a model of `paramsLength` float32 values cannot run, or `undefined`: every model goes
+ * through the coordinator's links whole at some point (a `Params`, an `Update`, a joiner's model,
+ * the model after each epoch), and a frame over the links' message limit is refused by the
+ * sender's transport, so the run would stand still at its first round rather than fail.
+ */
+const modelTooLarge = (paramsLength: number): string | undefined => {
+  const limit = Transport.messageBytesMaxDefault
+  const largest = Math.floor((limit - frameRoomBytes) / 4)
+  if (paramsLength <= largest) return undefined
+  return `the trainer's model has ${paramsLength.toLocaleString("en-US")} parameters (${(4 * paramsLength).toLocaleString("en-US")} bytes as float32); a model travels whole in one message, and the links' message limit of ${limit.toLocaleString("en-US")} bytes fits at most ${largest.toLocaleString("en-US")} parameters`
+}
+
+/**
  * Before the run starts: wait for every rank's Hello; any end of a rank fails the run (or, in a
  * served run, frees its index: `Options.vacate`). The run
  * starts at the Hello that completes it; the rest of its batch is then ordinary input.
@@ -93,6 +113,8 @@ const startRun = (shell: Shell, nowMs: number): Effect.Effect<void> =>
   Effect.gen(function* () {
     const { state, transport, joined, outcome } = shell
     const paramsLength = agreedParamsLength(joined)
+    const tooLarge = paramsLength === undefined ? undefined : modelTooLarge(paramsLength)
+    if (tooLarge !== undefined) return yield* Deferred.fail(outcome, new FormationError(tooLarge))
     const resume = shell.options.resume
     if (resume?.params !== undefined) {
       if (resume.params.length !== paramsLength) {
