@@ -58,6 +58,10 @@ export interface Scenario {
   readonly churnAfter?: "welcomed" | "trained"
   /** The ways ranks leave, each an equal share of a churn (default all three). */
   readonly kinds?: ReadonlyArray<"graceful" | "crash" | "silent">
+  /** Packed rounds (`compress`): contributions and `Update`s as packed changes (docs/edge-averaging.md). */
+  readonly compress?: "none" | "fp16" | "int8"
+  /** `deltas` (default: the run's, on with `compress`). */
+  readonly deltas?: boolean
   /** Keep the scenario's folder (its run's journal and summary: `Row.runDir`); the caller removes it. */
   readonly keep?: boolean
 }
@@ -266,6 +270,8 @@ export const measure = async (scenario: Scenario): Promise<Row> => {
       ? {}
       : { blockingSilenceMs: scenario.blockingSilenceMs }),
     ...(scenario.blockingSilenceQuietMax === undefined ? {} : { blockingSilenceQuietMax: scenario.blockingSilenceQuietMax }),
+    ...(scenario.compress === undefined || scenario.compress === "none" ? {} : { compress: scenario.compress }),
+    ...(scenario.deltas === undefined ? {} : { deltas: scenario.deltas }),
     failureLimit: { fraction: 1 },
     runToken,
     port: 0,
@@ -377,7 +383,7 @@ const rowsOf = (row: Row, baseline: Row | undefined): Array<Array<string | numbe
   (["graceful", "crash", "silent"] as const).map((kind) => {
     const of = row.leaves.filter((l) => l.kind === kind)
     return [
-      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.roundSilenceMs ? ` round silence ${row.scenario.roundSilenceMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}${row.scenario.blockingSilenceQuietMax ? ` quiet max ${row.scenario.blockingSilenceQuietMax}` : ""}`,
+      `${row.scenario.ranks} ${row.scenario.backend} ${row.scenario.mode}${row.scenario.roundDeadlineMs ? ` deadline ${row.scenario.roundDeadlineMs} ms` : ""}${row.scenario.roundSilenceMs ? ` round silence ${row.scenario.roundSilenceMs} ms` : ""}${row.scenario.blockingSilenceMs ? ` blocking silence ${row.scenario.blockingSilenceMs} ms` : ""}${row.scenario.blockingSilenceQuietMax ? ` quiet max ${row.scenario.blockingSilenceQuietMax}` : ""}${row.scenario.compress !== undefined && row.scenario.compress !== "none" ? ` ${row.scenario.compress}` : ""}`,
       kind,
       of.length,
       ms(of.map((l) => l.detectionMs)),
@@ -469,7 +475,7 @@ if (Lib.isMain("churn")) {
   const ranks = process.argv.find((a) => a.startsWith("--ranks="))
   if (ranks === undefined) console.log((await run(quick)).markdown)
   else {
-    // One scenario: --ranks=N [--kinds=graceful,crash,silent] [--churn-after=welcomed|trained] [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS]
+    // One scenario: --ranks=N [--kinds=graceful,crash,silent] [--churn-after=welcomed|trained] [--ring] [--static] [--epochs=N] [--ranks-nice=N] [--fraction=F] [--round-deadline-ms=MS] [--round-silence-ms=MS] [--blocking-silence-ms=MS] [--blocking-quiet-max=F] [--heartbeat-interval-ms=MS] [--compress=none|fp16|int8] [--deltas=on|off]
     const ranksNice = Number(process.argv.find((a) => a.startsWith("--ranks-nice="))?.slice(13) ?? 0)
     const epochs = Number(process.argv.find((a) => a.startsWith("--epochs="))?.slice(9) ?? 5)
     const fraction = Number(process.argv.find((a) => a.startsWith("--fraction="))?.slice(11) ?? 0.3)
@@ -480,6 +486,11 @@ if (Lib.isMain("churn")) {
     const heartbeatIntervalMs = process.argv.find((a) => a.startsWith("--heartbeat-interval-ms="))?.slice(24)
     const kinds = process.argv.find((a) => a.startsWith("--kinds="))?.slice(8)
     const churnAfter = process.argv.find((a) => a.startsWith("--churn-after="))?.slice(14)
+    const compress = process.argv.find((a) => a.startsWith("--compress="))?.slice(11)
+    const deltas = process.argv.find((a) => a.startsWith("--deltas="))?.slice(9)
+    if (compress !== undefined && compress !== "none" && compress !== "fp16" && compress !== "int8")
+      throw new Error(`--compress must be none, fp16 or int8, got ${compress}`)
+    if (deltas !== undefined && deltas !== "on" && deltas !== "off") throw new Error(`--deltas must be on or off, got ${deltas}`)
     const row = await measure({
       ranks: Number(ranks.slice(8)),
       processes: 2,
@@ -497,7 +508,9 @@ if (Lib.isMain("churn")) {
       ranksNice,
       ...(churnAfter === "trained" ? { churnAfter } : {}),
       ...(kinds === undefined ? {} : { kinds: kinds.split(",") as Array<"graceful" | "crash" | "silent"> }),
-      ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) })
+      ...(heartbeatIntervalMs === undefined ? {} : { heartbeatIntervalMs: Number(heartbeatIntervalMs) }),
+      ...(compress === undefined ? {} : { compress }),
+      ...(deltas === undefined ? {} : { deltas: deltas === "on" })
     })
     console.log(
       Lib.table(

@@ -378,7 +378,9 @@ export const make = (options: CoordinatorInboundOptions): CoordinatorInbound => 
         }
         const sent = decoded.success.message as ToCoordinator
         const deltas = options.deltas
-        const frameMessage = sent._tag === "Params" && deltas !== undefined ? deltas.deltas.toParams(event.peer, sent, deltas.base()) : sent
+        // The Params was just decoded from this frame and nothing else holds it: its change may become the parameters in place.
+        const frameMessage =
+          sent._tag === "Params" && deltas !== undefined ? deltas.deltas.toParams(event.peer, sent, deltas.base(), true) : sent
         if (frameMessage._tag === "Params" || frameMessage._tag === "RingData") bytesReceived += event.bytes.length
         if (frameMessage._tag === "RingData") {
           const problem = relay(event.peer, frameMessage, event.bytes)

@@ -27,13 +27,16 @@ import type { Params, Rank } from "../core/messages.ts"
  * - `toParams(rank, message, base)`: the contribution as parameters: `base + change` when it is
  *   a change (module doc) and `base` has its length, else `message` itself (a contribution of
  *   the wrong length is then refused as any other). O(parameters) for a change, O(1) otherwise.
+ *   `reuse`: the caller alone holds `message.params` (a vector just decoded from a frame), so the
+ *   sum may be written over it when it owns its whole buffer (no new vector a contribution; the
+ *   same float32 values).
  *
  * @since 0.1.0
  * @category model
  */
 export interface Deltas {
   readonly modelSent: (rank: Rank, round: number) => void
-  readonly toParams: (rank: Rank, message: Params, base: Float32Array | undefined) => Params
+  readonly toParams: (rank: Rank, message: Params, base: Float32Array | undefined, reuse?: boolean) => Params
 }
 
 /**
@@ -49,10 +52,16 @@ export const make = (): Deltas => {
       const first = firstModelRound.get(rank)
       if (first === undefined || round < first) firstModelRound.set(rank, round)
     },
-    toParams: (rank, message, base) => {
+    toParams: (rank, message, base, reuse = false) => {
       const first = firstModelRound.get(rank)
       if (first === undefined || first > message.round - 1 || base === undefined || base.length !== message.params.length) return message
-      return { ...message, params: plus(base, message.params) }
+      const change = message.params
+      // A view into a larger buffer (a frame's bytes) is never written: only a vector of its own.
+      if (reuse && change.byteOffset === 0 && change.byteLength === change.buffer.byteLength) {
+        for (let j = 0; j < base.length; j++) change[j] = base[j]! + change[j]!
+        return { ...message, params: change }
+      }
+      return { ...message, params: plus(base, change) }
     }
   }
 }

@@ -53,6 +53,9 @@ export type UnpackError =
   | { readonly _tag: "Size"; readonly bytes: number; readonly expected: number }
   | { readonly _tag: "TooLong"; readonly length: number; readonly lengthMax: number }
 
+/** Whether typed arrays are little-endian here, as the layout is: then they may read it directly. */
+const littleEndian = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1
+
 const scratch = new Float32Array(1)
 const scratchBits = new Uint32Array(scratch.buffer)
 
@@ -140,7 +143,10 @@ export const pack = (values: Float32Array, compression: "fp16" | "int8", block =
   const view = new DataView(out.buffer)
   if (compression === "fp16") {
     header(view, formatFp16, 0, length)
-    for (let i = 0; i < length; i++) view.setUint16(headerBytes + 2 * i, toHalf(values[i]!), true)
+    if (littleEndian) {
+      const halfBits = new Uint16Array(out.buffer, headerBytes, length)
+      for (let i = 0; i < length; i++) halfBits[i] = toHalf(values[i]!)
+    } else for (let i = 0; i < length; i++) view.setUint16(headerBytes + 2 * i, toHalf(values[i]!), true)
     return out
   }
   if (!(Number.isInteger(block) && block >= blockMin && block <= blockMax))
@@ -194,7 +200,12 @@ export const unpack = (bytes: Uint8Array, lengthMax = Number.POSITIVE_INFINITY):
   const out = new Float32Array(length)
   if (format === formatFp16) {
     const table = halfTable()
-    for (let i = 0; i < length; i++) out[i] = table[view.getUint16(headerBytes + 2 * i, true)]!
+    // A coordinator unpacks one vector per rank a round: read the halves through a typed view when
+    // the bytes allow it (the same values as through the DataView, read faster).
+    if (littleEndian && (bytes.byteOffset + headerBytes) % 2 === 0) {
+      const halfBits = new Uint16Array(bytes.buffer, bytes.byteOffset + headerBytes, length)
+      for (let i = 0; i < length; i++) out[i] = table[halfBits[i]!]!
+    } else for (let i = 0; i < length; i++) out[i] = table[view.getUint16(headerBytes + 2 * i, true)]!
     return out
   }
   const blocks = Math.ceil(length / block)

@@ -42,4 +42,18 @@ describe("contributions as changes (the coordinator's side)", () => {
     const before = params(7, [5])
     expect(deltas.toParams(3, before, base)).toBe(before)
   })
+  it("with reuse, a change that owns its buffer becomes the parameters in place (the same values); a view into a larger buffer never does", () => {
+    const deltas = Deltas.make()
+    deltas.modelSent(0, 0)
+    const base = f32([1, 2, 3])
+    const change = params(1, [0.1, -0.5, 1e-8])
+    const copied = deltas.toParams(0, params(1, [0.1, -0.5, 1e-8]), base)
+    const reused = deltas.toParams(0, change, base, true)
+    expect(reused.params).toBe(change.params)
+    expect([...reused.params]).toEqual([...copied.params])
+    const frame = new Float32Array([7, 0.25, -0.5, 0, 7])
+    const view = { ...params(1, [0]), params: frame.subarray(1, 4) }
+    expect([...deltas.toParams(0, view, base, true).params]).toEqual([1.25, 1.5, 3])
+    expect([...frame]).toEqual([7, 0.25, -0.5, 0, 7])
+  })
 })

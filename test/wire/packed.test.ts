@@ -103,4 +103,24 @@ describe("packed parameter vectors", () => {
       )
     )
   })
+  it("fp16 packs every half's bits little-endian after the header, and reads the same from bytes at any offset", () => {
+    const values = new Float32Array(65536)
+    for (let h = 0; h < 65536; h++) values[h] = Packed.fromHalf(h)
+    const bytes = Packed.pack(values, "fp16")
+    const view = new DataView(bytes.buffer)
+    const wrongBits: Array<number> = []
+    for (let h = 0; h < 65536; h++) {
+      const bits = view.getUint16(8 + 2 * h, true)
+      if (Number.isNaN(values[h]!) ? (bits & 0x7c00) !== 0x7c00 || (bits & 0x3ff) === 0 : bits !== h) wrongBits.push(h)
+    }
+    expect(wrongBits).toEqual([])
+    const even = unpacked(bytes)
+    // The same bytes one byte into a buffer: a typed view of halves cannot start there.
+    const shifted = new Uint8Array(bytes.length + 1)
+    shifted.set(bytes, 1)
+    const odd = unpacked(shifted.subarray(1))
+    expect(Array.from(odd, (v) => (Number.isNaN(v) ? "NaN" : v))).toEqual(Array.from(even, (v) => (Number.isNaN(v) ? "NaN" : v)))
+    const wrongValues = Array.from(values.keys()).filter((h) => !Number.isNaN(values[h]!) && !Object.is(even[h], values[h]))
+    expect(wrongValues).toEqual([])
+  })
 })
