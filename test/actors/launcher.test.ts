@@ -96,7 +96,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
-    const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
+    // Batches of 32: the straggler's 1,600 samples are 50 batches of 40 ms (2 s) rather than 200,
+    // and its contribution every 4 batches (160 ms) still comes after the others' rounds' 50 ms deadline.
+    const result = await Launcher.run({ ...fast, batchSize: 32, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths).toEqual([])
