@@ -11,9 +11,12 @@ import { clean, fastRuns } from "./fast-runs.ts"
 const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.meta.url))
 const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
-// Batches of 32 (an epoch of 3 ranks is 50 batches a rank, not 200) where a case does not time
-// itself by batches; the cases that do say so and take batches of 8.
-const { outDir, fast } = fastRuns("e2e", { batchSize: 32 })
+const { outDir, fast } = fastRuns("e2e")
+/**
+ * Batches of 32, for the cases whose kills, deadlines and audits do not count batches: an epoch of
+ * 3 ranks is 50 batches a rank, not 200. The cases with a failure limit keep the batches of 8.
+ */
+const fewerBatches = { batchSize: 32 }
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
@@ -32,7 +35,6 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const launcherNice = getPriority(0)
     const result = await Launcher.run({
       ...fast,
-      batchSize: 8,
       heartbeatTimeoutMs: 2000,
       trainer: steady,
       worldSize: 4,
@@ -77,6 +79,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const progress: Array<{ readonly rank: number; readonly samplesDone: number }> = []
     const result = await Launcher.run({
       ...fast,
+      ...fewerBatches,
       trainer: steady,
       worldSize: 3,
       epochs: 1,
@@ -101,7 +104,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
     // Batches of 32: the straggler's 1,600 samples are 50 batches of 40 ms (2 s) rather than 200,
     // and its contribution every 4 batches (160 ms) still comes after the others' rounds' 50 ms deadline.
-    const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
+    const result = await Launcher.run({ ...fast, ...fewerBatches, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths).toEqual([])
@@ -197,6 +200,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const result = await Launcher.run({
       ...fast,
       trainer: steady,
+      ...fewerBatches,
       worldSize: 2,
       epochs: 1,
       transport: "process",
@@ -209,7 +213,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
 
   it("the journal has a line per averaging round: its epoch, number, contributions, how long it was open and its training loss; and, the trainer having no evaluate, says so once epoch 0's eval goes unanswered", async () => {
     // 2 ranks of 2,400 samples each, a contribution every 4 batches of 8: 75 rounds per epoch.
-    const result = await Launcher.run({ ...fast, batchSize: 8, trainer: steady, worldSize: 2, epochs: 2 })
+    const result = await Launcher.run({ ...fast, trainer: steady, worldSize: 2, epochs: 2 })
     expect(clean(result)).toEqual([
       [0, 4800, 0, 0],
       [1, 4800, 0, 0]
@@ -254,6 +258,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const result = await Launcher.run({
       ...fast,
       trainer: steady,
+      ...fewerBatches,
       worldSize: 2,
       epochs: 1,
       transport: "websocket",
@@ -379,7 +384,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     // typed arrays) that stops it, under Node, Bun and Deno alike.
     it(`a rank that allocates without end dies Crashed out of memory at rankMemoryMb 64 while the others finish (${transport})`, async () => {
       const started = Date.now()
-      const result = await Launcher.run({ ...fast, batchSize: 8, trainer: leaks, worldSize: 3, epochs: 1, transport, rankMemoryMb: 64 })
+      const result = await Launcher.run({ ...fast, trainer: leaks, worldSize: 3, epochs: 1, transport, rankMemoryMb: 64 })
       expect(result.exitCode).toBe(0)
       expect(clean(result)).toEqual([[0, 4800, 0, 0]])
       expect(result.deaths.map((d) => [d.rank, d.detector])).toEqual([[1, "supervisor"]])
