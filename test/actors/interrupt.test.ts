@@ -105,7 +105,9 @@ const interruptCli = async (name: string, signal: "INT" | "TERM", transport: "pr
 }
 
 describe(`interrupts and the streamed journal (${runtime})`, () => {
-  it("SIGINT in epoch 1 of a CLI run with rank processes: exit 130 within the grace, every rank saved, the journal ends interrupted, no process left, report reads it", async () => {
+  // The two CLI runs go side by side (each its own folder and processes; their ranks wait 40 ms a
+  // batch); the in-process runs after them one at a time.
+  it.concurrent("SIGINT in epoch 1 of a CLI run with rank processes: exit 130 within the grace, every rank saved, the journal ends interrupted, no process left, report reads it", async () => {
     const run = await interruptCli("sigint", "INT", "process")
     // The journal had lines while the run was still going (tail -f works): up to epoch 1's progress.
     expect(run.journalWhileRunning.some((e) => e.type === "ended")).toBe(false)
@@ -177,7 +179,7 @@ describe(`interrupts and the streamed journal (${runtime})`, () => {
     ])
   }, 180_000)
 
-  it("SIGTERM on a CLI run with worker ranks: exit 143, the journal and summary end interrupted by SIGTERM", async () => {
+  it.concurrent("SIGTERM on a CLI run with worker ranks: exit 143, the journal and summary end interrupted by SIGTERM", async () => {
     const run = await interruptCli("sigterm", "TERM", "worker")
     expect(run.code).toBe(143)
     expect(run.exitAfterMs).toBeLessThan(30_000)

@@ -12,6 +12,11 @@ const steady = fileURLToPath(new URL("../fixtures/trainers/steady.ts", import.me
 const slowOnRank2 = fileURLToPath(new URL("../fixtures/trainers/slow-on-rank-2.ts", import.meta.url))
 const lineTrainer = fileURLToPath(new URL("../../examples/line-trainer.ts", import.meta.url))
 const { outDir, fast } = fastRuns("e2e")
+/**
+ * Batches of 32, for the cases whose kills, deadlines and audits do not count batches: an epoch of
+ * 3 ranks is 50 batches a rank, not 200. The cases with a failure limit keep the batches of 8.
+ */
+const fewerBatches = { batchSize: 32 }
 
 type Result = Awaited<ReturnType<typeof Launcher.run>>
 
@@ -74,6 +79,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const progress: Array<{ readonly rank: number; readonly samplesDone: number }> = []
     const result = await Launcher.run({
       ...fast,
+      ...fewerBatches,
       trainer: steady,
       worldSize: 3,
       epochs: 1,
@@ -96,7 +102,9 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
   })
 
   it("with a round deadline, rounds close without the straggler (rank 2, ten times slower a batch), its contributions fold into later rounds, and the audit is clean", async () => {
-    const result = await Launcher.run({ ...fast, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
+    // Batches of 32: the straggler's 1,600 samples are 50 batches of 40 ms (2 s) rather than 200,
+    // and its contribution every 4 batches (160 ms) still comes after the others' rounds' 50 ms deadline.
+    const result = await Launcher.run({ ...fast, ...fewerBatches, trainer: slowOnRank2, worldSize: 3, epochs: 1, roundDeadlineMs: 50 })
     expect(result.exitCode).toBe(0)
     expect(clean(result)).toEqual([[0, 4800, 0, 0]])
     expect(result.deaths).toEqual([])
@@ -192,6 +200,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const result = await Launcher.run({
       ...fast,
       trainer: steady,
+      ...fewerBatches,
       worldSize: 2,
       epochs: 1,
       transport: "process",
@@ -249,6 +258,7 @@ describe("end to end: real workers, a real trainer module, injected faults", () 
     const result = await Launcher.run({
       ...fast,
       trainer: steady,
+      ...fewerBatches,
       worldSize: 2,
       epochs: 1,
       transport: "websocket",

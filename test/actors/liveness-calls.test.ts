@@ -28,8 +28,10 @@ describe("a save longer than the heartbeat timeout is not a death", () => {
   // The fixture's save blocks its thread for 3000 ms: 3x heartbeatTimeoutMs.
   process.env["COHORT_TEST_SAVE_MS"] = String(3 * heartbeatTimeoutMs)
 
+  // The three runs go side by side: their ranks mostly sleep (the steady batches, the saves in
+  // Atomics.wait), and each has folders of its own.
   for (const transport of ["worker", "process"] as const) {
-    it(`ranks whose every checkpoint blocks 3x heartbeatTimeoutMs complete with no death and every checkpoint written (${transport})`, async () => {
+    it.concurrent(`ranks whose every checkpoint blocks 3x heartbeatTimeoutMs complete with no death and every checkpoint written (${transport})`, async () => {
       const result = await Launcher.run({
         ...options,
         trainer: slowSave,
@@ -56,7 +58,7 @@ describe("a save longer than the heartbeat timeout is not a death", () => {
     }, 90_000)
   }
 
-  it("a save past saveTimeoutMs: a SaveTimeout alert names the bound and the rank is declared (every rank saves as slowly, so each holder in turn)", async () => {
+  it.concurrent("a save past saveTimeoutMs: a SaveTimeout alert names the bound and the rank is declared (every rank saves as slowly, so each holder in turn)", async () => {
     // The fixture has no evaluate: the Eval before the checkpoint is never answered, and holds the
     // rank for evalTimeoutMs too (the coordinator cannot tell it was skipped), so both are small.
     const result = await Launcher.run({

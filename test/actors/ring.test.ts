@@ -41,7 +41,9 @@ const readdirSafe = (path: string): Array<string> => {
   }
 }
 const filesUnder = (path: string): Array<string> => readdirSync(path, { recursive: true, encoding: "utf8" })
-const { fast } = fastRuns("ring", { backend: "ring" })
+// Batches of 32: an epoch is 50 batches a rank of 3, not 200 (most of a run's time here), and
+// still 12 rounds, past every round a fault below fires in.
+const { fast } = fastRuns("ring", { backend: "ring", batchSize: 32 })
 
 describe("the ring backend survives deaths inside a collective (faults fired between two steps, deterministically)", () => {
   // Two epochs: the survivors cross an epoch boundary in a re-formed ring (the plain run of a ring is
@@ -171,9 +173,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     expect(result.exitCode).toBe(1)
     expect(result.outcome.reason).toBe("SingleSurvivor")
     expect(result.saves).toEqual({ saved: [0], notSaved: [] })
-    // Rounds 0 and 1 closed: both ranks' first 2 × 4 batches of 8 samples are committed, nothing of round 2.
+    // Rounds 0 and 1 closed: both ranks' first 2 × 4 batches of 32 samples are committed, nothing of round 2.
     const uncommitted = result.outcome.uncommitted!.ranges.reduce((sum, [, size]) => sum + size, 0)
-    expect(uncommitted).toBe(4800 - 2 * 2 * 4 * 8)
+    expect(uncommitted).toBe(4800 - 2 * 2 * 4 * 32)
     const saved = await SavedModel.read(join(result.runDir, "save", "rank0"))
     expect(saved._tag === "Model" ? saved.meta.round : saved.reason).toBe(1)
   })
@@ -182,6 +184,9 @@ describe("the ring backend survives deaths inside a collective (faults fired bet
     const controller = new AbortController()
     const result = await Launcher.run({
       ...fast,
+      // Batches of 8: the interrupt at 600 samples leaves 1,000 of each rank's 1,600 to go, time
+      // for it to land before the epoch ends on a loaded machine.
+      batchSize: 8,
       trainer: drifting,
       worldSize: 3,
       epochs: 1,

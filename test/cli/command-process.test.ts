@@ -26,7 +26,9 @@ const firstExternalIPv4 = (): string | undefined =>
     .flatMap((entries) => entries ?? [])
     .find((e) => !e.internal && e.family === "IPv4")?.address
 
-describe(`the cohort command as a process (${Runtime.detect()})`, () => {
+// Side by side: the processes share nothing but the scratch folder (each run its own folder in
+// it), and the join that finds no coordinator spends its 8 s retrying, not computing.
+describe.concurrent(`the cohort command as a process (${Runtime.detect()})`, () => {
   it("lists this host's addresses and prints the join command with the first of them, never ws://0.0.0.0", async () => {
     const port = await freePort()
     const serve = startCli(["serve", "--trainer", steady, "--world-size", "2", "--listen", `0.0.0.0:${port}`, "--out", join(dir, "runs")], {

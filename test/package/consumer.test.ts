@@ -117,7 +117,9 @@ const cohortCommand: Record<
 const audits = (stdout: string): unknown =>
   (JSON.parse(stdout) as { epochs: ReadonlyArray<{ lost: number; duplicated: number }> }).epochs.map((e) => [e.lost, e.duplicated])
 
-describe.each(["node", "bun", "deno"] as const)("the packed package installed outside the repository, on %s", (runtime) => {
+// The runtimes and their cases run side by side (vitest's default of 5 at a time): each writes
+// its own run folders, token file and bundle folder, and none waits on another.
+describe.concurrent.each(["node", "bun", "deno"] as const)("the packed package installed outside the repository, on %s", (runtime) => {
   const { project, cli, script } = cohortCommand[runtime]
   const cohort = (args: ReadonlyArray<string>, cwd = project) => sh(cli[0]!, [...cli.slice(1), ...args], cwd)
 
@@ -200,7 +202,7 @@ describe.each(["node", "bun", "deno"] as const)("the packed package installed ou
   }, 120_000)
 })
 
-describe("deno.json for JSR", () => {
+describe.concurrent("deno.json for JSR", () => {
   it("deno publish --dry-run passes: the exports and the fast type check of the public API", async () => {
     const ran = await sh(denoBin, ["publish", "--dry-run", "--allow-dirty"], repoRoot)
     expect(ran.code, ran.err).toBe(0)
