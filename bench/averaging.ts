@@ -22,7 +22,8 @@
  * `--params 407050`, `--rounds 20`, `--warmup 5` and `--backends cpu` pick other rank counts,
  * sizes, rounds per run and backends (a short iteration: `--ranks 8 --params 407050 --rounds 20
  * --no-json`); `--ring-shared-slots N` sets the ring's `ringSharedSlots` (0: worker links over
- * `MessageChannel`s only), `--ring-area-mb N` its `ringAreaMemoryMb` (0: no shared all-reduce
+ * `MessageChannel`s only), `--ring-area-dir DIR` its `ringAreaFolder` (child processes' area
+ * files: a tmpfs with huge pages, docs/ring.md), `--ring-area-mb N` its `ringAreaMemoryMb` (0: no shared all-reduce
  * area). With worker threads each size is also run over the ring's direct links alone (no area),
  * the last column, unless `--no-links-row`; and, when the ring ran in its shared area, the bare
  * collective of the same size (`bench/bare-collective.ts`: the area's all-reduce between worker
@@ -63,6 +64,8 @@ export interface MeasureOptions {
   readonly outDir: string
   readonly ringSharedSlots?: number | undefined
   readonly ringAreaMemoryMb?: number | undefined
+  /** `RunOptions.ringAreaFolder`: where child-process ranks keep their area files (`--ring-area-dir`). */
+  readonly ringAreaFolder?: string | undefined
   /** `RunOptions.ringLinks`: `relay` puts every ring step through the coordinator. */
   readonly ringLinks?: "direct" | "relay" | undefined
 }
@@ -178,6 +181,7 @@ export const measure = async (options: MeasureOptions): Promise<Measured> => {
     transport: options.transport,
     ...(options.ringSharedSlots === undefined ? {} : { ringSharedSlots: options.ringSharedSlots }),
     ...(options.ringAreaMemoryMb === undefined ? {} : { ringAreaMemoryMb: options.ringAreaMemoryMb }),
+    ...(options.ringAreaFolder === undefined ? {} : { ringAreaFolder: options.ringAreaFolder }),
     ...(options.ringLinks === undefined ? {} : { ringLinks: options.ringLinks }),
     batchSize: 1,
     averageEverySteps: 1,
@@ -258,7 +262,8 @@ const main = async (): Promise<void> => {
   const sizes = numbers(flag("params")) ?? (quick ? [100_000, 407_050] : [100_000, 407_050, 4_000_000])
   const rankCounts = numbers(flag("ranks")) ?? (quick ? [2, 4] : [2, 4, 8, 16])
   const backends = (flag("backends") ?? "cpu,ring").split(",")
-  const common = { params: 0, rounds, warmupRounds, transport, outDir, ringSharedSlots }
+  const ringAreaFolder = flag("ring-area-dir")
+  const common = { params: 0, rounds, warmupRounds, transport, outDir, ringSharedSlots, ringAreaFolder }
   const rows: Array<Array<string | number>> = []
   const results: Array<Record<string, unknown>> = []
   const processRows: Array<Array<string | number>> = []
