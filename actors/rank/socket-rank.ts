@@ -161,7 +161,7 @@ export const processMain = (loadTrainer?: (url: string) => Promise<unknown>): Pr
  * taken (4003; `auto` with every rank taken), 12 run already formed (4010), 13 rank declared dead
  * (4011, at the join or later while training), 14 rank out of range (4002), 15 the coordinator
  * could not be reached within `connectTimeoutMs`, 16 any other refusal (a bad join 4000, a join
- * timeout 4004, retries of 1013/4008 spent, a parameter count the run did not agree on 4009, a
+ * timeout 4004 with no Hello in time, retries of 1013/4008/4004 spent, a parameter count the run did not agree on 4009, a
  * trainer whose `trainSamples` differ from the run's), 17 a join into a run that may grow refused
  * (full 4013, a bad index 4014, an exited rank's index 4016, a live or joining rank's
  * index 4017, 4018, the run saving and stopping 4019, the run over 4020; a dead rank's index,

@@ -29,7 +29,8 @@ import { pieceBytesDefault, pingAfterSendMsDefault, resendBytesMaxDefault } from
  *   `AddressBusy` 4008), with jittered exponential back-off (`joinRetryDelayMsBase` doubling up
  *   to `joinRetryDelayMsMax`, each delay scaled by 0.8–1.2). No retry is scheduled once it has
  *   passed since the first attempt; the last refusal is then the error. An attempt the server
- *   neither welcomes nor refuses ends with the server's `JoinTimeout` (4004), which is final.
+ *   neither welcomes nor refuses in time ends with its `JoinTimeout` (4004), retried the same way
+ *   (`isRetryableRefusal`).
  * - `resumable` (default false): join with protocol 2, so that the link survives a cut (see
  *   `internal/resuming-link.ts`): when the socket drops, or nothing arrives for
  *   `reconnectSilenceMs`, the client opens a new connection every `reconnectRetryMs` (each given
@@ -94,15 +95,19 @@ export const joinRetryDelayMsBase = 20
 export const joinRetryDelayMsMax = 1000
 
 /**
- * Whether `connect` retries a refusal with this close code: only the two "try again later"
- * codes, `TryAgainLater` (1013) and `AddressBusy` (4008). A wrong token, a rank out of range or
- * taken, a bad join or a join timeout is final.
+ * Whether `connect` retries a refusal with this close code: the two "try again later" codes,
+ * `TryAgainLater` (1013) and `AddressBusy` (4008), and a join timeout (`JoinTimeout`, 4004): this
+ * client sends its join as soon as the socket opens, so a server that waited for it in vain lost
+ * it to the link (a lossy one retransmits for seconds), not to the client. A wrong token, a rank
+ * out of range or taken, or a bad join is final.
  *
  * @since 0.1.0
  * @category model
  */
 export const isRetryableRefusal = (closeCode: number): boolean =>
-  closeCode === Transport.CloseCode.TryAgainLater || closeCode === Transport.CloseCode.AddressBusy
+  closeCode === Transport.CloseCode.TryAgainLater ||
+  closeCode === Transport.CloseCode.AddressBusy ||
+  closeCode === Transport.CloseCode.JoinTimeout
 
 /**
  * A joined rank: its endpoint (peer id = its rank, one peer: `coordinatorPeer`), its `rank` (the
