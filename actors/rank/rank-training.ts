@@ -477,7 +477,7 @@ const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
 const trainOne = (r: Running) =>
   Effect.gen(function* () {
     const { s, data } = r
-    const started = yield* Clock.currentTimeMillis
+    const started = r.clock.currentTimeMillisUnsafe()
     const chunk = s.chunks[0]
     const indices = nextBatch(r, chunk)
     const result = yield* trainBatch(r, indices)
@@ -490,7 +490,7 @@ const trainOne = (r: Running) =>
     s.batchesSinceContribution += 1
     s.samplesTotal += indices.length
     s.samplesInEpoch += indices.length
-    const finished = yield* Clock.currentTimeMillis
+    const finished = r.clock.currentTimeMillisUnsafe()
     yield* r.reports.afterBatch(started, finished, {
       epoch: s.epoch,
       samplesDone: s.trained,
@@ -539,8 +539,8 @@ export const turn = (r: Running) =>
       // A contribution whose direct links arrived after its FormRing starts now.
       yield* ring.startCollective(s.round)
     }
-    const now = yield* Clock.currentTimeMillis
-    const silent = coordinator.silence(now)
+    let now = r.clock.currentTimeMillisUnsafe()
+    let silent = coordinator.silence(now)
     if (silent !== undefined) {
       yield* coordinator.gone(silent)
       return "stop" as const
@@ -548,10 +548,25 @@ export const turn = (r: Running) =>
     yield* r.reports.heartbeatIfDue(now)
     if (!s.waitingUpdate && hasWork(s)) {
       yield* trainOne(r)
-      // Let the event loop deliver frames and timers between batches; a batch that contributed
-      // waits for its round next, which lets it anyway (a timer turn less a round).
-      if (!s.waitingUpdate) yield* Effect.sleep(0)
-      return "continue" as const
+      // Let the event loop deliver frames and timers between batches.
+      if (!s.waitingUpdate) {
+        yield* Effect.sleep(0)
+        return "continue" as const
+      }
+      // A batch that contributed waits for its round next, without another pass of the loop
+      // first (a ring round's second pass, every round): nothing was delivered meanwhile, and
+      // what a collective did meanwhile (failed: `notify`; an injected hang) is what the next
+      // pass handles first. The coordinator's silence and the heartbeat are looked at again
+      // after the batch, as that pass did.
+      if (ring.failure() !== undefined) return "continue" as const
+      now = r.clock.currentTimeMillisUnsafe()
+      if (now >= s.hangAtMs) return "continue" as const
+      silent = coordinator.silence(now)
+      if (silent !== undefined) {
+        yield* coordinator.gone(silent)
+        return "stop" as const
+      }
+      yield* r.reports.heartbeatIfDue(now)
     }
     // Nothing to do until the coordinator (or a direct ring link, or the ring's area) speaks: wait,
     // heartbeating on time. The loop takes what arrived (`Rank.run`), its end included.
