@@ -459,17 +459,6 @@ export const contributeBeforeLeaving = (r: Running) =>
     }
   })
 
-/**
- * The trainer's step on `indices`: its result as it returns it, awaited only when it returns a
- * promise. A synchronous trainer's batch then costs the loop's fiber no suspension (a promise, a
- * microtask and an async-hooks resource a batch, at every ring round). A throw is a defect either way.
- */
-const trainBatch = (r: Running, indices: Uint32Array): Effect.Effect<unknown> =>
-  Effect.suspend(() => {
-    const result: unknown = r.trainer.trainBatch(indices)
-    return isPromiseLike(result) ? Effect.promise(() => result) : Effect.succeed(result)
-  })
-
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === "object" && value !== null && typeof (value as { readonly then?: unknown }).then === "function"
 
@@ -480,7 +469,12 @@ const trainOne = (r: Running) =>
     const started = r.clock.currentTimeMillisUnsafe()
     const chunk = s.chunks[0]
     const indices = nextBatch(r, chunk)
-    const result = yield* trainBatch(r, indices)
+    // The trainer's step: its result as it returns it, awaited only when it returns a promise. A
+    // synchronous trainer's batch then costs the loop's fiber no suspension (a promise, a microtask
+    // and an async-hooks resource a batch, at every ring round), nor an effect. A throw is a defect
+    // either way.
+    const returned: unknown = r.trainer.trainBatch(indices)
+    const result = isPromiseLike(returned) ? yield* Effect.promise(() => returned) : returned
     // A trainer that returns no finite loss leaves its rank's contributions without one.
     const batchLoss = (result as { readonly loss?: unknown } | undefined)?.loss
     if (typeof batchLoss === "number" && Number.isFinite(batchLoss) && indices.length > 0) {
@@ -537,7 +531,7 @@ export const turn = (r: Running) =>
         yield* contribute(r, s.trained)
       }
       // A contribution whose direct links arrived after its FormRing starts now.
-      yield* ring.startCollective(s.round)
+      if (ring.contributionWaiting()) yield* ring.startCollective(s.round)
     }
     let now = r.clock.currentTimeMillisUnsafe()
     let silent = coordinator.silence(now)
