@@ -43,7 +43,10 @@ export interface RankData {
   readonly batchSize: number
   readonly averageEverySteps: number
   readonly heartbeatIntervalMs: number
-  /** A `Progress` goes out at most this often (ms); batches in between are reported by the next. */
+  /**
+   * A `Progress` goes out once the rank trained this long (ms of its batches, not its waits) since
+   * the last one, or `RankReports.progressWaitingMs` passed; batches in between are reported by the next.
+   */
   readonly progressIntervalMs: number
   readonly hangAfterMs: number | undefined
   /**

@@ -1,8 +1,10 @@
 /**
  * What a rank sends of its own accord (docs/design.md §3.5, §4; `rank.ts` module doc): every frame to
  * the coordinator goes through `send`, which remembers when the last one left so that a
- * `Heartbeat` fills only the gaps of `heartbeatIntervalMs`; a `Progress` at most every
- * `progressIntervalMs` (so that many fast ranks do not flood the coordinator); the rank's own
+ * `Heartbeat` fills only the gaps of `heartbeatIntervalMs`; a `Progress` once the rank trained
+ * `progressIntervalMs` since the last one (so that many fast ranks do not flood the coordinator,
+ * and a rank that mostly waits for its rounds does not report every batch), and at least every
+ * `progressWaitingMs` of its clock while it trains; the rank's own
  * memory check (`RankData.heapCheckMb`); and a hostile rank's injected flood (`RankData.flood`).
  *
  * @since 0.1.0
@@ -18,6 +20,18 @@ import * as Frame from "../../src/wire/frame.ts"
 import type { Link, RankData } from "./rank-data.ts"
 
 const toCoordinator = Transport.coordinatorPeer
+
+/**
+ * A rank that trains reports `Progress` at least this often (ms of its clock, at a batch's end),
+ * however little it trained in between, and never more often than `progressIntervalMs`: a rank
+ * whose batches are short beside its waits for the round's `Update` would otherwise report once
+ * in many rounds. Half the journal's period (one progress line per rank per second), so each
+ * second of training still has its line there and the live page's rates stay fresh.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const progressWaitingMs = 500
 
 /**
  * Where a rank stands after a batch, for its `Progress` and its link's `status`: the epoch, the
@@ -44,7 +58,7 @@ export interface BatchProgress {
  * - `heartbeatIfDue(nowMs)`: a `Heartbeat` when nothing went out for `heartbeatIntervalMs`.
  * - `afterBatch(startedMs, finishedMs, progress)`: after a batch that ran from `startedMs` to
  *   `finishedMs` (ms): the memory check (it dies with an out-of-memory error over
- *   `heapCheckMb`), then the `Progress` and the link's `status` when due.
+ *   `heapCheckMb`), then the `Progress` and the link's `status` when due (the module doc).
  * - `flood(afterMs, framesPerSecond)`: starts the injected flood of `Heartbeat` frames.
  *
  * @since 0.1.0
@@ -68,6 +82,9 @@ export const make = (link: Link, data: RankData): Reports => {
   const { transport, rank } = link
   let lastSentMs = 0
   let lastProgressMs = 0
+  // Training time (the batches' own, not the waits between them) since the last Progress.
+  let trainedSinceProgressMs = 0
+  const progressWallMs = Math.max(data.progressIntervalMs, progressWaitingMs)
   const send = (message: ToCoordinator, packed?: Uint8Array) =>
     Effect.gen(function* () {
       lastSentMs = yield* Clock.currentTimeMillis
@@ -81,10 +98,13 @@ export const make = (link: Link, data: RankData): Reports => {
   const heapCheckMb = data.heapCheckMb
   let lastHeapCheckMs = 0
   const heapCheckDue = (finished: number): boolean => heapCheckMb !== undefined && finished - lastHeapCheckMs >= data.progressIntervalMs
-  const progressDue = (finished: number): boolean => finished - lastProgressMs >= data.progressIntervalMs
+  const progressDue = (finished: number): boolean =>
+    trainedSinceProgressMs >= data.progressIntervalMs || finished - lastProgressMs >= progressWallMs
   // Most batches report nothing: they cost no generator.
-  const afterBatch = (started: number, finished: number, progress: BatchProgress): Effect.Effect<void> =>
-    heapCheckDue(finished) || progressDue(finished) ? reportBatch(started, finished, progress) : Effect.void
+  const afterBatch = (started: number, finished: number, progress: BatchProgress): Effect.Effect<void> => {
+    trainedSinceProgressMs += Math.max(0, finished - started)
+    return heapCheckDue(finished) || progressDue(finished) ? reportBatch(started, finished, progress) : Effect.void
+  }
   const reportBatch = (started: number, finished: number, progress: BatchProgress) =>
     Effect.gen(function* () {
       if (heapCheckDue(finished) && heapCheckMb !== undefined) {
@@ -103,6 +123,7 @@ export const make = (link: Link, data: RankData): Reports => {
       }
       if (progressDue(finished)) {
         lastProgressMs = finished
+        trainedSinceProgressMs = 0
         const { epoch, samplesDone, samplesInEpoch, samplesTotal } = progress
         yield* send({ _tag: "Progress", epoch, samplesDone, msPerBatch: Math.max(finished - started, 0.001) })
         link.status?.({ epoch, samplesDone: samplesInEpoch, samplesTotal })
