@@ -125,6 +125,11 @@ export interface RankRing {
   readonly relayed: (message: RingData) => void
   readonly contribute: (contribution: Contribution, round: number) => Effect.Effect<void>
   readonly startCollective: (round: number) => Effect.Effect<void>
+  /**
+   * Whether a contribution waits for its collective (none runs or finished for it): what
+   * `startCollective` may start. Asked before it, to build no effect a round when nothing waits.
+   */
+  readonly contributionWaiting: () => boolean
   readonly neighboursWaiting: (round: number) => boolean
   /**
    * Where this rank's ring listener is reached (`ws://host:port/`), once it is bound, when it
@@ -542,6 +547,7 @@ export const make = (options: RankRingOptions): RankRing => {
       return startCollective(round)
     },
     startCollective,
+    contributionWaiting: () => pending !== undefined && collective === undefined && finished === undefined,
     neighboursWaiting: (round) => {
       if (ringView === undefined) return false
       const generation = ringView.generation

@@ -459,17 +459,6 @@ export const contributeBeforeLeaving = (r: Running) =>
     }
   })
 
-/**
- * The trainer's step on `indices`: its result as it returns it, awaited only when it returns a
- * promise. A synchronous trainer's batch then costs the loop's fiber no suspension (a promise, a
- * microtask and an async-hooks resource a batch, at every ring round). A throw is a defect either way.
- */
-const trainBatch = (r: Running, indices: Uint32Array): Effect.Effect<unknown> =>
-  Effect.suspend(() => {
-    const result: unknown = r.trainer.trainBatch(indices)
-    return isPromiseLike(result) ? Effect.promise(() => result) : Effect.succeed(result)
-  })
-
 const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
   typeof value === "object" && value !== null && typeof (value as { readonly then?: unknown }).then === "function"
 
@@ -477,10 +466,15 @@ const isPromiseLike = (value: unknown): value is PromiseLike<unknown> =>
 const trainOne = (r: Running) =>
   Effect.gen(function* () {
     const { s, data } = r
-    const started = yield* Clock.currentTimeMillis
+    const started = r.clock.currentTimeMillisUnsafe()
     const chunk = s.chunks[0]
     const indices = nextBatch(r, chunk)
-    const result = yield* trainBatch(r, indices)
+    // The trainer's step: its result as it returns it, awaited only when it returns a promise. A
+    // synchronous trainer's batch then costs the loop's fiber no suspension (a promise, a microtask
+    // and an async-hooks resource a batch, at every ring round), nor an effect. A throw is a defect
+    // either way.
+    const returned: unknown = r.trainer.trainBatch(indices)
+    const result = isPromiseLike(returned) ? yield* Effect.promise(() => returned) : returned
     // A trainer that returns no finite loss leaves its rank's contributions without one.
     const batchLoss = (result as { readonly loss?: unknown } | undefined)?.loss
     if (typeof batchLoss === "number" && Number.isFinite(batchLoss) && indices.length > 0) {
@@ -490,7 +484,7 @@ const trainOne = (r: Running) =>
     s.batchesSinceContribution += 1
     s.samplesTotal += indices.length
     s.samplesInEpoch += indices.length
-    const finished = yield* Clock.currentTimeMillis
+    const finished = r.clock.currentTimeMillisUnsafe()
     yield* r.reports.afterBatch(started, finished, {
       epoch: s.epoch,
       samplesDone: s.trained,
@@ -537,10 +531,10 @@ export const turn = (r: Running) =>
         yield* contribute(r, s.trained)
       }
       // A contribution whose direct links arrived after its FormRing starts now.
-      yield* ring.startCollective(s.round)
+      if (ring.contributionWaiting()) yield* ring.startCollective(s.round)
     }
-    const now = yield* Clock.currentTimeMillis
-    const silent = coordinator.silence(now)
+    let now = r.clock.currentTimeMillisUnsafe()
+    let silent = coordinator.silence(now)
     if (silent !== undefined) {
       yield* coordinator.gone(silent)
       return "stop" as const
@@ -548,10 +542,25 @@ export const turn = (r: Running) =>
     yield* r.reports.heartbeatIfDue(now)
     if (!s.waitingUpdate && hasWork(s)) {
       yield* trainOne(r)
-      // Let the event loop deliver frames and timers between batches; a batch that contributed
-      // waits for its round next, which lets it anyway (a timer turn less a round).
-      if (!s.waitingUpdate) yield* Effect.sleep(0)
-      return "continue" as const
+      // Let the event loop deliver frames and timers between batches.
+      if (!s.waitingUpdate) {
+        yield* Effect.sleep(0)
+        return "continue" as const
+      }
+      // A batch that contributed waits for its round next, without another pass of the loop
+      // first (a ring round's second pass, every round): nothing was delivered meanwhile, and
+      // what a collective did meanwhile (failed: `notify`; an injected hang) is what the next
+      // pass handles first. The coordinator's silence and the heartbeat are looked at again
+      // after the batch, as that pass did.
+      if (ring.failure() !== undefined) return "continue" as const
+      now = r.clock.currentTimeMillisUnsafe()
+      if (now >= s.hangAtMs) return "continue" as const
+      silent = coordinator.silence(now)
+      if (silent !== undefined) {
+        yield* coordinator.gone(silent)
+        return "stop" as const
+      }
+      yield* r.reports.heartbeatIfDue(now)
     }
     // Nothing to do until the coordinator (or a direct ring link, or the ring's area) speaks: wait,
     // heartbeating on time. The loop takes what arrived (`Rank.run`), its end included.

@@ -47,7 +47,6 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Queue from "effect/Queue"
@@ -109,7 +108,7 @@ export const run = (
     const ringAddress = yield* Effect.promise(() => r.ring.ringAddress())
     yield* r.send({ _tag: "Hello", paramsLength: r.paramsLength, ...(ringAddress === undefined ? {} : { ringAddress }) })
     while (true) {
-      if ((yield* Clock.currentTimeMillis) >= s.hangAtMs) return yield* hangUntilGone(r)
+      if (r.clock.currentTimeMillisUnsafe() >= s.hangAtMs) return yield* hangUntilGone(r)
       applyAreaCommit(r)
       // A new coordinator took the run over: what it plans replaces what the old one gave.
       yield* recovered(r)
