@@ -14,18 +14,14 @@ import { clean, fastRuns } from "./fast-runs.ts"
 const wide = fileURLToPath(new URL("../fixtures/trainers/wide.ts", import.meta.url))
 const { fast } = fastRuns("ring-area-folder", { averageEverySteps: 20 })
 const root = mkdtempSync(join(tmpdir(), "cohort-area-root-"))
+const processRing = { ...fast, trainer: wide, backend: "ring", transport: "process", worldSize: 2, epochs: 1 } as const
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 describe("ringAreaFolder", () => {
   it("puts the run's folder of sockets and area files there, and removes it at the end", async () => {
     const seen: Array<ReadonlyArray<string>> = []
     const result = await Launcher.run({
-      ...fast,
-      trainer: wide,
-      backend: "ring",
-      transport: "process",
-      worldSize: 2,
-      epochs: 1,
+      ...processRing,
       ringAreaFolder: root,
       onEvent: (event) => {
         if (event.type === "round" && seen.length === 0) seen.push(readdirSync(root).flatMap((d) => readdirSync(join(root, d))))
@@ -39,12 +35,7 @@ describe("ringAreaFolder", () => {
 
   it("a folder in which the run cannot make its own is a LaunchError", async () => {
     const run = Launcher.run({
-      ...fast,
-      trainer: wide,
-      backend: "ring",
-      transport: "process",
-      worldSize: 2,
-      epochs: 1,
+      ...processRing,
       ringAreaFolder: join(root, "missing", "deeper")
     })
     await expect(run).rejects.toThrow(/ringAreaFolder.*cannot make the run's folder in/)
