@@ -60,7 +60,7 @@ const modelTooLarge = (paramsLength: number): string | undefined => {
   const limit = Transport.messageBytesMaxDefault
   const largest = Math.floor((limit - frameRoomBytes) / 4)
   if (paramsLength <= largest) return undefined
-  return `the trainer's model has ${paramsLength.toLocaleString("en-US")} parameters (${(4 * paramsLength).toLocaleString("en-US")} bytes as float32); a model travels whole in one message, and the links' message limit of ${limit.toLocaleString("en-US")} bytes fits at most ${largest.toLocaleString("en-US")} parameters`
+  return `the trainer's model has ${paramsLength.toLocaleString("en-US")} parameters (${(4 * paramsLength).toLocaleString("en-US")} bytes as float32); a model travels whole in one message beside ${frameRoomBytes.toLocaleString("en-US")} bytes kept for the frame's other fields, so the links' message limit of ${limit.toLocaleString("en-US")} bytes fits at most ${largest.toLocaleString("en-US")} parameters`
 }
 
 /**

@@ -126,6 +126,13 @@ export const loadTrainer = async (trainer: string): Promise<{ readonly url: stri
   return { url, module }
 }
 
+/**
+ * The longest `RunOptions.ringAreaFolder`, in bytes: a rank's socket, `<folder>/cohort-XXXXXX/ring-1023.sock`,
+ * must fit the 100 bytes the launcher allows a Unix socket's path (`ringSocketPath`), else its links
+ * would quietly take ports and the area files would not be used.
+ */
+const ringAreaFolderBytesMax = 100 - "/cohort-XXXXXX/ring-1023.sock".length
+
 /** Throws `LaunchError(option, reason)` unless `ok`. */
 export const check = (ok: boolean, option: string, reason: string): void => {
   if (!ok) throw new LaunchError(option, reason)
@@ -192,11 +199,17 @@ export const resolveOptions = (options: RunOptions, served: boolean) => {
     "ringAreaMemoryMb",
     `must be an integer in [0, ${defaults.ringAreaMemoryMbMax}], got ${ringAreaMemoryMb}`
   )
-  const ringAreaFolder = options.ringAreaFolder
   check(
-    ringAreaFolder === undefined || (typeof ringAreaFolder === "string" && ringAreaFolder !== ""),
+    options.ringAreaFolder === undefined || (typeof options.ringAreaFolder === "string" && options.ringAreaFolder !== ""),
     "ringAreaFolder",
-    `must be a folder's path, got ${JSON.stringify(ringAreaFolder)}`
+    `must be a folder's path, got ${JSON.stringify(options.ringAreaFolder)}`
+  )
+  const ringAreaFolder = options.ringAreaFolder === undefined ? undefined : Files.absolutePath(options.ringAreaFolder)
+  const ringAreaFolderBytes = ringAreaFolder === undefined ? 0 : new TextEncoder().encode(ringAreaFolder).length
+  check(
+    ringAreaFolderBytes <= ringAreaFolderBytesMax,
+    "ringAreaFolder",
+    `${ringAreaFolder} is ${ringAreaFolderBytes} bytes long; the ranks' Unix sockets in the run's folder there need it at most ${ringAreaFolderBytesMax}`
   )
   const batchSize = options.batchSize ?? defaults.batchSize
   check(Number.isSafeInteger(worldSize) && worldSize >= 1, "worldSize", `must be an integer >= 1, got ${worldSize}`)

@@ -264,7 +264,9 @@ const peerAddresses = (
       (made) => (made === undefined ? Effect.void : Effect.promise(() => FreePorts.removeSocketFolder(made)))
     )
     if (root !== undefined && folder === undefined)
-      return yield* Effect.die(new LaunchError("ringAreaFolder", `cannot make the run's folder in ${root}`))
+      return yield* Effect.die(
+        new LaunchError("ringAreaFolder", `cannot make the run's folder in ${root} (it must be a folder this user may write in)`)
+      )
     const paths = Array.from({ length: worldSize }, (_, rank) => (folder === undefined ? undefined : ringSocketPath(folder, rank)))
     if (paths.every((path) => path !== undefined))
       return { token: nanoid(32), urls: paths.map((path) => `unix:${path}`), host: peerHost, ports: paths.map(() => 0), folder: folder! }

@@ -94,8 +94,9 @@ export interface RunOptions {
    * private folder for the ranks' Unix sockets and area files (`FileAllReduce`). Default:
    * `/dev/shm` where this process may write in it, else the system's temporary folder. A tmpfs
    * mounted with huge pages (`huge=always`) makes the area files' copies cheaper
-   * (docs/ring.md). `LaunchError` on `ringAreaFolder` when it is not a folder in which the run can
-   * make its own.
+   * (docs/ring.md). A relative path is from the current folder. `LaunchError` on `ringAreaFolder`
+   * when it is not a folder in which the run can make its own, or its absolute path is over 71
+   * bytes (the ranks' Unix sockets in it must fit 100).
    */
   readonly ringAreaFolder?: string
   /**

@@ -16,7 +16,7 @@ describe("a model over the links' message limit", () => {
   it("fails the formation, naming the largest model that fits", async () => {
     const run = Launcher.run({ ...fast, trainer: overLimit, worldSize: 2, epochs: 1 })
     await expect(run).rejects.toThrow(
-      "the trainer's model has 4,177,921 parameters (16,711,684 bytes as float32); a model travels whole in one message, and the links' message limit of 16,777,216 bytes fits at most 4,177,920 parameters"
+      "the trainer's model has 4,177,921 parameters (16,711,684 bytes as float32); a model travels whole in one message beside 65,536 bytes kept for the frame's other fields, so the links' message limit of 16,777,216 bytes fits at most 4,177,920 parameters"
     )
   }, 60_000)
 })

@@ -5,7 +5,7 @@
  */
 import { mkdtempSync, readdirSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { join, relative as relativePath } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import * as Launcher from "../../actors/launcher/launcher.ts"
@@ -40,4 +40,14 @@ describe("ringAreaFolder", () => {
     })
     await expect(run).rejects.toThrow(/ringAreaFolder.*cannot make the run's folder in/)
   }, 60_000)
+
+  it("a relative path is taken from the current folder; a path too long for the ranks' sockets is a LaunchError, not a quiet fall back to ports", async () => {
+    const relative = relativePath(process.cwd(), root)
+    const result = await Launcher.run({ ...processRing, ringAreaFolder: relative })
+    expect([clean(result), result.ring?.links]).toEqual([[[0, 1600, 0, 0]], "file"])
+    const long = join(root, "y".repeat(71 - root.length))
+    await expect(Launcher.run({ ...processRing, ringAreaFolder: long })).rejects.toThrow(
+      `${long} is 72 bytes long; the ranks' Unix sockets in the run's folder there need it at most 71`
+    )
+  }, 90_000)
 })
