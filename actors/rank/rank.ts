@@ -57,7 +57,8 @@ import * as Codec from "../../src/wire/codec.ts"
 import * as Frame from "../../src/wire/frame.ts"
 import type { Link } from "./rank-data.ts"
 import { hangUntilGone, stopAsTold } from "./rank-calls.ts"
-import { apply, applyAreaCommit, contributeBeforeLeaving, recovered, start, turn } from "./rank-training.ts"
+import { applyAreaCommit } from "./rank-model.ts"
+import { apply, contributeBeforeLeaving, recovered, start, turn } from "./rank-training.ts"
 
 // The rank's model, faults, exit codes and save files live in rank-data.ts; importers take them from here.
 export {
