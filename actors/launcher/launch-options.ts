@@ -126,12 +126,15 @@ export const loadTrainer = async (trainer: string): Promise<{ readonly url: stri
   return { url, module }
 }
 
+/** Longest Unix socket path taken, in bytes: the system's limit is 104 to 108 with its final zero. */
+export const socketPathBytesMax = 100
+
 /**
  * The longest `RunOptions.ringAreaFolder`, in bytes: a rank's socket, `<folder>/cohort-XXXXXX/ring-1023.sock`,
- * must fit the 100 bytes the launcher allows a Unix socket's path (`ringSocketPath`), else its links
- * would quietly take ports and the area files would not be used.
+ * must fit `socketPathBytesMax` (the launcher's `ringSocketPath`), else its links would quietly take
+ * ports and the area files would not be used.
  */
-const ringAreaFolderBytesMax = 100 - "/cohort-XXXXXX/ring-1023.sock".length
+const ringAreaFolderBytesMax = socketPathBytesMax - "/cohort-XXXXXX/ring-1023.sock".length
 
 /** Throws `LaunchError(option, reason)` unless `ok`. */
 export const check = (ok: boolean, option: string, reason: string): void => {

@@ -40,7 +40,7 @@ import type { Host } from "./launcher-hosts.ts"
 import { loggedOptions } from "./launcher-journal.ts"
 import * as LauncherResult from "./launcher-result.ts"
 import * as LauncherWatch from "./launcher-watch.ts"
-import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults } from "./launch-options.ts"
+import { check, checkTls, defaults, LaunchError, runLockFileName, serveDefaults, socketPathBytesMax } from "./launch-options.ts"
 import * as RankActor from "../rank/rank.ts"
 import * as Recover from "./recover.ts"
 import * as Resume from "./resume.ts"
@@ -285,9 +285,6 @@ interface PeerAddresses {
   readonly ports: ReadonlyArray<number>
 }
 const peerHost = "127.0.0.1"
-
-/** Longest Unix socket path taken, in bytes: the system's limit is 104 to 108 with its final zero. */
-const socketPathBytesMax = 100
 
 /**
  * Where rank `rank` listens for its ring links when its sockets are in `folder`:
